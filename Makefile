@@ -1,0 +1,29 @@
+# syncdoctor: `make test` builds .venv if missing, installs the project with its test extras and runs
+# everything; `make demo` runs the main scenario.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: test demo lint venv clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip >/dev/null 2>&1 || true
+	$(PIP) install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+lint: venv
+	$(VENV)/bin/ruff check src tests benchmarks
+
+test: venv
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+demo: venv
+	$(VENV)/bin/syncdoctor demo
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,99 @@
+"""``syncdoctor`` entry point: one sub-command per module in this package.
+
+Each sub-command module exposes ``register(subparsers) -> None`` which adds its parser and sets
+``func=run`` where ``run(args, console) -> int``. Errors from the library are translated here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from syncdoctor._version import __version__
+from syncdoctor.cli import EXIT_UNAVAILABLE, EXIT_USAGE
+from syncdoctor.errors import EnvironmentNotSupported, InputError, SyncdoctorError, UsageError
+
+__all__ = ["build_parser", "main"]
+
+# Order is the order of `syncdoctor --help`.
+COMMANDS = (
+    "syncdoctor.cli.check",
+    "syncdoctor.cli.probe",
+    "syncdoctor.cli.watch",
+    "syncdoctor.cli.analyze",
+    "syncdoctor.cli.recommend",
+    "syncdoctor.cli.report",
+    "syncdoctor.cli.lab",
+    "syncdoctor.cli.demo",
+    "syncdoctor.cli.explain",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so usage errors get our exit code and no traceback."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="syncdoctor",
+        description="Find the rank, host and cause behind multi-node PyTorch collective hangs.",
+    )
+    parser.add_argument("--version", action="version", version=f"syncdoctor {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module_name in COMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # a command not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def _make_console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    """Run the CLI; returns the exit code (never raises for user errors)."""
+    console = console or _make_console()
+    err = Console(stderr=True, highlight=False)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help / --version
+        return int(exc.code or 0)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(int(args.verbose), 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args, console))
+    except UsageError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_USAGE
+    except (EnvironmentNotSupported, InputError) as exc:
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_UNAVAILABLE
+    except SyncdoctorError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_UNAVAILABLE
+    except KeyboardInterrupt:
+        err.print("interrupted", markup=False)
+        return 130
