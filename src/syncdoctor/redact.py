@@ -41,5 +41,5 @@ def redact_text(text: str) -> str:
             return f"{match.group('name')}{match.group('sep')}{REDACTED}"
         return match.group(0)
 
-    text = _ASSIGNMENT.sub(_sub, text)
-    return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return _ASSIGNMENT.sub(_sub, text)
