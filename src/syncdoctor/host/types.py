@@ -5,7 +5,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["GpuFacts", "HostFacts", "IbPortFacts", "InterfaceFacts", "LimitsFacts", "NameFacts", "VersionFacts"]
+__all__ = [
+    "GpuFacts",
+    "HostFacts",
+    "IbPortFacts",
+    "InterfaceFacts",
+    "LimitsFacts",
+    "NameFacts",
+    "ReachFacts",
+    "RouteFacts",
+    "VersionFacts",
+]
 
 
 @dataclass(frozen=True)
@@ -22,6 +32,8 @@ class InterfaceFacts:
         ipv4, ipv6: addresses with prefix length, e.g. ``10.0.0.1/24``.
         kind: ``loopback``, ``ether``, ``infiniband``, ``veth``, ``bridge``, ``docker``... (best effort).
         pci_vendor: ``device/vendor`` (``0x15b3`` Mellanox), None for virtual interfaces.
+        ifindex: kernel interface index; ``getifaddrs`` (and so NCCL) lists interfaces in this order.
+        virtual: the device lives under ``/sys/devices/virtual`` (veth, bridge, docker0, lo...).
     """
 
     name: str
@@ -36,6 +48,8 @@ class InterfaceFacts:
     ipv6: tuple[str, ...] = ()
     kind: str | None = None
     pci_vendor: str | None = None
+    ifindex: int | None = None
+    virtual: bool | None = None
 
     @property
     def has_address(self) -> bool:
@@ -56,6 +70,8 @@ class IbPortFacts:
         roce_v2_index: the GID index NCCL >= 2.21 would auto-select (RoCE only), None if none qualifies.
         counters: selected error counters (``link_downed``, ``symbol_error``, ``port_rcv_errors``...).
         netdev: the associated network interface (RoCE), when known.
+        lid, sm_lid: the port's LID and the Subnet Manager's LID (IB; ``sm_lid`` 0 means no SM).
+        gid_table_len: number of GID table slots (``gids/`` entries), set or not.
     """
 
     device: str
@@ -71,6 +87,9 @@ class IbPortFacts:
     roce_v2_index: int | None = None
     counters: tuple[tuple[str, int], ...] = ()
     netdev: str | None = None
+    lid: int | None = None
+    sm_lid: int | None = None
+    gid_table_len: int | None = None
 
     @property
     def active(self) -> bool:
@@ -119,6 +138,45 @@ class VersionFacts:
     gloo_available: bool | None = None
     nccl_available: bool | None = None
     driver: str | None = None
+
+
+@dataclass(frozen=True)
+class RouteFacts:
+    """How the kernel reaches a destination (MASTER_ADDR): the source address and the interface holding it.
+
+    Attributes:
+        target: the host name or address asked for; address: what it resolved to.
+        source: the local source address the kernel picked (UDP ``connect`` + ``getsockname``).
+        interface: the local interface that holds ``source`` (None when unknown).
+        local: the destination is an address of this host (this host is the master).
+        error: why the route could not be determined (unresolvable, no route), else None.
+    """
+
+    target: str
+    address: str | None = None
+    source: str | None = None
+    interface: str | None = None
+    local: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ReachFacts:
+    """The result of a TCP connect to MASTER_ADDR:MASTER_PORT.
+
+    Attributes:
+        host, port: what was tried; address: what the host resolved to.
+        result: ``open``, ``refused``, ``timeout``, ``unreachable`` (no route), ``unresolvable`` or ``error``.
+        detail: the error text; elapsed_s: how long the attempt took; timeout_s: the limit used.
+    """
+
+    host: str
+    port: int
+    result: str
+    address: str | None = None
+    detail: str | None = None
+    elapsed_s: float | None = None
+    timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
