@@ -180,7 +180,9 @@ def parse_proc_route(text: str | None) -> list[tuple[str, ipaddress.IPv4Network,
         if len(fields) < 8:
             continue
         try:
-            network = ipaddress.IPv4Network(f"{_le_hex_to_ipv4(fields[1])}/{_le_hex_to_ipv4(fields[7])}", strict=False)
+            network = ipaddress.IPv4Network(
+                f"{_le_hex_to_ipv4(fields[1])}/{_le_hex_to_ipv4(fields[7])}", strict=False
+            )
             gateway = bool(int(fields[3], 16) & _RTF_GATEWAY)
         except (ValueError, struct.error, OverflowError):
             continue
@@ -188,7 +190,9 @@ def parse_proc_route(text: str | None) -> list[tuple[str, ipaddress.IPv4Network,
     return routes
 
 
-def ipv4_from_proc(locals_: Iterable[str], routes: Iterable[tuple[str, ipaddress.IPv4Network, bool]]) -> list[AddressRecord]:
+def ipv4_from_proc(
+    locals_: Iterable[str], routes: Iterable[tuple[str, ipaddress.IPv4Network, bool]]
+) -> list[AddressRecord]:
     """Map each local IPv4 address to the interface of the longest connected route that contains it."""
     connected = [(name, net) for name, net, via_gateway in routes if not via_gateway and net.prefixlen > 0]
     records = []

@@ -76,8 +76,11 @@ class RoceGidSettings:
     def from_env(cls, env: Mapping[str, str]) -> RoceGidSettings:
         family = 6 if env.get("NCCL_IB_ADDR_FAMILY", "").strip() == "AF_INET6" else 4
         version = parse_int(env.get("NCCL_IB_ROCE_VERSION_NUM"), 0)
-        return cls(family=family, roce_version=2 if version is None else version,
-                   addr_range=env.get("NCCL_IB_ADDR_RANGE") or None)
+        return cls(
+            family=family,
+            roce_version=2 if version is None else version,
+            addr_range=env.get("NCCL_IB_ADDR_RANGE") or None,
+        )
 
 
 def parse_state(text: str | None) -> tuple[int | None, str | None]:

@@ -63,7 +63,9 @@ def read_limits(
         shm_free = int(stats.f_bavail) * int(stats.f_frsize)
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         unreadable.append(f"{shm}: cannot statvfs ({exc})")
-    soft, hard = parse_proc_limits(read_text(root / "proc" / "self" / "limits")).get("Max locked memory", (None, None))
+    soft, hard = parse_proc_limits(read_text(root / "proc" / "self" / "limits")).get(
+        "Max locked memory", (None, None)
+    )
     if soft is None and root.resolve() == Path("/"):
         try:
             raw_soft, raw_hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)

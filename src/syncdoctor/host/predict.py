@@ -152,12 +152,17 @@ def predict_nccl(interfaces: Sequence[InterfaceFacts], env: Mapping[str, str]) -
         rule = f"NCCL_SOCKET_IFNAME={user}"
         if not found:
             return InterfaceChoice(
-                "nccl", None, None, rule,
+                "nccl",
+                None,
+                None,
+                rule,
                 problem=f"NCCL_SOCKET_IFNAME={user} matches no running interface with an address; NCCL "
                 "init fails with 'Bootstrap : no socket interface found'",
             )
         return InterfaceChoice("nccl", found[0][0], found[0][1], rule, tuple(n for n, _ in found))
-    steps: list[tuple[str, list[tuple[str, str]]]] = [("ib* interfaces (tried first)", _find(interfaces, "ib", family))]
+    steps: list[tuple[str, list[tuple[str, str]]]] = [
+        ("ib* interfaces (tried first)", _find(interfaces, "ib", family))
+    ]
     comm_id = env.get("NCCL_COMM_ID")
     if comm_id and len(comm_id) > 1:
         remote = _comm_id_address(comm_id)
@@ -173,7 +178,10 @@ def predict_nccl(interfaces: Sequence[InterfaceFacts], env: Mapping[str, str]) -
         if found:
             return InterfaceChoice("nccl", found[0][0], found[0][1], rule, tuple(n for n, _ in found))
     return InterfaceChoice(
-        "nccl", None, None, "automatic selection",
+        "nccl",
+        None,
+        None,
+        "automatic selection",
         problem="no running interface has an address; NCCL init fails with 'Bootstrap : no socket interface found'",
     )
 
@@ -212,7 +220,11 @@ def predict_gloo(
         if missing or not requested:
             what = ", ".join(missing) or user
             return InterfaceChoice(
-                "gloo", None, None, rule, tuple(requested),
+                "gloo",
+                None,
+                None,
+                rule,
+                tuple(requested),
                 problem=f"GLOO_SOCKET_IFNAME names {what}, which does not exist or has no address; Gloo "
                 f"fails with 'Unable to find address for: {missing[0] if missing else user}'",
             )
@@ -224,7 +236,9 @@ def predict_gloo(
     for address in names.resolved:
         interface = address_interface(interfaces, address)
         if interface is not None:  # bindable: a local address, or anything in 127/8 or ::1
-            return InterfaceChoice("gloo", interface, address, f"hostname {hostname} resolves to {address}", (interface,))
+            return InterfaceChoice(
+                "gloo", interface, address, f"hostname {hostname} resolves to {address}", (interface,)
+            )
     why = (
         f"hostname {hostname} does not resolve ({names.resolve_error})"
         if not names.resolved

@@ -36,7 +36,9 @@ def check_reach(
     try:
         family, address = resolver(host)
     except (OSError, UnicodeError, IndexError, ValueError) as exc:
-        return ReachFacts(host, port, "unresolvable", detail=str(exc) or type(exc).__name__, timeout_s=timeout)
+        return ReachFacts(
+            host, port, "unresolvable", detail=str(exc) or type(exc).__name__, timeout_s=timeout
+        )
     start = clock()
     result, detail = "open", None
     try:
@@ -45,7 +47,7 @@ def check_reach(
             sock.connect((address, port))
     except ConnectionRefusedError as exc:
         result, detail = "refused", exc.strerror or str(exc)
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         result, detail = "timeout", f"no answer within {timeout:g} s"
     except OSError as exc:
         result = "unreachable" if exc.errno in _UNREACHABLE else "error"
@@ -53,5 +55,11 @@ def check_reach(
     except (OverflowError, ValueError) as exc:  # a port out of range
         result, detail = "error", str(exc)
     return ReachFacts(
-        host, port, result, address=address, detail=detail, elapsed_s=round(clock() - start, 4), timeout_s=timeout
+        host,
+        port,
+        result,
+        address=address,
+        detail=detail,
+        elapsed_s=round(clock() - start, 4),
+        timeout_s=timeout,
     )

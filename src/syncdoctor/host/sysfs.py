@@ -101,7 +101,9 @@ def is_running(flags: int | None, operstate: str | None) -> bool | None:
     return operstate in ("up", "unknown")
 
 
-def interface_kind(name: str, arphrd: int | None, uevent: Mapping[str, str], has_bridge_dir: bool) -> str | None:
+def interface_kind(
+    name: str, arphrd: int | None, uevent: Mapping[str, str], has_bridge_dir: bool
+) -> str | None:
     """A best-effort kind: ``loopback``, ``ether``, ``infiniband``, ``bridge``, ``vlan``, ``bond``..."""
     devtype = uevent.get("DEVTYPE")
     if devtype:
@@ -150,7 +152,9 @@ def _read_one(base: Path, name: str, addresses: Addresses, unreadable: list[str]
     )
 
 
-def read_interfaces(root: Path, addresses: Addresses | None = None) -> tuple[tuple[InterfaceFacts, ...], list[str]]:
+def read_interfaces(
+    root: Path, addresses: Addresses | None = None
+) -> tuple[tuple[InterfaceFacts, ...], list[str]]:
     """Every interface under ``<root>/sys/class/net``, ordered by ifindex (the order NCCL sees them).
 
     ``addresses`` maps an interface name to its (IPv4, IPv6) addresses with prefix lengths, from
@@ -160,7 +164,9 @@ def read_interfaces(root: Path, addresses: Addresses | None = None) -> tuple[tup
     unreadable: list[str] = []
     try:
         # bonding_masters is a plain file next to the interface links: keep directories only.
-        names = sorted(entry.name for entry in base.iterdir() if entry.is_dir() and not entry.name.startswith("."))
+        names = sorted(
+            entry.name for entry in base.iterdir() if entry.is_dir() and not entry.name.startswith(".")
+        )
     except OSError as exc:
         return (), [f"{base}: cannot list network interfaces ({exc.strerror or exc})"]
     interfaces = [_read_one(base, name, addresses or {}, unreadable) for name in names]

@@ -136,7 +136,9 @@ def read_gpus() -> tuple[tuple[GpuFacts, ...], str | None]:
     return tuple(gpus), driver
 
 
-def read_versions(root: Path, import_torch: bool = False) -> tuple[VersionFacts, tuple[GpuFacts, ...], list[str]]:
+def read_versions(
+    root: Path, import_torch: bool = False
+) -> tuple[VersionFacts, tuple[GpuFacts, ...], list[str]]:
     """Versions and GPUs. By default from package metadata (fast, torch is not imported);
     ``import_torch=True`` imports torch to ask it for its NCCL version and backends (seconds)."""
     unreadable: list[str] = []
