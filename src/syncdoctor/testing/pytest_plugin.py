@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-__all__ = ["pytest_addoption", "pytest_configure"]
+__all__ = ["lab_factory", "pytest_addoption", "pytest_configure"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,3 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "distributed(world_size=2, timeout=60): run the test function on world_size real gloo ranks",
     )
+
+
+# The lab fixture (lab.py imports neither torch nor anything heavy).
+from syncdoctor.testing.lab import lab_factory  # noqa: E402

@@ -1,0 +1,316 @@
+"""A small, realistic DDP training job (CPU, gloo) that can misbehave on purpose: the lab's workload.
+
+Does I/O: runs torch.distributed, sleeps, signals itself, writes step lines to stdout. torch is imported only
+inside :func:`main`; :func:`parse_step_lines` is pure and torch-free for the tests that read its output.
+
+Run under torchrun (``python -m syncdoctor.testing.workload --steps 20``) or alone (a world of one).
+
+Every training step calls, in this order, functions whose names a Python stack shows::
+
+    load_batch        (the default place of late / spin / crash / freeze / trigger faults)
+    forward
+    backward          DDP's gradient all_reduce (issued from C++ in the backward hooks)
+    optimizer_step
+    reduce_metric     the plain metric collective ``dist.all_reduce(loss_metric)``: skip / other_op /
+                      other_size faults change this one
+    checkpoint_pause  only with ``--pause-all SECONDS@STEP``: every rank pauses together
+
+A delay before ``backward`` (late, slow, spin, freeze, crash) keeps the other ranks waiting inside DDP's
+gradient all_reduce of that step; a skip/other_op/other_size fault desynchronises the metric collective.
+
+Every rank prints, per step, one line (``time.time()`` stamps, seconds)::
+
+    syncdoctor-workload step=5 rank=1 host=host0 start=... ready=... end=... loss=0.123456
+
+``ready`` is taken just before ``backward``, i.e. when the rank arrives at the step's first collective, so
+``ready[late] - max(ready[others])`` measures a late arrival.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from syncdoctor.errors import UsageError
+from syncdoctor.testing.faults_spec import FaultSpec, parse_duration, parse_faults
+
+__all__ = ["StepLine", "build_parser", "main", "parse_step_lines"]
+
+logger = logging.getLogger(__name__)
+TAG = "syncdoctor-workload"
+_STEP_RE = re.compile(
+    rf"^{TAG} step=(?P<step>\d+) rank=(?P<rank>\d+) host=(?P<host>\S+) start=(?P<start>[\d.]+) "
+    r"ready=(?P<ready>[\d.]+) end=(?P<end>[\d.]+) loss=(?P<loss>\S+)$",
+    re.MULTILINE,
+)
+
+
+@dataclass(frozen=True)
+class StepLine:
+    """One parsed per-step line of the workload's output."""
+
+    step: int
+    rank: int
+    host: str
+    start: float
+    ready: float
+    end: float
+    loss: float
+
+
+def parse_step_lines(text: str) -> list[StepLine]:
+    """All step lines in ``text`` (a rank's log, or several concatenated). Pure."""
+    return [
+        StepLine(int(m["step"]), int(m["rank"]), m["host"], float(m["start"]), float(m["ready"]),
+                 float(m["end"]), float(m["loss"]))
+        for m in _STEP_RE.finditer(text)
+    ]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m syncdoctor.testing.workload", description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=20, help="training steps (default 20)")
+    parser.add_argument("--model-size", "--width", dest="width", type=int, default=64,
+                        help="hidden width of the MLP (default 64)")
+    parser.add_argument("--depth", type=int, default=2, help="hidden layers (default 2)")
+    parser.add_argument("--batch", type=int, default=32, help="samples per rank per step (default 32)")
+    parser.add_argument("--seed", type=int, default=0, help="base seed; data of rank r uses seed + r")
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--step-sleep", type=float, default=0.0,
+                        help="seconds every rank sleeps in load_batch each step (slower, steadier steps)")
+    parser.add_argument("--fault", default=None,
+                        help="fault spec JSON (object or list), see syncdoctor.testing.faults_spec; "
+                             "default: env SYNCDOCTOR_FAULT")
+    parser.add_argument("--pause-all", default=None, metavar="SECONDS@STEP",
+                        help="every rank pauses SECONDS at STEP together (like a checkpoint)")
+    parser.add_argument("--collective-timeout", type=float, default=60.0,
+                        help="timeout of the process group's collectives in seconds (default 60)")
+    parser.add_argument("--watch", action="store_true", default=os.environ.get("SYNCDOCTOR_WATCH") == "1",
+                        help="call syncdoctor.watch.start() (also env SYNCDOCTOR_WATCH=1)")
+    parser.add_argument("--log-ranks", choices=("all", "0"), default="all",
+                        help="which ranks print step lines (default all)")
+    return parser
+
+
+def _parse_pause(text: str | None) -> tuple[float, int] | None:
+    if not text:
+        return None
+    seconds, sep, step = text.partition("@")
+    if not sep or not step.strip().isdigit():
+        raise UsageError(f"--pause-all expects SECONDS@STEP (e.g. 5@10), got {text!r}")
+    return parse_duration(seconds), int(step)
+
+
+class _Faults:
+    """The faults that concern this rank, applied at named points of the step."""
+
+    def __init__(self, faults: Sequence[FaultSpec], rank: int) -> None:
+        self.rank = rank
+        self.faults = [fault for fault in faults if fault.rank == rank]
+        self.step_durations: list[float] = []
+
+    def at(self, step: int, *kinds: str) -> list[FaultSpec]:
+        return [f for f in self.faults if f.kind in kinds and f.applies(self.rank, step)]
+
+    def announce(self, fault: FaultSpec, step: int, **extra: object) -> None:
+        details = " ".join(f"{key}={value}" for key, value in extra.items())
+        print(f"{TAG} fault kind={fault.kind} rank={self.rank} step={step} {details}".rstrip(), flush=True)
+
+    def stall(self, where: str, step: int) -> None:
+        """Apply the delay-type and process faults placed in the function ``where`` at ``step``."""
+        for fault in self.at(step, "late", "slow", "spin", "crash", "freeze", "trigger"):
+            if fault.where != where:
+                continue
+            if fault.kind == "late":
+                self.announce(fault, step, where=where, seconds=fault.seconds)
+                time.sleep(fault.seconds)
+            elif fault.kind == "slow":
+                extra = fault.seconds or (fault.factor - 1.0) * self._baseline()
+                if step == fault.at:
+                    self.announce(fault, step, where=where, factor=fault.factor, extra=f"{extra:.4f}")
+                time.sleep(extra)
+            elif fault.kind == "spin":
+                self.announce(fault, step, where=where, seconds=fault.seconds)
+                _spin(fault.seconds)
+            elif fault.kind == "trigger":
+                self.announce(fault, step, name=fault.name)
+                trigger_dir = Path(os.environ.get("SYNCDOCTOR_TRIGGER_DIR", "triggers"))
+                trigger_dir.mkdir(parents=True, exist_ok=True)
+                (trigger_dir / fault.name).touch()
+            elif fault.kind == "freeze":
+                self.announce(fault, step, where=where)
+                os.kill(os.getpid(), signal.SIGSTOP)
+            elif fault.kind == "crash":
+                self.announce(fault, step, where=where, mode=fault.mode)
+                _crash(fault, step)
+
+    def _baseline(self) -> float:
+        recent = self.step_durations[-10:]
+        return sorted(recent)[len(recent) // 2] if recent else 0.01
+
+
+def _spin(seconds: float) -> None:
+    deadline = time.monotonic() + seconds if seconds > 0 else float("inf")
+    total = 0
+    while time.monotonic() < deadline:
+        for value in range(10_000):
+            total += value * value
+
+
+def _crash(fault: FaultSpec, step: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if fault.mode == "exit":
+        os._exit(fault.code)
+    if fault.mode == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if fault.mode == "abort":
+        os.abort()
+    raise RuntimeError(f"injected fault: rank {fault.rank} crashes at step {step}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        faults = parse_faults(args.fault if args.fault is not None else os.environ.get("SYNCDOCTOR_FAULT"))
+        pause = _parse_pause(args.pause_all)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return _train(args, faults, pause)
+
+
+def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[float, int] | None) -> int:
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel
+
+    if "RANK" not in os.environ:  # alone: a world of one on a private store
+        os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    dist.init_process_group("gloo", timeout=timedelta(seconds=args.collective_timeout))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    host = os.environ.get("SYNCDOCTOR_LAB_HOST") or os.uname().nodename
+    talk = args.log_ranks == "all" or rank == 0
+    print(f"{TAG} start rank={rank} world={world} host={host} pid={os.getpid()} time={time.time():.6f}", flush=True)
+    watcher = _start_watch() if args.watch else None
+
+    torch.manual_seed(args.seed)
+    layers: list[nn.Module] = []
+    for _ in range(args.depth):
+        layers += [nn.Linear(args.width, args.width), nn.ReLU()]
+    model = DistributedDataParallel(nn.Sequential(*layers, nn.Linear(args.width, 1)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    generator = torch.Generator().manual_seed(args.seed + rank)
+    state = _Faults(faults, rank)
+
+    def load_batch(step: int) -> tuple[Any, Any]:
+        if args.step_sleep:
+            time.sleep(args.step_sleep)
+        state.stall("load_batch", step)
+        inputs = torch.randn(args.batch, args.width, generator=generator)
+        return inputs, inputs.sum(dim=1, keepdim=True) * 0.1
+
+    def forward(step: int, batch: tuple[Any, Any]) -> Any:
+        state.stall("forward", step)
+        inputs, target = batch
+        return nn.functional.mse_loss(model(inputs), target)
+
+    def backward(loss: Any) -> None:
+        loss.backward()  # DDP's gradient all_reduce happens here
+
+    def optimizer_step(step: int) -> None:
+        state.stall("optimizer_step", step)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    def reduce_metric(step: int, loss: Any) -> float:
+        metric = loss.detach().reshape(1).clone()
+        skip, other_op, other_size = (state.at(step, kind) for kind in ("skip", "other_op", "other_size"))
+        if skip:
+            state.announce(skip[0], step, collective="all_reduce")
+            return float(metric)
+        if other_op:
+            state.announce(other_op[0], step, op=other_op[0].op)
+            _other_collective(dist, other_op[0].op, metric)
+            return float(metric)
+        if other_size:
+            size = other_size[0].size or 2
+            state.announce(other_size[0], step, size=size)
+            metric = torch.zeros(size)
+        dist.all_reduce(metric)
+        return float(metric[0]) / world
+
+    def checkpoint_pause(step: int, seconds: float) -> None:
+        print(f"{TAG} pause-all rank={rank} step={step} seconds={seconds}", flush=True)
+        state.stall("checkpoint_pause", step)
+        time.sleep(seconds)
+
+    began = time.monotonic()
+    for step in range(args.steps):
+        start = time.time()
+        if pause and pause[1] == step:
+            checkpoint_pause(step, pause[0])
+        batch = load_batch(step)
+        loss = forward(step, batch)
+        ready = time.time()
+        backward(loss)
+        optimizer_step(step)
+        value = reduce_metric(step, loss)
+        end = time.time()
+        state.step_durations.append(end - start)
+        if talk:
+            print(f"{TAG} step={step} rank={rank} host={host} start={start:.6f} ready={ready:.6f} "
+                  f"end={end:.6f} loss={value:.6f}", flush=True)
+    print(f"{TAG} done rank={rank} steps={args.steps} seconds={time.monotonic() - began:.3f}", flush=True)
+    if watcher is not None and callable(getattr(watcher, "stop", None)):
+        watcher.stop()
+    dist.destroy_process_group()
+    return 0
+
+
+def _other_collective(dist: Any, op: str, metric: Any) -> None:
+    if op == "broadcast":
+        dist.broadcast(metric, src=0)
+    elif op == "all_gather":
+        dist.all_gather([metric.clone() for _ in range(dist.get_world_size())], metric)
+    elif op == "barrier":
+        dist.barrier()
+    else:
+        dist.reduce(metric, dst=0)
+
+
+def _start_watch() -> Any:
+    try:
+        import syncdoctor.watch as watch
+    except ModuleNotFoundError as exc:
+        print(f"{TAG} watch unavailable: {exc}", file=sys.stderr, flush=True)
+        return None
+    start = getattr(watch, "start", None)
+    if start is None:
+        print(f"{TAG} watch unavailable: syncdoctor.watch has no start()", file=sys.stderr, flush=True)
+        return None
+    return start()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
