@@ -158,7 +158,7 @@ class Lab:
                       "peer", "name", HOST_IFNAME, "netns", netns)
             _netns.ip("-n", switch, "link", "set", port, "master", SWITCH_BRIDGE, "up")
             host = LabHost(f"host{index}", index, f"{self._lease.base}.{index + 1}", netns, HOST_IFNAME, port)
-            _netns.ip("-n", netns, "link", "set", HOST_IFNAME, "mtu", str(self.mtu))
+            self._apply_host_mtu(netns, self.mtu)
             _netns.ip("-n", netns, "addr", "add", f"{host.addr}/24", "dev", HOST_IFNAME)
             _netns.ip("-n", netns, "link", "set", HOST_IFNAME, "up")
             _netns.ip("-n", netns, "link", "set", "lo", "up")
@@ -295,9 +295,16 @@ class Lab:
     def set_mtu(self, ref: LabHost | str, mtu: int, switch_port: bool = False) -> None:
         """Set the MTU of the host's eth0 (and of its switch port when ``switch_port``)."""
         host = self._netns_host(ref, "setting the MTU")
-        _netns.ip("-n", host.netns, "link", "set", host.ifname, "mtu", str(mtu))
+        assert host.netns is not None
+        self._apply_host_mtu(host.netns, mtu)
         if switch_port:
             _netns.ip("-n", self._switch(), "link", "set", host.veth, "mtu", str(mtu))
+
+    def _apply_host_mtu(self, netns: str, mtu: int) -> None:
+        # veth hands whole GSO super-packets to its peer without checking the MTU; one segment per packet
+        # (gso_max_segs 1) makes an oversized frame meet the switch port's MTU check, as on a real NIC.
+        segs = ["gso_max_segs", "1"] if mtu > self.switch_mtu else ["gso_max_segs", "65535"]
+        _netns.ip("-n", netns, "link", "set", HOST_IFNAME, "mtu", str(mtu), *segs)
 
     def hostname_to_loopback(self, ref: LabHost | str, enabled: bool = True) -> None:
         """Make the host's own hostname resolve to 127.0.0.1 inside it (the classic gloo/NCCL trap)."""
@@ -404,6 +411,10 @@ def _kill_tree(proc: subprocess.Popen[Any]) -> None:
                 member.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 # -- process-wide registry: atexit and signal teardown ------------------------------------------------------
