@@ -2,10 +2,12 @@
 
 ``read_ib_ports`` does file I/O (reads only). The parsers and :func:`select_roce_gid` are pure:
 ``select_roce_gid`` replays NCCL's automatic GID selection (NCCL >= 2.21, ``ncclIbGetGidIndex`` /
-``ncclUpdateGidIndex`` in src/transport/net_ib): start at index 0 and, for each later index, move to the
-candidate when it is a valid (configured, not link-local) GID of the wanted address family
-(``NCCL_IB_ADDR_FAMILY``, IPv4-mapped by default), inside ``NCCL_IB_ADDR_RANGE`` if set, whose type is
-``RoCE v<NCCL_IB_ROCE_VERSION_NUM>`` (v2 by default); the last qualifying index wins.
+``ncclUpdateGidIndex`` in src/transport/net_ib): start at index 0 and walk the later indexes; move to a
+candidate of the wanted address family (``NCCL_IB_ADDR_FAMILY``, IPv4-mapped by default) inside
+``NCCL_IB_ADDR_RANGE`` when the current GID is of the other family, or when the candidate is valid
+(configured, not link-local), of type ``RoCE v<NCCL_IB_ROCE_VERSION_NUM>`` (v2 by default) and the current
+one is invalid or of another version. So the first valid v2 GID of the family wins in practice (index 3
+in the usual mlx5 layout); a later one of the same version does not replace it.
 """
 
 from __future__ import annotations

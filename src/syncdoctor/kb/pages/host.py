@@ -208,8 +208,9 @@ ROCE_NO_ROUTABLE_GID = register(
         summary="A RoCE port has no RoCE v2 GID with an IPv4 address: NCCL's GID auto-selection finds nothing.",
         what=(
             "Replays NCCL's GID auto-selection (NCCL >= 2.21, NCCL_IB_GID_INDEX unset) on the port's GID "
-            "table (gids/N, gid_attrs/types/N): the last valid, non-link-local GID of the wanted family "
-            "(IPv4-mapped by default) whose type is `RoCE v2` wins. None qualifies here."
+            "table (gids/N, gid_attrs/types/N): NCCL looks for a valid, non-link-local GID of the wanted "
+            "family (IPv4-mapped by default, NCCL_IB_ADDR_FAMILY), inside NCCL_IB_ADDR_RANGE if set, whose "
+            "type is `RoCE v2` (NCCL_IB_ROCE_VERSION_NUM); the first such index wins. None qualifies here."
         ),
         why=(
             "NCCL then stays on GID index 0, usually the RoCE v1 link-local GID, which cannot be routed "
