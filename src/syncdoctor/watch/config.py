@@ -1,0 +1,174 @@
+"""The watcher's settings: one dataclass, layered defaults < ``SYNCDOCTOR_WATCH_*`` environment < arguments.
+
+Pure: reads only the mapping it is given (``os.environ`` by default). Every field is documented with its
+type, unit and default; the environment variable of a field is ``SYNCDOCTOR_WATCH_`` + the field name in
+upper case without its unit suffix (``warn_after_s`` -> ``SYNCDOCTOR_WATCH_WARN_AFTER``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from syncdoctor.errors import UsageError
+
+__all__ = ["ENV_PREFIX", "EXIT_HANG", "WatchConfig", "env_name"]
+
+ENV_PREFIX = "SYNCDOCTOR_WATCH_"
+EXIT_HANG = 75  # EX_TEMPFAIL: "try again later"; the default fail-fast exit code
+
+_RECORDERS = ("auto", "flight_recorder", "hooks")
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    """Settings of :func:`syncdoctor.watch.start`, the monitor and ``syncdoctor watch``.
+
+    Attributes:
+        enabled: [bool] ``False`` turns ``start()`` into a no-op. Default ``True``.
+        interval_s: [float, seconds] how often each rank publishes its record and the monitor reads all
+            records. Default 1.0.
+        sample_interval_s: [float, seconds] how often each rank reads its own collective progress (the
+            Flight Recorder status read costs about 5 µs); sets the resolution of arrival times. Default 0.05.
+        warn_after_s: [float, seconds] how long part of a group may wait in a collective for the rest, or
+            a whole group may sit in one collective, before an event is raised. Default 10.
+        suspect_after_s: [float, seconds] when a wait gets this long, the waiting ranks record the
+            signature (op, sizes, dtypes) of the collective they wait in and the monitor asks late ranks for
+            their Python stack, so both are known when ``warn_after_s`` is reached. Capped at half of
+            ``warn_after_s``. Default 2.
+        confirm_after_s: [float, seconds] a late rank or a transport hang that lasts this long is
+            "confirmed" (desyncs, dead ranks and ranks that exited are confirmed as soon as they are seen):
+            confirmed events trigger fail-fast and the Flight Recorder dump. Default 60.
+        dead_after_s: [float, seconds] a rank whose record has not changed for this long is reported dead
+            (killed, frozen, its host cut off, or its process holding the GIL). At least 3 intervals.
+            Default 10.
+        monitor: [str] where the monitor thread runs: ``auto`` (rank 0, or the lowest rank still reporting
+            if the monitor stops), a rank number, or ``off`` (use ``syncdoctor watch`` from outside).
+            Default ``auto``.
+        fail_fast: [bool] once a hang is confirmed, log the diagnosis and end every rank that can still be
+            reached with ``exit_code`` so a scheduler can requeue the job without the bad node. Default off.
+        exit_code: [int] the exit code of fail-fast. Default 75 (EX_TEMPFAIL).
+        events_file: [str or None] append every event as one JSON line to this file (written by the
+            monitor only; ``{rank}`` in the name is replaced by the monitor's rank). Default none.
+        flight_recorder_dump: [bool] on a confirmed hang, ask every rank to write PyTorch's Flight Recorder
+            dump (pickle, the file ``torchfrtrace`` reads) to ``TORCH_FR_DUMP_TEMP_FILE<rank>``. Default off.
+        recorder: [str] ``auto`` (Flight Recorder status when the torch build offers it, else hooks),
+            ``flight_recorder``, or ``hooks`` (patched ``torch.distributed`` collectives and a DDP comm
+            hook). Default ``auto``.
+        prefix: [str] private key prefix in the job's c10d store. Default ``syncdoctor/v1``.
+        store_timeout_s: [float, seconds] timeout of the watcher's own store connection. Default 5.
+        stacks: [bool] capture a late rank's Python stack on request. Default ``True``.
+        straggler_window_s: [float, seconds] sliding window of the chronic-straggler statistics.
+            Default 120.
+        straggler_min_events: [int] collectives with a measurable wait needed in the window before a rank
+            can be called a chronic straggler. Default 10.
+        straggler_min_share: [float, 0..1] share of those collectives the same rank must have arrived last
+            at. Default 0.5.
+        straggler_min_wait_s: [float, seconds] waits shorter than this are not counted. Default 0.1.
+        exit_linger_s: [float, seconds] when the first rank to fail dies of an exception, it waits up to this
+            long (deferring SIGTERM) to see which ranks vanished without an error and name the one that
+            died first. 0 disables. Default 2.5.
+    """
+
+    enabled: bool = True
+    interval_s: float = 1.0
+    sample_interval_s: float = 0.05
+    warn_after_s: float = 10.0
+    suspect_after_s: float = 2.0
+    confirm_after_s: float = 60.0
+    dead_after_s: float = 10.0
+    monitor: str = "auto"
+    fail_fast: bool = False
+    exit_code: int = EXIT_HANG
+    events_file: str | None = None
+    flight_recorder_dump: bool = False
+    recorder: str = "auto"
+    prefix: str = "syncdoctor/v1"
+    store_timeout_s: float = 5.0
+    stacks: bool = True
+    straggler_window_s: float = 120.0
+    straggler_min_events: int = 10
+    straggler_min_share: float = 0.5
+    straggler_min_wait_s: float = 0.1
+    exit_linger_s: float = 2.5
+    extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("interval_s", "sample_interval_s", "warn_after_s", "store_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise UsageError(f"watch setting {name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("suspect_after_s", "confirm_after_s", "dead_after_s", "exit_linger_s",
+                     "straggler_window_s", "straggler_min_wait_s"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"watch setting {name} must be >= 0, got {getattr(self, name)!r}")
+        if self.recorder not in _RECORDERS:
+            raise UsageError(f"watch setting recorder must be one of {', '.join(_RECORDERS)}, got {self.recorder!r}")
+        if self.monitor not in ("auto", "off") and not str(self.monitor).isdigit():
+            raise UsageError(f"watch setting monitor must be auto, off or a rank number, got {self.monitor!r}")
+        if not 0 < self.straggler_min_share <= 1:
+            raise UsageError("watch setting straggler_min_share must be in (0, 1]")
+        if not 0 <= self.exit_code <= 255:
+            raise UsageError("watch setting exit_code must be in 0..255")
+        if not self.prefix or self.prefix.startswith("/") or self.prefix.endswith("/"):
+            raise UsageError(f"watch setting prefix must be a non-empty key without leading/trailing '/': {self.prefix!r}")
+
+    # Derived values used by the detector: the documented caps applied.
+    @property
+    def suspect_s(self) -> float:
+        return min(self.suspect_after_s, self.warn_after_s / 2)
+
+    @property
+    def dead_s(self) -> float:
+        return max(self.dead_after_s, 3 * self.interval_s)
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> WatchConfig:
+        """Defaults, then ``SYNCDOCTOR_WATCH_*`` from ``env`` (``os.environ`` when None), then ``overrides``."""
+        env = os.environ if env is None else env
+        known = {f.name: f for f in fields(cls) if f.name != "extra"}
+        values: dict[str, Any] = {}
+        for name, spec in known.items():
+            raw = env.get(env_name(name))
+            if raw is not None and raw.strip() != "":
+                values[name] = _parse(name, spec.type, raw.strip())
+        for name, value in overrides.items():
+            if name not in known:
+                raise UsageError(f"unknown watch setting {name!r}; known: {', '.join(sorted(known))}")
+            if value is not None:  # None means "not given": the environment or the default stays
+                values[name] = _parse(name, known[name].type, value) if isinstance(value, str) else value
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> WatchConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+
+
+def env_name(field_name: str) -> str:
+    base = field_name[:-2] if field_name.endswith("_s") else field_name
+    return ENV_PREFIX + base.upper()
+
+
+def _parse(name: str, type_text: Any, raw: str) -> Any:
+    text = str(type_text)
+    try:
+        if text.startswith("bool"):
+            lowered = raw.lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if text.startswith("float"):
+            return float(raw)
+        if text.startswith("int"):
+            return int(raw)
+    except ValueError:
+        raise UsageError(f"{env_name(name)}={raw!r} is not a valid {text.split(' ')[0]}") from None
+    if text.startswith("str | None") and raw.lower() in ("", "none"):
+        return None
+    return raw

@@ -1,0 +1,378 @@
+"""What each rank publishes and what the monitor reads: frozen records and their compact JSON form.
+
+Pure: no I/O. One :class:`RankRecord` per rank per interval is written to the job's store under
+``<prefix>/attempt<N>/rank/<rank>``; stacks, group tables and control messages have their own keys (see
+:mod:`syncdoctor.watch.keys`). The JSON uses short field names because the monitor parses one record per
+rank per second (4096 ranks: a few milliseconds). :func:`decode_record` never raises on bad input: it
+returns ``None`` and the monitor treats the rank as not reporting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "RECORD_VERSION",
+    "STATES",
+    "Frame",
+    "GroupProgress",
+    "RankRecord",
+    "Signature",
+    "StackReport",
+    "StepMark",
+    "WaitSample",
+    "decode_record",
+    "decode_stack",
+    "encode_record",
+    "encode_stack",
+    "format_ranks",
+    "parse_ranks",
+]
+
+RECORD_VERSION = 1
+# starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
+# destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
+STATES = ("starting", "running", "exited", "failed", "aborting")
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a rank called at one sequence number: op name and tensor shapes and dtypes."""
+
+    op: str
+    input_sizes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[str, ...] = ()
+    output_sizes: tuple[tuple[int, ...], ...] = ()
+
+    def short(self) -> str:
+        shapes = ",".join("x".join(str(d) for d in s) or "scalar" for s in self.input_sizes)
+        dtype = "/".join(sorted(set(self.dtypes))).lower()
+        parts = [self.op]
+        if dtype or shapes:
+            parts.append(f"{dtype}[{shapes}]")
+        return " ".join(parts)
+
+    def to_json(self) -> list[Any]:
+        return [self.op, [list(s) for s in self.input_sizes], list(self.dtypes), [list(s) for s in self.output_sizes]]
+
+    @classmethod
+    def from_json(cls, data: Any) -> Signature | None:
+        if not isinstance(data, list) or not data or not isinstance(data[0], str):
+            return None
+        try:
+            ins = tuple(tuple(int(d) for d in s) for s in (data[1] if len(data) > 1 else []))
+            dts = tuple(str(d) for d in (data[2] if len(data) > 2 else []))
+            outs = tuple(tuple(int(d) for d in s) for s in (data[3] if len(data) > 3 else []))
+        except (TypeError, ValueError):
+            return None
+        return cls(data[0], ins, dts, outs)
+
+
+@dataclass(frozen=True)
+class GroupProgress:
+    """One rank's progress in one process group.
+
+    Attributes:
+        group: the group's name (``pg.group_name``; ``"0"`` is the default group), the same on every rank.
+        entered: sequence number of the last collective this rank entered in the group (0: none yet).
+        completed: sequence number of the last collective that completed here.
+        stalled_s: seconds this rank has had an unfinished collective with no completion, measured at
+            publication; ``None`` when nothing is pending.
+        signature: what this rank called at ``signature_seq`` (normally ``completed + 1``), once known.
+        signature_seq: the sequence number ``signature`` belongs to.
+    """
+
+    group: str
+    entered: int
+    completed: int
+    stalled_s: float | None = None
+    signature: Signature | None = None
+    signature_seq: int = 0
+
+    @property
+    def pending(self) -> bool:
+        return self.entered > self.completed
+
+
+@dataclass(frozen=True)
+class StepMark:
+    """At training step ``step`` (optimizer step or ``step(i)``), the last sequence entered per group."""
+
+    step: int
+    entered: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class WaitSample:
+    """This rank waited ``wait_s`` seconds in collective ``seq`` of ``group`` for the others."""
+
+    group: str
+    seq: int
+    wait_s: float
+
+
+@dataclass(frozen=True)
+class RankRecord:
+    """The compact per-interval record of one rank.
+
+    Attributes:
+        rank, world_size, local_rank: as in ``torch.distributed`` / torchrun.
+        host: host name (``SYNCDOCTOR_HOST`` or ``socket.gethostname()``); node: torchrun's node rank
+            (``GROUP_RANK``), -1 outside torchrun; pid: process id.
+        attempt: torchrun restart count.
+        heartbeat: increases with every publication; the monitor judges liveness by its changes, so
+            clocks need not agree across hosts.
+        state: one of :data:`STATES`. source: ``flight_recorder`` or ``hooks`` (how progress is read).
+        step: last training step marker, ``None`` without any; step_age_s: seconds since it changed.
+        quiet_s: seconds since this rank's step or any of its sequence numbers last changed (measured
+            locally): large while it sits still, small while it works.
+        groups: progress per group name. step_marks: recent step markers. waits: recent waits (chronic
+            straggler statistics).
+        stack_gen: request number of the last stack this rank published (0: none).
+        ack: last control generation this rank has processed.
+        error: the exception that is killing this rank (state ``failed``). fail_order: 1 for the first
+            rank of the job to fail, 2 for the second...
+        inspected: process states of pids the monitor asked this rank to look at (same host), e.g.
+            ``{1234: "stopped"}``.
+        published: wall-clock time of publication (for display only).
+    """
+
+    rank: int
+    world_size: int
+    host: str = ""
+    node: int = -1
+    pid: int = 0
+    local_rank: int = -1
+    attempt: int = 0
+    heartbeat: int = 0
+    state: str = "running"
+    source: str = ""
+    step: int | None = None
+    step_age_s: float | None = None
+    quiet_s: float | None = None
+    groups: Mapping[str, GroupProgress] = field(default_factory=dict)
+    step_marks: tuple[StepMark, ...] = ()
+    waits: tuple[WaitSample, ...] = ()
+    stack_gen: int = 0
+    ack: int = 0
+    error: str | None = None
+    fail_order: int | None = None
+    inspected: Mapping[int, str] = field(default_factory=dict)
+    published: float = 0.0
+
+    @property
+    def host_key(self) -> str:
+        """Identity of the machine: host name, qualified by node rank when torchrun gives one."""
+        return f"{self.host}#{self.node}" if self.node >= 0 else self.host
+
+    @property
+    def where(self) -> str:
+        """``host1`` or ``host1 (node 1)`` for messages."""
+        if self.node >= 0 and f"{self.node}" not in self.host:
+            return f"{self.host} (node {self.node})"
+        return self.host or "?"
+
+
+def encode_record(record: RankRecord) -> bytes:
+    data: dict[str, Any] = {
+        "v": RECORD_VERSION,
+        "r": record.rank,
+        "w": record.world_size,
+        "h": record.host,
+        "n": record.node,
+        "p": record.pid,
+        "l": record.local_rank,
+        "a": record.attempt,
+        "hb": record.heartbeat,
+        "s": record.state,
+        "src": record.source,
+        "g": {
+            name: [
+                g.entered,
+                g.completed,
+                -1.0 if g.stalled_s is None else round(g.stalled_s, 3),
+                g.signature_seq,
+                g.signature.to_json() if g.signature else None,
+            ]
+            for name, g in record.groups.items()
+        },
+        "t": round(record.published, 3),
+    }
+    if record.step is not None:
+        data["st"] = [record.step, round(record.step_age_s or 0.0, 3)]
+    if record.quiet_s is not None:
+        data["q"] = round(record.quiet_s, 3)
+    if record.step_marks:
+        data["sm"] = [[m.step, dict(m.entered)] for m in record.step_marks]
+    if record.waits:
+        data["ws"] = [[w.group, w.seq, round(w.wait_s, 3)] for w in record.waits]
+    if record.stack_gen:
+        data["sk"] = record.stack_gen
+    if record.ack:
+        data["ack"] = record.ack
+    if record.error:
+        data["err"] = record.error[:500]
+    if record.fail_order is not None:
+        data["fo"] = record.fail_order
+    if record.inspected:
+        data["ps"] = {str(pid): state for pid, state in record.inspected.items()}
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def decode_record(raw: bytes | str | None) -> RankRecord | None:
+    """Parse a record; ``None`` for empty, foreign or malformed data (never raises)."""
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict) or data.get("v") != RECORD_VERSION:
+            return None
+        groups = {}
+        for name, value in (data.get("g") or {}).items():
+            stalled = float(value[2])
+            groups[str(name)] = GroupProgress(
+                group=str(name),
+                entered=int(value[0]),
+                completed=int(value[1]),
+                stalled_s=None if stalled < 0 else stalled,
+                signature_seq=int(value[3]),
+                signature=Signature.from_json(value[4]),
+            )
+        step = data.get("st")
+        state = str(data.get("s", "running"))
+        return RankRecord(
+            rank=int(data["r"]),
+            world_size=int(data["w"]),
+            host=str(data.get("h", "")),
+            node=int(data.get("n", -1)),
+            pid=int(data.get("p", 0)),
+            local_rank=int(data.get("l", -1)),
+            attempt=int(data.get("a", 0)),
+            heartbeat=int(data.get("hb", 0)),
+            state=state if state in STATES else "running",
+            source=str(data.get("src", "")),
+            step=int(step[0]) if step else None,
+            step_age_s=float(step[1]) if step else None,
+            quiet_s=float(data["q"]) if data.get("q") is not None else None,
+            groups=groups,
+            step_marks=tuple(
+                StepMark(int(m[0]), {str(k): int(v) for k, v in m[1].items()}) for m in data.get("sm", ())
+            ),
+            waits=tuple(WaitSample(str(w[0]), int(w[1]), float(w[2])) for w in data.get("ws", ())),
+            stack_gen=int(data.get("sk", 0)),
+            ack=int(data.get("ack", 0)),
+            error=str(data["err"]) if data.get("err") else None,
+            fail_order=int(data["fo"]) if data.get("fo") is not None else None,
+            inspected={int(k): str(v) for k, v in (data.get("ps") or {}).items()},
+            published=float(data.get("t", 0.0)),
+        )
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Frame:
+    file: str
+    line: int
+    function: str
+
+    def short(self) -> str:
+        name = self.file.rsplit("/", 1)[-1]
+        return f"{self.function} ({name}:{self.line})"
+
+
+@dataclass(frozen=True)
+class StackReport:
+    """The main thread's Python stack of one rank, captured by its watcher on request.
+
+    ``frames`` are outermost first. ``where`` is the innermost frame in the user's code (not in torch,
+    the standard library or syncdoctor): the function the rank is in. ``note`` says why there are no
+    frames when capture failed.
+    """
+
+    rank: int
+    gen: int
+    frames: tuple[Frame, ...] = ()
+    where: Frame | None = None
+    note: str = ""
+    captured: float = 0.0
+
+    def summary(self) -> str:
+        if self.where is not None:
+            return self.where.short()
+        return self.note or "no stack"
+
+
+def encode_stack(report: StackReport) -> bytes:
+    data = {
+        "r": report.rank,
+        "gen": report.gen,
+        "f": [[f.file, f.line, f.function] for f in report.frames[-40:]],
+        "w": [report.where.file, report.where.line, report.where.function] if report.where else None,
+        "note": report.note,
+        "t": round(report.captured, 3),
+    }
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def decode_stack(raw: bytes | str | None) -> StackReport | None:
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        where = data.get("w")
+        return StackReport(
+            rank=int(data["r"]),
+            gen=int(data["gen"]),
+            frames=tuple(Frame(str(f[0]), int(f[1]), str(f[2])) for f in data.get("f", ())),
+            where=Frame(str(where[0]), int(where[1]), str(where[2])) if where else None,
+            note=str(data.get("note", "")),
+            captured=float(data.get("t", 0.0)),
+        )
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def format_ranks(ranks: Iterable[int]) -> str:
+    """``[0, 1, 2, 3, 7]`` -> ``"0-3,7"`` (compact for 4096-rank groups)."""
+    ordered = sorted(set(ranks))
+    parts: list[str] = []
+    index = 0
+    while index < len(ordered):
+        start = end = ordered[index]
+        while index + 1 < len(ordered) and ordered[index + 1] == end + 1:
+            index += 1
+            end = ordered[index]
+        parts.append(str(start) if start == end else f"{start}-{end}")
+        index += 1
+    return ",".join(parts)
+
+
+def parse_ranks(text: str | bytes) -> tuple[int, ...]:
+    """Inverse of :func:`format_ranks`; raises ``ValueError`` on malformed text."""
+    if isinstance(text, bytes):
+        text = text.decode()
+    ranks: list[int] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "-" in part:
+            low, high = (int(x) for x in part.split("-", 1))
+            if high < low or high - low > 1_000_000:
+                raise ValueError(f"bad rank range {part!r}")
+            ranks.extend(range(low, high + 1))
+        else:
+            ranks.append(int(part))
+    return tuple(ranks)
+
+
+def sizes_from(values: Sequence[Any] | None) -> tuple[tuple[int, ...], ...]:
+    """FR ``input_sizes`` (list of shape lists) as a tuple of tuples; tolerant of odd shapes."""
+    out = []
+    for shape in values or ():
+        try:
+            out.append(tuple(int(d) for d in shape))
+        except (TypeError, ValueError):
+            continue
+    return tuple(out)

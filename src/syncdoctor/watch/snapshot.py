@@ -1,0 +1,95 @@
+"""The monitor's view of one cycle (:class:`Snapshot`) and the detector's memory between cycles.
+
+Pure: no I/O, no clock. The monitor builds a snapshot from the store; tests build them by hand with any
+``now`` they like, so the detector is tested without sleeping.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncdoctor.watch.records import RankRecord, StackReport
+
+__all__ = ["DetectorState", "Incident", "RankSeen", "Requests", "Snapshot"]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the monitor read in one cycle.
+
+    Attributes:
+        now: the monitor's monotonic clock (seconds). Ages are measured on this clock only, from the
+            moment the monitor first saw each record version, so host clocks need not agree.
+        wall: the monitor's wall clock, stamped on events.
+        world_size: number of ranks in the job.
+        records: the latest record of each rank that has published one.
+        groups: process group name -> member global ranks, as published by the ranks.
+        stacks: the latest stack each rank published on request.
+    """
+
+    now: float
+    wall: float
+    world_size: int
+    records: Mapping[int, RankRecord]
+    groups: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    stacks: Mapping[int, StackReport] = field(default_factory=dict)
+
+
+@dataclass
+class RankSeen:
+    heartbeat: int
+    changed_at: float  # monitor time the heartbeat last changed
+    progress: tuple[Any, ...]
+    progress_at: float  # monitor time the rank's step or sequence numbers last changed
+
+
+@dataclass
+class Incident:
+    key: str
+    code: str
+    status: str  # last status emitted: warning or confirmed
+    since: float
+    last_title: str
+    group: str | None
+    seq: int | None
+    ranks: tuple[int, ...]
+    waited_s: float | None = None
+    sticky: bool = False
+
+
+@dataclass
+class Requests:
+    """What the monitor should ask ranks for (the detector cannot do I/O).
+
+    ``stacks``: rank -> request number; ``inspect``: pid -> host key of the rank that should read that
+    pid's process state (a sibling on the same host).
+    """
+
+    stacks: dict[int, int] = field(default_factory=dict)
+    inspect: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class DetectorState:
+    """The detector's memory. Owned by the caller; :func:`~syncdoctor.watch.detector.detect` updates it.
+
+    Bounded: per-rank entries (one per rank), open incidents, and the straggler window (a deque capped by
+    ``max_window``) plus the pending waits (capped by ``max_pending``).
+    """
+
+    started_at: float | None = None
+    seen: dict[int, RankSeen] = field(default_factory=dict)
+    incidents: dict[str, Incident] = field(default_factory=dict)
+    stack_gen: int = 0
+    stack_asked: dict[int, tuple[int, str]] = field(default_factory=dict)  # rank -> (gen, incident key)
+    inspect_asked: dict[int, float] = field(default_factory=dict)  # pid -> when
+    # chronic straggler: waits seen per (group, seq) until every member completed it, then one window row
+    pending_waits: dict[tuple[str, int], tuple[float, dict[int, float]]] = field(default_factory=dict)
+    waits_done: dict[str, int] = field(default_factory=dict)  # group -> highest seq moved to the window
+    window: deque[tuple[float, str, int, int | None, float, float]] = field(default_factory=deque)
+    closed: set[str] = field(default_factory=set)  # sticky incidents already reported
+    max_window: int = 20000
+    max_pending: int = 20000

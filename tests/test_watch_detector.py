@@ -1,0 +1,360 @@
+"""The pure detector on plain records: each W code fires on its fault and stays quiet otherwise.
+
+No sleeping, no torch, no store: a tiny simulated job advances a fake monitor clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from syncdoctor.watch.config import WatchConfig
+from syncdoctor.watch.detector import detect
+from syncdoctor.watch.events import Event
+from syncdoctor.watch.records import (
+    Frame,
+    GroupProgress,
+    RankRecord,
+    Signature,
+    StackReport,
+    StepMark,
+    WaitSample,
+)
+from syncdoctor.watch.snapshot import DetectorState, Snapshot
+
+AR = Signature("all_reduce", ((1000,),), ("Float",), ((1000,),))
+BC = Signature("broadcast", ((1000,),), ("Float",), ((1000,),))
+CFG = WatchConfig(warn_after_s=3.0, suspect_after_s=1.0, dead_after_s=3.0, confirm_after_s=20.0, interval_s=1.0)
+
+
+@dataclass
+class FakeRank:
+    rank: int
+    host: str
+    node: int
+    entered: int = 0
+    completed: int = 0
+    stalled: float | None = None
+    sig: Signature | None = None
+    step: int | None = None
+    state: str = "running"
+    heartbeat: int = 0
+    frozen: bool = False  # heartbeat stops
+    marks: list[StepMark] = field(default_factory=list)
+    waits: list[WaitSample] = field(default_factory=list)
+    inspected: dict[int, str] = field(default_factory=dict)
+    error: str | None = None
+    quiet: float = 0.0
+
+    def record(self, world: int) -> RankRecord:
+        if not self.frozen:
+            self.heartbeat += 1
+        return RankRecord(
+            rank=self.rank, world_size=world, host=self.host, node=self.node, pid=1000 + self.rank,
+            heartbeat=self.heartbeat, state=self.state, step=self.step, quiet_s=self.quiet,
+            groups={"0": GroupProgress("0", self.entered, self.completed, self.stalled, self.sig,
+                                       self.completed + 1 if self.sig else 0)},
+            step_marks=tuple(self.marks), waits=tuple(self.waits), inspected=dict(self.inspected),
+            error=self.error,
+        )
+
+
+class Job:
+    """Four ranks on two hosts (0,1 on host0; 2,3 on host1) and a monitor clock stepping 1 s."""
+
+    def __init__(self, config: WatchConfig = CFG, world: int = 4) -> None:
+        self.config = config
+        self.world = world
+        self.ranks = [FakeRank(r, f"host{r * 2 // world}", r * 2 // world) for r in range(world)]
+        self.state = DetectorState()
+        self.now = 100.0
+        self.stacks: dict[int, StackReport] = {}
+        self.requested: dict[int, int] = {}
+        self.events: list[Event] = []
+
+    def tick(self, seconds: float = 1.0) -> list[Event]:
+        self.now += seconds
+        for rank in self.ranks:
+            if not rank.frozen:
+                rank.quiet += seconds
+                if rank.stalled is not None:
+                    rank.stalled += seconds
+        records = {r.rank: r.record(self.world) for r in self.ranks if r.state != "never"}
+        snap = Snapshot(now=self.now, wall=self.now, world_size=self.world, records=records,
+                        groups={"0": tuple(range(self.world))}, stacks=dict(self.stacks))
+        result = detect(snap, self.config, self.state)
+        self.requested.update(result.requests.stacks)
+        self.events.extend(result.events)
+        return list(result.events)
+
+    def run(self, seconds: int) -> list[Event]:
+        out: list[Event] = []
+        for _ in range(seconds):
+            out.extend(self.tick())
+        return out
+
+    def all_done(self, seq: int) -> None:
+        for r in self.ranks:
+            r.entered = r.completed = seq
+            r.stalled = None
+            r.sig = None
+            r.quiet = 0.0
+
+    def enter(self, ranks: list[int], seq: int, sig: Signature = AR) -> None:
+        for r in ranks:
+            fr = self.ranks[r]
+            fr.entered, fr.completed, fr.stalled, fr.sig, fr.quiet = seq, seq - 1, 0.0, sig, 0.0
+
+    def answer_stacks(self, where: str = "load_batch") -> None:
+        for rank, gen in self.requested.items():
+            frames = (Frame("/job/train.py", 10, "main"), Frame("/job/train.py", 88, where))
+            self.stacks[rank] = StackReport(rank, gen, frames, frames[-1])
+
+
+def codes(events: list[Event]) -> list[tuple[str, str]]:
+    return [(e.code, e.status) for e in events]
+
+
+def test_clean_training_gives_no_event() -> None:
+    job = Job()
+    for seq in range(1, 200):
+        job.all_done(seq)
+        for r in job.ranks:
+            r.step = seq
+            r.marks = [StepMark(seq, {"0": seq})]
+        assert job.tick(0.2) == []
+
+
+def test_a_pause_on_every_rank_together_gives_no_event() -> None:
+    job = Job()
+    job.all_done(10)
+    assert job.run(30) == []  # 30 s of checkpointing: nobody is inside a collective
+
+
+def test_late_rank_named_with_its_function_then_resolved() -> None:
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    assert job.tick() == []
+    assert job.requested == {3: 1}  # stack asked at suspect time (1 s), before the warning
+    job.answer_stacks()
+    events = job.run(2)
+    assert codes(events) == [("W101", "warning")]
+    event = events[0]
+    assert event.ranks == (3,) and event.hosts == ("host1",) and event.pids == (1003,)
+    assert event.seq == 5 and event.group == "0" and event.waiting_ranks == (0, 1, 2)
+    assert event.signature == AR and event.waited_s is not None and 3.0 <= event.waited_s < 4.0
+    assert event.detail["where"] == "load_batch (train.py:88)"
+    assert "load_batch" in event.line() and "ranks=3" in event.line()
+    assert "no progress" in event.detail["late"]["3"]["activity"]
+    assert job.run(10) == []  # reported once
+    assert codes(job.run(10)) == [("W101", "confirmed")]  # confirm_after_s = 20
+    job.all_done(5)
+    resolved = job.tick()
+    assert codes(resolved) == [("W101", "resolved")] and resolved[0].ranks == (3,)
+
+
+def test_late_rank_waits_for_its_stack_but_not_forever() -> None:
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    assert job.run(3) == []  # warn reached at 3 s, but the stack is not there yet
+    events = job.run(2)
+    assert codes(events) == [("W101", "warning")]
+    assert "stack not captured" in events[0].detail["late"]["3"]["stack_note"]
+
+
+def test_a_short_wait_is_not_reported() -> None:
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    assert job.run(2) == []
+    job.all_done(5)
+    assert job.run(5) == []
+
+
+def test_mismatch_names_the_odd_rank_with_both_signatures() -> None:
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 2, 3], 5, AR)
+    job.enter([1], 5, BC)
+    assert job.run(2) == []
+    events = job.run(2)
+    assert codes(events) == [("W102", "confirmed")]
+    event = events[0]
+    assert event.ranks == (1,) and event.signature == AR and event.other_signature == BC
+    assert "broadcast" in event.title and "all_reduce" in event.title
+
+
+def test_transport_hang_when_everyone_entered_the_same_collective() -> None:
+    job = Job()
+    job.all_done(7)
+    job.enter([0, 1, 2, 3], 8, AR)
+    assert job.run(2) == []
+    events = job.run(2)
+    assert codes(events) == [("W104", "warning")]
+    assert events[0].ranks == () and events[0].waiting_ranks == (0, 1, 2, 3)
+    assert "syncdoctor probe" in events[0].detail["next"]
+
+
+def test_transport_hang_waits_for_signatures() -> None:
+    job = Job()
+    job.all_done(7)
+    job.enter([0, 1, 2, 3], 8, AR)
+    job.ranks[2].sig = None
+    assert job.run(4) == []
+    events = job.run(2)
+    assert codes(events) == [("W104", "warning")] and events[0].detail["signatures_unknown_for"] == "2"
+
+
+def test_frozen_rank_is_dead_and_its_process_state_is_told() -> None:
+    job = Job()
+    job.all_done(4)
+    job.ranks[3].frozen = True
+    job.enter([0, 1, 2], 5)
+    events = job.run(2)
+    assert not [e for e in events if e.code == "W105"]
+    job.ranks[2].inspected = {1003: "stopped"}
+    events = job.run(2)
+    dead = [e for e in events if e.code == "W105"]
+    assert len(dead) == 1 and dead[0].ranks == (3,) and dead[0].status == "confirmed"
+    assert "stopped (SIGSTOP" in dead[0].title and dead[0].seq == 5 and dead[0].waiting_ranks == (0, 1, 2)
+    assert dead[0].detail["process"] == {"3": "stopped"}
+    job.ranks[3].frozen = False  # SIGCONT: now merely late, which supersedes the dead-rank event
+    assert codes(job.tick()) == [("W101", "warning")]
+
+
+def test_rank_frozen_inside_the_collective_then_resumed() -> None:
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2, 3], 5)
+    job.ranks[3].frozen = True
+    events = job.run(4)
+    assert codes(events) == [("W105", "confirmed")]
+    assert events[0].waiting_ranks == (0, 1, 2, 3) and events[0].detail["inside"] == {"3": ["0 #5"]}
+    job.ranks[3].frozen = False
+    job.all_done(5)
+    assert codes(job.tick()) == [("W105", "resolved")]
+
+
+def test_late_rank_that_dies_is_reported_dead_without_a_resolution_of_the_late_event() -> None:
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    job.tick()
+    job.answer_stacks()
+    job.run(2)
+    job.ranks[3].frozen = True
+    events = job.run(4)
+    assert ("W105", "confirmed") in codes(events)
+    assert ("W101", "resolved") not in codes(events)
+
+
+def test_host_cut_names_the_host() -> None:
+    job = Job()
+    job.all_done(4)
+    job.ranks[2].frozen = job.ranks[3].frozen = True
+    job.enter([0, 1], 5)
+    events = [e for e in job.run(4) if e.code in ("W105", "W106")]
+    assert codes(events) == [("W106", "confirmed")]
+    assert events[0].ranks == (2, 3) and events[0].hosts == ("host1",)
+
+
+def test_one_dead_rank_on_a_host_is_not_a_host_cut() -> None:
+    job = Job()
+    job.ranks[3].frozen = True
+    events = job.run(4)
+    assert codes(events) == [("W105", "confirmed")] and events[0].ranks == (3,)
+
+
+def test_rank_that_never_reports() -> None:
+    job = Job()
+    job.ranks[3].state = "never"
+    events = job.run(4)
+    assert codes(events) == [("W105", "confirmed")] and "never reported" in events[0].title
+
+
+def test_rank_that_exited_while_others_wait() -> None:
+    job = Job()
+    job.all_done(4)
+    job.ranks[3].state = "exited"
+    job.enter([0, 1, 2], 5)
+    events = job.run(4)
+    assert codes(events) == [("W108", "confirmed")] and events[0].ranks == (3,)
+    job.all_done(9)
+    job.ranks[3].state = "exited"
+    assert job.run(3) == []  # sticky: no "resolved" for a rank that left
+
+
+def test_normal_end_of_job_gives_no_event() -> None:
+    job = Job()
+    job.all_done(50)
+    for r in job.ranks:
+        r.state = "exited"
+    job.ranks[0].state = "running"
+    assert job.run(20) == []
+
+
+def test_skipped_collective_is_seen_at_the_step_marker() -> None:
+    job = Job()
+    job.all_done(6)
+    for r in job.ranks:
+        r.marks = [StepMark(4, {"0": 4}), StepMark(5, {"0": 5})]
+    job.ranks[1].marks = [StepMark(4, {"0": 4}), StepMark(5, {"0": 4}), StepMark(6, {"0": 5})]
+    events = job.tick()
+    assert codes(events) == [("W103", "confirmed")]
+    assert events[0].ranks == (1,) and events[0].detail["step"] == 5 and "1 fewer" in events[0].title
+    assert job.run(3) == []
+
+
+def test_same_counts_at_each_step_is_not_drift() -> None:
+    job = Job()
+    for r in job.ranks:
+        r.marks = [StepMark(k, {"0": 2 * k}) for k in range(1, 6)]
+    job.ranks[2].marks = job.ranks[2].marks[:3]  # rank 2 is just behind: fewer marks, same counts
+    assert job.run(2) == []
+
+
+def _straggle(job: Job, last: int, lag: float, seqs: range) -> None:
+    for seq in seqs:
+        for r in job.ranks:
+            if r.rank != last:
+                r.waits.append(WaitSample("0", seq, lag + 0.01 * r.rank))
+        job.all_done(seq)
+        job.tick(0.5)
+
+
+def test_chronic_straggler() -> None:
+    job = Job()
+    _straggle(job, last=3, lag=0.4, seqs=range(1, 8))
+    assert not [e for e in job.events if e.code == "W107"]  # not enough evidence yet (min 10)
+    _straggle(job, last=3, lag=0.4, seqs=range(8, 14))
+    events = [e for e in job.events if e.code == "W107"]
+    assert codes(events) == [("W107", "warning")] and events[0].ranks == (3,)
+    assert events[0].detail["share"] == 1.0 and 0.39 < events[0].detail["lag_p50"] < 0.43
+
+
+def test_everyone_waiting_alike_is_not_a_straggler() -> None:
+    job = Job()
+    for seq in range(1, 30):
+        for r in job.ranks:
+            r.waits.append(WaitSample("0", seq, 0.3))
+        job.all_done(seq)
+        job.tick(0.5)
+    assert job.events == []
+
+
+def test_rotating_last_rank_is_not_a_straggler() -> None:
+    job = Job()
+    for seq in range(1, 30):
+        _straggle(job, last=seq % 4, lag=0.3, seqs=range(seq, seq + 1))
+    assert job.events == []
+
+
+@pytest.mark.parametrize("name", ["interval_s", "warn_after_s"])
+def test_config_rejects_nonsense(name: str) -> None:
+    from syncdoctor.errors import UsageError
+
+    with pytest.raises(UsageError):
+        WatchConfig(**{name: 0})

@@ -1,0 +1,121 @@
+"""Records, stacks and settings: compact encodings round-trip, bad input is rejected without a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from syncdoctor.errors import UsageError
+from syncdoctor.watch.config import WatchConfig, env_name
+from syncdoctor.watch.events import CODES, Event
+from syncdoctor.watch.records import (
+    Frame,
+    GroupProgress,
+    RankRecord,
+    Signature,
+    StackReport,
+    StepMark,
+    WaitSample,
+    decode_record,
+    decode_stack,
+    encode_record,
+    encode_stack,
+    format_ranks,
+    parse_ranks,
+)
+
+
+def _record() -> RankRecord:
+    sig = Signature("all_reduce", ((4, 5), ()), ("Float", "Float"), ((4, 5), ()))
+    return RankRecord(
+        rank=3, world_size=8, host="host1", node=1, pid=4242, local_rank=1, attempt=2, heartbeat=17,
+        state="failed", source="flight_recorder", step=12, step_age_s=0.25, quiet_s=3.5,
+        groups={"0": GroupProgress("0", 58, 57, 1.5, sig, 58), "7": GroupProgress("7", 3, 3)},
+        step_marks=(StepMark(11, {"0": 55}), StepMark(12, {"0": 57, "7": 3})),
+        waits=(WaitSample("0", 50, 0.4),), stack_gen=4, ack=6, error="RuntimeError: boom", fail_order=1,
+        inspected={1234: "stopped"}, published=1700000000.125,
+    )
+
+
+def test_record_round_trip() -> None:
+    record = _record()
+    raw = encode_record(record)
+    assert len(raw) < 600
+    assert decode_record(raw) == record
+
+
+@pytest.mark.parametrize(
+    "raw", [None, b"", b"not json", b"[]", b'{"v": 99, "r": 1}', b'{"v": 1}', b'{"v":1,"r":1,"w":2,"g":{"0":[1]}}']
+)
+def test_bad_records_are_ignored(raw: bytes | None) -> None:
+    assert decode_record(raw) is None
+
+
+def test_stack_round_trip_and_summary() -> None:
+    frames = (Frame("/a/train.py", 10, "main"), Frame("/a/data.py", 88, "load_batch"))
+    report = StackReport(3, 2, frames, frames[1], "", 12.5)
+    assert decode_stack(encode_stack(report)) == report
+    assert report.summary() == "load_batch (data.py:88)"
+    assert StackReport(3, 2, note="record stale").summary() == "record stale"
+    assert decode_stack(b"{") is None
+
+
+@given(st.sets(st.integers(min_value=0, max_value=5000), max_size=60))
+def test_rank_ranges_round_trip(ranks: set[int]) -> None:
+    assert parse_ranks(format_ranks(ranks)) == tuple(sorted(ranks))
+
+
+def test_rank_ranges_are_compact() -> None:
+    assert format_ranks(range(4096)) == "0-4095"
+    assert format_ranks([0, 1, 2, 3, 7, 9, 10]) == "0-3,7,9-10"
+    with pytest.raises(ValueError):
+        parse_ranks("5-2")
+
+
+def test_signature_text() -> None:
+    assert Signature("all_reduce", ((1000,),), ("Float",)).short() == "all_reduce float[1000]"
+    assert Signature("barrier").short() == "barrier"
+    assert Signature.from_json("nope") is None
+
+
+def test_config_layers_defaults_env_then_arguments() -> None:
+    env = {"SYNCDOCTOR_WATCH_WARN_AFTER": "4.5", "SYNCDOCTOR_WATCH_FAIL_FAST": "yes",
+           "SYNCDOCTOR_WATCH_MONITOR": "2", "SYNCDOCTOR_WATCH_EVENTS_FILE": "/tmp/e.jsonl"}
+    config = WatchConfig.load(env, warn_after_s=6.0, interval_s=None)
+    assert config.warn_after_s == 6.0 and config.fail_fast is True and config.monitor == "2"
+    assert config.interval_s == 1.0 and config.events_file == "/tmp/e.jsonl"
+    assert env_name("warn_after_s") == "SYNCDOCTOR_WATCH_WARN_AFTER"
+    assert config.suspect_s == 2.0 and WatchConfig(warn_after_s=3).suspect_s == 1.5
+    assert WatchConfig(dead_after_s=1, interval_s=1).dead_s == 3
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"SYNCDOCTOR_WATCH_WARN_AFTER": "soon"}, {"SYNCDOCTOR_WATCH_FAIL_FAST": "perhaps"},
+     {"SYNCDOCTOR_WATCH_RECORDER": "magic"}, {"SYNCDOCTOR_WATCH_MONITOR": "rank0"}],
+)
+def test_config_bad_environment_is_a_usage_error(env: dict[str, str]) -> None:
+    with pytest.raises(UsageError):
+        WatchConfig.load(env)
+
+
+def test_config_unknown_argument() -> None:
+    with pytest.raises(UsageError, match="unknown watch setting"):
+        WatchConfig.load({}, warn_after=3)
+
+
+def test_event_json_line_and_finding() -> None:
+    sig = Signature("all_reduce", ((1000,),), ("Float",))
+    event = Event("W101", "warning", "rank 3 is late", ranks=(3,), hosts=("host1",), group="0", seq=5,
+                  signature=sig, waited_s=3.25, detail={"where": "load_batch (data.py:88)"}, key="k")
+    data = json.loads(json.dumps(event.to_json()))
+    assert data["kind"] == "late-rank" and data["ranks"] == [3] and data["signature"][0] == "all_reduce"
+    line = event.line()
+    assert line.startswith("syncdoctor W101 late-rank warning: rank 3 is late [")
+    assert "where=load_batch(data.py:88)" in line and "waited=3.2s" in line
+    finding = event.to_finding()
+    assert finding.code == "W101" and finding.evidence["ranks"] == [3]
+    assert set(CODES) == {f"W10{i}" for i in range(1, 10)}
