@@ -20,8 +20,9 @@ import importlib
 import json
 import logging
 import os
+import pwd
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,13 @@ from rich.text import Text
 from syncdoctor._version import __version__
 from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from syncdoctor.errors import UsageError
+from syncdoctor.host.collect import collect_host_facts
 from syncdoctor.host.preflight import Preflight, master_from, run_preflight
 from syncdoctor.kb import Finding, Severity, sort_findings
 from syncdoctor.redact import REDACTED, is_secret_name, redact_env, redact_text
 from syncdoctor.report.terminal import render_findings
 
-__all__ = ["SCHEMA", "build_default_args", "collect_findings", "register", "run"]
+__all__ = ["SCHEMA", "EnvInput", "build_default_args", "collect_findings", "load_env", "register", "run"]
 
 log = logging.getLogger(__name__)
 
@@ -146,37 +148,50 @@ def _optional(module: str) -> Any | None:
         raise
 
 
-def _load_env(args: argparse.Namespace) -> tuple[dict[str, str], str, Any]:
-    """The environment to validate, where it came from, and per-variable sources (for the env rules)."""
+@dataclass
+class EnvInput:
+    """The environment to validate: the variables (after NCCL's config files), where each came from, the
+    findings of reading the env file and config files, and the variables as given (before the files)."""
+
+    env: dict[str, str]
+    origin: str
+    sources: dict[str, str] | None = None
+    findings: list[Finding] = field(default_factory=list)
+    given: dict[str, str] = field(default_factory=dict)
+
+
+def _home(root: Path) -> Path | None:
+    """The user's home as NCCL finds it (getpwuid, not $HOME), under ``root`` for fake trees."""
+    try:
+        home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except (KeyError, OSError):
+        return None
+    return home if root.resolve() == Path("/") else root / str(home).lstrip("/")
+
+
+def load_env(args: argparse.Namespace, nccl_version: str | None) -> EnvInput:
+    """Read ``--env-file`` (or take the current environment), then apply NCCL's config files."""
+    findings: list[Finding] = []
+    envfile = _optional("syncdoctor.checks.envfile")
     if args.env_file is not None:
         try:
             text = Path(args.env_file).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise UsageError(f"--env-file {args.env_file}: {exc.strerror or exc}") from None
-        envfile = _optional("syncdoctor.checks.envfile")
         if envfile is None:
             raise UsageError("--env-file needs syncdoctor.checks.envfile, which this installation lacks")
-        env = dict(envfile.parse_env_file(text))
+        given, file_findings = envfile.parse_env_file(text)
+        findings.extend(file_findings)
         origin = f"file {args.env_file}"
+        given_source = f"env-file:{args.env_file}"
     else:
-        env, origin = dict(os.environ), "the current environment"
-    sources = None
-    envfile = _optional("syncdoctor.checks.envfile")
-    if envfile is not None and hasattr(envfile, "load_nccl_conf"):
-        root = Path(args.root)
-        home = Path(env.get("HOME") or Path.home())
-        if root.resolve() != Path("/"):
-            home = root / str(home).lstrip("/")
-        try:
-            loaded = envfile.load_nccl_conf(env, home=home, etc=root / "etc")
-        except Exception as exc:  # a broken conf file is a finding for the env rules, never a crash
-            log.debug("load_nccl_conf failed: %s", exc)
-        else:
-            if isinstance(loaded, tuple) and len(loaded) == 2:
-                env, sources = dict(loaded[0]), loaded[1]
-            elif isinstance(loaded, Mapping):
-                env = dict(loaded)
-    return env, origin, sources
+        given, origin, given_source = dict(os.environ), "the current environment", "environment"
+    if envfile is None:
+        return EnvInput(dict(given), origin, None, findings, dict(given))
+    root = Path(args.root)
+    conf = envfile.read_nccl_conf(given, home=_home(root), etc=root / "etc", nccl_version=nccl_version)
+    sources = {k: (given_source if v == "environment" else v) for k, v in conf.sources.items()}
+    return EnvInput(dict(conf.env), origin, sources, [*findings, *conf.findings], dict(given))
 
 
 def _relevant_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -187,7 +202,7 @@ def _relevant_env(env: Mapping[str, str]) -> dict[str, str]:
 # -- findings ------------------------------------------------------------------------------------------------
 
 
-def _env_findings(env: Mapping[str, str], pre: Preflight, sources: Any) -> list[Finding]:
+def _env_findings(env: Mapping[str, str], pre: Preflight, sources: Mapping[str, str] | None) -> list[Finding]:
     rules = _optional("syncdoctor.checks.env_rules")
     if rules is None:
         return []
@@ -206,22 +221,33 @@ def _env_findings(env: Mapping[str, str], pre: Preflight, sources: Any) -> list[
 
 def _mentions(finding: Finding, variable: str) -> bool:
     evidence = finding.evidence or {}
-    return variable in (evidence.get("variable"), evidence.get("name")) or variable in finding.title
+    return (
+        variable in evidence
+        or variable in (evidence.get("variable"), evidence.get("name"))
+        or finding.title.startswith(variable)
+    )
 
 
-def collect_findings(env: Mapping[str, str], pre: Preflight, sources: Any = None) -> list[Finding]:
-    """Env findings plus host findings, without repeating an interface list the env rules already flagged."""
-    env_found = _env_findings(env, pre, sources)
+def collect_findings(
+    env: Mapping[str, str],
+    pre: Preflight,
+    sources: Mapping[str, str] | None = None,
+    extra: list[Finding] | None = None,
+) -> list[Finding]:
+    """Env findings (plus ``extra``: env-file and config-file findings) and host findings, without repeating
+    what the env rules already say about an interface variable that is set (a list matching nothing usable,
+    or only lo)."""
+    env_found = [*_env_findings(env, pre, sources), *(extra or [])]
     host_found = []
     for finding in pre.findings:
-        backend = finding.evidence.get("backend") if finding.code == "N004" else None
+        backend = finding.evidence.get("backend") if finding.code in ("N001", "N004") else None
         variable = _IFNAME_VARS.get(str(backend)) if backend else None
         if (
             variable
             and variable in env
-            and any(_mentions(f, variable) and f.severity >= Severity.ERROR for f in env_found)
+            and any(_mentions(f, variable) and f.severity >= Severity.WARNING for f in env_found)
         ):
-            continue  # the env rules already say that this list matches nothing usable
+            continue
         host_found.append(finding)
     return sort_findings([*env_found, *host_found])
 
@@ -343,25 +369,23 @@ def _exit_code(findings: list[Finding], fail_on: str) -> int:
 def run(args: argparse.Namespace, console: Console) -> int:
     if args.timeout is None or not 0 < args.timeout <= 120:
         raise UsageError("--timeout must be between 0 and 120 seconds")
-    env, origin, sources = _load_env(args)
+    root = Path(args.root)
+    facts = collect_host_facts(root, import_torch=args.import_torch)
+    given = load_env(args, facts.versions.nccl)
+    env = given.env
     master = master_from(env, args.master)
     pre = run_preflight(
-        env,
-        root=Path(args.root),
-        master=master,
-        network=not args.no_network,
-        timeout=args.timeout,
-        import_torch=args.import_torch,
+        env, root=root, master=master, network=not args.no_network, timeout=args.timeout, facts=facts
     )
-    secrets = _secret_values(os.environ, env)
-    findings = [_scrub_finding(f, secrets) for f in collect_findings(env, pre, sources)]
+    secrets = _secret_values(os.environ, given.given, env)
+    findings = [_scrub_finding(f, secrets) for f in collect_findings(env, pre, given.sources, given.findings)]
     code = _exit_code(findings, args.fail_on)
     if args.json:
         counts = {s.label: sum(1 for f in findings if f.severity == s) for s in Severity}
         document = {
             "schema": SCHEMA,
             "version": __version__,
-            "host": pre.to_json() | {"env": _relevant_env(env), "env_origin": origin},
+            "host": pre.to_json() | {"env": _relevant_env(env), "env_origin": given.origin},
             "findings": [f.to_json() for f in findings],
             "summary": counts | {"fail_on": args.fail_on, "exit_code": code},
         }
@@ -372,7 +396,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             soft_wrap=True,
         )
         return code
-    _render_header(pre, origin, console)
+    _render_header(pre, given.origin, console)
     if args.show_env:
         console.print(Text("relevant environment (secrets redacted):", style="bold"))
         for name, value in _relevant_env(env).items():

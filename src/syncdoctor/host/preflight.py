@@ -106,9 +106,12 @@ def run_preflight(
     import_torch: bool = False,
     resolver: Resolver = system_resolver,
     statvfs: Callable[[Any], os.statvfs_result] = os.statvfs,
+    facts: HostFacts | None = None,
 ) -> Preflight:
-    """Collect facts under ``root``, predict the interfaces, find the route to and reach the master."""
-    facts = collect_host_facts(root, resolver=resolver, statvfs=statvfs, import_torch=import_torch)
+    """Collect facts under ``root`` (unless given), predict the interfaces, find the route to and reach
+    the master, and evaluate the host detectors."""
+    if facts is None:
+        facts = collect_host_facts(root, resolver=resolver, statvfs=statvfs, import_torch=import_torch)
     nccl = predict_nccl(facts.interfaces, env)
     gloo = predict_gloo(facts.interfaces, facts.names, env)
     live = Path(root).resolve() == Path("/")
