@@ -1,0 +1,185 @@
+"""``syncdoctor probe``: a distributed preflight run by every rank of a job (or ``--local N`` ranks here).
+
+Under torchrun: ``torchrun --nnodes N --nproc-per-node G ... -m syncdoctor probe [options]``; under Slurm:
+``srun python -m syncdoctor probe``; one host: ``syncdoctor probe --local 4``; several hosts without a
+launcher: ``syncdoctor probe --local G --nnodes N --node-rank K --master-addr HOST0`` on each host.
+Rank 0 prints progress per stage and the report; exit code 0 when nothing is wrong, 1 with errors or
+warnings (or a failed stage), 3 when the store cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from syncdoctor.errors import EnvironmentNotSupported, UsageError
+
+__all__ = ["build_config", "register", "run"]
+
+_HOOKS = {
+    "inject_wrong": "SYNCDOCTOR_PROBE_INJECT_WRONG",
+    "clock_offset_s": "SYNCDOCTOR_PROBE_CLOCK_OFFSET_S",
+    "start_delay_s": "SYNCDOCTOR_PROBE_START_DELAY_S",
+    "hang_stage": "SYNCDOCTOR_PROBE_HANG_STAGE",
+}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "probe",
+        help="measure the nodes, links and collectives of a job; name the slow or misconfigured node",
+        description="A distributed preflight: join and start-up skew, cross-node consistency of host facts and "
+        "variables, point-to-point links between every pair of nodes, collectives over a size sweep with "
+        "element checks, a verdict and recommended settings. Run it as every rank of a job (torchrun, srun) "
+        "or with --local N.",
+    )
+    measure = parser.add_argument_group("what to measure")
+    measure.add_argument("--backend", choices=("gloo", "nccl", "auto"), default="auto",
+                         help="process group backend (auto: nccl with CUDA, else gloo)")
+    measure.add_argument("--sizes", default=None,
+                         help="collective sizes: FIRST:LAST[:FACTOR] (x4 steps) or a list (default 1K:16M)")
+    measure.add_argument("--ops", default="all", help="collectives, comma separated (default: all five)")
+    measure.add_argument("--quick", action="store_true", help="sizes up to 1M and fewer iterations")
+    measure.add_argument("--iters", type=int, default=20, help="most timed iterations per size (default 20)")
+    measure.add_argument("--link-bytes", default="16M", help="largest point-to-point message (default 16M)")
+    timing = parser.add_argument_group("timeouts and thresholds")
+    timing.add_argument("--join-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="how long to wait for every rank to join (default 60)")
+    timing.add_argument("--stage-timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="limit of each measuring stage (default 120)")
+    timing.add_argument("--skew-warn", type=float, default=10.0, metavar="SECONDS",
+                        help="report nodes that start later than this (default 10)")
+    timing.add_argument("--slow-ratio", type=float, default=0.5,
+                        help="a link below this fraction of its reference is slow (default 0.5)")
+    where = parser.add_argument_group("launch")
+    where.add_argument("--local", type=int, default=None, metavar="N", help="start N ranks on this host")
+    where.add_argument("--nnodes", type=int, default=None,
+                       help="nodes the job should have (with --node-rank: this probe's own multi-node launch)")
+    where.add_argument("--node-rank", type=int, default=None, help="this host's node rank (with --nnodes)")
+    where.add_argument("--master-addr", default=None, help="address of node 0 (the probe's store)")
+    where.add_argument("--master-port", type=int, default=None, help="port of the probe's store")
+    where.add_argument("--hosts", default=None, help="node names in node-rank order, to name missing nodes")
+    output = parser.add_argument_group("output")
+    output.add_argument("--json", dest="json_path", default=None, metavar="FILE",
+                        help="write the report as JSON (schema syncdoctor.probe/1), updated after every stage")
+    output.add_argument("--emit-env", dest="emit_env", default=None, metavar="FILE",
+                        help="write recommended settings as an env file, and a Python snippet next to it")
+    output.add_argument("--no-tables", action="store_true", help="leave the nccl-tests tables out of the report")
+    parser.set_defaults(func=run)
+
+
+def _float_env(name: str) -> float:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return 0.0
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError(f"{name}={value!r} is not a number") from None
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    """The :class:`ProbeConfig` for these options (test hooks from SYNCDOCTOR_PROBE_* variables)."""
+    from syncdoctor.probe.config import (
+        DEFAULT_SIZES,
+        ProbeConfig,
+        parse_bytes,
+        parse_ops,
+        parse_sizes,
+        split_names,
+    )
+
+    if args.iters < 1:
+        raise UsageError("--iters must be at least 1")
+    config = ProbeConfig(
+        backend=args.backend,
+        sizes=parse_sizes(args.sizes) if args.sizes else DEFAULT_SIZES,
+        ops=parse_ops(args.ops),
+        join_timeout_s=args.join_timeout,
+        stage_timeout_s=args.stage_timeout,
+        max_iters=args.iters,
+        link_bytes=parse_bytes(args.link_bytes),
+        slow_ratio=args.slow_ratio,
+        skew_warn_s=args.skew_warn,
+        host_names=split_names(args.hosts),
+        expected_nodes=args.nnodes,
+        json_path=args.json_path,
+        emit_env_path=args.emit_env,
+        inject_wrong=os.environ.get(_HOOKS["inject_wrong"]) or None,
+        clock_offset_s=_float_env(_HOOKS["clock_offset_s"]),
+        start_delay_s=_float_env(_HOOKS["start_delay_s"]),
+        hang_stage=os.environ.get(_HOOKS["hang_stage"]) or None,
+    )
+    if args.quick:
+        config = config.quickened()
+        if args.sizes:
+            from dataclasses import replace
+
+            config = replace(config, sizes=parse_sizes(args.sizes))
+    return config
+
+
+def _hang_exit() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    started = time.time()
+    config = build_config(args)
+    if args.local is not None:
+        if args.local < 1:
+            raise UsageError("--local needs at least 1 rank")
+        from syncdoctor.probe.local import spawn_local
+
+        argv = _rebuild_argv(args)
+        nnodes = args.nnodes if args.node_rank is not None else 1
+        budget = config.join_timeout_s + 8 * config.stage_timeout_s + 120
+        err = Console(stderr=True, highlight=False)
+        return spawn_local(
+            args.local, argv, out=lambda line: console.print(Text(line), soft_wrap=True), err=lambda line: err.print(Text(line)),
+            nnodes=nnodes or 1, node_rank=args.node_rank or 0, master_addr=args.master_addr or "127.0.0.1",
+            master_port=args.master_port, timeout_s=budget, columns=console.width,
+        )
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise EnvironmentNotSupported("probe needs torch: pip install 'syncdoctor[torch]'") from None
+    from syncdoctor.probe.launch import resolve_launch
+    from syncdoctor.probe.report import render_probe
+    from syncdoctor.probe.runner import run_probe
+
+    launch = resolve_launch(os.environ, nnodes=args.nnodes, node_rank=args.node_rank,
+                            master_addr=args.master_addr, master_port=args.master_port)
+    outcome = run_probe(
+        config, launch, progress=lambda message: console.print(Text(f"[probe] {message}")),
+        started_wall=started + config.clock_offset_s, on_hang=_hang_exit, command=list(sys.argv),
+    )
+    if outcome.report is not None:
+        console.print()
+        render_probe(outcome.report, console, show_tables=not args.no_tables)
+    return outcome.exit_code
+
+
+def _rebuild_argv(args: argparse.Namespace) -> list[str]:
+    """The command line of the ranks ``--local`` starts: the parsed options, without ``--local``."""
+    argv = ["--backend", args.backend, "--ops", args.ops, "--iters", str(args.iters), "--link-bytes", args.link_bytes,
+            "--join-timeout", str(args.join_timeout), "--stage-timeout", str(args.stage_timeout),
+            "--skew-warn", str(args.skew_warn), "--slow-ratio", str(args.slow_ratio)]
+    for flag, value in (("--sizes", args.sizes), ("--nnodes", args.nnodes), ("--node-rank", args.node_rank),
+                        ("--master-addr", args.master_addr), ("--master-port", args.master_port),
+                        ("--hosts", args.hosts), ("--json", args.json_path), ("--emit-env", args.emit_env)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.quick:
+        argv.append("--quick")
+    if args.no_tables:
+        argv.append("--no-tables")
+    return argv

@@ -1,0 +1,475 @@
+"""Cross-node findings and the verdict, from what the probe gathered and measured. Pure: no I/O.
+
+Inputs are plain records: one :class:`NodeFacts` per node (host facts, redacted communication variables,
+the interface in use), the link measurements, the collective rows, skews and clock offsets. Outputs are
+findings (P codes) and a :class:`Verdict` naming the slowest node or link.
+
+Link outliers are judged robustly, by medians: a node is *slow* when even its best link is below
+``slow_ratio`` times the median of the links between the other nodes (all its links slow: the node is the
+problem); a remaining link is *slow* when it is below ``slow_ratio`` times the median of its two nodes'
+other links (one bad pair). With two nodes there is a single link and the two cannot be told apart.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncdoctor.host.types import HostFacts
+from syncdoctor.kb import Finding, Severity
+from syncdoctor.kb.pages import probe as pages
+from syncdoctor.probe.records import ClockOffset, CollectiveRow, LinkMeasure, NodeSkew
+
+__all__ = [
+    "LinkAnalysis",
+    "NodeFacts",
+    "Verdict",
+    "analyse_links",
+    "collapse_node_findings",
+    "collective_findings",
+    "consistency_findings",
+    "format_rate",
+    "link_findings",
+    "promised_bandwidth",
+    "rate_findings",
+    "skew_findings",
+    "verdict",
+]
+
+CLOCK_WARN_S = 1.0
+VIRTUAL_KINDS = frozenset({"loopback", "veth", "bridge", "docker", "tun", "tap", "dummy", "vxlan", "macvlan"})
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """Bytes/s as a link rate in bits: ``"38.2 Mb/s"``, ``"2.10 Gb/s"``."""
+    bits = bytes_per_s * 8
+    for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if bits >= scale:
+            return f"{bits / scale:.3g} {unit}"
+    return f"{bits:.0f} b/s"
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What one node reported (its lowest rank's view; GPU names from all its ranks).
+
+    Attributes:
+        node, label: node rank and its name in reports.
+        facts: the host facts (None when they could not be gathered).
+        env: NCCL_*, GLOO_*, TORCH_NCCL_* variables, redacted.
+        interface: the interface in use (the one holding the address used to reach the master).
+        gpu_names: the models of the GPUs the node's ranks use.
+        versions: torch, torch_cuda, nccl, driver, python.
+    """
+
+    node: int
+    label: str
+    facts: HostFacts | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    interface: str | None = None
+    gpu_names: tuple[str, ...] = ()
+    versions: Mapping[str, str | None] = field(default_factory=dict)
+
+
+def _group(values: Mapping[str, Any]) -> str:
+    """``{"h0": 1500, "h1": 9000, "h2": 1500}`` -> ``"9000 on h1; 1500 on h0, h2"`` (rarest first)."""
+    by_value: dict[str, list[str]] = {}
+    for label, value in values.items():
+        by_value.setdefault(str(value), []).append(label)
+    ordered = sorted(by_value.items(), key=lambda item: (len(item[1]), item[0]))
+    return "; ".join(f"{value} on {', '.join(labels)}" for value, labels in ordered)
+
+
+def _majority(values: Mapping[str, Any]) -> Any:
+    counts = Counter(values.values())
+    best = max(counts.values())
+    return min(v for v, c in counts.items() if c == best)
+
+
+def _mtu_findings(nodes: Sequence[NodeFacts]) -> list[Finding]:
+    mtus: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for node in nodes:
+        iface = node.facts.interface(node.interface) if node.facts and node.interface else None
+        if iface is not None and iface.mtu is not None:
+            mtus[node.label] = iface.mtu
+            names[node.label] = iface.name
+    if len(set(mtus.values())) < 2:
+        return []
+    target = _majority(mtus)
+    odd = [label for label, mtu in mtus.items() if mtu != target]
+    fix = "; ".join(f"on {label}: ip link set dev {names[label]} mtu {target}" for label in odd)
+    return [pages.MTU_MISMATCH.finding(
+        f"MTU differs between nodes on the interfaces in use: {_group(mtus)}",
+        evidence={"mtu": mtus, "interface": names},
+        fix=fix + " (or raise every node and switch port to the larger MTU)",
+        key="mtu",
+    )]
+
+
+def _speed_findings(nodes: Sequence[NodeFacts]) -> list[Finding]:
+    speeds: dict[str, int] = {}
+    for node in nodes:
+        iface = node.facts.interface(node.interface) if node.facts and node.interface else None
+        if iface is not None and iface.speed_mbps:
+            speeds[node.label] = iface.speed_mbps
+    if len(set(speeds.values())) < 2:
+        return []
+    shown = {label: f"{speed} Mb/s" for label, speed in speeds.items()}
+    slowest = min(speeds, key=lambda label: speeds[label])
+    return [pages.LINK_SPEED_MISMATCH.finding(
+        f"link speed differs between nodes: {_group(shown)}",
+        evidence={"speed_mbps": speeds},
+        fix=f"check the NIC, cable and switch port of {slowest} (`ethtool {nodes[0].interface or 'eth0'}`)",
+        key="speed",
+    )]
+
+
+def _ib_findings(nodes: Sequence[NodeFacts]) -> list[Finding]:
+    ports: dict[str, dict[str, tuple[str, str, str]]] = {}
+    active_anywhere: set[str] = set()
+    known = [n for n in nodes if n.facts is not None]
+    for node in known:
+        assert node.facts is not None
+        for port in node.facts.ib_ports:
+            key = f"{port.device}:{port.port}"
+            rate = f"{port.rate_gbps:g} Gb/s" if port.rate_gbps is not None else "?"
+            ports.setdefault(key, {})[node.label] = (port.state_name or "?", rate, port.link_layer or "?")
+            if port.active:
+                active_anywhere.add(key)
+    findings = []
+    for key in sorted(active_anywhere):
+        seen = {n.label: ports[key].get(n.label, ("absent", "-", "-")) for n in known}
+        if len(set(seen.values())) < 2:
+            continue
+        shown = {label: " ".join(v) for label, v in seen.items()}
+        findings.append(pages.IB_PORT_MISMATCH.finding(
+            f"IB/RoCE port {key} differs between nodes: {_group(shown)}",
+            evidence={"port": key, "state_rate_link_layer": shown},
+            fix=f"bring {key} up at the same rate on every node, or set NCCL_IB_HCA to ports active everywhere",
+            key=key,
+        ))
+    return findings
+
+
+_VERSION_SEVERITY = {"torch": Severity.ERROR, "nccl": Severity.ERROR, "torch_cuda": Severity.WARNING,
+                     "driver": Severity.WARNING, "python": Severity.WARNING}
+
+
+def _version_findings(nodes: Sequence[NodeFacts]) -> list[Finding]:
+    findings = []
+    for name, severity in _VERSION_SEVERITY.items():
+        values = {n.label: n.versions.get(name) for n in nodes if n.versions.get(name)}
+        if len(set(values.values())) < 2:
+            continue
+        findings.append(pages.VERSION_MISMATCH.finding(
+            f"{name} version differs between nodes: {_group(values)}",
+            evidence={"component": name, "versions": values},
+            fix=f"install the same {name} on every node (one image or lock file for the whole job)",
+            severity=severity,
+            key=name,
+        ))
+    return findings
+
+
+def _env_findings(nodes: Sequence[NodeFacts]) -> list[Finding]:
+    names = sorted({name for n in nodes for name in n.env})
+    findings = []
+    for name in names:
+        values = {n.label: n.env.get(name) for n in nodes}
+        if len(set(values.values())) < 2:
+            continue
+        set_on = [label for label, value in values.items() if value is not None]
+        if len(set_on) < len(values):
+            where = ", ".join(set_on)
+            shown = {label: (value if value is not None else "(unset)") for label, value in values.items()}
+            title = f"{name} is set on {where} only ({_group(shown)})"
+        else:
+            shown = {label: str(value) for label, value in values.items()}
+            title = f"{name} differs between nodes: {_group(shown)}"
+        common = _majority({k: v for k, v in values.items() if v is not None}) if set_on else None
+        fix = (f"unset {name} on {', '.join(set_on)} or set it on every node"
+               if len(set_on) < len(values) / 2 else f"export {name}={common} on every node")
+        findings.append(pages.ENV_DIFFERS.finding(title, evidence={"variable": name, "values": shown},
+                                                  fix=fix, key=name))
+    return findings
+
+
+def _gpu_findings(nodes: Sequence[NodeFacts]) -> list[Finding]:
+    models = {n.label: ", ".join(sorted(set(n.gpu_names))) for n in nodes if n.gpu_names}
+    if len(set(models.values())) < 2:
+        return []
+    return [pages.MIXED_GPU_MODELS.finding(
+        f"GPU models differ between nodes: {_group(models)}; the slowest sets the pace",
+        evidence={"gpus": models},
+        key="gpus",
+    )]
+
+
+def consistency_findings(nodes: Sequence[NodeFacts]) -> list[Finding]:
+    """MTU, link speed, IB ports, versions, communication variables and GPU models compared across nodes."""
+    if len(nodes) < 2:
+        return []
+    return [
+        *_mtu_findings(nodes),
+        *_speed_findings(nodes),
+        *_ib_findings(nodes),
+        *_version_findings(nodes),
+        *_env_findings(nodes),
+        *_gpu_findings(nodes),
+    ]
+
+
+def collapse_node_findings(per_node: Mapping[str, Iterable[Finding]]) -> list[Finding]:
+    """Per-node check findings, one per (code, title) with the nodes it was seen on in its evidence."""
+    merged: dict[tuple[str, str], tuple[Finding, list[str]]] = {}
+    for label, findings in per_node.items():
+        for finding in findings:
+            key = (finding.code, finding.title)
+            if key not in merged:
+                merged[key] = (finding, [])
+            merged[key][1].append(label)
+    total = len(per_node)
+    out = []
+    for finding, labels in merged.values():
+        where = "all nodes" if len(labels) == total and total > 1 else ", ".join(labels)
+        out.append(Finding(
+            code=finding.code,
+            severity=finding.severity,
+            title=f"{finding.title} (on {where})",
+            evidence={**dict(finding.evidence), "nodes": labels},
+            why=finding.why,
+            fix=finding.fix,
+            key=f"{finding.dedup_key()[1]}|{','.join(labels)}",
+        ))
+    return out
+
+
+@dataclass(frozen=True)
+class LinkAnalysis:
+    """Slow nodes and slow pairs among the inter-node links, with the references they were judged by.
+
+    Attributes:
+        slow_nodes: node -> (its best link bandwidth, reference bandwidth).
+        slow_links: (a_node, b_node) -> (bandwidth, reference bandwidth).
+        median: median bandwidth of all inter-node links (bytes/s), 0 without links.
+        slowest: the slowest inter-node link, None without links.
+    """
+
+    slow_nodes: Mapping[int, tuple[float, float]]
+    slow_links: Mapping[tuple[int, int], tuple[float, float]]
+    median: float
+    slowest: LinkMeasure | None
+
+
+def analyse_links(links: Sequence[LinkMeasure], slow_ratio: float = 0.5) -> LinkAnalysis:
+    """Tell a slow node (all its links slow) from a single bad pair, by medians."""
+    inter = [link for link in links if link.kind == "inter" and link.bandwidth > 0]
+    if not inter:
+        return LinkAnalysis({}, {}, 0.0, None)
+    nodes = sorted({n for link in inter for n in (link.a_node, link.b_node)})
+    slow_nodes: dict[int, tuple[float, float]] = {}
+    if len(nodes) >= 3:
+        for node in nodes:
+            own = [link.bandwidth for link in inter if link.touches(node)]
+            others = [link.bandwidth for link in inter if not link.touches(node)]
+            if own and others:
+                reference = statistics.median(others)
+                if max(own) < slow_ratio * reference:
+                    slow_nodes[node] = (max(own), reference)
+    healthy = [link for link in inter if not any(link.touches(n) for n in slow_nodes)]
+    slow_links: dict[tuple[int, int], tuple[float, float]] = {}
+    for link in healthy:
+        neighbours = [
+            other.bandwidth for other in healthy
+            if other is not link and (other.touches(link.a_node) or other.touches(link.b_node))
+        ]
+        if not neighbours:
+            continue
+        reference = statistics.median(neighbours)
+        if link.bandwidth < slow_ratio * reference:
+            slow_links[(link.a_node, link.b_node)] = (link.bandwidth, reference)
+    return LinkAnalysis(
+        slow_nodes, slow_links, statistics.median(link.bandwidth for link in inter),
+        min(inter, key=lambda link: link.bandwidth),
+    )
+
+
+def link_findings(analysis: LinkAnalysis, labels: Mapping[int, str], slow_ratio: float) -> list[Finding]:
+    findings = []
+    for node, (best, reference) in sorted(analysis.slow_nodes.items()):
+        label = labels.get(node, f"node{node}")
+        findings.append(pages.SLOW_NODE.finding(
+            f"{label} is the slow node: its best link reaches {format_rate(best)}, the links between the "
+            f"other nodes {format_rate(reference)} ({best / reference:.2f}x)",
+            evidence={"node": node, "host": label, "best_link_bps": round(best * 8),
+                      "reference_bps": round(reference * 8), "slow_ratio": slow_ratio},
+            fix=f"check {label}'s NIC, cable, switch port and traffic shaping (`tc qdisc show`, `ethtool`)",
+            key=f"node{node}",
+        ))
+    for (a, b), (bandwidth, reference) in sorted(analysis.slow_links.items()):
+        pair = f"{labels.get(a, f'node{a}')}-{labels.get(b, f'node{b}')}"
+        findings.append(pages.SLOW_LINK.finding(
+            f"the link {pair} is slow: {format_rate(bandwidth)}, the other links of its nodes "
+            f"{format_rate(reference)} ({bandwidth / reference:.2f}x)",
+            evidence={"pair": pair, "bandwidth_bps": round(bandwidth * 8), "reference_bps": round(reference * 8)},
+            fix=f"check the network path between {pair} (switch ports, routes)",
+            key=pair,
+        ))
+    return findings
+
+
+def promised_bandwidth(nodes: Mapping[int, NodeFacts], a: int, b: int) -> float | None:
+    """Bytes/s the two ends' physical interfaces in use promise (the lower speed), None when unknown."""
+    speeds = []
+    for node in (a, b):
+        info = nodes.get(node)
+        iface = info.facts.interface(info.interface) if info and info.facts and info.interface else None
+        if iface is None or not iface.speed_mbps or iface.loopback or (iface.kind in VIRTUAL_KINDS):
+            return None
+        speeds.append(iface.speed_mbps)
+    return min(speeds) * 1e6 / 8
+
+
+def rate_findings(
+    links: Sequence[LinkMeasure], nodes: Mapping[int, NodeFacts], fraction: float = 0.5
+) -> tuple[list[Finding], list[dict[str, Any]]]:
+    """P022 for links below ``fraction`` of their promised rate, and the achieved/promised table."""
+    findings, table = [], []
+    for link in links:
+        if link.kind != "inter":
+            continue
+        promised = promised_bandwidth(nodes, link.a_node, link.b_node)
+        a_label = nodes[link.a_node].label if link.a_node in nodes else f"node{link.a_node}"
+        b_label = nodes[link.b_node].label if link.b_node in nodes else f"node{link.b_node}"
+        pair = f"{a_label}-{b_label}"
+        row = {"pair": pair, "achieved_bps": round(link.bandwidth * 8),
+               "promised_bps": None if promised is None else round(promised * 8),
+               "fraction": None if not promised else round(link.bandwidth / promised, 4)}
+        table.append(row)
+        if promised and link.bandwidth < fraction * promised:
+            findings.append(pages.BANDWIDTH_BELOW_RATE.finding(
+                f"{pair}: {format_rate(link.bandwidth)} measured on links rated {format_rate(promised)} "
+                f"({link.bandwidth / promised:.2f}x)",
+                evidence=row,
+                key=pair,
+            ))
+    return findings, table
+
+
+def skew_findings(
+    skews: Sequence[NodeSkew], offsets: Sequence[ClockOffset], skew_warn_s: float
+) -> list[Finding]:
+    """P002 for nodes that arrived late (clock-corrected), P003 for clocks off by more than a second."""
+    findings = []
+    first = min(skews, key=lambda s: s.first_s) if skews else None
+    for skew in skews:
+        if first is not None and skew.first_s > skew_warn_s:
+            findings.append(pages.NODE_STARTED_LATE.finding(
+                f"{skew.label} arrived {skew.first_s:.1f} s after {first.label} "
+                f"(clock offset {skew.offset_s:+.3f} s corrected)",
+                evidence={"node": skew.node, "late_s": round(skew.first_s, 3),
+                          "uncorrected_s": round(skew.raw_first_s, 3), "offset_s": round(skew.offset_s, 6)},
+                key=f"node{skew.node}",
+            ))
+    labels = {s.node: s.label for s in skews}
+    for offset in offsets:
+        if abs(offset.offset_s) > CLOCK_WARN_S:
+            label = labels.get(offset.node, f"node{offset.node}")
+            direction = "ahead of" if offset.offset_s > 0 else "behind"
+            findings.append(pages.CLOCKS_NOT_SYNCHRONISED.finding(
+                f"{label}'s clock is {abs(offset.offset_s):.2f} s {direction} node 0's "
+                f"(round trip {offset.rtt_s * 1e3:.2f} ms)",
+                evidence={"node": offset.node, "offset_s": round(offset.offset_s, 6), "rtt_s": offset.rtt_s},
+                key=f"node{offset.node}",
+            ))
+    return findings
+
+
+def collective_findings(rows: Sequence[CollectiveRow], wrong_ranks: Mapping[str, Sequence[int]]) -> list[Finding]:
+    """P030 for every collective size with wrong elements (``wrong_ranks``: "op/size" -> ranks)."""
+    findings = []
+    for row in rows:
+        if row.wrong:
+            ranks = list(wrong_ranks.get(f"{row.op}/{row.size}", ()))
+            findings.append(pages.COLLECTIVE_CORRUPTION.finding(
+                f"{row.op} {row.size} B: {row.wrong} wrong element(s)"
+                + (f" on rank(s) {', '.join(map(str, ranks))}" if ranks else ""),
+                evidence={"op": row.op, "size": row.size, "wrong": row.wrong, "ranks": ranks},
+                key=f"{row.op}/{row.size}",
+            ))
+    return findings
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The one-line answer: the slowest node or link, and how far it is from the rest and from its rate.
+
+    Attributes:
+        kind: ``slow_node``, ``slow_link``, ``none`` (no outlier), ``single_node`` or ``incomplete``.
+        subject: the node label or ``a-b`` pair (empty for ``none``/``single_node``).
+        summary: the sentence shown on top of the report.
+        slowest_bandwidth, reference_bandwidth: bytes/s (0 when unknown).
+        achieved_vs_promised: per inter-node link: achieved and promised bits/s and the fraction.
+        slowest_rank: the rank most often slowest in the collectives, with how many sizes.
+    """
+
+    kind: str
+    subject: str
+    summary: str
+    slowest_bandwidth: float = 0.0
+    reference_bandwidth: float = 0.0
+    achieved_vs_promised: tuple[dict[str, Any], ...] = ()
+    slowest_rank: tuple[int, int, int] | None = None  # (rank, sizes it was slowest in, sizes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "summary": self.summary,
+            "slowest_bandwidth_bps": round(self.slowest_bandwidth * 8),
+            "reference_bandwidth_bps": round(self.reference_bandwidth * 8),
+            "achieved_vs_promised": list(self.achieved_vs_promised),
+            "slowest_rank": None if self.slowest_rank is None else {
+                "rank": self.slowest_rank[0], "sizes": self.slowest_rank[1], "of": self.slowest_rank[2]},
+        }
+
+
+def verdict(
+    analysis: LinkAnalysis,
+    labels: Mapping[int, str],
+    rows: Sequence[CollectiveRow] = (),
+    achieved: Sequence[dict[str, Any]] = (),
+) -> Verdict:
+    """Name the slowest node or link; mention the rank most often slowest in the collectives."""
+    slowest_rank = None
+    if rows:
+        counts = Counter(row.slowest_rank for row in rows)
+        rank, times = counts.most_common(1)[0]
+        slowest_rank = (rank, times, len(rows))
+    common = {"achieved_vs_promised": tuple(achieved), "slowest_rank": slowest_rank}
+    if analysis.slow_nodes:
+        node, (best, reference) = min(analysis.slow_nodes.items(), key=lambda item: item[1][0] / item[1][1])
+        label = labels.get(node, f"node{node}")
+        return Verdict("slow_node", label,
+                       f"{label} is the slow node: all its links are slow (best {format_rate(best)}, the "
+                       f"other nodes' links {format_rate(reference)}, {best / reference:.2f}x)",
+                       best, reference, **common)
+    if analysis.slow_links:
+        (a, b), (bandwidth, reference) = min(analysis.slow_links.items(), key=lambda item: item[1][0] / item[1][1])
+        pair = f"{labels.get(a, f'node{a}')}-{labels.get(b, f'node{b}')}"
+        return Verdict("slow_link", pair,
+                       f"the link {pair} is slow ({format_rate(bandwidth)}, its nodes' other links "
+                       f"{format_rate(reference)}); both nodes are fine on their other links",
+                       bandwidth, reference, **common)
+    if analysis.slowest is None:
+        return Verdict("single_node", "", "one node: no links between nodes to compare", **common)
+    link = analysis.slowest
+    pair = f"{labels.get(link.a_node, f'node{link.a_node}')}-{labels.get(link.b_node, f'node{link.b_node}')}"
+    return Verdict("none", "",
+                   f"no slow node or link: the slowest link {pair} reaches {format_rate(link.bandwidth)} "
+                   f"(median of all links {format_rate(analysis.median)})",
+                   link.bandwidth, analysis.median, **common)

@@ -1,0 +1,204 @@
+"""Point-to-point links: latency and bandwidth between every pair of nodes and the ranks inside each node.
+
+The schedule is pure (:func:`tournament_rounds`, :func:`link_schedule`); the measurement does I/O with
+``torch.distributed`` send/recv on the group given (gloo on CPU, NCCL on GPUs: the same code with CUDA
+tensors). Pairs are scheduled as a round-robin tournament (circle method), so within a round no node (or
+rank) is in two pairs and pairs do not contend; inter-node pairs use each node's first rank and run in
+their own rounds, then the intra-node pairs of every node run in shared rounds.
+
+One pair: small ping-pongs give the latency (half the minimum round trip); then each direction in turn:
+a probe message estimates the bandwidth, the sender picks a message size that takes about the target
+time (between ``min_link_bytes`` and ``link_bytes``), tells the receiver, sends it ``LINK_ITERS`` times and
+waits for a one-element acknowledgement; bandwidth = bytes / (elapsed - half the round trip). Each rank
+reports the halves it measured (the sender owns its direction's bandwidth).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from syncdoctor.probe.records import LinkMeasure
+
+__all__ = ["LINK_ITERS", "PairTask", "link_schedule", "measure_pair", "merge_halves", "tournament_rounds"]
+
+LINK_ITERS = 3
+
+
+def tournament_rounds(items: Sequence[int]) -> list[list[tuple[int, int]]]:
+    """Round-robin rounds covering every pair of ``items`` once; no item twice in a round.
+
+    Circle method: n items (plus a bye when n is odd) give n-1 rounds of n/2 pairs. Pairs are (low, high).
+    """
+    players: list[int | None] = list(items)
+    if len(players) < 2:
+        return []
+    if len(players) % 2:
+        players.append(None)
+    count = len(players)
+    rounds = []
+    for _ in range(count - 1):
+        pairs = []
+        for index in range(count // 2):
+            a, b = players[index], players[count - 1 - index]
+            if a is not None and b is not None:
+                pairs.append((min(a, b), max(a, b)))
+        rounds.append(sorted(pairs))
+        players = [players[0], players[-1], *players[1:-1]]
+    return rounds
+
+
+@dataclass(frozen=True)
+class PairTask:
+    """One pair to measure in one round: ranks ``a`` < ``b`` on nodes ``a_node``, ``b_node``."""
+
+    round: int
+    kind: str
+    a: int
+    b: int
+    a_node: int
+    b_node: int
+
+
+def link_schedule(node_ranks: Mapping[int, Sequence[int]]) -> list[list[PairTask]]:
+    """All rounds: first the inter-node rounds (first rank of each node), then the intra-node rounds."""
+    leaders = {node: min(ranks) for node, ranks in node_ranks.items() if ranks}
+    node_of = {rank: node for node, ranks in node_ranks.items() for rank in ranks}
+    rounds: list[list[PairTask]] = []
+    for pairs in tournament_rounds(sorted(leaders)):
+        index = len(rounds)
+        rounds.append([PairTask(index, "inter", leaders[x], leaders[y], x, y) for x, y in pairs])
+    per_node = {node: tournament_rounds(sorted(ranks)) for node, ranks in node_ranks.items()}
+    depth = max((len(r) for r in per_node.values()), default=0)
+    for step in range(depth):
+        index = len(rounds)
+        tasks = [
+            PairTask(index, "intra", a, b, node_of[a], node_of[b])
+            for node in sorted(per_node)
+            if step < len(per_node[node])
+            for a, b in per_node[node][step]
+        ]
+        rounds.append(tasks)
+    return rounds
+
+
+def merge_halves(halves: Sequence[Mapping[str, Any]]) -> list[LinkMeasure]:
+    """Combine what both ends of each pair reported into :class:`LinkMeasure` records."""
+    pairs: dict[tuple[int, int], dict[str, Any]] = {}
+    for half in halves:
+        key = (int(half["a"]), int(half["b"]))
+        merged = pairs.setdefault(key, {})
+        for name, value in half.items():
+            if value is not None:
+                merged[name] = value
+    out = []
+    for (a, b), data in sorted(pairs.items()):
+        if "bw_ab" not in data or "bw_ba" not in data or "latency_s" not in data:
+            continue
+        out.append(LinkMeasure(
+            kind=str(data["kind"]), a_rank=a, b_rank=b, a_node=int(data["a_node"]), b_node=int(data["b_node"]),
+            latency_s=float(data["latency_s"]), latency_median_s=float(data["latency_median_s"]),
+            bw_ab=float(data["bw_ab"]), bw_ba=float(data["bw_ba"]),
+            bytes_ab=int(data.get("bytes_ab", 0)), bytes_ba=int(data.get("bytes_ba", 0)),
+            round=int(data.get("round", 0)),
+        ))
+    return out
+
+
+def _choose_size(estimate: float, target_s: float, smallest: int, largest: int) -> int:
+    wanted = estimate * target_s if estimate > 0 and math.isfinite(estimate) else largest
+    size = int(min(max(wanted, smallest), largest))
+    return max(4, size - size % 4)
+
+
+def measure_pair(
+    task: PairTask,
+    me: int,
+    group: Any,
+    device: Any,
+    *,
+    latency_iters: int,
+    latency_bytes: int = 8,
+    target_s: float,
+    min_bytes: int,
+    max_bytes: int,
+    sync: Callable[[Any], None],
+) -> dict[str, Any]:
+    """Run this rank's side of one pair; returns the half it measured (keys of :class:`LinkMeasure`)."""
+    import torch
+    import torch.distributed as dist
+
+    peer = task.b if me == task.a else task.a
+    first = me == task.a
+    small = torch.zeros(max(1, latency_bytes // 4), dtype=torch.float32, device=device)
+    ack = torch.zeros(1, dtype=torch.float32, device=device)
+    size_msg = torch.zeros(1, dtype=torch.int64, device=device)
+    buffer = torch.zeros(max_bytes // 4, dtype=torch.float32, device=device)
+
+    def send(t: Any) -> None:
+        dist.send(t, peer, group=group)
+
+    def recv(t: Any) -> None:
+        dist.recv(t, peer, group=group)
+
+    # latency: a pings, b echoes (one warm-up round trip first)
+    rtts = []
+    for i in range(latency_iters + 1):
+        if first:
+            sync(device)
+            start = time.perf_counter()
+            send(small)
+            recv(small)
+            sync(device)
+            if i:
+                rtts.append(time.perf_counter() - start)
+        else:
+            recv(small)
+            send(small)
+    half: dict[str, Any] = {"a": task.a, "b": task.b, "kind": task.kind, "a_node": task.a_node,
+                            "b_node": task.b_node, "round": task.round}
+    if first:
+        half["latency_s"] = min(rtts) / 2
+        half["latency_median_s"] = statistics.median(rtts) / 2
+    one_way = (min(rtts) / 2) if rtts else 0.0  # known on a only; b's direction ignores it (microseconds)
+
+    def stream(sending: bool) -> tuple[float, int] | None:
+        if not sending:
+            recv(buffer[: min_bytes // 4])
+            send(ack)
+            recv(size_msg)
+            count = int(size_msg.item())
+            for _ in range(LINK_ITERS):
+                recv(buffer[:count])
+            send(ack)
+            return None
+        probe = buffer[: min_bytes // 4]
+        sync(device)
+        start = time.perf_counter()
+        send(probe)
+        recv(ack)
+        sync(device)
+        estimate = probe.numel() * 4 / max(time.perf_counter() - start - one_way, 1e-9)
+        size = _choose_size(estimate, target_s, min_bytes, max_bytes)
+        size_msg.fill_(size // 4)
+        send(size_msg)
+        sync(device)
+        start = time.perf_counter()
+        for _ in range(LINK_ITERS):
+            send(buffer[: size // 4])
+        recv(ack)
+        sync(device)
+        elapsed = max(time.perf_counter() - start - one_way, 1e-9)
+        return LINK_ITERS * size / elapsed, size
+
+    result = stream(sending=first)
+    if result is not None:
+        half["bw_ab"], half["bytes_ab"] = result
+    result = stream(sending=not first)
+    if result is not None:
+        half["bw_ba"], half["bytes_ba"] = result
+    return half

@@ -1,0 +1,200 @@
+"""Settings derived from the probe's measurements, and the env file and Python snippet that apply them. Pure.
+
+- Interfaces: the interface each node used to reach the master, as ``NCCL_SOCKET_IFNAME`` (exact names,
+  ``=a,b``, so every node finds its own) and ``GLOO_SOCKET_IFNAME`` (one exact name; per node when the names
+  differ, since Gloo wants the same number of names everywhere).
+- HCAs: the IB/RoCE ports ACTIVE on every node, as ``NCCL_IB_HCA==dev:port,...``.
+- Timeouts: a long one for start-up and loading, ``max(15 min, 10 min + 4 x measured start-up skew)``, and a
+  tighter steady-state one, ``max(2 min, 10 x the time of a reference all_reduce)`` where the reference
+  (1 GiB by default, a large gradient bucket) is timed at the all_reduce bandwidth measured at the largest
+  size (or, without collectives, twice its size over the slowest link). Both are rounded up to a minute.
+  Switching from one to the other uses ``torch.distributed.distributed_c10d._set_pg_timeout``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncdoctor.probe.analysis import NodeFacts, format_rate
+from syncdoctor.probe.config import format_bytes
+from syncdoctor.probe.records import CollectiveRow, LinkMeasure, NodeSkew
+
+__all__ = ["Recommendations", "recommend"]
+
+STARTUP_FLOOR_S = 900
+STARTUP_BASE_S = 600
+SKEW_FACTOR = 4
+STEADY_FLOOR_S = 120
+STEADY_FACTOR = 10
+
+
+def _minutes(seconds: float) -> int:
+    return math.ceil(seconds / 60.0) * 60
+
+
+@dataclass(frozen=True)
+class Recommendations:
+    """What to set for the real job.
+
+    Attributes:
+        env: variables for every node; per_node_env: variables that differ per node (label -> vars).
+        startup_timeout_s, steady_timeout_s: the two process group timeouts.
+        reasons: how each value was derived, in words (variable or timeout name -> text).
+        notes: caveats (unknown interfaces, nodes without IB ports...).
+        backend: the backend the snippet initialises.
+    """
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    per_node_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    startup_timeout_s: int = STARTUP_FLOOR_S
+    steady_timeout_s: int = STEADY_FLOOR_S
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    backend: str = "nccl"
+
+    def env_file(self) -> str:
+        """An env file (``KEY=value`` lines, ``#`` comments) usable with ``set -a; . FILE; set +a``."""
+        lines = ["# Written by `syncdoctor probe --emit-env`: settings derived from the measurements."]
+        for name, value in self.env.items():
+            if name in self.reasons:
+                lines.append(f"# {self.reasons[name]}")
+            lines.append(f"{name}={value}")
+        for label, variables in self.per_node_env.items():
+            for name, value in variables.items():
+                lines.append(f"# on {label} only: {name}={value}")
+        lines.append(f"# {self.reasons.get('startup', '')}")
+        lines.append(f"SYNCDOCTOR_STARTUP_TIMEOUT_S={self.startup_timeout_s}")
+        lines.append(f"# {self.reasons.get('steady', '')}")
+        lines.append(f"SYNCDOCTOR_STEADY_TIMEOUT_S={self.steady_timeout_s}")
+        for note in self.notes:
+            lines.append(f"# note: {note}")
+        return "\n".join(lines) + "\n"
+
+    def python_snippet(self) -> str:
+        """How to use the two timeouts with the torch API."""
+        return (
+            "# Written by `syncdoctor probe --emit-env`: a long timeout while starting and loading,\n"
+            "# a tighter one once training runs.\n"
+            "import datetime\n"
+            "\n"
+            "import torch.distributed as dist\n"
+            "from torch.distributed.distributed_c10d import _set_pg_timeout\n"
+            "\n"
+            f"STARTUP_TIMEOUT = datetime.timedelta(seconds={self.startup_timeout_s})  "
+            f"# {self.reasons.get('startup', '')}\n"
+            f"STEADY_TIMEOUT = datetime.timedelta(seconds={self.steady_timeout_s})  "
+            f"# {self.reasons.get('steady', '')}\n"
+            "\n"
+            f'dist.init_process_group(backend="{self.backend}", timeout=STARTUP_TIMEOUT)\n'
+            "# ... build the model, load the checkpoint, run the first step ...\n"
+            "_set_pg_timeout(STEADY_TIMEOUT, group=None)  # the default group; repeat for groups from new_group()\n"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "env": dict(self.env),
+            "per_node_env": {k: dict(v) for k, v in self.per_node_env.items()},
+            "startup_timeout_s": self.startup_timeout_s,
+            "steady_timeout_s": self.steady_timeout_s,
+            "reasons": dict(self.reasons),
+            "notes": list(self.notes),
+            "backend": self.backend,
+        }
+
+
+def _interfaces(nodes: Sequence[NodeFacts], env: dict[str, str], per_node: dict[str, dict[str, str]],
+                reasons: dict[str, str], notes: list[str]) -> None:
+    if len(nodes) < 2:
+        notes.append("one node: no interface between nodes to recommend")
+        return
+    names: dict[str, str] = {}
+    for node in nodes:
+        iface = node.facts.interface(node.interface) if node.facts and node.interface else None
+        if node.interface is None:
+            notes.append(f"the interface {node.label} uses to reach the master is unknown")
+        elif iface is not None and iface.loopback:
+            notes.append(f"{node.label} reaches the master through loopback ({node.interface})")
+        else:
+            names[node.label] = node.interface
+    if not names:
+        return
+    unique = sorted(set(names.values()))
+    env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(unique)
+    reasons["NCCL_SOCKET_IFNAME"] = "the interface every node used to reach the master (exact names)"
+    if len(unique) == 1:
+        env["GLOO_SOCKET_IFNAME"] = unique[0]
+        reasons["GLOO_SOCKET_IFNAME"] = "the same interface on every node"
+    else:
+        for label, name in names.items():
+            per_node.setdefault(label, {})["GLOO_SOCKET_IFNAME"] = name
+
+
+def _hcas(nodes: Sequence[NodeFacts], env: dict[str, str], reasons: dict[str, str], notes: list[str]) -> None:
+    known = [n for n in nodes if n.facts is not None]
+    active = {
+        n.label: {f"{p.device}:{p.port}" for p in n.facts.ib_ports if p.active}  # type: ignore[union-attr]
+        for n in known
+    }
+    if not any(active.values()):
+        return
+    common = set.intersection(*active.values()) if active else set()
+    for label, ports in active.items():
+        if not ports:
+            notes.append(f"{label} has no ACTIVE IB/RoCE port: NCCL falls back to sockets there")
+    if common:
+        env["NCCL_IB_HCA"] = "=" + ",".join(sorted(common))
+        reasons["NCCL_IB_HCA"] = "the IB/RoCE ports ACTIVE on every node"
+
+
+def _reference_time(rows: Sequence[CollectiveRow], links: Sequence[LinkMeasure], reference: int) -> tuple[float, str] | None:
+    reduce_rows = [r for r in rows if r.op == "all_reduce" and r.algbw > 0]
+    if reduce_rows:
+        largest = max(reduce_rows, key=lambda r: r.size)
+        seconds = reference / largest.algbw
+        return seconds, (f"a {format_bytes(reference)} all_reduce at the measured {largest.algbw / 1e9:.3g} GB/s "
+                         f"algbw ({format_bytes(largest.size)} messages) takes {seconds:.3g} s")
+    inter = [link.bandwidth for link in links if link.kind == "inter" and link.bandwidth > 0]
+    if inter:
+        slowest = min(inter)
+        seconds = 2 * reference / slowest
+        return seconds, (f"a {format_bytes(reference)} all_reduce moves about twice its size over the slowest "
+                         f"link ({format_rate(slowest)}): {seconds:.3g} s")
+    return None
+
+
+def recommend(
+    nodes: Sequence[NodeFacts],
+    skews: Sequence[NodeSkew] = (),
+    rows: Sequence[CollectiveRow] = (),
+    links: Sequence[LinkMeasure] = (),
+    *,
+    backend: str = "nccl",
+    reference_bytes: int = 1 << 30,
+) -> Recommendations:
+    """Interfaces, HCAs and the start-up/steady-state timeouts from the measurements."""
+    env: dict[str, str] = {}
+    per_node: dict[str, dict[str, str]] = {}
+    reasons: dict[str, str] = {}
+    notes: list[str] = []
+    _interfaces(nodes, env, per_node, reasons, notes)
+    _hcas(nodes, env, reasons, notes)
+
+    skew = max((s.last_s for s in skews), default=0.0)
+    startup = _minutes(max(STARTUP_FLOOR_S, STARTUP_BASE_S + SKEW_FACTOR * skew))
+    reasons["startup"] = (f"start-up and loading: max({STARTUP_FLOOR_S} s, {STARTUP_BASE_S} s + {SKEW_FACTOR} x "
+                          f"the measured start-up skew {skew:.2f} s)")
+    timed = _reference_time(rows, links, reference_bytes)
+    if timed is None:
+        steady = STEADY_FLOOR_S
+        reasons["steady"] = f"steady state: {STEADY_FLOOR_S} s (nothing measured to derive it from)"
+    else:
+        seconds, how = timed
+        steady = _minutes(max(STEADY_FLOOR_S, STEADY_FACTOR * seconds))
+        reasons["steady"] = f"steady state: max({STEADY_FLOOR_S} s, {STEADY_FACTOR} x t) where {how}"
+    if steady > startup:
+        startup = steady
+        reasons["startup"] += "; raised to the steady-state timeout"
+    return Recommendations(env, per_node, startup, steady, reasons, tuple(notes), backend)
