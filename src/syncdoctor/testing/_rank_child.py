@@ -173,6 +173,7 @@ def main(argv: list[str]) -> int:
             )
         multirank._set_context(multirank.RankContext(rank, world_size, store, workdir))
         function = resolve(*job["target"])
+        (workdir / f"ready-{rank}").touch()
         with intercept(progress):
             value = function(*job["args"], **job["kwargs"])
     except BaseException as exc:  # report every failure, including SystemExit and KeyboardInterrupt

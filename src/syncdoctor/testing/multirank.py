@@ -13,14 +13,17 @@ pickled. Inside the function, ``torch.distributed`` is initialised (``RANK``, ``
 ``MASTER_ADDR``, ``MASTER_PORT`` are set too) and :func:`rank_context` gives the rank, the world size and
 the job's store.
 
-The timeout is hard: when it expires (or ``grace_s`` after the first rank failed, since the others then
-wait for it forever), each live rank's Python stacks are dumped by faulthandler, its last collective is
+Two hard limits: ``startup_timeout`` for starting the processes, importing torch and the function's
+module and joining the process group (seconds on a busy CI machine), then ``timeout`` for the function
+itself, counted once every rank is ready. When one expires (or ``grace_s`` after the first rank failed,
+since the others then wait for it forever), each live rank's Python stacks are dumped by faulthandler, its last collective is
 read from its progress file, and every process in each rank's session is killed with SIGKILL and reaped.
 Does I/O: processes, signals, a private temporary directory. Does not import torch in the caller.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import shutil
@@ -118,10 +121,12 @@ class MultiRankResult:
     world_size: int
     timeout_s: float
     elapsed_s: float
-    timed_out: bool
+    timed_out: bool  # the function (or, with startup_s None, the start-up) ran past its limit
     ranks: tuple[RankResult, ...]
     diagnosis: Diagnosis = field(default_factory=lambda: Diagnosis((), ()))
     function: str = ""
+    startup_s: float | None = None  # seconds until every rank was ready to run the function
+    startup_timeout_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -163,7 +168,14 @@ class MultiRankResult:
         hung = self.hung_ranks
         if hung:
             names = ", ".join(str(r) for r in hung)
-            parts.append(f"timed out after {self.timeout_s:g} s with rank{'s' if len(hung) > 1 else ''} {names} running")
+            plural = "s" if len(hung) > 1 else ""
+            if self.startup_s is None:
+                parts.append(
+                    f"start-up timed out after {self.startup_timeout_s:g} s: rank{plural} {names} not ready "
+                    "(starting Python, importing, or joining the process group)"
+                )
+            else:
+                parts.append(f"timed out after {self.timeout_s:g} s with rank{plural} {names} running")
         if self.diagnosis.summary:
             parts.append(self.diagnosis.summary)
         stopped = [r.rank for r in self.ranks if r.status == "stopped"]
@@ -173,6 +185,8 @@ class MultiRankResult:
 
     def report(self) -> str:
         lines = [f"{self.function or 'function'} on {self.world_size} ranks: {self.headline()}"]
+        if self.startup_s is not None:
+            lines.append(f"(every rank was ready after {self.startup_s:.1f} s; the run took {self.elapsed_s:.1f} s)")
         if self.diagnosis.lines:
             lines.append("where the ranks are:")
             lines.extend(f"  {line}" for line in self.diagnosis.lines)
@@ -284,6 +298,7 @@ def run_multirank(
     args: Sequence[Any] = (),
     kwargs: Mapping[str, Any] | None = None,
     timeout: float = 60.0,
+    startup_timeout: float = 120.0,
     backend: str = "gloo",
     env: Mapping[str, str | None] | None = None,
     grace_s: float = 3.0,
@@ -292,14 +307,15 @@ def run_multirank(
 ) -> MultiRankResult:
     """Run ``fn(*args, **kwargs)`` on ``world_size`` processes; see the module docstring.
 
-    ``timeout`` bounds the whole run in seconds, process start included (importing torch takes a few
-    seconds per process). ``env`` adds (or with None removes) environment variables of the ranks;
-    ``OMP_NUM_THREADS`` defaults to 1. ``init=False`` skips ``init_process_group``.
+    ``timeout`` bounds the function's run in seconds, from the moment every rank is ready;
+    ``startup_timeout`` bounds the start before that (importing torch takes seconds per process).
+    ``env`` adds (or with None removes) environment variables of the ranks; ``OMP_NUM_THREADS``
+    defaults to 1. ``init=False`` skips ``init_process_group``.
     """
     if world_size < 1:
         raise UsageError(f"world_size must be at least 1, got {world_size}")
-    if timeout <= 0:
-        raise UsageError(f"timeout must be positive, got {timeout}")
+    if timeout <= 0 or startup_timeout <= 0:
+        raise UsageError(f"timeouts must be positive, got {timeout} and startup_timeout {startup_timeout}")
     target = _function_reference(fn)
     workdir = Path(tempfile.mkdtemp(prefix="syncdoctor-ranks-"))
     job = {
@@ -309,7 +325,7 @@ def run_multirank(
         "world_size": world_size,
         "backend": backend,
         # the process group's own timeout stays longer than ours, so we see the hang, not gloo's error
-        "pg_timeout_s": timeout + 30.0,
+        "pg_timeout_s": timeout + startup_timeout + 30.0,
         "sys_path": list(sys.path),
         "init": init,
     }
@@ -346,13 +362,17 @@ def run_multirank(
                         env=rank_env, start_new_session=True,
                     )
                 )
-        deadline = start + timeout
+        deadline = start + startup_timeout
+        ready_at: float | None = None
         first_failure: float | None = None
         while True:
             codes = [p.poll() for p in procs]
             if all(code is not None for code in codes):
                 break
             now = time.monotonic()
+            if ready_at is None and all((workdir / f"ready-{rank}").exists() for rank in range(world_size)):
+                ready_at = now
+                deadline = now + timeout
             if first_failure is None and any(code not in (None, 0) for code in codes):
                 first_failure = now
             if first_failure is not None and now - first_failure > grace_s:
@@ -371,7 +391,11 @@ def run_multirank(
             proc.wait()
     elapsed = time.monotonic() - start
     try:
-        return _collect(workdir, procs, stacks, stopped, timed_out, timeout, elapsed, target[1])
+        result = _collect(workdir, procs, stacks, stopped, timed_out, timeout, elapsed, target[1])
+        startup_s = None if ready_at is None else ready_at - start
+        if ready_at is None and all((workdir / f"ready-{rank}").exists() for rank in range(world_size)):
+            startup_s = elapsed  # every rank got ready between two polls before finishing
+        return dataclasses.replace(result, startup_s=startup_s, startup_timeout_s=startup_timeout)
     finally:
         if not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)

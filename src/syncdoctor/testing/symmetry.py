@@ -300,6 +300,7 @@ def assert_collectives_symmetric(
     site, or :class:`~syncdoctor.testing.multirank.MultiRankFailure` when a rank fails or hangs for
     another reason. ``step_fn`` must be a module-level function (see :mod:`.multirank`).
     """
+    __tracebackhide__ = True  # pytest shows the divergence, not this function's code
     target = _function_reference(step_fn)
     result = run_multirank(
         _record_step, world_size, args=(target, tuple(args), dict(kwargs or {})), timeout=timeout,
