@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import psutil
@@ -78,6 +79,12 @@ def test_hang_names_the_rank_and_collective_and_leaves_nothing_behind() -> None:
     report = result.report()
     assert f"rank 0 waits in collective #2 of group 0,1: all_reduce([4] float32, SUM) at {__file__}:{line}" in report
     assert result.ranks[1].where is not None and result.ranks[1].where.function == "evaluate"
+    # the watch detector, fed the same state, reaches the same verdict
+    assert any(
+        line.startswith("W101 late-rank: rank 1 ") and "has not entered all_reduce float32[4] #2 of group 0" in line
+        and "it is in evaluate (test_multirank.py:" in line
+        for line in result.diagnosis.watch
+    ), result.diagnosis.watch
     assert elapsed < 12 + 10  # the timeout, plus stack dump and reaping
     assert _no_children_left() == []
     with pytest.raises(MultiRankFailure, match="rank 1 never reached all_reduce #2"):
@@ -170,3 +177,14 @@ def test_diagnose_exited_rank() -> None:
     diagnosis = diagnose(records, [0, 2], {}, exited={1: 1})
     assert diagnosis.culprits == (1,)
     assert "rank 1 never entered collective #2: it exited with code 1 after collective #1" in diagnosis.lines
+
+
+def test_watch_detector_sees_a_desync() -> None:
+    from syncdoctor.testing._watch_bridge import watch_events
+
+    records = {0: _record(0, "in_collective", 3, 3), 1: _record(1, "in_collective", 3, 3, op="broadcast"),
+               2: _record(2, "in_collective", 3, 3)}
+    records = {r: dataclasses.replace(rec, time=100.0) for r, rec in records.items()}
+    lines = watch_events(records, 3, {}, {}, {}, wall=110.0)
+    assert len(lines) == 1 and lines[0].startswith("W102 collective-mismatch: rank 1 ")
+    assert "called broadcast float32[4] as collective #3 of group 0" in lines[0]

@@ -100,6 +100,7 @@ def test_sample_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
     )
     assert "rank 0 waits in collective #2 of group 0,1: all_reduce([4] float32, SUM) at " in output
     assert f"test_sample.py:{wait_line} in test_hanging_rank" in output
+    assert "W101 late-rank: rank 1 " in output and f"it is in load_batch (test_sample.py:{hang_line})" in output
 
     # the hanging test ended within its timeout (plus the stack dump and reaping), and nothing is left
     times = {case.get("name"): float(case.get("time", "0")) for case in ET.parse(junit).iter("testcase")}

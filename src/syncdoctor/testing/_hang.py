@@ -68,6 +68,7 @@ class ProgressRecord:
     failed_in: Mapping[str, Any] | None = None  # the collective that raised on this rank, if one did
     host: str = ""
     pid: int = 0
+    time: float = 0.0  # wall-clock time the record was written (entering or leaving a collective)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProgressRecord:
@@ -81,6 +82,7 @@ class ProgressRecord:
             failed_in=data.get("failed_in"),
             host=str(data.get("host", "")),
             pid=int(data.get("pid", 0)),
+            time=float(data.get("time", 0.0)),
         )
 
 
@@ -144,6 +146,7 @@ class Diagnosis:
     lines: tuple[str, ...]
     culprits: tuple[int, ...]
     summary: str = ""
+    watch: tuple[str, ...] = ()  # the same state judged by syncdoctor.watch's detector: one line per event
 
 
 def diagnose(
@@ -188,9 +191,10 @@ def diagnose(
         if len(distinct) == 1:
             lines.append(f"rank{plural} {who} {verb} in collective #{seq} of group {group}: {distinct[0]}")
             if failed_here:
+                several = len(failed_here) > 1
                 lines.append(
-                    f"rank{'s' if len(failed_here) > 1 else ''} {', '.join(map(str, failed_here))} failed inside it "
-                    "(the peer they waited for went away)"
+                    f"rank{'s' if several else ''} {', '.join(map(str, failed_here))} failed inside it "
+                    f"(the peer {'they' if several else 'it'} waited for went away)"
                 )
         else:
             lines.append(f"desync at collective #{seq} of group {group}: ranks issued different collectives:")
@@ -214,10 +218,8 @@ def diagnose(
             if member not in culprits:
                 culprits.append(member)
             if member in exited and member not in positions:
-                lines.append(
-                    f"rank {member} never entered collective #{seq}: it exited with code {exited[member]} "
-                    f"after collective #{entered}"
-                )
+                after = f"after collective #{entered}" if entered else "before its first collective"
+                lines.append(f"rank {member} never entered collective #{seq}: it exited with code {exited[member]} {after}")
                 summaries.append(f"rank {member} exited before {op_name} #{seq} that {they_wait}")
             elif member in stuck:
                 place = where.get(member)

@@ -47,6 +47,7 @@ from syncdoctor.testing._hang import (
     main_thread_frames,
     user_frame,
 )
+from syncdoctor.testing._watch_bridge import watch_events
 
 __all__ = [
     "MultiRankFailure",
@@ -190,6 +191,9 @@ class MultiRankResult:
         if self.diagnosis.lines:
             lines.append("where the ranks are:")
             lines.extend(f"  {line}" for line in self.diagnosis.lines)
+        if self.diagnosis.watch:
+            lines.append("syncdoctor.watch's detector on the same state:")
+            lines.extend(f"  {line}" for line in self.diagnosis.watch)
         order = self.failed_ranks + [r.rank for r in self.ranks if r.status in ("hung", "stopped")]
         for rank in order:
             result = self.ranks[rank]
@@ -347,6 +351,7 @@ def run_multirank(
     timed_out = False
     stopped: set[int] = set()
     stacks: dict[int, str] = {}
+    stopped_at = time.time()
     try:
         for rank in range(world_size):
             rank_env = dict(base_env)
@@ -382,6 +387,7 @@ def run_multirank(
                 timed_out = True
                 break
             time.sleep(0.05)
+        stopped_at = time.time()
         alive = {rank: p.pid for rank, p in enumerate(procs) if p.poll() is None}
         if alive:
             stacks = _dump_stacks(alive, workdir)
@@ -391,7 +397,7 @@ def run_multirank(
             proc.wait()
     elapsed = time.monotonic() - start
     try:
-        result = _collect(workdir, procs, stacks, stopped, timed_out, timeout, elapsed, target[1])
+        result = _collect(workdir, procs, stacks, stopped, timed_out, timeout, elapsed, target[1], stopped_at)
         startup_s = None if ready_at is None else ready_at - start
         if ready_at is None and all((workdir / f"ready-{rank}").exists() for rank in range(world_size)):
             startup_s = elapsed  # every rank got ready between two polls before finishing
@@ -410,6 +416,7 @@ def _collect(
     timeout: float,
     elapsed: float,
     function: str,
+    stopped_at: float,
 ) -> MultiRankResult:
     results: list[RankResult] = []
     records: dict[int, ProgressRecord | None] = {}
@@ -455,7 +462,15 @@ def _collect(
             )
         )
     stuck = [r.rank for r in results if r.status in ("hung", "stopped")]
-    diagnosis = diagnose(records, stuck, where, exited) if stuck or exited else Diagnosis((), ())
+    diagnosis = Diagnosis((), ())
+    if stuck or exited:
+        diagnosis = diagnose(records, stuck, where, exited)
+        states = {
+            r.rank: {"ok": "exited", "failed": "failed", "crashed": "failed"}.get(r.status, "running") for r in results
+        }
+        frames = {rank: main_thread_frames(text) for rank, text in stacks.items()}
+        events = watch_events(records, len(procs), states, frames, where, stopped_at)
+        diagnosis = dataclasses.replace(diagnosis, watch=events)
     return MultiRankResult(
         world_size=len(procs),
         timeout_s=timeout,
