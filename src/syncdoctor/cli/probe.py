@@ -156,6 +156,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from syncdoctor.probe.report import render_probe
     from syncdoctor.probe.runner import run_probe
 
+    if not console.is_terminal and console.width < 120:
+        console.width = 120  # logs of torchrun/srun ranks: wide enough for the tables
     launch = resolve_launch(os.environ, nnodes=args.nnodes, node_rank=args.node_rank,
                             master_addr=args.master_addr, master_port=args.master_port)
     outcome = run_probe(

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncdoctor.host.types import HostFacts
+from syncdoctor.host.types import HostFacts, InterfaceFacts
 from syncdoctor.kb import Finding, Severity
 from syncdoctor.kb.pages import probe as pages
 from syncdoctor.probe.records import ClockOffset, CollectiveRow, LinkMeasure, NodeSkew
@@ -322,22 +322,32 @@ def link_findings(analysis: LinkAnalysis, labels: Mapping[int, str], slow_ratio:
     return findings
 
 
-def promised_bandwidth(nodes: Mapping[int, NodeFacts], a: int, b: int) -> float | None:
-    """Bytes/s the two ends' physical interfaces in use promise (the lower speed), None when unknown."""
-    speeds = []
+def _is_virtual(iface: InterfaceFacts) -> bool:
+    """No PCI device behind it (veth, bridge, tunnel...): its sysfs speed is a made-up number."""
+    return iface.loopback or iface.kind in VIRTUAL_KINDS or (iface.pci_vendor is None and iface.kind != "infiniband")
+
+
+def promised_bandwidth(nodes: Mapping[int, NodeFacts], a: int, b: int) -> tuple[float, bool] | None:
+    """(bytes/s, physical) the two ends' interfaces in use promise (the lower sysfs speed); None when unknown.
+
+    ``physical`` is False when either end is a virtual interface, whose speed promises nothing.
+    """
+    speeds, physical = [], True
     for node in (a, b):
         info = nodes.get(node)
         iface = info.facts.interface(info.interface) if info and info.facts and info.interface else None
-        if iface is None or not iface.speed_mbps or iface.loopback or (iface.kind in VIRTUAL_KINDS):
+        if iface is None or not iface.speed_mbps:
             return None
         speeds.append(iface.speed_mbps)
-    return min(speeds) * 1e6 / 8
+        physical = physical and not _is_virtual(iface)
+    return min(speeds) * 1e6 / 8, physical
 
 
 def rate_findings(
     links: Sequence[LinkMeasure], nodes: Mapping[int, NodeFacts], fraction: float = 0.5
 ) -> tuple[list[Finding], list[dict[str, Any]]]:
-    """P022 for links below ``fraction`` of their promised rate, and the achieved/promised table."""
+    """P022 for links below ``fraction`` of what physical interfaces promise, and the achieved/promised
+    table for every link between nodes (virtual interfaces marked as such)."""
     findings, table = [], []
     for link in links:
         if link.kind != "inter":
@@ -346,14 +356,15 @@ def rate_findings(
         a_label = nodes[link.a_node].label if link.a_node in nodes else f"node{link.a_node}"
         b_label = nodes[link.b_node].label if link.b_node in nodes else f"node{link.b_node}"
         pair = f"{a_label}-{b_label}"
+        rate, physical = promised if promised else (None, False)
         row = {"pair": pair, "achieved_bps": round(link.bandwidth * 8),
-               "promised_bps": None if promised is None else round(promised * 8),
-               "fraction": None if not promised else round(link.bandwidth / promised, 4)}
+               "promised_bps": None if rate is None else round(rate * 8),
+               "fraction": None if not rate else round(link.bandwidth / rate, 4), "physical": physical}
         table.append(row)
-        if promised and link.bandwidth < fraction * promised:
+        if rate and physical and link.bandwidth < fraction * rate:
             findings.append(pages.BANDWIDTH_BELOW_RATE.finding(
-                f"{pair}: {format_rate(link.bandwidth)} measured on links rated {format_rate(promised)} "
-                f"({link.bandwidth / promised:.2f}x)",
+                f"{pair}: {format_rate(link.bandwidth)} measured on links rated {format_rate(rate)} "
+                f"({link.bandwidth / rate:.2f}x)",
                 evidence=row,
                 key=pair,
             ))

@@ -101,15 +101,21 @@ def stage_failure(name: str, statuses: Sequence[Mapping[str, Any]]) -> Finding |
 
 
 def missing_findings(missing: Sequence[MissingNode], joined: int, world: int, timeout_s: float) -> list[Finding]:
-    """P001 for every node (or group of ranks) that never joined."""
-    return [
-        pages.NODE_NEVER_JOINED.finding(
-            f"{m.describe()} ({joined} of {world} ranks registered within {timeout_s:g} s)",
+    """P001 for every node (or group of ranks) that never joined.
+
+    ``joined``/``world`` count ranks; for nodes the launcher formed the job without (``node`` None), the
+    title says so instead of naming a timeout.
+    """
+    findings = []
+    for m in missing:
+        context = (f"{joined} of {world} ranks registered within {timeout_s:g} s" if m.node is not None
+                   else f"the launcher formed the job with {joined} of the {world} ranks expected")
+        findings.append(pages.NODE_NEVER_JOINED.finding(
+            f"{m.describe()} ({context})",
             evidence=m.to_json() | {"registered": joined, "world_size": world},
             key=f"{m.node}/{m.name}/{m.ranks}",
-        )
-        for m in missing
-    ]
+        ))
+    return findings
 
 
 @dataclass(frozen=True)

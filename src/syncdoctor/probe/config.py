@@ -123,6 +123,8 @@ class ProbeConfig:
         latency_iters: ping-pongs per link for latency (small messages of ``latency_bytes``).
         link_bytes: largest bandwidth message per link direction; the size adapts to ``target_time_s``.
         min_link_bytes: smallest bandwidth message (large enough to pass token-bucket bursts).
+        link_trials: timed transfers per link direction and pass; the fastest counts.
+        link_passes: times the whole link schedule runs; per direction the best pass counts.
         clock_samples: ping-pongs per node for the clock offset (the minimum-RTT sample wins).
         slow_ratio: a link is slow below this fraction of its reference (median of comparable links).
         skew_warn_s: start-up skew above which a node is reported as late.
@@ -148,6 +150,8 @@ class ProbeConfig:
     latency_iters: int = 20
     link_bytes: int = 16 << 20
     min_link_bytes: int = 1 << 20
+    link_trials: int = 3
+    link_passes: int = 2
     clock_samples: int = 8
     slow_ratio: float = 0.5
     skew_warn_s: float = 10.0
@@ -182,6 +186,7 @@ class ProbeConfig:
         return replace(
             self, quick=True, sizes=sizes, max_iters=min(self.max_iters, 5), target_time_s=0.05,
             latency_iters=min(self.latency_iters, 10), link_bytes=min(self.link_bytes, 4 << 20),
+            link_trials=min(self.link_trials, 3), link_passes=1,
             clock_samples=min(self.clock_samples, 4),
         )
 
@@ -207,6 +212,8 @@ class ProbeConfig:
             "target_time_s": self.target_time_s,
             "latency_iters": self.latency_iters,
             "link_bytes": self.link_bytes,
+            "link_trials": self.link_trials,
+            "link_passes": self.link_passes,
             "slow_ratio": self.slow_ratio,
             "skew_warn_s": self.skew_warn_s,
             "host_names": list(self.host_names),

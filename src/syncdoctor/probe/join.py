@@ -35,11 +35,14 @@ __all__ = [
     "missing_expected_nodes",
     "missing_nodes",
     "node_skews",
+    "read_registered",
     "register_and_wait",
+    "wait_for_readers",
 ]
 
 _COUNT = "join/count"
 _STATE = "join/state"
+_READ = "join/read"
 
 
 def _rank_key(rank: int) -> str:
@@ -102,7 +105,26 @@ def register_and_wait(
             count = store.add(_COUNT, 0)
     waited = clock() - start
     registered = read_registered(store, world_size)
+    store.add(_READ, 1)
     return JoinOutcome(state == "complete", registered, waited, state)
+
+
+def wait_for_readers(
+    store: JoinStore,
+    readers: int,
+    timeout_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """On the rank hosting the store: wait until ``readers`` ranks have read the join outcome (so they do
+    not lose the store when this process exits); False after ``timeout_s``."""
+    deadline = clock() + timeout_s
+    while store.add(_READ, 0) < readers:
+        if clock() >= deadline:
+            return False
+        sleep(0.05)
+    return True
 
 
 def read_registered(store: JoinStore, world_size: int) -> tuple[RankInfo, ...]:

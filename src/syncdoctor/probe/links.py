@@ -7,10 +7,12 @@ rank) is in two pairs and pairs do not contend; inter-node pairs use each node's
 their own rounds, then the intra-node pairs of every node run in shared rounds.
 
 One pair: small ping-pongs give the latency (half the minimum round trip); then each direction in turn:
-a probe message estimates the bandwidth, the sender picks a message size that takes about the target
-time (between ``min_link_bytes`` and ``link_bytes``), tells the receiver, sends it ``LINK_ITERS`` times and
-waits for a one-element acknowledgement; bandwidth = bytes / (elapsed - half the round trip). Each rank
-reports the halves it measured (the sender owns its direction's bandwidth).
+a probe message estimates the bandwidth, the sender picks a message size so that ``trials`` transfers
+take about the target time (between ``min_link_bytes`` and ``link_bytes``), tells the receiver, and times
+each transfer up to a one-element acknowledgement; bandwidth = bytes / (fastest transfer - half the round
+trip). The fastest of several trials is robust on a busy host: interference only ever slows a transfer
+down, while a rate limit bounds every one. Each rank reports the halves it measured (the sender owns its
+direction's bandwidth).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from typing import Any
 
 from syncdoctor.probe.records import LinkMeasure
 
-__all__ = ["LINK_ITERS", "PairTask", "link_schedule", "measure_pair", "merge_halves", "tournament_rounds"]
+__all__ = ["LINK_TRIALS", "PairTask", "link_schedule", "measure_pair", "merge_halves", "tournament_rounds"]
 
-LINK_ITERS = 3
+LINK_TRIALS = 3
 
 
 def tournament_rounds(items: Sequence[int]) -> list[list[tuple[int, int]]]:
@@ -86,15 +88,27 @@ def link_schedule(node_ranks: Mapping[int, Sequence[int]]) -> list[list[PairTask
     return rounds
 
 
+_BEST = {"bw_ab": max, "bw_ba": max, "latency_s": min, "latency_median_s": min}
+_SIZE_OF = {"bw_ab": "bytes_ab", "bw_ba": "bytes_ba"}
+
+
 def merge_halves(halves: Sequence[Mapping[str, Any]]) -> list[LinkMeasure]:
-    """Combine what both ends of each pair reported into :class:`LinkMeasure` records."""
+    """Combine what both ends of each pair reported, over every pass, into :class:`LinkMeasure` records.
+
+    Across passes the best value wins: the highest bandwidth per direction, the lowest latency (noise from
+    other work on the host only ever makes a transfer slower).
+    """
     pairs: dict[tuple[int, int], dict[str, Any]] = {}
     for half in halves:
-        key = (int(half["a"]), int(half["b"]))
-        merged = pairs.setdefault(key, {})
+        merged = pairs.setdefault((int(half["a"]), int(half["b"])), {})
         for name, value in half.items():
-            if value is not None:
+            if value is None or name in _SIZE_OF.values():
+                continue
+            best = _BEST.get(name)
+            if name not in merged or (best is not None and best(value, merged[name]) == value):
                 merged[name] = value
+                if name in _SIZE_OF:
+                    merged[_SIZE_OF[name]] = half.get(_SIZE_OF[name], 0)
     out = []
     for (a, b), data in sorted(pairs.items()):
         if "bw_ab" not in data or "bw_ba" not in data or "latency_s" not in data:
@@ -123,6 +137,7 @@ def measure_pair(
     *,
     latency_iters: int,
     latency_bytes: int = 8,
+    trials: int = LINK_TRIALS,
     target_s: float,
     min_bytes: int,
     max_bytes: int,
@@ -172,9 +187,9 @@ def measure_pair(
             send(ack)
             recv(size_msg)
             count = int(size_msg.item())
-            for _ in range(LINK_ITERS):
+            for _ in range(trials):
                 recv(buffer[:count])
-            send(ack)
+                send(ack)
             return None
         probe = buffer[: min_bytes // 4]
         sync(device)
@@ -183,18 +198,18 @@ def measure_pair(
         recv(ack)
         sync(device)
         estimate = probe.numel() * 4 / max(time.perf_counter() - start - one_way, 1e-9)
-        size = _choose_size(estimate, target_s, min_bytes, max_bytes)
+        size = _choose_size(estimate, target_s / trials, min_bytes, max_bytes)
         size_msg.fill_(size // 4)
         send(size_msg)
-        sync(device)
-        start = time.perf_counter()
-        for _ in range(LINK_ITERS):
+        best = math.inf
+        for _ in range(trials):
+            sync(device)
+            start = time.perf_counter()
             send(buffer[: size // 4])
-        recv(ack)
-        sync(device)
-        elapsed = max(time.perf_counter() - start - one_way, 1e-9)
-        return LINK_ITERS * size / elapsed, size
-
+            recv(ack)
+            sync(device)
+            best = min(best, time.perf_counter() - start)
+        return size / max(best - one_way, 1e-9), size
     result = stream(sending=first)
     if result is not None:
         half["bw_ab"], half["bytes_ab"] = result

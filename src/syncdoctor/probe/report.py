@@ -126,7 +126,9 @@ def _links_table(data: Mapping[str, Any]) -> Table | None:
         b = labels.get(link["b_node"], f"node{link['b_node']}")
         pair = f"{a}-{b}" if link["kind"] == "inter" else f"{a} r{link['a_rank']}-r{link['b_rank']}"
         row = promised.get(f"{a}-{b}") if link["kind"] == "inter" else None
-        fraction = f"{row['fraction']:.2f}x" if row and row.get("fraction") is not None else "-"
+        fraction = "-"
+        if row and row.get("fraction") is not None:
+            fraction = f"{row['fraction']:.2f}x" + ("" if row.get("physical") else " (virtual)")
         table.add_row(pair, link["kind"], f"{link['latency_s'] * 1e6:.0f} us",
                       format_rate(link["bw_ab"]), format_rate(link["bw_ba"]), fraction)
     return table

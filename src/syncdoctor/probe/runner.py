@@ -39,9 +39,11 @@ from syncdoctor.probe.join import (
     missing_nodes,
     node_skews,
     register_and_wait,
+    wait_for_readers,
 )
 from syncdoctor.probe.launch import LaunchInfo
 from syncdoctor.probe.links import link_schedule, measure_pair, merge_halves
+from syncdoctor.probe.nodecheck import node_checker
 from syncdoctor.probe.records import ClockOffset, NodeInfo, RankInfo
 from syncdoctor.probe.report import ProbeDocument
 
@@ -142,7 +144,7 @@ class _Run:
         self.on_hang = on_hang
         self.env = comm_env(environ)  # before the probe sets anything for itself
         self.doc = ProbeDocument(config.json_path, command=command, config=config.to_json(), launch=launch.to_json(),
-                                 json_path=config.json_path)
+                                 json_path=config.json_path, backend=config.backend)
         self.side: Any = None
         self.main: Any = None
         self.device: Any = None
@@ -202,7 +204,11 @@ class _Run:
                 last[0] = waited
                 self.progress(f"join: {count} of {launch.world_size} ranks after {waited:.0f} s")
 
-        outcome = register_and_wait(store, me, launch.world_size, cfg.join_timeout_s, on_wait=waiting)
+        try:
+            outcome = register_and_wait(store, me, launch.world_size, cfg.join_timeout_s, on_wait=waiting)
+        except Exception as exc:  # the store went away (its host gave up first)
+            log.error("join: lost the store at %s:%s: %s", launch.master_addr, launch.master_port, exc)
+            return ProbeOutcome(1)
         self.registered = outcome.registered
         self.nodes = label_nodes(outcome.registered, cfg.host_names)
         seconds = time.monotonic() - started
@@ -213,6 +219,8 @@ class _Run:
             missing = missing_nodes(outcome.registered, launch, cfg.host_names)
             join_data["missing"] = [m.to_json() for m in missing]
             reporter = min((r.rank for r in outcome.registered), default=self.rank)
+            if launch.hosts_store:  # keep the store up until every joined rank has read the outcome
+                wait_for_readers(store, len(outcome.registered), timeout_s=5.0)
             if self.rank != reporter:
                 return ProbeOutcome(1)
             self.doc.update(join=join_data)
@@ -406,13 +414,13 @@ class _Run:
         cfg = self.config
         rounds = link_schedule({n.node: n.ranks for n in self.nodes})
         halves = []
-        for tasks in rounds:
+        for tasks in rounds * max(1, cfg.link_passes):
             dist.barrier(group=self.side)
             for task in tasks:
                 if self.rank in (task.a, task.b):
                     halves.append(measure_pair(
                         task, self.rank, self.main, self.device, latency_iters=cfg.latency_iters,
-                        target_s=cfg.target_time_s, min_bytes=min(cfg.min_link_bytes, cfg.link_bytes),
+                        trials=cfg.link_trials, target_s=cfg.target_time_s * 2, min_bytes=min(cfg.min_link_bytes, cfg.link_bytes),
                         max_bytes=cfg.link_bytes, sync=device_sync))
         return halves
 
@@ -449,7 +457,10 @@ class _Run:
     # -- analysis -----------------------------------------------------------------------------------------
     def analyse(self) -> None:
         cfg = self.config
-        validate = _env_validator()
+        launch = self.launch
+        validate = node_checker(launch.master_addr, launch.master_port, {
+            "WORLD_SIZE": str(launch.world_size), "LOCAL_WORLD_SIZE": str(launch.local_world_size),
+            "GROUP_WORLD_SIZE": str(len(self.nodes))})
         result = assemble.assess(
             self.nodes, getattr(self, "node_facts", []), skews=getattr(self, "skews", []),
             offsets=getattr(self, "offsets", []), links=getattr(self, "link_measures", []),
@@ -472,26 +483,6 @@ class _Run:
         self.doc.update(finished=True)
         self.doc.write()
         self.assessment = result
-
-
-def _env_validator() -> Callable[[Any], list[Finding]] | None:
-    """``validate_env`` from the env rules applied to one node's facts, when those rules are installed."""
-    try:
-        from syncdoctor.checks.env_rules import validate_env
-    except ImportError:
-        return None
-
-    def _validate(node: Any) -> list[Finding]:
-        facts = node.facts
-        try:
-            return list(validate_env(
-                dict(node.env), interfaces=facts.interfaces if facts else (), ib_ports=facts.ib_ports if facts else (),
-                nccl_version=node.versions.get("nccl"), torch_version=node.versions.get("torch")))
-        except Exception:
-            log.warning("env rules failed on %s", node.label, exc_info=True)
-            return []
-
-    return _validate
 
 
 def run_probe(
