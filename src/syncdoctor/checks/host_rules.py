@@ -126,10 +126,14 @@ def _fix_line(backend: str, interface: str | None) -> str:
 
 
 def _advertise(inp: HostCheckInput) -> Iterator[Finding]:
+    if not inp.facts.interfaces:
+        return  # interfaces unknown (unreadable): H013 says so; predicting from nothing would be a guess
     multi = is_multi_node(inp)
     suggestion = suggested_interface(inp)
     for choice in (inp.gloo, inp.nccl):
         label = _LABEL[choice.backend]
+        if choice.interface is None and choice.backend == "gloo" and inp.facts.names.hostname is None:
+            continue  # the hostname is unknown, so Gloo's choice is unknown (not empty)
         if choice.interface is None:
             yield N.NO_USABLE_INTERFACE.finding(
                 f"{label} will find no interface to use: {choice.problem or 'nothing qualifies'}",
@@ -199,6 +203,8 @@ def _hostname(inp: HostCheckInput) -> Iterator[Finding]:
     gloo_pinned = len(inp.env.get("GLOO_SOCKET_IFNAME", "")) > 1
     suggestion = suggested_interface(inp)
     source = inp.route.source if inp.route is not None and inp.route.source else None
+    if source is not None and is_loopback_address(source):
+        source = None  # the master is this host's loopback: its address says nothing about the peers'
     if source is None and suggestion is not None:
         iface = inp.facts.interface(suggestion)
         source = iface.ipv4[0].split("/", 1)[0] if iface is not None and iface.ipv4 else None

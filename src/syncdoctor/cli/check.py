@@ -207,16 +207,29 @@ def _env_findings(env: Mapping[str, str], pre: Preflight, sources: Mapping[str, 
     if rules is None:
         return []
     facts = pre.facts
+    ib_unknown = any("IB/RoCE" in note or "infiniband" in note for note in facts.unreadable)
     return list(
         rules.validate_env(
             env,
-            interfaces=facts.interfaces,
-            ib_ports=facts.ib_ports,
+            interfaces=facts.interfaces or None,  # empty means unreadable: every Linux host has lo
+            ib_ports=None if ib_unknown else facts.ib_ports,
             nccl_version=facts.versions.nccl,
             torch_version=facts.versions.torch,
             sources=sources,
         )
     )
+
+
+def _skipped(pre: Preflight) -> list[str]:
+    """What could not be checked: host steps skipped, and env rules that needed unknown host facts."""
+    skipped = list(pre.skipped)
+    rules = _optional("syncdoctor.checks.env_rules")
+    if rules is not None and hasattr(rules, "skipped_checks"):
+        ib_unknown = any("IB/RoCE" in note or "infiniband" in note for note in pre.facts.unreadable)
+        skipped += rules.skipped_checks(
+            interfaces_known=bool(pre.facts.interfaces), ib_ports_known=not ib_unknown
+        )
+    return skipped
 
 
 def _mentions(finding: Finding, variable: str) -> bool:
@@ -385,7 +398,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         document = {
             "schema": SCHEMA,
             "version": __version__,
-            "host": pre.to_json() | {"env": _relevant_env(env), "env_origin": given.origin},
+            "host": pre.to_json()
+            | {"env": _relevant_env(env), "env_origin": given.origin, "skipped": _skipped(pre)},
             "findings": [f.to_json() for f in findings],
             "summary": counts | {"fail_on": args.fail_on, "exit_code": code},
         }
@@ -397,6 +411,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
         return code
     _render_header(pre, given.origin, console)
+    for item in _skipped(pre):
+        console.print(Text(f"not checked: {item}", style="dim"))
     if args.show_env:
         console.print(Text("relevant environment (secrets redacted):", style="bold"))
         for name, value in _relevant_env(env).items():
