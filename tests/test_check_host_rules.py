@@ -408,3 +408,18 @@ def test_evaluate_survives_odd_data() -> None:
     )
     found = run(weird, env={"WORLD_SIZE": "many"}, route=RouteFacts("10.0.0.1"))
     assert "H012" in codes(found)
+
+
+def test_unknown_facts_are_not_reported_as_missing_interfaces() -> None:
+    assert not {"N001", "N004"} & codes(run(facts(interfaces=(), unreadable=("sys/class/net: cannot list",))))
+    no_hostname = [
+        f for f in run(facts(names=NameFacts(resolve_error="hostname unreadable"))) if f.code == "N004"
+    ]
+    assert no_hostname == []
+
+
+def test_hosts_line_never_suggests_a_loopback_address() -> None:
+    host = facts(names=NameFacts(hostname="node7", resolved=("127.0.1.1",)))
+    local = RouteFacts("127.0.0.1", "127.0.0.1", "127.0.0.1", "lo", local=True)
+    finding = only(run(host, master=MasterTarget("127.0.0.1", 1), route=local), "H001")
+    assert "`10.0.0.7 node7`" in finding.fix and "127.0.0.1 node7" not in finding.fix
