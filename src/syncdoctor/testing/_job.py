@@ -79,6 +79,7 @@ class JobResult:
     run_dir: Path
     world_size: int
     rank_hosts: dict[int, str] = field(default_factory=dict)
+    started_wall: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -120,6 +121,7 @@ class LabJob:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.host_logs: dict[str, Path] = {}
         self.started = time.monotonic()
+        self.started_wall = time.time()  # comparable with the workload's step stamps (same machine clock)
         self.result: JobResult | None = None
 
     @property
@@ -217,6 +219,7 @@ class LabJob:
             run_dir=self.run_dir,
             world_size=self.world_size,
             rank_hosts={rank: path.parent.name for rank, path in rank_logs.items()},
+            started_wall=self.started_wall,
         )
         return self.result
 

@@ -9,14 +9,23 @@ Every training step calls, in this order, functions whose names a Python stack s
 
     load_batch        (the default place of late / spin / crash / freeze / trigger faults)
     forward
-    backward          DDP's gradient all_reduce (issued from C++ in the backward hooks)
+    backward          DDP's gradient all_reduce (issued from C++ in the backward hooks), or with
+                      ``--grad-sync manual`` one flat all_reduce of all gradients from Python
+                      (``all_reduce_gradients``; same traffic, no DDP start-up cost)
     optimizer_step
-    reduce_metric     the plain metric collective ``dist.all_reduce(loss_metric)``: skip / other_op /
-                      other_size faults change this one
+    reduce_metric     the plain metric collective ``dist.all_reduce(loss_metric, group=metric_group)``:
+                      skip / other_op / other_size faults change this one
     checkpoint_pause  only with ``--pause-all SECONDS@STEP``: every rank pauses together
 
 A delay before ``backward`` (late, slow, spin, freeze, crash) keeps the other ranks waiting inside DDP's
 gradient all_reduce of that step; a skip/other_op/other_size fault desynchronises the metric collective.
+
+The metric collective runs on a process group of its own (``--metric-group own``, the default, created with
+``dist.new_group``), as logging/metric groups often are. A skipped metric all_reduce is then a true
+deadlock: the other ranks wait in the metric group's all_reduce, the skipping rank in the next step's
+gradient all_reduce on the default group, until the collective timeout. With ``--metric-group default``
+the skipping rank's next collective (DDP's gradient bucket) pairs with the others' metric all_reduce, and
+gloo aborts the job on the size mismatch ("Received data size doesn't match expected size") instead.
 
 Every rank prints, per step, one line (``time.time()`` stamps, seconds)::
 
@@ -98,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="call syncdoctor.watch.start() (also env SYNCDOCTOR_WATCH=1)")
     parser.add_argument("--log-ranks", choices=("all", "0"), default="all",
                         help="which ranks print step lines (default all)")
+    parser.add_argument("--grad-sync", choices=("ddp", "manual"), default="ddp",
+                        help="gradient averaging: DistributedDataParallel (default) or one flat all_reduce issued "
+                             "from Python in backward(); manual starts ~1.7 s of CPU faster per rank")
+    parser.add_argument("--metric-group", choices=("own", "default"), default="own",
+                        help="process group of the per-step metric all_reduce (default: a group of its own)")
+    parser.add_argument("--print-env", action="append", default=[], metavar="NAME",
+                        help="print `env NAME=value` (or `<unset>`) at start; repeatable")
     return parser
 
 
@@ -195,24 +211,34 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
     import torch
     import torch.distributed as dist
     from torch import nn
-    from torch.nn.parallel import DistributedDataParallel
 
     if "RANK" not in os.environ:  # alone: a world of one on a private store
         os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
-    dist.init_process_group("gloo", timeout=timedelta(seconds=args.collective_timeout))
+    dist.init_process_group("gloo", timeout=timedelta(seconds=args.collective_timeout))  # the default group
     rank, world = dist.get_rank(), dist.get_world_size()
     host = os.environ.get("SYNCDOCTOR_LAB_HOST") or os.uname().nodename
     talk = args.log_ranks == "all" or rank == 0
     print(f"{TAG} start rank={rank} world={world} host={host} pid={os.getpid()} time={time.time():.6f}", flush=True)
+    for name in args.print_env:
+        print(f"{TAG} env rank={rank} {name}={os.environ.get(name, '<unset>')}", flush=True)
     watcher = _start_watch() if args.watch else None
 
     torch.manual_seed(args.seed)
     layers: list[nn.Module] = []
     for _ in range(args.depth):
         layers += [nn.Linear(args.width, args.width), nn.ReLU()]
-    model = DistributedDataParallel(nn.Sequential(*layers, nn.Linear(args.width, 1)))
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    model: nn.Module = nn.Sequential(*layers, nn.Linear(args.width, 1))
+    if args.grad_sync == "ddp":
+        from torch.nn.parallel import DistributedDataParallel  # its first use imports torch._dynamo (~1.7 s)
+
+        model = DistributedDataParallel(model)
+    else:
+        for param in model.parameters():  # what DDP does at construction: start from rank 0's weights
+            dist.broadcast(param.data, src=0)
+    params = list(model.parameters())
     generator = torch.Generator().manual_seed(args.seed + rank)
+    timeout = timedelta(seconds=args.collective_timeout)
+    metric_group = dist.new_group(backend="gloo", timeout=timeout) if args.metric_group == "own" else None
     state = _Faults(faults, rank)
 
     def load_batch(step: int) -> tuple[Any, Any]:
@@ -228,12 +254,28 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
         return nn.functional.mse_loss(model(inputs), target)
 
     def backward(loss: Any) -> None:
-        loss.backward()  # DDP's gradient all_reduce happens here
+        loss.backward()  # with DDP, the gradient all_reduce happens here (C++ hooks)
+        if args.grad_sync == "manual":
+            all_reduce_gradients()
+
+    def all_reduce_gradients() -> None:
+        grads = [param.grad for param in params if param.grad is not None]
+        flat = torch.cat([grad.reshape(-1) for grad in grads])  # one bucket, like DDP's for a small model
+        dist.all_reduce(flat)
+        flat /= world
+        offset = 0
+        for grad in grads:
+            grad.copy_(flat[offset:offset + grad.numel()].view_as(grad))
+            offset += grad.numel()
 
     def optimizer_step(step: int) -> None:
         state.stall("optimizer_step", step)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        # Plain SGD by hand: torch.optim's first use imports torch._dynamo (~1.7 s of CPU per rank).
+        with torch.no_grad():
+            for param in params:
+                if param.grad is not None:
+                    param.add_(param.grad, alpha=-args.lr)
+                    param.grad = None
 
     def reduce_metric(step: int, loss: Any) -> float:
         metric = loss.detach().reshape(1).clone()
@@ -243,13 +285,13 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
             return float(metric)
         if other_op:
             state.announce(other_op[0], step, op=other_op[0].op)
-            _other_collective(dist, other_op[0].op, metric)
+            _other_collective(dist, other_op[0].op, metric, metric_group)
             return float(metric)
         if other_size:
             size = other_size[0].size or 2
             state.announce(other_size[0], step, size=size)
             metric = torch.zeros(size)
-        dist.all_reduce(metric)
+        dist.all_reduce(metric, group=metric_group)
         return float(metric[0]) / world
 
     def checkpoint_pause(step: int, seconds: float) -> None:
@@ -273,22 +315,23 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
         if talk:
             print(f"{TAG} step={step} rank={rank} host={host} start={start:.6f} ready={ready:.6f} "
                   f"end={end:.6f} loss={value:.6f}", flush=True)
-    print(f"{TAG} done rank={rank} steps={args.steps} seconds={time.monotonic() - began:.3f}", flush=True)
+    print(f"{TAG} done rank={rank} steps={args.steps} seconds={time.monotonic() - began:.3f} "
+          f"cpu={time.process_time():.3f}", flush=True)
     if watcher is not None and callable(getattr(watcher, "stop", None)):
         watcher.stop()
     dist.destroy_process_group()
     return 0
 
 
-def _other_collective(dist: Any, op: str, metric: Any) -> None:
+def _other_collective(dist: Any, op: str, metric: Any, group: Any) -> None:
     if op == "broadcast":
-        dist.broadcast(metric, src=0)
+        dist.broadcast(metric, src=0, group=group)
     elif op == "all_gather":
-        dist.all_gather([metric.clone() for _ in range(dist.get_world_size())], metric)
+        dist.all_gather([metric.clone() for _ in range(dist.get_world_size())], metric, group=group)
     elif op == "barrier":
-        dist.barrier()
+        dist.barrier(group=group)
     else:
-        dist.reduce(metric, dst=0)
+        dist.reduce(metric, dst=0, group=group)
 
 
 def _start_watch() -> Any:
