@@ -46,6 +46,7 @@ class FakeRank:
     inspected: dict[int, str] = field(default_factory=dict)
     error: str | None = None
     quiet: float = 0.0
+    extra: dict[str, GroupProgress] = field(default_factory=dict)
 
     def record(self, world: int) -> RankRecord:
         if not self.frozen:
@@ -54,7 +55,7 @@ class FakeRank:
             rank=self.rank, world_size=world, host=self.host, node=self.node, pid=1000 + self.rank,
             heartbeat=self.heartbeat, state=self.state, step=self.step, quiet_s=self.quiet,
             groups={"0": GroupProgress("0", self.entered, self.completed, self.stalled, self.sig,
-                                       self.completed + 1 if self.sig else 0)},
+                                       self.completed + 1 if self.sig else 0), **self.extra},
             step_marks=tuple(self.marks), waits=tuple(self.waits), inspected=dict(self.inspected),
             error=self.error,
         )
@@ -82,7 +83,7 @@ class Job:
                     rank.stalled += seconds
         records = {r.rank: r.record(self.world) for r in self.ranks if r.state != "never"}
         snap = Snapshot(now=self.now, wall=self.now, world_size=self.world, records=records,
-                        groups={"0": tuple(range(self.world))}, stacks=dict(self.stacks))
+                        groups={"0": tuple(range(self.world)), "1": tuple(range(self.world))}, stacks=dict(self.stacks))
         result = detect(snap, self.config, self.state)
         self.requested.update(result.requests.stacks)
         self.events.extend(result.events)
@@ -358,3 +359,24 @@ def test_config_rejects_nonsense(name: str) -> None:
 
     with pytest.raises(UsageError):
         WatchConfig(**{name: 0})
+
+
+def test_cross_group_deadlock_from_a_skipped_collective() -> None:
+    """Rank 1 skipped the metric all_reduce (group 1) and waits in the next gradient all_reduce (group 0)."""
+    job = Job()
+    job.all_done(4)
+    for r in job.ranks:
+        r.extra = {"1": GroupProgress("1", 2, 2)}
+    for r in (0, 2, 3):
+        job.ranks[r].extra = {"1": GroupProgress("1", 3, 2, 0.0, AR, 3)}
+    job.enter([1], 5)
+    events = []
+    for _ in range(4):
+        for r in (0, 2, 3):
+            g = job.ranks[r].extra["1"]
+            job.ranks[r].extra["1"] = GroupProgress("1", 3, 2, (g.stalled_s or 0) + 1, AR, 3)
+        events += job.tick()
+    assert codes(events) == [("W103", "confirmed")]
+    event = events[0]
+    assert event.ranks == (1,) and event.group == "1" and event.seq == 3 and event.waiting_ranks == (0, 2, 3)
+    assert "skipped" in event.title and event.detail["other_group"] == "0"

@@ -1,14 +1,92 @@
 """``syncdoctor.watch``: name the late, missing, desynchronised or dead rank while the job runs.
 
-Cheap to import (no torch until :func:`start`). The pure core (records, detector, events) does no I/O;
-the runtime (recorder, publisher, monitor, sinks) does. See docs/watch.md.
+Usage, before or after ``init_process_group`` (zero configuration under torchrun)::
+
+    import syncdoctor.watch
+    syncdoctor.watch.start()              # or: with syncdoctor.watch.watching(): ...
+    ...
+    syncdoctor.watch.step(i)              # optional: optimizer steps are marked automatically
+
+Settings come from arguments or ``SYNCDOCTOR_WATCH_*`` variables (:class:`WatchConfig`). Cheap to import
+(no torch until :func:`start`). The pure core (records, detector, events) does no I/O; the runtime
+(recorder, publisher, monitor, sinks) does. See docs/watch.md.
 """
 
 from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from syncdoctor.watch.config import EXIT_HANG, WatchConfig
 from syncdoctor.watch.detector import Detection, detect
 from syncdoctor.watch.events import CODES, Event
 from syncdoctor.watch.snapshot import DetectorState, Snapshot
 
-__all__ = ["CODES", "EXIT_HANG", "Detection", "DetectorState", "Event", "Snapshot", "WatchConfig", "detect"]
+if TYPE_CHECKING:
+    from syncdoctor.watch.runtime import Watcher
+
+__all__ = [
+    "CODES",
+    "EXIT_HANG",
+    "Detection",
+    "DetectorState",
+    "Event",
+    "Snapshot",
+    "WatchConfig",
+    "current",
+    "detect",
+    "start",
+    "step",
+    "stop",
+    "watching",
+]
+
+_lock = threading.Lock()
+_current: Watcher | None = None
+
+
+def start(config: WatchConfig | None = None, **settings: Any) -> Watcher:
+    """Start watching this rank (idempotent: a running watcher is returned as is).
+
+    ``settings`` are :class:`WatchConfig` fields (``warn_after_s=5``...); they override the
+    ``SYNCDOCTOR_WATCH_*`` environment, which overrides the defaults. Raises UsageError on bad settings.
+    """
+    global _current
+    from syncdoctor.watch.runtime import Watcher
+
+    with _lock:
+        if _current is not None and not _current.stopped:
+            return _current
+        resolved = config.replace(**settings) if config is not None else WatchConfig.load(**settings)
+        _current = Watcher(resolved).start()
+        return _current
+
+
+def stop() -> None:
+    """Say goodbye and stop the watcher (also done at exit and at ``destroy_process_group``)."""
+    watcher = _current
+    if watcher is not None:
+        watcher.stop()
+
+
+def step(index: int | None = None) -> None:
+    """Mark training step ``index`` (default: the next one). No-op without a running watcher."""
+    watcher = _current
+    if watcher is not None and not watcher.stopped:
+        watcher.step(index)
+
+
+def current() -> Watcher | None:
+    return _current
+
+
+@contextlib.contextmanager
+def watching(config: WatchConfig | None = None, **settings: Any) -> Iterator[Watcher]:
+    """``with syncdoctor.watch.watching(): train()``: start, then stop at the end of the block."""
+    watcher = start(config, **settings)
+    try:
+        yield watcher
+    finally:
+        watcher.stop()

@@ -59,6 +59,7 @@ class Detection:
 class _Condition:
     event: Event
     ready: bool = True
+    late_for: tuple[str, int, tuple[int, ...], tuple[int, ...]] | None = None  # W101: group, seq, waiting, late
 
 
 @dataclass
@@ -119,6 +120,7 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     conditions: list[_Condition] = []
     for group, members in sorted(_groups(snapshot).items()):
         conditions.extend(_group_conditions(ctx, group, members))
+    conditions = _deadlocks(ctx, conditions)
     conditions.extend(_dead_conditions(ctx))
     conditions.extend(_drift_conditions(ctx))
     conditions.extend(
@@ -262,7 +264,7 @@ def _not_entered_conditions(
         )
         title = (
             f"{_ranks_text(left)} left the job without entering {op} #{seq} of group {group}; "
-            f"{_ranks_text(waiting)} have waited {waited:.1f} s for {'it' if len(left) == 1 else 'them'} ({how})"
+            f"{_ranks_text(waiting)} {_have(waiting)} waited {waited:.1f} s for {'it' if len(left) == 1 else 'them'} ({how})"
         )
         conditions.append(
             _Condition(
@@ -311,7 +313,7 @@ def _late_condition(
             info["where"] = stack.summary()
             info["stack"] = [f.short() for f in stack.frames[-8:]]
             if stack.where is not None:
-                wheres.append(stack.where.short())
+                wheres.append(stack.summary())
             elif stack.note:
                 info["stack_note"] = stack.note
         elif config.stacks:
@@ -323,7 +325,7 @@ def _late_condition(
     where_text = f"; it is in {', '.join(wheres)}" if wheres else ""
     title = (
         f"{_who_list(ctx, late)} has not entered {op} #{seq} of group {group}; "
-        f"{_ranks_text(waiting)} have waited {waited:.1f} s for it{where_text}"
+        f"{_ranks_text(waiting)} {_have(waiting)} waited {waited:.1f} s for it{where_text}"
     )
     if len(late) > 1:
         title = title.replace(" has not ", " have not ").replace(" for it", " for them")
@@ -340,7 +342,51 @@ def _late_condition(
             detail=detail, key=key, at=snap.wall,
         ),
         ready=ready,
+        late_for=(group, seq, waiting, late),
     )
+
+
+def _deadlocks(ctx: _Context, conditions: list[_Condition]) -> list[_Condition]:
+    """Two groups waiting for each other: ranks A wait in group G for ranks B, which wait in group H for A.
+
+    That is no late rank but control flow that differs between ranks (typically a skipped collective:
+    the skipping side went on to the next collective of another group). The smaller side is named.
+    """
+    late = [c for c in conditions if c.late_for is not None]
+    replaced: set[int] = set()
+    extra: list[_Condition] = []
+    for i, first in enumerate(late):
+        for second in late[i + 1:]:
+            if id(first) in replaced or id(second) in replaced:
+                continue
+            g1, s1, wait1, late1 = first.late_for  # type: ignore[misc]
+            g2, s2, wait2, late2 = second.late_for  # type: ignore[misc]
+            if g1 == g2 or not (set(late1) & set(wait2)) or not (set(late2) & set(wait1)):
+                continue
+            if len(late2) < len(late1):
+                first, second = second, first
+                g1, s1, wait1, late1, g2, s2, wait2, late2 = g2, s2, wait2, late2, g1, s1, wait1, late1
+            replaced.update((id(first), id(second)))
+            e1, e2 = first.event, second.event
+            op1 = e1.signature.short() if e1.signature else "collective"
+            op2 = e2.signature.short() if e2.signature else "a collective"
+            title = (
+                f"{_who_list(ctx, late1)} never entered {op1} #{s1} of group {g1}, where {_ranks_text(wait1)} "
+                f"wait for it, and waits in {op2} #{s2} of group {g2}, which they have not entered: the ranks "
+                f"took different paths (a skipped collective); deadlock for {max(e1.waited_s or 0, e2.waited_s or 0):.1f} s"
+            )
+            detail = {"other_group": g2, "other_seq": s2, "other_signature": op2, **dict(e1.detail)}
+            extra.append(
+                _Condition(
+                    Event(
+                        "W103", "confirmed", title, ranks=late1, hosts=e1.hosts, pids=e1.pids, group=g1,
+                        group_ranks=e1.group_ranks, seq=s1, signature=e1.signature, other_signature=e2.signature,
+                        waiting_ranks=wait1, waited_s=e1.waited_s, key=_key("W103", "deadlock", g1, s1),
+                        at=ctx.snapshot.wall, detail=detail,
+                    ),
+                )
+            )
+    return [c for c in conditions if id(c) not in replaced] + extra
 
 
 def _inside_condition(
@@ -594,7 +640,7 @@ def _cleared(ctx: _Context, incident: Incident) -> bool:
         return False
     for rank, rec in ctx.snapshot.records.items():
         progress = rec.groups.get(incident.group)
-        if ctx.live.get(rank) == "alive" and progress is not None and progress.completed >= incident.seq:
+        if ctx.live.get(rank) in ("alive", "exited") and progress is not None and progress.completed >= incident.seq:
             return True
     return False
 
@@ -621,6 +667,10 @@ def _resolved(ctx: _Context, incident: Incident) -> Event:
 
 
 # --- text helpers ------------------------------------------------------------------------------------
+
+
+def _have(ranks: Iterable[int]) -> str:
+    return "has" if len(list(ranks)) == 1 else "have"
 
 
 def _ranks_text(ranks: Iterable[int]) -> str:

@@ -281,7 +281,8 @@ class Frame:
 
     def short(self) -> str:
         name = self.file.rsplit("/", 1)[-1]
-        return f"{self.function} ({name}:{self.line})"
+        function = self.function.rsplit("<locals>.", 1)[-1]
+        return f"{function} ({name}:{self.line})"
 
 
 @dataclass(frozen=True)
@@ -289,8 +290,8 @@ class StackReport:
     """The main thread's Python stack of one rank, captured by its watcher on request.
 
     ``frames`` are outermost first. ``where`` is the innermost frame in the user's code (not in torch,
-    the standard library or syncdoctor): the function the rank is in. ``note`` says why there are no
-    frames when capture failed.
+    the standard library or syncdoctor): the function the rank is in; ``callers`` are the next user
+    frames outwards (innermost first). ``note`` says why there are no frames when capture failed.
     """
 
     rank: int
@@ -299,10 +300,12 @@ class StackReport:
     where: Frame | None = None
     note: str = ""
     captured: float = 0.0
+    callers: tuple[Frame, ...] = ()
 
     def summary(self) -> str:
+        """``stall (workload.py:120) < load_batch (workload.py:237)``: innermost user frame first."""
         if self.where is not None:
-            return self.where.short()
+            return " < ".join(f.short() for f in (self.where, *self.callers))
         return self.note or "no stack"
 
 
@@ -314,6 +317,7 @@ def encode_stack(report: StackReport) -> bytes:
         "w": [report.where.file, report.where.line, report.where.function] if report.where else None,
         "note": report.note,
         "t": round(report.captured, 3),
+        "c": [[f.file, f.line, f.function] for f in report.callers],
     }
     return json.dumps(data, separators=(",", ":")).encode()
 
@@ -331,6 +335,7 @@ def decode_stack(raw: bytes | str | None) -> StackReport | None:
             where=Frame(str(where[0]), int(where[1]), str(where[2])) if where else None,
             note=str(data.get("note", "")),
             captured=float(data.get("t", 0.0)),
+            callers=tuple(Frame(str(f[0]), int(f[1]), str(f[2])) for f in data.get("c", ())),
         )
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None

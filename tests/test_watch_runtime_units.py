@@ -1,0 +1,101 @@
+"""Runtime pieces that need no job: sampler bookkeeping, post-mortem, stacks, process states, hooks recorder."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from syncdoctor.watch.local import capture_stack, process_state
+from syncdoctor.watch.postmortem import diagnose_failure, is_peer_error
+from syncdoctor.watch.records import RankRecord, Signature
+from syncdoctor.watch.sampler import Sampler
+
+
+def test_sampler_stall_wait_and_signature_request() -> None:
+    sampler = Sampler()
+    sampler.observe(10.0, {"0": (4, 4)})
+    sampler.observe(10.1, {"0": (5, 4)})  # entered #5: stall starts at the midpoint, 10.05
+    progress = sampler.progress(12.05)["0"]
+    assert progress.pending and abs((progress.stalled_s or 0) - 2.0) < 1e-9
+    assert sampler.wanted_signatures(11.0, after=2.0) == []
+    assert sampler.wanted_signatures(12.1, after=2.0) == [("0", 5)]
+    assert sampler.wanted_signatures(12.2, after=2.0) == []  # asked once per sequence number
+    sig = Signature("all_reduce", ((10,),), ("Float",))
+    sampler.set_signature("0", 5, sig)
+    assert sampler.progress(12.2)["0"].signature == sig
+    sampler.observe(12.2, {"0": (5, 4)})
+    sampler.observe(12.3, {"0": (5, 5)})  # completed: a wait of 12.25 - 10.05
+    (wait,) = sampler.waits()
+    assert wait.group == "0" and wait.seq == 5 and abs(wait.wait_s - 2.2) < 1e-9
+    assert sampler.progress(12.3)["0"].stalled_s is None and sampler.progress(12.3)["0"].signature is None
+    assert sampler.quiet_s(13.3) == 1.0
+
+
+def test_sampler_fast_collectives_leave_no_waits_and_marks_are_bounded() -> None:
+    sampler = Sampler(marks=3)
+    for i in range(100):
+        sampler.observe(i * 0.05, {"0": (i, i)})
+    assert sampler.waits() == ()
+    for step in range(10):
+        sampler.mark_step(5.0 + step, step, {"0": step * 3})
+    assert [m.step for m in sampler.marks()] == [7, 8, 9] and sampler.step == 9
+
+
+def _rec(rank: int, host: str, state: str, error: str | None = None, order: int | None = None) -> RankRecord:
+    return RankRecord(rank=rank, world_size=4, host=host, node=int(host[-1]), pid=100 + rank, state=state,
+                      error=error, fail_order=order)
+
+
+def test_postmortem_names_the_rank_that_vanished() -> None:
+    reset = "RuntimeError: [/x/pair.cc:537] Read error [10.0.0.2]:4242: Connection reset by peer."
+    records = {0: _rec(0, "host0", "failed", reset, 1), 1: _rec(1, "host0", "failed", reset, 2),
+               2: _rec(2, "host1", "failed", reset, 3), 3: _rec(3, "host1", "running")}
+    (event,) = diagnose_failure(records, {3}, 4)
+    assert event.code == "W105" and event.ranks == (3,) and event.hosts == ("host1",)
+    assert "vanished without an error" in event.title and "pair.cc" not in event.title
+
+
+def test_postmortem_names_the_first_real_error() -> None:
+    closed = "RuntimeError: Connection closed by peer [10.0.0.2]:5"
+    records = {0: _rec(0, "host0", "failed", closed, 1), 1: _rec(1, "host0", "running"),
+               2: _rec(2, "host1", "failed", "ValueError: bad batch", 2), 3: _rec(3, "host1", "exited")}
+    (event,) = diagnose_failure(records, set(), 4)
+    assert event.code == "W108" and event.ranks == (2,) and "ValueError: bad batch" in event.title
+
+
+def test_postmortem_whole_host_and_nothing_to_say() -> None:
+    records = {0: _rec(0, "host0", "failed", "Connection reset by peer", 1), 1: _rec(1, "host0", "failed", "x", 2),
+               2: _rec(2, "host1", "running"), 3: _rec(3, "host1", "running")}
+    (event,) = diagnose_failure(records, {2, 3}, 4)
+    assert event.code == "W106" and event.ranks == (2, 3)
+    assert diagnose_failure({0: _rec(0, "host0", "running")}, set(), 1) == []
+    assert is_peer_error("Connection closed by peer") and not is_peer_error("ValueError: x")
+
+
+def test_capture_stack_of_a_thread_waiting_in_c_code() -> None:
+    ready = threading.Event()
+
+    def load_batch() -> None:
+        ready.set()
+        time.sleep(1.0)
+
+    thread = threading.Thread(target=load_batch)
+    thread.start()
+    ready.wait()
+    time.sleep(0.05)
+    report = capture_stack(3, 7, thread.ident)
+    thread.join()
+    assert report.gen == 7 and report.where is not None
+    assert report.where.function.endswith("load_batch") and report.summary().startswith("load_batch (")
+    assert capture_stack(3, 8, thread_id=-1).note.startswith("main thread not found")
+
+
+def test_process_state_reads_proc(tmp_path: Path) -> None:
+    for pid, text in ((1, "1 (python) S 0"), (2, "2 (a b) c) T 1"), (3, "3 (x) Z 1")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(text)
+    assert process_state(1, str(tmp_path)) == "running"
+    assert process_state(2, str(tmp_path)) == "stopped"
+    assert process_state(3, str(tmp_path)) == "zombie"
+    assert process_state(4, str(tmp_path)) == "gone"
