@@ -97,6 +97,10 @@ def spawn_local(
                 proc.wait()
         for thread in relays:
             thread.join(timeout=5)
+        for proc in procs:
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
     worst = 0
     for index, code in enumerate(codes):
         if code not in (0, 1):
