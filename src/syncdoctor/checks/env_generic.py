@@ -210,7 +210,7 @@ def name_rules(ctx: EnvContext) -> Iterator[Finding]:
                 f"{name} is not a variable {'any' if not name.startswith('GLOO') else 'Gloo/PyTorch'} release reads; "
                 f"did you mean {near}?",
                 evidence=ctx.evidence(name, nearest=near),
-                fix=f"{ctx.fix_set(near, ctx.env[name])}; {ctx.fix_unset(name)}", key=name)
+                fix=f"{ctx.fix_set(near, ctx.shown(name))}; {ctx.fix_unset(name)}", key=name)
         else:
             yield pages.UNKNOWN_VARIABLE.finding(
                 f"{name} is not a documented NCCL/PyTorch variable: it is ignored unless your release or a plugin reads it",

@@ -164,13 +164,6 @@ def ib_hca(ctx: EnvContext) -> Iterator[Finding]:
         return
     devices = sorted({p.device for p in ctx.ib_ports})
     selected = [p for p in ctx.ib_ports if parsed.matches(p.device, p.port)]
-    if not selected:
-        where = f"devices: {', '.join(devices)}" if devices else "this host has no RDMA devices"
-        yield pages.HCA_NO_MATCH.finding(
-            f"{HCA}={value} selects no RDMA port ({where}): NCCL falls back to sockets or fails with NCCL_NET=IB",
-            evidence=ctx.evidence(HCA, devices=devices),
-            fix=ctx.fix_set(HCA, "=" + ",".join(devices)) if devices else ctx.fix_unset(HCA), key=HCA)
-        return
     if not parsed.exclude:
         for entry in parsed.entries:
             port = entry.port
@@ -185,6 +178,14 @@ def ib_hca(ctx: EnvContext) -> Iterator[Finding]:
                     evidence=ctx.evidence(HCA, entry=entry.text, ports=ports),
                     fix=ctx.fix_set(HCA, value.replace(entry.text, f"{entry.name}:{ports[0]}")) if ports else ctx.fix_unset(HCA),
                     key=f"{HCA}:{entry.text}")
+    if not selected:
+        where = f"devices: {', '.join(devices)}" if devices else "this host has no RDMA devices"
+        active = sorted({p.device for p in ctx.ib_ports if p.active})
+        yield pages.HCA_NO_MATCH.finding(
+            f"{HCA}={value} selects no RDMA port ({where}): NCCL falls back to sockets or fails with NCCL_NET=IB",
+            evidence=ctx.evidence(HCA, devices=devices, active=active),
+            fix=ctx.fix_set(HCA, "=" + ",".join(active)) if active else ctx.fix_unset(HCA), key=HCA)
+        return
     down = [p for p in selected if not p.active]
     if down:
         states = {_port_label(p): p.state_name or (f"state {p.state}" if p.state is not None else "unknown") for p in down}

@@ -38,10 +38,9 @@ def error_handling(ctx: EnvContext) -> Iterator[Finding]:
     blocking = ctx.torch_value("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT")
     if blocking is not None and blocking[1] == 1:
         name = blocking[0]
-        both = got is not None and got[1] != 0
         yield pages.BLOCKING_WAIT.finding(
-            f"{name} is on: wait() blocks the host and asynchronous error handling is off"
-            + (" (PyTorch ignores TORCH_NCCL_ASYNC_ERROR_HANDLING when both are set)" if both else ""),
+            f"{name} is on: wait() blocks the host, and PyTorch then turns asynchronous error handling "
+            "(and desync debug) off",
             evidence=ctx.evidence(name, "TORCH_NCCL_ASYNC_ERROR_HANDLING"), fix=ctx.fix_unset(name),
             key="TORCH_NCCL_BLOCKING_WAIT")
 

@@ -85,7 +85,7 @@ class _Lexer:
                     self.pos += 1
             elif c in ";&|":
                 self.pos += 1
-                while self._peek() in ";&|":
+                while self._peek() and self._peek() in ";&|":
                     self.pos += 1
                 if words:
                     break
@@ -144,7 +144,7 @@ class _Lexer:
             if c == '"':
                 self.pos += 1
                 return None
-            if c == "\\" and self._peek(1) in '$`"\\\n':
+            if c == "\\" and self._peek(1) and self._peek(1) in '$`"\\\n':
                 if self._peek(1) == "\n":
                     self.line += 1
                 else:
@@ -329,8 +329,15 @@ class NcclConf:
     files: list[tuple[str, bool]]
 
 
+def _is_secret(name: str) -> bool:
+    from syncdoctor.checks.envvars import lookup
+
+    variable = lookup(name.strip())
+    return is_secret_name(name) or (variable is not None and variable.secret)
+
+
 def _show_value(name: str, value: str) -> str:
-    return REDACTED if is_secret_name(name) or name == "NCCL_PSK" else value
+    return REDACTED if _is_secret(name) else value
 
 
 def parse_nccl_conf(text: str, *, origin: str = "nccl.conf") -> tuple[list[tuple[str, str]], list[Finding]]:
@@ -345,7 +352,10 @@ def parse_nccl_conf(text: str, *, origin: str = "nccl.conf") -> tuple[list[tuple
             continue
         name, sep, value = line.partition("=")
         name, value = name[:1023], value[:1023]
-        shown = redact_text(line.rstrip("\r"))[:200]
+        bare = name.strip()
+        real_name = bare.split()[-1] if bare.split() else bare
+        shown = f"{name}={REDACTED}" if sep and _is_secret(real_name) else redact_text(line.rstrip("\r"))[:200]
+        value_shown = _show_value(real_name, value)
 
         def misread(problem: str, fix: str, key: str, severity: Severity | None = None,
                     number: int = number, shown: str = shown) -> None:
@@ -358,18 +368,22 @@ def parse_nccl_conf(text: str, *, origin: str = "nccl.conf") -> tuple[list[tuple
                 misread("no '=': NCCL skips the line", f"write NAME=value on line {number}", "no-equals",
                         Severity.WARNING)
             continue
-        bare = name.strip()
+        if bare.startswith("#"):
+            misread("an indented '#' does not start a comment for NCCL (only column 0 does); the line sets a "
+                    "variable nobody reads", f"move the '#' to column 0 on line {number}", "indented-comment",
+                    Severity.WARNING)
+            continue
         if bare.startswith(("export ", "export\t")):
             real = bare.split(None, 1)[1].strip() if len(bare.split(None, 1)) > 1 else ""
             misread(f"NCCL reads the name as {name!r}: 'export' is not understood, so {real or 'the variable'} is not set",
-                    f"write {real}={value.strip()}", "export")
+                    f"write {real}={value_shown.strip()}", "export")
             continue
         if not name:
             misread("empty name: NCCL cannot set it", f"remove line {number}", "empty-name", Severity.WARNING)
             continue
         if name != bare or not _NAME.match(name):
             misread(f"NCCL reads the name as {name!r} (no trimming), so {bare or 'the variable'} is not set",
-                    f"write {bare}={value.strip()} without blanks", "name")
+                    f"write {bare}={value_shown.strip()} without blanks", "name")
             continue
         pairs.append((name, value))
         if value.endswith("\r"):
@@ -378,10 +392,10 @@ def parse_nccl_conf(text: str, *, origin: str = "nccl.conf") -> tuple[list[tuple
             value = value[:-1]
         if value != value.strip(" \t"):
             misread(f"{name}'s value has blanks around it and NCCL keeps them: {_show_value(name, value)!r}",
-                    f"write {name}={value.strip()}", "blanks")
+                    f"write {name}={_show_value(name, value.strip())}", "blanks")
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             misread(f"{name}'s value keeps its quotes: NCCL reads {_show_value(name, value)!r}",
-                    f"write {name}={value[1:-1]}", "quotes")
+                    f"write {name}={_show_value(name, value[1:-1])}", "quotes")
     return pairs, findings
 
 
