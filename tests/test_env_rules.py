@@ -14,7 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from syncdoctor.checks import VARIABLES, lookup, validate_env
-from syncdoctor.checks.values import c_strtoll, cpp_stoi, nccl_level, parse_nccl_list, parse_version, torch_bool
+from syncdoctor.checks.values import (
+    c_strtoll,
+    cpp_stoi,
+    nccl_level,
+    parse_nccl_list,
+    parse_version,
+    torch_bool,
+)
 from syncdoctor.host.types import IbPortFacts, InterfaceFacts
 from syncdoctor.kb import Finding, Severity, all_rules, get_rule
 
@@ -487,7 +494,7 @@ def test_table_is_consistent() -> None:
 
 
 # -- bad input never raises -------------------------------------------------------------------------------
-_NAMES = sorted(VARIABLES) + ["NCCL_TIMEOUT", "NCCL_SOCKET_IFACE", "TORCH_NCCL_X", "GLOO_SOCKET_IFACE", "nccl_debug"]
+_NAMES = [*sorted(VARIABLES), "NCCL_TIMEOUT", "NCCL_SOCKET_IFACE", "TORCH_NCCL_X", "GLOO_SOCKET_IFACE", "nccl_debug"]
 _VALUES = st.one_of(st.text(max_size=40), st.text(alphabet=string.digits + "xX+- .,:^=\t", max_size=12),
                     st.integers(-(2**70), 2**70).map(str), st.sampled_from(["", " ", "0", "08", "0x", "=^", "^=,", ":"]))
 
