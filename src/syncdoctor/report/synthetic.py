@@ -153,3 +153,51 @@ def watch_events(world: int, *, straggler: int, late: int, dead: int | None = No
                             waiting_ranks=tuple(r for r in members if r != dead), waited_s=12.0,
                             detail={"silent_s": {str(dead): 12.0}}, key=f"W105:{dead}", at=t))
     return [e.to_json() for e in events]
+
+
+def analyze_document(world: int, *, culprit: int, ranks_per_host: int = 8, start: float = 1_800_000_000.0,
+                     seed: int = 1) -> dict[str, Any]:
+    """An analyze report (schema ``syncdoctor.analyze/1``) of a job where ``culprit`` never reached
+    collective #6 and every other rank timed out waiting for it, then closed its connections."""
+    rng = random.Random(seed)
+
+    def host(rank: int) -> str:
+        return f"node{rank // ranks_per_host:04d}"
+
+    timeline: list[dict[str, Any]] = []
+    for rank in range(world):
+        for seq in range(1, 6 if rank == culprit else 7):
+            timeline.append({"rank": rank, "host": host(rank), "time": start + seq * 0.5 + rng.uniform(0, 0.05),
+                             "kind": "collective", "group": "0", "seq": seq, "op": "all_reduce",
+                             "file": f"logs/rank{rank}.log", "line": seq * 3})
+    timeline.append({"rank": culprit, "host": host(culprit), "time": start + 3.2, "kind": "exception",
+                     "text": "RuntimeError: CUDA out of memory", "file": f"logs/rank{culprit}.log", "line": 40})
+    for rank in range(world):
+        if rank != culprit:
+            timeline.append({"rank": rank, "host": host(rank), "time": start + 603.5 + rng.uniform(0, 0.4),
+                             "kind": "timeout", "group": "0", "seq": 6, "op": "all_reduce",
+                             "text": "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, "
+                                     "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+                             "file": f"logs/rank{rank}.log", "line": 21})
+    evidence = [{"file": f"logs/rank{culprit}.log", "line": 40, "rank": culprit,
+                 "text": "RuntimeError: CUDA out of memory"}]
+    evidence += [{"file": f"logs/rank{r}.log", "line": 21, "rank": r,
+                  "text": "WorkNCCL(SeqNum=6, OpType=ALLREDUCE) ran for 600000 milliseconds"} for r in range(min(world, 40))
+                 if r != culprit]
+    return {
+        "schema": "syncdoctor.analyze/1",
+        "inputs": [f"logs/rank{r}.log" for r in range(world)],
+        "hypotheses": [
+            {"category": "crashed-rank", "confidence": 0.92, "culprit": {"rank": culprit, "host": host(culprit)},
+             "title": f"rank {culprit} on {host(culprit)} died of an exception before collective #6; the other "
+                      f"{world - 1} ranks timed out waiting for it",
+             "fix": "fix the out-of-memory error on that rank (smaller batch, or free memory before the step)",
+             "evidence": evidence, "affected_ranks": [r for r in range(world) if r != culprit]},
+            {"category": "transport-hang", "confidence": 0.1, "ranks": [], "title": "a network hang in collective #6",
+             "fix": "run syncdoctor probe", "evidence": []},
+        ],
+        "findings": [],
+        "timeline": timeline,
+        "ranks": [{"rank": r, "host": host(r), "last_seq": 5 if r == culprit else 6,
+                   "state": "exception" if r == culprit else "timeout"} for r in range(world)],
+    }
