@@ -510,8 +510,10 @@ def test_random_values_never_raise(env: dict[str, str], host: bool, nccl: str | 
         assert isinstance(finding, Finding) and finding.title and get_rule(finding.code) is not None
 
 
-@settings(max_examples=60, deadline=None)
-@given(name=st.sampled_from(sorted(VARIABLES)), value=st.text(max_size=30))
+@pytest.mark.parametrize("name", sorted(VARIABLES))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.one_of(st.text(max_size=30), st.text(alphabet=string.digits + "x+-. ,:^=", max_size=8)))
 def test_every_variable_accepts_any_text(name: str, value: str) -> None:
     for kw in ({}, {"interfaces": IFS, "ib_ports": PORTS, "nccl_version": "2.21.5"}):
-        assert isinstance(validate_env({name: value}, **kw), list)
+        findings = validate_env({name: value}, **kw)
+        assert all(isinstance(f, Finding) and get_rule(f.code) for f in findings)

@@ -99,9 +99,8 @@ IFNAME_NO_MATCH = _rule(
     "Applies NCCL's matching (prefixes by default, exact names after '=', exclusion after '^') to the "
     "interfaces of this host and finds none selected, or an exclude list that leaves nothing.",
     "NCCL's bootstrap and socket transport use only the interfaces the list selects. With none, "
-    "ncclCommInitRank fails with 'Bootstrap : no socket interface found' or 'no usable interface', "
-    "and PyTorch reports an unhandled system error at the first collective; on some hosts the job "
-    "instead waits for a peer that never connects.",
+    "communicator initialisation fails ('Bootstrap : no socket interface found'), which PyTorch reports "
+    "as an NCCL error at the first collective on this host while the other ranks wait for it.",
     "NCCL_SOCKET_IFNAME=eth9 on a host whose interfaces are lo, eth0 and ib0.",
     "Name an interface that exists and routes to the other nodes, exactly: export NCCL_SOCKET_IFNAME==eth0 "
     "(the '=' makes it an exact name). `ip -br addr` lists the interfaces.",
@@ -310,8 +309,9 @@ BUFFSIZE_POW2 = _rule(
     "E302", "buffsize-not-power-of-two", WARNING,
     "NCCL_BUFFSIZE is not a power of two.",
     "Reports NCCL_BUFFSIZE values (bytes) that are not a power of two. The default is 4194304 (4 MiB).",
-    "The docs recommend powers of two; other sizes split chunks unevenly across steps and slots and "
-    "have caused hangs and crashes in some versions. NCCL_BUFFSIZE is also a debugging-only variable.",
+    "The docs recommend powers of two: NCCL divides the buffer into steps and slots, and other sizes are "
+    "configurations nobody tests. NCCL_BUFFSIZE is also a debugging-only variable, which env.rst says "
+    "may cause sub-optimal behaviour, crashes or hangs when kept set.",
     "NCCL_BUFFSIZE=5000000",
     "unset NCCL_BUFFSIZE, or use a power of two such as export NCCL_BUFFSIZE=8388608.",
     f"{ENV_RST} (NCCL_BUFFSIZE: 'The recommendation is to use powers of 2')",
@@ -443,8 +443,9 @@ UNKNOWN_VARIABLE = _rule(
 NCCL_TIMEOUT = _rule(
     "E412", "nccl-timeout-not-a-variable", ERROR,
     "NCCL_TIMEOUT (and its variants) is not read by NCCL or PyTorch; the collective timeout is init_process_group(timeout=...).",
-    "Reports NCCL_TIMEOUT, TORCH_NCCL_TIMEOUT, NCCL_TIMEOUT_MS and similar names. No NCCL release from 2.4 "
-    "to 2.30 reads any of them, and PyTorch does not either.",
+    "Reports NCCL_TIMEOUT and look-alikes (TORCH_NCCL_TIMEOUT, NCCL_TIMEOUT_MS...). NCCL_TIMEOUT is read by "
+    "no NCCL release from 2.4 to 2.30 (checked over every release tag) and by no PyTorch release; the "
+    "look-alikes are not NCCL or PyTorch variables either.",
     "The value has no effect: the job keeps PyTorch's default collective timeout (10 minutes for NCCL, 30 "
     "for other backends), so a hang is killed earlier or later than the script author believed, and the "
     "real knob stays untouched.",
