@@ -31,6 +31,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -460,13 +461,10 @@ def _make_handler(previous: Any) -> Callable[[int, Any], None]:
     return _handler
 
 
-# -- pytest fixture (pytest is optional at runtime: the CLI imports this module too) -----------------------
-try:
+# -- pytest fixture: defined when pytest is already loaded (a test session, the plugin, a conftest), so that
+# the CLI, which imports this module too, neither needs pytest nor pays for importing it. -------------------
+if "pytest" in sys.modules:
     import pytest
-except ImportError:  # pragma: no cover - pytest is a test dependency
-    pytest = None  # type: ignore[assignment]
-
-if pytest is not None:
 
     @pytest.fixture
     def lab_factory() -> Iterator[Callable[..., Lab]]:
