@@ -33,6 +33,7 @@ from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.local import Identity, capture_stack, identity, process_state
+from syncdoctor.watch.metrics import attach_from_environment
 from syncdoctor.watch.monitor import Monitor, MonitorThread
 from syncdoctor.watch.postmortem import diagnose_failure
 from syncdoctor.watch.recorder import (
@@ -335,6 +336,7 @@ class Watcher:
             store, self.keys, self.config, me.world_size, self._sinks(store), who=f"rank {me.rank} ({me.host}, pid {me.pid})",
             on_confirmed=self._on_confirmed,
         )
+        self._undo.append(attach_from_environment(self, monitor))  # opt-in: SYNCDOCTOR_METRICS_PORT
         self.monitor = MonitorThread(monitor, self.config.interval_s)
         self.monitor.start()
 
@@ -526,6 +528,8 @@ class Watcher:
                             seen[rank] = (record.heartbeat, now)
                 running = [r for r, rec in records.items() if rec.state in ("running", "starting")]
                 silent = {r for r in running if now - seen[r][1] >= settle}
+                if now - started >= settle:
+                    silent |= {r for r in range(world) if r not in records}  # died before publishing
                 if (now - started >= settle and len(silent) == len(running)) or now >= deadline:
                     break
                 time.sleep(0.2)
