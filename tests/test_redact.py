@@ -2,7 +2,7 @@ from syncdoctor.redact import REDACTED, is_secret_name, redact_env, redact_text
 
 
 def test_secret_names() -> None:
-    for name in ("HF_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GITHUB_TOKEN"):
+    for name in ("HF_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GITHUB_TOKEN", "NCCL_PSK"):
         assert is_secret_name(name), name
     for name in ("NCCL_SOCKET_IFNAME", "MASTER_ADDR", "NCCL_IB_HCA", "RANK"):
         assert not is_secret_name(name), name

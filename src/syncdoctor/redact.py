@@ -14,7 +14,7 @@ __all__ = ["REDACTED", "is_secret_name", "redact_env", "redact_text"]
 REDACTED = "<redacted>"
 
 _SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE|API_?KEY|ACCESS_?KEY|_KEY$|^KEY$|AUTH|COOKIE|SESSION)",
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE|PSK|API_?KEY|ACCESS_?KEY|_KEY$|^KEY$|AUTH|COOKIE|SESSION)",
     re.IGNORECASE,
 )
 # Names that contain a secret-looking word but are harmless and useful to show.
