@@ -231,8 +231,10 @@ def test_rank_frozen_inside_the_collective_then_resumed() -> None:
     job.all_done(4)
     job.enter([0, 1, 2, 3], 5)
     job.ranks[3].frozen = True
-    events = job.run(4)
-    assert codes(events) == [("W105", "confirmed")]
+    events = job.run(2)
+    job.ranks[2].inspected = {1003: "gone"}  # rank 2, same host, answers the monitor's question
+    events += job.run(2)
+    assert codes(events) == [("W105", "confirmed")] and "process is gone" in events[0].title
     assert events[0].waiting_ranks == (0, 1, 2, 3) and events[0].detail["inside"] == {"3": ["0 #5"]}
     job.ranks[3].frozen = False
     job.all_done(5)
@@ -247,7 +249,7 @@ def test_late_rank_that_dies_is_reported_dead_without_a_resolution_of_the_late_e
     job.answer_stacks()
     job.run(2)
     job.ranks[3].frozen = True
-    events = job.run(4)
+    events = job.run(6)  # nobody answers the process-state question: reported after a short grace
     assert ("W105", "confirmed") in codes(events)
     assert ("W101", "resolved") not in codes(events)
 
@@ -265,8 +267,11 @@ def test_host_cut_names_the_host() -> None:
 def test_one_dead_rank_on_a_host_is_not_a_host_cut() -> None:
     job = Job()
     job.ranks[3].frozen = True
-    events = job.run(4)
+    assert job.run(4) == []  # waiting for rank 2 to tell the process state
+    assert job.state.inspect_asked == {1003: 103.0}  # at 1.5 intervals of silence
+    events = job.run(2)
     assert codes(events) == [("W105", "confirmed")] and events[0].ranks == (3,)
+    assert "dead, frozen, or its host is cut off" in events[0].title
 
 
 def test_rank_that_never_reports() -> None:
@@ -380,3 +385,25 @@ def test_cross_group_deadlock_from_a_skipped_collective() -> None:
     event = events[0]
     assert event.ranks == (1,) and event.group == "1" and event.seq == 3 and event.waiting_ranks == (0, 2, 3)
     assert "skipped" in event.title and event.detail["other_group"] == "0"
+
+
+def test_ranks_stuck_in_a_transport_hang_are_not_called_late_elsewhere() -> None:
+    """Ranks 2,3 hang inside group 0's all_reduce; ranks 0,1 finished it and wait in group 1 for them."""
+    job = Job()
+    job.all_done(7)
+    job.enter([0, 1, 2, 3], 8, AR)
+    for r in (0, 1):
+        job.ranks[r].completed = 8
+        job.ranks[r].stalled = None
+        job.ranks[r].sig = None
+        job.ranks[r].extra = {"1": GroupProgress("1", 3, 2, 0.0, AR, 3)}
+    for r in (2, 3):
+        job.ranks[r].extra = {"1": GroupProgress("1", 2, 2)}
+    events = []
+    for _ in range(6):
+        for r in (0, 1):
+            g = job.ranks[r].extra["1"]
+            job.ranks[r].extra["1"] = GroupProgress("1", 3, 2, (g.stalled_s or 0) + 1, AR, 3)
+        events += job.tick()
+    assert codes(events) == [("W104", "warning")]
+    assert "completed on ranks 0-1 but not on ranks 2-3" in events[0].title

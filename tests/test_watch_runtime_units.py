@@ -99,3 +99,9 @@ def test_process_state_reads_proc(tmp_path: Path) -> None:
     assert process_state(2, str(tmp_path)) == "stopped"
     assert process_state(3, str(tmp_path)) == "zombie"
     assert process_state(4, str(tmp_path)) == "gone"
+
+
+def test_postmortem_rank_that_never_reported() -> None:
+    records = {0: _rec(0, "host0", "failed", "Connection reset by peer", 1), 1: _rec(1, "host0", "failed", "x", 2)}
+    (event,) = diagnose_failure(records, {2}, 3)
+    assert event.code == "W105" and event.ranks == (2,) and "never reported" in event.title

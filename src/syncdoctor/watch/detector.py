@@ -121,6 +121,7 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     for group, members in sorted(_groups(snapshot).items()):
         conditions.extend(_group_conditions(ctx, group, members))
     conditions = _deadlocks(ctx, conditions)
+    conditions = _drop_consequences(conditions)
     conditions.extend(_dead_conditions(ctx))
     conditions.extend(_drift_conditions(ctx))
     conditions.extend(
@@ -253,8 +254,12 @@ def _not_entered_conditions(
                     state.stack_gen += 1
                     state.stack_asked[rank] = (state.stack_gen, key)
                     ctx.requests.stacks[rank] = state.stack_gen
-        if waited >= config.warn_after_s and not any(ctx.silent(r) for r in late):
-            conditions.append(_late_condition(ctx, key, group, members, seq, signature, waiting, late, waited))
+        if not any(ctx.silent(r) for r in late):
+            # below the threshold it is only a candidate: it cannot be emitted yet, but it may pair with
+            # the opposite wait in another group (a deadlock, see _deadlocks)
+            cond = _late_condition(ctx, key, group, members, seq, signature, waiting, late, waited)
+            cond.ready = cond.ready and waited >= config.warn_after_s
+            conditions.append(cond)
     if left and waited >= config.warn_after_s:
         recs = [ctx.record(r) for r in left]
         how = "; ".join(
@@ -346,6 +351,16 @@ def _late_condition(
     )
 
 
+def _drop_consequences(conditions: list[_Condition]) -> list[_Condition]:
+    """A "late" rank that is itself stuck in a hung or mismatched collective of another group is not late."""
+    stuck = {r for c in conditions if c.event.code in ("W102", "W104") for r in c.event.waiting_ranks}
+    return [
+        c for c in conditions
+        if not (c.event.code == "W101" and c.late_for is not None and set(c.late_for[3]) <= stuck
+                and c.event.group not in {o.event.group for o in conditions if o.event.code in ("W102", "W104")})
+    ]
+
+
 def _deadlocks(ctx: _Context, conditions: list[_Condition]) -> list[_Condition]:
     """Two groups waiting for each other: ranks A wait in group G for ranks B, which wait in group H for A.
 
@@ -384,6 +399,7 @@ def _deadlocks(ctx: _Context, conditions: list[_Condition]) -> list[_Condition]:
                         waiting_ranks=wait1, waited_s=e1.waited_s, key=_key("W103", "deadlock", g1, s1),
                         at=ctx.snapshot.wall, detail=detail,
                     ),
+                    ready=max(e1.waited_s or 0, e2.waited_s or 0) >= ctx.config.warn_after_s,
                 )
             )
     return [c for c in conditions if id(c) not in replaced] + extra
@@ -420,14 +436,23 @@ def _inside_condition(
                 detail={"signatures": {str(r): s.short() for r, s in sorted(sigs.items())}},
             )
         )
-    unknown = tuple(r for r in members if r not in sigs)
+    unknown = tuple(r for r in members if r not in sigs and not (progress.get(r) and progress[r].completed >= seq))  # type: ignore[union-attr]
     signature = next(iter(distinct), None)
     op = signature.short() if signature else "a collective"
     status = "confirmed" if waited >= config.confirm_after_s else "warning"
-    title = (
-        f"every rank of group {group} ({format_ranks(members)}) entered {op} #{seq} and it has not "
-        f"completed for {waited:.1f} s: not a late rank, the network or transport is stuck"
-    )
+    done = tuple(r for r, p in progress.items() if p is not None and p.completed >= seq)
+    if done:
+        stuck = tuple(r for r in members if r not in done)
+        title = (
+            f"every rank of group {group} ({format_ranks(members)}) entered {op} #{seq}; it completed on "
+            f"{_ranks_text(done)} but not on {_ranks_text(stuck)} for {waited:.1f} s: not a late rank, the "
+            f"network or transport is stuck"
+        )
+    else:
+        title = (
+            f"every rank of group {group} ({format_ranks(members)}) entered {op} #{seq} and it has not "
+            f"completed for {waited:.1f} s: not a late rank, the network or transport is stuck"
+        )
     detail: dict[str, Any] = {
         "hosts": list(ctx.hosts(members)),
         "next": "run `syncdoctor probe` between these hosts; check NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME "
@@ -453,7 +478,7 @@ def _dead_conditions(ctx: _Context) -> list[_Condition]:
     alive = [r for r, kind in ctx.live.items() if kind == "alive"]
     if not alive:
         return []  # nobody left to compare with: the job ended or the monitor is cut off itself
-    suspicious_after = min(config.dead_s, 2.5 * config.interval_s)
+    suspicious_after = min(config.dead_s, 1.5 * config.interval_s)
     by_host: dict[str, list[int]] = {}
     for rank, rec in snap.records.items():
         by_host.setdefault(rec.host_key, []).append(rank)
@@ -494,7 +519,11 @@ def _dead_conditions(ctx: _Context) -> list[_Condition]:
         else:
             state_text = _process_state(ctx, rec)
             title = f"{ctx.who(rank)} stopped reporting {ctx.age(rank):.1f} s ago{state_text}"
-        conditions.append(_Condition(_dead_event(ctx, "W105", (rank,), title, _key("W105", rank))))
+        ready = True
+        if rec is not None and rec.pid in state.inspect_asked and "its process" not in title:
+            # a sibling was asked for the process state: give it two intervals to answer
+            ready = ctx.age(rank) >= config.dead_s + 2 * config.interval_s
+        conditions.append(_Condition(_dead_event(ctx, "W105", (rank,), title, _key("W105", rank)), ready=ready))
     return conditions
 
 

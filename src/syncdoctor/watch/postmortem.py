@@ -43,6 +43,7 @@ def diagnose_failure(
         key=lambda r: (r.fail_order if r.fail_order is not None else 1 << 30, r.rank),
     )
     vanished = sorted(r for r in silent if r in records and records[r].state in ("running", "starting"))
+    never = sorted(r for r in silent if r not in records and 0 <= r < world_size)
     first_error = failed[0].error if failed else None
     events: list[Event] = []
     if vanished:
@@ -75,6 +76,19 @@ def diagnose_failure(
                 key=f"postmortem:{format_ranks(vanished)}",
                 detail={"failed": {str(r.rank): r.error for r in failed}, "postmortem": True},
             )
+        )
+        return events
+    if never:
+        followers = format_ranks(r.rank for r in failed) if failed else "none yet"
+        title = (
+            f"{'rank' if len(never) == 1 else 'ranks'} {format_ranks(never)} never reported and "
+            f"vanished while ranks {followers} failed"
+            + (f" with '{_short(first_error)}'" if first_error else "")
+            + ": died first, before its watcher published (host unknown)"
+        )
+        events.append(
+            Event("W105", "confirmed", title, ranks=tuple(never), at=wall, key=f"postmortem:{format_ranks(never)}",
+                  detail={"failed": {str(r.rank): r.error for r in failed}, "postmortem": True})
         )
         return events
     if not failed:

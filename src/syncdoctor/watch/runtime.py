@@ -278,12 +278,12 @@ class Watcher:
 
     # --- publisher thread ----------------------------------------------------------------------------
     def _publisher_loop(self) -> None:
-        delay = min(self.config.interval_s, 0.2)
+        delay = 0.01  # publish as soon as the process group exists
         while not self._stop.wait(delay):
             try:
                 if self.store is None:
                     if not self._attach():
-                        delay = min(self.config.interval_s, 0.2)
+                        delay = min(self.config.interval_s, 0.1)
                         continue
                 self._publish()
                 self._poll_control()
