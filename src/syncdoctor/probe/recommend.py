@@ -74,19 +74,22 @@ class Recommendations:
         return "\n".join(lines) + "\n"
 
     def python_snippet(self) -> str:
-        """How to use the two timeouts with the torch API."""
+        """How to use the two timeouts with the torch API (the env file's values win when it is sourced)."""
         return (
             "# Written by `syncdoctor probe --emit-env`: a long timeout while starting and loading,\n"
             "# a tighter one once training runs.\n"
             "import datetime\n"
+            "import os\n"
             "\n"
             "import torch.distributed as dist\n"
             "from torch.distributed.distributed_c10d import _set_pg_timeout\n"
             "\n"
-            f"STARTUP_TIMEOUT = datetime.timedelta(seconds={self.startup_timeout_s})  "
             f"# {self.reasons.get('startup', '')}\n"
-            f"STEADY_TIMEOUT = datetime.timedelta(seconds={self.steady_timeout_s})  "
+            "STARTUP_TIMEOUT = datetime.timedelta(seconds=int(os.environ.get(\"SYNCDOCTOR_STARTUP_TIMEOUT_S\", "
+            f"{self.startup_timeout_s})))\n"
             f"# {self.reasons.get('steady', '')}\n"
+            "STEADY_TIMEOUT = datetime.timedelta(seconds=int(os.environ.get(\"SYNCDOCTOR_STEADY_TIMEOUT_S\", "
+            f"{self.steady_timeout_s})))\n"
             "\n"
             f'dist.init_process_group(backend="{self.backend}", timeout=STARTUP_TIMEOUT)\n'
             "# ... build the model, load the checkpoint, run the first step ...\n"

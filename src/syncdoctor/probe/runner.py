@@ -114,6 +114,26 @@ class StageWatchdog:
                     self._cond.acquire()
 
 
+def _wait_for_listener(host: str, port: int, timeout_s: float) -> None:
+    """Retry a plain TCP connect until something listens (the store's host may start later than us).
+
+    c10d's own client gives up after its timeout with a C++ stack trace on stderr; this loop makes the
+    usual case (rank 0 not up yet) quiet and the failure one clear message.
+    """
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise StoreError(f"cannot reach the store at {host}:{port} within {timeout_s:g} s: {last}")
+        try:
+            with socket.create_connection((host, port), timeout=min(2.0, remaining)):
+                return
+        except OSError as exc:
+            last = exc
+            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+
+
 def _connect_store(launch: LaunchInfo, timeout_s: float) -> Any:
     import torch.distributed as dist
 
@@ -123,8 +143,14 @@ def _connect_store(launch: LaunchInfo, timeout_s: float) -> Any:
             store = dist.TCPStore(launch.master_addr, launch.master_port, is_master=True,
                                   wait_for_workers=False, timeout=timeout)
         else:
+            started = time.monotonic()
+            _wait_for_listener(launch.master_addr, launch.master_port, timeout_s)
+            left = max(1.0, timeout_s - (time.monotonic() - started))
             store = dist.TCPStore(launch.master_addr, launch.master_port, is_master=False,
-                                  wait_for_workers=False, timeout=timeout)
+                                  wait_for_workers=False, timeout=datetime.timedelta(seconds=left))
+            store.set_timeout(timeout)
+    except StoreError:
+        raise
     except Exception as exc:  # DistNetworkError, RuntimeError, socket errors
         raise StoreError(f"cannot reach the store at {launch.master_addr}:{launch.master_port} within "
                          f"{timeout_s:g} s: {exc}") from exc
