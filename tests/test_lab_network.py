@@ -24,63 +24,41 @@ from syncdoctor.testing.lab import Lab, cleanup_stale, lab_available
 
 PY = sys.executable
 
-# Accepts connections forever. "ack": read to EOF, answer the byte count; "count": read to EOF and print
-# "<bytes> <seconds>" (first to last byte) on stdout, for throughput.
+# Accepts connections forever; reads each to EOF and answers with the number of bytes it read.
 SERVER = textwrap.dedent("""
-    import socket, sys, time
+    import socket, sys
     srv = socket.create_server(("0.0.0.0", int(sys.argv[1])))
     print("listening", flush=True)
     while True:
         conn, _ = srv.accept()
-        total, first, last = 0, None, None
+        total = 0
         while data := conn.recv(1 << 16):
-            first = first or time.monotonic()
             total += len(data)
-            last = time.monotonic()
-        if sys.argv[2] == "count":
-            print(f"{total} {last - first:.4f}", flush=True)
-        else:
-            conn.sendall(str(total).encode())
+        conn.sendall(str(total).encode())
         conn.close()
 """)
-# ADDR PORT TIMEOUT NBYTES: send NBYTES, print "ok" when the server acknowledges them all, else "fail ...";
-# ADDR PORT TIMEOUT stream SECONDS: send as fast as possible for SECONDS, print "sent".
+# ADDR PORT TIMEOUT NBYTES: send NBYTES, print "ok" when the server acknowledges them all, else "fail ...".
 CLIENT = textwrap.dedent("""
-    import socket, sys, time
+    import socket, sys
     try:
         sock = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[3]))
-        if sys.argv[4] == "stream":
-            buf, end = b"x" * 65536, time.monotonic() + float(sys.argv[5])
-            while time.monotonic() < end:
-                sock.sendall(buf)
-            sock.close()
-            print("sent", flush=True)
-        else:
-            sock.sendall(b"x" * int(sys.argv[4]))
-            sock.shutdown(socket.SHUT_WR)
-            answer = sock.recv(64).decode()
-            print("ok" if answer == sys.argv[4] else f"fail answer {answer!r}", flush=True)
+        sock.sendall(b"x" * int(sys.argv[4]))
+        sock.shutdown(socket.SHUT_WR)
+        answer = sock.recv(64).decode()
+        print("ok" if answer == sys.argv[4] else f"fail answer {answer!r}", flush=True)
     except OSError as exc:
         print("fail", type(exc).__name__, exc, flush=True)
 """)
 
 
-def serve(lab: Lab, host: str, port: int, mode: str = "ack") -> subprocess.Popen[str]:
-    proc = lab.popen(host, [PY, "-c", SERVER, str(port), mode], stdout=subprocess.PIPE, text=True)
+def serve(lab: Lab, host: str, port: int) -> subprocess.Popen[str]:
+    proc = lab.popen(host, [PY, "-c", SERVER, str(port)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "listening"
     return proc
 
 
 def connect(lab: Lab, host: str, addr: str, port: int, timeout: float = 1.0, nbytes: int = 5) -> str:
     return lab.run(host, [PY, "-c", CLIENT, addr, str(port), str(timeout), str(nbytes)], timeout=30).stdout.strip()
-
-
-def throughput_mbit(lab: Lab, sender: str, receiver: str, port: int, seconds: float) -> float:
-    server = serve(lab, receiver, port, "count")
-    lab.run(sender, [PY, "-c", CLIENT, lab.host(receiver).addr, str(port), "5", "stream", str(seconds)], timeout=60)
-    assert server.stdout is not None
-    total, elapsed = server.stdout.readline().split()
-    return int(total) * 8 / float(elapsed) / 1e6
 
 
 def root_namespace_address() -> str | None:
@@ -144,12 +122,12 @@ def test_per_host_environment(lab_factory) -> None:
 def test_throttled_link_runs_within_20_percent_of_the_rate(lab_factory) -> None:
     lab = lab_factory(2)
     lab.throttle("host1", "40mbit")
-    outbound = throughput_mbit(lab, "host1", "host0", 7001, 1.5)
-    inbound = throughput_mbit(lab, "host0", "host1", 7002, 1.5)
+    outbound = lab.tcp_throughput("host1", "host0", seconds=1.5) / 1e6
+    inbound = lab.tcp_throughput("host0", "host1", seconds=1.5) / 1e6
     assert 32 <= outbound <= 48, outbound
     assert 32 <= inbound <= 48, inbound
     lab.unthrottle("host1")
-    assert throughput_mbit(lab, "host1", "host0", 7003, 0.3) > 100
+    assert lab.tcp_throughput("host1", "host0", seconds=0.3) / 1e6 > 100
 
 
 @requires_root

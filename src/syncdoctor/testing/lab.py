@@ -251,6 +251,24 @@ class Lab:
             self._jobs.append(job)
         return job
 
+    def tcp_throughput(
+        self, sender: LabHost | str, receiver: LabHost | str, seconds: float = 2.0, port: int = 7099
+    ) -> float:
+        """Bits per second of payload one TCP connection moves from ``sender`` to ``receiver`` in ``seconds``."""
+        target = self.host(receiver)
+        sink = self.popen(target, [sys.executable, "-m", "syncdoctor.testing._tcp", "sink", str(port)],
+                          stdout=subprocess.PIPE, text=True)
+        try:
+            assert sink.stdout is not None
+            if sink.stdout.readline().strip() != "listening":
+                raise EnvironmentNotSupported(f"the throughput sink on {target.name} did not start")
+            self.run(sender, [sys.executable, "-m", "syncdoctor.testing._tcp", "stream", target.addr, str(port),
+                              str(seconds)], timeout=seconds + 30, check=True)
+            total, elapsed = sink.stdout.readline().split()
+            return int(total) * 8 / float(elapsed)
+        finally:
+            _kill_tree(sink)
+
     # -- network faults -----------------------------------------------------------------------------------
     def _netns_host(self, ref: LabHost | str, what: str) -> LabHost:
         self._check_open()
