@@ -1,0 +1,187 @@
+"""``syncdoctor watch --master HOST:PORT``: watch a running job from outside, as a non-rank store client.
+
+It connects to the job's c10d store (torchrun's MASTER_ADDR:MASTER_PORT) without registering as a
+worker, finds the records the ranks publish (``syncdoctor.watch.start()`` in the training script), and
+shows a live table (ranks x process groups: sequence numbers entered/completed, how long each rank has
+been stalled, heartbeat age, state) with the events below it. When a monitor already runs inside the job
+it shows that monitor's events; otherwise it runs the detector itself and asks the ranks for stacks.
+
+``--json`` prints one JSON object per event instead (a stream for other tools); ``--once`` prints one
+table and exits; ``--duration S`` stops after S seconds. Exit codes: 0 after watching (Ctrl-C, the job
+ended, or the duration elapsed), 1 with ``--once`` when error events were seen, 2 usage, 3 the store
+cannot be reached or nothing is published there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from syncdoctor.errors import StoreError, UsageError
+
+__all__ = ["build_table", "register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "watch",
+        help="watch a running job from outside: ranks, progress, late/dead/desynchronised ranks",
+        description="Connect to a running job's c10d store (its MASTER_ADDR:MASTER_PORT) and show what "
+        "syncdoctor.watch.start() publishes in the job: per rank and process group, the collective sequence "
+        "numbers entered and completed, stalls and heartbeats, and events naming late, dead or "
+        "desynchronised ranks.",
+    )
+    parser.add_argument("--master", required=True, metavar="HOST:PORT", help="the job's MASTER_ADDR:MASTER_PORT")
+    parser.add_argument("--json", action="store_true", help="print events as JSON lines instead of the live table")
+    parser.add_argument("--prefix", default=None, help="key prefix the job's watchers use (default syncdoctor/v1)")
+    parser.add_argument("--interval", type=float, default=None, metavar="SECONDS",
+                        help="refresh interval (default: the job's publishing interval)")
+    parser.add_argument("--once", action="store_true", help="print one table and exit")
+    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop after this long")
+    parser.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+                        help="how long to wait for the job's ranks to publish (default 30)")
+    parser.add_argument("--warn-after", type=float, default=None, metavar="SECONDS",
+                        help="warning threshold when this command runs the detector (default: the job's)")
+    parser.set_defaults(func=run)
+
+
+def build_table(monitor: Any, now: float) -> Table:
+    """Ranks x groups: ``entered/completed`` per group, stall seconds, heartbeat age, state."""
+    records = monitor.records
+    groups = sorted({name for rec in records.values() for name in rec.groups}, key=lambda n: (len(n), n))
+    table = Table(title=f"{len(records)}/{monitor.world_size} ranks reporting", expand=False)
+    for column in ("rank", "host", "pid", "state", "step"):
+        table.add_column(column, justify="right" if column in ("rank", "pid", "step") else "left")
+    for name in groups:
+        table.add_column(f"group {name}", justify="right")
+    table.add_column("stalled", justify="right")
+    table.add_column("heard", justify="right")
+    seen = monitor.state.seen
+    for rank in range(monitor.world_size):
+        rec = records.get(rank)
+        if rec is None:
+            table.add_row(str(rank), "?", "", "not reporting", "", *([""] * len(groups)), "", "")
+            continue
+        stalled = max((p.stalled_s or 0.0 for p in rec.groups.values()), default=0.0)
+        cells = []
+        for name in groups:
+            progress = rec.groups.get(name)
+            cells.append("" if progress is None else f"{progress.entered}/{progress.completed}")
+        age = now - seen[rank].changed_at if rank in seen else 0.0
+        state = rec.state if age < monitor.config.dead_s or rec.state not in ("running", "starting") else "silent"
+        table.add_row(
+            str(rank), rec.where, str(rec.pid), state, "" if rec.step is None else str(rec.step), *cells,
+            f"{stalled:.1f}s" if stalled else "", f"{age:.0f}s ago",
+        )
+    return table
+
+
+def _event_text(data: dict[str, Any]) -> Text:
+    style = {"confirmed": "bold red", "warning": "yellow", "resolved": "green"}.get(str(data.get("status")), "")
+    return Text(f"{data.get('code')} {data.get('kind')} {data.get('status')}: {data.get('title')}", style=style)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from syncdoctor.watch.config import WatchConfig
+    from syncdoctor.watch.keys import JobKeys
+    from syncdoctor.watch.monitor import Monitor
+    from syncdoctor.watch.sinks import CallbackSink, read_store_events
+    from syncdoctor.watch.store import connect, parse_master, read_attempt, read_meta
+
+    host, port = parse_master(args.master)
+    if args.interval is not None and args.interval <= 0:
+        raise UsageError("--interval must be > 0")
+    base = WatchConfig.load(prefix=args.prefix)
+    store = connect(host, port, timeout_s=min(max(args.wait, 1.0), max(base.store_timeout_s, 5.0)))
+    deadline = time.monotonic() + max(args.wait, 0.0)
+    attempt = read_attempt(store, base.prefix)
+    while attempt is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        attempt = read_attempt(store, base.prefix)
+    if attempt is None:
+        raise StoreError(f"no syncdoctor.watch records under {base.prefix!r} at {host}:{port}: is "
+                         "syncdoctor.watch.start() called in the training script, with the same prefix?")
+    keys = JobKeys(base.prefix, attempt)
+    meta = read_meta(store, keys) or {}
+    world = int(meta.get("world_size") or 0)
+    if world <= 0:
+        raise StoreError(f"the job's watch metadata at {host}:{port} is missing or unreadable")
+    config = base.replace(
+        interval_s=args.interval or float(meta.get("interval_s") or base.interval_s),
+        warn_after_s=args.warn_after or float(meta.get("warn_after_s") or base.warn_after_s),
+        dead_after_s=float(meta.get("dead_after_s") or base.dead_after_s),
+    )
+    printed: list[dict[str, Any]] = []
+
+    def show(data: dict[str, Any]) -> None:
+        printed.append(data)
+        if args.json:
+            console.print(json.dumps(data, separators=(",", ":"), sort_keys=True), markup=False, highlight=False,
+                          soft_wrap=True)
+        elif not live_mode:
+            console.print(_event_text(data), soft_wrap=True)
+
+    live_mode = console.is_terminal and not args.json and not args.once
+    in_job = _monitor_active(store, keys, config)
+    # with a monitor in the job, show its events (with the stacks it asked for) rather than our own
+    sinks = [] if in_job else [CallbackSink(lambda event: show(event.to_json()))]
+    monitor = Monitor(store, keys, config, world, sinks, who=f"syncdoctor watch ({host}:{port})",
+                      send_requests=not in_job)
+    if not args.json and not live_mode:
+        where = "a monitor inside the job reports" if in_job else "detecting here"
+        console.print(f"watching {world} ranks at {host}:{port} (attempt {attempt}; {where})", markup=False)
+    seen_events = 0
+    stop_at = None if args.duration is None else time.monotonic() + args.duration
+    live = Live(console=console, refresh_per_second=4, transient=False) if live_mode else None
+    try:
+        if live is not None:
+            live.start()
+        while True:
+            try:
+                monitor.cycle()
+                if in_job:
+                    seen_events, fresh = read_store_events(store, keys, seen_events)
+                    for data in fresh:
+                        show(data)
+            except Exception as exc:
+                if monitor.cycles == 0:
+                    raise StoreError(f"cannot read the job's records: {exc}") from exc
+                if not args.json:
+                    console.print(f"the job's store at {host}:{port} is gone (the job ended, or the process "
+                                  f"serving it died): {str(exc).splitlines()[0] if str(exc) else exc}", markup=False)
+                break
+            if live is not None:
+                recent = [_event_text(d) for d in printed[-8:]]
+                live.update(Group(build_table(monitor, monitor.clock()), *recent))
+            if args.once:
+                break
+            if stop_at is not None and time.monotonic() >= stop_at:
+                break
+            time.sleep(config.interval_s)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if live is not None:
+            live.stop()
+    if not args.json and not live_mode:
+        console.print(build_table(monitor, monitor.clock()))
+    if args.once and any(d.get("severity") == "error" for d in printed):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _monitor_active(store: Any, keys: Any, config: Any) -> bool:
+    """True when a monitor inside the job beats its lease (checked over two intervals)."""
+    first = store.get_optional(keys.monitor)
+    if not first:
+        return False
+    time.sleep(min(2 * config.interval_s + 0.2, 5.0))
+    return store.get_optional(keys.monitor) != first
