@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from syncdoctor.errors import ProbeError, StoreError
+from syncdoctor.errors import EnvironmentNotSupported, ProbeError, StoreError
 from syncdoctor.kb import Finding, Severity
 from syncdoctor.kb.pages import probe as pages
 from syncdoctor.probe import assemble
@@ -279,6 +279,9 @@ class _Run:
         started = time.monotonic()
         if self.backend == "auto":
             self.backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+        if self.backend == "nccl" and not (torch.cuda.is_available() and dist.is_nccl_available()):
+            raise EnvironmentNotSupported("--backend nccl needs CUDA GPUs and a torch built with NCCL; "
+                                          "use --backend gloo")
         if self.backend == "nccl":
             self.device = torch.device("cuda", launch.local_rank % max(1, torch.cuda.device_count()))
             torch.cuda.set_device(self.device)
