@@ -197,15 +197,19 @@ def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
     kinds: list[str] = []
     spans = []
     first_marked = False
-    for t, e in sorted(timed, key=lambda item: item[0]):
-        if math.isnan(t):
-            continue
+    ordered = sorted(((t, e) for t, e in timed if not math.isnan(t)), key=lambda item: item[0])
+    width = max((ordered[-1][0] - ordered[0][0]) / 200, 1e-9) if ordered else 1.0
+    summary: dict[tuple[str, int], list[Any]] = {}  # (kind, time bin) -> [first time, count, ranks]
+    for t, e in ordered:
         rank = _rank_of(e)
         kind = _kind(e)
         if kind not in kinds:
             kinds.append(kind)
-        lane = lane_of.get(rank, len(chosen)) if rank is not None else len(chosen)
-        if lane >= len(lanes):
+        if rank not in lane_of:
+            if others:
+                entry = summary.setdefault((kind, int((t - t0) / width)), [t, 0, set()])
+                entry[1] += 1
+                entry[2].add(rank)
             continue
         where = f" ({e.get('file')}:{e.get('line')})" if e.get("file") else ""
         seq = f" #{e.get('seq')}" if e.get("seq") is not None else ""
@@ -215,8 +219,10 @@ def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
         label = (f"rank {rank}: {kind}{op}{seq}: {e.get('text') or e.get('message') or ''}{where}"
                  + (" [first failure in time]" if is_first else ""))
         end = _time(e.get("end")) if e.get("end") is not None else None
-        spans.append(svg.Span(lane, t - t0, None if end is None or math.isnan(end) else end - t0, kind, label,
-                              highlight=is_first or (rank in culprits and _is_failure(e))))
+        spans.append(svg.Span(lane_of[rank], t - t0, None if end is None or math.isnan(end) else end - t0, kind,
+                              label, highlight=is_first or (rank in culprits and _is_failure(e))))
+    for (kind, _bin), (t, count, ranks) in summary.items():
+        spans.append(svg.Span(len(chosen), t - t0, None, kind, f"{count} {kind} event(s) on {len(ranks)} other rank(s)"))
     failure_kinds = [k for k in kinds if _is_failure({"kind": k})]
     normal_kinds = [k for k in kinds if k not in failure_kinds]
     colors = {k: _CALM[i % len(_CALM)] for i, k in enumerate(normal_kinds)}

@@ -1,7 +1,7 @@
 """The probe report (schema ``syncdoctor.probe/1``) as HTML. Pure: JSON data in, a page out.
 
 Sections: verdict, findings with fixes, recommended settings, the node x node bandwidth and latency
-heatmaps (binned to at most 64 x 64, each bin keeping its worst link), bus bandwidth against size per
+heatmaps (binned to at most 48 x 48, each bin keeping its worst link), bus bandwidth against size per
 collective, start-up skew per node, the node and stage tables. Missing sections (a run that stopped
 early) are left out, never invented.
 """
@@ -19,7 +19,7 @@ from syncdoctor.report.units import format_bytes, format_rate, format_seconds
 
 __all__ = ["MAX_BARS", "MAX_MATRIX", "link_matrices", "render"]
 
-MAX_MATRIX = 64  # heatmap side before binning
+MAX_MATRIX = 48  # heatmap side before binning
 MAX_BARS = 48  # skew bars before only the latest nodes are drawn
 MAX_TABLE_ROWS = 256
 

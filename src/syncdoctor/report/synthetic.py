@@ -18,10 +18,16 @@ _OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 
 
 def probe_document(nodes: int, ranks_per_node: int, *, slow_node: int | None = None, late_node: int | None = None,
-                   seed: int = 1, sizes: tuple[int, ...] = tuple(1 << s for s in range(10, 25, 2))) -> dict[str, Any]:
+                   seed: int = 1, sizes: tuple[int, ...] = tuple(1 << s for s in range(10, 25, 2)),
+                   analyse: bool = True) -> dict[str, Any]:
     """A finished probe report (schema ``syncdoctor.probe/1``) of ``nodes`` x ``ranks_per_node`` ranks on
-    a 100 Gb/s fabric; ``slow_node`` has every link at a fifth of the rate, ``late_node`` starts 25 s late."""
-    from syncdoctor.probe.analysis import NodeFacts
+    a 100 Gb/s fabric; ``slow_node`` has every link at a fifth of the rate, ``late_node`` starts 25 s late.
+
+    ``analyse``: findings, verdict and recommendations from the probe's own analysis (its link analysis
+    grows with the cube of the node count: use False above a few dozen nodes, which names ``slow_node`` in
+    the verdict directly and adds no findings).
+    """
+    from syncdoctor.probe.analysis import NodeFacts, Verdict
     from syncdoctor.probe.assemble import assess
     from syncdoctor.probe.bandwidth import op_shape, summarise
     from syncdoctor.probe.records import ClockOffset, LinkMeasure, NodeInfo, NodeSkew
@@ -66,9 +72,18 @@ def probe_document(nodes: int, ranks_per_node: int, *, slow_node: int | None = N
                     seconds *= 1.1
                 per_rank[rank] = (seconds, 0)
             rows.append(summarise(op, shape, per_rank, 20))
-    facts = [NodeFacts(n, infos[n].label, interface="ib0") for n in range(nodes)]
-    result = assess(infos, facts, skews=skews, offsets=offsets, links=links, rows=rows, backend="nccl")
     from syncdoctor.kb.findings import findings_to_json
+
+    if analyse:
+        facts = [NodeFacts(n, infos[n].label, interface="ib0") for n in range(nodes)]
+        result = assess(infos, facts, skews=skews, offsets=offsets, links=links, rows=rows, backend="nccl")
+        findings, verdict = findings_to_json(result.findings), result.verdict.to_json()
+        advice: dict[str, Any] | None = result.recommendations.to_json()
+    else:
+        findings, advice = [], None
+        subject = infos[slow_node].label if slow_node is not None else ""
+        verdict = Verdict("slow_node" if subject else "none", subject,
+                          f"{subject} is the slow node" if subject else "no slow node or link").to_json()
 
     stages = [{"name": name, "status": "ok", "seconds": round(rng.uniform(0.1, 4.0), 3), "errors": {}}
               for name in ("join", "init", "clock", "facts", "links", "collectives")]
@@ -78,7 +93,7 @@ def probe_document(nodes: int, ranks_per_node: int, *, slow_node: int | None = N
         "created": "2026-01-01T00:00:00+00:00",
         "finished": True,
         "stages": stages,
-        "findings": findings_to_json(result.findings),
+        "findings": findings,
         "config": {"skew_warn_s": 10.0, "slow_ratio": 0.5},
         "launch": {"launcher": "torchrun", "world_size": world, "nnodes": nodes, "local_world_size": ranks_per_node},
         "backend": "nccl",
@@ -88,8 +103,8 @@ def probe_document(nodes: int, ranks_per_node: int, *, slow_node: int | None = N
         "facts": {"nodes": [{"node": n, "label": infos[n].label, "interface": "ib0", "mtu": 4092} for n in range(nodes)]},
         "links": [m.to_json() for m in links],
         "collectives": [r.to_json() for r in rows],
-        "verdict": result.verdict.to_json(),
-        "recommendations": result.recommendations.to_json(),
+        "verdict": verdict,
+        "recommendations": advice,
     }
 
 
