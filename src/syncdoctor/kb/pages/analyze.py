@@ -1,10 +1,402 @@
-"""Finding pages of this area. Each rule is registered at import time and used as ``RULE.finding(...)``."""
+"""Finding pages of the analyze area (A codes): one per root-cause category of ``syncdoctor analyze``.
+
+Each rule is registered at import time and used as ``RULE.finding(...)``. ``CATEGORY_RULES`` maps the
+category names of :class:`syncdoctor.analyze.model.Category` to these pages.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from syncdoctor.kb.findings import Severity
 from syncdoctor.kb.registry import Rule, register
 
-__all__: list[str] = []
+__all__ = [
+    "CATEGORY_RULES",
+    "COLLECTIVE_DESYNC",
+    "DUPLICATE_GPU",
+    "IB_MODIFY_QP",
+    "IB_RETRY_AT_INIT",
+    "IB_RETRY_LATE",
+    "INTERFACE_MISMATCH",
+    "INTERFACE_MISSING",
+    "LAGGING_RANK",
+    "LOOPBACK_ADDRESS",
+    "MEMLOCK",
+    "NETWORK_PARTITION",
+    "PEER_ACCESS",
+    "RANK_CRASHED",
+    "RANK_NEVER_JOINED",
+    "RANK_OOM",
+    "SHM",
+    "SOCKET_FALLBACK",
+    "UNEXPLAINED_TIMEOUT",
+    "WATCHDOG_STUCK",
+]
 
-_ = (Severity, Rule, register)
+_PT = "pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
+_TSG = "NCCL docs, Troubleshooting: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+
+LAGGING_RANK = register(Rule(
+    code="A001",
+    name="lagging-rank",
+    severity=Severity.ERROR,
+    summary="One rank never reached the collective the others were waiting in; they timed out because of it.",
+    what=(
+        "Compares how far each rank got: the sequence numbers in watchdog timeouts and 'last enqueued' status "
+        "lines, Flight Recorder dumps and watch events. A rank whose last sequence number is lower than the one "
+        "the others timed out in, a rank named by a desync report or monitored_barrier, or a rank with no error "
+        "of its own while every other rank timed out, is the culprit; the ranks that merely timed out are not."
+    ),
+    why=(
+        "A collective completes only when every member enters it. When one rank is stuck (slow data loading, "
+        "a deadlock, a frozen process, an infinite loop) every other rank blocks in the collective until its "
+        "timeout fires, and all of them print the same timeout. Their logs all look guilty; the culprit's log is "
+        "usually the quiet one."
+    ),
+    example=(
+        "ranks 0-2: 'Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, ...)'; "
+        "rank 3: 'last enqueued NCCL work: 1579'. Rank 3 never reached collective 1580."
+    ),
+    fix=(
+        "Look at what the culprit rank was doing (py-spy dump --pid PID on that host, its last log lines): data "
+        "loading, a rank-dependent branch that skips a collective, I/O, or a frozen process. Collect Flight "
+        "Recorder dumps (TORCH_FR_DUMP_ON_TIMEOUT=1) or run syncdoctor watch to see it live next time."
+    ),
+    references=(_PT, "docs/analyze.md", "pytorch-builtins.md section 4.3 (desync report)"),
+))
+
+COLLECTIVE_DESYNC = register(Rule(
+    code="A002",
+    name="collective-desync",
+    severity=Severity.ERROR,
+    summary="Ranks called different collectives (or different sizes) at the same sequence number.",
+    what=(
+        "Same sequence number, different operation or tensor sizes across ranks: in watchdog timeouts "
+        "(OpType/NumelIn), Flight Recorder entries, TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints, or gloo's "
+        "'Received data size doesn't match expected size' check. The odd rank(s) out are the culprits."
+    ),
+    why=(
+        "Collectives are matched by order, not by name. If one rank skips a collective or calls another one, "
+        "every later collective pairs up wrongly: the job hangs (the ranks wait for each other in different "
+        "operations) or crashes on a size check. It looks like a network hang but is a program bug."
+    ),
+    example="rank 7 WorkNCCL(SeqNum=80078, OpType=BROADCAST) vs rank 3 WorkNCCL(SeqNum=80078, OpType=ALLREDUCE).",
+    fix=(
+        "Find the code path where the culprit rank diverges (a rank-dependent if around a collective, an "
+        "early exit, uneven data so one rank runs an extra step, a different model config). Every rank must "
+        "issue the same collectives in the same order with the same shapes."
+    ),
+    references=(_PT, "pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp", "NVIDIA/nccl#1409"),
+))
+
+RANK_CRASHED = register(Rule(
+    code="A003",
+    name="rank-crashed",
+    severity=Severity.ERROR,
+    summary="A rank died (exception, exit, signal) and the others failed because their peer was gone.",
+    what=(
+        "A rank's own failure, not caused by communication: a Python exception that is not a communication "
+        "error, a fatal signal, or torchrun's failure record with SIGKILL/SIGSEGV/SIGABRT. The 'connection "
+        "closed/reset by peer' errors of the other ranks that follow it are the cascade, not the cause."
+    ),
+    why=(
+        "When one process dies, its sockets close and every rank that talks to it fails with 'Connection "
+        "closed by peer' or times out. Those secondary errors are many and look alike; the first, local failure "
+        "is the one to fix."
+    ),
+    example=(
+        "rank 3: 'RuntimeError: CUDA error: an illegal memory access'; ranks 0-2: '[...pair.cc:553] "
+        "Connection closed by peer [10.0.0.4]:29500'."
+    ),
+    fix=(
+        "Fix the error on the culprit rank (its traceback is in the evidence). Exit code -9 (SIGKILL) without a "
+        "traceback usually means the kernel OOM killer or the scheduler: check `dmesg -T | grep -i kill` and the "
+        "host's memory."
+    ),
+    references=("pytorch/pytorch torch/distributed/elastic/multiprocessing/errors/__init__.py", "NVIDIA/nccl#1232"),
+))
+
+RANK_OOM = register(Rule(
+    code="A004",
+    name="rank-out-of-memory",
+    severity=Severity.ERROR,
+    summary="A rank ran out of GPU memory; the others then failed waiting for it.",
+    what="'CUDA out of memory' (torch.OutOfMemoryError) on one rank before the others' timeouts or peer errors.",
+    why=(
+        "The rank that hits OOM leaves the training step (or dies); the others block in the next collective "
+        "and time out, so the job looks like a communication failure."
+    ),
+    example="rank 5: 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 5; ...)'.",
+    fix=(
+        "Reduce memory on that rank: smaller micro-batch, activation checkpointing, or "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation. Check whether that rank gets "
+        "longer sequences or more data than the others."
+    ),
+    references=("https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf",),
+))
+
+NETWORK_PARTITION = register(Rule(
+    code="A005",
+    name="network-partition",
+    severity=Severity.ERROR,
+    summary="A host lost its network: every rank timed out, and only that host could not reach the store.",
+    what=(
+        "Every rank timed out in the same collective (no rank is missing, none crashed), and store connections "
+        "failed or timed out only on some hosts, or peer errors all point at one host. Those hosts are cut off."
+    ),
+    why=(
+        "A pulled cable, a down switch port or a firewall change stops all traffic to a host: every collective "
+        "that crosses it hangs, on every rank, so the timeouts alone cannot name the host."
+    ),
+    example="all ranks 'Timed out waiting 5000ms for recv operation'; host2's agent: 'waitForInput ... timed out'.",
+    fix=(
+        "Check the link of the named host (ip link, carrier, switch port, cabling) and reachability from the "
+        "others; `syncdoctor probe` measures every pair. Restore the link and restart the job from a checkpoint."
+    ),
+    references=("docs/analyze.md",),
+))
+
+SOCKET_FALLBACK = register(Rule(
+    code="A006",
+    name="nccl-socket-fallback",
+    severity=Severity.WARNING,
+    summary="NCCL on some hosts uses sockets (NET/Socket) while the others use InfiniBand/RoCE.",
+    what="Per host, the network NCCL chose ('Using network Socket' vs 'Using network IB', 'NET/IB : No device found').",
+    why=(
+        "Mixed transports make the whole job run at socket speed, and mismatched transports between two ranks "
+        "can hang or fail at connection time. It usually means the IB devices are missing or filtered on that host."
+    ),
+    example="node3: 'NCCL INFO NET/IB : No device found.' and 'Using network Socket'; others 'Using network IB'.",
+    fix=(
+        "On the named host check the IB devices and NCCL's view of them (ibv_devices, NCCL_IB_HCA, "
+        "NCCL_IB_DISABLE, NCCL_NET, the container's /dev/infiniband and rdma devices)."
+    ),
+    references=("nccl-facts.md section 3 (Net selection)", _TSG),
+))
+
+INTERFACE_MISMATCH = register(Rule(
+    code="A007",
+    name="interface-mismatch-between-hosts",
+    severity=Severity.ERROR,
+    summary="Some hosts advertise an address on another interface or subnet than the rest of the job.",
+    what="The bootstrap/socket interface and address each host's NCCL or gloo advertised, compared across hosts.",
+    why=(
+        "Peers connect to the advertised address. An address on a second NIC, a management network or a "
+        "container bridge may not be reachable from the other hosts, so connections time out or are refused."
+    ),
+    example="node0-2: 'Bootstrap : Using eth0:10.1.0.x<0>'; node3: 'Bootstrap : Using eth1:192.168.5.3<0>'.",
+    fix=(
+        "Pin the interface on every host: export NCCL_SOCKET_IFNAME=eth0 (NCCL; a prefix, '=eth0' for exact) and "
+        "GLOO_SOCKET_IFNAME=eth0 (gloo; exact names), using an interface that exists on every host."
+    ),
+    references=("nccl-facts.md section 1 (NCCL_SOCKET_IFNAME)", "nccl-facts.md section 2 (GLOO_SOCKET_IFNAME)"),
+))
+
+LOOPBACK_ADDRESS = register(Rule(
+    code="A008",
+    name="advertised-loopback-address",
+    severity=Severity.ERROR,
+    summary="A host advertised 127.0.0.1 (or docker0) to its peers: its hostname resolves to loopback.",
+    what=(
+        "gloo's connect errors with local=[127.0.0.1] or remote=[127.0.0.1] across hosts, gloo's 'Using the "
+        "loopback address as fallback', or NCCL 'Bootstrap : Using lo:127.0.0.1' / docker0 / virbr."
+    ),
+    why=(
+        "Gloo picks its address by resolving the hostname. Many distributions map the hostname to 127.0.0.1 or "
+        "127.0.1.1 in /etc/hosts, so each host advertises its own loopback address and the others connect to "
+        "themselves: 'Gloo connectFullMesh failed ... Connection refused, remote=[127.0.0.1]'."
+    ),
+    example="'ERROR failed to connect, ... rank=1, size=4, local=[127.0.0.1]:8323, remote=[127.0.0.1]:19861'",
+    fix=(
+        "export GLOO_SOCKET_IFNAME=<the NIC on the cluster network, e.g. eth0> (and NCCL_SOCKET_IFNAME) on every "
+        "host, or make the hostname resolve to the host's cluster address in /etc/hosts."
+    ),
+    references=("pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupGloo.cpp createDefaultDevice",
+                "observed-here.md (classic cross-machine gloo failure)"),
+))
+
+INTERFACE_MISSING = register(Rule(
+    code="A009",
+    name="socket-interface-missing",
+    severity=Severity.ERROR,
+    summary="GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME names an interface that does not exist on some hosts.",
+    what="gloo's 'Unable to find address for: IFNAME' (enforce fail in device.cc) on the ranks of a host.",
+    why=(
+        "The ranks of that host cannot create their process group, so they exit at start-up, and the other "
+        "ranks wait in the store for addresses that never come ('wait timeout ... keys: /default_pg/...')."
+    ),
+    example="host1 ranks 2, 3: 'Unable to find address for: ens5'; ranks 0, 1: 'DistStoreError: wait timeout'.",
+    fix=(
+        "Use an interface name that exists on every host (ip -br link), or set the variable per host "
+        "(GLOO_SOCKET_IFNAME takes exact names; NCCL_SOCKET_IFNAME takes prefixes such as 'eth' or 'en')."
+    ),
+    references=("nccl-facts.md section 2 (GLOO_SOCKET_IFNAME)",),
+))
+
+RANK_NEVER_JOINED = register(Rule(
+    code="A010",
+    name="rank-never-joined",
+    severity=Severity.ERROR,
+    summary="Some ranks never joined the process group: the others waited in the store for them.",
+    what=(
+        "Store waits that timed out naming the keys of missing ranks ('wait timeout after 5000ms, keys: "
+        "/default_pg/0//cpu//0/2'), a store-based barrier with fewer workers than the world size, or gloo "
+        "connections refused by a peer that is not listening."
+    ),
+    why="A rank that crashed or hung before init_process_group completed blocks everyone's initialisation.",
+    example="ranks 0, 1: 'torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/2'",
+    fix="Read the named ranks' own logs: they failed or stalled before joining (import error, wrong interface, "
+        "a host that never started).",
+    references=("pytorch/pytorch torch/distributed/distributed_c10d.py",),
+))
+
+IB_RETRY_AT_INIT = register(Rule(
+    code="A011",
+    name="ib-retry-exceeded-at-init",
+    severity=Severity.ERROR,
+    summary="IB/RoCE 'transport retry counter exceeded' (status 12) right after init: the NICs cannot reach each other.",
+    what=(
+        "NCCL WARN 'Got completion from peer ... status=12 ... vendor err 129' before any collective completed "
+        "(shortly after Init COMPLETE)."
+    ),
+    why=(
+        "Status 12 is a timeout of the reliable connection. When it happens on the first transfers, packets "
+        "never arrive at all: wrong RoCE GID index, traffic class/PFC not configured on the switch, or no route "
+        "between rails. A longer timeout will not help."
+    ),
+    example="'NET/IB : Got completion from peer 10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)'",
+    fix=(
+        "Check the GID (NCCL >= 2.21: unset NCCL_IB_GID_INDEX; older: the RoCEv2 IPv4 index from show_gids), "
+        "NCCL_IB_TC and the switch QoS, and that every NIC can reach the peer's NIC (ib_write_bw between the two "
+        "hosts; NCCL_CROSS_NIC=0 on rail-optimised fabrics). Do not expect NCCL_IB_TIMEOUT to fix it."
+    ),
+    references=("NVIDIA/nccl#426", "NVIDIA/nccl#1664", "nccl-facts.md section 3 (IB completion error)", _TSG),
+))
+
+IB_RETRY_LATE = register(Rule(
+    code="A012",
+    name="ib-retry-exceeded-late",
+    severity=Severity.ERROR,
+    summary="IB/RoCE 'transport retry counter exceeded' (status 12) after training ran: a bad link or congestion.",
+    what="The same completion error, after collectives had completed (late in training).",
+    why=(
+        "Traffic worked, then a link flapped, degraded (symbol errors) or became congested enough that "
+        "retransmissions ran out. NCCL aborts the communicator and the job fails."
+    ),
+    example="'NET/IB: Got completion from peer 10.0.0.7<43021> with status=12 opcode=0 len=0 vendor err 129 ... hca mlx5_3'",
+    fix=(
+        "Inspect the named HCA and its peer: port state and rate, counters (symbol_error, link_downed, "
+        "port_rcv_errors), cabling and switch. If the fabric is healthy but congested, raise the timeout within "
+        "its valid range 0-31: export NCCL_IB_TIMEOUT=22 (about 17 s per try, ~2 minutes with the default 7 "
+        "retries; values like 60 or 90 are invalid)."
+    ),
+    references=("nccl-facts.md section 1 (NCCL_IB_TIMEOUT range 0-31)", "NVIDIA/nccl#902", "pytorch/pytorch#81628"),
+))
+
+IB_MODIFY_QP = register(Rule(
+    code="A013",
+    name="ib-modify-qp-failed",
+    severity=Severity.ERROR,
+    summary="NCCL could not bring up an IB queue pair (ibv_modify_qp failed).",
+    what="NCCL WARN 'Call to ibv_modify_qp failed with 22 Invalid argument' (GID index) or '... with 110' (rails).",
+    why="Without a connected queue pair NCCL cannot use the NIC; init fails or hangs.",
+    example="'Call to ibv_modify_qp failed with 22 Invalid argument, on dev mlx5_0:1, ... local GID index 3'",
+    fix=(
+        "errno 22: unset NCCL_IB_GID_INDEX (NCCL >= 2.21 picks it) or set the RoCEv2 IPv4 index; errno 110: the "
+        "NICs are not cross-rail connected, export NCCL_CROSS_NIC=0."
+    ),
+    references=("nccl-facts.md section 1 (NCCL_IB_GID_INDEX, NCCL_CROSS_NIC)", "NVIDIA/nccl#2013"),
+))
+
+SHM = register(Rule(
+    code="A014",
+    name="nccl-shm-failure",
+    severity=Severity.ERROR,
+    summary="NCCL could not create its shared-memory segment in /dev/shm.",
+    what="NCCL WARN 'failed to extend /dev/shm/nccl-XXXX to N bytes' or 'unlink shared memory ... failed'.",
+    why="/dev/shm is too small (Docker's default is 64 MB) or systemd removed the segment (RemoveIPC).",
+    example="'Error: failed to extend /dev/shm/nccl-Fs7rW9 to 9637892 bytes'",
+    fix="Run the container with --shm-size=1g (or --ipc=host); for unlink failures set RemoveIPC=no in "
+        "/etc/systemd/logind.conf.",
+    references=("nccl-facts.md section 3 (/dev/shm)", _TSG),
+))
+
+MEMLOCK = register(Rule(
+    code="A015",
+    name="nccl-memlock-failure",
+    severity=Severity.ERROR,
+    summary="NCCL could not register memory with the NIC: the locked-memory limit (ulimit -l) is too low.",
+    what="NCCL WARN 'Call to ibv_reg_mr failed with error Cannot allocate memory' or 'ibv_create_qp failed'.",
+    why="RDMA needs pinned memory; with a small memlock limit registration fails and NCCL cannot use IB.",
+    example="'Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory'",
+    fix="Set '* soft memlock unlimited' and '* hard memlock unlimited' in /etc/security/limits.conf, or "
+        "`docker run --ulimit memlock=-1`; check `ulimit -l` inside the launcher (srun/mpirun) too.",
+    references=("nccl-facts.md section 3 (ibv_reg_mr)", "NVIDIA/nccl-tests#206"),
+))
+
+DUPLICATE_GPU = register(Rule(
+    code="A016",
+    name="nccl-duplicate-gpu",
+    severity=Severity.ERROR,
+    summary="Two ranks on the same host use the same GPU.",
+    what="NCCL WARN 'Duplicate GPU detected : rank A and rank B both on CUDA device X' (2.30+: 'Multiple Ranks "
+         "are using the same GPU').",
+    why="Each rank must own a GPU; NCCL refuses to build the communicator.",
+    example="'Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000'",
+    fix="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group, and check "
+        "CUDA_VISIBLE_DEVICES per rank.",
+    references=("nccl-facts.md section 3 (Duplicate GPU)",),
+))
+
+PEER_ACCESS = register(Rule(
+    code="A017",
+    name="nccl-peer-access-unsupported",
+    severity=Severity.ERROR,
+    summary="CUDA peer-to-peer access is not supported between two GPUs NCCL wanted to connect directly.",
+    what="NCCL WARN \"Cuda failure 217 'peer access is not supported between these two devices'\".",
+    why="GeForce cards, ACS/IOMMU settings or VMs block P2P; NCCL fails instead of falling back.",
+    example="\"Cuda failure 217 'peer access is not supported between these two devices'\"",
+    fix="export NCCL_P2P_DISABLE=1 (and make sure it reaches every worker), or disable ACS / fix IOMMU on the host.",
+    references=("nccl-facts.md section 3 (Cuda failure 217)", "NVIDIA/nccl-tests#287"),
+))
+
+WATCHDOG_STUCK = register(Rule(
+    code="A018",
+    name="watchdog-stuck",
+    severity=Severity.WARNING,
+    summary="PyTorch's heartbeat monitor killed a rank because its NCCL watchdog thread itself hung.",
+    what="'Heartbeat monitor timed out!' or 'ProcessGroupNCCL's watchdog got stuck for N seconds'.",
+    why="A CUDA or NCCL call blocked the watchdog (often a GIL or driver hang), so timeouts could not even be "
+        "detected on that rank.",
+    example="'[PG 0 Rank 25] Heartbeat monitor timed out! Process will be terminated after dumping debug info.'",
+    fix="Get stacks of the stuck rank (py-spy dump --native), check the GPU (nvidia-smi, Xid errors in dmesg); "
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC raises the limit but does not fix the hang.",
+    references=(_PT,),
+))
+
+UNEXPLAINED_TIMEOUT = register(Rule(
+    code="A019",
+    name="unexplained-collective-timeout",
+    severity=Severity.WARNING,
+    summary="Every rank timed out in a collective, and the logs do not say which rank or link caused it.",
+    what="Timeouts on all known ranks with no missing rank, crash, mismatch or network error to blame.",
+    why="All ranks entered the collective, so it is either a desync the logs do not show or a transport hang.",
+    example="all ranks: 'Timed out waiting 5000ms for recv operation to complete'.",
+    fix="Re-run with Flight Recorder dumps (TORCH_FR_DUMP_ON_TIMEOUT=1, or syncdoctor watch) and analyze them "
+        "together with the logs; run syncdoctor probe to test the links.",
+    references=("pytorch-builtins.md section 1 (Flight Recorder)",),
+))
+
+_RULES = (
+    LAGGING_RANK, COLLECTIVE_DESYNC, RANK_CRASHED, RANK_OOM, NETWORK_PARTITION, SOCKET_FALLBACK,
+    INTERFACE_MISMATCH, LOOPBACK_ADDRESS, INTERFACE_MISSING, RANK_NEVER_JOINED, IB_RETRY_AT_INIT, IB_RETRY_LATE,
+    IB_MODIFY_QP, SHM, MEMLOCK, DUPLICATE_GPU, PEER_ACCESS, WATCHDOG_STUCK, UNEXPLAINED_TIMEOUT,
+)
+_CATEGORIES = (
+    "lagging-rank", "collective-desync", "rank-crashed", "rank-out-of-memory", "network-partition",
+    "nccl-socket-fallback", "interface-mismatch", "loopback-address", "interface-missing", "rank-never-joined",
+    "ib-unreachable-at-init", "ib-link-failure", "ib-modify-qp-failed", "shm-exhausted", "memlock-limit",
+    "duplicate-gpu", "peer-access-unsupported", "watchdog-stuck", "unexplained-timeout",
+)
+CATEGORY_RULES: Mapping[str, Rule] = dict(zip(_CATEGORIES, _RULES, strict=True))

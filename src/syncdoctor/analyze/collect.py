@@ -1,0 +1,149 @@
+"""Read every input once and gather what it says: events from logs, RAS reports and watch files, and
+Flight Recorder dumps. Does I/O (through :mod:`syncdoctor.analyze.inputs`).
+
+Unreadable or unrecognised inputs never stop the analysis: each becomes a note in the result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import BinaryIO
+
+from syncdoctor.analyze.inputs import MAX_LINE, Source, iter_blocks, open_source, sniff
+from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
+from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
+from syncdoctor.analyze.parsers.prefixes import origin_from_path
+from syncdoctor.analyze.scan import Scanner
+from syncdoctor.analyze.textlog import read_text
+from syncdoctor.errors import InputError
+
+__all__ = ["Collected", "collect", "dedup_events"]
+
+logger = logging.getLogger(__name__)
+
+_HEAD = 64 * 1024
+_MAX_RAS_TEXT = 16 * 1024 * 1024
+_MAX_JSON = flight_recorder.MAX_DUMP_BYTES
+
+
+@dataclass
+class Collected:
+    """Everything read from the inputs."""
+
+    events: list[Event] = field(default_factory=list)
+    dumps: list[FrDump] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    lines_read: int = 0
+
+
+def _read_capped(stream: BinaryIO, head: bytes, cap: int) -> bytes | None:
+    rest = stream.read(cap + 1 - len(head)) if len(head) <= cap else b""
+    data = head + rest
+    return None if len(data) > cap else data
+
+
+def _read_json_doc(source: Source, stream: BinaryIO, head: bytes, out: Collected, origin: Origin) -> None:
+    data = _read_capped(stream, head, _MAX_JSON)
+    if data is None:
+        out.notes.append(f"{source.name}: JSON larger than {_MAX_JSON // 2**20} MiB, skipped")
+        return
+    out.bytes_read += len(data)
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        out.notes.append(f"{source.name}: not valid JSON ({exc}); skipped")
+        return
+    if flight_recorder.looks_like_dump(doc):
+        rank = flight_recorder.rank_from_name(source.name, origin.rank)
+        try:
+            out.dumps.append(flight_recorder.parse_dump(data, "json", Ref(source.name), rank, origin.host))
+        except InputError as exc:
+            out.notes.append(str(exc))
+    elif ras.looks_like_ras_json(doc):
+        out.events.extend(ras.parse_json(doc, source.name))
+    else:
+        out.notes.append(f"{source.name}: JSON that is neither a Flight Recorder dump nor a RAS report; skipped")
+
+
+def _read_pickle(source: Source, stream: BinaryIO, head: bytes, out: Collected, origin: Origin) -> None:
+    data = _read_capped(stream, head, flight_recorder.MAX_DUMP_BYTES)
+    if data is None:
+        out.notes.append(f"{source.name}: pickle larger than {flight_recorder.MAX_DUMP_BYTES // 2**20} MiB, skipped")
+        return
+    out.bytes_read += len(data)
+    rank = flight_recorder.rank_from_name(source.name, origin.rank)
+    try:
+        out.dumps.append(flight_recorder.parse_dump(data, "pickle", Ref(source.name), rank, origin.host))
+    except InputError as exc:
+        out.notes.append(f"{source.name}: {exc}")
+
+
+def _read_jsonl(source: Source, stream: BinaryIO, head: bytes, out: Collected) -> None:
+    number = 0
+    for block in iter_blocks(stream, prefix=head):
+        out.bytes_read += len(block)
+        for raw in block.split(b"\n")[:-1]:
+            number += 1
+            event = watch_events.parse_line(raw[:MAX_LINE].decode("utf-8", "replace"), Ref(source.name, number))
+            if event is not None:
+                out.events.append(event)
+    out.lines_read += number
+
+
+def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scanner, origin: Origin) -> None:
+    head = stream.read(_HEAD)
+    kind = sniff(head)
+    if kind == "pickle":
+        _read_pickle(source, stream, head, out, origin)
+    elif kind == "json":
+        _read_json_doc(source, stream, head, out, origin)
+    elif kind == "jsonl":
+        _read_jsonl(source, stream, head, out)
+    elif ras.looks_like_ras_text(head[:8192].decode("utf-8", "replace")):
+        data = _read_capped(stream, head, _MAX_RAS_TEXT) or head
+        out.bytes_read += len(data)
+        out.events.extend(ras.parse_text(data.decode("utf-8", "replace"), source.name))
+    else:
+        stats = read_text(iter_blocks(stream, prefix=head), source.name, origin, out.events, scanner)
+        out.bytes_read += stats.bytes
+        out.lines_read += stats.lines
+
+
+def collect(sources: Sequence[Source], *, stdin: BinaryIO | None = None, scanner: Scanner | None = None) -> Collected:
+    """Read ``sources`` in order; see the module docstring."""
+    scanner = scanner or Scanner()
+    out = Collected()
+    for source in sources:
+        origin = origin_from_path(source.name) if source.path is not None else Origin()
+        out.sources.append(source.name)
+        try:
+            with open_source(source, stdin=stdin) as stream:
+                _read_source(source, stream, out, scanner, origin)
+        except InputError as exc:
+            out.notes.append(str(exc))
+        except (OSError, EOFError, zlib.error) as exc:
+            out.notes.append(f"{source.name}: read stopped early ({exc}); using what was read")
+    out.events = dedup_events(out.events)
+    return out
+
+
+def dedup_events(events: Sequence[Event]) -> list[Event]:
+    """One event per (kind, file, line, rank), merging the fields found by several parsers or followers."""
+    merged: dict[tuple[object, ...], Event] = {}
+    for event in events:
+        key = (event.kind, event.ref.source, event.ref.line, event.origin.rank, event.seq)
+        if event.ref.line == 0:
+            key += (event.text,)
+        previous = merged.get(key)
+        if previous is None:
+            merged[key] = event
+        else:
+            data = {**event.data, **previous.data}
+            merged[key] = replace(previous, data=data)
+    return list(merged.values())

@@ -1,0 +1,185 @@
+"""The inputs of ``syncdoctor analyze``: which files, how to open them, what they are, and their bytes in
+bounded blocks. Does I/O (reads files and stdin), nothing else.
+
+* :func:`expand` turns the command line's paths into :class:`Source` records: files, directories
+  (recursively, sorted), globs (``logs/**/*.log``) and ``-`` for stdin.
+* :func:`open_source` opens one, transparently decompressing gzip (recognised by its magic bytes, not by
+  the name), and :func:`sniff` tells a Flight Recorder pickle, a JSON document, JSON lines and text apart.
+* :func:`iter_blocks` reads a stream once in blocks that end at a line boundary; a line longer than
+  ``max_line`` bytes is cut there and the rest of it skipped, so memory stays bounded whatever the input
+  (a 10 GB log, a file without newlines, binary junk).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import io
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from syncdoctor.errors import InputError, UsageError
+
+__all__ = [
+    "BLOCK_SIZE",
+    "MAX_LINE",
+    "Source",
+    "expand",
+    "iter_blocks",
+    "open_source",
+    "sniff",
+]
+
+BLOCK_SIZE = 1 << 20
+MAX_LINE = 64 * 1024
+_SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules"}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One input: a file (``path``) or standard input (``path`` None). ``name`` is what evidence shows."""
+
+    name: str
+    path: Path | None = None
+
+    @property
+    def is_stdin(self) -> bool:
+        return self.path is None
+
+
+def _display(path: Path, root: Path | None) -> str:
+    if root is not None:
+        with contextlib.suppress(ValueError):
+            return str(path.relative_to(root))
+    return str(path)
+
+
+def expand(paths: Sequence[str]) -> list[Source]:
+    """Files, directories (recursive), globs and ``-`` as sources, in order, without duplicates.
+
+    Raises UsageError for a path that does not exist or a glob that matches nothing.
+    """
+    sources: list[Source] = []
+    seen: set[str] = set()
+
+    def add(source: Source) -> None:
+        key = "-" if source.path is None else str(source.path.resolve())
+        if key not in seen:
+            seen.add(key)
+            sources.append(source)
+
+    for raw in paths:
+        if raw == "-":
+            add(Source("<stdin>"))
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+                for name in sorted(files):
+                    file = Path(root) / name
+                    if file.is_file():
+                        add(Source(str(file), file))
+            continue
+        if path.is_file():
+            add(Source(raw, path))
+            continue
+        if any(ch in raw for ch in "*?["):
+            matches = sorted(glob.glob(raw, recursive=True))
+            files = [Path(m) for m in matches if Path(m).is_file()]
+            if not files:
+                raise UsageError(f"no file matches {raw!r}")
+            for file in files:
+                add(Source(str(file), file))
+            continue
+        if path.exists():
+            raise UsageError(f"{raw} is not a regular file or directory")
+        raise UsageError(f"no such file or directory: {raw}")
+    return sources
+
+
+@contextlib.contextmanager
+def open_source(source: Source, stdin: BinaryIO | None = None) -> Iterator[BinaryIO]:
+    """Open ``source`` for binary reading, decompressing gzip. Raises InputError when it cannot be read."""
+    try:
+        raw: BinaryIO
+        if source.path is None:
+            raw = stdin if stdin is not None else sys.stdin.buffer
+            buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+        else:
+            buffered = open(source.path, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
+    try:
+        head = buffered.peek(2)[:2]
+        stream: BinaryIO = gzip.GzipFile(fileobj=buffered, mode="rb") if head == b"\x1f\x8b" else buffered
+        yield stream
+    finally:
+        if source.path is not None:
+            buffered.close()
+
+
+def sniff(head: bytes) -> str:
+    """What the first bytes of an input look like: ``pickle``, ``json`` (one document), ``jsonl`` or ``text``."""
+    if head[:1] == b"\x80" and len(head) > 1 and head[1] in range(2, 6):
+        return "pickle"
+    stripped = head.lstrip()
+    if stripped[:1] == b"{":
+        first, _, rest = stripped.partition(b"\n")
+        if first.rstrip().endswith(b"}") and rest.lstrip()[:1] == b"{":
+            return "jsonl"
+        if first.rstrip().endswith(b"}") and not rest.strip():
+            return "jsonl"
+        return "json"
+    return "text"
+
+
+def iter_blocks(
+    stream: BinaryIO, block_size: int = BLOCK_SIZE, max_line: int = MAX_LINE, prefix: bytes = b""
+) -> Iterator[bytes]:
+    """Yield the stream's bytes in blocks that each end with ``b"\\n"``.
+
+    Lines longer than ``max_line`` are cut to ``max_line`` bytes (plus a newline) and the rest of them is
+    dropped, so one block is at most ``block_size + max_line`` bytes. A last line without a newline gets one.
+    ``prefix`` holds bytes already read from the stream (to sniff it). Reads may raise OSError, EOFError
+    or zlib.error (a truncated or corrupt gzip): the caller decides how to report it.
+    """
+    carry = b""
+    skipping = False
+    pending = prefix
+    while True:
+        if pending:
+            chunk, pending = pending, b""
+        else:
+            chunk = stream.read(block_size)
+        if not chunk:
+            break
+        if skipping:
+            newline = chunk.find(b"\n")
+            if newline < 0:
+                continue
+            chunk = chunk[newline + 1:]
+            skipping = False
+        data = carry + chunk if carry else chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            if len(data) > max_line:
+                yield data[:max_line] + b"\n"
+                carry = b""
+                skipping = True
+            else:
+                carry = data
+            continue
+        carry = data[cut:]
+        yield data[:cut]
+        if len(carry) > max_line:
+            yield carry[:max_line] + b"\n"
+            carry = b""
+            skipping = True
+    if carry and not skipping:
+        yield carry + b"\n"

@@ -1,0 +1,314 @@
+"""Typed records of the post-mortem analysis: where a line came from, what it said, and the diagnosis.
+
+Pure: no I/O. Parsers turn lines into :class:`Event` records; the timeline groups them per rank; the rules
+turn the timeline into :class:`Hypothesis` records collected in a :class:`Diagnosis`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+__all__ = [
+    "Category",
+    "Diagnosis",
+    "Event",
+    "Evidence",
+    "FrDump",
+    "FrEntry",
+    "FrGroup",
+    "Hypothesis",
+    "Kind",
+    "Origin",
+    "Ref",
+]
+
+
+class Kind(str, enum.Enum):
+    """What one parsed line (or record) says. The value is the stable name used in ``--json``."""
+
+    # PyTorch ProcessGroupNCCL and c10d
+    WATCHDOG_TIMEOUT = "watchdog_timeout"  # Watchdog caught collective operation timeout: WorkNCCL(...)
+    WORK_STATUS = "work_status"  # detected by watchdog at work X, last enqueued Y, last completed Z
+    DUMP_SIGNAL = "dump_signal"  # received a dump signal from rank N (or this rank signalled)
+    HEARTBEAT_TIMEOUT = "heartbeat_timeout"  # heartbeat monitor: the watchdog itself got stuck
+    BLOCKING_WAIT_TIMEOUT = "blocking_wait_timeout"
+    DESYNC_REPORT = "desync_report"  # TORCH_NCCL_DESYNC_DEBUG report
+    COLLECTIVE_MISMATCH = "collective_mismatch"  # DETAIL fingerprints differ, or gloo size mismatch
+    MONITORED_BARRIER = "monitored_barrier"  # ranks that failed to pass monitoredBarrier
+    STORE_ERROR = "store_error"  # c10d store wait or socket timed out or failed (may name missing keys)
+    # Gloo
+    GLOO_TIMEOUT = "gloo_timeout"  # Timed out waiting Nms for send/recv operation
+    PEER_CLOSED = "peer_closed"  # connection closed/reset by a peer (gloo or NCCL sockets)
+    GLOO_CONNECT_FAILED = "gloo_connect_failed"  # connectFullMesh / failed to connect
+    GLOO_LOOPBACK = "gloo_loopback"  # gloo fell back to (or binds to) the loopback address
+    INTERFACE_MISSING = "interface_missing"  # Unable to find address for: IFNAME
+    # NCCL INFO
+    NCCL_VERSION = "nccl_version"
+    NCCL_BOOTSTRAP = "nccl_bootstrap"  # Bootstrap: Using if:addr<port>
+    NCCL_NET = "nccl_net"  # NET/IB : Using [0]mlx5_0:1/IB ... / NET/Socket : Using [0]eth0:addr / Using network X
+    NCCL_INIT = "nccl_init"  # comm ... rank R nranks N ... Init COMPLETE
+    # NCCL WARN
+    NCCL_WARN = "nccl_warn"  # any other WARN
+    IB_COMPLETION_ERROR = "ib_completion_error"
+    IB_MODIFY_QP = "ib_modify_qp"
+    NCCL_CONNECT_FAILED = "nccl_connect_failed"
+    SHM_FAILURE = "shm_failure"
+    MEMLOCK_FAILURE = "memlock_failure"
+    DUPLICATE_GPU = "duplicate_gpu"
+    PEER_ACCESS = "peer_access"
+    NCCL_ERROR = "nccl_error"  # ncclSystemError / ncclRemoteError ... surfaced by PyTorch
+    # launcher and process
+    WORKER_FAILED = "worker_failed"  # torchrun: a worker's failure record (exit code, signal)
+    WORKER_TERMINATED = "worker_terminated"  # torchrun sends SIGTERM to the survivors
+    EXCEPTION = "exception"  # Python exception line (with its traceback when one was seen)
+    CUDA_OOM = "cuda_oom"
+    FATAL_SIGNAL = "fatal_signal"  # SIGSEGV/SIGABRT inside a worker, gloo EnforceNotMet abort
+    # other sources
+    FR_STATUS = "fr_status"  # one Flight Recorder dump's per-group status (one event per group)
+    WATCH = "watch"  # a syncdoctor watch event
+    RAS = "ras"  # an NCCL RAS error or warning
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """Where evidence sits: a file (display name) and a 1-based line; line 0 means the whole file."""
+
+    source: str
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}" if self.line else self.source
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Which process wrote a line, as far as its prefix, content or file name tells."""
+
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+
+    def filled_from(self, other: Origin) -> Origin:
+        """This origin with the fields it lacks taken from ``other``."""
+        return Origin(
+            rank=self.rank if self.rank is not None else other.rank,
+            local_rank=self.local_rank if self.local_rank is not None else other.local_rank,
+            host=self.host if self.host is not None else other.host,
+            pid=self.pid if self.pid is not None else other.pid,
+        )
+
+    @property
+    def empty(self) -> bool:
+        return self.rank is None and self.local_rank is None and self.host is None and self.pid is None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing a log line or dump says.
+
+    Attributes:
+        kind: what it says.
+        ref: the file and line.
+        text: the line as written (prefixes included), cut to a few hundred characters.
+        origin: the writer as attributed so far; the timeline fills in rank and host.
+        time: seconds on the writer's clock, year-less (month, day, time of day), or None. Only comparable
+            between events of the same host.
+        time_text: the timestamp as written.
+        group: process group or communicator (PyTorch PG name/id, NCCL commId), when known.
+        seq: collective sequence number, when known.
+        op: collective operation (``allreduce``, ``broadcast``...), lower case without underscores.
+        data: the parsed fields specific to ``kind`` (JSON-serialisable).
+    """
+
+    kind: Kind
+    ref: Ref
+    text: str
+    origin: Origin = Origin()
+    time: float | None = None
+    time_text: str = ""
+    group: str | None = None
+    seq: int | None = None
+    op: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rank(self) -> int | None:
+        return self.origin.rank
+
+    @property
+    def host(self) -> str | None:
+        return self.origin.host
+
+    def with_origin(self, origin: Origin) -> Event:
+        return replace(self, origin=origin)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "ref": str(self.ref),
+            "rank": self.origin.rank,
+            "host": self.origin.host,
+            "time": self.time_text or None,
+            "group": self.group,
+            "seq": self.seq,
+            "op": self.op,
+            "data": dict(self.data),
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FrEntry:
+    """One Flight Recorder entry, normalised across dump versions and backends."""
+
+    record_id: int
+    pg_id: str
+    pg_name: str
+    seq: int  # collective_seq_id (0 for pure p2p entries)
+    p2p_seq: int
+    op: str  # profiling name without the backend prefix: all_reduce, broadcast, send 1->2 ...
+    backend: str  # nccl, gloo, xccl ...
+    input_sizes: tuple[tuple[int, ...], ...]
+    output_sizes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...]
+    state: str
+    retired: bool
+    is_p2p: bool
+    time_created_ns: int | None = None
+    timeout_ms: int | None = None
+    frames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FrGroup:
+    """One process group as a dump describes it: members and the dumping rank's progress."""
+
+    pg_id: str
+    name: str
+    desc: str
+    ranks: tuple[int, ...]
+    last_enqueued: int | None
+    last_started: int | None
+    last_completed: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FrDump:
+    """A whole Flight Recorder dump of one rank (the rank comes from the file name)."""
+
+    ref: Ref
+    rank: int | None
+    version: str
+    groups: tuple[FrGroup, ...]
+    entries: tuple[FrEntry, ...]
+    host: str | None = None
+
+
+class Category(str, enum.Enum):
+    """Root-cause categories; each maps to one A-code page (``syncdoctor explain``)."""
+
+    LAGGING_RANK = "lagging-rank"
+    COLLECTIVE_DESYNC = "collective-desync"
+    RANK_CRASHED = "rank-crashed"
+    RANK_OUT_OF_MEMORY = "rank-out-of-memory"
+    NETWORK_PARTITION = "network-partition"
+    SOCKET_FALLBACK = "nccl-socket-fallback"
+    INTERFACE_MISMATCH = "interface-mismatch"
+    LOOPBACK_ADDRESS = "loopback-address"
+    INTERFACE_MISSING = "interface-missing"
+    RANK_NEVER_JOINED = "rank-never-joined"
+    IB_UNREACHABLE_AT_INIT = "ib-unreachable-at-init"
+    IB_LINK_FAILURE = "ib-link-failure"
+    IB_MODIFY_QP = "ib-modify-qp-failed"
+    SHM_EXHAUSTED = "shm-exhausted"
+    MEMLOCK_LIMIT = "memlock-limit"
+    DUPLICATE_GPU = "duplicate-gpu"
+    PEER_ACCESS = "peer-access-unsupported"
+    WATCHDOG_STUCK = "watchdog-stuck"
+    UNEXPLAINED_TIMEOUT = "unexplained-timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A line that supports a hypothesis, with why it matters."""
+
+    ref: Ref
+    text: str
+    note: str = ""
+    rank: int | None = None
+    host: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": str(self.ref), "text": self.text, "note": self.note, "rank": self.rank, "host": self.host}
+
+
+@dataclass(frozen=True, slots=True)
+class Hypothesis:
+    """One candidate root cause.
+
+    Attributes:
+        category: the kind of root cause (one A-code each).
+        code: the finding code of the category (``A001``...).
+        confidence: 0..1, how sure the rule is; hypotheses are ranked by it.
+        title: one line naming the culprit and what happened.
+        culprit_ranks / culprit_hosts: where the cause sits (may be empty when unknown).
+        affected_ranks / affected_hosts: who suffered from it (timed out, lost a peer...).
+        what: what happened, in a few sentences.
+        fix: what to change.
+        evidence: the supporting lines, most telling first.
+        root_cause: False for contributing or secondary findings that do not explain the failure alone.
+    """
+
+    category: Category
+    code: str
+    confidence: float
+    title: str
+    culprit_ranks: tuple[int, ...] = ()
+    culprit_hosts: tuple[str, ...] = ()
+    affected_ranks: tuple[int, ...] = ()
+    affected_hosts: tuple[str, ...] = ()
+    what: str = ""
+    fix: str = ""
+    evidence: tuple[Evidence, ...] = ()
+    root_cause: bool = True
+
+    def to_json(self, max_evidence: int | None = None) -> dict[str, Any]:
+        evidence = self.evidence if max_evidence is None else self.evidence[:max_evidence]
+        return {
+            "category": self.category.value,
+            "code": self.code,
+            "confidence": round(self.confidence, 3),
+            "root_cause": self.root_cause,
+            "title": self.title,
+            "culprit_ranks": list(self.culprit_ranks),
+            "culprit_hosts": list(self.culprit_hosts),
+            "affected_ranks": list(self.affected_ranks),
+            "affected_hosts": list(self.affected_hosts),
+            "what": self.what,
+            "fix": self.fix,
+            "evidence": [e.to_json() for e in evidence],
+            "evidence_total": len(self.evidence),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """The answer: hypotheses best first, plus what the analysis read."""
+
+    hypotheses: tuple[Hypothesis, ...]
+    ranks: tuple[int, ...] = ()
+    hosts: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def root_cause(self) -> Hypothesis | None:
+        """The best hypothesis that claims to explain the failure, if any is confident enough."""
+        for hypothesis in self.hypotheses:
+            if hypothesis.root_cause and hypothesis.confidence >= 0.5:
+                return hypothesis
+        return None

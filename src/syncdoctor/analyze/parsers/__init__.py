@@ -1,0 +1,68 @@
+"""One small parser per log source; each turns a decoded line into events. Pure: no I/O.
+
+Line parsers (``KEYWORDS`` + ``parse(line)``): :mod:`.torch_watchdog`, :mod:`.torch_detail`, :mod:`.gloo`,
+:mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.torchrun`, :mod:`.traceback`. Multi-line
+blocks are read by followers (``follow(line)``): tracebacks, torchrun's failure table, desync reports.
+Whole-record parsers: :mod:`.flight_recorder`, :mod:`.watch_events`, :mod:`.ras`. Line prefixes and file
+names: :mod:`.prefixes`.
+"""
+
+from __future__ import annotations
+
+from syncdoctor.analyze.model import Event, Origin, Ref
+from syncdoctor.analyze.parsers import (
+    c10d_store,
+    gloo,
+    nccl_info,
+    nccl_warn,
+    torch_detail,
+    torch_watchdog,
+    torchrun,
+    traceback,
+)
+from syncdoctor.analyze.parsers.base import Follower, Line
+from syncdoctor.analyze.parsers.prefixes import split_prefix
+
+__all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
+
+LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, torchrun, traceback)
+_FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow)
+MAX_PARSE = 4096  # characters of a line handed to the parsers
+
+
+def make_line(text: str, ref: Ref, file_origin: Origin) -> Line:
+    """A :class:`Line` from decoded text: prefixes split off, origin completed from the file's."""
+    text = text.rstrip("\r\n")
+    if len(text) > MAX_PARSE:
+        text = text[:MAX_PARSE]
+    prefix = split_prefix(text)
+    return Line(
+        text=text,
+        body=prefix.body,
+        ref=ref,
+        origin=prefix.origin.filled_from(file_origin),
+        time=prefix.time,
+        time_text=prefix.time_text,
+        severity=prefix.severity,
+        glog_file=prefix.glog_file,
+    )
+
+
+def parse_line(line: Line) -> list[Event]:
+    """Every event any parser finds in ``line``."""
+    events: list[Event] = []
+    body = line.body
+    for parser in LINE_PARSERS:
+        if any(keyword in body for keyword in parser.KEYWORDS):
+            events.extend(parser.parse(line))
+    return events
+
+
+def start_followers(line: Line) -> list[Follower]:
+    """Followers for the multi-line blocks that ``line`` opens (usually none)."""
+    followers: list[Follower] = []
+    for follow in _FOLLOWS:
+        follower = follow(line)
+        if follower is not None:
+            followers.append(follower)
+    return followers

@@ -1,0 +1,65 @@
+"""c10d store (TCPStore) failures: waits that timed out, sockets that could not reach the store. Pure.
+
+* ``torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/2``: a rank
+  waited for keys another rank never wrote (here gloo's address of rank 2: the last path element).
+* ``Timed out initializing process group in store based barrier on rank 3, for key: store_based_barrier_key:1
+  (world_size=4, num_workers_joined=3, timeout=0:30:00)``.
+* ``[c10d] waitForInput: socket SocketImpl(…) timed out after 5000ms``, ``The client socket has timed out after
+  1800000ms while trying to connect to (10.0.0.1, 29500).``, ``The client socket has failed to connect to
+  [node0]:29500 (errno: 111 - Connection refused).``, ``The connection to the C10d store has failed.``
+"""
+
+from __future__ import annotations
+
+import re
+
+from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.parsers.base import Line, make_event
+
+__all__ = ["KEYWORDS", "parse"]
+
+KEYWORDS = ("wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store")
+
+_WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)")
+_BARRIER = re.compile(
+    r"store based barrier on rank (?P<rank>\d+).{0,120}?world_size=(?P<world>\d+), num_workers_joined=(?P<joined>\d+)"
+)
+_SOCKET = re.compile(r"waitForInput: socket .{0,300}? timed out after (?P<ms>\d+)ms")
+_CONNECT = re.compile(
+    r"client socket has (?:timed out after (?P<ms>\d+)ms while trying to connect to \((?P<host>[^,]+), (?P<port>\d+)\)"
+    r"|failed to connect to \[?(?P<host2>[^\]\s]+)\]?:(?P<port2>\d+)(?: \((?P<err>[^)]*)\))?)"
+)
+
+
+def _key_ranks(keys: str) -> list[int]:
+    ranks = []
+    for key in re.split(r"[,\s]+", keys.strip(" []")):
+        tail = key.rstrip("/").rsplit("/", 1)[-1]
+        if tail.isdigit() and "/" in key:
+            ranks.append(int(tail))
+    return ranks
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    match = _WAIT.search(body)
+    if match:
+        keys = match["keys"].strip()[:300]
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "wait", "ms": int(match["ms"]), "keys": keys, "missing_ranks": _key_ranks(keys)})]
+    match = _BARRIER.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "barrier", "world_size": int(match["world"]), "joined": int(match["joined"])})]
+    match = _SOCKET.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "socket-timeout", "ms": int(match["ms"])})]
+    match = _CONNECT.search(body)
+    if match:
+        host = match["host"] or match["host2"]
+        port = match["port"] or match["port2"]
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "store_host": host.strip(), "store_port": int(port), "error": match["err"] or "timeout"})]
+    if "connection to the C10d store has failed" in body:
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "connect"})]
+    return []

@@ -1,0 +1,114 @@
+"""Gloo's errors. They never name the rank that wrote them: the reader takes it from the line prefix or
+the file. Pure: no I/O.
+
+* ``[…/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete``
+  (also ``send``; source line numbers differ across releases); ``Application timeout caused pair closure``.
+* ``[…/pair.cc:553] Connection closed by peer [10.0.0.2]:56722`` and ``Read error [10.0.0.1]:60813:
+  Connection reset by peer``: a peer process went away (usually a secondary error).
+* ``Gloo connectFullMesh failed with […] timed out connecting: SO_ERROR: Connection refused,
+  remote=[127.0.0.1]:19861$1`` and the debug logger's ``ERROR failed to connect, willRetry=1, retry=1,
+  retryLimit=3, rank=1, size=4, local=[127.0.0.1]:8323, remote=[127.0.0.1]:19861$1, error=…``.
+* ``Unable to resolve hostname to a (local) address. Using the loopback address as fallback.``
+* ``[enforce fail at …/device.cc:84] ifa != nullptr. Unable to find address for: eth9``.
+* ``[enforce fail at …/pair.cc:456] op.preamble.length <= op.nbytes. 4196 vs 4. Received data size doesn't
+  match expected size. Is there a distributed collective mismatch in your code?``
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event
+
+__all__ = ["KEYWORDS", "is_loopback", "parse"]
+
+KEYWORDS = (
+    "Timed out waiting",
+    "pair closure",
+    "closed by peer",
+    "reset by peer",
+    "connectFullMesh",
+    "failed to connect",
+    "loopback address",
+    "Unable to find address",
+    "Unable to find interface",
+    "Received data size",
+)
+
+_TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<dir>send|recv) operation")
+_ADDR = r"\[(?P<addr>[0-9A-Fa-f:.%\w]+)\]:(?P<port>\d+)"
+_CLOSED = re.compile(r"Connection closed by peer " + _ADDR)
+_RESET = re.compile(r"Read error " + _ADDR + r": Connection reset by peer")
+_DEBUG = re.compile(
+    r"failed to connect, willRetry=(?P<retry>\d), retry=(?P<n>\d+), retryLimit=(?P<limit>\d+), rank=(?P<rank>\d+), "
+    r"size=(?P<size>\d+), local=\[(?P<local>[^\]]+)\]:\d+, remote=\[(?P<remote>[^\]]+)\]:(?P<rport>\d+)\S*, "
+    r"error=(?P<error>[^,]+)"
+)
+_MESH = re.compile(r"connectFullMesh failed with (?:\[[^\]]*\] )?(?P<error>.+)")
+_REMOTE = re.compile(r"remote=\[(?P<addr>[^\]]+)\]:(?P<port>\d+)")
+_IFACE = re.compile(r"Unable to find (?:address|interface) for:? (?P<ifname>\S+)")
+_SIZE = re.compile(r"(?P<got>\d+) vs (?P<expected>\d+)\. Received data size doesn't match expected size")
+_SOURCE = re.compile(r"\[[^\]]*gloo/(?P<file>[\w/]+\.cc):(?P<line>\d+)\]")
+
+
+def is_loopback(addr: str) -> bool:
+    """True for 127.0.0.0/8 and ::1 (also inside ``[...]`` or with a ``%zone``)."""
+    text = addr.strip("[]").split("%")[0]
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return text in ("localhost",)
+
+
+def _gloo_source(body: str) -> dict[str, str]:
+    match = _SOURCE.search(body)
+    return {"gloo_source": f"{match['file']}:{match['line']}"} if match else {}
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    events: list[Event] = []
+    match = _TIMEOUT.search(body)
+    if match:
+        events.append(make_event(Kind.GLOO_TIMEOUT, line, data={
+            "ms": int(match["ms"]), "direction": match["dir"], "transport": "gloo", **_gloo_source(body)}))
+    elif "Application timeout caused pair closure" in body:
+        events.append(make_event(Kind.GLOO_TIMEOUT, line, data={"pair_closure": True, "transport": "gloo"}))
+    mesh = _MESH.search(body)
+    debug = _DEBUG.search(body)
+    if debug:
+        own = Origin(rank=int(debug["rank"])) if line.origin.rank is None else None
+        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, origin=own, data={
+            "gloo_rank": int(debug["rank"]), "size": int(debug["size"]), "local_addr": debug["local"],
+            "remote_addr": debug["remote"], "remote_port": int(debug["rport"]), "error": debug["error"].strip(),
+            "will_retry": debug["retry"] == "1", "final": debug["retry"] == "0",
+            "loopback_local": is_loopback(debug["local"]), "loopback_remote": is_loopback(debug["remote"]),
+        }))
+    elif mesh:
+        remote = _REMOTE.search(mesh["error"]) or _CLOSED.search(mesh["error"])
+        data: dict[str, object] = {"error": mesh["error"][:200], "final": True}
+        if remote:
+            data["remote_addr"] = remote["addr"]
+            data["remote_port"] = int(remote["port"])
+            data["loopback_remote"] = is_loopback(remote["addr"])
+        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data=data))
+    else:
+        closed = _CLOSED.search(body) or _RESET.search(body)
+        if closed:
+            events.append(make_event(Kind.PEER_CLOSED, line, data={
+                "peer_addr": closed["addr"], "peer_port": int(closed["port"]), "transport": "gloo",
+                "how": "reset" if "reset by peer" in closed.group(0) else "closed", **_gloo_source(body)}))
+    if "loopback address as fallback" in body:
+        events.append(make_event(Kind.GLOO_LOOPBACK, line, data={"fallback": True}))
+    iface = _IFACE.search(body)
+    if iface:
+        events.append(make_event(Kind.INTERFACE_MISSING, line, data={
+            "ifname": iface["ifname"].rstrip(".,"), "transport": "gloo"}))
+    size = _SIZE.search(body)
+    if size:
+        events.append(make_event(Kind.COLLECTIVE_MISMATCH, line, data={
+            "source": "gloo-size", "received_bytes": int(size["got"]), "expected_bytes": int(size["expected"]),
+            "sides": []}))
+    return events

@@ -1,0 +1,101 @@
+"""NCCL INFO lines that say how a communicator was built. Pure: no I/O.
+
+Prefix ``[<ts> ]<host>:<pid>:<tid> [<cudaDev>] NCCL INFO `` (see :mod:`.prefixes`); messages, every layout
+in NCCL 2.7-2.30:
+
+* ``NCCL version 2.19.3+cuda12.3`` (printed bare up to 2.21, also as an INFO line since 2.22)
+* ``Bootstrap : Using eth0:10.10.6.118<0>`` (<= 2.23), ``Bootstrap: Using …`` (2.24+),
+  ``Bootstrap : Using [0]ens192f1:10.150.178.134<0>`` (<= 2.7), IPv6 ``ib0:fe80::…%ib0<0>``
+* ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.10.6.118<0>``, ``NET/IB : No device
+  found.``, ``NET/Socket : Using [0]ens7:10.128.0.32<0> [1]…``, ``Using network IB`` / ``Socket`` / a plugin
+* ``[ncclCommInitRank ]comm 0x… rank 3 nranks 16 cudaDev 3 [nvmlDev 3 ]busId 1b000 [commId 0x… ][parent 0x…
+  …]- Init COMPLETE`` (the function name since 2.21, nvmlDev and commId since 2.18)
+"""
+
+from __future__ import annotations
+
+import re
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
+
+__all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
+
+KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", "Init COMPLETE")
+
+_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+cuda(?P<cuda>[\d.]+))?")
+_BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)")
+_IB = re.compile(r"NET/IB ?: Using (?P<devices>.*?);? ?OOB (?P<oob>\S+)")
+_IB_DEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+):(?P<port>\d+)(?::\d+)*/(?P<link>IB|RoCE)")
+_SOCKET = re.compile(r"NET/Socket ?: Using (?P<devices>.+)")
+_SOCKET_DEV = re.compile(r"\[\d+\](?P<endpoint>\S+)")
+_NETWORK = re.compile(r"Using network (?P<net>\w+)")
+_INIT = re.compile(r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)")
+_INIT_FIELDS = {
+    "nvml_dev": re.compile(r"nvmlDev (-?\d+)"),
+    "bus_id": re.compile(r"busId ([0-9a-fA-F]+)"),
+    "comm_id": re.compile(r"commId (0x[0-9a-fA-F]+)"),
+    "parent": re.compile(r"parent (0x[0-9a-fA-F]+|\(nil\))"),
+}
+
+
+def split_endpoint(text: str) -> tuple[str, str]:
+    """``eth0:10.0.0.1<0>`` -> (``eth0``, ``10.0.0.1``); IPv6 ``ib0:fe80::1%ib0<0>`` -> (``ib0``, ``fe80::1%ib0``)."""
+    text = text.split("<", 1)[0]
+    ifname, _, addr = text.partition(":")
+    return ifname, addr
+
+
+def nccl_origin(prefix: NcclPrefix | None) -> Origin | None:
+    return Origin(host=prefix.host, pid=prefix.pid) if prefix else None
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    prefix = split_nccl(body)
+    if prefix is not None and prefix.level not in ("INFO", "VERSION"):
+        return []
+    message = prefix.message if prefix else body
+    origin = nccl_origin(prefix)
+    events: list[Event] = []
+    match = _VERSION.search(message)
+    if match:
+        events.append(make_event(Kind.NCCL_VERSION, line, origin=origin, data={
+            "version": match["version"], "cuda": match["cuda"]}))
+    match = _BOOTSTRAP.search(message)
+    if match:
+        ifname, addr = split_endpoint(match["endpoint"])
+        events.append(make_event(Kind.NCCL_BOOTSTRAP, line, origin=origin, data={"ifname": ifname, "addr": addr}))
+    match = _IB.search(message)
+    if match:
+        devices = [f"{m['dev']}:{m['port']}/{m['link']}" for m in _IB_DEV.finditer(match["devices"])]
+        ifname, addr = split_endpoint(match["oob"])
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={
+            "net": "IB", "devices": devices, "oob_ifname": ifname, "oob_addr": addr}))
+    elif "NET/IB : No device found" in message or "NET/IB: No device found" in message:
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"net": "IB", "devices": [],
+                                                                           "no_device": True}))
+    match = _SOCKET.search(message)
+    if match:
+        endpoints = [split_endpoint(m["endpoint"]) for m in _SOCKET_DEV.finditer(match["devices"])]
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={
+            "net": "Socket", "devices": [f"{i}:{a}" for i, a in endpoints],
+            "ifnames": [i for i, _ in endpoints], "addrs": [a for _, a in endpoints]}))
+    match = _NETWORK.search(message)
+    if match:
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"network": match["net"]}))
+    if "Init COMPLETE" in message:
+        match = _INIT.search(message)
+        if match:
+            data: dict[str, object] = {
+                "comm": match["comm"], "comm_rank": int(match["rank"]), "nranks": int(match["nranks"]),
+                "cuda_dev": int(match["cuda"]),
+            }
+            for name, pattern in _INIT_FIELDS.items():
+                found = pattern.search(message)
+                if found:
+                    data[name] = found[1]
+            events.append(make_event(Kind.NCCL_INIT, line, origin=origin, group=data.get("comm_id") or match["comm"],
+                                     data=data))
+    return events

@@ -1,0 +1,162 @@
+"""NCCL WARN lines and NCCL errors surfaced by PyTorch, classified. Pure: no I/O.
+
+WARN prefix: ``<host>:<pid>:<tid> [<dev>] <file>:<line> NCCL WARN <msg>``; since 2.26 with a leading
+``[YYYY-MM-DD HH:MM:SS] `` timestamp, since 2.30.7 with ``(<func>) `` before ``NCCL WARN``; up to 2.25 an
+empty line precedes it (ignored). Messages recognised:
+
+* IB completion errors: ``NET/IB: Got completion from peer P with status=NAME(12) opcode=NAME(0) vendor_err=129
+  … hca mlx5_0`` (2.29+), ``NET/IB: … with status=12 opcode=0 len=0 vendor err 129 (Recv) … hca mlx5_0``
+  (2.23-2.28), ``NET/IB : … with status=12 …`` (2.20-2.22), ``NET/IB : Got completion from peer P with error 12,
+  opcode 1, len 0, vendor err 129 (Send)`` (2.10-2.19), ``NET/IB : Got completion with error 12, opcode 1,
+  len 0, vendor err 129`` (<= 2.9)
+* ``Call to ibv_modify_qp failed with 22 Invalid argument, … local GID index 3`` (GID), ``… with 110 …`` (rails)
+* memlock: ``Call to ibv_reg_mr[_iova2] failed with error Cannot allocate memory``, ``Call to ibv_create_qp failed``
+* shm: ``failed to extend /dev/shm/nccl-XXXX to N bytes``, ``unlink shared memory /dev/shm/nccl-… failed``
+* connect: ``connect to 10.0.0.2<43021> failed : Connection refused`` (also ``Net : Connect to …``,
+  ``socketStartConnect: Connect to …``, ``… exceeded error retry count after N attempts``)
+* closed: ``socketProgress: Connection closed by remote peer node2<43021>``, ``Net : Connection closed by
+  remote peer …``, ``Call to recv from 10.0.0.2<43021> failed : Connection reset by peer``
+* ``Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000`` (<= 2.29), ``Multiple Ranks are
+  using the same GPU/Partition`` (2.30+)
+* ``Cuda failure 217 'peer access is not supported between these two devices'``, ``failed to open CUDA IPC
+  handle : 217 …`` (<= 2.9)
+* PyTorch: ``NCCL error in: …ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for
+  details), NCCL version 2.19.3``, ``ncclRemoteError: …``, ``remote process exited or there was a network error``
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.prefixes import split_nccl
+
+__all__ = ["IB_STATUS", "KEYWORDS", "parse"]
+
+KEYWORDS = ("NCCL WARN", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError",
+            "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error")
+
+# ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
+IB_STATUS = {
+    4: "local protection error",
+    5: "work request flushed",
+    10: "remote access error",
+    12: "transport retry counter exceeded",
+    13: "RNR retry counter exceeded",
+}
+
+_IB = re.compile(
+    r"NET/IB\w* ?: ?Got completion(?: from peer (?P<peer>\S+))? with "
+    r"(?:status=(?:(?P<sname>[^()=,]*?)\()?(?P<status>\d+)\)?|error (?P<error>\d+))[, ]+"
+    r"opcode[= ](?:(?P<oname>[^()=,]*?)\()?(?P<opcode>\d+)\)?"
+    r"(?:[, ]+len[= ](?P<len>\d+))?[, ]+vendor[_ ]err[= ]?(?P<vendor>\d+)"
+)
+_HCA = re.compile(r"\bhca (?P<hca>[\w.\-]+)")
+_MODIFY_QP = re.compile(
+    r"Call to ibv_modify_qp failed with (?P<errno>\d+)(?: (?P<err>[^,]+))?"
+)
+_GID_INDEX = re.compile(r"GID index (?P<gid>-?\d+)")
+_ON_DEV = re.compile(r"on dev (?P<dev>[\w.\-]+(?::\d+)?)")
+_MEMLOCK = re.compile(r"(?:Call to )?ibv_(?:reg_mr\w*|create_qp|create_cq|alloc_pd)\w* failed(?: with error (?P<err>.+))?")
+_SHM = re.compile(r"failed to extend (?P<path>/dev/shm/\S+) to (?P<bytes>\d+) bytes")
+_SHM_UNLINK = re.compile(r"unlink shared memory (?P<path>/dev/shm/\S+) failed")
+_CONNECT = re.compile(
+    r"(?:[Cc]onnect to|connect to) (?P<peer>\S+?) (?:failed ?: ?(?P<err>.+)|returned (?P<err2>.+?), exceeded error retry count"
+    r"(?: after (?P<attempts>\d+) attempts)?)"
+)
+_RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<attempts>\d+) attempts)?")
+_CLOSED = re.compile(r"Connection closed by remote peer (?P<peer>\S+)")
+_RESET = re.compile(r"Call to recv from (?P<peer>\S+) failed ?: ?Connection reset by peer")
+_DUP = re.compile(r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
+_CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
+_TORCH_NCCL = re.compile(
+    r"NCCL error in: (?P<where>\S+?),? (?P<error>unhandled system error|remote process exited or there was a network "
+    r"error|internal error[^,(]*|invalid usage[^,(]*|unhandled cuda error[^,(]*|[^,(]+)"
+)
+_NCCL_CODE = re.compile(r"\b(?P<code>nccl(?:SystemError|RemoteError|InternalError|InvalidUsage|UnhandledCudaError|"
+                        r"InvalidArgument))\b")
+_NCCL_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)")
+
+
+def _peer(text: str | None) -> dict[str, object]:
+    if not text:
+        return {}
+    addr, _, port = text.partition("<")
+    return {"peer_addr": addr, "peer_port": int(port.rstrip(">,")) if port.rstrip(">,").isdigit() else None}
+
+
+def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[Event]:
+    match = _IB.search(message)
+    if match:
+        status = int(match["status"] or match["error"])
+        hca = _HCA.search(message)
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
+            "status": status, "status_text": IB_STATUS.get(status, (match["sname"] or "").strip()),
+            "opcode": int(match["opcode"]), "vendor_err": int(match["vendor"]),
+            "hca": hca["hca"] if hca else None, **_peer(match["peer"])})]
+    match = _MODIFY_QP.search(message)
+    if match:
+        gid = _GID_INDEX.search(message)
+        dev = _ON_DEV.search(message)
+        return [make_event(Kind.IB_MODIFY_QP, line, origin=origin, data={
+            "errno": int(match["errno"]), "error": (match["err"] or "").strip(),
+            "gid_index": int(gid["gid"]) if gid else None, "dev": dev["dev"] if dev else None})]
+    match = _MEMLOCK.search(message)
+    if match and (match["err"] is None or "allocate memory" in match["err"] or "ENOMEM" in match["err"]):
+        return [make_event(Kind.MEMLOCK_FAILURE, line, origin=origin, data={"call": match.group(0)[:120]})]
+    match = _SHM.search(message) or _SHM_UNLINK.search(message)
+    if match:
+        data: dict[str, object] = {"path": match["path"], "unlink": "unlink" in match.group(0)}
+        if "bytes" in match.groupdict():
+            data["bytes"] = int(match["bytes"])
+        return [make_event(Kind.SHM_FAILURE, line, origin=origin, data=data)]
+    match = _DUP.search(message)
+    if match:
+        return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={
+            "ranks": [int(match["a"]), int(match["b"])], "device": match["dev"]})]
+    if "Multiple Ranks are using the same GPU" in message:
+        return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={"ranks": []})]
+    match = _CUDA.search(message)
+    if match and (match["code"] == "217" or "peer access" in message):
+        return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
+            "cuda_error": int(match["code"]), "message": match["msg"].strip()})]
+    match = _CLOSED.search(message) or _RESET.search(message)
+    if match:
+        return [make_event(Kind.PEER_CLOSED, line, origin=origin, data={
+            "transport": "nccl", "how": "reset" if "reset" in match.group(0) else "closed", **_peer(match["peer"])})]
+    match = _CONNECT.search(message)
+    if match:
+        retries = _RETRY_EXCEEDED.search(message)
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+            "error": (match["err"] or match["err2"] or "").strip()[:120],
+            "attempts": int(retries["attempts"]) if retries and retries["attempts"] else None,
+            **_peer(match["peer"])})]
+    if level != "WARN":
+        return []
+    return [make_event(Kind.NCCL_WARN, line, origin=origin, data={"message": message[:300]})]
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    prefix = split_nccl(body)
+    if prefix is not None and prefix.level == "WARN":
+        origin = Origin(host=prefix.host, pid=prefix.pid)
+        return [event if prefix.time is None else _with_time(event, prefix.time, prefix.time_text)
+                for event in _warn(line, prefix.message, origin, "WARN")]
+    if prefix is not None:
+        return []
+    match = _TORCH_NCCL.search(body)
+    code = _NCCL_CODE.search(body)
+    if match or code or "remote process exited" in body or "unhandled system error" in body:
+        version = _NCCL_VERSION.search(body)
+        error = match["error"].strip() if match else (code["code"] if code else "remote process exited")
+        return [make_event(Kind.NCCL_ERROR, line, data={
+            "error": error[:120], "code": code["code"] if code else None,
+            "version": version["version"] if version else None})]
+    return []
+
+
+def _with_time(event: Event, time: float, time_text: str) -> Event:
+    return replace(event, time=time, time_text=time_text)

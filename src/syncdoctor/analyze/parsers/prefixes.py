@@ -1,0 +1,241 @@
+"""Who wrote a line and when: rank/host from line prefixes and file names, and timestamps. Pure: no I/O.
+
+Prefixes recognised at the start of a line (several may be stacked, in any order):
+
+====================================  =========================================================
+``[rank3]:``                          PyTorch (excepthook and C++ log prefix): global rank
+``[default0]:`` / ``[trainer1]:``     torchrun ``--tee``: role name and **local** rank
+``3: ``                               Slurm ``srun --label``: task id = global rank
+``[1,3]<stdout>:``                    Open MPI ``--tag-output``: job id, rank
+``2024-05-01T12:00:00.123Z``          a log collector's timestamp (ISO 8601)
+``[E1129 12:59:46.221 file.cpp:67]``  c10 (glog-style) log prefix: severity, month-day, time
+``E1129 12:59:46.221000 1234 f.py:1]`` torch elastic's Python log format: severity, time, pid
+``host:pid:tid [dev] NCCL INFO``      NCCL's own prefix (optionally ``[YYYY-MM-DD HH:MM:SS] `` first)
+====================================  =========================================================
+
+File names: ``rank3.log``, ``rank_3``, ``rank-3``, ``nccl_trace_rank_3``, ``attempt_0/3/stderr.log``
+(torchrun's log dir: local rank 3), and a directory or file part naming a host (``host1``, ``node-07``,
+``worker3``, ``nid001234``, ``gpu-12``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from syncdoctor.analyze.model import Origin
+
+__all__ = [
+    "NcclPrefix",
+    "Prefix",
+    "origin_from_path",
+    "parse_iso_time",
+    "split_nccl",
+    "split_prefix",
+]
+
+_RANK = re.compile(r"\[rank(\d{1,6})\]:[ ]?")
+_MPI = re.compile(r"\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
+_ROLE = re.compile(r"\[([A-Za-z_][A-Za-z_-]{0,30}?)(\d{1,5})\]:[ ]?")
+_SLURM = re.compile(r" {0,5}(\d{1,6}): ")
+_ISO = re.compile(
+    r"\[?(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T _](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
+    r"(?:Z|[+-]\d\d:?\d\d)?\]?[ ]?"
+)
+_GLOG = re.compile(
+    r"\[(?P<sev>[IWEF])(?:(?P<md>\d{3,4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.(?P<f>\d{1,9}))?"
+    r"(?: (?P<tid>\d+))? ?(?P<file>[^\]\s]{1,200}:\d{1,6})\][ ]?"
+)
+_PYLOG = re.compile(
+    r"(?P<sev>[IWEF])(?P<md>\d{3,4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.(?P<f>\d{1,9}) "
+    r"(?P<pid>\d+) (?P<file>[^\]]{1,300}:\d{1,6})\][ ]?"
+)
+_NCCL = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\] )?"
+    r"(?P<host>[A-Za-z0-9_.\-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,4})\] "
+    r"(?:(?P<file>[\w./\-]{1,200}):(?P<fline>\d{1,6}) (?:\((?P<func>[\w:~]{1,100})\) )?)?"
+    r"NCCL (?P<level>INFO|WARN|CALL|TRACE|ABORT|VERSION)\b ?"
+)
+_SEVERITY = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
+_MAX_PREFIXES = 6
+
+
+def _year_less(mo: int, d: int, h: int, mi: int, s: int, frac: str | None) -> float | None:
+    """Seconds since an arbitrary year start: comparable for ordering on one clock (31-day months)."""
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 61):
+        return None
+    seconds = ((mo - 1) * 31 + (d - 1)) * 86400 + h * 3600 + mi * 60 + s
+    if frac:
+        seconds += int(frac) / 10 ** len(frac)
+    return float(seconds)
+
+
+def _month_day_time(g: dict[str, str]) -> float | None:
+    """Year-less seconds of a c10/glog ``MMDD hh:mm:ss.ffffff`` stamp (the month may lack its leading 0)."""
+    md = g["md"]
+    return _year_less(int(md[:-2]), int(md[-2:]), int(g["h"]), int(g["mi"]), int(g["s"]), g["f"])
+
+
+def parse_iso_time(text: str) -> tuple[float | None, str]:
+    """Find an ISO-like ``YYYY-MM-DD[ T_]HH:MM:SS[.fff]`` anywhere in ``text``: (year-less seconds, text)."""
+    match = _ISO.search(text)
+    if not match:
+        return None, ""
+    g = match.groupdict()
+    value = _year_less(int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"]), g["f"])
+    return value, match.group(0).strip(" []") if value is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """What the prefixes of one line said, and the rest of the line (``body``)."""
+
+    origin: Origin
+    body: str
+    time: float | None = None
+    time_text: str = ""
+    severity: str = ""  # from a c10/glog prefix: info, warning, error, fatal
+    glog_file: str = ""  # "ProcessGroupNCCL.cpp:607" from a c10 prefix
+
+
+def split_prefix(text: str) -> Prefix:
+    """Strip the known prefixes of ``text`` (see module docstring)."""
+    rank = local_rank = pid = None
+    time: float | None = None
+    time_text = severity = glog_file = ""
+    pos = 0
+    for _ in range(_MAX_PREFIXES):
+        match = _RANK.match(text, pos)
+        if match:
+            rank = int(match[1]) if rank is None else rank
+            pos = match.end()
+            continue
+        match = _MPI.match(text, pos)
+        if match:
+            rank = int(match[1]) if rank is None else rank
+            pos = match.end()
+            continue
+        match = _ROLE.match(text, pos)
+        if match and match[1].lower() != "rank":
+            local_rank = int(match[2]) if local_rank is None else local_rank
+            pos = match.end()
+            continue
+        if pos == 0:
+            match = _SLURM.match(text, pos)
+            if match:
+                rank = int(match[1])
+                pos = match.end()
+                continue
+        match = _ISO.match(text, pos)
+        if match:
+            g = match.groupdict()
+            value = _year_less(int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"]), g["f"])
+            if value is not None and time is None:
+                time, time_text = value, match.group(0).strip(" []")
+            pos = match.end()
+            continue
+        match = _GLOG.match(text, pos) or _PYLOG.match(text, pos)
+        if match:
+            g = match.groupdict()
+            severity = severity or _SEVERITY[g["sev"]]
+            glog_file = glog_file or g["file"]
+            if g.get("pid"):
+                pid = int(g["pid"])
+            if g["md"] and time is None:
+                time = _month_day_time(g)
+                if time is not None:
+                    time_text = f"{g['md'][:-2]}-{g['md'][-2:]} {g['h']}:{g['mi']}:{g['s']}.{g['f']}"
+            pos = match.end()
+            continue
+        break
+    return Prefix(
+        origin=Origin(rank=rank, local_rank=local_rank, pid=pid),
+        body=text[pos:],
+        time=time,
+        time_text=time_text,
+        severity=severity,
+        glog_file=glog_file,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NcclPrefix:
+    """NCCL's ``[ts ]host:pid:tid [dev] [file:line [(func)] ]NCCL LEVEL`` prefix and the message after it."""
+
+    host: str
+    pid: int
+    tid: int
+    device: int
+    level: str
+    message: str
+    source_file: str = ""
+    function: str = ""
+    time: float | None = None
+    time_text: str = ""
+
+
+def split_nccl(body: str) -> NcclPrefix | None:
+    """Parse NCCL's prefix anywhere in ``body`` (PyTorch or mpirun prefixes may come first)."""
+    match = _NCCL.search(body)
+    if not match:
+        return None
+    time: float | None = None
+    time_text = ""
+    if match["ts"]:
+        time, time_text = parse_iso_time(match["ts"])
+    return NcclPrefix(
+        host=match["host"],
+        pid=int(match["pid"]),
+        tid=int(match["tid"]),
+        device=int(match["dev"]),
+        level=match["level"],
+        message=body[match.end():].strip(),
+        source_file=f"{match['file']}:{match['fline']}" if match["file"] else "",
+        function=match["func"] or "",
+        time=time,
+        time_text=time_text,
+    )
+
+
+_PATH_RANK = (
+    re.compile(r"(?:^|[^a-z])rank[_\-.]?(\d{1,6})(?!\d)", re.IGNORECASE),
+    re.compile(r"^(?:nccl|comm_lib)_trace_rank_(\d{1,6})", re.IGNORECASE),
+)
+_PATH_ATTEMPT = re.compile(r"^attempt_\d+$")
+_PATH_HOST = re.compile(
+    r"^(?:host|node|worker|nid|gpu|compute|server|machine|trainer)[-_]?[A-Za-z]*\d+[A-Za-z0-9\-]*$",
+    re.IGNORECASE,
+)
+
+
+def origin_from_path(path: str) -> Origin:
+    """Rank, local rank and host that a file's path names (see module docstring); empty when none."""
+    parts = [part for part in PurePath(path).parts if part not in ("/", ".", "..")]
+    if not parts:
+        return Origin()
+    rank = local_rank = None
+    host = None
+    name = parts[-1]
+    stem = name.split(".")[0] if not name.startswith(".") else name
+    for pattern in _PATH_RANK:
+        match = pattern.search(name)
+        if match:
+            rank = int(match[1])
+            break
+    # torchrun --log-dir: <dir>/<run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log
+    if len(parts) >= 3 and _PATH_ATTEMPT.match(parts[-3]) and parts[-2].isdigit():
+        local_rank = int(parts[-2])
+    for part in reversed(parts[:-1]):
+        if rank is None:
+            match = _PATH_RANK[0].search(part)
+            if match:
+                rank = int(match[1])
+        if host is None and _PATH_HOST.match(part):
+            host = part
+    if host is None:
+        for piece in re.split(r"[._]", stem):
+            if _PATH_HOST.match(piece) and not piece.lower().startswith("rank"):
+                host = piece
+                break
+    return Origin(rank=rank, local_rank=local_rank, host=host)

@@ -1,0 +1,157 @@
+"""PyTorch's debug-mode reports: desync report, DETAIL collective mismatch, monitored_barrier. Pure: no I/O.
+
+* desync report (``TORCH_NCCL_DESYNC_DEBUG=1``): a header `` - [3] Timeout at collective: ALLREDUCE, #12``
+  followed by ``To our best knowledge, ranks [1, 2] are the lagging ranks that caused this timeout. They never
+  joined any collectives`` or ``… the lagging/dead/mismatched ranks that caused the desync are:`` /
+  ``- [0, 3] joined but didn't finish collective #12 (count from 1)`` /
+  ``[1] finished collective #11, but didn't join collective #12 (count from 1)``.
+* ``Detected mismatch between collectives on ranks. Rank 0 is running collective:
+  CollectiveFingerPrint(SequenceNumber=5, OpType=ALLREDUCE, TensorShape=[10], …), but Rank 1 is running
+  collective: CollectiveFingerPrint(…)``, and the older ``Error when verifying shape tensors for collective
+  ALLREDUCE on rank 0 …``.
+* ``[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms`` (``Ranks 1, 2 failed …`` with
+  ``wait_all_ranks``), ``Rank 3 timed out in monitoredBarrier after 2000 ms.``, and the victims' ``Rank 2
+  successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0.``
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
+
+__all__ = ["KEYWORDS", "DesyncFollower", "follow", "parse"]
+
+KEYWORDS = (
+    "Timeout at collective",
+    "mismatch between collectives",
+    "verifying shape tensors",
+    "monitoredBarrier",
+)
+
+_DESYNC_HEAD = re.compile(r"\[(?P<rank>\d+)\] Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
+_LAGGING = re.compile(r"ranks? \[(?P<ranks>[\d, ]*)\] (?:are|is) the lagging ranks?")
+_JOINED = re.compile(r"\[(?P<ranks>[\d, ]*)\] joined but didn't finish collective #(?P<seq>\d+)")
+_NOT_JOINED = re.compile(r"\[(?P<ranks>[\d, ]*)\] finished collective #(?P<prev>\d+), but didn't join collective #(?P<seq>\d+)")
+_FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\((?P<fp>[^)]*)\)")
+_FP_FIELD = re.compile(r"(?P<key>\w+)=(?P<value>\[[^\]]*\]|[^,]*)")
+_SHAPES = re.compile(r"verifying shape tensors for collective (?P<op>\w+) on rank (?P<rank>\d+)")
+_BARRIER_FAILED = re.compile(r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
+_BARRIER_TIMEOUT = re.compile(r"Rank (?P<rank>\d+) timed out in monitoredBarrier after (?P<ms>\d+) ms")
+_BARRIER_VICTIM = re.compile(r"Rank (?P<rank>\d+) successfully reached monitoredBarrier")
+_BARRIER_RANK0 = re.compile(r"\[Rank (?P<rank>\d+)\]:")
+
+
+def _ranks(text: str) -> list[int]:
+    return [int(part) for part in re.findall(r"\d+", text)]
+
+
+@dataclass
+class DesyncFollower:
+    """Collects the lines of one desync report after its ``Timeout at collective`` header."""
+
+    head: Line
+    rank: int
+    op: str
+    seq: int
+    max_lines: int = 30
+    lagging: list[int] = field(default_factory=list)
+    joined_not_finished: list[int] = field(default_factory=list)
+    not_joined: list[int] = field(default_factory=list)
+    seen: int = 0
+
+    def feed(self, line: Line) -> bool:
+        text = line.body
+        if line.origin.rank is not None and line.origin.rank != self.head.origin.rank:
+            return True  # another rank's line interleaved: skip it, keep collecting
+        self.seen += 1
+        match = _LAGGING.search(text)
+        if match:
+            self.lagging = _ranks(match["ranks"])
+            return True
+        match = _JOINED.search(text)
+        if match:
+            self.joined_not_finished = _ranks(match["ranks"])
+            return True
+        match = _NOT_JOINED.search(text)
+        if match:
+            self.not_joined = _ranks(match["ranks"])
+            return True
+        return any(word in text for word in ("best knowledge", "Snapshot", "started ranks", "started ", "#"))
+
+    def finish(self) -> list[Event]:
+        data = {
+            "reporter": self.rank,
+            "lagging": self.lagging,
+            "joined_not_finished": self.joined_not_finished,
+            "not_joined": self.not_joined,
+        }
+        return [make_event(Kind.DESYNC_REPORT, self.head, origin=Origin(rank=self.rank), seq=self.seq,
+                           op=self.op, data=data)]
+
+
+def follow(line: Line) -> DesyncFollower | None:
+    match = _DESYNC_HEAD.search(line.body)
+    if not match:
+        return None
+    follower = DesyncFollower(line, int(match["rank"]), normalize_op(match["op"]), int(match["seq"]))
+    follower.feed(line)  # the first findings may share the header's line
+    follower.seen = 0
+    return follower
+
+
+def _fingerprint(text: str) -> dict[str, str]:
+    return {m["key"]: m["value"].strip() for m in _FP_FIELD.finditer(text)}
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    events: list[Event] = []
+    prints = list(_FINGERPRINT.finditer(body))
+    if "mismatch between collectives" in body and prints:
+        sides = []
+        for match in prints[:2]:
+            fp = _fingerprint(match["fp"])
+            seq = fp.get("SequenceNumber")
+            sides.append({
+                "rank": int(match["rank"]),
+                "op": normalize_op(fp["OpType"]) if fp.get("OpType") else None,
+                "seq": int(seq) if seq and seq.isdigit() else None,
+                "shape": fp.get("TensorShape"),
+                "dtypes": fp.get("TensorDtypes"),
+            })
+        aspects = body.split("Collectives differ in the following aspects:", 1)
+        first = sides[0]
+        events.append(make_event(
+            Kind.COLLECTIVE_MISMATCH, line, origin=Origin(rank=first["rank"]), seq=first["seq"], op=first["op"],
+            data={"source": "detail", "sides": sides, "aspects": clip(aspects[1], 200) if len(aspects) > 1 else ""},
+        ))
+    shapes = _SHAPES.search(body)
+    if shapes:
+        events.append(make_event(
+            Kind.COLLECTIVE_MISMATCH, line, origin=Origin(rank=int(shapes["rank"])), op=normalize_op(shapes["op"]),
+            data={"source": "shape-check", "sides": []},
+        ))
+    failed = _BARRIER_FAILED.search(body)
+    if failed:
+        reporter = _BARRIER_RANK0.search(body)
+        events.append(make_event(
+            Kind.MONITORED_BARRIER, line, origin=Origin(rank=int(reporter["rank"])) if reporter else None,
+            data={"failed_ranks": _ranks(failed["ranks"]), "ms": int(failed["ms"]), "role": "detector"},
+        ))
+    else:
+        timed = _BARRIER_TIMEOUT.search(body)
+        if timed:
+            events.append(make_event(
+                Kind.MONITORED_BARRIER, line,
+                data={"failed_ranks": [int(timed["rank"])], "ms": int(timed["ms"]), "role": "detector"},
+            ))
+    victim = _BARRIER_VICTIM.search(body)
+    if victim:
+        events.append(make_event(
+            Kind.MONITORED_BARRIER, line, origin=Origin(rank=int(victim["rank"])),
+            data={"failed_ranks": [], "role": "victim"},
+        ))
+    return events

@@ -1,0 +1,128 @@
+"""PyTorch ProcessGroupNCCL watchdog lines, every release's wording. Pure: no I/O.
+
+* ``[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE,
+  NumelIn=…, NumelOut=…, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.`` and the older
+  ``WorkNCCL(SeqNum=…, OpType=…, Timeout(ms)=…)``, ``WorkNCCL(OpType=…, TensorShape=[…], Timeout(ms)=…)``;
+  the log prefix is ``[Rank N]``, ``[PG 0 Rank 7]``, ``[PG name (desc) Rank N]`` or
+  ``[PG ID 0 PG GUID 0(default_pg) Rank 1]`` depending on the release.
+* the status companion: ``Timeout at NCCL work: 1, last enqueued NCCL work: 1, last completed NCCL work: 0``
+  (~2.2-2.3), ``Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL
+  work: 811, last completed NCCL work: 807.`` (~2.4-2.5), `` failure detected by watchdog at work sequence id:
+  40231 PG status: last enqueued work: 40267, last completed work: 40230`` (2.6+).
+* ``Received a dump signal due to a collective timeout from  rank 13 …`` (or ``from this local rank``).
+* ``Heartbeat monitor timed out! …`` and ``ProcessGroupNCCL's watchdog got stuck for 600 seconds …``.
+* ``[Rank N] Work WorkNCCL(…) timed out in blocking wait (NCCL_BLOCKING_WAIT=1).`` (and the
+  ``TORCH_NCCL_BLOCKING_WAIT=1`` and bare variants).
+"""
+
+from __future__ import annotations
+
+import re
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event, normalize_op
+
+__all__ = ["KEYWORDS", "parse", "parse_pg_prefix", "parse_work"]
+
+KEYWORDS = (
+    "Watchdog caught",
+    "detected by watchdog",
+    "Timeout at NCCL work",
+    "dump signal",
+    "Heartbeat monitor",
+    "watchdog got stuck",
+    "in blocking wait",
+)
+
+_PG_PREFIX = re.compile(r"\[(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (?P<rank>\d{1,7})\]")
+_WORK = re.compile(r"WorkNCCL\((?P<fields>[^()]*(?:\([^()]*\)[^()]*)*)\)")
+_FIELD = re.compile(r"(?P<key>\w+(?:\(ms\))?)=(?P<value>\[[^\]]*\]|[^,)]*)")
+_RAN_FOR = re.compile(r"ran for (?P<ms>\d+) milliseconds")
+_STATUS = re.compile(
+    r"(?:detected by watchdog at work(?: sequence id)?|Timeout at NCCL work):? (?P<at>-?\d+)"
+    r".{0,80}?last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+),? last completed (?:NCCL )?work: (?P<completed>-?\d+)"
+)
+_DUMP_FROM = re.compile(r"dump signal (?:due to (?P<why>[\w ]+?) )?from\s+(?:rank (?P<rank>\d+)|(?P<local>this local rank))")
+_DUMP_WORK = re.compile(r"Last enqueued NCCL work: (?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)")
+_STUCK = re.compile(r"watchdog got stuck for (?P<seconds>\d+) seconds")
+
+
+def parse_pg_prefix(text: str) -> tuple[str | None, int | None]:
+    """(group, rank) from PyTorch's ``[PG … Rank N]`` log prefix; group is the PG id, name or None."""
+    match = _PG_PREFIX.search(text)
+    if not match:
+        return None, None
+    group = None
+    pg = match["pg"]
+    if pg:
+        by_id = re.match(r"ID (\d+)", pg)
+        group = by_id[1] if by_id else pg.split(" ")[0]
+    return group, int(match["rank"])
+
+
+def parse_work(text: str) -> dict[str, str] | None:
+    """The ``key=value`` fields of the first ``WorkNCCL(...)`` in ``text``."""
+    match = _WORK.search(text)
+    if not match:
+        return None
+    return {m["key"]: m["value"].strip() for m in _FIELD.finditer(match["fields"])}
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _work_event(kind: Kind, line: Line, fields: dict[str, str], rank: int | None, group: str | None) -> Event:
+    data: dict[str, object] = {}
+    for key, name in (("NumelIn", "numel_in"), ("NumelOut", "numel_out"), ("Timeout(ms)", "timeout_ms")):
+        value = _int(fields.get(key))
+        if value is not None:
+            data[name] = value
+    if "TensorShape" in fields:
+        data["tensor_shape"] = fields["TensorShape"]
+    ran = _RAN_FOR.search(line.body)
+    if ran:
+        data["ran_ms"] = int(ran["ms"])
+    op = fields.get("OpType")
+    return make_event(
+        kind, line, origin=Origin(rank=rank), group=group, seq=_int(fields.get("SeqNum")),
+        op=normalize_op(op) if op else None, data=data,
+    )
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    group, rank = parse_pg_prefix(body)
+    events: list[Event] = []
+    if "Watchdog caught" in body or "in blocking wait" in body:
+        fields = parse_work(body)
+        if fields is not None:
+            kind = Kind.WATCHDOG_TIMEOUT if "Watchdog caught" in body else Kind.BLOCKING_WAIT_TIMEOUT
+            events.append(_work_event(kind, line, fields, rank, group))
+    status = _STATUS.search(body)
+    if status:
+        events.append(make_event(
+            Kind.WORK_STATUS, line, origin=Origin(rank=rank), group=group, seq=int(status["at"]),
+            data={"last_enqueued": int(status["enqueued"]), "last_completed": int(status["completed"])},
+        ))
+    dump = _DUMP_FROM.search(body)
+    if dump:
+        data: dict[str, object] = {"from_rank": int(dump["rank"]) if dump["rank"] else rank}
+        data["self"] = bool(dump["local"])
+        if dump["why"]:
+            data["reason"] = dump["why"]
+        work = _DUMP_WORK.search(body)
+        if work:
+            data["last_enqueued"] = int(work["enqueued"])
+            data["last_completed"] = int(work["completed"])
+        events.append(make_event(Kind.DUMP_SIGNAL, line, origin=Origin(rank=rank), group=group, data=data))
+    if "Heartbeat monitor timed out" in body or "watchdog got stuck" in body:
+        stuck = _STUCK.search(body)
+        events.append(make_event(
+            Kind.HEARTBEAT_TIMEOUT, line, origin=Origin(rank=rank), group=group,
+            data={"seconds": int(stuck["seconds"])} if stuck else {},
+        ))
+    return events

@@ -1,0 +1,162 @@
+"""torchrun (torch.distributed.elastic) failure reports. Pure: no I/O.
+
+* the agent's log lines ``failed (exitcode: -9) local_rank: 1 (pid: 5678) of binary: /usr/bin/python`` and
+  ``Sending process 5678 closing signal SIGTERM`` (after another worker failed, the agent stops the rest);
+* the ``ChildFailedError`` summary, one record per failed worker, the first observed failure last::
+
+      torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+      ============================================================
+      train.py FAILED
+      ------------------------------------------------------------
+      Failures:
+      [1]:
+        time      : 2024-05-01_12:00:00
+        host      : node1
+        rank      : 3 (local_rank: 1)
+        exitcode  : -9 (pid: 1235)  (SIGKILL)
+        error_file: <N/A>
+        traceback : Signal 9 (SIGKILL) received by PID 1235
+      ------------------------------------------------------------
+      Root Cause (first observed failure):
+      [0]:
+        …
+      ============================================================
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.prefixes import parse_iso_time
+
+__all__ = ["KEYWORDS", "FailureTable", "follow", "parse", "signal_name"]
+
+KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first observed failure)")
+
+_AGENT_FAILED = re.compile(
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)(?: of (?:binary|fn): (?P<what>.+))?"
+)
+_SIGTERM = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
+_FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+_RANK = re.compile(r"(?P<rank>-?\d+)(?: \(local_rank: (?P<local>-?\d+)\))?")
+_EXIT = re.compile(r"(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?")
+_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
+            11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
+
+def signal_name(exitcode: int | None) -> str | None:
+    """torchrun reports death by signal N as exit code -N."""
+    if exitcode is None or exitcode >= 0:
+        return None
+    return _SIGNALS.get(-exitcode, f"signal {-exitcode}")
+
+
+@dataclass
+class FailureTable:
+    """Collects the records of one ChildFailedError summary."""
+
+    head: Line
+    max_lines: int = 400
+    records: list[tuple[Line, dict[str, str], bool]] = field(default_factory=list)
+    current: dict[str, str] | None = None
+    current_line: Line | None = None
+    root_section: bool = False
+    started: bool = False
+
+    def _close(self) -> None:
+        if self.current is not None and self.current_line is not None and "rank" in self.current:
+            self.records.append((self.current_line, self.current, self.root_section))
+        self.current = None
+        self.current_line = None
+
+    def feed(self, line: Line) -> bool:
+        body = line.body.rstrip()
+        stripped = body.strip()
+        if stripped.startswith("====="):
+            if self.started and self.root_section:
+                self._close()
+                return False
+            self.started = True
+            return True
+        if stripped.startswith("Root Cause"):
+            self._close()
+            self.root_section = True
+            self.started = True
+            return True
+        if stripped.startswith("Failures:"):
+            self.started = True
+            return True
+        if re.fullmatch(r"\[\d+\]:", stripped):
+            self._close()
+            self.current = {}
+            return True
+        match = _FIELD.match(body)
+        if match and self.current is not None:
+            key = match["key"]
+            if key not in self.current:
+                self.current[key] = match["value"].strip()
+            if key == "rank":
+                self.current_line = line
+            return True
+        return True  # titles, section rules, <NO_OTHER_FAILURES>, traceback continuation lines
+
+    def finish(self) -> list[Event]:
+        self._close()
+        events = []
+        for line, record, root in self.records:
+            rank_match = _RANK.match(record.get("rank", ""))
+            exit_match = _EXIT.match(record.get("exitcode", ""))
+            if not rank_match:
+                continue
+            exitcode = int(exit_match["code"]) if exit_match else None
+            host = record.get("host") or None
+            time, time_text = parse_iso_time(record.get("time", ""))
+            traceback = record.get("traceback", "")
+            data = {
+                "source": "summary",
+                "root_cause": root,
+                "exitcode": exitcode,
+                "signal": (exit_match["sig"] if exit_match and exit_match["sig"] else signal_name(exitcode)),
+                "pid": int(exit_match["pid"]) if exit_match and exit_match["pid"] else None,
+                "local_rank": int(rank_match["local"]) if rank_match["local"] else None,
+                "table_host": host,
+                "error_file": record.get("error_file"),
+                "traceback": traceback[:200],
+            }
+            origin = Origin(
+                rank=int(rank_match["rank"]),
+                local_rank=data["local_rank"],  # type: ignore[arg-type]
+                host=host if host and host not in ("localhost", "localhost.localdomain") else None,
+                pid=data["pid"],  # type: ignore[arg-type]
+            )
+            events.append(make_event(Kind.WORKER_FAILED, line, origin=origin, data=data, time=time,
+                                     time_text=time_text))
+        return events
+
+
+def follow(line: Line) -> FailureTable | None:
+    body = line.body
+    if "ChildFailedError:" in body:
+        return FailureTable(line)
+    if "Root Cause (first observed failure)" in body:
+        table = FailureTable(line, started=True, root_section=True)
+        return table
+    return None
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    match = _AGENT_FAILED.search(body)
+    if match:
+        code = int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["local"]), pid=None), data={
+            "source": "agent", "exitcode": code, "signal": signal_name(code), "worker_pid": int(match["pid"]),
+            "local_rank": int(match["local"])})]
+    match = _SIGTERM.search(body)
+    if match:
+        return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=None), data={
+            "worker_pid": int(match["pid"]), "signal": match["sig"]})]
+    return []

@@ -1,0 +1,105 @@
+"""Python tracebacks, exception lines, CUDA out-of-memory errors and fatal signals on a rank. Pure.
+
+* ``Traceback (most recent call last):`` then ``  File "train.py", line 42, in step`` frames and the
+  exception line ``RuntimeError: …`` (PyTorch's excepthook prefixes every line with ``[rank3]: ``; in a
+  combined log other ranks' lines may interleave, so the follower keeps only its own rank's lines);
+* a bare exception line ``torch.distributed.DistBackendError: …`` / ``ValueError: …``;
+* ``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; …)`` (also
+  ``torch.cuda.OutOfMemoryError`` and ``RuntimeError: CUDA out of memory``);
+* ``Fatal Python error: Segmentation fault``, ``*** SIGSEGV received at time=…``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.parsers.base import Line, clip, make_event
+
+__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
+
+KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "SIG")
+
+_EXCEPTION = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
+)
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?(?:.*?\(GPU (?P<gpu>\d+))?")
+_FATAL = re.compile(r"Fatal Python error: (?P<what>.+)|\*\*\* (?P<sig>SIG[A-Z]+) received")
+_FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+                  "Floating point exception": "SIGFPE"}
+
+
+def exception_of(text: str) -> tuple[str, str] | None:
+    """(type, message) when ``text`` (a line body) is a Python exception line."""
+    match = _EXCEPTION.match(text.rstrip())
+    if not match:
+        return None
+    return match["type"], (match["msg"] or "").strip()
+
+
+def _exception_events(line: Line, exc_type: str, message: str, frames: list[str]) -> list[Event]:
+    short = exc_type.rsplit(".", 1)[-1]
+    data: dict[str, object] = {"type": exc_type, "message": clip(message, 300)}
+    if frames:
+        data["frames"] = frames[-4:]
+        data["where"] = frames[-1]
+    events = [make_event(Kind.EXCEPTION, line, data=data)]
+    oom = _OOM.search(message)
+    if oom or short == "OutOfMemoryError":
+        events.append(make_event(Kind.CUDA_OOM, line, data={
+            "tried": oom["size"] if oom else None, "gpu": int(oom["gpu"]) if oom and oom["gpu"] else None}))
+    return events
+
+
+@dataclass
+class TracebackFollower:
+    """Collects one traceback's frames until its exception line."""
+
+    head: Line
+    max_lines: int = 250
+    frames: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    def feed(self, line: Line) -> bool:
+        if line.origin.rank != self.head.origin.rank or line.origin.local_rank != self.head.origin.local_rank:
+            return True  # another process's line interleaved in a combined log
+        body = line.body
+        frame = _FRAME.match(body)
+        if frame:
+            self.frames.append(f"{frame['file'].rsplit('/', 1)[-1]}:{frame['line']} in {frame['func'].strip()}")
+            return True
+        if not body.strip() or body[:1] in (" ", "\t") or body.lstrip().startswith("^"):
+            return True  # source line under a frame, caret markers
+        found = exception_of(body)
+        if found and not found[0].endswith("ChildFailedError"):  # the launcher's own traceback
+            self.events = _exception_events(line, found[0], found[1], self.frames)
+        return False
+
+    def finish(self) -> list[Event]:
+        return self.events
+
+
+def follow(line: Line) -> TracebackFollower | None:
+    if line.body.startswith("Traceback (most recent call last)"):
+        return TracebackFollower(line)
+    return None
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    found = exception_of(body)
+    if found:
+        if found[0].endswith("ChildFailedError"):
+            return []  # the launcher's summary, read by the torchrun parser
+        return _exception_events(line, found[0], found[1], [])
+    fatal = _FATAL.search(body)
+    if fatal:
+        signal = fatal["sig"] or _FATAL_SIGNALS.get((fatal["what"] or "").strip(), None)
+        return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": (fatal["what"] or "").strip()})]
+    if "CUDA out of memory" in body:
+        oom = _OOM.search(body)
+        return [make_event(Kind.CUDA_OOM, line, data={
+            "tried": oom["size"] if oom else None, "gpu": int(oom["gpu"]) if oom and oom["gpu"] else None})]
+    return []

@@ -1,0 +1,84 @@
+"""The rules: pure functions ``(Timeline) -> list[Hypothesis]``, and :func:`diagnose` that runs them all
+and ranks the hypotheses by confidence. Pure: no I/O.
+
+====================  =====================================================================  ==========
+module                what it tells apart                                                     categories
+====================  =====================================================================  ==========
+:mod:`.crash`         a rank that died on its own vs the peers that lost it (cascade)          A003, A004
+:mod:`.progress`      the rank that never reached collective S vs the ranks that timed out     A001, A010
+:mod:`.desync`        different collectives at the same sequence number vs a straggler         A002
+:mod:`.network`       loopback/docker addresses, missing or odd interfaces, socket fallback,   A005-A009,
+                      a host cut off, and timeouts nobody explains                              A019
+:mod:`.nccl_errors`   IB retry exceeded at init vs late, QP setup, shm, memlock, duplicate     A011-A018
+                      GPU, peer access, a stuck watchdog
+====================  =====================================================================  ==========
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
+from syncdoctor.analyze.rules.crash import rank_crashed
+from syncdoctor.analyze.rules.desync import collective_desync
+from syncdoctor.analyze.rules.nccl_errors import ib_retry_exceeded, local_nccl_failures, watchdog_stuck
+from syncdoctor.analyze.rules.network import (
+    advertised_loopback,
+    interface_mismatch,
+    interface_missing,
+    network_partition,
+    socket_fallback,
+    unexplained_timeout,
+)
+from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
+from syncdoctor.analyze.timeline import Timeline
+
+__all__ = ["RULES", "diagnose"]
+
+Rule = Callable[[Timeline], list[Hypothesis]]
+
+RULES: tuple[Rule, ...] = (
+    rank_crashed,
+    collective_desync,
+    lagging_rank,
+    rank_never_joined,
+    interface_missing,
+    advertised_loopback,
+    interface_mismatch,
+    socket_fallback,
+    ib_retry_exceeded,
+    local_nccl_failures,
+    watchdog_stuck,
+    network_partition,
+)
+
+# When two hypotheses are equally confident, the more specific cause comes first.
+_PRECEDENCE = {category: index for index, category in enumerate((
+    Category.INTERFACE_MISSING, Category.LOOPBACK_ADDRESS, Category.DUPLICATE_GPU, Category.PEER_ACCESS,
+    Category.SHM_EXHAUSTED, Category.MEMLOCK_LIMIT, Category.IB_MODIFY_QP, Category.IB_UNREACHABLE_AT_INIT,
+    Category.IB_LINK_FAILURE, Category.RANK_OUT_OF_MEMORY, Category.RANK_CRASHED, Category.COLLECTIVE_DESYNC,
+    Category.LAGGING_RANK, Category.NETWORK_PARTITION, Category.RANK_NEVER_JOINED, Category.INTERFACE_MISMATCH,
+    Category.SOCKET_FALLBACK, Category.WATCHDOG_STUCK, Category.UNEXPLAINED_TIMEOUT,
+))}
+
+
+def _rank(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
+    return sorted(hypotheses, key=lambda h: (-round(h.confidence, 3), not h.root_cause, _PRECEDENCE[h.category],
+                                             h.culprit_ranks, h.title))
+
+
+def diagnose(tl: Timeline, notes: Sequence[str] = (), sources: Sequence[str] = ()) -> Diagnosis:
+    """Run every rule; hypotheses best first. When nothing explains the timeouts, say so (A019)."""
+    hypotheses: list[Hypothesis] = []
+    for rule in RULES:
+        hypotheses.extend(rule(tl))
+    if not any(h.root_cause and h.confidence >= 0.5 for h in hypotheses):
+        hypotheses.extend(unexplained_timeout(tl))
+    ranked = _rank(hypotheses)
+    return Diagnosis(
+        hypotheses=tuple(ranked),
+        ranks=tuple(sorted(tl.ranks)),
+        hosts=tuple(sorted(tl.hosts)),
+        sources=tuple(sources),
+        notes=tuple(notes),
+    )

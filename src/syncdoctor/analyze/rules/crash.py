@@ -1,0 +1,136 @@
+"""A rank that died on its own, and the cascade of peer errors it caused. Pure: no I/O.
+
+Order across hosts is causal first: a rank whose first failure is its own (an exception that is not a
+communication error, a fatal signal, a SIGKILL) came before the ``connection closed by peer`` errors of the
+others, whatever their clocks say. Timestamps decide only between ranks of the same host; across hosts
+they are quoted with a caveat.
+"""
+
+from __future__ import annotations
+
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
+
+__all__ = ["rank_crashed"]
+
+
+def _own_failure(state: RankState) -> Event | None:
+    for event in state.events:
+        if event.kind in (Kind.CUDA_OOM, Kind.FATAL_SIGNAL):
+            return event
+        if event.kind is Kind.EXCEPTION and not is_comm_exception(event):
+            return event
+    if state.outcome == "killed":
+        return state.first_failure
+    return None
+
+
+def _explained_by_mismatch(state: RankState) -> bool:
+    return state.has(Kind.COLLECTIVE_MISMATCH)
+
+
+def _cascade(tl: Timeline, culprits: set[int]) -> tuple[list[int], list[Event]]:
+    affected: list[int] = []
+    lines: list[Event] = []
+    for rank, state in tl.ranks.items():
+        if rank in culprits:
+            continue
+        symptoms = [e for e in state.events if e.kind in (Kind.PEER_CLOSED, *TIMEOUT_KINDS, Kind.NCCL_ERROR)
+                    or (e.kind is Kind.EXCEPTION and is_comm_exception(e))]
+        if symptoms:
+            affected.append(rank)
+            lines.append(next((e for e in symptoms if e.kind is Kind.PEER_CLOSED), symptoms[0]))
+    return affected, lines
+
+
+def _order_note(tl: Timeline, culprits: list[tuple[int, Event]]) -> str:
+    if len(culprits) < 2:
+        return ""
+    hosts = {tl.rank_host(rank) for rank, _ in culprits}
+    timed = [(event.time, rank) for rank, event in culprits if event.time is not None]
+    if len(timed) < 2:
+        return " Several ranks failed on their own; the logs carry no timestamps to order them."
+    first = min(timed)[1]
+    if len(hosts) == 1:
+        return f" By the clock of {hosts.pop()}, rank {first} failed first."
+    return (f" By the timestamps rank {first} failed first, but these ranks are on different hosts whose "
+            "clocks may differ: treat the order as a hint.")
+
+
+def rank_crashed(tl: Timeline) -> list[Hypothesis]:
+    found: list[tuple[int, Event]] = []
+    for rank, state in sorted(tl.ranks.items()):
+        if _explained_by_mismatch(state):
+            continue
+        own = _own_failure(state)
+        if own is None:
+            continue
+        first = state.first_failure
+        # a rank whose first failure was a peer's (timeout, closed connection) and that crashed afterwards
+        # while cleaning up is a victim, not a cause
+        if first is not None and first is not own and first.kind in (Kind.PEER_CLOSED, *TIMEOUT_KINDS):
+            continue
+        found.append((rank, own))
+    if not found:
+        return []
+    oom = [(rank, event) for rank, event in found if _is_oom(tl.ranks[rank])]
+    groups = [(Category.RANK_OUT_OF_MEMORY, oom)] if oom else []
+    others = [(rank, event) for rank, event in found if (rank, event) not in oom]
+    if others:
+        groups.append((Category.RANK_CRASHED, others))
+    hypotheses = []
+    for category, members in groups:
+        culprits = {rank for rank, _ in members}
+        affected, cascade = _cascade(tl, culprits)
+        own_lines = [event for _, event in members]
+        summaries = []
+        for rank, event in members:
+            state = tl.ranks[rank]
+            summaries.append(_describe(rank, state, event))
+        where = ", ".join(f"rank {r} on {tl.rank_host(r) or 'an unknown host'}" for r in sorted(culprits))
+        title = f"{where} {'ran out of GPU memory' if category is Category.RANK_OUT_OF_MEMORY else 'died'}"
+        if affected:
+            title += f"; ranks {fmt_ranks(affected)} then failed because their peer was gone"
+        what = " ".join(summaries) + _order_note(tl, members)
+        if affected:
+            what += (f" The errors of ranks {fmt_ranks(affected)} (connection closed/reset by peer, timeouts) "
+                     "came after and are the cascade, not the cause.")
+        confidence = 0.9 if affected else 0.8
+        if len(culprits) > max(2, len(tl.ranks) // 2):
+            confidence -= 0.2  # everyone failing alike is more likely a shared cause than one culprit
+        evidence = evidence_of(own_lines, "the rank's own failure")
+        evidence += evidence_of(cascade, "secondary: a peer was gone", MAX_CASCADE)
+        fix = None
+        if category is Category.RANK_CRASHED and all(tl.ranks[r].exit_signal == "SIGKILL" and
+                                                     not tl.ranks[r].has(Kind.EXCEPTION) for r in culprits):
+            fix = ("Find who sent SIGKILL: the kernel OOM killer (`dmesg -T | grep -i -e oom -e killed` on "
+                   f"{', '.join(tl.hosts_of(culprits)) or 'the host'}), the scheduler (time or memory limit), or a "
+                   "user. Reduce host memory use (dataloader workers, pinned memory) if it was the OOM killer.")
+        hypotheses.append(hypothesis(tl, category, confidence, title, culprits=sorted(culprits), affected=affected,
+                                     what=what, fix=fix, evidence=evidence))
+    return hypotheses
+
+
+def _is_oom(state: RankState) -> bool:
+    return state.has(Kind.CUDA_OOM)
+
+
+def _describe(rank: int, state: RankState, event: Event) -> str:
+    if event.kind is Kind.EXCEPTION:
+        text = f"Rank {rank} raised {str(event.data.get('type', 'an exception')).rsplit('.', 1)[-1]}"
+        message = str(event.data.get("message", ""))
+        if message:
+            text += f": {message[:160]}"
+        where = event.data.get("where")
+        if where:
+            text += f" (at {where})"
+        return text + "."
+    if event.kind is Kind.CUDA_OOM:
+        tried = event.data.get("tried")
+        return f"Rank {rank} ran out of GPU memory" + (f" (tried to allocate {tried})." if tried else ".")
+    if event.kind is Kind.FATAL_SIGNAL:
+        return f"Rank {rank} died of {event.data.get('signal') or event.data.get('what') or 'a fatal signal'}."
+    signal = state.exit_signal or "a signal"
+    return (f"Rank {rank} was killed by {signal} (exit code {state.exitcode}) without an error of its own in the "
+            "logs.")

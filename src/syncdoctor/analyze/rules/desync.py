@@ -1,0 +1,135 @@
+"""Ranks that called different collectives at the same sequence number (a program bug), told apart from
+a straggler (same collective, one rank late). Pure: no I/O.
+
+Sources: Flight Recorder entries compared across ranks, watchdog timeouts with different ``OpType`` or
+``NumelIn`` at the same ``SeqNum``, ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` fingerprints, gloo's size check
+(``Received data size doesn't match expected size``: the rank that detects it is not the culprit; a rank
+that shows no error of its own is the likely one), and watch events.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from syncdoctor.analyze.fr_compare import compare_mismatches
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.timeline import Timeline
+
+__all__ = ["collective_desync"]
+
+
+def _minority(claims: dict[int, str]) -> tuple[list[int], str]:
+    counts = Counter(claims.values())
+    (majority, top), *rest = counts.most_common()
+    if rest and rest[0][1] == top:
+        return sorted(claims), majority
+    return sorted(rank for rank, sig in claims.items() if sig != majority), majority
+
+
+def _from_fr(tl: Timeline) -> list[Hypothesis]:
+    out = []
+    for mismatch in compare_mismatches(tl.dumps):
+        odd = ", ".join(f"rank {r}: {mismatch.signatures[r]}" for r in mismatch.culprits)
+        title = (f"collective desync at #{mismatch.seq} of group {mismatch.pg_id}: {odd}; the others: "
+                 f"{mismatch.majority}")
+        status = [e for e in tl.of(Kind.FR_STATUS) if e.origin.rank in mismatch.signatures]
+        culprit_lines = [e for e in status if e.origin.rank in mismatch.culprits]
+        out.append(hypothesis(
+            tl, Category.COLLECTIVE_DESYNC, 0.92, title, culprits=list(mismatch.culprits),
+            affected=[r for r in mismatch.signatures if r not in mismatch.culprits],
+            what=(f"Flight Recorder entries at sequence number {mismatch.seq}: " +
+                  "; ".join(f"rank {r} {s}" for r, s in sorted(mismatch.signatures.items())) +
+                  ". A straggler would show the same collective, late; these ranks issued different ones."),
+            evidence=evidence_of(culprit_lines, f"dump: {odd}") + evidence_of(
+                [e for e in status if e not in culprit_lines], f"dump: {mismatch.majority}", MAX_CASCADE),
+        ))
+    return out
+
+
+def _from_watchdog(tl: Timeline) -> list[Hypothesis]:
+    by_seq: dict[tuple[str, int], dict[int, Event]] = defaultdict(dict)
+    for event in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
+        if event.seq is not None and event.origin.rank is not None and event.op:
+            by_seq[(event.group or "0", event.seq)].setdefault(event.origin.rank, event)
+    out = []
+    for (_group, seq), events in sorted(by_seq.items()):
+        claims = {r: f"{e.op} numel={e.data.get('numel_in', '?')}" for r, e in events.items()}
+        if len(set(claims.values())) < 2:
+            continue
+        culprits, majority = _minority(claims)
+        title = (f"collective desync at SeqNum {seq}: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} "
+                 f"ran {', '.join(sorted({claims[r] for r in culprits}))} while the others ran {majority}")
+        out.append(hypothesis(
+            tl, Category.COLLECTIVE_DESYNC, 0.9, title, culprits=culprits,
+            affected=[r for r in events if r not in culprits],
+            what="The watchdog timeouts name different operations or sizes at the same sequence number.",
+            evidence=evidence_of([events[r] for r in culprits], "the odd one out")
+            + evidence_of([e for r, e in events.items() if r not in culprits], f"ran {majority}", MAX_CASCADE),
+        ))
+    return out
+
+
+def _from_detail(tl: Timeline) -> list[Hypothesis]:
+    claims: dict[int, str] = {}
+    events = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH) if e.data.get("source") == "detail"]
+    for event in events:
+        for side in event.data.get("sides") or []:
+            if isinstance(side, dict) and isinstance(side.get("rank"), int):
+                claims.setdefault(side["rank"], f"{side.get('op')} {side.get('shape') or ''}".strip())
+    if len(set(claims.values())) < 2:
+        return []
+    culprits, majority = _minority(claims)
+    title = (f"collective desync (DETAIL check): rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} ran "
+             f"{', '.join(sorted({claims[r] for r in culprits}))} while the others ran {majority}")
+    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.9, title, culprits=culprits,
+                       affected=[r for r in claims if r not in culprits],
+                       what="TORCH_DISTRIBUTED_DEBUG=DETAIL compared the collective fingerprints of all ranks.",
+                       evidence=evidence_of(events, "DETAIL fingerprint mismatch", MAX_CASCADE))]
+
+
+def _from_size_check(tl: Timeline) -> list[Hypothesis]:
+    detections = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH) if e.data.get("source") in ("gloo-size", "shape-check")]
+    if not detections:
+        return []
+    detectors = sorted({e.origin.rank for e in detections if e.origin.rank is not None})
+    quiet = sorted(r for r, s in tl.ranks.items() if s.outcome in ("silent", "terminated") and r not in detectors)
+    sizes = detections[0].data
+    what = (f"Rank{'s' if len(detectors) > 1 else ''} {fmt_ranks(detectors)} received a message of another size "
+            f"than the collective it was in")
+    if "received_bytes" in sizes:
+        what += f" ({sizes['received_bytes']} bytes instead of {sizes['expected_bytes']})"
+    what += ": its peer was in a different collective."
+    if quiet:
+        what += (f" Rank{'s' if len(quiet) > 1 else ''} {fmt_ranks(quiet)} logged no error of its own, so it most "
+                 "likely skipped or added a collective and moved on to the next one.")
+        title = (f"collective desync: rank{'s' if len(quiet) > 1 else ''} {fmt_ranks(quiet)} most likely issued a "
+                 f"different collective; rank {fmt_ranks(detectors)} detected the size mismatch")
+    else:
+        title = f"collective desync detected by rank {fmt_ranks(detectors)} (size mismatch); the culprit is not named"
+    evidence = evidence_of(detections, "size check failed on the receiving rank")
+    for rank in quiet:
+        evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],
+                                "no error of its own")
+    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.8 if quiet else 0.6, title, culprits=quiet,
+                       hosts=tl.hosts_of(quiet) if quiet else (),
+                       affected=[r for r in tl.ranks if r not in quiet], what=what, evidence=evidence)]
+
+
+def _from_watch(tl: Timeline) -> list[Hypothesis]:
+    out = []
+    for event in tl.of(Kind.WATCH):
+        kind = str(event.data.get("kind", "")).lower()
+        ranks = list(event.data.get("ranks") or [])
+        if ("mismatch" in kind or "drift" in kind or "desync" in kind) and ranks and \
+                event.data.get("status") not in ("resolved", "info"):
+            title = f"syncdoctor watch: {kind.replace('-', ' ')} on rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}"
+            out.append(hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.85 if "mismatch" in kind else 0.7, title,
+                                  culprits=ranks, affected=list(event.data.get("waiting_ranks") or []),
+                                  what=str(event.data.get("message") or "The live watcher saw different collectives."),
+                                  evidence=evidence_of([event], "watch event")))
+    return out
+
+
+def collective_desync(tl: Timeline) -> list[Hypothesis]:
+    return _from_fr(tl) + _from_watchdog(tl) + _from_detail(tl) + _from_size_check(tl) + _from_watch(tl)

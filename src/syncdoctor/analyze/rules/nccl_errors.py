@@ -1,0 +1,140 @@
+"""NCCL's own failures: IB retry-exceeded (at init vs late), queue-pair setup, /dev/shm, memlock,
+duplicate GPUs, peer access; and PyTorch's heartbeat monitor. Pure: no I/O.
+
+IB status 12 (transport retry counter exceeded, vendor error 129 on mlx5) right after init means the
+NICs never reached each other (GID, traffic class, routing): a longer NCCL_IB_TIMEOUT will not help.
+Late in training it means a bad or congested link, where a longer timeout (within 0-31) can.
+"At init" is decided by: no collective completed before the error (status lines), or the error came
+within ``INIT_WINDOW_S`` seconds of ``Init COMPLETE`` on the same host's clock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.rules.common import evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.timeline import Timeline
+
+__all__ = ["INIT_WINDOW_S", "ib_retry_exceeded", "local_nccl_failures", "watchdog_stuck"]
+
+INIT_WINDOW_S = 300.0
+_RETRY_STATUSES = (12, 13)
+
+
+def _phase(tl: Timeline, errors: list[Event]) -> tuple[str, str]:
+    """("init" | "late" | "unknown", why)."""
+    completed = [s.completed.get(g, 0) for s in tl.ranks.values() for g in s.completed]
+    if completed and max(completed) >= 1:
+        return "late", f"collectives had completed (up to #{max(completed)}) before the error"
+    reached = [seq for s in tl.ranks.values() for seq in s.reached.values()]
+    if reached and max(reached) <= 1:
+        return "init", "no collective had completed yet"
+    inits: dict[str, list[float]] = defaultdict(list)
+    for event in tl.of(Kind.NCCL_INIT):
+        if event.origin.host and event.time is not None:
+            inits[event.origin.host].append(event.time)
+    gaps = []
+    for error in errors:
+        host = error.origin.host
+        if host and error.time is not None and inits.get(host):
+            before = [t for t in inits[host] if t <= error.time]
+            if before:
+                gaps.append(error.time - max(before))
+    if gaps:
+        gap = min(gaps)
+        if gap <= INIT_WINDOW_S:
+            return "init", f"the first error came {gap:.0f} s after Init COMPLETE on the same host"
+        return "late", f"the first error came {gap:.0f} s after Init COMPLETE on the same host"
+    return "unknown", "the logs do not say whether any collective had completed"
+
+
+def _peer_hosts(tl: Timeline, errors: list[Event]) -> Counter[str]:
+    by_addr = {addr: host for host, addrs in tl.host_addrs.items() for addr in addrs}
+    votes: Counter[str] = Counter()
+    for error in errors:
+        peer = by_addr.get(str(error.data.get("peer_addr", "")))
+        if peer and peer != error.origin.host:
+            votes[peer] += 1
+    return votes
+
+
+def ib_retry_exceeded(tl: Timeline) -> list[Hypothesis]:
+    errors = [e for e in tl.of(Kind.IB_COMPLETION_ERROR) if int(e.data.get("status", -1)) in _RETRY_STATUSES]
+    if not errors:
+        return []
+    phase, why = _phase(tl, errors)
+    reporters = sorted({e.origin.host for e in errors if e.origin.host})
+    votes = _peer_hosts(tl, errors)
+    suspects = [host for host, count in votes.items() if count >= 2 and host not in reporters] or \
+        sorted(set(reporters) | set(votes))
+    ranks = sorted({e.origin.rank for e in errors if e.origin.rank is not None})
+    hcas = sorted({str(e.data["hca"]) for e in errors if e.data.get("hca")})
+    peers = sorted({str(e.data["peer_addr"]) for e in errors if e.data.get("peer_addr")})
+    detail = f"status {errors[0].data.get('status')} ({errors[0].data.get('status_text') or 'retry exceeded'})"
+    detail += f", vendor error {errors[0].data.get('vendor_err')}"
+    where = f" on {', '.join(suspects)}" if suspects else ""
+    if phase == "late":
+        category, confidence = Category.IB_LINK_FAILURE, 0.8
+        title = f"IB link failure late in training{where}: {detail}"
+        what = (f"The NICs reported 'transport retry counter exceeded' after training had been running ({why}): a "
+                "link that degraded or flapped, or congestion, ran out the retransmissions.")
+        fix = (f"Check the link of {', '.join(hcas) or 'the HCA'}{where} and of peer(s) {', '.join(peers[:4]) or '?'}: "
+               "port state and rate, symbol_error/link_downed/port_rcv_errors counters, cable and switch port. "
+               "If the fabric is congested but healthy, export NCCL_IB_TIMEOUT=22 (valid range 0-31; 22 is about "
+               "17 s per try, ~2 min with NCCL_IB_RETRY_CNT=7; 23 doubles that).")
+    else:
+        category, confidence = Category.IB_UNREACHABLE_AT_INIT, (0.85 if phase == "init" else 0.6)
+        title = f"IB/RoCE NICs cannot reach each other{where}: {detail} right after init"
+        what = (f"'Transport retry counter exceeded' on the first transfers ({why}): the packets never arrived. "
+                "This is a reachability problem (GID index, traffic class/PFC, routing between rails), not a "
+                "slow link, so raising NCCL_IB_TIMEOUT will not fix it.")
+        if phase == "unknown":
+            what += (" If training had already been running, treat it as a link failure instead: check the link "
+                     "counters and consider NCCL_IB_TIMEOUT=22 (valid range 0-31).")
+        fix = None
+    return [hypothesis(tl, category, confidence, title, culprits=ranks, hosts=suspects, what=what, fix=fix,
+                       evidence=evidence_of(errors, "IB completion error", 12))]
+
+
+def _simple(tl: Timeline, kind: Kind, category: Category, make_title: str, fix: str | None = None,
+            confidence: float = 0.9) -> list[Hypothesis]:
+    events = tl.of(kind)
+    if not events:
+        return []
+    ranks = sorted({e.origin.rank for e in events if e.origin.rank is not None})
+    hosts = sorted({e.origin.host for e in events if e.origin.host})
+    where = f" on {', '.join(hosts)}" if hosts else ""
+    who = f" (ranks {fmt_ranks(ranks)})" if ranks else ""
+    return [hypothesis(tl, category, confidence, make_title + where + who, culprits=ranks, hosts=hosts, fix=fix,
+                       evidence=evidence_of(events, kind.value.replace("_", " "), 12))]
+
+
+def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
+    out = []
+    qp = tl.of(Kind.IB_MODIFY_QP)
+    if qp:
+        errnos = {int(e.data.get("errno", 0)) for e in qp}
+        if 22 in errnos:
+            fix = ("ibv_modify_qp EINVAL: the forced RoCE GID index is wrong. Unset NCCL_IB_GID_INDEX (NCCL >= 2.21 "
+                   "picks the RoCEv2 IPv4 GID itself) or set it to that index (show_gids).")
+        elif 110 in errnos:
+            fix = "ibv_modify_qp ETIMEDOUT: the NICs are not cross-rail connected; export NCCL_CROSS_NIC=0."
+        else:
+            fix = None
+        out += _simple(tl, Kind.IB_MODIFY_QP, Category.IB_MODIFY_QP, "NCCL could not connect IB queue pairs", fix)
+    out += _simple(tl, Kind.SHM_FAILURE, Category.SHM_EXHAUSTED, "NCCL could not allocate /dev/shm segments")
+    out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
+                   "NCCL could not register memory with the NIC (memlock limit)")
+    dup = tl.of(Kind.DUPLICATE_GPU)
+    if dup:
+        pairs = sorted({tuple(e.data.get("ranks") or ()) for e in dup if e.data.get("ranks")})
+        title = "two ranks share one GPU" + (f" (ranks {', '.join('/'.join(map(str, p)) for p in pairs)})" if pairs else "")
+        out += _simple(tl, Kind.DUPLICATE_GPU, Category.DUPLICATE_GPU, title)
+    out += _simple(tl, Kind.PEER_ACCESS, Category.PEER_ACCESS, "CUDA peer access is not supported between the GPUs")
+    return out
+
+
+def watchdog_stuck(tl: Timeline) -> list[Hypothesis]:
+    return _simple(tl, Kind.HEARTBEAT_TIMEOUT, Category.WATCHDOG_STUCK,
+                   "PyTorch's NCCL watchdog itself hung", confidence=0.6)

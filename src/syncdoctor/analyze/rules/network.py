@@ -1,0 +1,215 @@
+"""Interfaces and reachability: loopback or docker addresses, a missing or odd interface, NCCL falling back
+to sockets on some hosts, a host cut off from the others. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter, defaultdict
+
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.parsers.gloo import is_loopback
+from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
+
+__all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
+           "socket_fallback", "unexplained_timeout"]
+
+_VIRTUAL_PREFIXES = ("docker", "virbr", "veth", "br-", "cni", "flannel", "lo")
+
+
+def _virtual(ifname: str) -> bool:
+    return ifname == "lo" or any(ifname.startswith(p) for p in _VIRTUAL_PREFIXES if p != "lo")
+
+
+def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
+    culprit_lines: dict[str, list[Event]] = defaultdict(list)
+    remote_only: list[Event] = []
+    for event in tl.of(Kind.GLOO_CONNECT_FAILED):
+        host = event.origin.host
+        if event.data.get("loopback_local") and host:
+            culprit_lines[host].append(event)
+        elif event.data.get("loopback_remote"):
+            remote_only.append(event)
+    for event in tl.of(Kind.GLOO_LOOPBACK):
+        if event.origin.host:
+            culprit_lines[event.origin.host].append(event)
+    for event in tl.of(Kind.NCCL_BOOTSTRAP):
+        ifname = str(event.data.get("ifname", ""))
+        if event.origin.host and (is_loopback(str(event.data.get("addr", ""))) or _virtual(ifname)):
+            culprit_lines[event.origin.host].append(event)
+    if not culprit_lines and not remote_only:
+        return []
+    hosts = sorted(culprit_lines)
+    affected = sorted({e.origin.rank for e in remote_only + [e for v in culprit_lines.values() for e in v]
+                       if e.origin.rank is not None})
+    nccl = any(e.kind is Kind.NCCL_BOOTSTRAP for v in culprit_lines.values() for e in v)
+    if hosts:
+        title = (f"host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)} advertised a loopback or container "
+                 f"address to {'their' if len(hosts) > 1 else 'its'} peers, so connections failed")
+    else:
+        title = "peers advertised 127.0.0.1: connections to them were refused (their hostname resolves to loopback)"
+    what = ("Gloo (and NCCL's bootstrap) advertise the address the hostname resolves to, or the first interface "
+            "found. 127.0.0.1, docker0 or virbr addresses are not reachable from other hosts, so every connection "
+            "to these ranks fails.")
+    fix = ("export GLOO_SOCKET_IFNAME=<the NIC on the cluster network, e.g. eth0>"
+           + (" and NCCL_SOCKET_IFNAME=<the same NIC>" if nccl else "")
+           + (f" on {', '.join(hosts)}" if hosts else " on every host")
+           + ", or map the hostname to the host's cluster address in /etc/hosts instead of 127.0.0.1/127.0.1.1.")
+    evidence = []
+    for host in hosts:
+        evidence += evidence_of(culprit_lines[host][:3], f"{host} advertises loopback")
+    evidence += evidence_of(remote_only, "connecting to a peer at 127.0.0.1", MAX_CASCADE)
+    culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
+                       affected=affected, what=what, fix=fix, evidence=evidence)]
+
+
+def interface_missing(tl: Timeline) -> list[Hypothesis]:
+    events = tl.of(Kind.INTERFACE_MISSING)
+    if not events:
+        return []
+    names = sorted({str(e.data.get("ifname")) for e in events})
+    ranks = sorted({e.origin.rank for e in events if e.origin.rank is not None})
+    hosts = tl.hosts_of(ranks) or tuple(sorted({e.origin.host for e in events if e.origin.host}))
+    waiting = sorted({e.origin.rank for e in tl.of(Kind.STORE_ERROR) if e.origin.rank is not None} - set(ranks))
+    title = (f"interface {', '.join(names)} does not exist on {', '.join(hosts) or 'some hosts'} (ranks "
+             f"{fmt_ranks(ranks)}): their process group could not start")
+    what = (f"GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME names {', '.join(names)}, which ranks {fmt_ranks(ranks)} could not "
+            "find; they failed at init_process_group")
+    what += (f" and ranks {fmt_ranks(waiting)} timed out waiting for them in the store." if waiting else ".")
+    fix = (f"Set GLOO_SOCKET_IFNAME (exact names) / NCCL_SOCKET_IFNAME (prefixes) on {', '.join(hosts) or 'those hosts'}"
+           f" to an interface that exists there (`ip -br link`), instead of {', '.join(names)}.")
+    evidence = evidence_of(events, "interface not found")
+    evidence += evidence_of(tl.of(Kind.STORE_ERROR), "waiting for the failed ranks", MAX_CASCADE)
+    return [hypothesis(tl, Category.INTERFACE_MISSING, 0.9, title, culprits=ranks, hosts=hosts, affected=waiting,
+                       what=what, fix=fix, evidence=evidence)]
+
+
+def _subnet(addr: str) -> str | None:
+    try:
+        ip = ipaddress.ip_address(addr.split("%")[0])
+    except ValueError:
+        return None
+    prefix = 24 if ip.version == 4 else 64
+    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
+
+
+def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
+    per_host: dict[str, tuple[str, str | None, Event]] = {}
+    for event in tl.of(Kind.NCCL_BOOTSTRAP):
+        host = event.origin.host
+        addr = str(event.data.get("addr", ""))
+        if host and host not in per_host and not is_loopback(addr):
+            per_host[host] = (str(event.data.get("ifname", "")), _subnet(addr), event)
+    for event in tl.of(Kind.GLOO_CONNECT_FAILED):
+        host = event.origin.host
+        addr = str(event.data.get("local_addr", ""))
+        if host and host not in per_host and addr and not is_loopback(addr):
+            per_host[host] = ("", _subnet(addr), event)
+    if len(per_host) < 2:
+        return []
+    subnets = Counter(subnet for _, subnet, _ in per_host.values() if subnet)
+    ifnames = Counter(ifname for ifname, _, _ in per_host.values() if ifname)
+    odd: dict[str, str] = {}
+    if len(subnets) > 1:
+        (common, count), *rest = subnets.most_common()
+        if not rest or rest[0][1] < count:
+            for host, (_, subnet, _) in per_host.items():
+                if subnet and subnet != common:
+                    odd[host] = f"subnet {subnet} (others {common})"
+    if len(ifnames) > 1 and not odd:
+        (common_if, count), *rest = ifnames.most_common()
+        if not rest or rest[0][1] < count:
+            for host, (ifname, _, _) in per_host.items():
+                if ifname and ifname != common_if and _virtual(ifname):
+                    odd[host] = f"interface {ifname} (others {common_if})"
+    if not odd:
+        return []
+    failing = any(tl.ranks[r].outcome != "ok" for r in tl.ranks)
+    hosts = sorted(odd)
+    title = f"host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)} advertised an address on another network: " + \
+        "; ".join(f"{h}: {odd[h]}" for h in hosts)
+    evidence = evidence_of([per_host[h][2] for h in hosts], "odd interface or subnet")
+    evidence += evidence_of([v[2] for h, v in per_host.items() if h not in odd], "the others", MAX_CASCADE)
+    culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.75 if failing else 0.5, title, culprits=culprits,
+                       hosts=hosts, evidence=evidence, root_cause=failing)]
+
+
+def socket_fallback(tl: Timeline) -> list[Hypothesis]:
+    networks: dict[str, tuple[str, Event]] = {}
+    for event in tl.of(Kind.NCCL_NET):
+        host = event.origin.host
+        if not host:
+            continue
+        if event.data.get("network"):
+            networks[host] = (str(event.data["network"]), event)
+        elif event.data.get("net") == "Socket" and host not in networks:
+            networks[host] = ("Socket", event)
+    if len(networks) < 2:
+        return []
+    socket_hosts = sorted(h for h, (net, _) in networks.items() if net == "Socket")
+    others = sorted(h for h, (net, _) in networks.items() if net != "Socket")
+    if not socket_hosts or not others:
+        return []
+    failing = any(state.outcome != "ok" for state in tl.ranks.values())
+    no_device = [e for e in tl.of(Kind.NCCL_NET) if e.data.get("no_device") and e.origin.host in socket_hosts]
+    title = (f"NCCL on {', '.join(socket_hosts)} uses sockets while {', '.join(others)} use "
+             f"{networks[others[0]][0]}")
+    evidence = evidence_of(no_device + [networks[h][1] for h in socket_hosts], "falls back to sockets")
+    evidence += evidence_of([networks[h][1] for h in others], "the others", MAX_CASCADE)
+    culprits = sorted({r for h in socket_hosts for r in tl.hosts.get(h, ())})
+    return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.7 if failing else 0.5, title, culprits=culprits,
+                       hosts=socket_hosts, evidence=evidence, root_cause=failing)]
+
+
+def network_partition(tl: Timeline) -> list[Hypothesis]:
+    ranks = tl.ranks
+    if not ranks:
+        return []
+    timed = [r for r, s in ranks.items() if s.has(*TIMEOUT_KINDS)]
+    if len(timed) < len(ranks) or any(s.outcome in ("crashed", "killed", "silent") for s in ranks.values()):
+        watch = _watch_unreachable(tl)
+        return watch
+    store_errors = [e for e in tl.of(Kind.STORE_ERROR)
+                    if e.data.get("what") in ("socket-timeout", "connect") and e.origin.host]
+    hosts_with = sorted({e.origin.host for e in store_errors if e.origin.host})
+    all_hosts = sorted(tl.hosts)
+    if not hosts_with or len(hosts_with) >= len(all_hosts):
+        return _watch_unreachable(tl)
+    culprits = sorted({r for h in hosts_with for r in tl.hosts.get(h, ())})
+    title = (f"host{'s' if len(hosts_with) > 1 else ''} {', '.join(hosts_with)} lost the network: every rank timed "
+             f"out and only {', '.join(hosts_with)} could not reach the rendezvous store")
+    what = (f"All {len(ranks)} ranks timed out in the same collective (none was missing or crashed), and the "
+            f"store connections of {', '.join(hosts_with)} timed out while the other hosts' did not: the link of "
+            f"{', '.join(hosts_with)} is down or cut off.")
+    evidence = evidence_of(store_errors[:4], "cannot reach the store")
+    evidence += evidence_of([ranks[r].of(*TIMEOUT_KINDS)[0] for r in timed], "timed out", MAX_CASCADE)
+    return [hypothesis(tl, Category.NETWORK_PARTITION, 0.75, title, culprits=culprits, hosts=hosts_with,
+                       affected=[r for r in timed if r not in culprits], what=what, evidence=evidence)]
+
+
+def _watch_unreachable(tl: Timeline) -> list[Hypothesis]:
+    out = []
+    for event in tl.of(Kind.WATCH):
+        kind = str(event.data.get("kind", "")).lower()
+        hosts = list(event.data.get("hosts") or [])
+        if ("unreachable" in kind or "partition" in kind) and event.data.get("status") not in ("resolved", "info"):
+            title = f"syncdoctor watch: {', '.join(hosts) or 'a host'} unreachable"
+            out.append(hypothesis(tl, Category.NETWORK_PARTITION, 0.8, title, culprits=list(event.data.get("ranks") or []),
+                                  hosts=hosts, what=str(event.data.get("message") or "The watcher lost these hosts."),
+                                  evidence=evidence_of([event], "watch event")))
+    return out
+
+
+def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
+    timed = sorted(r for r, s in tl.ranks.items() if s.has(*TIMEOUT_KINDS))
+    if not timed:
+        return []
+    title = (f"ranks {fmt_ranks(timed)} timed out in a collective and the logs do not say which rank or link "
+             "held them up")
+    return [hypothesis(tl, Category.UNEXPLAINED_TIMEOUT, 0.3, title, affected=timed,
+                       evidence=evidence_of([tl.ranks[r].of(*TIMEOUT_KINDS)[0] for r in timed], "timed out",
+                                            MAX_CASCADE),
+                       root_cause=False)]

@@ -1,0 +1,200 @@
+"""Which rank never reached the collective the others timed out in. Pure: no I/O.
+
+Evidence, strongest first: a desync report or monitored_barrier naming the ranks; sequence numbers
+(watchdog timeouts, ``last enqueued`` status lines, Flight Recorder ``pg_status``) where some ranks are
+behind; watch or RAS events naming ranks; and, when logs carry no sequence numbers (gloo), the ranks
+that show no error at all while the others timed out waiting.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from syncdoctor.analyze.fr_compare import compare_progress
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
+
+__all__ = ["lagging_rank", "rank_never_joined"]
+
+_CRASHED = ("crashed", "killed")
+
+
+def _timed_out(tl: Timeline) -> list[int]:
+    return [rank for rank, state in tl.ranks.items() if state.has(*TIMEOUT_KINDS)]
+
+
+def _timeout_lines(tl: Timeline, ranks: list[int]) -> list[Event]:
+    lines = []
+    for rank in ranks:
+        found = tl.ranks[rank].of(*TIMEOUT_KINDS)
+        if found:
+            lines.append(found[0])
+    return lines
+
+
+def _from_sequences(tl: Timeline) -> list[Hypothesis]:
+    reached: dict[str, dict[int, int]] = defaultdict(dict)
+    proof: dict[tuple[str, int], Event] = {}
+    for rank, state in tl.ranks.items():
+        for group, seq in state.reached.items():
+            reached[group][rank] = seq
+        for event in state.events:
+            if event.kind in (Kind.WORK_STATUS, Kind.FR_STATUS, Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
+                proof.setdefault((event.group or "0", rank), event)
+    out = []
+    for group, per_rank in sorted(reached.items()):
+        if len(per_rank) < 2:
+            continue
+        top = max(per_rank.values())
+        behind = sorted(r for r, seq in per_rank.items() if seq < top and tl.ranks[r].outcome not in _CRASHED)
+        waiting = sorted(r for r, seq in per_rank.items() if seq == top)
+        if not behind or len(behind) >= len(per_rank):
+            continue
+        last = {r: per_rank[r] for r in behind}
+        detail = ", ".join(f"rank {r} last entered #{s}" for r, s in sorted(last.items()))
+        title = (f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} never reached collective #{top} of "
+                 f"group {group}; ranks {fmt_ranks(waiting)} waited for {'them' if len(behind) > 1 else 'it'}")
+        what = (f"Ranks {fmt_ranks(waiting)} entered collective #{top} and timed out there; {detail}. The timeouts "
+                "on the waiting ranks are symptoms: the culprit is the rank that did not arrive.")
+        evidence = evidence_of([proof[(group, r)] for r in behind if (group, r) in proof], "how far the culprit got")
+        evidence += evidence_of([proof[(group, r)] for r in waiting if (group, r) in proof],
+                                f"waiting in #{top}", MAX_CASCADE)
+        out.append(hypothesis(tl, Category.LAGGING_RANK, 0.9, title, culprits=behind, affected=waiting,
+                              what=what, evidence=evidence))
+    return out
+
+
+def _from_reports(tl: Timeline) -> list[Hypothesis]:
+    out = []
+    for event in tl.of(Kind.DESYNC_REPORT):
+        culprits = list(event.data.get("lagging") or []) + list(event.data.get("not_joined") or [])
+        if not culprits:
+            continue
+        title = (f"desync report of rank {event.data.get('reporter')}: ranks {fmt_ranks(culprits)} never joined "
+                 f"collective #{event.seq} ({event.op})")
+        out.append(hypothesis(tl, Category.LAGGING_RANK, 0.95, title, culprits=culprits,
+                              affected=list(event.data.get("joined_not_finished") or []),
+                              what="PyTorch's desync debug report names the lagging ranks directly.",
+                              evidence=evidence_of([event], "TORCH_NCCL_DESYNC_DEBUG report")))
+    for event in tl.of(Kind.MONITORED_BARRIER):
+        failed = list(event.data.get("failed_ranks") or [])
+        if event.data.get("role") != "detector" or not failed:
+            continue
+        title = f"ranks {fmt_ranks(failed)} failed to reach monitored_barrier in {event.data.get('ms')} ms"
+        out.append(hypothesis(tl, Category.LAGGING_RANK, 0.85, title, culprits=failed,
+                              what="monitored_barrier on rank 0 names the ranks that did not arrive in time.",
+                              evidence=evidence_of([event], "monitored_barrier")))
+    return out
+
+
+def _from_fr(tl: Timeline) -> list[Hypothesis]:
+    out = []
+    for progress in compare_progress(tl.dumps):
+        behind = [r for r in progress.behind if r in tl.ranks and tl.ranks[r].outcome not in _CRASHED]
+        if not behind or len(behind) >= len(progress.enqueued):
+            continue
+        top = progress.top
+        waiting = sorted(r for r, s in progress.enqueued.items() if s == top)
+        title = (f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} never entered collective #{top} of "
+                 f"group {progress.pg_id} (Flight Recorder); ranks {fmt_ranks(waiting)} did")
+        what = ("Flight Recorder status: " + ", ".join(f"rank {r} last enqueued #{progress.enqueued[r]}"
+                                                       for r in sorted(progress.enqueued)) + ".")
+        if progress.missing_dumps:
+            what += f" No dump from ranks {fmt_ranks(progress.missing_dumps)}."
+        evidence = [e for e in tl.of(Kind.FR_STATUS) if e.origin.rank in behind and e.group == progress.pg_id]
+        evidence += [e for e in tl.of(Kind.FR_STATUS) if e.origin.rank in waiting and e.group == progress.pg_id]
+        out.append(hypothesis(tl, Category.LAGGING_RANK, 0.9, title, culprits=behind, affected=waiting, what=what,
+                              evidence=evidence_of(evidence, "Flight Recorder pg_status", MAX_CASCADE + 4)))
+    return out
+
+
+def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
+    timed_out = _timed_out(tl)
+    if not timed_out:
+        return []
+    silent = sorted(rank for rank, state in tl.ranks.items()
+                    if state.outcome in ("silent", "terminated") and rank not in claimed)
+    if not silent or len(silent) >= len(tl.ranks):
+        return []
+    stopped = [r for r in silent if tl.ranks[r].outcome == "terminated"]
+    confidence = 0.8 if len(silent) <= max(1, len(timed_out) // 2) else 0.55
+    if len(silent) > len(timed_out):
+        confidence = 0.4  # more quiet ranks than failing ones: more likely logs are missing
+    evidence = []
+    for rank in silent:
+        evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],
+                                "no error of its own; stopped by the launcher")
+    evidence += evidence_of(_timeout_lines(tl, timed_out), "timed out waiting", MAX_CASCADE)
+    title = (f"rank{'s' if len(silent) > 1 else ''} {fmt_ranks(silent)} never reached the collective: ranks "
+             f"{fmt_ranks(timed_out)} timed out waiting")
+    what = (f"Ranks {fmt_ranks(timed_out)} timed out in a collective while rank{'s' if len(silent) > 1 else ''} "
+            f"{fmt_ranks(silent)} logged no error at all")
+    what += (f" and {'were' if len(stopped) > 1 else 'was'} stopped by the launcher afterwards" if stopped else "")
+    what += (": a rank that is late, hung or frozen never enters the collective, so it never times out itself. "
+             "These logs carry no sequence numbers (gloo), so the verdict rests on who stayed quiet.")
+    return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=silent, affected=timed_out, what=what,
+                       evidence=evidence)]
+
+
+def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:
+    out = []
+    late_words = ("late", "straggler", "stuck", "missing")
+    for event in tl.of(Kind.WATCH):
+        kind = str(event.data.get("kind", "")).lower()
+        ranks = list(event.data.get("ranks") or [])
+        if not ranks or event.data.get("status") in ("resolved", "info"):
+            continue
+        if any(word in kind for word in late_words) and "mismatch" not in kind:
+            chronic = "chronic" in kind
+            title = f"syncdoctor watch: rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} {kind.replace('-', ' ')}"
+            out.append(hypothesis(tl, Category.LAGGING_RANK, 0.5 if chronic else 0.85, title, culprits=ranks,
+                                  affected=list(event.data.get("waiting_ranks") or []),
+                                  what=str(event.data.get("message") or "The live watcher saw these ranks lag."),
+                                  evidence=evidence_of([event], "watch event"), root_cause=not chronic))
+    for event in tl.of(Kind.RAS):
+        issue = event.data.get("issue")
+        ranks = [r for r in (event.data.get("ranks") or []) if isinstance(r, int)]
+        if issue in ("INCOMPLETE", "DEAD") and (ranks or event.origin.rank is not None):
+            ranks = ranks or [event.origin.rank]  # type: ignore[list-item]
+            title = f"NCCL RAS: rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} {issue.lower()}"
+            out.append(hypothesis(tl, Category.LAGGING_RANK, 0.8 if issue == "DEAD" else 0.7, title, culprits=ranks,
+                                  what="NCCL's RAS could not reach these processes (hung, stopped or dead).",
+                                  evidence=evidence_of([event], "NCCL RAS")))
+        elif issue == "MISMATCH" and ranks:
+            title = f"NCCL RAS: ranks {fmt_ranks(ranks)} issued fewer collectives than the others"
+            out.append(hypothesis(tl, Category.LAGGING_RANK, 0.7, title, culprits=ranks,
+                                  what="RAS collective counts: these ranks are behind.",
+                                  evidence=evidence_of([event], "NCCL RAS")))
+    return out
+
+
+def lagging_rank(tl: Timeline) -> list[Hypothesis]:
+    found = _from_reports(tl) + _from_sequences(tl) + _from_fr(tl) + _from_watch_and_ras(tl)
+    claimed = {r for h in found for r in h.culprit_ranks}
+    claimed |= {r for r, s in tl.ranks.items() if s.has(Kind.COLLECTIVE_MISMATCH)}
+    if not any(h.confidence >= 0.85 for h in found):
+        found += _from_silence(tl, claimed)
+    return found
+
+
+def rank_never_joined(tl: Timeline) -> list[Hypothesis]:
+    missing: dict[int, list[Event]] = defaultdict(list)
+    for event in tl.of(Kind.STORE_ERROR):
+        for rank in event.data.get("missing_ranks") or []:
+            missing[int(rank)].append(event)
+    if not missing:
+        return []
+    culprits = sorted(missing)
+    waiting = sorted({e.origin.rank for events in missing.values() for e in events if e.origin.rank is not None})
+    own = [tl.ranks[r].first_failure for r in culprits if r in tl.ranks and tl.ranks[r].first_failure is not None]
+    title = (f"rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} never joined the process group; "
+             f"ranks {fmt_ranks(waiting)} waited for {'them' if len(culprits) > 1 else 'it'} in the store")
+    what = "The store waits of the other ranks name keys only these ranks would have written."
+    if own:
+        what += " Their own logs show why (see the first evidence lines)."
+    evidence = evidence_of([e for e in own if e is not None], "the missing rank's own error")
+    evidence += evidence_of([events[0] for events in missing.values()], "waiting for the missing rank's key",
+                            MAX_CASCADE)
+    return [hypothesis(tl, Category.RANK_NEVER_JOINED, 0.75, title, culprits=culprits, affected=waiting, what=what,
+                       evidence=evidence)]

@@ -1,0 +1,104 @@
+"""Read one text log: find candidate lines with the scanner, parse them, follow multi-line blocks.
+
+Pure apart from consuming the blocks it is given (see :func:`syncdoctor.analyze.inputs.iter_blocks`).
+Every line is counted (evidence cites ``file:line``) but only lines containing an anchor are decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from syncdoctor.analyze.model import Event, Origin, Ref
+from syncdoctor.analyze.parsers import make_line, parse_line, start_followers
+from syncdoctor.analyze.parsers.base import Follower
+from syncdoctor.analyze.scan import Scanner
+
+__all__ = ["TextStats", "read_text"]
+
+
+@dataclass
+class TextStats:
+    """How much of a text input was read."""
+
+    lines: int = 0
+    bytes: int = 0
+    candidates: int = 0
+
+
+@dataclass
+class _Active:
+    follower: Follower
+    fed: int = 0
+
+
+@dataclass
+class _State:
+    source: str
+    file_origin: Origin
+    events: list[Event]
+    active: list[_Active] = field(default_factory=list)
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _feed(state: _State, active: _Active, block: bytes, pos: int, number: int) -> bool:
+    """Feed lines from ``pos`` (line ``number``) on; True when the follower is still waiting for more."""
+    follower = active.follower
+    size = len(block)
+    while pos < size:
+        if active.fed >= follower.max_lines:
+            state.events.extend(follower.finish())
+            return False
+        end = block.find(b"\n", pos)
+        if end == -1:
+            end = size
+        line = make_line(_decode(block[pos:end]), Ref(state.source, number), state.file_origin)
+        active.fed += 1
+        if not follower.feed(line):
+            state.events.extend(follower.finish())
+            return False
+        pos = end + 1
+        number += 1
+    return True
+
+
+def read_text(
+    blocks: Iterable[bytes],
+    source: str,
+    file_origin: Origin,
+    events: list[Event],
+    scanner: Scanner | None = None,
+) -> TextStats:
+    """Parse the lines of ``blocks`` (each ending with a newline) into ``events``; returns what was read."""
+    scanner = scanner or Scanner()
+    state = _State(source, file_origin, events)
+    stats = TextStats()
+    lines_before = 0  # lines in the blocks already read
+    for block in blocks:
+        stats.bytes += len(block)
+        if state.active:
+            state.active = [a for a in state.active if _feed(state, a, block, 0, lines_before + 1)]
+        counted_pos = 0
+        counted = lines_before
+        for start in scanner.line_starts(block):
+            counted += block.count(b"\n", counted_pos, start)
+            counted_pos = start
+            end = block.find(b"\n", start)
+            if end == -1:
+                end = len(block)
+            number = counted + 1
+            line = make_line(_decode(block[start:end]), Ref(source, number), file_origin)
+            stats.candidates += 1
+            events.extend(parse_line(line))
+            for follower in start_followers(line):
+                active = _Active(follower)
+                if _feed(state, active, block, end + 1, number + 1):
+                    state.active.append(active)
+        lines_before = counted + block.count(b"\n", counted_pos)
+    for active in state.active:
+        events.extend(active.follower.finish())
+    stats.lines = lines_before
+    return stats

@@ -1,0 +1,326 @@
+"""From parsed events to a per-rank timeline: who wrote what, on which host, how far each rank got.
+
+Pure: no I/O. Attribution fills in what a line did not say itself, from what other lines said:
+``(host, pid) -> rank`` (NCCL ``Init COMPLETE`` of the largest communicator, torchrun's failure table),
+``(host, local_rank) -> rank`` (torchrun's table, stacked ``[default1]:[rank5]:`` prefixes),
+``pid -> rank`` (the table again, for the agent's own lines) and ``rank -> host``.
+
+Each rank then gets a :class:`RankState`: its events, the highest collective sequence number it is known
+to have reached per group, its first failure, and an outcome (crashed, timed out, lost a peer, stopped by
+the launcher, silent, ok).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from syncdoctor.analyze.model import Event, FrDump, Kind, Origin
+
+__all__ = [
+    "COMM_ERROR_WORDS",
+    "ERROR_KINDS",
+    "RankState",
+    "Timeline",
+    "TimelineRow",
+    "build_timeline",
+    "is_comm_exception",
+]
+
+# Kinds that mean something went wrong on the rank that logged them.
+ERROR_KINDS = frozenset({
+    Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT, Kind.HEARTBEAT_TIMEOUT, Kind.GLOO_TIMEOUT,
+    Kind.PEER_CLOSED, Kind.GLOO_CONNECT_FAILED, Kind.INTERFACE_MISSING, Kind.IB_COMPLETION_ERROR,
+    Kind.IB_MODIFY_QP, Kind.NCCL_CONNECT_FAILED, Kind.SHM_FAILURE, Kind.MEMLOCK_FAILURE, Kind.DUPLICATE_GPU,
+    Kind.PEER_ACCESS, Kind.NCCL_ERROR, Kind.NCCL_WARN, Kind.EXCEPTION, Kind.CUDA_OOM, Kind.FATAL_SIGNAL,
+    Kind.COLLECTIVE_MISMATCH, Kind.STORE_ERROR, Kind.WORKER_FAILED, Kind.MONITORED_BARRIER,
+})
+TIMEOUT_KINDS = frozenset({Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT, Kind.GLOO_TIMEOUT})
+# Words in an exception message that make it a symptom of a communication failure, not a cause.
+COMM_ERROR_WORDS = (
+    "Timed out waiting", "Connection closed by peer", "Connection reset by peer", "Read error", "Watchdog caught",
+    "timed out in blocking wait", "NCCL error", "ncclRemoteError", "ncclSystemError", "connectFullMesh",
+    "DistNetworkError", "DistStoreError", "wait timeout", "pair closure", "Broken pipe", "NCCL communicator was aborted",
+    "remote process exited", "Socket Timeout", "failed to pass monitoredBarrier", "received errors while waiting",
+    "ProcessGroupNCCL", "gloo", "Gloo", "store based barrier", "Unable to find address", "collective mismatch",
+    "Detected mismatch between collectives",
+)
+_AGENT_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
+
+
+def is_comm_exception(event: Event) -> bool:
+    """An exception (or fatal signal) that reports a communication failure rather than causing one."""
+    text = f"{event.data.get('type', '')}: {event.data.get('message', '')}"
+    return any(word in text for word in COMM_ERROR_WORDS)
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineRow:
+    """One line of the printed timeline."""
+
+    rank: int | None
+    host: str | None
+    time: str
+    group: str | None
+    seq: int | None
+    op: str | None
+    what: str
+    ref: str
+
+
+@dataclass(frozen=True)
+class RankState:
+    """What is known about one rank."""
+
+    rank: int
+    host: str | None
+    pids: tuple[int, ...]
+    events: tuple[Event, ...]
+    reached: dict[str, int] = field(default_factory=dict)  # group -> highest sequence number entered
+    completed: dict[str, int] = field(default_factory=dict)  # group -> highest sequence number completed
+    first_failure: Event | None = None
+    outcome: str = "ok"  # crashed, timed-out, lost-peer, init-failed, terminated, killed, silent, ok
+    exit_signal: str | None = None
+    exitcode: int | None = None
+
+    def has(self, *kinds: Kind) -> bool:
+        return any(event.kind in kinds for event in self.events)
+
+    def of(self, *kinds: Kind) -> list[Event]:
+        return [event for event in self.events if event.kind in kinds]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Everything the rules look at."""
+
+    ranks: dict[int, RankState]
+    world_size: int | None
+    hosts: dict[str, tuple[int, ...]]
+    events: tuple[Event, ...]
+    unattributed: tuple[Event, ...]
+    dumps: tuple[FrDump, ...]
+    host_addrs: dict[str, tuple[str, ...]]
+
+    def rank_host(self, rank: int) -> str | None:
+        state = self.ranks.get(rank)
+        return state.host if state else None
+
+    def hosts_of(self, ranks: Iterable[int]) -> tuple[str, ...]:
+        return tuple(sorted({h for h in (self.rank_host(r) for r in ranks) if h}))
+
+    def of(self, *kinds: Kind) -> list[Event]:
+        return [event for event in self.events if event.kind in kinds]
+
+    def rows(self, limit: int | None = None) -> list[TimelineRow]:
+        """The notable events, per rank in rank order, each rank's in file order."""
+        rows: list[TimelineRow] = []
+        for rank in sorted(self.ranks):
+            for event in self.ranks[rank].events:
+                if event.kind in ERROR_KINDS or event.kind in (Kind.WORK_STATUS, Kind.DUMP_SIGNAL, Kind.FR_STATUS):
+                    rows.append(_row(event))
+        return rows[:limit] if limit is not None else rows
+
+
+def _row(event: Event) -> TimelineRow:
+    what = event.kind.value
+    detail = event.data.get("type") or event.data.get("message") or event.data.get("error") or ""
+    if detail:
+        what = f"{what}: {str(detail)[:80]}"
+    return TimelineRow(event.origin.rank, event.origin.host, event.time_text, event.group, event.seq, event.op,
+                       what, str(event.ref))
+
+
+def _maps(events: Sequence[Event]) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int], dict[int, int],
+                                           dict[int, str]]:
+    by_host_pid: dict[tuple[str, int], int] = {}
+    by_local: dict[tuple[str, int], int] = {}
+    by_pid: dict[int, int] = {}
+    rank_host: dict[int, str] = {}
+    inits = [e for e in events if e.kind is Kind.NCCL_INIT]
+    largest = max((int(e.data.get("nranks", 0)) for e in inits), default=0)
+    for event in inits:
+        if int(event.data.get("nranks", 0)) == largest and event.origin.host and event.origin.pid is not None:
+            by_host_pid.setdefault((event.origin.host, event.origin.pid), int(event.data["comm_rank"]))
+    for event in events:
+        origin = event.origin
+        if origin.rank is None:
+            continue
+        if origin.host and origin.pid is not None and event.kind is not Kind.NCCL_INIT:
+            by_host_pid.setdefault((origin.host, origin.pid), origin.rank)
+        if origin.host and origin.local_rank is not None:
+            by_local.setdefault((origin.host, origin.local_rank), origin.rank)
+        if event.kind is Kind.WORKER_FAILED and origin.pid is not None:
+            by_pid.setdefault(origin.pid, origin.rank)
+        if origin.host:
+            rank_host.setdefault(origin.rank, origin.host)
+    for (host, _pid), rank in by_host_pid.items():
+        rank_host.setdefault(rank, host)
+    return by_host_pid, by_local, by_pid, rank_host
+
+
+def _resolve(event: Event, maps: tuple[dict, dict, dict, dict]) -> Event:
+    by_host_pid, by_local, by_pid, rank_host = maps
+    origin = event.origin
+    rank = origin.rank
+    if rank is None and origin.host and origin.pid is not None:
+        rank = by_host_pid.get((origin.host, origin.pid))
+    if rank is None and event.kind in (Kind.WORKER_FAILED, Kind.WORKER_TERMINATED):
+        rank = by_pid.get(int(event.data.get("worker_pid", -1)))
+    if rank is None and origin.host and origin.local_rank is not None:
+        rank = by_local.get((origin.host, origin.local_rank))
+    host = origin.host or (rank_host.get(rank) if rank is not None else None)
+    if rank == origin.rank and host == origin.host:
+        return event
+    return event.with_origin(replace(origin, rank=rank, host=host))
+
+
+def _world_size(events: Sequence[Event], dumps: Sequence[FrDump]) -> int | None:
+    sizes = [int(e.data["nranks"]) for e in events if e.kind is Kind.NCCL_INIT and "nranks" in e.data]
+    sizes += [int(e.data["size"]) for e in events if e.kind is Kind.GLOO_CONNECT_FAILED and "size" in e.data]
+    sizes += [int(e.data["world_size"]) for e in events if e.kind is Kind.STORE_ERROR and "world_size" in e.data]
+    for dump in dumps:
+        sizes += [len(g.ranks) for g in dump.groups if g.ranks]
+    return max(sizes) if sizes else None
+
+
+def _progress(state_events: Sequence[Event]) -> tuple[dict[str, int], dict[str, int]]:
+    reached: dict[str, int] = {}
+    completed: dict[str, int] = {}
+
+    def up(table: dict[str, int], group: str, value: int | None) -> None:
+        if value is not None and value >= 0:
+            table[group] = max(table.get(group, -1), value)
+
+    for event in state_events:
+        group = event.group or "0"
+        if event.kind in (Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
+            up(reached, group, event.seq)
+        elif event.kind is Kind.WORK_STATUS:
+            up(reached, group, event.data.get("last_enqueued"))
+            up(completed, group, event.data.get("last_completed"))
+        elif event.kind is Kind.FR_STATUS:
+            up(reached, group, event.data.get("last_enqueued"))
+            up(completed, group, event.data.get("last_completed"))
+    return reached, completed
+
+
+def _is_primary(event: Event) -> bool:
+    """A failure that this rank caused or suffered locally, as opposed to a symptom of a peer's failure."""
+    if event.kind in (Kind.CUDA_OOM, Kind.SHM_FAILURE, Kind.MEMLOCK_FAILURE, Kind.DUPLICATE_GPU, Kind.PEER_ACCESS,
+                      Kind.INTERFACE_MISSING, Kind.IB_MODIFY_QP):
+        return True
+    if event.kind is Kind.EXCEPTION:
+        return not is_comm_exception(event)
+    if event.kind is Kind.FATAL_SIGNAL:
+        return True
+    return False
+
+
+def _outcome(events: Sequence[Event], terminated_pids: set[int]) -> tuple[str, Event | None, str | None, int | None]:
+    failures = [e for e in events if e.kind in ERROR_KINDS and e.kind is not Kind.WORKER_FAILED]
+    first = failures[0] if failures else None
+    exits = [e for e in events if e.kind is Kind.WORKER_FAILED]
+    signal = None
+    exitcode = None
+    for record in exits:
+        if record.data.get("exitcode") is not None:
+            exitcode = int(record.data["exitcode"])
+            signal = record.data.get("signal")
+    if any(_is_primary(e) for e in failures):
+        return "crashed", next(e for e in failures if _is_primary(e)), signal, exitcode
+    if signal and signal not in _AGENT_SIGNALS:
+        pid = next((e.origin.pid for e in exits if e.origin.pid is not None), None)
+        stopped_by_agent = pid is not None and pid in terminated_pids
+        if not failures:
+            return ("terminated" if stopped_by_agent else "killed"), exits[0], signal, exitcode
+    if first is not None:
+        kinds = {e.kind for e in failures}
+        if kinds & TIMEOUT_KINDS:
+            return "timed-out", first, signal, exitcode
+        if Kind.GLOO_CONNECT_FAILED in kinds or Kind.STORE_ERROR in kinds:
+            return "init-failed", first, signal, exitcode
+        if Kind.PEER_CLOSED in kinds:
+            return "lost-peer", first, signal, exitcode
+        return "failed", first, signal, exitcode
+    if signal in _AGENT_SIGNALS:
+        return "terminated", exits[0], signal, exitcode
+    return "silent", None, signal, exitcode
+
+
+def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = ()) -> Timeline:
+    """Attribute every event to a rank and host where possible and summarise each rank."""
+    fr_events = list(_fr_status_events(dumps))
+    all_events = list(events) + fr_events
+    maps = _maps(all_events)
+    resolved = [_resolve(event, maps) for event in all_events]
+    resolved.sort(key=lambda e: (e.ref.source, e.ref.line))
+    world = _world_size(resolved, dumps)
+    per_rank: dict[int, list[Event]] = defaultdict(list)
+    unattributed = []
+    for event in resolved:
+        if event.origin.rank is None:
+            unattributed.append(event)
+        else:
+            per_rank[event.origin.rank].append(event)
+    known = set(per_rank)
+    if world is not None and world <= 1_000_000 and (not known or max(known) < world):
+        known |= set(range(world))
+    terminated_pids = {int(e.data["worker_pid"]) for e in resolved
+                       if e.kind is Kind.WORKER_TERMINATED and "worker_pid" in e.data}
+    ranks: dict[int, RankState] = {}
+    for rank in sorted(known):
+        rank_events = tuple(per_rank.get(rank, ()))
+        hosts = Counter(e.origin.host for e in rank_events if e.origin.host)
+        host = hosts.most_common(1)[0][0] if hosts else maps[3].get(rank)
+        pids = tuple(sorted({e.origin.pid for e in rank_events if e.origin.pid is not None}))
+        reached, completed = _progress(rank_events)
+        outcome, first, signal, exitcode = _outcome(rank_events, terminated_pids)
+        ranks[rank] = RankState(rank, host, pids, rank_events, reached, completed, first, outcome, signal, exitcode)
+    hosts: dict[str, list[int]] = defaultdict(list)
+    for rank, state in ranks.items():
+        if state.host:
+            hosts[state.host].append(rank)
+    return Timeline(
+        ranks=ranks,
+        world_size=world if world is not None else (max(known) + 1 if known else None),
+        hosts={h: tuple(sorted(r)) for h, r in sorted(hosts.items())},
+        events=tuple(resolved),
+        unattributed=tuple(unattributed),
+        dumps=tuple(dumps),
+        host_addrs=_host_addrs(resolved),
+    )
+
+
+def _host_addrs(events: Sequence[Event]) -> dict[str, tuple[str, ...]]:
+    addrs: dict[str, set[str]] = defaultdict(set)
+    for event in events:
+        host = event.origin.host
+        if not host:
+            continue
+        if event.kind is Kind.NCCL_BOOTSTRAP and event.data.get("addr"):
+            addrs[host].add(str(event.data["addr"]))
+        elif event.kind is Kind.NCCL_NET:
+            for key in ("oob_addr",):
+                if event.data.get(key):
+                    addrs[host].add(str(event.data[key]))
+            for addr in event.data.get("addrs", ()):
+                addrs[host].add(str(addr))
+        elif event.kind is Kind.GLOO_CONNECT_FAILED and event.data.get("local_addr"):
+            addrs[host].add(str(event.data["local_addr"]))
+    return {host: tuple(sorted(values)) for host, values in sorted(addrs.items())}
+
+
+def _fr_status_events(dumps: Sequence[FrDump]) -> Iterable[Event]:
+    for dump in dumps:
+        if dump.rank is None:
+            continue
+        for group in dump.groups:
+            yield Event(
+                Kind.FR_STATUS, dump.ref, f"Flight Recorder pg {group.pg_id} ({group.name or 'default'}): "
+                f"last enqueued {group.last_enqueued}, last completed {group.last_completed}",
+                Origin(rank=dump.rank, host=dump.host), group=group.pg_id, seq=group.last_enqueued,
+                data={"last_enqueued": group.last_enqueued, "last_completed": group.last_completed,
+                      "ranks": list(group.ranks)},
+            )

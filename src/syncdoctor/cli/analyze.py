@@ -1,0 +1,153 @@
+"""``syncdoctor analyze PATHS... [--json] [--max-evidence N]``: explain a failed multi-node run.
+
+PATHS are log files, directories (read recursively), globs or ``-`` for stdin, plain or gzip, plus Flight
+Recorder dumps (JSON or pickle), syncdoctor watch event files and NCCL RAS reports. The answer comes
+first: the culprit rank and host, what happened and what to change; then the other hypotheses, the ranks,
+the timeline of failures and the evidence lines (``file:line``). Exit code 0 when a root cause was found,
+1 when not, 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from syncdoctor.analyze import Analysis, Hypothesis, analyze_paths, to_document
+from syncdoctor.analyze.rules.common import fmt_ranks
+from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from syncdoctor.errors import UsageError
+
+__all__ = ["register", "render", "run"]
+
+_TIMELINE_ROWS = 40
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "analyze",
+        help="explain a failed run from all its logs and dumps: the culprit rank and host, and the fix",
+        description="Read the logs of every rank (files, directories, globs, - for stdin; plain or gzip), "
+        "Flight Recorder dumps, watch event files and NCCL RAS reports, and name the rank or host that caused "
+        "the failure, what happened and what to change. Exit code 0 when a root cause was found, 1 when not.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="log files, directories, globs, or - for stdin")
+    parser.add_argument("--json", action="store_true", help="print the syncdoctor.analyze/1 JSON document")
+    parser.add_argument("--max-evidence", type=int, default=None, metavar="N",
+                        help="evidence lines shown per hypothesis (default 8; all in --json)")
+    parser.set_defaults(func=run)
+
+
+def _where(hypothesis: Hypothesis) -> str:
+    parts = []
+    if hypothesis.culprit_ranks:
+        ranks = hypothesis.culprit_ranks
+        parts.append(f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}")
+    if hypothesis.culprit_hosts:
+        hosts = hypothesis.culprit_hosts
+        parts.append(f"on {', '.join(hosts[:8])}" + (" …" if len(hosts) > 8 else ""))
+    return " ".join(parts) or "not named by the logs"
+
+
+def _evidence(console: Console, hypothesis: Hypothesis, limit: int) -> None:
+    shown = hypothesis.evidence[:limit]
+    for item in shown:
+        line = Text("    ")
+        line.append(str(item.ref), style="cyan")
+        if item.note:
+            line.append(f"  ({item.note})", style="dim")
+        console.print(line, soft_wrap=True)
+        console.print(Text(f"      {item.text}"), soft_wrap=True)
+    hidden = len(hypothesis.evidence) - len(shown)
+    if hidden > 0:
+        console.print(Text(f"    … {hidden} more (--max-evidence {len(hypothesis.evidence)} or --json)", style="dim"))
+
+
+def render(analysis: Analysis, console: Console, max_evidence: int = 8) -> None:
+    """The human report: the answer first, then the other hypotheses, the ranks and the timeline."""
+    diagnosis, timeline = analysis.diagnosis, analysis.timeline
+    root = diagnosis.root_cause
+    if root is not None:
+        head = Text()
+        head.append("Root cause: ", style="bold red")
+        head.append(root.title, style="bold")
+        console.print(head, soft_wrap=True)
+        console.print(Text(f"  culprit:  {_where(root)}"))
+        console.print(Text(f"  category: {root.code} {root.category.value} (confidence {root.confidence:.2f}; "
+                           f"syncdoctor explain {root.code})"))
+        console.print(Text(f"  what happened: {root.what}"), soft_wrap=True)
+        console.print(Text(f"  what to change: {root.fix}", style="green"), soft_wrap=True)
+        if root.affected_ranks:
+            console.print(Text(f"  affected: ranks {fmt_ranks(root.affected_ranks)}"
+                               + (f" on {', '.join(root.affected_hosts)}" if root.affected_hosts else "")))
+        console.print(Text("  evidence:"))
+        _evidence(console, root, max_evidence)
+    else:
+        console.print(Text("No root cause found.", style="bold yellow"))
+        if not diagnosis.hypotheses:
+            console.print(Text("  The inputs show no failure this tool recognises."))
+    others = [h for h in diagnosis.hypotheses if h is not root]
+    if others:
+        console.print()
+        console.print(Text("Other hypotheses" if root is not None else "Hypotheses", style="bold underline"))
+        for hypothesis in others:
+            line = Text(f"  {hypothesis.confidence:.2f} {hypothesis.code} ")
+            line.append(hypothesis.title)
+            console.print(line, soft_wrap=True)
+            console.print(Text(f"       culprit: {_where(hypothesis)}; fix: {hypothesis.fix}", style="dim"),
+                          soft_wrap=True)
+            if root is None:
+                _evidence(console, hypothesis, max(1, max_evidence // 2))
+    if timeline.ranks:
+        console.print()
+        console.print(Text(f"Ranks ({len(timeline.ranks)}, world size {timeline.world_size or '?'})",
+                           style="bold underline"))
+        culprits = set(root.culprit_ranks) if root is not None else set()
+        shown = sorted(timeline.ranks, key=lambda r: (r not in culprits, timeline.ranks[r].outcome == "ok", r))
+        for rank in shown[:64]:
+            state = timeline.ranks[rank]
+            seq = max(state.reached.values()) if state.reached else None
+            first = state.first_failure
+            line = Text(f"  {'*' if rank in culprits else ' '} rank {rank:<5} {state.host or '?':<16} "
+                        f"{state.outcome:<11} {'#' + str(seq) if seq is not None else '':<8} ")
+            if state.outcome in ("terminated", "killed") and state.exit_signal:
+                line.append(f"stopped by {state.exit_signal} (exit code {state.exitcode}), no error of its own",
+                            style="dim")
+            elif first is not None:
+                line.append(f"{first.ref}: {first.text[:110]}", style="dim")
+            console.print(line, soft_wrap=True)
+        if len(shown) > 64:
+            console.print(Text(f"  … {len(shown) - 64} more ranks (--json lists all)", style="dim"))
+    rows = timeline.rows()
+    if rows:
+        console.print()
+        console.print(Text("Timeline (per rank, in log order; times are each host's own clock)",
+                           style="bold underline"))
+        for row in rows[:_TIMELINE_ROWS]:
+            seq = f" #{row.seq}" if row.seq is not None else ""
+            op = f" {row.op}" if row.op else ""
+            console.print(Text(f"  rank {row.rank} {row.host or '?'} {row.time or '-'}{op}{seq} {row.what}  "
+                               f"[{row.ref}]"), soft_wrap=True)
+        if len(rows) > _TIMELINE_ROWS:
+            console.print(Text(f"  … {len(rows) - _TIMELINE_ROWS} more (--json)", style="dim"))
+    collected = analysis.collected
+    console.print()
+    console.print(Text(f"Read {len(collected.sources)} input(s), {collected.bytes_read / 1e6:.1f} MB, "
+                       f"{collected.lines_read} lines, {len(collected.dumps)} Flight Recorder dump(s).",
+                       style="dim"))
+    for note in collected.notes[:20]:
+        console.print(Text(f"note: {note}", style="yellow"), soft_wrap=True)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    if args.max_evidence is not None and args.max_evidence < 0:
+        raise UsageError("--max-evidence must be 0 or more")
+    analysis = analyze_paths(args.paths)
+    if args.json:
+        console.print_json(json.dumps(to_document(analysis, args.max_evidence), default=str))
+    else:
+        render(analysis, console, 8 if args.max_evidence is None else args.max_evidence)
+    return EXIT_OK if analysis.diagnosis.root_cause is not None else EXIT_FINDINGS
