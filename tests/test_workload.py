@@ -90,7 +90,7 @@ def test_spin_burns_cpu_slow_stretches_steps_and_pause_all_pauses_everyone(tmp_p
     faults = [
         {"rank": 0, "kind": "spin", "at": 2, "seconds": 1.5},
         {"rank": 1, "kind": "slow", "at": 5, "factor": 3.0},
-        {"rank": 1, "kind": "trigger", "at": 1, "name": "cut-host1"},
+        {"rank": 1, "kind": "trigger", "at": 1, "name": "cut-host1", "seconds": 0.1},
     ]
     args = ["--steps", "9", "--grad-sync", "manual", "--step-sleep", "0.03", "--pause-all", "0.6@8",
             "--fault", json.dumps(faults)]
@@ -110,6 +110,7 @@ def test_spin_burns_cpu_slow_stretches_steps_and_pause_all_pauses_everyone(tmp_p
     assert all(steps[8].ready - steps[8].start >= 0.6 for steps in (zero, one))
     assert (tmp_path / "triggers" / "cut-host1").exists()
     assert "fault kind=trigger rank=1 step=1 name=cut-host1" in run.outputs[1]
+    assert "trigger name=cut-host1 acted=no" in run.outputs[1]  # no lab here to act on it
 
 
 @pytest.mark.parametrize(

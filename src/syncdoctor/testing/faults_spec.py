@@ -54,7 +54,8 @@ class FaultSpec:
       freeze      SIGSTOP itself at step ``at``
       spin        busy-loop in Python for ``seconds`` (0: forever) at step ``at``, inside ``where``
       slow        from step ``at`` on, every step takes ``factor`` times as long (sleep inside ``where``)
-      trigger     touch ``$SYNCDOCTOR_TRIGGER_DIR/<name>`` at step ``at`` (the lab can act on it)
+      trigger     touch ``$SYNCDOCTOR_TRIGGER_DIR/<name>`` at step ``at`` and wait up to ``seconds``
+                  (default 10) until the lab has acted on it (renamed it to ``<name>.done``)
     """
 
     rank: int

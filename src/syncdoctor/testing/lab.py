@@ -341,16 +341,16 @@ class Lab:
         return timer
 
     def on_trigger(self, path: Path | str, action: Callable[[], object], poll: float = 0.05) -> threading.Thread:
-        """Run ``action`` once when the file ``path`` appears (e.g. touched by the workload); the file is
-        then renamed to ``<path>.done``."""
+        """Run ``action`` once when the file ``path`` appears (e.g. touched by the workload), then rename the
+        file to ``<path>.done`` (the workload's trigger fault waits for that)."""
         target = Path(path)
 
         def _watch() -> None:
             while not self._stop.wait(poll):
                 if target.exists():
-                    with contextlib.suppress(OSError):
-                        target.rename(target.with_name(target.name + ".done"))
                     self._guarded(action)()
+                    with contextlib.suppress(OSError):  # tells a waiting workload that the lab has acted
+                        target.rename(target.with_name(target.name + ".done"))
                     return
 
         thread = threading.Thread(target=_watch, name=f"lab-trigger-{target.name}", daemon=True)

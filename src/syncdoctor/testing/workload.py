@@ -159,9 +159,7 @@ class _Faults:
                 _spin(fault.seconds)
             elif fault.kind == "trigger":
                 self.announce(fault, step, name=fault.name)
-                trigger_dir = Path(os.environ.get("SYNCDOCTOR_TRIGGER_DIR", "triggers"))
-                trigger_dir.mkdir(parents=True, exist_ok=True)
-                (trigger_dir / fault.name).touch()
+                _trigger(fault)
             elif fault.kind == "freeze":
                 self.announce(fault, step, where=where)
                 os.kill(os.getpid(), signal.SIGSTOP)
@@ -172,6 +170,19 @@ class _Faults:
     def _baseline(self) -> float:
         recent = self.step_durations[-10:]
         return sorted(recent)[len(recent) // 2] if recent else 0.01
+
+
+def _trigger(fault: FaultSpec) -> None:
+    """Touch the trigger file, then wait (up to ``seconds``, default 10) until the lab has acted on it
+    (renamed it), so that the step after the trigger already runs under the lab's change."""
+    trigger_dir = Path(os.environ.get("SYNCDOCTOR_TRIGGER_DIR", "triggers"))
+    trigger_dir.mkdir(parents=True, exist_ok=True)
+    path = trigger_dir / fault.name
+    path.touch()
+    deadline = time.monotonic() + (fault.seconds or 10.0)
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    print(f"{TAG} trigger name={fault.name} acted={'no' if path.exists() else 'yes'}", flush=True)
 
 
 def _spin(seconds: float) -> None:
