@@ -407,3 +407,19 @@ def test_ranks_stuck_in_a_transport_hang_are_not_called_late_elsewhere() -> None
         events += job.tick()
     assert codes(events) == [("W104", "warning")]
     assert "completed on ranks 0-1 but not on ranks 2-3" in events[0].title
+
+
+def test_a_record_older_than_the_peers_completion_is_no_evidence_of_a_hang() -> None:
+    """Rank 1's last record still shows it inside #8, its peers' newer records show #8 done: wait for a
+    newer record from rank 1 before calling it a hang (it arrives and says done)."""
+    job = Job()
+    job.all_done(7)
+    job.enter([0, 1, 2, 3], 8, AR)
+    assert job.run(2) == []
+    for r in (0, 2, 3):
+        job.ranks[r].completed, job.ranks[r].stalled, job.ranks[r].sig = 8, None, None
+    job.ranks[1].frozen = True  # its record of 2 s ago is all the monitor has this cycle
+    assert job.tick(1.5) == []
+    job.ranks[1].frozen = False
+    job.all_done(8)
+    assert job.run(3) == []

@@ -441,7 +441,14 @@ def _inside_condition(
     op = signature.short() if signature else "a collective"
     status = "confirmed" if waited >= config.confirm_after_s else "warning"
     done = tuple(r for r, p in progress.items() if p is not None and p.completed >= seq)
+    fresh = True
     if done:
+        # Records are published at different moments: the stuck ranks' records may predate the completion
+        # their peers already report. Only records published after that completion count as evidence.
+        seen_at = ctx.state.partial_seen.setdefault((group, seq), ctx.snapshot.now)
+        if len(ctx.state.partial_seen) > 256:
+            ctx.state.partial_seen.pop(next(iter(ctx.state.partial_seen)))
+        fresh = all(ctx.state.seen[r].changed_at > seen_at for r in members if r not in done and r in ctx.state.seen)
         stuck = tuple(r for r in members if r not in done)
         title = (
             f"every rank of group {group} ({format_ranks(members)}) entered {op} #{seq}; it completed on "
@@ -466,7 +473,7 @@ def _inside_condition(
             signature=signature, waiting_ranks=members, waited_s=waited, key=_key("W104", group, seq),
             at=snap.wall, detail=detail,
         ),
-        ready=not unknown or waited >= config.warn_after_s + 2 * config.interval_s,
+        ready=fresh and (not unknown or waited >= config.warn_after_s + 2 * config.interval_s),
     )
 
 

@@ -12,6 +12,7 @@ store ``init_process_group`` used, below its ``default_pg`` and any other ``Pref
     <prefix>/attempt<N>/ctl/msg          control message (JSON): stacks, inspect, dump, abort
     <prefix>/attempt<N>/monitor          monitor lease: JSON {"who": ..., "beat": n}
     <prefix>/attempt<N>/fail             failure order counter (``add``)
+    <prefix>/attempt<N>/aborted          fail-fast: ranks that have read the abort order (``add``)
     <prefix>/attempt<N>/events           events, one JSON line each (``append``), for ``syncdoctor watch``
 
 Keys are never deleted and never collide with c10d's own (which live under ``default_pg/``, group names
@@ -40,6 +41,7 @@ class JobKeys:
         self.ctl_msg = f"{self.base}/ctl/msg"
         self.monitor = f"{self.base}/monitor"
         self.fail = f"{self.base}/fail"
+        self.aborted = f"{self.base}/aborted"
         self.events = f"{self.base}/events"
 
     def rank(self, rank: int) -> str:

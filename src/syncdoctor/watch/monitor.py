@@ -159,8 +159,11 @@ class Monitor:
         self.store.set(self.keys.ctl_msg, json.dumps(self._ctl, separators=(",", ":")))
         self.store.add(self.keys.ctl_gen, 1)
 
-    def request_abort(self, code: int, reason: str) -> None:
-        self._ctl["abort"] = {"code": code, "reason": reason[:2000], "by": self.who}
+    def request_abort(self, code: int, reason: str, expected: int) -> None:
+        """Ask every rank to end with ``code``; ``expected`` ranks (the reachable ones) will count themselves
+        out on the ``aborted`` counter and leave together, so no rank's exit breaks a peer's connection
+        before that peer has read the order."""
+        self._ctl["abort"] = {"code": code, "reason": reason[:2000], "by": self.who, "expected": expected}
         self.publish_control()
 
 

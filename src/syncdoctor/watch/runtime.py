@@ -403,7 +403,8 @@ class Watcher:
         self._ack = gen
         abort = message.get("abort")
         if abort and not (self.monitor is not None and self.monitor.alive):
-            self._abort(int(abort.get("code", self.config.exit_code)), str(abort.get("reason", "")))
+            self._abort(int(abort.get("code", self.config.exit_code)), str(abort.get("reason", "")),
+                        int(abort.get("expected", 1)))
         if republish:
             self._publish()
 
@@ -452,32 +453,33 @@ class Watcher:
 
     # --- fail-fast -------------------------------------------------------------------------------------
     def _on_confirmed(self, event: Event) -> None:
-        """Monitor thread: a confirmed hang. With fail-fast, end every reachable rank, then this one."""
+        """Monitor thread: a confirmed hang. With fail-fast, end every reachable rank, this one included."""
         if not self.config.fail_fast or self._aborting or self.monitor is None:
             return
         self._aborting = True
         monitor = self.monitor.monitor
-        monitor.request_abort(self.config.exit_code, event.line())
-        deadline = time.monotonic() + 2 * self.config.interval_s + 2.0
-        while time.monotonic() < deadline:
-            time.sleep(0.2)
-            with contextlib.suppress(Exception):
-                monitor.cycle()
-            pending = [
-                r for r, rec in monitor.records.items()
-                if rec.state in ("running", "starting") and r != (self.identity.rank if self.identity else -1)
-                and monitor.state.seen.get(r) is not None
-                and time.monotonic() - monitor.state.seen[r].changed_at < self.config.dead_s
-            ]
-            if not pending:
-                break
-        self._abort(self.config.exit_code, event.line())
+        alive = [r for r, rec in monitor.records.items() if rec.state in ("running", "starting", "aborting")
+                 and r in monitor.state.seen and monitor.clock() - monitor.state.seen[r].changed_at < self.config.dead_s]
+        expected = max(len(set(alive) | {self.identity.rank if self.identity else 0}), 1)
+        monitor.request_abort(self.config.exit_code, event.line(), expected)
+        self._abort(self.config.exit_code, event.line(), expected)
 
-    def _abort(self, code: int, reason: str) -> None:
+    def _abort(self, code: int, reason: str, expected: int = 1) -> None:
+        """Count this rank out, wait (bounded) until the other reachable ranks did too, then exit."""
         logger.error("syncdoctor.watch: fail-fast: ending this rank with exit code %d: %s", code, reason)
         self._state = "aborting"
         with contextlib.suppress(Exception):
             self._publish(final=True)
+        deadline = time.monotonic() + 2 * self.config.interval_s + 2.0
+        try:
+            assert self.store is not None and self.keys is not None
+            count = self.store.add(self.keys.aborted, 1)
+            while count < expected and time.monotonic() < deadline:
+                time.sleep(0.05)
+                count = self.store.add(self.keys.aborted, 0)
+            time.sleep(0.2)  # let the last ones read the count before the store's host leaves
+        except Exception:  # the store left first: everyone has read the order by then
+            pass
         for handler in logging.getLogger().handlers + logger.handlers:
             with contextlib.suppress(Exception):
                 handler.flush()

@@ -91,5 +91,7 @@ class DetectorState:
     waits_done: dict[str, int] = field(default_factory=dict)  # group -> highest seq moved to the window
     window: deque[tuple[float, str, int, int | None, float, float]] = field(default_factory=deque)
     closed: set[str] = field(default_factory=set)  # sticky incidents already reported
+    # (group, seq) -> monitor time a member was first seen having completed it while others had not
+    partial_seen: dict[tuple[str, int], float] = field(default_factory=dict)
     max_window: int = 20000
     max_pending: int = 20000
