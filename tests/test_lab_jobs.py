@@ -9,13 +9,9 @@ import json
 import time
 from pathlib import Path
 
-import pytest
-
 from conftest import requires_root
 from syncdoctor.testing.lab import JobResult, Lab
 from syncdoctor.testing.workload import parse_step_lines
-
-pytestmark = requires_root
 
 WORKLOAD = ["-m", "syncdoctor.testing.workload"]
 
@@ -24,6 +20,7 @@ def steps_by_rank(result: JobResult) -> dict[int, dict[int, object]]:
     return {rank: {line.step: line for line in parse_step_lines(result.output(rank))} for rank in result.rank_logs}
 
 
+@requires_root
 def test_clean_2x2_ddp_job_completes_with_per_host_env(lab_factory, tmp_path: Path) -> None:
     lab: Lab = lab_factory(2)
     job = lab.torchrun(
@@ -49,6 +46,7 @@ def test_clean_2x2_ddp_job_completes_with_per_host_env(lab_factory, tmp_path: Pa
     assert "SD_MARK=everywhere" in result.output(0) and "SD_MARK=<unset>" in result.output(2)
 
 
+@requires_root
 def test_late_rank_is_measured_and_a_frozen_rank_shows_state_T(lab_factory, tmp_path: Path) -> None:
     lab: Lab = lab_factory(2)
     faults = [
@@ -81,6 +79,7 @@ def test_late_rank_is_measured_and_a_frozen_rank_shows_state_T(lab_factory, tmp_
     assert 4 not in steps[1] and 4 not in steps[0]
 
 
+@requires_root
 def test_skipped_collective_hangs_until_the_collective_timeout(lab_factory, tmp_path: Path) -> None:
     lab: Lab = lab_factory(2)
     job = lab.torchrun(
@@ -104,6 +103,7 @@ def test_skipped_collective_hangs_until_the_collective_timeout(lab_factory, tmp_
     assert first_error - stuck >= 2.5
 
 
+@requires_root
 def test_crash_modes_give_their_exit_codes(lab_factory, tmp_path: Path) -> None:
     lab: Lab = lab_factory(3)
     faults = [
@@ -126,6 +126,7 @@ def test_crash_modes_give_their_exit_codes(lab_factory, tmp_path: Path) -> None:
     assert "exitcode  : -9 " in result.host_output("host2") and "SIGKILL" in result.host_output("host2")
 
 
+@requires_root
 def test_workload_trigger_cuts_a_link_mid_job(lab_factory, tmp_path: Path) -> None:
     lab: Lab = lab_factory(2)
     job = lab.torchrun(
@@ -147,13 +148,23 @@ def test_workload_trigger_cuts_a_link_mid_job(lab_factory, tmp_path: Path) -> No
     assert "Timed out waiting 3000ms" in outputs or "Connection" in outputs, result.summary()
 
 
-@pytest.mark.parametrize("rdzv", ["c10d"])
-def test_c10d_rendezvous_and_a_host_that_never_starts(lab_factory, tmp_path: Path, rdzv: str) -> None:
+@requires_root
+def test_c10d_rendezvous_and_a_host_that_never_starts(lab_factory, tmp_path: Path) -> None:
     """With c10d, a job waits for the missing host until the rendezvous gives up (here: we stop it)."""
     lab: Lab = lab_factory(2)
-    job = lab.torchrun([*WORKLOAD, "--steps", "2"], procs_per_host=1, run_dir=tmp_path, rdzv=rdzv,
+    job = lab.torchrun([*WORKLOAD, "--steps", "2"], procs_per_host=1, run_dir=tmp_path, rdzv="c10d",
                        hosts=["host0"])
     result = job.wait(timeout=6)
     assert result.timed_out
     assert result.returncodes["host1"] is None
     assert result.rank_logs == {}  # nobody got a rank: the rendezvous never completed
+
+
+def test_loopback_mode_runs_the_job_on_one_host(tmp_path: Path) -> None:
+    """Without namespaces (no root) the same API runs every host's agent on 127.0.0.1."""
+    with Lab(2, mode="loopback") as lab:
+        job = lab.torchrun([*WORKLOAD, "--steps", "2", "--grad-sync", "manual"], procs_per_host=1, run_dir=tmp_path)
+        result = job.wait(timeout=120)
+    assert result.ok, result.summary()
+    assert result.rank_hosts == {0: "host0", 1: "host1"}
+    assert "start rank=1 world=2 host=host1" in result.output(1)
