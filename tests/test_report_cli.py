@@ -1,0 +1,43 @@
+"""``syncdoctor report``: picks the renderer by content, writes next to the input or to -o, and turns bad
+input into exit code 3 with a message (never a traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from syncdoctor.report import synthetic
+
+
+def test_report_watch_events_default_output(run_cli, tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps(e) + "\n" for e in synthetic.watch_events(8, straggler=3, late=6,
+                                                                                    ranks_per_host=4)))
+    result = run_cli("report", str(events))
+    assert result.code == 0, result.out
+    page = tmp_path / "events.html"
+    assert page.exists() and "watch report written to" in result.out
+    assert 'data-report="watch"' in page.read_text()
+
+
+def test_report_probe_and_analyze_with_output(run_cli, tmp_path: Path) -> None:
+    for kind, data in (("probe", synthetic.probe_document(3, 1, slow_node=1)),
+                       ("analyze", synthetic.analyze_document(4, culprit=2))):
+        source = tmp_path / f"{kind}.json"
+        source.write_text(json.dumps(data))
+        out = tmp_path / "out" / f"{kind}-page.html"
+        result = run_cli("report", str(source), "-o", str(out))
+        assert result.code == 0, result.out
+        assert f'data-report="{kind}"' in out.read_text()
+
+
+def test_report_bad_input(run_cli, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = run_cli("report", str(empty))
+    out = " ".join(result.out.split())
+    assert result.code == 3 and "is empty: nothing to report" in out and "Traceback" not in out
+    result = run_cli("report", str(tmp_path / "nope.json"))
+    assert result.code == 3 and "cannot read" in " ".join(result.out.split())
+    assert not (tmp_path / "empty.html").exists()
+    assert run_cli("report").code == 2
