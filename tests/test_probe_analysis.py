@@ -7,19 +7,16 @@ from syncdoctor.host.types import HostFacts, IbPortFacts, InterfaceFacts
 from syncdoctor.kb import Finding, Severity
 from syncdoctor.probe.analysis import (
     NodeFacts,
-    analyse_links,
     collapse_node_findings,
     collective_findings,
     consistency_findings,
     format_rate,
-    link_findings,
-    rate_findings,
     skew_findings,
-    verdict,
 )
 from syncdoctor.probe.assemble import assess, collective_rows, missing_findings, node_facts, stage_failure
 from syncdoctor.probe.join import MissingNode
 from syncdoctor.probe.records import ClockOffset, LinkMeasure, NodeInfo, NodeSkew
+from syncdoctor.probe.verdict import analyse_links, link_findings, rate_findings, verdict
 
 MBIT = 1e6 / 8
 GBIT = 1e9 / 8

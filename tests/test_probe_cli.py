@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from syncdoctor.probe.local import free_port
-from syncdoctor.probe.runner import StageWatchdog
+from syncdoctor.probe.watchdog import StageWatchdog
 
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "MASTER_ADDR")
 

@@ -12,13 +12,14 @@ from typing import Any
 
 from syncdoctor.kb import Finding
 from syncdoctor.kb.pages import probe as pages
-from syncdoctor.probe import analysis
-from syncdoctor.probe.analysis import NodeFacts, Verdict
+from syncdoctor.probe import analysis, verdict
+from syncdoctor.probe.analysis import NodeFacts
 from syncdoctor.probe.bandwidth import OpShape, summarise
 from syncdoctor.probe.facts import host_facts_from_json
 from syncdoctor.probe.join import MissingNode
 from syncdoctor.probe.recommend import Recommendations, recommend
 from syncdoctor.probe.records import ClockOffset, CollectiveRow, LinkMeasure, NodeInfo, NodeSkew
+from syncdoctor.probe.verdict import Verdict
 
 __all__ = [
     "Assessment",
@@ -151,11 +152,11 @@ def assess(
     if validate is not None:
         findings += analysis.collapse_node_findings({f.label: validate(f) for f in facts})
     findings += analysis.skew_findings(skews, offsets, skew_warn_s)
-    link_view = analysis.analyse_links(links, slow_ratio)
-    findings += analysis.link_findings(link_view, labels, slow_ratio)
-    rate, achieved = analysis.rate_findings(links, {f.node: f for f in facts})
+    link_view = verdict.analyse_links(links, slow_ratio)
+    findings += verdict.link_findings(link_view, labels, slow_ratio)
+    rate, achieved = verdict.rate_findings(links, {f.node: f for f in facts})
     findings += rate
     findings += analysis.collective_findings(rows, wrong_ranks or {})
-    result = analysis.verdict(link_view, labels, rows, achieved)
+    result = verdict.verdict(link_view, labels, rows, achieved)
     advice = recommend(facts, skews, rows, links, backend=backend, reference_bytes=reference_bytes)
     return Assessment(tuple(findings), result, advice, tuple(achieved))

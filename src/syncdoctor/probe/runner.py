@@ -18,7 +18,6 @@ import datetime
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -46,8 +45,10 @@ from syncdoctor.probe.links import link_schedule, measure_pair, merge_halves
 from syncdoctor.probe.nodecheck import node_checker
 from syncdoctor.probe.records import ClockOffset, NodeInfo, RankInfo
 from syncdoctor.probe.report import ProbeDocument
+from syncdoctor.probe.store import connect_store
+from syncdoctor.probe.watchdog import StageWatchdog
 
-__all__ = ["ProbeOutcome", "StageWatchdog", "run_probe"]
+__all__ = ["ProbeOutcome", "run_probe"]
 
 log = logging.getLogger(__name__)
 
@@ -60,101 +61,6 @@ class ProbeOutcome:
 
     exit_code: int
     report: dict[str, Any] | None = None
-
-
-class StageWatchdog:
-    """A thread that calls ``on_expire(stage)`` when a stage runs past its deadline (the last resort when a
-    backend ignores its timeout). ``start`` / ``arm`` / ``disarm`` / ``stop`` / ``join``."""
-
-    def __init__(self, on_expire: Callable[[str], None]) -> None:
-        self._on_expire = on_expire
-        self._cond = threading.Condition()
-        self._deadline: float | None = None
-        self._stage = ""
-        self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name="syncdoctor-probe-watchdog", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def arm(self, stage: str, seconds: float) -> None:
-        with self._cond:
-            self._stage, self._deadline = stage, time.monotonic() + seconds
-            self._cond.notify()
-
-    def disarm(self) -> None:
-        with self._cond:
-            self._deadline = None
-            self._cond.notify()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def _loop(self) -> None:
-        with self._cond:
-            while not self._stopped:
-                if self._deadline is None:
-                    self._cond.wait()
-                    continue
-                remaining = self._deadline - time.monotonic()
-                if remaining > 0:
-                    self._cond.wait(remaining)
-                    continue
-                stage, self._deadline = self._stage, None
-                self._cond.release()
-                try:
-                    self._on_expire(stage)
-                finally:
-                    self._cond.acquire()
-
-
-def _wait_for_listener(host: str, port: int, timeout_s: float) -> None:
-    """Retry a plain TCP connect until something listens (the store's host may start later than us).
-
-    c10d's own client gives up after its timeout with a C++ stack trace on stderr; this loop makes the
-    usual case (rank 0 not up yet) quiet and the failure one clear message.
-    """
-    deadline = time.monotonic() + timeout_s
-    last: Exception | None = None
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise StoreError(f"cannot reach the store at {host}:{port} within {timeout_s:g} s: {last}")
-        try:
-            with socket.create_connection((host, port), timeout=min(2.0, remaining)):
-                return
-        except OSError as exc:
-            last = exc
-            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-
-
-def _connect_store(launch: LaunchInfo, timeout_s: float) -> Any:
-    import torch.distributed as dist
-
-    timeout = datetime.timedelta(seconds=timeout_s)
-    try:
-        if launch.hosts_store:
-            store = dist.TCPStore(launch.master_addr, launch.master_port, is_master=True,
-                                  wait_for_workers=False, timeout=timeout)
-        else:
-            started = time.monotonic()
-            _wait_for_listener(launch.master_addr, launch.master_port, timeout_s)
-            left = max(1.0, timeout_s - (time.monotonic() - started))
-            store = dist.TCPStore(launch.master_addr, launch.master_port, is_master=False,
-                                  wait_for_workers=False, timeout=datetime.timedelta(seconds=left))
-            store.set_timeout(timeout)
-    except StoreError:
-        raise
-    except Exception as exc:  # DistNetworkError, RuntimeError, socket errors
-        raise StoreError(f"cannot reach the store at {launch.master_addr}:{launch.master_port} within "
-                         f"{timeout_s:g} s: {exc}") from exc
-    return dist.PrefixStore(f"syncdoctor/probe/{launch.run_id}/", store)
 
 
 class _Run:
@@ -207,7 +113,7 @@ class _Run:
         if cfg.start_delay_s:
             time.sleep(cfg.start_delay_s)  # test hook: a late node
         try:
-            store = _connect_store(launch, cfg.join_timeout_s)
+            store = connect_store(launch, cfg.join_timeout_s)
         except StoreError as exc:
             finding = pages.STORE_UNREACHABLE.finding(str(exc), evidence={
                 "master": f"{launch.master_addr}:{launch.master_port}", "rank": self.rank, "node": launch.node_rank},

@@ -1,0 +1,227 @@
+"""Link outliers, link rates and the verdict naming the slowest node or link. Pure: no I/O.
+
+Link outliers are judged robustly, by medians: a node is *slow* when even its best link is below
+``slow_ratio`` times the median of the links between the other nodes (all its links slow: the node is the
+problem); a remaining link is *slow* when it is below ``slow_ratio`` times the median of its two nodes'
+other links (one bad pair). With two nodes there is a single link and the two cannot be told apart.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from syncdoctor.host.types import InterfaceFacts
+from syncdoctor.kb import Finding
+from syncdoctor.kb.pages import probe as pages
+from syncdoctor.probe.analysis import NodeFacts, format_rate
+from syncdoctor.probe.records import CollectiveRow, LinkMeasure
+
+__all__ = [
+    "LinkAnalysis",
+    "Verdict",
+    "analyse_links",
+    "link_findings",
+    "promised_bandwidth",
+    "rate_findings",
+    "verdict",
+]
+
+VIRTUAL_KINDS = frozenset({"loopback", "veth", "bridge", "docker", "tun", "tap", "dummy", "vxlan", "macvlan"})
+
+
+@dataclass(frozen=True)
+class LinkAnalysis:
+    """Slow nodes and slow pairs among the inter-node links, with the references they were judged by.
+
+    Attributes:
+        slow_nodes: node -> (its best link bandwidth, reference bandwidth).
+        slow_links: (a_node, b_node) -> (bandwidth, reference bandwidth).
+        median: median bandwidth of all inter-node links (bytes/s), 0 without links.
+        slowest: the slowest inter-node link, None without links.
+    """
+
+    slow_nodes: Mapping[int, tuple[float, float]]
+    slow_links: Mapping[tuple[int, int], tuple[float, float]]
+    median: float
+    slowest: LinkMeasure | None
+
+
+def analyse_links(links: Sequence[LinkMeasure], slow_ratio: float = 0.5) -> LinkAnalysis:
+    """Tell a slow node (all its links slow) from a single bad pair, by medians."""
+    inter = [link for link in links if link.kind == "inter" and link.bandwidth > 0]
+    if not inter:
+        return LinkAnalysis({}, {}, 0.0, None)
+    nodes = sorted({n for link in inter for n in (link.a_node, link.b_node)})
+    slow_nodes: dict[int, tuple[float, float]] = {}
+    if len(nodes) >= 3:
+        for node in nodes:
+            own = [link.bandwidth for link in inter if link.touches(node)]
+            others = [link.bandwidth for link in inter if not link.touches(node)]
+            if own and others:
+                reference = statistics.median(others)
+                if max(own) < slow_ratio * reference:
+                    slow_nodes[node] = (max(own), reference)
+    healthy = [link for link in inter if not any(link.touches(n) for n in slow_nodes)]
+    slow_links: dict[tuple[int, int], tuple[float, float]] = {}
+    for link in healthy:
+        neighbours = [
+            other.bandwidth for other in healthy
+            if other is not link and (other.touches(link.a_node) or other.touches(link.b_node))
+        ]
+        if not neighbours:
+            continue
+        reference = statistics.median(neighbours)
+        if link.bandwidth < slow_ratio * reference:
+            slow_links[(link.a_node, link.b_node)] = (link.bandwidth, reference)
+    return LinkAnalysis(
+        slow_nodes, slow_links, statistics.median(link.bandwidth for link in inter),
+        min(inter, key=lambda link: link.bandwidth),
+    )
+
+
+def link_findings(analysis: LinkAnalysis, labels: Mapping[int, str], slow_ratio: float) -> list[Finding]:
+    findings = []
+    for node, (best, reference) in sorted(analysis.slow_nodes.items()):
+        label = labels.get(node, f"node{node}")
+        findings.append(pages.SLOW_NODE.finding(
+            f"{label} is the slow node: its best link reaches {format_rate(best)}, the links between the "
+            f"other nodes {format_rate(reference)} ({best / reference:.2f}x)",
+            evidence={"node": node, "host": label, "best_link_bps": round(best * 8),
+                      "reference_bps": round(reference * 8), "slow_ratio": slow_ratio},
+            fix=f"check {label}'s NIC, cable, switch port and traffic shaping (`tc qdisc show`, `ethtool`)",
+            key=f"node{node}",
+        ))
+    for (a, b), (bandwidth, reference) in sorted(analysis.slow_links.items()):
+        pair = f"{labels.get(a, f'node{a}')}-{labels.get(b, f'node{b}')}"
+        findings.append(pages.SLOW_LINK.finding(
+            f"the link {pair} is slow: {format_rate(bandwidth)}, the other links of its nodes "
+            f"{format_rate(reference)} ({bandwidth / reference:.2f}x)",
+            evidence={"pair": pair, "bandwidth_bps": round(bandwidth * 8), "reference_bps": round(reference * 8)},
+            fix=f"check the network path between {pair} (switch ports, routes)",
+            key=pair,
+        ))
+    return findings
+
+
+def _is_virtual(iface: InterfaceFacts) -> bool:
+    """No PCI device behind it (veth, bridge, tunnel...): its sysfs speed is a made-up number."""
+    return iface.loopback or iface.kind in VIRTUAL_KINDS or (iface.pci_vendor is None and iface.kind != "infiniband")
+
+
+def promised_bandwidth(nodes: Mapping[int, NodeFacts], a: int, b: int) -> tuple[float, bool] | None:
+    """(bytes/s, physical) the two ends' interfaces in use promise (the lower sysfs speed); None when unknown.
+
+    ``physical`` is False when either end is a virtual interface, whose speed promises nothing.
+    """
+    speeds, physical = [], True
+    for node in (a, b):
+        info = nodes.get(node)
+        iface = info.facts.interface(info.interface) if info and info.facts and info.interface else None
+        if iface is None or not iface.speed_mbps:
+            return None
+        speeds.append(iface.speed_mbps)
+        physical = physical and not _is_virtual(iface)
+    return min(speeds) * 1e6 / 8, physical
+
+
+def rate_findings(
+    links: Sequence[LinkMeasure], nodes: Mapping[int, NodeFacts], fraction: float = 0.5
+) -> tuple[list[Finding], list[dict[str, Any]]]:
+    """P022 for links below ``fraction`` of what physical interfaces promise, and the achieved/promised
+    table for every link between nodes (virtual interfaces marked as such)."""
+    findings, table = [], []
+    for link in links:
+        if link.kind != "inter":
+            continue
+        promised = promised_bandwidth(nodes, link.a_node, link.b_node)
+        a_label = nodes[link.a_node].label if link.a_node in nodes else f"node{link.a_node}"
+        b_label = nodes[link.b_node].label if link.b_node in nodes else f"node{link.b_node}"
+        pair = f"{a_label}-{b_label}"
+        rate, physical = promised if promised else (None, False)
+        row = {"pair": pair, "achieved_bps": round(link.bandwidth * 8),
+               "promised_bps": None if rate is None else round(rate * 8),
+               "fraction": None if not rate else round(link.bandwidth / rate, 4), "physical": physical}
+        table.append(row)
+        if rate and physical and link.bandwidth < fraction * rate:
+            findings.append(pages.BANDWIDTH_BELOW_RATE.finding(
+                f"{pair}: {format_rate(link.bandwidth)} measured on links rated {format_rate(rate)} "
+                f"({link.bandwidth / rate:.2f}x)",
+                evidence=row,
+                key=pair,
+            ))
+    return findings, table
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The one-line answer: the slowest node or link, and how far it is from the rest and from its rate.
+
+    Attributes:
+        kind: ``slow_node``, ``slow_link``, ``none`` (no outlier), ``single_node`` or ``incomplete``.
+        subject: the node label or ``a-b`` pair (empty for ``none``/``single_node``).
+        summary: the sentence shown on top of the report.
+        slowest_bandwidth, reference_bandwidth: bytes/s (0 when unknown).
+        achieved_vs_promised: per inter-node link: achieved and promised bits/s and the fraction.
+        slowest_rank: the rank most often slowest in the collectives, with how many sizes.
+    """
+
+    kind: str
+    subject: str
+    summary: str
+    slowest_bandwidth: float = 0.0
+    reference_bandwidth: float = 0.0
+    achieved_vs_promised: tuple[dict[str, Any], ...] = ()
+    slowest_rank: tuple[int, int, int] | None = None  # (rank, sizes it was slowest in, sizes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "summary": self.summary,
+            "slowest_bandwidth_bps": round(self.slowest_bandwidth * 8),
+            "reference_bandwidth_bps": round(self.reference_bandwidth * 8),
+            "achieved_vs_promised": list(self.achieved_vs_promised),
+            "slowest_rank": None if self.slowest_rank is None else {
+                "rank": self.slowest_rank[0], "sizes": self.slowest_rank[1], "of": self.slowest_rank[2]},
+        }
+
+
+def verdict(
+    analysis: LinkAnalysis,
+    labels: Mapping[int, str],
+    rows: Sequence[CollectiveRow] = (),
+    achieved: Sequence[dict[str, Any]] = (),
+) -> Verdict:
+    """Name the slowest node or link; mention the rank most often slowest in the collectives."""
+    slowest_rank = None
+    if rows:
+        counts = Counter(row.slowest_rank for row in rows)
+        rank, times = counts.most_common(1)[0]
+        slowest_rank = (rank, times, len(rows))
+    common = {"achieved_vs_promised": tuple(achieved), "slowest_rank": slowest_rank}
+    if analysis.slow_nodes:
+        node, (best, reference) = min(analysis.slow_nodes.items(), key=lambda item: item[1][0] / item[1][1])
+        label = labels.get(node, f"node{node}")
+        return Verdict("slow_node", label,
+                       f"{label} is the slow node: all its links are slow (best {format_rate(best)}, the "
+                       f"other nodes' links {format_rate(reference)}, {best / reference:.2f}x)",
+                       best, reference, **common)
+    if analysis.slow_links:
+        (a, b), (bandwidth, reference) = min(analysis.slow_links.items(), key=lambda item: item[1][0] / item[1][1])
+        pair = f"{labels.get(a, f'node{a}')}-{labels.get(b, f'node{b}')}"
+        return Verdict("slow_link", pair,
+                       f"the link {pair} is slow ({format_rate(bandwidth)}, its nodes' other links "
+                       f"{format_rate(reference)}); both nodes are fine on their other links",
+                       bandwidth, reference, **common)
+    if analysis.slowest is None:
+        return Verdict("single_node", "", "one node: no links between nodes to compare", **common)
+    link = analysis.slowest
+    pair = f"{labels.get(link.a_node, f'node{link.a_node}')}-{labels.get(link.b_node, f'node{link.b_node}')}"
+    return Verdict("none", "",
+                   f"no slow node or link: the slowest link {pair} reaches {format_rate(link.bandwidth)} "
+                   f"(median of all links {format_rate(analysis.median)})",
+                   link.bandwidth, analysis.median, **common)
