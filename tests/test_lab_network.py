@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import requires_root
-from syncdoctor.errors import EnvironmentNotSupported
+from syncdoctor.errors import EnvironmentNotSupported, UsageError
 from syncdoctor.testing import _netns
 from syncdoctor.testing.lab import Lab, cleanup_stale, lab_available
 
@@ -270,3 +270,15 @@ def test_without_root_the_lab_says_so_and_falls_back(monkeypatch, caplog) -> Non
     with caplog.at_level(logging.WARNING), Lab(2) as lab:
         assert lab.mode == "loopback"
     assert "falls back to loopback" in caplog.text
+
+
+@requires_root
+def test_named_lab_and_name_errors(lab_factory) -> None:
+    lab = lab_factory(1, name="named1")
+    assert lab.names.prefix == f"sdlab-{os.getpid()}-named1"
+    assert lab.hosts[0].netns == f"sdlab-{os.getpid()}-named1-h0"
+    with pytest.raises(UsageError, match="already exists"):
+        Lab(1, name="named1")
+    with pytest.raises(UsageError, match="1-10 characters"):
+        Lab(1, name="Bad Name!")
+    assert lab_leftovers(f"sdlab-{os.getpid()}-named1-") != []  # the failed attempts removed nothing of it

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from syncdoctor.errors import EnvironmentNotSupported
+from syncdoctor.errors import EnvironmentNotSupported, UsageError
 
 __all__ = [
     "NETNS_DIR",
@@ -100,10 +100,10 @@ def lab_names(tag: str | None = None) -> LabNames:
     if tag is None:
         tag = secrets.token_hex(3)
     if not _TAG_RE.match(tag):
-        raise ValueError(f"lab name {tag!r} must be 1-10 characters of [a-z0-9]")
+        raise UsageError(f"lab name {tag!r} must be 1-10 characters of [a-z0-9]")
     names = LabNames(os.getpid(), tag)
     if (NETNS_DIR / names.switch).exists():
-        raise ValueError(f"a lab named {tag!r} already exists in this process")
+        raise UsageError(f"a lab named {tag!r} already exists in this process")
     return names
 
 

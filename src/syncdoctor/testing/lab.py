@@ -24,16 +24,13 @@ which every new lab calls first.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +40,7 @@ from syncdoctor.errors import EnvironmentNotSupported, UsageError
 from syncdoctor.testing import _netns
 from syncdoctor.testing._job import JobResult, LabJob, start_job
 from syncdoctor.testing._netns import cleanup_stale
+from syncdoctor.testing._teardown import kill_tree, register, unregister
 from syncdoctor.testing.faults_spec import parse_rate
 
 __all__ = [
@@ -132,7 +130,7 @@ class Lab:
         self._namespaces: list[str] = []
         self.names: _netns.LabNames | None = None
         self.hosts: list[LabHost] = []
-        _register(self)
+        register(self)
         try:
             if mode == "netns":
                 self._build(hosts, name)
@@ -267,7 +265,7 @@ class Lab:
             total, elapsed = sink.stdout.readline().split()
             return int(total) * 8 / float(elapsed)
         finally:
-            _kill_tree(sink)
+            kill_tree(sink)
 
     # -- network faults -----------------------------------------------------------------------------------
     def _netns_host(self, ref: LabHost | str, what: str) -> LabHost:
@@ -388,7 +386,7 @@ class Lab:
             with contextlib.suppress(Exception):
                 job.kill()
         for proc in self._procs:
-            _kill_tree(proc)
+            kill_tree(proc)
         for netns in reversed(self._namespaces):
             _netns.delete_namespace(netns)
         for thread in self._watchers:
@@ -396,7 +394,7 @@ class Lab:
                 thread.join(timeout=1)
         if self._lease is not None:
             self._lease.release()
-        _unregister(self)
+        unregister(self)
         if self.names is not None:
             logger.info("lab %s torn down", self.names.prefix)
 
@@ -413,70 +411,6 @@ class Lab:
     def __repr__(self) -> str:
         label = self.names.prefix if self.names else "loopback"
         return f"<Lab {label} mode={self.mode} hosts={[h.name for h in self.hosts]}>"
-
-
-def _kill_tree(proc: subprocess.Popen[Any]) -> None:
-    """SIGKILL ``proc`` and all its descendants (which may sit in sessions of their own)."""
-    import psutil
-
-    if proc.poll() is None:
-        try:
-            family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-        except psutil.NoSuchProcess:
-            family = []
-        for member in family:
-            with contextlib.suppress(psutil.Error):
-                member.send_signal(signal.SIGCONT)
-                member.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-
-
-# -- process-wide registry: atexit and signal teardown ------------------------------------------------------
-_LIVE: weakref.WeakSet[Lab] = weakref.WeakSet()
-_HANDLERS_INSTALLED = False
-_REGISTRY_LOCK = threading.Lock()
-
-
-def _register(lab: Lab) -> None:
-    global _HANDLERS_INSTALLED
-    with _REGISTRY_LOCK:
-        _LIVE.add(lab)
-        if _HANDLERS_INSTALLED:
-            return
-        _HANDLERS_INSTALLED = True
-    atexit.register(_close_all)
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            previous = signal.getsignal(signum)
-            signal.signal(signum, _make_handler(previous))
-
-
-def _unregister(lab: Lab) -> None:
-    with _REGISTRY_LOCK:
-        _LIVE.discard(lab)
-
-
-def _close_all() -> None:
-    for lab in list(_LIVE):
-        with contextlib.suppress(Exception):
-            lab.close()
-
-
-def _make_handler(previous: Any) -> Callable[[int, Any], None]:
-    def _handler(signum: int, frame: Any) -> None:
-        _close_all()
-        if callable(previous):
-            previous(signum, frame)
-        elif previous != signal.SIG_IGN:
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-
-    return _handler
 
 
 # -- pytest fixture: defined when pytest is already loaded (a test session, the plugin, a conftest), so that
