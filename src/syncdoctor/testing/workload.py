@@ -355,7 +355,9 @@ def _start_watch() -> Any:
     if start is None:
         print(f"{TAG} watch unavailable: syncdoctor.watch has no start()", file=sys.stderr, flush=True)
         return None
-    return start()
+    watcher = start()
+    print(f"{TAG} watch started rank={os.environ.get('RANK', '0')}", flush=True)
+    return watcher
 
 
 def _free_port() -> int:
