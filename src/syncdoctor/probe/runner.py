@@ -21,7 +21,7 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from syncdoctor.errors import EnvironmentNotSupported, ProbeError, StoreError
 from syncdoctor.kb import Finding, Severity
@@ -112,6 +112,7 @@ class _Run:
                       f"(store {launch.master_addr}:{launch.master_port}, timeout {cfg.join_timeout_s:g} s)")
         if cfg.start_delay_s:
             time.sleep(cfg.start_delay_s)  # test hook: a late node
+        arrival = self.wall()  # before the store answers: a late store host must not make everybody late
         try:
             store = connect_store(launch, cfg.join_timeout_s)
         except StoreError as exc:
@@ -128,7 +129,7 @@ class _Run:
         source, interface = route_source(launch.master_addr, launch.master_port, None)
         self.route_addr, self.route_interface = source, interface
         me = RankInfo(self.rank, launch.local_rank, launch.node_rank, socket.gethostname(), source, os.getpid(),
-                      self.wall(), self.started_wall)
+                      arrival, self.started_wall)
         last = [0.0]
 
         def waiting(count: int, waited: float) -> None:
@@ -250,8 +251,7 @@ class _Run:
         except Exception as exc:
             self._lost_contact(name, started, exc)
         ok = True
-        if self.rank == 0:
-            assert gathered is not None
+        if gathered is not None:  # rank 0
             errors = {r: g["error"] for r, g in enumerate(gathered) if g["status"] != "ok"}
             self.payloads[name] = [g["payload"] for g in gathered]
             if after is not None and not errors:
@@ -277,7 +277,7 @@ class _Run:
             self.failed = True
         return ok
 
-    def _lost_contact(self, name: str, started: float, exc: Exception) -> None:
+    def _lost_contact(self, name: str, started: float, exc: Exception) -> NoReturn:
         if self.rank == 0:
             self.doc.stage(name, "failed", time.monotonic() - started, {0: f"lost contact: {exc}"})
             self.extra.append(pages.STAGE_FAILED.finding(
@@ -292,7 +292,8 @@ class _Run:
 
         samples: dict[int, list[tuple[float, float, float]]] = {}
         buffer = torch.zeros(1, dtype=torch.int64)
-        for node in self.nodes[1:]:
+        reference = next(n for n in self.nodes if 0 in n.ranks)
+        for node in [n for n in self.nodes if n is not reference]:
             leader = min(node.ranks)
             for _ in range(self.config.clock_samples):
                 if self.rank == 0:
@@ -307,7 +308,7 @@ class _Run:
                     dist.send(buffer, 0, group=self.side)
         if self.rank != 0:
             return None
-        offsets = [ClockOffset(self.nodes[0].node, 0.0, 0.0, 0)]
+        offsets = [ClockOffset(reference.node, 0.0, 0.0, 0)]
         for node, values in samples.items():
             offset, rtt = estimate_offset(values)
             offsets.append(ClockOffset(node, offset, rtt, len(values)))
