@@ -28,9 +28,11 @@ ANCHORS: tuple[bytes, ...] = (
     b"ailure",  # "failure detected by watchdog", "Root Cause (first observed failure)"
     b"imeout",  # Timeout/timeout: watchdog, desync report, dump signal
     b"imed out",  # Timed out / timed out: gloo, heartbeat, blocking wait, store sockets
+    b"atchdog",  # Watchdog caught / the watchdog got stuck
     b"Traceback",
     b"Using",  # NCCL Bootstrap / NET/IB / NET/Socket / Using network, gloo loopback fallback
     b"COMPLETE",  # NCCL Init COMPLETE
+    b"No device",  # NET/IB : No device found
     b"NCCL version",
     b"ismatch",  # collective mismatch (DETAIL, gloo size check)
     b"SIG",  # SIGTERM/SIGKILL/SIGSEGV (agent, fatal signals)

@@ -1,0 +1,35 @@
+"""Helpers for the analyze tests: parse lines the way production does (through the scanner)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from syncdoctor.analyze.collect import dedup_events
+from syncdoctor.analyze.model import Event, Kind, Origin, Ref
+from syncdoctor.analyze.parsers import make_line, parse_line
+from syncdoctor.analyze.scan import Scanner
+from syncdoctor.analyze.textlog import read_text
+
+NO_ORIGIN = Origin()
+FIXTURES = Path(__file__).parent / "fixtures" / "analyze"
+
+
+def read(text: str, source: str = "t.log", origin: Origin = NO_ORIGIN) -> list[Event]:
+    """Every event of a multi-line text, read like a file."""
+    events: list[Event] = []
+    read_text([text.encode() if text.endswith("\n") else text.encode() + b"\n"], source, origin, events, Scanner())
+    return dedup_events(events)
+
+
+def events_of(text: str, origin: Origin = NO_ORIGIN) -> list[Event]:
+    """Events of one line, through the scanner; fails if a parser finds something no scanner anchor covers."""
+    events = read(text.rstrip("\n"), origin=origin)
+    direct = parse_line(make_line(text, Ref("t.log", 1), origin))
+    assert {e.kind for e in direct} <= {e.kind for e in events}, f"no scanner anchor covers: {text!r}"
+    return events
+
+
+def one(text: str, kind: Kind, origin: Origin = NO_ORIGIN) -> Event:
+    found = [e for e in events_of(text, origin) if e.kind is kind]
+    assert len(found) == 1, (text, events_of(text, origin))
+    return found[0]
