@@ -158,25 +158,28 @@ def test_bad_mode_is_a_usage_error(one_rank: Any) -> None:
 # --- two real ranks with different settings -----------------------------------------------------------
 
 
-def guard_twice() -> tuple[bool, str]:
+def guard_twice() -> tuple[bool, str, int, bool]:
     import torch.distributed as dist
 
     from syncdoctor.guard import NotReadyError, assert_ready
+    from syncdoctor.testing.multirank import rank_context
 
+    context = rank_context()
     healthy = assert_ready()
     environ = {"NCCL_ALGO": "Tree"} if dist.get_rank() == 1 else {}
     try:
         assert_ready(environ=environ)
     except NotReadyError as exc:
-        return healthy.ok, str(exc)
-    return healthy.ok, ""
+        return healthy.ok, str(exc), context.world_size, context.store is not None
+    return healthy.ok, "", context.world_size, context.store is not None
 
 
 def test_two_ranks_agree_on_the_verdict() -> None:
     from syncdoctor.testing.multirank import run_multirank
 
-    (ok0, message0), (ok1, message1) = run_multirank(guard_twice, world_size=2, timeout=60).check()
+    (ok0, message0, *context0), (ok1, message1, *context1) = run_multirank(guard_twice, world_size=2, timeout=60).check()
     assert ok0 and ok1
+    assert context0 == context1 == [2, True]  # rank_context() inside the ranks
     assert message0 == message1 != ""
     assert "G101 setting-differs-between-ranks (error): NCCL_ALGO differs between ranks: " in message0
     assert "(rank 1) has NCCL_ALGO=Tree, while" in message0 and "(rank 0) leaves it unset" in message0

@@ -15,16 +15,6 @@ from syncdoctor.testing.multirank import MultiRankFailure, rank_context, run_mul
 # --- functions run on the ranks (module level, so the rank processes can import them) ---------------
 
 
-def sum_of_ranks(offset: float) -> tuple[float, int, bool]:
-    import torch
-    import torch.distributed as dist
-
-    tensor = torch.tensor([float(dist.get_rank()) + offset])
-    dist.all_reduce(tensor)
-    context = rank_context()
-    return tensor.item(), context.world_size, context.store is not None
-
-
 def skip_second_all_reduce_on_rank_1(then_sleep: float) -> None:
     import torch
     import torch.distributed as dist
@@ -62,11 +52,6 @@ def _no_children_left() -> list[psutil.Process]:
 # --- real runs --------------------------------------------------------------------------------------
 
 
-def test_values_come_back_by_rank() -> None:
-    result = run_multirank(sum_of_ranks, world_size=2, args=(1.0,), timeout=60)
-    assert result.check() == [(3.0, 2, True), (3.0, 2, True)]
-
-
 def test_hang_names_the_rank_and_collective_and_leaves_nothing_behind() -> None:
     start = time.monotonic()
     result = run_multirank(skip_second_all_reduce_on_rank_1, world_size=2, args=(600.0,), timeout=12)
@@ -85,7 +70,8 @@ def test_hang_names_the_rank_and_collective_and_leaves_nothing_behind() -> None:
         and "it is in evaluate (test_multirank.py:" in line
         for line in result.diagnosis.watch
     ), result.diagnosis.watch
-    assert elapsed < 12 + 10  # the timeout, plus stack dump and reaping
+    assert result.startup_s is not None
+    assert elapsed < result.startup_s + 12 + 10  # start-up, the timeout, then the stack dump and reaping
     assert _no_children_left() == []
     with pytest.raises(MultiRankFailure, match="rank 1 never reached all_reduce #2"):
         result.check()
@@ -113,7 +99,7 @@ def test_unrunnable_functions_are_usage_errors() -> None:
     with pytest.raises(UsageError, match="module-level function"):
         run_multirank(lambda: None, world_size=2)
     with pytest.raises(UsageError, match="world_size"):
-        run_multirank(sum_of_ranks, world_size=0)
+        run_multirank(evaluate, world_size=0)
     with pytest.raises(UsageError, match="only available inside"):
         rank_context()
 

@@ -17,7 +17,7 @@ from conftest import requires_root
 pytestmark = [requires_root, pytest.mark.root, pytest.mark.slow]
 
 PROBE = ["-m", "syncdoctor", "probe", "--sizes", "64K,4M", "--ops", "all_reduce", "--link-bytes", "1M",
-         "--iters", "5", "--join-timeout", "60", "--stage-timeout", "60", "--no-tables"]
+         "--iters", "5", "--join-timeout", "120", "--stage-timeout", "120", "--no-tables"]
 LATE_S = 8.0
 SCENARIOS = {
     "healthy": {},
@@ -36,7 +36,7 @@ def record_reports(lab, out_dir: Path, run_root: Path) -> dict[str, Path]:
         try:
             job = lab.torchrun([*PROBE, "--json", str(path)], procs_per_host=1, run_dir=run_root / name,
                                host_env=scenario.get("host_env"))
-            result = job.wait(timeout=180)
+            result = job.wait(timeout=300)
         finally:
             if "throttle" in scenario:
                 lab.unthrottle("host1")
