@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -19,8 +18,7 @@ EXAMPLE = DOCS / "examples" / "test_ci_example.py"
 
 SAMPLE = textwrap.dedent(
     """
-    import time
-
+    
     import pytest
     import torch
     import torch.distributed as dist
@@ -78,9 +76,7 @@ def test_sample_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
     tag = uuid.uuid4().hex
     monkeypatch.setenv("SYNCDOCTOR_SAMPLE_TAG", tag)
     junit = pytester.path / "junit.xml"
-    started = time.monotonic()
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--junitxml={junit}", "-rf")
-    session_s = time.monotonic() - started
     output = result.stdout.str()
     result.assert_outcomes(passed=2, failed=2)
 
@@ -107,7 +103,6 @@ def test_sample_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
     match = re.search(r"test_hanging_rank on 2 ranks: .*\n\(every rank was ready after ([0-9.]+) s", output)
     assert match, output
     assert times["test_hanging_rank"] < float(match.group(1)) + HANG_TIMEOUT + 8, times
-    assert session_s < 150
     assert _tagged_processes(tag) == []
 
 
