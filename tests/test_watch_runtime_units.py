@@ -105,3 +105,20 @@ def test_postmortem_rank_that_never_reported() -> None:
     records = {0: _rec(0, "host0", "failed", "Connection reset by peer", 1), 1: _rec(1, "host0", "failed", "x", 2)}
     (event,) = diagnose_failure(records, {2}, 3)
     assert event.code == "W105" and event.ranks == (2,) and "never reported" in event.title
+
+
+def test_postmortem_names_the_late_rank_the_others_timed_out_on() -> None:
+    from syncdoctor.watch.records import GroupProgress
+
+    timeout = "RuntimeError: [/x/unbound_buffer.cc:78] Timed out waiting 15000ms for recv operation to complete"
+    waiting = {"0": GroupProgress("0", 12, 11, 15.0)}
+    records = {r: RankRecord(rank=r, world_size=4, host=f"host{r // 2}", node=r // 2, pid=100 + r, state="failed",
+                             error=timeout, fail_order=r + 1, groups=waiting) for r in range(3)}
+    records[3] = RankRecord(rank=3, world_size=4, host="host1", node=1, pid=103, groups={"0": GroupProgress("0", 11, 11)})
+    (event,) = diagnose_failure(records, set(), 4)
+    assert event.code == "W101" and event.ranks == (3,) and "had not entered" in event.title
+    earlier = {"code": "W101", "title": "rank 3 (host1) has not entered all_reduce #12", "ranks": [3], "key": "W101:0:12:3",
+               "at": 0, "hosts": ["host1"]}
+    (recalled,) = diagnose_failure(records, set(), 4, reported=[earlier])
+    assert recalled.code == "W101" and recalled.title.startswith("the job fails of the problem reported at")
+    assert recalled.detail["reported_earlier"] == "W101:0:12:3"

@@ -42,13 +42,14 @@ def _env_int(name: str, default: int) -> int:
 
 
 def identity(rank: int, world_size: int) -> Identity:
-    """Rank facts from torch plus torchrun's variables; ``SYNCDOCTOR_HOST`` overrides the host name."""
+    """Rank facts from torch plus torchrun's variables; ``SYNCDOCTOR_HOST`` (or the lab's
+    ``SYNCDOCTOR_LAB_HOST``) overrides the host name."""
     return Identity(
         rank=rank,
         world_size=world_size,
         local_rank=_env_int("LOCAL_RANK", -1),
         node=_env_int("GROUP_RANK", -1),
-        host=os.environ.get("SYNCDOCTOR_HOST") or socket.gethostname(),
+        host=os.environ.get("SYNCDOCTOR_HOST") or os.environ.get("SYNCDOCTOR_LAB_HOST") or socket.gethostname(),
         pid=os.getpid(),
         attempt=_env_int("TORCHELASTIC_RESTART_COUNT", 0),
     )

@@ -11,7 +11,9 @@ said goodbye, the first failure whose error is not a peer's connection error is 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.records import RankRecord, format_ranks
@@ -31,13 +33,43 @@ def is_peer_error(text: str | None) -> bool:
 
 
 def diagnose_failure(
-    records: Mapping[int, RankRecord], silent: set[int], world_size: int, *, wall: float = 0.0
+    records: Mapping[int, RankRecord],
+    silent: set[int],
+    world_size: int,
+    *,
+    wall: float = 0.0,
+    reported: Sequence[Mapping[str, Any]] = (),
 ) -> list[Event]:
     """Events naming the rank(s) that started a crash cascade.
 
     ``records``: the latest record of every rank; ``silent``: ranks whose heartbeat stopped while they were
-    still ``running`` (no goodbye) during the linger window.
+    still ``running`` (no goodbye) during the linger window; ``reported``: events the job's monitor already
+    raised and did not resolve (JSON form). When the ranks fail of a problem already reported (a late rank
+    that made the others time out), that event is recalled instead of a weaker guess.
     """
+    events = _diagnose(records, silent, world_size, wall)
+    if not reported:
+        return events
+    earlier = reported[-1]
+    named = set(earlier.get("ranks") or ())
+    if events and events[0].code in ("W105", "W106") and not set(events[0].ranks) & named:
+        return events  # something new: a rank died
+    title = (
+        f"the job fails of the problem reported at {_clock(float(earlier.get('at') or 0))}: "
+        f"{earlier.get('code')} {earlier.get('title')}"
+    )
+    return [
+        Event(
+            str(earlier.get("code")), "confirmed", title, ranks=tuple(int(r) for r in named),
+            hosts=tuple(str(h) for h in earlier.get("hosts") or ()), pids=tuple(int(p) for p in earlier.get("pids") or ()),
+            group=earlier.get("group"), seq=earlier.get("seq"), at=wall, key=f"postmortem:{earlier.get('key')}",
+            detail={"postmortem": True, "reported_earlier": earlier.get("key"),
+                    "failed": {str(r.rank): r.error for r in records.values() if r.state == "failed"}},
+        )
+    ]
+
+
+def _diagnose(records: Mapping[int, RankRecord], silent: set[int], world_size: int, wall: float) -> list[Event]:
     failed = sorted(
         (r for r in records.values() if r.state == "failed"),
         key=lambda r: (r.fail_order if r.fail_order is not None else 1 << 30, r.rank),
@@ -93,7 +125,24 @@ def diagnose_failure(
         return events
     if not failed:
         return events
-    origin = next((r for r in failed if not is_peer_error(r.error)), failed[0])
+    origin = next((r for r in failed if not is_peer_error(r.error)), None)
+    if origin is None:
+        laggards = _laggards(records, failed)
+        if laggards:
+            title = (
+                f"{', '.join(f'rank {r} ({records[r].where}, pid {records[r].pid})' for r in laggards)} had not "
+                f"entered the collective that ranks {format_ranks(x.rank for x in failed)} failed in "
+                f"('{_short(first_error)}'): it was late, still running elsewhere"
+            )
+            events.append(
+                Event(
+                    "W101", "confirmed", title, ranks=tuple(laggards), hosts=tuple(sorted({records[r].where for r in laggards})),
+                    pids=tuple(records[r].pid for r in laggards), at=wall, key=f"postmortem:{format_ranks(laggards)}",
+                    detail={"failed": {str(r.rank): r.error for r in failed}, "postmortem": True},
+                )
+            )
+            return events
+        origin = failed[0]
     others = [r.rank for r in failed if r.rank != origin.rank]
     cause = "" if not is_peer_error(origin.error) else " (a connection error: the network, or a peer outside the job)"
     title = (
@@ -110,6 +159,25 @@ def diagnose_failure(
 
 
 _SOURCE_PREFIX = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|hpp):\d+\]\s*")
+
+
+def _laggards(records: Mapping[int, RankRecord], failed: Sequence[RankRecord]) -> list[int]:
+    """Running ranks that had not entered a collective the failed ranks were inside."""
+    out = set()
+    for rec in failed:
+        for name, progress in rec.groups.items():
+            if not progress.pending:
+                continue
+            seq = progress.completed + 1
+            for rank, other in records.items():
+                mine = other.groups.get(name)
+                if other.state in ("running", "starting") and (mine is None or mine.entered < seq):
+                    out.add(rank)
+    return sorted(out)
+
+
+def _clock(wall: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(wall)) if wall else "?"
 
 
 def _short(text: str | None, limit: int = 160) -> str:

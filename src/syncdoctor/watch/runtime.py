@@ -535,7 +535,7 @@ class Watcher:
                 if (now - started >= settle and len(silent) == len(running)) or now >= deadline:
                     break
                 time.sleep(0.2)
-            events = diagnose_failure(records, silent, world, wall=time.time())
+            events = diagnose_failure(records, silent, world, wall=time.time(), reported=self._reported())
             sinks: list[Sink] = [LogSink(), StoreSink(self.store, self.keys)]
             if self.config.events_file:
                 sinks.append(JsonlSink(self.config.events_file.replace("{rank}", str(self.identity.rank))))
@@ -545,6 +545,19 @@ class Watcher:
         finally:
             if deferred:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def _reported(self) -> list[dict[str, Any]]:
+        """Events the job's monitor published and did not resolve."""
+        from syncdoctor.watch.sinks import read_store_events
+
+        assert self.store is not None and self.keys is not None
+        try:
+            _count, events = read_store_events(self.store, self.keys, 0)
+        except Exception:
+            return []
+        resolved = {e.get("key") for e in events if e.get("status") == "resolved"}
+        return [e for e in events if e.get("status") != "resolved" and e.get("key") not in resolved
+                and not (e.get("detail") or {}).get("postmortem")]
 
     def _defer_sigterm(self, signum: int, frame: Any) -> None:
         self._sigterm_pending = True
