@@ -100,6 +100,10 @@ def test_a_rank_arriving_after_the_close_gets_the_same_verdict() -> None:
     assert not outcome.complete and outcome.state == "closed" and clock.sleeps == 0
 
 
+def test_nobody_missing_when_every_rank_registered() -> None:
+    assert missing_nodes([_rank(r, r // 2) for r in range(6)], _launch()) == []
+
+
 def test_partial_node_is_reported_with_its_missing_ranks() -> None:
     registered = [_rank(0, 0), _rank(1, 0), _rank(2, 1)]
     missing = missing_nodes(registered, _launch(world=4))

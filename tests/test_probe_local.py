@@ -37,6 +37,7 @@ def test_a_failing_stage_keeps_the_stages_before_it(run_cli, tmp_path, monkeypat
     assert set(errors) == {"0", "1"} and "stalled in collectives" in errors["1"]
     assert data["links"] and data["facts"]["nodes"] and data["clock"]["offsets"]
     assert any(f["code"] == "P031" and "collectives" in f["title"] for f in data["findings"])
+    assert not {"P001", "P005", "P030"} & {f["code"] for f in data["findings"]}
 
 
 def test_two_nodes_over_loopback_clock_offsets_skew_and_corruption(tmp_path) -> None:
@@ -82,3 +83,4 @@ def test_two_nodes_over_loopback_clock_offsets_skew_and_corruption(tmp_path) -> 
     assert "SYNCDOCTOR_STEADY_TIMEOUT_S=" in (tmp_path / "node0.env").read_text()
     compile((tmp_path / "node0.py").read_text(), "node0.py", "exec")
     assert not (tmp_path / "node1.json").exists()  # only rank 0 reports
+    assert not {"P001", "P005", "P031", "P020", "P021", "P010", "P014"} & set(codes)
