@@ -99,3 +99,21 @@ def analyze_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def real_analyze_json(directory: Path, fixture: str = "lab/late") -> Path | None:
+    """``syncdoctor analyze --json`` on the logs of a real lab run with a late rank; None without analyze."""
+    if not analyze_available():
+        return None
+    key = f"analyze:{fixture}"
+    if key not in _cache:
+        source = HERE / "fixtures" / "analyze" / fixture
+        result = subprocess.run([sys.executable, "-m", "syncdoctor", "analyze", str(source), "--json"],
+                                capture_output=True, text=True, timeout=120, env=_env() | {"COLUMNS": "200"})
+        if result.returncode not in (0, 1) or not result.stdout.strip().startswith("{"):
+            raise AssertionError(f"analyze failed (exit {result.returncode}):\n{result.stdout[-2000:]}\n"
+                                 f"{result.stderr[-2000:]}")
+        path = directory / "analyze.json"
+        path.write_text(result.stdout)
+        _cache[key] = path
+    return _cache[key]  # type: ignore[return-value]

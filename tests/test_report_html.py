@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from report_inputs import real_probe_json, real_watched_job
+from report_inputs import real_analyze_json, real_probe_json, real_watched_job
 from syncdoctor.errors import InputError
 from syncdoctor.report import synthetic
 from syncdoctor.report.html import (
@@ -159,6 +159,30 @@ def test_watch_1024_ranks_limits_lanes() -> None:
     assert lanes[:3] == culprits  # culprits first
     # six late incidents of rank 901 are one finding
     assert len(dom.having("data-code", "W101")) == 1 and "6 times" in page
+
+
+def test_real_analyze_page(tmp_path_factory: pytest.TempPathFactory) -> None:
+    source = real_analyze_json(tmp_path_factory.mktemp("analyze"))
+    if source is None:
+        pytest.skip("syncdoctor analyze is not built")
+    data = json.loads(source.read_text())
+    page = render_analyze_html(data)
+    assert_self_contained(page)
+    dom = Elements(page)
+    if data["ranks"]:
+        assert dom.by_id("ranks-table")["data-rows"] == str(len(data["ranks"]))
+    assert len(dom.having("data-span")) == len(data["timeline"])
+    root = data.get("root_cause")
+    if not data["root_cause_found"]:  # the analyzer found nothing in these logs: the page says so
+        assert dom.by_id("verdict")["data-status"] == "warning" and "no root cause found" in page
+        return
+    assert dom.by_id("verdict")["data-status"] == "error" and root["title"] in page
+    hypotheses = dom.having("data-hypothesis")
+    assert hypotheses[0]["data-culprit"] == ",".join(str(r) for r in root["culprit_ranks"])
+    assert len(hypotheses) == len(data["hypotheses"])  # the root cause is not shown twice
+    lanes = dom.having("data-lane")
+    assert [lane["data-lane"] for lane in lanes if lane.get("data-highlight") == "true"] == [
+        f"rank {r}" for r in root["culprit_ranks"]]
 
 
 def test_analyze_page_and_1024_ranks() -> None:

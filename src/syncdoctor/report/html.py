@@ -73,14 +73,16 @@ font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 .why{color:#424242;margin:4px 0 0}
 dl.evidence{display:grid;grid-template-columns:max-content 1fr;gap:1px 10px;margin:6px 0 0;font-size:12px;
 color:#555}dl.evidence dt{font-weight:600}dl.evidence dd{margin:0;overflow-wrap:anywhere}
-table{border-collapse:collapse;margin:6px 0;font-size:12px}
+table{border-collapse:collapse;margin:6px 0;font-size:12px;max-width:100%}
 th,td{border-bottom:1px solid #EEE;padding:3px 8px;text-align:left;vertical-align:top}
+td.long{overflow-wrap:anywhere;min-width:12em}
 th{background:#FAFAFA}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.highlight td{background:#FDECEA;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:14px}
 svg.chart{font-family:inherit;max-width:100%;height:auto;background:#fff;border:1px solid #EEE}
 .note{color:#616161;font-size:12px;margin:4px 0}
-pre.lines{background:#FAFAFA;border:1px solid #EEE;padding:6px 8px;font-size:12px;overflow-x:auto;margin:4px 0}
+pre.lines{background:#FAFAFA;border:1px solid #EEE;padding:6px 8px;font-size:12px;margin:4px 0;
+white-space:pre-wrap;overflow-wrap:anywhere}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:11px;font-weight:600;color:#fff;
 background:#607D8B}.badge.error{background:#C62828}.badge.warning{background:#F57F17}
 .badge.info{background:#0277BD}.badge.ok{background:#2E7D32}
@@ -144,7 +146,8 @@ def table(
     head = "".join(f'<th{_NUM if i in num else ""}>{text(h)}</th>' for i, h in enumerate(headers))
     body = []
     for r, row in enumerate(rows):
-        cells = "".join(f'<td{_NUM if i in num else ""}>{text(c)}</td>' for i, c in enumerate(row))
+        cells = "".join(
+            f'<td{_NUM if i in num else (_LONG if len(str(c)) > 40 else "")}>{text(c)}</td>' for i, c in enumerate(row))
         body.append(f'<tr{_HOT if r in hot else ""}>{cells}</tr>')
     return (f'<table id="{_attr(table_id)}" data-rows="{len(rows)}"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
@@ -168,6 +171,7 @@ def _evidence(evidence: Mapping[str, Any], limit: int = 8) -> str:
 
 _NUM = ' class="num"'
 _HOT = ' class="highlight"'
+_LONG = ' class="long"'
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
 

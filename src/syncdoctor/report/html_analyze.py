@@ -29,7 +29,8 @@ MAX_LANES = 24
 MAX_EVIDENCE = 12
 _CALM = ("#0072B2", "#56B4E9", "#009E73", "#7F7F7F", "#000000")
 _ALARM = ("#C62828", "#E69F00", "#CC79A7", "#D55E00")
-_FAILURE_KINDS = ("error", "exception", "timeout", "crash", "failure", "fatal", "warn", "abort", "killed")
+_FAILURE_KINDS = ("error", "exception", "timeout", "timed", "crash", "fail", "fatal", "abort", "kill", "terminat",
+                  "refused", "closed", "lost", "oom", "warn")
 
 
 def _list(value: Any) -> list[Any]:
@@ -85,7 +86,8 @@ def _culprit(h: Mapping[str, Any]) -> tuple[list[int], list[str]]:
         for name in ("host", "culprit_host"):
             if source.get(name):
                 hosts.append(str(source[name]))
-        hosts += [str(x) for x in _list(source.get("hosts"))]
+        for name in ("hosts", "culprit_hosts"):
+            hosts += [str(x) for x in _list(source.get(name)) if x]
     return list(dict.fromkeys(ranks)), list(dict.fromkeys(hosts))
 
 
@@ -93,9 +95,11 @@ def _evidence_lines(h: Mapping[str, Any]) -> list[str]:
     lines = []
     for item in _list(h.get("evidence")) + _list(h.get("evidence_lines")):
         if isinstance(item, Mapping):
-            where = str(item.get("file") or item.get("path") or "?")
-            if item.get("line") is not None:
-                where += f":{item['line']}"
+            where = str(item.get("ref") or "")
+            if not where:
+                where = str(item.get("file") or item.get("path") or "?")
+                if item.get("line") is not None:
+                    where += f":{item['line']}"
             rank = f"[rank {item['rank']}] " if item.get("rank") is not None else ""
             lines.append(f"{where}: {rank}{item.get('text') or item.get('message') or ''}".rstrip())
         elif isinstance(item, str):
@@ -109,7 +113,8 @@ def _hypothesis_html(index: int, h: Mapping[str, Any]) -> str:
     category = str(h.get("category") or h.get("kind") or "")
     title = str(h.get("title") or h.get("summary") or h.get("what") or category or "hypothesis")
     lines = _evidence_lines(h)
-    shown = "\n".join(lines[:MAX_EVIDENCE]) + (f"\n... {len(lines) - MAX_EVIDENCE} more" if len(lines) > MAX_EVIDENCE else "")
+    total = int(_number(h.get("evidence_total"), len(lines)))
+    shown = "\n".join(lines[:MAX_EVIDENCE]) + (f"\n... {total - MAX_EVIDENCE} more" if total > MAX_EVIDENCE else "")
     facts = []
     if ranks:
         facts.append(f"culprit rank(s) {', '.join(str(r) for r in ranks[:16])}")
@@ -122,7 +127,7 @@ def _hypothesis_html(index: int, h: Mapping[str, Any]) -> str:
     affected = _list(h.get("affected_ranks"))
     if affected:
         facts.append(f"{len(affected)} affected rank(s)")
-    severity = "error" if index == 0 else "warning"
+    severity = "error" if index == 0 and h.get("root_cause", True) else "warning"
     why = str(h.get("why") or h.get("explanation") or h.get("what") or "")
     fix = str(h.get("fix") or "")
     return (
@@ -168,16 +173,26 @@ def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
     if not entries:
         return ""
     timed = [(_time(e.get("time", e.get("at", e.get("timestamp")))), e) for e in entries]
-    if all(math.isnan(t) for t, _ in timed):
-        timed = [(float(i), e) for i, (_, e) in enumerate(timed)]
-        x_label = "order in the logs"
+    common_clock = not any(math.isnan(t) for t, _ in timed)
+    if not common_clock:
+        # no common clock for every line: each rank's events in its own log order
+        position: dict[int | None, int] = {}
+        ordered_timed = []
+        for _, e in timed:
+            rank = _rank_of(e)
+            ordered_timed.append((float(position.get(rank, 0)), e))
+            position[rank] = position.get(rank, 0) + 1
+        timed = ordered_timed
+        x_label = "event number on each rank, in log order (not every line carries a time)"
+        format_x = lambda v: f"{v:g}"  # noqa: E731
     else:
         x_label = "seconds since the first event (clocks of different hosts may differ)"
+        format_x = lambda v: format_seconds(v) if v else "0"  # noqa: E731
     known = [t for t, _ in timed if not math.isnan(t)]
     t0 = min(known) if known else 0.0
     failures = sorted(((t, _rank_of(e)) for t, e in timed if _is_failure(e) and not math.isnan(t)),
                       key=lambda item: item[0])
-    first_failed = failures[0][1] if failures else None
+    first_failed = failures[0][1] if failures and common_clock else None
     counts: dict[int, float] = {}
     for _, e in timed:
         rank = _rank_of(e)
@@ -229,8 +244,9 @@ def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
     colors.update({k: _ALARM[i % len(_ALARM)] for i, k in enumerate(failure_kinds)})
     spans.sort(key=lambda span: (span.kind in failure_kinds, span.highlight))  # failures drawn on top
     chart = svg.timeline(lanes, spans, chart_id="failure-timeline", title="Cross-rank failure timeline",
-                         x_label=x_label, colors=colors, format_x=lambda v: format_seconds(v) if v else "0")
-    note = "One lane per rank; the culprit's lane is red and the first failure in time is outlined."
+                         x_label=x_label, colors=colors, format_x=format_x)
+    note = "One lane per rank; the culprit's lane is red" + (
+        " and the first failure in time is outlined." if common_clock else "; its failures are outlined.")
     if others:
         note += f" {len(chosen)} of {len(counts)} ranks drawn: the culprits, the first to fail and the busiest."
     return section("Timeline", "timeline", chart, note=note)
@@ -240,8 +256,8 @@ def _ranks_table(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
     ranks = [r for r in _list(data.get("ranks")) if isinstance(r, Mapping)]
     if not ranks:
         return ""
-    columns = [c for c in ("rank", "host", "last_seq", "last_op", "state", "first_error", "file") if
-               any(c in r for r in ranks)]
+    columns = [c for c in ("rank", "host", "state", "last_seq", "last_op", "exitcode", "signal", "first_error",
+                           "first_error_ref") if any(r.get(c) not in (None, "", []) for r in ranks)]
     rows, hot = [], []
     for index, r in enumerate(sorted(ranks, key=lambda r: (_rank_of(r) not in culprits, _rank_of(r) or 0))[:256]):
         if _rank_of(r) in culprits:
@@ -255,8 +271,14 @@ def _ranks_table(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
 def render(data: Mapping[str, Any]) -> str:
     """The analyze page; ``data`` is the analyze JSON document."""
     found = hypotheses(data)
+    root = data.get("root_cause")
+    if isinstance(root, Mapping):  # the root cause first, once (it is also in the hypotheses)
+        same = (root.get("code"), root.get("title"), _culprit(root)[0])
+        found = [root, *[h for h in found if (h.get("code"), h.get("title"), _culprit(h)[0]) != same]]
+    if data.get("root_cause_found") is False or (root is None and "root_cause" in data):
+        found = [dict(h, root_cause=False) for h in found]
     culprits: list[int] = []
-    if found:
+    if found and found[0].get("root_cause", True):
         top = found[0]
         culprits, hosts = _culprit(top)
         headline = str(top.get("title") or top.get("summary") or top.get("category") or "root cause")
@@ -273,7 +295,7 @@ def render(data: Mapping[str, Any]) -> str:
         status = "error"
     else:
         headline = str(data.get("summary") or "no root cause found in the inputs")
-        details = ["see the findings and the timeline"]
+        details = [f"{len(found)} hypothesis(es) below, none certain" if found else "see the timeline and the ranks"]
         status = "warning"
     inputs = _list(data.get("inputs"))
     subtitle = f"{data.get('schema', ANALYZE_SCHEMA)}" + (f", {len(inputs)} input(s)" if inputs else "")
@@ -282,7 +304,7 @@ def render(data: Mapping[str, Any]) -> str:
         verdict_block(status, headline, details),
         section("Hypotheses", "hypotheses", hypotheses_html, note="most likely first") if found else "",
         findings_section([f for f in _list(data.get("findings")) if isinstance(f, Mapping)])
-        if data.get("findings") else "",
+        if data.get("findings") and not found else "",  # the findings repeat the hypotheses
         _timeline(data, culprits),
         _ranks_table(data, culprits),
     ]

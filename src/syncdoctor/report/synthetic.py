@@ -173,47 +173,62 @@ def watch_events(world: int, *, straggler: int, late: int, dead: int | None = No
 
 def analyze_document(world: int, *, culprit: int, ranks_per_host: int = 8, start: float = 1_800_000_000.0,
                      seed: int = 1) -> dict[str, Any]:
-    """An analyze report (schema ``syncdoctor.analyze/1``) of a job where ``culprit`` never reached
-    collective #6 and every other rank timed out waiting for it, then closed its connections."""
+    """An analyze report (schema ``syncdoctor.analyze/1``, the shape ``syncdoctor analyze --json`` prints)
+    of a job where ``culprit`` died of an exception before collective #6 and every other rank timed out
+    waiting for it."""
     rng = random.Random(seed)
 
     def host(rank: int) -> str:
         return f"node{rank // ranks_per_host:04d}"
 
+    def line(rank: int, kind: str, time: float, text: str, number: int, **extra: Any) -> dict[str, Any]:
+        ref = f"logs/rank{rank}.log:{number}"
+        return {"kind": kind, "ref": ref, "rank": rank, "host": host(rank), "group": extra.get("group"),
+                "seq": extra.get("seq"), "op": extra.get("op"), "data": {}, "text": text,
+                "time_text": None, "time": time, "file": f"logs/rank{rank}.log", "line": number}
+
     timeline: list[dict[str, Any]] = []
     for rank in range(world):
         for seq in range(1, 6 if rank == culprit else 7):
-            timeline.append({"rank": rank, "host": host(rank), "time": start + seq * 0.5 + rng.uniform(0, 0.05),
-                             "kind": "collective", "group": "0", "seq": seq, "op": "all_reduce",
-                             "file": f"logs/rank{rank}.log", "line": seq * 3})
-    timeline.append({"rank": culprit, "host": host(culprit), "time": start + 3.2, "kind": "exception",
-                     "text": "RuntimeError: CUDA out of memory", "file": f"logs/rank{culprit}.log", "line": 40})
+            timeline.append(line(rank, "collective", start + seq * 0.5 + rng.uniform(0, 0.05), f"all_reduce #{seq}",
+                                 seq * 3, group="0", seq=seq, op="all_reduce"))
+    timeline.append(line(culprit, "exception", start + 3.2, "RuntimeError: CUDA out of memory", 40))
+    timeout = ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE) ran for 600000 "
+               "milliseconds before timing out.")
     for rank in range(world):
         if rank != culprit:
-            timeline.append({"rank": rank, "host": host(rank), "time": start + 603.5 + rng.uniform(0, 0.4),
-                             "kind": "timeout", "group": "0", "seq": 6, "op": "all_reduce",
-                             "text": "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, "
-                                     "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
-                             "file": f"logs/rank{rank}.log", "line": 21})
-    evidence = [{"file": f"logs/rank{culprit}.log", "line": 40, "rank": culprit,
-                 "text": "RuntimeError: CUDA out of memory"}]
-    evidence += [{"file": f"logs/rank{r}.log", "line": 21, "rank": r,
-                  "text": "WorkNCCL(SeqNum=6, OpType=ALLREDUCE) ran for 600000 milliseconds"} for r in range(min(world, 40))
-                 if r != culprit]
+            timeline.append(line(rank, "nccl_timeout", start + 603.5 + rng.uniform(0, 0.4), timeout, 21,
+                                 group="0", seq=6, op="all_reduce"))
+    evidence = [{"ref": f"logs/rank{culprit}.log:40", "text": "RuntimeError: CUDA out of memory", "note": "exception",
+                 "rank": culprit, "host": host(culprit), "file": f"logs/rank{culprit}.log", "line": 40}]
+    evidence += [{"ref": f"logs/rank{r}.log:21", "text": timeout, "note": "timeout", "rank": r, "host": host(r),
+                  "file": f"logs/rank{r}.log", "line": 21} for r in range(world) if r != culprit][:40]
+    root = {"category": "crashed-rank", "code": "A002", "confidence": 0.92, "root_cause": True,
+            "title": f"rank {culprit} on {host(culprit)} died of an exception before collective #6; the other "
+                     f"{world - 1} ranks timed out waiting for it",
+            "culprit_ranks": [culprit], "culprit_hosts": [host(culprit)],
+            "affected_ranks": [r for r in range(world) if r != culprit], "affected_hosts": [],
+            "what": "its own log shows an exception before the collective the others timed out in",
+            "fix": "fix the out-of-memory error on that rank (smaller batch, or free memory before the step)",
+            "evidence": evidence, "evidence_total": world, "hosts": [host(culprit)]}
+    other = {"category": "transport-hang", "code": "A005", "confidence": 0.1, "root_cause": False,
+             "title": "a network hang in collective #6", "culprit_ranks": [], "culprit_hosts": [],
+             "affected_ranks": [], "affected_hosts": [], "what": "every rank but one timed out in the same collective",
+             "fix": "run syncdoctor probe", "evidence": [], "evidence_total": 0, "hosts": []}
     return {
         "schema": "syncdoctor.analyze/1",
-        "inputs": [f"logs/rank{r}.log" for r in range(world)],
-        "hypotheses": [
-            {"category": "crashed-rank", "confidence": 0.92, "culprit": {"rank": culprit, "host": host(culprit)},
-             "title": f"rank {culprit} on {host(culprit)} died of an exception before collective #6; the other "
-                      f"{world - 1} ranks timed out waiting for it",
-             "fix": "fix the out-of-memory error on that rank (smaller batch, or free memory before the step)",
-             "evidence": evidence, "affected_ranks": [r for r in range(world) if r != culprit]},
-            {"category": "transport-hang", "confidence": 0.1, "ranks": [], "title": "a network hang in collective #6",
-             "fix": "run syncdoctor probe", "evidence": []},
-        ],
+        "root_cause_found": True,
+        "root_cause": root,
+        "hypotheses": [root, other],
         "findings": [],
+        "ranks": [{"rank": r, "host": host(r), "pids": [], "state": "crashed" if r == culprit else "timed-out",
+                   "last_seq": 5 if r == culprit else 6, "last_completed": 5, "exitcode": 1, "signal": None,
+                   "first_error": "RuntimeError: CUDA out of memory" if r == culprit else timeout,
+                   "first_error_ref": f"logs/rank{r}.log:{40 if r == culprit else 21}"} for r in range(world)],
+        "hosts": {host(r): [x for x in range(world) if host(x) == host(r)] for r in range(0, world, ranks_per_host)},
+        "world_size": world,
         "timeline": timeline,
-        "ranks": [{"rank": r, "host": host(r), "last_seq": 5 if r == culprit else 6,
-                   "state": "exception" if r == culprit else "timeout"} for r in range(world)],
+        "inputs": [f"logs/rank{r}.log" for r in range(world)],
+        "notes": [],
+        "stats": {},
     }
