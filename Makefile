@@ -20,6 +20,7 @@ lint: venv
 
 test: venv
 	$(VENV)/bin/ruff check src tests benchmarks
+	sh scripts/ensure-chromium.sh
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: venv
