@@ -68,6 +68,8 @@ def register(subparsers: Any) -> None:
     output = parser.add_argument_group("output")
     output.add_argument("--json", dest="json_path", default=None, metavar="FILE",
                         help="write the report as JSON (schema syncdoctor.probe/1), updated after every stage")
+    output.add_argument("--html", dest="html_path", default=None, metavar="FILE",
+                        help="also write the report as one self-contained HTML page (see docs/report.md)")
     output.add_argument("--emit-env", dest="emit_env", default=None, metavar="FILE",
                         help="write recommended settings as an env file, and a Python snippet next to it")
     output.add_argument("--no-tables", action="store_true", help="leave the nccl-tests tables out of the report")
@@ -167,6 +169,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if outcome.report is not None:
         console.print()
         render_probe(outcome.report, console, show_tables=not args.no_tables)
+        if args.html_path:
+            from syncdoctor.report.html import render_probe_html, write_html
+
+            write_html(args.html_path, render_probe_html(outcome.report))
     return outcome.exit_code
 
 
@@ -177,7 +183,8 @@ def _rebuild_argv(args: argparse.Namespace) -> list[str]:
             "--skew-warn", str(args.skew_warn), "--slow-ratio", str(args.slow_ratio)]
     for flag, value in (("--sizes", args.sizes), ("--nnodes", args.nnodes), ("--node-rank", args.node_rank),
                         ("--master-addr", args.master_addr), ("--master-port", args.master_port),
-                        ("--hosts", args.hosts), ("--json", args.json_path), ("--emit-env", args.emit_env)):
+                        ("--hosts", args.hosts), ("--json", args.json_path), ("--emit-env", args.emit_env),
+                        ("--html", args.html_path)):
         if value is not None:
             argv += [flag, str(value)]
     if args.quick:
