@@ -38,6 +38,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the syncdoctor.analyze/1 JSON document")
     parser.add_argument("--max-evidence", type=int, default=None, metavar="N",
                         help="evidence lines shown per hypothesis (default 8; all in --json)")
+    parser.add_argument("--html", default=None, metavar="FILE",
+                        help="also write the report as one self-contained HTML page (see docs/report.md)")
     parser.set_defaults(func=run)
 
 
@@ -146,6 +148,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.max_evidence is not None and args.max_evidence < 0:
         raise UsageError("--max-evidence must be 0 or more")
     analysis = analyze_paths(args.paths)
+    if args.html:
+        from syncdoctor.report.html import render_analyze_html, write_html
+
+        write_html(args.html, render_analyze_html(json.loads(json.dumps(to_document(analysis, None), default=str))))
     if args.json:
         console.print_json(json.dumps(to_document(analysis, args.max_evidence), default=str))
     else:
