@@ -32,7 +32,7 @@ class Analysis:
 def analyze_sources(sources: Sequence[Source], *, stdin: BinaryIO | None = None,
                     scanner: Scanner | None = None) -> Analysis:
     collected = collect(sources, stdin=stdin, scanner=scanner)
-    timeline = build_timeline(collected.events, collected.dumps)
+    timeline = build_timeline(collected.events, collected.dumps, collected.file_ranks)
     diagnosis = diagnose(timeline, notes=collected.notes, sources=collected.sources)
     return Analysis(diagnosis, timeline, collected)
 

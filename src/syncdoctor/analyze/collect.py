@@ -6,6 +6,7 @@ Unreadable or unrecognised inputs never stop the analysis: each becomes a note i
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import zlib
@@ -40,6 +41,7 @@ class Collected:
     notes: list[str] = field(default_factory=list)
     bytes_read: int = 0
     lines_read: int = 0
+    file_ranks: dict[int, str | None] = field(default_factory=dict)  # rank -> host, from log file names
 
 
 def _read_capped(stream: BinaryIO, head: bytes, cap: int) -> bytes | None:
@@ -48,17 +50,21 @@ def _read_capped(stream: BinaryIO, head: bytes, cap: int) -> bytes | None:
     return None if len(data) > cap else data
 
 
-def _read_json_doc(source: Source, stream: BinaryIO, head: bytes, out: Collected, origin: Origin) -> None:
+def _read_json_doc(source: Source, stream: BinaryIO, head: bytes, out: Collected, origin: Origin,
+                   scanner: Scanner) -> None:
     data = _read_capped(stream, head, _MAX_JSON)
     if data is None:
         out.notes.append(f"{source.name}: JSON larger than {_MAX_JSON // 2**20} MiB, skipped")
         return
-    out.bytes_read += len(data)
     try:
         doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        out.notes.append(f"{source.name}: not valid JSON ({exc}); skipped")
+    except (ValueError, RecursionError):
+        # a log whose first line merely starts with a brace: read it as text
+        stats = read_text(iter_blocks(io.BytesIO(data)), source.name, origin, out.events, scanner)
+        out.bytes_read += stats.bytes
+        out.lines_read += stats.lines
         return
+    out.bytes_read += len(data)
     if flight_recorder.looks_like_dump(doc):
         rank = flight_recorder.rank_from_name(source.name, origin.rank)
         try:
@@ -67,8 +73,23 @@ def _read_json_doc(source: Source, stream: BinaryIO, head: bytes, out: Collected
             out.notes.append(str(exc))
     elif ras.looks_like_ras_json(doc):
         out.events.extend(ras.parse_json(doc, source.name))
+    elif isinstance(doc, (dict, list)) and _watch_records(doc, source.name, out):
+        pass
     else:
         out.notes.append(f"{source.name}: JSON that is neither a Flight Recorder dump nor a RAS report; skipped")
+
+
+def _watch_records(doc: object, name: str, out: Collected) -> bool:
+    """A single watch event, or a JSON list of them; True when at least one was read."""
+    records = doc if isinstance(doc, list) else [doc]
+    found = 0
+    for index, record in enumerate(records[:1_000_000], start=1):
+        if isinstance(record, dict):
+            event = watch_events.parse_record(record, Ref(name, index if isinstance(doc, list) else 1))
+            if event is not None:
+                out.events.append(event)
+                found += 1
+    return found > 0
 
 
 def _read_pickle(source: Source, stream: BinaryIO, head: bytes, out: Collected, origin: Origin) -> None:
@@ -102,7 +123,7 @@ def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scan
     if kind == "pickle":
         _read_pickle(source, stream, head, out, origin)
     elif kind == "json":
-        _read_json_doc(source, stream, head, out, origin)
+        _read_json_doc(source, stream, head, out, origin, scanner)
     elif kind == "jsonl":
         _read_jsonl(source, stream, head, out)
     elif ras.looks_like_ras_text(head[:8192].decode("utf-8", "replace")):
@@ -122,6 +143,8 @@ def collect(sources: Sequence[Source], *, stdin: BinaryIO | None = None, scanner
     for source in sources:
         origin = origin_from_path(source.name) if source.path is not None else Origin()
         out.sources.append(source.name)
+        if origin.rank is not None:
+            out.file_ranks.setdefault(origin.rank, origin.host)
         try:
             with open_source(source, stdin=stdin) as stream:
                 _read_source(source, stream, out, scanner, origin)

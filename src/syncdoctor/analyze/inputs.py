@@ -125,15 +125,16 @@ def open_source(source: Source, stdin: BinaryIO | None = None) -> Iterator[Binar
 
 
 def sniff(head: bytes) -> str:
-    """What the first bytes of an input look like: ``pickle``, ``json`` (one document), ``jsonl`` or ``text``."""
+    """What the first bytes of an input look like: ``pickle``, ``json`` (one document, possibly on one line),
+    ``jsonl`` (several objects, one per line) or ``text``."""
     if head[:1] == b"\x80" and len(head) > 1 and head[1] in range(2, 6):
         return "pickle"
     stripped = head.lstrip()
-    if stripped[:1] == b"{":
+    if stripped[:1] == b"[" and stripped[1:].lstrip()[:1] not in (b"{", b"]"):
+        return "text"  # "[rank3]: ..." and other bracketed prefixes
+    if stripped[:1] in (b"{", b"["):
         first, _, rest = stripped.partition(b"\n")
-        if first.rstrip().endswith(b"}") and rest.lstrip()[:1] == b"{":
-            return "jsonl"
-        if first.rstrip().endswith(b"}") and not rest.strip():
+        if stripped[:1] == b"{" and first.rstrip().endswith(b"}") and rest.lstrip()[:1] == b"{":
             return "jsonl"
         return "json"
     return "text"

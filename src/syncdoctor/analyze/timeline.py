@@ -13,7 +13,7 @@ the launcher, silent, ok).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, FrDump, Kind, Origin
@@ -197,7 +197,7 @@ def _progress(state_events: Sequence[Event]) -> tuple[dict[str, int], dict[str, 
         group = event.group or "0"
         if event.kind in (Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
             up(reached, group, event.seq)
-        elif event.kind is Kind.WORK_STATUS:
+        elif event.kind in (Kind.WORK_STATUS, Kind.DUMP_SIGNAL):
             up(reached, group, event.data.get("last_enqueued"))
             up(completed, group, event.data.get("last_completed"))
         elif event.kind is Kind.FR_STATUS:
@@ -228,13 +228,12 @@ def _outcome(events: Sequence[Event], terminated_pids: set[int]) -> tuple[str, E
         if record.data.get("exitcode") is not None:
             exitcode = int(record.data["exitcode"])
             signal = record.data.get("signal")
-    if any(_is_primary(e) for e in failures):
-        return "crashed", next(e for e in failures if _is_primary(e)), signal, exitcode
-    if signal and signal not in _AGENT_SIGNALS:
+    if first is not None and _is_primary(first):
+        return "crashed", first, signal, exitcode
+    if not failures and signal and signal not in _AGENT_SIGNALS:
         pid = next((e.origin.pid for e in exits if e.origin.pid is not None), None)
         stopped_by_agent = pid is not None and pid in terminated_pids
-        if not failures:
-            return ("terminated" if stopped_by_agent else "killed"), exits[0], signal, exitcode
+        return ("terminated" if stopped_by_agent else "killed"), exits[0], signal, exitcode
     if first is not None:
         kinds = {e.kind for e in failures}
         if kinds & TIMEOUT_KINDS:
@@ -243,14 +242,21 @@ def _outcome(events: Sequence[Event], terminated_pids: set[int]) -> tuple[str, E
             return "init-failed", first, signal, exitcode
         if Kind.PEER_CLOSED in kinds:
             return "lost-peer", first, signal, exitcode
+        if any(_is_primary(e) for e in failures):
+            return "crashed", first, signal, exitcode
         return "failed", first, signal, exitcode
     if signal in _AGENT_SIGNALS:
         return "terminated", exits[0], signal, exitcode
     return "silent", None, signal, exitcode
 
 
-def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = ()) -> Timeline:
-    """Attribute every event to a rank and host where possible and summarise each rank."""
+def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
+                   file_ranks: Mapping[int, str | None] | None = None) -> Timeline:
+    """Attribute every event to a rank and host where possible and summarise each rank.
+
+    ``file_ranks`` maps the ranks that have a log file of their own (``rank3.log``) to the host its path
+    names: such a rank exists even when its log shows nothing, which is what a quiet culprit looks like.
+    """
     fr_events = list(_fr_status_events(dumps))
     all_events = list(events) + fr_events
     maps = _maps(all_events)
@@ -264,7 +270,7 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = ()) -> Tim
             unattributed.append(event)
         else:
             per_rank[event.origin.rank].append(event)
-    known = set(per_rank)
+    known = set(per_rank) | set(file_ranks or ())
     if world is not None and world <= 1_000_000 and (not known or max(known) < world):
         known |= set(range(world))
     terminated_pids = {int(e.data["worker_pid"]) for e in resolved
@@ -273,7 +279,7 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = ()) -> Tim
     for rank in sorted(known):
         rank_events = tuple(per_rank.get(rank, ()))
         hosts = Counter(e.origin.host for e in rank_events if e.origin.host)
-        host = hosts.most_common(1)[0][0] if hosts else maps[3].get(rank)
+        host = hosts.most_common(1)[0][0] if hosts else (maps[3].get(rank) or (file_ranks or {}).get(rank))
         pids = tuple(sorted({e.origin.pid for e in rank_events if e.origin.pid is not None}))
         reached, completed = _progress(rank_events)
         outcome, first, signal, exitcode = _outcome(rank_events, terminated_pids)

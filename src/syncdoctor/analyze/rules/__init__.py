@@ -17,6 +17,7 @@ module                what it tells apart                                       
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
 from syncdoctor.analyze.rules.crash import rank_crashed
@@ -62,6 +63,23 @@ _PRECEDENCE = {category: index for index, category in enumerate((
 ))}
 
 
+def _merge(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
+    """One hypothesis per (category, culprits): the most confident, with the evidence of all of them."""
+    best: dict[tuple[object, ...], Hypothesis] = {}
+    for hypothesis in sorted(hypotheses, key=lambda h: -h.confidence):
+        key = (hypothesis.category, hypothesis.culprit_ranks, hypothesis.culprit_hosts)
+        kept = best.get(key)
+        if kept is None:
+            best[key] = hypothesis
+            continue
+        seen = {(e.ref, e.text) for e in kept.evidence}
+        extra = tuple(e for e in hypothesis.evidence if (e.ref, e.text) not in seen)
+        affected = tuple(sorted(set(kept.affected_ranks) | set(hypothesis.affected_ranks)))
+        best[key] = replace(kept, evidence=kept.evidence + extra, affected_ranks=affected,
+                            confidence=min(1.0, kept.confidence + 0.02))
+    return list(best.values())
+
+
 def _rank(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
     return sorted(hypotheses, key=lambda h: (-round(h.confidence, 3), not h.root_cause, _PRECEDENCE[h.category],
                                              h.culprit_ranks, h.title))
@@ -74,7 +92,7 @@ def diagnose(tl: Timeline, notes: Sequence[str] = (), sources: Sequence[str] = (
         hypotheses.extend(rule(tl))
     if not any(h.root_cause and h.confidence >= 0.5 for h in hypotheses):
         hypotheses.extend(unexplained_timeout(tl))
-    ranked = _rank(hypotheses)
+    ranked = _rank(_merge(hypotheses))
     return Diagnosis(
         hypotheses=tuple(ranked),
         ranks=tuple(sorted(tl.ranks)),

@@ -40,7 +40,8 @@ def _from_sequences(tl: Timeline) -> list[Hypothesis]:
         for group, seq in state.reached.items():
             reached[group][rank] = seq
         for event in state.events:
-            if event.kind in (Kind.WORK_STATUS, Kind.FR_STATUS, Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
+            if event.kind in (Kind.WORK_STATUS, Kind.DUMP_SIGNAL, Kind.FR_STATUS, Kind.WATCHDOG_TIMEOUT,
+                              Kind.BLOCKING_WAIT_TIMEOUT):
                 proof.setdefault((event.group or "0", rank), event)
     out = []
     for group, per_rank in sorted(reached.items()):

@@ -1,0 +1,75 @@
+"""``syncdoctor analyze``: the answer first, JSON schema, exit codes (0 found, 1 not found, 2 usage)."""
+
+from __future__ import annotations
+
+import json
+
+from analyze_helpers import FIXTURES
+
+LAB = FIXTURES / "lab"
+
+
+def test_answer_first_then_ranks_and_timeline(run_cli) -> None:
+    result = run_cli("analyze", str(LAB / "crash"))
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert lines[0].startswith("Root cause: rank 3 on host1 died")
+    assert lines[1].strip() == "culprit:  rank 3 on host1"
+    assert "A003 rank-crashed" in lines[2]
+    assert any(line.strip().startswith("what to change:") for line in lines[:8])
+    assert "injected fault: rank 3 crashes at step 3" in result.out
+    order = [result.out.index(word) for word in ("Root cause", "evidence:", "Ranks (4", "Timeline")]
+    assert order == sorted(order)
+    assert "rank3.log:25" in result.out
+
+
+def test_no_root_cause_exits_1(run_cli) -> None:
+    result = run_cli("analyze", str(LAB / "otherop"))
+    assert result.code == 1
+    assert result.out.startswith("No root cause found.")
+    assert "A019" in result.out
+
+
+def test_json_document(run_cli) -> None:
+    result = run_cli("analyze", str(LAB / "late"), "--json")
+    assert result.code == 0
+    doc = json.loads(result.out)
+    assert doc["schema"] == "syncdoctor.analyze/1" and doc["root_cause_found"]
+    root = doc["root_cause"]
+    assert root["category"] == "lagging-rank" and root["culprit_ranks"] == [3] and root["culprit_hosts"] == ["host1"]
+    first = doc["hypotheses"][0]
+    assert first["hosts"] == ["host1"] and all({"file", "line", "text"} <= set(e) for e in first["evidence"])
+    assert {r["rank"]: r["state"] for r in doc["ranks"]} == {0: "timed-out", 1: "timed-out", 2: "timed-out",
+                                                           3: "terminated"}
+    assert doc["world_size"] == 4 and doc["hosts"] == {"host0": [0, 1], "host1": [2, 3]}
+    assert doc["findings"][0]["code"] == "A001"
+    assert all({"rank", "host", "kind", "file", "line"} <= set(row) for row in doc["timeline"])
+    assert doc["stats"]["lines"] > 0
+
+
+def test_max_evidence(run_cli) -> None:
+    doc = json.loads(run_cli("analyze", str(LAB / "crash"), "--json", "--max-evidence", "1").out)
+    assert len(doc["hypotheses"][0]["evidence"]) == 1 and doc["hypotheses"][0]["evidence_total"] > 1
+    text = run_cli("analyze", str(LAB / "crash"), "--max-evidence", "1").out
+    assert "more (--max-evidence" in text
+
+
+def test_usage_errors_exit_2(run_cli, tmp_path) -> None:
+    assert run_cli("analyze").code == 2
+    missing = run_cli("analyze", str(tmp_path / "nope.log"))
+    assert missing.code == 2 and "no such file" in missing.out
+    assert run_cli("analyze", str(LAB / "crash"), "--max-evidence", "-1").code == 2
+
+
+def test_unreadable_and_junk_inputs_do_not_stop_the_analysis(run_cli, tmp_path) -> None:
+    (tmp_path / "rank0.pkl").write_bytes(b"\x80\x04garbage")
+    (tmp_path / "junk.bin").write_bytes(bytes(range(256)) * 100)
+    result = run_cli("analyze", str(tmp_path), str(LAB / "sigkill"))
+    assert result.code == 0 and "Root cause: rank 2 on host1 died" in result.out
+    assert "note:" in result.out
+
+
+def test_explain_every_analyze_code(run_cli) -> None:
+    for number in range(1, 20):
+        result = run_cli("explain", f"A{number:03d}")
+        assert result.code == 0 and "## Fix" in result.out

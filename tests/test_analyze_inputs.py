@@ -1,0 +1,151 @@
+"""Inputs: files, directories, globs, stdin, gzip; bounded blocks; the scanner's two backends; line numbers
+across block boundaries; junk and truncated files."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import random
+
+import pytest
+
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.inputs import Source, expand, iter_blocks, open_source, sniff
+from syncdoctor.analyze.model import Kind, Origin
+from syncdoctor.analyze.scan import ANCHORS, Scanner, libc_memmem_available
+from syncdoctor.analyze.textlog import read_text
+from syncdoctor.errors import UsageError
+
+GLOO_LINE = ("[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+             "5000ms for recv operation to complete\n")
+
+
+def test_expand_files_dirs_globs_and_stdin(tmp_path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "rank1.log").write_text("x\n")
+    (tmp_path / "a" / "b" / "rank0.log").write_text("x\n")
+    (tmp_path / "top.log").write_text("x\n")
+    names = [s.name for s in expand([str(tmp_path / "a"), str(tmp_path / "*.log"), str(tmp_path / "top.log"), "-"])]
+    assert names == [str(tmp_path / "a" / "rank1.log"), str(tmp_path / "a" / "b" / "rank0.log"),
+                     str(tmp_path / "top.log"), "<stdin>"]
+    assert [s.name for s in expand([str(tmp_path / "**" / "rank*.log")])] == [
+        str(tmp_path / "a" / "b" / "rank0.log"), str(tmp_path / "a" / "rank1.log")]
+
+
+@pytest.mark.parametrize("path", ["/no/such/file.log", "/no/such/*.log"])
+def test_expand_reports_missing_inputs(path) -> None:
+    with pytest.raises(UsageError):
+        expand([path])
+
+
+def test_gzip_is_recognised_by_content_not_name(tmp_path) -> None:
+    (tmp_path / "rank1.log").write_bytes(gzip.compress(GLOO_LINE.encode()))
+    (tmp_path / "rank2.gz").write_text(GLOO_LINE.replace("[rank1]", "[rank2]"))
+    analysis = analyze_paths([str(tmp_path)])
+    ranks = sorted(e.origin.rank for e in analysis.collected.events if e.kind is Kind.GLOO_TIMEOUT)
+    assert ranks == [1, 2]
+
+
+def test_stdin_plain_and_gzip() -> None:
+    for data in (GLOO_LINE.encode(), gzip.compress(GLOO_LINE.encode())):
+        analysis = analyze_paths(["-"], stdin=io.BytesIO(data))
+        assert [e.origin.rank for e in analysis.collected.events if e.kind is Kind.GLOO_TIMEOUT] == [1]
+        assert analysis.collected.sources == ["<stdin>"]
+
+
+def test_truncated_gzip_keeps_what_was_read(tmp_path) -> None:
+    data = gzip.compress((GLOO_LINE * 2000).encode())
+    (tmp_path / "cut.log.gz").write_bytes(data[: len(data) // 2])
+    analysis = analyze_paths([str(tmp_path)])
+    assert analysis.collected.events and any("read stopped early" in n for n in analysis.collected.notes)
+
+
+@pytest.mark.parametrize(("head", "kind"), [
+    (b"\x80\x02}q\x00", "pickle"), (b'{"entries": []}', "json"), (b'  {"a": 1}\n{"b": 2}\n', "jsonl"),
+    (b'[{"code": "W101"}]', "json"), (b"hello\n", "text"), (b"", "text"), (b"\x80\x99junk", "text"),
+])
+def test_sniff(head, kind) -> None:
+    assert sniff(head) == kind
+
+
+def _blocks(data: bytes, block: int, max_line: int) -> list[bytes]:
+    return list(iter_blocks(io.BytesIO(data), block_size=block, max_line=max_line))
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64, 4096])
+def test_blocks_end_at_newlines_and_keep_every_line(block) -> None:
+    data = b"".join(f"line {i} {'x' * (i % 13)}\n".encode() for i in range(200)) + b"last without newline"
+    blocks = _blocks(data, block, 1000)
+    assert all(b.endswith(b"\n") for b in blocks)
+    assert b"".join(blocks) == data + b"\n"
+
+
+def test_long_lines_are_cut_and_skipped() -> None:
+    data = b"short\n" + b"y" * 10_000 + b"\nafter\n" + b"z" * 5000
+    joined = b"".join(_blocks(data, 512, 100))
+    assert joined == b"short\n" + b"y" * 100 + b"\nafter\n" + b"z" * 100 + b"\n"
+    assert joined.count(b"\n") == data.count(b"\n") + 1  # line numbers stay right
+
+
+def test_line_numbers_across_block_boundaries() -> None:
+    rng = random.Random(7)
+    lines = []
+    for i in range(3000):
+        lines.append(GLOO_LINE.replace("[rank1]", f"[rank{i % 8}]").rstrip("\n") if rng.random() < 0.05
+                     else f"noise {i} " + "n" * rng.randrange(0, 120))
+    data = ("\n".join(lines) + "\n").encode()
+    expected = [number for number, line in enumerate(lines, start=1) if "Timed out" in line]
+    for block in (97, 1024, 1 << 20):
+        events = []
+        stats = read_text(iter_blocks(io.BytesIO(data), block_size=block), "f", Origin(), events, Scanner())
+        assert [e.ref.line for e in events if e.kind is Kind.GLOO_TIMEOUT] == expected
+        assert stats.lines == len(lines)
+
+
+def test_followers_continue_across_blocks() -> None:
+    text = "\n".join(["[rank2]: Traceback (most recent call last):"] + [f'[rank2]:   File "f.py", line {i}, in g'
+                                                                      for i in range(40)] + ["[rank2]: ValueError: x"])
+    events = []
+    read_text(iter_blocks(io.BytesIO(text.encode()), block_size=50), "f", Origin(), events, Scanner())
+    with_frames = [e for e in events if e.kind is Kind.EXCEPTION and e.data.get("frames")]
+    assert len(with_frames) == 1 and with_frames[0].data["where"] == "f.py:39 in g"
+
+
+def test_binary_junk_and_invalid_utf8(tmp_path) -> None:
+    rng = random.Random(3)
+    junk = bytes(rng.randrange(256) for _ in range(200_000))
+    (tmp_path / "rank4.log").write_bytes(junk + b"\n\xff\xfe" + GLOO_LINE.encode().replace(b"[rank1]: ", b"") + junk)
+    analysis = analyze_paths([str(tmp_path)])
+    assert [e.origin.rank for e in analysis.collected.events if e.kind is Kind.GLOO_TIMEOUT] == [4]
+
+
+@pytest.mark.skipif(not libc_memmem_available(), reason="libc memmem not available here")
+def test_scanner_backends_agree() -> None:
+    rng = random.Random(11)
+    pieces = [b"plain text ", b"\n", b"NCCL INFO Channel 00 ", *ANCHORS]
+    for size in (0, 10, 1000, 200_000):
+        block = b"".join(rng.choice(pieces) for _ in range(size // 8)) + b"\n"
+        assert Scanner(backend="libc").line_starts(block) == Scanner(backend="python").line_starts(block)
+
+
+def test_scanner_finds_anchors_across_window_edges() -> None:
+    for backend in ("python", "libc") if libc_memmem_available() else ("python",):
+        scanner = Scanner(backend=backend)
+        for offset in range(65536 - 12, 65536 + 4):
+            block = b"a" * offset + b"Traceback\n" + b"b" * 100 + b"\n"
+            assert scanner.line_starts(block) == [0], (backend, offset)
+
+
+def test_scanner_rejects_bad_configuration() -> None:
+    with pytest.raises(ValueError):
+        Scanner(anchors=())
+    with pytest.raises(ValueError):
+        Scanner(backend="gpu")
+
+
+def test_open_source_errors_become_notes(tmp_path) -> None:
+    source = Source("gone.log", tmp_path / "gone.log")
+    from syncdoctor.errors import InputError
+
+    with pytest.raises(InputError), open_source(source):
+        pass
