@@ -34,12 +34,13 @@ def _env() -> dict[str, str]:
 
 
 def real_probe_json(directory: Path) -> Path:
-    """``syncdoctor probe --local 2 --quick`` (small sizes) writing its JSON report; about 15 s."""
+    """``syncdoctor probe --local 2 --quick`` (small sizes) writing its JSON report, and its HTML page next
+    to it (``--html``, ``probe.html``); about 15 s."""
     if "probe" not in _cache:
         path = directory / "probe.json"
         result = subprocess.run(
             [sys.executable, "-m", "syncdoctor", "probe", "--local", "2", "--quick", "--sizes", "1K:64K",
-             "--join-timeout", "60", "--json", str(path)],
+             "--join-timeout", "60", "--json", str(path), "--html", str(directory / "probe.html")],
             capture_output=True, text=True, timeout=240, env=_env(),
         )
         if not path.exists():
