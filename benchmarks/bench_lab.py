@@ -38,13 +38,17 @@ VARIANTS = {
 }
 
 
-def import_torch_seconds() -> float:
+def import_torch_seconds() -> tuple[float, float]:
+    """(wall, CPU) seconds of one ``python -c "import torch"``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch"], check=True)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def lab_build_seconds() -> float:
+def lab_build_seconds() -> tuple[float, float]:
     start = time.perf_counter()
     with Lab(2, mode="netns"):
         built = time.perf_counter()
@@ -80,9 +84,11 @@ def main() -> None:
     if not available:
         raise SystemExit(f"bench_lab needs root and iproute2: {reason}")
 
-    floor = statistics.median(import_torch_seconds() for _ in range(args.runs))
+    imports = [import_torch_seconds() for _ in range(args.runs)]
+    floor = statistics.median(wall for wall, _ in imports)
     builds = [lab_build_seconds() for _ in range(5)]
-    print(f"python -c 'import torch'              median {floor:6.2f} s  (the floor each process pays)")
+    print(f"python -c 'import torch'              median {floor:6.2f} s wall, "
+          f"{statistics.median(cpu for _, cpu in imports):5.2f} s CPU (every agent and rank pays it)")
     print(f"lab of 2 hosts: build                 median {statistics.median(b for b, _ in builds) * 1e3:6.0f} ms, "
           f"teardown {statistics.median(t for _, t in builds) * 1e3:4.0f} ms")
 

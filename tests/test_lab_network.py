@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -282,3 +283,17 @@ def test_named_lab_and_name_errors(lab_factory) -> None:
     with pytest.raises(UsageError, match="1-10 characters"):
         Lab(1, name="Bad Name!")
     assert lab_leftovers(f"sdlab-{os.getpid()}-named1-") != []  # the failed attempts removed nothing of it
+
+
+@requires_root
+def test_a_forked_child_does_not_tear_down_its_parents_lab(lab_factory) -> None:
+    lab = lab_factory(1)
+    with warnings.catch_warnings():  # Python >= 3.12 warns about fork() in a threaded process
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: closing (as its atexit or a signal handler would) must leave the lab alone
+        lab.close()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert not lab.closed and lab_leftovers(lab.names.prefix)
+    assert lab.run("host0", ["true"]).returncode == 0

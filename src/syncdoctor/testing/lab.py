@@ -120,6 +120,7 @@ class Lab:
         self.mtu = mtu
         self.switch_mtu = switch_mtu or mtu
         self._closed = False
+        self._owner_pid = os.getpid()  # a forked child inherits this object (and atexit) but must not close it
         self._lock = threading.RLock()
         self._procs: list[subprocess.Popen[Any]] = []
         self._jobs: list[LabJob] = []
@@ -374,7 +375,9 @@ class Lab:
             raise UsageError("this lab is closed")
 
     def close(self) -> None:
-        """Tear everything down; safe to call twice, from any exit path."""
+        """Tear everything down; safe to call twice, from any exit path (a no-op in a forked child)."""
+        if os.getpid() != self._owner_pid:
+            return
         with self._lock:
             if self._closed:
                 return
