@@ -106,12 +106,16 @@ def _get(mapping: object, key: str) -> Any:
     return mapping.get(key) if isinstance(mapping, Mapping) else None
 
 
+def _list(value: object) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
 def parse_json(doc: Mapping[str, Any], source: str) -> list[Event]:
     """Events for missing ranks and for ranks whose status shows an error, abort or stalled init."""
     events: list[Event] = []
     ref = Ref(source)
-    for item in doc.get("missing_ranks") or []:
-        status = _get(item, "status") or {}
+    for item in _list(doc.get("missing_ranks")):
+        status = _get(item, "status")
         issue = "DEAD" if _get(status, "considered_dead") else "INCOMPLETE"
         rank = _get(item, "rank")
         events.append(Event(
@@ -119,14 +123,14 @@ def parse_json(doc: Mapping[str, Any], source: str) -> list[Event]:
             Origin(rank=rank if isinstance(rank, int) else None, host=_str(_get(item, "host")),
                    pid=_get(item, "pid") if isinstance(_get(item, "pid"), int) else None),
             data={"issue": issue, "ranks": [rank] if isinstance(rank, int) else [], "processes": []}))
-    for comm in doc.get("communicators") or []:
+    for comm in _list(doc.get("communicators")):
         counts: dict[int, int] = {}
-        for member in _get(comm, "ranks") or []:
-            status = _get(member, "status") or {}
+        for member in _list(_get(comm, "ranks")):
+            status = _get(member, "status")
             rank = _get(member, "rank")
             total = _get(member, "collective_counts")
             if isinstance(rank, int) and isinstance(total, Mapping):
-                counts[rank] = sum(v for v in total.values() if isinstance(v, int))
+                counts[rank] = sum(v for v in total.values() if isinstance(v, int) and not isinstance(v, bool))
             bad = [k for k in ("async_error", "abort_flag") if _get(status, k)]
             if _get(status, "init_state") not in (None, 0):
                 bad.append("init_state")
