@@ -12,7 +12,7 @@ from rich.console import Console
 from syncdoctor.host.types import HostFacts, IbPortFacts, InterfaceFacts
 from syncdoctor.probe.analysis import NodeFacts
 from syncdoctor.probe.bandwidth import op_shape, summarise
-from syncdoctor.probe.links import link_schedule, merge_halves, tournament_rounds
+from syncdoctor.probe.links import PairTask, link_schedule, merge_halves, pack_rounds, tournament_rounds
 from syncdoctor.probe.recommend import recommend
 from syncdoctor.probe.records import LinkMeasure, NodeSkew
 from syncdoctor.probe.report import SCHEMA, ProbeDocument, render_probe
@@ -103,6 +103,13 @@ def test_schedule_inter_rounds_use_node_leaders_then_intra_rounds() -> None:
     assert sorted((t.a, t.b) for t in intra) == [(0, 1), (2, 3), (4, 5)]
     assert len({t.round for t in intra}) == 1 and len(rounds) == 4
     assert link_schedule({0: [0]}) == []
+
+
+def test_confirmation_rounds_never_put_a_rank_in_two_pairs() -> None:
+    tasks = [PairTask(-1, "inter", a, b, a, b) for a, b in ((0, 4), (2, 4), (0, 2), (6, 8))]
+    rounds = pack_rounds(tasks)
+    assert [[(t.a, t.b) for t in r] for r in rounds] == [[(0, 4), (6, 8)], [(2, 4)], [(0, 2)]]
+    assert pack_rounds([]) == []
 
 
 def test_merge_takes_the_best_of_every_pass() -> None:

@@ -125,6 +125,8 @@ class ProbeConfig:
         min_link_bytes: smallest bandwidth message (large enough to pass token-bucket bursts).
         link_trials: timed transfers per link direction and pass; the fastest counts.
         link_passes: times the whole link schedule runs; per direction the best pass counts.
+        link_confirm_passes: extra passes over the links that still look slow (a busy host, not the
+            link, may have slowed them); a real limit stays slow, a passing disturbance does not.
         clock_samples: ping-pongs per node for the clock offset (the minimum-RTT sample wins).
         slow_ratio: a link is slow below this fraction of its reference (median of comparable links).
         skew_warn_s: start-up skew above which a node is reported as late.
@@ -152,6 +154,7 @@ class ProbeConfig:
     min_link_bytes: int = 1 << 20
     link_trials: int = 3
     link_passes: int = 2
+    link_confirm_passes: int = 1
     clock_samples: int = 8
     slow_ratio: float = 0.5
     skew_warn_s: float = 10.0
@@ -214,6 +217,7 @@ class ProbeConfig:
             "link_bytes": self.link_bytes,
             "link_trials": self.link_trials,
             "link_passes": self.link_passes,
+            "link_confirm_passes": self.link_confirm_passes,
             "slow_ratio": self.slow_ratio,
             "skew_warn_s": self.skew_warn_s,
             "host_names": list(self.host_names),

@@ -26,7 +26,15 @@ from typing import Any
 
 from syncdoctor.probe.records import LinkMeasure
 
-__all__ = ["LINK_TRIALS", "PairTask", "link_schedule", "measure_pair", "merge_halves", "tournament_rounds"]
+__all__ = [
+    "LINK_TRIALS",
+    "PairTask",
+    "link_schedule",
+    "measure_pair",
+    "merge_halves",
+    "pack_rounds",
+    "tournament_rounds",
+]
 
 LINK_TRIALS = 3
 
@@ -64,6 +72,22 @@ class PairTask:
     b: int
     a_node: int
     b_node: int
+
+
+def pack_rounds(tasks: Sequence[PairTask]) -> list[list[PairTask]]:
+    """Greedy rounds of ``tasks`` in which no rank appears twice (first fit, in the given order)."""
+    rounds: list[list[PairTask]] = []
+    busy: list[set[int]] = []
+    for task in tasks:
+        for index, members in enumerate(busy):
+            if task.a not in members and task.b not in members:
+                rounds[index].append(task)
+                members.update((task.a, task.b))
+                break
+        else:
+            rounds.append([task])
+            busy.append({task.a, task.b})
+    return rounds
 
 
 def link_schedule(node_ranks: Mapping[int, Sequence[int]]) -> list[list[PairTask]]:

@@ -41,11 +41,12 @@ from syncdoctor.probe.join import (
     wait_for_readers,
 )
 from syncdoctor.probe.launch import LaunchInfo
-from syncdoctor.probe.links import link_schedule, measure_pair, merge_halves
+from syncdoctor.probe.links import PairTask, link_schedule, measure_pair, merge_halves, pack_rounds
 from syncdoctor.probe.nodecheck import node_checker
 from syncdoctor.probe.records import ClockOffset, NodeInfo, RankInfo
 from syncdoctor.probe.report import ProbeDocument
 from syncdoctor.probe.store import connect_store
+from syncdoctor.probe.verdict import analyse_links
 from syncdoctor.probe.watchdog import StageWatchdog
 
 __all__ = ["ProbeOutcome", "run_probe"]
@@ -348,17 +349,41 @@ class _Run:
         import torch.distributed as dist
 
         cfg = self.config
-        rounds = link_schedule({n.node: n.ranks for n in self.nodes})
-        halves = []
-        for tasks in rounds * max(1, cfg.link_passes):
-            dist.barrier(group=self.side)
-            for task in tasks:
-                if self.rank in (task.a, task.b):
-                    halves.append(measure_pair(
-                        task, self.rank, self.main, self.device, latency_iters=cfg.latency_iters,
-                        trials=cfg.link_trials, target_s=cfg.target_time_s * 2, min_bytes=min(cfg.min_link_bytes, cfg.link_bytes),
-                        max_bytes=cfg.link_bytes, sync=device_sync))
+        halves: list[dict[str, Any]] = []
+
+        def run(rounds: list[list[PairTask]]) -> None:
+            for tasks in rounds:
+                dist.barrier(group=self.side)
+                for task in tasks:
+                    if self.rank in (task.a, task.b):
+                        halves.append(measure_pair(
+                            task, self.rank, self.main, self.device, latency_iters=cfg.latency_iters,
+                            trials=cfg.link_trials, target_s=cfg.target_time_s * 2,
+                            min_bytes=min(cfg.min_link_bytes, cfg.link_bytes), max_bytes=cfg.link_bytes,
+                            sync=device_sync))
+
+        run(link_schedule({n.node: n.ranks for n in self.nodes}) * max(1, cfg.link_passes))
+        for _ in range(cfg.link_confirm_passes):
+            suspects = self._suspect_links(halves)
+            if not suspects:
+                break
+            run(pack_rounds(suspects))
         return halves
+
+    def _suspect_links(self, halves: list[dict[str, Any]]) -> list[PairTask]:
+        """The inter-node links that look slow so far (rank 0 decides, every rank gets the list)."""
+        gathered = gather_json(halves, self.side)
+        suspects: list[list[int]] = []
+        if gathered is not None:
+            measures = merge_halves([h for part in gathered for h in part])
+            view = analyse_links(measures, self.config.slow_ratio)
+            slow_pairs = set(view.slow_links)
+            suspects = [[m.a_rank, m.b_rank, m.a_node, m.b_node] for m in measures if m.kind == "inter" and (
+                any(m.touches(node) for node in view.slow_nodes) or (m.a_node, m.b_node) in slow_pairs)]
+        chosen = broadcast_json(suspects, self.side)
+        if chosen:
+            self.progress(f"links: measuring {len(chosen)} slow-looking link(s) again")
+        return [PairTask(-1, "inter", a, b, a_node, b_node) for a, b, a_node, b_node in chosen]
 
     def _after_links(self, payloads: list[Any]) -> None:
         self.link_measures = merge_halves([h for halves in payloads for h in halves or ()])
