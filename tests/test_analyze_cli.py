@@ -23,8 +23,12 @@ def test_answer_first_then_ranks_and_timeline(run_cli) -> None:
     assert "rank3.log:25" in result.out
 
 
-def test_no_root_cause_exits_1(run_cli) -> None:
-    result = run_cli("analyze", str(LAB / "otherop"))
+def test_no_root_cause_exits_1(run_cli, tmp_path) -> None:
+    for rank in range(3):
+        (tmp_path / f"rank{rank}.log").write_text(
+            f"[rank{rank}]: RuntimeError: [../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 5000ms for "
+            "recv operation to complete\n")
+    result = run_cli("analyze", str(tmp_path))
     assert result.code == 1
     assert result.out.startswith("No root cause found.")
     assert "A019" in result.out

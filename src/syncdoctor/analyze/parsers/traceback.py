@@ -27,6 +27,7 @@ _EXCEPTION = re.compile(
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 _OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?(?:.*?\(GPU (?P<gpu>\d+))?")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)|\*\*\* (?P<sig>SIG[A-Z]+) received")
+_LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
 
@@ -39,12 +40,20 @@ def exception_of(text: str) -> tuple[str, str] | None:
     return match["type"], (match["msg"] or "").strip()
 
 
-def _exception_events(line: Line, exc_type: str, message: str, frames: list[str]) -> list[Event]:
+def _is_library(path: str) -> bool:
+    return any(part in path for part in _LIBRARY_PATHS)
+
+
+def _exception_events(line: Line, exc_type: str, message: str, frames: list[tuple[str, str]]) -> list[Event]:
     short = exc_type.rsplit(".", 1)[-1]
     data: dict[str, object] = {"type": exc_type, "message": clip(message, 300)}
     if frames:
-        data["frames"] = frames[-4:]
-        data["where"] = frames[-1]
+        data["frames"] = [text for _, text in frames[-4:]]
+        data["where"] = frames[-1][1]
+        user = [text for path, text in frames if not _is_library(path)]
+        if user:
+            # where the program called into the library: tells which collective a rank was in
+            data["call_site"] = " > ".join(user[-2:])
     events = [make_event(Kind.EXCEPTION, line, data=data)]
     oom = _OOM.search(message)
     if oom or short == "OutOfMemoryError":
@@ -59,7 +68,7 @@ class TracebackFollower:
 
     head: Line
     max_lines: int = 250
-    frames: list[str] = field(default_factory=list)
+    frames: list[tuple[str, str]] = field(default_factory=list)  # (path, "file:line in func")
     events: list[Event] = field(default_factory=list)
 
     def feed(self, line: Line) -> bool:
@@ -68,7 +77,8 @@ class TracebackFollower:
         body = line.body
         frame = _FRAME.match(body)
         if frame:
-            self.frames.append(f"{frame['file'].rsplit('/', 1)[-1]}:{frame['line']} in {frame['func'].strip()}")
+            self.frames.append((frame["file"],
+                                f"{frame['file'].rsplit('/', 1)[-1]}:{frame['line']} in {frame['func'].strip()}"))
             return True
         if not body.strip() or body[:1] in (" ", "\t") or body.lstrip().startswith("^"):
             return True  # source line under a frame, caret markers

@@ -4,7 +4,9 @@ a straggler (same collective, one rank late). Pure: no I/O.
 Sources: Flight Recorder entries compared across ranks, watchdog timeouts with different ``OpType`` or
 ``NumelIn`` at the same ``SeqNum``, ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` fingerprints, gloo's size check
 (``Received data size doesn't match expected size``: the rank that detects it is not the culprit; a rank
-that shows no error of its own is the likely one), and watch events.
+that shows no error of its own is the likely one), the call sites in the timeout tracebacks (gloo raises
+in the calling thread, so a rank waiting in a different collective shows a different place in the
+program), and watch events.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import Counter, defaultdict
 from syncdoctor.analyze.fr_compare import compare_mismatches
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
-from syncdoctor.analyze.timeline import Timeline
+from syncdoctor.analyze.timeline import Timeline, is_comm_exception
 
 __all__ = ["collective_desync"]
 
@@ -116,6 +118,35 @@ def _from_size_check(tl: Timeline) -> list[Hypothesis]:
                        affected=[r for r in tl.ranks if r not in quiet], what=what, evidence=evidence)]
 
 
+def _from_call_sites(tl: Timeline) -> list[Hypothesis]:
+    """Ranks stuck in a collective called from a different place than the others (gloo raises in the caller's
+    thread, so each rank's traceback shows which collective it was waiting in)."""
+    sites: dict[int, Event] = {}
+    for rank, state in tl.ranks.items():
+        for event in state.of(Kind.EXCEPTION):
+            if is_comm_exception(event) and event.data.get("call_site"):
+                sites[rank] = event
+                break
+    claims = {rank: str(event.data["call_site"]) for rank, event in sites.items()}
+    if len(claims) < 3 or len(set(claims.values())) < 2:
+        return []
+    culprits, majority = _minority(claims)
+    if len(culprits) >= len(claims) or len(culprits) > len(claims) // 2:
+        return []
+    odd = sorted({claims[r] for r in culprits})
+    title = (f"collective desync: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} waited in another "
+             f"collective ({'; '.join(odd)}) than the others ({majority})")
+    what = (f"Every rank was blocked in a collective, but not the same one: ranks {fmt_ranks(claims.keys() - culprits)} "
+            f"at {majority}, rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} at {'; '.join(odd)}. "
+            "Collectives pair up by order, so the ranks waited for each other in different operations until the "
+            "timeout: a skipped, extra or different collective on the odd rank(s).")
+    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.75, title, culprits=culprits,
+                       affected=[r for r in claims if r not in culprits], what=what,
+                       evidence=evidence_of([sites[r] for r in culprits], "waiting at another call site")
+                       + evidence_of([sites[r] for r in claims if r not in culprits], f"waiting at {majority}",
+                                     MAX_CASCADE))]
+
+
 def _from_watch(tl: Timeline) -> list[Hypothesis]:
     out = []
     for event in tl.of(Kind.WATCH):
@@ -132,4 +163,5 @@ def _from_watch(tl: Timeline) -> list[Hypothesis]:
 
 
 def collective_desync(tl: Timeline) -> list[Hypothesis]:
-    return _from_fr(tl) + _from_watchdog(tl) + _from_detail(tl) + _from_size_check(tl) + _from_watch(tl)
+    return (_from_fr(tl) + _from_watchdog(tl) + _from_detail(tl) + _from_size_check(tl) + _from_call_sites(tl)
+            + _from_watch(tl))
