@@ -18,7 +18,8 @@ EXAMPLE = DOCS / "examples" / "test_ci_example.py"
 
 SAMPLE = textwrap.dedent(
     """
-    
+    import time
+
     import pytest
     import torch
     import torch.distributed as dist
