@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
     where = parser.add_argument_group("launch")
     where.add_argument("--local", type=int, default=None, metavar="N", help="start N ranks on this host")
     where.add_argument("--nnodes", type=int, default=None,
-                       help="nodes the job should have (with --node-rank: this probe's own multi-node launch)")
+                       help="nodes the job should have (default $NNODES; with --node-rank: this probe's own "
+                       "multi-node launch)")
     where.add_argument("--node-rank", type=int, default=None, help="this host's node rank (with --nnodes)")
     where.add_argument("--master-addr", default=None, help="address of node 0 (the probe's store)")
     where.add_argument("--master-port", type=int, default=None, help="port of the probe's store")
@@ -160,7 +161,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     if not console.is_terminal and console.width < 120:
         console.width = 120  # logs of torchrun/srun ranks: wide enough for the tables
-    launch = resolve_launch(os.environ, nnodes=args.nnodes, node_rank=args.node_rank,
+    nnodes = args.nnodes
+    if nnodes is None and args.node_rank is None and os.environ.get("NNODES", "").strip().isdigit():
+        nnodes = int(os.environ["NNODES"])  # job scripts often export the node count they launched for
+    launch = resolve_launch(os.environ, nnodes=nnodes, node_rank=args.node_rank,
                             master_addr=args.master_addr, master_port=args.master_port)
     outcome = run_probe(
         config, launch, progress=lambda message: console.print(Text(f"[probe] {message}")),
