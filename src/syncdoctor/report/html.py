@@ -308,6 +308,7 @@ def write_html(path: str | Path, document: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        os.fchmod(handle, 0o644)  # a page to share, not mkstemp's private 0600
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(document)
         os.replace(temp, target)

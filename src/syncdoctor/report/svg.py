@@ -137,7 +137,7 @@ def heatmap(
     show_labels_every = max(1, math.ceil(12 / cell))
     label_w = min(150.0, 8 + 7 * max((len(s) for s in row_labels), default=4)) if cell >= 6 else 0
     top_h = min(110.0, 8 + 6 * max((len(s) for s in col_labels), default=4))
-    legend_h = 26
+    legend_h = 40
     width = label_w + cols * cell + 12
     height = top_h + rows * cell + legend_h
     out = [_open("heatmap", chart_id, max(width, 330), height, title,
@@ -196,10 +196,10 @@ def heatmap(
                    f'fill="{color_scale(k / (steps - 1))}"/>')
     worst, best = (bottom, top) if good_high else (top, bottom)
     span = f"worst {format_value(worst)}, best {format_value(best)}" if finite else "nothing measured"
-    if neutral_diagonal:
-        span += "; diagonal (grey-blue): within a node"
     out.append(f'<text x="{_n(label_w + steps * 12 + 6)}" y="{_n(ly + 9)}" font-size="10" fill="#555">'
                f"{_t(span)}</text>")
+    keys = "grey: not measured" + ("; grey-blue: within a node" if neutral_diagonal else "")
+    out.append(f'<text x="{_n(label_w)}" y="{_n(ly + 23)}" font-size="10" fill="#555">{_t(keys)}</text>')
     out.append("</svg>")
     return "".join(out)
 
