@@ -35,9 +35,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"No device",  # NET/IB : No device found
     b"NCCL version",
     b"ismatch",  # collective mismatch (DETAIL, gloo size check)
-    b"SIG",  # SIGTERM/SIGKILL/SIGSEGV (agent, fatal signals)
-    b"by peer",  # connection closed/reset by peer
-    b"monitoredBarrier",
+    b"closing signal",  # torchrun: Sending process N closing signal SIGTERM
+    b"*** SIG",  # *** SIGSEGV received at time=...
 )
 
 _WINDOW = 64 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -24,6 +24,36 @@ class TextStats:
     lines: int = 0
     bytes: int = 0
     candidates: int = 0
+    repeats: int = 0  # NCCL INFO lines skipped as repeats of one already parsed
+
+
+_INFO = b" NCCL INFO "
+_MAX_SEEN = 200_000  # distinct NCCL INFO keys remembered (bounded memory whatever the log)
+
+
+def _info_key(raw: bytes) -> bytes | None:
+    """A key under which repeated NCCL INFO lines are the same for the analysis, or None (always parse).
+
+    NCCL prints its configuration (bootstrap, NET/IB, network) again for every communicator a process joins,
+    and an ``Init COMPLETE`` per communicator: only the first of each per process and message (per process and
+    communicator size for ``Init COMPLETE``) says something new.
+    """
+    at = raw.find(_INFO)
+    if at < 0:
+        return None
+    head = raw[:at]
+    space = head.rfind(b" ")
+    token = head[:space] if space > 0 else head
+    colon = token.rfind(b":")
+    process = token[:colon] if colon > 0 else token
+    message = raw[at + len(_INFO):]
+    if b"Init COMPLETE" in message:
+        sized = message.find(b" nranks ")
+        if sized < 0:
+            return None
+        digits = message[sized + 8: sized + 16].split(b" ", 1)[0]
+        return process + b"|COMPLETE|" + digits
+    return process + b"|" + message
 
 
 @dataclass
@@ -76,6 +106,7 @@ def read_text(
     scanner = scanner or Scanner()
     state = _State(source, file_origin, events)
     stats = TextStats()
+    seen: set[bytes] = set()
     lines_before = 0  # lines in the blocks already read
     for block in blocks:
         stats.bytes += len(block)
@@ -90,7 +121,15 @@ def read_text(
             if end == -1:
                 end = len(block)
             number = counted + 1
-            line = make_line(_decode(block[start:end]), Ref(source, number), file_origin)
+            raw = block[start:end]
+            key = _info_key(raw) if _INFO in raw else None
+            if key is not None:
+                if key in seen:
+                    stats.repeats += 1
+                    continue
+                if len(seen) < _MAX_SEEN:
+                    seen.add(key)
+            line = make_line(_decode(raw), Ref(source, number), file_origin)
             stats.candidates += 1
             events.extend(parse_line(line))
             for follower in start_followers(line):

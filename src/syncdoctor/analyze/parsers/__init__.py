@@ -9,6 +9,8 @@ names: :mod:`.prefixes`.
 
 from __future__ import annotations
 
+import re
+
 from syncdoctor.analyze.model import Event, Origin, Ref
 from syncdoctor.analyze.parsers import (
     c10d_store,
@@ -28,6 +30,7 @@ __all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, torchrun, traceback)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers
+_NCCL_INFO_WORDS = re.compile("|".join(re.escape(k) for k in nccl_info.KEYWORDS))
 
 
 def make_line(text: str, ref: Ref, file_origin: Origin) -> Line:
@@ -48,12 +51,17 @@ def make_line(text: str, ref: Ref, file_origin: Origin) -> Line:
     )
 
 
+_KEYWORDS = tuple((parser, re.compile("|".join(re.escape(k) for k in parser.KEYWORDS))) for parser in LINE_PARSERS)
+
+
 def parse_line(line: Line) -> list[Event]:
     """Every event any parser finds in ``line``."""
-    events: list[Event] = []
     body = line.body
-    for parser in LINE_PARSERS:
-        if any(keyword in body for keyword in parser.KEYWORDS):
+    if " NCCL INFO " in body:  # NCCL's chatter: only the INFO parser can use it
+        return nccl_info.parse(line) if _NCCL_INFO_WORDS.search(body) else []
+    events: list[Event] = []
+    for parser, keywords in _KEYWORDS:
+        if keywords.search(body):
             events.extend(parser.parse(line))
     return events
 
