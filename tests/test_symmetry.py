@@ -14,6 +14,7 @@ def symmetric_step(steps: int) -> None:
     import torch
     import torch.distributed as dist
 
+    pair = dist.new_group([0, 1])
     flag = torch.tensor([1.0 if dist.get_rank() == 0 else 0.0])
     for _ in range(steps):
         grads = torch.ones(8)
@@ -21,34 +22,39 @@ def symmetric_step(steps: int) -> None:
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # data-dependent flow sees real results
         if flag.item() > 0:  # true on every rank after the MAX
             dist.broadcast(grads, src=0)
+        if dist.get_rank() in (0, 1):
+            dist.all_reduce(grads, group=pair)
 
 
-def asymmetric_step(steps: int) -> None:
+def cross_group_step() -> None:
     import torch
     import torch.distributed as dist
 
-    for step in range(steps):
-        dist.all_reduce(torch.ones(8))
-        if not (dist.get_rank() == 1 and step == 1):  # rank 1 skips the metric reduction at step 1
-            dist.all_reduce(torch.zeros(2))
+    pair = dist.new_group([0, 1])
+    if dist.get_rank() == 0:  # rank 1 skips the pair's all_reduce and goes on to the world's
+        dist.all_reduce(torch.ones(2), group=pair)
+    dist.all_reduce(torch.ones(3))
 
 
-def test_symmetric_loop_passes() -> None:
-    report = assert_collectives_symmetric(symmetric_step, world_size=2, args=(3,), timeout=60)
-    assert report.count == 9
-    assert [c.op for c in report.calls[1][:3]] == ["all_reduce", "all_reduce", "broadcast"]
+def test_symmetric_loop_with_a_subgroup_passes() -> None:
+    report = assert_collectives_symmetric(symmetric_step, world_size=3, args=(3,), timeout=60)
+    assert [len(report.calls[r]) for r in range(3)] == [12, 12, 9]
+    assert [c.op for c in report.calls[1][:4]] == ["all_reduce", "all_reduce", "broadcast", "all_reduce"]
+    assert report.calls[1][3].group_ranks == (0, 1)
 
 
-def test_skipped_collective_is_named_with_its_rank_and_call_site() -> None:
+def test_skip_across_groups_is_found_instead_of_deadlocking() -> None:
+    # rank 0 waits before the pair's all_reduce for rank 1, rank 1 before the world's for rank 0
     with pytest.raises(CollectivesDiverged) as info:
-        assert_collectives_symmetric(asymmetric_step, world_size=2, args=(3,), timeout=60)
+        assert_collectives_symmetric(cross_group_step, world_size=3, timeout=60)
     message = str(info.value)
-    line = asymmetric_step.__code__.co_firstlineno + 7
-    assert "rank 1 skipped all_reduce([2] float32, SUM)" in message
-    assert f"test_symmetry.py:{line} in asymmetric_step (#4 of group 0,1, issued by rank 0)" in message
-    assert "first divergence at collective #4 of group 0,1:" in message
-    assert f"rank 1: all_reduce([8] float32, SUM) at tests/test_symmetry.py:{line - 2}" in message
-    assert info.value.divergence.reference == (0,)
+    line = cross_group_step.__code__.co_firstlineno + 6
+    assert message.startswith(
+        f"collectives differ between ranks: rank 1 skipped all_reduce([2] float32, SUM) at tests/test_symmetry.py:"
+        f"{line} in cross_group_step (#1 of group 0,1, issued by rank 0)"
+    )
+    assert "rank 1: (no more collectives in this group)" in message
+    assert info.value.divergence.group == (0, 1)
 
 
 # --- pure comparison --------------------------------------------------------------------------------

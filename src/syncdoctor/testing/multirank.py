@@ -228,18 +228,23 @@ def _function_reference(fn: Callable[..., Any]) -> tuple[str, str, str | None]:
     return module, qualname, file
 
 
-def _kill_session(pid: int) -> None:
+def _kill_sessions(pids: Sequence[int]) -> None:
+    """SIGKILL every rank's session at once (so no rank outlives another and reports its death as its
+    own failure), then anything they started that left the session, and reap those."""
     import psutil
 
-    try:
-        descendants = psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
-    try:
-        os.killpg(pid, signal.SIGKILL)  # the rank was started as the leader of its own session
-    except (ProcessLookupError, PermissionError):
-        pass
-    for child in descendants:  # grandchildren that moved to another session
+    descendants: list[psutil.Process] = []
+    for pid in pids:
+        try:
+            descendants += psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
+            pass
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL)  # each rank was started as the leader of its own session
+        except (ProcessLookupError, PermissionError):
+            pass
+    for child in descendants:
         try:
             child.kill()
         except psutil.Error:
@@ -391,9 +396,11 @@ def run_multirank(
         alive = {rank: p.pid for rank, p in enumerate(procs) if p.poll() is None}
         if alive:
             stacks = _dump_stacks(alive, workdir)
+            for rank in alive:
+                stacks.setdefault(rank, "")
     finally:
+        _kill_sessions([proc.pid for proc in procs])
         for proc in procs:
-            _kill_session(proc.pid)
             proc.wait()
     elapsed = time.monotonic() - start
     try:
@@ -432,10 +439,12 @@ def _collect(
             except Exception as exc:  # a truncated file from a killed rank
                 outcome = {"ok": False, "type": "ResultError", "message": str(exc), "traceback": str(exc)}
         frames: list[Frame] = []
-        if rank in stacks:
+        if stacks.get(rank):
             frames = main_thread_frames(stacks[rank])
             where[rank] = user_frame(frames)
-        if rank in stacks and not outcome:
+        late_failure = not outcome.get("ok") and float(outcome.get("time") or stopped_at) >= stopped_at
+        if rank in stacks and (not outcome or late_failure):
+            # still running when stopped: a failure it wrote while being stopped does not count
             status = "stopped" if rank in stopped else "hung"
         elif outcome.get("ok"):
             status = "ok"
@@ -468,7 +477,7 @@ def _collect(
         states = {
             r.rank: {"ok": "exited", "failed": "failed", "crashed": "failed"}.get(r.status, "running") for r in results
         }
-        frames = {rank: main_thread_frames(text) for rank, text in stacks.items()}
+        frames = {rank: main_thread_frames(text) for rank, text in stacks.items() if text}
         events = watch_events(records, len(procs), states, frames, where, stopped_at)
         diagnosis = dataclasses.replace(diagnosis, watch=events)
     return MultiRankResult(

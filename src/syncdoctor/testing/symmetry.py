@@ -39,6 +39,7 @@ __all__ = [
 register_internal_module(__name__)
 
 _END = "end"
+_WAIT = "waiting"
 _MAX_AFTER_DIVERGENCE = 64  # collectives recorded (not issued) per rank after the divergence
 _CONTEXT_BEFORE = 2
 
@@ -62,32 +63,83 @@ def _group_key(ranks: Sequence[int]) -> str:
 class _Checker:
     """The per-rank interception handler: post, compare, then issue or record only."""
 
-    def __init__(self, store: Any, rank: int, poll_s: float = 0.002) -> None:
+    def __init__(self, store: Any, rank: int, world_size: int, poll_s: float = 0.002) -> None:
         self.store = store
         self.rank = rank
+        self.world_size = world_size
+        self.deadlock: list[int] | None = None
         self.poll_s = poll_s
         self.calls: list[CollectiveCall] = []
         self.issued: list[bool] = []
         self.seq: dict[str, int] = {}
         self.dry_since: int | None = None  # index into self.calls of the first call not issued
 
+    def _arrived(self, group: str, index: int, member: int) -> str | None:
+        """What ``member`` posted at ``index`` of ``group``: its signature, "end", or None (not yet)."""
+        key = f"{group}/{index}/{member}"
+        if self.store.check([key]):
+            return self.store.get(key).decode()
+        end = f"{group}/{_END}/{member}"
+        if self.store.check([end]) and int(self.store.get(end).decode()) <= index:
+            return _END
+        return None
+
+    def _deadlocked(self) -> list[int] | None:
+        """A cycle of ranks each waiting, before a collective of its own group, for the next one.
+
+        Ranks waiting at different groups' collectives for each other (rank 0 before a subgroup
+        all_reduce that rank 1 skipped, rank 1 before a world all_reduce) can never all arrive: that is
+        a divergence too, and every rank of the cycle finds the same cycle. Returns it, or None.
+        """
+        waits: dict[int, tuple[str, int, list[int]]] = {}
+        for rank in range(self.world_size):
+            key = f"{_WAIT}/{rank}"
+            raw = self.store.get(key).decode() if self.store.check([key]) else ""
+            if raw:
+                data = json.loads(raw)
+                waits[rank] = (str(data["group"]), int(data["index"]), [int(m) for m in data["members"]])
+
+        def blockers(rank: int) -> list[int]:
+            group, index, members = waits[rank]
+            return [m for m in members if m != rank and self._arrived(group, index, m) is None]
+
+        path, seen = [self.rank], {self.rank}
+        while True:
+            nxt = [m for m in blockers(path[-1]) if m in waits] if path[-1] in waits else []
+            if not nxt:
+                return None
+            if self.rank in nxt:
+                return path
+            step = next((m for m in nxt if m not in seen), None)
+            if step is None:
+                return None
+            path.append(step)
+            seen.add(step)
+
     def _post_and_compare(self, group: str, members: Sequence[int], index: int, mine: str) -> bool:
         """True when every member posted the same signature at ``index`` and none is recording only."""
         self.store.set(f"{group}/{index}/{self.rank}", mine)
         pending = [m for m in members if m != self.rank]
         seen: dict[int, str] = {}
-        while pending:
-            for member in list(pending):
-                key = f"{group}/{index}/{member}"
-                if self.store.check([key]):
-                    seen[member] = self.store.get(key).decode()
-                    pending.remove(member)
-                elif self.store.check([f"{group}/{_END}/{member}"]):
-                    if int(self.store.get(f"{group}/{_END}/{member}").decode()) <= index:
-                        seen[member] = _END
+        self.store.set(f"{_WAIT}/{self.rank}", json.dumps({"group": group, "index": index, "members": list(members)}))
+        polls = 0
+        try:
+            while pending:
+                for member in list(pending):
+                    arrived = self._arrived(group, index, member)
+                    if arrived is not None:
+                        seen[member] = arrived
                         pending.remove(member)
-            if pending:
-                time.sleep(self.poll_s)
+                if pending:
+                    polls += 1
+                    if polls % 25 == 0:
+                        cycle = self._deadlocked()
+                        if cycle is not None:
+                            self.deadlock = cycle
+                            return False
+                    time.sleep(self.poll_s)
+        finally:
+            self.store.set(f"{_WAIT}/{self.rank}", "")
         return all(value == mine for value in seen.values()) and not json.loads(mine)["dry"]
 
     def __call__(self, inv: Invocation) -> Any:
@@ -137,7 +189,7 @@ def _record_step(target: tuple[str, str, str | None], args: Sequence[Any], kwarg
 
     context = rank_context()
     store = dist.PrefixStore("syncdoctor/symmetry/", context.store)
-    checker = _Checker(store, context.rank)
+    checker = _Checker(store, context.rank, context.world_size)
     step_fn = resolve(*target)
     error = ""
     with intercept(checker):
@@ -156,6 +208,7 @@ def _record_step(target: tuple[str, str, str | None], args: Sequence[Any], kwarg
         "calls": [c.to_json() for c in checker.calls],
         "issued": checker.issued,
         "dry_since": checker.dry_since,
+        "deadlock": checker.deadlock,
         "note": error,
     }
 
