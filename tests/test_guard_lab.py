@@ -6,9 +6,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from conftest import requires_root
 
-pytestmark = [requires_root]
+pytestmark = [requires_root, pytest.mark.root, pytest.mark.slow]
 
 SCRIPT = """
 import json, sys, time
