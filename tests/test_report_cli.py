@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def test_probe_html_option(tmp_path_factory: pytest.TempPathFactory) -> None:
     source = real_probe_json(tmp_path_factory.mktemp("probe"))
     page = (source.parent / "probe.html").read_text()
     data = json.loads(source.read_text())
-    assert 'data-report="probe"' in page and data["verdict"]["summary"] in page
+    assert 'data-report="probe"' in page and escape(data["verdict"]["summary"]) in page
 
 
 def test_analyze_html_option(run_cli, tmp_path: Path) -> None:

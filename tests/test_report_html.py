@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ def test_real_probe_page(probe_data: dict[str, Any]) -> None:
     assert dom.having("data-report", "probe")
     verdict = dom.by_id("verdict")
     assert verdict["data-status"] in ("ok", "warning", "error")
-    assert probe_data["verdict"]["summary"] in page
+    assert escape(probe_data["verdict"]["summary"]) in page
     # the verdict comes first, then the findings
     assert page.index('id="verdict"') < page.index('id="findings"') < page.index('id="links"')
     assert len(dom.having("data-code")) == len(probe_data["findings"])
@@ -176,7 +177,7 @@ def test_real_analyze_page(tmp_path_factory: pytest.TempPathFactory) -> None:
     if not data["root_cause_found"]:  # the analyzer found nothing in these logs: the page says so
         assert dom.by_id("verdict")["data-status"] == "warning" and "no root cause found" in page
         return
-    assert dom.by_id("verdict")["data-status"] == "error" and root["title"] in page
+    assert dom.by_id("verdict")["data-status"] == "error" and escape(root["title"]) in page
     hypotheses = dom.having("data-hypothesis")
     assert hypotheses[0]["data-culprit"] == ",".join(str(r) for r in root["culprit_ranks"])
     assert len(hypotheses) == len(data["hypotheses"])  # the root cause is not shown twice
