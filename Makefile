@@ -10,7 +10,8 @@ PIP := $(VENV)/bin/pip
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip >/dev/null 2>&1 || true
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e '.[test]' 2>&1 | grep -v -e 'is ignored: it is neither a file nor a directory' || true
+	$(PY) -c 'import syncdoctor, torch, pytest'
 	touch $@
 
 venv: $(VENV)/.installed
