@@ -48,7 +48,11 @@ def test_record_round_trip() -> None:
 
 
 @pytest.mark.parametrize(
-    "raw", [None, b"", b"not json", b"[]", b'{"v": 99, "r": 1}', b'{"v": 1}', b'{"v":1,"r":1,"w":2,"g":{"0":[1]}}']
+    "raw",
+    [None, b"", b"not json", b"[]", b'{"v": 2, "r": 1}', b"[2, 1]", b"[99" + b",0" * 22 + b"]",
+     b'[2,"1",4,"h",0,1,0,0,1,"running","",{},null,0,null,[],[],0,0,null,null,{},0]',
+     b'[2,1,4,"h",0,1,0,0,1,"running","",{"0":[1]},null,0,null,[],[],0,0,null,null,{},0]',
+     b"[2,1,4,\"h\",0,1,0,0,1,\"running\",\"\",{},3,0,null,[[3,[1]]],[],0,0,null,null,{},0]"],
 )
 def test_bad_records_are_ignored(raw: bytes | None) -> None:
     assert decode_record(raw) is None

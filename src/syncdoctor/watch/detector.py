@@ -79,6 +79,7 @@ class _Context:
     config: WatchConfig
     state: DetectorState
     live: dict[int, str]  # rank -> alive | stale | exited | failed | missing
+    groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
     requests: Requests = field(default_factory=Requests)
     blocked: dict[int, _Blocked] = field(default_factory=dict)
 
@@ -116,9 +117,9 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     if state.started_at is None:
         state.started_at = snapshot.now
     _track(snapshot, state)
-    ctx = _Context(snapshot, config, state, _liveness(snapshot, config, state))
+    ctx = _Context(snapshot, config, state, _liveness(snapshot, config, state), _groups(snapshot))
     conditions: list[_Condition] = []
-    for group, members in sorted(_groups(snapshot).items()):
+    for group, members in sorted(ctx.groups.items()):
         conditions.extend(_group_conditions(ctx, group, members))
     conditions = _deadlocks(ctx, conditions)
     conditions = _drop_consequences(conditions)
@@ -127,7 +128,7 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     conditions.extend(
         _Condition(event)
         for event in straggler.evaluate(snapshot, config, state, alive=[r for r, k in ctx.live.items() if k == "alive"],
-                                        groups=_groups(snapshot))
+                                        groups=ctx.groups)
     )
     events = _reconcile(ctx, conditions)
     return Detection(tuple(events), ctx.requests)
@@ -178,7 +179,7 @@ def _groups(snapshot: Snapshot) -> dict[str, tuple[int, ...]]:
         for name in rec.groups:
             if name not in groups:
                 groups[name] = tuple(sorted(r for r, other in snapshot.records.items() if name in other.groups))
-            elif rank not in groups[name] and name not in snapshot.groups:
+            elif name not in snapshot.groups and rank not in groups[name]:
                 groups[name] = tuple(sorted({*groups[name], rank}))
     return groups
 
@@ -570,7 +571,7 @@ def _dead_event(ctx: _Context, code: str, ranks: tuple[int, ...], title: str, ke
         event = replace(
             event, title=title + title_tail, group=blocked.group, seq=blocked.seq, signature=blocked.signature,
             waiting_ranks=blocked.waiting, waited_s=blocked.waited,
-            group_ranks=_groups(ctx.snapshot).get(blocked.group, ()),
+            group_ranks=ctx.groups.get(blocked.group, ()),
         )
     return event
 
@@ -581,14 +582,15 @@ def _dead_event(ctx: _Context, code: str, ranks: tuple[int, ...], title: str, ke
 def _drift_conditions(ctx: _Context) -> list[_Condition]:
     snap = ctx.snapshot
     conditions: list[_Condition] = []
-    for group, members in _groups(snap).items():
+    for group, members in ctx.groups.items():
         by_step: dict[int, dict[int, int]] = {}
         for rank in members:
             rec = ctx.record(rank)
             if rec is None:
                 continue
             for mark in rec.step_marks:
-                by_step.setdefault(mark.step, {})[rank] = mark.entered.get(group, 0)
+                value = mark.entered.get(group, 0)
+                by_step.setdefault(mark.step, {})[rank] = value if type(value) is int else 0
         for step in sorted(by_step):
             counts = by_step[step]
             if len(counts) < 2 or len(set(counts.values())) == 1:

@@ -9,10 +9,11 @@ returns ``None`` and the monitor treats the rank as not reporting.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple, TypeVar
 
 __all__ = [
     "RECORD_VERSION",
@@ -32,7 +33,7 @@ __all__ = [
     "parse_ranks",
 ]
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 # starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
 # destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
 STATES = ("starting", "running", "exited", "failed", "aborting")
@@ -55,6 +56,17 @@ class Signature:
             parts.append(f"{dtype}[{shapes}]")
         return " ".join(parts)
 
+    def to_compact(self) -> str:
+        """``all_reduce|1000;4x5|Float|1000;4x5`` (the record form: short, and parsed once per distinct value)."""
+        return "|".join(
+            (self.op, ";".join("x".join(map(str, s)) for s in self.input_sizes), ";".join(self.dtypes),
+             ";".join("x".join(map(str, s)) for s in self.output_sizes))
+        )
+
+    @staticmethod
+    def from_compact(text: str) -> Signature | None:
+        return _signature_from_compact(text) if isinstance(text, str) else None
+
     def to_json(self) -> list[Any]:
         return [self.op, [list(s) for s in self.input_sizes], list(self.dtypes), [list(s) for s in self.output_sizes]]
 
@@ -71,9 +83,23 @@ class Signature:
         return cls(data[0], ins, dts, outs)
 
 
-@dataclass(frozen=True)
-class GroupProgress:
-    """One rank's progress in one process group.
+@functools.lru_cache(maxsize=4096)
+def _signature_from_compact(text: str) -> Signature | None:
+    parts = text.split("|")
+    if len(parts) != 4 or not parts[0]:
+        return None
+
+    def shapes(field: str) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(int(d) for d in shape.split("x") if d) for shape in field.split(";")) if field else ()
+
+    try:
+        return Signature(parts[0], shapes(parts[1]), tuple(parts[2].split(";")) if parts[2] else (), shapes(parts[3]))
+    except ValueError:
+        return None
+
+
+class GroupProgress(NamedTuple):
+    """One rank's progress in one process group (a named tuple: the monitor builds thousands per second).
 
     Attributes:
         group: the group's name (``pg.group_name``; ``"0"`` is the default group), the same on every rank.
@@ -97,16 +123,14 @@ class GroupProgress:
         return self.entered > self.completed
 
 
-@dataclass(frozen=True)
-class StepMark:
+class StepMark(NamedTuple):
     """At training step ``step`` (optimizer step or ``step(i)``), the last sequence entered per group."""
 
     step: int
     entered: Mapping[str, int]
 
 
-@dataclass(frozen=True)
-class WaitSample:
+class WaitSample(NamedTuple):
     """This rank waited ``wait_s`` seconds in collective ``seq`` of ``group`` for the others."""
 
     group: str
@@ -176,50 +200,76 @@ class RankRecord:
         return self.host or "?"
 
 
+# The record is one JSON array, positional (parsing arrays is cheaper than objects, and the monitor parses
+# one per rank per second): version, rank, world size, host, node, pid, local rank, attempt, heartbeat,
+# state, source, groups {name: [entered, completed, stalled or -1, signature seq, compact signature]},
+# step or null, step age, quiet or null, step marks [[step, {group: entered}]], waits [[group, seq, s]],
+# stack gen, ack, error or null, fail order or null, inspected {pid: state}, published.
+_FIELDS = 23
+_INT = int
+
+
 def encode_record(record: RankRecord) -> bytes:
-    data: dict[str, Any] = {
-        "v": RECORD_VERSION,
-        "r": record.rank,
-        "w": record.world_size,
-        "h": record.host,
-        "n": record.node,
-        "p": record.pid,
-        "l": record.local_rank,
-        "a": record.attempt,
-        "hb": record.heartbeat,
-        "s": record.state,
-        "src": record.source,
-        "g": {
+    data = [
+        RECORD_VERSION,
+        record.rank,
+        record.world_size,
+        record.host,
+        record.node,
+        record.pid,
+        record.local_rank,
+        record.attempt,
+        record.heartbeat,
+        record.state,
+        record.source,
+        {
             name: [
                 g.entered,
                 g.completed,
-                -1.0 if g.stalled_s is None else round(g.stalled_s, 3),
+                -1 if g.stalled_s is None else round(g.stalled_s, 3),
                 g.signature_seq,
-                g.signature.to_json() if g.signature else None,
+                g.signature.to_compact() if g.signature else None,
             ]
             for name, g in record.groups.items()
         },
-        "t": round(record.published, 3),
-    }
-    if record.step is not None:
-        data["st"] = [record.step, round(record.step_age_s or 0.0, 3)]
-    if record.quiet_s is not None:
-        data["q"] = round(record.quiet_s, 3)
-    if record.step_marks:
-        data["sm"] = [[m.step, dict(m.entered)] for m in record.step_marks]
-    if record.waits:
-        data["ws"] = [[w.group, w.seq, round(w.wait_s, 3)] for w in record.waits]
-    if record.stack_gen:
-        data["sk"] = record.stack_gen
-    if record.ack:
-        data["ack"] = record.ack
-    if record.error:
-        data["err"] = record.error[:500]
-    if record.fail_order is not None:
-        data["fo"] = record.fail_order
-    if record.inspected:
-        data["ps"] = {str(pid): state for pid, state in record.inspected.items()}
+        record.step,
+        round(record.step_age_s or 0.0, 3),
+        None if record.quiet_s is None else round(record.quiet_s, 3),
+        [[m.step, dict(m.entered)] for m in record.step_marks],
+        [[w.group, w.seq, round(w.wait_s, 3)] for w in record.waits],
+        record.stack_gen,
+        record.ack,
+        record.error[:500] if record.error else None,
+        record.fail_order,
+        {str(pid): state for pid, state in record.inspected.items()},
+        round(record.published, 3),
+    ]
     return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _number(value: Any) -> float:
+    if type(value) not in (int, float):
+        raise TypeError(value)
+    return value  # type: ignore[no-any-return]
+
+
+def _fast(cls: type[_T], values: tuple[Any, ...]) -> _T:
+    """An instance of a frozen dataclass from all its field values in order, without ``__init__``.
+
+    Frozen dataclass construction goes through ``object.__setattr__`` per field, about ten times slower
+    than this; the monitor builds several objects per rank per second, so decoding uses this path. The
+    result is the same frozen object (only ``__init__``'s per-field checks are skipped: none here).
+    """
+    obj = object.__new__(cls)
+    obj.__dict__.update(zip(_FIELD_NAMES[cls], values, strict=True))
+    return obj
+
+
+def _counts(value: Any) -> dict[str, int]:
+    """A step mark's {group: entered}; values are checked where they are used (the drift rule)."""
+    if type(value) is not dict:
+        raise TypeError(value)
+    return value
 
 
 def decode_record(raw: bytes | str | None) -> RankRecord | None:
@@ -227,50 +277,40 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
     if not raw:
         return None
     try:
-        data = json.loads(raw)
-        if not isinstance(data, dict) or data.get("v") != RECORD_VERSION:
+        data = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+        if type(data) is not list or len(data) != _FIELDS or data[0] != RECORD_VERSION:
             return None
+        (_, rank, world, host, node, pid, local_rank, attempt, beat, state, source, raw_groups, step, step_age,
+         quiet, marks, waits, stack_gen, ack, error, fail_order, inspected, published) = data
+        for value in (rank, world, node, pid, local_rank, attempt, beat, stack_gen, ack):
+            if type(value) is not _INT:
+                return None
         groups = {}
-        for name, value in (data.get("g") or {}).items():
-            stalled = float(value[2])
-            groups[str(name)] = GroupProgress(
-                group=str(name),
-                entered=int(value[0]),
-                completed=int(value[1]),
-                stalled_s=None if stalled < 0 else stalled,
-                signature_seq=int(value[3]),
-                signature=Signature.from_json(value[4]),
+        for name, (entered, completed, stalled, sig_seq, sig) in raw_groups.items():
+            if type(entered) is not _INT or type(completed) is not _INT or type(sig_seq) is not _INT:
+                return None
+            groups[name] = GroupProgress(
+                name, entered, completed, None if _number(stalled) < 0 else stalled, Signature.from_compact(sig),
+                sig_seq,
             )
-        step = data.get("st")
-        state = str(data.get("s", "running"))
-        return RankRecord(
-            rank=int(data["r"]),
-            world_size=int(data["w"]),
-            host=str(data.get("h", "")),
-            node=int(data.get("n", -1)),
-            pid=int(data.get("p", 0)),
-            local_rank=int(data.get("l", -1)),
-            attempt=int(data.get("a", 0)),
-            heartbeat=int(data.get("hb", 0)),
-            state=state if state in STATES else "running",
-            source=str(data.get("src", "")),
-            step=int(step[0]) if step else None,
-            step_age_s=float(step[1]) if step else None,
-            quiet_s=float(data["q"]) if data.get("q") is not None else None,
-            groups=groups,
-            step_marks=tuple(
-                StepMark(int(m[0]), {str(k): int(v) for k, v in m[1].items()}) for m in data.get("sm", ())
-            ),
-            waits=tuple(WaitSample(str(w[0]), int(w[1]), float(w[2])) for w in data.get("ws", ())),
-            stack_gen=int(data.get("sk", 0)),
-            ack=int(data.get("ack", 0)),
-            error=str(data["err"]) if data.get("err") else None,
-            fail_order=int(data["fo"]) if data.get("fo") is not None else None,
-            inspected={int(k): str(v) for k, v in (data.get("ps") or {}).items()},
-            published=float(data.get("t", 0.0)),
-        )
+        return _fast(RankRecord, (
+            rank, world, str(host), node, pid, local_rank, attempt, beat,
+            state if state in STATES else "running", str(source),
+            None if step is None else _INT(step), None if step is None else _number(step_age),
+            None if quiet is None else _number(quiet), groups,
+            tuple(StepMark(_INT(m[0]), _counts(m[1])) for m in marks) if marks else (),
+            tuple(WaitSample(str(w[0]), _INT(w[1]), _number(w[2])) for w in waits) if waits else (),
+            stack_gen, ack, str(error) if error else None, None if fail_order is None else _INT(fail_order),
+            {_INT(k): str(v) for k, v in inspected.items()} if inspected else {}, _number(published),
+        ))
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
+
+
+_T = TypeVar("_T")
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls)) for cls in (RankRecord,)
+}
 
 
 @dataclass(frozen=True)
