@@ -4,12 +4,17 @@ measured side by side with ``grep -c NCCL`` on the same file in the same run.
     .venv/bin/python benchmarks/bench_analyze.py               # 1 GiB (the documented measurement)
     .venv/bin/python benchmarks/bench_analyze.py --size 64M    # quick
 
-The log imitates a 64-rank job (8 hosts) launched by torchrun with ``--tee``: every rank prints NCCL's
-init chatter for each communicator it joins (version, bootstrap, NET/IB, rings, trees, channels, proxies,
-Init COMPLETE), interleaved line by line with the other ranks of its host; rank 0 prints training steps in
-between; at the end rank 37 runs out of GPU memory and every other rank's watchdog times out. The file is
-written to /tmp and deleted afterwards (``--keep`` keeps it). The analysis must find rank 37, or the run
-fails.
+Two profiles of a job launched by torchrun with ``--tee`` (ranks of a host interleaved line by line):
+
+* ``coll`` (default), 512 ranks on 64 hosts with ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL``: each rank
+  prints NCCL's init chatter for its two communicators (version, bootstrap, NET/IB, rings, trees, 32
+  channels, Init COMPLETE), then one INFO line per collective call (``AllReduce: opCount ... [nranks=512]``),
+  which is what makes real logs gigabytes long; rank 0 prints a training step line now and then.
+* ``init``, 64 ranks on 8 hosts that keep creating communicators: nothing but init chatter, the worst case
+  for the analyzer because about one line in twenty is a configuration line it must look at.
+
+At the end one rank runs out of GPU memory and every other rank's watchdog times out. The file is written
+to /tmp and deleted afterwards (``--keep`` keeps it). The analysis must find the culprit, or the run fails.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from syncdoctor.analyze.inputs import expand
 from syncdoctor.analyze.model import Category
 from syncdoctor.analyze.scan import Scanner
 
-RANKS = 64
 PER_HOST = 8
+PROFILES = {"coll": 512, "init": 64}  # ranks
 CULPRIT = 37
 
 
@@ -42,7 +47,7 @@ def _parse_size(text: str) -> int:
     return int(float(match[1]) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match[2].upper()])
 
 
-def _init_burst(rank: int, comm: int, rng: random.Random) -> list[str]:
+def _init_burst(rank: int, comm: int, rng: random.Random, ranks: int) -> list[str]:
     host = f"node{rank // PER_HOST:02d}"
     local = rank % PER_HOST
     p = f"[default{local}]:{host}:{4000 + rank}:{4100 + rank} [{local}] NCCL INFO "
@@ -54,40 +59,40 @@ def _init_burst(rank: int, comm: int, rng: random.Random) -> list[str]:
         f"{p}NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB ; OOB eth0:10.1.{rank // PER_HOST}.{local + 1}<0>",
         f"{p}Using non-device net plugin version 0",
         f"{p}Using network IB",
-        f"{p}ncclCommInitRank comm 0x55d0c8a{comm:03x} rank {rank} nranks {RANKS} cudaDev {local} nvmlDev {local} "
+        f"{p}ncclCommInitRank comm 0x55d0c8a{comm:03x} rank {rank} nranks {ranks} cudaDev {local} nvmlDev {local} "
         f"busId {local:x}b000 commId {comm_id} - Init START",
         f"{p}Setting affinity for GPU {local} to ffff,ffffffff,00000000,0000ffff,ffffffff",
-        f"{p}comm 0x55d0c8a{comm:03x} rank {rank} nRanks {RANKS} nNodes {RANKS // PER_HOST} localRanks {PER_HOST} "
+        f"{p}comm 0x55d0c8a{comm:03x} rank {rank} nRanks {ranks} nNodes {ranks // PER_HOST} localRanks {PER_HOST} "
         f"localRank {local} MNNVL 0",
     ]
     for tree in range(4):
-        lines.append(f"{p}Trees [{tree}] {(rank + 1) % RANKS}/-1/-1->{rank}->{(rank - 1) % RANKS} [{tree + 4}] "
-                     f"{(rank + 2) % RANKS}/-1/-1->{rank}->{(rank - 2) % RANKS}")
+        lines.append(f"{p}Trees [{tree}] {(rank + 1) % ranks}/-1/-1->{rank}->{(rank - 1) % ranks} [{tree + 4}] "
+                     f"{(rank + 2) % ranks}/-1/-1->{rank}->{(rank - 2) % ranks}")
     lines.append(f"{p}P2P Chunksize set to 131072")
     for channel in range(32):
-        nxt = (rank + 1) % RANKS
+        nxt = (rank + 1) % ranks
         via = "NET/IB/0/GDRDMA" if nxt // PER_HOST != rank // PER_HOST else "P2P/CUMEM/read"
         lines.append(f"{p}Channel {channel:02d}/0 : {rank}[{local}] -> {nxt}[{nxt % PER_HOST}] via {via}")
-        lines.append(f"{p}Channel {channel:02d}/0 : {(rank - 1) % RANKS}[{(local - 1) % PER_HOST}] -> {rank}[{local}] "
+        lines.append(f"{p}Channel {channel:02d}/0 : {(rank - 1) % ranks}[{(local - 1) % PER_HOST}] -> {rank}[{local}] "
                      f"[receive] via NET/IB/{channel % 4}/GDRDMA")
     lines += [
         f"{p}Connected all rings",
         f"{p}Connected all trees",
         f"{p}threadThresholds 8/8/64 | 512/8/64 | 512 | 512",
         f"{p}32 coll channels, 32 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer",
-        f"{p}ncclCommInitRank comm 0x55d0c8a{comm:03x} rank {rank} nranks {RANKS} cudaDev {local} nvmlDev {local} "
+        f"{p}ncclCommInitRank comm 0x55d0c8a{comm:03x} rank {rank} nranks {ranks} cudaDev {local} nvmlDev {local} "
         f"busId {local:x}b000 commId {comm_id} - Init COMPLETE",
     ]
     return lines
 
 
-def _failure() -> list[str]:
+def _failure(ranks: int) -> list[str]:
     local = CULPRIT % PER_HOST
     lines = [f"[default{local}]:[rank{CULPRIT}]: Traceback (most recent call last):",
              f'[default{local}]:[rank{CULPRIT}]:   File "train.py", line 212, in forward',
              f"[default{local}]:[rank{CULPRIT}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 "
              f"GiB (GPU {local}; 79.15 GiB total capacity)"]
-    for rank in range(RANKS):
+    for rank in range(ranks):
         if rank == CULPRIT:
             continue
         lines.append(f"[default{rank % PER_HOST}]:[rank{rank}]:[E1129 10:10:00.000000000 ProcessGroupNCCL.cpp:607] "
@@ -97,31 +102,56 @@ def _failure() -> list[str]:
     return lines
 
 
-def generate(path: Path, size: int, seed: int = 1) -> int:
-    """Write about ``size`` bytes; returns the number of lines."""
+def _step_line(step: int, rng: random.Random) -> str:
+    return (f"[default0]:[rank0]: step {step} loss {rng.random():.4f} lr 3.0e-04 "
+            f"tokens/s {rng.randrange(90_000, 110_000)}")
+
+
+def _coll_template(rank: int, ranks: int) -> str:
+    """NCCL's per-call INFO line (NCCL_DEBUG_SUBSYS=COLL), with {op} and {n} left to fill in."""
+    local = rank % PER_HOST
+    return (f"[default{local}]:node{rank // PER_HOST:02d}:{4000 + rank}:{4100 + rank} [{local}] NCCL INFO AllReduce: "
+            f"opCount {{op:x}} sendbuff 0x7f3a{rank:04x}0000 recvbuff 0x7f3a{rank:04x}0000 count {{n}} "
+            f"datatype 7 op 0 root 0 comm 0x55d0c8a0{local:02x} [nranks={ranks}] stream 0x55e0{local:02x}")
+
+
+def generate(path: Path, size: int, profile: str = "coll", seed: int = 1) -> int:
+    """Write about ``size`` bytes of the profile; returns the number of lines."""
     rng = random.Random(seed)
+    ranks = PROFILES[profile]
     written = lines = 0
     comm = 0
     step = 0
+
+    def emit(out: object, chunk: list[str]) -> None:
+        nonlocal written, lines
+        text = "\n".join(chunk) + "\n"
+        out.write(text)  # type: ignore[attr-defined]
+        written += len(text)
+        lines += len(chunk)
+
     with open(path, "w", encoding="utf-8") as out:
-        while written < size:
+        while written < size and (profile == "init" or comm < 2):
             comm += 1
-            for host in range(RANKS // PER_HOST):
-                bursts = [_init_burst(host * PER_HOST + local, comm, rng) for local in range(PER_HOST)]
+            for host in range(ranks // PER_HOST):
+                bursts = [_init_burst(host * PER_HOST + local, comm, rng, ranks) for local in range(PER_HOST)]
                 chunk = []
                 for row in zip(*bursts, strict=True):  # torchrun --tee interleaves the ranks of a host
                     chunk.extend(row)
                     if rng.random() < 0.02:
                         step += 1
-                        chunk.append(f"[default0]:[rank0]: step {step} loss {rng.random():.4f} lr 3.0e-04 "
-                                     f"tokens/s {rng.randrange(90_000, 110_000)}")
-                text = "\n".join(chunk) + "\n"
-                out.write(text)
-                written += len(text)
-                lines += len(chunk)
-        text = "\n".join(_failure()) + "\n"
-        out.write(text)
-        lines += text.count("\n")
+                        chunk.append(_step_line(step, rng))
+                emit(out, chunk)
+        op_count = 0
+        templates = [_coll_template(rank, ranks) for rank in range(ranks)]
+        while written < size:  # profile coll: one INFO line per collective call per rank
+            op_count += 1
+            chunk = [template.format(op=op_count, n=262144 * (1 + op_count % 8)) for template in templates]
+            if op_count % 9 == 0:
+                step += 1
+                chunk.append(_step_line(step, rng))
+            emit(out, chunk)
+        emit(out, _failure(ranks))
     return lines
 
 
@@ -137,6 +167,8 @@ def _grep(path: Path) -> tuple[float, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", default="1G", help="log size (default 1G; e.g. 64M for a quick run)")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="coll",
+                        help="coll: init then per-collective INFO lines (default); init: communicator chatter only")
     parser.add_argument("--backend", choices=("auto", "libc", "python"), default="auto",
                         help="scanner backend (default auto: libc memmem when available)")
     parser.add_argument("--keep", action="store_true", help="keep the generated file")
@@ -146,9 +178,11 @@ def main() -> int:
     path = Path(args.dir) / f"syncdoctor-bench-analyze-{os.getpid()}.log"
     try:
         start = time.perf_counter()
-        lines = generate(path, size)
+        lines = generate(path, size, args.profile)
         actual = path.stat().st_size
-        print(f"generated {actual / 1e6:.0f} MB, {lines} lines, {RANKS} ranks on {RANKS // PER_HOST} hosts in "
+        ranks = PROFILES[args.profile]
+        print(f"profile {args.profile}: generated {actual / 1e6:.0f} MB, {lines} lines, {ranks} ranks on "
+              f"{ranks // PER_HOST} hosts in "
               f"{time.perf_counter() - start:.1f} s: {path}")
         _grep(path)  # warm the page cache so both read from memory
         grep_s, grep_count = _grep(path)

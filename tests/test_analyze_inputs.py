@@ -12,7 +12,7 @@ import pytest
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.inputs import Source, expand, iter_blocks, open_source, sniff
 from syncdoctor.analyze.model import Kind, Origin
-from syncdoctor.analyze.scan import ANCHORS, Scanner, libc_memmem_available
+from syncdoctor.analyze.scan import _WINDOW, ANCHORS, Scanner, libc_memmem_available
 from syncdoctor.analyze.textlog import read_text
 from syncdoctor.errors import UsageError
 
@@ -131,7 +131,7 @@ def test_scanner_backends_agree() -> None:
 def test_scanner_finds_anchors_across_window_edges() -> None:
     for backend in ("python", "libc") if libc_memmem_available() else ("python",):
         scanner = Scanner(backend=backend)
-        for offset in range(65536 - 12, 65536 + 4):
+        for offset in range(_WINDOW - 12, _WINDOW + 4):
             block = b"a" * offset + b"Traceback\n" + b"b" * 100 + b"\n"
             assert scanner.line_starts(block) == [0], (backend, offset)
 

@@ -145,8 +145,9 @@ def iter_blocks(
 ) -> Iterator[bytes]:
     """Yield the stream's bytes in blocks that each end with ``b"\\n"``.
 
-    Lines longer than ``max_line`` are cut to ``max_line`` bytes (plus a newline) and the rest of them is
-    dropped, so one block is at most ``block_size + max_line`` bytes. A last line without a newline gets one.
+    A line still open after ``max_line`` bytes at the end of a read is cut there (plus a newline) and the rest
+    of it dropped, so a block is at most ``block_size + max_line`` bytes and memory stays bounded whatever
+    the input. A last line without a newline gets one.
     ``prefix`` holds bytes already read from the stream (to sniff it). Reads may raise OSError, EOFError
     or zlib.error (a truncated or corrupt gzip): the caller decides how to report it.
     """
@@ -166,9 +167,9 @@ def iter_blocks(
                 continue
             chunk = chunk[newline + 1:]
             skipping = False
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
+        last = chunk.rfind(b"\n")
+        if last < 0:  # no line ends in this chunk
+            data = carry + chunk
             if len(data) > max_line:
                 yield data[:max_line] + b"\n"
                 carry = b""
@@ -176,8 +177,9 @@ def iter_blocks(
             else:
                 carry = data
             continue
-        carry = data[cut:]
-        yield data[:cut]
+        # one copy: the carried start of a line, then the chunk up to its last newline
+        yield b"".join((carry, memoryview(chunk)[: last + 1])) if carry else chunk[: last + 1]
+        carry = chunk[last + 1:]
         if len(carry) > max_line:
             yield carry[:max_line] + b"\n"
             carry = b""

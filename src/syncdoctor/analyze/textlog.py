@@ -114,21 +114,23 @@ def read_text(
             state.active = [a for a in state.active if _feed(state, a, block, 0, lines_before + 1)]
         counted_pos = 0
         counted = lines_before
+        find = block.find
         for start in scanner.line_starts(block):
-            counted += block.count(b"\n", counted_pos, start)
-            counted_pos = start
-            end = block.find(b"\n", start)
+            end = find(b"\n", start)
             if end == -1:
                 end = len(block)
-            number = counted + 1
             raw = block[start:end]
-            key = _info_key(raw) if _INFO in raw else None
-            if key is not None:
-                if key in seen:
-                    stats.repeats += 1
-                    continue
-                if len(seen) < _MAX_SEEN:
-                    seen.add(key)
+            if _INFO in raw:  # NCCL chatter: most of it repeats per communicator, skip what was seen
+                key = _info_key(raw)
+                if key is not None:
+                    if key in seen:
+                        stats.repeats += 1
+                        continue
+                    if len(seen) < _MAX_SEEN:
+                        seen.add(key)
+            counted += block.count(b"\n", counted_pos, start)
+            counted_pos = start
+            number = counted + 1
             line = make_line(_decode(raw), Ref(source, number), file_origin)
             stats.candidates += 1
             events.extend(parse_line(line))

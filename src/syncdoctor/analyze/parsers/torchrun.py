@@ -152,11 +152,13 @@ def parse(line: Line) -> list[Event]:
     match = _AGENT_FAILED.search(body)
     if match:
         code = int(match["code"])
-        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["local"]), pid=None), data={
+        # the line is the agent's: the worker's pid, not the agent's, identifies the rank
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["local"]),
+                                                                    pid=int(match["pid"])), data={
             "source": "agent", "exitcode": code, "signal": signal_name(code), "worker_pid": int(match["pid"]),
             "local_rank": int(match["local"])})]
     match = _SIGTERM.search(body)
     if match:
-        return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=None), data={
+        return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={
             "worker_pid": int(match["pid"]), "signal": match["sig"]})]
     return []

@@ -62,7 +62,7 @@ def _from_sequences(tl: Timeline) -> list[Hypothesis]:
         evidence += evidence_of([proof[(group, r)] for r in waiting if (group, r) in proof],
                                 f"waiting in #{top}", MAX_CASCADE)
         out.append(hypothesis(tl, Category.LAGGING_RANK, 0.9, title, culprits=behind, affected=waiting,
-                              what=what, evidence=evidence))
+                              what=what, fix=_look_at(tl, behind), evidence=evidence))
     return out
 
 
@@ -135,7 +135,22 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     what += (": a rank that is late, hung or frozen never enters the collective, so it never times out itself. "
              "These logs carry no sequence numbers (gloo), so the verdict rests on who stayed quiet.")
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=silent, affected=timed_out, what=what,
-                       evidence=evidence)]
+                       fix=_look_at(tl, silent), evidence=evidence)]
+
+
+def _look_at(tl: Timeline, ranks: list[int]) -> str:
+    """The lagging-rank fix, naming where to look."""
+    places = []
+    for rank in ranks[:4]:
+        state = tl.ranks[rank]
+        where = f"rank {rank}" + (f" on {state.host}" if state.host else "")
+        if state.pids:
+            where += f" (pid {', '.join(str(p) for p in state.pids[:2])})"
+        places.append(where)
+    return (f"Find out what {'; '.join(places)} was doing instead of entering the collective: its last log lines, "
+            "a stack (py-spy dump --pid PID while it hangs), data loading, I/O, a rank-dependent branch, or a "
+            "stopped process. Next time collect Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1, also TORCH_FR_DUMP_ON_TIMEOUT in recent releases) or run "
+            "syncdoctor watch, which name the collective it never reached.")
 
 
 def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:

@@ -61,7 +61,7 @@ LAGGING_RANK = register(Rule(
     fix=(
         "Look at what the culprit rank was doing (py-spy dump --pid PID on that host, its last log lines): data "
         "loading, a rank-dependent branch that skips a collective, I/O, or a frozen process. Collect Flight "
-        "Recorder dumps (TORCH_FR_DUMP_ON_TIMEOUT=1) or run syncdoctor watch to see it live next time."
+        "Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1) or run syncdoctor watch to see it live next time."
     ),
     references=(_PT, "docs/analyze.md", "pytorch-builtins.md section 4.3 (desync report)"),
 ))
@@ -383,7 +383,7 @@ UNEXPLAINED_TIMEOUT = register(Rule(
     what="Timeouts on all known ranks with no missing rank, crash, mismatch or network error to blame.",
     why="All ranks entered the collective, so it is either a desync the logs do not show or a transport hang.",
     example="all ranks: 'Timed out waiting 5000ms for recv operation to complete'.",
-    fix="Re-run with Flight Recorder dumps (TORCH_FR_DUMP_ON_TIMEOUT=1, or syncdoctor watch) and analyze them "
+    fix="Re-run with Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1, or syncdoctor watch) and analyze them "
         "together with the logs; run syncdoctor probe to test the links.",
     references=("pytorch-builtins.md section 1 (Flight Recorder)",),
 ))
