@@ -72,10 +72,10 @@ def test_late_rank_is_measured_and_a_frozen_rank_shows_state_T(lab_factory, tmp_
     result = job.wait(timeout=0)
     steps = steps_by_rank(result)
     late = steps[3][2].ready - max(steps[rank][2].ready for rank in (0, 1, 2))  # type: ignore[attr-defined]
-    assert 1.6 <= late <= 3.0, late
+    assert 1.4 <= late <= 3.5, late  # 2 s, with room for a busy machine's scheduling
     for rank in (0, 1, 2):  # the punctual ranks spent the wait inside the step's gradient all_reduce
         waited = steps[rank][2].end - steps[rank][2].ready  # type: ignore[attr-defined]
-        assert waited >= 1.6, (rank, waited)
+        assert waited >= 1.4, (rank, waited)
     assert 4 not in steps[1] and 4 not in steps[0]
 
 
