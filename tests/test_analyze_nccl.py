@@ -64,7 +64,6 @@ def test_bootstrap_every_layout(message, ifname, addr) -> None:
      {"net": "IB", "devices": ["mlx5_10:1/RoCE", "mlx5_11:1/RoCE"], "oob_ifname": "enp220s0np0"}),
     ("NET/IB: Using [0]mlx5_0:1:0:0/IB [1]mlx5_1:1:1:0/IB; OOB eth0:10.0.0.1<0>",  # 2.30.7 rail:plane
      {"net": "IB", "devices": ["mlx5_0:1/IB", "mlx5_1:1/IB"]}),
-    ("NET/IB : No device found.", {"net": "IB", "no_device": True}),
     ("NET/Socket : Using [0]ens7:10.128.0.32<0>", {"net": "Socket", "ifnames": ["ens7"], "addrs": ["10.128.0.32"]}),
     ("NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>", {"ifnames": ["eth0", "eth1"]}),
     ("Using network IB", {"network": "IB"}),

@@ -31,14 +31,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"Traceback",
     b" Using ",  # NCCL Bootstrap / NET/IB / NET/Socket / Using network, gloo loopback fallback
     b"Init COMPLETE",
-    b"No device",  # NET/IB : No device found
     b"NCCL version",
     b"ismatch",  # collective mismatch (DETAIL, gloo size check)
     b"closing signal",  # torchrun: Sending process N closing signal SIGTERM
-    b"*** SIG",  # *** SIGSEGV received at time=...
 )
 
-_WINDOW = 256 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes
+_WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes
 
 Finder = Callable[[bytes, bytes, int, int], int]
 

@@ -6,8 +6,9 @@ in NCCL 2.7-2.30:
 * ``NCCL version 2.19.3+cuda12.3`` (printed bare up to 2.21, also as an INFO line since 2.22)
 * ``Bootstrap : Using eth0:10.10.6.118<0>`` (<= 2.23), ``Bootstrap: Using …`` (2.24+),
   ``Bootstrap : Using [0]ens192f1:10.150.178.134<0>`` (<= 2.7), IPv6 ``ib0:fe80::…%ib0<0>``
-* ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.10.6.118<0>``, ``NET/IB : No device
-  found.``, ``NET/Socket : Using [0]ens7:10.128.0.32<0> [1]…``, ``Using network IB`` / ``Socket`` / a plugin
+* ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.10.6.118<0>``,
+  ``NET/Socket : Using [0]ens7:10.128.0.32<0> [1]…``, ``Using network IB`` / ``Socket`` / a plugin (``NET/IB :
+  No device found.`` is not read: ``Using network Socket`` says the same)
 * ``[ncclCommInitRank ]comm 0x… rank 3 nranks 16 cudaDev 3 [nvmlDev 3 ]busId 1b000 [commId 0x… ][parent 0x…
   …]- Init COMPLETE`` (the function name since 2.21, nvmlDev and commId since 2.18)
 """
@@ -73,9 +74,6 @@ def parse(line: Line) -> list[Event]:
         ifname, addr = split_endpoint(match["oob"])
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={
             "net": "IB", "devices": devices, "oob_ifname": ifname, "oob_addr": addr}))
-    elif "NET/IB : No device found" in message or "NET/IB: No device found" in message:
-        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"net": "IB", "devices": [],
-                                                                           "no_device": True}))
     match = _SOCKET.search(message)
     if match:
         endpoints = [split_endpoint(m["endpoint"]) for m in _SOCKET_DEV.finditer(match["devices"])]

@@ -6,7 +6,8 @@
 * a bare exception line ``torch.distributed.DistBackendError: …`` / ``ValueError: …``;
 * ``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; …)`` (also
   ``torch.cuda.OutOfMemoryError`` and ``RuntimeError: CUDA out of memory``);
-* ``Fatal Python error: Segmentation fault``, ``*** SIGSEGV received at time=…``.
+* ``Fatal Python error: Segmentation fault`` (faulthandler); a death by signal without it shows in
+  torchrun's failure table (exit code -11, SIGSEGV).
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from syncdoctor.analyze.parsers.base import Line, clip, make_event
 
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
 
-KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "SIG")
+KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error")
 
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
 )
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 _OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?(?:.*?\(GPU (?P<gpu>\d+))?")
-_FATAL = re.compile(r"Fatal Python error: (?P<what>.+)|\*\*\* (?P<sig>SIG[A-Z]+) received")
+_FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
@@ -106,7 +107,7 @@ def parse(line: Line) -> list[Event]:
         return _exception_events(line, found[0], found[1], [])
     fatal = _FATAL.search(body)
     if fatal:
-        signal = fatal["sig"] or _FATAL_SIGNALS.get((fatal["what"] or "").strip(), None)
+        signal = _FATAL_SIGNALS.get(fatal["what"].strip())
         return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": (fatal["what"] or "").strip()})]
     if "CUDA out of memory" in body:
         oom = _OOM.search(body)

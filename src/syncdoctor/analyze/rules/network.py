@@ -154,10 +154,9 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
     if not socket_hosts or not others:
         return []
     failing = any(state.outcome != "ok" for state in tl.ranks.values())
-    no_device = [e for e in tl.of(Kind.NCCL_NET) if e.data.get("no_device") and e.origin.host in socket_hosts]
     title = (f"NCCL on {', '.join(socket_hosts)} uses sockets while {', '.join(others)} use "
              f"{networks[others[0]][0]}")
-    evidence = evidence_of(no_device + [networks[h][1] for h in socket_hosts], "falls back to sockets")
+    evidence = evidence_of([networks[h][1] for h in socket_hosts], "falls back to sockets")
     evidence += evidence_of([networks[h][1] for h in others], "the others", MAX_CASCADE)
     culprits = sorted({r for h in socket_hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.7 if failing else 0.5, title, culprits=culprits,
