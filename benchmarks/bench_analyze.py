@@ -23,6 +23,7 @@ import argparse
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -155,13 +156,18 @@ def generate(path: Path, size: int, profile: str = "coll", seed: int = 1) -> int
     return lines
 
 
-def _grep(path: Path) -> tuple[float, int]:
+def _grep(path: Path) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, matching lines) of ``grep -c NCCL path``."""
     grep = shutil.which("grep")
     if grep is None:
         raise SystemExit("grep is not installed")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([grep, "-c", "NCCL", str(path)], capture_output=True, text=True, check=False)
-    return time.perf_counter() - start, int(done.stdout.strip() or 0)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, int(done.stdout.strip() or 0)
 
 
 def main() -> int:
@@ -185,23 +191,26 @@ def main() -> int:
               f"{ranks // PER_HOST} hosts in "
               f"{time.perf_counter() - start:.1f} s: {path}")
         _grep(path)  # warm the page cache so both read from memory
-        grep_s, grep_count = _grep(path)
+        grep_s, grep_cpu, grep_count = _grep(path)
         scanner = Scanner(backend=args.backend)
         cpu0 = time.process_time()
         wall0 = time.perf_counter()
         analysis = analyze_sources(expand([str(path)]), scanner=scanner)
         wall = time.perf_counter() - wall0
         cpu = time.process_time() - cpu0
-        grep2_s, _ = _grep(path)
+        grep2_s, grep2_cpu, _ = _grep(path)
         root = analysis.diagnosis.root_cause
         found = root is not None and root.category is Category.RANK_OUT_OF_MEMORY and root.culprit_ranks == (CULPRIT,)
         mb = actual / 1e6
         grep_best = min(grep_s, grep2_s)
-        print(f"grep -c NCCL: {grep_best:.2f} s, {mb / grep_best:.0f} MB/s ({grep_count} matching lines)")
-        print(f"syncdoctor analyze ({scanner.backend} scanner): {wall:.2f} s wall, {cpu:.2f} s CPU, "
+        grep_cpu = max(min(grep_cpu, grep2_cpu), 1e-3)
+        print(f"grep -c NCCL: {grep_best:.2f} s wall, {grep_cpu:.2f} s CPU; {mb / grep_best:.0f} MB/s wall, "
+              f"{mb / grep_cpu:.0f} MB/s per CPU second ({grep_count} matching lines)")
+        print(f"syncdoctor analyze ({scanner.backend} scanner): {wall:.2f} s wall, {cpu:.2f} s CPU; "
               f"{mb / wall:.0f} MB/s wall, {mb / cpu:.0f} MB/s per CPU second; "
               f"{analysis.collected.lines_read} lines, {len(analysis.collected.events)} events")
-        print(f"ratio analyze/grep: {(mb / wall) / (mb / grep_best):.2f} (grep is {wall / grep_best:.1f}x faster)")
+        print(f"ratio analyze/grep: {grep_best / wall:.3f} wall, {grep_cpu / cpu:.3f} CPU "
+              f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
         print(f"verdict: {root.title if root else 'none'} -> {'OK' if found else 'WRONG'}")
         return 0 if found else 1
     finally:

@@ -37,6 +37,7 @@ ANCHORS: tuple[bytes, ...] = (
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes
+_NEAR = 2048  # after a hit, bytes searched with bytes.find before calling memmem again
 
 Finder = Callable[[bytes, bytes, int, int], int]
 
@@ -114,10 +115,19 @@ class Scanner:
             for anchor, length in anchors:
                 pos = window
                 while pos < end:
-                    hit = memmem(base + pos, end - pos, anchor, length)
-                    if not hit:
-                        break
-                    offset = hit - base
+                    # after a hit, look just ahead with bytes.find (cheap call) before paying for a ctypes
+                    # call: anchors such as " Using " come in clusters in NCCL's init chatter
+                    near = find(anchor, pos, min(end, pos + _NEAR)) if pos > window else -1
+                    if near >= 0:
+                        offset = near
+                    else:
+                        start = pos + _NEAR - length if pos > window else pos
+                        if start >= end:
+                            break
+                        hit = memmem(base + start, end - start, anchor, length)
+                        if not hit:
+                            break
+                        offset = hit - base
                     starts.add(rfind(b"\n", 0, offset) + 1)
                     line_end = find(b"\n", offset)
                     if line_end == -1:

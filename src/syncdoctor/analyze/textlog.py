@@ -31,29 +31,25 @@ _INFO = b" NCCL INFO "
 _MAX_SEEN = 200_000  # distinct NCCL INFO keys remembered (bounded memory whatever the log)
 
 
-def _info_key(raw: bytes) -> bytes | None:
+def _info_key(raw: bytes, at: int) -> bytes | None:
     """A key under which repeated NCCL INFO lines are the same for the analysis, or None (always parse).
 
-    NCCL prints its configuration (bootstrap, NET/IB, network) again for every communicator a process joins,
-    and an ``Init COMPLETE`` per communicator: only the first of each per process and message (per process and
-    communicator size for ``Init COMPLETE``) says something new.
+    ``at`` is where ``" NCCL INFO "`` starts in ``raw``. NCCL prints its configuration (bootstrap, NET/IB,
+    network) again for every communicator a process joins, and an ``Init COMPLETE`` per communicator: only the
+    first of each per process and message (per process and communicator size for ``Init COMPLETE``) says
+    something new. The key is the line without the thread id of ``host:pid:tid``.
     """
-    at = raw.find(_INFO)
-    if at < 0:
+    space = raw.rfind(b" ", 0, at)
+    colon = raw.rfind(b":", 0, space) if space > 0 else -1
+    if colon <= 0:
         return None
-    head = raw[:at]
-    space = head.rfind(b" ")
-    token = head[:space] if space > 0 else head
-    colon = token.rfind(b":")
-    process = token[:colon] if colon > 0 else token
-    message = raw[at + len(_INFO):]
-    if b"Init COMPLETE" in message:
-        sized = message.find(b" nranks ")
-        if sized < 0:
-            return None
-        digits = message[sized + 8: sized + 16].split(b" ", 1)[0]
-        return process + b"|COMPLETE|" + digits
-    return process + b"|" + message
+    complete = raw.find(b"Init COMPLETE", at)
+    if complete < 0:
+        return raw[:colon] + raw[space:]
+    sized = raw.find(b" nranks ", at)
+    if sized < 0:
+        return None
+    return raw[:colon] + b"|COMPLETE|" + raw[sized + 8: sized + 16].split(b" ", 1)[0]
 
 
 @dataclass
@@ -120,8 +116,9 @@ def read_text(
             if end == -1:
                 end = len(block)
             raw = block[start:end]
-            if _INFO in raw:  # NCCL chatter: most of it repeats per communicator, skip what was seen
-                key = _info_key(raw)
+            at = raw.find(_INFO)
+            if at >= 0:  # NCCL chatter: most of it repeats per communicator, skip what was seen
+                key = _info_key(raw, at)
                 if key is not None:
                     if key in seen:
                         stats.repeats += 1
