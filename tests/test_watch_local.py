@@ -42,6 +42,8 @@ def train(watcher):
             time.sleep(plan["late_seconds"])
         if rank == plan.get("crash_rank") and step == plan.get("crash_step"):
             raise ValueError("bad batch on purpose")
+        if rank == plan.get("slow_rank"):
+            time.sleep(plan["slow_seconds"])
         return torch.randn(8, 32)
 
     for step in range(plan["steps"]):
@@ -114,8 +116,10 @@ def test_hooks_fallback_sees_ddp_and_shuts_down_cleanly(tmp_path: Path) -> None:
         assert f"WORKER rank={rank} source=hooks" in out and f"WORKER-EXIT rank={rank} stopped=True" in out
         assert "Traceback" not in out
     events = _events(tmp_path)
-    assert [(e["code"], e["status"]) for e in events] == [("W101", "warning"), ("W101", "resolved")], events
-    late = events[0]
+    assert [(e["code"], e["status"]) for e in events] == [("W109", "info"), ("W101", "warning"),
+                                                          ("W101", "resolved")], events
+    assert events[0]["ranks"] == [0, 1]  # the hooks recorder is said once
+    late = events[1]
     # the gradient all_reduce issued by DDP through our comm hook, with the bucket's shape
     assert late["ranks"] == [1] and late["signature"][0] == "all_reduce" and late["signature"][1] == [[1089]]
     assert "load_batch" in late["detail"]["where"]
@@ -133,10 +137,15 @@ def test_fail_fast_ends_every_rank_with_its_exit_code(tmp_path: Path) -> None:
     assert took < 100  # not the 120 s the late rank would have slept, nor the 60 s collective timeout
 
 
-def test_first_exception_is_named_by_its_rank_before_it_dies(tmp_path: Path) -> None:
-    plan = {"steps": 40, "crash_rank": 1, "crash_step": 10, "watch": {"warn_after_s": 3.0}}
+def test_chronic_straggler_then_its_exception_is_named_by_itself(tmp_path: Path) -> None:
+    """Rank 1 is 0.3 s slower than rank 0 at every step (a straggler), then dies of an exception."""
+    plan = {"steps": 40, "slow_rank": 1, "slow_seconds": 0.3, "crash_rank": 1, "crash_step": 25,
+            "watch": {"warn_after_s": 3.0, "straggler_min_events": 8, "straggler_window_s": 60}}
     codes, outputs, _ = _run(tmp_path, 2, plan)
     assert codes[1] == 1 and codes[0] != 0
+    straggler = [e for e in _events(tmp_path) if e["code"] == "W107"]
+    assert straggler and straggler[0]["ranks"] == [1], _events(tmp_path)
+    assert straggler[0]["detail"]["share"] >= 0.8 and 0.15 <= straggler[0]["detail"]["lag_p50"] <= 0.5
     line = next(line for line in outputs[1].splitlines() if "syncdoctor W108" in line)
     assert "rank 1 (" in line and "failed first: ValueError: bad batch on purpose" in line
     post = [e for e in _events(tmp_path) if e["detail"].get("postmortem")]

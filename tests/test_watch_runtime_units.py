@@ -122,3 +122,14 @@ def test_postmortem_names_the_late_rank_the_others_timed_out_on() -> None:
     (recalled,) = diagnose_failure(records, set(), 4, reported=[earlier])
     assert recalled.code == "W101" and recalled.title.startswith("the job fails of the problem reported at")
     assert recalled.detail["reported_earlier"] == "W101:0:12:3"
+
+
+def test_postmortem_prefers_a_real_exception_to_an_earlier_straggler_or_warning() -> None:
+    records = {0: _rec(0, "host0", "failed", "Connection closed by peer", 2),
+               1: _rec(1, "host0", "failed", "ValueError: bad batch", 1)}
+    straggler = {"code": "W107", "title": "rank 1 arrives last", "ranks": [1], "key": "W107:1", "at": 0}
+    (event,) = diagnose_failure(records, set(), 2, reported=[straggler])
+    assert event.code == "W108" and "ValueError" in event.title
+    late = {"code": "W101", "title": "rank 1 is late", "ranks": [1], "key": "W101:0:5:1", "at": 0}
+    (event,) = diagnose_failure(records, set(), 2, reported=[late])
+    assert event.code == "W108" and "ValueError" in event.title

@@ -45,7 +45,7 @@ from syncdoctor.watch.snapshot import DetectorState, Incident, RankSeen, Request
 __all__ = ["Detection", "detect"]
 
 _ALIVE_STATES = ("starting", "running", "aborting")
-_STICKY = ("W102", "W103", "W108")
+_STICKY = ("W102", "W103", "W108", "W109")
 _DEFAULT_GROUP = "0"
 
 
@@ -125,6 +125,7 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     conditions = _drop_consequences(conditions)
     conditions.extend(_dead_conditions(ctx))
     conditions.extend(_drift_conditions(ctx))
+    conditions.extend(_degraded_conditions(ctx))
     conditions.extend(
         _Condition(event)
         for event in straggler.evaluate(snapshot, config, state, alive=[r for r, k in ctx.live.items() if k == "alive"],
@@ -621,6 +622,27 @@ def _drift_conditions(ctx: _Context) -> list[_Condition]:
     return conditions
 
 
+# --- what the watcher itself cannot see --------------------------------------------------------------
+
+
+def _degraded_conditions(ctx: _Context) -> list[_Condition]:
+    """Ranks whose progress comes from the hooks fallback see less than the Flight Recorder (said once)."""
+    hooked = tuple(sorted(r for r, rec in ctx.snapshot.records.items() if rec.source == "hooks"))
+    if not hooked:
+        return []
+    title = (
+        f"{_ranks_text(hooked)} read their progress from patched collectives, not the Flight Recorder "
+        f"(unavailable in this torch build, or its buffer is off): collectives called through references "
+        f"taken before start(), and DDP models with a built-in C++ comm hook, are invisible there"
+    )
+    return [
+        _Condition(
+            Event("W109", "info", title, ranks=hooked, hosts=ctx.hosts(hooked), key="W109:hooks",
+                  at=ctx.snapshot.wall, detail={"recorder": "hooks"})
+        )
+    ]
+
+
 # --- incidents -> events ---------------------------------------------------------------------------
 
 
@@ -661,8 +683,11 @@ def _reconcile(ctx: _Context, conditions: list[_Condition]) -> list[Event]:
 
 
 def _superseded(incident: Incident, conditions: Iterable[_Condition]) -> bool:
+    """Another hang-type condition now covers the same ranks or collective (e.g. the late rank died)."""
     for cond in conditions:
         event = cond.event
+        if event.code in ("W107", "W109"):
+            continue
         if set(event.ranks) & set(incident.ranks):
             return True
         if incident.group is not None and event.group == incident.group and event.seq == incident.seq:

@@ -197,7 +197,11 @@ class MonitorThread:
             except Exception as exc:  # the store may be unreachable or gone
                 if not self._failing:
                     self._failing = True
-                    logger.warning("syncdoctor.watch: monitor cannot read the job's store (%s); retrying quietly", exc)
+                    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    event = Event("W109", "info", f"the monitor cannot read the job's store ({text}); retrying "
+                                  "quietly: nothing can be detected meanwhile", key="W109:store", at=time.time())
+                    for sink in self.monitor.sinks:
+                        sink.emit(event)
                 delay = min(max(delay * 2, self.interval_s), 30.0)
                 continue
             if self._failing:

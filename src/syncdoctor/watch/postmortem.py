@@ -27,6 +27,9 @@ PEER_ERRORS = (
 )
 
 
+_HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
+
+
 def is_peer_error(text: str | None) -> bool:
     lowered = (text or "").lower()
     return any(pattern in lowered for pattern in PEER_ERRORS)
@@ -48,12 +51,15 @@ def diagnose_failure(
     that made the others time out), that event is recalled instead of a weaker guess.
     """
     events = _diagnose(records, silent, world_size, wall)
-    if not reported:
+    hangs = [e for e in reported if e.get("code") in _HANG_CODES]
+    if not hangs:
         return events
-    earlier = reported[-1]
+    earlier = hangs[-1]
     named = set(earlier.get("ranks") or ())
     if events and events[0].code in ("W105", "W106") and not set(events[0].ranks) & named:
         return events  # something new: a rank died
+    if events and events[0].code == "W108" and not is_peer_error(records[events[0].ranks[0]].error):
+        return events  # a real exception says more than the earlier warning
     title = (
         f"the job fails of the problem reported at {_clock(float(earlier.get('at') or 0))}: "
         f"{earlier.get('code')} {earlier.get('title')}"
