@@ -209,6 +209,7 @@ def main() -> int:
         print(f"syncdoctor analyze ({scanner.backend} scanner): {wall:.2f} s wall, {cpu:.2f} s CPU; "
               f"{mb / wall:.0f} MB/s wall, {mb / cpu:.0f} MB/s per CPU second; "
               f"{analysis.collected.lines_read} lines, {len(analysis.collected.events)} events")
+        print(f"peak memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
         print(f"ratio analyze/grep: {grep_best / wall:.3f} wall, {grep_cpu / cpu:.3f} CPU "
               f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
         print(f"verdict: {root.title if root else 'none'} -> {'OK' if found else 'WRONG'}")
