@@ -77,3 +77,15 @@ def test_explain_every_analyze_code(run_cli) -> None:
     for number in range(1, 20):
         result = run_cli("explain", f"A{number:03d}")
         assert result.code == 0 and "## Fix" in result.out
+
+
+def test_analyze_works_without_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None\n"  # any `import torch` now raises ImportError
+            "from syncdoctor.cli.main import main\n"
+            f"sys.exit(main(['analyze', {str(LAB / 'crash')!r}, '--json']))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["root_cause"]["culprit_ranks"] == [3]

@@ -91,7 +91,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         where = ", ".join(f"rank {r} on {tl.rank_host(r) or 'an unknown host'}" for r in sorted(culprits))
         title = f"{where} {'ran out of GPU memory' if category is Category.RANK_OUT_OF_MEMORY else 'died'}"
         if affected:
-            title += f"; ranks {fmt_ranks(affected)} then failed because their peer was gone"
+            title += f"; ranks {fmt_ranks(affected)} then failed waiting for it or lost their connection to it"
         what = " ".join(summaries) + _order_note(tl, members)
         if affected:
             what += (f" The errors of ranks {fmt_ranks(affected)} (connection closed/reset by peer, timeouts) "
