@@ -226,6 +226,16 @@ def test_a008_gloo_hostname_on_loopback_real_lab_logs() -> None:
     assert "GLOO_SOCKET_IFNAME" in hypothesis.fix
 
 
+def test_a008_one_host_on_loopback_is_named_by_its_peers(tmp_path) -> None:
+    line = ("[.../gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=0, retry=4, retryLimit=3, "
+            "rank={r}, size=4, local=[10.0.0.1]:4000, remote=[127.0.0.1]:9612$1, error=SO_ERROR: Connection refused")
+    files = {f"host0/rank{r}.log": [line.format(r=r)] for r in (0, 1)}
+    files["host1/rank2.log"] = ["[rank2]: RuntimeError: Gloo connectFullMesh failed with [../pair.h:311] Connect "
+                                "timeout [none]"]
+    hypothesis = root(write(tmp_path, files))
+    assert hypothesis.category is Category.LOOPBACK_ADDRESS and hypothesis.culprit_hosts == ("host1",)
+
+
 def test_a008_negative_normal_bootstrap(tmp_path) -> None:
     files = {f"node{r}.log": _nccl_host(f"node{r}", r, "IB") for r in range(2)}
     assert Category.LOOPBACK_ADDRESS not in categories(write(tmp_path, files))

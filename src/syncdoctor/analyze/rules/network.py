@@ -25,12 +25,19 @@ def _virtual(ifname: str) -> bool:
 def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprit_lines: dict[str, list[Event]] = defaultdict(list)
     remote_only: list[Event] = []
+    inferred: set[str] = set()
     for event in tl.of(Kind.GLOO_CONNECT_FAILED):
         host = event.origin.host
         if event.data.get("loopback_local") and host:
             culprit_lines[host].append(event)
         elif event.data.get("loopback_remote"):
             remote_only.append(event)
+        if event.data.get("loopback_remote") and host:
+            # a connection to a peer's 127.0.0.1 fails only when that peer is on another host: with two
+            # hosts, the other one advertised loopback
+            others = set(tl.hosts) - {host}
+            if len(others) == 1:
+                inferred |= others
     for event in tl.of(Kind.GLOO_LOOPBACK):
         if event.origin.host:
             culprit_lines[event.origin.host].append(event)
@@ -40,7 +47,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
             culprit_lines[event.origin.host].append(event)
     if not culprit_lines and not remote_only:
         return []
-    hosts = sorted(culprit_lines)
+    hosts = sorted(set(culprit_lines) | inferred)
     affected = sorted({e.origin.rank for e in remote_only + [e for v in culprit_lines.values() for e in v]
                        if e.origin.rank is not None})
     nccl = any(e.kind is Kind.NCCL_BOOTSTRAP for v in culprit_lines.values() for e in v)
@@ -58,7 +65,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
            + ", or map the hostname to the host's cluster address in /etc/hosts instead of 127.0.0.1/127.0.1.1.")
     evidence = []
     for host in hosts:
-        evidence += evidence_of(culprit_lines[host][:3], f"{host} advertises loopback")
+        evidence += evidence_of(culprit_lines.get(host, [])[:3], f"{host} advertises loopback")
     evidence += evidence_of(remote_only, "connecting to a peer at 127.0.0.1", MAX_CASCADE)
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
