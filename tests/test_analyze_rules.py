@@ -131,6 +131,20 @@ def test_a003_negative_victim_that_raised_during_cleanup(tmp_path) -> None:
     assert not any(h.category is Category.RANK_CRASHED and 0 in h.culprit_ranks for h in diagnosis.hypotheses)
 
 
+def test_a003_peer_named_by_the_cascade(tmp_path) -> None:
+    warn = ("[2025-03-01 10:00:0{s}] node{h}:10{r}:20{r} [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection "
+            "closed by remote peer node2<43021>")
+    files = {f"node{h}/rank{r}.log": [warn.format(s=r, h=h, r=r)] for h, r in ((0, 0), (0, 1), (1, 2), (1, 3))}
+    hypothesis = root(write(tmp_path, files))
+    assert hypothesis.category is Category.RANK_CRASHED and hypothesis.culprit_hosts == ("node2",)
+    assert hypothesis.affected_ranks == (0, 1, 2, 3)
+
+
+def test_a003_negative_one_lost_peer_is_not_enough(tmp_path) -> None:
+    files = {"node0/rank0.log": [CLOSED.format(r=0, peer=9)]}
+    assert Category.RANK_CRASHED not in categories(write(tmp_path, files))
+
+
 def test_a003_sigkill_from_the_launcher_summary(tmp_path) -> None:
     diagnosis = analyze_paths([str(Path(__file__).parent / "fixtures" / "analyze" / "lab" / "sigkill")]).diagnosis
     hypothesis = root(diagnosis)

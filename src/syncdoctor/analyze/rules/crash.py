@@ -58,6 +58,38 @@ def _order_note(tl: Timeline, culprits: list[tuple[int, Event]]) -> str:
             "clocks may differ: treat the order as a hint.")
 
 
+def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
+    """No rank shows its own death, but several ranks lost their connection to the same peer: that peer
+    (a host, or an address) went away first, and the errors of the others are the cascade."""
+    by_addr = {addr: host for host, addrs in tl.host_addrs.items() for addr in addrs}
+    votes: dict[str, list[Event]] = {}
+    for event in tl.of(Kind.PEER_CLOSED):
+        peer = str(event.data.get("peer_addr") or "")
+        if not peer:
+            continue
+        name = by_addr.get(peer, peer)
+        if name != event.origin.host:
+            votes.setdefault(name, []).append(event)
+    if not votes:
+        return []
+    peer, events = max(votes.items(), key=lambda item: len({e.origin.rank for e in item[1]}))
+    reporters = sorted({e.origin.rank for e in events if e.origin.rank is not None})
+    reporting_hosts = {e.origin.host for e in events if e.origin.host}
+    if len(reporters) < 2:
+        return []
+    culprits = [r for r in tl.hosts.get(peer, ()) if tl.ranks[r].outcome in ("silent", "killed", "terminated")]
+    title = (f"the process{'es' if len(culprits) != 1 else ''} on {peer} went away first: ranks {fmt_ranks(reporters)} "
+             "lost their connection to it")
+    what = (f"No log shows a rank dying on its own, but ranks {fmt_ranks(reporters)} all saw their connection to {peer} "
+            "closed or reset: the process there exited, was killed or its host went down, and the other errors "
+            "followed from it. Its own log, the launcher's summary or the host's kernel log should say why.")
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.6 if len(reporting_hosts) > 1 else 0.5, title, culprits=culprits,
+                       hosts=(peer,), affected=reporters, what=what,
+                       fix=(f"Look at {peer}: the worker logs there, `dmesg -T` (OOM killer, hardware errors), the "
+                            "scheduler's record of the job, and whether the host itself rebooted or lost its link."),
+                       evidence=evidence_of(events, f"lost {peer}", MAX_CASCADE))]
+
+
 def rank_crashed(tl: Timeline) -> list[Hypothesis]:
     found: list[tuple[int, Event]] = []
     for rank, state in sorted(tl.ranks.items()):
@@ -73,7 +105,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             continue
         found.append((rank, own))
     if not found:
-        return []
+        return _from_peer_votes(tl)
     oom = [(rank, event) for rank, event in found if _is_oom(tl.ranks[rank])]
     groups = [(Category.RANK_OUT_OF_MEMORY, oom)] if oom else []
     others = [(rank, event) for rank, event in found if (rank, event) not in oom]
