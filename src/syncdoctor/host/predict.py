@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from syncdoctor.checks.values import parse_nccl_list
 from syncdoctor.host.names import is_loopback_address
 from syncdoctor.host.types import InterfaceFacts, NameFacts
 
@@ -29,7 +30,6 @@ __all__ = [
     "address_interface",
     "address_table",
     "match_interface_list",
-    "parse_interface_list",
     "predict_gloo",
     "predict_nccl",
 ]
@@ -66,18 +66,6 @@ class InterfaceChoice:
         return asdict(self) | {"candidates": list(self.candidates)}
 
 
-def parse_interface_list(value: str) -> tuple[bool, bool, list[str]]:
-    """NCCL's list syntax: (exclude, exact, prefixes); ``:port`` suffixes are dropped."""
-    exclude = value.startswith("^")
-    if exclude:
-        value = value[1:]
-    exact = value.startswith("=")
-    if exact:
-        value = value[1:]
-    entries = [entry.split(":", 1)[0] for entry in value.split(",")]
-    return exclude, exact, [e for e in entries if e]
-
-
 def match_interface_list(name: str, exact: bool, entries: Sequence[str]) -> bool:
     """``matchIfList``: an empty list matches everything; else a prefix (or exact) match of any entry."""
     if not entries:
@@ -100,7 +88,8 @@ def _bare(cidr: str) -> str:
 def _find(
     interfaces: Sequence[InterfaceFacts], spec: str, family: int | None, limit: int = NCCL_MAX_IFS
 ) -> list[tuple[str, str]]:
-    exclude, exact, entries = parse_interface_list(spec)
+    parsed = parse_nccl_list(spec)
+    exclude, exact, entries = parsed.exclude, parsed.exact, [entry.name for entry in parsed.entries]
     found: list[tuple[str, str]] = []
     for interface, cidr, fam in address_table(interfaces):
         if len(found) >= limit:
