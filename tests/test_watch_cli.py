@@ -32,8 +32,9 @@ def store() -> ScopedStore:
 class FakeJob:
     """Four ranks publishing records into the store every 0.2 s: 0-2 wait in all_reduce #5, rank 3 does not."""
 
-    def __init__(self, store: ScopedStore, late: bool = True) -> None:
+    def __init__(self, store: ScopedStore, late: bool = True, source: str = "flight_recorder") -> None:
         self.store = store
+        self.source = source
         self.keys = JobKeys("syncdoctor/v1", 0)
         self.late = late
         self._stop = threading.Event()
@@ -55,7 +56,7 @@ class FakeJob:
                 else:
                     group = GroupProgress("0", 4, 4)
                 record = RankRecord(rank=rank, world_size=4, host=f"host{rank // 2}", node=rank // 2, pid=100 + rank,
-                                    heartbeat=beat, groups={"0": group}, quiet_s=stall)
+                                    heartbeat=beat, groups={"0": group}, quiet_s=stall, source=self.source)
                 self.store.set(self.keys.rank(rank), encode_record(record))
 
     def __enter__(self) -> FakeJob:
@@ -100,3 +101,18 @@ def test_table_once(run_cli, store: ScopedStore) -> None:
     assert result.code == 0, result.out
     assert "4/4 ranks reporting" in result.out and "4/4" in result.out and "host1" in result.out
     assert "detecting here" in result.out
+
+
+def test_monitor_says_once_that_ranks_use_the_hooks_recorder(store: ScopedStore) -> None:
+    from syncdoctor.watch.config import WatchConfig
+    from syncdoctor.watch.monitor import Monitor
+
+    keys = JobKeys("syncdoctor/v1", 0)
+    for source, expected in (("flight_recorder", []), ("hooks", [("W109", "info")])):
+        with FakeJob(store, late=False, source=source):
+            time.sleep(0.5)
+            monitor = Monitor(store, keys, WatchConfig(interval_s=0.2), 4, [])
+            events = monitor.cycle() + monitor.cycle()
+        assert [(e.code, e.status) for e in events] == expected
+        if expected:
+            assert events[0].ranks == (0, 1, 2, 3) and "patched collectives" in events[0].title

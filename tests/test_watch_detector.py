@@ -424,19 +424,3 @@ def test_a_record_older_than_the_peers_completion_is_no_evidence_of_a_hang() -> 
     job.ranks[1].frozen = False
     job.all_done(8)
     assert job.run(3) == []
-
-
-def test_hooks_recorder_is_said_once() -> None:
-    job = Job()
-    assert job.run(3) == []  # Flight Recorder everywhere: nothing to say
-    job.ranks[2].source = job.ranks[3].source = "hooks"
-    events = job.run(5)
-    assert codes(events) == [("W109", "info")] and events[0].ranks == (2, 3)
-    assert events[0].severity.label == "info"
-    job.all_done(4)
-    job.enter([0, 1, 2], 5)
-    job.tick()
-    job.answer_stacks()
-    assert codes(job.run(3)) == [("W101", "warning")]
-    job.all_done(5)
-    assert codes(job.tick()) == [("W101", "resolved")]  # not taken for superseded by the W109 on rank 3

@@ -45,7 +45,7 @@ from syncdoctor.watch.snapshot import DetectorState, Incident, RankSeen, Request
 __all__ = ["Detection", "detect"]
 
 _ALIVE_STATES = ("starting", "running", "aborting")
-_STICKY = ("W102", "W103", "W108", "W109")
+_STICKY = ("W102", "W103", "W108")
 _DEFAULT_GROUP = "0"
 
 
@@ -125,7 +125,6 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     conditions = _drop_consequences(conditions)
     conditions.extend(_dead_conditions(ctx))
     conditions.extend(_drift_conditions(ctx))
-    conditions.extend(_degraded_conditions(ctx))
     conditions.extend(
         _Condition(event)
         for event in straggler.evaluate(snapshot, config, state, alive=[r for r, k in ctx.live.items() if k == "alive"],
@@ -140,18 +139,14 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
 
 def _track(snapshot: Snapshot, state: DetectorState) -> None:
     now = snapshot.now
+    seen_all = state.seen
     for rank, rec in snapshot.records.items():
-        progress = (rec.step, tuple(sorted((g, p.entered, p.completed) for g, p in rec.groups.items())))
-        seen = state.seen.get(rank)
+        seen = seen_all.get(rank)
         if seen is None:
-            state.seen[rank] = RankSeen(rec.heartbeat, now, progress, now)
-            continue
-        if rec.heartbeat != seen.heartbeat:
+            seen_all[rank] = RankSeen(rec.heartbeat, now)
+        elif rec.heartbeat != seen.heartbeat:
             seen.heartbeat = rec.heartbeat
             seen.changed_at = now
-        if progress != seen.progress:
-            seen.progress = progress
-            seen.progress_at = now
 
 
 def _liveness(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> dict[int, str]:
@@ -488,17 +483,22 @@ def _dead_conditions(ctx: _Context) -> list[_Condition]:
     if not alive:
         return []  # nobody left to compare with: the job ended or the monitor is cut off itself
     suspicious_after = min(config.dead_s, 1.5 * config.interval_s)
+    horizon = snap.now - suspicious_after
+    quiet = [r for r, seen in state.seen.items() if seen.changed_at <= horizon and r in snap.records]
+    dead = sorted(r for r, kind in ctx.live.items() if kind in ("stale", "missing"))
+    if not quiet and not dead:
+        return []  # the common case: every rank's heartbeat moves
     by_host: dict[str, list[int]] = {}
     for rank, rec in snap.records.items():
         by_host.setdefault(rec.host_key, []).append(rank)
     # ask a sibling on the same host to read the process state of ranks that start to look silent
-    for rank, rec in snap.records.items():
-        if rec.state in _ALIVE_STATES and ctx.age(rank) >= suspicious_after:
+    for rank in quiet:
+        rec = snap.records[rank]
+        if rec.state in _ALIVE_STATES:
             siblings = [r for r in by_host.get(rec.host_key, ()) if r != rank and ctx.live.get(r) == "alive"]
             if siblings and rec.pid and rec.pid not in state.inspect_asked:
                 state.inspect_asked[rec.pid] = snap.now
                 ctx.requests.inspect[rec.pid] = rec.host_key
-    dead = sorted(r for r, kind in ctx.live.items() if kind in ("stale", "missing"))
     if not dead:
         return []
     conditions: list[_Condition] = []
@@ -581,66 +581,73 @@ def _dead_event(ctx: _Context, code: str, ranks: tuple[int, ...], title: str, ke
 
 
 def _drift_conditions(ctx: _Context) -> list[_Condition]:
+    """Members of a group that entered a different number of collectives by the same step.
+
+    A skipped collective shifts every later count, so comparing the counts at the latest step all
+    members have marked finds it in O(members); the earliest differing step is then looked up in the
+    odd ranks' recent marks only.
+    """
     snap = ctx.snapshot
     conditions: list[_Condition] = []
+    latest: dict[int, int] = {}
+    for rank, rec in snap.records.items():
+        if rec.step_marks:
+            latest[rank] = max(m.step for m in rec.step_marks)
+    if len(latest) < 2:
+        return []
     for group, members in ctx.groups.items():
-        by_step: dict[int, dict[int, int]] = {}
-        for rank in members:
-            rec = ctx.record(rank)
-            if rec is None:
-                continue
-            for mark in rec.step_marks:
-                value = mark.entered.get(group, 0)
-                by_step.setdefault(mark.step, {})[rank] = value if type(value) is int else 0
-        for step in sorted(by_step):
-            counts = by_step[step]
-            if len(counts) < 2 or len(set(counts.values())) == 1:
-                continue
-            tally = Counter(counts.values())
-            ordered = sorted(tally.items(), key=lambda item: (-item[1], min(r for r, v in counts.items() if v == item[0])))
-            majority = ordered[0][0]
-            odd = tuple(sorted(r for r, v in counts.items() if v != majority))
-            diffs = sorted({counts[r] - majority for r in odd})
-            what = ", ".join(
-                f"{abs(d)} {'fewer' if d < 0 else 'more'} collective{'s' if abs(d) > 1 else ''}" for d in diffs
-            )
-            title = (
-                f"{_who_list(ctx, odd)} had entered {what} than {_ranks_text(sorted(set(counts) - set(odd)))} "
-                f"in group {group} by step {step}: a collective was skipped or added (control flow differs "
-                f"between ranks), so later collectives pair with the wrong partners"
-            )
-            conditions.append(
-                _Condition(
-                    Event(
-                        "W103", "confirmed", title, ranks=odd, hosts=ctx.hosts(odd), pids=ctx.pids(odd), group=group,
-                        group_ranks=members, seq=majority, key=_key("W103", group, format_ranks(odd)), at=snap.wall,
-                        detail={"step": step, "entered_by_step": {str(r): v for r, v in sorted(counts.items())}},
-                    )
+        marked = [r for r in members if r in latest]
+        if len(marked) < 2:
+            continue
+        common = min(latest[r] for r in marked)
+        counts = {}
+        for rank in marked:
+            for mark in snap.records[rank].step_marks:
+                if mark.step == common:
+                    value = mark.entered.get(group, 0)
+                    counts[rank] = value if type(value) is int else 0
+                    break
+        if len(counts) < 2 or len(set(counts.values())) == 1:
+            continue
+        step, counts = _earliest_drift(snap, group, common, counts)
+        tally = Counter(counts.values())
+        ordered = sorted(tally.items(), key=lambda item: (-item[1], min(r for r, v in counts.items() if v == item[0])))
+        majority = ordered[0][0]
+        odd = tuple(sorted(r for r, v in counts.items() if v != majority))
+        diffs = sorted({counts[r] - majority for r in odd})
+        what = ", ".join(
+            f"{abs(d)} {'fewer' if d < 0 else 'more'} collective{'s' if abs(d) > 1 else ''}" for d in diffs
+        )
+        title = (
+            f"{_who_list(ctx, odd)} had entered {what} than {_ranks_text(sorted(set(counts) - set(odd)))} "
+            f"in group {group} by step {step}: a collective was skipped or added (control flow differs "
+            f"between ranks), so later collectives pair with the wrong partners"
+        )
+        conditions.append(
+            _Condition(
+                Event(
+                    "W103", "confirmed", title, ranks=odd, hosts=ctx.hosts(odd), pids=ctx.pids(odd), group=group,
+                    group_ranks=members, seq=majority, key=_key("W103", group, format_ranks(odd)), at=snap.wall,
+                    detail={"step": step, "entered_by_step": {str(r): v for r, v in sorted(counts.items())}},
                 )
             )
-            break  # the earliest step with a difference says it; later ones follow from it
+        )
     return conditions
 
 
-# --- what the watcher itself cannot see --------------------------------------------------------------
-
-
-def _degraded_conditions(ctx: _Context) -> list[_Condition]:
-    """Ranks whose progress comes from the hooks fallback see less than the Flight Recorder (said once)."""
-    hooked = tuple(sorted(r for r, rec in ctx.snapshot.records.items() if rec.source == "hooks"))
-    if not hooked:
-        return []
-    title = (
-        f"{_ranks_text(hooked)} read their progress from patched collectives, not the Flight Recorder "
-        f"(unavailable in this torch build, or its buffer is off): collectives called through references "
-        f"taken before start(), and DDP models with a built-in C++ comm hook, are invisible there"
-    )
-    return [
-        _Condition(
-            Event("W109", "info", title, ranks=hooked, hosts=ctx.hosts(hooked), key="W109:hooks",
-                  at=ctx.snapshot.wall, detail={"recorder": "hooks"})
-        )
-    ]
+def _earliest_drift(snap: Snapshot, group: str, common: int, counts: dict[int, int]) -> tuple[int, dict[int, int]]:
+    """Walk back through the steps every rank still has marks for; return the first step that differs."""
+    by_step: dict[int, dict[int, int]] = {}
+    for rank in counts:
+        for mark in snap.records[rank].step_marks:
+            if mark.step <= common:
+                value = mark.entered.get(group, 0)
+                by_step.setdefault(mark.step, {})[rank] = value if type(value) is int else 0
+    for step in sorted(by_step):
+        values = by_step[step]
+        if len(values) == len(counts) and len(set(values.values())) > 1:
+            return step, values
+    return common, counts
 
 
 # --- incidents -> events ---------------------------------------------------------------------------

@@ -24,7 +24,14 @@ from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.detector import detect
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
-from syncdoctor.watch.records import RankRecord, StackReport, decode_record, decode_stack, parse_ranks
+from syncdoctor.watch.records import (
+    RankRecord,
+    StackReport,
+    decode_record,
+    decode_stack,
+    format_ranks,
+    parse_ranks,
+)
 from syncdoctor.watch.sinks import Sink
 from syncdoctor.watch.snapshot import DetectorState, Requests, Snapshot
 
@@ -75,6 +82,7 @@ class Monitor:
         self._ctl: dict[str, Any] = {"stacks": {}, "inspect": {}, "dump": 0, "abort": None}
         self._beat = 0
         self._dumped = False
+        self._said_hooks = False
 
     # --- one cycle -----------------------------------------------------------------------------------
     def cycle(self) -> list[Event]:
@@ -95,20 +103,32 @@ class Monitor:
         self._read_stacks(records)
         snapshot = Snapshot(self.clock(), time.time(), self.world_size, records, dict(self.groups), dict(self.stacks))
         detection = detect(snapshot, self.config, self.state)
+        events = list(detection.events)
+        hooked = tuple(sorted(r for r, rec in records.items() if rec.source == "hooks"))
+        if hooked and not self._said_hooks:  # what the watcher cannot see is said once, here
+            self._said_hooks = True
+            events.insert(0, Event(
+                "W109", "info",
+                f"rank{'s' if len(hooked) > 1 else ''} {format_ranks(hooked)} read their progress from patched "
+                "collectives, not the Flight Recorder (unavailable in this torch build, or its buffer is off): "
+                "collectives called through references taken before start(), and DDP models with a built-in "
+                "C++ comm hook, are invisible there",
+                ranks=hooked, key="W109:hooks", at=snapshot.wall, detail={"recorder": "hooks"},
+            ))
         if self.send_requests:
-            self._send(detection.requests, detection.events)
+            self._send(detection.requests, events)
             self._beat += 1
             self.store.set(self.keys.monitor, json.dumps({"who": self.who, "beat": self._beat}))
-        for event in detection.events:
+        for event in events:
             self.events.append(event)
             for sink in self.sinks:
                 sink.emit(event)
-        for event in detection.events:
+        for event in events:
             if event.status == "confirmed" and event.code in HANG_CODES and self.on_confirmed is not None:
                 self.on_confirmed(event)
         self.cycles += 1
         self.last_cycle_s = time.perf_counter() - started
-        return list(detection.events)
+        return events
 
     def _read_groups(self, records: dict[int, RankRecord]) -> None:
         names = {name for rec in records.values() for name in rec.groups}
@@ -207,4 +227,6 @@ class MonitorThread:
             if self._failing:
                 self._failing = False
                 logger.warning("syncdoctor.watch: monitor reaches the store again")
-            delay = max(self.interval_s - self.monitor.last_cycle_s, 0.05)
+            # never take more than a fifth of a core from the training process: with very many ranks
+            # the cycles space out instead (a 100 ms cycle keeps 1 s; a 400 ms one runs every 2 s)
+            delay = max(self.interval_s - self.monitor.last_cycle_s, 4 * self.monitor.last_cycle_s, 0.05)

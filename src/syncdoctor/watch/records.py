@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple, TypeVar
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 __all__ = [
     "RECORD_VERSION",
@@ -98,6 +99,9 @@ def _signature_from_compact(text: str) -> Signature | None:
         return None
 
 
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})  # shared read-only default of the mapping fields
+
+
 class GroupProgress(NamedTuple):
     """One rank's progress in one process group (a named tuple: the monitor builds thousands per second).
 
@@ -138,9 +142,8 @@ class WaitSample(NamedTuple):
     wait_s: float
 
 
-@dataclass(frozen=True)
-class RankRecord:
-    """The compact per-interval record of one rank.
+class RankRecord(NamedTuple):
+    """The compact per-interval record of one rank (a named tuple: the monitor builds one per rank per second).
 
     Attributes:
         rank, world_size, local_rank: as in ``torch.distributed`` / torchrun.
@@ -177,14 +180,14 @@ class RankRecord:
     step: int | None = None
     step_age_s: float | None = None
     quiet_s: float | None = None
-    groups: Mapping[str, GroupProgress] = field(default_factory=dict)
+    groups: Mapping[str, GroupProgress] = _EMPTY
     step_marks: tuple[StepMark, ...] = ()
     waits: tuple[WaitSample, ...] = ()
     stack_gen: int = 0
     ack: int = 0
     error: str | None = None
     fail_order: int | None = None
-    inspected: Mapping[int, str] = field(default_factory=dict)
+    inspected: Mapping[int, str] = _EMPTY
     published: float = 0.0
 
     @property
@@ -247,70 +250,53 @@ def encode_record(record: RankRecord) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
-def _number(value: Any) -> float:
-    if type(value) not in (int, float):
-        raise TypeError(value)
-    return value  # type: ignore[no-any-return]
-
-
-def _fast(cls: type[_T], values: tuple[Any, ...]) -> _T:
-    """An instance of a frozen dataclass from all its field values in order, without ``__init__``.
-
-    Frozen dataclass construction goes through ``object.__setattr__`` per field, about ten times slower
-    than this; the monitor builds several objects per rank per second, so decoding uses this path. The
-    result is the same frozen object (only ``__init__``'s per-field checks are skipped: none here).
-    """
-    obj = object.__new__(cls)
-    obj.__dict__.update(zip(_FIELD_NAMES[cls], values, strict=True))
-    return obj
-
-
-def _counts(value: Any) -> dict[str, int]:
-    """A step mark's {group: entered}; values are checked where they are used (the drift rule)."""
-    if type(value) is not dict:
-        raise TypeError(value)
-    return value
+_NUMBERS = (int, float)
 
 
 def decode_record(raw: bytes | str | None) -> RankRecord | None:
-    """Parse a record; ``None`` for empty, foreign or malformed data (never raises)."""
+    """Parse a record; ``None`` for empty, foreign or malformed data (never raises).
+
+    Written for speed (the monitor decodes one record per rank per second): types are checked inline,
+    only where a wrong type could break the detector's arithmetic or comparisons.
+    """
     if not raw:
         return None
     try:
-        data = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+        data = json.loads(raw)
         if type(data) is not list or len(data) != _FIELDS or data[0] != RECORD_VERSION:
             return None
         (_, rank, world, host, node, pid, local_rank, attempt, beat, state, source, raw_groups, step, step_age,
          quiet, marks, waits, stack_gen, ack, error, fail_order, inspected, published) = data
-        for value in (rank, world, node, pid, local_rank, attempt, beat, stack_gen, ack):
-            if type(value) is not _INT:
-                return None
+        if (type(rank) is not int or type(world) is not int or type(beat) is not int or type(stack_gen) is not int
+                or type(ack) is not int or type(pid) is not int or type(node) is not int):
+            return None
         groups = {}
         for name, (entered, completed, stalled, sig_seq, sig) in raw_groups.items():
-            if type(entered) is not _INT or type(completed) is not _INT or type(sig_seq) is not _INT:
+            if type(entered) is not int or type(completed) is not int or type(stalled) not in _NUMBERS:
                 return None
-            groups[name] = GroupProgress(
-                name, entered, completed, None if _number(stalled) < 0 else stalled, Signature.from_compact(sig),
-                sig_seq,
-            )
-        return _fast(RankRecord, (
-            rank, world, str(host), node, pid, local_rank, attempt, beat,
-            state if state in STATES else "running", str(source),
-            None if step is None else _INT(step), None if step is None else _number(step_age),
-            None if quiet is None else _number(quiet), groups,
-            tuple(StepMark(_INT(m[0]), _counts(m[1])) for m in marks) if marks else (),
-            tuple(WaitSample(str(w[0]), _INT(w[1]), _number(w[2])) for w in waits) if waits else (),
-            stack_gen, ack, str(error) if error else None, None if fail_order is None else _INT(fail_order),
-            {_INT(k): str(v) for k, v in inspected.items()} if inspected else {}, _number(published),
-        ))
+            groups[name] = GroupProgress(name, entered, completed, None if stalled < 0 else stalled,
+                                         _signature_from_compact(sig) if type(sig) is str else None, sig_seq)
+        if (step is not None and type(step) is not int) or (quiet is not None and type(quiet) not in _NUMBERS):
+            return None
+        mark_list = []
+        for mark_step, counts in marks:
+            if type(mark_step) is not int or type(counts) is not dict:
+                return None
+            mark_list.append(StepMark(mark_step, counts))
+        wait_list = []
+        for group, seq, wait_s in waits:
+            if type(seq) is not int or type(wait_s) not in _NUMBERS:
+                return None
+            wait_list.append(WaitSample(str(group), seq, wait_s))
+        return RankRecord(
+            rank, world, host if type(host) is str else str(host), node, pid, local_rank, attempt, beat,
+            state if state in STATES else "running", source,
+            step, None if step is None else step_age, quiet, groups, tuple(mark_list), tuple(wait_list),
+            stack_gen, ack, str(error) if error else None, fail_order if type(fail_order) is int else None,
+            {int(k): str(v) for k, v in inspected.items()} if inspected else _EMPTY, published,
+        )
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
-
-
-_T = TypeVar("_T")
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in fields(cls)) for cls in (RankRecord,)
-}
 
 
 @dataclass(frozen=True)

@@ -38,12 +38,12 @@ class Snapshot:
     stacks: Mapping[int, StackReport] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class RankSeen:
     heartbeat: int
     changed_at: float  # monitor time the heartbeat last changed
-    progress: tuple[Any, ...]
-    progress_at: float  # monitor time the rank's step or sequence numbers last changed
+    progress: tuple[Any, ...] = ()  # unused since records carry quiet_s; kept for callers that build states
+    progress_at: float = 0.0
 
 
 @dataclass
