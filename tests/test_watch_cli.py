@@ -32,7 +32,8 @@ def store() -> ScopedStore:
 class FakeJob:
     """Four ranks publishing records into the store every 0.2 s: 0-2 wait in all_reduce #5, rank 3 does not."""
 
-    def __init__(self, store: ScopedStore, late: bool = True, source: str = "flight_recorder") -> None:
+    def __init__(self, store: ScopedStore, late: bool = True, source: str = "flight_recorder",
+                 monitor: str = "off") -> None:
         self.store = store
         self.source = source
         self.keys = JobKeys("syncdoctor/v1", 0)
@@ -40,7 +41,7 @@ class FakeJob:
         self._stop = threading.Event()
         store.set(self.keys.pointer, "0")
         store.set(self.keys.meta, json.dumps({"world_size": 4, "interval_s": 0.2, "warn_after_s": 1.0,
-                                              "dead_after_s": 3.0}))
+                                              "dead_after_s": 3.0, "monitor": monitor}))
         store.set(self.keys.group("0"), "0-3")
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -116,3 +117,16 @@ def test_monitor_says_once_that_ranks_use_the_hooks_recorder(store: ScopedStore)
         assert [(e.code, e.status) for e in events] == expected
         if expected:
             assert events[0].ranks == (0, 1, 2, 3) and "patched collectives" in events[0].title
+
+
+def test_with_a_monitor_in_the_job_it_shows_that_monitors_events(run_cli, store: ScopedStore) -> None:
+    from syncdoctor.watch.events import Event
+    from syncdoctor.watch.sinks import StoreSink
+
+    with FakeJob(store, monitor="auto") as job:
+        sink = StoreSink(store, job.keys)  # what the job's monitor publishes
+        sink.emit(Event("W101", "warning", "rank 3 is late, seen inside the job", ranks=(3,), key="k"))
+        result = run_cli("watch", "--master", f"127.0.0.1:{store.store.port}", "--json", "--duration", "2")
+    events = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
+    assert [e["title"] for e in events] == ["rank 3 is late, seen inside the job"], result.out
+    assert not store.check([JobKeys("syncdoctor/v1", 0).ctl_msg])  # a viewer asks the ranks nothing

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -99,12 +100,20 @@ def test_clean_steps_and_an_all_rank_pause_are_quiet_then_the_late_rank_is_named
     DDP's, issued from C++."""
     lab = lab_factory(2)
     fault = {"rank": 3, "kind": "late", "at": 210, "seconds": 6, "where": "load_batch"}
+    port = 29477
     job = _start(lab, tmp_path, ["--steps", "215", "--grad-sync", "ddp", "--pause-all", "15@20",
-                                 "--fault", json.dumps(fault), "--log-ranks", "all"])
+                                 "--fault", json.dumps(fault), "--log-ranks", "all"], master_port=port)
+    # `syncdoctor watch` from outside the job: a non-rank client of the agent's store, on host0
+    outside = lab.popen("host0", [sys.executable, "-m", "syncdoctor", "watch", "--master",
+                                  f"{lab.host('host0').addr}:{port}", "--json", "--wait", "60", "--duration", "150"],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     late = _wait_for(tmp_path, job, lambda e: e["code"] == "W101" and e["status"] == "warning", timeout=150)
     resolved = _wait_for(tmp_path, job, lambda e: e["code"] == "W101" and e["status"] == "resolved", timeout=30)
     result = job.wait(timeout=60)
     assert result.ok, result.summary()
+    streamed, _ = outside.communicate(timeout=30)  # it ends when the job's store goes away
+    seen = [json.loads(line) for line in streamed.splitlines() if line.startswith("{")]
+    assert [(e["code"], e["status"], e["ranks"]) for e in seen] == [("W101", "warning", [3]), ("W101", "resolved", [3])], streamed
     events = _events(tmp_path)
     assert [(e["code"], e["status"]) for e in events] == [("W101", "warning"), ("W101", "resolved")], events
     assert late["ranks"] == [3] and late["hosts"] == ["host1"] and late["group"] == "0"

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             console.print(_event_text(data), soft_wrap=True)
 
     live_mode = console.is_terminal and not args.json and not args.once
-    in_job = _monitor_active(store, keys, config)
+    in_job = str(meta.get("monitor", "auto")) != "off" or _monitor_active(store, keys, config)
     # with a monitor in the job, show its events (with the stacks it asked for) rather than our own
     sinks = [] if in_job else [CallbackSink(lambda event: show(event.to_json()))]
     monitor = Monitor(store, keys, config, world, sinks, who=f"syncdoctor watch ({host}:{port})",
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _monitor_active(store: Any, keys: Any, config: Any) -> bool:
-    """True when a monitor inside the job beats its lease (checked over two intervals)."""
+    """True when a monitor beats its lease (checked over two intervals), although the job said ``off``."""
     first = store.get_optional(keys.monitor)
     if not first:
         return False
