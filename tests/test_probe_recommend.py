@@ -1,10 +1,12 @@
-"""Settings derived from measurements, the env file and the Python snippet; the link schedule; rendering."""
+"""Settings derived from measurements (timeouts from the `syncdoctor recommend` engine, agreeing with it on
+recorded probe reports), the env file and the Python snippet; the link schedule; rendering."""
 
 from __future__ import annotations
 
 import io
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -14,8 +16,12 @@ from syncdoctor.probe.analysis import NodeFacts
 from syncdoctor.probe.bandwidth import op_shape, summarise
 from syncdoctor.probe.links import PairTask, link_schedule, merge_halves, pack_rounds, tournament_rounds
 from syncdoctor.probe.recommend import recommend
-from syncdoctor.probe.records import LinkMeasure, NodeSkew
+from syncdoctor.probe.records import CollectiveRow, LinkMeasure, NodeSkew, from_json
 from syncdoctor.probe.report import SCHEMA, ProbeDocument, render_probe
+from syncdoctor.recommend import measurements_from_probe
+from syncdoctor.recommend import recommend as engine_recommend
+
+DATA = Path(__file__).parent / "data" / "probe"
 
 
 def _port(dev: str, state: int = 4) -> IbPortFacts:
@@ -57,19 +63,55 @@ def test_hcas_active_on_every_node() -> None:
     assert "NCCL_IB_HCA" not in recommend([_node(0), _node(1)]).env
 
 
-def test_timeouts_follow_skew_and_collective_time() -> None:
-    fast = summarise("all_reduce", op_shape("all_reduce", 16 << 20, 4), {r: (0.01, 0) for r in range(4)}, 5)
-    advice = recommend([_node(0), _node(1)], rows=[fast])  # algbw 1.68 GB/s: 1 GiB in 0.64 s
-    assert advice.steady_timeout_s == 120 and advice.startup_timeout_s == 900
-    slow = summarise("all_reduce", op_shape("all_reduce", 1 << 20, 4), {r: (0.35, 0) for r in range(4)}, 5)
-    advice = recommend([_node(0), _node(1)], rows=[slow])  # 3 MB/s: 1 GiB in 358 s -> 3580 -> 3600
-    assert advice.steady_timeout_s == 3600 and advice.startup_timeout_s == 3600
+def test_timeouts_are_the_recommend_engine_s_and_follow_skew_and_collective_time() -> None:
+    # startup = 600 s loading allowance + 4 x skew + 60 s; steady = 10 x t(25 MiB bucket) + 30 s step
+    # allowance, rounded up to 10 s, at least 60 s (docs/recommend.md)
+    def rows(size: int, seconds: float) -> list:
+        return [summarise("all_reduce", op_shape("all_reduce", size, 4), {r: (seconds, 0) for r in range(4)}, 5)]
+
+    nodes = [_node(0), _node(1)]
+    fast = recommend(nodes, rows=rows(16 << 20, 0.01))  # 1.68 GB/s: a bucket in 0.016 s -> 30.2 s -> 60
+    assert (fast.startup_timeout_s, fast.steady_timeout_s) == (660, 60)
+    slow = recommend(nodes, rows=rows(1 << 20, 0.35))  # 3 MB/s: a bucket in 8.75 s -> 87.5 + 30 -> 120
+    assert (slow.startup_timeout_s, slow.steady_timeout_s) == (660, 120)
+    assert "3 MB/s" in slow.reasons["steady"]
+    crawl = recommend(nodes, rows=rows(1 << 20, 10.0))  # 0.105 MB/s: 250 s a bucket -> 2530, above start-up
+    assert crawl.steady_timeout_s == 2530 and crawl.startup_timeout_s == 2530
+    assert "raised to the steady-state timeout" in crawl.reasons["startup"]
     skews = [NodeSkew(0, "host0", 0.0, 0.1, 0.0, 0.0), NodeSkew(1, "host1", 95.0, 100.0, 95.0, 0.0)]
-    advice = recommend([_node(0), _node(1)], skews=skews)  # 600 + 4 * 100 = 1000 -> 1020
-    assert advice.startup_timeout_s == 1020 and advice.steady_timeout_s == 120
+    late = recommend(nodes, skews=skews)  # 600 + 4 x 100 + 60
+    assert (late.startup_timeout_s, late.steady_timeout_s) == (1060, 60)
+    assert "4 x the measured start-up skew 100.00 s (host1's ranks arrived last)" in late.reasons["startup"]
+    on_time = recommend(nodes, skews=[NodeSkew(0, "host0", 0.0, 0.1, 0.0, 0.0),
+                                      NodeSkew(1, "host1", 1.0, 2.0, 1.0, 0.0)])  # 600 + 8 + 60 -> 670
+    assert on_time.startup_timeout_s == 670 < late.startup_timeout_s
     link = LinkMeasure("inter", 0, 2, 0, 1, 1e-4, 1e-4, 5e6, 5e6, 1, 1)
-    advice = recommend([_node(0), _node(1)], links=[link])  # no collectives: 2 GiB over 5 MB/s = 429 s
-    assert advice.steady_timeout_s == 4320 and "slowest link" in advice.reasons["steady"]
+    linked = recommend(nodes, links=[link])  # no collectives: 2 x 25 MiB over 5 MB/s = 10.5 s -> 104.9 + 30
+    assert linked.steady_timeout_s == 140 and "slowest link" in linked.reasons["steady"]
+    faster = recommend(nodes, links=[LinkMeasure("inter", 0, 2, 0, 1, 1e-4, 1e-4, 5e7, 5e7, 1, 1)])
+    assert faster.steady_timeout_s < linked.steady_timeout_s
+    # the slowest rank's time counts, not the average (as `syncdoctor recommend` reads a report)
+    uneven = summarise("all_reduce", op_shape("all_reduce", 1 << 20, 4),
+                       {0: (0.01, 0), 1: (0.01, 0), 2: (0.01, 0), 3: (0.35, 0)}, 5)
+    assert recommend(nodes, rows=[uneven]).steady_timeout_s == 120
+
+
+@pytest.mark.parametrize("name", ["healthy", "slow_link", "late_host"])
+def test_probe_and_syncdoctor_recommend_agree_on_recorded_reports(name: str) -> None:
+    """The probe's own recommendations and `syncdoctor recommend` on its report, from the same numbers (the
+    reports were recorded from lab runs, before the probe used the recommend engine)."""
+    doc = json.loads((DATA / f"{name}.json").read_text())
+    ours = recommend([], [from_json(NodeSkew, s) for s in doc["clock"]["skew"]],
+                     [from_json(CollectiveRow, r) for r in doc["collectives"]],
+                     [from_json(LinkMeasure, link) for link in doc["links"]], ranks=len(doc["join"]["registered"]))
+    theirs = engine_recommend(measurements_from_probe(doc, name))
+    assert (ours.startup_timeout_s, ours.steady_timeout_s) == (theirs.startup_timeout_s, theirs.steady_timeout_s)
+    assert all(t.why in ours.reasons["startup"] for t in theirs.startup_terms)
+    assert all(t.why in ours.reasons["steady"] for t in theirs.steady_terms)
+    # and re-reading a report written with the new numbers gives them back
+    rewritten = {**doc, "recommendations": ours.to_json()}
+    again = engine_recommend(measurements_from_probe(rewritten, name))
+    assert (again.startup_timeout_s, again.steady_timeout_s) == (ours.startup_timeout_s, ours.steady_timeout_s)
 
 
 def test_env_file_and_python_snippet() -> None:

@@ -14,6 +14,9 @@ Two process group timeouts, because one number cannot serve both phases of a job
   the slowest link), and the step time gets a 30 s allowance when not measured; rounded up to 10 s, at
   least 60 s, and never above the start-up timeout.
 
+This is the one place the timeouts are computed: ``syncdoctor probe`` derives its own two timeouts through
+:func:`measurements_from_records` and :func:`recommend` too, from the same records a report holds.
+
 Interface and HCA lists are taken from the probe's own recommendations (the interface each node used to
 reach the others, the IB ports active on every node), with the probe's reasons.
 """
@@ -33,6 +36,7 @@ __all__ = [
     "Recommendation",
     "Term",
     "measurements_from_probe",
+    "measurements_from_records",
     "recommend",
 ]
 
@@ -244,7 +248,7 @@ def recommend(m: Measurements, *, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> R
         startup_timeout_s=startup_s, steady_timeout_s=steady_s, startup_terms=tuple(startup),
         steady_terms=tuple(steady), startup_rule=startup_rule, steady_rule=steady_rule, env=dict(m.env),
         per_node_env={k: dict(v) for k, v in m.per_node_env.items()}, env_reasons=dict(m.env_reasons),
-        notes=tuple(notes), backend=m.backend, source=m.source,
+        notes=tuple(dict.fromkeys(notes)), backend=m.backend, source=m.source,
     )
 
 
@@ -269,48 +273,94 @@ def measurements_from_probe(
     nodes = [n for n in join.get("nodes") or () if isinstance(n, Mapping)]
     for missing in join.get("missing") or ():
         notes.append(f"a node never joined the probe: {missing}")
-    clock = doc.get("clock") if isinstance(doc.get("clock"), Mapping) else {}
-    skews = [s for s in clock.get("skew") or () if isinstance(s, Mapping) and _number(s.get("last_s")) is not None]
-    skew_s = skew_node = None
-    if skews:
-        latest = max(skews, key=lambda s: float(s["last_s"]))
-        skew_s, skew_node = float(latest["last_s"]), str(latest.get("label", latest.get("node")))
-    startups = [float(r["arrival"]) - float(r["started"]) for r in registered
-                if _number(r.get("arrival")) is not None and _number(r.get("started")) is not None]
-    rows = [r for r in doc.get("collectives") or () if isinstance(r, Mapping) and r.get("op") == "all_reduce"
-            and _number(r.get("size")) and _number(r.get("time_max_s"))]
-    ar_bytes = ar_bw = None
-    if rows:
-        largest = max(rows, key=lambda r: float(r["size"]))
-        ar_bytes = int(largest["size"])
-        ar_bw = float(largest["size"]) / float(largest["time_max_s"])
-    links = [link for link in doc.get("links") or () if isinstance(link, Mapping) and link.get("kind") == "inter"
-             and (_number(link.get("bandwidth")) or 0) > 0]
-    link_bw = link_name = None
-    if links:
-        slowest = min(links, key=lambda link: float(link["bandwidth"]))
-        link_bw = float(slowest["bandwidth"])
-        link_name = f"node {slowest.get('a_node')} - node {slowest.get('b_node')}"
     recs = doc.get("recommendations") if isinstance(doc.get("recommendations"), Mapping) else {}
     reasons = {str(k): str(v) for k, v in dict(recs.get("reasons") or {}).items() if k not in ("startup", "steady")}
     notes += [str(n) for n in recs.get("notes") or ()]
-    return Measurements(
-        source=source,
+    clock = doc.get("clock") if isinstance(doc.get("clock"), Mapping) else {}
+    startups = [float(r["arrival"]) - float(r["started"]) for r in registered
+                if _number(r.get("arrival")) is not None and _number(r.get("started")) is not None]
+    return measurements_from_records(
+        source,
+        skews=clock.get("skew") or (),
+        collectives=doc.get("collectives") or (),
+        links=doc.get("links") or (),
         nodes=len(nodes) or 1,
         ranks=len(registered) or 1,
         backend=str(doc.get("backend") or recs.get("backend") or "gloo"),
-        startup_skew_s=skew_s,
-        skew_node=skew_node,
         rank_startup_s=max(startups) if startups else None,
-        all_reduce_bytes=ar_bytes,
-        all_reduce_worst_bw=ar_bw,
-        slowest_link_bw=link_bw,
-        slowest_link=link_name,
         load_time_s=load_time_s,
         step_time_s=step_time_s,
         env={str(k): str(v) for k, v in dict(recs.get("env") or {}).items()},
         per_node_env={str(k): {str(a): str(b) for a, b in dict(v).items()}
                       for k, v in dict(recs.get("per_node_env") or {}).items()},
         env_reasons=reasons,
+        notes=notes,
+    )
+
+
+def _mappings(items: Any) -> list[Mapping[str, Any]]:
+    return [i for i in items if isinstance(i, Mapping)] if isinstance(items, (list, tuple)) else []
+
+
+def measurements_from_records(
+    source: str,
+    *,
+    skews: Sequence[Mapping[str, Any]] = (),
+    collectives: Sequence[Mapping[str, Any]] = (),
+    links: Sequence[Mapping[str, Any]] = (),
+    nodes: int = 1,
+    ranks: int = 1,
+    backend: str = "gloo",
+    rank_startup_s: float | None = None,
+    load_time_s: float | None = None,
+    step_time_s: float | None = None,
+    env: Mapping[str, str] | None = None,
+    per_node_env: Mapping[str, Mapping[str, str]] | None = None,
+    env_reasons: Mapping[str, str] | None = None,
+    notes: Sequence[str] = (),
+) -> Measurements:
+    """Measurements from the probe's records in their JSON form (``NodeSkew``, ``CollectiveRow`` and
+    ``LinkMeasure`` ``.to_json()``, as in a probe report's ``clock.skew``, ``collectives`` and ``links``).
+
+    The one derivation of the timeouts' inputs: :func:`measurements_from_probe` reads a report through it,
+    and the probe's own recommendations (:mod:`syncdoctor.probe.recommend`) pass their in-memory records.
+    Malformed entries are skipped.
+    """
+    timed = [s for s in _mappings(skews) if _number(s.get("last_s")) is not None]
+    skew_s = skew_node = None
+    if timed:
+        latest = max(timed, key=lambda s: float(s["last_s"]))
+        skew_s, skew_node = float(latest["last_s"]), str(latest.get("label", latest.get("node")))
+    rows = [r for r in _mappings(collectives) if r.get("op") == "all_reduce"
+            and _number(r.get("size")) and _number(r.get("time_max_s"))]
+    ar_bytes = ar_bw = None
+    if rows:
+        largest = max(rows, key=lambda r: float(r["size"]))
+        ar_bytes = int(largest["size"])
+        ar_bw = float(largest["size"]) / float(largest["time_max_s"])
+    inter = [link for link in _mappings(links) if link.get("kind") == "inter"
+             and (_number(link.get("bandwidth")) or 0) > 0]
+    link_bw = link_name = None
+    if inter:
+        slowest = min(inter, key=lambda link: float(link["bandwidth"]))
+        link_bw = float(slowest["bandwidth"])
+        link_name = f"node {slowest.get('a_node')} - node {slowest.get('b_node')}"
+    return Measurements(
+        source=source,
+        nodes=nodes,
+        ranks=ranks,
+        backend=backend,
+        startup_skew_s=skew_s,
+        skew_node=skew_node,
+        rank_startup_s=rank_startup_s,
+        all_reduce_bytes=ar_bytes,
+        all_reduce_worst_bw=ar_bw,
+        slowest_link_bw=link_bw,
+        slowest_link=link_name,
+        load_time_s=load_time_s,
+        step_time_s=step_time_s,
+        env=dict(env or {}),
+        per_node_env={k: dict(v) for k, v in (per_node_env or {}).items()},
+        env_reasons=dict(env_reasons or {}),
         notes=tuple(notes),
     )

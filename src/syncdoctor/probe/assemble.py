@@ -20,6 +20,7 @@ from syncdoctor.probe.join import MissingNode
 from syncdoctor.probe.recommend import Recommendations, recommend
 from syncdoctor.probe.records import ClockOffset, CollectiveRow, LinkMeasure, NodeInfo, NodeSkew
 from syncdoctor.probe.verdict import Verdict
+from syncdoctor.recommend import DEFAULT_BUCKET_BYTES
 
 __all__ = [
     "Assessment",
@@ -142,7 +143,7 @@ def assess(
     slow_ratio: float = 0.5,
     skew_warn_s: float = 10.0,
     backend: str = "gloo",
-    reference_bytes: int = 1 << 30,
+    bucket_bytes: int = DEFAULT_BUCKET_BYTES,
     validate: EnvValidator | None = None,
 ) -> Assessment:
     """The analysis of one probe run."""
@@ -158,5 +159,6 @@ def assess(
     findings += rate
     findings += analysis.collective_findings(rows, wrong_ranks or {})
     result = verdict.verdict(link_view, labels, rows, achieved)
-    advice = recommend(facts, skews, rows, links, backend=backend, reference_bytes=reference_bytes)
+    advice = recommend(facts, skews, rows, links, backend=backend, bucket_bytes=bucket_bytes,
+                       ranks=sum(len(n.ranks) for n in nodes) or None)
     return Assessment(tuple(findings), result, advice, tuple(achieved))

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.errors import UsageError
+from syncdoctor.recommend import DEFAULT_BUCKET_BYTES
 
 __all__ = [
     "DEFAULT_OPS",
@@ -130,7 +131,8 @@ class ProbeConfig:
         clock_samples: ping-pongs per node for the clock offset (the minimum-RTT sample wins).
         slow_ratio: a link is slow below this fraction of its reference (median of comparable links).
         skew_warn_s: start-up skew above which a node is reported as late.
-        reference_bytes: message size the steady-state timeout is derived for (a large gradient bucket).
+        bucket_bytes: the gradient bucket the steady-state timeout is derived for (DDP's default, as
+            ``syncdoctor recommend``'s ``--bucket-bytes``).
         host_names: names of the nodes in node-rank order (``--hosts``), used to name nodes that never joined.
         expected_nodes: number of nodes the job should have (``--nnodes``), None when the launcher's is right.
         json_path, emit_env_path: output files (None: not written).
@@ -158,7 +160,7 @@ class ProbeConfig:
     clock_samples: int = 8
     slow_ratio: float = 0.5
     skew_warn_s: float = 10.0
-    reference_bytes: int = 1 << 30
+    bucket_bytes: int = DEFAULT_BUCKET_BYTES
     host_names: tuple[str, ...] = ()
     expected_nodes: int | None = None
     json_path: str | None = None

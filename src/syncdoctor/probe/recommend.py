@@ -4,36 +4,25 @@
   ``=a,b``, so every node finds its own) and ``GLOO_SOCKET_IFNAME`` (one exact name; per node when the names
   differ, since Gloo wants the same number of names everywhere).
 - HCAs: the IB/RoCE ports ACTIVE on every node, as ``NCCL_IB_HCA==dev:port,...``.
-- Timeouts: a long one for start-up and loading, ``max(15 min, 10 min + 4 x measured start-up skew)``, and a
-  tighter steady-state one, ``max(2 min, 10 x the time of a reference all_reduce)`` where the reference
-  (1 GiB by default, a large gradient bucket) is timed at the all_reduce bandwidth measured at the largest
-  size (or, without collectives, twice its size over the slowest link). Both are rounded up to a minute.
-  Switching from one to the other uses ``torch.distributed.distributed_c10d._set_pg_timeout``.
+- Timeouts: a long one for start-up and loading and a tighter steady-state one, computed by
+  :func:`syncdoctor.recommend.recommend` (the engine of ``syncdoctor recommend``, whose docstring gives
+  the formulas) from :func:`syncdoctor.recommend.measurements_from_records` of these same records, so the
+  probe and ``syncdoctor recommend`` on the probe's report give the same numbers. Load and step times are
+  not measured by the probe: the engine's allowances stand in for them. Switching from one timeout to the
+  other uses ``torch.distributed.distributed_c10d._set_pg_timeout``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncdoctor.probe.analysis import NodeFacts, format_rate
-from syncdoctor.probe.config import format_bytes
+from syncdoctor import recommend as engine
+from syncdoctor.probe.analysis import NodeFacts
 from syncdoctor.probe.records import CollectiveRow, LinkMeasure, NodeSkew
 
 __all__ = ["Recommendations", "recommend"]
-
-STARTUP_FLOOR_S = 900
-STARTUP_BASE_S = 600
-SKEW_FACTOR = 4
-STEADY_FLOOR_S = 120
-STEADY_FACTOR = 10
-
-
-def _minutes(seconds: float) -> int:
-    return math.ceil(seconds / 60.0) * 60
-
 
 @dataclass(frozen=True)
 class Recommendations:
@@ -49,8 +38,8 @@ class Recommendations:
 
     env: Mapping[str, str] = field(default_factory=dict)
     per_node_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    startup_timeout_s: int = STARTUP_FLOOR_S
-    steady_timeout_s: int = STEADY_FLOOR_S
+    startup_timeout_s: int = engine.STARTUP_MIN_S
+    steady_timeout_s: int = engine.STEADY_MIN_S
     reasons: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     backend: str = "nccl"
@@ -152,20 +141,11 @@ def _hcas(nodes: Sequence[NodeFacts], env: dict[str, str], reasons: dict[str, st
         reasons["NCCL_IB_HCA"] = "the IB/RoCE ports ACTIVE on every node"
 
 
-def _reference_time(rows: Sequence[CollectiveRow], links: Sequence[LinkMeasure], reference: int) -> tuple[float, str] | None:
-    reduce_rows = [r for r in rows if r.op == "all_reduce" and r.algbw > 0]
-    if reduce_rows:
-        largest = max(reduce_rows, key=lambda r: r.size)
-        seconds = reference / largest.algbw
-        return seconds, (f"a {format_bytes(reference)} all_reduce at the measured {largest.algbw / 1e9:.3g} GB/s "
-                         f"algbw ({format_bytes(largest.size)} messages) takes {seconds:.3g} s")
-    inter = [link.bandwidth for link in links if link.kind == "inter" and link.bandwidth > 0]
-    if inter:
-        slowest = min(inter)
-        seconds = 2 * reference / slowest
-        return seconds, (f"a {format_bytes(reference)} all_reduce moves about twice its size over the slowest "
-                         f"link ({format_rate(slowest)}): {seconds:.3g} s")
-    return None
+def _reason(name: str, seconds: int, terms: Sequence[engine.Term], rule: str) -> str:
+    """One line (it becomes a comment of the env file and the snippet): the timeout and its terms."""
+    parts = " + ".join(f"{t.seconds:g} s ({t.why})" for t in terms)
+    return (f"{name}: {seconds} s = {parts}; {rule} (as `syncdoctor recommend` on the probe's report, "
+            "which also takes measured load and step times: docs/recommend.md)")
 
 
 def recommend(
@@ -175,9 +155,15 @@ def recommend(
     links: Sequence[LinkMeasure] = (),
     *,
     backend: str = "nccl",
-    reference_bytes: int = 1 << 30,
+    bucket_bytes: int = engine.DEFAULT_BUCKET_BYTES,
+    ranks: int | None = None,
 ) -> Recommendations:
-    """Interfaces, HCAs and the start-up/steady-state timeouts from the measurements."""
+    """Interfaces, HCAs and the start-up/steady-state timeouts from the measurements.
+
+    The timeouts are :func:`syncdoctor.recommend.recommend`'s for the same skews, collective rows and
+    links (``bucket_bytes``: the gradient bucket the steady-state timeout is derived for; ``ranks``: the
+    job's rank count, for the reasons' text, by default the collective rows').
+    """
     env: dict[str, str] = {}
     per_node: dict[str, dict[str, str]] = {}
     reasons: dict[str, str] = {}
@@ -185,19 +171,20 @@ def recommend(
     _interfaces(nodes, env, per_node, reasons, notes)
     _hcas(nodes, env, reasons, notes)
 
-    skew = max((s.last_s for s in skews), default=0.0)
-    startup = _minutes(max(STARTUP_FLOOR_S, STARTUP_BASE_S + SKEW_FACTOR * skew))
-    reasons["startup"] = (f"start-up and loading: max({STARTUP_FLOOR_S} s, {STARTUP_BASE_S} s + {SKEW_FACTOR} x "
-                          f"the measured start-up skew {skew:.2f} s)")
-    timed = _reference_time(rows, links, reference_bytes)
-    if timed is None:
-        steady = STEADY_FLOOR_S
-        reasons["steady"] = f"steady state: {STEADY_FLOOR_S} s (nothing measured to derive it from)"
-    else:
-        seconds, how = timed
-        steady = _minutes(max(STEADY_FLOOR_S, STEADY_FACTOR * seconds))
-        reasons["steady"] = f"steady state: max({STEADY_FLOOR_S} s, {STEADY_FACTOR} x t) where {how}"
-    if steady > startup:
-        startup = steady
-        reasons["startup"] += "; raised to the steady-state timeout"
-    return Recommendations(env, per_node, startup, steady, reasons, tuple(notes), backend)
+    measured = engine.measurements_from_records(
+        "the probe's measurements",
+        skews=[s.to_json() for s in skews],
+        collectives=[r.to_json() for r in rows],
+        links=[link.to_json() for link in links],
+        nodes=len(nodes) or 1,
+        ranks=ranks or max((r.ranks for r in rows), default=1),
+        backend=backend,
+    )
+    timeouts = engine.recommend(measured, bucket_bytes=bucket_bytes)
+    reasons["startup"] = _reason("start-up and loading", timeouts.startup_timeout_s, timeouts.startup_terms,
+                                 timeouts.startup_rule)
+    reasons["steady"] = _reason("steady state", timeouts.steady_timeout_s, timeouts.steady_terms,
+                                timeouts.steady_rule)
+    notes += [n for n in timeouts.notes if n not in notes]
+    return Recommendations(env, per_node, timeouts.startup_timeout_s, timeouts.steady_timeout_s, reasons,
+                           tuple(notes), backend)

@@ -427,7 +427,7 @@ class _Run:
             offsets=getattr(self, "offsets", []), links=getattr(self, "link_measures", []),
             rows=getattr(self, "rows", []), wrong_ranks=getattr(self, "wrong_ranks", {}), extra=self.extra,
             slow_ratio=cfg.slow_ratio, skew_warn_s=cfg.skew_warn_s, backend=self.backend,
-            reference_bytes=cfg.reference_bytes, validate=validate,
+            bucket_bytes=cfg.bucket_bytes, validate=validate,
         )
         self.doc.set_findings(result.findings)
         self.doc.update(verdict=result.verdict.to_json(), recommendations=result.recommendations.to_json())
