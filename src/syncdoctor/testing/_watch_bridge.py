@@ -94,4 +94,7 @@ def watch_events(
     except Exception:  # the runner's report must not fail because of the second opinion
         logger.debug("the watch detector failed on a multi-rank snapshot", exc_info=True)
         return ()
-    return tuple(f"{event.code} {event.kind}: {event.title}" for event in detection.events)
+    # W109 (watch-degraded) speaks of a live watcher's own recorder, which this post-mortem does not use.
+    return tuple(
+        f"{event.code} {event.kind}: {event.title}" for event in detection.events if event.kind != "watch-degraded"
+    )
