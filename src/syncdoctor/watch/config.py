@@ -32,7 +32,8 @@ class WatchConfig:
         interval_s: [float, seconds] how often each rank publishes its record and the monitor reads all
             records. Default 1.0.
         sample_interval_s: [float, seconds] how often each rank reads its own collective progress (the
-            Flight Recorder status read costs about 5 µs); sets the resolution of arrival times. Default 0.05.
+            Flight Recorder status read costs about 5 µs, a wake-up of the thread much more); sets the
+            resolution of arrival times. Default 0.1.
         warn_after_s: [float, seconds] how long part of a group may wait in a collective for the rest, or
             a whole group may sit in one collective, before an event is raised. Default 10.
         suspect_after_s: [float, seconds] when a wait gets this long, the waiting ranks record the
@@ -75,7 +76,7 @@ class WatchConfig:
 
     enabled: bool = True
     interval_s: float = 1.0
-    sample_interval_s: float = 0.05
+    sample_interval_s: float = 0.1
     warn_after_s: float = 10.0
     suspect_after_s: float = 2.0
     confirm_after_s: float = 60.0

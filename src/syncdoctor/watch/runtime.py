@@ -237,8 +237,10 @@ class Watcher:
         readings = self.source.readings()
         now = time.monotonic()
         self.sampler.observe(now, readings)
+        pending = []
         while self._marks:
-            when, step, raw = self._marks.popleft()
+            pending.append(self._marks.popleft())
+        for when, step, raw in pending[-8:]:  # the record keeps the last 8 steps: parse no more than those
             self.sampler.mark_step(when, step, self._entered_from(raw))
         for group, seq in self.sampler.wanted_signatures(now, self.config.suspect_s):
             self.sampler.set_signature(group, seq, self.source.signature(group, seq))
