@@ -86,6 +86,7 @@ class Watcher:
         self._sample_failing = False
         self._lease_seen: tuple[bytes, float] | None = None
         self._aborting = False
+        self._abort_code: int | None = None
         self._sigterm_pending = False
         self._undo: list[Callable[[], None]] = []
         self._main_ident = threading.main_thread().ident
@@ -131,6 +132,7 @@ class Watcher:
                 thread.join(timeout=1.0)
         if self.store is not None and not self._final and not self._store_failing:
             self._state = "exited"
+            self._sample_now()  # the goodbye must not carry progress older than the last collectives
             with contextlib.suppress(Exception):
                 self._publish(final=True)
         for undo in reversed(self._undo):
@@ -182,6 +184,8 @@ class Watcher:
         previous_hook = sys.excepthook
 
         def excepthook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+            if watcher._abort_code is not None:  # fail-fast is ending this rank: a peer left first
+                os._exit(watcher._abort_code)
             with contextlib.suppress(Exception):
                 watcher._on_fatal(exc_type, exc)
             previous_hook(exc_type, exc, tb)
@@ -246,6 +250,16 @@ class Watcher:
             self.sampler.set_signature(group, seq, self.source.signature(group, seq))
         if isinstance(self.source, FlightRecorderSource):
             self._check_flight_recorder(c10d, readings)
+
+    def _sample_now(self) -> None:
+        """One synchronous progress reading (for final records); never raises."""
+        try:
+            from torch.distributed import distributed_c10d as c10d
+
+            if c10d.is_initialized():
+                self._sample(c10d)
+        except Exception:
+            pass
 
     def _entered_from(self, raw: Any) -> dict[str, int]:
         if raw is None:
@@ -468,8 +482,10 @@ class Watcher:
 
     def _abort(self, code: int, reason: str, expected: int = 1) -> None:
         """Count this rank out, wait (bounded) until the other reachable ranks did too, then exit."""
+        self._abort_code = code
         logger.error("syncdoctor.watch: fail-fast: ending this rank with exit code %d: %s", code, reason)
         self._state = "aborting"
+        self._sample_now()
         with contextlib.suppress(Exception):
             self._publish(final=True)
         deadline = time.monotonic() + 2 * self.config.interval_s + 2.0
@@ -479,7 +495,8 @@ class Watcher:
             while count < expected and time.monotonic() < deadline:
                 time.sleep(0.05)
                 count = self.store.add(self.keys.aborted, 0)
-            time.sleep(0.2)  # let the last ones read the count before the store's host leaves
+            if self.identity is not None and self.identity.rank == 0:
+                time.sleep(0.3)  # rank 0 may serve the store: let the others read the count first
         except Exception:  # the store left first: everyone has read the order by then
             pass
         for handler in logging.getLogger().handlers + logger.handlers:
@@ -495,6 +512,7 @@ class Watcher:
             return
         text = f"{exc_type.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".strip()
         self._state, self._error = "failed", text[:400]
+        self._sample_now()
         try:
             self._fail_order = self.store.add(self.keys.fail, 1)
         except Exception:
@@ -505,26 +523,36 @@ class Watcher:
             self._linger()
 
     def _linger(self) -> None:
+        """The first rank to fail watches the others briefly and names the one that died first.
+
+        A rank is taken as vanished when its heartbeat stops for 1.5 intervals without a goodbye, or at
+        once when it runs on this host and its process is gone. If the store goes away meanwhile (its
+        host's agent ends the job), the diagnosis uses the last records read.
+        """
         assert self.store is not None and self.keys is not None and self.identity is not None
         deferred = False
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, self._defer_sigterm)
             deferred = True
         try:
-            world = self.identity.world_size
+            me = self.identity
+            world = me.world_size
             keys = [self.keys.rank(r) for r in range(world)]
-            for key in keys:
-                self.store.ensure(key)
             started = time.monotonic()
             deadline = started + self.config.exit_linger_s
             settle = min(self.config.exit_linger_s, 1.5 * self.config.interval_s + 0.3)
             seen: dict[int, tuple[int, float]] = {}
             records: dict[int, RankRecord] = {}
             silent: set[int] = set()
+            store_ok = True
             while True:
                 now = time.monotonic()
-                records = {}
-                for rank, raw in enumerate(self.store.multi_get(keys)):
+                try:
+                    raws = self.store.multi_get(keys) if records else [self.store.ensure(k) for k in keys]
+                except Exception:
+                    store_ok = False
+                    raws = []
+                for rank, raw in enumerate(raws):
                     record = decode_record(raw)
                     if record is not None:
                         records[rank] = record
@@ -532,15 +560,24 @@ class Watcher:
                             seen[rank] = (record.heartbeat, now)
                 running = [r for r, rec in records.items() if rec.state in ("running", "starting")]
                 silent = {r for r in running if now - seen[r][1] >= settle}
+                silent |= {r for r in running if records[r].host_key == me.host_key and records[r].pid != me.pid
+                           and process_state(records[r].pid) in ("gone", "zombie")}
                 if now - started >= settle:
                     silent |= {r for r in range(world) if r not in records}  # died before publishing
-                if (now - started >= settle and len(silent) == len(running)) or now >= deadline:
+                if not store_ok or (now - started >= settle and len(silent) == len(running)) or now >= deadline:
                     break
+                if running and silent and len(silent) == len(running) and all(
+                    records[r].host_key == me.host_key for r in silent
+                ):
+                    break  # every silent rank is a dead process on this host: no need to wait
                 time.sleep(0.2)
-            events = diagnose_failure(records, silent, world, wall=time.time(), reported=self._reported())
-            sinks: list[Sink] = [LogSink(), StoreSink(self.store, self.keys)]
+            reported = self._reported() if store_ok else []
+            events = diagnose_failure(records, silent, world, wall=time.time(), reported=reported)
+            sinks: list[Sink] = [LogSink()]
+            if store_ok:
+                sinks.append(StoreSink(self.store, self.keys))
             if self.config.events_file:
-                sinks.append(JsonlSink(self.config.events_file.replace("{rank}", str(self.identity.rank))))
+                sinks.append(JsonlSink(self.config.events_file.replace("{rank}", str(me.rank))))
             for event in events:
                 for sink in sinks:
                     sink.emit(event)
