@@ -424,3 +424,23 @@ def test_a_record_older_than_the_peers_completion_is_no_evidence_of_a_hang() -> 
     job.ranks[1].frozen = False
     job.all_done(8)
     assert job.run(3) == []
+
+
+def test_late_rank_resolves_even_when_its_peer_record_lags_behind() -> None:
+    """Rank 3 arrived and its record says so, rank 0's record still shows it waiting: no W104 from that, and
+    the late-rank event resolves once rank 0's next record arrives."""
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    job.tick()
+    job.answer_stacks()
+    assert codes(job.run(3)) == [("W101", "warning")]
+    for r in (1, 2, 3):
+        fr = job.ranks[r]
+        fr.entered = fr.completed = 5
+        fr.stalled, fr.sig, fr.quiet = None, None, 0.0
+    job.ranks[0].frozen = True  # its next record is late
+    assert job.tick(0.5) == []
+    job.ranks[0].frozen = False
+    job.all_done(5)
+    assert codes(job.tick(0.5)) == [("W101", "resolved")]

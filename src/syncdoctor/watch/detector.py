@@ -679,13 +679,19 @@ def _reconcile(ctx: _Context, conditions: list[_Condition]) -> list[Event]:
     for key in list(state.incidents):
         if key in present:
             continue
-        incident = state.incidents.pop(key)
+        incident = state.incidents[key]
         if incident.sticky:
+            del state.incidents[key]
             state.closed.add(key)
             continue
-        if _superseded(incident, present.values()) or not _cleared(ctx, incident):
+        if _superseded(incident, (c for c in present.values() if c.ready)):
+            del state.incidents[key]  # a more specific incident took over (e.g. the late rank died)
             continue
-        events.append(_resolved(ctx, incident))
+        if _superseded(incident, (c for c in present.values() if not c.ready)):
+            continue  # something about the same ranks is still being judged: keep it open meanwhile
+        del state.incidents[key]
+        if _cleared(ctx, incident):
+            events.append(_resolved(ctx, incident))
     return events
 
 

@@ -125,8 +125,6 @@ class Watcher:
         self._stop.set()
         if self.monitor is not None:
             self.monitor.stop(timeout=1.0)
-            with contextlib.suppress(Exception):
-                self.monitor.monitor.cycle()  # last look: resolutions of what was open
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=1.0)
@@ -135,6 +133,9 @@ class Watcher:
             self._sample_now()  # the goodbye must not carry progress older than the last collectives
             with contextlib.suppress(Exception):
                 self._publish(final=True)
+        if self.monitor is not None:
+            with contextlib.suppress(Exception):
+                self.monitor.monitor.cycle()  # last look, with this rank's goodbye: what was open resolves
         for undo in reversed(self._undo):
             with contextlib.suppress(Exception):
                 undo()
