@@ -444,3 +444,20 @@ def test_late_rank_resolves_even_when_its_peer_record_lags_behind() -> None:
     job.ranks[0].frozen = False
     job.all_done(5)
     assert codes(job.tick(0.5)) == [("W101", "resolved")]
+
+
+def test_a_completed_all_reduce_proves_the_late_rank_record_is_just_old() -> None:
+    """At the job's end the monitor reads its own fresh goodbye (completed #5) and its peers' older records
+    (still waiting, rank 3 not entered): an all_reduce completes only when all entered, so this resolves."""
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    job.tick()
+    job.answer_stacks()
+    assert codes(job.run(3)) == [("W101", "warning")]
+    fr0 = job.ranks[0]
+    fr0.entered = fr0.completed = 7
+    fr0.stalled, fr0.sig, fr0.state = None, None, "exited"
+    for r in (1, 2, 3):
+        job.ranks[r].frozen = True  # their newer records are not there yet
+    assert codes(job.tick(0.2)) == [("W101", "resolved")]

@@ -47,6 +47,12 @@ __all__ = ["Detection", "detect"]
 _ALIVE_STATES = ("starting", "running", "aborting")
 _STICKY = ("W102", "W103", "W108")
 _DEFAULT_GROUP = "0"
+# collectives that complete on a rank only once every member has entered them (unlike broadcast, whose
+# root may finish first)
+_SYMMETRIC = ("all_reduce", "allreduce", "all_gather", "allgather", "_allgather_base", "all_gather_into_tensor",
+              "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all", "alltoall",
+              "alltoall_base", "all_to_all_single", "barrier", "all_reduce_coalesced", "allreduce_coalesced",
+              "coalesced")
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,10 @@ def _group_conditions(ctx: _Context, group: str, members: tuple[int, ...]) -> li
     if waited < config.suspect_s:
         return []
     if not_entered:
+        if signature is not None and signature.op in _SYMMETRIC and any(
+            p is not None and p.completed >= seq for p in progress.values()
+        ):
+            return []  # completed somewhere, so everyone entered it: the "late" records are just older
         return _not_entered_conditions(ctx, group, members, seq, signature, waiting, not_entered, waited)
     if waited < config.warn_after_s:
         return []
