@@ -93,6 +93,19 @@ class _Context:
         seen = self.state.seen.get(rank)
         return 0.0 if seen is None else self.snapshot.now - seen.changed_at
 
+    def elapsed(self, rank: int) -> float:
+        """Seconds since the rank published its current record, to add to the durations it reports.
+
+        The monitor's own clock gives a lower bound (since it first saw the record, up to one cycle late);
+        the publication time on the rank's wall clock is used within one interval above that, so that
+        clocks that disagree cannot stretch a wait by more than an interval.
+        """
+        low = self.age(rank)
+        rec = self.snapshot.records.get(rank)
+        if rec is None or not rec.published or not self.snapshot.wall:
+            return low
+        return min(max(self.snapshot.wall - rec.published, low), low + self.config.interval_s)
+
     def silent(self, rank: int) -> bool:
         """Alive by the dead threshold, but its heartbeat already missed a couple of intervals."""
         return self.age(rank) >= min(self.config.dead_s, 2.0 * self.config.interval_s)
@@ -209,7 +222,7 @@ def _group_conditions(ctx: _Context, group: str, members: tuple[int, ...]) -> li
     alive_waiting = [r for r in waiting if ctx.live.get(r) == "alive"]
     if not alive_waiting:
         return []
-    waited = max((progress[r].stalled_s or 0.0) + ctx.age(r) for r in alive_waiting)  # type: ignore[union-attr]
+    waited = max((progress[r].stalled_s or 0.0) + ctx.elapsed(r) for r in alive_waiting)  # type: ignore[union-attr]
     signature = _common_signature(progress, waiting, seq)
     if waited < config.suspect_s:
         return []
