@@ -124,7 +124,8 @@ def test_clean_steps_and_an_all_rank_pause_are_quiet_then_the_late_rank_is_named
     waiting_since = max(_ready_times(job, 210, [0, 1, 2]))
     latency = late["at"] - waiting_since
     _report("late rank", latency)
-    assert WARN_S <= latency <= WARN_S + LATENCY_S
+    # the first waiter reaches the threshold a little before the last one (and arrivals are sampled)
+    assert WARN_S - 0.5 <= latency <= WARN_S + LATENCY_S
 
 
 def test_skipped_collective_is_a_deadlock_named_on_the_skipping_rank(lab_factory, tmp_path: Path) -> None:
