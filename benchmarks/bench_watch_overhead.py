@@ -3,10 +3,12 @@
 Run: .venv/bin/python benchmarks/bench_watch_overhead.py [--pairs 12] [--steps 60]
 
 1. A 4-rank CPU DDP job (gloo, loopback, ``nn.Sequential`` of two ``Linear(512, 512)``): in the same four
-   processes, blocks of ``--steps`` steps alternate between unwatched and watched (``syncdoctor.watch.start()``
-   ... ``stop()``, defaults: 1 s publishing, 50 ms sampling, monitor on rank 0), in ABBA order per pair.
+   processes, blocks of ``--steps`` steps rotate between unwatched, watched with the defaults
+   (``syncdoctor.watch.start()`` ... ``stop()``: 1 s publishing, 10 Hz sampling, monitor on rank 0) and
+   watched with 4 Hz sampling, the first mode of each round rotating too.
    Each block's step time is the median of rank 0's steps after a warm-up; each pair gives one ratio;
-   the result is the median of the pair ratios.
+   the result is the median of the pair ratios. The CPU time of the watcher's own threads is read from
+   their thread clocks (``pthread_getcpuclockid``), a direct, low-noise measure of what watching costs.
 2. The same on plain ``all_reduce`` calls of 1000 floats (no DDP), then the same calls in a separate job
    with ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` for comparison: DETAIL cannot be compared on DDP here because
    it crashes DDP on gloo (checked in step 3, which reports the exit code).
@@ -49,17 +51,44 @@ else:
         dist.all_reduce(t)
 for _ in range(10):
     one()
+
+def watch_cpu(watcher):
+    """CPU seconds used so far by the watcher's threads (sampler, publisher, monitor), from their clocks."""
+    if watcher is None:
+        return 0.0
+    total = 0.0
+    threads = list(watcher._threads) + ([watcher.monitor._thread] if watcher.monitor else [])
+    for thread in threads:
+        try:
+            total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+        except (OSError, TypeError):
+            pass
+    return total
+modes = plan.get("modes") or {"off": None}
+names = list(modes)
 for pair in range(plan["pairs"]):
-    order = ["off", "on"] if pair % 2 == 0 else ["on", "off"]
-    for mode in order if plan["watch"] else ["off"]:
+    shift = pair % len(names)
+    order = names[shift:] + names[:shift]  # rotate which mode goes first
+    for mode in order:
         dist.barrier()
-        watcher = watch.start() if mode == "on" else None
+        watcher = watch.start(**modes[mode]) if modes[mode] is not None else None
         times = []
+        cpu_from = wall_from = None
         for i in range(plan["steps"]):
+            if i == plan["steps"] // 3:  # steady state: start-up (store connection, first records) is over
+                cpu_from, wall_from = watch_cpu(watcher), time.perf_counter()
             t0 = time.perf_counter(); one(); times.append(time.perf_counter() - t0)
+        share = (watch_cpu(watcher) - cpu_from) / (time.perf_counter() - wall_from)
         if watcher is not None:
             watcher.stop()
-        out["blocks"].append({"pair": pair, "mode": mode, "median_s": statistics.median(times[5:])})
+        out["blocks"].append({"pair": pair, "mode": mode, "median_s": statistics.median(times[5:]),
+                              "watch_cpu_share": share})
+shares = [b["watch_cpu_share"] for b in out["blocks"] if b["mode"] == "on"]
+out["cpu_by_mode"] = {m: statistics.median(b["watch_cpu_share"] for b in out["blocks"] if b["mode"] == m)
+                      for m in names}
+everyone = [None] * dist.get_world_size()
+dist.all_gather_object(everyone, statistics.median(shares) if shares else 0.0)
+out["watch_cpu_share_by_rank"] = everyone
 if rank == 0:
     print("RESULT " + json.dumps(out), flush=True)
 dist.destroy_process_group()
@@ -92,13 +121,13 @@ def run_job(plan: dict, env_extra: dict[str, str] | None = None, world: int = 4)
     return codes, None
 
 
-def pair_ratios(result: dict) -> tuple[list[float], float, float]:
+def pair_ratios(result: dict, mode: str = "on") -> tuple[list[float], float, float]:
     by_pair: dict[int, dict[str, float]] = {}
     for block in result["blocks"]:
         by_pair.setdefault(block["pair"], {})[block["mode"]] = block["median_s"]
-    ratios = [p["on"] / p["off"] for p in by_pair.values() if "on" in p and "off" in p]
+    ratios = [p[mode] / p["off"] for p in by_pair.values() if mode in p and "off" in p]
     off = statistics.median(p["off"] for p in by_pair.values())
-    on = statistics.median(p["on"] for p in by_pair.values() if "on" in p)
+    on = statistics.median(p[mode] for p in by_pair.values() if mode in p)
     return ratios, off, on
 
 
@@ -111,20 +140,26 @@ def describe(name: str, ratios: list[float], off: float, on: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--pairs", type=int, default=12)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=120)
     args = parser.parse_args()
-    codes, ddp = run_job({"kind": "ddp", "watch": True, "pairs": args.pairs, "steps": args.steps})
+    modes = {"off": None, "on": {}, "slow": {"sample_interval_s": 0.25}}
+    codes, ddp = run_job({"kind": "ddp", "modes": modes, "pairs": args.pairs, "steps": args.steps})
     if ddp is None:
         raise SystemExit(f"DDP job failed: exit codes {codes}")
-    describe("4-rank DDP (2x Linear(512,512)), watched/unwatched", *pair_ratios(ddp))
+    describe("4-rank DDP (2x Linear(512,512)), watched (defaults)/unwatched", *pair_ratios(ddp, "on"))
+    describe("4-rank DDP, watched with 4 Hz sampling/unwatched", *pair_ratios(ddp, "slow"))
+    cpu = ddp["watch_cpu_share_by_rank"]
+    print("  CPU used by the watcher's threads per second of training (defaults, median over watched blocks): "
+          + ", ".join(f"rank {r} {100 * share:.3f}%" for r, share in enumerate(cpu)) + " of one core (rank 0 runs the monitor)"
+          + f"; rank 0 with 4 Hz sampling: {100 * ddp['cpu_by_mode']['slow']:.3f}%")
     steps = args.steps * 5
-    codes, plain = run_job({"kind": "plain", "watch": True, "pairs": args.pairs, "steps": steps})
+    codes, plain = run_job({"kind": "plain", "modes": {"off": None, "on": {}}, "pairs": args.pairs, "steps": steps})
     if plain is None:
         raise SystemExit(f"plain job failed: exit codes {codes}")
     ratios, off, on = pair_ratios(plain)
     describe("4-rank all_reduce of 1000 floats, watched/unwatched", ratios, off, on)
-    codes, detail = run_job({"kind": "plain", "watch": False, "pairs": args.pairs, "steps": steps},
+    codes, detail = run_job({"kind": "plain", "pairs": args.pairs, "steps": steps},
                             {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
     if detail is None:
         print(f"DETAIL plain job failed: exit codes {codes}")
@@ -132,7 +167,7 @@ def main() -> None:
         detail_s = statistics.median(b["median_s"] for b in detail["blocks"])
         print(f"same all_reduce with TORCH_DISTRIBUTED_DEBUG=DETAIL (separate job): {1000 * detail_s:.2f} ms per "
               f"call = {detail_s / off:.2f}x unwatched, vs {on / off:.4f}x watched")
-    codes, _ = run_job({"kind": "ddp", "watch": False, "pairs": 1, "steps": 10}, {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+    codes, _ = run_job({"kind": "ddp", "pairs": 1, "steps": 10}, {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
     print(f"DDP under TORCH_DISTRIBUTED_DEBUG=DETAIL on gloo: exit codes {codes}"
           + (" (negative: killed by a signal, -11 = SIGSEGV)" if any(c < 0 for c in codes) else ""))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from syncdoctor.errors import UsageError
@@ -95,7 +95,6 @@ class WatchConfig:
     straggler_min_share: float = 0.5
     straggler_min_wait_s: float = 0.1
     exit_linger_s: float = 2.5
-    extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("interval_s", "sample_interval_s", "warn_after_s", "store_timeout_s"):
@@ -129,7 +128,7 @@ class WatchConfig:
     def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> WatchConfig:
         """Defaults, then ``SYNCDOCTOR_WATCH_*`` from ``env`` (``os.environ`` when None), then ``overrides``."""
         env = os.environ if env is None else env
-        known = {f.name: f for f in fields(cls) if f.name != "extra"}
+        known = {f.name: f for f in fields(cls)}
         values: dict[str, Any] = {}
         for name, spec in known.items():
             raw = env.get(env_name(name))
@@ -146,7 +145,7 @@ class WatchConfig:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def env_name(field_name: str) -> str:

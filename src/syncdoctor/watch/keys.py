@@ -13,7 +13,8 @@ store ``init_process_group`` used, below its ``default_pg`` and any other ``Pref
     <prefix>/attempt<N>/monitor          monitor lease: JSON {"who": ..., "beat": n}
     <prefix>/attempt<N>/fail             failure order counter (``add``)
     <prefix>/attempt<N>/aborted          fail-fast: ranks that have read the abort order (``add``)
-    <prefix>/attempt<N>/events           events, one JSON line each (``append``), for ``syncdoctor watch``
+    <prefix>/attempt<N>/events/count     number of events the monitor published (``add``)
+    <prefix>/attempt<N>/events/<n>       event n as JSON, for ``syncdoctor watch`` and the post-mortem
 
 Keys are never deleted and never collide with c10d's own (which live under ``default_pg/``, group names
 and ``exception_dump``). ``get`` on a missing key would block until the store timeout, so readers create
@@ -91,9 +92,3 @@ class ScopedStore:
 
     def compare_set(self, key: str, expected: bytes | str, desired: bytes | str) -> bytes:
         return bytes(self.store.compare_set(key, expected, desired))
-
-    def append(self, key: str, value: bytes | str) -> None:
-        appender = getattr(self.store, "append", None)
-        if appender is None:
-            return
-        appender(key, value)
