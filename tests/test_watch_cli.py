@@ -33,8 +33,9 @@ class FakeJob:
     """Four ranks publishing records into the store every 0.2 s: 0-2 wait in all_reduce #5, rank 3 does not."""
 
     def __init__(self, store: ScopedStore, late: bool = True, source: str = "flight_recorder",
-                 monitor: str = "off") -> None:
+                 monitor: str = "off", dead: int | None = None) -> None:
         self.store = store
+        self.dead = dead
         self.source = source
         self.keys = JobKeys("syncdoctor/v1", 0)
         self.late = late
@@ -52,6 +53,8 @@ class FakeJob:
             beat += 1
             stall = time.monotonic() - started
             for rank in range(4):
+                if rank == self.dead and beat > 1:
+                    continue  # this rank stopped publishing after its first record
                 if self.late and rank < 3:
                     group = GroupProgress("0", 5, 4, stall, sig, 5)
                 else:
@@ -130,3 +133,21 @@ def test_with_a_monitor_in_the_job_it_shows_that_monitors_events(run_cli, store:
     events = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
     assert [e["title"] for e in events] == ["rank 3 is late, seen inside the job"], result.out
     assert not store.check([JobKeys("syncdoctor/v1", 0).ctl_msg])  # a viewer asks the ranks nothing
+
+
+def test_a_confirmed_hang_asks_every_rank_for_its_flight_recorder_dump(store: ScopedStore) -> None:
+    from syncdoctor.watch.config import WatchConfig
+    from syncdoctor.watch.monitor import Monitor
+
+    keys = JobKeys("syncdoctor/v1", 0)
+    confirmed = []
+    config = WatchConfig(interval_s=0.2, dead_after_s=0.6, flight_recorder_dump=True)
+    with FakeJob(store, late=False, dead=3):
+        time.sleep(0.3)
+        monitor = Monitor(store, keys, config, 4, [], on_confirmed=confirmed.append)
+        for _ in range(12):
+            monitor.cycle()
+            time.sleep(0.2)
+    assert [e.code for e in confirmed] == ["W105"] and confirmed[0].ranks == (3,)
+    message = json.loads(store.get(keys.ctl_msg))
+    assert message["dump"] == 1 and message["abort"] is None  # asked once; fail-fast is the runtime's call

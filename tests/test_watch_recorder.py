@@ -8,8 +8,10 @@ per-process ids in creation order, finished gloo entries stay ``scheduled`` with
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,13 +42,21 @@ out = {
     "sig_default_3": list(source.signature("0", 3).to_json()),
     "sig_other_1": list(source.signature(other.group_name, 1).to_json()),
 }
+from syncdoctor.watch import WatchConfig
+from syncdoctor.watch.local import identity
+from syncdoctor.watch.runtime import Watcher
+watcher = Watcher(WatchConfig())
+watcher.identity = identity(0, 1)
+os.environ["TORCH_FR_DUMP_TEMP_FILE"] = os.environ["DUMP_PREFIX"]
+watcher._write_flight_recorder_dump()
 print("OUT " + json.dumps(out))
 dist.destroy_process_group()
 """
 
 
-def test_flight_recorder_facts_the_watcher_relies_on() -> None:
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+def test_flight_recorder_facts_the_watcher_relies_on(tmp_path: Path) -> None:
+    env = dict(os.environ, DUMP_PREFIX=str(tmp_path / "fr_rank_"))
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, env=env)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("OUT ")), None)
     assert line is not None, proc.stdout + proc.stderr
     out = json.loads(line[4:])
@@ -58,3 +68,12 @@ def test_flight_recorder_facts_the_watcher_relies_on() -> None:
     assert readings[default][0] == 4 and readings[other] == (1, 1)  # 2 all_reduce, broadcast, barrier
     assert out["sig_default_3"][0] == "broadcast" and out["sig_default_3"][1] == [[10]]
     assert out["sig_other_1"] == ["all_reduce", [[3, 2]], ["Double"], [[3, 2]]]
+    # the dump asked for on a confirmed hang: PyTorch's own pickle, where torchfrtrace looks for it
+    dump = (tmp_path / "fr_rank_0").read_bytes()
+    assert dump[:1] == b"\x80" and b"entries" in dump and b"all_reduce" in dump
+
+
+def test_importing_the_watch_does_not_import_torch() -> None:
+    code = "import sys, syncdoctor.watch, syncdoctor.cli.watch; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "False", proc.stderr

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from syncdoctor.errors import EnvironmentNotSupported
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
@@ -96,6 +97,10 @@ class Watcher:
     def start(self) -> Watcher:
         if self.started or not self.config.enabled:
             return self
+        try:
+            import torch.distributed  # noqa: F401
+        except ImportError as exc:
+            raise EnvironmentNotSupported(f"syncdoctor.watch needs torch with torch.distributed: {exc}") from exc
         self.started = True
         reason = flight_recorder_reason()
         if self.config.recorder == "hooks" or (self.config.recorder == "auto" and reason):
