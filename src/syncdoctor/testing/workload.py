@@ -225,7 +225,10 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
 
     if "RANK" not in os.environ:  # alone: a world of one on a private store
         os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
-    dist.init_process_group("gloo", timeout=timedelta(seconds=args.collective_timeout))  # the default group
+    # Connecting the full mesh at creation must not fail on a busy machine because the collective timeout
+    # is short: groups are created with at least 60 s, then switched to the collective timeout.
+    setup = timedelta(seconds=max(args.collective_timeout, 60.0))
+    dist.init_process_group("gloo", timeout=setup)  # the default group
     rank, world = dist.get_rank(), dist.get_world_size()
     host = os.environ.get("SYNCDOCTOR_LAB_HOST") or os.uname().nodename
     talk = args.log_ranks == "all" or rank == 0
@@ -249,7 +252,11 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
     params = list(model.parameters())
     generator = torch.Generator().manual_seed(args.seed + rank)
     timeout = timedelta(seconds=args.collective_timeout)
-    metric_group = dist.new_group(backend="gloo", timeout=timeout) if args.metric_group == "own" else None
+    metric_group = dist.new_group(backend="gloo", timeout=setup) if args.metric_group == "own" else None
+    from torch.distributed.distributed_c10d import _set_pg_timeout
+
+    for group in (None, metric_group) if metric_group is not None else (None,):
+        _set_pg_timeout(timeout, group)
     state = _Faults(faults, rank)
 
     def load_batch(step: int) -> tuple[Any, Any]:
