@@ -8,6 +8,7 @@ other links (one bad pair). With two nodes there is a single link and the two ca
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -51,36 +52,102 @@ class LinkAnalysis:
 
 
 def analyse_links(links: Sequence[LinkMeasure], slow_ratio: float = 0.5) -> LinkAnalysis:
-    """Tell a slow node (all its links slow) from a single bad pair, by medians."""
-    inter = [link for link in links if link.kind == "inter" and link.bandwidth > 0]
+    """Tell a slow node (all its links slow) from a single bad pair, by medians.
+
+    O(L log^2 L) for L links: each reference median is an order statistic of sorted per-node lists with a
+    few values taken out, found by binary search (1024 nodes have half a million links).
+    """
+    inter = [(link.a_node, link.b_node, link.bandwidth, link) for link in links if link.kind == "inter"]
+    inter = [row for row in inter if row[2] > 0]
     if not inter:
         return LinkAnalysis({}, {}, 0.0, None)
-    nodes = sorted({n for link in inter for n in (link.a_node, link.b_node)})
+    by_node: dict[int, list[float]] = {}
+    for a, b, bandwidth, _ in inter:
+        by_node.setdefault(a, []).append(bandwidth)
+        by_node.setdefault(b, []).append(bandwidth)
+    everything = sorted(row[2] for row in inter)
     slow_nodes: dict[int, tuple[float, float]] = {}
-    if len(nodes) >= 3:
-        for node in nodes:
-            own = [link.bandwidth for link in inter if link.touches(node)]
-            others = [link.bandwidth for link in inter if not link.touches(node)]
-            if own and others:
-                reference = statistics.median(others)
-                if max(own) < slow_ratio * reference:
-                    slow_nodes[node] = (max(own), reference)
-    healthy = [link for link in inter if not any(link.touches(n) for n in slow_nodes)]
+    if len(by_node) >= 3:
+        for node in sorted(by_node):
+            own = sorted(by_node[node])
+            if len(own) < len(everything):
+                if own[-1] >= slow_ratio * _median_bound([everything], own):
+                    continue  # clearly not slow: the exact median is not needed
+                reference = _median_without([everything], own)
+                if own[-1] < slow_ratio * reference:
+                    slow_nodes[node] = (own[-1], reference)
+    healthy = [row for row in inter if row[0] not in slow_nodes and row[1] not in slow_nodes]
+    near: dict[int, list[float]] = {}
+    same_pair: dict[tuple[int, int], list[float]] = {}
+    for a, b, bandwidth, _ in healthy:
+        near.setdefault(a, []).append(bandwidth)
+        near.setdefault(b, []).append(bandwidth)
+        same_pair.setdefault((min(a, b), max(a, b)), []).append(bandwidth)
+    for values in near.values():
+        values.sort()
+    # the bound below for a link measured once (two values removed), per node
+    bound_of = {node: values[min(len(values) - 1, len(values) // 2 + 3)] for node, values in near.items()}
     slow_links: dict[tuple[int, int], tuple[float, float]] = {}
-    for link in healthy:
-        neighbours = [
-            other.bandwidth for other in healthy
-            if other is not link and (other.touches(link.a_node) or other.touches(link.b_node))
-        ]
-        if not neighbours:
+    for a, b, bandwidth, _ in healthy:
+        pair = same_pair[(min(a, b), max(a, b))]
+        if len(pair) == 1 and bandwidth >= slow_ratio * max(bound_of[a], bound_of[b]):
+            continue  # the common case, in O(1)
+        # the neighbours are the links touching either node, once each: links of this pair are in both
+        # nodes' lists, so take this one out of both and every other one out of one
+        removed = sorted([bandwidth, *pair])
+        lists = [near[a], near[b]]
+        if len(lists[0]) + len(lists[1]) <= len(removed):
             continue
-        reference = statistics.median(neighbours)
-        if link.bandwidth < slow_ratio * reference:
-            slow_links[(link.a_node, link.b_node)] = (link.bandwidth, reference)
-    return LinkAnalysis(
-        slow_nodes, slow_links, statistics.median(link.bandwidth for link in inter),
-        min(inter, key=lambda link: link.bandwidth),
-    )
+        if bandwidth >= slow_ratio * _median_bound(lists, removed):
+            continue
+        reference = _median_without(lists, removed)
+        if bandwidth < slow_ratio * reference:
+            slow_links[(a, b)] = (bandwidth, reference)
+    return LinkAnalysis(slow_nodes, slow_links, statistics.median(everything), min(inter, key=lambda row: row[2])[3])
+
+
+def _median_bound(lists: Sequence[Sequence[float]], removed: Sequence[float]) -> float:
+    """A value at or above the median of the union of sorted ``lists`` minus ``removed``, in O(1).
+
+    Each list contributes its elements up to a little past its own middle; with ``len(removed) + 1``
+    extra per list, more than half of what remains lies at or below the largest of those, even after
+    every removed value is taken from below it.
+    """
+    extra = len(removed) + 1
+    return max(values[min(len(values) - 1, len(values) // 2 + extra)] for values in lists if values)
+
+
+def _median_without(lists: Sequence[Sequence[float]], removed: Sequence[float]) -> float:
+    """Median of the multiset union of sorted ``lists`` minus ``removed`` (sorted, each value present)."""
+    count = sum(len(values) for values in lists) - len(removed)
+    middle = _kth_without(lists, removed, count // 2)
+    if count % 2:
+        return middle
+    return (_kth_without(lists, removed, count // 2 - 1) + middle) / 2
+
+
+def _kth_without(lists: Sequence[Sequence[float]], removed: Sequence[float], k: int) -> float:
+    """The k-th smallest (0-based) of the union of sorted ``lists`` minus ``removed``, by binary search.
+
+    The answer is the smallest value x of any list with at least k+1 remaining values at or below x.
+    """
+
+    def at_or_below(x: float) -> int:
+        return sum(bisect.bisect_right(values, x) for values in lists) - bisect.bisect_right(removed, x)
+
+    best: float | None = None
+    for values in lists:
+        low, high = 0, len(values)
+        while low < high:
+            mid = (low + high) // 2
+            if at_or_below(values[mid]) >= k + 1:
+                high = mid
+            else:
+                low = mid + 1
+        if low < len(values) and (best is None or values[low] < best):
+            best = values[low]
+    assert best is not None
+    return best
 
 
 def link_findings(analysis: LinkAnalysis, labels: Mapping[int, str], slow_ratio: float) -> list[Finding]:
