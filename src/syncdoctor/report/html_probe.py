@@ -16,6 +16,7 @@ from syncdoctor.report import svg
 from syncdoctor.report.aggregate import bin_matrix
 from syncdoctor.report.html import PROBE_SCHEMA, findings_section, page, section, table, text, verdict_block
 from syncdoctor.report.units import format_bytes, format_rate, format_seconds
+from syncdoctor.watch.records import format_ranks
 
 __all__ = ["MAX_BARS", "MAX_MATRIX", "link_matrices", "render"]
 
@@ -280,15 +281,7 @@ def _nodes(data: Mapping[str, Any]) -> str:
 
 
 def _ranks(ranks: Sequence[Any]) -> str:
-    values = sorted(int(r) for r in ranks)
-    parts, start = [], None
-    for index, value in enumerate(values):
-        if start is None:
-            start = value
-        if index + 1 == len(values) or values[index + 1] != value + 1:
-            parts.append(str(start) if start == value else f"{start}-{value}")
-            start = None
-    return ",".join(parts)
+    return format_ranks(int(r) for r in ranks)
 
 
 def _stages(data: Mapping[str, Any]) -> str:

@@ -19,6 +19,7 @@ from syncdoctor.report import svg
 from syncdoctor.report.aggregate import pick_top
 from syncdoctor.report.html import WATCH_KIND, findings_section, page, section, table, verdict_block
 from syncdoctor.report.units import format_seconds
+from syncdoctor.watch.records import format_ranks
 
 __all__ = ["KIND_COLORS", "MAX_EVENTS", "MAX_LANES", "Incident", "incidents", "render"]
 
@@ -115,16 +116,8 @@ def _severity_order(incident: Incident) -> tuple[int, int, int, float]:
             _RANK.get(incident.code, 8), -incident.waited)
 
 
-def _ranks_text(ranks: Sequence[int]) -> str:
-    values = sorted(set(ranks))
-    parts, start = [], None
-    for index, value in enumerate(values):
-        if start is None:
-            start = value
-        if index + 1 == len(values) or values[index + 1] != value + 1:
-            parts.append(str(start) if start == value else f"{start}-{value}")
-            start = None
-    return ",".join(parts)
+def _ranks_text(ranks: Sequence[Any]) -> str:
+    return format_ranks(int(r) for r in ranks)
 
 
 def _op(event: Mapping[str, Any]) -> str:
