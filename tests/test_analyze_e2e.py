@@ -66,7 +66,9 @@ def test_crashed_rank(lab2, tmp_path) -> None:
 
 
 def test_wrong_interface(lab2, tmp_path) -> None:
-    run = _run(lab2, tmp_path / "ifname", host_env={"host1": {"GLOO_SOCKET_IFNAME": "ens9"}})
+    # the connect is meant to fail: do not wait the workload's default 60 s for it
+    run = _run(lab2, tmp_path / "ifname", host_env={"host1": {"GLOO_SOCKET_IFNAME": "ens9"}},
+               extra=("--setup-timeout", "20"))
     root = _root(run)
     assert (root.category, root.culprit_hosts) == (Category.INTERFACE_MISSING, ("host1",))
     assert "ens9" in root.fix
@@ -76,7 +78,7 @@ def test_hostname_on_loopback(lab2, tmp_path) -> None:
     for host in lab2.hosts:
         lab2.hostname_to_loopback(host)
     try:
-        run = _run(lab2, tmp_path / "loopback")
+        run = _run(lab2, tmp_path / "loopback", extra=("--setup-timeout", "20"))
     finally:
         for host in lab2.hosts:
             lab2.hostname_to_loopback(host, enabled=False)

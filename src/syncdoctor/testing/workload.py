@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="every rank pauses SECONDS at STEP together (like a checkpoint)")
     parser.add_argument("--collective-timeout", type=float, default=60.0,
                         help="timeout of the process group's collectives in seconds (default 60)")
+    parser.add_argument("--setup-timeout", type=float, default=60.0,
+                        help="lower bound of the timeout while groups are created and connect, in seconds "
+                             "(default 60: a busy machine's slow connect is no fault; lower it where the "
+                             "connect is meant to fail)")
     parser.add_argument("--watch", action="store_true", default=os.environ.get("SYNCDOCTOR_WATCH") == "1",
                         help="call syncdoctor.watch.start() (also env SYNCDOCTOR_WATCH=1)")
     parser.add_argument("--log-ranks", choices=("all", "0"), default="all",
@@ -226,8 +230,8 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
     if "RANK" not in os.environ:  # alone: a world of one on a private store
         os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
     # Connecting the full mesh at creation must not fail on a busy machine because the collective timeout
-    # is short: groups are created with at least 60 s, then switched to the collective timeout.
-    setup = timedelta(seconds=max(args.collective_timeout, 60.0))
+    # is short: groups are created with at least --setup-timeout, then switched to the collective timeout.
+    setup = timedelta(seconds=max(args.collective_timeout, args.setup_timeout))
     dist.init_process_group("gloo", timeout=setup)  # the default group
     rank, world = dist.get_rank(), dist.get_world_size()
     host = os.environ.get("SYNCDOCTOR_LAB_HOST") or os.uname().nodename
