@@ -12,6 +12,9 @@ from syncdoctor.errors import UsageError
 from syncdoctor.watch.config import WatchConfig, env_name
 from syncdoctor.watch.events import CODES, Event
 from syncdoctor.watch.records import (
+    HEADER_FIELDS,
+    HEADER_SIZE,
+    OVERFLOW,
     Frame,
     GroupProgress,
     RankRecord,
@@ -19,11 +22,13 @@ from syncdoctor.watch.records import (
     StackReport,
     StepMark,
     WaitSample,
+    decode_header,
     decode_record,
     decode_stack,
     encode_record,
     encode_stack,
     format_ranks,
+    group_id,
     parse_ranks,
 )
 
@@ -123,3 +128,90 @@ def test_event_json_line_and_finding() -> None:
     finding = event.to_finding()
     assert finding.code == "W101" and finding.evidence["ranks"] == [3]
     assert set(CODES) == {f"W10{i}" for i in range(1, 10)}
+
+
+# --- v3: binary screen header + detail ---------------------------------------------------------------
+
+_names = st.text(alphabet="0123456789abcdef_", min_size=1, max_size=6)
+_seq = st.integers(min_value=0, max_value=2**40)
+_group = st.builds(lambda e, c, s: (e, min(c, e), s), _seq, _seq,
+                   st.one_of(st.none(), st.floats(min_value=0, max_value=1e5).map(lambda v: round(v, 3))))
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> RankRecord:
+    names = draw(st.lists(_names, unique=True, max_size=6))
+    groups = {n: GroupProgress(n, *draw(_group)) for n in names}
+    steps = sorted(draw(st.lists(st.integers(-5, 10**6), max_size=9)))
+    marks = tuple(StepMark(s, {n: draw(_seq) for n in names if draw(st.booleans())}) for s in steps)
+    waits = tuple(WaitSample(draw(st.sampled_from(names)) if names else "0", draw(_seq),
+                             round(draw(st.floats(0, 1e4)), 3)) for _ in range(draw(st.integers(0, 12))))
+    return RankRecord(
+        rank=draw(st.integers(0, 2**31 - 1)), world_size=draw(st.integers(1, 2**31 - 1)), host=draw(st.text(max_size=8)),
+        node=draw(st.integers(-1, 99)), pid=draw(st.integers(0, 2**40)), heartbeat=draw(st.integers(0, 2**62)),
+        state=draw(st.sampled_from(("starting", "running", "exited", "failed", "aborting"))),
+        source=draw(st.sampled_from(("", "flight_recorder", "hooks"))), step=steps[-1] if steps else None,
+        step_age_s=0.5 if steps else None, quiet_s=draw(st.one_of(st.none(), st.just(1.25))), groups=groups,
+        step_marks=marks, waits=waits, stack_gen=draw(st.integers(0, 2**40)), ack=draw(st.integers(0, 2**40)),
+        published=round(draw(st.floats(0, 2e9)), 3), waits_total=draw(st.integers(0, 2**40)),
+    )
+
+
+@given(_records())
+def test_v3_record_round_trip(record: RankRecord) -> None:
+    raw = encode_record(record)
+    assert decode_record(raw) == record
+    head = decode_header(raw)
+    assert head is not None and head[1] == record.rank and head[4] == record.heartbeat
+
+
+def _field(raw: bytes, name: str) -> object:
+    values = decode_header(raw)
+    assert values is not None
+    index = 0
+    for field_name, _code, count in HEADER_FIELDS:
+        if field_name == name:
+            return values[index] if count == 1 else values[index:index + count]
+        index += count
+    raise KeyError(name)
+
+
+def test_v3_header_holds_the_screen_fields() -> None:
+    record = _record()._replace(state="running", waits_total=9)
+    raw = encode_record(record)
+    assert raw[:4] == b"SDW\x03" and len(raw) == HEADER_SIZE + _field(raw, "detail_len")
+    assert _field(raw, "max_stall_ms") == 1500 and _field(raw, "waits_total") == 9
+    assert _field(raw, "gid")[:2] == (group_id("0"), group_id("7")) and _field(raw, "ngroups") == 2
+    assert _field(raw, "entered")[:2] == (58, 3) and _field(raw, "completed")[:2] == (57, 3)
+    assert _field(raw, "mark_step")[:2] == (11, 12) and _field(raw, "nmarks") == 2
+    assert _field(raw, "mark_entered")[:8] == (55, 0, 0, 0, 57, 3, 0, 0)
+    assert _field(raw, "nwaits") == 1 and _field(raw, "wait_ms")[0] == 400 and _field(raw, "flags") == 0
+    assert _field(raw, "max_stall_ms") == 1500
+    quiet = encode_record(record._replace(groups={"0": GroupProgress("0", 5, 5)}, step_marks=(), waits=()))
+    assert _field(quiet, "max_stall_ms") == -1
+
+
+def test_v3_header_overflow_flag() -> None:
+    base = _record()._replace(step_marks=(), waits=())
+    many = {str(i): GroupProgress(str(i), 1, 1) for i in range(5)}
+    assert _field(encode_record(base._replace(groups=many)), "flags") & OVERFLOW
+    assert _field(encode_record(base._replace(groups=dict(list(many.items())[:4]))), "flags") == 0
+    repeated = (StepMark(3, {"0": 5}), StepMark(3, {"0": 6}))
+    assert _field(encode_record(base._replace(step_marks=repeated)), "flags") & OVERFLOW
+    foreign_group = (StepMark(3, {"9": 5}),)
+    assert _field(encode_record(base._replace(step_marks=foreign_group)), "flags") & OVERFLOW
+    huge = {"0": GroupProgress("0", 2**33, 2**33)}
+    raw = encode_record(base._replace(groups=huge))
+    assert _field(raw, "flags") & OVERFLOW and decode_record(raw).groups["0"].entered == 2**33  # type: ignore[union-attr]
+
+
+def test_v3_truncated_foreign_and_old_values_are_not_reporting() -> None:
+    raw = encode_record(_record())
+    for cut in range(len(raw)):
+        assert decode_record(raw[:cut]) is None and decode_header(raw[:cut]) is None
+    assert decode_record(b"SDW\x02" + raw[4:]) is None  # another version
+    assert decode_record(b"XXXX" + raw[4:]) is None
+    assert decode_record(raw + b" ") is None  # length disagrees with the header
+    assert decode_record(raw[:HEADER_SIZE] + b"{" + raw[HEADER_SIZE + 1:]) is None  # detail does not parse
+    old = b'[2,1,4,"h",0,1,0,0,1,"running","",{},null,0,null,[],[],0,0,null,null,{},0]'
+    assert decode_record(old) is None and decode_record(raw.decode("latin-1")) is None

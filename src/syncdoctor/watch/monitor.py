@@ -1,8 +1,18 @@
 """The monitor: read every rank's record from the store, run the detector, act on the events.
 
-Does I/O (the job's store, sinks). One :meth:`Monitor.cycle` reads all records with one ``multi_get``,
-fetches group tables and stacks only when new, calls the pure :func:`~syncdoctor.watch.detector.detect`,
-writes the detector's requests into the control message the ranks poll, and hands events to the sinks.
+Does I/O (the job's store, sinks). One :meth:`Monitor.cycle` reads all records with one ``multi_get``.
+Then, in two tiers:
+
+- **fast path**: the binary headers of all records are screened at once (:mod:`syncdoctor.watch.screen`);
+  when the screen finds the cycle quiet (nothing the detector could report or ask), the monitor only
+  notes the heartbeats, takes the waits of ranks whose wait counter moved (from their headers, or by
+  decoding those records), advances the straggler window, and writes its lease. Nothing else is decoded:
+  :attr:`Monitor.records` is a mapping that decodes a rank's record when someone reads it.
+- **full path**: every record is decoded, group tables and stacks are fetched when new, the pure
+  :func:`~syncdoctor.watch.detector.detect` runs, the detector's requests go into the control message
+  the ranks poll, and events go to the sinks. Its results are those of the fast path whenever the
+  screen says quiet (tests/test_watch_screen.py drives both over the same records).
+
 It runs as a thread on one rank (:class:`MonitorThread`) or in ``syncdoctor watch`` outside the job.
 
 A monitor holds a lease (``monitor`` key: who and a beat counter) so that ``syncdoctor watch`` can tell
@@ -17,9 +27,10 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from syncdoctor.watch import straggler
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.detector import detect
 from syncdoctor.watch.events import Event
@@ -30,12 +41,13 @@ from syncdoctor.watch.records import (
     decode_record,
     decode_stack,
     format_ranks,
+    group_id,
     parse_ranks,
 )
 from syncdoctor.watch.sinks import Sink
-from syncdoctor.watch.snapshot import DetectorState, Requests, Snapshot
+from syncdoctor.watch.snapshot import DetectorState, RankSeen, Requests, Snapshot
 
-__all__ = ["HANG_CODES", "Monitor", "MonitorThread"]
+__all__ = ["HANG_CODES", "LazyRecords", "Monitor", "MonitorThread"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +55,53 @@ logger = logging.getLogger(__name__)
 HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
 
 
+class LazyRecords(Mapping[int, RankRecord]):
+    """The records of one cycle, decoded from the raw values when read (each at most once).
+
+    Ranks whose value is missing, foreign or malformed, or names another rank, are absent. Reading one
+    rank (``records.get(r)``) decodes that record only; iterating decodes all of them.
+    """
+
+    def __init__(self, raws: Sequence[bytes]) -> None:
+        self._raws = raws
+        self._cache: dict[int, RankRecord | None] = {}
+        self._all: dict[int, RankRecord] | None = None
+
+    def _one(self, rank: int) -> RankRecord | None:
+        if rank in self._cache:
+            return self._cache[rank]
+        record = decode_record(self._raws[rank])
+        if record is not None and record.rank != rank:
+            record = None
+        self._cache[rank] = record
+        return record
+
+    def _every(self) -> dict[int, RankRecord]:
+        if self._all is None:
+            self._all = {r: rec for r in range(len(self._raws)) if (rec := self._one(r)) is not None}
+        return self._all
+
+    def __getitem__(self, rank: object) -> RankRecord:
+        if type(rank) is not int or not 0 <= rank < len(self._raws):
+            raise KeyError(rank)
+        record = self._one(rank)
+        if record is None:
+            raise KeyError(rank)
+        return record
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._every())
+
+    def __len__(self) -> int:
+        return len(self._every())
+
+
 class Monitor:
-    """One monitor over one job attempt. Not thread-safe: one caller drives :meth:`cycle`."""
+    """One monitor over one job attempt. Not thread-safe: one caller drives :meth:`cycle`.
+
+    ``fast=False`` runs every cycle in full (the reference the fast path is tested against);
+    ``wall_clock`` stamps events and measures the age of records by their publication time.
+    """
 
     def __init__(
         self,
@@ -58,6 +115,8 @@ class Monitor:
         send_requests: bool = True,
         on_confirmed: Callable[[Event], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        fast: bool = True,
     ) -> None:
         self.store = store
         self.keys = keys
@@ -68,8 +127,9 @@ class Monitor:
         self.send_requests = send_requests
         self.on_confirmed = on_confirmed
         self.clock = clock
+        self.wall_clock = wall_clock
         self.state = DetectorState()
-        self.records: dict[int, RankRecord] = {}
+        self.records: Mapping[int, RankRecord] = {}
         self.groups: dict[str, tuple[int, ...]] = {}
         self.stacks: dict[int, StackReport] = {}
         self.events: deque[Event] = deque(maxlen=200)
@@ -83,6 +143,29 @@ class Monitor:
         self._beat = 0
         self._dumped = False
         self._said_hooks = False
+        # the fast path: which cycles took it, why the last full one did not, and where the time went
+        self.fast_cycles = 0
+        self.last_path = ""
+        self.last_reason = ""
+        self.timings: dict[str, float] = {}
+        self._np: Any = None
+        if fast:
+            try:
+                import numpy
+
+                self._np = numpy
+            except ImportError:  # pragma: no cover - numpy comes with the torch extra
+                logger.info("syncdoctor.watch: numpy is missing; the monitor decodes every record each cycle")
+        if self._np is not None:
+            np = self._np
+            self._hb = np.zeros(world_size, dtype=np.int64)  # per rank: last heartbeat seen
+            self._changed_at = np.zeros(world_size, dtype=np.float64)  # when it last changed
+            self._known = np.zeros(world_size, dtype=bool)  # in state.seen
+            self._wait_pid = np.full(world_size, -1, dtype=np.int64)  # waits taken from this process...
+            self._wait_total = np.zeros(world_size, dtype=np.int64)  # ...up to this count
+            self._stack_arr = np.zeros(world_size, dtype=np.int64)
+        self._dropped = 0
+        self._screened = 0.0
 
     # --- one cycle -----------------------------------------------------------------------------------
     def cycle(self) -> list[Event]:
@@ -93,6 +176,95 @@ class Monitor:
             self.store.ensure(self.keys.monitor)
             self._ensured = True
         raws = self.store.multi_get(self._rank_keys)
+        read = time.perf_counter()
+        now, wall = self.clock(), self.wall_clock()
+        if self._np is not None and self._fast(raws, now):
+            self.timings = {"multi_get": read - started, "screen": self._screened - read}
+            self.fast_cycles += 1
+            self.last_path = "fast"
+            if self.send_requests:
+                self._write_lease()
+            self.cycles += 1
+            self.last_cycle_s = time.perf_counter() - started
+            self.timings["rest"] = self.last_cycle_s - self.timings["multi_get"] - self.timings["screen"]
+            return []
+        self.last_path = "full"
+        events = self._full(raws, now, wall)
+        self.cycles += 1
+        self.last_cycle_s = time.perf_counter() - started
+        self.timings = {"multi_get": read - started, "rest": self.last_cycle_s - (read - started)}
+        return events
+
+    def _write_lease(self) -> None:
+        self._beat += 1
+        self.store.set(self.keys.monitor, json.dumps({"who": self.who, "beat": self._beat}))
+
+    def _fast(self, raws: Sequence[bytes], now: float) -> bool:
+        """Screen the headers; when quiet, do the cycle's bookkeeping and return True (nothing to say)."""
+        from syncdoctor.watch.screen import header_table, new_waits, screen
+
+        np, state = self._np, self.state
+        self._screened = time.perf_counter()
+        table = header_table(raws)
+        if table is None or len(table) != self.world_size:
+            self.last_reason = "a rank has no valid record"
+            return False
+        if state.waits_dropped != self._dropped:
+            self.last_reason = "the straggler bookkeeping dropped waits last cycle"
+            return False
+        beats = table["heartbeat"]
+        changed = ~self._known | (beats != self._hb)
+        changed_at = np.where(changed, now, self._changed_at)
+        tables = {name: tuple(sorted(members)) for name, members in self.groups.items()}
+        names = {group_id(name): name for name in tables}
+        from_headers, to_decode = new_waits(table, self._wait_pid, self._wait_total, names)
+        upper = sum(len(w) for _, w in from_headers) + 64 * len(to_decode)
+        verdict = screen(
+            table, now=now, config=self.config, state=state, world_size=self.world_size, changed_at=changed_at,
+            stack_gens=self._stack_arr, groups=tables, hooks_said=self._said_hooks,
+            new_wait_count=upper,
+        )
+        if not verdict.quiet:
+            self.last_reason = verdict.reason
+            self._screened = time.perf_counter()
+            return False
+        records = LazyRecords(raws)
+        waits = list(from_headers)
+        for rank in to_decode:
+            record = records.get(rank)
+            if record is None:  # a valid header with a detail that does not parse: let the full path judge
+                self.last_reason = f"rank {rank}'s record does not decode"
+                return False
+            waits.append((rank, record.waits))
+        self._screened = time.perf_counter()
+        # the detector's own bookkeeping, as detect() would do it on these records
+        seen = state.seen
+        for rank in np.flatnonzero(changed).tolist():
+            entry = seen.get(rank)
+            if entry is None:
+                seen[rank] = RankSeen(int(beats[rank]), now)
+            else:
+                entry.heartbeat = int(beats[rank])
+                entry.changed_at = now
+        self._hb = beats.astype(np.int64)
+        self._changed_at = changed_at
+        self._known[:] = True
+        self._wait_pid = table["pid"].astype(np.int64)
+        self._wait_total = table["waits_total"].astype(np.int64)
+        groups = dict(tables)
+        groups.setdefault("0", tuple(range(self.world_size)))
+        straggler.ingest(state, now, sorted(waits))
+        straggler.finalize(now, self.config, state, groups, verdict.completed)
+        straggler.trim(now, self.config, state)
+        self.records = records
+        if straggler.stragglers(state, self.config, range(self.world_size)):
+            # a chronic straggler to report: the steps above are idempotent, the full path repeats them
+            self.last_reason = "the straggler window names a rank"
+            return False
+        self._dropped = state.waits_dropped
+        return True
+
+    def _full(self, raws: Sequence[bytes], now: float, wall: float) -> list[Event]:
         records: dict[int, RankRecord] = {}
         for rank, raw in enumerate(raws):
             record = decode_record(raw)
@@ -101,7 +273,7 @@ class Monitor:
         self.records = records
         self._read_groups(records)
         self._read_stacks(records)
-        snapshot = Snapshot(self.clock(), time.time(), self.world_size, records, dict(self.groups), dict(self.stacks))
+        snapshot = Snapshot(now, wall, self.world_size, records, dict(self.groups), dict(self.stacks))
         detection = detect(snapshot, self.config, self.state)
         events = list(detection.events)
         hooked = tuple(sorted(r for r, rec in records.items() if rec.source == "hooks"))
@@ -117,8 +289,9 @@ class Monitor:
             ))
         if self.send_requests:
             self._send(detection.requests, events)
-            self._beat += 1
-            self.store.set(self.keys.monitor, json.dumps({"who": self.who, "beat": self._beat}))
+            self._write_lease()
+        if self._np is not None:
+            self._sync(records)
         for event in events:
             self.events.append(event)
             for sink in self.sinks:
@@ -126,11 +299,24 @@ class Monitor:
         for event in events:
             if event.status == "confirmed" and event.code in HANG_CODES and self.on_confirmed is not None:
                 self.on_confirmed(event)
-        self.cycles += 1
-        self.last_cycle_s = time.perf_counter() - started
         return events
 
-    def _read_groups(self, records: dict[int, RankRecord]) -> None:
+    def _sync(self, records: Mapping[int, RankRecord]) -> None:
+        """After a full cycle: the fast path's per-rank arrays from what the detector now holds."""
+        seen = self.state.seen
+        for rank in range(self.world_size):
+            entry = seen.get(rank)
+            self._known[rank] = entry is not None
+            if entry is not None:
+                self._hb[rank], self._changed_at[rank] = entry.heartbeat, entry.changed_at
+            rec = records.get(rank)  # the detector took the waits of exactly these records
+            self._wait_pid[rank], self._wait_total[rank] = (rec.pid, rec.waits_total) if rec is not None else (-1, 0)
+        for rank, gen in self._stack_gens.items():
+            if 0 <= rank < self.world_size:
+                self._stack_arr[rank] = gen
+        self._dropped = self.state.waits_dropped
+
+    def _read_groups(self, records: Mapping[int, RankRecord]) -> None:
         names = {name for rec in records.values() for name in rec.groups}
         for name in sorted(names - set(self.groups)):
             misses = self._group_misses.get(name, 0)
@@ -146,7 +332,7 @@ class Monitor:
                 self.groups.pop(name, None)
                 self._group_misses[name] = misses + 1
 
-    def _read_stacks(self, records: dict[int, RankRecord]) -> None:
+    def _read_stacks(self, records: Mapping[int, RankRecord]) -> None:
         wanted = [r for r, rec in records.items() if rec.stack_gen > self._stack_gens.get(r, 0)]
         if not wanted:
             return

@@ -1,23 +1,36 @@
-"""What each rank publishes and what the monitor reads: frozen records and their compact JSON form.
+"""What each rank publishes and what the monitor reads: frozen records and their compact binary+JSON form.
 
 Pure: no I/O. One :class:`RankRecord` per rank per interval is written to the job's store under
 ``<prefix>/attempt<N>/rank/<rank>``; stacks, group tables and control messages have their own keys (see
-:mod:`syncdoctor.watch.keys`). The JSON uses short field names because the monitor parses one record per
-rank per second (4096 ranks: a few milliseconds). :func:`decode_record` never raises on bad input: it
-returns ``None`` and the monitor treats the rank as not reporting.
+:mod:`syncdoctor.watch.keys`). A record (version 3) is a fixed-size binary header, which the monitor
+screens for all ranks at once in healthy cycles (:mod:`syncdoctor.watch.screen`), followed by the detail
+as positional JSON, decoded only when needed. :func:`decode_record` never raises on bad input: it
+returns ``None`` (older versions, foreign or truncated values too) and the monitor treats the rank as
+not reporting.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import math
+import struct
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 __all__ = [
+    "HEADER_FIELDS",
+    "HEADER_GROUPS",
+    "HEADER_MARKS",
+    "HEADER_SIZE",
+    "HEADER_WAITS",
+    "OVERFLOW",
     "RECORD_VERSION",
+    "SOURCES",
     "STATES",
     "Frame",
     "GroupProgress",
@@ -26,15 +39,17 @@ __all__ = [
     "StackReport",
     "StepMark",
     "WaitSample",
+    "decode_header",
     "decode_record",
     "decode_stack",
     "encode_record",
     "encode_stack",
     "format_ranks",
+    "group_id",
     "parse_ranks",
 ]
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 # starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
 # destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
 STATES = ("starting", "running", "exited", "failed", "aborting")
@@ -165,6 +180,8 @@ class RankRecord(NamedTuple):
         inspected: process states of pids the monitor asked this rank to look at (same host), e.g.
             ``{1234: "stopped"}``.
         published: wall-clock time of publication (for display only).
+        waits_total: how many waits this process has appended so far (grows only with ``waits``), so the
+            monitor ingests a rank's waits only when it moved.
     """
 
     rank: int
@@ -189,6 +206,7 @@ class RankRecord(NamedTuple):
     fail_order: int | None = None
     inspected: Mapping[int, str] = _EMPTY
     published: float = 0.0
+    waits_total: int = 0
 
     @property
     def host_key(self) -> str:
@@ -203,28 +221,112 @@ class RankRecord(NamedTuple):
         return self.host or "?"
 
 
-# The record is one JSON array, positional (parsing arrays is cheaper than objects, and the monitor parses
-# one per rank per second): version, rank, world size, host, node, pid, local rank, attempt, heartbeat,
-# state, source, groups {name: [entered, completed, stalled or -1, signature seq, compact signature]},
-# step or null, step age, quiet or null, step marks [[step, {group: entered}]], waits [[group, seq, s]],
-# stack gen, ack, error or null, fail order or null, inspected {pid: state}, published.
-_FIELDS = 23
-_INT = int
+# Record v3: a fixed-size little-endian binary *screen header* followed by the *detail* (positional JSON).
+#
+# The monitor reads every rank's value each interval. In a healthy cycle it looks at the headers only,
+# all at once (:mod:`syncdoctor.watch.screen`), and decodes the detail of a rank only when something
+# needs it; the full detector runs on decoded records when the screen sees anything unusual. Header and
+# detail share one store key: a multi_get of 4096 keys cost the same with 120-byte and 430-byte values
+# here (the store's cost is per key; see docs/performance.md), and one key keeps header and detail from
+# the same publication. The header is authoritative for the fields it holds (rank, world, pid,
+# heartbeat, published, stack_gen, ack, state, source); the detail holds the rest:
+# host, node, local rank, attempt, groups {name: [entered, completed, stalled or -1, signature seq,
+# compact signature]}, step or null, step age, quiet or null, step marks [[step, {group: entered}]],
+# waits [[group, seq, s]], error or null, fail order or null, inspected {pid: state}.
+HEADER_GROUPS = 4  # G: group slots (group id = zlib.crc32 of the name, entered, completed)
+HEADER_MARKS = 4  # K: the newest step marks (step, entered count per slot)
+HEADER_WAITS = 8  # the newest waits (group id, seq, milliseconds), so the monitor can ingest them cheaply
+MAGIC = b"SDW" + bytes([RECORD_VERSION])
+# name, struct code, repeat: one list serves struct (the ranks) and numpy (the monitor's screen)
+HEADER_FIELDS: tuple[tuple[str, str, int], ...] = (
+    ("magic", "4s", 1), ("rank", "i", 1), ("world", "i", 1), ("pid", "q", 1), ("heartbeat", "q", 1),
+    ("published", "d", 1), ("stack_gen", "q", 1), ("ack", "q", 1), ("waits_total", "q", 1),
+    ("max_stall_ms", "i", 1), ("detail_len", "I", 1), ("state", "B", 1), ("source", "B", 1), ("flags", "B", 1),
+    ("ngroups", "B", 1), ("nmarks", "B", 1), ("nwaits", "B", 1), ("pad", "2s", 1),
+    ("gid", "I", HEADER_GROUPS), ("entered", "I", HEADER_GROUPS), ("completed", "I", HEADER_GROUPS),
+    ("mark_step", "q", HEADER_MARKS), ("mark_entered", "I", HEADER_MARKS * HEADER_GROUPS),
+    ("wait_gid", "I", HEADER_WAITS), ("wait_seq", "I", HEADER_WAITS), ("wait_ms", "I", HEADER_WAITS),
+)
+_HEADER = struct.Struct("<" + "".join(f"{n}{code}" if n > 1 else code for _, code, n in HEADER_FIELDS))
+HEADER_SIZE = _HEADER.size
+# flags
+OVERFLOW = 1  # more groups than slots, a number out of the header's range, marks it cannot represent
+SOURCES = ("", "flight_recorder", "hooks")  # header codes of RankRecord.source (others read back as "")
+_U32 = 0xFFFFFFFF
+_I32 = 0x7FFFFFFF
+
+
+def group_id(name: str) -> int:
+    """The header's id of a process group: ``zlib.crc32`` of its name."""
+    return zlib.crc32(name.encode())
+
+
+def _header(record: RankRecord, detail_len: int) -> bytes:
+    flags = 0
+    groups = list(record.groups.values())
+    if len(groups) > HEADER_GROUPS:
+        flags |= OVERFLOW
+    slots = groups[:HEADER_GROUPS]
+    names = [g.group for g in slots]
+    gids = [group_id(g.group) for g in slots]
+    entered = [g.entered for g in slots]
+    completed = [g.completed for g in slots]
+    stalls = [round(g.stalled_s, 3) for g in groups if g.stalled_s is not None]
+    max_stall = -1 if not stalls else min(max(math.ceil(max(stalls) * 1000), 0), _I32)
+    marks = record.step_marks
+    steps = [m.step for m in marks]
+    if any(b <= a for a, b in itertools.pairwise(steps)):  # repeated steps: the detector reads the first one
+        flags |= OVERFLOW
+    mark_steps, mark_entered = [], []
+    for mark in marks[-HEADER_MARKS:]:
+        mark_steps.append(mark.step)
+        if any(name not in names for name in mark.entered):
+            flags |= OVERFLOW
+        for name in names:
+            value = mark.entered.get(name, 0)
+            mark_entered.append(value if type(value) is int else 0)
+        mark_entered.extend([0] * (HEADER_GROUPS - len(names)))
+    waits = []
+    for wait in reversed(record.waits):  # the newest run of waits the header can hold
+        if len(waits) == HEADER_WAITS or wait.group not in names:
+            break
+        ms = round(round(wait.wait_s, 3) * 1000)
+        if not 0 <= wait.seq <= _U32 or not 0 <= ms <= _U32:
+            break
+        waits.append((group_id(wait.group), wait.seq, ms))
+    waits.reverse()
+    if any(not 0 <= v <= _U32 for v in (*entered, *completed, *mark_entered)) or any(
+        not -(2**63) <= v < 2**63 for v in mark_steps
+    ):
+        flags |= OVERFLOW
+        entered = [min(max(v, 0), _U32) for v in entered]
+        completed = [min(max(v, 0), _U32) for v in completed]
+        mark_entered = [min(max(v, 0), _U32) for v in mark_entered]
+        mark_steps = [min(max(v, -(2**63)), 2**63 - 1) for v in mark_steps]
+
+    def pad(values: list[int], size: int) -> list[int]:
+        return values + [0] * (size - len(values))
+
+    state = STATES.index(record.state) if record.state in STATES else 1
+    source = SOURCES.index(record.source) if record.source in SOURCES else 0
+    return _HEADER.pack(
+        MAGIC, record.rank, record.world_size, record.pid, record.heartbeat, round(record.published, 3),
+        record.stack_gen, record.ack, record.waits_total, max_stall, detail_len, state, source, flags,
+        len(slots), len(mark_steps), len(waits), b"",
+        *pad(gids, HEADER_GROUPS), *pad(entered, HEADER_GROUPS), *pad(completed, HEADER_GROUPS),
+        *pad(mark_steps, HEADER_MARKS), *pad(mark_entered, HEADER_MARKS * HEADER_GROUPS),
+        *pad([w[0] for w in waits], HEADER_WAITS), *pad([w[1] for w in waits], HEADER_WAITS),
+        *pad([w[2] for w in waits], HEADER_WAITS),
+    )
 
 
 def encode_record(record: RankRecord) -> bytes:
-    data = [
-        RECORD_VERSION,
-        record.rank,
-        record.world_size,
+    """Header + detail (see above). Raises ``struct.error`` only for a rank, pid or counter beyond 64 bits."""
+    detail = json.dumps([
         record.host,
         record.node,
-        record.pid,
         record.local_rank,
         record.attempt,
-        record.heartbeat,
-        record.state,
-        record.source,
         {
             name: [
                 g.entered,
@@ -240,35 +342,47 @@ def encode_record(record: RankRecord) -> bytes:
         None if record.quiet_s is None else round(record.quiet_s, 3),
         [[m.step, dict(m.entered)] for m in record.step_marks],
         [[w.group, w.seq, round(w.wait_s, 3)] for w in record.waits],
-        record.stack_gen,
-        record.ack,
         record.error[:500] if record.error else None,
         record.fail_order,
         {str(pid): state for pid, state in record.inspected.items()},
-        round(record.published, 3),
-    ]
-    return json.dumps(data, separators=(",", ":")).encode()
+    ], separators=(",", ":")).encode()
+    return _header(record, len(detail)) + detail
 
 
 _NUMBERS = (int, float)
+_DETAIL_FIELDS = 13
+
+
+def decode_header(raw: bytes | None) -> tuple[Any, ...] | None:
+    """The header's values in :data:`HEADER_FIELDS` order (repeated fields flattened), or ``None`` when
+    ``raw`` is no v3 record: empty, short, foreign, another version, or a length that disagrees."""
+    if not raw or len(raw) < HEADER_SIZE or raw[:4] != MAGIC:
+        return None
+    values = _HEADER.unpack_from(raw)
+    if len(raw) != HEADER_SIZE + values[10]:
+        return None
+    return values
 
 
 def decode_record(raw: bytes | str | None) -> RankRecord | None:
-    """Parse a record; ``None`` for empty, foreign or malformed data (never raises).
+    """Parse a record; ``None`` for empty, foreign, old-version or malformed data (never raises).
 
-    Written for speed (the monitor decodes one record per rank per second): types are checked inline,
-    only where a wrong type could break the detector's arithmetic or comparisons.
+    Written for speed (the full detector needs every rank's record): types are checked inline, only
+    where a wrong type could break the detector's arithmetic or comparisons.
     """
-    if not raw:
-        return None
+    if isinstance(raw, str):
+        raw = raw.encode(errors="replace")
     try:
-        data = json.loads(raw)
-        if type(data) is not list or len(data) != _FIELDS or data[0] != RECORD_VERSION:
+        head = decode_header(raw)
+        if head is None:
             return None
-        (_, rank, world, host, node, pid, local_rank, attempt, beat, state, source, raw_groups, step, step_age,
-         quiet, marks, waits, stack_gen, ack, error, fail_order, inspected, published) = data
-        if (type(rank) is not int or type(world) is not int or type(beat) is not int or type(stack_gen) is not int
-                or type(ack) is not int or type(pid) is not int or type(node) is not int):
+        (_, rank, world, pid, beat, published, stack_gen, ack, waits_total, _stall, _len, state, source) = head[:13]
+        data = json.loads(raw[HEADER_SIZE:])  # type: ignore[index]
+        if type(data) is not list or len(data) != _DETAIL_FIELDS:
+            return None
+        (host, node, local_rank, attempt, raw_groups, step, step_age, quiet, marks, waits, error, fail_order,
+         inspected) = data
+        if type(node) is not int:
             return None
         groups = {}
         for name, (entered, completed, stalled, sig_seq, sig) in raw_groups.items():
@@ -290,12 +404,12 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
             wait_list.append(WaitSample(str(group), seq, wait_s))
         return RankRecord(
             rank, world, host if type(host) is str else str(host), node, pid, local_rank, attempt, beat,
-            state if state in STATES else "running", source,
+            STATES[state] if state < len(STATES) else "running", SOURCES[source] if source < len(SOURCES) else "",
             step, None if step is None else step_age, quiet, groups, tuple(mark_list), tuple(wait_list),
             stack_gen, ack, str(error) if error else None, fail_order if type(fail_order) is int else None,
-            {int(k): str(v) for k, v in inspected.items()} if inspected else _EMPTY, published,
+            {int(k): str(v) for k, v in inspected.items()} if inspected else _EMPTY, published, waits_total,
         )
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, struct.error):
         return None
 
 

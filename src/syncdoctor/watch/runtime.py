@@ -57,7 +57,7 @@ class Watcher:
 
     def __init__(self, config: WatchConfig) -> None:
         self.config = config
-        self.sampler = Sampler()
+        self.sampler = Sampler(straggler_min_wait_s=config.straggler_min_wait_s)
         self.directory = GroupDirectory()
         self.source: ProgressSource | None = None
         self.identity: Identity | None = None
@@ -381,6 +381,7 @@ class Watcher:
             quiet_s=self.sampler.quiet_s(now), groups=self.sampler.progress(now), step_marks=self.sampler.marks(),
             waits=self.sampler.waits(), stack_gen=self._stack_gen, ack=self._ack, error=self._error,
             fail_order=self._fail_order, inspected=dict(self._inspect), published=time.time(),
+            waits_total=self.sampler.waits_total(),
         )
 
     def _publish(self, final: bool = False) -> None:

@@ -7,7 +7,10 @@ publisher asks it for the record's fields. Memory is bounded (fixed-size rings).
 A *stall* starts when a group has an entered but unfinished collective and no completion progress; its
 start is the midpoint between the last sample without it and the first with it, so arrival times are
 known to half a sampling interval. When completion moves on, the stall becomes a *wait* of the stalled
-collective (chronic straggler statistics).
+collective (chronic straggler statistics). Waits shorter than ``min_wait_s`` (half of the
+``straggler_min_wait_s`` setting) are not recorded: the straggler statistics count them as 0 anyway (see
+:mod:`syncdoctor.watch.straggler`), and a healthy job's records then keep the same waits from one
+publication to the next, which lets the monitor skip them (``waits_total`` counts the recorded ones).
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ class _Track:
 class Sampler:
     """Thread-safe progress bookkeeping of one rank (one lock, held for microseconds)."""
 
-    def __init__(self, *, waits: int = 64, marks: int = 8) -> None:
+    def __init__(self, *, waits: int = 64, marks: int = 8, straggler_min_wait_s: float = 0.1) -> None:
         self._lock = threading.Lock()
+        self.min_wait_s = straggler_min_wait_s / 2
+        self._waits_total = 0
         self._groups: dict[str, _Track] = {}
         self._waits: deque[WaitSample] = deque(maxlen=waits)
         self._marks: deque[StepMark] = deque(maxlen=marks)
@@ -62,7 +67,10 @@ class Sampler:
                 if entered != track.entered or completed != track.completed:
                     self._quiet_since = now
                 if completed != track.completed and track.stall_start is not None:
-                    self._waits.append(WaitSample(name, track.stall_seq, max(0.0, mid - track.stall_start)))
+                    wait_s = max(0.0, mid - track.stall_start)
+                    if wait_s >= self.min_wait_s:
+                        self._waits.append(WaitSample(name, track.stall_seq, wait_s))
+                        self._waits_total += 1
                     track.stall_start = None
                 if entered > completed:
                     if track.stall_start is None:
@@ -116,6 +124,11 @@ class Sampler:
     def waits(self) -> tuple[WaitSample, ...]:
         with self._lock:
             return tuple(self._waits)
+
+    def waits_total(self) -> int:
+        """How many waits were recorded so far (the record's ``waits_total``)."""
+        with self._lock:
+            return self._waits_total
 
     def marks(self) -> tuple[StepMark, ...]:
         with self._lock:

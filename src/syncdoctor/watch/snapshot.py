@@ -93,5 +93,6 @@ class DetectorState:
     closed: set[str] = field(default_factory=set)  # sticky incidents already reported
     # (group, seq) -> monitor time a member was first seen having completed it while others had not
     partial_seen: dict[tuple[str, int], float] = field(default_factory=dict)
+    waits_dropped: int = 0  # waits left out or expired (see straggler.ingest): the monitor then runs in full
     max_window: int = 20000
     max_pending: int = 20000

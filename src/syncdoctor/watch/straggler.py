@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping
 
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
+from syncdoctor.watch.records import WaitSample
 from syncdoctor.watch.snapshot import DetectorState, Snapshot
 
-__all__ = ["evaluate", "window_summary"]
+__all__ = ["completed_by_group", "evaluate", "finalize", "ingest", "stragglers", "trim", "window_summary"]
 
 
 def evaluate(
@@ -29,17 +30,11 @@ def evaluate(
     alive: Iterable[int],
     groups: Mapping[str, tuple[int, ...]],
 ) -> list[Event]:
-    _ingest(snapshot, config, state)
-    _finalize(snapshot, config, state, groups)
-    _trim(snapshot.now, config, state)
-    alive_set = set(alive)
+    ingest(state, snapshot.now, ((rank, rec.waits) for rank, rec in snapshot.records.items()))
+    finalize(snapshot.now, config, state, groups, completed_by_group(snapshot, groups))
+    trim(snapshot.now, config, state)
     events = []
-    summary = window_summary(state, config)
-    for rank, stats in summary.items():
-        if rank not in alive_set or stats["notable"] < config.straggler_min_events:
-            continue
-        if stats["share"] < config.straggler_min_share:
-            continue
+    for rank, stats in stragglers(state, config, alive):
         rec = snapshot.records.get(rank)
         where = rec.where if rec else "?"
         title = (
@@ -57,24 +52,39 @@ def evaluate(
     return events
 
 
-def _ingest(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> None:
-    for rank, rec in snapshot.records.items():
-        for wait in rec.waits:
+def stragglers(state: DetectorState, config: WatchConfig, alive: Iterable[int]) -> list[tuple[int, dict[str, float]]]:
+    """The alive ranks the window calls chronic stragglers, with their statistics."""
+    alive_set = set(alive)
+    return [
+        (rank, stats) for rank, stats in window_summary(state, config).items()
+        if rank in alive_set and stats["notable"] >= config.straggler_min_events
+        and stats["share"] >= config.straggler_min_share
+    ]
+
+
+def ingest(state: DetectorState, now: float, waits_by_rank: Iterable[tuple[int, Iterable[WaitSample]]]) -> None:
+    """Remember the waits ranks report until their collective completed everywhere.
+
+    Idempotent for waits already held (or already moved to the window); :attr:`DetectorState.waits_dropped`
+    counts the waits it had to leave out (too many pending): those are taken again by later calls.
+    """
+    for rank, waits in waits_by_rank:
+        for wait in waits:
             if wait.seq <= state.waits_done.get(wait.group, 0):
                 continue
             key = (wait.group, wait.seq)
             entry = state.pending_waits.get(key)
             if entry is None:
                 if len(state.pending_waits) >= state.max_pending:
+                    state.waits_dropped += 1
                     continue
-                entry = (snapshot.now, {})
+                entry = (now, {})
                 state.pending_waits[key] = entry
             entry[1][rank] = wait.wait_s
 
 
-def _finalize(
-    snapshot: Snapshot, config: WatchConfig, state: DetectorState, groups: Mapping[str, tuple[int, ...]]
-) -> None:
+def completed_by_group(snapshot: Snapshot, groups: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+    """Per group: the lowest sequence number all members completed (groups some member lacks: absent)."""
     completed: dict[str, int] = {}
     for name, members in groups.items():
         values = []
@@ -87,31 +97,49 @@ def _finalize(
         else:
             if values:
                 completed[name] = min(values)
+    return completed
+
+
+def finalize(
+    now: float, config: WatchConfig, state: DetectorState, groups: Mapping[str, tuple[int, ...]],
+    completed: Mapping[str, int],
+) -> None:
+    """Move the waits of collectives completed everywhere to the window (one row each)."""
     for key in sorted(state.pending_waits, key=lambda k: (k[0], k[1])):
         group, seq = key
         first_seen, waits = state.pending_waits[key]
         if seq > completed.get(group, -1):
-            if snapshot.now - first_seen > config.straggler_window_s:
+            if now - first_seen > config.straggler_window_s:
                 del state.pending_waits[key]  # never completed everywhere: a hang, reported elsewhere
+                state.waits_dropped += 1  # the next ingest takes its waits again, if ranks still report them
             continue
         del state.pending_waits[key]
         state.waits_done[group] = max(state.waits_done.get(group, 0), seq)
         members = groups.get(group, ())
         if len(members) < 2:
             continue
+        # Waits below straggler_min_wait_s / 2 are not recorded by the sampler and count as 0 here (as a
+        # member that reports no wait always did). The verdicts below stay as they were: flooring is
+        # monotone, so the order of the waits and the rank that waited least are kept; the largest wait is
+        # kept when it reaches straggler_min_wait_s (else both versions skip the row); when the second
+        # smallest wait is under the floor both versions find no clear last arrival (gap < floor). The only
+        # change is when the smallest wait w0 is under the floor and the second w1 above it: the gap becomes
+        # w1 instead of w1 - w0, so a rank may now be called last when w1 - w0 was just under the floor
+        # (by less than w0 < floor, i.e. within half of straggler_min_wait_s, below the sampler's
+        # resolution of one sampling interval), and lags grow by w0 (< floor) in that case.
         full = sorted((waits.get(r, 0.0), r) for r in members)
         if full[-1][0] < config.straggler_min_wait_s:
             continue
         low, last = full[0]
         others = [w for w, _ in full[1:]]
         if min(others) - low < config.straggler_min_wait_s / 2:
-            state.window.append((snapshot.now, group, seq, None, 0.0, 0.0))  # measurable, but no clear last
+            state.window.append((now, group, seq, None, 0.0, 0.0))  # measurable, but no clear last
             continue
         lag = statistics.median(others) - low
-        state.window.append((snapshot.now, group, seq, last, lag, sum(w - low for w in others)))
+        state.window.append((now, group, seq, last, lag, sum(w - low for w in others)))
 
 
-def _trim(now: float, config: WatchConfig, state: DetectorState) -> None:
+def trim(now: float, config: WatchConfig, state: DetectorState) -> None:
     while state.window and (now - state.window[0][0] > config.straggler_window_s or len(state.window) > state.max_window):
         state.window.popleft()
 

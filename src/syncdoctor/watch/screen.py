@@ -1,0 +1,237 @@
+"""The monitor's cheap first look: from every rank's binary record header, decide whether the full
+detector could say or ask anything this cycle.
+
+Pure: no I/O, no clock (``now`` is passed in). Needs numpy (all ranks' headers are screened as one
+array: a few milliseconds for 4096 ranks where decoding every record took about 80 ms); the monitor
+runs every cycle in full when numpy is missing.
+
+:func:`screen` is conservative: it answers *quiet* only when the full detector (:func:`syncdoctor.watch.
+detector.detect`) provably emits no event and requests nothing, given the same records and state:
+
+- every rank reports a valid v3 header (its own rank, state ``running``, no overflow flag), every
+  group id in the headers is a group whose member table the monitor has read, no rank published a
+  stack the monitor has not read, and the hooks notice (W109) was already said when a rank uses hooks;
+- no incident is open, no stack request is unanswered, no process-state request is recent, the
+  detector has run before;
+- every heartbeat changed within ``min(dead_s, 1.5 * interval_s)`` (no dead or silent rank, no
+  process-state request), and every rank's longest stall plus its record's age plus one interval is
+  below ``suspect_s`` (no group has waited long enough for any group rule to look at it);
+- no drift: in each group, the members' entered counts at the latest step all members marked are
+  equal (a member without that step among its header's marks makes the cycle not quiet);
+- the straggler bookkeeping can take the new waits without dropping or expiring any.
+
+Whether the new waits make the window call a chronic straggler (W107) is checked by the monitor after
+ingesting them (:func:`syncdoctor.watch.straggler.stragglers`); that step is idempotent, so the full
+detector can still run afterwards with the same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncdoctor.watch.config import WatchConfig
+from syncdoctor.watch.records import (
+    HEADER_FIELDS,
+    HEADER_GROUPS,
+    HEADER_MARKS,
+    HEADER_SIZE,
+    MAGIC,
+    OVERFLOW,
+    SOURCES,
+    STATES,
+    WaitSample,
+    group_id,
+)
+from syncdoctor.watch.snapshot import DetectorState
+
+__all__ = ["Verdict", "header_dtype", "header_table", "new_waits", "screen"]
+
+_RUNNING = STATES.index("running")
+_HOOKS = SOURCES.index("hooks")
+
+
+def header_dtype() -> Any:
+    """The numpy structured dtype of one header (the layout of :data:`~syncdoctor.watch.records.HEADER_FIELDS`)."""
+    import numpy as np
+
+    codes = {"i": "<i4", "I": "<u4", "q": "<i8", "d": "<f8", "B": "u1", "4s": "S4", "2s": "S2"}
+    return np.dtype([(name, codes[code], (count,)) if count > 1 else (name, codes[code])
+                     for name, code, count in HEADER_FIELDS])
+
+
+_DTYPE: Any = None
+
+
+def header_table(raws: Sequence[bytes]) -> Any | None:
+    """All headers as one numpy record array, or ``None`` when any value is not a complete v3 record."""
+    import numpy as np
+
+    global _DTYPE
+    if _DTYPE is None:
+        _DTYPE = header_dtype()
+    count = len(raws)
+    heads = b"".join([raw[:HEADER_SIZE] for raw in raws])
+    if len(heads) != count * HEADER_SIZE:
+        return None
+    table = np.frombuffer(heads, dtype=_DTYPE)
+    if count and not (table["magic"] == MAGIC).all():
+        return None
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=count)
+    if not (lengths == HEADER_SIZE + table["detail_len"].astype(np.int64)).all():
+        return None
+    return table
+
+
+@dataclass
+class Verdict:
+    """What :func:`screen` found. ``reason`` says why a cycle is not quiet (empty when quiet);
+    ``completed`` is, per group, the lowest sequence number all its members completed (for the straggler
+    window), filled in when quiet."""
+
+    quiet: bool
+    reason: str = ""
+    completed: dict[str, int] = field(default_factory=dict)
+
+
+def screen(
+    table: Any | None,
+    *,
+    now: float,
+    config: WatchConfig,
+    state: DetectorState,
+    world_size: int,
+    changed_at: Any,
+    stack_gens: Any,
+    groups: Mapping[str, tuple[int, ...]],
+    hooks_said: bool,
+    new_wait_count: int = 0,
+) -> Verdict:
+    """Decide whether this cycle is quiet (see the module docstring).
+
+    ``changed_at``: per rank, the monitor time its heartbeat last changed, this cycle's headers
+    included; ``stack_gens``: per rank, the generation of the last stack the monitor read;
+    ``groups``: the member tables the monitor has read; ``new_wait_count``: an upper bound of the waits
+    the straggler bookkeeping will take this cycle.
+    """
+    import numpy as np
+
+    if table is None or len(table) != world_size:
+        return Verdict(False, "a rank has no valid record")
+    if state.started_at is None:
+        return Verdict(False, "first cycle")
+    if state.incidents:
+        return Verdict(False, "an incident is open")
+    ranks = np.arange(world_size)
+    if not (table["rank"] == ranks).all():
+        return Verdict(False, "a record names another rank")
+    if not (table["state"] == _RUNNING).all():
+        return Verdict(False, "a rank is not running")
+    if (table["flags"] & OVERFLOW).any() or (table["ngroups"] > HEADER_GROUPS).any():
+        return Verdict(False, "a header cannot hold its record")
+    if not hooks_said and (table["source"] == _HOOKS).any():
+        return Verdict(False, "hooks notice not said yet")
+    if (table["stack_gen"] > stack_gens).any():
+        return Verdict(False, "a new stack to read")
+    for rank, (gen, _key) in state.stack_asked.items():
+        if 0 <= rank < world_size and table["stack_gen"][rank] < gen:
+            return Verdict(False, "a stack request is unanswered")
+    recent = now - (config.dead_s + 2 * config.interval_s)
+    if any(when > recent for when in state.inspect_asked.values()):
+        return Verdict(False, "a process-state request is recent")
+    # liveness, in the detector's own arithmetic: silent after min(dead_s, 1.5 intervals)
+    if not (changed_at > now - min(config.dead_s, 1.5 * config.interval_s)).all() or not (
+        (now - changed_at) < config.dead_s
+    ).all():
+        return Verdict(False, "a heartbeat is late")
+    stall = np.maximum(table["max_stall_ms"], 0).astype(np.float64) + 1.0  # +1 ms: rounding margin
+    if not (stall / 1000.0 + (now - changed_at) + config.interval_s < config.suspect_s).all():
+        return Verdict(False, "a rank has stalled long enough to be judged")
+    slots = np.arange(HEADER_GROUPS)[None, :] < table["ngroups"][:, None]
+    gids = table["gid"]
+    by_id: dict[int, str] = {}
+    for name in groups:
+        gid = group_id(name)
+        if gid in by_id:
+            return Verdict(False, "two groups share an id")
+        by_id[gid] = name
+    if not np.isin(gids[slots], np.fromiter(by_id, dtype=np.uint32, count=len(by_id))).all():
+        return Verdict(False, "a group's member table is not read yet")
+    if len(state.pending_waits) + new_wait_count > state.max_pending:
+        return Verdict(False, "the straggler bookkeeping is full")
+    window_s = config.straggler_window_s
+    if any(now - first_seen > window_s for first_seen, _ in state.pending_waits.values()):
+        return Verdict(False, "pending waits expire")
+    nmarks = table["nmarks"].astype(np.int64)
+    marked = nmarks > 0
+    drift_check = int(marked.sum()) >= 2
+    if drift_check:
+        latest = table["mark_step"][ranks, np.maximum(nmarks - 1, 0)]
+        mark_ok = np.arange(HEADER_MARKS)[None, :] < nmarks[:, None]
+        counts = table["mark_entered"].reshape(world_size, HEADER_MARKS, HEADER_GROUPS)
+    completed: dict[str, int] = {}
+    for name, members in groups.items():
+        mem = np.asarray(members, dtype=np.int64)
+        if len(mem) and (mem.min() < 0 or mem.max() >= world_size):
+            return Verdict(False, f"group {name} names ranks outside the job")
+        gid = group_id(name)
+        slot = (gids[mem] == gid) & slots[mem]  # (members, G)
+        has = slot.any(axis=1)
+        where = slot.argmax(axis=1)
+        if len(mem) and has.all():
+            completed[name] = int(table["completed"][mem, where].min())
+        if not drift_check:
+            continue
+        pick = marked[mem]
+        if int(pick.sum()) < 2:
+            continue
+        mm, mhas, mwhere = mem[pick], has[pick], where[pick]
+        common = latest[mm].min()
+        hit = (table["mark_step"][mm] == common) & mark_ok[mm]
+        if not hit.any(axis=1).all():
+            return Verdict(False, f"group {name}: a member's header lacks the common step")
+        at = hit.argmax(axis=1)
+        values = np.where(mhas, counts[mm, at, mwhere], 0)
+        if (values != values[0]).any():
+            return Verdict(False, f"group {name}: entered counts differ at step {int(common)}")
+    return Verdict(True, completed=completed)
+
+
+def new_waits(
+    table: Any, seen_pid: Any, seen_total: Any, names: Mapping[int, str]
+) -> tuple[list[tuple[int, list[WaitSample]]], list[int]]:
+    """Waits appended since the monitor last took a rank's waits: ``(from_headers, to_decode)``.
+
+    ``seen_pid``/``seen_total``: per rank, the pid and ``waits_total`` of the record whose waits were
+    last taken (pid -1: none). A rank whose count moved by at most the waits its header holds gets
+    them from the header (``names``: group id -> name); others (a new process, or more new waits than
+    the header holds) must be decoded.
+    """
+    import numpy as np
+
+    total = table["waits_total"]
+    same = table["pid"] == seen_pid
+    moved = np.flatnonzero(~same | (total != seen_total))
+    from_headers: list[tuple[int, list[WaitSample]]] = []
+    to_decode: list[int] = []
+    if not len(moved):
+        return from_headers, to_decode
+    delta = np.where(same[moved], total[moved] - seen_total[moved], -1)
+    held = table["nwaits"][moved].astype(np.int64)
+    for rank, step, count in zip(moved.tolist(), delta.tolist(), held.tolist(), strict=True):
+        if step < 0 or step > count:
+            to_decode.append(rank)
+            continue
+        row = table[rank]
+        waits = []
+        for index in range(count - step, count):
+            name = names.get(int(row["wait_gid"][index]))
+            if name is None:
+                break
+            waits.append(WaitSample(name, int(row["wait_seq"][index]), int(row["wait_ms"][index]) / 1000))
+        else:
+            from_headers.append((rank, waits))
+            continue
+        to_decode.append(rank)
+    return from_headers, to_decode
