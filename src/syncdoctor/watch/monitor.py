@@ -1,6 +1,7 @@
 """The monitor: read every rank's record from the store, run the detector, act on the events.
 
-Does I/O (the job's store, sinks). One :meth:`Monitor.cycle` reads all records with one ``multi_get``.
+Does I/O (the job's store, sinks). One :meth:`Monitor.cycle` reads all records (``multi_get`` requests of
+:data:`MULTI_GET_KEYS` keys).
 Then, in two tiers:
 
 - **fast path**: the binary headers of all records are screened at once (:mod:`syncdoctor.watch.screen`);
@@ -53,6 +54,9 @@ logger = logging.getLogger(__name__)
 
 # confirmed events of these codes end the job in fail-fast mode (W107, a straggler, never does)
 HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
+# keys per multi_get: a TCPStore multi_get costs more than linearly in its number of keys (measured here:
+# 4096 keys in one request about 50 ms, in requests of 128-512 keys 15-20 ms; see docs/performance.md)
+MULTI_GET_KEYS = 256
 
 
 class LazyRecords(Mapping[int, RankRecord]):
@@ -175,7 +179,9 @@ class Monitor:
                 self.store.ensure(key)
             self.store.ensure(self.keys.monitor)
             self._ensured = True
-        raws = self.store.multi_get(self._rank_keys)
+        raws: list[bytes] = []
+        for start in range(0, len(self._rank_keys), MULTI_GET_KEYS):
+            raws += self.store.multi_get(self._rank_keys[start:start + MULTI_GET_KEYS])
         read = time.perf_counter()
         now, wall = self.clock(), self.wall_clock()
         if self._np is not None and self._fast(raws, now):
