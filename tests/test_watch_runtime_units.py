@@ -42,6 +42,17 @@ def test_sampler_fast_collectives_leave_no_waits_and_marks_are_bounded() -> None
     assert [m.step for m in sampler.marks()] == [7, 8, 9] and sampler.step == 9
 
 
+def test_sampler_records_only_waits_of_half_the_straggler_minimum() -> None:
+    sampler = Sampler(straggler_min_wait_s=0.2)  # floor 0.1 s
+    sampler.observe(1.0, {"0": (1, 1)})
+    sampler.observe(1.02, {"0": (2, 1)})  # stall from 1.01
+    sampler.observe(1.04, {"0": (2, 2)})  # completed: a wait of 0.02 s, under the floor
+    assert sampler.waits() == () and sampler.waits_total() == 0
+    sampler.observe(1.06, {"0": (3, 2)})  # stall from 1.05
+    sampler.observe(1.5, {"0": (3, 3)})  # completion seen at the midpoint 1.28: a wait of 0.23 s
+    assert [(w.seq, round(w.wait_s, 2)) for w in sampler.waits()] == [(3, 0.23)] and sampler.waits_total() == 1
+
+
 def _rec(rank: int, host: str, state: str, error: str | None = None, order: int | None = None) -> RankRecord:
     return RankRecord(rank=rank, world_size=4, host=host, node=int(host[-1]), pid=100 + rank, state=state,
                       error=error, fail_order=order)

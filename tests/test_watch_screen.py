@@ -458,3 +458,16 @@ def test_new_waits_from_headers_or_decoding() -> None:
     assert from_headers == [(1, [WaitSample("0", 38, 0.9), WaitSample("0", 39, 1.0)])]
     assert from_headers[0][1][1].wait_s == records[1].waits[-1].wait_s == round(1.0, 3)
     assert to_decode == [2, 3]
+
+
+def test_lazy_records_decode_on_read_and_leave_bad_values_out() -> None:
+    from syncdoctor.watch.monitor import LazyRecords
+
+    good = [encode_record(_rank_record(r)) for r in range(4)]
+    raws = [good[0], b"garbage", encode_record(_rank_record(0)), good[3]]  # rank 2's key holds rank 0's record
+    records = LazyRecords(raws)
+    assert records.get(3) == _rank_record(3) and records._cache.keys() == {3}  # one decoded, no more
+    assert records.get(1) is None and records.get(2) is None and records.get(9) is None and "x" not in records
+    assert sorted(records) == [0, 3] and len(records) == 2 and dict(records)[0] == _rank_record(0)
+    with pytest.raises(KeyError):
+        records[1]
