@@ -37,6 +37,7 @@ from syncdoctor.watch.records import (
     HEADER_GROUPS,
     HEADER_MARKS,
     HEADER_SIZE,
+    HEADER_WAITS,
     MAGIC,
     OVERFLOW,
     SOURCES,
@@ -213,25 +214,22 @@ def new_waits(
     total = table["waits_total"]
     same = table["pid"] == seen_pid
     moved = np.flatnonzero(~same | (total != seen_total))
-    from_headers: list[tuple[int, list[WaitSample]]] = []
-    to_decode: list[int] = []
     if not len(moved):
-        return from_headers, to_decode
+        return [], []
     delta = np.where(same[moved], total[moved] - seen_total[moved], -1)
     held = table["nwaits"][moved].astype(np.int64)
-    for rank, step, count in zip(moved.tolist(), delta.tolist(), held.tolist(), strict=True):
-        if step < 0 or step > count:
-            to_decode.append(rank)
-            continue
-        row = table[rank]
-        waits = []
-        for index in range(count - step, count):
-            name = names.get(int(row["wait_gid"][index]))
-            if name is None:
-                break
-            waits.append(WaitSample(name, int(row["wait_seq"][index]), int(row["wait_ms"][index]) / 1000))
-        else:
-            from_headers.append((rank, waits))
-            continue
-        to_decode.append(rank)
-    return from_headers, to_decode
+    ok = (delta >= 0) & (delta <= held)
+    to_decode = set(moved[~ok].tolist())
+    rows, delta, held = moved[ok], delta[ok], held[ok]
+    index = np.arange(HEADER_WAITS)[None, :]
+    new = (index >= (held - delta)[:, None]) & (index < held[:, None])  # the newest `delta` of `held`
+    owner = np.repeat(rows, new.sum(axis=1))
+    gids = table["wait_gid"][rows][new]
+    unknown = ~np.isin(gids, np.fromiter(names, dtype=np.uint32, count=len(names)))
+    to_decode.update(owner[unknown].tolist())
+    by_rank: dict[int, list[WaitSample]] = {}
+    for rank, gid, seq, ms in zip(owner.tolist(), gids.tolist(), table["wait_seq"][rows][new].tolist(),
+                                  table["wait_ms"][rows][new].tolist(), strict=True):
+        if rank not in to_decode:
+            by_rank.setdefault(rank, []).append(WaitSample(names[gid], seq, ms / 1000))
+    return sorted(by_rank.items()), sorted(to_decode)
