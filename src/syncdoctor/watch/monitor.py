@@ -187,7 +187,7 @@ class Monitor:
         if self._np is not None and self._fast(raws, now):
             self.timings = {"multi_get": read - started, "screen": self._screened - read}
             self.fast_cycles += 1
-            self.last_path = "fast"
+            self.last_path, self.last_reason = "fast", ""
             if self.send_requests:
                 self._write_lease()
             self.cycles += 1
