@@ -146,21 +146,27 @@ for pair in range(plan["pairs"]):
         threads = watch_threads(watcher)
         cpu0 = thread_cpu(threads)
         times = []
-        wall0 = time.perf_counter()
+        wall0, process0 = time.perf_counter(), time.process_time()
         for _ in range(plan["steps"]):
             t0 = time.perf_counter(); one(); times.append(time.perf_counter() - t0)
-        wall = time.perf_counter() - wall0
+        wall, process_cpu = time.perf_counter() - wall0, time.process_time() - process0
         cpu1 = thread_cpu(threads)
         share = sum(cpu1[name] - cpu0.get(name, 0.0) for name in cpu1) / wall
         if watcher is not None:
             watcher.stop()
         out["blocks"].append({"pair": pair, "mode": mode, "median_s": statistics.median(times),
-                              "mean_s": wall / len(times), "watch_cpu_share": share})
+                              "mean_s": wall / len(times), "watch_cpu_share": share,
+                              "cpu_s": process_cpu / len(times)})
 out["cpu_by_mode"] = {m: statistics.median(b["watch_cpu_share"] for b in out["blocks"] if b["mode"] == m)
                       for m in names}
 everyone = [None] * dist.get_world_size()
 dist.all_gather_object(everyone, out["cpu_by_mode"])
 out["watch_cpu_share_by_rank"] = everyone
+# the whole job's CPU per step, per block: every thread of every rank (training, gloo, watcher)
+cpu_blocks = [None] * dist.get_world_size()
+dist.all_gather_object(cpu_blocks, [b["cpu_s"] for b in out["blocks"]])
+for index, block in enumerate(out["blocks"]):
+    block["job_cpu_s"] = sum(blocks[index] for blocks in cpu_blocks)
 if rank == 0:
     print("RESULT " + json.dumps(out), flush=True)
 dist.destroy_process_group()
@@ -274,6 +280,8 @@ def main() -> None:
           f"(+{args.warmup} untimed), watched (defaults)/unwatched:")
     describe("  block mean (throughput)", *pair_ratios(ddp, "on", "mean_s"), target=args.target)
     describe("  block median", *pair_ratios(ddp, "on", "median_s"), target=args.target)
+    describe("  CPU of the whole job per step (every thread of the 4 ranks)", *pair_ratios(ddp, "on", "job_cpu_s"),
+             target=args.target)
     if args.also_4hz:
         describe("  4 Hz sampling, block mean", *pair_ratios(ddp, "4hz", "mean_s"), target=args.target)
     cpu = ddp["watch_cpu_share_by_rank"]
