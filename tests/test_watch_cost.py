@@ -79,12 +79,20 @@ first = source.readings()
 out["same_object_when_unchanged"] = source.readings() is first
 out["threads_alive_before"] = [t.is_alive() for t in watcher._threads]
 out["counter_marks"] = watcher._counter_marks
+out["nice_main"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+out["nice_watcher"] = [os.getpriority(os.PRIO_PROCESS, t.native_id) for t in watcher._threads]
 watcher.stop()
 out["threads_alive_after"] = [t.is_alive() for t in watcher._threads]
 slow = watch.start(sample_interval_s=5.0, interval_s=5.0, monitor="off", exit_linger_s=0)
 time.sleep(0.2)
 slow.stop()  # a long interval sleeps on the event: stop() must not wait for it
 out["slow_threads_alive_after"] = [t.is_alive() for t in slow._threads]
+third = watch.start(interval_s=0.2, exit_linger_s=0)  # with its monitor, started by the publisher thread
+deadline = time.time() + 20
+while (third.monitor is None or not third.monitor.alive) and time.time() < deadline:
+    time.sleep(0.05)
+out["nice_monitor"] = os.getpriority(os.PRIO_PROCESS, third.monitor._thread.native_id) if third.monitor else None
+third.stop()
 print("OUT " + json.dumps(out))
 dist.destroy_process_group()
 """
@@ -111,3 +119,6 @@ def test_marks_from_sequence_numbers_match_the_flight_recorder_and_samplers_stop
     assert out["threads_alive_before"] == [True, True]
     assert out["threads_alive_after"] == [False, False]
     assert out["slow_threads_alive_after"] == [False, False]
+    # the watcher's threads run below training's priority (nice + 10 by default); training keeps its own
+    assert out["nice_watcher"] == [min(19, out["nice_main"] + 10)] * 2
+    assert out["nice_monitor"] == min(19, out["nice_main"] + 10)  # not lowered twice

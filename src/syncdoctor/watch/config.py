@@ -72,6 +72,10 @@ class WatchConfig:
         exit_linger_s: [float, seconds] when the first rank to fail dies of an exception, it waits up to this
             long (deferring SIGTERM) to see which ranks vanished without an error and name the one that
             died first. 0 disables. Default 2.5.
+        nice: [int, 0..19] added to the nice value of the watcher's own threads (Linux applies it per
+            thread, so training keeps its priority): where cores are fewer than busy threads, the watcher
+            then runs in training's idle moments instead of taking its time slices. 0 leaves them as
+            they are. Default 10.
     """
 
     enabled: bool = True
@@ -95,6 +99,7 @@ class WatchConfig:
     straggler_min_share: float = 0.5
     straggler_min_wait_s: float = 0.1
     exit_linger_s: float = 2.5
+    nice: int = 10
 
     def __post_init__(self) -> None:
         for name in ("interval_s", "sample_interval_s", "warn_after_s", "store_timeout_s"):
@@ -110,6 +115,8 @@ class WatchConfig:
             raise UsageError(f"watch setting monitor must be auto, off or a rank number, got {self.monitor!r}")
         if not 0 < self.straggler_min_share <= 1:
             raise UsageError("watch setting straggler_min_share must be in (0, 1]")
+        if not 0 <= self.nice <= 19:
+            raise UsageError(f"watch setting nice must be in 0..19, got {self.nice!r}")
         if not 0 <= self.exit_code <= 255:
             raise UsageError("watch setting exit_code must be in 0..255")
         if not self.prefix or self.prefix.startswith("/") or self.prefix.endswith("/"):

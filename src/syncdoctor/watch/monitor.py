@@ -36,6 +36,7 @@ from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.detector import detect
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
+from syncdoctor.watch.priority import lower_thread_priority
 from syncdoctor.watch.records import (
     RankRecord,
     StackReport,
@@ -382,9 +383,10 @@ class Monitor:
 class MonitorThread:
     """Runs :meth:`Monitor.cycle` every interval on a daemon thread; contains its own errors."""
 
-    def __init__(self, monitor: Monitor, interval_s: float) -> None:
+    def __init__(self, monitor: Monitor, interval_s: float, nice: int = 0) -> None:
         self.monitor = monitor
         self.interval_s = interval_s
+        self.nice = nice  # added to the thread's nice value (see syncdoctor.watch.priority)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="syncdoctor-watch-monitor", daemon=True)
         self._failing = False
@@ -402,6 +404,7 @@ class MonitorThread:
         return self._thread.is_alive()
 
     def _run(self) -> None:
+        lower_thread_priority(self.nice)
         delay = self.interval_s
         while not self._stop.wait(delay):
             try:

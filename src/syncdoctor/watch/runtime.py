@@ -37,6 +37,7 @@ from syncdoctor.watch.local import Identity, capture_stack, identity, process_st
 from syncdoctor.watch.metrics import attach_from_environment
 from syncdoctor.watch.monitor import Monitor, MonitorThread
 from syncdoctor.watch.postmortem import diagnose_failure
+from syncdoctor.watch.priority import lower_thread_priority
 from syncdoctor.watch.recorder import (
     FlightRecorderSource,
     GroupDirectory,
@@ -115,12 +116,18 @@ class Watcher:
             self._use_hooks(reason)
         self._patch_torch()
         for name, target in (("sampler", self._sampler_loop), ("publisher", self._publisher_loop)):
-            thread = threading.Thread(target=target, name=f"syncdoctor-watch-{name}", daemon=True)
+            thread = threading.Thread(target=self._at_low_priority, args=(target,), name=f"syncdoctor-watch-{name}",
+                                      daemon=True)
             thread.start()
             self._threads.append(thread)
         atexit.register(self.stop)
         self._undo.append(lambda: atexit.unregister(self.stop))
         return self
+
+    def _at_low_priority(self, target: Callable[[], None]) -> None:
+        """A watcher thread's body: below training's priority first (``nice``), then ``target``."""
+        lower_thread_priority(self.config.nice)
+        target()
 
     def step(self, index: int | None = None) -> None:
         """Mark a training step (optional: optimizer steps are marked automatically)."""
@@ -386,7 +393,7 @@ class Watcher:
             on_confirmed=self._on_confirmed,
         )
         self._undo.append(attach_from_environment(self, monitor))  # opt-in: SYNCDOCTOR_METRICS_PORT
-        self.monitor = MonitorThread(monitor, self.config.interval_s)
+        self.monitor = MonitorThread(monitor, self.config.interval_s, self.config.nice)
         self.monitor.start()
 
     def _sinks(self, store: ScopedStore) -> list[Sink]:
