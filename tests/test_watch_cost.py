@@ -56,7 +56,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.clos
 os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
 dist.init_process_group("gloo")
 out = {}
-watcher = watch.start(sample_interval_s=0.02, interval_s=0.2, monitor="off", exit_linger_s=0)
+watcher = watch.start(sample_interval_s=0.02, interval_s=0.2, monitor="off", exit_linger_s=0, nice=10)
 other = dist.new_group([0])  # created after start: the marks must pick it up
 model = torch.nn.parallel.DistributedDataParallel(nn.Linear(8, 8))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -87,7 +87,7 @@ slow = watch.start(sample_interval_s=5.0, interval_s=5.0, monitor="off", exit_li
 time.sleep(0.2)
 slow.stop()  # a long interval sleeps on the event: stop() must not wait for it
 out["slow_threads_alive_after"] = [t.is_alive() for t in slow._threads]
-third = watch.start(interval_s=0.2, exit_linger_s=0)  # with its monitor, started by the publisher thread
+third = watch.start(interval_s=0.2, exit_linger_s=0, nice=10)  # with its monitor, started by the publisher thread
 deadline = time.time() + 20
 while (third.monitor is None or not third.monitor.alive) and time.time() < deadline:
     time.sleep(0.05)
@@ -119,6 +119,6 @@ def test_marks_from_sequence_numbers_match_the_flight_recorder_and_samplers_stop
     assert out["threads_alive_before"] == [True, True]
     assert out["threads_alive_after"] == [False, False]
     assert out["slow_threads_alive_after"] == [False, False]
-    # the watcher's threads run below training's priority (nice + 10 by default); training keeps its own
+    # with nice=10 the watcher's threads run below training's priority; training keeps its own
     assert out["nice_watcher"] == [min(19, out["nice_main"] + 10)] * 2
     assert out["nice_monitor"] == min(19, out["nice_main"] + 10)  # not lowered twice
