@@ -78,7 +78,9 @@ def test_hostname_on_loopback(lab2, tmp_path) -> None:
     for host in lab2.hosts:
         lab2.hostname_to_loopback(host)
     try:
-        run = _run(lab2, tmp_path / "loopback", extra=("--setup-timeout", "20"))
+        # some ranks' waits are not bounded by the setup timeout and the job may never end by itself:
+        # the evidence is in the logs once the connect has timed out (20 s), so stop at 50 s
+        run = _run(lab2, tmp_path / "loopback", extra=("--setup-timeout", "20"), timeout=50)
     finally:
         for host in lab2.hosts:
             lab2.hostname_to_loopback(host, enabled=False)
