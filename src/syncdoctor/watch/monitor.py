@@ -81,6 +81,10 @@ class LazyRecords(Mapping[int, RankRecord]):
         self._cache[rank] = record
         return record
 
+    def decoded(self) -> dict[int, RankRecord]:
+        """Every valid record, decoded (those already read are not decoded again)."""
+        return self._every()
+
     def _every(self) -> dict[int, RankRecord]:
         if self._all is None:
             self._all = {r: rec for r in range(len(self._raws)) if (rec := self._one(r)) is not None}
@@ -185,7 +189,8 @@ class Monitor:
             raws += self.store.multi_get(self._rank_keys[start:start + MULTI_GET_KEYS])
         read = time.perf_counter()
         now, wall = self.clock(), self.wall_clock()
-        if self._np is not None and self._fast(raws, now):
+        lazy = LazyRecords(raws)  # one decoding per record per cycle, whichever path reads it
+        if self._np is not None and self._fast(raws, lazy, now):
             self.timings = {"multi_get": read - started, "screen": self._screened - read}
             self.fast_cycles += 1
             self.last_path, self.last_reason = "fast", ""
@@ -196,7 +201,7 @@ class Monitor:
             self.timings["rest"] = self.last_cycle_s - self.timings["multi_get"] - self.timings["screen"]
             return []
         self.last_path = "full"
-        events = self._full(raws, now, wall)
+        events = self._full(lazy, now, wall)
         self.cycles += 1
         self.last_cycle_s = time.perf_counter() - started
         self.timings = {"multi_get": read - started, "rest": self.last_cycle_s - (read - started)}
@@ -206,7 +211,7 @@ class Monitor:
         self._beat += 1
         self.store.set(self.keys.monitor, json.dumps({"who": self.who, "beat": self._beat}))
 
-    def _fast(self, raws: Sequence[bytes], now: float) -> bool:
+    def _fast(self, raws: Sequence[bytes], records: LazyRecords, now: float) -> bool:
         """Screen the headers; when quiet, do the cycle's bookkeeping and return True (nothing to say)."""
         from syncdoctor.watch.screen import header_table, new_waits, screen
 
@@ -235,7 +240,6 @@ class Monitor:
             self.last_reason = verdict.reason
             self._screened = time.perf_counter()
             return False
-        records = LazyRecords(raws)
         waits = list(from_headers)
         for rank in to_decode:
             record = records.get(rank)
@@ -271,12 +275,8 @@ class Monitor:
         self._dropped = state.waits_dropped
         return True
 
-    def _full(self, raws: Sequence[bytes], now: float, wall: float) -> list[Event]:
-        records: dict[int, RankRecord] = {}
-        for rank, raw in enumerate(raws):
-            record = decode_record(raw)
-            if record is not None and record.rank == rank:
-                records[rank] = record
+    def _full(self, lazy: LazyRecords, now: float, wall: float) -> list[Event]:
+        records = lazy.decoded()
         self.records = records
         self._read_groups(records)
         self._read_stacks(records)
