@@ -185,40 +185,23 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def run_job(
-    plan: dict, env_extra: dict[str, str] | None = None, world: int = 4
-) -> tuple[list[int], dict | None]:
+def run_job(plan: dict, env_extra: dict[str, str] | None = None, world: int = 4) -> tuple[list[int], dict | None]:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "worker.py"
         script.write_text(WORKER)
         port = str(_free_port())
         procs = []
         for rank in range(world):
-            env = dict(
-                os.environ,
-                RANK=str(rank),
-                WORLD_SIZE=str(world),
-                LOCAL_RANK=str(rank),
-                MASTER_ADDR="127.0.0.1",
-                MASTER_PORT=port,
-                OMP_NUM_THREADS="1",
-                PLAN=json.dumps(plan),
-                **(env_extra or {}),
-            )
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, str(script)],
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                )
-            )
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1", PLAN=json.dumps(plan),
+                       **(env_extra or {}))
+            procs.append(subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
         outputs = [proc.communicate(timeout=3600)[0] for proc in procs]
         codes = [proc.returncode for proc in procs]
     for line in outputs[0].splitlines():
         if line.startswith("RESULT "):
-            return codes, json.loads(line[len("RESULT ") :])
+            return codes, json.loads(line[len("RESULT "):])
     sys.stderr.write(outputs[0][-2000:])
     return codes, None
 
@@ -248,18 +231,11 @@ def describe(name: str, ratios: list[float], off: float, on: float, target: floa
     low, high = bootstrap_median_ci(ratios)
     verdict = ""
     if target is not None:
-        verdict = (
-            "; within target"
-            if high <= target
-            else "; above target"
-            if low > target
-            else "; not resolved against target"
-        ) + f" {target}"
-    print(
-        f"{name}: unwatched {1000 * off:.2f} ms, watched {1000 * on:.2f} ms per step; median of {len(ratios)} "
-        f"pair ratios {statistics.median(ratios):.4f}, 95% CI {low:.4f}-{high:.4f} (IQR {q1:.4f}-{q3:.4f})"
-        + verdict
-    )
+        verdict = ("; within target" if high <= target else "; above target" if low > target
+                   else "; not resolved against target") + f" {target}"
+    print(f"{name}: unwatched {1000 * off:.2f} ms, watched {1000 * on:.2f} ms per step; median of {len(ratios)} "
+          f"pair ratios {statistics.median(ratios):.4f}, 95% CI {low:.4f}-{high:.4f} (IQR {q1:.4f}-{q3:.4f})"
+          + verdict)
 
 
 def _torch_version() -> str:
@@ -284,9 +260,7 @@ def breakdown(seconds: float) -> None:
     if result is None:
         raise SystemExit(f"breakdown job failed: exit codes {codes}")
     for info in result["ranks"]:
-        threads = ", ".join(
-            f"{name.rsplit('-', 1)[-1]} {1e6 * share:.0f}" for name, share in info["threads"].items()
-        )
+        threads = ", ".join(f"{name.rsplit('-', 1)[-1]} {1e6 * share:.0f}" for name, share in info["threads"].items())
         print(f"rank {info['rank']}: {info['steps_per_s']:.1f} steps/s; thread CPU (µs per s): {threads}")
         for label, (share, calls) in sorted(info["parts"].items(), key=lambda item: -item[1][0]):
             per_call = 1e6 * share / calls if calls else 0.0
@@ -298,28 +272,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=120, help="pairs of DDP blocks (default 120)")
     parser.add_argument("--steps", type=int, default=36, help="timed steps per block (default 36)")
-    parser.add_argument(
-        "--warmup", type=int, default=12, help="untimed steps at the start of a block (default 12)"
-    )
-    parser.add_argument(
-        "--plain-pairs", type=int, default=30, help="pairs of plain all_reduce blocks (default 30)"
-    )
+    parser.add_argument("--warmup", type=int, default=12, help="untimed steps at the start of a block (default 12)")
+    parser.add_argument("--plain-pairs", type=int, default=30, help="pairs of plain all_reduce blocks (default 30)")
     parser.add_argument("--ddp-only", action="store_true", help="skip the plain all_reduce and DETAIL parts")
     parser.add_argument("--also-4hz", action="store_true", help="a third mode: watched with 4 Hz sampling")
-    parser.add_argument(
-        "--also-nice10",
-        action="store_true",
-        help="another mode: watched with the watcher's threads at nice +10 (setting nice)",
-    )
-    parser.add_argument(
-        "--budget-s",
-        type=float,
-        default=0.0,
-        help="stop starting DDP pairs after this many seconds (--pairs is then a maximum)",
-    )
-    parser.add_argument(
-        "--target", type=float, default=1.005, help="ratio to resolve against (default 1.005)"
-    )
+    parser.add_argument("--also-nice10", action="store_true",
+                        help="another mode: watched with the watcher's threads at nice +10 (setting nice)")
+    parser.add_argument("--budget-s", type=float, default=0.0,
+                        help="stop starting DDP pairs after this many seconds (--pairs is then a maximum)")
+    parser.add_argument("--target", type=float, default=1.005, help="ratio to resolve against (default 1.005)")
     parser.add_argument("--breakdown", action="store_true", help="where the watcher's CPU goes, per part")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the --breakdown run")
     args = parser.parse_args()
@@ -332,64 +293,37 @@ def main() -> None:
         modes["4hz"] = {"sample_interval_s": 0.25}
     if args.also_nice10:
         modes["nice10"] = {"nice": 10}
-    codes, ddp = run_job(
-        {
-            "kind": "ddp",
-            "modes": modes,
-            "pairs": args.pairs,
-            "steps": args.steps,
-            "warmup": args.warmup,
-            "budget_s": args.budget_s,
-        }
-    )
+    codes, ddp = run_job({"kind": "ddp", "modes": modes, "pairs": args.pairs, "steps": args.steps,
+                          "warmup": args.warmup, "budget_s": args.budget_s})
     if ddp is None:
         raise SystemExit(f"DDP job failed: exit codes {codes}")
     pairs = len({block["pair"] for block in ddp["blocks"]})
-    print(
-        f"4-rank DDP (2x Linear(512,512)), {pairs} pairs of blocks of {args.steps} timed steps "
-        f"(+{args.warmup} untimed), watched (defaults)/unwatched:"
-    )
+    print(f"4-rank DDP (2x Linear(512,512)), {pairs} pairs of blocks of {args.steps} timed steps "
+          f"(+{args.warmup} untimed), watched (defaults)/unwatched:")
     describe("  block mean (throughput)", *pair_ratios(ddp, "on", "mean_s"), target=args.target)
     describe("  block median", *pair_ratios(ddp, "on", "median_s"), target=args.target)
-    describe(
-        "  CPU of the whole job per step (every thread of the 4 ranks)",
-        *pair_ratios(ddp, "on", "job_cpu_s"),
-        target=args.target,
-    )
+    describe("  CPU of the whole job per step (every thread of the 4 ranks)", *pair_ratios(ddp, "on", "job_cpu_s"),
+             target=args.target)
     if args.also_4hz:
         describe("  4 Hz sampling, block mean", *pair_ratios(ddp, "4hz", "mean_s"), target=args.target)
     if args.also_nice10:
-        describe(
-            "  watcher at nice +10, block mean", *pair_ratios(ddp, "nice10", "mean_s"), target=args.target
-        )
-        describe(
-            "  watcher at nice +10, job CPU per step",
-            *pair_ratios(ddp, "nice10", "job_cpu_s"),
-            target=args.target,
-        )
+        describe("  watcher at nice +10, block mean", *pair_ratios(ddp, "nice10", "mean_s"), target=args.target)
+        describe("  watcher at nice +10, job CPU per step", *pair_ratios(ddp, "nice10", "job_cpu_s"),
+                 target=args.target)
     cpu = ddp["watch_cpu_share_by_rank"]
-    print(
-        "  CPU used by the watcher's threads per second of training (median over watched blocks): "
-        + ", ".join(f"rank {r} {100 * shares['on']:.3f}%" for r, shares in enumerate(cpu))
-        + " of one core (rank 0 runs the monitor); step marks on the training thread are not included"
-        + (f"; rank 0 with 4 Hz sampling: {100 * cpu[0]['4hz']:.3f}%" if args.also_4hz else "")
-    )
+    print("  CPU used by the watcher's threads per second of training (median over watched blocks): "
+          + ", ".join(f"rank {r} {100 * shares['on']:.3f}%" for r, shares in enumerate(cpu))
+          + " of one core (rank 0 runs the monitor); step marks on the training thread are not included"
+          + (f"; rank 0 with 4 Hz sampling: {100 * cpu[0]['4hz']:.3f}%" if args.also_4hz else ""))
     if args.also_nice10:
-        print(
-            "  the same with the watcher's threads at nice +10: "
-            + ", ".join(f"rank {r} {100 * shares['nice10']:.3f}%" for r, shares in enumerate(cpu))
-        )
+        print("  the same with the watcher's threads at nice +10: "
+              + ", ".join(f"rank {r} {100 * shares['nice10']:.3f}%" for r, shares in enumerate(cpu)))
     print(f"load average after the DDP part: {load_average()}")
     if args.ddp_only:
         return
     steps = args.steps * 5
-    plan = {
-        "kind": "plain",
-        "modes": {"off": None, "on": {}},
-        "pairs": args.plain_pairs,
-        "steps": steps,
-        "warmup": args.warmup,
-    }
+    plan = {"kind": "plain", "modes": {"off": None, "on": {}}, "pairs": args.plain_pairs, "steps": steps,
+            "warmup": args.warmup}
     codes, plain = run_job(plan)
     if plain is None:
         raise SystemExit(f"plain job failed: exit codes {codes}")
@@ -400,17 +334,11 @@ def main() -> None:
         print(f"DETAIL plain job failed: exit codes {codes}")
     else:
         detail_s = statistics.median(b["mean_s"] for b in detail["blocks"])
-        print(
-            f"same all_reduce with TORCH_DISTRIBUTED_DEBUG=DETAIL (separate job): {1000 * detail_s:.2f} ms per "
-            f"call = {detail_s / off:.2f}x unwatched, vs {on / off:.4f}x watched"
-        )
-    codes, _ = run_job(
-        {"kind": "ddp", "pairs": 1, "steps": 10, "warmup": 0}, {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
-    )
-    print(
-        f"DDP under TORCH_DISTRIBUTED_DEBUG=DETAIL on gloo: exit codes {codes}"
-        + (" (negative: killed by a signal, -11 = SIGSEGV)" if any(c < 0 for c in codes) else "")
-    )
+        print(f"same all_reduce with TORCH_DISTRIBUTED_DEBUG=DETAIL (separate job): {1000 * detail_s:.2f} ms per "
+              f"call = {detail_s / off:.2f}x unwatched, vs {on / off:.4f}x watched")
+    codes, _ = run_job({"kind": "ddp", "pairs": 1, "steps": 10, "warmup": 0}, {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+    print(f"DDP under TORCH_DISTRIBUTED_DEBUG=DETAIL on gloo: exit codes {codes}"
+          + (" (negative: killed by a signal, -11 = SIGSEGV)" if any(c < 0 for c in codes) else ""))
     print(f"load average at the end: {load_average()}")
 
 

@@ -21,26 +21,35 @@ S="$OUT/summary.txt"
 mkdir -p "$OUT"
 step() { echo "=== $1 ($(date +%T))" | tee -a "$S"; }
 
+if want facts; then
 step facts
 { nvidia-smi -L; nproc; uptime; $PY -c 'import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.nccl.version(), torch.cuda.get_device_name(0))'; ip -br addr; } >>"$S" 2>&1
+fi
+if want check; then
 step check
 timeout 60 $PY -m syncdoctor check --import-torch --no-network >"$W/check.txt" 2>&1; echo "exit $?" >>"$W/check.txt"
 timeout 60 $PY -m syncdoctor check --import-torch --no-network --json >"$W/check.json" 2>>"$W/check.txt"
 tail -40 "$W/check.txt" >>"$S"
 
+fi
+if want diag; then
 step "diag (watched 1-rank NCCL job)"
 NCCL_DEBUG=INFO timeout 150 $PY -m torch.distributed.run --nproc-per-node 1 --master-port 29611 \
     scripts/gpu_nccl_diag.py >"$W/diag.log" 2>&1; echo "exit $?" >>"$W/diag.log"
 grep -a '^DIAG\|^exit\|Error\|error' "$W/diag.log" | cut -c1-1500 >>"$S"
 
+fi
+if want timeout; then
 step "timeout (all_reduce held past a 5 s timeout)"
 mkdir -p "$W/dumps"
 NCCL_DEBUG=INFO TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL_DEBUG_INFO_TEMP_FILE="$W/dumps/nccl_trace_rank_" \
-    TORCH_NCCL_TRACE_BUFFER_SIZE=2000 timeout 120 $PY -m torch.distributed.run --nproc-per-node 1 \
+    TORCH_FR_BUFFER_SIZE=2000 timeout ${TIMEOUT_JOB_S:-120} $PY -m torch.distributed.run --nproc-per-node 1 \
     --master-port 29612 scripts/gpu_nccl_timeout.py >"$W/timeout.log" 2>&1; echo "exit $?" >>"$W/timeout.log"
 grep -a -v 'NCCL INFO' "$W/timeout.log" | cut -c1-600 | tail -60 >>"$S"
 ls -la "$W/dumps" >>"$S" 2>&1
 
+fi
+if want ifname; then
 step "NCCL_SOCKET_IFNAME naming no interface"
 cat >"$W/ifname.py" <<'EOF'
 import os, torch, torch.distributed as dist
@@ -54,8 +63,11 @@ NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=nosuch0 timeout 60 $PY -m torch.distributed.r
     --master-port 29613 "$W/ifname.py" >"$W/ifname.log" 2>&1; echo "exit $?" >>"$W/ifname.log"
 grep -a -v 'NCCL INFO' "$W/ifname.log" | cut -c1-600 | tail -30 >>"$S"
 
+fi
+if want analyze; then
 step analyze
 for case in diag timeout ifname; do
+    [ -f "$W/$case.log" ] || continue
     extra=""
     [ "$case" = timeout ] && extra="$W/dumps"
     timeout 60 $PY -m syncdoctor analyze "$W/$case.log" $extra >"$W/analyze-$case.txt" 2>&1
@@ -64,14 +76,19 @@ for case in diag timeout ifname; do
     echo "--- analyze $case" >>"$S"; head -60 "$W/analyze-$case.txt" >>"$S"
 done
 
+fi
+if want probe; then
 step "probe --backend nccl --local 1 --quick"
 timeout 150 $PY -m syncdoctor probe --backend nccl --local 1 --quick --json "$W/probe.json" >"$W/probe.txt" 2>&1
 echo "exit $?" >>"$W/probe.txt"
 tail -60 "$W/probe.txt" >>"$S"
 
+fi
 (cd "$W" && tar czf "$OUT/work.tar.gz" .)
+if want bench; then
 step "bench_watch_overhead (4 CPU ranks, gloo, ${BENCH_S} s of DDP pairs)"
-timeout $((BENCH_S + 240)) $PY benchmarks/bench_watch_overhead.py --pairs 1000 --budget-s "$BENCH_S" \
+timeout $((BENCH_S + 240)) $PY benchmarks/bench_watch_overhead.py --pairs 1000 --budget-s "$BENCH_S" ${BENCH_ARGS:-} \
     >"$OUT/bench.txt" 2>&1; echo "exit $?" >>"$OUT/bench.txt"
 cat "$OUT/bench.txt" >>"$S"
+fi
 step done

@@ -104,6 +104,7 @@ def main() -> int:
         dist.init_process_group(backend)
     sub = dist.new_group([0], backend=backend)
     side = dist.new_group([0], backend="gloo")
+    mixed = dist.new_group([0], backend="cpu:gloo,cuda:nccl") if CUDA else None
 
     from torch.nn.parallel import DistributedDataParallel
 
@@ -123,6 +124,10 @@ def main() -> int:
         dist.all_reduce(extra, group=sub)
     for _ in range(2):
         dist.all_reduce(cpu, group=side)
+    if mixed is not None:  # a group with a backend on each recorder: 2 CPU collectives, 1 CUDA
+        dist.all_reduce(cpu, group=mixed)
+        dist.all_reduce(cpu, group=mixed)
+        dist.all_reduce(extra, group=mixed)
     if CUDA:
         torch.cuda.synchronize()
     time.sleep(2.5)  # the sampler (10 Hz) and the publisher (1 Hz) catch up
@@ -140,6 +145,11 @@ def main() -> int:
         },
     )
     log("watch.source", getattr(watcher.source, "name", None))
+    log("watch.directory", {"names": watcher.directory.names, "recorders": sorted(watcher.directory.recorders),
+                            "mixed": watcher.directory.mixed})
+    if hasattr(watcher.source, "status"):
+        for recorder, raw in guarded("watch.raw_status", watcher.source.status) or ():
+            write(f"status_{recorder}.raw", bytes(raw) if not isinstance(raw, str) else raw.encode())
     log("watch.progress", guarded("watch.progress", lambda: watcher.sampler.progress(time.monotonic())))
     log("watch.record", guarded("watch.record", lambda: watcher._record()._asdict()))
 
@@ -214,6 +224,9 @@ def main() -> int:
                 if hasattr(ext, "_dump_nccl_trace_json")
                 else None
             )
+            if len(timeline) == 4 and hasattr(watcher.source, "status"):  # the raw status while held
+                for recorder, raw in guarded("held.raw_status", watcher.source.status) or ():
+                    write(f"held_status_{recorder}.raw", bytes(raw) if not isinstance(raw, str) else raw.encode())
             timeline.append(
                 {
                     "t": round(time.monotonic() - t0, 2),
