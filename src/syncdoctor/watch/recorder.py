@@ -35,7 +35,18 @@ from typing import Any, Protocol
 
 from syncdoctor.watch.records import Signature, sizes_from
 
-__all__ = ["FlightRecorderSource", "GroupDirectory", "ProgressSource", "flight_recorder_reason", "parse_status"]
+__all__ = [
+    "NCCL",
+    "OTHER",
+    "FlightRecorderSource",
+    "GroupDirectory",
+    "ProgressSource",
+    "backend_kinds",
+    "config_names",
+    "flight_recorder_reason",
+    "parse_status",
+    "recorder_of",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -78,15 +89,54 @@ class ProgressSource(Protocol):
     def close(self) -> None: ...
 
 
+NCCL, OTHER = "nccl", "fr"  # the two recorders: NCCL groups', everything else's (gloo...)
+_DUMPS = {OTHER: "_dump_fr_trace_json", NCCL: "_dump_nccl_trace_json"}
+
+
+def backend_kinds(config: str) -> tuple[str, ...]:
+    """The backends of a group from its backend config: ``"cpu:gloo,cuda:nccl"`` -> ``("gloo", "nccl")``."""
+    kinds: list[str] = []
+    for part in str(config or "").split(","):
+        kind = part.rpartition(":")[2].strip().lower()
+        if kind and kind not in kinds:
+            kinds.append(kind)
+    return tuple(kinds)
+
+
+def recorder_of(kind: str) -> str:
+    """Which Flight Recorder a backend writes to: NCCL has its own (``_dump_nccl_trace_json``)."""
+    return NCCL if kind == NCCL else OTHER
+
+
+def config_names(raw: Any) -> dict[int, str]:
+    """``{backend id: group name}`` from a status dump's ``pg_config`` (filled in by NCCL; empty for gloo)."""
+    try:
+        config = json.loads(raw).get("pg_config") or {}
+        return {int(uid): str(entry["name"]) for uid, entry in config.items() if uid != "" and entry.get("name")}
+    except (TypeError, ValueError, AttributeError, KeyError):
+        return {}
+
+
 class GroupDirectory:
-    """Process groups this rank belongs to, in creation order, with their members (global ranks)."""
+    """Process groups this rank belongs to, in creation order, with their members (global ranks).
+
+    Each Flight Recorder keys groups by per-process backend ids, counted per recorder in creation order of
+    the groups with a backend that writes to it. NCCL groups are named in the NCCL recorder's ``pg_config``;
+    gloo's leaves it empty, so its ids are mapped by creation order. A group with a backend on each recorder
+    (the default ``cpu:gloo,cuda:nccl``) is published as two groups with the same members: its name for the
+    NCCL side and ``name/gloo`` for the other, since each side counts its own sequence numbers.
+    """
 
     def __init__(self) -> None:
-        self.names: list[str] = []
+        self.names: list[str] = []  # published group keys, in creation order
         self.members: dict[str, tuple[int, ...]] = {}
         self.version = 0  # changes whenever a backend id may map to another name
-        self._groups: tuple[tuple[str, Any], ...] = ()  # (name, ProcessGroup), replaced whole (read by marks)
-        self._by_uid: dict[int, str] = {}
+        self.recorders: frozenset[str] = frozenset()  # the recorders that hold at least one of our groups
+        self.mixed = False  # some group has a backend on each recorder (its sequence number is ambiguous)
+        self._order: dict[str, list[str]] = {NCCL: [], OTHER: []}  # per recorder: group keys by backend id
+        self._key: dict[tuple[str, str], str] = {}  # (recorder, group name) -> published key
+        self._groups: tuple[tuple[str, Any], ...] = ()  # (key, ProcessGroup) of single-recorder groups
+        self._by_uid: dict[tuple[str, int], str] = {}
         self._size = -1
         self._world: Any = None
         self._lock = threading.Lock()  # the sampler and, at a step mark, the training thread refresh
@@ -109,41 +159,69 @@ class GroupDirectory:
         try:
             groups = list(pg_map)
             ranks = self._world.pg_group_ranks
+            configs = dict(getattr(self._world, "pg_backend_config", None) or {})
         except RuntimeError:  # changed while we looked: next time
             return False
         self._size = len(groups)
         grew = False
-        known = list(self._groups)
         for pg in groups:
             name = str(getattr(pg, "group_name", "") or "")
             if not name or name in self.members:
                 continue
-            self.names.append(name)
-            self.members[name] = tuple(sorted(int(r) for r in ranks.get(pg, {})))
-            known.append((name, pg))
+            config = configs.get(pg)
+            if config is None:  # older torch: the backend name
+                entry = pg_map.get(pg)
+                config = str(entry[0]) if isinstance(entry, tuple) and entry else ""
+            self.add(name, tuple(sorted(int(r) for r in ranks.get(pg, {}))), backend_kinds(config), pg)
             grew = True
-        if grew:
-            self._groups = tuple(known)
-            self.version += 1
         return grew
 
-    def sequence_numbers(self) -> dict[str, int]:
-        """Collectives entered so far per known group, from each group's own counter (any thread).
+    def add(self, name: str, members: tuple[int, ...], kinds: tuple[str, ...], pg: Any = None) -> None:
+        """Register a group (``refresh`` does it from torch's registry; tests call it with plain data)."""
+        recorders = sorted({recorder_of(kind) for kind in kinds} or {OTHER}, key=lambda rec: rec != NCCL)
+        for recorder in recorders:
+            key = name if recorder == recorders[0] else f"{name}/{'gloo' if 'gloo' in kinds else recorder}"
+            self._key[(recorder, name)] = key
+            self._order[recorder].append(key)
+            self.names.append(key)
+            self.members[key] = members
+        if len(recorders) > 1:
+            self.mixed = True
+        elif pg is not None:
+            self._groups = (*self._groups, (name, pg))  # replaced whole: read by step marks
+        self.recorders = self.recorders | set(recorders)
+        self.version += 1
 
-        Raises what torch raises where a backend has no such counter (the caller falls back).
+    def sequence_numbers(self) -> dict[str, int]:
+        """Collectives entered so far per group, from each group's own counter (any thread).
+
+        Raises what torch raises where a backend has no such counter (the caller falls back). Groups with a
+        backend on each recorder are left out: their counter is one backend's (see :attr:`mixed`).
         """
         return {name: int(pg._get_sequence_number_for_group()) for name, pg in self._groups}
 
-    def name_of(self, uid: int) -> str | None:
-        if uid in self._by_uid:
-            return self._by_uid[uid]
-        return self.names[uid] if 0 <= uid < len(self.names) else None
+    def name_of(self, uid: int, recorder: str = OTHER) -> str | None:
+        """The published key of a recorder's backend id."""
+        found = self._by_uid.get((recorder, uid))
+        if found is not None:
+            return found
+        order = self._order[recorder]
+        return order[uid] if 0 <= uid < len(order) else None
 
-    def learn(self, uid: int, name: str) -> None:
-        if self.name_of(uid) != name:
-            logger.debug("flight recorder pg id %d is group %r (creation order said %r)", uid, name, self.name_of(uid))
+    def keys_of(self, recorder: str) -> list[str]:
+        """The group keys whose backend writes to ``recorder``, by backend id."""
+        return self._order[recorder]
+
+    def learn(self, uid: int, name: str, recorder: str = OTHER) -> None:
+        """A recorder's id is group ``name`` (from a dump's ``process_group`` field or NCCL's ``pg_config``)."""
+        key = self._key.get((recorder, name), name)
+        if self.name_of(uid, recorder) != key:
+            logger.debug(
+                "flight recorder %s pg id %d is group %r (creation order said %r)",
+                recorder, uid, key, self.name_of(uid, recorder),
+            )
             self.version += 1
-        self._by_uid[uid] = name
+        self._by_uid[(recorder, uid)] = key
 
 
 def flight_recorder_reason() -> str:
@@ -162,60 +240,88 @@ def flight_recorder_reason() -> str:
 
 
 class FlightRecorderSource:
-    """Progress from the Flight Recorder's status; signatures from a full dump, on request."""
+    """Progress from the Flight Recorders' status (NCCL's and the other backends'); signatures from a full dump.
+
+    ``dumps`` maps a recorder (:data:`NCCL`, :data:`OTHER`) to its JSON dump function, by default those this
+    torch has. Only the recorders that hold one of our groups are read (about 5 µs each).
+    """
 
     name = "flight_recorder"
 
-    def __init__(self, directory: GroupDirectory, dump: Callable[..., bytes] | None = None) -> None:
-        if dump is None:
-            import torch._C._distributed_c10d as c10d_ext
+    def __init__(
+        self, directory: GroupDirectory, dump: Callable[..., bytes] | None = None,
+        dumps: dict[str, Callable[..., Any]] | None = None,
+    ) -> None:
+        if dumps is None:
+            if dump is not None:
+                dumps = {OTHER: dump}
+            else:
+                import torch._C._distributed_c10d as c10d_ext
 
-            dump = c10d_ext._dump_fr_trace_json
-        self._dump = dump
+                dumps = {rec: getattr(c10d_ext, fn) for rec, fn in _DUMPS.items() if hasattr(c10d_ext, fn)}
+        self._dumps = dumps
         self.directory = directory
         self.empty_reads = 0
         self._last: tuple[Any, int, dict[str, tuple[int, int]]] | None = None  # (raw, directory version, readings)
+        self._named: set[int] = set()  # NCCL ids whose name was looked up in pg_config
 
-    def status(self) -> bytes:
-        """The raw status (no entries): about 240 bytes."""
-        return self._dump(False, False)  # positional: cheaper than keywords through pybind
+    def status(self) -> tuple[tuple[str, Any], ...]:
+        """The raw status of each recorder that holds one of our groups (no entries): about 240 bytes each."""
+        wanted = self.directory.recorders or {OTHER}
+        # positional arguments: cheaper than keywords through pybind
+        return tuple((rec, dump(False, False)) for rec, dump in self._dumps.items() if rec in wanted)
 
     def readings(self) -> dict[str, tuple[int, int]]:
-        """``{group name: (entered, completed)}`` now. The returned dict is shared: do not change it."""
+        """``{group key: (entered, completed)}`` now. The returned dict is shared: do not change it."""
         self.directory.refresh()
         out = self.parse(self.status())
         self.empty_reads = self.empty_reads + 1 if not out else 0
         return out
 
     def parse(self, raw: Any) -> dict[str, tuple[int, int]]:
-        """Readings from a raw status; the previous result again when neither it nor the directory changed."""
-        last, version = self._last, self.directory.version
-        if last is not None and last[1] == version and last[0] == raw:
+        """Readings from a raw status (:meth:`status`, or the bytes of :data:`OTHER`'s alone); the previous
+        result again when neither it nor the directory changed."""
+        if not isinstance(raw, tuple):
+            raw = ((OTHER, raw),)
+        last = self._last
+        if last is not None and last[1] == self.directory.version and last[0] == raw:
             return last[2]
+        counts = []
+        for recorder, text in raw:
+            by_uid = parse_status(text)
+            if recorder == NCCL and not self._named.issuperset(by_uid):  # a new NCCL group: read its name
+                self._named.update(by_uid)
+                for uid, name in config_names(text).items():
+                    self.directory.learn(uid, name, NCCL)
+            counts.append((recorder, by_uid))
         name_of = self.directory.name_of
-        out = {}
-        for uid, counts in parse_status(raw).items():
-            name = name_of(uid)
-            if name is not None:
-                out[name] = counts
-        self._last = (raw, version, out)
+        out: dict[str, tuple[int, int]] = {}
+        for recorder, by_uid in counts:
+            for uid, pair in by_uid.items():
+                name = name_of(uid, recorder)
+                if name is not None:
+                    out[name] = pair
+        self._last = (raw, self.directory.version, out)
         return out
 
-    def full_dump(self) -> dict[str, Any]:
-        return json.loads(self._dump(includeCollectives=True, onlyActive=False))
+    def full_dump(self, recorder: str = OTHER) -> dict[str, Any]:
+        return json.loads(self._dumps[recorder](includeCollectives=True, onlyActive=False))
 
     def signature(self, group: str, seq: int) -> Signature | None:
-        entries = self.full_dump().get("entries") or []
+        recorder = NCCL if group in self.directory.keys_of(NCCL) else OTHER
+        if recorder not in self._dumps:
+            return None
+        entries = self.full_dump(recorder).get("entries") or []
         found = None
         for entry in entries:
             try:
                 uid = int(entry.get("pg_id"))
                 pg = entry.get("process_group") or []
                 if pg:
-                    self.directory.learn(uid, str(pg[0]))
+                    self.directory.learn(uid, str(pg[0]), recorder)
             except (TypeError, ValueError):
                 continue
-            if entry.get("is_p2p") or self.directory.name_of(uid) != group:
+            if entry.get("is_p2p") or self.directory.name_of(uid, recorder) != group:
                 continue
             if int(entry.get("collective_seq_id", -1)) == seq:
                 found = entry

@@ -39,11 +39,12 @@ from syncdoctor.watch.monitor import Monitor, MonitorThread
 from syncdoctor.watch.postmortem import diagnose_failure
 from syncdoctor.watch.priority import lower_thread_priority
 from syncdoctor.watch.recorder import (
+    NCCL,
+    OTHER,
     FlightRecorderSource,
     GroupDirectory,
     ProgressSource,
     flight_recorder_reason,
-    parse_status,
 )
 from syncdoctor.watch.records import RankRecord, decode_record, encode_record, encode_stack, format_ranks
 from syncdoctor.watch.sampler import Sampler
@@ -236,7 +237,7 @@ class Watcher:
         raw: Any = None
         try:
             if isinstance(source, FlightRecorderSource):
-                if self._counter_marks:
+                if self._counter_marks and not self.directory.mixed:
                     self.directory.refresh()
                     try:
                         raw = self.directory.sequence_numbers()
@@ -307,12 +308,10 @@ class Watcher:
             return self.sampler.entered()
         if isinstance(raw, dict):
             return raw
-        out = {}
-        for uid, (entered, _completed) in parse_status(raw).items():
-            name = self.directory.name_of(uid)
-            if name is not None:
-                out[name] = entered
-        return out
+        source = self.source
+        if not isinstance(source, FlightRecorderSource):
+            return self.sampler.entered()
+        return {name: entered for name, (entered, _completed) in source.parse(raw).items()}
 
     def _check_flight_recorder(self, c10d: Any, readings: dict[str, tuple[int, int]]) -> None:
         """If collectives happen but the Flight Recorder shows none, its buffer is off: use hooks."""
@@ -496,15 +495,22 @@ class Watcher:
             or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "torch",
                             "comm_lib_trace_rank_")
         )
-        path = f"{prefix}{self.identity.rank}"
+        rank = self.identity.rank
+        # NCCL groups have their own recorder: its dump goes where PyTorch writes its own on a timeout, the
+        # other backends' beside it when both hold groups (the rank stays the trailing number of the name)
+        recorders = self.directory.recorders or {OTHER}
+        wanted = [("_dump_nccl_trace", f"{prefix}{rank}")] if NCCL in recorders else []
+        if OTHER in recorders:
+            wanted.append(("_dump_fr_trace", f"{prefix}gloo_{rank}" if wanted else f"{prefix}{rank}"))
         try:
             import torch._C._distributed_c10d as c10d_ext
 
-            data = c10d_ext._dump_fr_trace()
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            with open(path, "wb") as handle:
-                handle.write(data)
-            logger.warning("syncdoctor.watch: Flight Recorder dump of rank %d written to %s", self.identity.rank, path)
+            for function, path in wanted:
+                data = getattr(c10d_ext, function)()
+                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                with open(path, "wb") as handle:
+                    handle.write(data)
+                logger.warning("syncdoctor.watch: Flight Recorder dump of rank %d written to %s", rank, path)
         except Exception as exc:
             logger.warning("syncdoctor.watch: cannot write the Flight Recorder dump: %s", exc)
 
