@@ -69,6 +69,9 @@ def test_bootstrap_every_layout(message, ifname, addr) -> None:
     ("Using network IB", {"network": "IB"}),
     ("Using network Socket", {"network": "Socket"}),
     ("Using network IBext", {"network": "IBext"}),
+    # 2.28.9 on a host without IB (real, tests/fixtures/analyze/gpu): the IB plugin lists no device
+    ("NET/IB : Using [RO]; OOB eth0:192.0.2.2<0>", {"net": "IB", "devices": [], "oob_ifname": "eth0",
+                                                    "oob_addr": "192.0.2.2"}),
 ])
 def test_net_selection(message, expected) -> None:
     events = [e for e in events_of(P + message) if e.kind is Kind.NCCL_NET]
@@ -87,6 +90,11 @@ def test_net_selection(message, expected) -> None:
     ("comm 0x7fdf08000d00 rank 15 nranks 16 cudaDev 7 busId e7000 - Init COMPLETE", 15, 16, {"bus_id": "e7000"}),
     ("ncclCommSplit comm 0x7f00 rank 1 nranks 4 cudaDev 1 nvmlDev 1 busId 2000 parent 0x55d0c8a0 childCount 1 "
      "color 0 key 1 - Init COMPLETE", 1, 4, {"parent": "0x55d0c8a0"}),
+    # 2.28.9 (real, tests/fixtures/analyze/gpu): ncclCommInitRankConfig with a short busId, and a split
+    ("ncclCommInitRankConfig comm 0x4451b6d0 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 commId 0x9795cf6232fc1b9a "
+     "- Init COMPLETE", 0, 1, {"bus_id": "60", "comm_id": "0x9795cf6232fc1b9a", "comm": "0x4451b6d0"}),
+    ("ncclCommSplit comm 0x4be13df0 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 parent 0x4451b6d0 splitCount 1 "
+     "color 59908776 key 0 - Init COMPLETE", 0, 1, {"parent": "0x4451b6d0"}),
 ])
 def test_init_complete_every_layout(message, rank, nranks, extra) -> None:
     event = one(P + message, Kind.NCCL_INIT)
@@ -97,7 +105,12 @@ def test_init_complete_every_layout(message, rank, nranks, extra) -> None:
 
 
 def test_chatter_is_not_parsed() -> None:
-    for message in ("Channel 00/0 : 3[3] -> 4[4] via P2P/CUMEM/read", "Connected all rings",
+    for message in ("NET/IB : No device found.", "Failed to initialize NET plugin IB", "Initialized NET plugin Socket",
+                    "ncclCommInitRankConfig comm 0x43dd00c0 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 commId "
+                    "0xf83afc6319a2484d - Init START", "Channel 00/64 : 0",
+                    "comm 0x43dd00c0 rank 0 nranks 1 cudaDev 0 busId 60 - Abort COMPLETE",
+                    "Init timings - ncclCommInitRankConfig: rank 0 nranks 1 total 0.26 (kernels 0.25, alloc 0.00)",
+"Channel 00/0 : 3[3] -> 4[4] via P2P/CUMEM/read", "Connected all rings",
                     "comm 0x55 rank 3 nRanks 32 nNodes 4 localRanks 8 localRank 3 MNNVL 0", "Trees [0] 4/-1/-1->3->2"):
         assert events_of(P + message) == []
 
@@ -131,6 +144,35 @@ def test_ib_completion_errors_every_version(prefix, message, status, vendor, pee
     assert event.origin.host == "node1" and event.origin.pid == 1234
     if status == 12:
         assert event.data["status_text"] == "transport retry counter exceeded"
+
+
+@pytest.mark.parametrize(("message", "name", "value"), [
+    ("NCCL_SOCKET_IFNAME set by environment to nosuch0", "NCCL_SOCKET_IFNAME", "nosuch0"),  # 2.28.9, real
+    ("NCCL_SOCKET_IFNAME set by environment to ^docker,lo", "NCCL_SOCKET_IFNAME", "^docker,lo"),
+    ("NCCL_IB_HCA set by environment to =mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"),
+    ("NCCL_COLLNET_ENABLE set by environment to 1.", "NCCL_COLLNET_ENABLE", "1"),
+])
+def test_env_settings(message, name, value) -> None:
+    event = one(P + message, Kind.NCCL_ENV)
+    assert (event.data["name"], event.data["value"]) == (name, value)
+    assert (event.origin.host, event.origin.pid) == ("node1", 1234)
+
+
+@pytest.mark.parametrize("prefix", WARN_PREFIXES)
+@pytest.mark.parametrize(("message", "where"), [
+    ("Bootstrap : no socket interface found", "Bootstrap"),
+    ("NET/Socket : no interface found", "NET/Socket"),
+])
+def test_no_socket_interface(prefix, message, where) -> None:
+    event = one(prefix.replace("misc/socket.cc:484", "bootstrap.cc:114") + message, Kind.INTERFACE_MISSING)
+    assert event.data["transport"] == "nccl" and event.data["where"] == where and event.data["ifname"] is None
+    assert (event.origin.host, event.origin.pid) == ("node1", 1234)
+
+
+def test_real_228_no_interface_warn_line() -> None:
+    event = one("[2026-11-29 19:38:22] vm:709:709 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface "
+                "found", Kind.INTERFACE_MISSING)
+    assert (event.origin.host, event.origin.pid, event.time_text) == ("vm", 709, "2026-11-29 19:38:22")
 
 
 def test_warn_timestamp_and_function_are_read() -> None:

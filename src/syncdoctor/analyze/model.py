@@ -44,12 +44,13 @@ class Kind(str, enum.Enum):
     PEER_CLOSED = "peer_closed"  # connection closed/reset by a peer (gloo or NCCL sockets)
     GLOO_CONNECT_FAILED = "gloo_connect_failed"  # connectFullMesh / failed to connect
     GLOO_LOOPBACK = "gloo_loopback"  # gloo fell back to (or binds to) the loopback address
-    INTERFACE_MISSING = "interface_missing"  # Unable to find address for: IFNAME
+    INTERFACE_MISSING = "interface_missing"  # gloo: Unable to find address for: IFNAME; NCCL: no socket interface
     # NCCL INFO
     NCCL_VERSION = "nccl_version"
     NCCL_BOOTSTRAP = "nccl_bootstrap"  # Bootstrap: Using if:addr<port>
     NCCL_NET = "nccl_net"  # NET/IB : Using [0]mlx5_0:1/IB ... / NET/Socket : Using [0]eth0:addr / Using network X
     NCCL_INIT = "nccl_init"  # comm ... rank R nranks N ... Init COMPLETE
+    NCCL_ENV = "nccl_env"  # NCCL_SOCKET_IFNAME set by environment to eth0
     # NCCL WARN
     NCCL_WARN = "nccl_warn"  # any other WARN
     IB_COMPLETION_ERROR = "ib_completion_error"
@@ -229,6 +230,7 @@ class Category(str, enum.Enum):
     DUPLICATE_GPU = "duplicate-gpu"
     PEER_ACCESS = "peer-access-unsupported"
     WATCHDOG_STUCK = "watchdog-stuck"
+    COLLECTIVE_STALLED = "collective-stalled"
     UNEXPLAINED_TIMEOUT = "unexplained-timeout"
 
 

@@ -34,6 +34,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"NCCL version",
     b"ismatch",  # collective mismatch (DETAIL, gloo size check)
     b"closing signal",  # torchrun: Sending process N closing signal SIGTERM
+    b"set by environment",  # NCCL INFO: NCCL_SOCKET_IFNAME set by environment to eth0
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

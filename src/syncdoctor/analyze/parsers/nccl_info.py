@@ -10,7 +10,10 @@ in NCCL 2.7-2.30:
   ``NET/Socket : Using [0]ens7:10.128.0.32<0> [1]…``, ``Using network IB`` / ``Socket`` / a plugin (``NET/IB :
   No device found.`` is not read: ``Using network Socket`` says the same)
 * ``[ncclCommInitRank ]comm 0x… rank 3 nranks 16 cudaDev 3 [nvmlDev 3 ]busId 1b000 [commId 0x… ][parent 0x…
-  …]- Init COMPLETE`` (the function name since 2.21, nvmlDev and commId since 2.18)
+  …]- Init COMPLETE`` (the function name since 2.21, nvmlDev and commId since 2.18; 2.28 names
+  ``ncclCommInitRankConfig`` and, for splits, ``parent 0x… splitCount 1 color … key 0``)
+* ``NCCL_SOCKET_IFNAME set by environment to eth0`` (any ``NCCL_*`` variable NCCL reads and reports at
+  INFO with the ENV subsystem; ``NCCL_COLLNET_ENABLE … to 1.`` ends with a period)
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
 __all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
 
-KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", "Init COMPLETE")
+KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", "Init COMPLETE",
+            "set by environment to")
 
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+cuda(?P<cuda>[\d.]+))?")
 _BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)")
@@ -32,6 +36,7 @@ _IB_DEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+):(?P<port>\d+)(?::\d+)*/(?P<link>
 _SOCKET = re.compile(r"NET/Socket ?: Using (?P<devices>.+)")
 _SOCKET_DEV = re.compile(r"\[\d+\](?P<endpoint>\S+)")
 _NETWORK = re.compile(r"Using network (?P<net>\w+)")
+_ENV = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*)$")
 _INIT = re.compile(r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)")
 _INIT_FIELDS = {
     "nvml_dev": re.compile(r"nvmlDev (-?\d+)"),
@@ -83,6 +88,12 @@ def parse(line: Line) -> list[Event]:
     match = _NETWORK.search(message)
     if match:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"network": match["net"]}))
+    match = _ENV.search(message)
+    if match:
+        value = match["value"].strip()
+        if value.endswith(".") and match["name"] == "NCCL_COLLNET_ENABLE":
+            value = value[:-1]
+        events.append(make_event(Kind.NCCL_ENV, line, origin=origin, data={"name": match["name"], "value": value}))
     if "Init COMPLETE" in message:
         match = _INIT.search(message)
         if match:

@@ -16,6 +16,8 @@ empty line precedes it (ignored). Messages recognised:
   ``socketStartConnect: Connect to …``, ``… exceeded error retry count after N attempts``)
 * closed: ``socketProgress: Connection closed by remote peer node2<43021>``, ``Net : Connection closed by
   remote peer …``, ``Call to recv from 10.0.0.2<43021> failed : Connection reset by peer``
+* ``Bootstrap : no socket interface found`` (bootstrap.cc), ``NET/Socket : no interface found``: no interface
+  matches NCCL_SOCKET_IFNAME (or none is usable) on this host
 * ``Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000`` (<= 2.29), ``Multiple Ranks are
   using the same GPU/Partition`` (2.30+)
 * ``Cuda failure 217 'peer access is not supported between these two devices'``, ``failed to open CUDA IPC
@@ -69,6 +71,7 @@ _CONNECT = re.compile(
 _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<attempts>\d+) attempts)?")
 _CLOSED = re.compile(r"Connection closed by remote peer (?P<peer>\S+)")
 _RESET = re.compile(r"Call to recv from (?P<peer>\S+) failed ?: ?Connection reset by peer")
+_NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
 _DUP = re.compile(r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
 _TORCH_NCCL = re.compile(
@@ -112,6 +115,10 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         if "bytes" in match.groupdict():
             data["bytes"] = int(match["bytes"])
         return [make_event(Kind.SHM_FAILURE, line, origin=origin, data=data)]
+    match = _NO_IFACE.search(message)
+    if match:
+        return [make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
+            "ifname": None, "transport": "nccl", "where": match["where"], "message": message[:300]})]
     match = _DUP.search(message)
     if match:
         return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={
