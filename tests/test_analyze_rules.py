@@ -265,6 +265,38 @@ def test_a009_negative(tmp_path) -> None:
     assert Category.INTERFACE_MISSING not in categories(write(tmp_path, {"r.log": [GLOO_TIMEOUT.format(r=0)]}))
 
 
+def _nccl_no_iface(host: str, rank: int, value: str | None) -> list[str]:
+    pid = 700 + rank
+    setting = f"{host}:{pid}:{pid} [{rank % 2}] NCCL INFO NCCL_SOCKET_IFNAME set by environment to {value}"
+    return [*([setting] if value else []),
+            f"[2026-11-29 19:38:22] {host}:{pid}:{pid} [{rank % 2}] bootstrap.cc:114 NCCL WARN Bootstrap : no "
+            "socket interface found",
+            f"[rank{rank}]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3135, "
+            "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9"]
+
+
+def test_a009_nccl_socket_ifname_on_one_host(tmp_path) -> None:
+    files = {f"host1/rank{r}.log": _nccl_no_iface("node1", r, "ens9") for r in (2, 3)}
+    files |= {f"host0/rank{r}.log": [f"node0:{700 + r}:{700 + r} [{r}] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>"]
+              for r in (0, 1)}
+    hypothesis = root(write(tmp_path, files))
+    assert hypothesis.code == "A009" and hypothesis.culprit_ranks == (2, 3) and hypothesis.culprit_hosts == ("host1",)
+    assert "NCCL_SOCKET_IFNAME=ens9" in hypothesis.title and "NCCL_SOCKET_IFNAME=ens9" in hypothesis.fix
+    assert [e.note for e in hypothesis.evidence][:2] == ["NCCL found no socket interface"] * 2
+
+
+def test_a009_nccl_value_not_in_the_logs(tmp_path) -> None:
+    hypothesis = root(write(tmp_path, {"rank0.log": _nccl_no_iface("vm", 0, None)}))
+    assert hypothesis.code == "A009" and "no usable socket interface" in hypothesis.title
+    assert hypothesis.confidence < 0.9
+
+
+def test_a009_nccl_negative_interface_found(tmp_path) -> None:
+    files = {"rank0.log": ["vm:700:700 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+                           "vm:700:700 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>"]}
+    assert Category.INTERFACE_MISSING not in categories(write(tmp_path, files))
+
+
 # --- A010 never joined ----------------------------------------------------------------------------------------
 
 def test_a010_rank_never_joined(tmp_path) -> None:

@@ -3,7 +3,8 @@
 Pure: no I/O. Attribution fills in what a line did not say itself, from what other lines said:
 ``(host, pid) -> rank`` (NCCL ``Init COMPLETE`` of the largest communicator, torchrun's failure table),
 ``(host, local_rank) -> rank`` (torchrun's table, stacked ``[default1]:[rank5]:`` prefixes),
-``pid -> rank`` (the table again, for the agent's own lines) and ``rank -> host``.
+``pid -> rank`` (the table again, for the agent's own lines; and for NCCL's ``host:pid`` lines of a
+process that failed before ``Init COMPLETE``, when the pid is unambiguous) and ``rank -> host``.
 
 Each rank then gets a :class:`RankState`: its events, the highest collective sequence number it is known
 to have reached per group, its first failure, and an outcome (crashed, timed out, lost a peer, stopped by
@@ -102,6 +103,9 @@ class Timeline:
     unattributed: tuple[Event, ...]
     dumps: tuple[FrDump, ...]
     host_addrs: dict[str, tuple[str, ...]]
+    # the world size as the inputs state it (NCCL nranks, dump pg_config, gloo size, store world size), or
+    # None when ``world_size`` was only inferred from the highest rank seen
+    stated_world_size: int | None = None
 
     def rank_host(self, rank: int) -> str | None:
         state = self.ranks.get(rank)
@@ -155,9 +159,41 @@ def _maps(events: Sequence[Event]) -> tuple[dict[tuple[str, int], int], dict[tup
             by_pid.setdefault(origin.pid, origin.rank)
         if origin.host:
             rank_host.setdefault(origin.rank, origin.host)
+    _worker_pids(events, by_host_pid, rank_host)
     for (host, _pid), rank in by_host_pid.items():
         rank_host.setdefault(rank, host)
     return by_host_pid, by_local, by_pid, rank_host
+
+
+def _worker_pids(events: Sequence[Event], by_host_pid: dict[tuple[str, int], int], rank_host: dict[int, str]) -> None:
+    """``(host, pid) -> rank`` from torchrun's failure records, for NCCL's ``host:pid`` lines without an
+    ``Init COMPLETE`` (a process that failed during init). Only unambiguous pids: one rank per pid in the
+    records, and either the record's host or, when it has none (``localhost``), a single host seen with it."""
+    ranks_of: dict[int, set[int]] = defaultdict(set)
+    record_hosts: dict[int, set[str | None]] = defaultdict(set)
+    for event in events:
+        if event.kind is Kind.WORKER_FAILED and event.origin.rank is not None and event.origin.pid is not None:
+            ranks_of[event.origin.pid].add(event.origin.rank)
+            record_hosts[event.origin.pid].add(event.origin.host)
+    if not ranks_of:
+        return
+    seen_hosts: dict[int, set[str]] = defaultdict(set)
+    for event in events:
+        pid = event.origin.pid
+        if pid in ranks_of and event.origin.host and event.kind not in (Kind.WORKER_FAILED, Kind.WORKER_TERMINATED):
+            seen_hosts[pid].add(event.origin.host)
+    for pid, ranks in ranks_of.items():
+        if len(ranks) != 1 or not seen_hosts.get(pid):
+            continue
+        (rank,) = ranks
+        named = {h for h in record_hosts[pid] if h}
+        candidates = seen_hosts[pid] & named if named else seen_hosts[pid]
+        if len(candidates) != 1:
+            continue
+        (host,) = candidates
+        if rank_host.get(rank, host) != host:
+            continue
+        by_host_pid.setdefault((host, pid), rank)
 
 
 def _resolve(event: Event, maps: tuple[dict, dict, dict, dict]) -> Event:
@@ -296,6 +332,7 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
         unattributed=tuple(unattributed),
         dumps=tuple(dumps),
         host_addrs=_host_addrs(resolved),
+        stated_world_size=world,
     )
 
 

@@ -74,12 +74,20 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
 
 def interface_missing(tl: Timeline) -> list[Hypothesis]:
     events = tl.of(Kind.INTERFACE_MISSING)
-    if not events:
-        return []
+    gloo = [e for e in events if e.data.get("transport") != "nccl"]
+    nccl = [e for e in events if e.data.get("transport") == "nccl"]
+    return (_gloo_interface_missing(tl, gloo) if gloo else []) + (_nccl_interface_missing(tl, nccl) if nccl else [])
+
+
+def _waiting(tl: Timeline, ranks: list[int]) -> list[int]:
+    return sorted({e.origin.rank for e in tl.of(Kind.STORE_ERROR) if e.origin.rank is not None} - set(ranks))
+
+
+def _gloo_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
     names = sorted({str(e.data.get("ifname")) for e in events})
     ranks = sorted({e.origin.rank for e in events if e.origin.rank is not None})
     hosts = tl.hosts_of(ranks) or tuple(sorted({e.origin.host for e in events if e.origin.host}))
-    waiting = sorted({e.origin.rank for e in tl.of(Kind.STORE_ERROR) if e.origin.rank is not None} - set(ranks))
+    waiting = _waiting(tl, ranks)
     title = (f"interface {', '.join(names)} does not exist on {', '.join(hosts) or 'some hosts'} (ranks "
              f"{fmt_ranks(ranks)}): their process group could not start")
     what = (f"GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME names {', '.join(names)}, which ranks {fmt_ranks(ranks)} could not "
@@ -91,6 +99,56 @@ def interface_missing(tl: Timeline) -> list[Hypothesis]:
     evidence += evidence_of(tl.of(Kind.STORE_ERROR), "waiting for the failed ranks", MAX_CASCADE)
     return [hypothesis(tl, Category.INTERFACE_MISSING, 0.9, title, culprits=ranks, hosts=hosts, affected=waiting,
                        what=what, fix=fix, evidence=evidence)]
+
+
+def _ifname_setting(tl: Timeline, warn: Event) -> Event | None:
+    """NCCL's ``NCCL_SOCKET_IFNAME set by environment to …`` line of the process (else the host) that warned."""
+    settings = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_SOCKET_IFNAME"]
+    for same in (lambda e: e.origin.host == warn.origin.host and e.origin.pid == warn.origin.pid,
+                 lambda e: e.origin.host == warn.origin.host and warn.origin.host is not None):
+        found = [e for e in settings if same(e)]
+        if found:
+            return found[-1]
+    return None
+
+
+def _nccl_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """NCCL WARN ``Bootstrap : no socket interface found``, with the NCCL_SOCKET_IFNAME value NCCL reported."""
+    by_value: dict[str | None, list[tuple[Event, Event | None]]] = defaultdict(list)
+    for event in events:
+        setting = _ifname_setting(tl, event)
+        by_value[str(setting.data.get("value")) if setting else None].append((event, setting))
+    out = []
+    for value, pairs in sorted(by_value.items(), key=lambda item: str(item[0])):
+        warns = [w for w, _ in pairs]
+        ranks = sorted({w.origin.rank for w in warns if w.origin.rank is not None})
+        hosts = tl.hosts_of(ranks) or tuple(sorted({w.origin.host for w in warns if w.origin.host}))
+        where = f"{', '.join(hosts) or 'some hosts'}" + (f" (rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)})"
+                                                          if ranks else "")
+        waiting = _waiting(tl, ranks)
+        if value is not None:
+            title = f"NCCL_SOCKET_IFNAME={value} matches no interface on {where}: NCCL could not start"
+            what = (f"NCCL_SOCKET_IFNAME is set to {value}, and NCCL found no interface on {', '.join(hosts) or 'the host'}"
+                    " whose name matches it (a prefix list; '=' for exact names, '^' to exclude) and that is up "
+                    "with an address, so its bootstrap could not start and the communicator failed at init")
+        else:
+            title = f"NCCL found no usable socket interface on {where}: NCCL could not start"
+            what = ("NCCL found no interface for its bootstrap; the logs do not show NCCL_SOCKET_IFNAME (NCCL prints it "
+                    "with NCCL_DEBUG=INFO), which usually names an interface that does not exist there")
+        what += (f"; ranks {fmt_ranks(waiting)} timed out waiting for them in the store." if waiting else ".")
+        fix = ((f"NCCL_SOCKET_IFNAME={value}: " if value is not None else "")
+               + "name an interface that exists on every node (NCCL_SOCKET_IFNAME takes prefixes such as 'eth' or "
+               "'en', '=eth0' for an exact name), or unset it and let NCCL choose; `syncdoctor check` on each host "
+               "shows the candidate interfaces (`ip -br addr` too).")
+        settings = list({(s.ref.source, s.ref.line): s for _, s in pairs if s is not None}.values())
+        own_errors = [e for e in tl.of(Kind.NCCL_ERROR) if e.origin.rank in ranks]
+        evidence = evidence_of(warns, "NCCL found no socket interface")
+        evidence += evidence_of(settings, "the value NCCL read")
+        evidence += evidence_of(own_errors[:4], "the same failure as PyTorch raised it")
+        evidence += evidence_of(tl.of(Kind.STORE_ERROR), "waiting for the failed ranks", MAX_CASCADE)
+        out.append(hypothesis(tl, Category.INTERFACE_MISSING, 0.9 if value is not None else 0.8, title,
+                              culprits=ranks, hosts=hosts, affected=waiting, what=what, fix=fix, evidence=evidence))
+    return out
 
 
 def _subnet(addr: str) -> str | None:
