@@ -11,6 +11,8 @@ module                what it tells apart                                       
                       a host cut off, and timeouts nobody explains                              A019
 :mod:`.nccl_errors`   IB retry exceeded at init vs late, QP setup, shm, memlock, duplicate     A011-A018
                       GPU, peer access, a stuck watchdog
+:mod:`.stall`         every rank entered collective S and S never completed (transport or     A020
+                      GPU), tried only when nothing more specific explains the timeouts
 ====================  =====================================================================  ==========
 """
 
@@ -32,6 +34,7 @@ from syncdoctor.analyze.rules.network import (
     unexplained_timeout,
 )
 from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
+from syncdoctor.analyze.rules.stall import collective_stalled
 from syncdoctor.analyze.timeline import Timeline
 
 __all__ = ["RULES", "diagnose"]
@@ -59,7 +62,7 @@ _PRECEDENCE = {category: index for index, category in enumerate((
     Category.SHM_EXHAUSTED, Category.MEMLOCK_LIMIT, Category.IB_MODIFY_QP, Category.IB_UNREACHABLE_AT_INIT,
     Category.IB_LINK_FAILURE, Category.RANK_OUT_OF_MEMORY, Category.RANK_CRASHED, Category.COLLECTIVE_DESYNC,
     Category.LAGGING_RANK, Category.NETWORK_PARTITION, Category.RANK_NEVER_JOINED, Category.INTERFACE_MISMATCH,
-    Category.SOCKET_FALLBACK, Category.WATCHDOG_STUCK, Category.UNEXPLAINED_TIMEOUT,
+    Category.SOCKET_FALLBACK, Category.WATCHDOG_STUCK, Category.COLLECTIVE_STALLED, Category.UNEXPLAINED_TIMEOUT,
 ))}
 
 
@@ -86,12 +89,13 @@ def _rank(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
 
 
 def diagnose(tl: Timeline, notes: Sequence[str] = (), sources: Sequence[str] = ()) -> Diagnosis:
-    """Run every rule; hypotheses best first. When nothing explains the timeouts, say so (A019)."""
+    """Run every rule; hypotheses best first. When nothing more specific explains the timeouts: every rank
+    entered the collective and it never completed (A020) when the evidence says so, else say so (A019)."""
     hypotheses: list[Hypothesis] = []
     for rule in RULES:
         hypotheses.extend(rule(tl))
     if not any(h.root_cause and h.confidence >= 0.5 for h in hypotheses):
-        hypotheses.extend(unexplained_timeout(tl))
+        hypotheses.extend(collective_stalled(tl) or unexplained_timeout(tl))
     ranked = _rank(_merge(hypotheses))
     return Diagnosis(
         hypotheses=tuple(ranked),

@@ -14,6 +14,7 @@ from syncdoctor.kb.registry import Rule, register
 __all__ = [
     "CATEGORY_RULES",
     "COLLECTIVE_DESYNC",
+    "COLLECTIVE_STALLED",
     "DUPLICATE_GPU",
     "IB_MODIFY_QP",
     "IB_RETRY_AT_INIT",
@@ -221,17 +222,28 @@ INTERFACE_MISSING = register(Rule(
     name="socket-interface-missing",
     severity=Severity.ERROR,
     summary="GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME names an interface that does not exist on some hosts.",
-    what="gloo's 'Unable to find address for: IFNAME' (enforce fail in device.cc) on the ranks of a host.",
+    what=(
+        "gloo's 'Unable to find address for: IFNAME' (enforce fail in device.cc) on the ranks of a host, or NCCL's "
+        "'NCCL WARN Bootstrap : no socket interface found' (also 'NET/Socket : no interface found'), with the "
+        "value from NCCL's 'NCCL_SOCKET_IFNAME set by environment to ...' line when NCCL_DEBUG=INFO printed it."
+    ),
     why=(
-        "The ranks of that host cannot create their process group, so they exit at start-up, and the other "
-        "ranks wait in the store for addresses that never come ('wait timeout ... keys: /default_pg/...')."
+        "The ranks of that host cannot create their process group, so they exit at start-up (PyTorch surfaces "
+        "NCCL's failure as 'ncclInvalidUsage ... Last error: Bootstrap : no socket interface found'), and the "
+        "other ranks wait in the store for addresses that never come ('wait timeout ... keys: /default_pg/...')."
     ),
-    example="host1 ranks 2, 3: 'Unable to find address for: ens5'; ranks 0, 1: 'DistStoreError: wait timeout'.",
+    example=(
+        "host1 ranks 2, 3: 'Unable to find address for: ens5'; ranks 0, 1: 'DistStoreError: wait timeout'. "
+        "NCCL: 'NCCL INFO NCCL_SOCKET_IFNAME set by environment to nosuch0', then '[2026-11-29 19:38:22] "
+        "vm:709:709 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found'."
+    ),
     fix=(
-        "Use an interface name that exists on every host (ip -br link), or set the variable per host "
-        "(GLOO_SOCKET_IFNAME takes exact names; NCCL_SOCKET_IFNAME takes prefixes such as 'eth' or 'en')."
+        "Use an interface name that exists on every host (ip -br link; `syncdoctor check` lists the candidates), "
+        "set the variable per host, or unset it and let NCCL choose (GLOO_SOCKET_IFNAME takes exact names; "
+        "NCCL_SOCKET_IFNAME takes prefixes such as 'eth' or 'en', '=eth0' for an exact name, '^docker' to exclude)."
     ),
-    references=("nccl-facts.md section 2 (GLOO_SOCKET_IFNAME)",),
+    references=("nccl-facts.md section 2 (GLOO_SOCKET_IFNAME)",
+                "nccl-facts.md section 1 (NCCL_SOCKET_IFNAME); nccl:src/bootstrap.cc, src/misc/socket.cc"),
 ))
 
 RANK_NEVER_JOINED = register(Rule(
@@ -375,6 +387,42 @@ WATCHDOG_STUCK = register(Rule(
     references=(_PT,),
 ))
 
+COLLECTIVE_STALLED = register(Rule(
+    code="A020",
+    name="collective-stalled-all-entered",
+    severity=Severity.ERROR,
+    summary="Every rank of the group entered the same collective and it never completed: the transport or a "
+            "GPU is stuck, not a rank.",
+    what=(
+        "The logs or dumps state the size of the group (NCCL 'Init COMPLETE ... nranks N', Flight Recorder "
+        "pg_config), and every member reports the same 'last enqueued' collective #S with 'last completed' below "
+        "S (watchdog status lines 'last enqueued work: S, last completed work: S-1', dump-signal lines, Flight "
+        "Recorder pg_status, 'Watchdog caught collective operation timeout: WorkNCCL(SeqNum=S, ...)'), with the "
+        "same operation everywhere. No rank is missing, behind, crashed or calling something else."
+    ),
+    why=(
+        "A collective completes when all members have entered it and the data has moved. When every member "
+        "entered #S, nobody is late (A001) and nobody called something else (A002): what is stuck is underneath. "
+        "Either the data does not flow (a cut, flapping or misconfigured link, the wrong interface or HCA, an MTU "
+        "black hole, a firewall letting the bootstrap through but not the data), or the collective never ran on "
+        "a GPU because the stream is held: a kernel ahead of it that does not end, a hung or faulted GPU (Xid)."
+    ),
+    example=(
+        "'[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=6, OpType=ALLREDUCE, "
+        "NumelIn=1048576, ...)' and 'failure detected by watchdog at work sequence id: 6 PG status: last enqueued "
+        "work: 6, last completed work: 5' on every rank of a 1-rank (or 4-rank) group; the Flight Recorder dump "
+        "agrees (last enqueued 6, last completed 5)."
+    ),
+    fix=(
+        "Run `syncdoctor probe` between the hosts of the group to measure the links and the collectives; check "
+        "NCCL_SOCKET_IFNAME / NCCL_IB_HCA (and GLOO_SOCKET_IFNAME) select the interfaces that carry the data; look "
+        "for a GPU stuck ahead of the collective (nvidia-smi, Xid errors in dmesg, py-spy dump --native of a rank "
+        "while it hangs). `syncdoctor watch` reports the same situation live as W104 transport-hang."
+    ),
+    references=(_PT, "pytorch-builtins.md section 4.1 (watchdog status lines)", "syncdoctor explain W104",
+                "syncdoctor probe (docs/probe.md)"),
+))
+
 UNEXPLAINED_TIMEOUT = register(Rule(
     code="A019",
     name="unexplained-collective-timeout",
@@ -391,12 +439,12 @@ UNEXPLAINED_TIMEOUT = register(Rule(
 _RULES = (
     LAGGING_RANK, COLLECTIVE_DESYNC, RANK_CRASHED, RANK_OOM, NETWORK_PARTITION, SOCKET_FALLBACK,
     INTERFACE_MISMATCH, LOOPBACK_ADDRESS, INTERFACE_MISSING, RANK_NEVER_JOINED, IB_RETRY_AT_INIT, IB_RETRY_LATE,
-    IB_MODIFY_QP, SHM, MEMLOCK, DUPLICATE_GPU, PEER_ACCESS, WATCHDOG_STUCK, UNEXPLAINED_TIMEOUT,
+    IB_MODIFY_QP, SHM, MEMLOCK, DUPLICATE_GPU, PEER_ACCESS, WATCHDOG_STUCK, COLLECTIVE_STALLED, UNEXPLAINED_TIMEOUT,
 )
 _CATEGORIES = (
     "lagging-rank", "collective-desync", "rank-crashed", "rank-out-of-memory", "network-partition",
     "nccl-socket-fallback", "interface-mismatch", "loopback-address", "interface-missing", "rank-never-joined",
     "ib-unreachable-at-init", "ib-link-failure", "ib-modify-qp-failed", "shm-exhausted", "memlock-limit",
-    "duplicate-gpu", "peer-access-unsupported", "watchdog-stuck", "unexplained-timeout",
+    "duplicate-gpu", "peer-access-unsupported", "watchdog-stuck", "collective-stalled", "unexplained-timeout",
 )
 CATEGORY_RULES: Mapping[str, Rule] = dict(zip(_CATEGORIES, _RULES, strict=True))
