@@ -3,7 +3,8 @@
 tests/fixtures/watch/*_torch2.11_full.json are the full JSON dumps of a one-rank job on an H200 (torch
 2.11.0+cu130, NCCL 2.28.9, scripts/gpu-check.sh): groups "0" (default, nccl) and "1" (nccl), then "2"
 (gloo). There, ``_dump_fr_trace_json`` holds only the gloo group, under id 0, and NCCL's groups are in
-``_dump_nccl_trace_json`` with their names in ``pg_config``: each recorder counts its own ids.
+``_dump_nccl_trace_json``: each recorder counts its own ids. status_*_torch2.11.raw are the status reads
+(the bytes torch returned) of a second run that also had group "3" created as ``cpu:gloo,cuda:nccl``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from syncdoctor.watch.recorder import (
     FlightRecorderSource,
     GroupDirectory,
     backend_kinds,
-    config_names,
     parse_status,
 )
 
@@ -67,15 +67,30 @@ def test_backend_kinds_from_torch_configs() -> None:
     assert backend_kinds("") == ()
 
 
-def test_each_recorder_counts_its_own_ids_and_nccl_names_its_groups() -> None:
+def test_each_recorder_counts_its_own_ids() -> None:
     directory = gpu_job_directory()
     assert directory.recorders == {NCCL, OTHER} and not directory.mixed
     source = source_for(directory)
     readings = source.readings()
     # the real counts: 64 collectives on the default group (DDP), 3 on "1", 2 on the gloo group "2"
     assert readings == {"0": (64, 64), "1": (3, 3), "2": (2, 2)}
-    assert config_names(status_of(NCCL_FULL)) == {0: "0", 1: "1"}
-    assert config_names(status_of(GLOO_FULL)) == {}  # gloo leaves pg_config empty: creation order
+
+
+def test_real_status_reads_with_a_group_on_both_recorders() -> None:
+    # groups 0, 1 nccl; 2 gloo; 3 cpu:gloo,cuda:nccl with 2 CPU all_reduces and 1 CUDA all_reduce.
+    # NCCL's pg_config is keyed by group name ("3"), its pg_status by id ("2"): only creation order maps ids.
+    directory = gpu_job_directory()
+    directory.add("3", (0,), backend_kinds("cpu:gloo,cuda:nccl"))
+    assert directory.names == ["0", "1", "2", "3", "3/gloo"] and directory.mixed
+    gloo = (HERE / "status_gloo_beside_nccl_torch2.11.raw").read_bytes()
+    nccl = (HERE / "status_nccl_torch2.11.raw").read_bytes()
+    held = (HERE / "status_nccl_held_torch2.11.raw").read_bytes()
+    assert parse_status(nccl) == {0: (64, 64), 1: (3, 3), 2: (1, 1)}  # the scan reads torch's own bytes
+    source = FlightRecorderSource(directory, dumps={})
+    assert source.parse(((OTHER, gloo), (NCCL, nccl))) == {
+        "0": (64, 64), "1": (3, 3), "2": (2, 2), "3": (1, 1), "3/gloo": (2, 2)}
+    # while a spin kernel held the stream ahead of all_reduce #65 of the default group
+    assert source.parse(((OTHER, gloo), (NCCL, held)))["0"] == (65, 64)
 
 
 def test_a_held_nccl_collective_shows_entered_but_not_completed() -> None:
@@ -87,16 +102,18 @@ def test_a_held_nccl_collective_shows_entered_but_not_completed() -> None:
     assert source.parse(held) == {"0": (65, 64), "1": (3, 3), "2": (2, 2)}
 
 
-def test_nccl_names_win_over_creation_order() -> None:
-    # the NCCL groups created in another order than the names say: pg_config decides
+def test_full_dump_entries_correct_the_creation_order() -> None:
+    # the NCCL groups registered in another order than their ids: a full dump's entries say which is which
     directory = GroupDirectory()
     directory.add("1", (0,), ("nccl",))
     directory.add("0", (0,), ("nccl",))
-    source = FlightRecorderSource(directory, dumps={NCCL: lambda *a, **k: status_of(NCCL_FULL, _1=(9, 9))})
-    assert source.readings() == {"0": (64, 64), "1": (9, 9)}
+    source = FlightRecorderSource(directory, dumps={NCCL: fake_dump(NCCL_FULL)})
+    assert source.readings() == {"1": (64, 64), "0": (3, 3)}  # creation order alone: wrong way round
+    assert source.signature("1", 3) is not None  # reads the entries: pg_id 1 is group "1"
+    assert source.readings() == {"0": (64, 64), "1": (3, 3)}
 
 
-def test_without_pg_config_nccl_ids_follow_creation_order_of_nccl_groups() -> None:
+def test_nccl_ids_follow_creation_order_of_nccl_groups() -> None:
     doc = json.loads(status_of(NCCL_FULL))
     doc["pg_config"] = {}
     raw = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()

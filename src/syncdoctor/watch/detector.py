@@ -472,18 +472,18 @@ def _inside_condition(
         stuck = tuple(r for r in members if r not in done)
         title = (
             f"every rank of group {group} ({format_ranks(members)}) entered {op} #{seq}; it completed on "
-            f"{_ranks_text(done)} but not on {_ranks_text(stuck)} for {waited:.1f} s: not a late rank, the "
-            f"network or transport is stuck"
+            f"{_ranks_text(done)} but not on {_ranks_text(stuck)} for {waited:.1f} s: not a late rank: the "
+            f"network, the transport or a GPU ahead of it is stuck"
         )
     else:
         title = (
             f"every rank of group {group} ({format_ranks(members)}) entered {op} #{seq} and it has not "
-            f"completed for {waited:.1f} s: not a late rank, the network or transport is stuck"
+            f"completed for {waited:.1f} s: not a late rank: the network, the transport or a GPU ahead of it is stuck"
         )
     detail: dict[str, Any] = {
         "hosts": list(ctx.hosts(members)),
         "next": "run `syncdoctor probe` between these hosts; check NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME "
-        "and the links (MTU, firewall, a cut or flapping cable)",
+        "and the links (MTU, firewall, a cut or flapping cable); with NCCL, the GPUs too (nvidia-smi, Xid errors)",
     }
     if unknown:
         detail["signatures_unknown_for"] = format_ranks(unknown)

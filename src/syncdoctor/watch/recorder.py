@@ -4,12 +4,16 @@ Does I/O with torch (imported lazily). Both sources answer the same two question
 ``readings() -> {group name: (entered, completed)}`` (called every sampling interval, must be cheap) and
 ``signature(group, seq)`` (called once on suspicion: what this rank called at that sequence number).
 
-**Flight Recorder** (``torch._C._distributed_c10d._dump_fr_trace_json``, torch >= 2.10; verified on 2.13
-with gloo): ``includeCollectives=False`` returns only ``pg_status`` (``last_enqueued_collective``,
-``last_completed_collective`` per process group) in about 5 µs. Its keys are per-process backend ids
-(creation order of the groups this rank belongs to), not group names, and ``pg_config`` is not filled in
-for gloo, so ids are mapped to names by creation order (``_world.pg_map``) and corrected from the
-``process_group`` field of entries whenever a full dump is read. For gloo, finished entries stay
+**Flight Recorder**: two recorders, each read with ``includeCollectives=False`` for its ``pg_status``
+(``last_enqueued_collective``, ``last_completed_collective`` per process group, about 5 µs):
+``_dump_fr_trace_json`` (torch >= 2.10) holds gloo and the other non-NCCL backends, and
+``_dump_nccl_trace_json`` (CUDA builds) holds NCCL's groups only; seen on torch 2.11.0+cu130 with NCCL
+2.28.9 on an H200 (scripts/gpu-check.sh), where ``_dump_fr_trace_json`` showed only the gloo groups of an
+NCCL job. Each recorder keys its groups by per-process backend ids, counted per recorder in creation order
+of the groups with a backend on it (a default ``cpu:gloo,cuda:nccl`` group has one id in each), not by
+group name: ``pg_config`` is empty for gloo and keyed by group name for NCCL. Ids are therefore mapped by
+creation order (``_world.pg_map``, ``_world.pg_backend_config``) and corrected from the ``pg_id`` and
+``process_group`` fields of entries whenever a full dump is read. For gloo, finished entries stay
 ``state: "scheduled"`` with ``retired: true``: completion is taken from ``last_completed_collective``.
 The full dump with entries (about 1 MB, 40-55 ms for 2000 entries) is read only on suspicion.
 
@@ -18,9 +22,9 @@ pays for cold caches, so the status read costs 40-50 µs there and ``json.loads`
 40-50 µs. The status is therefore scanned with one regular expression (``json`` only when the layout is not
 the expected one), an unchanged status is not parsed again, and a step mark reads each group's sequence
 number (``ProcessGroup._get_sequence_number_for_group``, about 10 µs: the same counter the status reports
-as ``last_enqueued_collective``) instead of the status, falling back to the status where that fails.
-Older torch builds with only ``_dump_nccl_trace_json`` are used for NCCL groups when their buffer is on
-(``TORCH_NCCL_TRACE_BUFFER_SIZE`` > 0). Anything else falls back to :mod:`syncdoctor.watch.hooks`.
+as ``last_enqueued_collective``) instead of the status, falling back to the status where that fails, and
+where a group has a backend on each recorder (its counter is then the NCCL side's, 1 where the status said
+1 for NCCL and 2 for gloo). Anything else falls back to :mod:`syncdoctor.watch.hooks`.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ __all__ = [
     "GroupDirectory",
     "ProgressSource",
     "backend_kinds",
-    "config_names",
     "flight_recorder_reason",
     "parse_status",
     "recorder_of",
@@ -108,21 +111,12 @@ def recorder_of(kind: str) -> str:
     return NCCL if kind == NCCL else OTHER
 
 
-def config_names(raw: Any) -> dict[int, str]:
-    """``{backend id: group name}`` from a status dump's ``pg_config`` (filled in by NCCL; empty for gloo)."""
-    try:
-        config = json.loads(raw).get("pg_config") or {}
-        return {int(uid): str(entry["name"]) for uid, entry in config.items() if uid != "" and entry.get("name")}
-    except (TypeError, ValueError, AttributeError, KeyError):
-        return {}
-
-
 class GroupDirectory:
     """Process groups this rank belongs to, in creation order, with their members (global ranks).
 
     Each Flight Recorder keys groups by per-process backend ids, counted per recorder in creation order of
-    the groups with a backend that writes to it. NCCL groups are named in the NCCL recorder's ``pg_config``;
-    gloo's leaves it empty, so its ids are mapped by creation order. A group with a backend on each recorder
+    the groups with a backend that writes to it (NCCL's ``pg_config`` is keyed by group name, not by id, and
+    gloo's is empty: neither maps ids), corrected from the entries of a full dump. A group with a backend on each recorder
     (the default ``cpu:gloo,cuda:nccl``) is published as two groups with the same members: its name for the
     NCCL side and ``name/gloo`` for the other, since each side counts its own sequence numbers.
     """
@@ -213,7 +207,7 @@ class GroupDirectory:
         return self._order[recorder]
 
     def learn(self, uid: int, name: str, recorder: str = OTHER) -> None:
-        """A recorder's id is group ``name`` (from a dump's ``process_group`` field or NCCL's ``pg_config``)."""
+        """A recorder's id is group ``name`` (from the ``pg_id`` and ``process_group`` of a full dump's entries)."""
         key = self._key.get((recorder, name), name)
         if self.name_of(uid, recorder) != key:
             logger.debug(
@@ -263,7 +257,6 @@ class FlightRecorderSource:
         self.directory = directory
         self.empty_reads = 0
         self._last: tuple[Any, int, dict[str, tuple[int, int]]] | None = None  # (raw, directory version, readings)
-        self._named: set[int] = set()  # NCCL ids whose name was looked up in pg_config
 
     def status(self) -> tuple[tuple[str, Any], ...]:
         """The raw status of each recorder that holds one of our groups (no entries): about 240 bytes each."""
@@ -286,18 +279,10 @@ class FlightRecorderSource:
         last = self._last
         if last is not None and last[1] == self.directory.version and last[0] == raw:
             return last[2]
-        counts = []
-        for recorder, text in raw:
-            by_uid = parse_status(text)
-            if recorder == NCCL and not self._named.issuperset(by_uid):  # a new NCCL group: read its name
-                self._named.update(by_uid)
-                for uid, name in config_names(text).items():
-                    self.directory.learn(uid, name, NCCL)
-            counts.append((recorder, by_uid))
         name_of = self.directory.name_of
         out: dict[str, tuple[int, int]] = {}
-        for recorder, by_uid in counts:
-            for uid, pair in by_uid.items():
+        for recorder, text in raw:
+            for uid, pair in parse_status(text).items():
                 name = name_of(uid, recorder)
                 if name is not None:
                     out[name] = pair

@@ -128,7 +128,10 @@ TRANSPORT_HANG = register(
         why=(
             "Nobody is late and nobody called something else: the data does not flow. The cause is the "
             "network or the transport (a cut or flapping link, a wrong interface, an MTU black hole, a firewall "
-            "that lets the control connection through but not the data), not the training code."
+            "that lets the control connection through but not the data), not the training code. With NCCL "
+            "the collective also waits for the GPU work queued before it on the stream: a kernel that never "
+            "finishes (a hung GPU, an Xid error) looks the same from the host (seen on an H200: a kernel "
+            "spinning ahead of an all_reduce gave W104 after 3 s, before PyTorch's 5 s watchdog)."
         ),
         example=(
             "syncdoctor W104 transport-hang warning: every rank of group 0 (0-3) entered all_reduce "
@@ -136,7 +139,8 @@ TRANSPORT_HANG = register(
         ),
         fix=(
             "Run `syncdoctor probe` between the hosts of the group; check NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME "
-            "point at the interface that carries the data, the MTU matches end to end, and the links are up."
+            "point at the interface that carries the data, the MTU matches end to end, and the links are up; "
+            "with NCCL, look at the GPUs of the group too (nvidia-smi, Xid errors in dmesg)."
         ),
         references=(_WATCH_DOC, "syncdoctor probe (docs/probe.md)"),
     )
