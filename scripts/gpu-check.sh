@@ -9,11 +9,14 @@
 #   5. `syncdoctor analyze` on 2-4; 6. `syncdoctor probe --backend nccl --local 1 --quick`;
 #   7. benchmarks/bench_watch_overhead.py with a core per rank.
 # Usage: sh scripts/gpu-check.sh OUTDIR [BENCH_SECONDS]   (python3 must have torch with CUDA, rich, psutil)
+#   PARTS="diag timeout analyze bench" runs only those steps (default: all); BENCH_ARGS adds benchmark options.
 # Every step is bounded by `timeout` and goes on after a failure; OUTDIR/work.tar.gz holds the logs, dumps
 # and reports, OUTDIR/summary.txt what each step printed.
 set -u
 OUT=${1:?usage: gpu-check.sh OUTDIR [BENCH_SECONDS]}
 BENCH_S=${2:-170}
+PARTS=${PARTS:-"facts check diag timeout ifname analyze probe bench"}
+want() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d)
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 DIAG_OUT="$W"
 PY=${PYTHON:-python3}
