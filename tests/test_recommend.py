@@ -132,3 +132,23 @@ def test_without_a_report_it_measures_this_host(run_cli) -> None:
     assert data["source"].startswith("a quick local measurement")
     assert data["steady_terms"][0]["measured"] is True and "2 ranks" in data["steady_terms"][0]["why"]
     assert any("measured on one node" in note for note in data["notes"])
+
+
+def test_a_real_nccl_report_from_a_gpu(run_cli, tmp_path: Path) -> None:
+    # `syncdoctor probe --backend nccl --local 1 --quick` on one H200 (scripts/gpu-check.sh, NCCL 2.28.9)
+    report = json.loads((DATA / "nccl_h200_one_rank.json").read_text())
+    assert report["backend"] == "nccl" and all(s["status"] == "ok" for s in report["stages"])
+    assert {c["op"] for c in report["collectives"]} == {
+        "all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"}
+    assert all(c["wrong"] == 0 for c in report["collectives"])
+    # one rank: all_reduce's bus bandwidth is 0 (factor 2(n-1)/n), broadcast's equals its algbw (factor 1)
+    assert all(c["busbw"] == 0 for c in report["collectives"] if c["op"] == "all_reduce")
+    assert all(c["busbw"] == c["algbw"] > 0 for c in report["collectives"] if c["op"] == "broadcast")
+    assert report["facts"]["nodes"][0]["gpus"] == ["NVIDIA H200"]
+    result = run_cli("recommend", str(DATA / "nccl_h200_one_rank.json"), "--json")
+    assert result.code == 0
+    advice = json.loads(result.out)
+    assert advice["startup_timeout_s"] >= advice["steady_timeout_s"] > 0
+    html = tmp_path / "probe.html"
+    assert run_cli("report", str(DATA / "nccl_h200_one_rank.json"), "-o", str(html)).code == 0
+    assert "NVIDIA H200" in html.read_text() and "nccl" in html.read_text()
