@@ -14,6 +14,7 @@ No sleeping, no torch, no sockets: the clocks are fake.
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -25,6 +26,8 @@ from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.monitor import Monitor
 from syncdoctor.watch.records import (
+    HEADER_GROUPS,
+    RECORD_VERSION,
     GroupProgress,
     RankRecord,
     Signature,
@@ -401,7 +404,7 @@ def test_screen_quiet_and_completed_per_group() -> None:
         ({"stack_gen": 2}, "new stack"),
         ({"groups": {"0": GroupProgress("0", 40, 39, 3.1)}}, "stalled"),  # 3.1 + 1 s interval >= suspect 4 s
         ({"groups": {"0": GroupProgress("0", 40, 40), "9": GroupProgress("9", 1, 1)}}, "not read"),
-        ({"groups": {str(i): GroupProgress(str(i), 1, 1) for i in range(5)}}, "cannot hold"),
+        ({"groups": {str(i): GroupProgress(str(i), 1, 1) for i in range(HEADER_GROUPS + 1)}}, "cannot hold"),
         ({"step_marks": tuple(StepMark(s, {"0": 4 * s + (s == 10)}) for s in range(5, 11))}, "differ at step 10"),
         ({"step_marks": tuple(StepMark(s, {"0": 4 * s}) for s in range(20, 26))}, "lacks the common step"),
         ({"rank": 2}, "another rank"),
@@ -471,3 +474,18 @@ def test_lazy_records_decode_on_read_and_leave_bad_values_out() -> None:
     assert sorted(records) == [0, 3] and len(records) == 2 and dict(records)[0] == _rank_record(0)
     with pytest.raises(KeyError):
         records[1]
+
+
+def test_records_of_another_version_are_named_once(caplog: pytest.LogCaptureFixture) -> None:
+    job = SimJob()
+    store = job.stores[0]
+    old = b"SDW\x03" + bytes(400)  # what a job running an older syncdoctor publishes
+    for rank in range(WORLD):
+        store.set(job.keys.rank(rank), old)
+    monitor = Monitor(ScopedStore(store), job.keys, CFG, WORLD, who="m", clock=lambda: 100.0,
+                      wall_clock=lambda: WALL0 + 100.0)
+    with caplog.at_level(logging.WARNING, logger="syncdoctor.watch"):
+        monitor.cycle()
+        monitor.cycle()
+    said = [r.getMessage() for r in caplog.records if "records of version" in r.getMessage()]
+    assert len(said) == 1 and "version 3" in said[0] and f"reads version {RECORD_VERSION}" in said[0]

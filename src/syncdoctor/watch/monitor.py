@@ -38,6 +38,7 @@ from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.priority import lower_thread_priority
 from syncdoctor.watch.records import (
+    MAGIC,
     RankRecord,
     StackReport,
     decode_record,
@@ -152,6 +153,7 @@ class Monitor:
         self._beat = 0
         self._dumped = False
         self._said_hooks = False
+        self._said_version = False
         # the fast path: which cycles took it, why the last full one did not, and where the time went
         self.fast_cycles = 0
         self.last_path = ""
@@ -201,11 +203,25 @@ class Monitor:
             self.timings["rest"] = self.last_cycle_s - self.timings["multi_get"] - self.timings["screen"]
             return []
         self.last_path = "full"
+        if not self._said_version:
+            self._say_version(raws)
         events = self._full(lazy, now, wall)
         self.cycles += 1
         self.last_cycle_s = time.perf_counter() - started
         self.timings = {"multi_get": read - started, "rest": self.last_cycle_s - (read - started)}
         return events
+
+    def _say_version(self, raws: Sequence[bytes]) -> None:
+        """Records of another syncdoctor version read as missing: say so once, naming both versions."""
+        for raw in raws:
+            if len(raw) >= 4 and raw[:3] == MAGIC[:3] and raw[3] != MAGIC[3]:
+                self._said_version = True
+                logger.warning(
+                    "syncdoctor.watch: the job publishes records of version %d, this syncdoctor reads version %d "
+                    "(those ranks read as not reporting): watch with the syncdoctor version the job uses",
+                    raw[3], MAGIC[3],
+                )
+                return
 
     def _write_lease(self) -> None:
         self._beat += 1

@@ -2,7 +2,7 @@
 
 Pure: no I/O. One :class:`RankRecord` per rank per interval is written to the job's store under
 ``<prefix>/attempt<N>/rank/<rank>``; stacks, group tables and control messages have their own keys (see
-:mod:`syncdoctor.watch.keys`). A record (version 3) is a fixed-size binary header, which the monitor
+:mod:`syncdoctor.watch.keys`). A record (version 4) is a fixed-size binary header, which the monitor
 screens for all ranks at once in healthy cycles (:mod:`syncdoctor.watch.screen`), followed by the detail
 as positional JSON, decoded only when needed. :func:`decode_record` never raises on bad input: it
 returns ``None`` (older versions, foreign or truncated values too) and the monitor treats the rank as
@@ -49,7 +49,7 @@ __all__ = [
     "parse_ranks",
 ]
 
-RECORD_VERSION = 3
+RECORD_VERSION = 4
 # starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
 # destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
 STATES = ("starting", "running", "exited", "failed", "aborting")
@@ -221,7 +221,7 @@ class RankRecord(NamedTuple):
         return self.host or "?"
 
 
-# Record v3: a fixed-size little-endian binary *screen header* followed by the *detail* (positional JSON).
+# Record v4: a fixed-size little-endian binary *screen header* followed by the *detail* (positional JSON).
 #
 # The monitor reads every rank's value each interval. In a healthy cycle it looks at the headers only,
 # all at once (:mod:`syncdoctor.watch.screen`), and decodes the detail of a rank only when something
@@ -233,7 +233,11 @@ class RankRecord(NamedTuple):
 # host, node, local rank, attempt, groups {name: [entered, completed, stalled or -1, signature seq,
 # compact signature]}, step or null, step age, quiet or null, step marks [[step, {group: entered}]],
 # waits [[group, seq, s]], error or null, fail order or null, inspected {pid: state}.
-HEADER_GROUPS = 4  # G: group slots (group id = zlib.crc32 of the name, entered, completed)
+# G: group slots (group id = zlib.crc32 of the name, entered, completed). A rank with more groups sets
+# OVERFLOW and every cycle takes the full path (at 4096 ranks with 6 groups: 424 ms instead of 34), so
+# there are enough for a data/tensor/pipeline/context/expert-parallel job with a default group whose
+# cpu:gloo,cuda:nccl sides count as two (v3 had 4)
+HEADER_GROUPS = 8
 HEADER_MARKS = 4  # K: the newest step marks (step, entered count per slot)
 HEADER_WAITS = 8  # the newest waits (group id, seq, milliseconds), so the monitor can ingest them cheaply
 MAGIC = b"SDW" + bytes([RECORD_VERSION])
@@ -355,7 +359,7 @@ _DETAIL_FIELDS = 13
 
 def decode_header(raw: bytes | None) -> tuple[Any, ...] | None:
     """The header's values in :data:`HEADER_FIELDS` order (repeated fields flattened), or ``None`` when
-    ``raw`` is no v3 record: empty, short, foreign, another version, or a length that disagrees."""
+    ``raw`` is no v4 record: empty, short, foreign, another version, or a length that disagrees."""
     if not raw or len(raw) < HEADER_SIZE or raw[:4] != MAGIC:
         return None
     values = _HEADER.unpack_from(raw)
