@@ -106,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--setup-timeout", type=float, default=60.0,
                         help="lower bound of the timeout while groups are created and connect, in seconds "
                              "(default 60: a busy machine's slow connect is no fault; lower it where the "
-                             "connect is meant to fail)")
+                             "connect is meant to fail; gloo's side of a pair that waits to be dialled waits "
+                             "5x this)")
     parser.add_argument("--watch", action="store_true", default=os.environ.get("SYNCDOCTOR_WATCH") == "1",
                         help="call syncdoctor.watch.start() (also env SYNCDOCTOR_WATCH=1)")
     parser.add_argument("--log-ranks", choices=("all", "0"), default="all",
