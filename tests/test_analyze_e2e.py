@@ -105,7 +105,11 @@ def test_hostname_on_loopback(lab2, tmp_path) -> None:
     assert first is not None, f"no host failed by itself within 60 s:\n{result.summary()}"
     assert result.returncodes[first] == 1, result.summary()
     root = _root(tmp_path / "loopback")
-    assert (root.category, root.culprit_hosts) == (Category.LOOPBACK_ADDRESS, ("host0", "host1"))
+    # the host that failed first was refused dialling its peer's 127.0.0.1: the peer is named; the dialler
+    # itself only when the peer's ranks dialled it too (gloo's dialling socket is unbound: local=127.0.0.1
+    # is no evidence of what the dialler advertises)
+    assert root.category is Category.LOOPBACK_ADDRESS
+    assert {"host0", "host1"} - {first} <= set(root.culprit_hosts) <= {"host0", "host1"}, root.title
     assert "GLOO_SOCKET_IFNAME" in root.fix
 
 

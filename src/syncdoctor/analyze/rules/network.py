@@ -27,12 +27,13 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     remote_only: list[Event] = []
     inferred: set[str] = set()
     for event in tl.of(Kind.GLOO_CONNECT_FAILED):
+        # gloo does not bind the socket it dials from: dialling a peer's 127.0.0.1 always shows local=127.0.0.1,
+        # whatever this host advertises. Such a line says only that the *peer* advertised loopback.
+        if not (event.data.get("loopback_remote") or event.data.get("loopback_local")):
+            continue
+        remote_only.append(event)
         host = event.origin.host
-        if event.data.get("loopback_local") and host:
-            culprit_lines[host].append(event)
-        elif event.data.get("loopback_remote"):
-            remote_only.append(event)
-        if event.data.get("loopback_remote") and host:
+        if host:
             # a connection to a peer's 127.0.0.1 fails only when that peer is on another host: with two
             # hosts, the other one advertised loopback
             others = set(tl.hosts) - {host}
@@ -48,6 +49,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     if not culprit_lines and not remote_only:
         return []
     hosts = sorted(set(culprit_lines) | inferred)
+    dialled = {e.origin.host for e in remote_only if e.origin.host}
     affected = sorted({e.origin.rank for e in remote_only + [e for v in culprit_lines.values() for e in v]
                        if e.origin.rank is not None})
     nccl = any(e.kind is Kind.NCCL_BOOTSTRAP for v in culprit_lines.values() for e in v)
@@ -62,7 +64,9 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     fix = ("export GLOO_SOCKET_IFNAME=<the NIC on the cluster network, e.g. eth0>"
            + (" and NCCL_SOCKET_IFNAME=<the same NIC>" if nccl else "")
            + (f" on {', '.join(hosts)}" if hosts else " on every host")
-           + ", or map the hostname to the host's cluster address in /etc/hosts instead of 127.0.0.1/127.0.1.1.")
+           + ", or map the hostname to the host's cluster address in /etc/hosts instead of 127.0.0.1/127.0.1.1."
+           + (" The hosts that dialled 127.0.0.1 may advertise it too (their lines cannot show it): run "
+              "`syncdoctor check` there (H001)." if dialled - set(hosts) else ""))
     evidence = []
     for host in hosts:
         evidence += evidence_of(culprit_lines.get(host, [])[:3], f"{host} advertises loopback")

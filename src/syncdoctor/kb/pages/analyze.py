@@ -200,8 +200,10 @@ LOOPBACK_ADDRESS = register(Rule(
     severity=Severity.ERROR,
     summary="A host advertised 127.0.0.1 (or docker0) to its peers: its hostname resolves to loopback.",
     what=(
-        "gloo's connect errors with local=[127.0.0.1] or remote=[127.0.0.1] across hosts, gloo's 'Using the "
-        "loopback address as fallback', or NCCL 'Bootstrap : Using lo:127.0.0.1' / docker0 / virbr."
+        "gloo's connect errors with remote=[127.0.0.1] across hosts (they name the peer that advertised it: "
+        "with two hosts, the other one; the dialling side's local=[127.0.0.1] says nothing about itself, "
+        "since gloo does not bind the socket it dials from), gloo's 'Using the loopback address as "
+        "fallback', or NCCL 'Bootstrap : Using lo:127.0.0.1' / docker0 / virbr."
     ),
     why=(
         "Gloo picks its address by resolving the hostname. Many distributions map the hostname to 127.0.0.1 or "
