@@ -113,6 +113,28 @@ def test_hostname_on_loopback(lab2, tmp_path) -> None:
     assert "GLOO_SOCKET_IFNAME" in root.fix
 
 
+def test_one_host_on_loopback_is_named_and_its_healthy_peer_is_not(lab2, tmp_path) -> None:
+    # Only host1's hostname resolves to 127.0.0.1; host0 advertises 192.168.231.1 (host1 has 192.168.231.2 to
+    # reach it). gloo lets the side with the larger address dial, so host0 dials host1's 127.0.0.1 and is
+    # refused, and host0's lines show local=127.0.0.1 too (the dialling socket is unbound): the verdict must
+    # name host1 and never host0. With the lab's 10.x addresses, host1 would dial host0 and the job would run.
+    lab2.advertise_address("host0", "192.168.231.1")
+    lab2.advertise_address("host1", "192.168.231.2")
+    lab2.hostname_to_loopback("host1")
+    try:
+        job = lab2.torchrun([*WORKLOAD, "--setup-timeout", "20"], procs_per_host=2, run_dir=tmp_path / "one")
+        first = _first_agent_exit(job, limit=60)
+        result = job.wait(timeout=10)
+    finally:
+        lab2.hostname_to_loopback("host1", enabled=False)
+        lab2.advertise_address("host0", None)
+        lab2.advertise_address("host1", None)
+    assert first == "host0" and not result.ok, result.summary()
+    root = _root(tmp_path / "one")
+    assert root.category is Category.LOOPBACK_ADDRESS and root.culprit_hosts == ("host1",), root.title
+    assert "GLOO_SOCKET_IFNAME" in root.fix and "syncdoctor check" in root.fix
+
+
 def test_cut_link(tmp_path) -> None:
     from syncdoctor.testing.lab import Lab
 

@@ -128,6 +128,8 @@ class Lab:
         self._stop = threading.Event()
         self._watchers: list[threading.Thread] = []
         self._lease: _netns.SubnetLease | None = None
+        self._loopback: set[str] = set()  # hosts whose hostname resolves to 127.0.0.1
+        self._advertised: dict[str, str] = {}  # host name -> the address its hostname resolves to, if not addr
         self._namespaces: list[str] = []
         self.names: _netns.LabNames | None = None
         self.hosts: list[LabHost] = []
@@ -177,7 +179,8 @@ class Lab:
 
     def _write_hosts_file(self, host: LabHost, loopback: bool) -> None:
         lines = ["127.0.0.1\tlocalhost" + (f" {host.name}" if loopback else ""), "::1\tlocalhost ip6-localhost"]
-        lines += [f"{other.addr}\t{other.name}" for other in self.hosts if not (loopback and other is host)]
+        lines += [f"{self._advertised.get(other.name, other.addr)}\t{other.name}" for other in self.hosts
+                  if not (loopback and other is host)]
         path = self._hosts_path(host)
         path.parent.mkdir(parents=True, exist_ok=True)
         # Rewrite in place: running processes see /etc/hosts through a bind mount of this very inode.
@@ -327,7 +330,25 @@ class Lab:
     def hostname_to_loopback(self, ref: LabHost | str, enabled: bool = True) -> None:
         """Make the host's own hostname resolve to 127.0.0.1 inside it (the classic gloo/NCCL trap)."""
         host = self._netns_host(ref, "changing hostname resolution")
+        if enabled:
+            self._loopback.add(host.name)
+        else:
+            self._loopback.discard(host.name)
         self._write_hosts_file(host, loopback=enabled)
+
+    def advertise_address(self, ref: LabHost | str, addr: str | None, prefix: int = 24) -> None:
+        """Give the host a second address on its eth0 and make its hostname resolve to it on every host (so
+        gloo advertises it); ``None`` removes it and maps the name back to the lab address. For faults that
+        depend on how addresses compare (gloo lets one side of each pair dial, by address)."""
+        host = self._netns_host(ref, "adding an address")
+        old = self._advertised.pop(host.name, None)
+        if old is not None:
+            _netns.ip("-n", host.netns, "addr", "del", f"{old}/{prefix}", "dev", host.ifname, check=False)
+        if addr is not None:
+            _netns.ip("-n", host.netns, "addr", "add", f"{addr}/{prefix}", "dev", host.ifname)
+            self._advertised[host.name] = addr
+        for each in self.hosts:
+            self._write_hosts_file(each, loopback=each.name in self._loopback)
 
     # -- timed and triggered actions ----------------------------------------------------------------------
     def after(self, seconds: float, action: Callable[[], object]) -> threading.Timer:
