@@ -161,6 +161,20 @@ def test_mtu_and_loopback_hostname_take_effect(lab_factory) -> None:
     assert lab.run("host0", ["getent", "hosts", "host1"]).stdout.split()[0] == lab.host("host1").addr
     lab.hostname_to_loopback("host1", enabled=False)
     assert lab.run("host1", own).stdout.strip() == lab.host("host1").addr
+    # a second address the hostname resolves to, on the host itself and on its peers; reachable; undone
+    lab.advertise_address("host0", "192.168.231.1")
+    lab.advertise_address("host1", "192.168.231.2")
+    lab.hostname_to_loopback("host1")  # both settings hold together
+    assert lab.run("host0", own).stdout.strip() == "192.168.231.1"
+    assert lab.run("host1", ["getent", "hosts", "host0"]).stdout.split()[0] == "192.168.231.1"
+    assert lab.run("host1", own).stdout.strip() == "127.0.0.1"
+    serve(lab, "host0", 7001)
+    assert connect(lab, "host1", "192.168.231.1", 7001, nbytes=1000) == "ok"
+    lab.hostname_to_loopback("host1", enabled=False)
+    lab.advertise_address("host0", None)
+    lab.advertise_address("host1", None)
+    assert lab.run("host1", ["getent", "hosts", "host0"]).stdout.split()[0] == lab.host("host0").addr
+    assert "192.168.231.1" not in lab.run("host0", ["ip", "-br", "addr"]).stdout
 
 
 @requires_root
