@@ -49,6 +49,11 @@ SIG = Signature("all_reduce", ((25_000_000,),), ("Float",), ((25_000_000,),))
 
 
 GROUPS = 2  # process groups per rank (--groups): "0" has the pending collective, the others are idle
+BLOCK = 0  # --blocks B: groups 1.. are per block of B ranks (as tensor-parallel groups), not job-wide
+
+
+def group_name(group: int, rank: int) -> str:
+    return f"{group}.{rank // BLOCK}" if BLOCK and group else str(group)
 
 
 def record(rank: int, world: int, beat: int, *, progress: int | None = None, waits: int = 1,
@@ -59,11 +64,12 @@ def record(rank: int, world: int, beat: int, *, progress: int | None = None, wai
         zero = GroupProgress("0", 999 + p, 999 + p)
     else:
         zero = GroupProgress("0", 1000 + p, 999 + p, stall, SIG, 1000 + p)
-    groups = {"0": zero} | {str(g): GroupProgress(str(g), 200 * g + p, 200 * g + p) for g in range(1, GROUPS)}
+    groups = {"0": zero} | {group_name(g, rank): GroupProgress(group_name(g, rank), 200 * g + p, 200 * g + p)
+                            for g in range(1, GROUPS)}
     return RankRecord(
         rank=rank, world_size=world, host=f"node{rank // 8:04d}", node=rank // 8, pid=10000 + rank, local_rank=rank % 8,
         heartbeat=beat, step=500 + p, step_age_s=0.2, quiet_s=0.01, groups=groups,
-        step_marks=tuple(StepMark(499 + p - i, {"0": 998 + p - i, "1": 199 + p - i}) for i in (1, 0)),
+        step_marks=tuple(StepMark(499 + p - i, {"0": 998 + p - i, group_name(1, rank): 199 + p - i}) for i in (1, 0)),
         waits=tuple(WaitSample("0", 900 + i, 0.15) for i in range(waits)), waits_total=waits, published=time.time(),
     )
 
@@ -117,8 +123,13 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
     counting = CountingStore(client)
     keys = JobKeys("syncdoctor/v1", 0)
     rank_keys = [keys.rank(r) for r in range(world)]
-    for group in range(GROUPS):
-        writer.set(keys.group(str(group)), f"0-{world - 1}")
+    writer.set(keys.group("0"), f"0-{world - 1}")
+    for group in range(1, GROUPS):
+        if BLOCK:
+            for first in range(0, world, BLOCK):
+                writer.set(keys.group(group_name(group, first)), f"{first}-{min(first + BLOCK, world) - 1}")
+        else:
+            writer.set(keys.group(str(group)), f"0-{world - 1}")
     waits = [1] * world
     every = max(1, round(1 / moving)) if moving > 0 else 0
 
@@ -138,6 +149,7 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
     monitor.cycle()  # first cycle: creates missing keys, reads the group tables, runs the detector
     healthy: dict[str, list[float]] = {"cycle": [], "multi_get": [], "screen": [], "rest": []}
     paths: list[str] = []
+    reasons: list[str] = []
     requests = 0
     bytes_in = 0
     for beat in range(1, cycles + 1):
@@ -147,6 +159,7 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
         requests, bytes_in = counting.requests - before_requests, counting.bytes_in - before_bytes
         assert not events, [e.line() for e in events]
         paths.append(monitor.last_path)
+        reasons.append(monitor.last_reason)
         healthy["cycle"].append(monitor.last_cycle_s)
         for part in ("multi_get", "screen", "rest"):
             healthy[part].append(monitor.timings.get(part, 0.0))
@@ -163,7 +176,7 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
         full.append(monitor.last_cycle_s)
     size = len(encode_record(record(0, world, 1, waits=8)))
     out = {"size": size, "requests": requests, "bytes_in": bytes_in, "full_ms": 1000 * statistics.median(full),
-           "fast_share": paths.count("fast") / len(paths)}
+           "fast_share": paths.count("fast") / len(paths), "reasons": sorted({r for r in reasons if r})}
     for part, values in healthy.items():
         out[part + "_ms"] = 1000 * statistics.median(values)
     return out
@@ -202,12 +215,15 @@ def main() -> None:
     parser.add_argument("--sizes", default="512,1024,2048,4096,8192,16384")
     parser.add_argument("--cycles", type=int, default=9)
     parser.add_argument("--groups", type=int, default=2, help="process groups per rank (default 2)")
+    parser.add_argument("--blocks", type=int, default=0,
+                        help="groups other than the default one span blocks of this many ranks (default: the job)")
     parser.add_argument("--moving-waits", type=float, default=0.05,
                         help="share of the ranks that record a new wait between two cycles (default 0.05)")
     args = parser.parse_args()
-    global GROUPS
-    GROUPS = max(1, args.groups)
-    print(f"{GROUPS} process groups per rank; load average {os.getloadavg()[0]:.1f}; {args.moving_waits:.0%} of the ranks record a new wait per cycle")
+    global GROUPS, BLOCK
+    GROUPS, BLOCK = max(1, args.groups), max(0, args.blocks)
+    print(f"{GROUPS} process groups per rank" + (f" (all but one per block of {BLOCK} ranks)" if BLOCK else "")
+          + f"; load average {os.getloadavg()[0]:.1f}; {args.moving_waits:.0%} of the ranks record a new wait per cycle")
     print("monitor cycle, medians; store served by another process")
     print(f"{'ranks':>7} {'healthy':>9} {'multi_get':>10} {'screen':>8} {'rest':>8} | {'full':>9} {'record':>8} "
           f"{'fast':>5}")
@@ -222,6 +238,8 @@ def main() -> None:
         print(f"{world:>7} {result['cycle_ms']:>7.1f}ms {result['multi_get_ms']:>8.1f}ms {result['screen_ms']:>6.1f}ms "
               f"{result['rest_ms']:>6.1f}ms | {result['full_ms']:>7.1f}ms {result['size']:>6.0f} B "
               f"{result['fast_share']:>5.0%}")
+        if result["reasons"]:
+            print(f"        full path because: {'; '.join(result['reasons'])[:300]}")
     if result_4096 is not None:
         ratio = result_4096["cycle_ms"] / 50.0
         print(f"4096 ranks: healthy cycle {result_4096['cycle_ms']:.1f} ms = {ratio:.2f}x the 50 ms target "

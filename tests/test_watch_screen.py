@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from syncdoctor.watch.config import WatchConfig
@@ -489,3 +489,76 @@ def test_records_of_another_version_are_named_once(caplog: pytest.LogCaptureFixt
         monitor.cycle()
     said = [r.getMessage() for r in caplog.records if "records of version" in r.getMessage()]
     assert len(said) == 1 and "version 3" in said[0] and f"reads version {RECORD_VERSION}" in said[0]
+
+
+def _per_group_reference(table: object, groups: dict[str, tuple[int, ...]], world: int) -> tuple[str, dict]:
+    """The screen's group checks written as a plain loop over groups (as it was before GroupIndex)."""
+    import numpy as np
+
+    from syncdoctor.watch.records import HEADER_MARKS, group_id
+
+    t = table  # type: ignore[assignment]
+    slots = np.arange(HEADER_GROUPS)[None, :] < t["ngroups"][:, None]
+    nmarks = t["nmarks"].astype(np.int64)
+    marked = nmarks > 0
+    latest = t["mark_step"][np.arange(world), np.maximum(nmarks - 1, 0)]
+    mark_ok = np.arange(HEADER_MARKS)[None, :] < nmarks[:, None]
+    counts = t["mark_entered"].reshape(world, HEADER_MARKS, HEADER_GROUPS)
+    completed = {}
+    for name, members in groups.items():
+        mem = np.asarray(members, dtype=np.int64)
+        slot = (t["gid"][mem] == group_id(name)) & slots[mem]
+        has, where = slot.any(axis=1), slot.argmax(axis=1)
+        if len(mem) and has.all():
+            completed[name] = int(t["completed"][mem, where].min())
+        if int(marked.sum()) < 2 or int(marked[mem].sum()) < 2:
+            continue
+        pick = marked[mem]
+        mm, mhas, mwhere = mem[pick], has[pick], where[pick]
+        common = latest[mm].min()
+        hit = (t["mark_step"][mm] == common) & mark_ok[mm]
+        if not hit.any(axis=1).all():
+            return f"group {name}: a member's header lacks the common step", completed
+        values = np.where(mhas, counts[mm, hit.argmax(axis=1), mwhere], 0)
+        if (values != values[0]).any():
+            return f"group {name}: entered counts differ at step {int(common)}", completed
+    return "", completed
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_screen_group_checks_match_a_plain_loop(data: st.DataObject) -> None:
+    # many small groups (as tensor-parallel groups per block of ranks) plus the default group; random
+    # progress and step marks, some drifting: the vectorised checks must say what a loop over groups says
+    import numpy as np
+
+    from syncdoctor.watch.screen import GroupIndex, header_table, screen
+    from syncdoctor.watch.snapshot import DetectorState
+
+    world = data.draw(st.integers(2, 12))
+    block = data.draw(st.integers(1, 4))
+    groups = {"0": tuple(range(world))} | {
+        f"t{first}": tuple(range(first, min(first + block, world))) for first in range(0, world, block)}
+    if data.draw(st.booleans()):
+        groups["empty"] = ()
+    steps = sorted(data.draw(st.sets(st.integers(1, 6), max_size=HEADER_GROUPS)))
+    records = []
+    for rank in range(world):
+        mine = ["0", f"t{rank - rank % block}"]
+        progress = {g: GroupProgress(g, e, e - data.draw(st.integers(0, 1)))
+                    for g in mine for e in [data.draw(st.integers(1, 3))]}
+        own_steps = [s for s in steps if data.draw(st.integers(0, 4))]  # some ranks miss some steps
+        marks = tuple(StepMark(s, {g: data.draw(st.integers(0, 2)) for g in mine}) for s in own_steps)
+        records.append(RankRecord(rank=rank, world_size=world, host="h", pid=10 + rank, heartbeat=3,
+                                  groups=progress, step_marks=marks, published=WALL0))
+    table = header_table([encode_record(r) for r in records])
+    expected_reason, expected_completed = _per_group_reference(table, groups, world)
+    event(expected_reason.split(":")[-1].split(" at step")[0].strip() or "quiet")
+    for given_groups in (groups, GroupIndex.build(groups, world)):
+        verdict = screen(table, now=50.0, config=CFG, state=DetectorState(started_at=1.0), world_size=world,
+                         changed_at=np.full(world, 50.0), stack_gens=np.zeros(world, dtype=np.int64),
+                         groups=given_groups, hooks_said=True)
+        assert verdict.reason == expected_reason
+        assert verdict.quiet == (expected_reason == "")
+        if verdict.quiet:
+            assert verdict.completed == expected_completed

@@ -44,7 +44,6 @@ from syncdoctor.watch.records import (
     decode_record,
     decode_stack,
     format_ranks,
-    group_id,
     parse_ranks,
 )
 from syncdoctor.watch.sinks import Sink
@@ -154,6 +153,9 @@ class Monitor:
         self._dumped = False
         self._said_hooks = False
         self._said_version = False
+        self._index: Any = None  # the screen's GroupIndex of self.groups, rebuilt when they grow
+        self._index_size = -1
+        self._tables: dict[str, tuple[int, ...]] = {}
         # the fast path: which cycles took it, why the last full one did not, and where the time went
         self.fast_cycles = 0
         self.last_path = ""
@@ -229,7 +231,7 @@ class Monitor:
 
     def _fast(self, raws: Sequence[bytes], records: LazyRecords, now: float) -> bool:
         """Screen the headers; when quiet, do the cycle's bookkeeping and return True (nothing to say)."""
-        from syncdoctor.watch.screen import header_table, new_waits, screen
+        from syncdoctor.watch.screen import GroupIndex, header_table, new_waits, screen
 
         np, state = self._np, self.state
         self._screened = time.perf_counter()
@@ -243,13 +245,16 @@ class Monitor:
         beats = table["heartbeat"]
         changed = ~self._known | (beats != self._hb)
         changed_at = np.where(changed, now, self._changed_at)
-        tables = {name: tuple(sorted(members)) for name, members in self.groups.items()}
-        names = {group_id(name): name for name in tables}
-        from_headers, to_decode = new_waits(table, self._wait_pid, self._wait_total, names)
+        if self._index is None or self._index_size != len(self.groups):  # tables only ever grow
+            self._tables = {name: tuple(sorted(members)) for name, members in self.groups.items()}
+            self._index = GroupIndex.build(self._tables, self.world_size)
+            self._index_size = len(self.groups)
+        tables, index = self._tables, self._index
+        from_headers, to_decode = new_waits(table, self._wait_pid, self._wait_total, index.by_id)
         upper = sum(len(w) for _, w in from_headers) + 64 * len(to_decode)
         verdict = screen(
             table, now=now, config=self.config, state=state, world_size=self.world_size, changed_at=changed_at,
-            stack_gens=self._stack_arr, groups=tables, hooks_said=self._said_hooks,
+            stack_gens=self._stack_arr, groups=index, hooks_said=self._said_hooks,
             new_wait_count=upper,
         )
         if not verdict.quiet:
