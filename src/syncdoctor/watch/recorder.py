@@ -129,7 +129,7 @@ class GroupDirectory:
         self.mixed = False  # some group has a backend on each recorder (its sequence number is ambiguous)
         self._order: dict[str, list[str]] = {NCCL: [], OTHER: []}  # per recorder: group keys by backend id
         self._key: dict[tuple[str, str], str] = {}  # (recorder, group name) -> published key
-        self._groups: tuple[tuple[str, Any], ...] = ()  # (key, ProcessGroup) of single-recorder groups
+        self._groups: tuple[tuple[str, Any], ...] = ()  # (name, ProcessGroup)
         self._by_uid: dict[tuple[str, int], str] = {}
         self._size = -1
         self._world: Any = None
@@ -181,7 +181,7 @@ class GroupDirectory:
             self.members[key] = members
         if len(recorders) > 1:
             self.mixed = True
-        elif pg is not None:
+        if pg is not None:
             self._groups = (*self._groups, (name, pg))  # replaced whole: read by step marks
         self.recorders = self.recorders | set(recorders)
         self.version += 1
@@ -189,8 +189,9 @@ class GroupDirectory:
     def sequence_numbers(self) -> dict[str, int]:
         """Collectives entered so far per group, from each group's own counter (any thread).
 
-        Raises what torch raises where a backend has no such counter (the caller falls back). Groups with a
-        backend on each recorder are left out: their counter is one backend's (see :attr:`mixed`).
+        Raises what torch raises where a backend has no such counter (the caller falls back). A group with
+        a backend on each recorder has one counter for both sides: where :attr:`mixed`, step marks read the
+        status instead.
         """
         return {name: int(pg._get_sequence_number_for_group()) for name, pg in self._groups}
 
@@ -237,22 +238,17 @@ class FlightRecorderSource:
     """Progress from the Flight Recorders' status (NCCL's and the other backends'); signatures from a full dump.
 
     ``dumps`` maps a recorder (:data:`NCCL`, :data:`OTHER`) to its JSON dump function, by default those this
-    torch has. Only the recorders that hold one of our groups are read (about 5 µs each).
+    torch has. Only the recorders that hold one of our groups are read (about 5 µs each). A raw status is
+    what :meth:`status` returns: ``((recorder, bytes), ...)``.
     """
 
     name = "flight_recorder"
 
-    def __init__(
-        self, directory: GroupDirectory, dump: Callable[..., bytes] | None = None,
-        dumps: dict[str, Callable[..., Any]] | None = None,
-    ) -> None:
+    def __init__(self, directory: GroupDirectory, dumps: dict[str, Callable[..., Any]] | None = None) -> None:
         if dumps is None:
-            if dump is not None:
-                dumps = {OTHER: dump}
-            else:
-                import torch._C._distributed_c10d as c10d_ext
+            import torch._C._distributed_c10d as c10d_ext
 
-                dumps = {rec: getattr(c10d_ext, fn) for rec, fn in _DUMPS.items() if hasattr(c10d_ext, fn)}
+            dumps = {rec: getattr(c10d_ext, fn) for rec, fn in _DUMPS.items() if hasattr(c10d_ext, fn)}
         self._dumps = dumps
         self.directory = directory
         self.empty_reads = 0
@@ -271,11 +267,8 @@ class FlightRecorderSource:
         self.empty_reads = self.empty_reads + 1 if not out else 0
         return out
 
-    def parse(self, raw: Any) -> dict[str, tuple[int, int]]:
-        """Readings from a raw status (:meth:`status`, or the bytes of :data:`OTHER`'s alone); the previous
-        result again when neither it nor the directory changed."""
-        if not isinstance(raw, tuple):
-            raw = ((OTHER, raw),)
+    def parse(self, raw: tuple[tuple[str, Any], ...]) -> dict[str, tuple[int, int]]:
+        """Readings from a raw status; the previous result again when neither it nor the directory changed."""
         last = self._last
         if last is not None and last[1] == self.directory.version and last[0] == raw:
             return last[2]
