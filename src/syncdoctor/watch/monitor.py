@@ -68,14 +68,14 @@ class LazyRecords(Mapping[int, RankRecord]):
     """
 
     def __init__(self, raws: Sequence[bytes]) -> None:
-        self._raws = raws
+        self.raws = raws
         self._cache: dict[int, RankRecord | None] = {}
         self._all: dict[int, RankRecord] | None = None
 
     def _one(self, rank: int) -> RankRecord | None:
         if rank in self._cache:
             return self._cache[rank]
-        record = decode_record(self._raws[rank])
+        record = decode_record(self.raws[rank])
         if record is not None and record.rank != rank:
             record = None
         self._cache[rank] = record
@@ -83,15 +83,12 @@ class LazyRecords(Mapping[int, RankRecord]):
 
     def decoded(self) -> dict[int, RankRecord]:
         """Every valid record, decoded (those already read are not decoded again)."""
-        return self._every()
-
-    def _every(self) -> dict[int, RankRecord]:
         if self._all is None:
-            self._all = {r: rec for r in range(len(self._raws)) if (rec := self._one(r)) is not None}
+            self._all = {r: rec for r in range(len(self.raws)) if (rec := self._one(r)) is not None}
         return self._all
 
     def __getitem__(self, rank: object) -> RankRecord:
-        if type(rank) is not int or not 0 <= rank < len(self._raws):
+        if type(rank) is not int or not 0 <= rank < len(self.raws):
             raise KeyError(rank)
         record = self._one(rank)
         if record is None:
@@ -99,10 +96,10 @@ class LazyRecords(Mapping[int, RankRecord]):
         return record
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._every())
+        return iter(self.decoded())
 
     def __len__(self) -> int:
-        return len(self._every())
+        return len(self.decoded())
 
 
 class Monitor:
@@ -205,8 +202,6 @@ class Monitor:
             self.timings["rest"] = self.last_cycle_s - self.timings["multi_get"] - self.timings["screen"]
             return []
         self.last_path = "full"
-        if not self._said_version:
-            self._say_version(raws)
         events = self._full(lazy, now, wall)
         self.cycles += 1
         self.last_cycle_s = time.perf_counter() - started
@@ -298,6 +293,8 @@ class Monitor:
 
     def _full(self, lazy: LazyRecords, now: float, wall: float) -> list[Event]:
         records = lazy.decoded()
+        if len(records) < self.world_size and not self._said_version:  # only then can a version differ
+            self._say_version(lazy.raws)
         self.records = records
         self._read_groups(records)
         self._read_stacks(records)
