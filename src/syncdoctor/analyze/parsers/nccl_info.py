@@ -13,7 +13,7 @@ in NCCL 2.7-2.30:
   …]- Init COMPLETE`` (the function name since 2.21, nvmlDev and commId since 2.18; 2.28 names
   ``ncclCommInitRankConfig`` and, for splits, ``parent 0x… splitCount 1 color … key 0``)
 * ``NCCL_SOCKET_IFNAME set by environment to eth0`` (any ``NCCL_*`` variable NCCL reads and reports at
-  INFO with the ENV subsystem; ``NCCL_COLLNET_ENABLE … to 1.`` ends with a period)
+  INFO with the ENV subsystem; some, like ``NCCL_COLLNET_ENABLE … to 1.``, end with a period)
 """
 
 from __future__ import annotations
@@ -90,9 +90,7 @@ def parse(line: Line) -> list[Event]:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"network": match["net"]}))
     match = _ENV.search(message)
     if match:
-        value = match["value"].strip()
-        if value.endswith(".") and match["name"] == "NCCL_COLLNET_ENABLE":
-            value = value[:-1]
+        value = match["value"].strip().removesuffix(".")  # some of these lines end as a sentence
         events.append(make_event(Kind.NCCL_ENV, line, origin=origin, data={"name": match["name"], "value": value}))
     if "Init COMPLETE" in message:
         match = _INIT.search(message)
