@@ -72,6 +72,16 @@ def write(name: str, data: object) -> None:
         handle.write(data if mode == "wb" else str(data))  # type: ignore[arg-type]
 
 
+def spin_cycles_per_s() -> float:
+    """How many cycles of ``torch.cuda._sleep`` (a kernel that spins) make a second on this GPU."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(100_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    return 100_000_000 / (start.elapsed_time(end) / 1000)
+
+
 def main() -> int:
     import torch._C._distributed_c10d as ext
 
@@ -203,12 +213,7 @@ def main() -> int:
 
     # a collective entered but held back on the GPU: the stream is busy in a spin kernel ahead of it
     if CUDA:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.cuda._sleep(100_000_000)
-        end.record()
-        torch.cuda.synchronize()
-        cycles_per_s = 100_000_000 / (start.elapsed_time(end) / 1000)
+        cycles_per_s = spin_cycles_per_s()
         log("gpu_cycles_per_s", cycles_per_s)
         hold_s = 12.0
         t0 = time.monotonic()

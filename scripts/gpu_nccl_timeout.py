@@ -15,6 +15,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from gpu_nccl_diag import spin_cycles_per_s  # beside this script (its folder is on sys.path)
 
 import syncdoctor.watch as watch
 
@@ -29,12 +30,7 @@ t = torch.ones(1 << 20, device=device)
 for _ in range(5):
     dist.all_reduce(t)
 torch.cuda.synchronize()
-start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-start.record()
-torch.cuda._sleep(100_000_000)
-end.record()
-torch.cuda.synchronize()
-cycles_per_s = 100_000_000 / (start.elapsed_time(end) / 1000)
+cycles_per_s = spin_cycles_per_s()
 print(f"holding the stream for {os.environ.get('HOLD_S', '20')} s", flush=True)
 torch.cuda._sleep(int(cycles_per_s * float(os.environ.get("HOLD_S", "20"))))
 dist.all_reduce(t)
