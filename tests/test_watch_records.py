@@ -19,6 +19,7 @@ from syncdoctor.watch.records import (
     RECORD_VERSION,
     Frame,
     GroupProgress,
+    P2PProgress,
     RankRecord,
     Signature,
     StackReport,
@@ -44,13 +45,14 @@ def _record() -> RankRecord:
         step_marks=(StepMark(11, {"0": 55}), StepMark(12, {"0": 57, "7": 3})),
         waits=(WaitSample("0", 50, 0.4),), stack_gen=4, ack=6, error="RuntimeError: boom", fail_order=1,
         inspected={1234: "stopped"}, published=1700000000.125,
+        p2p=(P2PProgress("0", 2, "recv", 5, 4, 0.75), P2PProgress("0", 4, "send", 5, 5), P2PProgress("3", -1, "recv", 1, 1)),
     )
 
 
 def test_record_round_trip() -> None:
     record = _record()
     raw = encode_record(record)
-    assert HEADER_SIZE <= 512 and len(raw) - HEADER_SIZE < 300  # compact: read for every rank every second
+    assert HEADER_SIZE <= 512 and len(raw) - HEADER_SIZE < 360  # compact: read for every rank every second
     assert decode_record(raw) == record
 
 
@@ -148,6 +150,8 @@ def _records(draw: st.DrawFn) -> RankRecord:
     marks = tuple(StepMark(s, {n: draw(_seq) for n in names if draw(st.booleans())}) for s in steps)
     waits = tuple(WaitSample(draw(st.sampled_from(names)) if names else "0", draw(_seq),
                              round(draw(st.floats(0, 1e4)), 3)) for _ in range(draw(st.integers(0, 12))))
+    p2p = tuple(P2PProgress(draw(_names), draw(st.integers(-1, 2**31)), draw(st.sampled_from(("send", "recv"))),
+                            *draw(_group)) for _ in range(draw(st.integers(0, 4))))
     return RankRecord(
         rank=draw(st.integers(0, 2**31 - 1)), world_size=draw(st.integers(1, 2**31 - 1)), host=draw(st.text(max_size=8)),
         node=draw(st.integers(-1, 99)), pid=draw(st.integers(0, 2**40)), heartbeat=draw(st.integers(0, 2**62)),
@@ -155,7 +159,7 @@ def _records(draw: st.DrawFn) -> RankRecord:
         source=draw(st.sampled_from(("", "flight_recorder", "hooks"))), step=steps[-1] if steps else None,
         step_age_s=0.5 if steps else None, quiet_s=draw(st.one_of(st.none(), st.just(1.25))), groups=groups,
         step_marks=marks, waits=waits, stack_gen=draw(st.integers(0, 2**40)), ack=draw(st.integers(0, 2**40)),
-        published=round(draw(st.floats(0, 2e9)), 3), waits_total=draw(st.integers(0, 2**40)),
+        published=round(draw(st.floats(0, 2e9)), 3), waits_total=draw(st.integers(0, 2**40)), p2p=p2p,
     )
 
 
@@ -190,8 +194,11 @@ def test_header_holds_the_screen_fields() -> None:
     assert _field(raw, "mark_entered")[:2 * HEADER_GROUPS] == (55, 0, *[0] * pad, 57, 3, *[0] * pad)
     assert _field(raw, "nwaits") == 1 and _field(raw, "wait_ms")[0] == 400 and _field(raw, "flags") == 0
     assert _field(raw, "max_stall_ms") == 1500
-    quiet = encode_record(record._replace(groups={"0": GroupProgress("0", 5, 5)}, step_marks=(), waits=()))
+    quiet = encode_record(record._replace(groups={"0": GroupProgress("0", 5, 5)}, step_marks=(), waits=(), p2p=()))
     assert _field(quiet, "max_stall_ms") == -1
+    # a rank blocked in a receive is stalled too: the screen must send the cycle to the full detector
+    blocked = record._replace(groups={"0": GroupProgress("0", 5, 5)}, p2p=(P2PProgress("0", 1, "recv", 3, 2, 2.5),))
+    assert _field(encode_record(blocked), "max_stall_ms") == 2500
 
 
 def test_header_overflow_flag() -> None:
@@ -213,6 +220,7 @@ def test_v3_truncated_foreign_and_old_values_are_not_reporting() -> None:
     for cut in range(len(raw)):
         assert decode_record(raw[:cut]) is None and decode_header(raw[:cut]) is None
     assert decode_record(b"SDW\x02" + raw[4:]) is None  # another version
+    assert decode_record(b"SDW\x04" + raw[4:]) is None  # v4 (no point-to-point channels)
     assert decode_record(b"XXXX" + raw[4:]) is None
     assert decode_record(raw + b" ") is None  # length disagrees with the header
     assert decode_record(raw[:HEADER_SIZE] + b"{" + raw[HEADER_SIZE + 1:]) is None  # detail does not parse

@@ -37,6 +37,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from syncdoctor.watch.p2p import P2PLedger
 from syncdoctor.watch.records import Signature, sizes_from
 
 __all__ = [
@@ -244,15 +245,23 @@ class FlightRecorderSource:
 
     name = "flight_recorder"
 
-    def __init__(self, directory: GroupDirectory, dumps: dict[str, Callable[..., Any]] | None = None) -> None:
+    def __init__(
+        self,
+        directory: GroupDirectory,
+        dumps: dict[str, Callable[..., Any]] | None = None,
+        p2p: P2PLedger | None = None,
+    ) -> None:
         if dumps is None:
             import torch._C._distributed_c10d as c10d_ext
 
             dumps = {rec: getattr(c10d_ext, fn) for rec, fn in _DUMPS.items() if hasattr(c10d_ext, fn)}
         self._dumps = dumps
         self.directory = directory
+        self.p2p = p2p
         self.empty_reads = 0
-        self._last: tuple[Any, int, dict[str, tuple[int, int]]] | None = None  # (raw, directory version, readings)
+        # (raw, directory version, p2p ids version, readings)
+        self._last: tuple[Any, int, int, dict[str, tuple[int, int]]] | None = None
+        self._completed_ids: dict[str, int] = {}  # group -> the raw id of its last completed collective
 
     def status(self) -> tuple[tuple[str, Any], ...]:
         """The raw status of each recorder that holds one of our groups (no entries): about 240 bytes each."""
@@ -268,10 +277,16 @@ class FlightRecorderSource:
         return out
 
     def parse(self, raw: tuple[tuple[str, Any], ...]) -> dict[str, tuple[int, int]]:
-        """Readings from a raw status; the previous result again when neither it nor the directory changed."""
+        """Readings from a raw status; the previous result again when neither it nor the directory changed.
+
+        Where the backend numbers point-to-point calls among its operations (gloo), the status holds the
+        operation id of the last collective entered and completed; the ledger turns ids into collective
+        counts, which are what ranks compare.
+        """
+        ids_version = self.p2p.ids_version() if self.p2p is not None else 0
         last = self._last
-        if last is not None and last[1] == self.directory.version and last[0] == raw:
-            return last[2]
+        if last is not None and last[1] == self.directory.version and last[2] == ids_version and last[0] == raw:
+            return last[3]
         name_of = self.directory.name_of
         out: dict[str, tuple[int, int]] = {}
         for recorder, text in raw:
@@ -279,8 +294,29 @@ class FlightRecorderSource:
                 name = name_of(uid, recorder)
                 if name is not None:
                     out[name] = pair
-        self._last = (raw, self.directory.version, out)
+        if ids_version and self.p2p is not None:
+            for name, (entered, completed) in out.items():
+                if f"{name}/gloo" in self.directory.members:
+                    continue  # two backends behind one name: which one counted the call is unknown
+                self._completed_ids[name] = completed
+                out[name] = (self.p2p.collectives_up_to(name, entered), self.p2p.collectives_up_to(name, completed))
+        self._last = (raw, self.directory.version, ids_version, out)
         return out
+
+    def settle(self) -> None:
+        """Forget point-to-point ids older than every group's last completed collective (bounded memory).
+
+        Called after a sample's step marks were parsed: those may still need ids above the completed one.
+        """
+        if self.p2p is not None:
+            for name, completed in self._completed_ids.items():
+                self.p2p.forget_ids_below(name, completed)
+
+    def collective_counts(self, counters: dict[str, int]) -> dict[str, int]:
+        """The groups' operation counters (:meth:`GroupDirectory.sequence_numbers`) as collective counts."""
+        if self.p2p is None:
+            return counters
+        return {name: self.p2p.collectives_up_to(name, value) for name, value in counters.items()}
 
     def full_dump(self, recorder: str = OTHER) -> dict[str, Any]:
         return json.loads(self._dumps[recorder](includeCollectives=True, onlyActive=False))

@@ -2,7 +2,7 @@
 
 Pure: no I/O. One :class:`RankRecord` per rank per interval is written to the job's store under
 ``<prefix>/attempt<N>/rank/<rank>``; stacks, group tables and control messages have their own keys (see
-:mod:`syncdoctor.watch.keys`). A record (version 4) is a fixed-size binary header, which the monitor
+:mod:`syncdoctor.watch.keys`). A record (version 5) is a fixed-size binary header, which the monitor
 screens for all ranks at once in healthy cycles (:mod:`syncdoctor.watch.screen`), followed by the detail
 as positional JSON, decoded only when needed. :func:`decode_record` never raises on bad input: it
 returns ``None`` (older versions, foreign or truncated values too) and the monitor treats the rank as
@@ -29,11 +29,13 @@ __all__ = [
     "HEADER_SIZE",
     "HEADER_WAITS",
     "OVERFLOW",
+    "P2P_KINDS",
     "RECORD_VERSION",
     "SOURCES",
     "STATES",
     "Frame",
     "GroupProgress",
+    "P2PProgress",
     "RankRecord",
     "Signature",
     "StackReport",
@@ -49,7 +51,7 @@ __all__ = [
     "parse_ranks",
 ]
 
-RECORD_VERSION = 4
+RECORD_VERSION = 5
 # starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
 # destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
 STATES = ("starting", "running", "exited", "failed", "aborting")
@@ -142,6 +144,31 @@ class GroupProgress(NamedTuple):
         return self.entered > self.completed
 
 
+P2P_KINDS = ("send", "recv")
+
+
+class P2PProgress(NamedTuple):
+    """One rank's point-to-point traffic with one peer in one group, in one direction (a *channel*).
+
+    Attributes:
+        group: the process group's name. peer: the other rank (global), ``-1`` for a receive from any source.
+        kind: ``send`` (this rank to ``peer``) or ``recv`` (from ``peer``).
+        entered: operations this rank posted on the channel; completed: those that finished, in order.
+        stalled_s: seconds the oldest unfinished one has been pending, at publication; ``None`` if none is.
+    """
+
+    group: str
+    peer: int
+    kind: str
+    entered: int
+    completed: int
+    stalled_s: float | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.entered > self.completed
+
+
 class StepMark(NamedTuple):
     """At training step ``step`` (optimizer step or ``step(i)``), the last sequence entered per group."""
 
@@ -182,6 +209,7 @@ class RankRecord(NamedTuple):
         published: wall-clock time of publication (for display only).
         waits_total: how many waits this process has appended so far (grows only with ``waits``), so the
             monitor ingests a rank's waits only when it moved.
+        p2p: its point-to-point channels (sends and receives per peer and group).
     """
 
     rank: int
@@ -207,6 +235,7 @@ class RankRecord(NamedTuple):
     inspected: Mapping[int, str] = _EMPTY
     published: float = 0.0
     waits_total: int = 0
+    p2p: tuple[P2PProgress, ...] = ()
 
     @property
     def host_key(self) -> str:
@@ -221,7 +250,7 @@ class RankRecord(NamedTuple):
         return self.host or "?"
 
 
-# Record v4: a fixed-size little-endian binary *screen header* followed by the *detail* (positional JSON).
+# Record v5: a fixed-size little-endian binary *screen header* followed by the *detail* (positional JSON).
 #
 # The monitor reads every rank's value each interval. In a healthy cycle it looks at the headers only,
 # all at once (:mod:`syncdoctor.watch.screen`), and decodes the detail of a rank only when something
@@ -232,7 +261,8 @@ class RankRecord(NamedTuple):
 # heartbeat, published, stack_gen, ack, state, source); the detail holds the rest:
 # host, node, local rank, attempt, groups {name: [entered, completed, stalled or -1, signature seq,
 # compact signature]}, step or null, step age, quiet or null, step marks [[step, {group: entered}]],
-# waits [[group, seq, s]], error or null, fail order or null, inspected {pid: state}.
+# waits [[group, seq, s]], error or null, fail order or null, inspected {pid: state}, point-to-point
+# channels [[group, peer, 0 send / 1 recv, entered, completed, stalled or -1]] (v5; v4 had no channels).
 # G: group slots (group id = zlib.crc32 of the name, entered, completed). A rank with more groups sets
 # OVERFLOW and every cycle takes the full path (at 4096 ranks with 6 groups: 424 ms instead of 34), so
 # there are enough for a data/tensor/pipeline/context/expert-parallel job with a default group whose
@@ -276,6 +306,7 @@ def _header(record: RankRecord, detail_len: int) -> bytes:
     entered = [g.entered for g in slots]
     completed = [g.completed for g in slots]
     stalls = [round(g.stalled_s, 3) for g in groups if g.stalled_s is not None]
+    stalls += [round(c.stalled_s, 3) for c in record.p2p if c.stalled_s is not None]  # a blocked recv counts too
     max_stall = -1 if not stalls else min(max(math.ceil(max(stalls) * 1000), 0), _I32)
     marks = record.step_marks
     steps = [m.step for m in marks]
@@ -349,17 +380,19 @@ def encode_record(record: RankRecord) -> bytes:
         record.error[:500] if record.error else None,
         record.fail_order,
         {str(pid): state for pid, state in record.inspected.items()},
+        [[c.group, c.peer, P2P_KINDS.index(c.kind) if c.kind in P2P_KINDS else 0, c.entered, c.completed,
+          -1 if c.stalled_s is None else round(c.stalled_s, 3)] for c in record.p2p],
     ], separators=(",", ":")).encode()
     return _header(record, len(detail)) + detail
 
 
 _NUMBERS = (int, float)
-_DETAIL_FIELDS = 13
+_DETAIL_FIELDS = 14
 
 
 def decode_header(raw: bytes | None) -> tuple[Any, ...] | None:
     """The header's values in :data:`HEADER_FIELDS` order (repeated fields flattened), or ``None`` when
-    ``raw`` is no v4 record: empty, short, foreign, another version, or a length that disagrees."""
+    ``raw`` is no v5 record: empty, short, foreign, another version, or a length that disagrees."""
     if not raw or len(raw) < HEADER_SIZE or raw[:4] != MAGIC:
         return None
     values = _HEADER.unpack_from(raw)
@@ -385,7 +418,7 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
         if type(data) is not list or len(data) != _DETAIL_FIELDS:
             return None
         (host, node, local_rank, attempt, raw_groups, step, step_age, quiet, marks, waits, error, fail_order,
-         inspected) = data
+         inspected, raw_p2p) = data
         if type(node) is not int:
             return None
         groups = {}
@@ -406,12 +439,20 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
             if type(seq) is not int or type(wait_s) not in _NUMBERS:
                 return None
             wait_list.append(WaitSample(str(group), seq, wait_s))
+        p2p = []
+        for group, peer, kind, entered, completed, stalled in raw_p2p:
+            if (type(peer) is not int or type(entered) is not int or type(completed) is not int
+                    or type(stalled) not in _NUMBERS or kind not in (0, 1)):
+                return None
+            p2p.append(P2PProgress(str(group), peer, P2P_KINDS[kind], entered, completed,
+                                   None if stalled < 0 else stalled))
         return RankRecord(
             rank, world, host if type(host) is str else str(host), node, pid, local_rank, attempt, beat,
             STATES[state] if state < len(STATES) else "running", SOURCES[source] if source < len(SOURCES) else "",
             step, None if step is None else step_age, quiet, groups, tuple(mark_list), tuple(wait_list),
             stack_gen, ack, str(error) if error else None, fail_order if type(fail_order) is int else None,
             {int(k): str(v) for k, v in inspected.items()} if inspected else _EMPTY, published, waits_total,
+            tuple(p2p),
         )
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, struct.error):
         return None

@@ -36,6 +36,8 @@ from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.local import Identity, capture_stack, identity, process_state
 from syncdoctor.watch.metrics import attach_from_environment
 from syncdoctor.watch.monitor import Monitor, MonitorThread
+from syncdoctor.watch.p2p import P2PLedger
+from syncdoctor.watch.p2p_hooks import install_p2p
 from syncdoctor.watch.postmortem import diagnose_failure
 from syncdoctor.watch.priority import lower_thread_priority
 from syncdoctor.watch.recorder import (
@@ -63,6 +65,7 @@ class Watcher:
     def __init__(self, config: WatchConfig) -> None:
         self.config = config
         self.sampler = Sampler(straggler_min_wait_s=config.straggler_min_wait_s)
+        self.p2p = P2PLedger()
         self.directory = GroupDirectory()
         self.source: ProgressSource | None = None
         self.identity: Identity | None = None
@@ -193,6 +196,7 @@ class Watcher:
             if getattr(owner, "destroy_process_group", None) is original:
                 owner.destroy_process_group = destroy_process_group
                 self._undo.append(functools.partial(setattr, owner, "destroy_process_group", original))
+        self._undo.append(install_p2p(self.p2p))
         try:
             from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -275,12 +279,13 @@ class Watcher:
     def _sample(self, c10d: Any) -> None:
         source = self.source
         if source is None:
-            source = self.source = FlightRecorderSource(self.directory)
+            source = self.source = FlightRecorderSource(self.directory, p2p=self.p2p)
         if not isinstance(source, FlightRecorderSource):
             self.directory.refresh()  # the Flight Recorder's readings refresh it themselves
+        self.p2p.poll()
         readings = source.readings()
         now = time.monotonic()
-        self.sampler.observe(now, readings)
+        self.sampler.observe(now, readings, self.p2p.changes)
         if self._marks:
             pending = []
             while self._marks:
@@ -290,6 +295,7 @@ class Watcher:
         for group, seq in self.sampler.wanted_signatures(now, self.config.suspect_s):
             self.sampler.set_signature(group, seq, source.signature(group, seq))
         if isinstance(source, FlightRecorderSource):
+            source.settle()
             self._check_flight_recorder(c10d, readings)
 
     def _sample_now(self) -> None:
@@ -306,9 +312,9 @@ class Watcher:
         """A step mark's ``{group: entered}`` from what the training thread read (see :meth:`_mark`)."""
         if raw is None:
             return self.sampler.entered()
-        if isinstance(raw, dict):
-            return raw
         source = self.source
+        if isinstance(raw, dict):
+            return source.collective_counts(raw) if isinstance(source, FlightRecorderSource) else raw
         if not isinstance(source, FlightRecorderSource):
             return self.sampler.entered()
         return {name: entered for name, (entered, _completed) in source.parse(raw).items()}
@@ -323,7 +329,9 @@ class Watcher:
             return
         self._empty_fr_samples = 0
         try:
-            issued = int(c10d._get_default_group()._get_sequence_number_for_group())
+            default = c10d._get_default_group()
+            # gloo counts point-to-point calls too, and records none of them
+            issued = int(default._get_sequence_number_for_group()) - self.p2p.p2p_ops(str(default.group_name))
         except Exception:
             return
         if issued > 0 and self.config.recorder == "auto":
@@ -414,7 +422,7 @@ class Watcher:
             quiet_s=self.sampler.quiet_s(now), groups=self.sampler.progress(now), step_marks=self.sampler.marks(),
             waits=self.sampler.waits(), stack_gen=self._stack_gen, ack=self._ack, error=self._error,
             fail_order=self._fail_order, inspected=dict(self._inspect), published=time.time(),
-            waits_total=self.sampler.waits_total(),
+            waits_total=self.sampler.waits_total(), p2p=self.p2p.progress(now),
         )
 
     def _publish(self, final: bool = False) -> None:

@@ -50,12 +50,16 @@ class Sampler:
         self._quiet_since: float | None = None
         self.step: int | None = None
         self._step_at: float | None = None
+        self._activity = 0
 
-    def observe(self, now: float, readings: Mapping[str, tuple[int, int]]) -> None:
+    def observe(self, now: float, readings: Mapping[str, tuple[int, int]], activity: int = 0) -> None:
+        """One reading of every group's (entered, completed); ``activity`` is a counter of other progress
+        (point-to-point calls): when it moved, this rank is not sitting still."""
         with self._lock:
             mid = now if self._last is None else (self._last + now) / 2
-            if self._quiet_since is None:
+            if self._quiet_since is None or activity != self._activity:
                 self._quiet_since = now
+                self._activity = activity
             for name, (entered, completed) in readings.items():
                 track = self._groups.get(name)
                 if track is None:

@@ -8,7 +8,7 @@ runs every cycle in full when numpy is missing.
 :func:`screen` is conservative: it answers *quiet* only when the full detector (:func:`syncdoctor.watch.
 detector.detect`) provably emits no event and requests nothing, given the same records and state:
 
-- every rank reports a valid v4 header (its own rank, state ``running``, no overflow flag), every
+- every rank reports a valid header of this version (its own rank, state ``running``, no overflow flag), every
   group id in the headers is a group whose member table the monitor has read, no rank published a
   stack the monitor has not read, and the hooks notice (W109) was already said when a rank uses hooks;
 - no incident is open, no stack request is unanswered, no process-state request is recent, the
@@ -66,7 +66,7 @@ _DTYPE: Any = None
 
 
 def header_table(raws: Sequence[bytes]) -> Any | None:
-    """All headers as one numpy record array, or ``None`` when any value is not a complete v4 record."""
+    """All headers as one numpy record array, or ``None`` when any value is not a complete record of this version."""
     import numpy as np
 
     global _DTYPE
