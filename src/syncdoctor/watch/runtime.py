@@ -240,14 +240,15 @@ class Watcher:
         source = self.source
         raw: Any = None
         try:
-            if isinstance(source, FlightRecorderSource):
+            # before the sampler's first read the source is not there yet: the Flight Recorder's by default
+            if source is None or isinstance(source, FlightRecorderSource):
                 if self._counter_marks and not self.directory.mixed:
                     self.directory.refresh()
                     try:
                         raw = self.directory.sequence_numbers()
                     except Exception:  # a backend without the counter: the status from now on
                         self._counter_marks = False
-                if raw is None:
+                if raw is None and source is not None:
                     raw = source.status()
             elif source is not None:
                 raw = {name: entered for name, (entered, _completed) in source.readings().items()}

@@ -58,6 +58,7 @@ class Incident:
     ranks: tuple[int, ...]
     waited_s: float | None = None
     sticky: bool = False
+    channel: tuple[int, int, str] | None = None  # a late rank awaited in a message: (waiter, peer, kind)
 
 
 @dataclass

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from syncdoctor.watch.records import format_ranks
+
 __all__ = ["Hop", "Op", "Root", "Wait", "analyse", "describe_chain"]
 
 
@@ -165,20 +167,7 @@ def describe_chain(
 
 def _ranks_text(ranks: Iterable[int]) -> str:
     ordered = sorted(set(ranks))
-    return ("rank " if len(ordered) == 1 else "ranks ") + _compact(ordered)
-
-
-def _compact(ordered: list[int]) -> str:
-    parts: list[str] = []
-    index = 0
-    while index < len(ordered):
-        start = end = ordered[index]
-        while index + 1 < len(ordered) and ordered[index + 1] == end + 1:
-            index += 1
-            end = ordered[index]
-        parts.append(str(start) if start == end else f"{start}-{end}")
-        index += 1
-    return ",".join(parts)
+    return ("rank " if len(ordered) == 1 else "ranks ") + format_ranks(ordered)
 
 
 def _cycles(waits: Sequence[Wait], out_of: dict[int, list[int]]) -> list[set[int]]:

@@ -1,0 +1,132 @@
+"""What every detector rule reads: one cycle's snapshot with the detector's memory, and the condition a rule
+returns. Pure: no I/O, no clock (``snapshot.now`` is the only time)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncdoctor.watch.config import WatchConfig
+from syncdoctor.watch.events import Event
+from syncdoctor.watch.records import RankRecord, Signature, format_ranks
+from syncdoctor.watch.snapshot import DetectorState, Requests, Snapshot
+
+__all__ = [
+    "ALIVE_STATES",
+    "DEFAULT_GROUP",
+    "STICKY",
+    "SYMMETRIC",
+    "Blocked",
+    "Condition",
+    "Context",
+    "have",
+    "key",
+    "ranks_text",
+    "who_list",
+]
+
+ALIVE_STATES = ("starting", "running", "aborting")
+STICKY = ("W102", "W103", "W108")  # conditions that never clear by themselves: reported once
+DEFAULT_GROUP = "0"
+# collectives that complete on a rank only once every member has entered them (unlike broadcast, whose
+# root may finish first)
+SYMMETRIC = ("all_reduce", "allreduce", "all_gather", "allgather", "_allgather_base", "all_gather_into_tensor",
+             "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all", "alltoall",
+             "alltoall_base", "all_to_all_single", "barrier", "all_reduce_coalesced", "allreduce_coalesced",
+             "coalesced")
+
+
+@dataclass
+class Condition:
+    """What a rule sees this cycle: the event it would raise, and whether it may be raised yet."""
+
+    event: Event
+    ready: bool = True
+
+
+@dataclass
+class Blocked:
+    """What a dead, missing or gone rank holds up: the wait nearest to it and everyone behind it."""
+
+    group: str
+    seq: int
+    signature: Signature | None
+    waiting: tuple[int, ...]
+    waited: float
+    chain: str = ""
+
+
+@dataclass
+class Context:
+    snapshot: Snapshot
+    config: WatchConfig
+    state: DetectorState
+    live: dict[int, str]  # rank -> alive | stale | exited | failed | missing | unknown
+    groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    requests: Requests = field(default_factory=Requests)
+    blocked: dict[int, Blocked] = field(default_factory=dict)
+
+    def age(self, rank: int) -> float:
+        seen = self.state.seen.get(rank)
+        return 0.0 if seen is None else self.snapshot.now - seen.changed_at
+
+    def elapsed(self, rank: int) -> float:
+        """Seconds since the rank published its current record, to add to the durations it reports.
+
+        The monitor's own clock gives a lower bound (since it first saw the record, up to one cycle late);
+        the publication time on the rank's wall clock is used within one interval above that, so that
+        clocks that disagree cannot stretch a wait by more than an interval.
+        """
+        low = self.age(rank)
+        rec = self.snapshot.records.get(rank)
+        if rec is None or not rec.published or not self.snapshot.wall:
+            return low
+        return min(max(self.snapshot.wall - rec.published, low), low + self.config.interval_s)
+
+    def silent(self, rank: int) -> bool:
+        """Alive by the dead threshold, but its heartbeat already missed a couple of intervals."""
+        return self.age(rank) >= min(self.config.dead_s, 2.0 * self.config.interval_s)
+
+    def record(self, rank: int) -> RankRecord | None:
+        return self.snapshot.records.get(rank)
+
+    def who(self, rank: int) -> str:
+        rec = self.record(rank)
+        if rec is None:
+            return f"rank {rank}"
+        return f"rank {rank} ({rec.where}, pid {rec.pid})"
+
+    def hosts(self, ranks: Iterable[int]) -> tuple[str, ...]:
+        out: list[str] = []
+        for rank in ranks:
+            rec = self.record(rank)
+            if rec is not None and rec.where not in out:
+                out.append(rec.where)
+        return tuple(out)
+
+    def pids(self, ranks: Iterable[int]) -> tuple[int, ...]:
+        return tuple(rec.pid for rec in (self.record(r) for r in ranks) if rec is not None)
+
+
+def key(code: str, *parts: Any) -> str:
+    """An incident's identity: the same across its warning, confirmed and resolved events."""
+    return ":".join([code, *(str(p) for p in parts)])
+
+
+def have(ranks: Iterable[int]) -> str:
+    return "has" if len(list(ranks)) == 1 else "have"
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    ordered = sorted(ranks)
+    if not ordered:
+        return "no rank"
+    return ("rank " if len(ordered) == 1 else "ranks ") + format_ranks(ordered)
+
+
+def who_list(ctx: Context, ranks: Iterable[int]) -> str:
+    ordered = sorted(ranks)
+    if len(ordered) > 4:
+        return f"ranks {format_ranks(ordered)} (hosts {', '.join(ctx.hosts(ordered))})"
+    return ", ".join(ctx.who(r) for r in ordered)

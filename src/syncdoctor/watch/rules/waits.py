@@ -1,0 +1,430 @@
+"""Who waits for whom, and the root where the waiting ends: late (W101), left early (W108), a cycle of waits
+(W103 deadlock), or a collective or message every side entered (W102/W104, :mod:`.hang`). Pure: no I/O.
+
+1. Per process group, S is the oldest collective some member has entered and not completed. Members
+   inside S wait for the members that have not entered it. When every member entered S, nobody is
+   waited for: with different signatures it is a mismatch (W102); when it has not completed for
+   ``warn_after_s``, a transport hang (W104).
+2. Per point-to-point channel, a rank inside its receive #k from B waits for B while B has not posted its
+   send #k (and a send waits likewise for the receive). When both posted it and neither finished for
+   ``warn_after_s``, the pair is a transport hang (W104).
+3. The roots of the wait-for graph (:mod:`syncdoctor.watch.waitgraph`) are the incidents, one per root:
+
+   - a root rank inside no operation (or only in one everybody entered, not yet hung) is late: W101
+     names it, with its stack, the chain of waits that lead to it and every rank held up;
+   - one that exited or is dying of an exception left early: W108;
+   - a dead, frozen or cut-off one is named by the dead-rank rule (:mod:`.dead`), which is told what it
+     holds up;
+   - a member of a hung or mismatched collective: that W104/W102 incident, told who waits behind it;
+   - a cycle is a deadlock (W103): the smaller side is named where one side is smaller.
+
+A rank that waits for someone is never the subject of a W101: in a tensor x data parallel job, the data
+parallel peers of a rank that waits in its tensor-parallel group for a late rank wait for the late rank,
+not for it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from syncdoctor.watch.events import Event
+from syncdoctor.watch.records import GroupProgress, P2PProgress, Signature, format_ranks
+from syncdoctor.watch.rules.context import (
+    SYMMETRIC,
+    Blocked,
+    Condition,
+    Context,
+    have,
+    key,
+    ranks_text,
+    who_list,
+)
+from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
+from syncdoctor.watch.waitgraph import Op, Root, Wait, analyse, describe_chain
+
+__all__ = ["wait_conditions"]
+
+_OPPOSITE = {"send": "recv", "recv": "send"}
+
+
+@dataclass
+class _Graph:
+    """What the group and channel passes found, for the roots to draw on."""
+
+    waits: list[Wait]
+    signatures: dict[Wait, Signature | None]
+    members: dict[str, tuple[int, ...]]
+    hung: dict[int, Condition]  # rank -> the hang or mismatch it is stuck in
+    inside: dict[int, str]  # rank -> an operation it is in that every side entered (not hung yet)
+
+
+def wait_conditions(ctx: Context) -> list[Condition]:
+    """The conditions of every root of this cycle's wait-for graph, plus the hangs and mismatches."""
+    graph = _Graph([], {}, dict(ctx.groups), {}, {})
+    conditions: list[Condition] = []
+    for group, members in sorted(ctx.groups.items()):
+        conditions.extend(_group(ctx, graph, group, members))
+    conditions.extend(_channels(ctx, graph))
+    chains: dict[int, list[Root]] = {}  # id(hang condition) -> roots that end in it
+    by_id = {id(c): c for c in conditions}
+    for root in analyse(graph.waits):
+        if root.cycle:
+            conditions.extend(_cycle(ctx, graph, root))
+            continue
+        for cond in {id(graph.hung[r]): graph.hung[r] for r in root.ranks if r in graph.hung}.values():
+            chains.setdefault(id(cond), []).append(root)
+        conditions.extend(_root(ctx, graph, root))
+    for cond_id, roots in chains.items():
+        _attach_chain(by_id[cond_id], roots)
+    return conditions
+
+
+# --- the graph's edges ---------------------------------------------------------------------------------
+
+
+def _group(ctx: Context, graph: _Graph, group: str, members: tuple[int, ...]) -> list[Condition]:
+    config = ctx.config
+    progress: dict[int, GroupProgress | None] = {}
+    for rank in members:
+        rec = ctx.record(rank)
+        progress[rank] = rec.groups.get(group) if rec is not None else None
+    pending = [p for p in progress.values() if p is not None and p.pending]
+    if not pending:
+        return []
+    seq = min(p.completed + 1 for p in pending)
+    waiting = tuple(r for r, p in progress.items() if p is not None and p.completed < seq <= p.entered)
+    entered = {r for r, p in progress.items() if p is not None and p.entered >= seq}
+    not_entered = tuple(r for r in members if r not in entered)
+    alive_waiting = tuple(r for r in waiting if ctx.live.get(r) == "alive")
+    if not alive_waiting:
+        return []
+    waited = max((progress[r].stalled_s or 0.0) + ctx.elapsed(r) for r in alive_waiting)  # type: ignore[union-attr]
+    signature = _common_signature(progress, waiting, seq)
+    if not_entered:
+        if signature is not None and signature.op in SYMMETRIC and any(
+            p is not None and p.completed >= seq for p in progress.values()
+        ):
+            return []  # completed somewhere, so everyone entered it: the "late" records are just older
+        wait = Wait(Op(group, seq, label=signature.short() if signature else ""), alive_waiting, not_entered, waited)
+        graph.waits.append(wait)
+        graph.signatures[wait] = signature
+        return []
+    op = Op(group, seq, label=signature.short() if signature else "").text()
+    if waited < config.warn_after_s:
+        for rank in alive_waiting:
+            graph.inside.setdefault(rank, f"{op}, which every member entered (not completed for {waited:.1f} s)")
+        return []
+    if any(ctx.live.get(r) != "alive" or ctx.silent(r) for r in members):
+        for rank in members:
+            if ctx.live.get(rank) in ("stale", "missing"):
+                ctx.blocked.setdefault(rank, Blocked(group, seq, signature, waiting, waited))
+        return []  # the dead-rank rule names them
+    cond = inside_condition(ctx, group, members, seq, progress, waited)
+    for rank in members:
+        graph.hung[rank] = cond
+    return [cond]
+
+
+def _common_signature(progress: Mapping[int, GroupProgress | None], ranks: Iterable[int], seq: int) -> Signature | None:
+    sigs = Counter(p.signature for r in ranks if (p := progress.get(r)) and p.signature and p.signature_seq == seq)
+    return sigs.most_common(1)[0][0] if sigs else None
+
+
+def _channels(ctx: Context, graph: _Graph) -> list[Condition]:
+    """Point-to-point waits: a pending send or receive whose peer has not posted the matching one."""
+    channels: dict[tuple[int, str, int, str], P2PProgress] = {}
+    for rank, rec in ctx.snapshot.records.items():
+        for channel in rec.p2p:
+            channels[(rank, channel.group, channel.peer, channel.kind)] = channel
+    conditions: list[Condition] = []
+    hung_pairs: set[tuple[str, int, int, int]] = set()
+    for (rank, group, peer, kind), channel in channels.items():
+        if not channel.pending or peer < 0 or peer == rank or ctx.live.get(rank) != "alive":
+            continue
+        number = channel.completed + 1
+        waited = (channel.stalled_s or 0.0) + ctx.elapsed(rank)
+        other = channels.get((peer, group, rank, _OPPOSITE.get(kind, kind)))
+        if other is None or other.entered < number:
+            wait = Wait(Op(group, number, kind, peer=peer, label=kind), (rank,), (peer,), waited)
+            graph.waits.append(wait)
+            graph.signatures[wait] = None
+            continue
+        theirs = (other.stalled_s or 0.0) + ctx.elapsed(peer) if other.completed < number else 0.0
+        sender, receiver = (rank, peer) if kind == "send" else (peer, rank)
+        pair = (group, sender, receiver, number)
+        warn = ctx.config.warn_after_s
+        if waited >= warn and theirs >= warn and ctx.live.get(peer) == "alive":
+            if pair not in hung_pairs:
+                hung_pairs.add(pair)
+                cond = p2p_hang_condition(ctx, group, sender, receiver, number, min(waited, theirs))
+                conditions.append(cond)
+                graph.hung[rank] = graph.hung[peer] = cond
+            continue
+        where = "to" if kind == "send" else "from"
+        graph.inside.setdefault(
+            rank, f"{kind} #{number} {where} rank {peer} in group {group}, which rank {peer} posted "
+                  f"(not finished for {waited:.1f} s)"
+        )
+    return conditions
+
+
+# --- roots -> conditions ------------------------------------------------------------------------------
+
+
+def _root(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
+    config = ctx.config
+    late = tuple(r for r in root.ranks if ctx.live.get(r) == "alive" and r not in graph.hung)
+    left = tuple(r for r in root.ranks if ctx.live.get(r) in ("exited", "failed"))
+    chain = describe_chain(root, ranks_text) if len(root.hops) > 1 else ""
+    out: list[Condition] = []
+    for rank in root.ranks:
+        if ctx.live.get(rank) in ("stale", "missing"):
+            wait = _primary(ctx, graph, "W105", (rank,), root)
+            ctx.blocked.setdefault(
+                rank, Blocked(wait.op.group, wait.op.seq, graph.signatures.get(wait), root.affected, root.waited_s, chain)
+            )
+    if late and root.waited_s >= config.suspect_s:
+        out.extend(_late(ctx, graph, root, late, chain))
+    if left and root.waited_s >= config.warn_after_s:
+        out.append(_left(ctx, graph, root, left))
+    return out
+
+
+def _primary(ctx: Context, graph: _Graph, code: str, ranks: tuple[int, ...], root: Root) -> Wait:
+    """The wait an event about ``ranks`` is told in: one that waits for them directly, the longest, in the
+    smallest group among those as long (a tensor-parallel pair before a data-parallel group, a message
+    between two stages before a barrier), and the same one as long as the incident is open."""
+    direct = [h.wait for h in root.hops if h.depth == 1 and set(h.wait.blockers) & set(ranks)]
+    direct = direct or [h.wait for h in root.hops if h.depth == 1]
+    for incident in ctx.state.incidents.values():
+        if incident.code == code and set(incident.ranks) == set(ranks):
+            for wait in direct:
+                if (wait.op.group, wait.op.seq) == (incident.group, incident.seq) and (
+                    incident.channel is None if wait.op.kind == "collective"
+                    else incident.channel == (wait.waiters[0], wait.op.peer, wait.op.kind)
+                ):
+                    return wait
+    # the wait that began first is the one the root is most likely stuck before; waits that began within a
+    # sampling interval of each other cannot be told apart, and the smallest group goes first among them
+    longest = max(w.waited_s for w in direct)
+    first = [w for w in direct if w.waited_s >= longest - ctx.config.sample_interval_s]
+    return min(first, key=lambda w: (
+        2 if w.op.kind != "collective" else len(graph.members.get(w.op.group, ())), _group_order(w.op.group),
+        w.op.seq, w.op.kind, w.waiters,
+    ))
+
+
+def _group_order(name: str) -> tuple[int, int, str]:
+    return (0, int(name), "") if name.isdigit() else (1, 0, name)
+
+
+def _subject(wait: Wait, ranks: tuple[int, ...], signature: Signature | None) -> str:
+    """What ``ranks`` have not done that ``wait`` waits for."""
+    op = wait.op
+    if op.kind == "collective":
+        return f"has not entered {signature.short() if signature else 'collective'} #{op.seq} of group {op.group}"
+    peer = wait.waiters[0]
+    matching = "receive" if op.kind == "send" else "send"
+    where = "from" if op.kind == "send" else "to"
+    return f"has not posted {matching} #{op.seq} {where} rank {peer} in group {op.group}, which rank {peer} waits in"
+
+
+def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain: str) -> list[Condition]:
+    config, state, snap = ctx.config, ctx.state, ctx.snapshot
+    wait = _primary(ctx, graph, "W101", late, root)
+    signature = graph.signatures.get(wait)
+    op = wait.op
+    incident = key("W101", op.group, op.seq, format_ranks(late)) if op.kind == "collective" else key(
+        "W101", op.group, op.kind, wait.waiters[0], op.seq, format_ranks(late))
+    if config.stacks:
+        _ask_stacks(ctx, late)
+    if any(ctx.silent(r) for r in late):
+        return []  # it may be dead: the dead-rank rule decides after dead_after_s
+    waited = root.waited_s
+    per_rank: dict[str, Any] = {}
+    wheres: list[str] = []
+    ready = True
+    for rank in late:
+        rec = ctx.record(rank)
+        info: dict[str, Any] = {}
+        if rec is not None and rec.quiet_s is not None:
+            still = rec.quiet_s + ctx.age(rank)
+            info["activity"] = (
+                f"still working elsewhere (its step or collectives moved {still:.1f} s ago)"
+                if still < 2 * config.interval_s + config.sample_interval_s
+                else f"no progress for {still:.1f} s (same step, same collectives)"
+            )
+        if rec is not None and rec.step is not None:
+            info["step"] = rec.step
+        if rank in graph.inside:
+            info["inside"] = graph.inside[rank]
+        asked = state.stack_asked.get(rank)
+        stack = snap.stacks.get(rank)
+        if config.stacks and asked is not None and stack is not None and stack.gen >= asked[0]:
+            info["where"] = stack.summary()
+            info["stack"] = [f.short() for f in stack.frames[-8:]]
+            if stack.where is not None:
+                wheres.append(stack.summary())
+            elif stack.note:
+                info["stack_note"] = stack.note
+        elif config.stacks:
+            info["stack_note"] = "stack not captured (the rank's watcher did not answer in time)"
+            if waited < config.warn_after_s + 2 * config.interval_s:
+                ready = False
+        per_rank[str(rank)] = info
+    affected = root.affected
+    steps = sorted({r.step for w in affected if (r := ctx.record(w)) is not None and r.step is not None})
+    where_text = f"; it is in {', '.join(wheres)}" if wheres else ""
+    chain_text = f": {chain}" if chain else ""
+    title = (
+        f"{who_list(ctx, late)} {_subject(wait, late, signature)}; {ranks_text(affected)} {have(affected)} "
+        f"waited {waited:.1f} s for it{chain_text}{where_text}"
+    )
+    if len(late) > 1:
+        title = title.replace(" has not ", " have not ").replace(" for it", " for them")
+    status = "confirmed" if waited >= config.confirm_after_s else "warning"
+    detail: dict[str, Any] = {"late": per_rank}
+    if wheres:
+        detail["where"] = wheres[0] if len(wheres) == 1 else ", ".join(wheres)
+    if steps:
+        detail["waiting_steps"] = steps
+    if chain:
+        detail["chain"] = chain
+        detail["hops"] = _hops(root)
+    if op.kind != "collective":
+        detail["p2p"] = {"waiter": wait.waiters[0], "peer": op.peer, "kind": op.kind}
+    event = Event(
+        "W101", status, title, ranks=late, hosts=ctx.hosts(late), pids=ctx.pids(late), group=op.group,
+        group_ranks=graph.members.get(op.group, ()), seq=op.seq, signature=signature, waiting_ranks=affected,
+        waited_s=waited, detail=detail, key=incident, at=snap.wall,
+    )
+    return [Condition(event, ready=ready and waited >= config.warn_after_s)]
+
+
+def _left(ctx: Context, graph: _Graph, root: Root, left: tuple[int, ...]) -> Condition:
+    wait = _primary(ctx, graph, "W108", left, root)
+    signature = graph.signatures.get(wait)
+    op = wait.op
+    recs = [ctx.record(r) for r in left]
+    how = "; ".join(
+        f"rank {rec.rank} {'failed: ' + (rec.error or 'an exception') if rec.state == 'failed' else 'exited'}"
+        for rec in recs
+        if rec is not None
+    )
+    what = f"{signature.short() if signature else 'collective'} #{op.seq} of group {op.group}" if (
+        op.kind == "collective") else f"the {'receive' if op.kind == 'send' else 'send'} rank {wait.waiters[0]} waits for"
+    affected = root.affected
+    title = (
+        f"{ranks_text(left)} left the job without entering {what}; {ranks_text(affected)} {have(affected)} "
+        f"waited {root.waited_s:.1f} s for {'it' if len(left) == 1 else 'them'} ({how})"
+    )
+    detail: dict[str, Any] = {"errors": {str(r.rank): r.error for r in recs if r is not None and r.error}}
+    if len(root.hops) > 1:
+        detail["chain"] = describe_chain(root, ranks_text)
+    return Condition(
+        Event(
+            "W108", "confirmed", title, ranks=left, hosts=ctx.hosts(left), pids=ctx.pids(left), group=op.group,
+            group_ranks=graph.members.get(op.group, ()), seq=op.seq, signature=signature, waiting_ranks=affected,
+            waited_s=root.waited_s, key=key("W108", op.group, format_ranks(left)), at=ctx.snapshot.wall, detail=detail,
+        )
+    )
+
+
+def _cycle(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
+    """Ranks that wait for each other. Each is inside one wait of the cycle; the smaller side is named."""
+    members = set(root.ranks)
+    sides: dict[Wait, list[int]] = {}
+    placed: set[int] = set()
+    for hop in root.hops:
+        if hop.depth != 1:
+            continue
+        for rank in hop.wait.waiters:
+            if rank in members and rank not in placed:
+                placed.add(rank)
+                sides.setdefault(hop.wait, []).append(rank)
+    ordered = sorted(sides.items(), key=lambda item: (len(item[1]), min(item[1])))
+    if len(ordered) >= 2 and len(ordered[0][1]) < len(ordered[1][1]):
+        own, culprits = ordered[0][0], tuple(sorted(ordered[0][1]))
+    else:
+        own, culprits = None, tuple(sorted(members))
+    named = max((w for w in sides if set(w.blockers) & set(culprits) and w is not own),
+                key=lambda w: (len(w.waiters), -_group_order(w.op.group)[1]), default=ordered[0][0])
+    waited = root.waited_s
+    others = tuple(sorted((members - set(culprits)) | set(root.affected)))
+    chain = describe_chain(root, ranks_text)
+    if own is not None and set(own.blockers) >= set(named.waiters):
+        title = (
+            f"{who_list(ctx, culprits)} never entered {named.op.text()}, where {ranks_text(named.waiters)} wait for "
+            f"{'it' if len(culprits) == 1 else 'them'}, and {'waits' if len(culprits) == 1 else 'wait'} in "
+            f"{own.op.text()}, which they have not entered: the ranks took different paths (a skipped "
+            f"collective); deadlock for {waited:.1f} s"
+        )
+    else:
+        title = (
+            f"deadlock for {waited:.1f} s: {chain}: these ranks wait for each other (groups called in different "
+            "orders on different ranks, a skipped collective, or sends and receives posted in opposite orders)"
+        )
+    incident = key("W103", "deadlock", named.op.group, named.op.seq)
+    if ctx.config.stacks and waited >= ctx.config.suspect_s:
+        _ask_stacks(ctx, culprits)
+    detail: dict[str, Any] = {"chain": chain, "cycle": format_ranks(members), "hops": _hops(root)}
+    where = {str(r): s.summary() for r in culprits if (s := ctx.snapshot.stacks.get(r)) is not None and s.where}
+    if where:
+        detail["where"] = ", ".join(where.values())
+        detail["late"] = {r: {"where": w} for r, w in where.items()}
+    if own is not None:
+        detail.update(other_group=own.op.group, other_seq=own.op.seq,
+                      other_signature=(graph.signatures.get(own) or Signature(own.op.label or "collective")).short())
+    return [
+        Condition(
+            Event(
+                "W103", "confirmed", title, ranks=culprits, hosts=ctx.hosts(culprits), pids=ctx.pids(culprits),
+                group=named.op.group, group_ranks=graph.members.get(named.op.group, ()), seq=named.op.seq,
+                signature=graph.signatures.get(named), other_signature=graph.signatures.get(own) if own else None,
+                waiting_ranks=others, waited_s=waited, key=incident,
+                at=ctx.snapshot.wall, detail=detail,
+            ),
+            ready=waited >= ctx.config.warn_after_s,
+        )
+    ]
+
+
+def _ask_stacks(ctx: Context, ranks: tuple[int, ...]) -> None:
+    """Ask these root ranks for their stack, once per place they are stuck at (their progress so far)."""
+    state = ctx.state
+    for rank in ranks:
+        rec = ctx.record(rank)
+        where = "?" if rec is None else (
+            sum(p.completed for p in rec.groups.values()) + sum(c.completed for c in rec.p2p))
+        stuck_at = f"{format_ranks(ranks)}@{where}"
+        asked = state.stack_asked.get(rank)
+        if asked is None or asked[1] != stuck_at:
+            state.stack_gen += 1
+            state.stack_asked[rank] = (state.stack_gen, stuck_at)
+            ctx.requests.stacks[rank] = state.stack_gen
+
+
+def _attach_chain(cond: Condition, roots: list[Root]) -> None:
+    """A hang or mismatch that others wait behind: say who, and through which waits."""
+    event = cond.event
+    affected = sorted({r for root in roots for r in root.affected} - set(event.waiting_ranks))
+    if not affected:
+        return
+    chain = "; ".join(describe_chain(root, ranks_text) for root in roots)
+    cond.event = replace(
+        event, title=f"{event.title}; {ranks_text(affected)} wait behind it: {chain}",
+        detail={**event.detail, "chain": chain, "held_up": format_ranks(affected)},
+    )
+
+
+def _hops(root: Root) -> list[dict[str, Any]]:
+    """The chain as data: who waits, in what, for whom, how far from the root."""
+    return [
+        {"depth": h.depth, "waiters": format_ranks(h.wait.waiters), "group": h.wait.op.group, "seq": h.wait.op.seq,
+         "op": h.wait.op.label or h.wait.op.kind, "kind": h.wait.op.kind, "for": format_ranks(h.toward),
+         "waited_s": round(h.wait.waited_s, 1)}
+        for h in root.hops[:32]
+    ]
