@@ -165,7 +165,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                 break
             if stop_at is not None and time.monotonic() >= stop_at:
                 break
-            time.sleep(config.interval_s)
+            time.sleep(min(config.interval_s, max(monitor.due_in(), 0.05)))
     except KeyboardInterrupt:
         pass
     finally:

@@ -32,10 +32,11 @@ __all__ = [
     "parse_rate",
 ]
 
-FAULT_KINDS = ("late", "skip", "other_op", "other_size", "crash", "freeze", "spin", "slow", "trigger")
+FAULT_KINDS = ("late", "skip", "other_op", "other_size", "crash", "freeze", "spin", "slow", "trigger", "swap")
 CRASH_MODES = ("exception", "exit", "sigkill", "abort")
-# Named functions of the workload's step in which a delay can sit (so a Python stack shows where it waits).
-LATE_WHERE = ("load_batch", "forward", "optimizer_step", "checkpoint_pause")
+# Named functions of the workload's step in which a delay can sit (so a Python stack shows where it waits);
+# the parallel shapes (:mod:`syncdoctor.testing.shapes`) add the data-parallel part of their step.
+LATE_WHERE = ("load_batch", "forward", "optimizer_step", "checkpoint_pause", "data_parallel")
 OTHER_OPS = ("broadcast", "all_gather", "barrier", "reduce")
 
 _FIELDS = {"rank", "kind", "at", "seconds", "where", "mode", "code", "factor", "op", "size", "name"}
@@ -47,7 +48,10 @@ class FaultSpec:
 
     Fields by kind:
       late        sleep ``seconds`` inside the function named ``where`` at step ``at``
-      skip        do not issue the step's metric all_reduce at step ``at`` (the other ranks do)
+      skip        do not issue the step's metric all_reduce at step ``at`` (the other ranks do); in a
+                  pipeline shape, do not send the step's activations to the next stage
+      swap        issue the step's metric all_reduce (default group) before its tensor-parallel one at
+                  step ``at``: the tensor-parallel peer calls them the other way round (a deadlock)
       other_op    issue ``op`` (broadcast by default) instead of the metric all_reduce at step ``at``
       other_size  all_reduce ``size`` elements (default 2x) instead of the metric's at step ``at``
       crash       at step ``at``: ``mode`` exception (raise), exit (``os._exit(code)``), sigkill, abort

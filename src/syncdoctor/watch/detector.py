@@ -49,6 +49,7 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     if state.started_at is None:
         state.started_at = snapshot.now
     _track(snapshot, state)
+    state.due_at = None
     ctx = Context(snapshot, config, state, _liveness(snapshot, config, state), _groups(snapshot))
     conditions = wait_conditions(ctx)
     conditions.extend(dead_conditions(ctx))

@@ -192,6 +192,7 @@ class Monitor:
         now, wall = self.clock(), self.wall_clock()
         lazy = LazyRecords(raws)  # one decoding per record per cycle, whichever path reads it
         if self._np is not None and self._fast(raws, lazy, now):
+            self.state.due_at = None  # quiet: no wait is near a threshold
             self.timings = {"multi_get": read - started, "screen": self._screened - read}
             self.fast_cycles += 1
             self.last_path, self.last_reason = "fast", ""
@@ -207,6 +208,11 @@ class Monitor:
         self.last_cycle_s = time.perf_counter() - started
         self.timings = {"multi_get": read - started, "rest": self.last_cycle_s - (read - started)}
         return events
+
+    def due_in(self) -> float:
+        """Seconds until a wait the detector saw crosses its threshold (infinite when none is near)."""
+        due = self.state.due_at
+        return float("inf") if due is None else due - self.clock() + 0.02
 
     def _say_version(self, raws: Sequence[bytes]) -> None:
         """Records of another syncdoctor version read as missing: say so once, naming both versions."""
@@ -443,3 +449,4 @@ class MonitorThread:
             # never take more than a fifth of a core from the training process: with very many ranks
             # the cycles space out instead (a 100 ms cycle keeps 1 s; a 400 ms one runs every 2 s)
             delay = max(self.interval_s - self.monitor.last_cycle_s, 4 * self.monitor.last_cycle_s, 0.05)
+            delay = min(delay, max(self.monitor.due_in(), 4 * self.monitor.last_cycle_s, 0.05))

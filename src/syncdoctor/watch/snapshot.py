@@ -95,5 +95,11 @@ class DetectorState:
     # (group, seq) -> monitor time a member was first seen having completed it while others had not
     partial_seen: dict[tuple[str, int], float] = field(default_factory=dict)
     waits_dropped: int = 0  # waits left out or expired (see straggler.ingest): the monitor then runs in full
+    # rank -> its heartbeat when it was first seen as the root of a wait (late, or in a cycle): an event
+    # about a root waits for a newer record of it (a rank passing between two operations looks like one)
+    roots: dict[int, int] = field(default_factory=dict)
+    # monitor time at which a wait the detector saw crosses its threshold (warn or confirm), if any: the
+    # monitor looks again then instead of a whole interval later
+    due_at: float | None = None
     max_window: int = 20000
     max_pending: int = 20000

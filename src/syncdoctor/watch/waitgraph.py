@@ -140,7 +140,9 @@ def describe_chain(
     hops = root.hops
     parents = {h.parent for h in hops if h.parent is not None}
     leaves = [i for i in range(len(hops)) if i not in parents]
-    leaves.sort(key=lambda i: (-hops[i].depth, min(hops[i].wait.waiters)))
+    # a cycle's own waits first (their waiters are the root's ranks), then the longest chains
+    inside = set(root.ranks)
+    leaves.sort(key=lambda i: (not set(hops[i].wait.waiters) <= inside, -hops[i].depth, min(hops[i].wait.waiters)))
     clauses = []
     for leaf in leaves[:max_paths]:
         path = []

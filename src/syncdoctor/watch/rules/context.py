@@ -105,6 +105,15 @@ class Context:
                 out.append(rec.where)
         return tuple(out)
 
+    def due(self, waited: float) -> None:
+        """A wait now ``waited`` long will cross the warning or confirmation threshold: look again then."""
+        for threshold in (self.config.warn_after_s, self.config.confirm_after_s):
+            if waited < threshold:
+                at = self.snapshot.now + threshold - waited
+                due = self.state.due_at
+                self.state.due_at = at if due is None or at < due else due
+                return
+
     def pids(self, ranks: Iterable[int]) -> tuple[int, ...]:
         return tuple(rec.pid for rec in (self.record(r) for r in ranks) if rec is not None)
 

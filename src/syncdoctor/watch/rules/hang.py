@@ -59,11 +59,15 @@ def inside_condition(
     fresh = True
     if done:
         # Records are published at different moments: the stuck ranks' records may predate the completion
-        # their peers already report. Only records published after that completion count as evidence.
+        # their peers already report. Only records published a full interval after that completion was
+        # first seen count as evidence: a record carries the progress its sampler read last, which on a
+        # machine with fewer cores than busy threads can lag its publication (seen with 8 gloo ranks on
+        # 2 cores: a completed all_reduce read as stuck on 2 of 4 ranks for one cycle).
         seen_at = ctx.state.partial_seen.setdefault((group, seq), ctx.snapshot.now)
         if len(ctx.state.partial_seen) > 256:
             ctx.state.partial_seen.pop(next(iter(ctx.state.partial_seen)))
-        fresh = all(ctx.state.seen[r].changed_at > seen_at for r in members if r not in done and r in ctx.state.seen)
+        fresh = all(ctx.state.seen[r].changed_at > seen_at + ctx.config.interval_s
+                    for r in members if r not in done and r in ctx.state.seen)
         stuck = tuple(r for r in members if r not in done)
         title = (
             f"every rank of group {group} ({format_ranks(members)}) entered {op} #{seq}; it completed on "

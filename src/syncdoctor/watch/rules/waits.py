@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncdoctor.watch.events import Event
@@ -59,6 +59,7 @@ class _Graph:
     members: dict[str, tuple[int, ...]]
     hung: dict[int, Condition]  # rank -> the hang or mismatch it is stuck in
     inside: dict[int, str]  # rank -> an operation it is in that every side entered (not hung yet)
+    roots: set[int] = field(default_factory=set)  # ranks that are roots of a wait this cycle
 
 
 def wait_conditions(ctx: Context) -> list[Condition]:
@@ -79,7 +80,30 @@ def wait_conditions(ctx: Context) -> list[Condition]:
         conditions.extend(_root(ctx, graph, root))
     for cond_id, roots in chains.items():
         _attach_chain(by_id[cond_id], roots)
+    ctx.state.roots = {r: beat for r, beat in ctx.state.roots.items() if r in graph.roots}
     return conditions
+
+
+def _seen_before(ctx: Context, graph: _Graph, ranks: Iterable[int]) -> bool:
+    """Each of ``ranks`` was a root in an earlier cycle already, and a newer record of it still makes it one.
+
+    A rank passes through moments between two operations, and the records of a job are read at different
+    ages: while a chain of waits unwinds, a rank that just received its message and has not sent the next
+    one looks like the root of a wait that is already past the threshold. Asking for a second record of it
+    keeps such a moment from becoming an incident; a real root is seen long before the threshold.
+    """
+    seen = True
+    for rank in ranks:
+        graph.roots.add(rank)
+        rec = ctx.record(rank)
+        beat = rec.heartbeat if rec is not None else -1
+        first = ctx.state.roots.get(rank)
+        if first is None:
+            ctx.state.roots[rank] = beat
+            seen = False
+        elif beat <= first:
+            seen = False
+    return seen
 
 
 # --- the graph's edges ---------------------------------------------------------------------------------
@@ -113,6 +137,7 @@ def _group(ctx: Context, graph: _Graph, group: str, members: tuple[int, ...]) ->
         graph.signatures[wait] = signature
         return []
     op = Op(group, seq, label=signature.short() if signature else "").text()
+    ctx.due(waited)
     if waited < config.warn_after_s:
         for rank in alive_waiting:
             graph.inside.setdefault(rank, f"{op}, which every member entered (not completed for {waited:.1f} s)")
@@ -182,6 +207,7 @@ def _root(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
     out: list[Condition] = []
     for rank in root.ranks:
         if ctx.live.get(rank) in ("stale", "missing"):
+            _seen_before(ctx, graph, (rank,))  # a dead root that comes back is late at once
             wait = _primary(ctx, graph, "W105", (rank,), root)
             ctx.blocked.setdefault(
                 rank, Blocked(wait.op.group, wait.op.seq, graph.signatures.get(wait), root.affected, root.waited_s, chain)
@@ -212,8 +238,9 @@ def _primary(ctx: Context, graph: _Graph, code: str, ranks: tuple[int, ...], roo
     longest = max(w.waited_s for w in direct)
     first = [w for w in direct if w.waited_s >= longest - ctx.config.sample_interval_s]
     return min(first, key=lambda w: (
-        2 if w.op.kind != "collective" else len(graph.members.get(w.op.group, ())), _group_order(w.op.group),
-        w.op.seq, w.op.kind, w.waiters,
+        # a stage receives before it sends: a peer blocked in its send to the root tells what the root does first
+        2 if w.op.kind != "collective" else len(graph.members.get(w.op.group, ())), w.op.kind != "send",
+        _group_order(w.op.group), w.op.seq, w.waiters,
     ))
 
 
@@ -239,11 +266,16 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
     op = wait.op
     incident = key("W101", op.group, op.seq, format_ranks(late)) if op.kind == "collective" else key(
         "W101", op.group, op.kind, wait.waiters[0], op.seq, format_ranks(late))
+    # while it is open, the incident about these roots stays the same one, whatever wait is nearest to them:
+    # as a chain unwinds, the waits that lead to a root change before the root arrives
+    incident = next((k for k, i in state.incidents.items() if i.code == "W101" and i.ranks == late), incident)
     if config.stacks:
         _ask_stacks(ctx, late)
+    seen = _seen_before(ctx, graph, late)
     if any(ctx.silent(r) for r in late):
         return []  # it may be dead: the dead-rank rule decides after dead_after_s
     waited = root.waited_s
+    ctx.due(waited)
     per_rank: dict[str, Any] = {}
     wheres: list[str] = []
     ready = True
@@ -301,7 +333,7 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
         group_ranks=graph.members.get(op.group, ()), seq=op.seq, signature=signature, waiting_ranks=affected,
         waited_s=waited, detail=detail, key=incident, at=snap.wall,
     )
-    return [Condition(event, ready=ready and waited >= config.warn_after_s)]
+    return [Condition(event, ready=ready and waited >= config.warn_after_s and seen)]
 
 
 def _left(ctx: Context, graph: _Graph, root: Root, left: tuple[int, ...]) -> Condition:
@@ -334,38 +366,45 @@ def _left(ctx: Context, graph: _Graph, root: Root, left: tuple[int, ...]) -> Con
 
 
 def _cycle(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
-    """Ranks that wait for each other. Each is inside one wait of the cycle; the smaller side is named."""
+    """Ranks that wait for each other. The ones named are those that wait for the most others of the cycle:
+    a rank that entered a collective of a group the others have not reached took the other path (it skipped
+    a collective, or called the groups in another order); when all wait for as many, all are named."""
     members = set(root.ranks)
-    sides: dict[Wait, list[int]] = {}
-    placed: set[int] = set()
+    waits_for: dict[int, set[int]] = {r: set() for r in members}
+    own_wait: dict[int, Wait] = {}
     for hop in root.hops:
         if hop.depth != 1:
             continue
-        for rank in hop.wait.waiters:
-            if rank in members and rank not in placed:
-                placed.add(rank)
-                sides.setdefault(hop.wait, []).append(rank)
-    ordered = sorted(sides.items(), key=lambda item: (len(item[1]), min(item[1])))
-    if len(ordered) >= 2 and len(ordered[0][1]) < len(ordered[1][1]):
-        own, culprits = ordered[0][0], tuple(sorted(ordered[0][1]))
-    else:
-        own, culprits = None, tuple(sorted(members))
-    named = max((w for w in sides if set(w.blockers) & set(culprits) and w is not own),
-                key=lambda w: (len(w.waiters), -_group_order(w.op.group)[1]), default=ordered[0][0])
+        for rank in set(hop.wait.waiters) & members:
+            waits_for[rank] |= set(hop.wait.blockers) & members
+            own_wait.setdefault(rank, hop.wait)
+    counts = {r: len(b) for r, b in waits_for.items()}
+    top, low = max(counts.values()), min(counts.values())
+    culprits = tuple(sorted(r for r in members if counts[r] == top)) if top > low else tuple(sorted(members))
+    own = own_wait.get(culprits[0]) if top > low else None
+    if own is not None and any(own_wait.get(c) is not own for c in culprits):
+        own = None
+    candidates = [w for w in {id(w): w for w in own_wait.values()}.values()
+                  if w is not own and set(w.blockers) & set(culprits)] or list(own_wait.values())
+    named = max(candidates, key=lambda w: (len(w.waiters), -_group_order(w.op.group)[1], w.op.group))
     waited = root.waited_s
     others = tuple(sorted((members - set(culprits)) | set(root.affected)))
     chain = describe_chain(root, ranks_text)
     if own is not None and set(own.blockers) >= set(named.waiters):
+        them = "it" if len(culprits) == 1 else "them"
+        if named.op.kind == "collective":
+            missed = f"never entered {named.op.text()}, where {ranks_text(named.waiters)} wait for {them}"
+        else:
+            missed = _subject(named, culprits, None).replace("has not posted", "never posted")
         title = (
-            f"{who_list(ctx, culprits)} never entered {named.op.text()}, where {ranks_text(named.waiters)} wait for "
-            f"{'it' if len(culprits) == 1 else 'them'}, and {'waits' if len(culprits) == 1 else 'wait'} in "
-            f"{own.op.text()}, which they have not entered: the ranks took different paths (a skipped "
-            f"collective); deadlock for {waited:.1f} s"
+            f"{who_list(ctx, culprits)} {missed}, and {'waits' if len(culprits) == 1 else 'wait'} in "
+            f"{own.op.text()}, which {'it has' if len(named.waiters) == 1 else 'they have'} not entered: the ranks "
+            f"took different paths (a skipped collective or message); deadlock for {waited:.1f} s"
         )
     else:
         title = (
-            f"deadlock for {waited:.1f} s: {chain}: these ranks wait for each other (groups called in different "
-            "orders on different ranks, a skipped collective, or sends and receives posted in opposite orders)"
+            f"deadlock for {waited:.1f} s: these ranks wait for each other (groups called in different orders on "
+            f"different ranks, a skipped collective, or sends and receives posted in opposite orders): {chain}"
         )
     incident = key("W103", "deadlock", named.op.group, named.op.seq)
     if ctx.config.stacks and waited >= ctx.config.suspect_s:
@@ -387,7 +426,7 @@ def _cycle(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
                 waiting_ranks=others, waited_s=waited, key=incident,
                 at=ctx.snapshot.wall, detail=detail,
             ),
-            ready=waited >= ctx.config.warn_after_s,
+            ready=waited >= ctx.config.warn_after_s and _seen_before(ctx, graph, root.ranks),
         )
     ]
 

@@ -1,0 +1,124 @@
+"""The wait-for graph on real jobs in the lab: 8 gloo ranks over two hosts (network namespaces), in the
+shapes large jobs have (:mod:`syncdoctor.testing.shapes`): tensor x data parallel, a 4-stage pipeline with
+two data-parallel replicas, and HSDP (FSDP2 over a 2-D device mesh).
+
+Each job carries several faults one after the other, so three jobs cover: a late rank in a tensor-parallel
+and in a data-parallel group, a pipeline stage stuck first, in the middle and last, a stage that skips its
+send, and two groups called in opposite orders. For each fault the first event names the root alone,
+within ``warn_after_s`` + 1 s of the moment the others began to wait, with the chain; no rank that waits
+itself is ever the subject of a W101.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import requires_root
+from syncdoctor.testing.workload import parse_step_lines
+
+pytestmark = [requires_root, pytest.mark.slow]
+
+WARN_S = 3.0
+STEP_SLEEP = 0.05
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _run_until(lab: Any, tmp_path: Path, shape: str, faults: list[dict[str, Any]], steps: int,
+               done: Callable[[list[dict[str, Any]]], bool], timeout: float = 150) -> tuple[Any, list[dict[str, Any]]]:
+    events_file = tmp_path / "events.jsonl"
+    env = {"SYNCDOCTOR_WATCH": "1", "SYNCDOCTOR_WATCH_WARN_AFTER": str(WARN_S), "SYNCDOCTOR_WATCH_SUSPECT_AFTER": "1",
+           "SYNCDOCTOR_WATCH_DEAD_AFTER": "6", "SYNCDOCTOR_WATCH_EVENTS_FILE": str(events_file)}
+    job = lab.torchrun(["-m", "syncdoctor.testing.shapes", "--shape", shape, "--steps", str(steps),
+                        "--step-sleep", str(STEP_SLEEP), "--fault", json.dumps(faults)],
+                       procs_per_host=4, run_dir=tmp_path / "run", env=env)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not done(_events(events_file)) and job.poll() is None:
+        time.sleep(0.3)
+    time.sleep(0.3)
+    events = _events(events_file)
+    job.kill()
+    assert done(events), f"events: {[(e['code'], e['status'], e['ranks']) for e in events]}"
+    return job, events
+
+
+def _starts(job: Any, step: int, ranks: list[int]) -> list[float]:
+    found = []
+    for rank, path in job.rank_logs().items():
+        if rank in ranks:
+            found += [s.start for s in parse_step_lines(path.read_text()) if s.step == step]
+    return found
+
+
+def _check_first(job: Any, events: list[dict[str, Any]], root: int, step: int) -> dict[str, Any]:
+    """The first event about the fault at ``step`` names ``root`` alone, in time, with the chain."""
+    begun = min(_starts(job, step, [r for r in range(8) if r != root])) + STEP_SLEEP
+    later = [e for e in events if e["at"] >= begun and e["status"] != "resolved"]
+    assert later, events
+    first = later[0]
+    assert first["code"] == "W101" and first["ranks"] == [root], first["title"]
+    latency = first["at"] - begun
+    print(f"shapes lab: root rank {root} named {latency:.2f} s after the others began to wait "
+          f"(waited {first['waited_s']} s; budget {WARN_S + 1} s): {first['title'][:160]}")
+    assert WARN_S - 0.5 <= latency <= WARN_S + 1.0 and first["waited_s"] <= WARN_S + 1.0
+    assert sorted(first["waiting_ranks"]) == [r for r in range(8) if r != root]
+    return first
+
+
+def _no_victims(events: list[dict[str, Any]], roots: set[int]) -> None:
+    for event in events:
+        if event["code"] == "W101":
+            assert set(event["ranks"]) <= roots, event["title"]
+
+
+def test_tensor_by_data_parallel(lab_factory, tmp_path: Path) -> None:
+    faults = [{"rank": 5, "kind": "late", "at": 5, "seconds": 7, "where": "load_batch"},  # before its TP all_reduce
+              {"rank": 2, "kind": "late", "at": 16, "seconds": 7, "where": "data_parallel"},
+              {"rank": 1, "kind": "swap", "at": 27}]  # metric all_reduce before the TP one: a deadlock with rank 0
+    job, events = _run_until(lab_factory(2), tmp_path, "tpdp", faults, 60,
+                             lambda evs: any(e["code"] == "W103" for e in evs))
+    tp = _check_first(job, events, 5, 5)
+    assert "which waits in" in tp["title"] and tp["detail"]["chain"]  # ranks 0,2,6 wait for rank 4, which waits for 5
+    assert "host1" in tp["hosts"]
+    _check_first(job, events, 2, 16)
+    _no_victims(events, {2, 5})
+    deadlock = next(e for e in events if e["code"] == "W103")
+    assert deadlock["ranks"] == [1] and 0 in deadlock["waiting_ranks"], deadlock["title"]
+    assert [(e["code"], e["status"], e["ranks"]) for e in events if e["code"] == "W101"] == [
+        ("W101", "warning", [5]), ("W101", "resolved", [5]), ("W101", "warning", [2]), ("W101", "resolved", [2])]
+
+
+def test_pipeline_with_data_parallel_replicas(lab_factory, tmp_path: Path) -> None:
+    faults = [{"rank": 0, "kind": "late", "at": 5, "seconds": 7, "where": "forward"},  # the first stage
+              {"rank": 2, "kind": "late", "at": 16, "seconds": 7, "where": "forward"},  # a middle stage
+              {"rank": 7, "kind": "late", "at": 27, "seconds": 7, "where": "forward"},  # the last stage
+              {"rank": 5, "kind": "skip", "at": 38}]  # stage 1 of the second pipeline does not send on
+    job, events = _run_until(lab_factory(2), tmp_path, "pipeline", faults, 80,
+                             lambda evs: any(e["code"] == "W103" for e in evs), timeout=200)
+    first = _check_first(job, events, 0, 5)
+    assert "which waits in recv" in first["title"]  # stage 3 waits for 2, which waits for 1, which waits for 0
+    _check_first(job, events, 2, 16)
+    _check_first(job, events, 7, 27)
+    _no_victims(events, {0, 2, 7})
+    deadlock = next(e for e in events if e["code"] == "W103")
+    assert 5 in deadlock["ranks"] and set(deadlock["ranks"]) <= {5, 6}, deadlock["title"]
+    assert "recv" in deadlock["detail"]["chain"]
+
+
+def test_hsdp_over_a_two_dimensional_mesh(lab_factory, tmp_path: Path) -> None:
+    faults = [{"rank": 5, "kind": "late", "at": 5, "seconds": 7, "where": "forward"}]
+    job, events = _run_until(lab_factory(2), tmp_path, "hsdp", faults, 30,
+                             lambda evs: any(e["code"] == "W101" and e["status"] == "resolved" for e in evs))
+    first = _check_first(job, events, 5, 5)
+    assert first["detail"]["chain"] and "all_gather" in first["title"]  # the shard group's parameter gather
+    _no_victims(events, {5})
