@@ -1,6 +1,8 @@
 """Compare Flight Recorder dumps of all ranks: who got how far in each group, and where they disagree.
 
-Pure: no I/O. For each process group (keyed by its id):
+Pure: no I/O. Groups are keyed by their name, the same on every rank (``process_group[0]`` of the entries):
+a dump's pg ids are numbers each process counts for itself (gloo), so pg 1 of rank 0 and pg 1 of rank 2
+can be two different tensor-parallel groups. For each process group:
 
 * progress: each rank's ``last_enqueued`` from ``pg_status``; the ranks below the maximum never entered
   the collective the others are in (for gloo, ``last_completed`` is not trusted: a timed-out work also
@@ -65,11 +67,12 @@ def compare_progress(dumps: Sequence[FrDump]) -> list[GroupProgress]:
         if dump.rank is None:
             continue
         for group in dump.groups:
-            members[group.pg_id].update(group.ranks)
+            key = group.name or group.pg_id
+            members[key].update(group.ranks)
             if group.last_enqueued is not None:
-                by_group[group.pg_id][dump.rank] = group.last_enqueued
+                by_group[key][dump.rank] = group.last_enqueued
             else:
-                by_group[group.pg_id].setdefault(dump.rank, 0)
+                by_group[key].setdefault(dump.rank, 0)
     result = []
     for pg_id, enqueued in sorted(by_group.items()):
         group_members = tuple(sorted(members[pg_id])) or tuple(sorted(enqueued))
@@ -86,7 +89,7 @@ def compare_mismatches(dumps: Sequence[FrDump]) -> list[GroupMismatch]:
         for entry in dump.entries:
             if entry.is_p2p or entry.seq <= 0:
                 continue
-            per_group[entry.pg_id][entry.seq][dump.rank] = entry
+            per_group[entry.pg_name or entry.pg_id][entry.seq][dump.rank] = entry
     result = []
     for pg_id, by_seq in sorted(per_group.items()):
         for seq in sorted(by_seq):

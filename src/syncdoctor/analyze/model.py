@@ -182,6 +182,7 @@ class FrEntry:
     time_created_ns: int | None = None
     timeout_ms: int | None = None
     frames: tuple[str, ...] = ()
+    op_id: int | None = None  # the backend's operation number (gloo numbers sends and receives too)
 
 
 @dataclass(frozen=True, slots=True)

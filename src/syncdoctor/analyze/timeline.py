@@ -363,7 +363,8 @@ def _fr_status_events(dumps: Sequence[FrDump]) -> Iterable[Event]:
             yield Event(
                 Kind.FR_STATUS, dump.ref, f"Flight Recorder pg {group.pg_id} ({group.name or 'default'}): "
                 f"last enqueued {group.last_enqueued}, last completed {group.last_completed}",
-                Origin(rank=dump.rank, host=dump.host), group=group.pg_id, seq=group.last_enqueued,
+                # the group's name is the same on every rank; its pg id is a per-process number (gloo)
+                Origin(rank=dump.rank, host=dump.host), group=group.name or group.pg_id, seq=group.last_enqueued,
                 data={"last_enqueued": group.last_enqueued, "last_completed": group.last_completed,
                       "ranks": list(group.ranks)},
             )

@@ -50,13 +50,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--collective-timeout", type=float, default=120.0, help="seconds (default 120)")
     parser.add_argument("--watch", action="store_true", default=os.environ.get("SYNCDOCTOR_WATCH") == "1",
                         help="call syncdoctor.watch.start() (also env SYNCDOCTOR_WATCH=1)")
+    parser.add_argument("--dump", default=None, metavar="STEP:SECONDS",
+                        help="SECONDS after starting STEP, every rank writes its Flight Recorder dump (JSON) to "
+                             "--dump-dir/rank<R>.json from a timer thread, hung or not")
+    parser.add_argument("--dump-dir", default="dumps", help="where --dump writes (default ./dumps)")
     return parser
 
 
 class _Faults:
-    def __init__(self, faults: Sequence[FaultSpec], rank: int) -> None:
+    def __init__(self, faults: Sequence[FaultSpec], rank: int, dump: tuple[int, float] | None = None,
+                 dump_dir: str = "dumps") -> None:
         self.rank = rank
         self.faults = [f for f in faults if f.rank == rank]
+        self.dump, self.dump_dir = dump, dump_dir
+
+    def step(self, step: int) -> None:
+        """Called at the start of every step: arms the Flight Recorder dump of ``--dump``."""
+        if self.dump is not None and self.dump[0] == step:
+            import threading
+
+            timer = threading.Timer(self.dump[1], self._write_dump)
+            timer.daemon = True
+            timer.start()
+
+    def _write_dump(self) -> None:
+        import torch._C._distributed_c10d as c10d_ext
+
+        os.makedirs(self.dump_dir, exist_ok=True)
+        path = os.path.join(self.dump_dir, f"rank{self.rank}.json")
+        with open(path, "wb") as handle:
+            handle.write(bytes(c10d_ext._dump_fr_trace_json(True, False)))
+        print(f"{TAG} dump rank={self.rank} path={path}", flush=True)
 
     def has(self, step: int, kind: str) -> FaultSpec | None:
         found = next((f for f in self.faults if f.kind == kind and f.applies(self.rank, step)), None)
@@ -76,7 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         faults = parse_faults(args.fault)
-    except UsageError as exc:
+        dump = None
+        if args.dump:
+            step_text, _, seconds_text = args.dump.partition(":")
+            if not step_text.isdigit() or not seconds_text:
+                raise UsageError(f"--dump expects STEP:SECONDS (e.g. 3:4), got {args.dump!r}")
+            dump = (int(step_text), float(seconds_text))
+    except (UsageError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     import torch.distributed as dist
@@ -93,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     host = os.environ.get("SYNCDOCTOR_LAB_HOST") or os.uname().nodename
     print(f"{TAG} start rank={rank} world=8 host={host} pid={os.getpid()} shape={args.shape}", flush=True)
     run = {"tpdp": _tpdp, "pipeline": _pipeline, "hsdp": _hsdp}[args.shape]
-    run(args, _Faults(faults, rank), rank, host)
+    run(args, _Faults(faults, rank, dump, args.dump_dir), rank, host)
     print(f"{TAG} done rank={rank} steps={args.steps}", flush=True)
     dist.destroy_process_group()
     return 0
@@ -108,8 +138,9 @@ def _tpdp(args: argparse.Namespace, faults: _Faults, rank: int, host: str) -> No
     import torch
     import torch.distributed as dist
 
-    tp_groups = [dist.new_group([2 * i, 2 * i + 1]) for i in range(4)]
-    dp_groups = [dist.new_group(list(range(j, 8, 2))) for j in range(2)]
+    timeout = timedelta(seconds=args.collective_timeout)
+    tp_groups = [dist.new_group([2 * i, 2 * i + 1], timeout=timeout) for i in range(4)]
+    dp_groups = [dist.new_group(list(range(j, 8, 2)), timeout=timeout) for j in range(2)]
     tp, dp = tp_groups[rank // 2], dp_groups[rank % 2]
     weight = torch.ones(256)
 
@@ -133,6 +164,7 @@ def _tpdp(args: argparse.Namespace, faults: _Faults, rank: int, host: str) -> No
 
     for step in range(args.steps):
         start = time.time()
+        faults.step(step)
         activations = load_batch(step)
         loss = (activations * weight).mean().reshape(1)
         if faults.has(step, "swap"):
@@ -152,8 +184,9 @@ def _pipeline(args: argparse.Namespace, faults: _Faults, rank: int, host: str) -
     import torch
     import torch.distributed as dist
 
-    stages = [dist.new_group([0, 1, 2, 3]), dist.new_group([4, 5, 6, 7])]
-    replicas = [dist.new_group([s, s + 4]) for s in range(4)]
+    timeout = timedelta(seconds=args.collective_timeout)
+    stages = [dist.new_group([0, 1, 2, 3], timeout=timeout), dist.new_group([4, 5, 6, 7], timeout=timeout)]
+    replicas = [dist.new_group([s, s + 4], timeout=timeout) for s in range(4)]
     pp, dp = stages[rank // 4], replicas[rank % 4]
     stage, first, last = rank % 4, rank % 4 == 0, rank % 4 == 3
     weight = torch.ones(128)
@@ -184,6 +217,7 @@ def _pipeline(args: argparse.Namespace, faults: _Faults, rank: int, host: str) -
 
     for step in range(args.steps):
         start = time.time()
+        faults.step(step)
         grad = data_parallel(step, backward(forward(step)))
         weight -= 1e-4 * grad
         _line(step, rank, host, start, float(grad.sum()) + stage)
@@ -192,9 +226,12 @@ def _pipeline(args: argparse.Namespace, faults: _Faults, rank: int, host: str) -
 def _hsdp(args: argparse.Namespace, faults: _Faults, rank: int, host: str) -> None:
     import torch
     from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.distributed_c10d import _set_pg_timeout
     from torch.distributed.fsdp import fully_shard
 
     mesh = init_device_mesh("cpu", (2, 4), mesh_dim_names=("replicate", "shard"))
+    for name in ("replicate", "shard"):  # the mesh's groups take the 30 min default, not init's timeout
+        _set_pg_timeout(timedelta(seconds=args.collective_timeout), mesh.get_group(name))
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
     for layer in model:
@@ -211,6 +248,7 @@ def _hsdp(args: argparse.Namespace, faults: _Faults, rank: int, host: str) -> No
 
     for step in range(args.steps):
         start = time.time()
+        faults.step(step)
         loss = forward(step)
         loss.backward()
         optimizer.step()

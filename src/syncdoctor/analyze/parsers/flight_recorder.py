@@ -153,7 +153,20 @@ def _entry(raw: Mapping[str, Any]) -> FrEntry | None:
         time_created_ns=_int(raw.get("time_created_ns")),
         timeout_ms=_int(raw.get("timeout_ms")),
         frames=_frames(raw.get("frames")),
+        op_id=_int(raw.get("op_id")),
     )
+
+
+def _collective_number(entries: list[FrEntry], pg_id: str, value: int | None) -> int | None:
+    """gloo's status holds the operation id of the last collective, and gloo numbers sends and receives
+    among its operations without recording them (torch 2.13): the entry with that id gives the collective's
+    own number, which is what ranks compare. Other backends' status holds collective numbers already."""
+    if value is None:
+        return None
+    for entry in reversed(entries):
+        if entry.pg_id == pg_id and entry.op_id == value and not entry.is_p2p and entry.backend == "gloo":
+            return entry.seq
+    return value
 
 
 def _groups(doc: Mapping[str, Any], entries: list[FrEntry]) -> tuple[FrGroup, ...]:
@@ -174,9 +187,9 @@ def _groups(doc: Mapping[str, Any], entries: list[FrEntry]) -> tuple[FrGroup, ..
             name=name,
             desc=str(cfg.get("desc", "")),
             ranks=_ranks(cfg.get("ranks")),
-            last_enqueued=_progress(values.get("last_enqueued_collective")),
+            last_enqueued=_collective_number(entries, str(pg_id), _progress(values.get("last_enqueued_collective"))),
             last_started=_progress(values.get("last_started_collective")),
-            last_completed=_progress(values.get("last_completed_collective")),
+            last_completed=_collective_number(entries, str(pg_id), _progress(values.get("last_completed_collective"))),
         ))
     return tuple(groups)
 

@@ -55,6 +55,9 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
         if user:
             # where the program called into the library: tells which collective a rank was in
             data["call_site"] = " > ".join(user[-2:])
+        api = next((text for path, text in frames if path.endswith("distributed_c10d.py")), None)
+        if api is not None:  # the torch.distributed call it was blocked in: all_reduce, recv, send...
+            data["collective"] = api.rsplit(" in ", 1)[-1].strip()
     events = [make_event(Kind.EXCEPTION, line, data=data)]
     oom = _OOM.search(message)
     if oom or short == "OutOfMemoryError":

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from syncdoctor.analyze.chains import chains
 from syncdoctor.analyze.fr_compare import compare_mismatches
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import Timeline, is_comm_exception
+from syncdoctor.watch.waitgraph import describe_chain
 
 __all__ = ["collective_desync"]
 
@@ -140,7 +142,19 @@ def _from_call_sites(tl: Timeline) -> list[Hypothesis]:
             f"at {majority}, rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} at {'; '.join(odd)}. "
             "Collectives pair up by order, so the ranks waited for each other in different operations until the "
             "timeout: a skipped, extra or different collective on the odd rank(s).")
-    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.75, title, culprits=culprits,
+    confidence = 0.75
+    # A rank that never arrived (no error of its own, or the root of the dumps' wait-for graph) explains the
+    # other call sites better: with several groups (tensor x data parallel, pipeline stages), a rank that
+    # waits in its own group for that rank is blocked at another place of the program than its peers.
+    graph = chains(tl)
+    absent = sorted(r for r, s in tl.ranks.items() if s.outcome in ("silent", "terminated") and r not in claims)
+    absent += sorted(r for root in graph.roots if not root.cycle for r in root.ranks if r not in absent)
+    if absent:
+        confidence = 0.25
+        what += (f" But rank{'s' if len(absent) > 1 else ''} {fmt_ranks(absent)} never arrived at all: a rank "
+                 "waiting in another group (or in a send or receive) for it is blocked at another place too, "
+                 "without any desync.")
+    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, confidence, title, culprits=culprits,
                        affected=[r for r in claims if r not in culprits], what=what,
                        evidence=evidence_of([sites[r] for r in culprits], "waiting at another call site")
                        + evidence_of([sites[r] for r in claims if r not in culprits], f"waiting at {majority}",
@@ -162,6 +176,40 @@ def _from_watch(tl: Timeline) -> list[Hypothesis]:
     return out
 
 
+def _from_cycles(tl: Timeline) -> list[Hypothesis]:
+    """Ranks that waited for each other (the dumps' wait-for graph has a cycle): a deadlock of the program.
+    Named: the ranks that waited for the most others of the cycle, the ones that took the other path."""
+    out = []
+    for root in chains(tl).roots:
+        if not root.cycle:
+            continue
+        members = set(root.ranks)
+        waits_for: dict[int, set[int]] = {r: set() for r in members}
+        for wait in root.direct:
+            for rank in set(wait.waiters) & members:
+                waits_for[rank] |= set(wait.blockers) & members
+        counts = {r: len(b) for r, b in waits_for.items()}
+        top, low = max(counts.values()), min(counts.values())
+        culprits = sorted(r for r in members if counts[r] == top) if top > low else sorted(members)
+        chain = describe_chain(root, lambda ranks: f"rank{'s' if len(set(ranks)) > 1 else ''} {fmt_ranks(ranks)}")
+        title = (f"deadlock (Flight Recorder): rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} "
+                 f"waited in a collective the others had not reached while they waited for "
+                 f"{'it' if len(culprits) == 1 else 'them'} in another one")
+        what = (f"Who waited for whom, from the dumps: {chain}. These ranks wait for each other: no rank is late; "
+                "the program took different paths on different ranks (groups called in different orders, or a "
+                "skipped collective).")
+        evidence = []
+        for rank in culprits:
+            evidence += evidence_of([e for e in tl.of(Kind.FR_STATUS) if e.origin.rank == rank][:2],
+                                    "waiting for the others")
+        evidence += evidence_of([e for e in tl.of(Kind.FR_STATUS) if e.origin.rank in members - set(culprits)],
+                                "waiting for it", MAX_CASCADE)
+        out.append(hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.9, title, culprits=culprits,
+                              affected=sorted((members | set(root.affected)) - set(culprits)), what=what,
+                              evidence=evidence))
+    return out
+
+
 def collective_desync(tl: Timeline) -> list[Hypothesis]:
     return (_from_fr(tl) + _from_watchdog(tl) + _from_detail(tl) + _from_size_check(tl) + _from_call_sites(tl)
-            + _from_watch(tl))
+            + _from_cycles(tl) + _from_watch(tl))

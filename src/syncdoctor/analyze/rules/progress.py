@@ -1,19 +1,25 @@
 """Which rank never reached the collective the others timed out in. Pure: no I/O.
 
-Evidence, strongest first: a desync report or monitored_barrier naming the ranks; sequence numbers
-(watchdog timeouts, ``last enqueued`` status lines, Flight Recorder ``pg_status``) where some ranks are
-behind; watch or RAS events naming ranks; and, when logs carry no sequence numbers (gloo), the ranks
-that show no error at all while the others timed out waiting.
+Evidence, strongest first: a desync report or monitored_barrier naming the ranks; the wait-for graph of
+the Flight Recorder dumps and the logs (:mod:`syncdoctor.analyze.chains`: the root of the waiting, with the
+chain of ranks that waited for it through other groups and send/recv); sequence numbers (watchdog
+timeouts, ``last enqueued`` status lines, Flight Recorder ``pg_status``) where some ranks are behind; watch
+or RAS events naming ranks; and, when logs carry no sequence numbers (gloo), the ranks that show no error
+at all while the others timed out waiting. A rank the inputs show waiting itself (in another group, or in a
+send or receive) is never named late: in a tensor x data parallel job the data-parallel peers of a rank
+that waits in its tensor-parallel group are behind in their group, but it is not the culprit.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+from syncdoctor.analyze.chains import Chains, chains, where_waited
 from syncdoctor.analyze.fr_compare import compare_progress
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
+from syncdoctor.watch.waitgraph import describe_chain
 
 __all__ = ["lagging_rank", "rank_never_joined"]
 
@@ -134,6 +140,13 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     what += (f" and {'were' if len(stopped) > 1 else 'was'} stopped by the launcher afterwards" if stopped else "")
     what += (": a rank that is late, hung or frozen never enters the collective, so it never times out itself. "
              "These logs carry no sequence numbers (gloo), so the verdict rests on who stayed quiet.")
+    places: dict[str, list[int]] = defaultdict(list)
+    for rank in timed_out:
+        places[where_waited(tl, rank) or "a collective"].append(rank)
+    if len(places) > 1:  # several groups or calls: those in the minority wait for the silent rank through others
+        what += " Where each rank waited: " + "; ".join(
+            f"rank{'s' if len(r) > 1 else ''} {fmt_ranks(r)} in {place}"
+            for place, r in sorted(places.items(), key=lambda item: -len(item[1]))) + "."
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=silent, affected=timed_out, what=what,
                        fix=_look_at(tl, silent), evidence=evidence)]
 
@@ -185,8 +198,57 @@ def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:
     return out
 
 
+def _from_chains(tl: Timeline, graph: Chains) -> list[Hypothesis]:
+    """The roots of the wait-for graph that are late: inside no collective the dumps show, and no timeout."""
+    out = []
+    for root in graph.roots:
+        if root.cycle:
+            continue  # a deadlock: see desync.py
+        late = [r for r in root.ranks if r not in graph.hidden and
+                (r not in tl.ranks or tl.ranks[r].outcome not in _CRASHED)]
+        if not late:
+            continue
+        direct = [w for w in root.direct if set(w.blockers) & set(late)]
+        first = min(direct, key=lambda w: (-len(w.waiters), w.op.group, w.op.seq))
+        held = set(root.affected) | {r for r in graph.hidden if r not in late}
+        if len([r for r in graph.roots if not r.cycle]) == 1:  # everyone who waited, waited behind it
+            held |= graph.waiters - set(late)
+        held = sorted(held)
+        chain = describe_chain(root, lambda ranks: f"rank{'s' if len(set(ranks)) > 1 else ''} {fmt_ranks(ranks)}")
+        hidden = [f"rank {r} timed out in {graph.hidden[r]}" for r in sorted(graph.hidden) if r in held][:6]
+        title = (f"rank{'s' if len(late) > 1 else ''} {fmt_ranks(late)} never entered {first.op.text()} "
+                 f"(Flight Recorder); {'ranks ' + fmt_ranks(held) if len(held) > 1 else 'rank ' + fmt_ranks(held)} "
+                 f"waited behind {'them' if len(late) > 1 else 'it'}")
+        what = (f"Who waited for whom, from the dumps: {chain}."
+                + (f" From the logs: {'; '.join(hidden)} (a wait the dumps do not show: it waited too)." if hidden else "")
+                + " The ranks in the chain are not late themselves: each waited for the next one, and the chain ends "
+                "at the rank that never arrived.")
+        evidence = []
+        for rank in late:
+            evidence += evidence_of(list(graph.proof.get(rank, ()))[:2], "how far the root got")
+            state = tl.ranks.get(rank)
+            if state is not None:
+                evidence += evidence_of(state.of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1], "no error of its own")
+        for wait in direct[:4]:
+            for waiter in wait.waiters[:MAX_CASCADE]:
+                evidence += evidence_of(list(graph.proof.get(waiter, ()))[:1], f"waiting in {wait.op.text()}")
+        evidence += evidence_of(_timeout_lines(tl, [r for r in held if r in tl.ranks]), "timed out waiting",
+                                MAX_CASCADE)
+        out.append(hypothesis(tl, Category.LAGGING_RANK, 0.93, title, culprits=late, affected=held, what=what,
+                              fix=_look_at(tl, [r for r in late if r in tl.ranks]) if any(r in tl.ranks for r in late)
+                              else None, evidence=evidence))
+    return out
+
+
 def lagging_rank(tl: Timeline) -> list[Hypothesis]:
-    found = _from_reports(tl) + _from_sequences(tl) + _from_fr(tl) + _from_watch_and_ras(tl)
+    graph = chains(tl)
+    waiting = graph.waiters
+    # per-group comparisons name the members behind in one group, which may be waiting in another one
+    roots = {r for root in graph.roots for r in root.ranks}
+    found = _from_reports(tl) + [
+        h for h in _from_sequences(tl) + _from_fr(tl)
+        if not (set(h.culprit_ranks) & waiting and (roots or set(h.culprit_ranks) <= waiting))
+    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl)
     claimed = {r for h in found for r in h.culprit_ranks}
     claimed |= {r for r, s in tl.ranks.items() if s.has(Kind.COLLECTIVE_MISMATCH)}
     if not any(h.confidence >= 0.85 for h in found):

@@ -45,7 +45,7 @@ def _members(tl: Timeline, group: str) -> tuple[int, ...] | None:
     named: set[int] = set()
     for dump in tl.dumps:
         for pg in dump.groups:
-            if pg.pg_id == group and pg.ranks:
+            if (pg.name or pg.pg_id) == group and pg.ranks:
                 named.update(pg.ranks)
     if named:
         return tuple(sorted(named))
