@@ -428,7 +428,7 @@ def test_a_record_older_than_the_peers_completion_is_no_evidence_of_a_hang() -> 
 
 def test_late_rank_resolves_even_when_its_peer_record_lags_behind() -> None:
     """Rank 3 arrived and its record says so, rank 0's record still shows it waiting: no W104 from that, and
-    the late-rank event resolves once rank 0's next record arrives."""
+    the late-rank event resolves (the collective completed on the others, so it is over at once)."""
     job = Job()
     job.all_done(4)
     job.enter([0, 1, 2], 5)
@@ -440,10 +440,11 @@ def test_late_rank_resolves_even_when_its_peer_record_lags_behind() -> None:
         fr.entered = fr.completed = 5
         fr.stalled, fr.sig, fr.quiet = None, None, 0.0
     job.ranks[0].frozen = True  # its next record is late
-    assert job.tick(0.5) == []
+    events = job.tick(0.5)
     job.ranks[0].frozen = False
     job.all_done(5)
-    assert codes(job.tick(0.5)) == [("W101", "resolved")]
+    events += job.tick(0.5)
+    assert codes(events) == [("W101", "resolved")]
 
 
 def test_a_completed_all_reduce_proves_the_late_rank_record_is_just_old() -> None:
@@ -481,3 +482,36 @@ def test_wait_uses_the_publication_time_within_one_interval(lag: float, expected
         assert [e.code for e in events] == ["W101"] and events[0].waited_s == pytest.approx(expected)
     else:
         assert events == ()
+
+
+def test_late_again_before_the_monitor_saw_it_arrive_is_a_new_incident() -> None:
+    """Rank 3 arrives at #5 and is late again at #6 before the next cycle: the first incident resolves (its
+    collective completed) and the second is raised once a newer record confirms rank 3 as the root."""
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    job.tick()
+    job.answer_stacks()
+    assert codes(job.run(3)) == [("W101", "warning")]
+    job.all_done(5)
+    job.enter([0, 1, 2], 6)  # the next late episode, in the same cycle
+    first = job.tick()
+    job.answer_stacks()
+    later = job.run(4)
+    assert codes(first) == [("W101", "resolved")] and first[0].seq == 5
+    assert codes(later) == [("W101", "warning")] and later[0].seq == 6 and later[0].ranks == (3,)
+
+
+def test_dead_rank_whose_last_record_was_published_mid_collective() -> None:
+    """Rank 3 froze after collective #5, but its last record was published while it was inside #5: the
+    others wait in #6 for it, and the dead-rank event says so."""
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2, 3], 5)
+    job.tick()
+    job.ranks[3].frozen = True  # its record: inside #5; in truth it completed #5 and froze before #6
+    job.all_done(5)
+    job.ranks[3].entered, job.ranks[3].completed = 5, 4
+    job.enter([0, 1, 2], 6)
+    dead = [e for e in job.run(6) if e.code == "W105"]
+    assert len(dead) == 1 and dead[0].ranks == (3,) and dead[0].waiting_ranks == (0, 1, 2) and dead[0].seq == 6

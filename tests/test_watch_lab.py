@@ -181,7 +181,7 @@ def test_frozen_rank_is_dead_and_its_process_is_seen_stopped(lab_factory, tmp_pa
     job.kill()
     assert event["code"] == "W105" and event["ranks"] == [3] and event["hosts"] == ["host1"], event
     assert event["detail"]["process"] == {"3": "stopped"} and "SIGSTOP" in event["title"]
-    assert event["waiting_ranks"] == [0, 1, 2]
+    assert event["waiting_ranks"] == [0, 1, 2], event
     latency = event["at"] - _waiting_since(job, 40, [0, 1, 2])
     _report("frozen rank", latency)
     assert latency <= DEAD_S + LATENCY_S

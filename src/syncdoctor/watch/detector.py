@@ -148,10 +148,11 @@ def _reconcile(ctx: Context, conditions: list[Condition]) -> list[Event]:
         if _superseded(incident, (c for c in present.values() if c.ready)):
             del state.incidents[key]  # a more specific incident took over (e.g. the late rank died)
             continue
-        if _superseded(incident, (c for c in present.values() if not c.ready)):
+        cleared = _cleared(ctx, incident)
+        if not cleared and _superseded(incident, (c for c in present.values() if not c.ready)):
             continue  # something about the same ranks is still being judged: keep it open meanwhile
         del state.incidents[key]
-        if _cleared(ctx, incident):
+        if cleared:  # its collective completed: over, even if the same ranks are late again already
             events.append(_resolved(ctx, incident))
     return events
 

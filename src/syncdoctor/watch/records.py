@@ -439,12 +439,12 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
             if type(seq) is not int or type(wait_s) not in _NUMBERS:
                 return None
             wait_list.append(WaitSample(str(group), seq, wait_s))
-        p2p = []
+        p2p: list[P2PProgress] | tuple[()] = [] if raw_p2p else ()
         for group, peer, kind, entered, completed, stalled in raw_p2p:
             if (type(peer) is not int or type(entered) is not int or type(completed) is not int
                     or type(stalled) not in _NUMBERS or kind not in (0, 1)):
                 return None
-            p2p.append(P2PProgress(str(group), peer, P2P_KINDS[kind], entered, completed,
+            p2p.append(P2PProgress(str(group), peer, P2P_KINDS[kind], entered, completed,  # type: ignore[union-attr]
                                    None if stalled < 0 else stalled))
         return RankRecord(
             rank, world, host if type(host) is str else str(host), node, pid, local_rank, attempt, beat,

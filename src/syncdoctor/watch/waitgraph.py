@@ -98,16 +98,15 @@ def analyse(waits: Sequence[Wait]) -> tuple[Root, ...]:
     them once keeps a 4096-rank barrier with 2048 late ranks linear.
     """
     waits = [w for w in waits if w.waiters and w.blockers]
-    out_of: dict[int, list[int]] = {}  # rank -> waits it is inside
+    waiting: set[int] = set()
     into: dict[int, list[int]] = {}  # rank -> waits that wait for it
     for index, wait in enumerate(waits):
-        for rank in wait.waiters:
-            out_of.setdefault(rank, []).append(index)
+        waiting.update(wait.waiters)
         for rank in wait.blockers:
             into.setdefault(rank, []).append(index)
-    components = _cycles(waits, out_of)
+    components = _cycles(waits, waiting, into)
     in_cycle = {rank for component in components for rank in component}
-    sinks = [rank for rank in into if rank not in out_of and rank not in in_cycle]
+    sinks = [rank for rank in into if rank not in waiting and rank not in in_cycle]
     parent = {rank: rank for rank in sinks}
 
     def find(rank: int) -> int:
@@ -172,9 +171,24 @@ def _ranks_text(ranks: Iterable[int]) -> str:
     return ("rank " if len(ordered) == 1 else "ranks ") + format_ranks(ordered)
 
 
-def _cycles(waits: Sequence[Wait], out_of: dict[int, list[int]]) -> list[set[int]]:
-    """Strongly connected sets of two or more ranks (iterative Tarjan over rank -> wait -> blocker)."""
-    successors = {rank: sorted({b for w in indexes for b in waits[w].blockers}) for rank, indexes in out_of.items()}
+def _cycles(waits: Sequence[Wait], waiting: set[int], into: dict[int, list[int]]) -> list[set[int]]:
+    """Strongly connected sets of two or more ranks (iterative Tarjan over rank -> wait -> blocker).
+
+    Only a rank that waits and is waited for can be on a cycle, so the walk is over those alone: in the
+    common case (thousands of ranks waiting for one late rank) there are none, and nothing is allocated
+    per waiting rank (the monitor runs this every cycle of an incident; garbage made here is collected
+    there)."""
+    both = waiting.intersection(into)
+    if not both:
+        return []
+    successors: dict[int, list[int]] = {}
+    for wait in waits:
+        targets = [b for b in wait.blockers if b in both]
+        if targets:
+            for rank in wait.waiters:
+                if rank in both:
+                    successors.setdefault(rank, []).extend(targets)
+    successors = {rank: sorted(set(targets)) for rank, targets in successors.items()}
     index_of: dict[int, int] = {}
     low: dict[int, int] = {}
     on_stack: set[int] = set()

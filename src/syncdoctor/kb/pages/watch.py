@@ -29,14 +29,18 @@ LATE_RANK = register(
         code="W101",
         name="late-rank",
         severity=Severity.WARNING,
-        summary="Part of a process group waits inside a collective for ranks that have not entered it.",
+        summary="Ranks wait, directly or through a chain of other waiting ranks, for ranks that never arrived.",
         what=(
             "Every rank publishes, once a second, the last collective sequence number it entered and completed "
-            "in each process group (read from the Flight Recorder status, or from patched collectives). When "
-            "some members have entered collective #S and waited longer than the warning threshold while the "
-            "other members, still reporting, have not entered #S, the latter are late. Their own watcher "
-            "thread captures the Python stack of their main thread, so the event says where they are (e.g. "
-            "in load_batch), and whether they still make progress elsewhere or sit still."
+            "in each process group (read from the Flight Recorder status, or from patched collectives) and its "
+            "sends and receives per peer. Members inside collective #S wait for the members that have not "
+            "entered it; a rank inside a receive waits for the peer that has not posted the matching send. "
+            "The watcher follows these waits across groups and messages to where they end: a rank that waits "
+            "for nobody. That rank is late, never one that is itself waiting (in a tensor x data parallel job "
+            "the data-parallel peers of a rank that waits in its tensor-parallel pair wait for the pair's late "
+            "rank). The event names it with the chain of waits that leads to it and every rank held up; its "
+            "own watcher thread captures the Python stack of its main thread, so the event says where it is "
+            "(e.g. in load_batch), and whether it still makes progress elsewhere or sits still."
         ),
         why=(
             "A collective completes only when every member has entered it. The others wait silently until the "
@@ -46,7 +50,11 @@ LATE_RANK = register(
         example=(
             "syncdoctor W101 late-rank warning: rank 3 (host1, pid 4242) has not entered all_reduce "
             "float32[1048576] #57 of group 0; ranks 0-2 have waited 10.4 s for it; it is in load_batch "
-            "(train.py:88)"
+            "(train.py:88)\n"
+            "syncdoctor W101 late-rank warning: rank 5 (host1, pid 12077) has not entered all_reduce float[256] "
+            "#6 of group 3; ranks 0-4,6-7 have waited 3.0 s for it: ranks 0,2,6 wait in all_reduce float[256] #6 "
+            "of group 5 for rank 4, which waits in all_reduce float[256] #6 of group 3 for rank 5; ranks 1,3,7 "
+            "wait in all_reduce float[256] #6 of group 6 for rank 5; it is in load_batch (shapes.py:117)"
         ),
         fix=(
             "Look at the function named in the event on the late rank: data loading, checkpoint saving or "
@@ -92,11 +100,17 @@ COLLECTIVE_COUNT_DRIFT = register(
         code="W103",
         name="collective-count-drift",
         severity=Severity.ERROR,
-        summary="At the same training step, ranks of a group have issued different numbers of collectives.",
+        summary="Ranks took different paths: different collective counts at the same step, or ranks that wait "
+                "for each other (a deadlock).",
         what=(
             "At each training step marker (an optimizer step, seen through a global optimizer hook, or an "
             "explicit `syncdoctor.watch.step(i)`), each rank records the sequence number it has reached in "
-            "each group. When members disagree at the same step, a rank skipped or added a collective."
+            "each group. When members disagree at the same step, a rank skipped or added a collective. The "
+            "same code names a cycle of waits (a deadlock): ranks that wait for each other through different "
+            "groups or messages, e.g. two groups called in opposite orders on two ranks, a rank that skipped "
+            "a collective and waits in the next one of another group, or a pipeline stage that skipped a send. "
+            "The ranks named are those that wait for the most others of the cycle (the ones that went ahead); "
+            "the chain of the cycle is in the event."
         ),
         why=(
             "After a skipped collective, every later collective of that rank pairs with the wrong partner "
@@ -105,7 +119,11 @@ COLLECTIVE_COUNT_DRIFT = register(
         ),
         example=(
             "syncdoctor W103 collective-count-drift confirmed: rank 1 (host0, pid 311) had entered 1 fewer "
-            "collective than ranks 0,2-3 in group 0 by step 5"
+            "collective than ranks 0,2-3 in group 0 by step 5\n"
+            "syncdoctor W103 collective-count-drift confirmed: rank 1 (host0, pid 11117) never entered all_reduce "
+            "float[256] #26 of group 6, where ranks 3,5,7 wait for it, and waits in all_reduce float[1] #26 of "
+            "group 0, which they have not entered: the ranks took different paths (a skipped collective or "
+            "message); deadlock for 3.5 s"
         ),
         fix=(
             "Find the rank-dependent control flow in that step (a collective inside `if rank == ...`, an "

@@ -43,6 +43,7 @@ from syncdoctor.watch.rules.context import (
     who_list,
 )
 from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
+from syncdoctor.watch.snapshot import Incident
 from syncdoctor.watch.waitgraph import Op, Root, Wait, analyse, describe_chain
 
 __all__ = ["wait_conditions"]
@@ -115,7 +116,9 @@ def _group(ctx: Context, graph: _Graph, group: str, members: tuple[int, ...]) ->
     for rank in members:
         rec = ctx.record(rank)
         progress[rank] = rec.groups.get(group) if rec is not None else None
-    pending = [p for p in progress.values() if p is not None and p.pending]
+    # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
+    # one it completed before it froze (its record was published mid-collective)
+    pending = [p for r, p in progress.items() if p is not None and p.pending and ctx.live.get(r) == "alive"]
     if not pending:
         return []
     seq = min(p.completed + 1 for p in pending)
@@ -267,11 +270,19 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
     incident = key("W101", op.group, op.seq, format_ranks(late)) if op.kind == "collective" else key(
         "W101", op.group, op.kind, wait.waiters[0], op.seq, format_ranks(late))
     # while it is open, the incident about these roots stays the same one, whatever wait is nearest to them:
-    # as a chain unwinds, the waits that lead to a root change before the root arrives
-    incident = next((k for k, i in state.incidents.items() if i.code == "W101" and i.ranks == late), incident)
+    # as a chain unwinds, the waits that lead to a root change before the root arrives. Once its own wait
+    # finished, the roots arrived: being the root of a wait again is another incident, confirmed afresh.
+    for open_key, open_incident in state.incidents.items():
+        if open_incident.code == "W101" and open_incident.ranks == late:
+            if _finished(ctx, open_incident):
+                for rank in late:
+                    state.roots.pop(rank, None)
+            else:
+                incident = open_key
+            break
     if config.stacks:
         _ask_stacks(ctx, late)
-    seen = _seen_before(ctx, graph, late)
+    seen = _seen_before(ctx, graph, late)  # after the reset above
     if any(ctx.silent(r) for r in late):
         return []  # it may be dead: the dead-rank rule decides after dead_after_s
     waited = root.waited_s
@@ -429,6 +440,19 @@ def _cycle(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
             ready=waited >= ctx.config.warn_after_s and _seen_before(ctx, graph, root.ranks),
         )
     ]
+
+
+def _finished(ctx: Context, incident: Incident) -> bool:
+    """The wait an incident was raised about has completed on some rank (the root arrived)."""
+    if incident.group is None or incident.seq is None:
+        return False
+    if incident.channel is not None:
+        waiter, peer, kind = incident.channel
+        rec = ctx.record(waiter)
+        return rec is not None and any(c.group == incident.group and c.peer == peer and c.kind == kind
+                                       and c.completed >= incident.seq for c in rec.p2p)
+    return any((p := rec.groups.get(incident.group)) is not None and p.completed >= incident.seq
+               for rec in ctx.snapshot.records.values())
 
 
 def _ask_stacks(ctx: Context, ranks: tuple[int, ...]) -> None:
