@@ -168,5 +168,6 @@ def dedup_events(events: Sequence[Event]) -> list[Event]:
             merged[key] = event
         else:
             data = {**event.data, **previous.data}
-            merged[key] = replace(previous, data=data)
+            merged[key] = replace(previous, data=data, op=previous.op or event.op, group=previous.group or event.group,
+                                  text=event.text if len(event.text) > len(previous.text) else previous.text)
     return list(merged.values())

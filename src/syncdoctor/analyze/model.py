@@ -61,12 +61,18 @@ class Kind(str, enum.Enum):
     DUPLICATE_GPU = "duplicate_gpu"
     PEER_ACCESS = "peer_access"
     NCCL_ERROR = "nccl_error"  # ncclSystemError / ncclRemoteError ... surfaced by PyTorch
+    IB_ASYNC_EVENT = "ib_async_event"  # NET/IB : Got async event : port error / local catastrophic error
+    IB_DEVICE_UNAVAILABLE = "ib_device_unavailable"  # ibv_open_device failed, Unable to open device, no IB device
+    GPU_ERROR = "gpu_error"  # CUDA error (illegal memory access, ECC, launch failure), Cuda failure N, Xid
     # launcher and process
     WORKER_FAILED = "worker_failed"  # torchrun: a worker's failure record (exit code, signal)
     WORKER_TERMINATED = "worker_terminated"  # torchrun sends SIGTERM to the survivors
     EXCEPTION = "exception"  # Python exception line (with its traceback when one was seen)
     CUDA_OOM = "cuda_oom"
     FATAL_SIGNAL = "fatal_signal"  # SIGSEGV/SIGABRT inside a worker, gloo EnforceNotMet abort
+    AGENT_SIGNAL = "agent_signal"  # the launcher itself received a signal (SIGHUP, SIGTERM) and stopped its workers
+    PROCESS_MAP = "process_map"  # a table that says where each rank runs (nccl-tests' device list)
+    ERROR_LINE = "error_line"  # a line that looks like an error and that no parser understood
     # other sources
     FR_STATUS = "fr_status"  # one Flight Recorder dump's per-group status (one event per group)
     WATCH = "watch"  # a syncdoctor watch event
@@ -92,6 +98,7 @@ class Origin:
     local_rank: int | None = None
     host: str | None = None
     pid: int | None = None
+    device: int | None = None  # the CUDA device NCCL's ``[N]`` prefix names
 
     def filled_from(self, other: Origin) -> Origin:
         """This origin with the fields it lacks taken from ``other``."""
@@ -100,11 +107,29 @@ class Origin:
             local_rank=self.local_rank if self.local_rank is not None else other.local_rank,
             host=self.host if self.host is not None else other.host,
             pid=self.pid if self.pid is not None else other.pid,
+            device=self.device if self.device is not None else other.device,
         )
 
     @property
     def empty(self) -> bool:
-        return self.rank is None and self.local_rank is None and self.host is None and self.pid is None
+        return (self.rank is None and self.local_rank is None and self.host is None and self.pid is None
+                and self.device is None)
+
+    def describe(self) -> str:
+        """``rank 3``, or as much as the lines say when the rank is unknown: ``local rank 1 (pid 14447) on
+        node-b``, ``GPU 3 on gpu2-ru7``, ``pid 2143``; empty when nothing is known."""
+        parts = []
+        if self.rank is not None:
+            parts.append(f"rank {self.rank}")
+        elif self.local_rank is not None:
+            parts.append(f"local rank {self.local_rank}")
+        elif self.device is not None:
+            parts.append(f"GPU {self.device}")
+        if self.pid is not None:
+            parts.append(f"(pid {self.pid})" if parts else f"pid {self.pid}")
+        if self.host:
+            parts.append(f"on {self.host}" if parts else self.host)
+        return " ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +258,14 @@ class Category(str, enum.Enum):
     WATCHDOG_STUCK = "watchdog-stuck"
     COLLECTIVE_STALLED = "collective-stalled"
     UNEXPLAINED_TIMEOUT = "unexplained-timeout"
+    GPU_ERROR = "gpu-error"
+    NCCL_VERSION_MISMATCH = "nccl-version-mismatch"
+    PEER_UNREACHABLE = "peer-unreachable"
+    RENDEZVOUS_TIMEOUT = "rendezvous-or-store-timeout"
+    RANK_KILLED = "rank-killed"
+    IB_COMPLETION = "ib-completion-error"
+    IB_PORT_DOWN = "ib-port-or-device-down"
+    UNRECOGNISED = "unrecognised-error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +311,10 @@ class Hypothesis:
     fix: str = ""
     evidence: tuple[Evidence, ...] = ()
     root_cause: bool = True
+    # where the global rank is unknown: the process as the lines name it ("local rank 1 (pid 14447)",
+    # "GPU 3", "pid 2143"), and the local ranks among that
+    culprit_processes: tuple[str, ...] = ()
+    culprit_local_ranks: tuple[int, ...] = ()
 
     def to_json(self, max_evidence: int | None = None) -> dict[str, Any]:
         evidence = self.evidence if max_evidence is None else self.evidence[:max_evidence]
@@ -289,6 +326,8 @@ class Hypothesis:
             "title": self.title,
             "culprit_ranks": list(self.culprit_ranks),
             "culprit_hosts": list(self.culprit_hosts),
+            "culprit_processes": list(self.culprit_processes),
+            "culprit_local_ranks": list(self.culprit_local_ranks),
             "affected_ranks": list(self.affected_ranks),
             "affected_hosts": list(self.affected_hosts),
             "what": self.what,
@@ -307,6 +346,7 @@ class Diagnosis:
     hosts: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    unexplained: tuple[Evidence, ...] = ()  # error-looking lines that no hypothesis cites (the first few)
 
     @property
     def root_cause(self) -> Hypothesis | None:

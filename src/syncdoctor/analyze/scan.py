@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 # input (longer ones are faster); tests check that every parser's sample lines are found through them.
 ANCHORS: tuple[bytes, ...] = (
     b"rror",  # RuntimeError, DistBackendError, "error" in NCCL/gloo text, ...errors
+    b"RROR",  # ERROR: the launchers' and logging's level names (DeepSpeed's [ERROR] sigkill_handler)
     b"NCCL WARN",
     b"xception",  # Exception: ..., "Exception (either an error or timeout)"
     b"ailed",  # failed/Failed: connectFullMesh, gloo's "ERROR failed to connect", agent "failed (exitcode"
@@ -31,10 +32,23 @@ ANCHORS: tuple[bytes, ...] = (
     b"Traceback",
     b" Using ",  # NCCL Bootstrap / NET/IB / NET/Socket / Using network, gloo loopback fallback
     b"Init COMPLETE",
+    b"Plugin",  # NCCL's net plugin: Loaded net plugin …, Plugin Path : …, Using internal network plugin
     b"NCCL version",
     b"ismatch",  # collective mismatch (DETAIL, gloo size check)
-    b"closing signal",  # torchrun: Sending process N closing signal SIGTERM
+    b"ignal",  # torchrun's closing signal, death signal; exited on signal 9; <Signals.SIGSEGV: 11>; Signal 9 (SIGKILL)
     b"set by environment",  # NCCL INFO: NCCL_SOCKET_IFNAME set by environment to eth0
+    b"efused",  # Connection refused: gloo's pair.cc connect [127.0.1.1]:N (1.x), NCCL's old socket.h connect
+    b"=   ",  # MPICH/Hydra's BAD TERMINATION banner: =   EXIT CODE: 9, =   PID 92248 RUNNING AT host
+    b"Process name: [[",  # Open MPI: the first process that exited non-zero
+    b"illed",  # Killed / killed (OOM killer, mpirun's "exited on signal 9 (Killed)")
+    b"egmentation",  # Segmentation fault
+    b"bort",  # Aborted (core dumped), abort
+    b"ailure",  # Cuda failure 700, Test NCCL failure (nccl-tests), Test failure
+    b" Pid ",  # nccl-tests' device table: #  Rank  0 Group  0 Pid 3740409 on fengyun416 device  0
+    b"AF_INET",  # NCCL 2.27: connecting to address with family N is neither AF_INET(2) nor AF_INET6(10)
+    b" -> 2\n",  # NCCL's error return chain (INFO lines, one per frame): system error
+    b" -> 3\n",  # internal error
+    b" -> 6\n",  # remote error
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

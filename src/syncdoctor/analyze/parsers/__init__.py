@@ -1,7 +1,8 @@
 """One small parser per log source; each turns a decoded line into events. Pure: no I/O.
 
 Line parsers (``KEYWORDS`` + ``parse(line)``): :mod:`.torch_watchdog`, :mod:`.torch_detail`, :mod:`.gloo`,
-:mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.torchrun`, :mod:`.traceback`. Multi-line
+:mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.gpu`,
+:mod:`.traceback`; :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
 blocks are read by followers (``follow(line)``): tracebacks, torchrun's failure table, desync reports.
 Whole-record parsers: :mod:`.flight_recorder`, :mod:`.watch_events`, :mod:`.ras`. Line prefixes and file
 names: :mod:`.prefixes`.
@@ -14,8 +15,12 @@ import re
 from syncdoctor.analyze.model import Event, Origin, Ref
 from syncdoctor.analyze.parsers import (
     c10d_store,
+    generic,
     gloo,
+    gpu,
+    launchers,
     nccl_info,
+    nccl_tests,
     nccl_warn,
     torch_detail,
     torch_watchdog,
@@ -23,19 +28,21 @@ from syncdoctor.analyze.parsers import (
     traceback,
 )
 from syncdoctor.analyze.parsers.base import Follower, Line
-from syncdoctor.analyze.parsers.prefixes import split_prefix
+from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 
 __all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
 
-LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, torchrun, traceback)
-_FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow)
+LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
+                gpu, traceback)
+_FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
+            nccl_warn.follow, torch_watchdog.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers
 _NCCL_INFO_WORDS = re.compile("|".join(re.escape(k) for k in nccl_info.KEYWORDS))
 
 
 def make_line(text: str, ref: Ref, file_origin: Origin) -> Line:
     """A :class:`Line` from decoded text: prefixes split off, origin completed from the file's."""
-    text = text.rstrip("\r\n")
+    text = clean(text.rstrip("\r\n"))
     if len(text) > MAX_PARSE:
         text = text[:MAX_PARSE]
     prefix = split_prefix(text)
@@ -63,7 +70,8 @@ def parse_line(line: Line) -> list[Event]:
     for parser, keywords in _KEYWORDS:
         if keywords.search(body):
             events.extend(parser.parse(line))
-    return events
+    # never silent: an error-looking line nothing else understood is kept as such (the A028 fallback)
+    return events or generic.parse(line)
 
 
 def start_followers(line: Line) -> list[Follower]:

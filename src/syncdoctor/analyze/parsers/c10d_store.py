@@ -3,7 +3,13 @@
 * ``torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/2``: a rank
   waited for keys another rank never wrote (here gloo's address of rank 2: the last path element).
 * ``Timed out initializing process group in store based barrier on rank 3, for key: store_based_barrier_key:1
-  (world_size=4, num_workers_joined=3, timeout=0:30:00)``.
+  (world_size=4, num_workers_joined=3, timeout=0:30:00)`` (``on rank: 7`` and ``worker_count=4`` before 1.12).
+* ``DistStoreError: Timed out after 601 seconds waiting for clients. 1/4 clients joined.`` (the TCPStore
+  server's wait for its clients, 2.x); ``RendezvousTimeoutError`` / ``RendezvousConnectionError`` (torchrun).
+* ``[1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0',
+  but store->get('0') got error: Socket Timeout`` (1.13-2.x; the error may be ``wait timeout after …``): NCCL's
+  communicator is created at a group's first collective, and rank 1 waited for rank 0 to publish its id. The
+  bracketed numbers are ranks in that group (the global ones for the default group).
 * ``[c10d] waitForInput: socket SocketImpl(…) timed out after 5000ms``, ``The client socket has timed out after
   1800000ms while trying to connect to (10.0.0.1, 29500).``, ``The client socket has failed to connect to
   [node0]:29500 (errno: 111 - Connection refused).``, ``The connection to the C10d store has failed.``
@@ -18,15 +24,25 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store")
+KEYWORDS = ("retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
+            "clients joined", "Rendezvous")
 
+_UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
+                        r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
+                        r"(?:, but store->get\('[^']*'\) got error:?\s*(?P<error>.*))?")
+_STORE_TIMEOUT = ("timeout", "Timeout", "timed out")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)")
 _BARRIER = re.compile(
-    r"store based barrier on rank (?P<rank>\d+).{0,120}?world_size=(?P<world>\d+), num_workers_joined=(?P<joined>\d+)"
+    r"store based barrier on rank:? (?P<rank>\d+).{0,160}?world_size=(?P<world>\d+), "
+    r"(?:num_workers_joined|worker_count)=(?P<joined>\d+)"
 )
+_CLIENTS = re.compile(r"Timed out after (?P<s>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients "
+                      r"joined")
+_RDZV = re.compile(r"\b(?P<kind>Rendezvous(?:Timeout|Connection|Closed)Error)\b")
 _SOCKET = re.compile(r"waitForInput: socket .{0,300}? timed out after (?P<ms>\d+)ms")
 _CONNECT = re.compile(
-    r"client socket has (?:timed out after (?P<ms>\d+)ms while trying to connect to \((?P<host>[^,]+), (?P<port>\d+)\)"
+    r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s) while trying to connect to \((?P<host>[^,]+), "
+    r"(?P<port>\d+)\)"
     r"|failed to connect to \[?(?P<host2>[^\]\s]+)\]?:(?P<port2>\d+)(?: \((?P<err>[^)]*)\))?)"
 )
 
@@ -42,6 +58,12 @@ def _key_ranks(keys: str) -> list[int]:
 
 def parse(line: Line) -> list[Event]:
     body = line.body
+    match = _UNIQUE_ID.search(body)
+    if match:
+        error = (match["error"] or "").strip()[:200]
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "nccl-unique-id", "group_rank": int(match["rank"]), "waiting_for": int(match["root"]),
+            "key": match["key"], "error": error, "timeout": any(word in error for word in _STORE_TIMEOUT)})]
     match = _WAIT.search(body)
     if match:
         keys = match["keys"].strip()[:300]
@@ -51,6 +73,11 @@ def parse(line: Line) -> list[Event]:
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "barrier", "world_size": int(match["world"]), "joined": int(match["joined"])})]
+    match = _CLIENTS.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "clients", "world_size": int(match["world"]), "joined": int(match["joined"]),
+            "seconds": int(match["s"])})]
     match = _SOCKET.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "socket-timeout", "ms": int(match["ms"])})]
@@ -62,4 +89,9 @@ def parse(line: Line) -> list[Event]:
             "what": "connect", "store_host": host.strip(), "store_port": int(port), "error": match["err"] or "timeout"})]
     if "connection to the C10d store has failed" in body:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect"})]
+    match = _RDZV.search(body)
+    if match:
+        kind = {"RendezvousTimeoutError": "rendezvous-timeout", "RendezvousConnectionError": "connect",
+                "RendezvousClosedError": "rendezvous-closed"}[match["kind"]]
+        return [make_event(Kind.STORE_ERROR, line, data={"what": kind, "rendezvous": True})]
     return []

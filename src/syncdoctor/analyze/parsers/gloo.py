@@ -9,6 +9,8 @@ the file. Pure: no I/O.
   remote=[127.0.0.1]:19861$1`` and the debug logger's ``ERROR failed to connect, willRetry=1, retry=1,
   retryLimit=3, rank=1, size=4, local=[127.0.0.1]:8323, remote=[127.0.0.1]:19861$1, error=…``.
 * ``Unable to resolve hostname to a (local) address. Using the loopback address as fallback.``
+* ``[…/pair.cc:724] connect [127.0.1.1]:3210: Connection refused`` (gloo::IoException, PyTorch 1.x): 127.0.1.1
+  is loopback too (Debian and Ubuntu map the hostname to it).
 * ``[enforce fail at …/device.cc:84] ifa != nullptr. Unable to find address for: eth9``.
 * ``[enforce fail at …/pair.cc:456] op.preamble.length <= op.nbytes. 4196 vs 4. Received data size doesn't
   match expected size. Is there a distributed collective mismatch in your code?``
@@ -32,9 +34,11 @@ KEYWORDS = (
     "connectFullMesh",
     "failed to connect",
     "loopback address",
+    "Using the loopback",
     "Unable to find address",
     "Unable to find interface",
     "Received data size",
+    "connect [",
 )
 
 _TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<dir>send|recv) operation")
@@ -48,6 +52,7 @@ _DEBUG = re.compile(
 )
 _MESH = re.compile(r"connectFullMesh failed with (?:\[[^\]]*\] )?(?P<error>.+)")
 _REMOTE = re.compile(r"remote=\[(?P<addr>[^\]]+)\]:(?P<port>\d+)")
+_PAIR_CONNECT = re.compile(r"connect \[(?P<addr>[0-9A-Fa-f:.%\w]+)\]:(?P<port>\d+): (?P<error>[A-Za-z][^\n]{0,80})")
 _IFACE = re.compile(r"Unable to find (?:address|interface) for:? (?P<ifname>\S+)")
 _SIZE = re.compile(r"(?P<got>\d+) vs (?P<expected>\d+)\. Received data size doesn't match expected size")
 _SOURCE = re.compile(r"\[[^\]]*gloo/(?P<file>[\w/]+\.cc):(?P<line>\d+)\]")
@@ -94,13 +99,17 @@ def parse(line: Line) -> list[Event]:
             data["remote_port"] = int(remote["port"])
             data["loopback_remote"] = is_loopback(remote["addr"])
         events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data=data))
+    elif (pair := _PAIR_CONNECT.search(body)) is not None:  # pair.cc before connectFullMesh said it (<= 1.x)
+        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data={
+            "error": pair["error"].strip()[:200], "final": True, "remote_addr": pair["addr"],
+            "remote_port": int(pair["port"]), "loopback_remote": is_loopback(pair["addr"]), **_gloo_source(body)}))
     else:
         closed = _CLOSED.search(body) or _RESET.search(body)
         if closed:
             events.append(make_event(Kind.PEER_CLOSED, line, data={
                 "peer_addr": closed["addr"], "peer_port": int(closed["port"]), "transport": "gloo",
                 "how": "reset" if "reset by peer" in closed.group(0) else "closed", **_gloo_source(body)}))
-    if "loopback address as fallback" in body:
+    if "loopback address as fallback" in body or "Using the loopback" in body:
         events.append(make_event(Kind.GLOO_LOOPBACK, line, data={"fallback": True}))
     iface = _IFACE.search(body)
     if iface:

@@ -12,6 +12,10 @@ in NCCL 2.7-2.30:
 * ``[ncclCommInitRank ]comm 0x… rank 3 nranks 16 cudaDev 3 [nvmlDev 3 ]busId 1b000 [commId 0x… ][parent 0x…
   …]- Init COMPLETE`` (the function name since 2.21, nvmlDev and commId since 2.18; 2.28 names
   ``ncclCommInitRankConfig`` and, for splits, ``parent 0x… splitCount 1 color … key 0``)
+* the network plugin: ``NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v8)`` / ``Plugin Path : /opt/hpcx/…/
+  libnccl-net.so`` (loaded), ``NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.``,
+  ``NET/Plugin : No plugin found (libnccl-net.so), using internal implementation``, ``NET/Plugin: Using internal
+  network plugin.`` (none): every host of a job should load the same one
 * ``NCCL_SOCKET_IFNAME set by environment to eth0`` (any ``NCCL_*`` variable NCCL reads and reports at
   INFO with the ENV subsystem; some, like ``NCCL_COLLNET_ENABLE … to 1.``, end with a period)
 """
@@ -27,15 +31,26 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 __all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
 
 KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", "Init COMPLETE",
-            "set by environment to")
+            "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
+            "neither AF_INET", "Plugin")
 
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+cuda(?P<cuda>[\d.]+))?")
-_BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)")
+_BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)(?P<rest>(?: \[\d+\]\S+)*)")
+_LEGACY_IFACE = re.compile(r"\bNET : Using interface (?P<endpoint>\S+)")  # NCCL 2.3-2.4: one line per interface
+# NCCL's error propagation, one INFO line per frame: ``misc/socket.cc:567 -> 2`` (ncclResult_t 2: system error)
+_RETURN = re.compile(r"^(?P<file>[\w./\-]+\.(?:cc|cu|c|h)):(?P<line>\d+) -> (?P<code>[1-9])\b")
+_NCCL_RESULTS = {1: "unhandled cuda error", 2: "unhandled system error", 3: "internal error", 4: "invalid argument",
+                 5: "invalid usage", 6: "remote error", 7: "in progress"}
+_NO_FAMILY = re.compile(r"address\s+with family \d+ is neither AF_INET")
+_SERVICE_CLOSED = re.compile(r"\[Service thread\] Connection closed by localRank (?P<local>-?\d+)")
 _IB = re.compile(r"NET/IB ?: Using (?P<devices>.*?);? ?OOB (?P<oob>\S+)")
 _IB_DEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+):(?P<port>\d+)(?::\d+)*/(?P<link>IB|RoCE)")
 _SOCKET = re.compile(r"NET/Socket ?: Using (?P<devices>.+)")
 _SOCKET_DEV = re.compile(r"\[\d+\](?P<endpoint>\S+)")
 _NETWORK = re.compile(r"Using network (?P<net>\w+)")
+_PLUGIN_LOADED = re.compile(r"NET/Plugin ?: ?Loaded (?:net|coll) plugin (?P<name>.+?)\s*$|Plugin Path ?: ?(?P<path>\S+)")
+_PLUGIN_NONE = re.compile(r"NET/Plugin ?: ?(?:Could not find: \S+\. Using internal|No plugin found|Using internal "
+                          r"network plugin)")
 _ENV = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*)$")
 _INIT = re.compile(r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)")
 _INIT_FIELDS = {
@@ -54,7 +69,7 @@ def split_endpoint(text: str) -> tuple[str, str]:
 
 
 def nccl_origin(prefix: NcclPrefix | None) -> Origin | None:
-    return Origin(host=prefix.host, pid=prefix.pid) if prefix else None
+    return Origin(host=prefix.host, pid=prefix.pid, device=prefix.device) if prefix else None
 
 
 def parse(line: Line) -> list[Event]:
@@ -72,7 +87,28 @@ def parse(line: Line) -> list[Event]:
     match = _BOOTSTRAP.search(message)
     if match:
         ifname, addr = split_endpoint(match["endpoint"])
-        events.append(make_event(Kind.NCCL_BOOTSTRAP, line, origin=origin, data={"ifname": ifname, "addr": addr}))
+        data: dict[str, object] = {"ifname": ifname, "addr": addr}
+        if match["rest"]:  # 2.7 and older list every interface they will use
+            data["also"] = [split_endpoint(m["endpoint"]) for m in _SOCKET_DEV.finditer(match["rest"])]
+        events.append(make_event(Kind.NCCL_BOOTSTRAP, line, origin=origin, data=data))
+    match = _LEGACY_IFACE.search(message)
+    if match:
+        ifname, addr = split_endpoint(match["endpoint"])
+        events.append(make_event(Kind.NCCL_BOOTSTRAP, line, origin=origin, data={
+            "ifname": ifname, "addr": addr, "legacy": True}))
+    match = _RETURN.match(message)
+    if match:  # the first frame of a chain names the subsystem that failed (bootstrap, socket, shm, net_ib...)
+        code = int(match["code"])
+        events.append(make_event(Kind.NCCL_ERROR, line, origin=origin, data={
+            "error": _NCCL_RESULTS.get(code, f"error {code}"), "code": None, "version": None,
+            "frame": f"{match['file']}:{match['line']}", "chain": True}))
+    if _NO_FAMILY.search(message):  # 2.27: NCCL_SOCKET_IFNAME matched nothing and the address stayed empty
+        events.append(make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
+            "ifname": None, "transport": "nccl", "where": "socket", "message": message[:300]}))
+    match = _SERVICE_CLOSED.search(message)
+    if match:  # the proxy service of a process on this host saw that local rank go away
+        events.append(make_event(Kind.PEER_CLOSED, line, origin=origin, data={
+            "transport": "nccl", "how": "closed", "closed_local_rank": int(match["local"]), "service": True}))
     match = _IB.search(message)
     if match:
         devices = [f"{m['dev']}:{m['port']}/{m['link']}" for m in _IB_DEV.finditer(match["devices"])]
@@ -85,6 +121,12 @@ def parse(line: Line) -> list[Event]:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={
             "net": "Socket", "devices": [f"{i}:{a}" for i, a in endpoints],
             "ifnames": [i for i, _ in endpoints], "addrs": [a for _, a in endpoints]}))
+    match = _PLUGIN_LOADED.search(message)
+    if match:
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={
+            "plugin": (match["name"] or match["path"]).strip()[:160]}))
+    elif _PLUGIN_NONE.search(message):
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"plugin": "internal"}))
     match = _NETWORK.search(message)
     if match:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"network": match["net"]}))
@@ -95,7 +137,7 @@ def parse(line: Line) -> list[Event]:
     if "Init COMPLETE" in message:
         match = _INIT.search(message)
         if match:
-            data: dict[str, object] = {
+            data = {
                 "comm": match["comm"], "comm_rank": int(match["rank"]), "nranks": int(match["nranks"]),
                 "cuda_dev": int(match["cuda"]),
             }

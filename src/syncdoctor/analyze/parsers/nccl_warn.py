@@ -22,6 +22,10 @@ empty line precedes it (ignored). Messages recognised:
   using the same GPU/Partition`` (2.30+)
 * ``Cuda failure 217 'peer access is not supported between these two devices'``, ``failed to open CUDA IPC
   handle : 217 …`` (<= 2.9)
+* PyTorch's ``Last error:`` line (2.x, NCCL >= 2.13's ncclGetLastError): the next line is NCCL's last WARN
+  message without its prefix (``Bootstrap : no socket interface found``, ``Duplicate GPU detected : …``,
+  ``socketProgressOpt: Call to recv from … failed : Connection reset by peer``), read as that WARN
+  (:func:`follow`);
 * PyTorch: ``NCCL error in: …ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for
   details), NCCL version 2.19.3``, ``ncclRemoteError: …``, ``remote process exited or there was a network error``
 """
@@ -29,15 +33,15 @@ empty line precedes it (ignored). Messages recognised:
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.prefixes import split_nccl
 
-__all__ = ["IB_STATUS", "KEYWORDS", "parse"]
+__all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 
-KEYWORDS = ("NCCL WARN", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError",
+KEYWORDS = ("NCCL WARN", "] WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error")
 
 # ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
@@ -57,12 +61,27 @@ _IB = re.compile(
 )
 _HCA = re.compile(r"\bhca (?P<hca>[\w.\-]+)")
 _MODIFY_QP = re.compile(
-    r"Call to ibv_modify_qp failed with (?P<errno>\d+)(?: (?P<err>[^,]+))?"
+    r"Call to ibv_modify_qp failed with (?:(?P<errno>\d+)(?: (?P<err>[^,]+))?|error (?P<err_only>[^,]+))"
 )
+_ERRNO = {"Invalid argument": 22, "Connection timed out": 110, "Operation not permitted": 1,
+          "No such device": 19, "Cannot allocate memory": 12}
 _GID_INDEX = re.compile(r"GID index (?P<gid>-?\d+)")
 _ON_DEV = re.compile(r"on dev (?P<dev>[\w.\-]+(?::\d+)?)")
 _MEMLOCK = re.compile(r"(?:Call to )?ibv_(?:reg_mr\w*|create_qp|create_cq|alloc_pd)\w* failed(?: with error (?P<err>.+))?")
 _SHM = re.compile(r"failed to extend (?P<path>/dev/shm/\S+) to (?P<bytes>\d+) bytes")
+# older releases (include/shm.h): the call and the segment, without /dev/shm in the message
+_SHM_OLD = re.compile(
+    r"Call to posix_fallocate failed ?: ?(?P<err>.+)|Error while (?:creating|attaching to) shared memory segment "
+    r"(?P<path>\S+)(?: \(size (?P<bytes>\d+)\))?|Unable to allocate shared memory \((?P<bytes2>\d+) bytes\)"
+)
+_ASYNC = re.compile(r"NET/IB ?: ?Got async event ?: ?(?P<event>[^,]+?)\s*(?:,|$)")
+_DEVICE_DOWN = re.compile(
+    r"Call to ibv_open_device failed|NET/IB ?: ?Unable to open device (?P<dev>\S+)|NET/IB ?: ?No device found|"
+    r"Failed to open libibverbs|NET/IB ?: ?Port \S+ is not active"
+)
+_OLD_CONNECT = re.compile(r"Call to connect(?: timeout)? ?(?:failed)? ?: ?(?P<err>Connection refused|No route to host|"
+                          r"Connection timed out|Network is unreachable)")
+_GPU = re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<msg>[^']*)'")
 _SHM_UNLINK = re.compile(r"unlink shared memory (?P<path>/dev/shm/\S+) failed")
 _CONNECT = re.compile(
     r"(?:[Cc]onnect to|connect to) (?P<peer>\S+?) (?:failed ?: ?(?P<err>.+)|returned (?P<err2>.+?), exceeded error retry count"
@@ -70,23 +89,28 @@ _CONNECT = re.compile(
 )
 _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<attempts>\d+) attempts)?")
 _CLOSED = re.compile(r"Connection closed by remote peer (?P<peer>\S+)")
-_RESET = re.compile(r"Call to recv from (?P<peer>\S+) failed ?: ?Connection reset by peer")
+_RESET = re.compile(r"Call to (?:recv|send) from (?P<peer>\S+) failed ?: ?(?:Connection reset by peer|Broken pipe)")
 _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
 _DUP = re.compile(r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
 _TORCH_NCCL = re.compile(
-    r"NCCL error in: (?P<where>\S+?),? (?P<error>unhandled system error|remote process exited or there was a network "
+    r"NCCL error(?: in: (?P<where>\S+?),?|:) (?P<error>unhandled system error|remote process exited or there was a network "
     r"error|internal error[^,(]*|invalid usage[^,(]*|unhandled cuda error[^,(]*|[^,(]+)"
 )
 _NCCL_CODE = re.compile(r"\b(?P<code>nccl(?:SystemError|RemoteError|InternalError|InvalidUsage|UnhandledCudaError|"
                         r"InvalidArgument))\b")
 _NCCL_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)")
+_NO_FAMILY = re.compile(r"address\s+with family \d+ is neither AF_INET")
+# NCCL <= 2.3 (include/socket.h): no interface was found, so the address family stayed unset and socket() failed
+_NO_FAMILY_OLD = re.compile(r"Socket creation failed ?: ?Address family not supported")
 
 
 def _peer(text: str | None) -> dict[str, object]:
     if not text:
         return {}
     addr, _, port = text.partition("<")
+    if "..." in addr or "*" in addr or "x.x" in addr.lower():
+        return {}  # masked before pasting (172....<33759>): no address to tie it to
     return {"peer_addr": addr, "peer_port": int(port.rstrip(">,")) if port.rstrip(">,").isdigit() else None}
 
 
@@ -99,12 +123,16 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
             "status": status, "status_text": IB_STATUS.get(status, (match["sname"] or "").strip()),
             "opcode": int(match["opcode"]), "vendor_err": int(match["vendor"]),
             "hca": hca["hca"] if hca else None, **_peer(match["peer"])})]
+    match = _ASYNC.search(message)
+    if match:
+        return [make_event(Kind.IB_ASYNC_EVENT, line, origin=origin, data={"event": match["event"].strip()})]
     match = _MODIFY_QP.search(message)
     if match:
         gid = _GID_INDEX.search(message)
         dev = _ON_DEV.search(message)
+        text = (match["err"] or match["err_only"] or "").strip()
         return [make_event(Kind.IB_MODIFY_QP, line, origin=origin, data={
-            "errno": int(match["errno"]), "error": (match["err"] or "").strip(),
+            "errno": int(match["errno"]) if match["errno"] else _ERRNO.get(text), "error": text,
             "gid_index": int(gid["gid"]) if gid else None, "dev": dev["dev"] if dev else None})]
     match = _MEMLOCK.search(message)
     if match and (match["err"] is None or "allocate memory" in match["err"] or "ENOMEM" in match["err"]):
@@ -115,6 +143,19 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         if "bytes" in match.groupdict():
             data["bytes"] = int(match["bytes"])
         return [make_event(Kind.SHM_FAILURE, line, origin=origin, data=data)]
+    match = _SHM_OLD.search(message)
+    if match:
+        size = match["bytes"] or match["bytes2"]
+        return [make_event(Kind.SHM_FAILURE, line, origin=origin, data={
+            "path": match["path"], "unlink": False, "error": (match["err"] or "").strip()[:120],
+            **({"bytes": int(size)} if size else {})})]
+    match = _DEVICE_DOWN.search(message)
+    if match:
+        return [make_event(Kind.IB_DEVICE_UNAVAILABLE, line, origin=origin, data={
+            "message": message[:200], "dev": match["dev"]})]
+    if _NO_FAMILY_OLD.search(message):
+        return [make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
+            "ifname": None, "transport": "nccl", "where": "socket", "message": message[:300]})]
     match = _NO_IFACE.search(message)
     if match:
         return [make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
@@ -129,10 +170,19 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     if match and (match["code"] == "217" or "peer access" in message):
         return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
             "cuda_error": int(match["code"]), "message": match["msg"].strip()})]
+    match = _GPU.search(message)
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, origin=origin, data={
+            "cuda_error": int(match["code"]) if match["code"] else None, "message": match["msg"].strip()[:160],
+            "source": "nccl"})]
     match = _CLOSED.search(message) or _RESET.search(message)
     if match:
         return [make_event(Kind.PEER_CLOSED, line, origin=origin, data={
-            "transport": "nccl", "how": "reset" if "reset" in match.group(0) else "closed", **_peer(match["peer"])})]
+            "transport": "nccl", "how": "reset" if "reset" in match.group(0) or "Broken pipe" in match.group(0)
+            else "closed", **_peer(match["peer"])})]
+    match = _OLD_CONNECT.search(message)
+    if match:
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={"error": match["err"]})]
     match = _CONNECT.search(message)
     if match:
         retries = _RETRY_EXCEEDED.search(message)
@@ -149,20 +199,68 @@ def parse(line: Line) -> list[Event]:
     body = line.body
     prefix = split_nccl(body)
     if prefix is not None and prefix.level == "WARN":
-        origin = Origin(host=prefix.host, pid=prefix.pid)
+        origin = Origin(host=prefix.host, pid=prefix.pid, device=prefix.device)
         return [event if prefix.time is None else _with_time(event, prefix.time, prefix.time_text)
                 for event in _warn(line, prefix.message, origin, "WARN")]
     if prefix is not None:
         return []
+    if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty
+        return [make_event(Kind.INTERFACE_MISSING, line, data={
+            "ifname": None, "transport": "nccl", "where": "socket", "message": body.strip()[:300]})]
     match = _TORCH_NCCL.search(body)
     code = _NCCL_CODE.search(body)
     if match or code or "remote process exited" in body or "unhandled system error" in body:
         version = _NCCL_VERSION.search(body)
         error = match["error"].strip() if match else (code["code"] if code else "remote process exited")
-        return [make_event(Kind.NCCL_ERROR, line, data={
+        events = [make_event(Kind.NCCL_ERROR, line, data={
             "error": error[:120], "code": code["code"] if code else None,
             "version": version["version"] if version else None})]
+        if "unhandled cuda error" in body or "UnhandledCudaError" in body:
+            # a CUDA call inside NCCL failed: the GPU or its driver, not the network
+            events.append(make_event(Kind.GPU_ERROR, line, data={
+                "message": "a CUDA call inside NCCL failed (ncclUnhandledCudaError)", "hardware": False,
+                "source": "nccl"}))
+        return events
     return []
+
+
+_LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<rest>.*)$")
+
+
+@dataclass
+class LastErrorFollower:
+    """PyTorch's ``Last error:`` then NCCL's last WARN message on the next line (or the same one)."""
+
+    head: Line
+    max_lines: int = 2
+    message: Line | None = None
+
+    def feed(self, line: Line) -> bool:
+        if not line.body.strip():
+            return True  # a blank line between (some releases)
+        self.message = line
+        return False
+
+    def finish(self) -> list[Event]:
+        line = self.message
+        if line is None:
+            return []
+        text = line.body.strip().strip("`_*").strip()
+        if not text or split_nccl(text) is not None or text.startswith(("Exception raised", "Traceback")):
+            return []
+        return [replace(event, data={**event.data, "last_error": True}) for event in _warn(line, text, None, "LAST")]
+
+
+def follow(line: Line) -> LastErrorFollower | None:
+    match = _LAST_ERROR.search(line.body)
+    if match is None:
+        return None
+    if match["rest"].strip():  # the message on the same line: read at once
+        follower = LastErrorFollower(line)
+        follower.message = replace(line, body=match["rest"])
+        follower.max_lines = 0
+        return follower
+    return LastErrorFollower(line)
 
 
 def _with_time(event: Event, time: float, time_text: str) -> Event:

@@ -11,6 +11,10 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``[E1129 12:59:46.221 file.cpp:67]``  c10 (glog-style) log prefix: severity, month-day, time
 ``E1129 12:59:46.221000 1234 f.py:1]`` torch elastic's Python log format: severity, time, pid
 ``host:pid:tid [dev] NCCL INFO``      NCCL's own prefix (optionally ``[YYYY-MM-DD HH:MM:SS] `` first)
+``worker-1: ``                        pdsh (DeepSpeed's multi-node launcher), ``mpirun --tag-output``
+                                      variants: the host (a name with a digit, ``-`` or ``.``)
+``[pod/trainer-worker-0/pytorch] ``   ``kubectl logs --prefix``: the pod, read as the host
+``(RayWorkerWrapper pid=11305, ip=…)`` Ray's actor prefix: pid and host address
 ====================================  =========================================================
 
 File names: ``rank3.log``, ``rank_3``, ``rank-3``, ``nccl_trace_rank_3``, ``attempt_0/3/stderr.log``
@@ -29,6 +33,7 @@ from syncdoctor.analyze.model import Origin
 __all__ = [
     "NcclPrefix",
     "Prefix",
+    "clean",
     "origin_from_path",
     "parse_iso_time",
     "split_nccl",
@@ -39,10 +44,19 @@ _RANK = re.compile(r"\[rank(\d{1,6})\]:[ ]?")
 _MPI = re.compile(r"\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
 _ROLE = re.compile(r"\[([A-Za-z_][A-Za-z_-]{0,30}?)(\d{1,5})\]:[ ]?")
 _SLURM = re.compile(r" {0,5}(\d{1,6}): ")
+# pdsh: ``worker-1: ``, ``9.91.4.251: ``; a host name has a digit, a dot or a hyphen (``RuntimeError: `` has none)
+_PDSH = re.compile(r"(?P<host>(?=[A-Za-z0-9_.-]*[0-9.-])[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?=\S)")
+_NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
+                       r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
+_KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
+_RAY = re.compile(r"\((?:[A-Za-z_][\w.]{0,80} )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
 _ISO = re.compile(
     r"\[?(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T _](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
-    r"(?:Z|[+-]\d\d:?\d\d)?\]?[ ]?"
+    r"(?:Z|[+-]\d\d:?\d\d)?\]?:?[ ]?"
 )
+# MPICH/Intel MPI ``-prepend-rank``: ``[155] `` before a line; taken as the rank only where NCCL's own
+# ``host:pid:tid [dev]`` prefix follows (a bare ``[3] include/shm.h`` is NCCL's device, the host part lost)
+_PREPEND = re.compile(r"\[(\d{1,6})\] (?=[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] )")
 _GLOG = re.compile(
     r"\[(?P<sev>[IWEF])(?:(?P<md>\d{3,4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.(?P<f>\d{1,9}))?"
     r"(?: (?P<tid>\d+))? ?(?P<file>[^\]\s]{1,200}:\d{1,6})\][ ]?"
@@ -55,9 +69,49 @@ _NCCL = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\] )?"
     r"(?P<host>[A-Za-z0-9_.\-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,4})\] "
     r"(?:(?P<file>[\w./\-]{1,200}):(?P<fline>\d{1,6}) (?:\((?P<func>[\w:~]{1,100})\) )?)?"
-    r"NCCL (?P<level>INFO|WARN|CALL|TRACE|ABORT|VERSION)\b ?"
+    # NCCL 2.2 and earlier printed the level without "NCCL " (``host:1:1 [0] include/socket.h:311 WARN ...``)
+    r"(?:NCCL )?(?P<level>INFO|WARN|CALL|TRACE|ABORT|VERSION)\b ?"
+)
+_NCCL_BARE = re.compile(
+    r"(?:^|(?<=[\s\]:]))(?:\[(?P<dev>\d{1,4})\] )?(?:(?P<file>[\w./\-]{1,200}\.(?:cc|cu|c|h|hpp|cpp)):(?P<fline>\d{1,6}) )?"
+    r"NCCL (?P<level>INFO|WARN|ABORT)\b ?"
 )
 _SEVERITY = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
+# what pasting a log into an issue or a chat does to it: colour codes (or their remains once the ESC byte is
+# lost), markdown fences, inline code, quotes and emphasis, and GitHub's autolinks of ``launch.py:318``
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_ANSI_REMAINS = re.compile(r"(?:^|(?<=\s))\[(?:\d{1,3};)*\d{1,3}m")
+_FENCE = re.compile(r"^\s*(?:>\s?)*(?:```|~~~)[\w+-]*\s*")
+_QUOTE = re.compile(r"^(?:>\s?)+")
+_AUTOLINK = re.compile(r"\[([^\[\]]{1,200})\]\((?:https?://|mailto:)[^()\s]{0,300}\)")
+_NESTED_LINK = re.compile(r"\[\[([^\[\]]{1,200})\]\]")
+
+
+def clean(text: str) -> str:
+    """``text`` without what a paste adds: ANSI colour codes, markdown fences, quote marks, backticks around
+    the whole line, ``**`` emphasis and autolinked file names. Plain log lines come back unchanged."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "m" in text and "[" in text:
+        text = _ANSI_REMAINS.sub("", text)
+    if text[:1] in (">", "`", "~", " ") or "```" in text:
+        text = _FENCE.sub("", text)
+        text = _QUOTE.sub("", text)
+        if text.endswith("```"):
+            text = text[:-3]
+        stripped = text.strip()
+        if len(stripped) > 2 and stripped[0] == "`" and stripped[-1] in "`.":
+            text = stripped.strip("`.") if stripped.endswith("`.") else stripped.strip("`")
+    if "](" in text:
+        for _ in range(4):
+            changed = _AUTOLINK.sub(r"\1", text)
+            changed = _NESTED_LINK.sub(r"[\1]", changed)
+            if changed == text:
+                break
+            text = changed
+    if text.startswith("**") or text.endswith("**"):
+        text = text.strip("*")
+    return text
 _MAX_PREFIXES = 6
 
 
@@ -102,6 +156,7 @@ class Prefix:
 def split_prefix(text: str) -> Prefix:
     """Strip the known prefixes of ``text`` (see module docstring)."""
     rank = local_rank = pid = None
+    host: str | None = None
     time: float | None = None
     time_text = severity = glog_file = ""
     pos = 0
@@ -111,7 +166,7 @@ def split_prefix(text: str) -> Prefix:
             rank = int(match[1]) if rank is None else rank
             pos = match.end()
             continue
-        match = _MPI.match(text, pos)
+        match = _MPI.match(text, pos) or _PREPEND.match(text, pos)
         if match:
             rank = int(match[1]) if rank is None else rank
             pos = match.end()
@@ -127,6 +182,22 @@ def split_prefix(text: str) -> Prefix:
                 rank = int(match[1])
                 pos = match.end()
                 continue
+            match = _PDSH.match(text, pos)
+            if match and not _NOT_HOST.search(match["host"]):
+                host = match["host"]
+                pos = match.end()
+                continue
+        match = _KUBECTL.match(text, pos)
+        if match:
+            host = host or match["pod"]
+            pos = match.end()
+            continue
+        match = _RAY.match(text, pos)
+        if match:
+            pid = pid if pid is not None else int(match["pid"])
+            host = host or match["ip"]
+            pos = match.end()
+            continue
         match = _ISO.match(text, pos)
         if match:
             g = match.groupdict()
@@ -150,7 +221,7 @@ def split_prefix(text: str) -> Prefix:
             continue
         break
     return Prefix(
-        origin=Origin(rank=rank, local_rank=local_rank, pid=pid),
+        origin=Origin(rank=rank, local_rank=local_rank, pid=pid, host=host),
         body=text[pos:],
         time=time,
         time_text=time_text,
@@ -163,10 +234,10 @@ def split_prefix(text: str) -> Prefix:
 class NcclPrefix:
     """NCCL's ``[ts ]host:pid:tid [dev] [file:line [(func)] ]NCCL LEVEL`` prefix and the message after it."""
 
-    host: str
-    pid: int
-    tid: int
-    device: int
+    host: str | None
+    pid: int | None
+    tid: int | None
+    device: int | None
     level: str
     message: str
     source_file: str = ""
@@ -176,10 +247,20 @@ class NcclPrefix:
 
 
 def split_nccl(body: str) -> NcclPrefix | None:
-    """Parse NCCL's prefix anywhere in ``body`` (PyTorch or mpirun prefixes may come first)."""
+    """Parse NCCL's prefix anywhere in ``body`` (PyTorch or mpirun prefixes may come first).
+
+    Pasted logs often lose part of it: ``[3] include/shm.h:28 NCCL WARN ...`` (no ``host:pid:tid``),
+    ``misc/shmutils.cc:87 NCCL WARN ...`` or a bare ``NCCL WARN ...``; those give what they have."""
     match = _NCCL.search(body)
     if not match:
-        return None
+        bare = _NCCL_BARE.search(body)
+        if not bare:
+            return None
+        return NcclPrefix(
+            host=None, pid=None, tid=None, device=int(bare["dev"]) if bare["dev"] else None, level=bare["level"],
+            message=body[bare.end():].strip(),
+            source_file=f"{bare['file']}:{bare['fline']}" if bare["file"] else "",
+        )
     time: float | None = None
     time_text = ""
     if match["ts"]:

@@ -7,7 +7,9 @@
   ``[1] finished collective #11, but didn't join collective #12 (count from 1)``.
 * ``Detected mismatch between collectives on ranks. Rank 0 is running collective:
   CollectiveFingerPrint(SequenceNumber=5, OpType=ALLREDUCE, TensorShape=[10], …), but Rank 1 is running
-  collective: CollectiveFingerPrint(…)``, and the older ``Error when verifying shape tensors for collective
+  collective: CollectiveFingerPrint(…)`` (2.0+; some releases glue ``SequenceNumber=0OpType=…``), the 1.10-1.13
+  ``Rank 0 is running inconsistent collective: CollectiveFingerPrint(OpType=…)`` (one side only: every rank
+  raises with its own fingerprint), and the older ``Error when verifying shape tensors for collective
   ALLREDUCE on rank 0 …``.
 * ``[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms`` (``Ranks 1, 2 failed …`` with
   ``wait_all_ranks``), ``Rank 3 timed out in monitoredBarrier after 2000 ms.``, and the victims' ``Rank 2
@@ -35,7 +37,10 @@ _DESYNC_HEAD = re.compile(r"\[(?P<rank>\d+)\] Timeout at collective: (?P<op>\w+)
 _LAGGING = re.compile(r"ranks? \[(?P<ranks>[\d, ]*)\] (?:are|is) the lagging ranks?")
 _JOINED = re.compile(r"\[(?P<ranks>[\d, ]*)\] joined but didn't finish collective #(?P<seq>\d+)")
 _NOT_JOINED = re.compile(r"\[(?P<ranks>[\d, ]*)\] finished collective #(?P<prev>\d+), but didn't join collective #(?P<seq>\d+)")
-_FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running collective: CollectiveFingerPrint\((?P<fp>[^)]*)\)")
+_FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running (?:inconsistent )?collective: "
+                          r"CollectiveFingerPrint\((?P<fp>[^)]*)\)")
+# some releases print ``SequenceNumber=0OpType=REDUCE`` (no separator after the number)
+_GLUED = re.compile(r"(SequenceNumber=\d+)(?=[A-Za-z])")
 _FP_FIELD = re.compile(r"(?P<key>\w+)=(?P<value>\[[^\]]*\]|[^,]*)")
 _SHAPES = re.compile(r"verifying shape tensors for collective (?P<op>\w+) on rank (?P<rank>\d+)")
 _BARRIER_FAILED = re.compile(r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
@@ -103,7 +108,7 @@ def follow(line: Line) -> DesyncFollower | None:
 
 
 def _fingerprint(text: str) -> dict[str, str]:
-    return {m["key"]: m["value"].strip() for m in _FP_FIELD.finditer(text)}
+    return {m["key"]: m["value"].strip() for m in _FP_FIELD.finditer(_GLUED.sub(r"\1, ", text))}
 
 
 def parse(line: Line) -> list[Event]:

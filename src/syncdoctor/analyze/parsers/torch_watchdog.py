@@ -11,6 +11,8 @@
   40231 PG status: last enqueued work: 40267, last completed work: 40230`` (2.6+).
 * ``Received a dump signal due to a collective timeout from  rank 13 …`` (or ``from this local rank``).
 * ``Heartbeat monitor timed out! …`` and ``ProcessGroupNCCL's watchdog got stuck for 600 seconds …``.
+* a watchdog line whose ``WorkNCCL(…)`` was wrapped onto the next lines (a re-flowed paste) is joined with them
+  (:func:`follow`); one cut before it is still a timeout, without its fields.
 * ``[Rank N] Work WorkNCCL(…) timed out in blocking wait (NCCL_BLOCKING_WAIT=1).`` (and the
   ``TORCH_NCCL_BLOCKING_WAIT=1`` and bare variants).
 """
@@ -18,11 +20,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event, normalize_op
 
-__all__ = ["KEYWORDS", "parse", "parse_pg_prefix", "parse_work"]
+__all__ = ["KEYWORDS", "follow", "parse", "parse_pg_prefix", "parse_work"]
 
 KEYWORDS = (
     "Watchdog caught",
@@ -99,9 +102,9 @@ def parse(line: Line) -> list[Event]:
     events: list[Event] = []
     if "Watchdog caught" in body or "in blocking wait" in body:
         fields = parse_work(body)
-        if fields is not None:
+        if fields is not None or _wrapped(body):
             kind = Kind.WATCHDOG_TIMEOUT if "Watchdog caught" in body else Kind.BLOCKING_WAIT_TIMEOUT
-            events.append(_work_event(kind, line, fields, rank, group))
+            events.append(_work_event(kind, line, fields or {}, rank, group))
     status = _STATUS.search(body)
     if status:
         events.append(make_event(
@@ -126,3 +129,34 @@ def parse(line: Line) -> list[Event]:
             data={"seconds": int(stuck["seconds"])} if stuck else {},
         ))
     return events
+
+
+def _wrapped(body: str) -> bool:
+    """A watchdog line cut before its ``WorkNCCL(…)``: re-flowed by a terminal or an editor, or cut by a paste."""
+    return "Watchdog caught collective operation timeout" in body and "WorkNCCL(" not in body
+
+
+@dataclass
+class WrappedWorkFollower:
+    """The lines that continue a watchdog line whose ``WorkNCCL(…)`` was wrapped: joined, then read as one."""
+
+    head: Line
+    max_lines: int = 3
+    parts: list[str] = field(default_factory=list)
+
+    def feed(self, line: Line) -> bool:
+        text = line.text.strip()
+        if not text or not (line.text[:1].isspace() or text.startswith(("WorkNCCL", "ran for"))):
+            return False
+        self.parts.append(text)
+        return not text.endswith(("timing out.", "timing out"))
+
+    def finish(self) -> list[Event]:
+        joined = " ".join([self.head.body.rstrip(), *self.parts])
+        if not self.parts or parse_work(joined) is None:
+            return []
+        return parse(replace(self.head, body=joined, text=" ".join([self.head.text.rstrip(), *self.parts])))
+
+
+def follow(line: Line) -> WrappedWorkFollower | None:
+    return WrappedWorkFollower(line) if _wrapped(line.body) else None

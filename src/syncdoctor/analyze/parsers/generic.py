@@ -1,0 +1,36 @@
+"""A line that looks like an error although no parser understood it. Pure: no I/O.
+
+Called by :func:`syncdoctor.analyze.parsers.parse_line` only when every other parser found nothing in the
+line, so the report is never silent about an error it cannot explain: such lines become ``ERROR_LINE``
+events, quoted by the fallback rule (A028) and listed as unexplained. It errs towards quiet on lines that
+merely mention errors: configuration dumps (``error_file: <N/A>``), counters (``0 errors``), Python frames
+(``File "x.py", line 3``), NCCL INFO chatter and warnings about deprecated options.
+"""
+
+from __future__ import annotations
+
+import re
+
+from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.parsers.base import Line, make_event
+
+__all__ = ["parse"]
+
+_ERROR = re.compile(
+    r"(?:\b(?:[A-Z]\w*(?:Error|Exception)|error|ERROR|Error|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Ff]ailure|[Aa]borted|"
+    r"[Kk]illed|Segmentation fault|core dumped|Traceback)\b|\bexit(?:ed)?(?: with)?(?: code|code|status)[:= ]+-?[1-9]|"
+    r"\breturn code\s*=?\s*-?[1-9]|\bSIG(?:KILL|SEGV|ABRT|BUS|ILL|FPE)\b|terminate called)"
+)
+_BENIGN = re.compile(
+    r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
+    r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
+    r"ErrorCode\.|retry|Retrying|will be retried"
+)
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    match = _ERROR.search(body)
+    if not match or _BENIGN.search(body):
+        return []
+    return [make_event(Kind.ERROR_LINE, line, data={"word": match.group(0)[:40], "message": body.strip()[:300]})]

@@ -1,0 +1,180 @@
+"""Worker deaths as launchers other than torchrun report them, and the launcher's own death. Pure: no I/O.
+
+* DeepSpeed's launcher (``deepspeed`` / ``deepspeed.launcher.launch``):
+  ``[launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', '--local_rank=1', ...] exits with
+  return code = -7`` (the local rank from the command line, the signal from the negative code), and its
+  ``Killing subprocess N`` lines (the survivors);
+* Open MPI: ``mpirun noticed that process rank 0 with PID 0 on node dagobert exited on signal 9 (Killed).``;
+  ``Primary job  terminated normally, but 1 process returned a non-zero exit code`` is only a consequence;
+* Open MPI's summary: ``The first process to do so was: Process name: [[11192,1],8] Exit code: 3``;
+* MPICH/Hydra: ``BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES`` then ``=   EXIT CODE: 9`` (the exit
+  status of a process, here 9 from SIGKILL) and ``=   RANK 0 PID 123 RUNNING AT host``;
+* ``torch.multiprocessing.spawn``: ``process 0 terminated with signal SIGKILL``, ``process 1 terminated with
+  exit code 1``;
+* ``torch.distributed.launch`` before torch.elastic (<= 1.8): ``died with <Signals.SIGSEGV: 11>`` and
+  ``subprocess.CalledProcessError: Command '[..., '--local_rank=7', ...]' died with <Signals.SIGSEGV: 11>.``;
+* the agent itself: torchrun's ``Received 1 death signal, shutting down workers`` and ``Sending process N closing
+  signal SIGHUP``: the launcher was told to stop (its terminal closed, the scheduler ended the job).
+
+The command lines of DeepSpeed's and the old launcher's reports are long, and pasted logs wrap them: a
+follower (:func:`follow`) joins the lines after ``sigkill_handler] [`` or ``CalledProcessError: Command '[``
+until the report's end, then parses the whole.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.torchrun import signal_name
+
+__all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
+
+KEYWORDS = ("sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+            "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[")
+
+_DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
+_LOCAL_ARG = re.compile(r"--local[_-]rank[= ]'?,? ?'?(?P<local>\d+)")
+_OMPI = re.compile(r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal "
+                   r"(?P<sig>\d+)(?: \((?P<name>[^)]+)\))?")
+_MPICH_EXIT = re.compile(r"=\s+EXIT CODE: (?P<code>\d+)")
+_MPICH_RANK = re.compile(r"=\s+(?:RANK (?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING AT (?P<host>\S+)")
+_SPAWN = re.compile(r"process (?P<index>\d+) terminated with (?:signal (?P<sig>SIG\w+)|exit code (?P<code>-?\d+))")
+_LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
+_AGENT_SIGNAL = re.compile(r"Received (?P<count>\d+) death signal")
+_OMPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\](?:\s+Exit code:\s+(?P<code>-?\d+))?")
+_EXIT_CODE = re.compile(r"Exit code:\s+(?P<code>-?\d+)")
+_WRAPPED_START = ("sigkill_handler] [", "CalledProcessError: Command '[")
+_WRAPPED_END = re.compile(r"exits with return code|died with <Signals|returned non-zero exit status")
+_SIGNUM = {name: num for num, name in ((1, "SIGHUP"), (2, "SIGINT"), (6, "SIGABRT"), (7, "SIGBUS"), (9, "SIGKILL"),
+                                       (11, "SIGSEGV"), (15, "SIGTERM"))}
+
+
+@dataclass
+class CommandFollower:
+    """Joins a launcher report whose command line the paste wrapped over several lines."""
+
+    head: Line
+    max_lines: int = 12
+    parts: list[str] = field(default_factory=list)
+    done: bool = False
+
+    def feed(self, line: Line) -> bool:
+        if self.done:
+            return False
+        self.parts.append(line.body.strip())
+        if _WRAPPED_END.search(line.body):
+            self.done = True
+            return False
+        return True
+
+    def finish(self) -> list[Event]:
+        if not self.done:
+            return _unknown_exit(self.head)  # the paste ends (or moves on) before the report's end
+        joined = " ".join([self.head.body.strip(), *self.parts])
+        line = Line(text=self.head.text, body=joined, ref=self.head.ref, origin=self.head.origin,
+                    time=self.head.time, time_text=self.head.time_text)
+        return parse(line)
+
+
+def _unknown_exit(head: Line) -> list[Event]:
+    """DeepSpeed's launcher prints the failed worker's command at ERROR before its return code: a paste cut
+    there still names the local rank that died."""
+    local = _LOCAL_ARG.search(head.body)
+    if "sigkill_handler] [" not in head.body or not local:
+        return []
+    return [make_event(Kind.WORKER_FAILED, head, origin=Origin(local_rank=int(local["local"])), data={
+        "source": "deepspeed", "exitcode": None, "signal": None, "local_rank": int(local["local"]),
+        "unknown_exit": True})]
+
+
+def follow(line: Line) -> CommandFollower | None:
+    body = line.body
+    if any(start in body for start in _WRAPPED_START) and not _WRAPPED_END.search(body):
+        return CommandFollower(line)
+    return None
+
+
+@dataclass
+class _OmpiFollower:
+    """Open MPI's 'The first process to do so was:' block: the process name, then its exit code."""
+
+    head: Line
+    max_lines: int = 4
+    rank: int | None = None
+    code: int | None = None
+
+    def feed(self, line: Line) -> bool:
+        match = _EXIT_CODE.search(line.body)
+        if match:
+            self.code = int(match["code"])
+            return False
+        return True
+
+    def finish(self) -> list[Event]:
+        if self.rank is None:
+            return []
+        return [make_event(Kind.WORKER_FAILED, self.head, origin=Origin(rank=self.rank), data={
+            "source": "mpirun", "exitcode": self.code, "signal": signal_name(self.code), "mpi_rank": self.rank})]
+
+
+def follow_mpi(line: Line) -> _OmpiFollower | None:
+    match = _OMPI_FIRST.search(line.body)
+    if match and match["code"] is None:
+        follower = _OmpiFollower(line)
+        follower.rank = int(match["rank"])
+        return follower
+    return None
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    match = _DEEPSPEED.search(body)
+    if match:
+        code = int(match["code"])
+        local = _LOCAL_ARG.search(match["cmd"] or body)
+        origin = Origin(local_rank=int(local["local"])) if local else None
+        return [make_event(Kind.WORKER_FAILED, line, origin=origin, data={
+            "source": "deepspeed", "exitcode": code, "signal": signal_name(code),
+            "local_rank": int(local["local"]) if local else None})]
+    match = _OMPI.search(body)
+    if match:
+        number = int(match["sig"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"]), host=match["host"]),
+                           data={"source": "mpirun", "exitcode": -number, "signal": signal_name(-number),
+                                 "mpi_rank": int(match["rank"])})]
+    match = _MPICH_EXIT.search(body)
+    if match:
+        code = int(match["code"])
+        # Hydra prints the wait status' code: 9 is a process killed by SIGKILL, 11 one that segfaulted
+        signal = signal_name(-code) if code in (6, 7, 9, 11, 15) else None
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "mpich", "exitcode": -code if signal else code, "signal": signal})]
+    match = _MPICH_RANK.search(body)
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(
+            rank=int(match["rank"]) if match["rank"] else None, host=match["host"], pid=int(match["pid"])),
+            data={"source": "mpich", "exitcode": None, "signal": None, "placement": True})]
+    match = _SPAWN.search(body)
+    if match:
+        code = -_SIGNUM.get(match["sig"], 0) if match["sig"] else int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["index"])), data={
+            "source": "spawn", "exitcode": code, "signal": match["sig"] or signal_name(code),
+            "local_rank": int(match["index"])})]
+    match = _LEGACY.search(body)
+    if match:
+        local = _LOCAL_ARG.search(body)
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(local["local"])) if local else None,
+                           data={"source": "launch", "exitcode": -int(match["num"]), "signal": match["sig"],
+                                 "local_rank": int(local["local"]) if local else None})]
+    match = _AGENT_SIGNAL.search(body)
+    if match:
+        return [make_event(Kind.AGENT_SIGNAL, line, data={"count": int(match["count"])})]
+    match = _OMPI_FIRST.search(body)
+    if match and match["code"] is not None:
+        code = int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"])), data={
+            "source": "mpirun", "exitcode": code, "signal": signal_name(code), "mpi_rank": int(match["rank"])})]
+    return []
