@@ -15,6 +15,9 @@ from syncdoctor.cli.main import main
 
 pytest_plugins = ["pytester"]
 
+# a rule that breaks is contained for users (a note in the report); in the tests it must fail loudly
+os.environ["SYNCDOCTOR_STRICT_RULES"] = "1"
+
 
 @dataclass
 class CliResult:

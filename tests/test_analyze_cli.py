@@ -69,7 +69,7 @@ def test_unreadable_and_junk_inputs_do_not_stop_the_analysis(run_cli, tmp_path) 
     (tmp_path / "rank0.pkl").write_bytes(b"\x80\x04garbage")
     (tmp_path / "junk.bin").write_bytes(bytes(range(256)) * 100)
     result = run_cli("analyze", str(tmp_path), str(LAB / "sigkill"))
-    assert result.code == 0 and "Root cause: rank 2 on host1 died" in result.out
+    assert result.code == 0 and "Root cause: rank 2 on host1 was killed by SIGKILL" in result.out
     assert "note:" in result.out
 
 

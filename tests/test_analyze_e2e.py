@@ -64,6 +64,21 @@ def test_late_rank(lab2, tmp_path) -> None:
     assert (root.category, root.culprit_ranks, root.culprit_hosts) == (Category.LAGGING_RANK, (3,), ("host1",))
 
 
+def test_late_rank_that_arrives_after_the_others_left(lab2, tmp_path) -> None:
+    # one rank per host: rank 1 sleeps 9 s, rank 0 times out after 5 s and exits; rank 1 then enters the
+    # collective and its only error is "Connection closed by peer". It is the culprit, not a victim.
+    job = lab2.torchrun([*WORKLOAD, "--fault", json.dumps({"rank": 1, "kind": "late", "at": 2, "seconds": 9})],
+                        procs_per_host=1, run_dir=tmp_path / "arrives")
+    result = job.wait(timeout=90)
+    assert not result.ok, result.summary()
+    analysis = analyze_paths([str(tmp_path / "arrives")])
+    outcomes = {rank: state.outcome for rank, state in analysis.timeline.ranks.items()}
+    assert outcomes == {0: "timed-out", 1: "lost-peer"}, outcomes  # the late rank did arrive, and found no one
+    root = analysis.diagnosis.root_cause
+    assert root is not None, [h.title for h in analysis.diagnosis.hypotheses]
+    assert (root.category, root.culprit_ranks, root.culprit_hosts) == (Category.LAGGING_RANK, (1,), ("host1",))
+
+
 def test_skipped_collective(lab2, tmp_path) -> None:
     run = _run(lab2, tmp_path / "skip", {"rank": 1, "kind": "skip", "at": 2})
     root = _root(run)

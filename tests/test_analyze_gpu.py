@@ -40,7 +40,8 @@ def test_ifname_api_and_rank_host_from_the_pid() -> None:
     root = analysis.diagnosis.root_cause
     assert root is not None and root.category is Category.INTERFACE_MISSING and root.code == "A009"
     assert (root.culprit_ranks, root.culprit_hosts) == ((0,), ("vm",))
-    assert refs(root)[:2] == ["ifname/ifname.log:4", "ifname/ifname.log:2"]
+    # NCCL's WARN, its echo after PyTorch's "Last error:", then the setting NCCL read
+    assert refs(root)[:3] == ["ifname/ifname.log:4", "ifname/ifname.log:19", "ifname/ifname.log:2"]
     assert "nosuch0" in root.fix and "NCCL_SOCKET_IFNAME" in root.fix
     # the NCCL lines (vm:709:…) belong to rank 0: torchrun says pid 709 is rank 0
     state = analysis.timeline.ranks[0]

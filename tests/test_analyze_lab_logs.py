@@ -15,10 +15,13 @@ LAB = FIXTURES / "lab"
 # scenario: (category, culprit ranks, culprit hosts)
 EXPECTED = {
     "late": (Category.LAGGING_RANK, (3,), ("host1",)),  # rank 3 sleeps 12 s in load_batch, timeout 5 s
+    # one rank per host: rank 1 sleeps 9 s, rank 0 times out after 5 s and exits, then rank 1 enters the
+    # all_reduce and its only error is "Connection closed by peer"
+    "arrives": (Category.LAGGING_RANK, (1,), ("host1",)),
     "freeze": (Category.LAGGING_RANK, (3,), ("host1",)),  # rank 3 SIGSTOPs itself; torchrun SIGKILLs it later
     "skip": (Category.COLLECTIVE_DESYNC, (1,), ("host0",)),  # rank 1 skips the metric all_reduce
     "crash": (Category.RANK_CRASHED, (3,), ("host1",)),  # rank 3 raises
-    "sigkill": (Category.RANK_CRASHED, (2,), ("host1",)),  # rank 2 is SIGKILLed
+    "sigkill": (Category.RANK_KILLED, (2,), ("host1",)),  # rank 2 is SIGKILLed
     "loopback": (Category.LOOPBACK_ADDRESS, (0, 1, 2, 3), ("host0", "host1")),  # hostnames map to 127.0.0.1
     # the same fault, another run: host1's ranks only log "Connect timeout [none]"; host0's refused
     # connections to 127.0.0.1 name host1 (the only other host). They cannot show that host0 advertises

@@ -35,7 +35,8 @@ ERROR_KINDS = frozenset({
     Kind.PEER_CLOSED, Kind.GLOO_CONNECT_FAILED, Kind.INTERFACE_MISSING, Kind.IB_COMPLETION_ERROR,
     Kind.IB_MODIFY_QP, Kind.NCCL_CONNECT_FAILED, Kind.SHM_FAILURE, Kind.MEMLOCK_FAILURE, Kind.DUPLICATE_GPU,
     Kind.PEER_ACCESS, Kind.NCCL_ERROR, Kind.NCCL_WARN, Kind.EXCEPTION, Kind.CUDA_OOM, Kind.FATAL_SIGNAL,
-    Kind.COLLECTIVE_MISMATCH, Kind.STORE_ERROR, Kind.WORKER_FAILED, Kind.MONITORED_BARRIER,
+    Kind.COLLECTIVE_MISMATCH, Kind.STORE_ERROR, Kind.WORKER_FAILED, Kind.MONITORED_BARRIER, Kind.GPU_ERROR,
+    Kind.IB_ASYNC_EVENT,
 })
 TIMEOUT_KINDS = frozenset({Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT, Kind.GLOO_TIMEOUT})
 # Words in an exception message that make it a symptom of a communication failure, not a cause.
@@ -43,7 +44,8 @@ COMM_ERROR_WORDS = (
     "Timed out waiting", "Connection closed by peer", "Connection reset by peer", "Read error", "Watchdog caught",
     "timed out in blocking wait", "NCCL error", "ncclRemoteError", "ncclSystemError", "connectFullMesh",
     "DistNetworkError", "DistStoreError", "wait timeout", "pair closure", "Broken pipe", "NCCL communicator was aborted",
-    "remote process exited", "Socket Timeout", "failed to pass monitoredBarrier", "received errors while waiting",
+    "remote process exited", "Socket Timeout", "retrieving ncclUniqueId", "store->get(",
+    "Horovod has been shut down", "failed to pass monitoredBarrier", "received errors while waiting",
     "ProcessGroupNCCL", "gloo", "Gloo", "store based barrier", "Unable to find address", "collective mismatch",
     "Detected mismatch between collectives",
 )
@@ -81,9 +83,11 @@ class RankState:
     reached: dict[str, int] = field(default_factory=dict)  # group -> highest sequence number entered
     completed: dict[str, int] = field(default_factory=dict)  # group -> highest sequence number completed
     first_failure: Event | None = None
-    outcome: str = "ok"  # crashed, timed-out, lost-peer, init-failed, terminated, killed, silent, ok
+    outcome: str = "ok"  # crashed, timed-out, lost-peer, init-failed, terminated, killed, exited, silent, ok
     exit_signal: str | None = None
     exitcode: int | None = None
+    # False for a rank known only from the world size: no line, dump or log file of its own is in the inputs
+    logged: bool = True
 
     def has(self, *kinds: Kind) -> bool:
         return any(event.kind in kinds for event in self.events)
@@ -245,7 +249,7 @@ def _progress(state_events: Sequence[Event]) -> tuple[dict[str, int], dict[str, 
 def _is_primary(event: Event) -> bool:
     """A failure that this rank caused or suffered locally, as opposed to a symptom of a peer's failure."""
     if event.kind in (Kind.CUDA_OOM, Kind.SHM_FAILURE, Kind.MEMLOCK_FAILURE, Kind.DUPLICATE_GPU, Kind.PEER_ACCESS,
-                      Kind.INTERFACE_MISSING, Kind.IB_MODIFY_QP):
+                      Kind.INTERFACE_MISSING, Kind.IB_MODIFY_QP, Kind.GPU_ERROR, Kind.IB_ASYNC_EVENT):
         return True
     if event.kind is Kind.EXCEPTION:
         return not is_comm_exception(event)
@@ -270,6 +274,9 @@ def _outcome(events: Sequence[Event], terminated_pids: set[int]) -> tuple[str, E
         pid = next((e.origin.pid for e in exits if e.origin.pid is not None), None)
         stopped_by_agent = pid is not None and pid in terminated_pids
         return ("terminated" if stopped_by_agent else "killed"), exits[0], signal, exitcode
+    if not failures and not signal and exitcode is not None and exitcode > 0:
+        # the launcher's record of a non-zero exit is all the inputs have (the worker's own output is elsewhere)
+        return "exited", exits[0], signal, exitcode
     if first is not None:
         kinds = {e.kind for e in failures}
         if kinds & TIMEOUT_KINDS:
@@ -319,7 +326,8 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
         pids = tuple(sorted({e.origin.pid for e in rank_events if e.origin.pid is not None}))
         reached, completed = _progress(rank_events)
         outcome, first, signal, exitcode = _outcome(rank_events, terminated_pids)
-        ranks[rank] = RankState(rank, host, pids, rank_events, reached, completed, first, outcome, signal, exitcode)
+        ranks[rank] = RankState(rank, host, pids, rank_events, reached, completed, first, outcome, signal, exitcode,
+                                logged=bool(rank_events) or rank in (file_ranks or {}))
     hosts: dict[str, list[int]] = defaultdict(list)
     for rank, state in ranks.items():
         if state.host:

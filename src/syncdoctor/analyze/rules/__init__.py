@@ -13,17 +13,24 @@ module                what it tells apart                                       
                       GPU, peer access, a stuck watchdog
 :mod:`.stall`         every rank entered collective S and S never completed (transport or     A020
                       GPU), tried only when nothing more specific explains the timeouts
+:mod:`.node`          a GPU fault, a worker killed by SIGKILL, IB completion errors other     A021, A025,
+                      than retries, an IB port or HCA that went down                          A026, A027
+:mod:`.setup`         NCCL versions that differ, a peer or store nobody reaches, a            A022-A024
+                      rendezvous or store that timed out waiting
+:mod:`.fallback`      an error no rule explains (never silent), and the unexplained lines    A028
 ====================  =====================================================================  ==========
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
 from syncdoctor.analyze.rules.crash import rank_crashed
 from syncdoctor.analyze.rules.desync import collective_desync
+from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error
 from syncdoctor.analyze.rules.nccl_errors import ib_retry_exceeded, local_nccl_failures, watchdog_stuck
 from syncdoctor.analyze.rules.network import (
     advertised_loopback,
@@ -33,7 +40,14 @@ from syncdoctor.analyze.rules.network import (
     socket_fallback,
     unexplained_timeout,
 )
+from syncdoctor.analyze.rules.node import gpu_error, ib_completion_error, ib_port_down, worker_killed
 from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
+from syncdoctor.analyze.rules.setup import (
+    nccl_plugin_mismatch,
+    nccl_version_mismatch,
+    peer_unreachable,
+    rendezvous_timeout,
+)
 from syncdoctor.analyze.rules.stall import collective_stalled
 from syncdoctor.analyze.timeline import Timeline
 
@@ -54,15 +68,26 @@ RULES: tuple[Rule, ...] = (
     local_nccl_failures,
     watchdog_stuck,
     network_partition,
+    gpu_error,
+    worker_killed,
+    ib_completion_error,
+    ib_port_down,
+    nccl_version_mismatch,
+    nccl_plugin_mismatch,
+    peer_unreachable,
+    rendezvous_timeout,
 )
 
 # When two hypotheses are equally confident, the more specific cause comes first.
 _PRECEDENCE = {category: index for index, category in enumerate((
+    Category.GPU_ERROR, Category.IB_PORT_DOWN, Category.IB_COMPLETION, Category.NCCL_VERSION_MISMATCH,
     Category.INTERFACE_MISSING, Category.LOOPBACK_ADDRESS, Category.DUPLICATE_GPU, Category.PEER_ACCESS,
     Category.SHM_EXHAUSTED, Category.MEMLOCK_LIMIT, Category.IB_MODIFY_QP, Category.IB_UNREACHABLE_AT_INIT,
     Category.IB_LINK_FAILURE, Category.RANK_OUT_OF_MEMORY, Category.RANK_CRASHED, Category.COLLECTIVE_DESYNC,
-    Category.LAGGING_RANK, Category.NETWORK_PARTITION, Category.RANK_NEVER_JOINED, Category.INTERFACE_MISMATCH,
+    Category.RANK_KILLED, Category.LAGGING_RANK, Category.NETWORK_PARTITION, Category.RANK_NEVER_JOINED,
+    Category.RENDEZVOUS_TIMEOUT, Category.PEER_UNREACHABLE, Category.INTERFACE_MISMATCH,
     Category.SOCKET_FALLBACK, Category.WATCHDOG_STUCK, Category.COLLECTIVE_STALLED, Category.UNEXPLAINED_TIMEOUT,
+    Category.UNRECOGNISED,
 ))}
 
 
@@ -70,7 +95,7 @@ def _merge(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
     """One hypothesis per (category, culprits): the most confident, with the evidence of all of them."""
     best: dict[tuple[object, ...], Hypothesis] = {}
     for hypothesis in sorted(hypotheses, key=lambda h: -h.confidence):
-        key = (hypothesis.category, hypothesis.culprit_ranks, hypothesis.culprit_hosts)
+        key = (hypothesis.category, hypothesis.culprit_ranks, hypothesis.culprit_hosts, hypothesis.culprit_processes)
         kept = best.get(key)
         if kept is None:
             best[key] = hypothesis
@@ -88,17 +113,35 @@ def _rank(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
                                              h.culprit_ranks, h.title))
 
 
+def _run(rule: Rule, tl: Timeline, failed: list[str]) -> list[Hypothesis]:
+    """One rule's hypotheses. A rule that breaks on input it did not expect is a bug of ours: the others still
+    run and the report says which one failed (``SYNCDOCTOR_STRICT_RULES=1``, set by the tests, raises)."""
+    try:
+        return rule(tl)
+    except Exception as error:
+        if os.environ.get("SYNCDOCTOR_STRICT_RULES") == "1":
+            raise
+        failed.append(f"internal error: the rule {rule.__name__} failed on these inputs "
+                      f"({type(error).__name__}: {str(error)[:120]}); the other rules ran. Please report it.")
+        return []
+
+
 def diagnose(tl: Timeline, notes: Sequence[str] = (), sources: Sequence[str] = ()) -> Diagnosis:
     """Run every rule; hypotheses best first. When nothing more specific explains the timeouts: every rank
     entered the collective and it never completed (A020) when the evidence says so, else say so (A019)."""
     hypotheses: list[Hypothesis] = []
+    failed: list[str] = []
     for rule in RULES:
-        hypotheses.extend(rule(tl))
+        hypotheses.extend(_run(rule, tl, failed))
     if not any(h.root_cause and h.confidence >= 0.5 for h in hypotheses):
-        hypotheses.extend(collective_stalled(tl) or unexplained_timeout(tl))
+        hypotheses.extend(_run(collective_stalled, tl, failed) or _run(unexplained_timeout, tl, failed))
+    if not hypotheses:
+        hypotheses.extend(_run(unrecognised_error, tl, failed))  # never silent about an error line
+    notes = (*notes, *failed)
     ranked = _rank(_merge(hypotheses))
     return Diagnosis(
         hypotheses=tuple(ranked),
+        unexplained=unexplained(tl, ranked),
         ranks=tuple(sorted(tl.ranks)),
         hosts=tuple(sorted(tl.hosts)),
         sources=tuple(sources),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis
 from syncdoctor.analyze.timeline import Timeline
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 
-__all__ = ["MAX_CASCADE", "evidence_of", "fmt_ranks", "hypothesis"]
+__all__ = ["MAX_CASCADE", "Attribution", "attribute", "evidence_of", "fmt_ranks", "hypothesis"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
 
@@ -28,6 +29,55 @@ def fmt_ranks(ranks: Iterable[int]) -> str:
         if value is not None:
             start = prev = value
     return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Who the lines of a failure name, as far as they go: global ranks, hosts, and otherwise the process as
+    the lines tell it (local rank, pid, GPU)."""
+
+    ranks: tuple[int, ...] = ()
+    hosts: tuple[str, ...] = ()
+    processes: tuple[str, ...] = ()
+    local_ranks: tuple[int, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """``rank 3 on node1``, ``ranks 0-2 on a, b``, ``local rank 1 (pid 14447) on node-b``, ``gpu2-ru7``, or ``""``."""
+        if self.ranks:
+            where = f" on {', '.join(self.hosts)}" if self.hosts else ""
+            return f"rank{'s' if len(self.ranks) > 1 else ''} {fmt_ranks(self.ranks)}{where}"
+        if self.processes:
+            return ", ".join(self.processes[:3]) + (f" and {len(self.processes) - 3} more" if len(self.processes) > 3 else "")
+        return ", ".join(self.hosts)
+
+
+def attribute(events: Iterable[Event], tl: Timeline | None = None) -> Attribution:
+    """Where a failure seen in ``events`` sits: their ranks and hosts where the lines or the timeline give them,
+    else each process as the lines name it (``local rank 1 (pid 14447)``, ``GPU 3 on gpu2-ru7``). A local
+    rank is taken from the line, or from NCCL's ``[N]`` device where nothing else names the process (one
+    GPU per process, the launchers' default)."""
+    ranks: set[int] = set()
+    hosts: list[str] = []
+    processes: list[str] = []
+    local_ranks: set[int] = set()
+    for event in events:
+        origin = event.origin
+        if origin.host and origin.host not in hosts:
+            hosts.append(origin.host)
+        if origin.rank is not None:
+            ranks.add(origin.rank)
+            if tl is not None and not origin.host and (host := tl.rank_host(origin.rank)) and host not in hosts:
+                hosts.append(host)
+            continue
+        described = origin.describe()
+        if described and described not in processes and not (origin.host and described == origin.host):
+            processes.append(described)
+        local = origin.local_rank if origin.local_rank is not None else origin.device
+        if local is not None:
+            local_ranks.add(local)
+    return Attribution(tuple(sorted(ranks)), tuple(hosts), tuple(processes) if not ranks else (),
+                       tuple(sorted(local_ranks)) if not ranks else ())
 
 
 def evidence_of(events: Iterable[Event], note: str = "", limit: int | None = None) -> list[Evidence]:
@@ -52,6 +102,8 @@ def hypothesis(
     fix: str | None = None,
     evidence: Sequence[Evidence] = (),
     root_cause: bool = True,
+    processes: Sequence[str] = (),
+    local_ranks: Sequence[int] = (),
 ) -> Hypothesis:
     rule = CATEGORY_RULES[category.value]
     culprit_hosts = tuple(hosts) if hosts is not None else tl.hosts_of(culprits)
@@ -76,4 +128,6 @@ def hypothesis(
         fix=fix or rule.fix,
         evidence=tuple(unique),
         root_cause=root_cause,
+        culprit_processes=tuple(processes),
+        culprit_local_ranks=tuple(sorted(set(local_ranks))),
     )

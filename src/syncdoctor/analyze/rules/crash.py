@@ -9,7 +9,7 @@ they are quoted with a caveat.
 from __future__ import annotations
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
 __all__ = ["rank_crashed"]
@@ -21,7 +21,7 @@ def _own_failure(state: RankState) -> Event | None:
             return event
         if event.kind is Kind.EXCEPTION and not is_comm_exception(event):
             return event
-    if state.outcome == "killed":
+    if state.outcome in ("killed", "exited"):
         return state.first_failure
     return None
 
@@ -59,8 +59,9 @@ def _order_note(tl: Timeline, culprits: list[tuple[int, Event]]) -> str:
 
 
 def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
-    """No rank shows its own death, but several ranks lost their connection to the same peer: that peer
-    (a host, or an address) went away first, and the errors of the others are the cascade."""
+    """No rank shows its own death, but several ranks (or processes, in a paste without ranks) lost their
+    connection to the same peer: that peer (a host, or an address) went away first, and the errors of the
+    others are the cascade."""
     by_addr = {addr: host for host, addrs in tl.host_addrs.items() for addr in addrs}
     votes: dict[str, list[Event]] = {}
     for event in tl.of(Kind.PEER_CLOSED):
@@ -68,26 +69,68 @@ def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
         if not peer:
             continue
         name = by_addr.get(peer, peer)
+        host = event.origin.host or ""
+        if host and name.split(".", 1)[0] == host.split(".", 1)[0]:
+            name = host  # the same machine, named with its domain: another process of that host went away
         if name != event.origin.host:
             votes.setdefault(name, []).append(event)
     if not votes:
-        return []
-    peer, events = max(votes.items(), key=lambda item: len({e.origin.rank for e in item[1]}))
+        return _peer_unknown(tl)
+
+    def voters(events: list[Event]) -> set[object]:
+        return {e.origin.rank if e.origin.rank is not None else (e.origin.host, e.origin.pid) for e in events
+                if e.origin.rank is not None or e.origin.pid is not None}
+
+    peer, events = max(votes.items(), key=lambda item: len(voters(item[1])))
     reporters = sorted({e.origin.rank for e in events if e.origin.rank is not None})
     reporting_hosts = {e.origin.host for e in events if e.origin.host}
-    if len(reporters) < 2:
-        return []
+    count = len(voters(events))
     culprits = [r for r in tl.hosts.get(peer, ()) if tl.ranks[r].outcome in ("silent", "killed", "terminated")]
-    title = (f"the process{'es' if len(culprits) != 1 else ''} on {peer} went away first: ranks {fmt_ranks(reporters)} "
-             "lost their connection to it")
-    what = (f"No log shows a rank dying on its own, but ranks {fmt_ranks(reporters)} all saw their connection to {peer} "
+    fix = (f"Look at {peer}: the worker logs there, `dmesg -T` (OOM killer, hardware errors), the scheduler's "
+           "record of the job, and whether the host itself rebooted or lost its link.")
+    if count < 2:
+        # one process's word: its peer went away, or the network between them did (ncclRemoteError's own
+        # wording). A dead peer is the more common of the two in the field, and its log says which.
+        who = f"rank {reporters[0]}" if reporters else (attribute(events, tl).text or "a process")
+        title = f"{who} lost its connection to {peer}: the process there went away, or the network between them"
+        what = (f"Only {who} is in the inputs, and it saw its connection to {peer} closed or reset. Either the "
+                "process there exited first (a crash, the OOM killer, the scheduler) and this error is the "
+                "cascade, or the link between the two hosts failed. The log of the process at "
+                f"{peer} decides: an error of its own there means it crashed; none, with NIC or switch errors "
+                "around that time, means the network.")
+        return [hypothesis(tl, Category.RANK_CRASHED, 0.4, title, culprits=culprits, hosts=(peer,),
+                           affected=reporters, what=what, fix=fix + " If it shows nothing, check the link counters.",
+                           evidence=evidence_of(events, f"lost {peer}", MAX_CASCADE))]
+    who = f"ranks {fmt_ranks(reporters)}" if reporters else f"{count} processes"
+    title = f"the process{'es' if len(culprits) != 1 else ''} on {peer} went away first: {who} lost their connection to it"
+    what = (f"No log shows a rank dying on its own, but {who} all saw their connection to {peer} "
             "closed or reset: the process there exited, was killed or its host went down, and the other errors "
             "followed from it. Its own log, the launcher's summary or the host's kernel log should say why.")
     return [hypothesis(tl, Category.RANK_CRASHED, 0.6 if len(reporting_hosts) > 1 else 0.5, title, culprits=culprits,
-                       hosts=(peer,), affected=reporters, what=what,
-                       fix=(f"Look at {peer}: the worker logs there, `dmesg -T` (OOM killer, hardware errors), the "
-                            "scheduler's record of the job, and whether the host itself rebooted or lost its link."),
+                       hosts=(peer,), affected=reporters, what=what, fix=fix,
                        evidence=evidence_of(events, f"lost {peer}", MAX_CASCADE))]
+
+
+def _peer_unknown(tl: Timeline) -> list[Hypothesis]:
+    """Connections closed or reset, or ncclRemoteError, and no line says by whom (an address masked before
+    pasting, or PyTorch's summary only): a peer went away or the network between failed."""
+    lost = [e for e in tl.events if e.kind is Kind.PEER_CLOSED or
+            (e.kind is Kind.NCCL_ERROR and "remote" in str(e.data.get("error", "")) + str(e.data.get("code", "")))]
+    if not lost or any(e.kind in TIMEOUT_KINDS for e in tl.events):
+        return []  # with timeouts, who waited for whom is the progress rules' question
+    where = attribute(lost, tl)
+    title = (f"{where.text or 'a process'} lost its connection to a peer the inputs do not name: the process there "
+             "exited, or the network between them failed")
+    what = ("A connection closed or reset by the other side (NCCL's ncclRemoteError says the same: 'remote process "
+            "exited or there was a network error'). The peer is not named in these lines, so the logs of the other "
+            "ranks decide: one with an error of its own (a crash, the OOM killer) is the cause; if none has one, "
+            "look at the network between the hosts.")
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.35, title, culprits=where.ranks, hosts=where.hosts,
+                       what=what, evidence=evidence_of(lost, "lost a peer", MAX_CASCADE),
+                       processes=where.processes, local_ranks=where.local_ranks,
+                       fix="Collect every rank's log (torchrun --log-dir) and the kernel logs of the hosts "
+                           "(`dmesg -T`: OOM killer, NIC errors) around that time; with NCCL_DEBUG=WARN the peer's "
+                           "address is in the WARN line.")]
 
 
 def rank_crashed(tl: Timeline) -> list[Hypothesis]:
@@ -108,7 +151,10 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         return _from_peer_votes(tl)
     oom = [(rank, event) for rank, event in found if _is_oom(tl.ranks[rank])]
     groups = [(Category.RANK_OUT_OF_MEMORY, oom)] if oom else []
-    others = [(rank, event) for rank, event in found if (rank, event) not in oom]
+    killed = [(rank, event) for rank, event in found if (rank, event) not in oom and _killed(tl.ranks[rank])]
+    if killed:
+        groups.append((Category.RANK_KILLED, killed))
+    others = [(rank, event) for rank, event in found if (rank, event) not in oom and (rank, event) not in killed]
     if others:
         groups.append((Category.RANK_CRASHED, others))
     hypotheses = []
@@ -121,7 +167,9 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             state = tl.ranks[rank]
             summaries.append(_describe(rank, state, event))
         where = ", ".join(f"rank {r} on {tl.rank_host(r) or 'an unknown host'}" for r in sorted(culprits))
-        title = f"{where} {'ran out of GPU memory' if category is Category.RANK_OUT_OF_MEMORY else 'died'}"
+        verb = {Category.RANK_OUT_OF_MEMORY: "ran out of GPU memory",
+                Category.RANK_KILLED: "was killed by SIGKILL (most often the host's OOM killer)"}.get(category, "died")
+        title = f"{where} {verb}"
         if affected:
             title += f"; ranks {fmt_ranks(affected)} then failed waiting for it or lost their connection to it"
         what = " ".join(summaries) + _order_note(tl, members)
@@ -134,8 +182,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         evidence = evidence_of(own_lines, "the rank's own failure")
         evidence += evidence_of(cascade, "secondary: a peer was gone", MAX_CASCADE)
         fix = None
-        if category is Category.RANK_CRASHED and all(tl.ranks[r].exit_signal == "SIGKILL" and
-                                                     not tl.ranks[r].has(Kind.EXCEPTION) for r in culprits):
+        if category is Category.RANK_KILLED:
             fix = ("Find who sent SIGKILL: the kernel OOM killer (`dmesg -T | grep -i -e oom -e killed` on "
                    f"{', '.join(tl.hosts_of(culprits)) or 'the host'}), the scheduler (time or memory limit), or a "
                    "user. Reduce host memory use (dataloader workers, pinned memory) if it was the OOM killer.")
@@ -146,6 +193,11 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
 
 def _is_oom(state: RankState) -> bool:
     return state.has(Kind.CUDA_OOM)
+
+
+def _killed(state: RankState) -> bool:
+    """Killed by SIGKILL without an error of its own: the OOM killer, a container limit or the scheduler."""
+    return state.exit_signal == "SIGKILL" and not any(not is_comm_exception(e) for e in state.of(Kind.EXCEPTION))
 
 
 def _describe(rank: int, state: RankState, event: Event) -> str:
@@ -163,6 +215,9 @@ def _describe(rank: int, state: RankState, event: Event) -> str:
         return f"Rank {rank} ran out of GPU memory" + (f" (tried to allocate {tried})." if tried else ".")
     if event.kind is Kind.FATAL_SIGNAL:
         return f"Rank {rank} died of {event.data.get('signal') or event.data.get('what') or 'a fatal signal'}."
+    if state.outcome == "exited":
+        return (f"Rank {rank} exited with code {state.exitcode}; its own output (a traceback, an error message) is "
+                "not in the inputs.")
     signal = state.exit_signal or "a signal"
     return (f"Rank {rank} was killed by {signal} (exit code {state.exitcode}) without an error of its own in the "
             "logs.")

@@ -53,16 +53,20 @@ def _from_fr(tl: Timeline) -> list[Hypothesis]:
 
 def _from_watchdog(tl: Timeline) -> list[Hypothesis]:
     by_seq: dict[tuple[str, int], dict[int, Event]] = defaultdict(dict)
-    for event in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
-        if event.seq is not None and event.origin.rank is not None and event.op:
-            by_seq[(event.group or "0", event.seq)].setdefault(event.origin.rank, event)
+    timeouts = tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT)
+    numbered = any(e.seq is not None for e in timeouts)
+    for event in timeouts:
+        if event.origin.rank is not None and event.op and (event.seq is not None or not numbered):
+            # releases before SeqNum was printed (<= 1.10): the last collective of each rank is compared
+            by_seq[(event.group or "0", event.seq if event.seq is not None else -1)].setdefault(event.origin.rank, event)
     out = []
     for (_group, seq), events in sorted(by_seq.items()):
         claims = {r: f"{e.op} numel={e.data.get('numel_in', '?')}" for r, e in events.items()}
         if len(set(claims.values())) < 2:
             continue
         culprits, majority = _minority(claims)
-        title = (f"collective desync at SeqNum {seq}: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} "
+        at = f"at SeqNum {seq}" if seq >= 0 else "in the last collective"
+        title = (f"collective desync {at}: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} "
                  f"ran {', '.join(sorted({claims[r] for r in culprits}))} while the others ran {majority}")
         out.append(hypothesis(
             tl, Category.COLLECTIVE_DESYNC, 0.9, title, culprits=culprits,
@@ -80,9 +84,19 @@ def _from_detail(tl: Timeline) -> list[Hypothesis]:
     for event in events:
         for side in event.data.get("sides") or []:
             if isinstance(side, dict) and isinstance(side.get("rank"), int):
-                claims.setdefault(side["rank"], f"{side.get('op')} {side.get('shape') or ''}".strip())
+                what = " ".join(str(part) for part in (side.get("op"), side.get("shape")) if part)
+                claims.setdefault(side["rank"], what or "a collective the line does not show")
     if len(set(claims.values())) < 2:
-        return []
+        if not events:
+            return []
+        # a paste cut after the first fingerprint: PyTorch's own check says the ranks disagree
+        shown = ", ".join(f"rank {r} ran {c}" for r, c in sorted(claims.items()))
+        title = "collective desync: PyTorch's DETAIL check found ranks running different collectives" + \
+                (f" ({shown})" if shown else "")
+        return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.8, title,
+                           what="TORCH_DISTRIBUTED_DEBUG=DETAIL compared the collectives of the ranks and found them "
+                                "different; the other side of the comparison is not in the inputs.",
+                           evidence=evidence_of(events, "DETAIL fingerprint mismatch", MAX_CASCADE))]
     culprits, majority = _minority(claims)
     title = (f"collective desync (DETAIL check): rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} ran "
              f"{', '.join(sorted({claims[r] for r in culprits}))} while the others ran {majority}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import Timeline
 
 __all__ = ["INIT_WINDOW_S", "ib_retry_exceeded", "local_nccl_failures", "watchdog_stuck"]
@@ -30,6 +30,11 @@ def _phase(tl: Timeline, errors: list[Event]) -> tuple[str, str]:
     reached = [seq for s in tl.ranks.values() for seq in s.reached.values()]
     if reached and max(reached) <= 1:
         return "init", "no collective had completed yet"
+    changed = sorted({str(e.data.get("event")) for e in tl.of(Kind.IB_ASYNC_EVENT)
+                      if e.origin.host in {err.origin.host for err in errors}})
+    if changed:
+        return "late", (f"the NIC reported {', '.join(changed)} before the errors: the link changed under a "
+                        "running job")
     inits: dict[str, list[float]] = defaultdict(list)
     for event in tl.of(Kind.NCCL_INIT):
         if event.origin.host and event.time is not None:
@@ -106,15 +111,19 @@ def _simple(tl: Timeline, kind: Kind, category: Category, make_title: str, fix: 
     hosts = sorted({e.origin.host for e in events if e.origin.host})
     where = f" on {', '.join(hosts)}" if hosts else ""
     who = f" (ranks {fmt_ranks(ranks)})" if ranks else ""
+    found = attribute(events, tl)  # without ranks: the processes as NCCL's prefix names them (pid, GPU)
+    if not ranks and found.processes:
+        who = f" ({', '.join(found.processes[:3])}{' ...' if len(found.processes) > 3 else ''})"
     return [hypothesis(tl, category, confidence, make_title + where + who, culprits=ranks, hosts=hosts, fix=fix,
-                       evidence=evidence_of(events, kind.value.replace("_", " "), 12))]
+                       evidence=evidence_of(events, kind.value.replace("_", " "), 12), processes=found.processes,
+                       local_ranks=found.local_ranks)]
 
 
 def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
     out = []
     qp = tl.of(Kind.IB_MODIFY_QP)
     if qp:
-        errnos = {int(e.data.get("errno", 0)) for e in qp}
+        errnos = {int(e.data.get("errno") or 0) for e in qp}
         if 22 in errnos:
             fix = ("ibv_modify_qp EINVAL: the forced RoCE GID index is wrong. Unset NCCL_IB_GID_INDEX (NCCL >= 2.21 "
                    "picks the RoCEv2 IPv4 GID itself) or set it to that index (show_gids).")

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
-from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
@@ -20,6 +20,14 @@ _VIRTUAL_PREFIXES = ("docker", "virbr", "veth", "br-", "cni", "flannel", "lo")
 
 def _virtual(ifname: str) -> bool:
     return ifname == "lo" or any(ifname.startswith(p) for p in _VIRTUAL_PREFIXES if p != "lo")
+
+
+def _link_local(addr: str) -> bool:
+    """An IPv6 link-local address (fe80::/10): reachable on its own link only."""
+    try:
+        return ipaddress.ip_address(addr.split("%")[0]).is_link_local
+    except ValueError:
+        return False
 
 
 def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
@@ -39,13 +47,36 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
             others = set(tl.hosts) - {host}
             if len(others) == 1:
                 inferred |= others
+    for event in tl.of(Kind.NCCL_CONNECT_FAILED):
+        # NCCL dialled the address a peer advertised: a loopback or link-local one cannot work across hosts
+        peer = str(event.data.get("peer_addr") or "")
+        if peer and (is_loopback(peer) or _link_local(peer)):
+            remote_only.append(event)
+    unhosted: list[Event] = []
     for event in tl.of(Kind.GLOO_LOOPBACK):
         if event.origin.host:
             culprit_lines[event.origin.host].append(event)
+        else:
+            unhosted.append(event)
     for event in tl.of(Kind.NCCL_BOOTSTRAP):
-        ifname = str(event.data.get("ifname", ""))
-        if event.origin.host and (is_loopback(str(event.data.get("addr", ""))) or _virtual(ifname)):
-            culprit_lines[event.origin.host].append(event)
+        endpoints = [(str(event.data.get("ifname", "")), str(event.data.get("addr", "")))]
+        endpoints += [tuple(e) for e in event.data.get("also") or ()]  # type: ignore[misc]
+        if any(is_loopback(addr) or _virtual(ifname) or _link_local(addr) for ifname, addr in endpoints):
+            (culprit_lines[event.origin.host] if event.origin.host else unhosted).append(event)
+    if unhosted and not culprit_lines:
+        # a paste from one process: the line names no host, but says what it advertised
+        where = attribute(unhosted, tl)
+        title = (f"{where.text or 'a process'} advertises a loopback, container or link-local address to its peers "
+                 "(its hostname resolves to loopback, or the first interface found is virtual)")
+        what = ("Gloo advertises the address the hostname resolves to (127.0.0.1 or Debian's 127.0.1.1 when "
+                "/etc/hosts maps it there), NCCL the first usable interface (docker0, a veth of a container, an "
+                "IPv6 link-local fe80:: address): no other host can connect to it.")
+        return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, culprits=where.ranks, hosts=where.hosts,
+                           what=what, evidence=evidence_of(unhosted, "advertises an unreachable address", 6)
+                           + evidence_of(remote_only, "connecting to a peer at 127.0.0.1", MAX_CASCADE),
+                           processes=where.processes, local_ranks=where.local_ranks,
+                           fix="export GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME=<the NIC on the cluster network> on "
+                               "every host, or map the hostname to the host's cluster address in /etc/hosts.")]
     if not culprit_lines and not remote_only:
         return []
     hosts = sorted(set(culprit_lines) | inferred)
@@ -57,7 +88,11 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         title = (f"host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)} advertised a loopback or container "
                  f"address to {'their' if len(hosts) > 1 else 'its'} peers, so connections failed")
     else:
-        title = "peers advertised 127.0.0.1: connections to them were refused (their hostname resolves to loopback)"
+        peers = sorted({str(e.data.get("peer_addr") or e.data.get("remote_addr") or "") for e in remote_only} - {""})
+        title = ("peers advertised an address no other host can reach"
+                 + (f" ({', '.join(peers[:3])})" if peers else " (127.0.0.1)")
+                 + ": connections to them failed (a hostname that resolves to loopback, or an IPv6 link-local "
+                 "interface picked for the bootstrap)")
     what = ("Gloo (and NCCL's bootstrap) advertise the address the hostname resolves to, or the first interface "
             "found. 127.0.0.1, docker0 or virbr addresses are not reachable from other hosts, so every connection "
             "to these ranks fails.")
@@ -70,7 +105,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     evidence = []
     for host in hosts:
         evidence += evidence_of(culprit_lines.get(host, [])[:3], f"{host} advertises loopback")
-    evidence += evidence_of(remote_only, "connecting to a peer at 127.0.0.1", MAX_CASCADE)
+    evidence += evidence_of(remote_only, "connecting to a peer's unreachable address", MAX_CASCADE)
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
                        affected=affected, what=what, fix=fix, evidence=evidence)]
@@ -216,6 +251,22 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
             networks[host] = (str(event.data["network"]), event)
         elif event.data.get("net") == "Socket" and host not in networks:
             networks[host] = ("Socket", event)
+    unavailable = tl.of(Kind.IB_DEVICE_UNAVAILABLE)
+    sockets = [e for e in tl.of(Kind.NCCL_NET) if e.data.get("network") == "Socket" or e.data.get("net") == "Socket"]
+    if unavailable and sockets and len(networks) < 2:
+        # one host's paste: an IB device NCCL could not open, then 'Using network Socket'
+        where = attribute(unavailable, tl)
+        title = (f"NCCL could not open the InfiniBand device{' on ' + where.text if where.text else ''} and fell back to "
+                 "TCP sockets")
+        what = ("NCCL found the HCA but could not open it (a container without the device files or the RDMA "
+                "libraries, a missing driver), so it used TCP sockets: slow, and where the other hosts use IB, the "
+                "communicators cannot connect.")
+        return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.7, title, culprits=where.ranks, hosts=where.hosts,
+                           what=what, evidence=evidence_of(unavailable, "the IB device could not be used", 4)
+                           + evidence_of(sockets[:2], "falls back to sockets"),
+                           processes=where.processes, local_ranks=where.local_ranks,
+                           fix="Run the container with the RDMA devices (--device=/dev/infiniband, --cap-add=IPC_LOCK, "
+                               "--network=host) and the rdma-core libraries; check `ibv_devinfo` inside it.")]
     if len(networks) < 2:
         return []
     socket_hosts = sorted(h for h, (net, _) in networks.items() if net == "Socket")

@@ -18,7 +18,7 @@ from syncdoctor.analyze.chains import Chains, chains, where_waited
 from syncdoctor.analyze.fr_compare import compare_progress
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
-from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline
 from syncdoctor.watch.waitgraph import describe_chain
 
 __all__ = ["lagging_rank", "rank_never_joined"]
@@ -121,7 +121,7 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     if not timed_out:
         return []
     silent = sorted(rank for rank, state in tl.ranks.items()
-                    if state.outcome in ("silent", "terminated") and rank not in claimed)
+                    if state.outcome in ("silent", "terminated") and state.logged and rank not in claimed)
     if not silent or len(silent) >= len(tl.ranks):
         return []
     stopped = [r for r in silent if tl.ranks[r].outcome == "terminated"]
@@ -149,6 +149,161 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
             for place, r in sorted(places.items(), key=lambda item: -len(item[1]))) + "."
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=silent, affected=timed_out, what=what,
                        fix=_look_at(tl, silent), evidence=evidence)]
+
+
+_REMOTE_WORDS = ("remote process exited", "ncclRemoteError", "remote error", "Connection closed by", "reset by peer",
+                 "Broken pipe")
+
+
+def _lost_peer(state: RankState) -> list[Event]:
+    """The peer-lost errors of a rank whose failures are only that: no timeout, no error of its own."""
+    if state.outcome not in ("lost-peer", "failed") or state.has(*TIMEOUT_KINDS):
+        return []
+    lost = [e for e in state.events if e.kind is Kind.PEER_CLOSED or
+            (e.kind in (Kind.NCCL_ERROR, Kind.EXCEPTION) and any(w in e.text for w in _REMOTE_WORDS))]
+    return lost
+
+
+def _from_late_arrival(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
+    """A rank that arrived after the others had timed out and left: its only error is a closed (or reset)
+    connection, to a peer that timed out. It is the late one, not a victim: the ranks that waited for it
+    were alive until their timeout, so nothing but their leaving could have closed its connections."""
+    timed_out = _timed_out(tl)
+    if not timed_out:
+        return []
+    timeout_hosts = {tl.rank_host(r) for r in timed_out} - {None}
+    by_addr = {addr: host for host, addrs in tl.host_addrs.items() for addr in addrs}
+    late: dict[int, list[Event]] = {}
+    named_peer = False
+    for rank, state in sorted(tl.ranks.items()):
+        if rank in claimed:
+            continue
+        lost = _lost_peer(state)
+        if not lost:
+            continue
+        peers = {by_addr.get(str(e.data.get("peer_addr") or "")) for e in lost if e.data.get("peer_addr")} - {None}
+        if peers and not peers & timeout_hosts:
+            continue  # it lost a peer that did not time out: that peer's own story (crash.py)
+        own_clock = [t.time for t in _timeout_lines(tl, [r for r in timed_out if tl.rank_host(r) == state.host])
+                     if t.time is not None]
+        first = next((e.time for e in lost if e.time is not None), None)
+        if own_clock and first is not None and first < min(own_clock):
+            continue  # on the same clock it lost its peer before anyone timed out: not a late arrival
+        named_peer |= bool(peers)
+        late[rank] = lost
+    if not late or len(late) >= len(tl.ranks):
+        return []
+    ranks = sorted(late)
+    confidence = 0.8 if named_peer else 0.65
+    if len(late) > len(timed_out):
+        confidence -= 0.2  # most ranks lost a peer: more likely one peer's failure than many late ranks
+    title = (f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} arrived late: ranks {fmt_ranks(timed_out)} had "
+             f"timed out waiting and left, so {'they' if len(ranks) > 1 else 'it'} found the connection closed")
+    what = (f"Ranks {fmt_ranks(timed_out)} timed out in a collective. Rank{'s' if len(ranks) > 1 else ''} "
+            f"{fmt_ranks(ranks)} did not time out: {'their' if len(ranks) > 1 else 'its'} only error is a connection "
+            "closed or reset by a peer, which is what a rank sees when it enters the collective after its peers "
+            "gave up and exited. The ranks that timed out were alive and waiting until then, so the late rank is "
+            "the culprit and the closed connection the last symptom, not a crash elsewhere.")
+    evidence = []
+    for rank in ranks:
+        evidence += evidence_of(late[rank][:1], "arrived after the others left")
+    evidence += evidence_of(_timeout_lines(tl, timed_out), "timed out waiting", MAX_CASCADE)
+    return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=ranks, affected=timed_out, what=what,
+                       fix=_look_at(tl, ranks), evidence=evidence)]
+
+
+def _from_unique_id(tl: Timeline) -> list[Hypothesis]:
+    """A rank that timed out waiting for another's ncclUniqueId: NCCL's communicator is created at the group's
+    first collective, where the group's rank 0 publishes the id in the store. A rank that never published it
+    never reached that collective (busy alone: evaluation, data preparation, a checkpoint; or hung)."""
+    waits = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "nccl-unique-id" and
+             (e.data.get("timeout") or not e.data.get("error"))]
+    if not waits:
+        return []
+    # the error may be cut off (a partial paste): most often it is the store's timeout
+    confidence = 0.75 if any(e.data.get("timeout") for e in waits) else 0.55
+    culprits = sorted({int(e.data["waiting_for"]) for e in waits})
+    crashed = [r for r in culprits if r in tl.ranks and tl.ranks[r].outcome in _CRASHED]
+    if crashed == culprits:
+        return []  # it died before it got there: the crash rules say how
+    waiting = sorted({e.origin.rank if e.origin.rank is not None else int(e.data["group_rank"]) for e in waits})
+    waiting = [r for r in waiting if r not in culprits]
+    title = (f"rank {fmt_ranks(culprits)} never reached the first collective of its group: rank"
+             f"{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} timed out waiting for its ncclUniqueId")
+    what = (f"NCCL creates a group's communicator at its first collective: the group's rank {fmt_ranks(culprits)} "
+            f"publishes an id in the store and the others read it. Rank{'s' if len(waiting) > 1 else ''} "
+            f"{fmt_ranks(waiting)} waited for it until the store's timeout, so rank {fmt_ranks(culprits)} was still "
+            "doing something else: work that only it does (evaluation, tokenising or downloading data, writing a "
+            "checkpoint) that took longer than the timeout, or a hang. (The bracketed numbers are ranks in that "
+            "group; for the default group they are the global ranks.)")
+    fix = (_look_at(tl, [r for r in culprits if r in tl.ranks]) if any(r in tl.ranks for r in culprits) else
+           "Find what that rank was doing at the time (its last log lines, py-spy dump while it runs).")
+    fix += (" If it was legitimately busy, do that work before init_process_group, on every rank, or raise the "
+            "timeout (init_process_group(timeout=...), DeepSpeed's --timeout / dist_init_required).")
+    return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=culprits, affected=waiting, what=what,
+                       fix=fix, evidence=evidence_of(waits, "waited for the id", MAX_CASCADE))]
+
+
+_LOOPBACK_STORE = ("remote=[localhost]", "remote=[127.", "remote=[::1]")
+
+
+def _store_waits(tl: Timeline) -> list[Event]:
+    """Store operations that waited out their timeout for a key (not for a store they could not reach): a wait
+    that names its keys, and a socket to a store on the same machine that timed out."""
+    return [e for e in tl.of(Kind.STORE_ERROR) if e.origin.rank is not None and (
+        e.data.get("what") == "wait" or
+        (e.data.get("what") == "socket-timeout" and any(word in e.text for word in _LOOPBACK_STORE)))]
+
+
+def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
+    """Ranks timed out waiting, and the ranks they waited for are not in the inputs at all: a paste of the
+    ranks that failed, where the one that never arrived had nothing to say. Ranks are numbered from 0, so
+    rank 3 timing out means ranks 0-2 exist. Names the unseen ranks when there are one or two; otherwise
+    rank 0 if it is among them (it alone evaluates, writes checkpoints, prepares data: the usual straggler),
+    at a confidence that says the logs are incomplete."""
+    waits = {r: tl.ranks[r].of(*TIMEOUT_KINDS)[:1] for r in _timed_out(tl)}
+    for event in _store_waits(tl):
+        waits.setdefault(int(event.origin.rank), [event])  # type: ignore[arg-type]
+    if not waits:
+        return []
+    logged = {r for r, s in tl.ranks.items() if s.logged}
+    top = max([*tl.ranks, (tl.stated_world_size or 0) - 1])
+    unseen = [r for r in range(top + 1) if r not in logged and r not in claimed]
+    waiting = sorted(waits)
+    if not unseen:
+        if tl.stated_world_size is not None or len(logged) != 1 or \
+                any(e.kind in TIMEOUT_KINDS for e in tl.unattributed):
+            return []  # every rank is here, or others timed out too (lines without a rank): not one missing
+        # one rank, waiting: another rank exists (a collective of one cannot time out), none is in the inputs
+        culprits: list[int] = []
+        confidence = 0.35
+        who = "another rank"
+    elif len(unseen) <= 2:
+        culprits, who = unseen, f"rank{'s' if len(unseen) > 1 else ''} {fmt_ranks(unseen)}"
+        confidence = 0.55 if len(unseen) <= max(1, len(waiting) // 2) else 0.45
+    else:
+        culprits, who = [], f"one of ranks {fmt_ranks(unseen)}"
+        confidence = 0.35
+    if culprits:
+        absent = f"no line of the inputs comes from {'them' if len(culprits) > 1 else 'it'}"
+    else:
+        absent = "no other rank is in the inputs" if not unseen else "those ranks are not in the inputs"
+    title = (f"{who} never reached the collective: rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} "
+             f"timed out waiting, and {absent}")
+    what = (f"Rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} waited until the timeout. A rank that never "
+            "arrives has no error to report, so in a paste of the errors it is the one missing. ")
+    if len(unseen) > 2:
+        what += (f"Ranks {fmt_ranks(unseen)} are not in the inputs, too many to tell which; rank 0 is the usual "
+                 "straggler, because it alone evaluates, writes checkpoints, logs or prepares data. ")
+    what += ("These logs may be incomplete: the logs of every rank (torchrun --log-dir, or the job's full output) "
+             "would confirm it.")
+    evidence = evidence_of([event for events in waits.values() for event in events], "timed out waiting",
+                           MAX_CASCADE + 2)
+    fix = (_look_at(tl, [r for r in culprits if r in tl.ranks]) if any(r in tl.ranks for r in culprits) else
+           f"Find what {who} was doing when the others timed out (its last log lines). If it works alone (rank 0 "
+           "evaluating, tokenising, saving), make the others wait outside collectives or raise the timeout.")
+    return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=culprits, affected=waiting, what=what,
+                       fix=fix, evidence=evidence)]
 
 
 def _look_at(tl: Timeline, ranks: list[int]) -> str:
@@ -248,11 +403,14 @@ def lagging_rank(tl: Timeline) -> list[Hypothesis]:
     found = _from_reports(tl) + [
         h for h in _from_sequences(tl) + _from_fr(tl)
         if not (set(h.culprit_ranks) & waiting and (roots or set(h.culprit_ranks) <= waiting))
-    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl)
+    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl)
     claimed = {r for h in found for r in h.culprit_ranks}
     claimed |= {r for r, s in tl.ranks.items() if s.has(Kind.COLLECTIVE_MISMATCH)}
     if not any(h.confidence >= 0.85 for h in found):
         found += _from_silence(tl, claimed)
+        if not any(h.confidence >= 0.5 for h in found):
+            found += _from_unseen(tl, claimed)
+        found += _from_late_arrival(tl, claimed | {r for h in found for r in h.culprit_ranks})
     return found
 
 

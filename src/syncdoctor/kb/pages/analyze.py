@@ -438,15 +438,181 @@ UNEXPLAINED_TIMEOUT = register(Rule(
     references=("pytorch-builtins.md section 1 (Flight Recorder)",),
 ))
 
+GPU_ERROR = register(Rule(
+    code="A021",
+    name="gpu-error",
+    severity=Severity.ERROR,
+    summary="A GPU failed on one rank: a CUDA error, an illegal memory access, an uncorrectable ECC error or an Xid.",
+    what=(
+        "'CUDA error: an illegal memory access was encountered', NCCL WARN \"Cuda failure 700 ...\", 'uncorrectable "
+        "ECC error encountered' (CUDA_ERROR_ECC_UNCORRECTABLE), 'unhandled cuda error', a kernel 'NVRM: Xid' line, "
+        "or a watchdog that 'terminated with exception: CUDA error'. The rank or host whose line shows it is named."
+    ),
+    why=(
+        "A faulted GPU leaves its process unable to run any kernel: its collectives never start, its peers time out "
+        "or lose the connection, and a retry on the same GPU fails again. ECC and Xid errors are hardware (or "
+        "driver) faults of that node; an illegal memory access is a bug or a hardware fault on that rank."
+    ),
+    example="'[rank12]: Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC "
+            "error encountered'",
+    fix=(
+        "On the named host: `nvidia-smi -q -d ECC,PAGE_RETIREMENT`, `dmesg -T | grep -i xid`, and run the job "
+        "without that node (it is a node-level fault) until the GPU passes `dcgmi diag`. For an illegal memory access "
+        "that follows the code, not the node, run with CUDA_LAUNCH_BLOCKING=1 to find the kernel."
+    ),
+    references=("https://docs.nvidia.com/deploy/xid-errors/", _PT),
+))
+
+NCCL_VERSION_MISMATCH = register(Rule(
+    code="A022",
+    name="nccl-version-mismatch",
+    severity=Severity.ERROR,
+    summary="The hosts of one job run different NCCL versions (or plugins).",
+    what="The 'NCCL version X' lines (or the NET plugin versions) differ between hosts of the same job.",
+    why="NCCL's wire protocol and tuning differ between releases: communicators fail to connect, hang at init "
+        "or crash in the first collective when the hosts disagree.",
+    example="'NCCL version 2.14.3+cuda11.7' on one host and 'NCCL version 2.19.3+cuda12.1' on the others",
+    fix="Install the same PyTorch/NCCL build (and NCCL net plugin) on every node: the same container image.",
+    references=(_TSG,),
+))
+
+PEER_UNREACHABLE = register(Rule(
+    code="A023",
+    name="peer-unreachable",
+    severity=Severity.ERROR,
+    summary="A process could not connect to another host: refused, no route, timed out, or an address nobody "
+            "can reach (a container's bridge, veth or link-local address).",
+    what=(
+        "'connect to ADDR failed : Connection refused' / 'No route to host', 'The client socket has timed out "
+        "after Ns while trying to connect to (HOST, PORT)', 'RendezvousConnectionError', NCCL bootstrap "
+        "on docker0, veth*, virbr* or an IPv6 link-local address, or an NCCL 'unhandled system error' at "
+        "initialisation with nothing more specific."
+    ),
+    why=(
+        "Every rank must reach the store (MASTER_ADDR:MASTER_PORT) and then every peer's advertised address. "
+        "A firewall, a wrong MASTER_ADDR, a port nobody listens on, or an address that exists only inside one "
+        "host or container (Docker's bridge network, a veth pair) make the connect fail or hang until a timeout."
+    ),
+    example="'[c10d] The client socket has timed out after 60s while trying to connect to (10.0.0.1, 29500).'",
+    fix=(
+        "Run `syncdoctor check` on each host (it tests the route and TCP reachability of MASTER_ADDR:MASTER_PORT) "
+        "and `syncdoctor probe`; set NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to the interface the hosts share; "
+        "run containers with --network=host; open the ports between the nodes."
+    ),
+    references=("nccl-facts.md section 2 (interface selection)", _TSG),
+))
+
+RENDEZVOUS_TIMEOUT = register(Rule(
+    code="A024",
+    name="rendezvous-or-store-timeout",
+    severity=Severity.ERROR,
+    summary="Not every rank joined: the store or the rendezvous timed out waiting for the others.",
+    what=(
+        "'DistStoreError: Timed out after N seconds waiting for clients. 1/4 clients joined.', 'Timed out "
+        "initializing process group in store based barrier (world_size=8, worker_count=4)', "
+        "'RendezvousTimeoutError'. How many joined is quoted; which ranks are missing, when the inputs say."
+    ),
+    why="The process group needs every rank. Ranks that never started, started with another world size or "
+        "master address, or crashed before init_process_group leave the others waiting until the timeout.",
+    example="'torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/4 clients joined.'",
+    fix=(
+        "Check that every node started the job with the same --nnodes/--nproc-per-node/world size and "
+        "MASTER_ADDR:MASTER_PORT, and read the logs of the ranks that did not join (they usually failed earlier). "
+        "`syncdoctor probe` shows who joined and when."
+    ),
+    references=(_PT,),
+))
+
+RANK_KILLED = register(Rule(
+    code="A025",
+    name="rank-killed",
+    severity=Severity.ERROR,
+    summary="A worker was killed with SIGKILL (exit code -9 / 137): most often the host's out-of-memory killer.",
+    what=(
+        "torchrun's 'failed (exitcode: -9) local_rank: N' or 'Signal 9 (SIGKILL) received by PID', DeepSpeed's "
+        "'exits with return code = -9', mpirun's 'exited on signal 9 (Killed)', MPICH's 'EXIT CODE: 9', a container "
+        "'OOMKilled', with no error of the worker's own."
+    ),
+    why="SIGKILL cannot be caught: the process leaves no traceback. The kernel's OOM killer (host RAM, not GPU "
+        "memory), a container memory limit or the scheduler (time or memory limit) are the usual senders.",
+    example="'ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 14447)'",
+    fix=(
+        "On that host: `dmesg -T | grep -i -e oom -e killed`, the container's memory limit, the scheduler's "
+        "accounting. Reduce host memory: fewer DataLoader workers, load checkpoints shard by shard or with "
+        "mmap/low_cpu_mem_usage, pin less memory; raise the container's memory limit."
+    ),
+    references=(_PT,),
+))
+
+IB_COMPLETION = register(Rule(
+    code="A026",
+    name="ib-completion-error",
+    severity=Severity.ERROR,
+    summary="An InfiniBand/RoCE completion failed with an error other than a retry timeout (local protection, "
+            "flush, remote access...).",
+    what="NCCL WARN 'NET/IB : Got completion from peer ... with error 4' (or status 5, 10...), 'vendor err N'.",
+    why=(
+        "Status 4 (local protection) usually means the NIC could not access the GPU's memory: GPUDirect RDMA "
+        "blocked by PCIe ACS or the IOMMU, or a memory registration problem; 5 (work request flushed) follows "
+        "an earlier error on the same queue pair; 10 (remote access) a bad registration on the peer."
+    ),
+    example="'NET/IB : Got completion from peer 10.0.35.1<49189> with error 4, opcode 5327, len 5327, vendor err 81'",
+    fix=(
+        "Disable PCIe ACS on the hosts (or set the IOMMU to passthrough), check nvidia-peermem / dmabuf support; "
+        "as a workaround NCCL_NET_GDR_LEVEL=LOC (no GPUDirect RDMA). For status 5, look for the first error."
+    ),
+    references=("nccl-facts.md section 1 (IB errors)", "NVIDIA/nccl#928"),
+))
+
+IB_PORT_DOWN = register(Rule(
+    code="A027",
+    name="ib-port-or-device-down",
+    severity=Severity.ERROR,
+    summary="An InfiniBand port went down or the HCA failed on a host (async port error, catastrophic error).",
+    what="NCCL WARN 'NET/IB : Got async event : port error' / 'local catastrophic error', 'ibv_get_async_event "
+         "failed', a port whose state is not ACTIVE.",
+    why="The link under the job failed: every process of that host loses its IB connections; the others see "
+        "retry-exceeded errors (12) or time out.",
+    example="'NET/IB : Got async event : port error'",
+    fix="Check the host's HCA and cable: `ibstat` (State: Active), `ibdiagnet`, the switch port; run without the "
+        "node until it is fixed.",
+    references=("nccl-facts.md section 1 (IB errors)",),
+))
+
+UNRECOGNISED = register(Rule(
+    code="A028",
+    name="unrecognised-error",
+    severity=Severity.WARNING,
+    summary="The inputs show an error that no rule of syncdoctor explains; it is tied to whatever the lines name.",
+    what=(
+        "Lines that look like errors (an exception, 'error', 'failed', a signal, NCCL WARN, a non-zero exit) and "
+        "that no rule turns into a diagnosis. The first of them is quoted, with the rank, host, pid, local rank, "
+        "GPU or peer address it names."
+    ),
+    why="A failure the tool does not know yet is still a failure: the answer says what was read, so nothing "
+        "is hidden behind 'no root cause'.",
+    example="'WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers'",
+    fix=(
+        "Read the quoted lines first. Collect more: every rank's full log (torchrun --log-dir, or --tee 3), "
+        "NCCL_DEBUG=INFO, Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1), the hosts' kernel logs (dmesg -T), "
+        "and run `syncdoctor analyze` on all of it together."
+    ),
+    references=(_PT,),
+))
+
 _RULES = (
     LAGGING_RANK, COLLECTIVE_DESYNC, RANK_CRASHED, RANK_OOM, NETWORK_PARTITION, SOCKET_FALLBACK,
     INTERFACE_MISMATCH, LOOPBACK_ADDRESS, INTERFACE_MISSING, RANK_NEVER_JOINED, IB_RETRY_AT_INIT, IB_RETRY_LATE,
     IB_MODIFY_QP, SHM, MEMLOCK, DUPLICATE_GPU, PEER_ACCESS, WATCHDOG_STUCK, COLLECTIVE_STALLED, UNEXPLAINED_TIMEOUT,
+    GPU_ERROR, NCCL_VERSION_MISMATCH, PEER_UNREACHABLE, RENDEZVOUS_TIMEOUT, RANK_KILLED, IB_COMPLETION, IB_PORT_DOWN,
+    UNRECOGNISED,
 )
 _CATEGORIES = (
     "lagging-rank", "collective-desync", "rank-crashed", "rank-out-of-memory", "network-partition",
     "nccl-socket-fallback", "interface-mismatch", "loopback-address", "interface-missing", "rank-never-joined",
     "ib-unreachable-at-init", "ib-link-failure", "ib-modify-qp-failed", "shm-exhausted", "memlock-limit",
     "duplicate-gpu", "peer-access-unsupported", "watchdog-stuck", "collective-stalled", "unexplained-timeout",
+    "gpu-error", "nccl-version-mismatch", "peer-unreachable", "rendezvous-or-store-timeout", "rank-killed",
+    "ib-completion-error", "ib-port-or-device-down", "unrecognised-error",
 )
 CATEGORY_RULES: Mapping[str, Rule] = dict(zip(_CATEGORIES, _RULES, strict=True))

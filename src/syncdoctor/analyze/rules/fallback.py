@@ -1,0 +1,64 @@
+"""Never silent: when no rule explains the inputs but a line looks like an error, say so (A028), tied to what
+the line names, with a confidence that says how much is missing and what to collect next. Pure: no I/O.
+
+:func:`unexplained` lists the error-looking lines that no hypothesis cites, so the report shows what was
+read even when it has an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
+from syncdoctor.analyze.rules.common import attribute, evidence_of, hypothesis
+from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline
+
+__all__ = ["error_events", "unexplained", "unrecognised_error"]
+
+_LOUD = ERROR_KINDS | {Kind.ERROR_LINE, Kind.AGENT_SIGNAL, Kind.IB_DEVICE_UNAVAILABLE}
+
+
+def error_events(tl: Timeline) -> list[Event]:
+    """Every event that reports an error, in input order (a launcher's record of a clean exit is none)."""
+    out = []
+    for event in tl.events:
+        if event.kind not in _LOUD:
+            continue
+        if event.kind is Kind.WORKER_FAILED and event.data.get("exitcode") in (0, None) and not event.data.get("signal"):
+            continue
+        out.append(event)
+    return out
+
+
+def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
+    """A028 for inputs with error lines and no other hypothesis."""
+    errors = error_events(tl)
+    if not errors:
+        return []
+    first = errors[0]
+    where = attribute([first], tl)
+    known = bool(where.ranks or where.hosts or where.processes)
+    text = first.text.strip()
+    title = f"an error no rule explains{' on ' + where.text if where.text else ''}: {text[:140]}"
+    what = (f"{len(errors)} line{'s' if len(errors) > 1 else ''} look{'' if len(errors) > 1 else 's'} like an error, "
+            "and none matches a failure syncdoctor knows. The first is quoted; the next ones are in the evidence. "
+            + ("The line names where it happened." if known else
+               "It does not say which rank or host wrote it: the logs of every rank, with their file names or "
+               "prefixes, would."))
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, culprits=where.ranks,
+                       hosts=where.hosts, what=what, evidence=evidence_of(errors, "error, not explained", 8),
+                       processes=where.processes, local_ranks=where.local_ranks)]
+
+
+def unexplained(tl: Timeline, hypotheses: Sequence[Hypothesis], limit: int = 5) -> tuple[Evidence, ...]:
+    """The first error-looking lines that no hypothesis cites."""
+    cited = {(e.ref.source, e.ref.line) for h in hypotheses for e in h.evidence}
+    out: list[Evidence] = []
+    for event in error_events(tl):
+        if (event.ref.source, event.ref.line) in cited:
+            continue
+        out.extend(evidence_of([event], event.kind.value.replace("_", " ")))
+        cited.add((event.ref.source, event.ref.line))
+        if len(out) >= limit:
+            break
+    return tuple(out)

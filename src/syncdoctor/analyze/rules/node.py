@@ -1,0 +1,179 @@
+"""Failures of one node's hardware or its kernel's doing: a GPU fault (A021), a worker killed by SIGKILL (A025),
+an IB completion error other than a retry timeout (A026), an IB port or HCA that went down (A027). Pure: no I/O.
+
+Each is tied to whatever the lines name (rank, host, pid, local rank, GPU; see
+:func:`~syncdoctor.analyze.rules.common.attribute`), since these lines often come from a single host's paste
+without any rank. A worker death found by the rank-based crash rule (:mod:`.crash`) is not reported again.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
+from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
+
+__all__ = ["gpu_error", "ib_completion_error", "ib_port_down", "worker_killed"]
+
+_RETRY = (12, 13)  # retry counters exceeded: A011/A012 (nccl_errors.py)
+_SYMPTOMS = (Kind.PEER_CLOSED, Kind.NCCL_ERROR, *TIMEOUT_KINDS)
+
+
+def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
+    return sorted(r for r, s in tl.ranks.items() if r not in culprits and
+                  (s.has(*_SYMPTOMS) or any(is_comm_exception(e) for e in s.of(Kind.EXCEPTION))))
+
+
+def gpu_error(tl: Timeline) -> list[Hypothesis]:
+    events = tl.of(Kind.GPU_ERROR)
+    if not events:
+        return []
+    where = attribute(events, tl)
+    hardware = any(e.data.get("hardware") for e in events)
+    messages = sorted({str(e.data.get("message") or "") for e in events if e.data.get("message")})
+    xids = sorted({int(e.data["xid"]) for e in events if e.data.get("xid") is not None})
+    what_failed = "; ".join(messages[:3]) or (f"Xid {', '.join(map(str, xids))}" if xids else "a CUDA error")
+    title = f"the GPU of {where.text or 'a rank'} failed: {what_failed[:120]}"
+    affected = _others_failed(tl, set(where.ranks))
+    what = (f"{where.text or 'A process'} hit {what_failed}"
+            + (" (a hardware fault: ECC or Xid)" if hardware else "")
+            + ". A process whose GPU faulted cannot run its collectives: its peers time out or lose their "
+            "connection to it, and those errors are the cascade.")
+    if affected:
+        what += f" Ranks {fmt_ranks(affected)} failed after it."
+    fix = None if hardware else (
+        "If it follows the program (the same kernel on any node), run with CUDA_LAUNCH_BLOCKING=1 to find it; "
+        "if it follows the node, check that GPU (`nvidia-smi -q -d ECC`, `dmesg -T | grep -i xid`) and keep the "
+        "node out until it passes `dcgmi diag`.")
+    return [hypothesis(tl, Category.GPU_ERROR, 0.9 if hardware else 0.8, title, culprits=where.ranks,
+                       hosts=where.hosts, affected=affected, what=what, fix=fix,
+                       evidence=evidence_of(events, "the GPU's error", 6), processes=where.processes,
+                       local_ranks=where.local_ranks)]
+
+
+def worker_killed(tl: Timeline) -> list[Hypothesis]:
+    """Worker deaths a launcher reports that no rank-based rule placed (a paste of one agent's output, with
+    local ranks and pids only): SIGKILL (A025), SIGBUS (A014), any other signal or exit code (A003)."""
+    killed: dict[str, list[Event]] = defaultdict(list)
+    reports = tl.of(Kind.WORKER_FAILED)
+    placements = [e for e in reports if e.data.get("placement")]
+    known = {(e.ref.source, e.origin.local_rank) for e in reports if not e.data.get("unknown_exit")}
+    for event in reports:
+        if event.origin.rank is not None and event.origin.rank in tl.ranks:
+            continue  # the crash rule has it
+        if event.data.get("unknown_exit"):
+            if (event.ref.source, event.origin.local_rank) not in known:
+                killed["died"].append(event)  # the launcher named it, the paste lost how it ended
+            continue
+        signal = event.data.get("signal")
+        code = event.data.get("exitcode")
+        if signal in ("SIGKILL", "SIGBUS"):
+            killed[str(signal)].extend(_placed(event, placements))
+        elif signal not in ("SIGTERM", "SIGHUP", "SIGINT") and (signal or (code not in (0, None))):
+            killed["died"].extend(_placed(event, placements))
+    out = []
+    for signal, events in sorted(killed.items()):
+        if signal == "died":
+            out.append(_died(tl, events))
+            continue
+        where = attribute(events, tl)
+        affected = _others_failed(tl, set(where.ranks))
+        if signal == "SIGKILL":
+            title = f"{where.text or 'a worker'} was killed by SIGKILL (exit code -9): most often the host's OOM killer"
+            what = (f"The launcher reports {where.text or 'a worker'} killed by SIGKILL, and no error of its own: "
+                    "SIGKILL cannot be caught, so the worker leaves no traceback. The kernel's out-of-memory killer "
+                    "(host RAM, not GPU memory), a container memory limit or the scheduler sent it.")
+            category, confidence = Category.RANK_KILLED, 0.8
+        else:
+            title = (f"{where.text or 'a worker'} died of SIGBUS: a shared-memory mapping failed, usually a full "
+                     "/dev/shm (Docker's 64 MB default)")
+            what = ("SIGBUS is what a process gets when a page of a memory-mapped file cannot be backed: with "
+                    "PyTorch that is /dev/shm, used by DataLoader workers and NCCL's shared-memory transport.")
+            category, confidence = Category.SHM_EXHAUSTED, 0.6
+        out.append(hypothesis(tl, category, confidence, title, culprits=where.ranks, hosts=where.hosts,
+                              affected=affected, what=what, evidence=evidence_of(events, f"killed by {signal}", 6),
+                              processes=where.processes, local_ranks=where.local_ranks,
+                              fix=None if signal == "SIGKILL" else (
+                                  "Give the container more shared memory (--shm-size=8g or --ipc=host), or "
+                                  "fewer DataLoader workers.")))
+    return out
+
+
+def _placed(event: Event, placements: list[Event]) -> list[Event]:
+    """The event, with the line of the same block that says where it ran (Hydra's ``PID 92248 RUNNING AT
+    host`` sits a line above its ``EXIT CODE: 9``)."""
+    if event.origin.host or event.origin.rank is not None:
+        return [event]
+    near = [p for p in placements if p.ref.source == event.ref.source and abs(p.ref.line - event.ref.line) <= 3]
+    return [event, *near[:1]]
+
+
+def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
+    where = attribute(events, tl)
+    how = sorted({str(e.data.get("signal") or (f"exit code {e.data['exitcode']}" if e.data.get("exitcode") is not None
+                                               else "how is not in the inputs")) for e in events})
+    affected = _others_failed(tl, set(where.ranks))
+    title = f"{where.text or 'a worker'} died ({', '.join(how)})"
+    what = (f"The launcher reports {where.text or 'a worker'} dead ({', '.join(how)}). A worker that dies takes "
+            "the job down: the others lose their connection to it or time out. Its own output (above the "
+            "launcher's report, or in its log file) says why: a traceback, a segfault in an extension, an abort.")
+    return hypothesis(tl, Category.RANK_CRASHED, 0.6, title, culprits=where.ranks, hosts=where.hosts,
+                      affected=affected, what=what, evidence=evidence_of(events, "the launcher's report", 6),
+                      processes=where.processes, local_ranks=where.local_ranks,
+                      fix="Read that worker's own output (torchrun --log-dir or --tee 3 keep it per rank); for "
+                          "SIGSEGV/SIGABRT run it with `python -X faulthandler` to get its stack.")
+
+
+def ib_completion_error(tl: Timeline) -> list[Hypothesis]:
+    every = tl.of(Kind.IB_COMPLETION_ERROR)
+    events = [e for e in every if e.data.get("status") not in _RETRY]
+    if any(e.data.get("status") != 5 for e in every):
+        # status 5 (flushed) follows the queue pair's first error: that one is the finding
+        events = [e for e in events if e.data.get("status") != 5]
+    if not events:
+        return []
+    by_status: dict[int, list[Event]] = defaultdict(list)
+    for event in events:
+        by_status[int(event.data.get("status", -1))].append(event)
+    out = []
+    for status, group in sorted(by_status.items()):
+        where = attribute(group, tl)
+        name = IB_STATUS.get(status, str(group[0].data.get("status_text") or "an error"))
+        vendor = sorted({int(e.data["vendor_err"]) for e in group if e.data.get("vendor_err") is not None})
+        title = (f"InfiniBand completion error {status} ({name}) on {where.text or 'a host'}"
+                 + (f", vendor err {', '.join(map(str, vendor))}" if vendor else ""))
+        what = f"The NIC reported status {status} ({name}) for a transfer."
+        if status == 4:
+            what += (" A local protection error: the NIC could not access the memory it was given, in practice "
+                     "the GPU's memory through GPUDirect RDMA, blocked by PCIe ACS or the IOMMU.")
+        elif status == 5:
+            what += " Work requests flushed: the queue pair was already in error; look for the first error."
+        out.append(hypothesis(tl, Category.IB_COMPLETION, 0.85 if status != 5 else 0.6, title, culprits=where.ranks,
+                              hosts=where.hosts, what=what, evidence=evidence_of(group, f"IB status {status}", 8),
+                              processes=where.processes, local_ranks=where.local_ranks))
+    return out
+
+
+# ibv_event_type_str() names of the asynchronous events that mean a failure; the others (port active, GID
+# table change, LID change, SM change, client reregistration, communication established) are information
+_FAILED_EVENTS = ("port error", "catastrophic", "CQ error", "work queue error", "path migration error",
+                  "device fatal")
+
+
+def ib_port_down(tl: Timeline) -> list[Hypothesis]:
+    events = [e for e in tl.of(Kind.IB_ASYNC_EVENT)
+              if any(word.lower() in str(e.data.get("event", "")).lower() for word in _FAILED_EVENTS)]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    kinds = sorted({str(e.data.get("event")) for e in events})
+    affected = _others_failed(tl, set(where.ranks))
+    title = f"the InfiniBand port or HCA of {where.text or 'a host'} failed ({', '.join(kinds)})"
+    what = (f"NCCL got asynchronous IB events ({', '.join(kinds)}) on {where.text or 'a host'}: the link under the "
+            "job went down there, and the other hosts' transfers to it fail or time out (often as retry-exceeded, "
+            "status 12).")
+    return [hypothesis(tl, Category.IB_PORT_DOWN, 0.9, title, culprits=where.ranks, hosts=where.hosts,
+                       affected=affected, what=what, evidence=evidence_of(events, "IB async event", MAX_CASCADE),
+                       processes=where.processes, local_ranks=where.local_ranks)]

@@ -1,0 +1,171 @@
+"""A job that could not get started across its hosts: NCCL versions that differ (A022), a peer or store that
+cannot be reached (A023), a rendezvous or store that timed out waiting for ranks that never came (A024).
+Pure: no I/O.
+
+A store wait that names the missing ranks is A010 (:mod:`.progress`); an address that is loopback or a
+container's is A008 and a missing interface A009 (:mod:`.network`): those are more specific and win.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import defaultdict
+
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.parsers.gloo import is_loopback
+from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.timeline import Timeline
+
+__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_timeout"]
+
+_UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
+                "connection abort")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
+
+
+def nccl_version_mismatch(tl: Timeline) -> list[Hypothesis]:
+    """Hosts (or log files, when a paste has no host) that print different NCCL versions."""
+    by_place: dict[str, dict[str, Event]] = defaultdict(dict)
+    for event in tl.of(Kind.NCCL_VERSION):
+        version = str(event.data.get("version") or "")
+        place = _host_of_file(tl, event) or event.origin.host or event.ref.source
+        if version:
+            by_place[version].setdefault(place, event)
+    if len(by_place) < 2:
+        return []
+    ranked = sorted(by_place.items(), key=lambda item: (len(item[1]), item[0]))
+    odd_version, odd = ranked[0]
+    others = [v for v, _ in ranked[1:]]
+    places = sorted(odd)
+    hosts = [p for p in places if "/" not in p and "\\" not in p]
+    title = (f"{', '.join(places)} run{'s' if len(places) == 1 else ''} NCCL {odd_version} while the other hosts run "
+             f"NCCL {', '.join(others)}")
+    what = ("The hosts of one job must run the same NCCL (and the same net plugin): "
+            + "; ".join(f"NCCL {v} on {', '.join(sorted(p))}" for v, p in sorted(by_place.items())) + ".")
+    evidence = evidence_of(list(odd.values()), f"NCCL {odd_version}")
+    for version in others:
+        evidence += evidence_of(list(by_place[version].values())[:3], f"NCCL {version}")
+    return [hypothesis(tl, Category.NCCL_VERSION_MISMATCH, 0.85 if len(by_place[others[0]]) > len(odd) else 0.6,
+                       title, hosts=hosts, what=what, evidence=evidence, processes=[] if hosts else places)]
+
+
+def nccl_plugin_mismatch(tl: Timeline) -> list[Hypothesis]:
+    """Hosts that load different NCCL network plugins (one the vendor's IB/SHARP plugin, another the internal
+    transport): they cannot build the same connections, and the collectives across them hang or fail."""
+    by_plugin: dict[str, dict[str, Event]] = defaultdict(dict)
+    for event in tl.of(Kind.NCCL_NET):
+        plugin = event.data.get("plugin")
+        host = event.origin.host or _host_of_file(tl, event)
+        if plugin and host:
+            by_plugin["internal" if plugin == "internal" else "loaded"].setdefault(host, event)
+    loaded, internal = by_plugin.get("loaded", {}), by_plugin.get("internal", {})
+    both = set(loaded) & set(internal)
+    loaded = {h: e for h, e in loaded.items() if h not in both}
+    internal = {h: e for h, e in internal.items() if h not in both}
+    if not loaded or not internal:
+        return []
+    odd, common = (internal, loaded) if len(internal) <= len(loaded) else (loaded, internal)
+    odd_hosts = sorted(odd)
+    without = odd is internal
+    title = (f"{', '.join(odd_hosts)} {'run' if len(odd_hosts) > 1 else 'runs'} "
+             + ("without the NCCL network plugin the other hosts load" if without else
+                "an NCCL network plugin the other hosts do not load"))
+    what = ("The hosts of one job must load the same NCCL network plugin (the vendor's IB/SHARP plugin, or none): "
+            f"{', '.join(sorted(loaded))} load{'s' if len(loaded) == 1 else ''} one, "
+            f"{', '.join(sorted(internal))} use{'s' if len(internal) == 1 else ''} NCCL's internal transport. Their "
+            "connections do not match, and collectives across them hang or fail.")
+    fix = ("Install the same plugin on every host (and the same NCCL), or point NCCL_NET_PLUGIN / LD_LIBRARY_PATH "
+           "at it the same way everywhere; `syncdoctor check` on each host shows what it would load.")
+    evidence = evidence_of(list(odd.values()), "plugin differs") + evidence_of(list(common.values())[:3], "the others")
+    confidence = 0.7 if len(common) > len(odd) else 0.5
+    return [hypothesis(tl, Category.NCCL_VERSION_MISMATCH, confidence, title, hosts=odd_hosts, what=what, fix=fix,
+                       evidence=evidence)]
+
+
+def _host_of_file(tl: Timeline, event: Event) -> str | None:
+    """The host NCCL's own prefixes name in the same file (a per-node file whose version line is bare, whose
+    file name may only say ``node-1``)."""
+    for other in tl.events:
+        if other.ref.source == event.ref.source and other.kind in _NCCL_KINDS and other.origin.pid is not None \
+                and other.origin.host:
+            return other.origin.host
+    return None
+
+
+_NCCL_KINDS = (Kind.NCCL_BOOTSTRAP, Kind.NCCL_NET, Kind.NCCL_INIT, Kind.NCCL_ENV, Kind.NCCL_VERSION, Kind.NCCL_WARN)
+
+
+def _unroutable(addr: str) -> bool:
+    """Loopback or IPv6 link-local: a peer that advertised it is the loopback rule's (A008)."""
+    if is_loopback(addr):
+        return True
+    try:
+        return ipaddress.ip_address(addr.split("%")[0]).is_link_local
+    except ValueError:
+        return False
+
+
+def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
+    store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect"]
+    nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
+            if not _unroutable(str(e.data.get("peer_addr") or "")) and
+            any(w in str(e.data.get("error", "")) for w in _UNREACHABLE)]
+    gloo = [e for e in tl.of(Kind.GLOO_CONNECT_FAILED)
+            if not (e.data.get("loopback_remote") or e.data.get("loopback_local"))]
+    out = []
+    if store or nccl or gloo:
+        events = store + nccl + gloo
+        where = attribute(events, tl)
+        targets = sorted({f"{e.data['store_host']}:{e.data['store_port']}" for e in store if e.data.get("store_host")}
+                         | {str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
+                         | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
+        errors = sorted({str(e.data.get("error") or "timed out") for e in events})
+        what_store = " the store (MASTER_ADDR:MASTER_PORT)" if store else " a peer"
+        title = (f"{where.text or 'a process'} could not connect to{what_store}"
+                 + (f" {', '.join(targets[:3])}" if targets else "") + f" ({'; '.join(errors)[:80]})")
+        what = ("A connection every rank needs could not be opened: a firewall between the hosts, a wrong "
+                "MASTER_ADDR or port, nobody listening there yet (the rank that serves the store died or never "
+                "started), or an address that the other host cannot route to.")
+        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.75, title, culprits=where.ranks, hosts=where.hosts,
+                              what=what, evidence=evidence_of(events, "could not connect", MAX_CASCADE),
+                              processes=where.processes, local_ranks=where.local_ranks))
+    system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", ""))]
+    if system and not out and not _ran(tl):
+        where = attribute(system, tl)
+        title = ("NCCL failed with 'unhandled system error' while setting up, before any collective ran: most often "
+                 "a connection between the hosts could not be opened")
+        what = ("'unhandled system error' is NCCL's error for a failed system call: at initialisation, nearly always "
+                "a socket that could not connect (a firewall, containers on bridge networks, an interface the other "
+                "host cannot reach), sometimes /dev/shm or locked memory. Its NCCL WARN line names it; run with "
+                "NCCL_DEBUG=INFO to get it.")
+        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.45, title, culprits=where.ranks, hosts=where.hosts,
+                              what=what, evidence=evidence_of(system, "NCCL's own error", 4),
+                              processes=where.processes, local_ranks=where.local_ranks,
+                              fix="Re-run with NCCL_DEBUG=INFO (the WARN line names the failed call), run "
+                                  "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
+                                  "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
+    return out
+
+
+def _ran(tl: Timeline) -> bool:
+    """Some collective ran already: NCCL lines of a finished init, or a timeout in one."""
+    return bool(tl.of(Kind.NCCL_INIT) or tl.of(Kind.WATCHDOG_TIMEOUT) or tl.of(Kind.WORK_STATUS))
+
+
+def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
+    events = [e for e in tl.of(Kind.STORE_ERROR)
+              if e.data.get("what") in ("barrier", "clients", "rendezvous-timeout") and not e.data.get("missing_ranks")]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    counts = sorted({(int(e.data["joined"]), int(e.data["world_size"])) for e in events if "joined" in e.data})
+    joined = "; ".join(f"{j} of {w} joined" for j, w in counts)
+    title = "the process group could not form: " + (joined or "the rendezvous timed out") + \
+            " before the timeout; the others never arrived"
+    what = ("Every rank must join the store (or torchrun's rendezvous) before training starts. "
+            + (f"Only {joined}. " if joined else "")
+            + "The missing ones never started, started with another world size, master address or port, or "
+            "failed before init_process_group: their own logs say why.")
+    waiting = sorted(where.ranks)
+    return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.7, title, affected=waiting,
+                       what=what + (f" Ranks {fmt_ranks(waiting)} waited." if waiting else ""),
+                       evidence=evidence_of(events, "waiting for the others", MAX_CASCADE))]

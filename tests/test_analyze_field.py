@@ -1,0 +1,325 @@
+"""What real pasted logs look like, one behaviour per test: the categories added for them (A021-A028, each
+with a positive and a look-alike negative), the prefixes and wrapped lines of pastes, attribution without
+ranks, and the shapes of a timeout seen from part of the job. Lines are written as the tools print them
+(the corpus in tests/fixtures/analyze/real holds the pastes themselves; test_analyze_real_corpus.py scores it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category, Diagnosis, Kind, Origin, Ref
+from syncdoctor.analyze.parsers import make_line, parse_line
+from syncdoctor.analyze.parsers.prefixes import split_prefix
+
+
+def diagnose(tmp_path: Path, text: str, name: str = "paste.txt") -> Diagnosis:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.strip("\n") + "\n")
+    return analyze_paths([str(path)]).diagnosis
+
+
+def top(diagnosis: Diagnosis):
+    assert diagnosis.hypotheses, "silent"
+    return diagnosis.hypotheses[0]
+
+
+def kinds(text: str) -> list[str]:
+    return [e.kind.value for e in parse_line(make_line(text, Ref("x", 1), Origin()))]
+
+
+# --- prefixes of pastes ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "host", "rank", "pid", "body"), [
+    ("worker-1: [2023-07-20 15:45:13,980] [INFO] [launch.py:315:main] x", "worker-1", None, None, "[INFO]"),
+    ("9.91.4.251: [W socket.cpp:601] [c10d] x", "9.91.4.251", None, None, "[c10d] x"),
+    ("node01: VM-0-14-centos:106:196 [0] NCCL WARN x", "node01", None, None, "VM-0-14-centos"),
+    ("[pod/train-worker-0/pytorch] [rank1]: RuntimeError: x", "train-worker-0", 1, None, "RuntimeError"),
+    ("(RayWorkerWrapper pid=11305, ip=10.0.0.7) ERROR x", "10.0.0.7", None, 11305, "ERROR"),
+    ("3: [rank3]: boom", None, 3, None, "boom"),
+    # look-alikes that are not hosts
+    ("RuntimeError: NCCL error", None, None, None, "RuntimeError"),
+    ("torch.distributed.DistBackendError: x", None, None, None, "torch.distributed"),
+    ("main.py: error: unrecognized arguments", None, None, None, "main.py"),
+    ("Epoch-3: loss 0.1", None, None, None, "Epoch-3"),
+])
+def test_paste_prefixes(text, host, rank, pid, body) -> None:
+    prefix = split_prefix(text)
+    assert (prefix.origin.host, prefix.origin.rank, prefix.origin.pid) == (host, rank, pid)
+    assert prefix.body.startswith(body)
+
+
+def test_nccl_22_prefix_without_the_nccl_word_is_read(tmp_path) -> None:
+    text = "e66aa18dc444:3171:3171 [0] include/socket.h:311 WARN Socket creation failed : Address family not supported"
+    assert kinds(text) == ["interface_missing"]
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.INTERFACE_MISSING and hypothesis.culprit_hosts == ("e66aa18dc444",)
+
+
+# --- lines split by the paste ------------------------------------------------------------------------------------
+
+def test_last_error_line_is_read_as_the_nccl_warning_it_repeats(tmp_path) -> None:
+    text = """
+[rank0]: torch.distributed.DistBackendError: NCCL error in: ../ProcessGroupNCCL.cpp:1691, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3
+[rank0]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
+[rank0]: Last error:
+[rank0]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000
+"""
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.DUPLICATE_GPU and "0/1" in hypothesis.title
+
+
+def test_last_error_without_a_known_message_adds_nothing(tmp_path) -> None:
+    text = "RuntimeError: NCCL error in: x.cpp:1, internal error, NCCL version 2.21.5\nLast error:\nsomething new\n"
+    analysis = analyze_paths([str(_write(tmp_path, text))])
+    assert not [e for e in analysis.timeline.events if e.data.get("last_error")]
+
+
+def test_wrapped_watchdog_line_is_joined(tmp_path) -> None:
+    text = """
+[Rank 0] Watchdog caught collective operation timeout:
+  WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000)
+  ran for 1800090 milliseconds before timing out.
+"""
+    analysis = analyze_paths([str(_write(tmp_path, text))])
+    (timeout,) = [e for e in analysis.timeline.events if e.kind is Kind.WATCHDOG_TIMEOUT and e.seq == 7]
+    assert timeout.op == "allreduce" and timeout.origin.rank == 0 and timeout.data["ran_ms"] == 1800090
+
+
+def test_masked_peer_address_names_nobody(tmp_path) -> None:
+    text = ("torch.distributed.DistBackendError: NCCL error in: x.cpp:268, remote process exited or there was a "
+            "network error, NCCL version 2.21.5\nLast error:\n"
+            "socketProgressOpt: Call to recv from 172....<33759> failed : Connection reset by peer\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_CRASHED and hypothesis.confidence < 0.5
+    assert hypothesis.culprit_hosts == () and "network" in hypothesis.title
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "paste.txt"
+    path.write_text(text.strip("\n") + "\n")
+    return path
+
+
+# --- A021 gpu-error ----------------------------------------------------------------------------------------------
+
+def test_a021_ecc_error_of_one_process(tmp_path) -> None:
+    text = ("[rank5]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+            "[rank2]: RuntimeError: [../gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.5]:4000\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.GPU_ERROR and hypothesis.code == "A021"
+    assert hypothesis.culprit_ranks == (5,) and hypothesis.affected_ranks == (2,)
+
+
+def test_a021_unhandled_cuda_error_inside_nccl(tmp_path) -> None:
+    text = ("(RayWorkerWrapper pid=11305) ERROR 08-27 05:12:18 worker_base.py:382] RuntimeError: NCCL error: "
+            "unhandled cuda error (run with NCCL_DEBUG=INFO for details)")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.GPU_ERROR and "pid 11305" in hypothesis.culprit_processes
+
+
+def test_a021_negative_device_side_assert_is_the_program(tmp_path) -> None:
+    text = "[rank1]: RuntimeError: CUDA error: device-side assert triggered\n"
+    assert Category.GPU_ERROR not in {h.category for h in diagnose(tmp_path, text).hypotheses}
+
+
+# --- A022 nccl-version-mismatch (and the net plugin) ------------------------------------------------------------
+
+def test_a022_one_host_runs_another_nccl(tmp_path) -> None:
+    for host, version in (("gpu1", "2.18.3"), ("gpu2", "2.18.3"), ("gpu3", "2.14.3")):
+        (tmp_path / host).mkdir()
+        (tmp_path / host / "out.log").write_text(
+            f"{host}:10:10 [0] NCCL INFO NCCL version {version}+cuda12.1\n"
+            f"{host}:10:20 [0] NCCL INFO comm 0x1 rank 0 nranks 3 cudaDev 0 busId 1000 - Init COMPLETE\n")
+    hypothesis = top(analyze_paths([str(tmp_path)]).diagnosis)
+    assert hypothesis.category is Category.NCCL_VERSION_MISMATCH and hypothesis.culprit_hosts == ("gpu3",)
+
+
+def test_a022_net_plugin_on_part_of_the_cluster(tmp_path) -> None:
+    text = """
+HGX-11:18226:18274 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.
+HGX-04:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so
+HGX-05:58947:58954 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v8)
+"""
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.NCCL_VERSION_MISMATCH and hypothesis.culprit_hosts == ("HGX-11",)
+
+
+def test_a022_negative_every_host_the_same(tmp_path) -> None:
+    text = """
+a1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+a2:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+a1:1:1 [0] NCCL INFO NET/Plugin: Using internal network plugin.
+a2:1:1 [0] NCCL INFO NET/Plugin: Using internal network plugin.
+"""
+    assert not diagnose(tmp_path, text).hypotheses
+
+
+# --- A023 peer-unreachable ----------------------------------------------------------------------------------------
+
+def test_a023_connect_aborted_on_a_docker_bridge(tmp_path) -> None:
+    text = ("`e57377aacbb6:1203:1227 [0] misc/socket.cc:480 NCCL WARN socketStartConnect: Connect to "
+            "172.17.0.2<38847> failed : Software caused connection abort`")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.PEER_UNREACHABLE and hypothesis.culprit_hosts == ("e57377aacbb6",)
+    assert "172.17.0.2" in hypothesis.title
+
+
+def test_a023_negative_a_link_local_peer_is_the_address_rule(tmp_path) -> None:
+    text = ("n1:12251:12400 [5] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to "
+            "fe80::966d:ae03:a2:8cf0%ib1<17943> failed : Software caused connection abort")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LOOPBACK_ADDRESS and "fe80::" in hypothesis.title
+
+
+# --- A024 rendezvous-or-store-timeout ------------------------------------------------------------------------------
+
+def test_a024_store_barrier_short_of_workers(tmp_path) -> None:
+    text = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
+            "store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RENDEZVOUS_TIMEOUT and "2 of 4 joined" in hypothesis.title
+
+
+def test_a024_negative_a_wait_that_names_the_missing_rank_is_a010(tmp_path) -> None:
+    text = "[rank0]: torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/2"
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_NEVER_JOINED and hypothesis.culprit_ranks == (2,)
+
+
+# --- A025 rank-killed ----------------------------------------------------------------------------------------------
+
+def test_a025_hydra_banner_names_the_host(tmp_path) -> None:
+    text = """
+=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES
+=   PID 92248 RUNNING AT fzh-desktop
+=   EXIT CODE: 9
+"""
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_KILLED and hypothesis.culprit_hosts == ("fzh-desktop",)
+    assert hypothesis.culprit_processes == ("pid 92248 on fzh-desktop",)
+
+
+def test_a025_agent_record_without_rank_table(tmp_path) -> None:
+    text = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 14447) "
+            "of binary: /usr/bin/python3")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_KILLED and hypothesis.culprit_local_ranks == (1,)
+
+
+def test_a025_negative_sigterm_from_the_agent_is_not_a_kill(tmp_path) -> None:
+    text = ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 14448 closing signal SIGTERM\n"
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) local_rank: 1 (pid: 14448) "
+            "of binary: /usr/bin/python3\n")
+    assert Category.RANK_KILLED not in {h.category for h in diagnose(tmp_path, text).hypotheses}
+
+
+# --- A026 ib-completion-error, A027 ib-port-or-device-down -----------------------------------------------------------
+
+IB = ("h1:34610:36821 [4] ib_plugin.c:1673 NCCL WARN NET/IB: Got completion from peer 10.0.1.23<47140> with "
+      "status={status} opcode=0 len=0 vendor err {vendor} (Recv) hca ibp152s0")
+
+
+def test_a026_local_protection_error(tmp_path) -> None:
+    hypothesis = top(diagnose(tmp_path, IB.format(status=4, vendor=81)))
+    assert hypothesis.category is Category.IB_COMPLETION and "local protection" in hypothesis.title
+    assert "GPUDirect" in hypothesis.what
+
+
+def test_a026_negative_a_flush_after_retry_exceeded_is_not_the_finding(tmp_path) -> None:
+    text = IB.format(status=12, vendor=129) + "\n" + IB.format(status=5, vendor=249)
+    hypotheses = diagnose(tmp_path, text).hypotheses
+    assert hypotheses[0].category is Category.IB_UNREACHABLE_AT_INIT
+    assert Category.IB_COMPLETION not in {h.category for h in hypotheses}
+
+
+def test_a027_port_error_event(tmp_path) -> None:
+    text = "n48:34050:34100 [0] NCCL WARN NET/IB : Got async event : port error\n" + IB.format(status=12, vendor=129)
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.IB_PORT_DOWN and hypothesis.culprit_hosts == ("n48",)
+
+
+def test_a027_negative_gid_table_change_is_information_and_dates_the_failure(tmp_path) -> None:
+    text = ("h1:106:196 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : GID table change\n"
+            "h1:108:593 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12, opcode 0, "
+            "len 32633, vendor err 129\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.IB_LINK_FAILURE  # late: the link changed under a running job
+    assert "GID table change" in hypothesis.what
+
+
+# --- A028 unrecognised-error --------------------------------------------------------------------------------------
+
+def test_a028_an_error_no_rule_knows_is_quoted_with_where(tmp_path) -> None:
+    text = "worker-3: Fatal Python error: Segmentation fault in the frobnicator"
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.UNRECOGNISED and hypothesis.culprit_hosts == ("worker-3",)
+    assert "frobnicator" in hypothesis.title and hypothesis.confidence < 0.5
+
+
+def test_a028_negative_benign_lines_stay_quiet(tmp_path) -> None:
+    text = """
+  error_file: <N/A>
+Epoch 3: 0 errors, loss 0.31
+/usr/lib/python3/site-packages/transformers/optimization.py:391: FutureWarning: This implementation is deprecated
+"""
+    diagnosis = diagnose(tmp_path, text)
+    assert not diagnosis.hypotheses and not diagnosis.unexplained
+
+
+# --- timeouts seen from part of the job ------------------------------------------------------------------------------
+
+WATCHDOG = ("[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+            "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 milliseconds before timing "
+            "out.")
+
+
+def test_the_rank_missing_from_a_paste_of_timeouts_is_named(tmp_path) -> None:
+    text = "\n".join(WATCHDOG.format(r=r) for r in (1, 2, 3))
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == (0,)
+    assert hypothesis.affected_ranks == (1, 2, 3) and "may be incomplete" in hypothesis.what
+
+
+def test_too_many_missing_ranks_are_not_guessed(tmp_path) -> None:
+    hypothesis = top(diagnose(tmp_path, WATCHDOG.format(r=6)))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == ()
+    assert "rank 0 is the usual straggler" in hypothesis.what
+
+
+def test_every_rank_timing_out_is_no_missing_rank(tmp_path) -> None:
+    text = "\n".join(WATCHDOG.format(r=r) for r in range(4)) + \
+        "\nfoo:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE"
+    assert Category.LAGGING_RANK not in {h.category for h in diagnose(tmp_path, text).hypotheses}
+
+
+def test_unique_id_wait_names_the_rank_that_never_got_there(tmp_path) -> None:
+    text = ("[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving "
+            "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait timeout "
+            "after 600000ms, keys: /default_pg/0//cuda//0")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == (0,)
+    assert hypothesis.affected_ranks == (1,) and hypothesis.confidence == 0.75
+
+
+def test_unique_id_store_failure_that_is_not_a_timeout_names_nobody_late(tmp_path) -> None:
+    text = ("0: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId "
+            "from [0] via c10d key-value store by key '0', but store->get('0') got error: failed to format addr, "
+            "unknown family=0")
+    assert Category.LAGGING_RANK not in {h.category for h in diagnose(tmp_path, text).hypotheses}
+
+
+def test_nccl_tests_device_table_and_failure(tmp_path) -> None:
+    text = """
+#  Rank  0 Group  0 Pid 3740409 on fengyun416 device  0 [0x01] NVIDIA RTX A6000
+#  Rank  2 Group  0 Pid 3164639 on    fengyun device  0 [0x01] NVIDIA RTX A6000
+fengyun: Test NCCL failure common.cu:959 'internal error - please report this issue to the NCCL developers / '
+ .. fengyun pid 3164639: Test failure common.cu:844
+"""
+    analysis = analyze_paths([str(_write(tmp_path, text))])
+    assert analysis.timeline.rank_host(2) == "fengyun" and analysis.timeline.rank_host(0) == "fengyun416"
+    assert top(analysis.diagnosis).culprit_hosts == ("fengyun",)
