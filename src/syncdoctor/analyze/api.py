@@ -95,7 +95,8 @@ def to_document(analysis: Analysis, max_evidence: int | None = None, max_timelin
         "world_size": timeline.world_size,
         "timeline": rows,
         "inputs": list(collected.sources),
-        "notes": list(collected.notes),
+        "notes": list(diagnosis.notes),  # the reader's notes, then the rules'
+        "unexplained": [e.to_json() for e in diagnosis.unexplained],
         "stats": {"bytes": collected.bytes_read, "lines": collected.lines_read, "events": len(collected.events),
                   "dumps": len(collected.dumps)},
     }

@@ -48,6 +48,9 @@ def _where(hypothesis: Hypothesis) -> str:
     if hypothesis.culprit_ranks:
         ranks = hypothesis.culprit_ranks
         parts.append(f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}")
+    elif hypothesis.culprit_processes:  # no rank in the inputs: the processes as the lines name them
+        processes = hypothesis.culprit_processes
+        return ", ".join(processes[:4]) + (" …" if len(processes) > 4 else "")
     if hypothesis.culprit_hosts:
         hosts = hypothesis.culprit_hosts
         parts.append(f"on {', '.join(hosts[:8])}" + (" …" if len(hosts) > 8 else ""))
@@ -123,6 +126,15 @@ def render(analysis: Analysis, console: Console, max_evidence: int = 8) -> None:
             console.print(line, soft_wrap=True)
         if len(shown) > 64:
             console.print(Text(f"  … {len(shown) - 64} more ranks (--json lists all)", style="dim"))
+    if diagnosis.unexplained:
+        console.print()
+        console.print(Text("Lines that look like errors and that no hypothesis explains (the first few)",
+                           style="bold underline"))
+        for item in diagnosis.unexplained:
+            line = Text("  ")
+            line.append(str(item.ref), style="cyan")
+            line.append(f"  {item.text[:200]}")
+            console.print(line, soft_wrap=True)
     rows = timeline.rows()
     if rows:
         console.print()
@@ -140,7 +152,7 @@ def render(analysis: Analysis, console: Console, max_evidence: int = 8) -> None:
     console.print(Text(f"Read {len(collected.sources)} input(s), {collected.bytes_read / 1e6:.1f} MB, "
                        f"{collected.lines_read} lines, {len(collected.dumps)} Flight Recorder dump(s).",
                        style="dim"))
-    for note in collected.notes[:20]:
+    for note in diagnosis.notes[:20]:  # the reader's notes, then the rules' (a rule that failed)
         console.print(Text(f"note: {note}", style="yellow"), soft_wrap=True)
 
 

@@ -268,6 +268,17 @@ def _ranks_table(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
                    note=f"{len(ranks)} ranks" + (", the first 256 shown" if len(ranks) > 256 else ""))
 
 
+def _unexplained(data: Mapping[str, Any]) -> str:
+    """The error-looking lines no hypothesis cites: what was read, even when it was not understood."""
+    items = [e for e in _list(data.get("unexplained")) if isinstance(e, Mapping)]
+    if not items:
+        return ""
+    rows = "".join(f"<li><code>{text(e.get('ref', ''))}</code> {text(str(e.get('text', ''))[:300])}</li>"
+                   for e in items)
+    return section("Lines not explained", "unexplained", f"<ul>{rows}</ul>",
+                   note="error-looking lines that no hypothesis cites")
+
+
 def render(data: Mapping[str, Any]) -> str:
     """The analyze page; ``data`` is the analyze JSON document."""
     found = hypotheses(data)
@@ -283,9 +294,14 @@ def render(data: Mapping[str, Any]) -> str:
         culprits, hosts = _culprit(top)
         headline = str(top.get("title") or top.get("summary") or top.get("category") or "root cause")
         details = []
+        processes = [str(p) for p in _list(top.get("culprit_processes"))]
         if culprits:
             details.append(f"culprit: rank {', '.join(str(r) for r in culprits[:16])}"
                            + (f" on {', '.join(hosts[:8])}" if hosts else ""))
+        elif processes:
+            details.append(f"culprit: {', '.join(processes[:8])}")
+        elif hosts:
+            details.append(f"culprit: {', '.join(hosts[:8])}")
         if top.get("category"):
             details.append(f"category: {top['category']}")
         if top.get("fix"):
@@ -305,6 +321,7 @@ def render(data: Mapping[str, Any]) -> str:
         section("Hypotheses", "hypotheses", hypotheses_html, note="most likely first") if found else "",
         findings_section([f for f in _list(data.get("findings")) if isinstance(f, Mapping)])
         if data.get("findings") and not found else "",  # the findings repeat the hypotheses
+        _unexplained(data),
         _timeline(data, culprits),
         _ranks_table(data, culprits),
     ]
