@@ -10,6 +10,9 @@
   but store->get('0') got error: Socket Timeout`` (1.13-2.x; the error may be ``wait timeout after …``): NCCL's
   communicator is created at a group's first collective, and rank 1 waited for rank 0 to publish its id. The
   bracketed numbers are ranks in that group (the global ones for the default group).
+* ``[c10d] The IPv6 network addresses of (/root/x.bashrc, 45458) cannot be retrieved (gai error: -3 - …)``:
+  a store address that cannot be a host name (a MASTER_ADDR set from the wrong variable); the same warning
+  for a real host name is harmless (no IPv6) and not read.
 * ``[c10d] waitForInput: socket SocketImpl(…) timed out after 5000ms``, ``The client socket has timed out after
   1800000ms while trying to connect to (10.0.0.1, 29500).``, ``The client socket has failed to connect to
   [node0]:29500 (errno: 111 - Connection refused).``, ``The connection to the C10d store has failed.``
@@ -24,13 +27,18 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
+KEYWORDS = ("network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous")
 
 _UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
                         r"(?:, but store->get\('[^']*'\) got error:?\s*(?P<error>.*))?")
 _STORE_TIMEOUT = ("timeout", "Timeout", "timed out")
+# ``[c10d] The IPv6 network addresses of (node0, 29500) cannot be retrieved (gai error: -2 - …)``: printed by
+# every client of a host without IPv6, harmless, unless what it tried to resolve cannot be a host name at all
+_RESOLVE = re.compile(r"network addresses of \((?P<host>[^,()]*), (?P<port>\d+)\) cannot be retrieved"
+                      r"(?: \(gai error: (?P<err>[^)]*)\))?")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-\[\]%]{1,253}$")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)")
 _BARRIER = re.compile(
     r"store based barrier on rank:? (?P<rank>\d+).{0,160}?world_size=(?P<world>\d+), "
@@ -58,6 +66,14 @@ def _key_ranks(keys: str) -> list[int]:
 
 def parse(line: Line) -> list[Event]:
     body = line.body
+    match = _RESOLVE.search(body)
+    if match:
+        host = match["host"].strip()
+        if _HOSTNAME.match(host):
+            return []
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "store_host": host, "store_port": int(match["port"]),
+            "error": f"not a host name ({(match['err'] or 'cannot be resolved').strip()})"})]
     match = _UNIQUE_ID.search(body)
     if match:
         error = (match["error"] or "").strip()[:200]

@@ -281,6 +281,8 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     elif len(unseen) <= 2:
         culprits, who = unseen, f"rank{'s' if len(unseen) > 1 else ''} {fmt_ranks(unseen)}"
         confidence = 0.55 if len(unseen) <= max(1, len(waiting) // 2) else 0.45
+        if tl.stated_world_size is None:
+            confidence -= 0.1  # an excerpt may simply have left the others out
     else:
         culprits, who = [], f"one of ranks {fmt_ranks(unseen)}"
         confidence = 0.35

@@ -198,12 +198,15 @@ LOOPBACK_ADDRESS = register(Rule(
     code="A008",
     name="advertised-loopback-address",
     severity=Severity.ERROR,
-    summary="A host advertised 127.0.0.1 (or docker0) to its peers: its hostname resolves to loopback.",
+    summary="A host advertised an address no other host can reach: 127.0.0.1 (its hostname resolves to "
+            "loopback), a container or virtual interface (docker0, veth, virbr) or an IPv6 link-local fe80:: one.",
     what=(
         "gloo's connect errors with remote=[127.0.0.1] across hosts (they name the peer that advertised it: "
         "with two hosts, the other one; the dialling side's local=[127.0.0.1] says nothing about itself, "
         "since gloo does not bind the socket it dials from), gloo's 'Using the loopback address as "
-        "fallback', or NCCL 'Bootstrap : Using lo:127.0.0.1' / docker0 / virbr."
+        "fallback', NCCL 'Bootstrap : Using lo:127.0.0.1' / docker0 / veth / virbr / an IPv6 link-local "
+        "fe80::…%ib0 address, and NCCL connects that fail to a peer's loopback or link-local address "
+        "('socketStartConnect: Connect to fe80::…%ib1<17943> failed')."
     ),
     why=(
         "Gloo picks its address by resolving the hostname. Many distributions map the hostname to 127.0.0.1 or "
@@ -223,11 +226,14 @@ INTERFACE_MISSING = register(Rule(
     code="A009",
     name="socket-interface-missing",
     severity=Severity.ERROR,
-    summary="GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME names an interface that does not exist on some hosts.",
+    summary="No usable socket interface: GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME names one that does not exist "
+            "on some hosts, or a container has none NCCL can use.",
     what=(
         "gloo's 'Unable to find address for: IFNAME' (enforce fail in device.cc) on the ranks of a host, or NCCL's "
         "'NCCL WARN Bootstrap : no socket interface found' (also 'NET/Socket : no interface found'), with the "
-        "value from NCCL's 'NCCL_SOCKET_IFNAME set by environment to ...' line when NCCL_DEBUG=INFO printed it."
+        "value from NCCL's 'NCCL_SOCKET_IFNAME set by environment to ...' line when NCCL_DEBUG=INFO printed it; "
+        "NCCL 2.27's 'address with family 0 is neither AF_INET(2) nor AF_INET6(10)' and NCCL <= 2.3's 'Socket "
+        "creation failed : Address family not supported by protocol' (no interface found, so no address)."
     ),
     why=(
         "The ranks of that host cannot create their process group, so they exit at start-up (PyTorch surfaces "
@@ -327,8 +333,10 @@ SHM = register(Rule(
     code="A014",
     name="nccl-shm-failure",
     severity=Severity.ERROR,
-    summary="NCCL could not create its shared-memory segment in /dev/shm.",
-    what="NCCL WARN 'failed to extend /dev/shm/nccl-XXXX to N bytes' or 'unlink shared memory ... failed'.",
+    summary="NCCL (or a DataLoader worker) could not use /dev/shm: the segment could not be created or backed.",
+    what="NCCL WARN 'failed to extend /dev/shm/nccl-XXXX to N bytes', 'unlink shared memory ... failed', the "
+         "older 'Error while creating shared memory segment ...' / 'Call to posix_fallocate failed', or a worker "
+         "the launcher reports dead of SIGBUS (a page of a shared mapping that could not be backed).",
     why="/dev/shm is too small (Docker's default is 64 MB) or systemd removed the segment (RemoveIPC).",
     example="'Error: failed to extend /dev/shm/nccl-Fs7rW9 to 9637892 bytes'",
     fix="Run the container with --shm-size=1g (or --ipc=host); for unlink failures set RemoveIPC=no in "
@@ -468,7 +476,9 @@ NCCL_VERSION_MISMATCH = register(Rule(
     name="nccl-version-mismatch",
     severity=Severity.ERROR,
     summary="The hosts of one job run different NCCL versions (or plugins).",
-    what="The 'NCCL version X' lines (or the NET plugin versions) differ between hosts of the same job.",
+    what="The 'NCCL version X' lines differ between hosts of the same job, or one host loads a network plugin "
+         "('NET/Plugin: Loaded net plugin …', 'Plugin Path : …/libnccl-net.so') where another uses NCCL's "
+         "internal one ('Could not find: libnccl-net.so. Using internal network plugin.').",
     why="NCCL's wire protocol and tuning differ between releases: communicators fail to connect, hang at init "
         "or crash in the first collective when the hosts disagree.",
     example="'NCCL version 2.14.3+cuda11.7' on one host and 'NCCL version 2.19.3+cuda12.1' on the others",
@@ -480,13 +490,15 @@ PEER_UNREACHABLE = register(Rule(
     code="A023",
     name="peer-unreachable",
     severity=Severity.ERROR,
-    summary="A process could not connect to another host: refused, no route, timed out, or an address nobody "
-            "can reach (a container's bridge, veth or link-local address).",
+    summary="A process could not connect to the store or to a peer's address: refused, no route, timed out, "
+            "aborted, or a MASTER_ADDR that is not an address at all.",
     what=(
-        "'connect to ADDR failed : Connection refused' / 'No route to host', 'The client socket has timed out "
-        "after Ns while trying to connect to (HOST, PORT)', 'RendezvousConnectionError', NCCL bootstrap "
-        "on docker0, veth*, virbr* or an IPv6 link-local address, or an NCCL 'unhandled system error' at "
-        "initialisation with nothing more specific."
+        "'connect to ADDR failed : Connection refused' / 'No route to host' / 'Software caused connection "
+        "abort', 'The client socket has timed out after Ns while trying to connect to (HOST, PORT)', "
+        "'RendezvousConnectionError', a store address that cannot be a host name ('The IPv6 network addresses "
+        "of (/root/x.bashrc, 45458) cannot be retrieved'), or an NCCL 'unhandled system error' at "
+        "initialisation with nothing more specific. A peer whose own address is loopback or link-local is "
+        "A008."
     ),
     why=(
         "Every rank must reach the store (MASTER_ADDR:MASTER_PORT) and then every peer's advertised address. "
