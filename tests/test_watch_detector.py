@@ -13,10 +13,12 @@ from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.detector import detect
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.records import (
+    Activity,
     Frame,
     GroupProgress,
     RankRecord,
     Signature,
+    Solo,
     StackReport,
     StepMark,
     WaitSample,
@@ -48,6 +50,8 @@ class FakeRank:
     quiet: float = 0.0
     extra: dict[str, GroupProgress] = field(default_factory=dict)
     source: str = "flight_recorder"
+    activity: Activity | None = None
+    solo: Solo | None = None
 
     def record(self, world: int) -> RankRecord:
         if not self.frozen:
@@ -58,7 +62,7 @@ class FakeRank:
             groups={"0": GroupProgress("0", self.entered, self.completed, self.stalled, self.sig,
                                        self.completed + 1 if self.sig else 0), **self.extra},
             step_marks=tuple(self.marks), waits=tuple(self.waits), inspected=dict(self.inspected),
-            error=self.error, source=self.source,
+            error=self.error, source=self.source, activity=self.activity, solo=self.solo,
         )
 
 

@@ -131,7 +131,7 @@ def test_event_json_line_and_finding() -> None:
     assert "where=load_batch(data.py:88)" in line and "waited=3.2s" in line
     finding = event.to_finding()
     assert finding.code == "W101" and finding.evidence["ranks"] == [3]
-    assert set(CODES) == {f"W10{i}" for i in range(1, 10)}
+    assert set(CODES) == {f"W1{i:02d}" for i in range(1, 11)}
 
 
 # --- binary screen header + detail ---------------------------------------------------------------------

@@ -32,7 +32,9 @@ __all__ = [
     "parse_rate",
 ]
 
-FAULT_KINDS = ("late", "skip", "other_op", "other_size", "crash", "freeze", "spin", "slow", "trigger", "swap")
+FAULT_KINDS = ("late", "skip", "other_op", "other_size", "crash", "freeze", "spin", "slow", "trigger", "swap",
+               "block", "checkpoint", "evaluate", "dcp")
+SOLO_KINDS = ("checkpoint", "evaluate", "dcp")  # healthy work one rank does alone while the others wait
 CRASH_MODES = ("exception", "exit", "sigkill", "abort")
 # Named functions of the workload's step in which a delay can sit (so a Python stack shows where it waits);
 # the parallel shapes (:mod:`syncdoctor.testing.shapes`) add the data-parallel part of their step.
@@ -60,6 +62,13 @@ class FaultSpec:
       slow        from step ``at`` on, every step takes ``factor`` times as long (sleep inside ``where``)
       trigger     touch ``$SYNCDOCTOR_TRIGGER_DIR/<name>`` at step ``at`` and wait up to ``seconds``
                   (default 10) until the lab has acted on it (renamed it to ``<name>.done``)
+      block       block in a read of a pipe nobody writes to, for ``seconds`` (0: forever), inside ``where``
+    Healthy solo work (not faults: the job is fine), after the optimizer step of step ``at`` while the others
+    go on to the step's metric all_reduce; ``name`` marks it with ``syncdoctor.watch.solo(name)`` (up to
+    ``factor`` x ``seconds`` when ``factor`` > 1), empty: unmarked:
+      checkpoint  a loop of ``torch.save`` of the model and an optimizer-sized state for ``seconds``
+      evaluate    an evaluation loop (forward passes, a metric) for ``seconds``
+      dcp         a loop of ``torch.distributed.checkpoint.save`` (this rank alone) for ``seconds``
     """
 
     rank: int
@@ -122,6 +131,8 @@ def _parse_one(item: object, index: int) -> FaultSpec:
         raise UsageError(f"{where}: where must be one of {', '.join(LATE_WHERE)}, got {spec.where!r}")
     if kind == "crash" and spec.mode not in CRASH_MODES:
         raise UsageError(f"{where}: crash mode must be one of {', '.join(CRASH_MODES)}, got {spec.mode!r}")
+    if kind in SOLO_KINDS and spec.seconds <= 0:
+        raise UsageError(f"{where}: {kind} needs seconds > 0")
     if kind == "late" and spec.seconds <= 0:
         raise UsageError(f"{where}: a late fault needs \"seconds\" > 0")
     if kind == "slow" and spec.factor < 1.0:

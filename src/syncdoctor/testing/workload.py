@@ -13,6 +13,8 @@ Every training step calls, in this order, functions whose names a Python stack s
                       ``--grad-sync manual`` one flat all_reduce of all gradients from Python
                       (``all_reduce_gradients``; same traffic, no DDP start-up cost)
     optimizer_step
+    solo_work         healthy work one rank does alone (checkpoint / evaluate / dcp "faults": save_checkpoint,
+                      evaluate, save_distributed_checkpoint), while the others go on to reduce_metric
     reduce_metric     the plain metric collective ``dist.all_reduce(loss_metric, group=metric_group)``:
                       skip / other_op / other_size faults change this one
     checkpoint_pause  only with ``--pause-all SECONDS@STEP``: every rank pauses together
@@ -41,6 +43,7 @@ import argparse
 import logging
 import os
 import re
+import shutil
 import signal
 import sys
 import time
@@ -148,7 +151,7 @@ class _Faults:
 
     def stall(self, where: str, step: int) -> None:
         """Apply the delay-type and process faults placed in the function ``where`` at ``step``."""
-        for fault in self.at(step, "late", "slow", "spin", "crash", "freeze", "trigger"):
+        for fault in self.at(step, "late", "slow", "spin", "crash", "freeze", "trigger", "block"):
             if fault.where != where:
                 continue
             if fault.kind == "late":
@@ -171,6 +174,9 @@ class _Faults:
             elif fault.kind == "crash":
                 self.announce(fault, step, where=where, mode=fault.mode)
                 _crash(fault, step)
+            elif fault.kind == "block":
+                self.announce(fault, step, where=where, seconds=fault.seconds)
+                _block(fault.seconds)
 
     def _baseline(self) -> float:
         recent = self.step_durations[-10:]
@@ -196,6 +202,33 @@ def _spin(seconds: float) -> None:
     while time.monotonic() < deadline:
         for value in range(10_000):
             total += value * value
+
+
+def _block(seconds: float) -> None:
+    """Block in ``os.read`` of a pipe: no CPU, the same stack, no bytes until a timer writes one."""
+    import threading
+
+    read_end, write_end = os.pipe()
+    if seconds > 0:
+        threading.Timer(seconds, os.write, (write_end, b"x")).start()
+    try:
+        os.read(read_end, 1)
+    finally:
+        os.close(read_end)
+        if seconds > 0:
+            time.sleep(0.01)
+        os.close(write_end)
+
+
+def _solo(fault: FaultSpec) -> Any:
+    """``syncdoctor.watch.solo(name)`` around the work when the fault names it, else nothing."""
+    import contextlib
+
+    if not fault.name:
+        return contextlib.nullcontext()
+    import syncdoctor.watch as watch
+
+    return watch.solo(fault.name, up_to_s=fault.seconds * fault.factor if fault.factor > 1 else None)
 
 
 def _crash(fault: FaultSpec, step: int) -> None:
@@ -317,6 +350,49 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
         dist.all_reduce(metric, group=metric_group)
         return float(metric[0]) / world
 
+    def save_checkpoint(seconds: float, directory: Path) -> None:
+        import torch
+
+        extra = [torch.randn(256, 1024) for _ in range(8)]  # an optimizer-sized state: 8 MiB a save
+        deadline, saves = time.monotonic() + seconds, 0
+        while time.monotonic() < deadline:
+            torch.save({"model": model.state_dict(), "optimizer": extra, "step": saves}, directory / "ckpt.pt")
+            saves += 1
+
+    def evaluate(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        with torch.no_grad():
+            while time.monotonic() < deadline:
+                inputs = torch.randn(args.batch, args.width, generator=generator)
+                outputs = model(inputs)
+                accuracy(outputs, inputs)
+
+    def accuracy(outputs: Any, inputs: Any) -> float:
+        return float((outputs.squeeze(1) - inputs.sum(dim=1) * 0.1).abs().mean())
+
+    def save_distributed_checkpoint(seconds: float, directory: Path) -> None:
+        import torch.distributed.checkpoint as dcp
+
+        deadline, saves = time.monotonic() + seconds, 0
+        while time.monotonic() < deadline:
+            target = directory / f"dcp{saves}"
+            dcp.save({"model": model.state_dict()}, checkpoint_id=str(target), no_dist=True)
+            shutil.rmtree(target, ignore_errors=True)
+            saves += 1
+
+    def solo_work(step: int) -> None:
+        import tempfile
+
+        for fault in state.at(step, "checkpoint", "evaluate", "dcp"):
+            state.announce(fault, step, seconds=fault.seconds, name=fault.name or "-")
+            with tempfile.TemporaryDirectory(prefix="syncdoctor-ckpt-") as tmp, _solo(fault):
+                if fault.kind == "checkpoint":
+                    save_checkpoint(fault.seconds, Path(tmp))
+                elif fault.kind == "evaluate":
+                    evaluate(fault.seconds)
+                else:
+                    save_distributed_checkpoint(fault.seconds, Path(tmp))
+
     def checkpoint_pause(step: int, seconds: float) -> None:
         print(f"{TAG} pause-all rank={rank} step={step} seconds={seconds}", flush=True)
         state.stall("checkpoint_pause", step)
@@ -332,6 +408,7 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
         ready = time.time()
         backward(loss)
         optimizer_step(step)
+        solo_work(step)
         value = reduce_metric(step, loss)
         end = time.time()
         state.step_durations.append(end - start)

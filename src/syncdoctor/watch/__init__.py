@@ -37,6 +37,7 @@ __all__ = [
     "WatchConfig",
     "current",
     "detect",
+    "solo",
     "start",
     "step",
     "stop",
@@ -62,6 +63,45 @@ def start(config: WatchConfig | None = None, **settings: Any) -> Watcher:
         resolved = config.replace(**settings) if config is not None else WatchConfig.load(**settings)
         _current = Watcher(resolved).start()
         return _current
+
+
+class solo(contextlib.ContextDecorator):
+    """Mark work this rank does alone while the others wait for it, by design: a checkpoint, an evaluation,
+    logging, data preparation on rank 0. As a context manager or a decorator::
+
+        with syncdoctor.watch.solo("checkpoint", up_to_s=900):
+            torch.save(state, path)
+
+    While the phase lasts, the others' wait for this rank is shown as expected (W110, info), never confirmed
+    (fail-fast leaves it alone) for up to ``up_to_s`` seconds (default: the watcher's ``busy_after_s``);
+    past that the rank is reported late (W101). Entering and leaving cost a list append and removal on the
+    calling thread, no I/O. Without a running watcher it does nothing.
+    """
+
+    def __init__(self, name: str, up_to_s: float | None = None) -> None:
+        from syncdoctor.errors import UsageError
+
+        if not isinstance(name, str) or not name.strip():
+            raise UsageError(f"syncdoctor.watch.solo: name must be a non-empty string, got {name!r}")
+        if up_to_s is not None and not (isinstance(up_to_s, (int, float)) and up_to_s > 0):
+            raise UsageError(f"syncdoctor.watch.solo: up_to_s must be a number of seconds > 0, got {up_to_s!r}")
+        self.name = name.strip()
+        self.up_to_s = None if up_to_s is None else float(up_to_s)
+        self._tokens: list[tuple[Any, int]] = []
+
+    def __enter__(self) -> solo:
+        watcher = _current
+        if watcher is not None and not watcher.stopped:
+            self._tokens.append((watcher, watcher.enter_solo(self.name, self.up_to_s)))
+        else:
+            self._tokens.append((None, 0))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._tokens:
+            watcher, token = self._tokens.pop()
+            if watcher is not None:
+                watcher.exit_solo(token)
 
 
 def stop() -> None:

@@ -43,6 +43,12 @@ class WatchConfig:
         confirm_after_s: [float, seconds] a late rank or a transport hang that lasts this long is
             "confirmed" (desyncs, dead ranks and ranks that exited are confirmed as soon as they are seen):
             confirmed events trigger fail-fast and the Flight Recorder dump. Default 60.
+        busy_after_s: [float, seconds] how long the others may wait for a rank that is working alone (its
+            stack changes or it moves bytes: a checkpoint, an evaluation, data preparation) or is in a solo
+            phase (marked with :func:`syncdoctor.watch.solo` without ``up_to_s``, or recognised on its stack:
+            ``torch.save``, ``torch.distributed.checkpoint``…) before it counts as late. Until then the wait is
+            an info event (W110), never confirmed, so fail-fast leaves it alone; past it, a late rank
+            (W101), confirmed ``confirm_after_s - warn_after_s`` later. Default 1800.
         dead_after_s: [float, seconds] a rank whose record has not changed for this long is reported dead
             (killed, frozen, its host cut off, or its process holding the GIL). At least 3 intervals.
             Default 10.
@@ -87,6 +93,7 @@ class WatchConfig:
     warn_after_s: float = 10.0
     suspect_after_s: float = 2.0
     confirm_after_s: float = 60.0
+    busy_after_s: float = 1800.0
     dead_after_s: float = 10.0
     monitor: str = "auto"
     fail_fast: bool = False
@@ -108,7 +115,7 @@ class WatchConfig:
         for name in ("interval_s", "sample_interval_s", "warn_after_s", "store_timeout_s"):
             if not getattr(self, name) > 0:
                 raise UsageError(f"watch setting {name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("suspect_after_s", "confirm_after_s", "dead_after_s", "exit_linger_s",
+        for name in ("suspect_after_s", "confirm_after_s", "busy_after_s", "dead_after_s", "exit_linger_s",
                      "straggler_window_s", "straggler_min_wait_s"):
             if getattr(self, name) < 0:
                 raise UsageError(f"watch setting {name} must be >= 0, got {getattr(self, name)!r}")

@@ -204,6 +204,11 @@ def _resolved(ctx: Context, incident: Incident) -> Event:
             f"{ranks_text(ranks)} arrived; collective #{incident.seq} of group {incident.group} completed "
             f"(the others had waited at least {incident.waited_s or 0.0:.1f} s)"
         )
+    elif incident.code == "W110":
+        title = (
+            f"{ranks_text(ranks)} finished {'its' if len(ranks) == 1 else 'their'} solo work; #{incident.seq} of "
+            f"group {incident.group} completed (the others had waited at least {incident.waited_s or 0.0:.1f} s)"
+        )
     elif incident.code in ("W105", "W106"):
         title = f"{ranks_text(ranks)} reporting again (silent for at least {duration:.1f} s more after the event)"
     elif incident.code == "W107":

@@ -26,6 +26,7 @@ CODES: Mapping[str, str] = {
     "W107": "chronic-straggler",
     "W108": "rank-left-early",
     "W109": "watch-degraded",
+    "W110": "solo-work",
 }
 
 # warning: seen, past the warning threshold; confirmed: will not recover by itself (fail-fast acts on

@@ -11,12 +11,14 @@ import sys
 import sysconfig
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from types import FrameType
 
-from syncdoctor.watch.records import Frame, StackReport
+from syncdoctor.watch.activity import Sample, classify
+from syncdoctor.watch.records import Activity, Frame, StackReport
 
-__all__ = ["Identity", "capture_stack", "identity", "process_state"]
+__all__ = ["ActivityMeter", "Identity", "capture_stack", "identity", "process_state"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +117,73 @@ def capture_stack(rank: int, gen: int, thread_id: int | None = None, *, limit: i
     where = user[-1] if user else (frames[-1] if frames else None)
     callers = tuple(reversed(user[-3:-1])) if user else ()
     return StackReport(rank, gen, tuple(frames), where, "", time.time(), callers)
+
+
+class ActivityMeter:
+    """Samples the main thread (CPU, bytes moved, functions on its stack) from the watcher's publisher thread,
+    once per publication, and sums up the last ``window_s`` (:func:`syncdoctor.watch.activity.classify`).
+
+    Each sample costs tens of microseconds on the watcher's thread (two small ``/proc`` reads, one walk of the
+    main thread's frames); nothing runs on the training thread. Whatever cannot be read (no ``/proc``, no
+    per-thread CPU clock) is left out and the classification uses the rest.
+    """
+
+    def __init__(self, window_s: float = 5.0, max_samples: int = 16) -> None:
+        self.window_s = window_s
+        self.samples: deque[Sample] = deque(maxlen=max_samples)
+        main = threading.main_thread()
+        self._ident = main.ident
+        self._io_path = f"/proc/self/task/{main.native_id}/io" if main.native_id is not None else None
+        self._clock: int | None = None
+        try:
+            if self._ident is not None:
+                self._clock = time.pthread_getcpuclockid(self._ident)
+                time.clock_gettime(self._clock)
+        except (AttributeError, OSError, OverflowError):
+            self._clock = None
+
+    def sample(self, now: float) -> None:
+        cpu = None
+        if self._clock is not None:
+            try:
+                cpu = time.clock_gettime(self._clock)
+            except OSError:  # the main thread has exited
+                self._clock = None
+        self.samples.append(Sample(now, cpu, self._io(), self._stack()))
+        while len(self.samples) > 2 and now - self.samples[1].at >= self.window_s:
+            self.samples.popleft()
+
+    def current(self, since: float | None = None) -> Activity | None:
+        """The activity over the samples taken at or after ``since`` (the moment the rank's collectives and
+        steps last moved: what it has been doing since it stopped taking part), within the window."""
+        samples = list(self.samples) if since is None else [s for s in self.samples if s.at >= since - 0.05]
+        return classify(samples)
+
+    def _io(self) -> int | None:
+        if self._io_path is None:
+            return None
+        try:
+            with open(self._io_path, encoding="ascii", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            self._io_path = None  # not readable here (a restricted /proc): stop trying
+            return None
+        total = 0
+        for line in text.splitlines():
+            name, _, value = line.partition(":")
+            if name in ("rchar", "wchar"):
+                try:
+                    total += int(value)
+                except ValueError:
+                    return None
+        return total
+
+    def _stack(self, limit: int = 64) -> tuple[tuple[str, str], ...]:
+        frame: FrameType | None = sys._current_frames().get(self._ident) if self._ident is not None else None
+        out: list[tuple[str, str]] = []
+        while frame is not None and len(out) < limit:
+            code = frame.f_code
+            out.append((code.co_filename, code.co_name))
+            frame = frame.f_back
+        out.reverse()
+        return tuple(out)

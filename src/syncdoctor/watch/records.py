@@ -33,11 +33,13 @@ __all__ = [
     "RECORD_VERSION",
     "SOURCES",
     "STATES",
+    "Activity",
     "Frame",
     "GroupProgress",
     "P2PProgress",
     "RankRecord",
     "Signature",
+    "Solo",
     "StackReport",
     "StepMark",
     "WaitSample",
@@ -51,7 +53,7 @@ __all__ = [
     "parse_ranks",
 ]
 
-RECORD_VERSION = 5
+RECORD_VERSION = 6
 # starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
 # destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
 STATES = ("starting", "running", "exited", "failed", "aborting")
@@ -184,6 +186,36 @@ class WaitSample(NamedTuple):
     wait_s: float
 
 
+class Activity(NamedTuple):
+    """What the rank's main thread did over the last few seconds, measured by its own watcher
+    (:mod:`syncdoctor.watch.activity`).
+
+    Attributes:
+        kind: ``working`` (its stack changes, or it moves bytes), ``spinning`` (CPU in the same functions,
+            no bytes) or ``stuck`` (no CPU, the same stack, no bytes).
+        cpu: share of one core the main thread used. io_bps: bytes per second it read or wrote.
+        stacks: distinct stacks (by function) in the window.
+        phase: the solo phase its stack makes certain (``torch.save``…), or ``""``.
+        window_s: the span the numbers cover.
+    """
+
+    kind: str
+    cpu: float = 0.0
+    io_bps: float = 0.0
+    stacks: int = 0
+    phase: str = ""
+    window_s: float = 0.0
+
+
+class Solo(NamedTuple):
+    """A solo phase the user marked on this rank (``syncdoctor.watch.solo``): its name, how long it has
+    lasted, and how long the others may wait for it (``None``: the watcher's ``busy_after_s``)."""
+
+    name: str
+    elapsed_s: float
+    up_to_s: float | None = None
+
+
 class RankRecord(NamedTuple):
     """The compact per-interval record of one rank (a named tuple: the monitor builds one per rank per second).
 
@@ -210,6 +242,8 @@ class RankRecord(NamedTuple):
         waits_total: how many waits this process has appended so far (grows only with ``waits``), so the
             monitor ingests a rank's waits only when it moved.
         p2p: its point-to-point channels (sends and receives per peer and group).
+        activity: what its main thread is doing (busy or stuck), ``None`` until measured.
+        solo: the solo phase the user marked and it is in, if any.
     """
 
     rank: int
@@ -236,6 +270,8 @@ class RankRecord(NamedTuple):
     published: float = 0.0
     waits_total: int = 0
     p2p: tuple[P2PProgress, ...] = ()
+    activity: Activity | None = None
+    solo: Solo | None = None
 
     @property
     def host_key(self) -> str:
@@ -262,7 +298,9 @@ class RankRecord(NamedTuple):
 # host, node, local rank, attempt, groups {name: [entered, completed, stalled or -1, signature seq,
 # compact signature]}, step or null, step age, quiet or null, step marks [[step, {group: entered}]],
 # waits [[group, seq, s]], error or null, fail order or null, inspected {pid: state}, point-to-point
-# channels [[group, peer, 0 send / 1 recv, entered, completed, stalled or -1]] (v5; v4 had no channels).
+# channels [[group, peer, 0 send / 1 recv, entered, completed, stalled or -1]] (v5; v4 had no channels),
+# activity [kind, cpu, io bytes/s, stacks, phase, window] or null and solo [name, elapsed, up_to or -1] or
+# null (v6).
 # G: group slots (group id = zlib.crc32 of the name, entered, completed). A rank with more groups sets
 # OVERFLOW and every cycle takes the full path (at 4096 ranks with 6 groups: 424 ms instead of 34), so
 # there are enough for a data/tensor/pipeline/context/expert-parallel job with a default group whose
@@ -382,17 +420,23 @@ def encode_record(record: RankRecord) -> bytes:
         {str(pid): state for pid, state in record.inspected.items()},
         [[c.group, c.peer, P2P_KINDS.index(c.kind) if c.kind in P2P_KINDS else 0, c.entered, c.completed,
           -1 if c.stalled_s is None else round(c.stalled_s, 3)] for c in record.p2p],
+        None if record.activity is None else [
+            record.activity.kind, round(record.activity.cpu, 3), round(record.activity.io_bps, 1),
+            record.activity.stacks, record.activity.phase[:80], round(record.activity.window_s, 2)],
+        None if record.solo is None else [
+            record.solo.name[:80], round(record.solo.elapsed_s, 3),
+            -1 if record.solo.up_to_s is None else round(record.solo.up_to_s, 3)],
     ], separators=(",", ":")).encode()
     return _header(record, len(detail)) + detail
 
 
 _NUMBERS = (int, float)
-_DETAIL_FIELDS = 14
+_DETAIL_FIELDS = 16
 
 
 def decode_header(raw: bytes | None) -> tuple[Any, ...] | None:
     """The header's values in :data:`HEADER_FIELDS` order (repeated fields flattened), or ``None`` when
-    ``raw`` is no v5 record: empty, short, foreign, another version, or a length that disagrees."""
+    ``raw`` is no v6 record: empty, short, foreign, another version, or a length that disagrees."""
     if not raw or len(raw) < HEADER_SIZE or raw[:4] != MAGIC:
         return None
     values = _HEADER.unpack_from(raw)
@@ -418,7 +462,7 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
         if type(data) is not list or len(data) != _DETAIL_FIELDS:
             return None
         (host, node, local_rank, attempt, raw_groups, step, step_age, quiet, marks, waits, error, fail_order,
-         inspected, raw_p2p) = data
+         inspected, raw_p2p, raw_activity, raw_solo) = data
         if type(node) is not int:
             return None
         groups = {}
@@ -452,10 +496,29 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
             step, None if step is None else step_age, quiet, groups, tuple(mark_list), tuple(wait_list),
             stack_gen, ack, str(error) if error else None, fail_order if type(fail_order) is int else None,
             {int(k): str(v) for k, v in inspected.items()} if inspected else _EMPTY, published, waits_total,
-            tuple(p2p),
+            tuple(p2p), _activity(raw_activity), _solo(raw_solo),
         )
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, struct.error):
         return None
+
+
+def _activity(raw: Any) -> Activity | None:
+    if raw is None:
+        return None
+    kind, cpu, io, stacks, phase, window = raw
+    if type(kind) is not str or type(cpu) not in _NUMBERS or type(io) not in _NUMBERS or type(stacks) is not int \
+            or type(window) not in _NUMBERS:
+        raise TypeError("activity")
+    return Activity(kind, float(cpu), float(io), stacks, str(phase), float(window))
+
+
+def _solo(raw: Any) -> Solo | None:
+    if raw is None:
+        return None
+    name, elapsed, up_to = raw
+    if type(elapsed) not in _NUMBERS or type(up_to) not in _NUMBERS:
+        raise TypeError("solo")
+    return Solo(str(name), float(elapsed), None if up_to < 0 else float(up_to))
 
 
 @dataclass(frozen=True)

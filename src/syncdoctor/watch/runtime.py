@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ from syncdoctor.errors import EnvironmentNotSupported
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
-from syncdoctor.watch.local import Identity, capture_stack, identity, process_state
+from syncdoctor.watch.local import ActivityMeter, Identity, capture_stack, identity, process_state
 from syncdoctor.watch.metrics import attach_from_environment
 from syncdoctor.watch.monitor import Monitor, MonitorThread
 from syncdoctor.watch.p2p import P2PLedger
@@ -48,7 +49,14 @@ from syncdoctor.watch.recorder import (
     ProgressSource,
     flight_recorder_reason,
 )
-from syncdoctor.watch.records import RankRecord, decode_record, encode_record, encode_stack, format_ranks
+from syncdoctor.watch.records import (
+    RankRecord,
+    Solo,
+    decode_record,
+    encode_record,
+    encode_stack,
+    format_ranks,
+)
 from syncdoctor.watch.sampler import Sampler
 from syncdoctor.watch.sinks import JsonlSink, LogSink, Sink, StoreSink
 
@@ -102,6 +110,11 @@ class Watcher:
         self._undo: list[Callable[[], None]] = []
         self._main_ident = threading.main_thread().ident
         self._empty_fr_samples = 0
+        self.activity = ActivityMeter(window_s=max(5.0, 5 * config.interval_s))
+        self._activity_failing = False
+        # solo phases the training code is in (innermost last): [token, name, start, up_to_s]
+        self._solo: list[tuple[int, str, float, float | None]] = []
+        self._solo_tokens = itertools.count(1)
 
     # --- public ------------------------------------------------------------------------------------
     def start(self) -> Watcher:
@@ -132,6 +145,15 @@ class Watcher:
         """A watcher thread's body: below training's priority first (``nice``), then ``target``."""
         lower_thread_priority(self.config.nice)
         target()
+
+    def enter_solo(self, name: str, up_to_s: float | None) -> int:
+        """A solo phase starts on this rank (see :func:`syncdoctor.watch.solo`): a list append, no I/O."""
+        token = next(self._solo_tokens)
+        self._solo.append((token, name, time.monotonic(), up_to_s))
+        return token
+
+    def exit_solo(self, token: int) -> None:
+        self._solo[:] = [phase for phase in self._solo if phase[0] != token]
 
     def step(self, index: int | None = None) -> None:
         """Mark a training step (optional: optimizer steps are marked automatically)."""
@@ -416,6 +438,21 @@ class Watcher:
         me, now = self.identity, time.monotonic()
         for pid in list(self._inspect):
             self._inspect[pid] = process_state(pid)
+        activity = None
+        try:
+            self.activity.sample(now)
+            quiet = self.sampler.quiet_s(now)
+            # what it has done since its collectives and steps last moved: before that it was training
+            activity = None if quiet is None else self.activity.current(since=now - quiet)
+        except Exception as exc:  # a measurement that fails must not stop the record: say it once
+            if not self._activity_failing:
+                self._activity_failing = True
+                logger.warning("syncdoctor.watch: cannot measure the main thread's activity: %s", exc)
+        solo = None
+        phases = list(self._solo)
+        if phases:
+            _token, name, started, up_to = phases[-1]
+            solo = Solo(name, now - started, up_to)
         return RankRecord(
             rank=me.rank, world_size=me.world_size, host=me.host, node=me.node, pid=me.pid, local_rank=me.local_rank,
             attempt=me.attempt, heartbeat=self._heartbeat, state=self._state,
@@ -423,7 +460,7 @@ class Watcher:
             quiet_s=self.sampler.quiet_s(now), groups=self.sampler.progress(now), step_marks=self.sampler.marks(),
             waits=self.sampler.waits(), stack_gen=self._stack_gen, ack=self._ack, error=self._error,
             fail_order=self._fail_order, inspected=dict(self._inspect), published=time.time(),
-            waits_total=self.sampler.waits_total(), p2p=self.p2p.progress(now),
+            waits_total=self.sampler.waits_total(), p2p=self.p2p.progress(now), activity=activity, solo=solo,
         )
 
     def _publish(self, final: bool = False) -> None:

@@ -101,5 +101,8 @@ class DetectorState:
     # monitor time at which a wait the detector saw crosses its threshold (warn or confirm), if any: the
     # monitor looks again then instead of a whole interval later
     due_at: float | None = None
+    # rank -> monitor time it was last seen working alone while others waited for it (W110): a rank that
+    # stops working is late, but confirmed only once it has been stuck as long as any late rank must be
+    busy_at: dict[int, float] = field(default_factory=dict)
     max_window: int = 20000
     max_pending: int = 20000

@@ -297,3 +297,39 @@ WATCH_DEGRADED = register(
         references=(_WATCH_DOC,),
     )
 )
+
+SOLO_WORK = register(
+    Rule(
+        code="W110",
+        name="solo-work",
+        severity=Severity.INFO,
+        summary="The others wait for a rank that is working alone (a checkpoint, an evaluation, data preparation): "
+                "expected, for up to a bound.",
+        what=(
+            "Every late rank is either in a solo phase (marked with syncdoctor.watch.solo(), or recognised on its "
+            "stack: torch.save, torch.distributed.checkpoint, safetensors, transformers/Lightning/DeepSpeed "
+            "checkpoints) or working, as its own watcher measured over the last few seconds: its stack changes "
+            "(by function) while it uses CPU, or it reads or writes bytes. A rank that spins (CPU in the same "
+            "functions, no I/O), is stuck (no CPU, the same stack, no I/O), stopped or dead is not: that is W101 "
+            "or W105 as ever."
+        ),
+        why=(
+            "Rank 0 saving, evaluating or logging while the others wait at the next barrier or broadcast is the "
+            "commonest pattern in training scripts, and a healthy one: a watcher that confirmed it as a hang "
+            "would end good jobs in fail-fast mode. The event is never confirmed while the work lasts less than "
+            "its bound (the phase's up_to_s, else busy_after_s, 1800 s by default); past it the rank is late "
+            "(W101) and confirmed confirm_after_s - warn_after_s later."
+        ),
+        example=(
+            "syncdoctor W110 solo-work info: rank 0 (host0, pid 4242) is working alone (working: torch.save, "
+            "87% CPU, 540 MB/s read or written) (in save_checkpoint (train.py:88)); ranks 1-3 have waited 12.1 s "
+            "for it in barrier #5 of group 0: expected for up to 1800 s"
+        ),
+        fix=(
+            "Nothing, if the work is meant to be there. To bound it, mark it: `with syncdoctor.watch.solo("
+            "'checkpoint', up_to_s=900):`; to spare the others the wait, let every rank save its shard "
+            "(torch.distributed.checkpoint) or move the work off the critical path (async checkpointing)."
+        ),
+        references=(_WATCH_DOC,),
+    )
+)

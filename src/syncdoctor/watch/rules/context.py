@@ -114,6 +114,13 @@ class Context:
                 self.state.due_at = at if due is None or at < due else due
                 return
 
+    def due_in(self, seconds: float) -> None:
+        """Look again ``seconds`` from now (a bound other than the warning and confirmation thresholds)."""
+        if seconds > 0:
+            at = self.snapshot.now + seconds
+            due = self.state.due_at
+            self.state.due_at = at if due is None or at < due else due
+
     def pids(self, ranks: Iterable[int]) -> tuple[int, ...]:
         return tuple(rec.pid for rec in (self.record(r) for r in ranks) if rec is not None)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncdoctor.watch.events import Event
-from syncdoctor.watch.records import GroupProgress, P2PProgress, Signature, format_ranks
+from syncdoctor.watch.records import Activity, GroupProgress, P2PProgress, Signature, format_ranks
 from syncdoctor.watch.rules.context import (
     SYMMETRIC,
     Blocked,
@@ -46,7 +46,7 @@ from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
 from syncdoctor.watch.snapshot import Incident
 from syncdoctor.watch.waitgraph import Op, Root, Wait, analyse, describe_chain
 
-__all__ = ["wait_conditions"]
+__all__ = ["describe_activity", "wait_conditions"]
 
 _OPPOSITE = {"send": "recv", "recv": "send"}
 
@@ -286,20 +286,32 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
     if any(ctx.silent(r) for r in late):
         return []  # it may be dead: the dead-rank rule decides after dead_after_s
     waited = root.waited_s
-    ctx.due(waited)
+    busy = _busy(ctx, late, waited)
+    if busy is None:
+        ctx.due(waited)
+    else:  # look again when it crosses its bound, then when it would be confirmed
+        ctx.due_in(-busy.over if busy.over < 0 else config.confirm_after_s - config.warn_after_s - busy.over)
     per_rank: dict[str, Any] = {}
     wheres: list[str] = []
     ready = True
     for rank in late:
         rec = ctx.record(rank)
         info: dict[str, Any] = {}
-        if rec is not None and rec.quiet_s is not None:
+        if rec is not None and rec.activity is not None:
+            info["activity"] = describe_activity(rec.activity)
+            info["busy"] = rec.activity.kind
+            if rec.activity.phase:
+                info["phase"] = rec.activity.phase
+        elif rec is not None and rec.quiet_s is not None:
             still = rec.quiet_s + ctx.age(rank)
             info["activity"] = (
                 f"still working elsewhere (its step or collectives moved {still:.1f} s ago)"
                 if still < 2 * config.interval_s + config.sample_interval_s
                 else f"no progress for {still:.1f} s (same step, same collectives)"
             )
+        if rec is not None and rec.solo is not None:
+            info["solo"] = {"name": rec.solo.name, "elapsed_s": round(rec.solo.elapsed_s + ctx.elapsed(rank), 1),
+                            "up_to_s": rec.solo.up_to_s}
         if rec is not None and rec.step is not None:
             info["step"] = rec.step
         if rank in graph.inside:
@@ -320,16 +332,34 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
         per_rank[str(rank)] = info
     affected = root.affected
     steps = sorted({r.step for w in affected if (r := ctx.record(w)) is not None and r.step is not None})
+    kinds = sorted({str(info["busy"]) for info in per_rank.values() if info.get("busy")})
     where_text = f"; it is in {', '.join(wheres)}" if wheres else ""
+    if kinds and busy is None:
+        where_text += f" ({'/'.join(kinds)})"
     chain_text = f": {chain}" if chain else ""
+    if busy is not None and busy.over < 0:
+        for rank in late:
+            state.busy_at[rank] = snap.now
+        return [_solo_work(ctx, graph, root, late, wait, signature, per_rank, busy, chain, wheres, ready)]
     title = (
         f"{who_list(ctx, late)} {_subject(wait, late, signature)}; {ranks_text(affected)} {have(affected)} "
         f"waited {waited:.1f} s for it{chain_text}{where_text}"
     )
     if len(late) > 1:
         title = title.replace(" has not ", " have not ").replace(" for it", " for them")
-    status = "confirmed" if waited >= config.confirm_after_s else "warning"
+    if busy is not None:  # busy, but past the bound the others may wait for it: late after all
+        title += f"; {busy.text}, past {busy.bound:.0f} s"
+        status = "confirmed" if busy.over >= config.confirm_after_s - config.warn_after_s else "warning"
+    else:
+        # a rank seen working alone a moment ago counts its lateness from then (a pause in a checkpoint)
+        stuck_for = min((snap.now - state.busy_at[r] for r in late if r in state.busy_at), default=waited)
+        status = ("confirmed" if waited >= config.confirm_after_s and
+                  stuck_for >= config.confirm_after_s - config.warn_after_s else "warning")
+        if status == "warning" and waited >= config.confirm_after_s:
+            ctx.due_in(config.confirm_after_s - config.warn_after_s - stuck_for)
     detail: dict[str, Any] = {"late": per_rank}
+    if busy is not None:
+        detail["busy"] = {"text": busy.text, "bound_s": busy.bound, "over_s": round(busy.over, 1)}
     if wheres:
         detail["where"] = wheres[0] if len(wheres) == 1 else ", ".join(wheres)
     if steps:
@@ -345,6 +375,97 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
         waited_s=waited, detail=detail, key=incident, at=snap.wall,
     )
     return [Condition(event, ready=ready and waited >= config.warn_after_s and seen)]
+
+
+@dataclass(frozen=True)
+class _Busy:
+    """Every late rank is doing work of its own (or is in a solo phase): for how much longer that is
+    expected (``over`` < 0) or how far past its bound it is (``over`` >= 0), and what it is doing."""
+
+    over: float
+    bound: float
+    text: str
+    solo: bool
+
+
+def _busy(ctx: Context, late: tuple[int, ...], waited: float) -> _Busy | None:
+    """Whether the late ranks are busy rather than stuck: each in a solo phase (marked, or recognised on
+    its stack) or working (:mod:`syncdoctor.watch.activity`). ``None`` when any is not (stuck, spinning,
+    not measured yet): that is a late rank as ever."""
+    overs: list[float] = []
+    bounds: list[float] = []
+    texts: list[str] = []
+    solo = False
+    for rank in late:
+        rec = ctx.record(rank)
+        if rec is None:
+            return None
+        if rec.solo is not None:
+            bound = rec.solo.up_to_s if rec.solo.up_to_s is not None else ctx.config.busy_after_s
+            elapsed = rec.solo.elapsed_s + ctx.elapsed(rank)
+            overs.append(elapsed - bound)
+            bounds.append(bound)
+            texts.append(f"in its solo phase '{rec.solo.name}' for {elapsed:.0f} s")
+            solo = True
+            continue
+        activity = rec.activity
+        if activity is None or (activity.kind != "working" and not activity.phase):
+            return None
+        overs.append(waited - ctx.config.busy_after_s)
+        bounds.append(ctx.config.busy_after_s)
+        texts.append(f"working alone ({describe_activity(activity)})")
+    index = max(range(len(overs)), key=lambda i: overs[i])
+    text = texts[0] if len(texts) == 1 else "; ".join(f"rank {r} {t}" for r, t in zip(late, texts, strict=True))
+    return _Busy(overs[index], bounds[index], text, solo)
+
+
+def describe_activity(activity: Activity) -> str:
+    """``working: torch.save, 86% CPU, 540 MB/s read or written`` for titles and details."""
+    numbers = f"{activity.cpu:.0%} CPU"
+    if activity.io_bps >= 1024:
+        numbers += f", {_rate(activity.io_bps)} read or written"
+    if activity.kind == "working":
+        what = activity.phase or ("its stack changes" if activity.stacks > 1 else "moving data")
+        return f"working: {what}, {numbers}"
+    if activity.kind == "spinning":
+        return f"spinning: {numbers} in the same functions, no I/O for {activity.window_s:.0f} s"
+    return f"{activity.kind}: no CPU, the same stack, no I/O for {activity.window_s:.0f} s" + (
+        f" (in {activity.phase})" if activity.phase else "")
+
+
+def _rate(bps: float) -> str:
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bps >= size:
+            return f"{bps / size:.0f} {unit}" if bps / size >= 10 else f"{bps / size:.1f} {unit}"
+    return f"{bps:.0f} B/s"
+
+
+def _solo_work(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], wait: Wait,
+               signature: Signature | None, per_rank: dict[str, Any], busy: _Busy, chain: str, wheres: list[str],
+               ready: bool) -> Condition:
+    """W110 (info): the others wait for a rank that works alone, as expected for up to its bound."""
+    op, waited, affected = wait.op, root.waited_s, root.affected
+    where = f" (in {', '.join(wheres)})" if wheres else ""
+    subject = who_list(ctx, late)
+    title = (f"{subject} {'is' if len(late) == 1 else 'are'} {busy.text}{where}; {ranks_text(affected)} "
+             f"{have(affected)} waited {waited:.1f} s for {'it' if len(late) == 1 else 'them'} in "
+             f"{signature.short() if signature else op.kind} #{op.seq} of group {op.group}: expected for up to "
+             f"{busy.bound:.0f} s")
+    incident = key("W110", op.group, op.seq, format_ranks(late))
+    for open_key, open_incident in ctx.state.incidents.items():
+        if open_incident.code == "W110" and open_incident.ranks == late and not _finished(ctx, open_incident):
+            incident = open_key
+            break
+    detail: dict[str, Any] = {"late": per_rank, "busy": {"text": busy.text, "bound_s": busy.bound,
+                                                         "remaining_s": round(-busy.over, 1), "solo": busy.solo}}
+    if chain:
+        detail["chain"] = chain
+    event = Event(
+        "W110", "info", title, ranks=late, hosts=ctx.hosts(late), pids=ctx.pids(late), group=op.group,
+        group_ranks=graph.members.get(op.group, ()), seq=op.seq, signature=signature, waiting_ranks=affected,
+        waited_s=waited, detail=detail, key=incident, at=ctx.snapshot.wall,
+    )
+    return Condition(event, ready=ready and waited >= ctx.config.warn_after_s and _seen_before(ctx, graph, late))
 
 
 def _left(ctx: Context, graph: _Graph, root: Root, left: tuple[int, ...]) -> Condition:
