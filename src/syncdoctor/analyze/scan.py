@@ -45,6 +45,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"bort",  # Aborted (core dumped), abort
     b"ailure",  # Cuda failure 700, Test NCCL failure (nccl-tests), Test failure
     b" Pid ",  # nccl-tests' device table: #  Rank  0 Group  0 Pid 3740409 on fengyun416 device  0
+    b"losed by",  # NCCL INFO [Service thread] Connection closed by localRank N (no other anchor on the line)
+    b"Killing",  # DeepSpeed's launcher: [launch.py:315:sigkill_handler] Killing subprocess 3966
+    b"NVRM: Xid",  # the kernel's GPU errors: NVRM: Xid (PCI:0000:3b:00): 79, … GPU has fallen off the bus
     b"AF_INET",  # NCCL 2.27: connecting to address with family N is neither AF_INET(2) nor AF_INET6(10)
     b" -> 2\n",  # NCCL's error return chain (INFO lines, one per frame): system error
     b" -> 3\n",  # internal error

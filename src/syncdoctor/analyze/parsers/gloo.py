@@ -13,7 +13,8 @@ the file. Pure: no I/O.
   is loopback too (Debian and Ubuntu map the hostname to it).
 * ``[enforce fail at …/device.cc:84] ifa != nullptr. Unable to find address for: eth9``.
 * ``[enforce fail at …/pair.cc:456] op.preamble.length <= op.nbytes. 4196 vs 4. Received data size doesn't
-  match expected size. Is there a distributed collective mismatch in your code?``
+  match expected size. Is there a distributed collective mismatch in your code?`` (the explanation since July
+  2025; before it the line ends at ``4196 vs 4``)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ KEYWORDS = (
     "Unable to find address",
     "Unable to find interface",
     "Received data size",
+    "op.preamble.length",
     "connect [",
 )
 
@@ -54,7 +56,9 @@ _MESH = re.compile(r"connectFullMesh failed with (?:\[[^\]]*\] )?(?P<error>.+)")
 _REMOTE = re.compile(r"remote=\[(?P<addr>[^\]]+)\]:(?P<port>\d+)")
 _PAIR_CONNECT = re.compile(r"connect \[(?P<addr>[0-9A-Fa-f:.%\w]+)\]:(?P<port>\d+): (?P<error>[A-Za-z][^\n]{0,80})")
 _IFACE = re.compile(r"Unable to find (?:address|interface) for:? (?P<ifname>\S+)")
-_SIZE = re.compile(r"(?P<got>\d+) vs (?P<expected>\d+)\. Received data size doesn't match expected size")
+# the explanation was added in July 2025; before it the enforce line ends at "4196 vs 4"
+_SIZE = re.compile(r"op\.preamble\.length <= op\.nbytes\. (?P<got>\d+) vs (?P<expected>\d+)"
+                   r"|(?P<got2>\d+) vs (?P<expected2>\d+)\. Received data size doesn't match expected size")
 _SOURCE = re.compile(r"\[[^\]]*gloo/(?P<file>[\w/]+\.cc):(?P<line>\d+)\]")
 
 
@@ -118,6 +122,7 @@ def parse(line: Line) -> list[Event]:
     size = _SIZE.search(body)
     if size:
         events.append(make_event(Kind.COLLECTIVE_MISMATCH, line, data={
-            "source": "gloo-size", "received_bytes": int(size["got"]), "expected_bytes": int(size["expected"]),
+            "source": "gloo-size", "received_bytes": int(size["got"] or size["got2"]),
+            "expected_bytes": int(size["expected"] or size["expected2"]),
             "sides": []}))
     return events

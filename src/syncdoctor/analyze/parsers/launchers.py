@@ -8,7 +8,9 @@
   ``Primary job  terminated normally, but 1 process returned a non-zero exit code`` is only a consequence;
 * Open MPI's summary: ``The first process to do so was: Process name: [[11192,1],8] Exit code: 3``;
 * MPICH/Hydra: ``BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES`` then ``=   EXIT CODE: 9`` (the exit
-  status of a process, here 9 from SIGKILL) and ``=   RANK 0 PID 123 RUNNING AT host``;
+  status of a process, here 9 from SIGKILL) and ``=   RANK 0 PID 123 RUNNING AT host``; ``YOUR APPLICATION
+  TERMINATED WITH THE EXIT STRING: Killed (signal 9)``;
+* DeepSpeed's ``[launch.py:315:sigkill_handler] Killing subprocess 3966``: the launcher stopping the others;
 * ``torch.multiprocessing.spawn``: ``process 0 terminated with signal SIGKILL``, ``process 1 terminated with
   exit code 1``;
 * ``torch.distributed.launch`` before torch.elastic (<= 1.8): ``died with <Signals.SIGSEGV: 11>`` and
@@ -32,13 +34,16 @@ from syncdoctor.analyze.parsers.torchrun import signal_name
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("Killing subprocess", "EXIT STRING", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 _LOCAL_ARG = re.compile(r"--local[_-]rank[= ]'?,? ?'?(?P<local>\d+)")
-_OMPI = re.compile(r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal "
+_OMPI = re.compile(r"(?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal "
                    r"(?P<sig>\d+)(?: \((?P<name>[^)]+)\))?")
+_DS_KILLING = re.compile(r"Killing subprocess (?P<pid>\d+)")
+# MPICH: ``YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)``
+_MPICH_STRING = re.compile(r"EXIT STRING: (?P<what>.*?)\s*\(signal (?P<num>\d+)\)")
 _MPICH_EXIT = re.compile(r"=\s+EXIT CODE: (?P<code>\d+)")
 _MPICH_RANK = re.compile(r"=\s+(?:RANK (?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING AT (?P<host>\S+)")
 _SPAWN = re.compile(r"process (?P<index>\d+) terminated with (?:signal (?P<sig>SIG\w+)|exit code (?P<code>-?\d+))")
@@ -145,6 +150,15 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"]), host=match["host"]),
                            data={"source": "mpirun", "exitcode": -number, "signal": signal_name(-number),
                                  "mpi_rank": int(match["rank"])})]
+    match = _DS_KILLING.search(body)
+    if match and "sigkill_handler" in body:  # DeepSpeed stops the other workers after one failed: victims
+        return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={
+            "worker_pid": int(match["pid"]), "signal": "SIGKILL", "source": "deepspeed"})]
+    match = _MPICH_STRING.search(body)
+    if match:
+        number = int(match["num"])
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "mpich", "exitcode": -number, "signal": signal_name(-number)})]
     match = _MPICH_EXIT.search(body)
     if match:
         code = int(match["code"])

@@ -10,7 +10,7 @@ in NCCL 2.7-2.30:
   ``NET/Socket : Using [0]ens7:10.128.0.32<0> [1]…``, ``Using network IB`` / ``Socket`` / a plugin (``NET/IB :
   No device found.`` is not read: ``Using network Socket`` says the same)
 * ``[ncclCommInitRank ]comm 0x… rank 3 nranks 16 cudaDev 3 [nvmlDev 3 ]busId 1b000 [commId 0x… ][parent 0x…
-  …]- Init COMPLETE`` (the function name since 2.21, nvmlDev and commId since 2.18; 2.28 names
+  …]- Init COMPLETE`` (the function name since 2.21, commId since 2.16, nvmlDev again since 2.18; 2.28 names
   ``ncclCommInitRankConfig`` and, for splits, ``parent 0x… splitCount 1 color … key 0``)
 * the network plugin: ``NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v8)`` / ``Plugin Path : /opt/hpcx/…/
   libnccl-net.so`` (loaded), ``NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.``,
@@ -38,7 +38,7 @@ _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]
 _BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)(?P<rest>(?: \[\d+\]\S+)*)")
 _LEGACY_IFACE = re.compile(r"\bNET : Using interface (?P<endpoint>\S+)")  # NCCL 2.3-2.4: one line per interface
 # NCCL's error propagation, one INFO line per frame: ``misc/socket.cc:567 -> 2`` (ncclResult_t 2: system error)
-_RETURN = re.compile(r"^(?P<file>[\w./\-]+\.(?:cc|cu|c|h)):(?P<line>\d+) -> (?P<code>[1-9])\b")
+_RETURN = re.compile(r"^(?P<file>[\w./\-]+\.(?:cc|cu|c|h)):(?P<line>\d+) (?:\([\w:~]+\) )?-> (?P<code>[1-9])\b")
 _NCCL_RESULTS = {1: "unhandled cuda error", 2: "unhandled system error", 3: "internal error", 4: "invalid argument",
                  5: "invalid usage", 6: "remote error", 7: "in progress"}
 _NO_FAMILY = re.compile(r"address\s+with family \d+ is neither AF_INET")

@@ -22,7 +22,7 @@ KEYWORDS = ("Rank ", "Test NCCL failure", "Test CUDA failure", "Test failure")
 
 _TABLE = re.compile(r"#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
                     r"device\s+(?P<device>\d+)")
-_FAILURE = re.compile(r"(?P<host>[\w.-]+): Test (?P<what>NCCL |CUDA )?failure (?P<where>\S+:\d+)(?: '(?P<msg>[^']*)'?)?")
+_FAILURE = re.compile(r"(?:(?P<host>[\w.-]+): |^)Test (?P<what>NCCL |CUDA )?failure (?P<where>\S+:\d+)(?: '(?P<msg>[^']*)'?)?")
 _ECHO = re.compile(r"\.\. (?P<host>[\w.-]+) pid (?P<pid>\d+): Test failure (?P<where>\S+:\d+)")
 
 
@@ -46,5 +46,6 @@ def parse(line: Line) -> list[Event]:
         data = {"source": "nccl-tests", "error": message or f"{what} failure", "where": match["where"]}
         if kind is Kind.GPU_ERROR:
             data.update(message=message or "CUDA failure", hardware="ECC" in message)
-        return [make_event(kind, line, origin=Origin(host=match["host"]), data=data)]
+        # ``gpu-n07: Test …``: a host with a digit or a hyphen was taken by the pdsh prefix already
+        return [make_event(kind, line, origin=Origin(host=match["host"]) if match["host"] else None, data=data)]
     return []

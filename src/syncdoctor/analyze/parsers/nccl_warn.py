@@ -5,23 +5,25 @@ WARN prefix: ``<host>:<pid>:<tid> [<dev>] <file>:<line> NCCL WARN <msg>``; since
 empty line precedes it (ignored). Messages recognised:
 
 * IB completion errors: ``NET/IB: Got completion from peer P with status=NAME(12) opcode=NAME(0) vendor_err=129
-  … hca mlx5_0`` (2.29+), ``NET/IB: … with status=12 opcode=0 len=0 vendor err 129 (Recv) … hca mlx5_0``
-  (2.23-2.28), ``NET/IB : … with status=12 …`` (2.20-2.22), ``NET/IB : Got completion from peer P with error 12,
-  opcode 1, len 0, vendor err 129 (Send)`` (2.10-2.19), ``NET/IB : Got completion with error 12, opcode 1,
-  len 0, vendor err 129`` (<= 2.9)
+  … hca mlx5_0`` (2.29+), ``… status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) reqSize=N vendor_err=129 …`` (2.28.7-2.28.9),
+  ``NET/IB: … with status=12 opcode=0 len=0 vendor err 129 (Recv) … hca mlx5_0`` (2.22-2.28.3), ``NET/IB : … with
+  status=12 …`` (2.20-2.21), ``NET/IB : Got completion from peer P with error 12, opcode 1, len 0, vendor err 129
+  (Send)`` (2.10-2.19), ``NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129`` (<= 2.9)
+* IB asynchronous events, every wording (see ``_ASYNC``); ``GID table changed`` (2.28.3+)
 * ``Call to ibv_modify_qp failed with 22 Invalid argument, … local GID index 3`` (GID), ``… with 110 …`` (rails)
 * memlock: ``Call to ibv_reg_mr[_iova2] failed with error Cannot allocate memory``, ``Call to ibv_create_qp failed``
 * shm: ``failed to extend /dev/shm/nccl-XXXX to N bytes``, ``unlink shared memory /dev/shm/nccl-… failed``
 * connect: ``connect to 10.0.0.2<43021> failed : Connection refused`` (also ``Net : Connect to …``,
   ``socketStartConnect: Connect to …``, ``… exceeded error retry count after N attempts``)
 * closed: ``socketProgress: Connection closed by remote peer node2<43021>``, ``Net : Connection closed by
-  remote peer …``, ``Call to recv from 10.0.0.2<43021> failed : Connection reset by peer``
+  remote peer …`` (no address up to 2.9), ``Call to recv from 10.0.0.2<43021> failed : Connection reset by peer``
+  (``Call to recv failed : …`` up to 2.9; ``Call to send to … failed : Broken pipe``)
 * ``Bootstrap : no socket interface found`` (bootstrap.cc), ``NET/Socket : no interface found``: no interface
   matches NCCL_SOCKET_IFNAME (or none is usable) on this host
 * ``Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000`` (<= 2.29), ``Multiple Ranks are
   using the same GPU/Partition`` (2.30+)
 * ``Cuda failure 217 'peer access is not supported between these two devices'``, ``failed to open CUDA IPC
-  handle : 217 …`` (<= 2.9)
+  handle : 217 …`` (<= 2.7)
 * PyTorch's ``Last error:`` line (2.x, NCCL >= 2.13's ncclGetLastError): the next line is NCCL's last WARN
   message without its prefix (``Bootstrap : no socket interface found``, ``Duplicate GPU detected : …``,
   ``socketProgressOpt: Call to recv from … failed : Connection reset by peer``), read as that WARN
@@ -57,11 +59,12 @@ _IB = re.compile(
     r"NET/IB\w* ?: ?Got completion(?: from peer (?P<peer>\S+))? with "
     r"(?:status=(?:(?P<sname>[^()=,]*?)\()?(?P<status>\d+)\)?|error (?P<error>\d+))[, ]+"
     r"opcode[= ](?:(?P<oname>[^()=,]*?)\()?(?P<opcode>\d+)\)?"
-    r"(?:[, ]+len[= ](?P<len>\d+))?[, ]+vendor[_ ]err[= ]?(?P<vendor>\d+)"
+    r"(?:[, ]+(?:len|reqSize)[= ](?P<len>\d+))?[, ]+vendor[_ ]err[= ]?(?P<vendor>\d+)"
 )
 _HCA = re.compile(r"\bhca (?P<hca>[\w.\-]+)")
 _MODIFY_QP = re.compile(
-    r"Call to ibv_modify_qp failed with (?:(?P<errno>\d+)(?: (?P<err>[^,]+))?|error (?P<err_only>[^,]+))"
+    r"Call to ibv_modify_qp failed with (?:(?P<errno>\d+)(?: (?P<err>[^,]+))?|error (?P<err_only>[^,]+?)"
+    r"(?: errno (?P<errno2>\d+))?(?:,|$))"
 )
 _ERRNO = {"Invalid argument": 22, "Connection timed out": 110, "Operation not permitted": 1,
           "No such device": 19, "Cannot allocate memory": 12}
@@ -74,22 +77,31 @@ _SHM_OLD = re.compile(
     r"Call to posix_fallocate failed ?: ?(?P<err>.+)|Error while (?:creating|attaching to) shared memory segment "
     r"(?P<path>\S+)(?: \(size (?P<bytes>\d+)\))?|Unable to allocate shared memory \((?P<bytes2>\d+) bytes\)"
 )
-_ASYNC = re.compile(r"NET/IB ?: ?Got async event ?: ?(?P<event>[^,]+?)\s*(?:,|$)")
+# ``NET/IB : Got async event : port error`` (<= 2.19), ``NET/IB : mlx5_2:1 Got async event : …`` (2.20-2.22),
+# ``… async fatal event: …`` / ``… Got async error event: …`` (2.23+), ``… Got non-fatal async event: port
+# error(10)`` (2.28.7+), ``NET/IB : mlx5_2:1 GID table changed`` (2.28.3+)
+_ASYNC = re.compile(
+    r"NET/IB ?: ?(?:(?P<dev>[\w.\-]+:\d+) )?(?:Got (?:non-fatal )?async (?:error )?event|async fatal event[^:]*?)"
+    r" ?: ?(?P<event>[^,(]+?)\s*(?:\(\d+\))?\s*(?:,|$)"
+    r"|NET/IB ?: ?(?:(?P<dev2>[\w.\-]+:\d+) )?(?P<gid>GID table changed)"
+)
 _DEVICE_DOWN = re.compile(
     r"Call to ibv_open_device failed|NET/IB ?: ?Unable to open device (?P<dev>\S+)|NET/IB ?: ?No device found|"
-    r"Failed to open libibverbs|NET/IB ?: ?Port \S+ is not active"
+    r"Failed to open libibverbs"
 )
 _OLD_CONNECT = re.compile(r"Call to connect(?: timeout)? ?(?:failed)? ?: ?(?P<err>Connection refused|No route to host|"
                           r"Connection timed out|Network is unreachable)")
 _GPU = re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<msg>[^']*)'")
 _SHM_UNLINK = re.compile(r"unlink shared memory (?P<path>/dev/shm/\S+) failed")
 _CONNECT = re.compile(
-    r"(?:[Cc]onnect to|connect to) (?P<peer>\S+?) (?:failed ?: ?(?P<err>.+)|returned (?P<err2>.+?), exceeded error retry count"
-    r"(?: after (?P<attempts>\d+) attempts)?)"
+    r"[Cc]onnect to (?P<peer>\S+?) (?:failed ?: ?(?P<err>.+)|returned (?P<err2>[^,]+?)(?:, exceeded error retry count"
+    r"(?: after (?P<attempts>\d+) attempts)?|\s+errno\b|\s*$))"
+    r"|[Cc]onnect returned (?P<err3>[^,]+), exceeded error retry count(?: \((?P<attempts2>\d+)\))?"
+    r"|[Cc]onnect to (?P<peer2>\S+?) failed with error (?P<err4>.+)"
 )
 _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<attempts>\d+) attempts)?")
-_CLOSED = re.compile(r"Connection closed by remote peer (?P<peer>\S+)")
-_RESET = re.compile(r"Call to (?:recv|send) from (?P<peer>\S+) failed ?: ?(?:Connection reset by peer|Broken pipe)")
+_CLOSED = re.compile(r"Connection closed by remote peer(?: (?P<peer>\S+))?")
+_RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? failed ?: ?(?:Connection reset by peer|Broken pipe)")
 _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
 _DUP = re.compile(r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
@@ -125,14 +137,17 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
             "hca": hca["hca"] if hca else None, **_peer(match["peer"])})]
     match = _ASYNC.search(message)
     if match:
-        return [make_event(Kind.IB_ASYNC_EVENT, line, origin=origin, data={"event": match["event"].strip()})]
+        event = "GID table change" if match["gid"] else match["event"].strip()
+        return [make_event(Kind.IB_ASYNC_EVENT, line, origin=origin, data={
+            "event": event, "dev": match["dev"] or match["dev2"], "fatal": "fatal event" in message})]
     match = _MODIFY_QP.search(message)
     if match:
         gid = _GID_INDEX.search(message)
         dev = _ON_DEV.search(message)
         text = (match["err"] or match["err_only"] or "").strip()
         return [make_event(Kind.IB_MODIFY_QP, line, origin=origin, data={
-            "errno": int(match["errno"]) if match["errno"] else _ERRNO.get(text), "error": text,
+            "errno": int(match["errno"] or match["errno2"]) if (match["errno"] or match["errno2"]) else _ERRNO.get(text),
+            "error": text,
             "gid_index": int(gid["gid"]) if gid else None, "dev": dev["dev"] if dev else None})]
     match = _MEMLOCK.search(message)
     if match and (match["err"] is None or "allocate memory" in match["err"] or "ENOMEM" in match["err"]):
@@ -186,10 +201,13 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     match = _CONNECT.search(message)
     if match:
         retries = _RETRY_EXCEEDED.search(message)
+        attempts = (retries["attempts"] if retries else None) or match["attempts2"]
         return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
-            "error": (match["err"] or match["err2"] or "").strip()[:120],
-            "attempts": int(retries["attempts"]) if retries and retries["attempts"] else None,
-            **_peer(match["peer"])})]
+            "error": (match["err"] or match["err2"] or match["err3"] or match["err4"] or "").strip()[:120],
+            "attempts": int(attempts) if attempts else None, **_peer(match["peer"] or match["peer2"])})]
+    if _NO_FAMILY.search(message):  # the WARN itself (2.8+), not only PyTorch's echo of it
+        return [make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
+            "ifname": None, "transport": "nccl", "where": "socket", "message": message[:300]})]
     if level != "WARN":
         return []
     return [make_event(Kind.NCCL_WARN, line, origin=origin, data={"message": message[:300]})]

@@ -14,7 +14,8 @@
 * a watchdog line whose ``WorkNCCL(…)`` was wrapped onto the next lines (a re-flowed paste) is joined with them
   (:func:`follow`); one cut before it is still a timeout, without its fields.
 * ``[Rank N] Work WorkNCCL(…) timed out in blocking wait (NCCL_BLOCKING_WAIT=1).`` (and the
-  ``TORCH_NCCL_BLOCKING_WAIT=1`` and bare variants).
+  ``TORCH_NCCL_BLOCKING_WAIT=1`` and bare variants); 1.8-2.0's ``[Rank 1] Caught collective operation timeout:
+  WorkNCCL(…) ran for … milliseconds before timing out.``
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ KEYWORDS = (
     "Heartbeat monitor",
     "watchdog got stuck",
     "in blocking wait",
+    "Caught collective operation timeout",
 )
 
 _PG_PREFIX = re.compile(r"\[(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (?P<rank>\d{1,7})\]")
@@ -100,9 +102,10 @@ def parse(line: Line) -> list[Event]:
     body = line.body
     group, rank = parse_pg_prefix(body)
     events: list[Event] = []
-    if "Watchdog caught" in body or "in blocking wait" in body:
+    if "Watchdog caught" in body or "in blocking wait" in body or "Caught collective operation timeout" in body:
         fields = parse_work(body)
         if fields is not None or _wrapped(body):
+            # 1.8-2.0 raised "[Rank 1] Caught collective operation timeout: WorkNCCL(...)" in blocking wait mode
             kind = Kind.WATCHDOG_TIMEOUT if "Watchdog caught" in body else Kind.BLOCKING_WAIT_TIMEOUT
             events.append(_work_event(kind, line, fields or {}, rank, group))
     status = _STATUS.search(body)
