@@ -97,3 +97,48 @@ def test_spinning_sleeping_and_blocked_ranks_are_still_confirmed(lab_factory, tm
     latency = confirmed[0]["at"] - waiting_since
     print(f"watch busy lab: {kind} ({busy}) confirmed {latency:.2f} s after the others started waiting")
     assert CONFIRM_S - 0.5 <= latency <= CONFIRM_S + LATENCY_S
+
+
+def _auto_env(tmp_path: Path) -> dict[str, str]:
+    env = _env(tmp_path, fail_fast=False)
+    env.update(SYNCDOCTOR_WATCH_WARN_AFTER="auto", SYNCDOCTOR_WATCH_CONFIRM_AFTER="auto")
+    return env
+
+
+def test_auto_thresholds_name_a_late_rank_within_seconds_in_a_fast_job(lab_factory, tmp_path: Path) -> None:
+    """0.1 s steps: after the warm-up the warning threshold is the 2 s floor, not the static 10 s."""
+    lab = lab_factory(2)
+    fault = {"rank": 3, "kind": "late", "at": 150, "seconds": 8}
+    job = lab.torchrun(["-m", "syncdoctor.testing.workload", "--steps", "200", "--grad-sync", "manual",
+                        "--step-sleep", "0.05", "--fault", json.dumps(fault), "--log-ranks", "all"],
+                       procs_per_host=2, run_dir=tmp_path / "run", env=_auto_env(tmp_path))
+    result = job.wait(timeout=240)
+    events = _events(tmp_path)
+    assert result.ok, (result.summary(), events)
+    first = events[0]
+    assert (first["code"], first["status"], first["ranks"]) == ("W101", "warning", [3]), events
+    thresholds = first["detail"]["thresholds"]
+    assert thresholds["learned"] and thresholds["warn_s"] == 2.0 and thresholds["confirm_s"] == 30.0, thresholds
+    waiting_since = max(s.ready for r in (0, 1, 2) for s in parse_step_lines(job.rank_logs()[r].read_text())
+                        if s.step == 150)
+    latency = first["at"] - waiting_since
+    print(f"watch busy lab: auto thresholds ({thresholds['how']}): late rank named {latency:.2f} s after the "
+          "others started waiting")
+    assert latency <= thresholds["warn_s"] + LATENCY_S
+
+
+def test_auto_thresholds_raise_no_false_alarm_in_a_slow_job(lab_factory, tmp_path: Path) -> None:
+    """20 s steps in which rank 0 sleeps 12 s more than the others every step (a slow data source): the
+    others wait 12 s in every step's all_reduce. With the static 10 s threshold each step would raise a
+    late rank; learned from the job, none."""
+    lab = lab_factory(2)
+    fault = {"rank": 0, "kind": "slow", "at": 0, "seconds": 12, "where": "load_batch"}
+    job = lab.torchrun(["-m", "syncdoctor.testing.workload", "--steps", "5", "--grad-sync", "manual",
+                        "--step-sleep", "8", "--fault", json.dumps(fault), "--log-ranks", "all"],
+                       procs_per_host=2, run_dir=tmp_path / "run", env=_auto_env(tmp_path))
+    result = job.wait(timeout=300)
+    events = _events(tmp_path)
+    assert result.ok, (result.summary(), events)
+    steps = parse_step_lines(job.rank_logs()[1].read_text())
+    assert len(steps) == 5 and all(s.end - s.ready >= 11 for s in steps), steps  # the others waited ~12 s
+    assert events == [], events

@@ -48,8 +48,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop after this long")
     parser.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
                         help="how long to wait for the job's ranks to publish (default 30)")
-    parser.add_argument("--warn-after", type=float, default=None, metavar="SECONDS",
-                        help="warning threshold when this command runs the detector (default: the job's)")
+    parser.add_argument("--warn-after", type=_warn_after, default=None, metavar="SECONDS",
+                        help="warning threshold when this command runs the detector, or 'auto' to learn it from "
+                             "the job (default: the job's)")
     parser.set_defaults(func=run)
 
 
@@ -57,7 +58,10 @@ def build_table(monitor: Any, now: float) -> Table:
     """Ranks x groups: ``entered/completed`` per group, stall seconds, heartbeat age, state."""
     records = monitor.records
     groups = sorted({name for rec in records.values() for name in rec.groups}, key=lambda n: (len(n), n))
-    table = Table(title=f"{len(records)}/{monitor.world_size} ranks reporting", expand=False)
+    thresholds = monitor.thresholds
+    caption = (f"warn after {thresholds.warn_s:.3g} s, confirm after {thresholds.confirm_s:.3g} s"
+               + (f" ({thresholds.how})" if thresholds.how != "set" else ""))
+    table = Table(title=f"{len(records)}/{monitor.world_size} ranks reporting", caption=caption, expand=False)
     for column in ("rank", "host", "pid", "state", "step"):
         table.add_column(column, justify="right" if column in ("rank", "pid", "step") else "left")
     for name in groups:
@@ -116,7 +120,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise StoreError(f"the job's watch metadata at {host}:{port} is missing or unreadable")
     config = base.replace(
         interval_s=args.interval or float(meta.get("interval_s") or base.interval_s),
-        warn_after_s=args.warn_after or float(meta.get("warn_after_s") or base.warn_after_s),
+        warn_after_s=args.warn_after or _seconds_or_auto(meta.get("warn_after_s") or base.warn_after_s),
+        confirm_after_s=_seconds_or_auto(meta.get("confirm_after_s") or base.confirm_after_s),
         dead_after_s=float(meta.get("dead_after_s") or base.dead_after_s),
     )
     printed: list[dict[str, Any]] = []
@@ -176,6 +181,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.once and any(d.get("severity") == "error" for d in printed):
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _warn_after(text: str) -> float | str:
+    try:
+        value = _seconds_or_auto(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or 'auto', got {text!r}") from None
+    if value != "auto" and not value > 0:  # type: ignore[operator]
+        raise argparse.ArgumentTypeError(f"expected seconds > 0 or 'auto', got {text!r}")
+    return value
+
+
+def _seconds_or_auto(value: Any) -> float | str:
+    return "auto" if str(value).strip().lower() == "auto" else float(value)
 
 
 def _monitor_active(store: Any, keys: Any, config: Any) -> bool:

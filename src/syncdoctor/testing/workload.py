@@ -412,6 +412,9 @@ def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[f
         value = reduce_metric(step, loss)
         end = time.time()
         state.step_durations.append(end - start)
+        watching = sys.modules.get("syncdoctor.watch")  # started by --watch or SYNCDOCTOR_WATCH=1
+        if watching is not None:
+            watching.step(step)  # what a training loop without torch.optim does to mark its steps
         if talk:
             print(f"{TAG} step={step} rank={rank} host={host} start={start:.6f} ready={ready:.6f} "
                   f"end={end:.6f} loss={value:.6f}", flush=True)

@@ -93,7 +93,7 @@ def classify(samples: Sequence[Sample]) -> Activity | None:
     phase = recognise_phase(last.stack) or next((p for s in reversed(samples) if (p := recognise_phase(s.stack))), "")
     if io is not None and io >= IO_WORKING_BPS:
         kind = "working"
-    elif stacks > 1 and (cpu is None or cpu >= CPU_ACTIVE or (io or 0) > 0):
+    elif stacks > 1 and (cpu is None or cpu >= CPU_ACTIVE):  # a few printed bytes are no work
         kind = "working"
     elif cpu is not None and cpu >= CPU_SPINNING:
         kind = "spinning"

@@ -15,9 +15,10 @@ from typing import Any
 
 from syncdoctor.errors import UsageError
 
-__all__ = ["ENV_PREFIX", "EXIT_HANG", "WatchConfig", "env_name"]
+__all__ = ["AUTO", "ENV_PREFIX", "EXIT_HANG", "WatchConfig", "env_name"]
 
 ENV_PREFIX = "SYNCDOCTOR_WATCH_"
+AUTO = "auto"  # warn_after_s / confirm_after_s learned from the job (syncdoctor.watch.thresholds)
 EXIT_HANG = 75  # EX_TEMPFAIL: "try again later"; the default fail-fast exit code
 
 _RECORDERS = ("auto", "flight_recorder", "hooks")
@@ -34,15 +35,18 @@ class WatchConfig:
         sample_interval_s: [float, seconds] how often each rank reads its own collective progress (the
             Flight Recorder status read costs about 5 µs, a wake-up of the thread much more); sets the
             resolution of arrival times. Default 0.1.
-        warn_after_s: [float, seconds] how long part of a group may wait in a collective for the rest, or
-            a whole group may sit in one collective, before an event is raised. Default 10.
+        warn_after_s: [float, seconds, or ``auto``] how long part of a group may wait in a collective for the
+            rest, or a whole group may sit in one collective, before an event is raised. ``auto``: learned
+            from the job's own step times and waits after a warm-up (:mod:`syncdoctor.watch.thresholds`;
+            the monitor reports the values in force in every event and in ``syncdoctor watch``). Default 10.
         suspect_after_s: [float, seconds] when a wait gets this long, the waiting ranks record the
             signature (op, sizes, dtypes) of the collective they wait in and the monitor asks late ranks for
             their Python stack, so both are known when ``warn_after_s`` is reached. Capped at half of
             ``warn_after_s``. Default 2.
-        confirm_after_s: [float, seconds] a late rank or a transport hang that lasts this long is
+        confirm_after_s: [float, seconds, or ``auto``] a late rank or a transport hang that lasts this long is
             "confirmed" (desyncs, dead ranks and ranks that exited are confirmed as soon as they are seen):
-            confirmed events trigger fail-fast and the Flight Recorder dump. Default 60.
+            confirmed events trigger fail-fast and the Flight Recorder dump. ``auto``: learned, as above.
+            Default 60.
         busy_after_s: [float, seconds] how long the others may wait for a rank that is working alone (its
             stack changes or it moves bytes: a checkpoint, an evaluation, data preparation) or is in a solo
             phase (marked with :func:`syncdoctor.watch.solo` without ``up_to_s``, or recognised on its stack:
@@ -90,9 +94,9 @@ class WatchConfig:
     enabled: bool = True
     interval_s: float = 1.0
     sample_interval_s: float = 0.1
-    warn_after_s: float = 10.0
+    warn_after_s: float | str = 10.0
     suspect_after_s: float = 2.0
-    confirm_after_s: float = 60.0
+    confirm_after_s: float | str = 60.0
     busy_after_s: float = 1800.0
     dead_after_s: float = 10.0
     monitor: str = "auto"
@@ -112,11 +116,17 @@ class WatchConfig:
     nice: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("warn_after_s", "confirm_after_s"):
+            value = getattr(self, name)
+            if isinstance(value, str) and value != AUTO:
+                raise UsageError(f"watch setting {name} must be a number of seconds or 'auto', got {value!r}")
         for name in ("interval_s", "sample_interval_s", "warn_after_s", "store_timeout_s"):
-            if not getattr(self, name) > 0:
+            if getattr(self, name) != AUTO and not getattr(self, name) > 0:
                 raise UsageError(f"watch setting {name} must be > 0, got {getattr(self, name)!r}")
         for name in ("suspect_after_s", "confirm_after_s", "busy_after_s", "dead_after_s", "exit_linger_s",
                      "straggler_window_s", "straggler_min_wait_s"):
+            if getattr(self, name) == AUTO:
+                continue
             if getattr(self, name) < 0:
                 raise UsageError(f"watch setting {name} must be >= 0, got {getattr(self, name)!r}")
         if self.recorder not in _RECORDERS:
@@ -134,8 +144,23 @@ class WatchConfig:
 
     # Derived values used by the detector: the documented caps applied.
     @property
+    def auto_warn(self) -> bool:
+        return self.warn_after_s == AUTO
+
+    @property
+    def auto_confirm(self) -> bool:
+        return self.confirm_after_s == AUTO
+
+    @property
     def suspect_s(self) -> float:
-        return min(self.suspect_after_s, self.warn_after_s / 2)
+        from syncdoctor.watch.thresholds import AUTO_WARN_MIN_S
+
+        warn = AUTO_WARN_MIN_S if self.auto_warn else float(self.warn_after_s)
+        return min(self.suspect_after_s, warn / 2)
+
+    def with_thresholds(self, warn_s: float, confirm_s: float) -> WatchConfig:
+        """This configuration with these thresholds in force (what the detector gets when they are learned)."""
+        return dataclasses.replace(self, warn_after_s=warn_s, confirm_after_s=confirm_s)
 
     @property
     def dead_s(self) -> float:
@@ -172,6 +197,8 @@ def env_name(field_name: str) -> str:
 
 def _parse(name: str, type_text: Any, raw: str) -> Any:
     text = str(type_text)
+    if "| str" in text and text.startswith("float") and raw.strip().lower() == AUTO:
+        return AUTO
     try:
         if text.startswith("bool"):
             lowered = raw.lower()

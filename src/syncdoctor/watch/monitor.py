@@ -29,6 +29,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from syncdoctor.watch import straggler
@@ -48,6 +49,7 @@ from syncdoctor.watch.records import (
 )
 from syncdoctor.watch.sinks import Sink
 from syncdoctor.watch.snapshot import DetectorState, RankSeen, Requests, Snapshot
+from syncdoctor.watch.thresholds import AUTO_CONFIRM_START_S, Learner, Thresholds
 
 __all__ = ["HANG_CODES", "LazyRecords", "Monitor", "MonitorThread"]
 
@@ -135,6 +137,12 @@ class Monitor:
         self.clock = clock
         self.wall_clock = wall_clock
         self.state = DetectorState()
+        # thresholds in force: the configured ones, or learned from the job (warn/confirm_after_s="auto")
+        self.learner = Learner()
+        self.thresholds = Thresholds(float(config.warn_after_s) if not config.auto_warn else AUTO_CONFIRM_START_S,
+                                     float(config.confirm_after_s) if not config.auto_confirm else AUTO_CONFIRM_START_S,
+                                     False, "set" if not (config.auto_warn or config.auto_confirm) else "warming up")
+        self.effective = config.with_thresholds(self.thresholds.warn_s, self.thresholds.confirm_s)
         self.records: Mapping[int, RankRecord] = {}
         self.groups: dict[str, tuple[int, ...]] = {}
         self.stacks: dict[int, StackReport] = {}
@@ -190,6 +198,7 @@ class Monitor:
             raws += self.store.multi_get(self._rank_keys[start:start + MULTI_GET_KEYS])
         read = time.perf_counter()
         now, wall = self.clock(), self.wall_clock()
+        self._refresh_thresholds(now)
         lazy = LazyRecords(raws)  # one decoding per record per cycle, whichever path reads it
         if self._np is not None and self._fast(raws, lazy, now):
             self.state.due_at = None  # quiet: no wait is near a threshold
@@ -208,6 +217,24 @@ class Monitor:
         self.last_cycle_s = time.perf_counter() - started
         self.timings = {"multi_get": read - started, "rest": self.last_cycle_s - (read - started)}
         return events
+
+    def _refresh_thresholds(self, now: float) -> None:
+        config = self.config
+        if not (config.auto_warn or config.auto_confirm):
+            return
+        before = self.thresholds
+        static_warn = AUTO_CONFIRM_START_S if config.auto_warn else float(config.warn_after_s)
+        static_confirm = AUTO_CONFIRM_START_S if config.auto_confirm else float(config.confirm_after_s)
+        self.thresholds = self.learner.thresholds(now, (row[4] for row in self.state.window), static_warn,
+                                                  static_confirm, config.auto_warn, config.auto_confirm)
+        if (self.thresholds.warn_s, self.thresholds.confirm_s) != (before.warn_s, before.confirm_s):
+            self.effective = config.with_thresholds(self.thresholds.warn_s, self.thresholds.confirm_s)
+            if self.thresholds.learned and (not before.learned or not 0.5 <= self.thresholds.warn_s / before.warn_s <= 2):
+                logger.info("syncdoctor.watch: thresholds %s", self.thresholds.how)
+
+    def _observe_step(self, now: float, step: int | None) -> None:
+        if self.config.auto_warn or self.config.auto_confirm:
+            self.learner.observe(now, step)
 
     def due_in(self) -> float:
         """Seconds until a wait the detector saw crosses its threshold (infinite when none is near)."""
@@ -253,8 +280,13 @@ class Monitor:
         tables, index = self._tables, self._index
         from_headers, to_decode = new_waits(table, self._wait_pid, self._wait_total, index.by_id)
         upper = sum(len(w) for _, w in from_headers) + 64 * len(to_decode)
+        if self.config.auto_warn or self.config.auto_confirm:
+            marks = table["nmarks"]
+            if marks.any():
+                newest = table["mark_step"][np.arange(len(table)), np.maximum(marks.astype(np.int64) - 1, 0)]
+                self._observe_step(now, int(newest[marks > 0].max()))
         verdict = screen(
-            table, now=now, config=self.config, state=state, world_size=self.world_size, changed_at=changed_at,
+            table, now=now, config=self.effective, state=state, world_size=self.world_size, changed_at=changed_at,
             stack_gens=self._stack_arr, groups=index, hooks_said=self._said_hooks,
             new_wait_count=upper,
         )
@@ -287,10 +319,10 @@ class Monitor:
         groups = dict(tables)
         groups.setdefault("0", tuple(range(self.world_size)))
         straggler.ingest(state, now, sorted(waits))
-        straggler.finalize(now, self.config, state, groups, verdict.completed)
-        straggler.trim(now, self.config, state)
+        straggler.finalize(now, self.effective, state, groups, verdict.completed)
+        straggler.trim(now, self.effective, state)
         self.records = records
-        if straggler.stragglers(state, self.config, range(self.world_size)):
+        if straggler.stragglers(state, self.effective, range(self.world_size)):
             # a chronic straggler to report: the steps above are idempotent, the full path repeats them
             self.last_reason = "the straggler window names a rank"
             return False
@@ -305,8 +337,12 @@ class Monitor:
         self._read_groups(records)
         self._read_stacks(records)
         snapshot = Snapshot(now, wall, self.world_size, records, dict(self.groups), dict(self.stacks))
-        detection = detect(snapshot, self.config, self.state)
+        steps = [rec.step for rec in records.values() if rec.step is not None]
+        self._observe_step(now, max(steps) if steps else None)
+        detection = detect(snapshot, self.effective, self.state)
         events = list(detection.events)
+        if self.config.auto_warn or self.config.auto_confirm:  # say which thresholds made the call
+            events = [replace(e, detail={**e.detail, "thresholds": self.thresholds.to_json()}) for e in events]
         hooked = tuple(sorted(r for r, rec in records.items() if rec.source == "hooks"))
         if hooked and not self._said_hooks:  # what the watcher cannot see is said once, here
             self._said_hooks = True

@@ -399,7 +399,8 @@ class Watcher:
         keys = JobKeys(self.config.prefix, me.attempt)
         store.set(keys.pointer, str(me.attempt))
         meta = {"world_size": me.world_size, "interval_s": self.config.interval_s, "monitor": self.config.monitor,
-                "warn_after_s": self.config.warn_after_s, "dead_after_s": self.config.dead_after_s}
+                "warn_after_s": self.config.warn_after_s, "confirm_after_s": self.config.confirm_after_s,
+                "dead_after_s": self.config.dead_after_s}
         store.set(keys.meta, json.dumps(meta))
         self._ctl_gen = store.add(keys.ctl_gen, 0)
         self.identity, self.keys, self.store = me, keys, store

@@ -40,7 +40,9 @@ LATE_RANK = register(
             "the data-parallel peers of a rank that waits in its tensor-parallel pair wait for the pair's late "
             "rank). The event names it with the chain of waits that leads to it and every rank held up; its "
             "own watcher thread captures the Python stack of its main thread, so the event says where it is "
-            "(e.g. in load_batch), and whether it still makes progress elsewhere or sits still."
+            "(e.g. in load_batch), and measures it: spinning (CPU in the same functions, no I/O) or stuck (no "
+            "CPU, the same stack, no I/O). A rank that is working alone instead (its stack changes, or it moves "
+            "bytes: a checkpoint, an evaluation) or in a solo phase is W110, not this, until its bound."
         ),
         why=(
             "A collective completes only when every member has entered it. The others wait silently until the "
