@@ -89,3 +89,22 @@ def test_analyze_works_without_torch() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["root_cause"]["culprit_ranks"] == [3]
+
+
+def test_one_name_per_code_in_json_terminal_and_explain(run_cli, tmp_path) -> None:
+    from syncdoctor.analyze.model import LEGACY_CATEGORY_NAMES, Category
+    from syncdoctor.kb import get_rule
+
+    (tmp_path / "rank0.log").write_text(
+        "host0:1:1 [0] bootstrap.cc:37 NCCL WARN Bootstrap : no socket interface found\n")
+    result = run_cli("analyze", str(tmp_path), "--json")
+    doc = json.loads(result.out)
+    root = doc["root_cause"]
+    assert root["code"] == "A009" and root["category"] == get_rule("A009").name == "socket-interface-missing"
+    assert doc["findings"][0]["name"] == root["category"]
+    text = run_cli("analyze", str(tmp_path)).out
+    assert "A009 socket-interface-missing" in text
+    for category in Category:  # every category is its page's name
+        assert get_rule(category.value).name == category.value
+    for old, new in LEGACY_CATEGORY_NAMES.items():  # files in the earlier form are still read
+        assert Category(old).value == new

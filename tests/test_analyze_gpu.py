@@ -54,7 +54,7 @@ def test_timeout_cli_all_entered_stall(run_cli) -> None:
     assert result.code == 0
     doc = json.loads(result.out)
     root = doc["root_cause"]
-    assert root["code"] == "A020" and root["category"] == "collective-stalled"
+    assert root["code"] == "A020" and root["category"] == "collective-stalled-all-entered"
     assert root["culprit_ranks"] == [0] and root["culprit_hosts"] == ["vm"]
     assert "#6" in root["title"]
     assert "A001" not in {h["code"] for h in doc["hypotheses"]}

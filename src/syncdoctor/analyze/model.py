@@ -236,7 +236,9 @@ class FrDump:
 
 
 class Category(str, enum.Enum):
-    """Root-cause categories; each maps to one A-code page (``syncdoctor explain``)."""
+    """Root-cause categories; each value is the name of its A-code page (``syncdoctor explain``), the one name
+    the JSON, the terminal and ``explain`` use. The short names of earlier releases (``interface-missing``…)
+    are still accepted: ``Category("interface-missing") is Category.INTERFACE_MISSING``."""
 
     LAGGING_RANK = "lagging-rank"
     COLLECTIVE_DESYNC = "collective-desync"
@@ -244,20 +246,20 @@ class Category(str, enum.Enum):
     RANK_OUT_OF_MEMORY = "rank-out-of-memory"
     NETWORK_PARTITION = "network-partition"
     SOCKET_FALLBACK = "nccl-socket-fallback"
-    INTERFACE_MISMATCH = "interface-mismatch"
-    LOOPBACK_ADDRESS = "loopback-address"
-    INTERFACE_MISSING = "interface-missing"
+    INTERFACE_MISMATCH = "interface-mismatch-between-hosts"
+    LOOPBACK_ADDRESS = "advertised-loopback-address"
+    INTERFACE_MISSING = "socket-interface-missing"
     RANK_NEVER_JOINED = "rank-never-joined"
-    IB_UNREACHABLE_AT_INIT = "ib-unreachable-at-init"
-    IB_LINK_FAILURE = "ib-link-failure"
+    IB_UNREACHABLE_AT_INIT = "ib-retry-exceeded-at-init"
+    IB_LINK_FAILURE = "ib-retry-exceeded-late"
     IB_MODIFY_QP = "ib-modify-qp-failed"
-    SHM_EXHAUSTED = "shm-exhausted"
-    MEMLOCK_LIMIT = "memlock-limit"
-    DUPLICATE_GPU = "duplicate-gpu"
-    PEER_ACCESS = "peer-access-unsupported"
+    SHM_EXHAUSTED = "nccl-shm-failure"
+    MEMLOCK_LIMIT = "nccl-memlock-failure"
+    DUPLICATE_GPU = "nccl-duplicate-gpu"
+    PEER_ACCESS = "nccl-peer-access-unsupported"
     WATCHDOG_STUCK = "watchdog-stuck"
-    COLLECTIVE_STALLED = "collective-stalled"
-    UNEXPLAINED_TIMEOUT = "unexplained-timeout"
+    COLLECTIVE_STALLED = "collective-stalled-all-entered"
+    UNEXPLAINED_TIMEOUT = "unexplained-collective-timeout"
     GPU_ERROR = "gpu-error"
     NCCL_VERSION_MISMATCH = "nccl-version-mismatch"
     PEER_UNREACHABLE = "peer-unreachable"
@@ -266,6 +268,27 @@ class Category(str, enum.Enum):
     IB_COMPLETION = "ib-completion-error"
     IB_PORT_DOWN = "ib-port-or-device-down"
     UNRECOGNISED = "unrecognised-error"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Category | None:
+        renamed = LEGACY_CATEGORY_NAMES.get(str(value))
+        return cls(renamed) if renamed else None
+
+
+# the names analyze wrote before its categories took their pages' names (files in that form are still read)
+LEGACY_CATEGORY_NAMES: dict[str, str] = {
+    "interface-mismatch": "interface-mismatch-between-hosts",
+    "loopback-address": "advertised-loopback-address",
+    "interface-missing": "socket-interface-missing",
+    "ib-unreachable-at-init": "ib-retry-exceeded-at-init",
+    "ib-link-failure": "ib-retry-exceeded-late",
+    "shm-exhausted": "nccl-shm-failure",
+    "memlock-limit": "nccl-memlock-failure",
+    "duplicate-gpu": "nccl-duplicate-gpu",
+    "peer-access-unsupported": "nccl-peer-access-unsupported",
+    "collective-stalled": "collective-stalled-all-entered",
+    "unexplained-timeout": "unexplained-collective-timeout",
+}
 
 
 @dataclass(frozen=True, slots=True)

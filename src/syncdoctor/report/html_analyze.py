@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from syncdoctor.analyze.model import LEGACY_CATEGORY_NAMES
 from syncdoctor.report import svg
 from syncdoctor.report.aggregate import pick_top
 from syncdoctor.report.html import ANALYZE_SCHEMA, findings_section, page, section, table, text, verdict_block
@@ -111,6 +112,7 @@ def _hypothesis_html(index: int, h: Mapping[str, Any]) -> str:
     ranks, hosts = _culprit(h)
     confidence = _number(h.get("confidence"))
     category = str(h.get("category") or h.get("kind") or "")
+    category = LEGACY_CATEGORY_NAMES.get(category, category)  # a file written before the names were unified
     title = str(h.get("title") or h.get("summary") or h.get("what") or category or "hypothesis")
     lines = _evidence_lines(h)
     total = int(_number(h.get("evidence_total"), len(lines)))
@@ -303,7 +305,7 @@ def render(data: Mapping[str, Any]) -> str:
         elif hosts:
             details.append(f"culprit: {', '.join(hosts[:8])}")
         if top.get("category"):
-            details.append(f"category: {top['category']}")
+            details.append(f"category: {LEGACY_CATEGORY_NAMES.get(str(top['category']), top['category'])}")
         if top.get("fix"):
             details.append(f"fix: {top['fix']}")
         if len(found) > 1:

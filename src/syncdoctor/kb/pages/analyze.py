@@ -1,7 +1,7 @@
 """Finding pages of the analyze area (A codes): one per root-cause category of ``syncdoctor analyze``.
 
 Each rule is registered at import time and used as ``RULE.finding(...)``. ``CATEGORY_RULES`` maps the
-category names of :class:`syncdoctor.analyze.model.Category` to these pages.
+category names of :class:`syncdoctor.analyze.model.Category` (the pages' own names) to these pages.
 """
 
 from __future__ import annotations
@@ -619,12 +619,5 @@ _RULES = (
     GPU_ERROR, NCCL_VERSION_MISMATCH, PEER_UNREACHABLE, RENDEZVOUS_TIMEOUT, RANK_KILLED, IB_COMPLETION, IB_PORT_DOWN,
     UNRECOGNISED,
 )
-_CATEGORIES = (
-    "lagging-rank", "collective-desync", "rank-crashed", "rank-out-of-memory", "network-partition",
-    "nccl-socket-fallback", "interface-mismatch", "loopback-address", "interface-missing", "rank-never-joined",
-    "ib-unreachable-at-init", "ib-link-failure", "ib-modify-qp-failed", "shm-exhausted", "memlock-limit",
-    "duplicate-gpu", "peer-access-unsupported", "watchdog-stuck", "collective-stalled", "unexplained-timeout",
-    "gpu-error", "nccl-version-mismatch", "peer-unreachable", "rendezvous-or-store-timeout", "rank-killed",
-    "ib-completion-error", "ib-port-or-device-down", "unrecognised-error",
-)
-CATEGORY_RULES: Mapping[str, Rule] = dict(zip(_CATEGORIES, _RULES, strict=True))
+# analyze's categories are named after their pages (syncdoctor.analyze.model.Category)
+CATEGORY_RULES: Mapping[str, Rule] = {rule.name: rule for rule in _RULES}
