@@ -113,3 +113,24 @@ def test_the_monitor_reports_the_thresholds_in_force() -> None:
         monitor.cycle()
     assert monitor.thresholds.learned and monitor.thresholds.warn_s == AUTO_WARN_MIN_S
     assert monitor.effective.warn_after_s == AUTO_WARN_MIN_S and monitor.effective.confirm_after_s == AUTO_CONFIRM_MIN_S
+
+
+@pytest.mark.parametrize(("variable", "value", "said"), [
+    ("SYNCDOCTOR_WATCH_MONITOR", "bogus", "must be auto, off or a rank number"),
+    ("SYNCDOCTOR_WATCH_RECORDER", "xyz", "must be one of"),
+    ("SYNCDOCTOR_WATCH_WARN_AFTER", "-1", "must be > 0"),
+    ("SYNCDOCTOR_WATCH_INTERVAL", "0", "must be > 0"),
+    ("SYNCDOCTOR_WATCH_STRAGGLER_MIN_SHARE", "2", "must be in (0, 1]"),
+    ("SYNCDOCTOR_WATCH_DEAD_AFTER", "inf", "must be a finite number"),
+    ("SYNCDOCTOR_WATCH_CONFIRM_AFTER", "nan", "must be a finite number"),
+    ("SYNCDOCTOR_WATCH_BUSY_AFTER", "-5", "must be >= 0"),
+])
+def test_setting_errors_name_the_variable_and_the_value(variable: str, value: str, said: str) -> None:
+    with pytest.raises(UsageError) as error:
+        WatchConfig.load({variable: value})
+    assert str(error.value).startswith(f"{variable}={value!r}: ") and said in str(error.value)
+
+
+def test_argument_errors_name_the_argument() -> None:
+    with pytest.raises(UsageError, match=r"watch setting dead_after_s=inf \(an argument of start\(\)\): must be a finite"):
+        WatchConfig.load({}, dead_after_s=float("inf"))

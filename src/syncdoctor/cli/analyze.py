@@ -20,6 +20,7 @@ from syncdoctor.analyze import Analysis, Hypothesis, analyze_paths, to_document
 from syncdoctor.analyze.rules.common import fmt_ranks
 from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from syncdoctor.errors import UsageError
+from syncdoctor.outputs import check_output
 
 __all__ = ["register", "render", "run"]
 
@@ -159,11 +160,15 @@ def render(analysis: Analysis, console: Console, max_evidence: int = 8) -> None:
 def run(args: argparse.Namespace, console: Console) -> int:
     if args.max_evidence is not None and args.max_evidence < 0:
         raise UsageError("--max-evidence must be 0 or more")
+    html = check_output(args.html, "--html")  # before reading gigabytes of logs
     analysis = analyze_paths(args.paths)
-    if args.html:
+    if html is not None:
         from syncdoctor.report.html import render_analyze_html, write_html
 
-        write_html(args.html, render_analyze_html(json.loads(json.dumps(to_document(analysis, None), default=str))))
+        written = write_html(html, render_analyze_html(json.loads(json.dumps(to_document(analysis, None), default=str))))
+        # where the page went; on stderr when stdout is the JSON document
+        (Console(stderr=True, highlight=False) if args.json else console).print(
+            Text(f"HTML report written to {written}"), soft_wrap=True)
     if args.json:
         console.print_json(json.dumps(to_document(analysis, args.max_evidence), default=str))
     else:

@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from syncdoctor._version import __version__
-from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK, finite
 from syncdoctor.errors import UsageError
 from syncdoctor.host.collect import collect_host_facts
 from syncdoctor.host.preflight import Preflight, master_from, run_preflight
@@ -101,7 +101,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=finite,
         default=2.0,
         metavar="SECONDS",
         help="TCP connect timeout for the master (default 2)",

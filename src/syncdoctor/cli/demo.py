@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK, finite
 
 __all__ = ["register", "run"]
 
@@ -36,10 +36,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("demo", help="run the demonstration scenario: a late rank, named within seconds")
     parser.add_argument("--mode", choices=("auto", "lab", "local"), default="auto",
                         help="lab: network namespaces (root); local: two agents on this machine (default auto)")
-    parser.add_argument("--late", type=float, default=20.0, metavar="SECONDS", help="how late rank 3 is (default 20)")
-    parser.add_argument("--warn-after", type=float, default=3.0, metavar="SECONDS",
+    parser.add_argument("--late", type=finite, default=20.0, metavar="SECONDS", help="how late rank 3 is (default 20)")
+    parser.add_argument("--warn-after", type=finite, default=3.0, metavar="SECONDS",
                         help="syncdoctor's warning threshold (default 3)")
-    parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=finite, default=15.0, metavar="SECONDS",
                         help="the job's collective timeout, i.e. when plain PyTorch speaks (default 15)")
     parser.add_argument("--keep", metavar="DIR", default=None, help="keep the job's logs in DIR")
     parser.set_defaults(func=run)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK, finite
 from syncdoctor.errors import EnvironmentNotSupported, UsageError
 from syncdoctor.redact import redact_env
 from syncdoctor.testing.faults_spec import CutSpec, parse_cut, parse_host_value, parse_rate
@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="set NAME on HOST only, or unset it there without =VALUE (repeatable)")
     parser.add_argument("--run-dir", type=Path, default=None,
                         help="where logs go (default ./syncdoctor-lab-YYYYmmdd-HHMMSS)")
-    parser.add_argument("--timeout", type=float, default=600.0,
+    parser.add_argument("--timeout", type=finite, default=600.0,
                         help="kill the job after this many seconds (default 600)")
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- then the command each rank runs (python is replaced by this interpreter)")

@@ -18,7 +18,9 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from syncdoctor.cli import finite
 from syncdoctor.errors import EnvironmentNotSupported, UsageError
+from syncdoctor.outputs import check_output
 
 __all__ = ["build_config", "register", "run"]
 
@@ -49,13 +51,13 @@ def register(subparsers: Any) -> None:
     measure.add_argument("--iters", type=int, default=20, help="most timed iterations per size (default 20)")
     measure.add_argument("--link-bytes", default="16M", help="largest point-to-point message (default 16M)")
     timing = parser.add_argument_group("timeouts and thresholds")
-    timing.add_argument("--join-timeout", type=float, default=60.0, metavar="SECONDS",
+    timing.add_argument("--join-timeout", type=finite, default=60.0, metavar="SECONDS",
                         help="how long to wait for every rank to join (default 60)")
-    timing.add_argument("--stage-timeout", type=float, default=120.0, metavar="SECONDS",
+    timing.add_argument("--stage-timeout", type=finite, default=120.0, metavar="SECONDS",
                         help="limit of each measuring stage (default 120)")
-    timing.add_argument("--skew-warn", type=float, default=10.0, metavar="SECONDS",
+    timing.add_argument("--skew-warn", type=finite, default=10.0, metavar="SECONDS",
                         help="report nodes that start later than this (default 10)")
-    timing.add_argument("--slow-ratio", type=float, default=0.5,
+    timing.add_argument("--slow-ratio", type=finite, default=0.5,
                         help="a link below this fraction of its reference is slow (default 0.5)")
     where = parser.add_argument_group("launch")
     where.add_argument("--local", type=int, default=None, metavar="N", help="start N ranks on this host")
@@ -136,6 +138,8 @@ def _hang_exit() -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     started = time.time()
+    for option, path in (("--json", args.json_path), ("--html", args.html_path), ("--emit-env", args.emit_env)):
+        check_output(path, option)  # before the ranks start and measure
     config = build_config(args)
     if args.local is not None:
         if args.local < 1:
@@ -176,7 +180,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if args.html_path:
             from syncdoctor.report.html import render_probe_html, write_html
 
-            write_html(args.html_path, render_probe_html(outcome.report))
+            written = write_html(args.html_path, render_probe_html(outcome.report))
+            console.print(Text(f"HTML report written to {written}"), soft_wrap=True)
     return outcome.exit_code
 
 

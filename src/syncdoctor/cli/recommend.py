@@ -22,6 +22,7 @@ from rich.console import Console
 
 from syncdoctor.cli import EXIT_OK
 from syncdoctor.errors import EnvironmentNotSupported, InputError, UsageError
+from syncdoctor.outputs import check_output
 
 __all__ = ["LOCAL_PROBE_ARGS", "register", "run"]
 
@@ -96,10 +97,15 @@ def _measure_locally(console: Console) -> dict[str, Any]:
         return _read_report(str(path))
 
 
-def _emit(recommendation: Any, target: str) -> list[Path]:
+def _emit_paths(target: str) -> tuple[Path, Path]:
     env_path = Path(target)
     snippet = env_path.with_name(env_path.name + ".py") if env_path.suffix != ".py" else env_path.with_name(
         env_path.stem + "_timeouts.py")
+    return env_path, snippet
+
+
+def _emit(recommendation: Any, target: str) -> list[Path]:
+    env_path, snippet = _emit_paths(target)
     try:
         env_path.parent.mkdir(parents=True, exist_ok=True)
         env_path.write_text(recommendation.env_file())
@@ -112,6 +118,9 @@ def _emit(recommendation: Any, target: str) -> list[Path]:
 def run(args: argparse.Namespace, console: Console) -> int:
     from syncdoctor.recommend import DEFAULT_BUCKET_BYTES, measurements_from_probe, recommend
 
+    if args.emit_env:  # before measuring
+        for path in _emit_paths(args.emit_env):
+            check_output(path, "--emit-env")
     if args.report:
         doc, source = _read_report(args.report), f"the probe report {args.report}"
     else:

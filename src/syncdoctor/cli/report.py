@@ -14,6 +14,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from syncdoctor.outputs import check_output
+
 __all__ = ["register", "run"]
 
 
@@ -39,8 +41,9 @@ def default_output(source: str) -> Path:
 def run(args: argparse.Namespace, console: Console) -> int:
     from syncdoctor.report.html import load_report_input, render_html, write_html
 
+    target = check_output(args.output or default_output(args.input), "-o" if args.output else "the default output")
+    assert target is not None
     report = load_report_input(args.input)
-    target = Path(args.output) if args.output else default_output(args.input)
     written = write_html(target, render_html(report))
     size = written.stat().st_size
     console.print(Text(f"{report.kind} report written to {written} ({size / 1024:.0f} KiB)"))

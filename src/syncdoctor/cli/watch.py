@@ -24,7 +24,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK, finite
 from syncdoctor.errors import StoreError, UsageError
 
 __all__ = ["build_table", "register", "run"]
@@ -42,11 +42,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--master", required=True, metavar="HOST:PORT", help="the job's MASTER_ADDR:MASTER_PORT")
     parser.add_argument("--json", action="store_true", help="print events as JSON lines instead of the live table")
     parser.add_argument("--prefix", default=None, help="key prefix the job's watchers use (default syncdoctor/v1)")
-    parser.add_argument("--interval", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--interval", type=finite, default=None, metavar="SECONDS",
                         help="refresh interval (default: the job's publishing interval)")
     parser.add_argument("--once", action="store_true", help="print one table and exit")
-    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop after this long")
-    parser.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+    parser.add_argument("--duration", type=finite, default=None, metavar="SECONDS", help="stop after this long")
+    parser.add_argument("--wait", type=finite, default=30.0, metavar="SECONDS",
                         help="how long to wait for the job's ranks to publish (default 30)")
     parser.add_argument("--warn-after", type=_warn_after, default=None, metavar="SECONDS",
                         help="warning threshold when this command runs the detector, or 'auto' to learn it from "

@@ -8,6 +8,7 @@ upper case without its unit suffix (``warn_after_s`` -> ``SYNCDOCTOR_WATCH_WARN_
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -116,31 +117,10 @@ class WatchConfig:
     nice: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("warn_after_s", "confirm_after_s"):
-            value = getattr(self, name)
-            if isinstance(value, str) and value != AUTO:
-                raise UsageError(f"watch setting {name} must be a number of seconds or 'auto', got {value!r}")
-        for name in ("interval_s", "sample_interval_s", "warn_after_s", "store_timeout_s"):
-            if getattr(self, name) != AUTO and not getattr(self, name) > 0:
-                raise UsageError(f"watch setting {name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("suspect_after_s", "confirm_after_s", "busy_after_s", "dead_after_s", "exit_linger_s",
-                     "straggler_window_s", "straggler_min_wait_s"):
-            if getattr(self, name) == AUTO:
-                continue
-            if getattr(self, name) < 0:
-                raise UsageError(f"watch setting {name} must be >= 0, got {getattr(self, name)!r}")
-        if self.recorder not in _RECORDERS:
-            raise UsageError(f"watch setting recorder must be one of {', '.join(_RECORDERS)}, got {self.recorder!r}")
-        if self.monitor not in ("auto", "off") and not str(self.monitor).isdigit():
-            raise UsageError(f"watch setting monitor must be auto, off or a rank number, got {self.monitor!r}")
-        if not 0 < self.straggler_min_share <= 1:
-            raise UsageError("watch setting straggler_min_share must be in (0, 1]")
-        if not 0 <= self.nice <= 19:
-            raise UsageError(f"watch setting nice must be in 0..19, got {self.nice!r}")
-        if not 0 <= self.exit_code <= 255:
-            raise UsageError("watch setting exit_code must be in 0..255")
-        if not self.prefix or self.prefix.startswith("/") or self.prefix.endswith("/"):
-            raise UsageError(f"watch setting prefix must be a non-empty key without leading/trailing '/': {self.prefix!r}")
+        for spec in fields(self):
+            problem = _problem(spec.name, getattr(self, spec.name))
+            if problem:
+                raise UsageError(f"watch setting {spec.name} {problem}")
 
     # Derived values used by the detector: the documented caps applied.
     @property
@@ -175,12 +155,19 @@ class WatchConfig:
         for name, spec in known.items():
             raw = env.get(env_name(name))
             if raw is not None and raw.strip() != "":
-                values[name] = _parse(name, spec.type, raw.strip())
+                value = _parse(name, spec.type, raw.strip())
+                problem = _problem(name, value)
+                if problem:  # name what the user typed: the variable and its value
+                    raise UsageError(f"{env_name(name)}={raw.strip()!r}: {problem}")
+                values[name] = value
         for name, value in overrides.items():
             if name not in known:
                 raise UsageError(f"unknown watch setting {name!r}; known: {', '.join(sorted(known))}")
             if value is not None:  # None means "not given": the environment or the default stays
                 values[name] = _parse(name, known[name].type, value) if isinstance(value, str) else value
+                problem = _problem(name, values[name])
+                if problem:
+                    raise UsageError(f"watch setting {name}={value!r} (an argument of start()): {problem}")
         return cls(**values)
 
     def replace(self, **changes: Any) -> WatchConfig:
@@ -188,6 +175,36 @@ class WatchConfig:
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_POSITIVE = ("interval_s", "sample_interval_s", "warn_after_s", "store_timeout_s")
+_NON_NEGATIVE = ("suspect_after_s", "confirm_after_s", "busy_after_s", "dead_after_s", "exit_linger_s",
+                 "straggler_window_s", "straggler_min_wait_s")
+
+
+def _problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for the setting ``name`` ("must be > 0, got -1"), or None."""
+    if name in ("warn_after_s", "confirm_after_s") and isinstance(value, str):
+        return None if value == AUTO else f"must be a number of seconds or 'auto', got {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    if name in _POSITIVE and not value > 0:
+        return f"must be > 0, got {value!r}"
+    if name in _NON_NEGATIVE and value < 0:
+        return f"must be >= 0, got {value!r}"
+    if name == "recorder" and value not in _RECORDERS:
+        return f"must be one of {', '.join(_RECORDERS)}, got {value!r}"
+    if name == "monitor" and value not in ("auto", "off") and not str(value).isdigit():
+        return f"must be auto, off or a rank number, got {value!r}"
+    if name == "straggler_min_share" and not 0 < value <= 1:
+        return f"must be in (0, 1], got {value!r}"
+    if name == "nice" and not 0 <= value <= 19:
+        return f"must be in 0..19, got {value!r}"
+    if name == "exit_code" and not 0 <= value <= 255:
+        return f"must be in 0..255, got {value!r}"
+    if name == "prefix" and (not value or value.startswith("/") or value.endswith("/")):
+        return f"must be a non-empty key without leading/trailing '/', got {value!r}"
+    return None
 
 
 def env_name(field_name: str) -> str:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from syncdoctor.errors import EnvironmentNotSupported
+from syncdoctor.outputs import output_problem
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
@@ -431,7 +432,13 @@ class Watcher:
         assert self.keys is not None and self.identity is not None
         sinks: list[Sink] = [LogSink(), StoreSink(store, self.keys)]
         if self.config.events_file:
-            sinks.append(JsonlSink(self.config.events_file.replace("{rank}", str(self.identity.rank))))
+            path = self.config.events_file.replace("{rank}", str(self.identity.rank))
+            problem = output_problem(path)
+            if problem is None:
+                sinks.append(JsonlSink(path))
+            else:  # never fail the training for it: say so once, keep the other sinks
+                logger.warning("syncdoctor.watch: SYNCDOCTOR_WATCH_EVENTS_FILE %s: cannot write there (%s); events "
+                               "go to the log and the store only", path, problem)
         return sinks
 
     def _record(self) -> RankRecord:
