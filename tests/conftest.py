@@ -19,6 +19,15 @@ pytest_plugins = ["pytester"]
 os.environ["SYNCDOCTOR_STRICT_RULES"] = "1"
 
 
+@pytest.fixture(autouse=True)
+def _forget_learned_secrets():
+    """syncdoctor.redact learns secret values for the process: one test's secrets must not mask the next's."""
+    yield
+    from syncdoctor.redact import forget_secrets
+
+    forget_secrets()
+
+
 @dataclass
 class CliResult:
     code: int

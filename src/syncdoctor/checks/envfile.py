@@ -24,7 +24,7 @@ from pathlib import Path
 from syncdoctor.checks.values import parse_version, version_at_least
 from syncdoctor.kb import Finding, Severity
 from syncdoctor.kb.pages import env as pages
-from syncdoctor.redact import REDACTED, is_secret_name, redact_text
+from syncdoctor.redact import REDACTED, is_secret_name, redact_text, remember_secrets
 
 __all__ = ["NcclConf", "load_nccl_conf", "parse_env_file", "parse_nccl_conf", "read_nccl_conf"]
 
@@ -242,6 +242,7 @@ def parse_env_file(text: str) -> tuple[dict[str, str], list[Finding]]:
                 continue
             scope[name] = word.text
             values[name] = word.text
+    remember_secrets(values)  # their values are redacted wherever they appear in output, under any name
     return values, findings
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -17,6 +18,7 @@ from rich.console import Console
 from syncdoctor._version import __version__
 from syncdoctor.cli import EXIT_UNAVAILABLE, EXIT_USAGE
 from syncdoctor.errors import EnvironmentNotSupported, InputError, SyncdoctorError, UsageError
+from syncdoctor.redact import RedactingFile, redact_text, remember_secrets
 
 __all__ = ["build_parser", "main"]
 
@@ -60,14 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _redact_record(record: logging.LogRecord) -> bool:
+    """A logging filter: the message as it will be written, redacted."""
+    record.msg, record.args = redact_text(record.getMessage()), ()
+    return True
+
+
 def _make_console() -> Console:
     return Console(highlight=False, soft_wrap=False)
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run the CLI; returns the exit code (never raises for user errors)."""
+    remember_secrets(os.environ)  # their values never leave the program, under any name (syncdoctor.redact)
     console = console or _make_console()
     err = Console(stderr=True, highlight=False)
+    for stream in (console, err):  # the terminal's last step: whatever a command prints is redacted here
+        if not isinstance(stream.file, RedactingFile):
+            stream.file = RedactingFile(stream.file)  # type: ignore[assignment]
     try:
         parser = build_parser()
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -80,6 +92,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         level=logging.WARNING - 10 * min(int(args.verbose), 2),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_redact_record)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE

@@ -23,6 +23,7 @@ from rich.console import Console
 from syncdoctor.cli import EXIT_OK
 from syncdoctor.errors import EnvironmentNotSupported, InputError, UsageError
 from syncdoctor.outputs import check_output
+from syncdoctor.redact import redact_text
 
 __all__ = ["LOCAL_PROBE_ARGS", "register", "run"]
 
@@ -108,8 +109,8 @@ def _emit(recommendation: Any, target: str) -> list[Path]:
     env_path, snippet = _emit_paths(target)
     try:
         env_path.parent.mkdir(parents=True, exist_ok=True)
-        env_path.write_text(recommendation.env_file())
-        snippet.write_text(recommendation.python_snippet())
+        env_path.write_text(redact_text(recommendation.env_file()))  # redacted as it leaves, like every output
+        snippet.write_text(redact_text(recommendation.python_snippet()))
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     return [env_path, snippet]

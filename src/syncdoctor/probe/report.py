@@ -30,6 +30,7 @@ from syncdoctor.kb.findings import findings_to_json
 from syncdoctor.probe.analysis import format_rate
 from syncdoctor.probe.bandwidth import format_table, rows_by_op
 from syncdoctor.probe.records import CollectiveRow, from_json
+from syncdoctor.redact import redact_json
 from syncdoctor.report.terminal import render_findings
 
 __all__ = ["SCHEMA", "ProbeDocument", "render_probe"]
@@ -72,7 +73,7 @@ class ProbeDocument:
         handle, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:
             with os.fdopen(handle, "w") as out:
-                json.dump(self.data, out, indent=2, default=str)
+                json.dump(redact_json(json.loads(json.dumps(self.data, default=str))), out, indent=2)
                 out.write("\n")
             os.replace(temp, self.path)
         except BaseException:

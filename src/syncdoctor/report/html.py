@@ -310,7 +310,7 @@ def write_html(path: str | Path, document: str) -> Path:
     try:
         os.fchmod(handle, 0o644)  # a page to share, not mkstemp's private 0600
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(document)
+            out.write(redact_text(document, marker="&lt;redacted&gt;"))  # the last step before the page leaves
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -32,6 +32,7 @@ from typing import Any
 
 from syncdoctor.errors import EnvironmentNotSupported
 from syncdoctor.outputs import output_problem
+from syncdoctor.redact import remember_secrets
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
@@ -126,6 +127,7 @@ class Watcher:
         except ImportError as exc:
             raise EnvironmentNotSupported(f"syncdoctor.watch needs torch with torch.distributed: {exc}") from exc
         self.started = True
+        remember_secrets(os.environ)  # secret values never leave in events or log lines (syncdoctor.redact)
         reason = flight_recorder_reason()
         if self.config.recorder == "hooks" or (self.config.recorder == "auto" and reason):
             self._use_hooks(reason)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from syncdoctor.redact import redact_json, redact_text
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 
@@ -30,7 +31,7 @@ class LogSink:
 
     def emit(self, event: Event) -> None:
         level = logging.ERROR if event.status == "confirmed" else logging.WARNING
-        logger.log(level, "%s", event.line())
+        logger.log(level, "%s", redact_text(event.line()))
 
 
 class JsonlSink:
@@ -42,7 +43,7 @@ class JsonlSink:
         self._failed = False
 
     def emit(self, event: Event) -> None:
-        line = json.dumps(event.to_json(), separators=(",", ":"), sort_keys=True)
+        line = json.dumps(redact_json(event.to_json()), separators=(",", ":"), sort_keys=True)
         with self._lock:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,7 @@ class StoreSink:
             return
         try:
             index = self.store.add(self.keys.events + "/count", 1)
-            self.store.set(f"{self.keys.events}/{index}", json.dumps(event.to_json(), separators=(",", ":")))
+            self.store.set(f"{self.keys.events}/{index}", json.dumps(redact_json(event.to_json()), separators=(",", ":")))
             self._count += 1
         except Exception as exc:  # the store may be gone with the job
             if not self._failed:
