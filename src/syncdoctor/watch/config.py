@@ -39,7 +39,8 @@ class WatchConfig:
         warn_after_s: [float, seconds, or ``auto``] how long part of a group may wait in a collective for the
             rest, or a whole group may sit in one collective, before an event is raised. ``auto``: learned
             from the job's own step times and waits after a warm-up (:mod:`syncdoctor.watch.thresholds`;
-            the monitor reports the values in force in every event and in ``syncdoctor watch``). Default 10.
+            the monitor reports the values in force in every event and in ``syncdoctor watch``). Default
+            ``auto`` (measured against a constant 10 s in docs/performance.md, "Auto thresholds").
         suspect_after_s: [float, seconds] when a wait gets this long, the waiting ranks record the
             signature (op, sizes, dtypes) of the collective they wait in and the monitor asks late ranks for
             their Python stack, so both are known when ``warn_after_s`` is reached. Capped at half of
@@ -47,7 +48,7 @@ class WatchConfig:
         confirm_after_s: [float, seconds, or ``auto``] a late rank or a transport hang that lasts this long is
             "confirmed" (desyncs, dead ranks and ranks that exited are confirmed as soon as they are seen):
             confirmed events trigger fail-fast and the Flight Recorder dump. ``auto``: learned, as above.
-            Default 60.
+            Default ``auto`` (60 s while warming up).
         busy_after_s: [float, seconds] how long the others may wait for a rank that is working alone (its
             stack changes or it moves bytes: a checkpoint, an evaluation, data preparation) or is in a solo
             phase (marked with :func:`syncdoctor.watch.solo` without ``up_to_s``, or recognised on its stack:
@@ -95,9 +96,9 @@ class WatchConfig:
     enabled: bool = True
     interval_s: float = 1.0
     sample_interval_s: float = 0.1
-    warn_after_s: float | str = 10.0
+    warn_after_s: float | str = "auto"
     suspect_after_s: float = 2.0
-    confirm_after_s: float | str = 60.0
+    confirm_after_s: float | str = "auto"
     busy_after_s: float = 1800.0
     dead_after_s: float = 10.0
     monitor: str = "auto"
@@ -137,6 +138,17 @@ class WatchConfig:
 
         warn = AUTO_WARN_MIN_S if self.auto_warn else float(self.warn_after_s)
         return min(self.suspect_after_s, warn / 2)
+
+    def resolved(self) -> WatchConfig:
+        """Numbers for what is ``auto``: the values in force before anything is learned (the monitor learns
+        them; a detector given this configuration directly uses these)."""
+        if not (self.auto_warn or self.auto_confirm):
+            return self
+        from syncdoctor.watch.thresholds import AUTO_CONFIRM_START_S
+
+        warn = AUTO_CONFIRM_START_S if self.auto_warn else float(self.warn_after_s)
+        confirm = AUTO_CONFIRM_START_S if self.auto_confirm else float(self.confirm_after_s)
+        return self.with_thresholds(warn, max(confirm, warn))
 
     def with_thresholds(self, warn_s: float, confirm_s: float) -> WatchConfig:
         """This configuration with these thresholds in force (what the detector gets when they are learned)."""

@@ -46,6 +46,7 @@ class Detection:
 
 def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Detection:
     """Analyse one snapshot; update ``state``; return new events and requests for the ranks."""
+    config = config.resolved()  # "auto" thresholds: the monitor passes learned ones; alone, the warm-up's
     if state.started_at is None:
         state.started_at = snapshot.now
     _track(snapshot, state)

@@ -139,10 +139,9 @@ class Monitor:
         self.state = DetectorState()
         # thresholds in force: the configured ones, or learned from the job (warn/confirm_after_s="auto")
         self.learner = Learner()
-        self.thresholds = Thresholds(float(config.warn_after_s) if not config.auto_warn else AUTO_CONFIRM_START_S,
-                                     float(config.confirm_after_s) if not config.auto_confirm else AUTO_CONFIRM_START_S,
-                                     False, "set" if not (config.auto_warn or config.auto_confirm) else "warming up")
-        self.effective = config.with_thresholds(self.thresholds.warn_s, self.thresholds.confirm_s)
+        self.effective = config.resolved()
+        self.thresholds = Thresholds(float(self.effective.warn_after_s), float(self.effective.confirm_after_s), False,
+                                     "set" if not (config.auto_warn or config.auto_confirm) else "warming up")
         self.records: Mapping[int, RankRecord] = {}
         self.groups: dict[str, tuple[int, ...]] = {}
         self.stacks: dict[int, StackReport] = {}
