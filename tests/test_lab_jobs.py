@@ -121,7 +121,10 @@ def test_crash_modes_give_their_exit_codes(lab_factory, tmp_path: Path) -> None:
     assert not result.timed_out
     assert all(code == 1 for code in result.returncodes.values()), result.summary()
     assert "RuntimeError: injected fault: rank 0 crashes at step 2" in result.output(0)
-    assert "exitcode  : 1 " in result.host_output("host0")
+    # rank 0 raises and exits 1; when rank 2's SIGKILL lands in the same instant, gloo's pair threads may abort
+    # the interpreter on its way out (seen under load): torchrun then records SIGABRT after the exception
+    host0 = result.host_output("host0")
+    assert "exitcode  : 1 " in host0 or "Signal 6 (SIGABRT)" in host0, host0
     assert "exitcode  : 7 " in result.host_output("host1")
     assert "exitcode  : -9 " in result.host_output("host2") and "SIGKILL" in result.host_output("host2")
 

@@ -139,6 +139,9 @@ def test_marker_arguments_are_checked(pytester: pytest.Pytester) -> None:
             "*cannot be sent to the ranks*",
         ]
     )
+    # the fixture is named, and what to do instead, in one message without a chained exception
+    result.stdout.fnmatch_lines(["*the fixture or argument 'capsys' of test_unpicklable cannot be sent to the ranks*"])
+    assert "During handling of the above exception" not in result.stdout.str()
 
 
 def test_importing_the_plugin_does_not_import_torch() -> None:

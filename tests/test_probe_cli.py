@@ -61,7 +61,7 @@ def test_srun_environment_names_the_missing_node_from_the_node_list(tmp_path) ->
     report = tmp_path / "probe.json"
     proc = subprocess.run([sys.executable, "-m", "syncdoctor", "probe", "--join-timeout", "2", "--json", str(report)],
                           env=env, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # the join stage failed
     assert "P001 node 1 (gpu08) never joined: rank(s) 1" in proc.stdout
     data = json.loads(report.read_text())
     assert data["launch"]["launcher"] == "slurm" and data["launch"]["host_names"] == ["gpu07", "gpu08"]

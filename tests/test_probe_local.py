@@ -28,7 +28,7 @@ def test_a_failing_stage_keeps_the_stages_before_it(run_cli, tmp_path, monkeypat
     report = tmp_path / "probe.json"
     result = run_cli("probe", "--local", "2", "--sizes", "4K", "--ops", "all_reduce", "--link-bytes", "1M",
                      "--stage-timeout", "2", "--json", str(report))
-    assert result.code == 1, result.out
+    assert result.code == 4, result.out  # a stage failed: the probe could not measure (not "findings")
     data = _load(report)
     statuses = {s["name"]: s["status"] for s in data["stages"]}
     assert statuses == {"join": "ok", "init": "ok", "clock": "ok", "facts": "ok", "links": "ok",
@@ -81,6 +81,22 @@ def test_two_nodes_over_loopback_clock_offsets_skew_and_corruption(tmp_path) -> 
     assert "# Out of bounds values : 2 FAILED" in outputs[0] and "P030 all_gather 4096 B" in outputs[0]
     assert "[probe] collectives: 4 sizes measured, 2 wrong element(s)" in outputs[0]
     assert "SYNCDOCTOR_STEADY_TIMEOUT_S=" in (tmp_path / "node0.env").read_text()
-    compile((tmp_path / "node0.py").read_text(), "node0.py", "exec")
+    compile((tmp_path / "node0.env.py").read_text(), "node0.env.py", "exec")
     assert not (tmp_path / "node1.json").exists()  # only rank 0 reports
     assert not {"P001", "P005", "P031", "P020", "P021", "P010", "P014"} & set(codes)
+
+
+
+def test_warnings_alone_exit_0_unless_asked() -> None:
+    """Warnings are printed but the probe exits 0, so torchrun reports no failure for a healthy probe;
+    ``--fail-on warning`` makes them count; a failed stage is 4, not "findings"."""
+    from syncdoctor.kb import Severity, get_rule
+    from syncdoctor.probe.runner import EXIT_STAGE_FAILED, exit_code
+
+    warning = get_rule("P002").finding("node 1 started 3.0 s late")
+    error = get_rule("P001").finding("node 1 never joined")
+    assert warning.severity == Severity.WARNING and error.severity == Severity.ERROR
+    assert exit_code([warning], failed=False) == 0
+    assert exit_code([warning], failed=False, fail_on="warning") == 1
+    assert exit_code([warning, error], failed=False) == 1
+    assert exit_code([], failed=True) == EXIT_STAGE_FAILED == 4

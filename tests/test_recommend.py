@@ -152,3 +152,20 @@ def test_a_real_nccl_report_from_a_gpu(run_cli, tmp_path: Path) -> None:
     html = tmp_path / "probe.html"
     assert run_cli("report", str(DATA / "nccl_h200_one_rank.json"), "-o", str(html)).code == 0
     assert "NVIDIA H200" in html.read_text() and "nccl" in html.read_text()
+
+
+def test_probe_and_recommend_write_the_same_snippet_for_the_same_settings(tmp_path: Path) -> None:
+    """One writer for --emit-env: the probe's recommendations and `syncdoctor recommend` on the probe's report
+    give the same Python (apart from the line that says who wrote it) and the same file names."""
+    from syncdoctor.probe.recommend import Recommendations
+    from syncdoctor.recommend import emit_paths
+
+    expected = _from("slow_link")
+    probe_side = Recommendations(env=dict(expected.env), startup_timeout_s=expected.startup_timeout_s,
+                                 steady_timeout_s=expected.steady_timeout_s, backend=expected.backend)
+    assert probe_side.python_snippet().splitlines()[1:] == expected.python_snippet().splitlines()[1:]
+    probe_env = [line for line in probe_side.env_file().splitlines() if not line.startswith("#")]
+    recommend_env = [line for line in expected.env_file().splitlines() if not line.startswith("#")]
+    assert probe_env == recommend_env
+    assert emit_paths(tmp_path / "probe.env") == (tmp_path / "probe.env", tmp_path / "probe.env.py")
+    assert emit_paths(tmp_path / "run.py") == (tmp_path / "run.py", tmp_path / "run_timeouts.py")

@@ -129,6 +129,7 @@ def test_event_json_line_and_finding() -> None:
     line = event.line()
     assert line.startswith("syncdoctor W101 late-rank warning: rank 3 is late [")
     assert "where=load_batch(data.py:88)" in line and "waited=3.2s" in line
+    assert "op=all_reduce:float[1000]" in line  # the op and its tensors stay apart (not all_reducefloat)
     finding = event.to_finding()
     assert finding.code == "W101" and finding.evidence["ranks"] == [3]
     assert set(CODES) == {f"W1{i:02d}" for i in range(1, 11)}

@@ -24,8 +24,10 @@ reach the others, the IB ports active on every node), with the probe's reasons.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from syncdoctor.errors import InputError
@@ -35,8 +37,11 @@ __all__ = [
     "Measurements",
     "Recommendation",
     "Term",
+    "emit_paths",
+    "env_file_text",
     "measurements_from_probe",
     "measurements_from_records",
+    "python_snippet_text",
     "recommend",
 ]
 
@@ -137,39 +142,14 @@ class Recommendation:
 
     def env_file(self) -> str:
         """``KEY=value`` lines with ``#`` comments; load with ``set -a; . FILE; set +a``."""
-        lines = [f"# Written by `syncdoctor recommend` from {self.source}."]
-        for name, value in self.env.items():
-            if name in self.env_reasons:
-                lines.append(f"# {self.env_reasons[name]}")
-            lines.append(f"{name}={value}")
-        for label, variables in self.per_node_env.items():
-            for name, value in variables.items():
-                lines.append(f"# on {label} only: {name}={value}")
-        lines += [f"# {line.strip()}" for line in self.explain()]
-        lines.append(f"SYNCDOCTOR_STARTUP_TIMEOUT_S={self.startup_timeout_s}")
-        lines.append(f"SYNCDOCTOR_STEADY_TIMEOUT_S={self.steady_timeout_s}")
-        lines += [f"# note: {note}" for note in self.notes]
-        return "\n".join(lines) + "\n"
+        return env_file_text(f"Written by `syncdoctor recommend` from {self.source}.", self.env, self.env_reasons,
+                             self.per_node_env, self.explain(), self.startup_timeout_s, self.steady_timeout_s,
+                             self.notes)
 
     def python_snippet(self) -> str:
         """Python that applies both timeouts (reads the env file's values, with these as defaults)."""
-        return (
-            f"# Written by `syncdoctor recommend` from {self.source}.\n"
-            "import datetime\n"
-            "import os\n"
-            "\n"
-            "import torch.distributed as dist\n"
-            "from torch.distributed.distributed_c10d import _set_pg_timeout  # a private torch API\n"
-            "\n"
-            "STARTUP_TIMEOUT = datetime.timedelta(\n"
-            f"    seconds=float(os.environ.get(\"SYNCDOCTOR_STARTUP_TIMEOUT_S\", \"{self.startup_timeout_s}\")))\n"
-            "STEADY_TIMEOUT = datetime.timedelta(\n"
-            f"    seconds=float(os.environ.get(\"SYNCDOCTOR_STEADY_TIMEOUT_S\", \"{self.steady_timeout_s}\")))\n"
-            "\n"
-            f"dist.init_process_group(backend=\"{self.backend}\", timeout=STARTUP_TIMEOUT)\n"
-            "# ... build the model, load the checkpoint, run the first step ...\n"
-            "_set_pg_timeout(STEADY_TIMEOUT)  # later collectives of the default group; repeat per new_group()\n"
-        )
+        return python_snippet_text(f"Written by `syncdoctor recommend` from {self.source}.",
+                                   self.startup_timeout_s, self.steady_timeout_s, self.backend)
 
     def to_json(self) -> dict[str, Any]:
         def terms(items: Sequence[Term]) -> list[dict[str, Any]]:
@@ -189,6 +169,69 @@ class Recommendation:
             "backend": self.backend,
             "source": self.source,
         }
+
+
+# --- the one writer of what --emit-env produces (syncdoctor probe and syncdoctor recommend) ------------------
+
+
+def emit_paths(target: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """The env file ``FILE`` and its Python snippet ``FILE.py`` (``NAME_timeouts.py`` when FILE ends in .py)."""
+    env_path = Path(target)
+    snippet = env_path.with_name(env_path.stem + "_timeouts.py") if env_path.suffix == ".py" else \
+        env_path.with_name(env_path.name + ".py")
+    return env_path, snippet
+
+
+def env_file_text(header: str, env: Mapping[str, str], reasons: Mapping[str, str],
+                  per_node_env: Mapping[str, Mapping[str, str]], explanation: Sequence[str], startup_timeout_s: int,
+                  steady_timeout_s: int, notes: Sequence[str]) -> str:
+    """``KEY=value`` lines with ``#`` comments, loaded with ``set -a; . FILE; set +a``."""
+    lines = [f"# {header}"]
+    for name, value in env.items():
+        if name in reasons:
+            lines.append(f"# {reasons[name]}")
+        lines.append(f"{name}={value}")
+    for label, variables in per_node_env.items():
+        for name, value in variables.items():
+            lines.append(f"# on {label} only: {name}={value}")
+    lines += [f"# {line.strip()}" for line in explanation if line.strip()]
+    lines.append(f"SYNCDOCTOR_STARTUP_TIMEOUT_S={startup_timeout_s}")
+    lines.append(f"SYNCDOCTOR_STEADY_TIMEOUT_S={steady_timeout_s}")
+    lines += [f"# note: {note}" for note in notes]
+    return "\n".join(lines) + "\n"
+
+
+def python_snippet_text(header: str, startup_timeout_s: int, steady_timeout_s: int, backend: str) -> str:
+    """Python that applies both timeouts, reading the env file's values with these as defaults."""
+    return (
+        f"# {header}\n"
+        "# A long timeout while starting and loading, a tighter one once training runs.\n"
+        "import datetime\n"
+        "import os\n"
+        "\n"
+        "import torch.distributed as dist\n"
+        "from torch.distributed.distributed_c10d import _set_pg_timeout  # a private torch API\n"
+        "\n"
+        "STARTUP_TIMEOUT = datetime.timedelta(\n"
+        f"    seconds=float(os.environ.get(\"SYNCDOCTOR_STARTUP_TIMEOUT_S\", \"{startup_timeout_s}\")))\n"
+        "STEADY_TIMEOUT = datetime.timedelta(\n"
+        f"    seconds=float(os.environ.get(\"SYNCDOCTOR_STEADY_TIMEOUT_S\", \"{steady_timeout_s}\")))\n"
+        "\n"
+        f"dist.init_process_group(backend=\"{backend}\", timeout=STARTUP_TIMEOUT)\n"
+        "# ... build the model, load the checkpoint, run the first step ...\n"
+        "_set_pg_timeout(STEADY_TIMEOUT)  # later collectives of the default group; repeat per new_group()\n"
+    )
+
+
+def write_emitted(target: str | os.PathLike[str], env_text: str, snippet_text: str) -> list[Path]:
+    """Write the env file and its snippet (secrets redacted as they leave); raises OSError."""
+    from syncdoctor.redact import redact_text
+
+    env_path, snippet = emit_paths(target)
+    env_path.parent.mkdir(parents=True, exist_ok=True)
+    env_path.write_text(redact_text(env_text))
+    snippet.write_text(redact_text(snippet_text))
+    return [env_path, snippet]
 
 
 def _round_up(seconds: float, minimum: int) -> int:

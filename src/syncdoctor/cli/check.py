@@ -383,6 +383,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.timeout is None or not 0 < args.timeout <= 120:
         raise UsageError("--timeout must be between 0 and 120 seconds")
     root = Path(args.root)
+    if not root.is_dir():  # a typo would check nothing and report a clean host
+        raise UsageError(f"--root {args.root}: no such directory")
     facts = collect_host_facts(root, import_torch=args.import_torch)
     given = load_env(args, facts.versions.nccl)
     env = given.env

@@ -73,6 +73,9 @@ def register(subparsers: Any) -> None:
                         help="write the report as JSON (schema syncdoctor.probe/1), updated after every stage")
     output.add_argument("--html", dest="html_path", default=None, metavar="FILE",
                         help="also write the report as one self-contained HTML page (see docs/report.md)")
+    output.add_argument("--fail-on", choices=("error", "warning"), default="error",
+                        help="the lowest finding severity that makes the reporting rank exit 1 (default error: "
+                             "warnings are printed, and the probe exits 0, so torchrun reports no failure)")
     output.add_argument("--emit-env", dest="emit_env", default=None, metavar="FILE",
                         help="write recommended settings as an env file, and a Python snippet next to it")
     output.add_argument("--no-tables", action="store_true", help="leave the nccl-tests tables out of the report")
@@ -116,6 +119,7 @@ def build_config(args: argparse.Namespace) -> Any:
         expected_nodes=args.nnodes,
         json_path=args.json_path,
         emit_env_path=args.emit_env,
+        fail_on=args.fail_on,
         inject_wrong=os.environ.get(_HOOKS["inject_wrong"]) or None,
         clock_offset_s=_float_env(_HOOKS["clock_offset_s"]),
         start_delay_s=_float_env(_HOOKS["start_delay_s"]),
@@ -138,8 +142,13 @@ def _hang_exit() -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     started = time.time()
-    for option, path in (("--json", args.json_path), ("--html", args.html_path), ("--emit-env", args.emit_env)):
+    for option, path in (("--json", args.json_path), ("--html", args.html_path)):
         check_output(path, option)  # before the ranks start and measure
+    if args.emit_env:
+        from syncdoctor.recommend import emit_paths
+
+        for path in emit_paths(args.emit_env):
+            check_output(path, "--emit-env")
     config = build_config(args)
     if args.local is not None:
         if args.local < 1:
@@ -196,6 +205,8 @@ def _rebuild_argv(args: argparse.Namespace) -> list[str]:
                         ("--html", args.html_path)):
         if value is not None:
             argv += [flag, str(value)]
+    if args.fail_on != "error":
+        argv += ["--fail-on", args.fail_on]
     if args.quick:
         argv.append("--quick")
     if args.no_tables:

@@ -23,7 +23,6 @@ from rich.console import Console
 from syncdoctor.cli import EXIT_OK
 from syncdoctor.errors import EnvironmentNotSupported, InputError, UsageError
 from syncdoctor.outputs import check_output
-from syncdoctor.redact import redact_text
 
 __all__ = ["LOCAL_PROBE_ARGS", "register", "run"]
 
@@ -98,29 +97,22 @@ def _measure_locally(console: Console) -> dict[str, Any]:
         return _read_report(str(path))
 
 
-def _emit_paths(target: str) -> tuple[Path, Path]:
-    env_path = Path(target)
-    snippet = env_path.with_name(env_path.name + ".py") if env_path.suffix != ".py" else env_path.with_name(
-        env_path.stem + "_timeouts.py")
-    return env_path, snippet
-
-
 def _emit(recommendation: Any, target: str) -> list[Path]:
-    env_path, snippet = _emit_paths(target)
+    from syncdoctor.recommend import write_emitted
+
     try:
-        env_path.parent.mkdir(parents=True, exist_ok=True)
-        env_path.write_text(redact_text(recommendation.env_file()))  # redacted as it leaves, like every output
-        snippet.write_text(redact_text(recommendation.python_snippet()))
+        return write_emitted(target, recommendation.env_file(), recommendation.python_snippet())
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    return [env_path, snippet]
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from syncdoctor.recommend import DEFAULT_BUCKET_BYTES, measurements_from_probe, recommend
 
     if args.emit_env:  # before measuring
-        for path in _emit_paths(args.emit_env):
+        from syncdoctor.recommend import emit_paths
+
+        for path in emit_paths(args.emit_env):
             check_output(path, "--emit-env")
     if args.report:
         doc, source = _read_report(args.report), f"the probe report {args.report}"

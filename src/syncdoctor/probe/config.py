@@ -136,6 +136,8 @@ class ProbeConfig:
         host_names: names of the nodes in node-rank order (``--hosts``), used to name nodes that never joined.
         expected_nodes: number of nodes the job should have (``--nnodes``), None when the launcher's is right.
         json_path, emit_env_path: output files (None: not written).
+        fail_on: ``error`` (default) or ``warning``: the lowest severity of a finding that makes the reporting
+            rank exit 1 (a failed stage exits 4 whatever it is).
         quick: fewer sizes and iterations.
         inject_wrong: test hook ``"op"`` or ``"op@rank"``: flip one output element of that op's check.
         clock_offset_s: test hook: add this to every wall-clock reading of this process.
@@ -165,6 +167,7 @@ class ProbeConfig:
     expected_nodes: int | None = None
     json_path: str | None = None
     emit_env_path: str | None = None
+    fail_on: str = "error"
     quick: bool = False
     inject_wrong: str | None = None
     clock_offset_s: float = 0.0

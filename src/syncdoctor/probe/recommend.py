@@ -45,45 +45,17 @@ class Recommendations:
     backend: str = "nccl"
 
     def env_file(self) -> str:
-        """An env file (``KEY=value`` lines, ``#`` comments) usable with ``set -a; . FILE; set +a``."""
-        lines = ["# Written by `syncdoctor probe --emit-env`: settings derived from the measurements."]
-        for name, value in self.env.items():
-            if name in self.reasons:
-                lines.append(f"# {self.reasons[name]}")
-            lines.append(f"{name}={value}")
-        for label, variables in self.per_node_env.items():
-            for name, value in variables.items():
-                lines.append(f"# on {label} only: {name}={value}")
-        lines.append(f"# {self.reasons.get('startup', '')}")
-        lines.append(f"SYNCDOCTOR_STARTUP_TIMEOUT_S={self.startup_timeout_s}")
-        lines.append(f"# {self.reasons.get('steady', '')}")
-        lines.append(f"SYNCDOCTOR_STEADY_TIMEOUT_S={self.steady_timeout_s}")
-        for note in self.notes:
-            lines.append(f"# note: {note}")
-        return "\n".join(lines) + "\n"
+        """An env file (``KEY=value`` lines, ``#`` comments) usable with ``set -a; . FILE; set +a``: the same
+        writer as ``syncdoctor recommend``'s (:func:`syncdoctor.recommend.env_file_text`)."""
+        explanation = [self.reasons.get("startup", ""), self.reasons.get("steady", "")]
+        return engine.env_file_text("Written by `syncdoctor probe --emit-env`: settings derived from the "
+                                    "measurements.", self.env, self.reasons, self.per_node_env, explanation,
+                                    self.startup_timeout_s, self.steady_timeout_s, self.notes)
 
     def python_snippet(self) -> str:
-        """How to use the two timeouts with the torch API (the env file's values win when it is sourced)."""
-        return (
-            "# Written by `syncdoctor probe --emit-env`: a long timeout while starting and loading,\n"
-            "# a tighter one once training runs.\n"
-            "import datetime\n"
-            "import os\n"
-            "\n"
-            "import torch.distributed as dist\n"
-            "from torch.distributed.distributed_c10d import _set_pg_timeout\n"
-            "\n"
-            f"# {self.reasons.get('startup', '')}\n"
-            "STARTUP_TIMEOUT = datetime.timedelta(seconds=int(os.environ.get(\"SYNCDOCTOR_STARTUP_TIMEOUT_S\", "
-            f"{self.startup_timeout_s})))\n"
-            f"# {self.reasons.get('steady', '')}\n"
-            "STEADY_TIMEOUT = datetime.timedelta(seconds=int(os.environ.get(\"SYNCDOCTOR_STEADY_TIMEOUT_S\", "
-            f"{self.steady_timeout_s})))\n"
-            "\n"
-            f'dist.init_process_group(backend="{self.backend}", timeout=STARTUP_TIMEOUT)\n'
-            "# ... build the model, load the checkpoint, run the first step ...\n"
-            "_set_pg_timeout(STEADY_TIMEOUT, group=None)  # the default group; repeat for groups from new_group()\n"
-        )
+        """How to use the two timeouts with the torch API: the same snippet as ``syncdoctor recommend``'s."""
+        return engine.python_snippet_text("Written by `syncdoctor probe --emit-env`.", self.startup_timeout_s,
+                                          self.steady_timeout_s, self.backend)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -49,11 +49,14 @@ from syncdoctor.probe.store import connect_store
 from syncdoctor.probe.verdict import analyse_links
 from syncdoctor.probe.watchdog import StageWatchdog
 
-__all__ = ["ProbeOutcome", "run_probe"]
+__all__ = ["EXIT_STAGE_FAILED", "ProbeOutcome", "exit_code", "run_probe"]
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+
+
+EXIT_STAGE_FAILED = 4  # a stage failed or hung: the probe could not measure (1: it measured and found errors)
 
 
 @dataclass
@@ -142,7 +145,7 @@ class _Run:
             outcome = register_and_wait(store, me, launch.world_size, cfg.join_timeout_s, on_wait=waiting)
         except Exception as exc:  # the store went away (its host gave up first)
             log.error("join: lost the store at %s:%s: %s", launch.master_addr, launch.master_port, exc)
-            return ProbeOutcome(1)
+            return ProbeOutcome(EXIT_STAGE_FAILED)
         self.registered = outcome.registered
         self.nodes = label_nodes(outcome.registered, cfg.host_names)
         seconds = time.monotonic() - started
@@ -156,7 +159,7 @@ class _Run:
             if launch.hosts_store:  # keep the store up until every joined rank has read the outcome
                 wait_for_readers(store, len(outcome.registered), timeout_s=5.0)
             if self.rank != reporter:
-                return ProbeOutcome(1)
+                return ProbeOutcome(EXIT_STAGE_FAILED)
             self.doc.update(join=join_data)
             self.doc.stage("join", "failed", seconds, {self.rank: f"{len(outcome.registered)} of "
                                                                   f"{launch.world_size} ranks joined"})
@@ -164,7 +167,7 @@ class _Run:
                                                             cfg.join_timeout_s))
             self.doc.update(finished=True)
             self.doc.write()
-            return ProbeOutcome(1, self.doc.data)
+            return ProbeOutcome(EXIT_STAGE_FAILED, self.doc.data)
         expected = missing_expected_nodes(outcome.registered, launch, cfg.host_names)
         if expected:
             join_data["missing"] = [m.to_json() for m in expected]
@@ -212,7 +215,7 @@ class _Run:
             log.error("init failed on rank %d: %s", self.rank, error)
             self.store.set(f"init/error/{self.rank}", error)
             if self.rank != 0:
-                return ProbeOutcome(1)
+                return ProbeOutcome(EXIT_STAGE_FAILED)
             time.sleep(min(2.0, cfg.stage_timeout_s))  # let the others' errors arrive
             errors = {r: self.store.get(f"init/error/{r}").decode() for r in range(launch.world_size)
                       if self.store.check([f"init/error/{r}"])}
@@ -223,7 +226,7 @@ class _Run:
             self.doc.set_findings([*self.extra, *([failure] if failure else [])])
             self.doc.update(finished=True)
             self.doc.write()
-            return ProbeOutcome(1, self.doc.data)
+            return ProbeOutcome(EXIT_STAGE_FAILED, self.doc.data)
         if self.rank == 0:
             self.doc.stage("init", "ok", time.monotonic() - started)
             self.doc.write()
@@ -432,15 +435,11 @@ class _Run:
         self.doc.set_findings(result.findings)
         self.doc.update(verdict=result.verdict.to_json(), recommendations=result.recommendations.to_json())
         if cfg.emit_env_path:
-            from pathlib import Path
+            from syncdoctor.recommend import write_emitted
 
-            env_path = Path(cfg.emit_env_path)
-            env_path.parent.mkdir(parents=True, exist_ok=True)
-            env_path.write_text(result.recommendations.env_file())
-            snippet = env_path.with_suffix(".py") if env_path.suffix != ".py" else env_path.with_name(
-                env_path.stem + "_timeouts.py")
-            snippet.write_text(result.recommendations.python_snippet())
-            self.doc.update(emitted=[str(env_path), str(snippet)])
+            written = write_emitted(cfg.emit_env_path, result.recommendations.env_file(),
+                                    result.recommendations.python_snippet())
+            self.doc.update(emitted=[str(path) for path in written])
         self.doc.update(finished=True)
         self.doc.write()
         self.assessment = result
@@ -488,8 +487,8 @@ def run_probe(
         if run.rank == 0:
             if not hasattr(run, "assessment"):
                 run.analyse()
-            return ProbeOutcome(1, run.doc.data)
-        return ProbeOutcome(1)
+            return ProbeOutcome(EXIT_STAGE_FAILED, run.doc.data)
+        return ProbeOutcome(EXIT_STAGE_FAILED)
     finally:
         run.watchdog.stop()
         run.watchdog.join(5)
@@ -498,6 +497,14 @@ def run_probe(
         except Exception:
             log.debug("destroy_process_group failed", exc_info=True)
     if run.rank != 0:
-        return ProbeOutcome(1 if run.failed else 0)
-    bad = run.failed or any(f.severity >= Severity.WARNING for f in run.assessment.findings)
-    return ProbeOutcome(1 if bad else 0, run.doc.data)
+        return ProbeOutcome(EXIT_STAGE_FAILED if run.failed else 0)
+    return ProbeOutcome(exit_code(run.assessment.findings, run.failed, config.fail_on), run.doc.data)
+
+
+def exit_code(findings: Sequence[Finding], failed: bool, fail_on: str = "error") -> int:
+    """The reporting rank's exit code: 4 when a stage failed, 1 when a finding reaches ``fail_on``, else 0.
+    Warnings are printed but end with 0 by default, so that torchrun reports no failure for a healthy probe."""
+    if failed:
+        return EXIT_STAGE_FAILED
+    threshold = Severity.WARNING if fail_on == "warning" else Severity.ERROR
+    return 1 if any(f.severity >= threshold for f in findings) else 0

@@ -174,6 +174,20 @@ def _format_frames(frames: Sequence[Frame], limit: int = 12) -> str:
     return "\n".join(shown)
 
 
+def _unsendable(function: str, args: Sequence[Any], kwargs: Mapping[str, Any], error: Exception) -> str:
+    """Which argument or fixture cannot be pickled for the ranks, by name, and what to do about it."""
+    for name, value in [*((f"argument {i}", v) for i, v in enumerate(args)), *kwargs.items()]:
+        try:
+            pickle.dumps(value)
+        except Exception as exc:
+            what = name if name.startswith("argument") else f"the fixture or argument '{name}'"
+            return (f"{what} of {function} cannot be sent to the ranks ({type(value).__name__}: "
+                    f"{str(exc).splitlines()[0][:160]}): each rank is another process and gets a pickled copy. "
+                    "Fixtures that hold this process's state (capsys, capfd, monkeypatch, caplog, request) cannot "
+                    "go there; request plain data (tmp_path, values) or use the fixture outside the ranks.")
+    return f"the arguments of {function} cannot be sent to the ranks: {error}"
+
+
 def run_multirank(
     fn: Callable[..., Any],
     world_size: int = 2,
@@ -216,7 +230,7 @@ def run_multirank(
         payload = pickle.dumps(job)
     except Exception as exc:
         shutil.rmtree(workdir, ignore_errors=True)
-        raise UsageError(f"the arguments of {target[1]} cannot be sent to the ranks: {exc}") from None
+        raise UsageError(_unsendable(target[1], args, kwargs or {}, exc)) from None
     (workdir / "job.pkl").write_bytes(payload)
     base_env = dict(os.environ)
     base_env.setdefault("OMP_NUM_THREADS", "1")

@@ -96,7 +96,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     try:
         result = run_multirank(pyfuncitem.obj, kwargs=kwargs, **settings)
     except UsageError as exc:
-        pytest.fail(f"@pytest.mark.distributed: {exc}", pytrace=False)
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:  # outside the except block: one message, no chained exception
+        pytest.fail(f"@pytest.mark.distributed: {problem}", pytrace=False)
     if not result.ok:
         pytest.fail(result.report(), pytrace=False)
     return True

@@ -91,7 +91,7 @@ class Event:
         if self.seq is not None:
             facts.append(f"seq={self.seq}")
         if self.signature is not None:
-            facts.append(f"op={self.signature.short().replace(' ', '')}")
+            facts.append(f"op={self.signature.short().replace(' ', ':')}")  # op and its tensors: all_reduce:float[1000]
         if self.waited_s is not None:
             facts.append(f"waited={self.waited_s:.1f}s")
         where = self.detail.get("where")

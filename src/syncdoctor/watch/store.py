@@ -16,6 +16,8 @@ that, which the docs state.
 from __future__ import annotations
 
 import datetime
+import os
+import sys
 from typing import Any
 
 from syncdoctor.errors import StoreError, UsageError
@@ -58,7 +60,14 @@ def own_client(store: Any, timeout_s: float) -> Any:
 
 
 def connect(host: str, port: int, timeout_s: float = 10.0) -> ScopedStore:
-    """Connect to a job's TCPStore without registering as a worker (no world size, no waiting)."""
+    """Connect to a job's TCPStore without registering as a worker (no world size, no waiting).
+
+    A refusal or a timeout is expected here (the job has not started, or has ended): it is reported in one
+    line, without c10's logging of each retry and its C++ stack (silenced when torch is first imported here).
+    """
+    if "torch" not in sys.modules:
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
+        os.environ.setdefault("TORCH_SHOW_CPP_STACKTRACES", "0")
     try:
         from torch.distributed import TCPStore
     except ImportError as exc:  # pragma: no cover - torch without distributed
