@@ -66,3 +66,8 @@ def test_html_says_where_the_page_went(run_cli, tmp_path: Path) -> None:
     page = tmp_path / "out" / "verdict.html"
     result = run_cli("analyze", str(log), "--html", str(page))
     assert page.is_file() and f"HTML report written to {page}" in result.out
+
+
+def test_check_root_must_exist(run_cli, tmp_path: Path) -> None:
+    result = run_cli("check", "--root", str(tmp_path / "nonexistent"))
+    assert result.code == 2 and "no such directory" in result.out

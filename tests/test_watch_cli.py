@@ -151,3 +151,19 @@ def test_a_confirmed_hang_asks_every_rank_for_its_flight_recorder_dump(store: Sc
     assert [e.code for e in confirmed] == ["W105"] and confirmed[0].ranks == (3,)
     message = json.loads(store.get(keys.ctl_msg))
     assert message["dump"] == 1 and message["abort"] is None  # asked once; fail-fast is the runtime's call
+
+
+def test_nothing_listening_is_one_line_without_cpp_stacks(tmp_path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = subprocess.run([sys.executable, "-m", "syncdoctor", "watch", "--master", f"127.0.0.1:{port}", "--wait", "1"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 3, output
+    assert "frame #" not in output and "TCPStore.cpp" not in output and "socket.cpp" not in output, output
+    assert output.strip().startswith(f"error: cannot reach the job's store at 127.0.0.1:{port}"), output
