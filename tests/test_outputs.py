@@ -70,4 +70,4 @@ def test_html_says_where_the_page_went(run_cli, tmp_path: Path) -> None:
 
 def test_check_root_must_exist(run_cli, tmp_path: Path) -> None:
     result = run_cli("check", "--root", str(tmp_path / "nonexistent"))
-    assert result.code == 2 and "no such directory" in result.out
+    assert result.code == 2 and "no such directory" in " ".join(result.out.split())
