@@ -18,6 +18,7 @@ from syncdoctor.checks.envvars import Variable, lookup
 from syncdoctor.checks.values import (
     c_strtoll,
     cpp_stoi,
+    is_loopback_address,
     parse_version,
     python_int,
     torch_bool,
@@ -137,7 +138,12 @@ class EnvContext:
 
     @property
     def multi_node(self) -> bool | None:
-        """True when the launcher variables say the job spans several nodes; None when they do not say."""
+        """True when the job spans several nodes, False when it cannot, None when nothing says.
+
+        The launcher variables decide first; otherwise a master on another host (``MASTER_ADDR`` not loopback
+        nor localhost) means several nodes, and a loopback master means one: the same reading as the host
+        rules' (:func:`syncdoctor.checks.host_rules.is_multi_node`), so both kinds of finding agree.
+        """
         world = self._launcher_int("WORLD_SIZE")
         local = self._launcher_int("LOCAL_WORLD_SIZE")
         if world is not None and local is not None and local > 0:
@@ -146,6 +152,9 @@ class EnvContext:
             nodes = self._launcher_int(name)
             if nodes is not None:
                 return nodes > 1
+        master = (self.env.get("MASTER_ADDR") or "").strip().lower()
+        if master and "://" not in master and " " not in master:
+            return not (master in ("localhost", "localhost.localdomain") or is_loopback_address(master))
         return None
 
     @property

@@ -6,32 +6,18 @@ set by torchrun (or by hand). Malformed integers are reported by E401; these rul
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterator
 
 from syncdoctor.checks.env_context import EnvContext
-from syncdoctor.checks.values import python_int
+from syncdoctor.checks.values import is_loopback_address, python_int
 from syncdoctor.kb import Finding
 from syncdoctor.kb.pages import env as pages
 
 __all__ = ["RULES", "is_loopback_address"]
 
 _LAUNCHER = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT")
-_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 _HOST_PORT = re.compile(r"^[^:\[\]]+:\d+$")
-
-
-def is_loopback_address(address: str) -> bool:
-    """True for loopback names/addresses and the wildcard (which connects to the local host)."""
-    text = address.strip().strip("[]").lower()
-    if text in _LOOPBACK_NAMES:
-        return True
-    try:
-        ip = ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return ip.is_loopback or ip.is_unspecified
 
 
 def _int(ctx: EnvContext, name: str) -> int | None:

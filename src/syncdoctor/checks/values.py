@@ -30,6 +30,7 @@ __all__ = [
     "cpp_stoi",
     "format_seconds",
     "ib_timeout_seconds",
+    "is_loopback_address",
     "nccl_level",
     "parse_nccl_list",
     "parse_version",
@@ -297,3 +298,20 @@ def format_seconds(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+
+
+def is_loopback_address(address: str) -> bool:
+    """True for loopback names/addresses and the wildcard (which connects to the local host)."""
+    import ipaddress
+
+    text = address.strip().strip("[]").lower()
+    if text in _LOOPBACK_NAMES:
+        return True
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_unspecified

@@ -162,15 +162,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("--max-evidence must be 0 or more")
     html = check_output(args.html, "--html")  # before reading gigabytes of logs
     analysis = analyze_paths(args.paths)
-    if html is not None:
-        from syncdoctor.report.html import render_analyze_html, write_html
-
-        written = write_html(html, render_analyze_html(json.loads(json.dumps(to_document(analysis, None), default=str))))
-        # where the page went; on stderr when stdout is the JSON document
-        (Console(stderr=True, highlight=False) if args.json else console).print(
-            Text(f"HTML report written to {written}"), soft_wrap=True)
     if args.json:
         console.print_json(json.dumps(to_document(analysis, args.max_evidence), default=str))
     else:
         render(analysis, console, 8 if args.max_evidence is None else args.max_evidence)
+    if html is not None:
+        from syncdoctor.report.html import render_analyze_html, write_html
+
+        written = write_html(html, render_analyze_html(json.loads(json.dumps(to_document(analysis, None), default=str))))
+        # where the page went, after the answer; on stderr when stdout is the JSON document
+        (Console(stderr=True, highlight=False) if args.json else console).print(
+            Text(f"HTML report written to {written}"), soft_wrap=True)
     return EXIT_OK if analysis.diagnosis.root_cause is not None else EXIT_FINDINGS

@@ -134,10 +134,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print("interfaces and HCAs:", markup=False)
         for name, value in result.env.items():
             reason = result.env_reasons.get(name, "")
-            console.print(f"  {name}={value}" + (f"   # {reason}" if reason else ""), markup=False)
+            console.print(f"  {name}={value}" + (f"   # {reason}" if reason else ""), markup=False, soft_wrap=True)
         for label, variables in result.per_node_env.items():
             for name, value in variables.items():
-                console.print(f"  on {label}: {name}={value}", markup=False)
+                console.print(f"  on {label}: {name}={value}", markup=False, soft_wrap=True)
     else:
         console.print("interfaces and HCAs: nothing to set from this measurement", markup=False)
     for note in result.notes:
@@ -150,6 +150,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(f"  Python:   {written[1]}", markup=False)
     else:
         console.print("  add --emit-env FILE to write the env file and this Python snippet:", markup=False)
-    for line in result.python_snippet().splitlines():
-        console.print(f"    {line}", markup=False)
+    for line in result.python_snippet().splitlines():  # never wrapped: it is copied as it stands
+        console.print(f"    {line}", markup=False, soft_wrap=True)
     return EXIT_OK

@@ -70,6 +70,7 @@ def render_findings(
             if show_why and finding.why and severity != Severity.INFO:
                 console.print(Text(f"      why: {finding.why}"))
             if finding.fix and severity != Severity.INFO:
-                console.print(Text(f"      fix: {finding.fix}", style="green"))
+                # a fix is a command to copy: not wrapped at the terminal's width
+                console.print(Text(f"      fix: {finding.fix}", style="green"), soft_wrap=True)
         console.print()
     console.print(Text(summary_line(ordered), style="bold"))
