@@ -106,3 +106,16 @@ def test_the_redacting_stream_is_still_the_terminal_it_wraps(tmp_path: Path) -> 
         stream.write("token abcdefgh1234 here\n")
         assert stream.isatty() is False and stream.fileno() == handle.fileno()
     assert (tmp_path / "out.txt").read_text() == f"token {REDACTED} here\n"
+
+
+def test_probe_terminal_json_html_and_env_file(run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    value = "Zq8vL2mN4pR7sT1u"
+    monkeypatch.setenv("WANDB_API_KEY", value)
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", value)  # copied into a variable the probe reports (gloo ignores it)
+    out = run_cli("probe", "--local", "2", "--quick", "--sizes", "4K", "--ops", "all_reduce", "--link-bytes", "1M",
+                  "--json", str(tmp_path / "p.json"), "--html", str(tmp_path / "p.html"),
+                  "--emit-env", str(tmp_path / "p.env")).out
+    written = [p.read_text() for p in sorted(tmp_path.iterdir()) if p.is_file()]
+    assert len(written) == 4  # json, html, env file and its snippet
+    assert "NCCL_SOCKET_IFNAME" in (tmp_path / "p.json").read_text()  # the variable is reported, its value is not
+    assert not _leaks(value, out, *written)
