@@ -15,8 +15,8 @@ from syncdoctor.checks.host_rules import (
     is_multi_node,
     suggested_interface,
 )
+from syncdoctor.checks.predict import predict_gloo, predict_nccl
 from syncdoctor.host.infiniband import GidEntry, select_roce_gid
-from syncdoctor.host.predict import predict_gloo, predict_nccl
 from syncdoctor.host.types import (
     HostFacts,
     IbPortFacts,

@@ -93,3 +93,39 @@ def test_plan_times() -> None:
 def test_describe() -> None:
     assert Fault("skip", rank=1, collective=3).describe() == "skip on rank 1 before collective #3"
     assert "x2.5" in Fault("slow", rank=(0, 1), factor=2.5).describe()
+
+
+def test_lab_step_faults_share_the_injection_vocabulary() -> None:
+    from syncdoctor.faults import parse_step_faults
+
+    late, skip, bigger, crash, slow = parse_step_faults(
+        '[{"rank": 3, "kind": "late", "at": 5, "seconds": 20}, {"rank": 1, "kind": "skip", "at": 2},'
+        ' {"rank": 1, "kind": "other_size", "at": 2, "size": 3}, {"rank": 0, "kind": "crash", "at": 4, "mode": "exit",'
+        ' "code": 7}, {"rank": 2, "kind": "slow", "at": 1, "factor": 1.5}]'
+    )
+    assert late.to_fault() == parse_faults('{"kind": "late", "rank": 3, "at": 5, "seconds": 20}')[0]
+    assert late.to_fault() == Fault("delay", rank=3, step=5, seconds=20.0)
+    assert skip.to_fault() == Fault("skip", rank=1, step=2)
+    assert bigger.to_fault() == Fault("resize", rank=1, step=2, delta=2)  # 3 elements instead of 1
+    assert crash.to_fault() == Fault("crash", rank=0, step=4, mode="exit", exit_code=7)
+    assert slow.to_fault() == Fault("slow", rank=2, step=1, factor=1.5)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"rank": 0, "kind": "spin", "at": 2, "seconds": 1}', '{"rank": 0, "kind": "crash", "mode": "abort"}',
+     '{"rank": 0, "kind": "other_op", "op": "all_gather"}'],
+)
+def test_lab_only_step_faults_have_no_injection_fault(text: str) -> None:
+    from syncdoctor.faults import parse_step_faults
+
+    with pytest.raises(UsageError):
+        parse_step_faults(text)[0].to_fault()
+
+
+def test_both_parsers_read_json_alike() -> None:
+    from syncdoctor.faults import parse_step_faults
+
+    for parse in (parse_faults, parse_step_faults):
+        with pytest.raises(UsageError, match="not valid JSON"):
+            parse("{rank: 1}")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from syncdoctor.host.predict import (
-    address_interface,
+from syncdoctor.checks.predict import (
     match_interface_list,
     predict_gloo,
     predict_nccl,
 )
+from syncdoctor.host.interfaces import address_interface
 from syncdoctor.host.types import InterfaceFacts, NameFacts
 
 

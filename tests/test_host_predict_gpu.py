@@ -14,7 +14,7 @@ from pathlib import Path
 
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Kind
-from syncdoctor.host.predict import predict_nccl
+from syncdoctor.checks.predict import predict_nccl
 from syncdoctor.host.types import InterfaceFacts
 
 FIXTURES = Path(__file__).parent / "fixtures"

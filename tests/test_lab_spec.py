@@ -5,34 +5,27 @@ from __future__ import annotations
 import pytest
 
 from syncdoctor.errors import UsageError
-from syncdoctor.testing.faults_spec import (
-    CutSpec,
-    FaultSpec,
-    parse_cut,
-    parse_duration,
-    parse_faults,
-    parse_host_value,
-    parse_rate,
-)
+from syncdoctor.faults.spec import StepFault, parse_step_faults
+from syncdoctor.testing.faults_spec import CutSpec, parse_cut, parse_duration, parse_host_value, parse_rate
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         ('{"rank": 3, "kind": "late", "at": 5, "seconds": 20, "where": "load_batch"}',
-         (FaultSpec(rank=3, kind="late", at=5, seconds=20.0),)),
+         (StepFault(rank=3, kind="late", at=5, seconds=20.0),)),
         ('[{"rank": 1, "kind": "skip", "at": 2}, {"rank": 0, "kind": "crash", "at": 4, "mode": "exit", "code": 7}]',
-         (FaultSpec(rank=1, kind="skip", at=2), FaultSpec(rank=0, kind="crash", at=4, mode="exit", code=7))),
-        ('{"rank": 2, "kind": "slow", "factor": 1.5}', (FaultSpec(rank=2, kind="slow", factor=1.5, where="forward"),)),
-        ('{"rank": 0, "kind": "other_op", "op": "barrier"}', (FaultSpec(rank=0, kind="other_op", op="barrier"),)),
+         (StepFault(rank=1, kind="skip", at=2), StepFault(rank=0, kind="crash", at=4, mode="exit", code=7))),
+        ('{"rank": 2, "kind": "slow", "factor": 1.5}', (StepFault(rank=2, kind="slow", factor=1.5, where="forward"),)),
+        ('{"rank": 0, "kind": "other_op", "op": "barrier"}', (StepFault(rank=0, kind="other_op", op="barrier"),)),
         ('{"rank": 0, "kind": "trigger", "at": 3, "name": "cut-host1"}',
-         (FaultSpec(rank=0, kind="trigger", at=3, name="cut-host1"),)),
+         (StepFault(rank=0, kind="trigger", at=3, name="cut-host1"),)),
         ("", ()),
         (None, ()),
     ],
 )
-def test_parse_faults_accepts(text: str | None, expected: tuple[FaultSpec, ...]) -> None:
-    assert parse_faults(text) == expected
+def test_parse_faults_accepts(text: str | None, expected: tuple[StepFault, ...]) -> None:
+    assert parse_step_faults(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -53,12 +46,12 @@ def test_parse_faults_accepts(text: str | None, expected: tuple[FaultSpec, ...])
 )
 def test_parse_faults_rejects_with_a_message(text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
-        parse_faults(text)
+        parse_step_faults(text)
 
 
 def test_fault_applies_at_its_step_and_slow_from_its_step_on() -> None:
-    late = FaultSpec(rank=1, kind="late", at=3, seconds=1)
-    slow = FaultSpec(rank=1, kind="slow", at=3, factor=2)
+    late = StepFault(rank=1, kind="late", at=3, seconds=1)
+    slow = StepFault(rank=1, kind="slow", at=3, factor=2)
     assert [step for step in range(6) if late.applies(1, step)] == [3]
     assert [step for step in range(6) if slow.applies(1, step)] == [3, 4, 5]
     assert not late.applies(0, 3)

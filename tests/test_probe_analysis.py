@@ -10,13 +10,13 @@ from syncdoctor.probe.analysis import (
     collapse_node_findings,
     collective_findings,
     consistency_findings,
-    format_rate,
     skew_findings,
 )
 from syncdoctor.probe.assemble import assess, collective_rows, missing_findings, node_facts, stage_failure
 from syncdoctor.probe.join import MissingNode
 from syncdoctor.probe.records import ClockOffset, LinkMeasure, NodeInfo, NodeSkew
 from syncdoctor.probe.verdict import analyse_links, link_findings, rate_findings, verdict
+from syncdoctor.units import format_link_rate
 
 MBIT = 1e6 / 8
 GBIT = 1e9 / 8
@@ -234,6 +234,6 @@ def test_assess_and_node_facts_from_payloads() -> None:
 
 
 def test_format_rate() -> None:
-    assert format_rate(40 * MBIT) == "40 Mb/s"
-    assert format_rate(2.5 * GBIT) == "2.5 Gb/s"
-    assert format_rate(12) == "96 b/s"
+    assert format_link_rate(40 * MBIT) == "40 Mb/s"
+    assert format_link_rate(2.5 * GBIT) == "2.5 Gb/s"
+    assert format_link_rate(12) == "96 b/s"

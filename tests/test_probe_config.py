@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from syncdoctor.errors import UsageError
-from syncdoctor.probe.config import ProbeConfig, format_bytes, parse_bytes, parse_ops, parse_sizes
+from syncdoctor.probe.config import ProbeConfig, parse_bytes, parse_ops, parse_sizes
 from syncdoctor.probe.launch import expand_nodelist, parse_tasks_per_node, resolve_launch
+from syncdoctor.units import format_bytes
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from syncdoctor.report import svg
 from syncdoctor.report.aggregate import bin_matrix, pick_top
-from syncdoctor.report.units import format_bytes, format_rate, format_seconds
+from syncdoctor.units import format_bytes, format_link_rate, format_seconds
 
 NS = "{http://www.w3.org/2000/svg}"
 EVIL = '<script>alert("x")</script> & "quotes"'
@@ -138,6 +138,6 @@ def test_pick_top_keeps_culprits_first() -> None:
 
 def test_units() -> None:
     assert format_bytes(1024) == "1K" and format_bytes(1536) == "1.5K" and format_bytes(64 << 20) == "64M"
-    assert format_rate(1.25e9) == "10 Gb/s"
+    assert format_link_rate(1.25e9) == "10 Gb/s"
     assert format_seconds(12e-6) == "12 us" and format_seconds(0.0034) == "3.4 ms"
     assert format_seconds(1.25) == "1.25 s" and format_seconds(900) == "15 min"

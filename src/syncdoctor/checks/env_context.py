@@ -129,9 +129,6 @@ class EnvContext:
     def nccl_at_least(self, version: str) -> bool | None:
         return version_at_least(self.nccl_version, version)
 
-    def torch_at_least(self, version: str) -> bool | None:
-        return version_at_least(self.torch_version, version)
-
     @property
     def nccl_version_text(self) -> str:
         return ".".join(str(p) for p in self.nccl_version) if self.nccl_version else "unknown"

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 
 from syncdoctor.checks.env_context import EnvContext
-from syncdoctor.checks.values import is_loopback_address, python_int
+from syncdoctor.checks.values import env_int, is_loopback_address
 from syncdoctor.kb import Finding
 from syncdoctor.kb.pages import env as pages
 
@@ -20,16 +20,11 @@ _LAUNCHER = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_POR
 _HOST_PORT = re.compile(r"^[^:\[\]]+:\d+$")
 
 
-def _int(ctx: EnvContext, name: str) -> int | None:
-    value = ctx.get(name)
-    return None if value is None else python_int(value)
-
-
 def master(ctx: EnvContext) -> Iterator[Finding]:
     """E701-E705."""
     address = ctx.get("MASTER_ADDR")
-    rank = _int(ctx, "RANK")
-    world = _int(ctx, "WORLD_SIZE")
+    rank = env_int(ctx.env, "RANK")
+    world = env_int(ctx.env, "WORLD_SIZE")
     launched = any(name in ctx.env for name in _LAUNCHER)
     if address is not None and not address.strip():
         yield pages.MASTER_ADDR_MISSING.finding(
@@ -45,13 +40,13 @@ def master(ctx: EnvContext) -> Iterator[Finding]:
         stripped = address.strip()
         if "://" in address or any(c in address for c in " \t\"'") or _HOST_PORT.match(stripped):
             host = stripped.split("://")[-1].strip("\"'").split("/")[0]
-            port = None
+            port_text = None
             if _HOST_PORT.match(host):
-                host, port = host.rsplit(":", 1)
+                host, port_text = host.rsplit(":", 1)
             yield pages.MASTER_ADDR_MALFORMED.finding(
                 f"MASTER_ADDR={address!r} must be a bare host name or address (the port goes in MASTER_PORT)",
                 evidence=ctx.evidence("MASTER_ADDR"),
-                fix=ctx.fix_set("MASTER_ADDR", host) + (f"; {ctx.fix_set('MASTER_PORT', port)}" if port else ""),
+                fix=ctx.fix_set("MASTER_ADDR", host) + (f"; {ctx.fix_set('MASTER_PORT', port_text)}" if port_text else ""),
                 key="MASTER_ADDR")
         elif is_loopback_address(stripped) and ctx.multi_node:
             yield pages.MASTER_ADDR_LOOPBACK.finding(
@@ -59,7 +54,7 @@ def master(ctx: EnvContext) -> Iterator[Finding]:
                 f"(WORLD_SIZE={ctx.get('WORLD_SIZE')}, LOCAL_WORLD_SIZE={ctx.get('LOCAL_WORLD_SIZE')})",
                 evidence=ctx.evidence("MASTER_ADDR", "WORLD_SIZE", "LOCAL_WORLD_SIZE"),
                 fix=ctx.fix_set("MASTER_ADDR", "<routable address of the rank-0 host>"), key="MASTER_ADDR")
-    port = _int(ctx, "MASTER_PORT")
+    port = env_int(ctx.env, "MASTER_PORT")
     if port is not None:
         if not 1 <= port <= 65535:
             yield pages.MASTER_PORT_INVALID.finding(
@@ -74,8 +69,8 @@ def master(ctx: EnvContext) -> Iterator[Finding]:
 
 def ranks(ctx: EnvContext) -> Iterator[Finding]:
     """E706: 0 <= RANK < WORLD_SIZE, 0 <= LOCAL_RANK < LOCAL_WORLD_SIZE <= WORLD_SIZE."""
-    rank, world = _int(ctx, "RANK"), _int(ctx, "WORLD_SIZE")
-    local, local_world = _int(ctx, "LOCAL_RANK"), _int(ctx, "LOCAL_WORLD_SIZE")
+    rank, world = env_int(ctx.env, "RANK"), env_int(ctx.env, "WORLD_SIZE")
+    local, local_world = env_int(ctx.env, "LOCAL_RANK"), env_int(ctx.env, "LOCAL_WORLD_SIZE")
     problems: list[tuple[str, tuple[str, ...]]] = []
     if world is not None and world < 1:
         problems.append((f"WORLD_SIZE={world} must be at least 1", ("WORLD_SIZE",)))

@@ -10,10 +10,11 @@ from collections.abc import Iterator, Sequence
 
 from syncdoctor.checks.env_context import EnvContext
 from syncdoctor.checks.envvars import lookup
-from syncdoctor.checks.values import NcclList, cpp_stoi, format_seconds, ib_timeout_seconds, parse_nccl_list
+from syncdoctor.checks.values import NcclList, cpp_stoi, ib_timeout_seconds, parse_nccl_list
 from syncdoctor.host.types import IbPortFacts, InterfaceFacts
 from syncdoctor.kb import Finding, Severity
 from syncdoctor.kb.pages import env as pages
+from syncdoctor.units import format_duration
 
 __all__ = ["RULES", "interface_problems", "usable_interface"]
 
@@ -273,7 +274,7 @@ def ib_timeouts(ctx: EnvContext) -> Iterator[Finding]:
     retry = ctx.effective_int("NCCL_IB_RETRY_CNT") if "NCCL_IB_RETRY_CNT" in ctx.env else None
     if timeout is not None and not 0 <= timeout <= 31:
         masked = timeout & 0x1F
-        per_try = format_seconds(ib_timeout_seconds(masked)) if masked else "infinite"
+        per_try = format_duration(ib_timeout_seconds(masked)) if masked else "infinite"
         yield pages.IB_TIMEOUT_RANGE.finding(
             f"NCCL_IB_TIMEOUT={ctx.shown('NCCL_IB_TIMEOUT')} is outside 0-31: mlx5 keeps the low 5 bits, so it "
             f"becomes {masked} ({per_try} per try); the NCCL docs say >= 32 means an infinite timeout",
@@ -302,18 +303,18 @@ def ib_timeouts(ctx: EnvContext) -> Iterator[Finding]:
         return
     t = timeout if timeout is not None else ctx.default_int(lookup("NCCL_IB_TIMEOUT")) or 20
     r = retry if retry is not None else 7
-    per_try = ib_timeout_seconds(t)
+    per_try_s = ib_timeout_seconds(t)
     names = [n for n in ("NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT") if n in ctx.env]
     if r == 0:
-        title = f"NCCL_IB_TIMEOUT={t} gives {format_seconds(per_try)} per try and NCCL_IB_RETRY_CNT=0 allows no retry"
-        severity = Severity.WARNING
+        title = f"NCCL_IB_TIMEOUT={t} gives {format_duration(per_try_s)} per try and NCCL_IB_RETRY_CNT=0 allows no retry"
+        severity: Severity | None = Severity.WARNING
     else:
-        total = per_try * r
-        title = (f"NCCL_IB_TIMEOUT={t} gives {format_seconds(per_try)} per try, ~{format_seconds(total)} total "
+        total = per_try_s * r
+        title = (f"NCCL_IB_TIMEOUT={t} gives {format_duration(per_try_s)} per try, ~{format_duration(total)} total "
                  f"with retry count {r}")
         severity = Severity.WARNING if total < 1 else None
     yield pages.IB_TIMEOUT_EFFECTIVE.finding(
-        title, evidence=ctx.evidence(*names, per_try_s=round(per_try, 6), retries=r,
+        title, evidence=ctx.evidence(*names, per_try_s=round(per_try_s, 6), retries=r,
                                      nccl_version=ctx.nccl_version_text),
         fix="nothing to change if this is the wait you want; otherwise "
             + ctx.fix_set("NCCL_IB_TIMEOUT", "22") + " (~2 min with 7 retries)",

@@ -11,9 +11,11 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from syncdoctor.checks.predict import InterfaceChoice
+from syncdoctor.checks.values import env_int
 from syncdoctor.host.infiniband import GidEntry, RoceGidSettings, select_roce_gid
+from syncdoctor.host.interfaces import address_interface
 from syncdoctor.host.names import is_loopback_address
-from syncdoctor.host.predict import InterfaceChoice, address_interface
 from syncdoctor.host.types import HostFacts, IbPortFacts, ReachFacts, RouteFacts
 from syncdoctor.kb import Finding, Severity
 from syncdoctor.kb.pages import host as H
@@ -56,19 +58,12 @@ class HostCheckInput:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _int(env: Mapping[str, str], name: str) -> int | None:
-    try:
-        return int(env.get(name, "").strip())
-    except ValueError:
-        return None
-
-
 def is_multi_node(inp: HostCheckInput) -> bool | None:
     """True when the job spans hosts, False when it cannot (loopback master), None when unknown."""
     world, local_world, groups = (
-        _int(inp.env, "WORLD_SIZE"),
-        _int(inp.env, "LOCAL_WORLD_SIZE"),
-        _int(inp.env, "GROUP_WORLD_SIZE"),
+        env_int(inp.env, "WORLD_SIZE"),
+        env_int(inp.env, "LOCAL_WORLD_SIZE"),
+        env_int(inp.env, "GROUP_WORLD_SIZE"),
     )
     if (world and local_world and world > local_world) or (groups and groups > 1):
         return True
@@ -327,7 +322,7 @@ def _ib_ports(inp: HostCheckInput) -> Iterator[Finding]:
         yield from _roce_gid(inp, port, evidence)
 
 
-def _roce_gid(inp: HostCheckInput, port: IbPortFacts, evidence: dict[str, object]) -> Iterator[Finding]:
+def _roce_gid(inp: HostCheckInput, port: IbPortFacts, evidence: Mapping[str, object]) -> Iterator[Finding]:
     if port.link_layer != "Ethernet" or not port.active or inp.env.get("NCCL_IB_GID_INDEX", "").strip():
         return
     settings = RoceGidSettings.from_env(inp.env)
@@ -346,7 +341,7 @@ def _roce_gid(inp: HostCheckInput, port: IbPortFacts, evidence: dict[str, object
     yield H.ROCE_NO_ROUTABLE_GID.finding(
         f"{_port_name(port)} (RoCE, netdev {port.netdev or 'unknown'}): no RoCE v{settings.roce_version} GID with an "
         f"{family} address; NCCL's GID auto-selection falls back to index 0",
-        evidence=evidence | {"gids": [f"{i} {gid} {gtype or '?'}" for i, gid, gtype, _ in port.gids]},
+        evidence={**evidence, "gids": [f"{i} {gid} {gtype or '?'}" for i, gid, gtype, _ in port.gids]},
         fix=f"give {port.netdev or 'the RoCE netdev'} its {family} address (`ip addr add <address>/<len> dev "
         f"{port.netdev or '<netdev>'}`) so the kernel creates the RoCE v2 GID",
         key=_port_name(port),

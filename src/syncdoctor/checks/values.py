@@ -10,12 +10,13 @@ Each reader here reproduces the consumer's own parsing, so a rule can say what t
 - :func:`python_int`: the launcher side (``int(os.environ[...])``).
 - :func:`nccl_level`: ``ncclGetLevel`` for NCCL_P2P_LEVEL / NCCL_NET_GDR_LEVEL (names, legacy integers).
 - :func:`parse_nccl_list`: the ``[^][=]a,b:port`` syntax of NCCL_SOCKET_IFNAME and NCCL_IB_HCA.
-- :func:`parse_version` / :func:`ib_timeout_seconds` / :func:`format_seconds`: small helpers.
+- :func:`parse_version` / :func:`ib_timeout_seconds` / :func:`env_int`: small helpers.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -28,7 +29,7 @@ __all__ = [
     "StoiResult",
     "c_strtoll",
     "cpp_stoi",
-    "format_seconds",
+    "env_int",
     "ib_timeout_seconds",
     "is_loopback_address",
     "nccl_level",
@@ -138,6 +139,12 @@ def python_int(text: str) -> int | None:
         return int(text)
     except (ValueError, OverflowError):
         return None
+
+
+def env_int(env: Mapping[str, str], name: str) -> int | None:
+    """``env[name]`` read by :func:`python_int`; None when the variable is unset or not an integer."""
+    value = env.get(name)
+    return None if value is None else python_int(value)
 
 
 _TRUE = frozenset({"y", "yes", "1", "t", "true"})
@@ -286,18 +293,6 @@ def version_at_least(version: tuple[int, int, int] | None, wanted: str) -> bool 
 def ib_timeout_seconds(exponent: int) -> float:
     """The IB Local Ack Timeout for an exponent: 4.096 µs x 2^exponent (IB spec vol. 1, 12.7.34)."""
     return 4.096e-6 * (2**exponent)
-
-
-def format_seconds(seconds: float) -> str:
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.1f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.1f} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})

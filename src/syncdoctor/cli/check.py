@@ -9,64 +9,35 @@ every finding with its fix. ``--json`` prints the versioned schema ``syncdoctor.
      "findings": [{"code", "name", "severity", "title", "evidence", "why", "fix"}],
      "summary": {"error": n, "warning": n, "info": n, "fail_on": "error", "exit_code": 0}}
 
-Exit codes: 0 clean, 1 findings at or above ``--fail-on`` (default error), 2 usage error.
+Exit codes: 0 clean, 1 findings at or above ``--fail-on`` (default error), 2 usage error. The pipeline itself
+(inputs -> findings) is :func:`syncdoctor.checks.pipeline.run_check`; this module parses arguments and prints.
 Secrets (variables named like TOKEN, KEY, SECRET, PASSWORD...) never appear in any output.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
-import os
-import pwd
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from syncdoctor._version import __version__
+from syncdoctor.checks.pipeline import relevant_env, run_check, scrub, skipped
+from syncdoctor.checks.preflight import Preflight
 from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK, finite
 from syncdoctor.errors import UsageError
-from syncdoctor.host.collect import collect_host_facts
-from syncdoctor.host.preflight import Preflight, master_from, run_preflight
-from syncdoctor.kb import Finding, Severity, sort_findings
-from syncdoctor.redact import REDACTED, is_secret_name, redact_env, redact_text
+from syncdoctor.kb import Finding, Severity
 from syncdoctor.report.terminal import render_findings
 
-__all__ = ["SCHEMA", "EnvInput", "build_default_args", "collect_findings", "load_env", "register", "run"]
+__all__ = ["SCHEMA", "build_default_args", "register", "run"]
 
 log = logging.getLogger(__name__)
 
 SCHEMA = "syncdoctor.check/1"
-_RELEVANT_PREFIXES = (
-    "NCCL_",
-    "TORCH_",
-    "GLOO_",
-    "MASTER_",
-    "TORCHELASTIC_",
-    "PYTORCH_",
-    "CUDA_",
-    "UCX_",
-    "FI_",
-)
-_RELEVANT_NAMES = (
-    "WORLD_SIZE",
-    "RANK",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "GROUP_WORLD_SIZE",
-    "ROLE_RANK",
-    "ROLE_WORLD_SIZE",
-    "OMP_NUM_THREADS",
-)
-_IFNAME_VARS = {"nccl": "NCCL_SOCKET_IFNAME", "gloo": "GLOO_SOCKET_IFNAME"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -134,162 +105,6 @@ def build_default_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="syncdoctor check", add_help=False)
     _add_arguments(parser)
     return parser.parse_args([])
-
-
-# -- environment ---------------------------------------------------------------------------------------------
-
-
-def _optional(module: str) -> Any | None:
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None
-        raise
-
-
-@dataclass
-class EnvInput:
-    """The environment to validate: the variables (after NCCL's config files), where each came from, the
-    findings of reading the env file and config files, and the variables as given (before the files)."""
-
-    env: dict[str, str]
-    origin: str
-    sources: dict[str, str] | None = None
-    findings: list[Finding] = field(default_factory=list)
-    given: dict[str, str] = field(default_factory=dict)
-
-
-def _home(root: Path) -> Path | None:
-    """The user's home as NCCL finds it (getpwuid, not $HOME), under ``root`` for fake trees."""
-    try:
-        home = Path(pwd.getpwuid(os.getuid()).pw_dir)
-    except (KeyError, OSError):
-        return None
-    return home if root.resolve() == Path("/") else root / str(home).lstrip("/")
-
-
-def load_env(args: argparse.Namespace, nccl_version: str | None) -> EnvInput:
-    """Read ``--env-file`` (or take the current environment), then apply NCCL's config files."""
-    findings: list[Finding] = []
-    envfile = _optional("syncdoctor.checks.envfile")
-    if args.env_file is not None:
-        try:
-            text = Path(args.env_file).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise UsageError(f"--env-file {args.env_file}: {exc.strerror or exc}") from None
-        if envfile is None:
-            raise UsageError("--env-file needs syncdoctor.checks.envfile, which this installation lacks")
-        given, file_findings = envfile.parse_env_file(text)
-        findings.extend(file_findings)
-        origin = f"file {args.env_file}"
-        given_source = f"env-file:{args.env_file}"
-    else:
-        given, origin, given_source = dict(os.environ), "the current environment", "environment"
-    if envfile is None:
-        return EnvInput(dict(given), origin, None, findings, dict(given))
-    root = Path(args.root)
-    conf = envfile.read_nccl_conf(given, home=_home(root), etc=root / "etc", nccl_version=nccl_version)
-    sources = {k: (given_source if v == "environment" else v) for k, v in conf.sources.items()}
-    return EnvInput(dict(conf.env), origin, sources, [*findings, *conf.findings], dict(given))
-
-
-def _relevant_env(env: Mapping[str, str]) -> dict[str, str]:
-    picked = {k: v for k, v in env.items() if k.startswith(_RELEVANT_PREFIXES) or k in _RELEVANT_NAMES}
-    return dict(sorted(redact_env(picked).items()))
-
-
-# -- findings ------------------------------------------------------------------------------------------------
-
-
-def _env_findings(env: Mapping[str, str], pre: Preflight, sources: Mapping[str, str] | None) -> list[Finding]:
-    rules = _optional("syncdoctor.checks.env_rules")
-    if rules is None:
-        return []
-    facts = pre.facts
-    ib_unknown = any("IB/RoCE" in note or "infiniband" in note for note in facts.unreadable)
-    return list(
-        rules.validate_env(
-            env,
-            interfaces=facts.interfaces or None,  # empty means unreadable: every Linux host has lo
-            ib_ports=None if ib_unknown else facts.ib_ports,
-            nccl_version=facts.versions.nccl,
-            torch_version=facts.versions.torch,
-            sources=sources,
-        )
-    )
-
-
-def _skipped(pre: Preflight) -> list[str]:
-    """What could not be checked: host steps skipped, and env rules that needed unknown host facts."""
-    skipped = list(pre.skipped)
-    rules = _optional("syncdoctor.checks.env_rules")
-    if rules is not None and hasattr(rules, "skipped_checks"):
-        ib_unknown = any("IB/RoCE" in note or "infiniband" in note for note in pre.facts.unreadable)
-        skipped += rules.skipped_checks(
-            interfaces_known=bool(pre.facts.interfaces), ib_ports_known=not ib_unknown
-        )
-    return skipped
-
-
-def _mentions(finding: Finding, variable: str) -> bool:
-    evidence = finding.evidence or {}
-    return (
-        variable in evidence
-        or variable in (evidence.get("variable"), evidence.get("name"))
-        or finding.title.startswith(variable)
-    )
-
-
-def collect_findings(
-    env: Mapping[str, str],
-    pre: Preflight,
-    sources: Mapping[str, str] | None = None,
-    extra: list[Finding] | None = None,
-) -> list[Finding]:
-    """Env findings (plus ``extra``: env-file and config-file findings) and host findings, without repeating
-    what the env rules already say about an interface variable that is set (a list matching nothing usable,
-    or only lo)."""
-    env_found = [*_env_findings(env, pre, sources), *(extra or [])]
-    host_found = []
-    for finding in pre.findings:
-        backend = finding.evidence.get("backend") if finding.code in ("N001", "N004") else None
-        variable = _IFNAME_VARS.get(str(backend)) if backend else None
-        if (
-            variable
-            and variable in env
-            and any(_mentions(f, variable) and f.severity >= Severity.WARNING for f in env_found)
-        ):
-            continue
-        host_found.append(finding)
-    return sort_findings([*env_found, *host_found])
-
-
-def _secret_values(*envs: Mapping[str, str]) -> list[str]:
-    values = {v for env in envs for k, v in env.items() if is_secret_name(k) and len(v.strip()) >= 4}
-    return sorted(values, key=len, reverse=True)
-
-
-def _scrub(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return redact_text(value)
-    if isinstance(value, Mapping):
-        return {str(_scrub(k, secrets)): _scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_scrub(v, secrets) for v in value]
-    return value
-
-
-def _scrub_finding(finding: Finding, secrets: list[str]) -> Finding:
-    return replace(
-        finding,
-        title=_scrub(finding.title, secrets),
-        evidence=_scrub(dict(finding.evidence), secrets),
-        why=_scrub(finding.why, secrets),
-        fix=_scrub(finding.fix, secrets),
-    )
 
 
 # -- output --------------------------------------------------------------------------------------------------
@@ -385,15 +200,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     root = Path(args.root)
     if not root.is_dir():  # a typo would check nothing and report a clean host
         raise UsageError(f"--root {args.root}: no such directory")
-    facts = collect_host_facts(root, import_torch=args.import_torch)
-    given = load_env(args, facts.versions.nccl)
-    env = given.env
-    master = master_from(env, args.master)
-    pre = run_preflight(
-        env, root=root, master=master, network=not args.no_network, timeout=args.timeout, facts=facts
+    result = run_check(
+        root=root, env_file=args.env_file, master=args.master, network=not args.no_network,
+        timeout=args.timeout, import_torch=args.import_torch,
     )
-    secrets = _secret_values(os.environ, given.given, env)
-    findings = [_scrub_finding(f, secrets) for f in collect_findings(env, pre, given.sources, given.findings)]
+    pre, env, findings, secrets = result.pre, result.env, result.findings, result.secrets
     code = _exit_code(findings, args.fail_on)
     if args.json:
         counts = {s.label: sum(1 for f in findings if f.severity == s) for s in Severity}
@@ -401,24 +212,24 @@ def run(args: argparse.Namespace, console: Console) -> int:
             "schema": SCHEMA,
             "version": __version__,
             "host": pre.to_json()
-            | {"env": _relevant_env(env), "env_origin": given.origin, "skipped": _skipped(pre)},
+            | {"env": relevant_env(env), "env_origin": result.given.origin, "skipped": skipped(pre)},
             "findings": [f.to_json() for f in findings],
             "summary": counts | {"fail_on": args.fail_on, "exit_code": code},
         }
         console.print(
-            json.dumps(_scrub(document, secrets), indent=2, default=str),
+            json.dumps(scrub(document, secrets), indent=2, default=str),
             markup=False,
             highlight=False,
             soft_wrap=True,
         )
         return code
-    _render_header(pre, given.origin, console)
-    for item in _skipped(pre):
+    _render_header(pre, result.given.origin, console)
+    for item in skipped(pre):
         console.print(Text(f"not checked: {item}", style="dim"))
     if args.show_env:
         console.print(Text("relevant environment (secrets redacted):", style="bold"))
-        for name, value in _relevant_env(env).items():
-            console.print(Text(f"  {name}={_scrub(value, secrets)}"))
+        for name, value in relevant_env(env).items():
+            console.print(Text(f"  {name}={scrub(value, secrets)}"))
         console.print()
     render_findings(findings, console, show_info=not args.no_info)
     return code

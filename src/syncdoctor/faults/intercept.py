@@ -27,6 +27,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 __all__ = [
@@ -110,7 +111,7 @@ class CallSite:
 
 def call_site(skip: int = 1) -> CallSite | None:
     """The innermost frame outside torch and syncdoctor's wrappers (the user's code), or None."""
-    frame = sys._getframe(skip)
+    frame: FrameType | None = sys._getframe(skip)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if not (module == "torch" or module.startswith("torch.") or module in _INTERNAL_MODULES):

@@ -20,23 +20,53 @@ Kinds (``late``, ``other_size`` and ``exception`` are accepted as the lab's name
 Specs come from Python (``Fault("skip", rank=1, collective=3)``), from JSON objects or lists (the lab's
 workload format, ``{"rank": 1, "kind": "skip", "at": 3}`` where ``at`` counts steps) or from a compact
 string for environment variables: ``"skip:rank=1,collective=3;delay:rank=0,step=2,seconds=1.5"``.
+
+The lab's workload (:mod:`syncdoctor.testing.workload`) reads the same JSON objects as :class:`StepFault`
+(:func:`parse_step_faults`): faults that act at a training step of a known program (``at``, 0-based), inside a
+named function of its step (``where``), with the workload's own kinds besides the shared ones (``spin``,
+``trigger``, ``swap``, ``block`` and the healthy solo work ``checkpoint``, ``evaluate``, ``dcp``). Both read
+their text with one reader and name kinds from one table (:data:`KINDS`, :data:`STEP_KINDS` and the aliases
+between them); :meth:`StepFault.to_fault` gives the injection fault for the kinds both have.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from syncdoctor.errors import UsageError
 
-__all__ = ["KINDS", "Fault", "FaultPlan", "parse_faults"]
+__all__ = [
+    "CRASH_MODES",
+    "KINDS",
+    "LATE_WHERE",
+    "STEP_KINDS",
+    "Fault",
+    "FaultPlan",
+    "StepFault",
+    "parse_faults",
+    "parse_step_faults",
+]
 
+# The kinds injection applies, and the names the lab's workload uses for the same things.
 KINDS = ("delay", "skip", "resize", "other_op", "crash", "freeze", "slow")
 _ALIASES = {"late": "delay", "other_size": "resize", "exception": "crash", "sleep": "delay"}
 _CRASH_MODES = ("exception", "exit", "sigkill")
 _OTHER_OPS = ("broadcast", "barrier", "all_reduce")
+
+# The kinds the lab's workload applies at a step: the shared ones under their workload names, its own, and
+# healthy solo work one rank does alone while the others wait.
+STEP_KINDS = ("late", "skip", "other_op", "other_size", "crash", "freeze", "spin", "slow", "trigger", "swap",
+              "block", "checkpoint", "evaluate", "dcp")
+SOLO_KINDS = ("checkpoint", "evaluate", "dcp")
+CRASH_MODES = (*_CRASH_MODES, "abort")  # the workload can also abort()
+# Named functions of the workload's step in which a delay can sit (so a Python stack shows where it waits);
+# the parallel shapes (:mod:`syncdoctor.testing.shapes`) add the data-parallel part of their step.
+LATE_WHERE = ("load_batch", "forward", "optimizer_step", "checkpoint_pause", "data_parallel")
+STEP_OTHER_OPS = ("broadcast", "all_gather", "barrier", "reduce")
 
 
 @dataclass(frozen=True)
@@ -202,6 +232,15 @@ def _parse_compact(text: str) -> list[Fault]:
     return faults
 
 
+def _json_items(text: str) -> list[Any]:
+    """A JSON fault spec (an object or a list of them) as a list; raises :class:`UsageError` when malformed."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"fault spec is not valid JSON ({exc.msg} at column {exc.colno}): {text!r}") from None
+    return data if isinstance(data, list) else [data]
+
+
 def parse_faults(spec: str | Mapping[str, Any] | Sequence[Any] | Fault | None) -> tuple[Fault, ...]:
     """Faults from a :class:`Fault`, a mapping, a list of either, a JSON text or a compact string.
 
@@ -218,11 +257,7 @@ def parse_faults(spec: str | Mapping[str, Any] | Sequence[Any] | Fault | None) -
         if not text:
             return ()
         if text[0] in "[{":
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"fault spec is not valid JSON: {exc}") from None
-            return parse_faults(data)
+            return parse_faults(_json_items(text))
         return tuple(_parse_compact(text))
     if isinstance(spec, Sequence):
         out: list[Fault] = []
@@ -232,6 +267,142 @@ def parse_faults(spec: str | Mapping[str, Any] | Sequence[Any] | Fault | None) -
             out.extend(parse_faults(item))
         return tuple(out)
     raise UsageError(f"cannot read a fault spec from {type(spec).__name__}")
+
+
+# -- the lab workload's faults, at a training step ----------------------------------------------------------
+
+_STEP_FIELDS = {"rank", "kind", "at", "seconds", "where", "mode", "code", "factor", "op", "size", "name"}
+
+
+@dataclass(frozen=True)
+class StepFault:
+    """One fault of the lab's workload: what rank ``rank`` does differently from step ``at`` (0-based).
+
+    Fields by kind:
+      late        sleep ``seconds`` inside the function named ``where`` at step ``at``
+      skip        do not issue the step's metric all_reduce at step ``at`` (the other ranks do); in a
+                  pipeline shape, do not send the step's activations to the next stage
+      swap        issue the step's metric all_reduce (default group) before its tensor-parallel one at
+                  step ``at``: the tensor-parallel peer calls them the other way round (a deadlock)
+      other_op    issue ``op`` (broadcast by default) instead of the metric all_reduce at step ``at``
+      other_size  all_reduce ``size`` elements (default 2x) instead of the metric's at step ``at``
+      crash       at step ``at``: ``mode`` exception (raise), exit (``os._exit(code)``), sigkill, abort
+      freeze      SIGSTOP itself at step ``at``
+      spin        busy-loop in Python for ``seconds`` (0: forever) at step ``at``, inside ``where``
+      slow        from step ``at`` on, every step takes ``factor`` times as long (sleep inside ``where``)
+      trigger     touch ``$SYNCDOCTOR_TRIGGER_DIR/<name>`` at step ``at`` and wait up to ``seconds``
+                  (default 10) until the lab has acted on it (renamed it to ``<name>.done``)
+      block       block in a read of a pipe nobody writes to, for ``seconds`` (0: forever), inside ``where``
+    Healthy solo work (not faults: the job is fine), after the optimizer step of step ``at`` while the others
+    go on to the step's metric all_reduce; ``name`` marks it with ``syncdoctor.watch.solo(name)`` (up to
+    ``factor`` x ``seconds`` when ``factor`` > 1), empty: unmarked:
+      checkpoint  a loop of ``torch.save`` of the model and an optimizer-sized state for ``seconds``
+      evaluate    an evaluation loop (forward passes, a metric) for ``seconds``
+      dcp         a loop of ``torch.distributed.checkpoint.save`` (this rank alone) for ``seconds``
+    """
+
+    rank: int
+    kind: str
+    at: int = 0
+    seconds: float = 0.0
+    where: str = "load_batch"
+    mode: str = "exception"
+    code: int = 1
+    factor: float = 1.0
+    op: str = "broadcast"
+    size: int = 0
+    name: str = ""
+
+    def applies(self, rank: int, step: int) -> bool:
+        """True when this fault fires for ``rank`` at ``step`` (``slow`` fires at every step from ``at``)."""
+        if rank != self.rank:
+            return False
+        return step >= self.at if self.kind == "slow" else step == self.at
+
+    def to_fault(self) -> Fault:
+        """The injection :class:`Fault` doing the same at the step marker ``at`` (and from it on for ``slow``).
+
+        Raises :class:`UsageError` for the workload's own kinds and for values injection cannot apply.
+        """
+        kind = _ALIASES.get(self.kind, self.kind)
+        if kind not in KINDS:
+            raise UsageError(f"fault {self.kind} is the lab workload's own; injection has {', '.join(KINDS)}")
+        values: dict[str, Any] = {"rank": self.rank, "step": self.at}
+        if kind == "delay":
+            values["seconds"] = self.seconds
+        elif kind == "resize":
+            values["delta"] = (self.size or 2) - 1
+        elif kind == "other_op":
+            values["op_to"] = self.op
+        elif kind == "crash":
+            values.update(mode=self.mode, exit_code=self.code)
+        elif kind == "slow":
+            values["factor"] = self.factor
+        return Fault(kind, **values)
+
+
+def parse_step_faults(text: str | None) -> tuple[StepFault, ...]:
+    """The lab workload's faults from a JSON spec (an object or a list of objects); empty or None: none."""
+    if text is None or not text.strip():
+        return ()
+    return tuple(_step_fault(item, index) for index, item in enumerate(_json_items(text)))
+
+
+def _step_fault(item: object, index: int) -> StepFault:
+    where = f"fault #{index}"
+    if not isinstance(item, Mapping):
+        raise UsageError(f"{where}: expected a JSON object like {{\"rank\": 1, \"kind\": \"late\"}}, got {item!r}")
+    unknown = set(item) - _STEP_FIELDS
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_STEP_FIELDS))}")
+    kind = item.get("kind")
+    if kind not in STEP_KINDS:
+        raise UsageError(f"{where}: kind must be one of {', '.join(STEP_KINDS)}, got {kind!r}")
+    if "rank" not in item:
+        raise UsageError(f"{where}: a fault needs the \"rank\" it applies to")
+    spec = StepFault(
+        rank=_json_int(item, "rank", where, 0),
+        kind=kind,
+        at=_json_int(item, "at", where, 0),
+        seconds=_json_float(item, "seconds", where, 0.0),
+        where=str(item.get("where", "forward" if kind == "slow" else "load_batch")),
+        mode=str(item.get("mode", "exception")),
+        code=_json_int(item, "code", where, 1),
+        factor=_json_float(item, "factor", where, 1.0),
+        op=str(item.get("op", "broadcast")),
+        size=_json_int(item, "size", where, 0),
+        name=str(item.get("name", "")),
+    )
+    if spec.where not in LATE_WHERE:
+        raise UsageError(f"{where}: where must be one of {', '.join(LATE_WHERE)}, got {spec.where!r}")
+    if kind == "crash" and spec.mode not in CRASH_MODES:
+        raise UsageError(f"{where}: crash mode must be one of {', '.join(CRASH_MODES)}, got {spec.mode!r}")
+    if kind in SOLO_KINDS and spec.seconds <= 0:
+        raise UsageError(f"{where}: {kind} needs seconds > 0")
+    if kind == "late" and spec.seconds <= 0:
+        raise UsageError(f"{where}: a late fault needs \"seconds\" > 0")
+    if kind == "slow" and spec.factor < 1.0:
+        raise UsageError(f"{where}: slow needs \"factor\" >= 1.0 (1.5 = 50% slower), got {spec.factor}")
+    if kind == "other_op" and spec.op not in STEP_OTHER_OPS:
+        raise UsageError(f"{where}: op must be one of {', '.join(STEP_OTHER_OPS)}, got {spec.op!r}")
+    if kind == "trigger" and not re.fullmatch(r"[A-Za-z0-9_.-]+", spec.name):
+        raise UsageError(f"{where}: a trigger fault needs a \"name\" made of letters, digits, '-', '_', '.'")
+    return spec
+
+
+def _json_int(item: Mapping[str, object], key: str, where: str, default: int) -> int:
+    value = item.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{where}: {key} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _json_float(item: Mapping[str, object], key: str, where: str, default: float) -> float:
+    value = item.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise UsageError(f"{where}: {key} must be a non-negative number, got {value!r}")
+    return float(value)
 
 
 # Kinds that need no collective to act on: with a ``step`` and no ``collective`` they fire at the step marker.

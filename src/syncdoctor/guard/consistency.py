@@ -8,6 +8,7 @@ without rank 0 (the launcher's reference host) is named.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -74,6 +75,14 @@ def _shown(name: str, value: str | None) -> str:
     return f"{name}={value}" if value is not None else f"{name} unset"
 
 
+def _env_value(name: str, record: RankFacts) -> str | None:
+    return record.env.get(name)
+
+
+def _env_is_set(name: str, record: RankFacts) -> bool:
+    return name in record.env
+
+
 def _disagreements(
     facts: Mapping[int, RankFacts], get: Callable[[RankFacts], Any]
 ) -> tuple[Any, list[int], dict[Any, list[int]]] | None:
@@ -89,7 +98,7 @@ def _setting_findings(facts: Mapping[int, RankFacts]) -> list[Finding]:
     for name in sorted(set(names) | set(MUST_AGREE)):
         if name in HARMLESS or name in INTERFACE_SETTINGS:
             continue
-        split = _disagreements(facts, lambda r, n=name: r.env.get(n))
+        split = _disagreements(facts, functools.partial(_env_value, name))
         if split is None:
             continue
         reference, reference_ranks, others = split
@@ -113,7 +122,7 @@ def _setting_findings(facts: Mapping[int, RankFacts]) -> list[Finding]:
 def _interface_findings(facts: Mapping[int, RankFacts], backend: str) -> list[Finding]:
     findings: list[Finding] = []
     for name in INTERFACE_SETTINGS:
-        split = _disagreements(facts, lambda r, n=name: n in r.env)
+        split = _disagreements(facts, functools.partial(_env_is_set, name))
         if split is None:
             continue
         reference, reference_ranks, others = split
@@ -172,12 +181,12 @@ def _validation_findings(facts: Mapping[int, RankFacts]) -> list[Finding]:
             seen.setdefault((code, title), (severity, []))[1].append(rank)
     findings: list[Finding] = []
     for (code, title), (severity_label, ranks) in sorted(seen.items()):
-        severity = Severity.parse(severity_label)
-        if severity < Severity.WARNING:
+        parsed = Severity.parse(severity_label)
+        if parsed < Severity.WARNING:
             continue
         where = "every rank" if len(ranks) == len(facts) and len(facts) > 1 else hosts_text(facts, ranks)
         findings.append(pages.INVALID_SETTING_ON_RANK.finding(
-            f"{code} on {where}: {title}", severity=severity, key=f"{code}:{title}",
+            f"{code} on {where}: {title}", severity=parsed, key=f"{code}:{title}",
             fix=f"see `syncdoctor explain {code}`; fix it on {', '.join(_hosts_of(facts, ranks))}",
             evidence={"code": code, "odd_ranks": ranks, "odd_hosts": _hosts_of(facts, ranks)},
         ))

@@ -1,7 +1,8 @@
 """What each rank tells the others at the start-up guard: a small record of its settings, versions and
 validation findings. :class:`RankFacts` and its JSON form are pure; :func:`collect_rank_facts` does I/O
-(reads the environment, the host's interfaces, torch's versions). The validation rules are imported with
-this module, so that their import is not part of the guard's time.
+(reads the environment, the host's interfaces, torch's versions). The validation rules (``check``'s pipeline,
+:mod:`syncdoctor.checks.pipeline`) are imported with this module, so that their import is not part of the
+guard's time.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncdoctor.checks.env_rules import validate_env
+from syncdoctor.checks.pipeline import env_findings
 from syncdoctor.host.collect import collect_host_facts
 from syncdoctor.redact import redact_env
 
@@ -117,10 +118,9 @@ def collect_rank_facts(rank: int, group: Any, backend: str, environ: Mapping[str
     env = dict(os.environ if environ is None else environ)
     versions = _torch_versions()
     host = collect_host_facts()  # about 40 ms; facts it cannot read stay unknown and skip their rules
-    findings = validate_env(
+    findings = env_findings(
         {k: v for k, v in env.items() if k.startswith(RELEVANT_PREFIXES) or k in ("MASTER_ADDR", "MASTER_PORT")},
-        interfaces=host.interfaces or None,
-        ib_ports=None if any("IB" in note or "infiniband" in note.lower() for note in host.unreadable) else host.ib_ports,
+        host,
         nccl_version=versions.get("nccl"),
         torch_version=versions.get("torch"),
     )

@@ -11,7 +11,10 @@ Modules (I/O unless marked pure):
 - ``infiniband``: IB/RoCE ports and NCCL's RoCE GID auto-selection (the selection itself is pure).
 - ``limits``: /dev/shm and memlock; ``names``: hostname resolution; ``versions``: torch/NCCL/CUDA/driver/GPUs.
 - ``collect``: ``collect_host_facts(root)``, never raises.
-- ``predict`` (pure): the interface NCCL's bootstrap and Gloo will advertise under an environment.
+- ``interfaces`` (pure): which interface holds an address, the addresses in ``getifaddrs`` order.
 - ``route``: the interface and source address used to reach MASTER_ADDR; ``reach``: TCP connect to the master.
-- ``preflight``: the host half of ``syncdoctor check`` (facts, predictions, route, reach, host findings).
+
+Facts only: what NCCL and Gloo will make of them under an environment, and the rules that judge them, are in
+:mod:`syncdoctor.checks` (``predict``, ``preflight``, ``host_rules``), which imports this package, never the
+other way round.
 """

@@ -55,7 +55,8 @@ def collect_host_facts(
         return found
 
     def interfaces() -> tuple:
-        found, notes = read_interfaces(root, _guard("addresses", {}, unreadable, addresses))
+        no_addresses: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        found, notes = read_interfaces(root, _guard("addresses", no_addresses, unreadable, addresses))
         unreadable.extend(notes)
         return found
 

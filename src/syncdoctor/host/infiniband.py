@@ -268,7 +268,7 @@ def read_ib_ports(root: Path) -> tuple[tuple[IbPortFacts, ...], list[str]]:
         devices = sorted(p for p in base.iterdir() if p.is_dir())
     except OSError as exc:
         return (), [f"{base}: cannot list IB devices ({exc.strerror or exc})"]
-    ports = []
+    ports: list[IbPortFacts] = []
     for device in devices:
         numbers = _numeric_entries(device / "ports")
         if not numbers:

@@ -13,7 +13,7 @@ import logging
 import socket
 from collections.abc import Callable, Sequence
 
-from syncdoctor.host.predict import address_interface
+from syncdoctor.host.interfaces import address_interface
 from syncdoctor.host.types import InterfaceFacts, RouteFacts
 
 __all__ = ["AddressResolver", "resolve_first", "route_to"]

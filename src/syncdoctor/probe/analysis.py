@@ -22,20 +22,10 @@ __all__ = [
     "collapse_node_findings",
     "collective_findings",
     "consistency_findings",
-    "format_rate",
     "skew_findings",
 ]
 
 CLOCK_WARN_S = 1.0
-
-
-def format_rate(bytes_per_s: float) -> str:
-    """Bytes/s as a link rate in bits: ``"38.2 Mb/s"``, ``"2.10 Gb/s"``."""
-    bits = bytes_per_s * 8
-    for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if bits >= scale:
-            return f"{bits / scale:.3g} {unit}"
-    return f"{bits:.0f} b/s"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.errors import UsageError
-from syncdoctor.recommend import DEFAULT_BUCKET_BYTES
+from syncdoctor.probe.recommend import DEFAULT_BUCKET_BYTES
 
 __all__ = [
     "DEFAULT_OPS",
@@ -19,7 +19,6 @@ __all__ = [
     "OPS",
     "QUICK_SIZES",
     "ProbeConfig",
-    "format_bytes",
     "parse_bytes",
     "parse_ops",
     "parse_sizes",
@@ -44,15 +43,6 @@ def parse_bytes(text: str) -> int:
     if value < 1 or value != int(value):
         raise UsageError(f"not a whole positive number of bytes: {text!r}")
     return int(value)
-
-
-def format_bytes(value: float) -> str:
-    """67108864 -> ``"64M"``; 1536 -> ``"1.5K"``."""
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if value >= scale:
-            shown = value / scale
-            return f"{shown:g}{unit}" if shown == int(shown) else f"{shown:.1f}{unit}"
-    return f"{int(value)}B"
 
 
 def parse_sizes(text: str, factor: int = 4) -> tuple[int, ...]:

@@ -280,6 +280,12 @@ class Lab:
                                           f"({self.fallback_reason})")
         return host
 
+    @staticmethod
+    def _namespace(host: LabHost) -> str:
+        """The namespace of a host that :meth:`_netns_host` returned."""
+        assert host.netns is not None
+        return host.netns
+
     def _switch(self) -> str:
         assert self.names is not None
         return self.names.switch
@@ -292,13 +298,13 @@ class Lab:
         # Bucket: 10 ms worth of traffic, at least a few full frames; queue: 50 ms at the rate.
         burst = max(bits // 8 // 100, 4 * (mtu + 14), 16_000)
         spec = ["root", "tbf", "rate", f"{bits}bit", "burst", str(burst), "latency", "50ms"]
-        _netns.tc("-n", host.netns, "qdisc", "replace", "dev", host.ifname, *spec)
+        _netns.tc("-n", self._namespace(host), "qdisc", "replace", "dev", host.ifname, *spec)
         _netns.tc("-n", self._switch(), "qdisc", "replace", "dev", host.veth, *spec)
         logger.info("throttled %s to %s", host.name, rate)
 
     def unthrottle(self, ref: LabHost | str) -> None:
         host = self._netns_host(ref, "throttling")
-        _netns.tc("-n", host.netns, "qdisc", "del", "dev", host.ifname, "root", check=False)
+        _netns.tc("-n", self._namespace(host), "qdisc", "del", "dev", host.ifname, "root", check=False)
         _netns.tc("-n", self._switch(), "qdisc", "del", "dev", host.veth, "root", check=False)
 
     def cut(self, ref: LabHost | str) -> None:
@@ -316,8 +322,7 @@ class Lab:
     def set_mtu(self, ref: LabHost | str, mtu: int, switch_port: bool = False) -> None:
         """Set the MTU of the host's eth0 (and of its switch port when ``switch_port``)."""
         host = self._netns_host(ref, "setting the MTU")
-        assert host.netns is not None
-        self._apply_host_mtu(host.netns, mtu)
+        self._apply_host_mtu(self._namespace(host), mtu)
         if switch_port:
             _netns.ip("-n", self._switch(), "link", "set", host.veth, "mtu", str(mtu))
 
@@ -343,9 +348,9 @@ class Lab:
         host = self._netns_host(ref, "adding an address")
         old = self._advertised.pop(host.name, None)
         if old is not None:
-            _netns.ip("-n", host.netns, "addr", "del", f"{old}/{prefix}", "dev", host.ifname, check=False)
+            _netns.ip("-n", self._namespace(host), "addr", "del", f"{old}/{prefix}", "dev", host.ifname, check=False)
         if addr is not None:
-            _netns.ip("-n", host.netns, "addr", "add", f"{addr}/{prefix}", "dev", host.ifname)
+            _netns.ip("-n", self._namespace(host), "addr", "add", f"{addr}/{prefix}", "dev", host.ifname)
             self._advertised[host.name] = addr
         for each in self.hosts:
             self._write_hosts_file(each, loopback=each.name in self._loopback)

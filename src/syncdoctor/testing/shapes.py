@@ -2,7 +2,7 @@
 
 Does I/O: runs torch.distributed, sleeps, writes step lines to stdout. Run under torchrun with a world of 8
 (``python -m syncdoctor.testing.shapes --shape tpdp``); faults are the lab workload's
-(:mod:`syncdoctor.testing.faults_spec`), given as JSON with ``--fault``.
+(:class:`syncdoctor.faults.spec.StepFault`), given as JSON with ``--fault``.
 
 ``tpdp``      tensor-parallel pairs {0,1},{2,3}... and data-parallel groups {0,2,4,6},{1,3,5,7}. A step:
               ``load_batch``, ``tensor_parallel`` (all_reduce of the activations in the pair),
@@ -33,7 +33,7 @@ from datetime import timedelta
 from typing import Any
 
 from syncdoctor.errors import UsageError
-from syncdoctor.testing.faults_spec import FaultSpec, parse_faults
+from syncdoctor.faults.spec import StepFault, parse_step_faults
 from syncdoctor.testing.workload import TAG
 
 __all__ = ["SHAPES", "build_parser", "main"]
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shape", choices=SHAPES, required=True)
     parser.add_argument("--steps", type=int, default=20, help="training steps (default 20)")
     parser.add_argument("--step-sleep", type=float, default=0.05, help="seconds of work per step (default 0.05)")
-    parser.add_argument("--fault", default=None, help="fault spec JSON (object or list), see syncdoctor.testing.faults_spec")
+    parser.add_argument("--fault", default=None, help="fault spec JSON (object or list), see syncdoctor.faults.spec.StepFault")
     parser.add_argument("--collective-timeout", type=float, default=120.0, help="seconds (default 120)")
     parser.add_argument("--watch", action="store_true", default=os.environ.get("SYNCDOCTOR_WATCH") == "1",
                         help="call syncdoctor.watch.start() (also env SYNCDOCTOR_WATCH=1)")
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Faults:
-    def __init__(self, faults: Sequence[FaultSpec], rank: int, dump: tuple[int, float] | None = None,
+    def __init__(self, faults: Sequence[StepFault], rank: int, dump: tuple[int, float] | None = None,
                  dump_dir: str = "dumps") -> None:
         self.rank = rank
         self.faults = [f for f in faults if f.rank == rank]
@@ -79,10 +79,10 @@ class _Faults:
         os.makedirs(self.dump_dir, exist_ok=True)
         path = os.path.join(self.dump_dir, f"rank{self.rank}.json")
         with open(path, "wb") as handle:
-            handle.write(bytes(c10d_ext._dump_fr_trace_json(True, False)))
+            handle.write(bytes(c10d_ext._dump_fr_trace_json(True, False)))  # type: ignore[attr-defined]  # private
         print(f"{TAG} dump rank={self.rank} path={path}", flush=True)
 
-    def has(self, step: int, kind: str) -> FaultSpec | None:
+    def has(self, step: int, kind: str) -> StepFault | None:
         found = next((f for f in self.faults if f.kind == kind and f.applies(self.rank, step)), None)
         if found is not None:
             print(f"{TAG} fault kind={kind} rank={self.rank} step={step} where={found.where}", flush=True)
@@ -99,7 +99,7 @@ class _Faults:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        faults = parse_faults(args.fault)
+        faults = parse_step_faults(args.fault)
         dump = None
         if args.dump:
             step_text, _, seconds_text = args.dump.partition(":")

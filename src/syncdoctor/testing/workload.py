@@ -53,7 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from syncdoctor.errors import UsageError
-from syncdoctor.testing.faults_spec import FaultSpec, parse_duration, parse_faults
+from syncdoctor.faults.spec import StepFault, parse_step_faults
+from syncdoctor.testing.faults_spec import parse_duration
 
 __all__ = ["StepLine", "build_parser", "main", "parse_step_lines"]
 
@@ -100,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--step-sleep", type=float, default=0.0,
                         help="seconds every rank sleeps in load_batch each step (slower, steadier steps)")
     parser.add_argument("--fault", default=None,
-                        help="fault spec JSON (object or list), see syncdoctor.testing.faults_spec; "
+                        help="fault spec JSON (object or list), see syncdoctor.faults.spec.StepFault; "
                              "default: env SYNCDOCTOR_FAULT")
     parser.add_argument("--pause-all", default=None, metavar="SECONDS@STEP",
                         help="every rank pauses SECONDS at STEP together (like a checkpoint)")
@@ -137,15 +138,15 @@ def _parse_pause(text: str | None) -> tuple[float, int] | None:
 class _Faults:
     """The faults that concern this rank, applied at named points of the step."""
 
-    def __init__(self, faults: Sequence[FaultSpec], rank: int) -> None:
+    def __init__(self, faults: Sequence[StepFault], rank: int) -> None:
         self.rank = rank
         self.faults = [fault for fault in faults if fault.rank == rank]
         self.step_durations: list[float] = []
 
-    def at(self, step: int, *kinds: str) -> list[FaultSpec]:
+    def at(self, step: int, *kinds: str) -> list[StepFault]:
         return [f for f in self.faults if f.kind in kinds and f.applies(self.rank, step)]
 
-    def announce(self, fault: FaultSpec, step: int, **extra: object) -> None:
+    def announce(self, fault: StepFault, step: int, **extra: object) -> None:
         details = " ".join(f"{key}={value}" for key, value in extra.items())
         print(f"{TAG} fault kind={fault.kind} rank={self.rank} step={step} {details}".rstrip(), flush=True)
 
@@ -183,7 +184,7 @@ class _Faults:
         return sorted(recent)[len(recent) // 2] if recent else 0.01
 
 
-def _trigger(fault: FaultSpec) -> None:
+def _trigger(fault: StepFault) -> None:
     """Touch the trigger file, then wait (up to ``seconds``, default 10) until the lab has acted on it
     (renamed it), so that the step after the trigger already runs under the lab's change."""
     trigger_dir = Path(os.environ.get("SYNCDOCTOR_TRIGGER_DIR", "triggers"))
@@ -220,7 +221,7 @@ def _block(seconds: float) -> None:
         os.close(write_end)
 
 
-def _solo(fault: FaultSpec) -> Any:
+def _solo(fault: StepFault) -> Any:
     """``syncdoctor.watch.solo(name)`` around the work when the fault names it, else nothing."""
     import contextlib
 
@@ -231,7 +232,7 @@ def _solo(fault: FaultSpec) -> Any:
     return watch.solo(fault.name, up_to_s=fault.seconds * fault.factor if fault.factor > 1 else None)
 
 
-def _crash(fault: FaultSpec, step: int) -> None:
+def _crash(fault: StepFault, step: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     if fault.mode == "exit":
@@ -246,7 +247,7 @@ def _crash(fault: FaultSpec, step: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        faults = parse_faults(args.fault if args.fault is not None else os.environ.get("SYNCDOCTOR_FAULT"))
+        faults = parse_step_faults(args.fault if args.fault is not None else os.environ.get("SYNCDOCTOR_FAULT"))
         pause = _parse_pause(args.pause_all)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -254,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _train(args, faults, pause)
 
 
-def _train(args: argparse.Namespace, faults: Sequence[FaultSpec], pause: tuple[float, int] | None) -> int:
+def _train(args: argparse.Namespace, faults: Sequence[StepFault], pause: tuple[float, int] | None) -> int:
     from datetime import timedelta
 
     import torch

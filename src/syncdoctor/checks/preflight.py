@@ -1,6 +1,6 @@
 """The host half of ``syncdoctor check``: facts, predictions, route and reachability, then host findings.
 
-Does I/O (through the readers in this package). :func:`run_preflight` never raises for host trouble; every
+Does I/O (through the readers of :mod:`syncdoctor.host`). :func:`run_preflight` never raises for host trouble; every
 problem becomes a finding. ``parse_master`` is pure and raises :class:`UsageError` for a malformed value.
 """
 
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from syncdoctor.checks.host_rules import HostCheckInput, MasterTarget, evaluate
+from syncdoctor.checks.predict import InterfaceChoice, predict_gloo, predict_nccl
 from syncdoctor.errors import UsageError
 from syncdoctor.host.collect import collect_host_facts
 from syncdoctor.host.names import Resolver, system_resolver
-from syncdoctor.host.predict import InterfaceChoice, predict_gloo, predict_nccl
 from syncdoctor.host.reach import check_reach
 from syncdoctor.host.route import route_to
 from syncdoctor.host.types import HostFacts, ReachFacts, RouteFacts

@@ -1,4 +1,4 @@
-"""Which interface and address NCCL's bootstrap and Gloo will advertise under an environment. Pure.
+"""Which interface and address NCCL's bootstrap and Gloo will advertise under an environment. Pure: no I/O.
 
 NCCL (``ncclFindInterfaces`` in src/misc/socket.cc, ``ncclOsFindInterfaces`` in src/os/linux.cc): walk the
 addresses the way ``getifaddrs`` lists them (IPv4 first, then IPv6, each by interface index), keep
@@ -22,13 +22,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from syncdoctor.checks.values import parse_nccl_list
+from syncdoctor.host.interfaces import address_interface, address_table, bare_address
 from syncdoctor.host.names import is_loopback_address
 from syncdoctor.host.types import InterfaceFacts, NameFacts
 
 __all__ = [
     "InterfaceChoice",
-    "address_interface",
-    "address_table",
     "match_interface_list",
     "predict_gloo",
     "predict_nccl",
@@ -73,18 +72,6 @@ def match_interface_list(name: str, exact: bool, entries: Sequence[str]) -> bool
     return any(name == entry if exact else name.startswith(entry) for entry in entries)
 
 
-def address_table(interfaces: Sequence[InterfaceFacts]) -> list[tuple[InterfaceFacts, str, int]]:
-    """(interface, address/prefix, family) in ``getifaddrs`` order: IPv4 by ifindex, then IPv6 by ifindex."""
-    ordered = sorted(interfaces, key=lambda i: (i.ifindex is None, i.ifindex or 0))
-    rows = [(i, a, 4) for i in ordered for a in i.ipv4]
-    rows += [(i, a, 6) for i in ordered for a in i.ipv6]
-    return rows
-
-
-def _bare(cidr: str) -> str:
-    return cidr.split("/", 1)[0]
-
-
 def _find(
     interfaces: Sequence[InterfaceFacts], spec: str, family: int | None, limit: int = NCCL_MAX_IFS
 ) -> list[tuple[str, str]]:
@@ -96,13 +83,13 @@ def _find(
             break
         if interface.running is not True or (family is not None and fam != family):
             continue
-        if fam == 6 and is_loopback_address(_bare(cidr)):
+        if fam == 6 and is_loopback_address(bare_address(cidr)):
             continue
         if match_interface_list(interface.name, exact, entries) == exclude:
             continue
         if any(name == interface.name for name, _ in found):
             continue
-        found.append((interface.name, _bare(cidr)))
+        found.append((interface.name, bare_address(cidr)))
     return found
 
 
@@ -123,7 +110,7 @@ def _match_subnet(interfaces: Sequence[InterfaceFacts], remote: str) -> list[tup
         except ValueError:
             continue
         if network.version == target.version and target in network:
-            return [(interface.name, _bare(cidr))]
+            return [(interface.name, bare_address(cidr))]
     return []
 
 
@@ -175,25 +162,11 @@ def predict_nccl(interfaces: Sequence[InterfaceFacts], env: Mapping[str, str]) -
     )
 
 
-def address_interface(interfaces: Sequence[InterfaceFacts], address: str) -> str | None:
-    """The interface holding ``address`` (``lo`` for loopback addresses not listed anywhere)."""
-    bare = _bare(address).split("%", 1)[0]
-    for interface, cidr, _fam in address_table(interfaces):
-        try:
-            if ipaddress.ip_address(_bare(cidr)) == ipaddress.ip_address(bare):
-                return interface.name
-        except ValueError:
-            continue
-    if is_loopback_address(bare):
-        return next((i.name for i in interfaces if i.loopback), "lo")
-    return None
-
-
 def _gloo_interface_address(interface: InterfaceFacts | None) -> str | None:
     if interface is None:
         return None
     addresses = [*interface.ipv4, *interface.ipv6]
-    return _bare(addresses[0]) if addresses else None
+    return bare_address(addresses[0]) if addresses else None
 
 
 def predict_gloo(
