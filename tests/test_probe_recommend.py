@@ -17,9 +17,10 @@ from syncdoctor.probe.bandwidth import op_shape, summarise
 from syncdoctor.probe.links import PairTask, link_schedule, merge_halves, pack_rounds, tournament_rounds
 from syncdoctor.probe.recommend import recommend
 from syncdoctor.probe.records import CollectiveRow, LinkMeasure, NodeSkew, from_json
-from syncdoctor.probe.report import SCHEMA, ProbeDocument, render_probe
+from syncdoctor.probe.report import SCHEMA, ProbeDocument, ProbeReport
 from syncdoctor.recommend import measurements_from_probe
 from syncdoctor.recommend import recommend as engine_recommend
+from syncdoctor.report.terminal_probe import render_probe
 
 DATA = Path(__file__).parent / "data" / "probe"
 
@@ -186,7 +187,7 @@ def test_document_writes_atomically_and_renders(tmp_path) -> None:
     assert [s["name"] for s in data["stages"]] == ["join"] and data["stages"][0]["seconds"] == 0.6
     assert list(tmp_path.joinpath("out").iterdir()) == [path]
     buffer = io.StringIO()
-    render_probe(data, Console(file=buffer, width=130, color_system=None, force_terminal=False))
+    render_probe(ProbeReport.from_json(data), Console(file=buffer, width=130, color_system=None, force_terminal=False))
     text = buffer.getvalue()
     assert "syncdoctor probe: 2 of 2 ranks on 1 node(s), backend gloo, launcher local" in text
     assert "verdict: one node" in text and "vm r0-r1" in text and "8 Gb/s" in text

@@ -3,8 +3,9 @@
 Under torchrun: ``torchrun --nnodes N --nproc-per-node G ... -m syncdoctor probe [options]``; under Slurm:
 ``srun python -m syncdoctor probe``; one host: ``syncdoctor probe --local 4``; several hosts without a
 launcher: ``syncdoctor probe --local G --nnodes N --node-rank K --master-addr HOST0`` on each host.
-Rank 0 prints progress per stage and the report; exit code 0 when nothing is wrong, 1 with errors or
-warnings (or a failed stage), 3 when the store cannot be reached.
+Rank 0 prints progress per stage and the report; exit code 0 when nothing is wrong or only warnings were
+found, 1 with error findings (``--fail-on`` sets the severity), 4 when a stage failed, 3 when the store
+cannot be reached or a stage hung past its watchdog.
 """
 
 from __future__ import annotations
@@ -169,8 +170,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except ImportError:
         raise EnvironmentNotSupported("probe needs torch: pip install 'syncdoctor[torch]'") from None
     from syncdoctor.probe.launch import resolve_launch
-    from syncdoctor.probe.report import render_probe
+    from syncdoctor.probe.report import ProbeReport
     from syncdoctor.probe.runner import run_probe
+    from syncdoctor.report.terminal_probe import render_probe
 
     if not console.is_terminal and console.width < 120:
         console.width = 120  # logs of torchrun/srun ranks: wide enough for the tables
@@ -184,12 +186,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         started_wall=started + config.clock_offset_s, on_hang=_hang_exit, command=list(sys.argv),
     )
     if outcome.report is not None:
+        report = ProbeReport.from_json(outcome.report)  # the document as written: parsed once, rendered twice
         console.print()
-        render_probe(outcome.report, console, show_tables=not args.no_tables)
+        render_probe(report, console, show_tables=not args.no_tables)
         if args.html_path:
             from syncdoctor.report.html import render_probe_html, write_html
 
-            written = write_html(args.html_path, render_probe_html(outcome.report))
+            written = write_html(args.html_path, render_probe_html(report))
             console.print(Text(f"HTML report written to {written}"), soft_wrap=True)
     return outcome.exit_code
 

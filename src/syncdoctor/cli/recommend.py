@@ -16,13 +16,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from syncdoctor.cli import EXIT_OK
 from syncdoctor.errors import EnvironmentNotSupported, InputError, UsageError
 from syncdoctor.outputs import check_output
+
+if TYPE_CHECKING:
+    from syncdoctor.probe.report import ProbeReport
 
 __all__ = ["LOCAL_PROBE_ARGS", "register", "run"]
 
@@ -67,7 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _read_report(path: str) -> dict[str, Any]:
+def _read_report(path: str, source: str) -> ProbeReport:
+    """The probe report in ``path``, parsed once (InputError when unreadable or not a probe report)."""
+    from syncdoctor.probe.report import ProbeReport
+
     try:
         text = Path(path).read_text()
     except OSError as exc:
@@ -78,10 +84,10 @@ def _read_report(path: str) -> dict[str, Any]:
         raise InputError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path} is not a probe report (a JSON object was expected)")
-    return data
+    return ProbeReport.from_json(data, source)
 
 
-def _measure_locally(console: Console) -> dict[str, Any]:
+def _measure_locally(console: Console, source: str) -> ProbeReport:
     console.print("no probe report given: measuring this host with `syncdoctor probe "
                   + " ".join(LOCAL_PROBE_ARGS) + "` ...", markup=False)
     with tempfile.TemporaryDirectory(prefix="syncdoctor-recommend-") as tmp:
@@ -94,7 +100,7 @@ def _measure_locally(console: Console) -> dict[str, Any]:
         if not path.exists():
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-5:])
             raise EnvironmentNotSupported(f"the local measurement failed (exit code {done.returncode}): {tail}")
-        return _read_report(str(path))
+        return _read_report(str(path), source)
 
 
 def _emit(recommendation: Any, target: str) -> list[Path]:
@@ -115,10 +121,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         for path in emit_paths(args.emit_env):
             check_output(path, "--emit-env")
     if args.report:
-        doc, source = _read_report(args.report), f"the probe report {args.report}"
+        source = f"the probe report {args.report}"
+        report = _read_report(args.report, source)
     else:
-        doc, source = _measure_locally(console), "a quick local measurement (2 ranks on this host)"
-    measured = measurements_from_probe(doc, source, load_time_s=args.load_time, step_time_s=args.step_time)
+        source = "a quick local measurement (2 ranks on this host)"
+        report = _measure_locally(console, source)
+    measured = measurements_from_probe(report, source, load_time_s=args.load_time, step_time_s=args.step_time)
     result = recommend(measured, bucket_bytes=args.bucket_bytes or DEFAULT_BUCKET_BYTES)
     written = _emit(result, args.emit_env) if args.emit_env else []
     if args.json:

@@ -17,10 +17,9 @@ from syncdoctor.probe.analysis import NodeFacts
 from syncdoctor.probe.bandwidth import OpShape, summarise
 from syncdoctor.probe.facts import host_facts_from_json
 from syncdoctor.probe.join import MissingNode
-from syncdoctor.probe.recommend import Recommendations, recommend
+from syncdoctor.probe.recommend import DEFAULT_BUCKET_BYTES, Recommendations, recommend
 from syncdoctor.probe.records import ClockOffset, CollectiveRow, LinkMeasure, NodeInfo, NodeSkew
 from syncdoctor.probe.verdict import Verdict
-from syncdoctor.recommend import DEFAULT_BUCKET_BYTES
 
 __all__ = [
     "Assessment",
@@ -38,7 +37,7 @@ def node_facts(payloads: Sequence[Mapping[str, Any] | None], nodes: Sequence[Nod
     """One :class:`NodeFacts` per node from the facts stage's per-rank payloads (indexed by rank)."""
     out = []
     for node in nodes:
-        mine = [payloads[r] for r in node.ranks if r < len(payloads) and payloads[r]]
+        mine = [p for p in (payloads[r] for r in node.ranks if r < len(payloads)) if p]
         if not mine:
             out.append(NodeFacts(node.node, node.label))
             continue
@@ -73,16 +72,16 @@ def collective_rows(
     rows, wrong_ranks = [], {}
     nranks = len(payloads)
     for key in order:
-        items = per_key[key]
-        if len(items) < nranks:
+        found = per_key[key]
+        if len(found) < nranks:
             continue  # some rank did not finish this size: the stage failure says so
-        sample = next(iter(items.values()))
+        sample = next(iter(found.values()))
         shape = OpShape(key[0], key[1], int(sample["count"]), int(sample["in_numel"]), int(sample["out_numel"]))
         rows.append(summarise(
-            key[0], shape, {r: (float(i["time_s"]), i.get("wrong")) for r, i in items.items()},
+            key[0], shape, {r: (float(i["time_s"]), i.get("wrong")) for r, i in found.items()},
             int(sample["iters"]),
         ))
-        bad = sorted(r for r, i in items.items() if i.get("wrong"))
+        bad = sorted(r for r, i in found.items() if i.get("wrong"))
         if bad:
             wrong_ranks[f"{key[0]}/{key[1]}"] = bad
     return rows, wrong_ranks

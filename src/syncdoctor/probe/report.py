@@ -1,13 +1,17 @@
-"""The probe's JSON document (schema ``syncdoctor.probe/1``) and its terminal rendering with rich.
+"""The probe's report (schema ``syncdoctor.probe/1``): the typed document, its JSON form and the file writer.
 
-:class:`ProbeDocument` does I/O: it rewrites the JSON file atomically after every stage, so a stage that
-fails or hangs never loses the ones before it. :func:`render_probe` is pure rendering from the JSON data
-(so a saved file renders the same) onto an injected console.
+:class:`ProbeReport` and its parts are frozen dataclasses; :meth:`ProbeReport.from_json` reads the JSON
+document (files written by every version of this schema: optional keys may be missing, malformed entries of
+a list are skipped, anything else malformed raises :class:`~syncdoctor.errors.InputError`) and
+:meth:`ProbeReport.to_json` writes it back. Pure, apart from :class:`ProbeDocument`, which does I/O: it
+rewrites the JSON file atomically after every stage, so a stage that fails or hangs never loses the ones
+before it. The terminal rendering is :func:`syncdoctor.report.terminal_probe.render_probe`, the HTML page
+:mod:`syncdoctor.report.html_probe`.
 
 Top-level keys: ``schema``, ``syncdoctor_version``, ``created``, ``finished``, ``command``, ``config``,
 ``launch``, ``backend``, ``probe_settings``, ``stages`` (name, status, seconds, errors), ``join``
 (complete, registered, missing, nodes, waited_s), ``clock`` (offsets, skew), ``facts`` (nodes), ``links``,
-``collectives``, ``findings``, ``verdict``, ``recommendations``.
+``collectives``, ``findings``, ``verdict``, ``recommendations``, ``emitted``, ``json_path``.
 """
 
 from __future__ import annotations
@@ -16,26 +20,348 @@ import datetime
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import Any, TypeVar
 
 from syncdoctor._version import __version__
+from syncdoctor.errors import InputError
 from syncdoctor.kb import Finding
 from syncdoctor.kb.findings import findings_to_json
-from syncdoctor.probe.analysis import format_rate
-from syncdoctor.probe.bandwidth import format_table, rows_by_op
-from syncdoctor.probe.records import CollectiveRow, from_json
+from syncdoctor.probe.recommend import Recommendations
+from syncdoctor.probe.records import ClockOffset, CollectiveRow, LinkMeasure, NodeSkew, from_json
+from syncdoctor.probe.verdict import Verdict
 from syncdoctor.redact import redact_json
-from syncdoctor.report.terminal import render_findings
 
-__all__ = ["SCHEMA", "ProbeDocument", "render_probe"]
+__all__ = [
+    "SCHEMA",
+    "ClockSection",
+    "FactsRow",
+    "JoinNode",
+    "JoinSection",
+    "ProbeDocument",
+    "ProbeReport",
+    "StageResult",
+    "emit_paths",
+    "write_emitted",
+]
 
 SCHEMA = "syncdoctor.probe/1"
+
+T = TypeVar("T")
+
+_KNOWN = ("schema", "syncdoctor_version", "created", "finished", "command", "config", "launch", "backend",
+          "probe_settings", "stages", "join", "clock", "facts", "links", "collectives", "findings", "verdict",
+          "recommendations", "emitted", "json_path")
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, {} when absent (None); InputError otherwise."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where}: a JSON object was expected, got {type(value).__name__}")
+    return value
+
+
+def _items(value: Any, parse: Callable[[Any], T]) -> tuple[T, ...]:
+    """The entries of a JSON list that ``parse`` accepts; malformed entries (and a non-list) are skipped."""
+    if not isinstance(value, (list, tuple)):
+        return ()
+    out = []
+    for item in value:
+        try:
+            out.append(parse(item))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return tuple(out)
+
+
+def _record(cls: type[T]) -> Callable[[Any], T]:
+    return lambda item: from_json(cls, item)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _mapping(item: Any) -> Mapping[str, Any]:
+    if not isinstance(item, Mapping):
+        raise TypeError("not an object")
+    return dict(item)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One stage as the report records it: status ``ok``, ``failed``, ``hung`` or ``skipped``, its time
+    (seconds) and the error of every rank it failed on (rank as text -> message)."""
+
+    name: str
+    status: str
+    seconds: float
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "seconds": self.seconds, "errors": dict(self.errors)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> StageResult:
+        data = _mapping(data)
+        errors = data.get("errors") or {}
+        return cls(str(data["name"]), str(data["status"]), float(data.get("seconds") or 0.0),
+                   {str(k): str(v) for k, v in dict(errors).items()})
+
+
+@dataclass(frozen=True)
+class JoinNode:
+    """A node of the join table: node rank, label, hostname, address and ranks (hostname and address may be
+    missing in a report, as ``""`` and None)."""
+
+    node: int
+    label: str
+    ranks: tuple[int, ...] = ()
+    hostname: str = ""
+    addr: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "label": self.label, "hostname": self.hostname, "addr": self.addr,
+                "ranks": list(self.ranks)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> JoinNode:
+        data = _mapping(data)
+        node = int(data["node"])
+        addr = data.get("addr")
+        return cls(node, str(data.get("label") or data.get("hostname") or f"node{node}"),
+                   tuple(int(r) for r in data.get("ranks") or ()), str(data.get("hostname") or ""),
+                   None if addr is None else str(addr))
+
+
+@dataclass(frozen=True)
+class JoinSection:
+    """The join stage: whether every rank registered, the ranks as they registered (``RankInfo`` JSON,
+    kept as objects), the nodes, what never joined (descriptions), how long it waited."""
+
+    complete: bool = False
+    state: str | None = None
+    waited_s: float | None = None
+    registered: tuple[Mapping[str, Any], ...] = ()
+    nodes: tuple[JoinNode, ...] = ()
+    missing: tuple[Any, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"complete": self.complete}
+        if self.state is not None:
+            out["state"] = self.state
+        if self.waited_s is not None:
+            out["waited_s"] = self.waited_s
+        return out | {"registered": [dict(r) for r in self.registered], "nodes": [n.to_json() for n in self.nodes],
+                      "missing": list(self.missing)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> JoinSection:
+        data = _object(data, "join")
+        state = data.get("state")
+        missing = data.get("missing")
+        return cls(bool(data.get("complete")), None if state is None else str(state), _number(data.get("waited_s")),
+                   _items(data.get("registered"), _mapping), _items(data.get("nodes"), JoinNode.from_json),
+                   tuple(missing) if isinstance(missing, (list, tuple)) else ())
+
+    def arrival_startups(self) -> list[float]:
+        """Per registered rank with both times: seconds from process start to joining."""
+        out = []
+        for rank in self.registered:
+            arrival, started = _number(rank.get("arrival")), _number(rank.get("started"))
+            if arrival is not None and started is not None:
+                out.append(arrival - started)
+        return out
+
+
+@dataclass(frozen=True)
+class ClockSection:
+    """Clock offsets per node and the start-up skew per node (on node 0's clock)."""
+
+    offsets: tuple[ClockOffset, ...] = ()
+    skew: tuple[NodeSkew, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"offsets": [o.to_json() for o in self.offsets], "skew": [s.to_json() for s in self.skew]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ClockSection:
+        data = _object(data, "clock")
+        return cls(_items(data.get("offsets"), _record(ClockOffset)), _items(data.get("skew"), _record(NodeSkew)))
+
+
+@dataclass(frozen=True)
+class FactsRow:
+    """What the facts stage shows per node: the interface used to reach the master, its MTU and speed;
+    ``details``: the rest of the node's entry (env, versions, gpus, host facts) as it was written."""
+
+    node: int
+    label: str
+    interface: str | None = None
+    mtu: int | None = None
+    speed_mbps: int | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "label": self.label, "interface": self.interface, "mtu": self.mtu,
+                "speed_mbps": self.speed_mbps, **self.details}
+
+    @classmethod
+    def from_json(cls, data: Any) -> FactsRow:
+        data = _mapping(data)
+        node = int(data["node"])
+        interface, mtu, speed = data.get("interface"), data.get("mtu"), data.get("speed_mbps")
+        details = {k: v for k, v in data.items() if k not in ("node", "label", "interface", "mtu", "speed_mbps")}
+        return cls(node, str(data.get("label") or f"node{node}"), None if interface is None else str(interface),
+                   None if mtu is None else int(mtu), None if speed is None else int(speed), details)
+
+
+def _finding(data: Any) -> Finding:
+    return Finding.from_json(_mapping(data))
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """One probe run's report, as written to ``--json`` (see the module docstring for the keys).
+
+    Sections a run that stopped early did not reach are None (``join``, ``clock``, ``verdict``,
+    ``recommendations``) or empty. ``config``, ``launch`` and ``probe_settings`` are the settings as written
+    (plain JSON objects); ``extra`` keeps top-level keys this version does not know.
+    """
+
+    schema: str = SCHEMA
+    syncdoctor_version: str = ""
+    created: str = ""
+    finished: bool = False
+    command: tuple[str, ...] | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    launch: Mapping[str, Any] = field(default_factory=dict)
+    backend: str | None = None
+    probe_settings: Mapping[str, Any] | None = None
+    stages: tuple[StageResult, ...] = ()
+    join: JoinSection | None = None
+    clock: ClockSection | None = None
+    facts: tuple[FactsRow, ...] | None = None
+    links: tuple[LinkMeasure, ...] = ()
+    collectives: tuple[CollectiveRow, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    verdict: Verdict | None = None
+    recommendations: Recommendations | None = None
+    emitted: tuple[str, ...] = ()
+    json_path: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> tuple[JoinNode, ...]:
+        return self.join.nodes if self.join else ()
+
+    @property
+    def skews(self) -> tuple[NodeSkew, ...]:
+        return self.clock.skew if self.clock else ()
+
+    @property
+    def offsets(self) -> tuple[ClockOffset, ...]:
+        return self.clock.offsets if self.clock else ()
+
+    @property
+    def registered(self) -> int:
+        """How many ranks registered."""
+        return len(self.join.registered) if self.join else 0
+
+    def labels(self) -> dict[int, str]:
+        """Node rank -> label, from the join table."""
+        return {n.node: n.label for n in self.nodes}
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document (what :meth:`from_json` reads back into an equal report)."""
+        out: dict[str, Any] = {"schema": self.schema, "syncdoctor_version": self.syncdoctor_version,
+                               "created": self.created, "finished": self.finished,
+                               "stages": [s.to_json() for s in self.stages],
+                               "findings": [f.to_json() for f in self.findings]}
+        if self.command is not None:
+            out["command"] = list(self.command)
+        out["config"] = dict(self.config)
+        out["launch"] = dict(self.launch)
+        if self.backend is not None:
+            out["backend"] = self.backend
+        if self.probe_settings is not None:
+            out["probe_settings"] = dict(self.probe_settings)
+        if self.join is not None:
+            out["join"] = self.join.to_json()
+        if self.clock is not None:
+            out["clock"] = self.clock.to_json()
+        if self.facts is not None:
+            out["facts"] = {"nodes": [f.to_json() for f in self.facts]}
+        out["links"] = [link.to_json() for link in self.links]
+        out["collectives"] = [r.to_json() for r in self.collectives]
+        out["verdict"] = None if self.verdict is None else self.verdict.to_json()
+        out["recommendations"] = None if self.recommendations is None else self.recommendations.to_json()
+        if self.emitted:
+            out["emitted"] = list(self.emitted)
+        if self.json_path is not None:
+            out["json_path"] = self.json_path
+        return out | dict(self.extra)
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "the probe report") -> ProbeReport:
+        """Read a probe JSON document; raises :class:`InputError` (naming ``source``) when it is not one."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"{source}: not a probe report (a JSON object was expected)")
+        schema = data.get("schema")
+        if schema != SCHEMA:
+            raise InputError(f"{source}: not a probe report of schema {SCHEMA} (schema {schema!r})")
+        try:
+            return cls._parse(data)
+        except InputError as exc:
+            raise InputError(f"{source}: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"{source}: malformed probe report ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def _parse(cls, data: Mapping[str, Any]) -> ProbeReport:
+        command = data.get("command")
+        backend, version, created = data.get("backend"), data.get("syncdoctor_version"), data.get("created")
+        json_path = data.get("json_path")
+        facts = data.get("facts")
+        return cls(
+            schema=SCHEMA,
+            syncdoctor_version="" if version is None else str(version),
+            created="" if created is None else str(created),
+            finished=bool(data.get("finished")),
+            command=tuple(str(c) for c in command) if isinstance(command, (list, tuple)) else None,
+            config=dict(_object(data.get("config"), "config")),
+            launch=dict(_object(data.get("launch"), "launch")),
+            backend=None if backend is None else str(backend),
+            probe_settings=(None if data.get("probe_settings") is None
+                            else dict(_object(data.get("probe_settings"), "probe_settings"))),
+            stages=_items(data.get("stages"), StageResult.from_json),
+            join=None if data.get("join") is None else JoinSection.from_json(data.get("join")),
+            clock=None if data.get("clock") is None else ClockSection.from_json(data.get("clock")),
+            facts=(None if facts is None
+                   else _items(_object(facts, "facts").get("nodes"), FactsRow.from_json)),
+            links=_items(data.get("links"), _record(LinkMeasure)),
+            collectives=_items(data.get("collectives"), _record(CollectiveRow)),
+            findings=_items(data.get("findings"), _finding),
+            verdict=None if not data.get("verdict") else Verdict.from_json(_object(data.get("verdict"), "verdict")),
+            recommendations=(None if not data.get("recommendations") else
+                             Recommendations.from_json(_object(data.get("recommendations"), "recommendations"))),
+            emitted=tuple(str(p) for p in data.get("emitted") or ()) if isinstance(data.get("emitted"), list) else (),
+            json_path=None if json_path is None else str(json_path),
+            extra={k: v for k, v in data.items() if k not in _KNOWN},
+        )
+
+    @classmethod
+    def loads(cls, text: str, source: str = "the probe report") -> ProbeReport:
+        """Parse JSON text (InputError when it is not JSON or not a probe report)."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{source} is not JSON ({exc.msg} at line {exc.lineno})") from None
+        return cls.from_json(data, source)
 
 
 class ProbeDocument:
@@ -81,99 +407,21 @@ class ProbeDocument:
             raise
 
 
-def _stage_line(data: Mapping[str, Any]) -> Text:
-    text = Text("stages: ")
-    for index, stage in enumerate(data.get("stages", ())):
-        style = {"ok": "green", "failed": "bold red", "hung": "bold red"}.get(stage["status"], "yellow")
-        if index:
-            text.append(", ")
-        text.append(f"{stage['name']} {stage['status']} ({stage['seconds']:.1f} s)", style=style)
-    return text
+def emit_paths(target: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """The env file ``FILE`` and its Python snippet ``FILE.py`` (``NAME_timeouts.py`` when FILE ends in .py)."""
+    env_path = Path(target)
+    snippet = env_path.with_name(env_path.stem + "_timeouts.py") if env_path.suffix == ".py" else \
+        env_path.with_name(env_path.name + ".py")
+    return env_path, snippet
 
 
-def _nodes_table(data: Mapping[str, Any]) -> Table | None:
-    nodes = data.get("join", {}).get("nodes") or []
-    if not nodes:
-        return None
-    skews = {s["node"]: s for s in data.get("clock", {}).get("skew", [])}
-    facts = {f["node"]: f for f in data.get("facts", {}).get("nodes", [])}
-    table = Table(title="Nodes", title_justify="left", show_edge=False)
-    for column in ("node", "host", "address", "ranks", "arrived (s)", "clock offset", "interface", "MTU"):
-        table.add_column(column, justify="right" if column in ("arrived (s)", "clock offset", "MTU") else "left")
-    for node in nodes:
-        skew = skews.get(node["node"])
-        fact = facts.get(node["node"], {})
-        table.add_row(
-            str(node["node"]), node["label"], str(node.get("addr") or "?"),
-            ",".join(str(r) for r in node["ranks"]),
-            f"{skew['first_s']:.2f}" if skew else "-",
-            f"{skew['offset_s'] * 1e3:+.2f} ms" if skew else "-",
-            str(fact.get("interface") or "?"), str(fact.get("mtu") or "?"),
-        )
-    return table
+def write_emitted(target: str | os.PathLike[str], env_text: str, snippet_text: str) -> list[Path]:
+    """Write the env file and its snippet (secrets redacted as they leave); raises OSError. The one writer of
+    what ``--emit-env`` produces (``syncdoctor probe`` and ``syncdoctor recommend``)."""
+    from syncdoctor.redact import redact_text
 
-
-def _links_table(data: Mapping[str, Any]) -> Table | None:
-    links = data.get("links") or []
-    if not links:
-        return None
-    labels = {n["node"]: n["label"] for n in data.get("join", {}).get("nodes", [])}
-    promised = {row["pair"]: row for row in (data.get("verdict") or {}).get("achieved_vs_promised", [])}
-    table = Table(title="Links (point to point)", title_justify="left", show_edge=False)
-    for column in ("pair", "kind", "latency", "a->b", "b->a", "vs link rate"):
-        table.add_column(column, justify="left" if column in ("pair", "kind") else "right")
-    for link in links:
-        a = labels.get(link["a_node"], f"node{link['a_node']}")
-        b = labels.get(link["b_node"], f"node{link['b_node']}")
-        pair = f"{a}-{b}" if link["kind"] == "inter" else f"{a} r{link['a_rank']}-r{link['b_rank']}"
-        row = promised.get(f"{a}-{b}") if link["kind"] == "inter" else None
-        fraction = "-"
-        if row and row.get("fraction") is not None:
-            fraction = f"{row['fraction']:.2f}x" + ("" if row.get("physical") else " (virtual)")
-        table.add_row(pair, link["kind"], f"{link['latency_s'] * 1e6:.0f} us",
-                      format_rate(link["bw_ab"]), format_rate(link["bw_ba"]), fraction)
-    return table
-
-
-def render_probe(data: Mapping[str, Any], console: Console, *, show_tables: bool = True) -> None:
-    """Print the report of one probe run (the JSON document's data)."""
-    launch = data.get("launch", {})
-    join = data.get("join", {})
-    registered = len(join.get("registered", []))
-    console.print(Text(
-        f"syncdoctor probe: {registered} of {launch.get('world_size', '?')} ranks on "
-        f"{len(join.get('nodes', []))} node(s), backend {data.get('backend', '?')}, "
-        f"launcher {launch.get('launcher', '?')}", style="bold"))
-    verdict = data.get("verdict") or {}
-    if verdict.get("summary"):
-        console.print(Text(f"verdict: {verdict['summary']}", style="bold"))
-    console.print(_stage_line(data))
-    console.print()
-    for table in (_nodes_table(data), _links_table(data)):
-        if table is not None:
-            console.print(table)
-            console.print()
-    rows = [from_json(CollectiveRow, r) for r in data.get("collectives") or []]
-    if rows and show_tables:
-        for op, op_rows in rows_by_op(rows).items():
-            title = f"{op} ({data.get('backend', '?')}, {op_rows[0].ranks} ranks)"
-            console.print(Text(format_table(op_rows, title)), soft_wrap=True)
-            console.print()
-    findings = [Finding.from_json(f) for f in data.get("findings", [])]
-    render_findings(findings, console)
-    advice = data.get("recommendations")
-    if advice:
-        console.print()
-        console.print(Text("Recommended settings", style="bold underline"))
-        for name, value in advice.get("env", {}).items():
-            console.print(Text(f"  export {name}={value}"))
-        for label, variables in advice.get("per_node_env", {}).items():
-            for name, value in variables.items():
-                console.print(Text(f"  on {label}: export {name}={value}"))
-        console.print(Text(f"  start-up timeout {advice['startup_timeout_s']} s; "
-                           f"steady-state timeout {advice['steady_timeout_s']} s"))
-        console.print(Text(f"    {advice.get('reasons', {}).get('steady', '')}", style="dim"))
-        if data.get("emitted"):
-            console.print(Text(f"  written to {', '.join(data['emitted'])}"))
-    if data.get("json_path"):
-        console.print(Text(f"report: {data['json_path']}", style="dim"))
+    env_path, snippet = emit_paths(target)
+    env_path.parent.mkdir(parents=True, exist_ok=True)
+    env_path.write_text(redact_text(env_text))
+    snippet.write_text(redact_text(snippet_text))
+    return [env_path, snippet]

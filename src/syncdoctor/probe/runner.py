@@ -313,9 +313,9 @@ class _Run:
         if self.rank != 0:
             return None
         offsets = [ClockOffset(reference.node, 0.0, 0.0, 0)]
-        for node, values in samples.items():
+        for node_rank, values in samples.items():
             offset, rtt = estimate_offset(values)
-            offsets.append(ClockOffset(node, offset, rtt, len(values)))
+            offsets.append(ClockOffset(node_rank, offset, rtt, len(values)))
         return [o.to_json() for o in offsets]
 
     def _after_clock(self, payloads: list[Any]) -> None:
@@ -330,7 +330,7 @@ class _Run:
     def facts(self) -> Any:
         facts = local_facts() if self.launch.local_rank == 0 else None
         if facts is not None and self.route_interface is None and self.route_addr:
-            from syncdoctor.host.predict import address_interface
+            from syncdoctor.host.interfaces import address_interface
 
             self.route_interface = address_interface(facts.interfaces, self.route_addr)
         return {"facts": facts.to_json() if facts else None, "env": self.env, "interface": self.route_interface,
@@ -392,11 +392,11 @@ class _Run:
         self.link_measures = merge_halves([h for halves in payloads for h in halves or ()])
         self.doc.update(links=[m.to_json() for m in self.link_measures])
         inter = [m for m in self.link_measures if m.kind == "inter"]
-        from syncdoctor.probe.analysis import format_rate
+        from syncdoctor.units import format_link_rate
 
         slowest = min(inter, key=lambda m: m.bandwidth) if inter else None
         self.progress(f"links: {len(inter)} pair(s) between nodes, {len(self.link_measures) - len(inter)} inside"
-                      + (f"; slowest {format_rate(slowest.bandwidth)}" if slowest else ""))
+                      + (f"; slowest {format_link_rate(slowest.bandwidth)}" if slowest else ""))
 
     def collectives(self) -> Any:
         cfg = self.config
@@ -435,7 +435,7 @@ class _Run:
         self.doc.set_findings(result.findings)
         self.doc.update(verdict=result.verdict.to_json(), recommendations=result.recommendations.to_json())
         if cfg.emit_env_path:
-            from syncdoctor.recommend import write_emitted
+            from syncdoctor.probe.report import write_emitted
 
             written = write_emitted(cfg.emit_env_path, result.recommendations.env_file(),
                                     result.recommendations.python_snippet())

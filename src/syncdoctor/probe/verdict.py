@@ -18,8 +18,9 @@ from typing import Any
 from syncdoctor.host.types import InterfaceFacts
 from syncdoctor.kb import Finding
 from syncdoctor.kb.pages import probe as pages
-from syncdoctor.probe.analysis import NodeFacts, format_rate
+from syncdoctor.probe.analysis import NodeFacts
 from syncdoctor.probe.records import CollectiveRow, LinkMeasure
+from syncdoctor.units import format_link_rate
 
 __all__ = [
     "LinkAnalysis",
@@ -155,8 +156,8 @@ def link_findings(analysis: LinkAnalysis, labels: Mapping[int, str], slow_ratio:
     for node, (best, reference) in sorted(analysis.slow_nodes.items()):
         label = labels.get(node, f"node{node}")
         findings.append(pages.SLOW_NODE.finding(
-            f"{label} is the slow node: its best link reaches {format_rate(best)}, the links between the "
-            f"other nodes {format_rate(reference)} ({best / reference:.2f}x)",
+            f"{label} is the slow node: its best link reaches {format_link_rate(best)}, the links between the "
+            f"other nodes {format_link_rate(reference)} ({best / reference:.2f}x)",
             evidence={"node": node, "host": label, "best_link_bps": round(best * 8),
                       "reference_bps": round(reference * 8), "slow_ratio": slow_ratio},
             fix=f"check {label}'s NIC, cable, switch port and traffic shaping (`tc qdisc show`, `ethtool`)",
@@ -165,8 +166,8 @@ def link_findings(analysis: LinkAnalysis, labels: Mapping[int, str], slow_ratio:
     for (a, b), (bandwidth, reference) in sorted(analysis.slow_links.items()):
         pair = f"{labels.get(a, f'node{a}')}-{labels.get(b, f'node{b}')}"
         findings.append(pages.SLOW_LINK.finding(
-            f"the link {pair} is slow: {format_rate(bandwidth)}, the other links of its nodes "
-            f"{format_rate(reference)} ({bandwidth / reference:.2f}x)",
+            f"the link {pair} is slow: {format_link_rate(bandwidth)}, the other links of its nodes "
+            f"{format_link_rate(reference)} ({bandwidth / reference:.2f}x)",
             evidence={"pair": pair, "bandwidth_bps": round(bandwidth * 8), "reference_bps": round(reference * 8)},
             fix=f"check the network path between {pair} (switch ports, routes)",
             key=pair,
@@ -215,7 +216,7 @@ def rate_findings(
         table.append(row)
         if rate and physical and link.bandwidth < fraction * rate:
             findings.append(pages.BANDWIDTH_BELOW_RATE.finding(
-                f"{pair}: {format_rate(link.bandwidth)} measured on links rated {format_rate(rate)} "
+                f"{pair}: {format_link_rate(link.bandwidth)} measured on links rated {format_link_rate(rate)} "
                 f"({link.bandwidth / rate:.2f}x)",
                 evidence=row,
                 key=pair,
@@ -256,6 +257,25 @@ class Verdict:
                 "rank": self.slowest_rank[0], "sizes": self.slowest_rank[1], "of": self.slowest_rank[2]},
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+        """Read :meth:`to_json`'s form back; missing keys take their defaults (``kind``, ``subject`` and
+        ``summary`` empty). Raises ValueError/TypeError on values of the wrong type."""
+        slowest = data.get("slowest_rank")
+        rank = None
+        if isinstance(slowest, Mapping):
+            rank = (int(slowest["rank"]), int(slowest["sizes"]), int(slowest["of"]))
+        rows = data.get("achieved_vs_promised") or ()
+        return cls(
+            kind=str(data.get("kind") or ""),
+            subject=str(data.get("subject") or ""),
+            summary=str(data.get("summary") or ""),
+            slowest_bandwidth=float(data.get("slowest_bandwidth_bps") or 0) / 8,
+            reference_bandwidth=float(data.get("reference_bandwidth_bps") or 0) / 8,
+            achieved_vs_promised=tuple(dict(row) for row in rows if isinstance(row, Mapping)),
+            slowest_rank=rank,
+        )
+
 
 def verdict(
     analysis: LinkAnalysis,
@@ -269,26 +289,27 @@ def verdict(
         counts = Counter(row.slowest_rank for row in rows)
         rank, times = counts.most_common(1)[0]
         slowest_rank = (rank, times, len(rows))
-    common = {"achieved_vs_promised": tuple(achieved), "slowest_rank": slowest_rank}
+    promised = tuple(achieved)
     if analysis.slow_nodes:
         node, (best, reference) = min(analysis.slow_nodes.items(), key=lambda item: item[1][0] / item[1][1])
         label = labels.get(node, f"node{node}")
         return Verdict("slow_node", label,
-                       f"{label} is the slow node: all its links are slow (best {format_rate(best)}, the "
-                       f"other nodes' links {format_rate(reference)}, {best / reference:.2f}x)",
-                       best, reference, **common)
+                       f"{label} is the slow node: all its links are slow (best {format_link_rate(best)}, the "
+                       f"other nodes' links {format_link_rate(reference)}, {best / reference:.2f}x)",
+                       best, reference, promised, slowest_rank)
     if analysis.slow_links:
         (a, b), (bandwidth, reference) = min(analysis.slow_links.items(), key=lambda item: item[1][0] / item[1][1])
         pair = f"{labels.get(a, f'node{a}')}-{labels.get(b, f'node{b}')}"
         return Verdict("slow_link", pair,
-                       f"the link {pair} is slow ({format_rate(bandwidth)}, its nodes' other links "
-                       f"{format_rate(reference)}); both nodes are fine on their other links",
-                       bandwidth, reference, **common)
+                       f"the link {pair} is slow ({format_link_rate(bandwidth)}, its nodes' other links "
+                       f"{format_link_rate(reference)}); both nodes are fine on their other links",
+                       bandwidth, reference, promised, slowest_rank)
     if analysis.slowest is None:
-        return Verdict("single_node", "", "one node: no links between nodes to compare", **common)
+        return Verdict("single_node", "", "one node: no links between nodes to compare",
+                       achieved_vs_promised=promised, slowest_rank=slowest_rank)
     link = analysis.slowest
     pair = f"{labels.get(link.a_node, f'node{link.a_node}')}-{labels.get(link.b_node, f'node{link.b_node}')}"
     return Verdict("none", "",
-                   f"no slow node or link: the slowest link {pair} reaches {format_rate(link.bandwidth)} "
-                   f"(median of all links {format_rate(analysis.median)})",
-                   link.bandwidth, analysis.median, **common)
+                   f"no slow node or link: the slowest link {pair} reaches {format_link_rate(link.bandwidth)} "
+                   f"(median of all links {format_link_rate(analysis.median)})",
+                   link.bandwidth, analysis.median, promised, slowest_rank)

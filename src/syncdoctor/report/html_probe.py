@@ -1,4 +1,5 @@
-"""The probe report (schema ``syncdoctor.probe/1``) as HTML. Pure: JSON data in, a page out.
+"""The probe report (schema ``syncdoctor.probe/1``) as HTML. Pure: a typed
+:class:`~syncdoctor.probe.report.ProbeReport` in, a page out.
 
 Sections: verdict, findings with fixes, recommended settings, the node x node bandwidth and latency
 heatmaps (binned to at most 48 x 48, each bin keeping its worst link), bus bandwidth against size per
@@ -8,14 +9,15 @@ early) are left out, never invented.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from syncdoctor.probe.records import CollectiveRow
+from syncdoctor.probe.report import ProbeReport
 from syncdoctor.report import svg
 from syncdoctor.report.aggregate import bin_matrix
-from syncdoctor.report.html import PROBE_SCHEMA, findings_section, page, section, table, text, verdict_block
-from syncdoctor.report.units import format_bytes, format_rate, format_seconds
+from syncdoctor.report.html import findings_section, page, section, table, text, verdict_block
+from syncdoctor.units import format_bytes, format_link_rate, format_seconds
 from syncdoctor.watch.records import format_ranks
 
 __all__ = ["MAX_BARS", "MAX_MATRIX", "link_matrices", "render"]
@@ -25,35 +27,31 @@ MAX_BARS = 48  # skew bars before only the latest nodes are drawn
 MAX_TABLE_ROWS = 256
 
 
-def _labels(data: Mapping[str, Any]) -> tuple[list[int], list[str]]:
-    nodes = sorted((data.get("join") or {}).get("nodes") or [], key=lambda n: int(n.get("node", 0)))
-    ids = [int(n.get("node", i)) for i, n in enumerate(nodes)]
-    labels = [str(n.get("label") or n.get("hostname") or f"node{ident}") for ident, n in zip(ids, nodes, strict=True)]
-    link_nodes = sorted({int(x) for link in data.get("links") or [] for x in (link.get("a_node"), link.get("b_node"))
-                         if x is not None} - set(ids))
+def _labels(report: ProbeReport) -> tuple[list[int], list[str]]:
+    nodes = sorted(report.nodes, key=lambda n: n.node)
+    ids = [n.node for n in nodes]
+    labels = [n.label for n in nodes]
+    link_nodes = sorted({x for link in report.links for x in (link.a_node, link.b_node)} - set(ids))
     for ident in link_nodes:  # links to nodes the join table does not list (should not happen)
         ids.append(ident)
         labels.append(f"node{ident}")
     return ids, labels
 
 
-def link_matrices(data: Mapping[str, Any]) -> tuple[list[str], list[list[float | None]], list[list[float | None]]]:
+def link_matrices(report: ProbeReport) -> tuple[list[str], list[list[float | None]], list[list[float | None]]]:
     """Node labels, bandwidth matrix (bytes/s, row = sender) and latency matrix (seconds) from ``links``.
 
     Inter-node links fill both directions; the diagonal holds the slowest link between two ranks of the
     node (``intra``), when measured.
     """
-    ids, labels = _labels(data)
+    ids, labels = _labels(report)
     index = {ident: i for i, ident in enumerate(ids)}
     n = len(ids)
     bandwidth: list[list[float | None]] = [[None] * n for _ in range(n)]
     latency: list[list[float | None]] = [[None] * n for _ in range(n)]
-    for link in data.get("links") or []:
-        try:
-            a, b = index[int(link["a_node"])], index[int(link["b_node"])]
-            ab, ba, lat = float(link["bw_ab"]), float(link["bw_ba"]), float(link["latency_s"])
-        except (KeyError, TypeError, ValueError):
-            continue
+    for link in report.links:
+        a, b = index[link.a_node], index[link.b_node]
+        ab, ba, lat = float(link.bw_ab), float(link.bw_ba), float(link.latency_s)
         if a == b:
             worst = min(ab, ba)
             bandwidth[a][a] = worst if bandwidth[a][a] is None else min(bandwidth[a][a], worst)  # type: ignore[type-var]
@@ -64,74 +62,66 @@ def link_matrices(data: Mapping[str, Any]) -> tuple[list[str], list[list[float |
     return labels, bandwidth, latency
 
 
-def _status(data: Mapping[str, Any]) -> str:
-    severities = {str(f.get("severity")) for f in data.get("findings") or []}
-    stages = {str(s.get("status")) for s in data.get("stages") or []}
-    verdict = data.get("verdict") or {}
-    if "error" in severities or stages - {"ok"} or verdict.get("kind") == "incomplete":
+def _kind(report: ProbeReport) -> str:
+    return report.verdict.kind if report.verdict else ""
+
+
+def _status(report: ProbeReport) -> str:
+    severities = {f.severity.label for f in report.findings}
+    stages = {s.status for s in report.stages}
+    if "error" in severities or stages - {"ok"} or _kind(report) == "incomplete":
         return "error"
-    if "warning" in severities or verdict.get("kind") in ("slow_node", "slow_link"):
+    if "warning" in severities or _kind(report) in ("slow_node", "slow_link"):
         return "warning"
     return "ok"
 
 
-def _verdict(data: Mapping[str, Any]) -> str:
-    launch = data.get("launch") or {}
-    join = data.get("join") or {}
-    verdict = data.get("verdict") or {}
-    registered = len(join.get("registered") or [])
-    nodes = len(join.get("nodes") or [])
-    headline = verdict.get("summary") or (
-        "the probe did not finish: no verdict" if not data.get("finished") else "no verdict in the report")
+def _verdict(report: ProbeReport) -> str:
+    launch = report.launch
+    verdict = report.verdict
+    headline = (verdict.summary if verdict else "") or (
+        "the probe did not finish: no verdict" if not report.finished else "no verdict in the report")
     details = [
-        f"{registered} of {launch.get('world_size', '?')} ranks on {nodes} node(s), backend "
-        f"{data.get('backend', '?')}, launcher {launch.get('launcher', '?')}",
+        f"{report.registered} of {launch.get('world_size', '?')} ranks on {len(report.nodes)} node(s), backend "
+        f"{report.backend or '?'}, launcher {launch.get('launcher', '?')}",
     ]
-    failed = [s for s in data.get("stages") or [] if s.get("status") != "ok"]
-    for stage in failed:
-        errors = stage.get("errors") or {}
-        first = next(iter(errors.values()), "")
-        details.append(f"stage {stage.get('name')} {stage.get('status')}" + (f": {first}" if first else ""))
-    slowest = verdict.get("slowest_rank")
-    if isinstance(slowest, Mapping) and slowest.get("of"):
-        details.append(f"rank {slowest.get('rank')} was the slowest in {slowest.get('sizes')} of "
-                       f"{slowest.get('of')} collective sizes")
-    errors = sum(1 for f in data.get("findings") or [] if f.get("severity") == "error")
-    warnings = sum(1 for f in data.get("findings") or [] if f.get("severity") == "warning")
+    for stage in report.stages:
+        if stage.status == "ok":
+            continue
+        first = next(iter(stage.errors.values()), "")
+        details.append(f"stage {stage.name} {stage.status}" + (f": {first}" if first else ""))
+    slowest = verdict.slowest_rank if verdict else None
+    if slowest is not None and slowest[2]:
+        details.append(f"rank {slowest[0]} was the slowest in {slowest[1]} of {slowest[2]} collective sizes")
+    errors = sum(1 for f in report.findings if f.severity.label == "error")
+    warnings = sum(1 for f in report.findings if f.severity.label == "warning")
     details.append(f"{errors} error(s), {warnings} warning(s): see the findings and their fixes below")
-    return verdict_block(_status(data), headline, details)
+    return verdict_block(_status(report), headline, details)
 
 
-def _recommendations(data: Mapping[str, Any]) -> str:
-    advice = data.get("recommendations")
-    if not isinstance(advice, Mapping):
+def _recommendations(report: ProbeReport) -> str:
+    advice = report.recommendations
+    if advice is None:
         return ""
-    lines = [f"export {k}={v}" for k, v in (advice.get("env") or {}).items()]
-    for label, variables in (advice.get("per_node_env") or {}).items():
-        lines += [f"export {k}={v}   # on {label}" for k, v in (variables or {}).items()]
-    timeouts = []
-    if advice.get("startup_timeout_s") is not None:
-        timeouts.append(["start-up timeout", f"{advice['startup_timeout_s']} s",
-                         (advice.get("reasons") or {}).get("startup", "")])
-    if advice.get("steady_timeout_s") is not None:
-        timeouts.append(["steady-state timeout", f"{advice['steady_timeout_s']} s",
-                         (advice.get("reasons") or {}).get("steady", "")])
+    lines = [f"export {k}={v}" for k, v in advice.env.items()]
+    for label, variables in advice.per_node_env.items():
+        lines += [f"export {k}={v}   # on {label}" for k, v in variables.items()]
+    timeouts = [["start-up timeout", f"{advice.startup_timeout_s} s", advice.reasons.get("startup", "")],
+                ["steady-state timeout", f"{advice.steady_timeout_s} s", advice.reasons.get("steady", "")]]
     parts = []
     if lines:
         parts.append(f'<pre class="lines" id="recommended-env">{text(chr(10).join(lines))}</pre>')
     if timeouts:
         parts.append(table(["setting", "value", "why"], timeouts, table_id="recommended-timeouts"))
-    notes = advice.get("notes") or []
-    parts += [f'<p class="note">{text(n)}</p>' for n in notes]
+    parts += [f'<p class="note">{text(n)}</p>' for n in advice.notes]
     return section("Recommended settings", "recommendations", *parts) if parts else ""
 
 
-def _highlights(data: Mapping[str, Any], labels: Sequence[str]) -> tuple[list[int], list[tuple[int, int]]]:
-    verdict = data.get("verdict") or {}
-    subject = str(verdict.get("subject") or "")
-    if verdict.get("kind") == "slow_node" and subject in labels:
+def _highlights(report: ProbeReport, labels: Sequence[str]) -> tuple[list[int], list[tuple[int, int]]]:
+    subject = report.verdict.subject if report.verdict else ""
+    if _kind(report) == "slow_node" and subject in labels:
         return [labels.index(subject)], []
-    if verdict.get("kind") == "slow_link":
+    if _kind(report) == "slow_link":
         for i, a in enumerate(labels):
             for j, b in enumerate(labels):
                 if i != j and f"{a}-{b}" == subject:
@@ -139,14 +129,14 @@ def _highlights(data: Mapping[str, Any], labels: Sequence[str]) -> tuple[list[in
     return [], []
 
 
-def _links(data: Mapping[str, Any]) -> str:
-    links = data.get("links") or []
+def _links(report: ProbeReport) -> str:
+    links = report.links
     if not links:
         return ""
-    labels, bandwidth, latency = link_matrices(data)
-    ids, _ = _labels(data)
+    labels, bandwidth, latency = link_matrices(report)
+    ids, _ = _labels(report)
     label_of = dict(zip(ids, labels, strict=True))
-    rows, cells = _highlights(data, labels)
+    rows, cells = _highlights(report, labels)
     binned_bw = bin_matrix(bandwidth, labels, max_side=MAX_MATRIX, reduce=min)
     binned_lat = bin_matrix(latency, labels, max_side=MAX_MATRIX, reduce=max)
     where = {i: b for b, members in enumerate(binned_bw.members) for i in members}
@@ -159,24 +149,24 @@ def _links(data: Mapping[str, Any]) -> str:
                  "slowest link (and the largest latency) between the two groups.")
     charts = [
         svg.heatmap(binned_bw.values, binned_bw.labels, binned_bw.labels, chart_id="bandwidth-heatmap",
-                    title="Link bandwidth, node x node", format_value=format_rate, good_high=True,
+                    title="Link bandwidth, node x node", format_value=format_link_rate, good_high=True,
                     highlight_rows=hot_rows, highlight_cells=hot_cells, neutral_diagonal=True),
         svg.heatmap(binned_lat.values, binned_lat.labels, binned_lat.labels, chart_id="latency-heatmap",
                     title="Link latency (one way), node x node", format_value=format_seconds, good_high=False,
                     highlight_rows=hot_rows, highlight_cells=hot_cells, neutral_diagonal=True),
     ]
-    worst = sorted(links, key=lambda link: min(float(link.get("bw_ab", 0)), float(link.get("bw_ba", 0))))[:10]
-    promised = {row.get("pair"): row for row in (data.get("verdict") or {}).get("achieved_vs_promised") or []}
-    table_rows = []
+    worst = sorted(links, key=lambda link: min(float(link.bw_ab), float(link.bw_ba)))[:10]
+    promised = {row.get("pair"): row for row in (report.verdict.achieved_vs_promised if report.verdict else ())}
+    table_rows: list[list[Any]] = []
     for link in worst:
-        a = label_of.get(int(link["a_node"]), f"node{link['a_node']}")
-        b = label_of.get(int(link["b_node"]), f"node{link['b_node']}")
-        pair = f"{a}-{b}" if link.get("kind") == "inter" else f"{a} r{link.get('a_rank')}-r{link.get('b_rank')}"
+        a = label_of.get(link.a_node, f"node{link.a_node}")
+        b = label_of.get(link.b_node, f"node{link.b_node}")
+        pair = f"{a}-{b}" if link.kind == "inter" else f"{a} r{link.a_rank}-r{link.b_rank}"
         row = promised.get(pair) or {}
         fraction = row.get("fraction")
         table_rows.append([
-            pair, link.get("kind", ""), format_seconds(float(link.get("latency_s", math.nan))),
-            format_rate(float(link.get("bw_ab", math.nan))), format_rate(float(link.get("bw_ba", math.nan))),
+            pair, link.kind, format_seconds(float(link.latency_s)),
+            format_link_rate(float(link.bw_ab)), format_link_rate(float(link.bw_ba)),
             "-" if fraction is None else f"{fraction:.2f}x" + ("" if row.get("physical") else " (virtual)"),
         ])
     return section(
@@ -188,31 +178,32 @@ def _links(data: Mapping[str, Any]) -> str:
     )
 
 
-def _collectives(data: Mapping[str, Any]) -> str:
-    rows = [r for r in data.get("collectives") or [] if isinstance(r, Mapping)]
-    if not rows:
+def _collectives(report: ProbeReport) -> str:
+    if not report.collectives:
         return ""
-    by_op: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        by_op.setdefault(str(row.get("op", "?")), []).append(row)
-    charts, table_rows, hot = [], [], []
+    by_op: dict[str, list[CollectiveRow]] = {}
+    for row in report.collectives:
+        by_op.setdefault(row.op, []).append(row)
+    charts: list[str] = []
+    table_rows: list[list[Any]] = []
+    hot: list[int] = []
     for op, op_rows in by_op.items():
-        points_bus = [(float(r["size"]), float(r["busbw"])) for r in op_rows if "size" in r and "busbw" in r]
-        points_alg = [(float(r["size"]), float(r["algbw"])) for r in op_rows if "size" in r and "algbw" in r]
-        ranks = op_rows[0].get("ranks", "?")
+        points_bus = [(float(r.size), float(r.busbw)) for r in op_rows]
+        points_alg = [(float(r.size), float(r.algbw)) for r in op_rows]
+        ranks = op_rows[0].ranks
         charts.append(svg.line_chart(
             {"busbw": points_bus, "algbw": points_alg}, chart_id=f"busbw-{op}",
             title=f"{op} ({ranks} ranks)", x_label="message size (bytes)", y_label="bandwidth",
-            format_x=format_bytes, format_y=lambda v: format_rate(v).replace(" ", "\u00a0"), dashed=("algbw",),
+            format_x=format_bytes, format_y=lambda v: format_link_rate(v).replace(" ", "\u00a0"), dashed=("algbw",),
         ))
         for r in op_rows:
-            wrong = r.get("wrong")
+            wrong = r.wrong
             if wrong:
                 hot.append(len(table_rows))
             table_rows.append([
-                op, format_bytes(float(r.get("size", 0))), r.get("count", ""), r.get("dtype", ""),
-                format_seconds(float(r.get("time_avg_s", math.nan))), format_rate(float(r.get("algbw", math.nan))),
-                format_rate(float(r.get("busbw", math.nan))), r.get("slowest_rank", ""),
+                op, format_bytes(float(r.size)), r.count, r.dtype,
+                format_seconds(float(r.time_avg_s)), format_link_rate(float(r.algbw)),
+                format_link_rate(float(r.busbw)), r.slowest_rank,
                 "-" if wrong is None else wrong,
             ])
     details = (f"<details><summary>All {len(table_rows)} rows (nccl-tests columns)</summary>"
@@ -225,54 +216,53 @@ def _collectives(data: Mapping[str, Any]) -> str:
                         "algbw (dashed) is the size divided by the time. Sizes on a log scale.")
 
 
-def _skew(data: Mapping[str, Any]) -> str:
-    skews = [s for s in (data.get("clock") or {}).get("skew") or [] if isinstance(s, Mapping)]
+def _skew(report: ProbeReport) -> str:
+    skews = report.skews
     if not skews:
         return ""
-    warn = float((data.get("config") or {}).get("skew_warn_s") or 10.0)
-    subject = str((data.get("verdict") or {}).get("subject") or "")
-    ordered = sorted(skews, key=lambda s: int(s.get("node", 0)))
+    warn = float(report.config.get("skew_warn_s") or 10.0)
+    subject = report.verdict.subject if report.verdict else ""
+    ordered = sorted(skews, key=lambda s: s.node)
     note = ("When each node's ranks arrived after the first node, on node 0's clock (corrected by the measured "
             "clock offsets); the bar spans the node's first to last rank.")
     if len(ordered) > MAX_BARS:
-        latest = sorted(ordered, key=lambda s: -float(s.get("last_s", 0)))[:MAX_BARS]
+        latest = sorted(ordered, key=lambda s: -float(s.last_s))[:MAX_BARS]
         rest = [s for s in ordered if s not in latest]
         note += (f" The {MAX_BARS} latest of {len(ordered)} nodes are drawn; the other {len(rest)} arrived "
-                 f"within {format_seconds(max(float(s.get('last_s', 0)) for s in rest))}.")
+                 f"within {format_seconds(max(float(s.last_s) for s in rest))}.")
         ordered = latest
     bars = []
     for s in ordered:
-        first, last = float(s.get("first_s", 0)), float(s.get("last_s", 0))
-        label = str(s.get("label", f"node{s.get('node')}"))
+        first, last = float(s.first_s), float(s.last_s)
+        label = s.label
         bars.append(svg.Bar(
             label, last, first, highlight=last >= warn or label == subject,
             title=f"{label}: first rank at {format_seconds(first)}, last at {format_seconds(last)}, clock offset "
-                  f"{format_seconds(float(s.get('offset_s', 0)))} (uncorrected first {format_seconds(float(s.get('raw_first_s', first)))})",
+                  f"{format_seconds(float(s.offset_s))} (uncorrected first {format_seconds(float(s.raw_first_s))})",
         ))
     chart = svg.bar_chart(bars, chart_id="skew-bars", title="Start-up skew per node", x_label="seconds after the first arrival",
                           format_value=format_seconds, threshold=warn, threshold_label=f"warn {warn:g} s")
     return section("Start-up skew", "skew", chart, note=note)
 
 
-def _nodes(data: Mapping[str, Any]) -> str:
-    nodes = (data.get("join") or {}).get("nodes") or []
+def _nodes(report: ProbeReport) -> str:
+    nodes = report.nodes
     if not nodes:
         return ""
-    skews = {s.get("node"): s for s in (data.get("clock") or {}).get("skew") or []}
-    offsets = {o.get("node"): o for o in (data.get("clock") or {}).get("offsets") or []}
-    facts = {f.get("node"): f for f in (data.get("facts") or {}).get("nodes") or []}
-    rows = []
+    skews = {s.node: s for s in report.skews}
+    offsets = {o.node: o for o in report.offsets}
+    facts = {f.node: f for f in report.facts or ()}
+    rows: list[list[Any]] = []
     for node in nodes[:MAX_TABLE_ROWS]:
-        ident = node.get("node")
-        skew, offset, fact = skews.get(ident) or {}, offsets.get(ident) or {}, facts.get(ident) or {}
-        ranks = node.get("ranks") or []
+        ident = node.node
+        skew, offset, fact = skews.get(ident), offsets.get(ident), facts.get(ident)
         rows.append([
-            ident, node.get("label", ""), node.get("addr") or "?", _ranks(ranks),
-            format_seconds(float(skew["first_s"])) if "first_s" in skew else "-",
-            format_seconds(float(offset["offset_s"])) if "offset_s" in offset else "-",
-            fact.get("interface") or "?", fact.get("mtu") or "?",
+            ident, node.label, node.addr or "?", _ranks(node.ranks),
+            format_seconds(float(skew.first_s)) if skew else "-",
+            format_seconds(float(offset.offset_s)) if offset else "-",
+            (fact.interface if fact else None) or "?", (fact.mtu if fact else None) or "?",
         ])
-    missing = (data.get("join") or {}).get("missing") or []
+    missing = report.join.missing if report.join else ()
     extra = f'<p class="note">{len(nodes) - MAX_TABLE_ROWS} more nodes in the JSON report.</p>' if len(nodes) > MAX_TABLE_ROWS else ""
     missing_html = "".join(f'<p class="note">missing: {text(m)}</p>' for m in missing[:20])
     return section("Nodes", "nodes", table(
@@ -284,35 +274,33 @@ def _ranks(ranks: Sequence[Any]) -> str:
     return format_ranks(int(r) for r in ranks)
 
 
-def _stages(data: Mapping[str, Any]) -> str:
-    stages = data.get("stages") or []
-    if not stages:
+def _stages(report: ProbeReport) -> str:
+    if not report.stages:
         return ""
-    rows, hot = [], []
-    for index, stage in enumerate(stages):
-        errors = stage.get("errors") or {}
-        if stage.get("status") != "ok":
+    rows: list[list[Any]] = []
+    hot: list[int] = []
+    for index, stage in enumerate(report.stages):
+        if stage.status != "ok":
             hot.append(index)
-        rows.append([stage.get("name", ""), stage.get("status", ""), format_seconds(float(stage.get("seconds", 0))),
-                     "; ".join(f"rank {r}: {e}" for r, e in list(errors.items())[:4])])
+        rows.append([stage.name, stage.status, format_seconds(float(stage.seconds)),
+                     "; ".join(f"rank {r}: {e}" for r, e in list(stage.errors.items())[:4])])
     return section("Stages", "stages", table(["stage", "status", "time", "errors"], rows, table_id="stages-table",
                                              numeric=(2,), highlight=hot))
 
 
-def render(data: Mapping[str, Any]) -> str:
-    """The probe page; ``data`` is the probe's JSON document."""
-    schema = data.get("schema", PROBE_SCHEMA)
-    launch = data.get("launch") or {}
-    subtitle = (f"{schema}, created {data.get('created', '?')}, {launch.get('world_size', '?')} ranks, "
-                f"backend {data.get('backend', '?')}" + ("" if data.get("finished") else ", unfinished"))
+def render(report: ProbeReport) -> str:
+    """The probe page of a probe report."""
+    launch = report.launch
+    subtitle = (f"{report.schema}, created {report.created or '?'}, {launch.get('world_size', '?')} ranks, "
+                f"backend {report.backend or '?'}" + ("" if report.finished else ", unfinished"))
     body = [
-        _verdict(data),
-        findings_section(data.get("findings") or []),
-        _recommendations(data),
-        _links(data),
-        _collectives(data),
-        _skew(data),
-        _nodes(data),
-        _stages(data),
+        _verdict(report),
+        findings_section([f.to_json() for f in report.findings]),
+        _recommendations(report),
+        _links(report),
+        _collectives(report),
+        _skew(report),
+        _nodes(report),
+        _stages(report),
     ]
     return page("syncdoctor probe report", "probe", [b for b in body if b], subtitle=subtitle)

@@ -15,10 +15,11 @@ from typing import Any
 __all__ = ["probe_document", "watch_events"]
 
 _OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
+_SIZES = (1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24)
 
 
 def probe_document(nodes: int, ranks_per_node: int, *, slow_node: int | None = None, late_node: int | None = None,
-                   seed: int = 1, sizes: tuple[int, ...] = tuple(1 << s for s in range(10, 25, 2)),
+                   seed: int = 1, sizes: tuple[int, ...] = _SIZES,
                    analyse: bool = True) -> dict[str, Any]:
     """A finished probe report (schema ``syncdoctor.probe/1``) of ``nodes`` x ``ranks_per_node`` ranks on
     a 100 Gb/s fabric; ``slow_node`` has every link at a fifth of the rate, ``late_node`` starts 25 s late.
@@ -86,7 +87,7 @@ def probe_document(nodes: int, ranks_per_node: int, *, slow_node: int | None = N
                    "summary": f"{subject} is the slow node" if subject else "no slow node or link",
                    "achieved_vs_promised": [], "slowest_rank": None}
 
-    stages = [{"name": name, "status": "ok", "seconds": round(rng.uniform(0.1, 4.0), 3), "errors": {}}
+    stages: list[dict[str, Any]] = [{"name": name, "status": "ok", "seconds": round(rng.uniform(0.1, 4.0), 3), "errors": {}}
               for name in ("join", "init", "clock", "facts", "links", "collectives")]
     return {
         "schema": SCHEMA,
