@@ -1,7 +1,7 @@
 """Real inputs for the report tests, produced once per test session and shared by the report, metrics and
 browser tests: a probe JSON from ``syncdoctor probe --local 2``, the event file of a live watched 2-rank
-gloo job with a late rank (scraped over HTTP while it runs), and an analyze JSON when ``syncdoctor
-analyze`` exists. Does I/O (subprocesses, loopback HTTP).
+gloo job with a late rank (scraped over HTTP while it runs), and an analyze JSON from ``syncdoctor
+analyze``. Does I/O (subprocesses, loopback HTTP).
 """
 
 from __future__ import annotations
@@ -94,18 +94,8 @@ def real_watched_job(directory: Path, late_s: float = 3.0) -> WatchedJob:
     return _cache["watch"]  # type: ignore[return-value]
 
 
-def analyze_available() -> bool:
-    try:
-        import syncdoctor.cli.analyze  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def real_analyze_json(directory: Path, fixture: str = "lab/late") -> Path | None:
-    """``syncdoctor analyze --json`` on the logs of a real lab run with a late rank; None without analyze."""
-    if not analyze_available():
-        return None
+def real_analyze_json(directory: Path, fixture: str = "lab/late") -> Path:
+    """``syncdoctor analyze --json`` on the logs of a real lab run with a late rank."""
     key = f"analyze:{fixture}"
     if key not in _cache:
         source = HERE / "fixtures" / "analyze" / fixture

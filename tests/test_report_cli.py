@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from report_inputs import analyze_available, real_probe_json
+from report_inputs import real_probe_json
 from syncdoctor.report import synthetic
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "analyze"
@@ -59,8 +59,6 @@ def test_probe_html_option(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def test_analyze_html_option(run_cli, tmp_path: Path) -> None:
-    if not analyze_available():
-        pytest.skip("syncdoctor analyze is not built")
     out = tmp_path / "analyze.html"
     result = run_cli("analyze", str(FIXTURES / "fr" / "late"), "--html", str(out))
     assert result.code in (0, 1), result.out

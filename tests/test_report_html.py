@@ -164,8 +164,6 @@ def test_watch_1024_ranks_limits_lanes() -> None:
 
 def test_real_analyze_page(tmp_path_factory: pytest.TempPathFactory) -> None:
     source = real_analyze_json(tmp_path_factory.mktemp("analyze"))
-    if source is None:
-        pytest.skip("syncdoctor analyze is not built")
     data = json.loads(source.read_text())
     page = render_analyze_html(data)
     assert_self_contained(page)

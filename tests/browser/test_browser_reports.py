@@ -65,9 +65,6 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     job = real_watched_job(tmp_path_factory.mktemp("watch"))
     assert job.returncodes == [0, 0], job.logs
     analyze = real_analyze_json(tmp_path_factory.mktemp("analyze"))
-    if analyze is None:  # analyze not built yet: the schema's synthetic stand-in
-        analyze = tmp_path_factory.mktemp("analyze-synthetic") / "analyze.json"
-        analyze.write_text(json.dumps(synthetic.analyze_document(4, culprit=2, ranks_per_host=2)))
     return {"probe": probe, "watch": job.events, "analyze": analyze}
 
 

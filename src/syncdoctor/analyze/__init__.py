@@ -7,13 +7,15 @@ each with its evidence lines. Imports nothing from torch.
 
 Modules: :mod:`.inputs` (I/O: sources, gzip, blocks), :mod:`.scan` (fast candidate-line search),
 :mod:`.textlog`, :mod:`.collect` (I/O: read everything), :mod:`.model` (records), :mod:`.fr_compare`,
-:mod:`.timeline`, :mod:`.rules`, :mod:`.api` (one call, JSON document).
+:mod:`.timeline`, :mod:`.rules`, :mod:`.verdict` (the typed ``syncdoctor.analyze/1`` document), :mod:`.api`
+(one call).
 """
 
 from __future__ import annotations
 
-from syncdoctor.analyze.api import SCHEMA, Analysis, analyze_paths, analyze_sources, to_document
+from syncdoctor.analyze.api import SCHEMA, Analysis, analyze_paths, analyze_sources, to_document, to_verdict
 from syncdoctor.analyze.model import Category, Diagnosis, Event, Evidence, Hypothesis, Kind
+from syncdoctor.analyze.verdict import Verdict
 
 __all__ = [
     "SCHEMA",
@@ -24,7 +26,9 @@ __all__ = [
     "Evidence",
     "Hypothesis",
     "Kind",
+    "Verdict",
     "analyze_paths",
     "analyze_sources",
     "to_document",
+    "to_verdict",
 ]

@@ -1,7 +1,8 @@
 """The analysis as one call: read the inputs, build the timeline, run the rules. Does I/O (reads inputs).
 
 ``analyze_paths(["logs/"])`` returns an :class:`Analysis` with the diagnosis (hypotheses best first), the
-timeline and what was read; :func:`to_document` turns it into the ``syncdoctor.analyze/1`` JSON document.
+timeline and what was read; :func:`to_verdict` turns it into the typed verdict
+(:class:`~syncdoctor.analyze.verdict.Verdict`), :func:`to_document` into its ``syncdoctor.analyze/1`` JSON.
 """
 
 from __future__ import annotations
@@ -12,14 +13,20 @@ from typing import Any, BinaryIO
 
 from syncdoctor.analyze.collect import Collected, collect
 from syncdoctor.analyze.inputs import Source, expand
-from syncdoctor.analyze.model import Diagnosis
+from syncdoctor.analyze.model import Diagnosis, Evidence, Hypothesis
 from syncdoctor.analyze.rules import diagnose
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.timeline import Timeline, build_timeline
+from syncdoctor.analyze.verdict import (
+    SCHEMA,
+    RankRow,
+    TimelineRow,
+    Verdict,
+    VerdictEvidence,
+    VerdictHypothesis,
+)
 
-__all__ = ["SCHEMA", "Analysis", "analyze_paths", "analyze_sources", "to_document"]
-
-SCHEMA = "syncdoctor.analyze/1"
+__all__ = ["SCHEMA", "Analysis", "Verdict", "analyze_paths", "analyze_sources", "to_document", "to_verdict"]
 
 
 @dataclass(frozen=True)
@@ -42,20 +49,12 @@ def analyze_paths(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> Ana
     return analyze_sources(expand(paths), stdin=stdin)
 
 
-def to_document(analysis: Analysis, max_evidence: int | None = None, max_timeline: int = 2000) -> dict[str, Any]:
-    """The JSON document (schema ``syncdoctor.analyze/1``); evidence lists cut to ``max_evidence`` each."""
+def to_verdict(analysis: Analysis, max_evidence: int | None = None, max_timeline: int = 2000) -> Verdict:
+    """The typed verdict (schema ``syncdoctor.analyze/1``); evidence lists cut to ``max_evidence`` each."""
     from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 
     diagnosis, timeline, collected = analysis.diagnosis, analysis.timeline, analysis.collected
     root = diagnosis.root_cause
-    hypotheses = []
-    for hypothesis in diagnosis.hypotheses:
-        item = hypothesis.to_json(max_evidence)
-        item["hosts"] = item["culprit_hosts"]
-        for evidence in item["evidence"]:
-            source, _, line = evidence["ref"].rpartition(":")
-            evidence["file"], evidence["line"] = (source, int(line)) if line.isdigit() else (evidence["ref"], None)
-        hypotheses.append(item)
     findings = []
     for hypothesis in diagnosis.hypotheses:
         rule = CATEGORY_RULES[hypothesis.category.value]
@@ -68,35 +67,54 @@ def to_document(analysis: Analysis, max_evidence: int | None = None, max_timelin
     for event in timeline.events[:max_timeline]:
         if event.origin.rank is None:
             continue
-        entry = event.to_json()
-        entry["time_text"] = entry.pop("time")
-        entry["time"] = event.time
-        entry["file"], entry["line"] = event.ref.source, event.ref.line or None
-        rows.append(entry)
+        rows.append(TimelineRow(
+            kind=event.kind.value, ref=str(event.ref), rank=event.origin.rank, text=event.text, host=event.origin.host,
+            group=event.group, seq=event.seq, op=event.op, data=dict(event.data), time_text=event.time_text or None,
+            time=event.time, file=event.ref.source, line=event.ref.line or None))
     ranks = []
     for rank, state in sorted(timeline.ranks.items()):
-        last_seq = max(state.reached.values()) if state.reached else None
         first = state.first_failure
-        ranks.append({
-            "rank": rank, "host": state.host, "pids": list(state.pids), "state": state.outcome,
-            "last_seq": last_seq, "last_completed": max(state.completed.values()) if state.completed else None,
-            "exitcode": state.exitcode, "signal": state.exit_signal,
-            "first_error": first.text if first is not None else None,
-            "first_error_ref": str(first.ref) if first is not None else None,
-        })
-    return {
-        "schema": SCHEMA,
-        "root_cause_found": root is not None,
-        "root_cause": root.to_json(max_evidence) if root is not None else None,
-        "hypotheses": hypotheses,
-        "findings": findings,
-        "ranks": ranks,
-        "hosts": {host: list(members) for host, members in timeline.hosts.items()},
-        "world_size": timeline.world_size,
-        "timeline": rows,
-        "inputs": list(collected.sources),
-        "notes": list(diagnosis.notes),  # the reader's notes, then the rules'
-        "unexplained": [e.to_json() for e in diagnosis.unexplained],
-        "stats": {"bytes": collected.bytes_read, "lines": collected.lines_read, "events": len(collected.events),
-                  "dumps": len(collected.dumps)},
-    }
+        ranks.append(RankRow(
+            rank=rank, host=state.host, pids=tuple(state.pids), state=state.outcome,
+            last_seq=max(state.reached.values()) if state.reached else None,
+            last_completed=max(state.completed.values()) if state.completed else None,
+            exitcode=state.exitcode, signal=state.exit_signal,
+            first_error=first.text if first is not None else None,
+            first_error_ref=str(first.ref) if first is not None else None,
+        ))
+    return Verdict(
+        root_cause_found=root is not None,
+        root_cause=_hypothesis(root, max_evidence) if root is not None else None,
+        hypotheses=tuple(_hypothesis(h, max_evidence) for h in diagnosis.hypotheses),
+        findings=tuple(findings),
+        ranks=tuple(ranks),
+        hosts={host: tuple(members) for host, members in timeline.hosts.items()},
+        world_size=timeline.world_size,
+        timeline=tuple(rows),
+        inputs=tuple(collected.sources),
+        notes=tuple(diagnosis.notes),  # the reader's notes, then the rules'
+        unexplained=tuple(_evidence(e) for e in diagnosis.unexplained),
+        stats={"bytes": collected.bytes_read, "lines": collected.lines_read, "events": len(collected.events),
+               "dumps": len(collected.dumps)},
+    )
+
+
+def to_document(analysis: Analysis, max_evidence: int | None = None, max_timeline: int = 2000) -> dict[str, Any]:
+    """The JSON document (schema ``syncdoctor.analyze/1``); evidence lists cut to ``max_evidence`` each."""
+    return to_verdict(analysis, max_evidence, max_timeline).to_json()
+
+
+def _evidence(evidence: Evidence) -> VerdictEvidence:
+    return VerdictEvidence(str(evidence.ref), evidence.text, evidence.note, evidence.rank, evidence.host)
+
+
+def _hypothesis(hypothesis: Hypothesis, max_evidence: int | None) -> VerdictHypothesis:
+    evidence = hypothesis.evidence if max_evidence is None else hypothesis.evidence[:max_evidence]
+    return VerdictHypothesis(
+        category=hypothesis.category.value, code=hypothesis.code, confidence=round(hypothesis.confidence, 3),
+        title=hypothesis.title, root_cause=hypothesis.root_cause, culprit_ranks=tuple(hypothesis.culprit_ranks),
+        culprit_hosts=tuple(hypothesis.culprit_hosts), culprit_processes=tuple(hypothesis.culprit_processes),
+        culprit_local_ranks=tuple(hypothesis.culprit_local_ranks), affected_ranks=tuple(hypothesis.affected_ranks),
+        affected_hosts=tuple(hypothesis.affected_hosts), what=hypothesis.what, fix=hypothesis.fix,
+        evidence=tuple(_evidence(e) for e in evidence), evidence_total=len(hypothesis.evidence),
+    )

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from syncdoctor.analyze import Analysis, Hypothesis, analyze_paths, to_document
+from syncdoctor.analyze import Analysis, Hypothesis, analyze_paths, to_verdict
 from syncdoctor.analyze.rules.common import fmt_ranks
 from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
 from syncdoctor.errors import UsageError
@@ -142,9 +142,9 @@ def render(analysis: Analysis, console: Console, max_evidence: int = 8) -> None:
         console.print(Text("Timeline (per rank, in log order; times are each host's own clock)",
                            style="bold underline"))
         for row in rows[:_TIMELINE_ROWS]:
-            seq = f" #{row.seq}" if row.seq is not None else ""
+            seq_text = f" #{row.seq}" if row.seq is not None else ""
             op = f" {row.op}" if row.op else ""
-            console.print(Text(f"  rank {row.rank} {row.host or '?'} {row.time or '-'}{op}{seq} {row.what}  "
+            console.print(Text(f"  rank {row.rank} {row.host or '?'} {row.time or '-'}{op}{seq_text} {row.what}  "
                                f"[{row.ref}]"), soft_wrap=True)
         if len(rows) > _TIMELINE_ROWS:
             console.print(Text(f"  … {len(rows) - _TIMELINE_ROWS} more (--json)", style="dim"))
@@ -163,13 +163,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     html = check_output(args.html, "--html")  # before reading gigabytes of logs
     analysis = analyze_paths(args.paths)
     if args.json:
-        console.print_json(json.dumps(to_document(analysis, args.max_evidence), default=str))
+        console.print_json(json.dumps(to_verdict(analysis, args.max_evidence).to_json(), default=str))
     else:
         render(analysis, console, 8 if args.max_evidence is None else args.max_evidence)
     if html is not None:
         from syncdoctor.report.html import render_analyze_html, write_html
 
-        written = write_html(html, render_analyze_html(json.loads(json.dumps(to_document(analysis, None), default=str))))
+        written = write_html(html, render_analyze_html(to_verdict(analysis, None)))
         # where the page went, after the answer; on stderr when stdout is the JSON document
         (Console(stderr=True, highlight=False) if args.json else console).print(
             Text(f"HTML report written to {written}"), soft_wrap=True)

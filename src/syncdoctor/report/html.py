@@ -23,8 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from syncdoctor._version import __version__
+from syncdoctor.analyze.verdict import SCHEMA as ANALYZE_SCHEMA
+from syncdoctor.analyze.verdict import Verdict
 from syncdoctor.errors import InputError
+from syncdoctor.probe.report import SCHEMA as PROBE_SCHEMA
+from syncdoctor.probe.report import ProbeReport
 from syncdoctor.redact import redact_text
+from syncdoctor.watch.events import SCHEMA as WATCH_KIND
+from syncdoctor.watch.events import Event
 
 __all__ = [
     "ANALYZE_SCHEMA",
@@ -45,9 +51,6 @@ __all__ = [
     "write_html",
 ]
 
-PROBE_SCHEMA = "syncdoctor.probe/1"
-ANALYZE_SCHEMA = "syncdoctor.analyze/1"
-WATCH_KIND = "syncdoctor.watch/events"
 
 _CSS = """
 *{box-sizing:border-box}
@@ -208,7 +211,9 @@ def findings_section(findings: Sequence[Mapping[str, Any]], *, title: str = "Fin
 
 
 class ReportInput:
-    """What a file holds: ``kind`` (probe, analyze or watch) and its data (a dict, or a list of events)."""
+    """What a file holds: ``kind`` (probe, analyze or watch) and its data: the probe
+    :class:`~syncdoctor.probe.report.ProbeReport`, the analyze :class:`~syncdoctor.analyze.verdict.Verdict`,
+    or the list of watch :class:`~syncdoctor.watch.events.Event`."""
 
     def __init__(self, kind: str, data: Any, source: str = "") -> None:
         self.kind = kind
@@ -241,18 +246,18 @@ def load_report_input(path: str | Path) -> ReportInput:
     if isinstance(whole, dict):
         schema = str(whole.get("schema", ""))
         if schema.startswith("syncdoctor.probe/"):
-            return ReportInput("probe", whole, source)
+            return ReportInput("probe", ProbeReport.from_json(whole, source), source)
         if schema.startswith("syncdoctor.analyze/"):
-            return ReportInput("analyze", whole, source)
+            return ReportInput("analyze", _verdict(whole, source), source)
         if _is_event(whole):
-            return ReportInput("watch", [whole], source)
+            return ReportInput("watch", _events([whole], source), source)
         shown = schema or "none"
         raise InputError(f"{source}: unknown report schema {shown!r} (expected syncdoctor.probe/1, "
                          "syncdoctor.analyze/1 or a watch event file)")
     if isinstance(whole, list):
         events = [item for item in whole if _is_event(item)]
         if events:
-            return ReportInput("watch", events, source)
+            return ReportInput("watch", _events(events, source), source)
         raise InputError(f"{source}: a JSON list without watch events")
     events, bad = [], 0
     for line in stripped.splitlines():
@@ -270,7 +275,21 @@ def load_report_input(path: str | Path) -> ReportInput:
             bad += 1
     if not events:
         raise InputError(f"{source}: neither a syncdoctor JSON report nor watch events (JSON lines)")
-    return ReportInput("watch", events, source)
+    return ReportInput("watch", _events(events, source), source)
+
+
+def _verdict(data: Any, source: str) -> Verdict:
+    try:
+        return Verdict.from_json(data)
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
+
+
+def _events(items: Sequence[Any], source: str) -> list[Event]:
+    try:
+        return [Event.from_json(item) for item in items]
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
 
 
 def render_html(report: ReportInput) -> str:
@@ -284,22 +303,25 @@ def render_html(report: ReportInput) -> str:
     raise InputError(f"no HTML renderer for {report.kind!r}")
 
 
-def render_probe_html(data: Mapping[str, Any]) -> str:
+def render_probe_html(report: ProbeReport | Mapping[str, Any]) -> str:
+    """The probe page; a JSON document is read with :meth:`ProbeReport.from_json` first."""
     from syncdoctor.report.html_probe import render
 
-    return render(data)
+    return render(report if isinstance(report, ProbeReport) else ProbeReport.from_json(report))
 
 
-def render_watch_html(events: Sequence[Mapping[str, Any]], *, source: str = "") -> str:
+def render_watch_html(events: Sequence[Event | Mapping[str, Any]], *, source: str = "") -> str:
+    """The watch page; ``events`` are typed, or their JSON objects (read with :meth:`Event.from_json`)."""
     from syncdoctor.report.html_watch import render
 
-    return render(events, source=source)
+    return render([e if isinstance(e, Event) else Event.from_json(e) for e in events], source=source)
 
 
-def render_analyze_html(data: Mapping[str, Any]) -> str:
+def render_analyze_html(data: Verdict | Mapping[str, Any]) -> str:
+    """The analyze page of a verdict, or of its JSON document (read with :meth:`Verdict.from_json`)."""
     from syncdoctor.report.html_analyze import render
 
-    return render(data)
+    return render(data if isinstance(data, Verdict) else Verdict.from_json(data))
 
 
 def write_html(path: str | Path, document: str) -> Path:

@@ -1,28 +1,24 @@
-"""The analyze report (schema ``syncdoctor.analyze/1``) as HTML. Pure: JSON data in, a page out.
+"""The analyze report (schema ``syncdoctor.analyze/1``) as HTML. Pure: a typed verdict in, a page out.
 
 Sections: the verdict (the most likely root cause: culprit rank and host, what happened, the fix), the
 hypotheses ranked by confidence with their evidence lines (``file:line``), findings, the cross-rank
 failure timeline (one lane per rank, the culprit highlighted and the first failure in time marked), and
 the per-rank table. Large jobs: the culprit lanes, the first ranks to fail and the ranks with the most
 events are drawn (at most ``MAX_LANES``), the others share one summary lane.
-
-The reader is tolerant: a hypothesis may name its culprit as ``culprit: {rank, host}`` or
-``ranks``/``hosts`` lists, evidence as ``{file, line, text}`` objects or ``"file:line: text"`` strings,
-times as epoch seconds or ISO-8601 strings.
 """
 
 from __future__ import annotations
 
-import datetime
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from syncdoctor.analyze.model import LEGACY_CATEGORY_NAMES
+from syncdoctor.analyze.verdict import TimelineRow, Verdict, VerdictHypothesis
 from syncdoctor.report import svg
 from syncdoctor.report.aggregate import pick_top
-from syncdoctor.report.html import ANALYZE_SCHEMA, findings_section, page, section, table, text, verdict_block
-from syncdoctor.report.units import format_seconds
+from syncdoctor.report.html import findings_section, page, section, table, text, verdict_block
+from syncdoctor.units import format_seconds
 
 __all__ = ["MAX_LANES", "hypotheses", "render", "timeline_events"]
 
@@ -34,88 +30,35 @@ _FAILURE_KINDS = ("error", "exception", "timeout", "timed", "crash", "fail", "fa
                   "refused", "closed", "lost", "oom", "warn")
 
 
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def hypotheses(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def hypotheses(verdict: Verdict) -> list[VerdictHypothesis]:
     """The diagnosis hypotheses, most confident first."""
-    for name in ("hypotheses", "diagnosis", "diagnoses", "causes"):
-        value = data.get(name)
-        if isinstance(value, Mapping):
-            value = value.get("hypotheses") or value.get("causes") or [value]
-        items = [h for h in _list(value) if isinstance(h, Mapping)]
-        if items:
-            return sorted(items, key=lambda h: -_number(h.get("confidence"), 0.0))
-    return []
+    return sorted(verdict.hypotheses, key=lambda h: -h.confidence)
 
 
-def _number(value: Any, default: float = math.nan) -> float:
-    try:
-        result = float(value)
-    except (TypeError, ValueError):
-        return default
-    return result if math.isfinite(result) else default
+def _culprit(h: VerdictHypothesis) -> tuple[list[int], list[str]]:
+    return list(dict.fromkeys(h.culprit_ranks)), list(dict.fromkeys(x for x in h.culprit_hosts if x))
 
 
-def _time(value: Any) -> float:
-    if isinstance(value, (int, float)):
-        return _number(value)
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return _number(value)
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=datetime.timezone.utc)
-        return parsed.timestamp()
-    return math.nan
-
-
-def _culprit(h: Mapping[str, Any]) -> tuple[list[int], list[str]]:
-    ranks: list[int] = []
-    hosts: list[str] = []
-    culprit = h.get("culprit")
-    sources = [culprit] if isinstance(culprit, Mapping) else []
-    sources.append(h)
-    for source in sources:
-        for name in ("rank", "culprit_rank"):
-            if isinstance(source.get(name), int):
-                ranks.append(int(source[name]))
-        for name in ("ranks", "culprit_ranks"):
-            ranks += [int(r) for r in _list(source.get(name)) if isinstance(r, int)]
-        for name in ("host", "culprit_host"):
-            if source.get(name):
-                hosts.append(str(source[name]))
-        for name in ("hosts", "culprit_hosts"):
-            hosts += [str(x) for x in _list(source.get(name)) if x]
-    return list(dict.fromkeys(ranks)), list(dict.fromkeys(hosts))
-
-
-def _evidence_lines(h: Mapping[str, Any]) -> list[str]:
+def _evidence_lines(h: VerdictHypothesis) -> list[str]:
     lines = []
-    for item in _list(h.get("evidence")) + _list(h.get("evidence_lines")):
-        if isinstance(item, Mapping):
-            where = str(item.get("ref") or "")
-            if not where:
-                where = str(item.get("file") or item.get("path") or "?")
-                if item.get("line") is not None:
-                    where += f":{item['line']}"
-            rank = f"[rank {item['rank']}] " if item.get("rank") is not None else ""
-            lines.append(f"{where}: {rank}{item.get('text') or item.get('message') or ''}".rstrip())
-        elif isinstance(item, str):
-            lines.append(item)
+    for item in h.evidence:
+        where = item.ref
+        if not where:
+            where = item.file or "?"
+            if item.line is not None:
+                where += f":{item.line}"
+        rank = f"[rank {item.rank}] " if item.rank is not None else ""
+        lines.append(f"{where}: {rank}{item.text}".rstrip())
     return lines
 
 
-def _hypothesis_html(index: int, h: Mapping[str, Any]) -> str:
+def _hypothesis_html(index: int, h: VerdictHypothesis) -> str:
     ranks, hosts = _culprit(h)
-    confidence = _number(h.get("confidence"))
-    category = str(h.get("category") or h.get("kind") or "")
-    category = LEGACY_CATEGORY_NAMES.get(category, category)  # a file written before the names were unified
-    title = str(h.get("title") or h.get("summary") or h.get("what") or category or "hypothesis")
+    confidence = h.confidence
+    category = h.category
+    title = h.title or h.what or category or "hypothesis"
     lines = _evidence_lines(h)
-    total = int(_number(h.get("evidence_total"), len(lines)))
+    total = h.evidence_total
     shown = "\n".join(lines[:MAX_EVIDENCE]) + (f"\n... {total - MAX_EVIDENCE} more" if total > MAX_EVIDENCE else "")
     facts = []
     if ranks:
@@ -126,16 +69,15 @@ def _hypothesis_html(index: int, h: Mapping[str, Any]) -> str:
         facts.append(f"category {category}")
     if not math.isnan(confidence):
         facts.append(f"confidence {confidence:.2f}")
-    affected = _list(h.get("affected_ranks"))
-    if affected:
-        facts.append(f"{len(affected)} affected rank(s)")
-    severity = "error" if index == 0 and h.get("root_cause", True) else "warning"
-    why = str(h.get("why") or h.get("explanation") or h.get("what") or "")
-    fix = str(h.get("fix") or "")
+    if h.affected_ranks:
+        facts.append(f"{len(h.affected_ranks)} affected rank(s)")
+    severity = "error" if index == 0 and h.root_cause else "warning"
+    why = h.what
+    fix = h.fix
     return (
         f'<div class="finding {severity}" data-hypothesis="{index}" data-category="{text(category)}" '
         f'data-culprit="{text(",".join(str(r) for r in ranks))}"><div class="title">'
-        f'<span class="code">{text(h.get("code") or f"#{index + 1}")}</span> {text(title)}</div>'
+        f'<span class="code">{text(h.code or f"#{index + 1}")}</span> {text(title)}</div>'
         f'<div class="note">{text("; ".join(facts))}</div>'
         + (f'<p class="why">{text(why)}</p>' if why and why != title else "")
         + (f'<pre class="lines" data-evidence="{len(lines)}">{text(shown)}</pre>' if lines else "")
@@ -144,37 +86,33 @@ def _hypothesis_html(index: int, h: Mapping[str, Any]) -> str:
     )
 
 
-def timeline_events(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The per-rank timeline entries (a flat list, or ``{rank: [entries]}``), each with its rank."""
-    value = data.get("timeline")
-    if isinstance(value, Mapping):
-        value = value.get("events") if "events" in value else [
-            dict(entry, rank=entry.get("rank", rank)) for rank, entries in value.items() for entry in _list(entries)
-            if isinstance(entry, Mapping)]
-    return [e for e in _list(value) if isinstance(e, Mapping) and _rank_of(e) is not None]
+def timeline_events(verdict: Verdict) -> list[TimelineRow]:
+    """The per-rank timeline entries (on a known rank)."""
+    return [e for e in verdict.timeline if e.rank is not None]
 
 
-def _rank_of(entry: Mapping[str, Any]) -> int | None:
-    try:
-        return int(entry["rank"])
-    except (KeyError, TypeError, ValueError):
-        return None
+def _rank_of(entry: TimelineRow) -> int | None:
+    return entry.rank
 
 
-def _kind(entry: Mapping[str, Any]) -> str:
-    return str(entry.get("kind") or entry.get("type") or entry.get("category") or "event")
+def _kind(kind: str) -> str:
+    return kind or "event"
 
 
-def _is_failure(entry: Mapping[str, Any]) -> bool:
-    kind = _kind(entry).lower()
+def _is_failure(kind: str) -> bool:
+    kind = _kind(kind).lower()
     return any(word in kind for word in _FAILURE_KINDS)
 
 
-def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
-    entries = timeline_events(data)
+def _time(value: float | None) -> float:
+    return math.nan if value is None or not math.isfinite(value) else value
+
+
+def _timeline(verdict: Verdict, culprits: Sequence[int]) -> str:
+    entries = timeline_events(verdict)
     if not entries:
         return ""
-    timed = [(_time(e.get("time", e.get("at", e.get("timestamp")))), e) for e in entries]
+    timed = [(_time(e.time), e) for e in entries]
     common_clock = not any(math.isnan(t) for t, _ in timed)
     if not common_clock:
         # no common clock for every line: each rank's events in its own log order
@@ -192,14 +130,14 @@ def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
         format_x = lambda v: format_seconds(v) if v else "0"  # noqa: E731
     known = [t for t, _ in timed if not math.isnan(t)]
     t0 = min(known) if known else 0.0
-    failures = sorted(((t, _rank_of(e)) for t, e in timed if _is_failure(e) and not math.isnan(t)),
+    failures = sorted(((t, _rank_of(e)) for t, e in timed if _is_failure(e.kind) and not math.isnan(t)),
                       key=lambda item: item[0])
     first_failed = failures[0][1] if failures and common_clock else None
     counts: dict[int, float] = {}
     for _, e in timed:
         rank = _rank_of(e)
         if rank is not None:
-            counts[rank] = counts.get(rank, 0.0) + (2.0 if _is_failure(e) else 1.0)
+            counts[rank] = counts.get(rank, 0.0) + (2.0 if _is_failure(e.kind) else 1.0)
     early = [r for _, r in failures[:4] if r is not None]
     keep = list(dict.fromkeys([*culprits, *([first_failed] if first_failed is not None else []), *early]))
     chosen = pick_top(sorted(counts.items()), keep[:MAX_LANES], max(0, MAX_LANES - len(keep)))
@@ -219,7 +157,7 @@ def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
     summary: dict[tuple[str, int], list[Any]] = {}  # (kind, time bin) -> [first time, count, ranks]
     for t, e in ordered:
         rank = _rank_of(e)
-        kind = _kind(e)
+        kind = _kind(e.kind)
         if kind not in kinds:
             kinds.append(kind)
         if rank not in lane_of:
@@ -228,19 +166,18 @@ def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
                 entry[1] += 1
                 entry[2].add(rank)
             continue
-        where = f" ({e.get('file')}:{e.get('line')})" if e.get("file") else ""
-        seq = f" #{e.get('seq')}" if e.get("seq") is not None else ""
-        op = f" {e.get('op')}" if e.get("op") else ""
-        is_first = not first_marked and rank == first_failed and _is_failure(e)
+        where = f" ({e.file}:{e.line})" if e.file else ""
+        seq = f" #{e.seq}" if e.seq is not None else ""
+        op = f" {e.op}" if e.op else ""
+        is_first = not first_marked and rank == first_failed and _is_failure(e.kind)
         first_marked = first_marked or is_first
-        label = (f"rank {rank}: {kind}{op}{seq}: {e.get('text') or e.get('message') or ''}{where}"
+        label = (f"rank {rank}: {kind}{op}{seq}: {e.text}{where}"
                  + (" [first failure in time]" if is_first else ""))
-        end = _time(e.get("end")) if e.get("end") is not None else None
-        spans.append(svg.Span(lane_of[rank], t - t0, None if end is None or math.isnan(end) else end - t0, kind,
-                              label, highlight=is_first or (rank in culprits and _is_failure(e))))
+        spans.append(svg.Span(lane_of[rank], t - t0, None, kind, label,
+                              highlight=is_first or (rank in culprits and _is_failure(e.kind))))
     for (kind, _bin), (t, count, ranks) in summary.items():
         spans.append(svg.Span(len(chosen), t - t0, None, kind, f"{count} {kind} event(s) on {len(ranks)} other rank(s)"))
-    failure_kinds = [k for k in kinds if _is_failure({"kind": k})]
+    failure_kinds = [k for k in kinds if _is_failure(k)]
     normal_kinds = [k for k in kinds if k not in failure_kinds]
     colors = {k: _CALM[i % len(_CALM)] for i, k in enumerate(normal_kinds)}
     colors.update({k: _ALARM[i % len(_ALARM)] for i, k in enumerate(failure_kinds)})
@@ -254,49 +191,49 @@ def _timeline(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
     return section("Timeline", "timeline", chart, note=note)
 
 
-def _ranks_table(data: Mapping[str, Any], culprits: Sequence[int]) -> str:
-    ranks = [r for r in _list(data.get("ranks")) if isinstance(r, Mapping)]
+_RANK_COLUMNS = ("rank", "host", "state", "last_seq", "exitcode", "signal", "first_error", "first_error_ref")
+
+
+def _ranks_table(verdict: Verdict, culprits: Sequence[int]) -> str:
+    ranks = [r.to_json() for r in verdict.ranks]
     if not ranks:
         return ""
-    columns = [c for c in ("rank", "host", "state", "last_seq", "last_op", "exitcode", "signal", "first_error",
-                           "first_error_ref") if any(r.get(c) not in (None, "", []) for r in ranks)]
+    columns = [c for c in _RANK_COLUMNS if any(r[c] not in (None, "", []) for r in ranks)]
     rows, hot = [], []
-    for index, r in enumerate(sorted(ranks, key=lambda r: (_rank_of(r) not in culprits, _rank_of(r) or 0))[:256]):
-        if _rank_of(r) in culprits:
+    for index, r in enumerate(sorted(ranks, key=lambda r: (r["rank"] not in culprits, r["rank"]))[:256]):
+        if r["rank"] in culprits:
             hot.append(index)
-        rows.append(["" if r.get(c) is None else r.get(c) for c in columns])
+        rows.append(["" if r[c] is None else r[c] for c in columns])
     return section("Ranks", "ranks", table([c.replace("_", " ") for c in columns], rows, table_id="ranks-table",
                                            highlight=hot),
                    note=f"{len(ranks)} ranks" + (", the first 256 shown" if len(ranks) > 256 else ""))
 
 
-def _unexplained(data: Mapping[str, Any]) -> str:
+def _unexplained(verdict: Verdict) -> str:
     """The error-looking lines no hypothesis cites: what was read, even when it was not understood."""
-    items = [e for e in _list(data.get("unexplained")) if isinstance(e, Mapping)]
-    if not items:
+    if not verdict.unexplained:
         return ""
-    rows = "".join(f"<li><code>{text(e.get('ref', ''))}</code> {text(str(e.get('text', ''))[:300])}</li>"
-                   for e in items)
+    rows = "".join(f"<li><code>{text(e.ref)}</code> {text(e.text[:300])}</li>" for e in verdict.unexplained)
     return section("Lines not explained", "unexplained", f"<ul>{rows}</ul>",
                    note="error-looking lines that no hypothesis cites")
 
 
-def render(data: Mapping[str, Any]) -> str:
-    """The analyze page; ``data`` is the analyze JSON document."""
-    found = hypotheses(data)
-    root = data.get("root_cause")
-    if isinstance(root, Mapping):  # the root cause first, once (it is also in the hypotheses)
-        same = (root.get("code"), root.get("title"), _culprit(root)[0])
-        found = [root, *[h for h in found if (h.get("code"), h.get("title"), _culprit(h)[0]) != same]]
-    if data.get("root_cause_found") is False or (root is None and "root_cause" in data):
-        found = [dict(h, root_cause=False) for h in found]
+def render(verdict: Verdict) -> str:
+    """The analyze page of a verdict (:meth:`Verdict.from_json` reads the analyze JSON document)."""
+    found = hypotheses(verdict)
+    root = verdict.root_cause
+    if root is not None:  # the root cause first, once (it is also in the hypotheses)
+        same = (root.code, root.title, _culprit(root)[0])
+        found = [root, *[h for h in found if (h.code, h.title, _culprit(h)[0]) != same]]
+    if not verdict.root_cause_found or root is None:
+        found = [replace(h, root_cause=False) for h in found]
     culprits: list[int] = []
-    if found and found[0].get("root_cause", True):
+    if found and found[0].root_cause:
         top = found[0]
         culprits, hosts = _culprit(top)
-        headline = str(top.get("title") or top.get("summary") or top.get("category") or "root cause")
+        headline = top.title or top.category or "root cause"
         details = []
-        processes = [str(p) for p in _list(top.get("culprit_processes"))]
+        processes = list(top.culprit_processes)
         if culprits:
             details.append(f"culprit: rank {', '.join(str(r) for r in culprits[:16])}"
                            + (f" on {', '.join(hosts[:8])}" if hosts else ""))
@@ -304,27 +241,26 @@ def render(data: Mapping[str, Any]) -> str:
             details.append(f"culprit: {', '.join(processes[:8])}")
         elif hosts:
             details.append(f"culprit: {', '.join(hosts[:8])}")
-        if top.get("category"):
-            details.append(f"category: {LEGACY_CATEGORY_NAMES.get(str(top['category']), top['category'])}")
-        if top.get("fix"):
-            details.append(f"fix: {top['fix']}")
+        if top.category:
+            details.append(f"category: {top.category}")
+        if top.fix:
+            details.append(f"fix: {top.fix}")
         if len(found) > 1:
             details.append(f"{len(found) - 1} other hypothesis(es) below")
         status = "error"
     else:
-        headline = str(data.get("summary") or "no root cause found in the inputs")
+        headline = "no root cause found in the inputs"
         details = [f"{len(found)} hypothesis(es) below, none certain" if found else "see the timeline and the ranks"]
         status = "warning"
-    inputs = _list(data.get("inputs"))
-    subtitle = f"{data.get('schema', ANALYZE_SCHEMA)}" + (f", {len(inputs)} input(s)" if inputs else "")
+    inputs = verdict.inputs
+    subtitle = verdict.schema + (f", {len(inputs)} input(s)" if inputs else "")
     hypotheses_html = "".join(_hypothesis_html(i, h) for i, h in enumerate(found))
     body = [
         verdict_block(status, headline, details),
         section("Hypotheses", "hypotheses", hypotheses_html, note="most likely first") if found else "",
-        findings_section([f for f in _list(data.get("findings")) if isinstance(f, Mapping)])
-        if data.get("findings") and not found else "",  # the findings repeat the hypotheses
-        _unexplained(data),
-        _timeline(data, culprits),
-        _ranks_table(data, culprits),
+        findings_section(verdict.findings) if verdict.findings and not found else "",  # they repeat the hypotheses
+        _unexplained(verdict),
+        _timeline(verdict, culprits),
+        _ranks_table(verdict, culprits),
     ]
     return page("syncdoctor analyze report", "analyze", [b for b in body if b], subtitle=subtitle)

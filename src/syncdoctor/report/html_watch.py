@@ -1,4 +1,5 @@
-"""The watch report: a page from the watcher's JSONL event file (``Event.to_json`` lines). Pure.
+"""The watch report: a page from the watcher's events (typed :class:`~syncdoctor.watch.events.Event`, as
+:meth:`Event.from_json` reads the JSONL event file). Pure.
 
 Events of one incident share a ``key`` (warning, maybe confirmed, then resolved). The page shows the
 verdict (the worst incident still open, else the worst seen), one finding per incident with the W page's
@@ -11,15 +12,16 @@ ranks share one summary lane; the event table keeps the last ``MAX_EVENTS`` rows
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from syncdoctor.report import svg
 from syncdoctor.report.aggregate import pick_top
-from syncdoctor.report.html import WATCH_KIND, findings_section, page, section, table, verdict_block
-from syncdoctor.report.units import format_seconds
-from syncdoctor.watch.records import format_ranks
+from syncdoctor.report.html import findings_section, page, section, table, verdict_block
+from syncdoctor.units import format_seconds
+from syncdoctor.watch.events import SCHEMA, Event
+from syncdoctor.watch.records import Signature, format_ranks
 
 __all__ = ["KIND_COLORS", "MAX_EVENTS", "MAX_LANES", "Incident", "incidents", "render"]
 
@@ -48,40 +50,40 @@ class Incident:
     """The events of one key, in file order."""
 
     key: str
-    events: list[Mapping[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
     @property
-    def first(self) -> Mapping[str, Any]:
+    def first(self) -> Event:
         return self.events[0]
 
     @property
-    def worst(self) -> Mapping[str, Any]:
+    def worst(self) -> Event:
         """The most severe event of the incident (confirmed over warning), the latest among equals."""
-        live = [e for e in self.events if e.get("status") != "resolved"] or self.events
-        return min(reversed(live), key=lambda e: _STATUS_ORDER.get(str(e.get("status")), 4))
+        live = [e for e in self.events if e.status != "resolved"] or self.events
+        return min(reversed(live), key=lambda e: _STATUS_ORDER.get(e.status, 4))
 
     @property
     def code(self) -> str:
-        return str(self.first.get("code", ""))
+        return self.first.code
 
     @property
     def kind(self) -> str:
-        return str(self.first.get("kind", self.code))
+        return self.first.kind
 
     @property
     def resolved(self) -> bool:
-        return self.events[-1].get("status") == "resolved"
+        return self.events[-1].status == "resolved"
 
     @property
     def ranks(self) -> tuple[int, ...]:
-        return tuple(int(r) for r in self.worst.get("ranks") or ())
+        return self.worst.ranks
 
     @property
     def start(self) -> float:
         """When the condition began: the first event's time minus how long the others had waited then."""
         first = self.first
-        waited = first.get("waited_s") if first.get("code") != "W107" else None
-        return _at(first) - (float(waited) if isinstance(waited, (int, float)) else 0.0)
+        waited = first.waited_s if first.code != "W107" else None
+        return _at(first) - (waited if waited is not None else 0.0)
 
     @property
     def end(self) -> float:
@@ -89,61 +91,54 @@ class Incident:
 
     @property
     def waited(self) -> float:
-        values = [float(e["waited_s"]) for e in self.events if isinstance(e.get("waited_s"), (int, float))]
-        return max(values, default=0.0)
+        return max((e.waited_s for e in self.events if e.waited_s is not None), default=0.0)
 
 
-def _at(event: Mapping[str, Any]) -> float:
-    try:
-        value = float(event.get("at") or 0.0)
-    except (TypeError, ValueError):
-        return 0.0
-    return value if math.isfinite(value) else 0.0
+def _at(event: Event) -> float:
+    return event.at if math.isfinite(event.at) else 0.0
 
 
-def incidents(events: Sequence[Mapping[str, Any]]) -> list[Incident]:
+def incidents(events: Sequence[Event]) -> list[Incident]:
     """Events grouped by ``key`` (an event without a key is its own incident), in order of appearance."""
     out: dict[str, Incident] = {}
     for index, event in enumerate(events):
-        key = str(event.get("key") or f"#{index}")
+        key = event.key or f"#{index}"
         out.setdefault(key, Incident(key)).events.append(event)
     return list(out.values())
 
 
 def _severity_order(incident: Incident) -> tuple[int, int, int, float]:
     worst = incident.worst
-    return (0 if not incident.resolved else 1, _STATUS_ORDER.get(str(worst.get("status")), 4),
+    return (0 if not incident.resolved else 1, _STATUS_ORDER.get(worst.status, 4),
             _RANK.get(incident.code, 8), -incident.waited)
 
 
-def _ranks_text(ranks: Sequence[Any]) -> str:
-    return format_ranks(int(r) for r in ranks)
+def _ranks_text(ranks: Sequence[int]) -> str:
+    return format_ranks(ranks)
 
 
-def _op(event: Mapping[str, Any]) -> str:
-    signature = event.get("signature")
-    if isinstance(signature, list) and signature and isinstance(signature[0], str):
-        shapes = signature[1] if len(signature) > 1 and isinstance(signature[1], list) else []
-        dtypes = signature[2] if len(signature) > 2 and isinstance(signature[2], list) else []
-        shape_text = ",".join("x".join(str(d) for d in s) for s in shapes if isinstance(s, list))
-        dtype = "/".join(sorted({str(d).lower() for d in dtypes}))
-        return f"{signature[0]} {dtype}[{shape_text}]" if shape_text or dtype else signature[0]
-    return ""
+def _op(signature: Signature | None) -> str:
+    """``all_reduce float[1000]`` (the dtypes lower case, then sorted; an empty shape stays empty)."""
+    if signature is None:
+        return ""
+    shape_text = ",".join("x".join(str(d) for d in s) for s in signature.input_sizes)
+    dtype = "/".join(sorted({d.lower() for d in signature.dtypes}))
+    return f"{signature.op} {dtype}[{shape_text}]" if shape_text or dtype else signature.op
 
 
-def _verdict(found: Sequence[Incident], events: Sequence[Mapping[str, Any]]) -> str:
+def _verdict(found: Sequence[Incident], events: Sequence[Event]) -> str:
     if not found:
         return verdict_block("ok", "no event: every rank kept up", [f"{len(events)} events in the file"])
     top = sorted(found, key=_severity_order)[0]
     worst = top.worst
     status = "ok" if top.resolved and all(i.resolved for i in found) else (
-        "error" if worst.get("severity") == "error" or worst.get("status") == "confirmed" else "warning")
-    state = "resolved" if top.resolved else str(worst.get("status", ""))
-    headline = f"{top.code} {top.kind} ({state}): {worst.get('title', '')}"
+        "error" if worst.severity.label == "error" or worst.status == "confirmed" else "warning")
+    state = "resolved" if top.resolved else worst.status
+    headline = f"{top.code} {top.kind} ({state}): {worst.title}"
     details = []
-    if worst.get("hosts"):
-        details.append("host(s): " + ", ".join(str(h) for h in worst["hosts"][:8]))
-    where = (worst.get("detail") or {}).get("where") if isinstance(worst.get("detail"), Mapping) else None
+    if worst.hosts:
+        details.append("host(s): " + ", ".join(worst.hosts[:8]))
+    where = worst.detail.get("where")
     if where:
         details.append(f"the late rank is in {where}")
     if top.waited:
@@ -168,30 +163,29 @@ def _findings(found: Sequence[Incident]) -> str:
         evidence: dict[str, Any] = {}
         open_count = sum(1 for i in members if not i.resolved)
         evidence["incidents"] = (f"{len(members)} ({open_count} still open)" if len(members) > 1
-                                 else " -> ".join(str(e.get("status")) for e in top.events))
-        for name in ("ranks", "hosts", "group"):
-            value = worst.get(name)
-            if value not in (None, [], ""):
-                evidence[name] = _ranks_text(value) if name == "ranks" and isinstance(value, list) else value
-        seqs = [i.worst.get("seq") for i in members if i.worst.get("seq") is not None]
+                                 else " -> ".join(e.status for e in top.events))
+        if worst.ranks:
+            evidence["ranks"] = _ranks_text(worst.ranks)
+        if worst.hosts:
+            evidence["hosts"] = list(worst.hosts)
+        if worst.group not in (None, ""):
+            evidence["group"] = worst.group
+        seqs = [i.worst.seq for i in members if i.worst.seq is not None]
         if seqs:
             evidence["collectives"] = ", ".join(f"#{q}" for q in seqs[:12]) + (" ..." if len(seqs) > 12 else "")
-        op = _op(worst)
+        op = _op(worst.signature)
         if op:
             evidence["op"] = op
         longest = max(i.waited for i in members)
         if longest and code != "W107":
             evidence["longest wait"] = format_seconds(longest)
-        detail = worst.get("detail")
-        if isinstance(detail, Mapping):
-            for name in ("where", "lag_p50", "lag_p90", "share", "others_waited_s", "signatures"):
-                if name in detail:
-                    evidence[name] = detail[name]
-        waiting = worst.get("waiting_ranks")
-        if waiting:
-            evidence["waiting ranks"] = _ranks_text([int(r) for r in waiting])
-        severity = "info" if open_count == 0 else str(worst.get("severity") or "warning")
-        title = str(worst.get("title", ""))
+        for name in ("where", "lag_p50", "lag_p90", "share", "others_waited_s", "signatures"):
+            if name in worst.detail:
+                evidence[name] = worst.detail[name]
+        if worst.waiting_ranks:
+            evidence["waiting ranks"] = _ranks_text(worst.waiting_ranks)
+        severity = "info" if open_count == 0 else worst.severity.label
+        title = worst.title
         if len(members) > 1:
             title = f"{len(members)} times: {title}"
         items.append({"code": code, "name": top.kind, "severity": severity, "title": title, "evidence": evidence,
@@ -206,8 +200,8 @@ def _lanes(found: Sequence[Incident], world: int) -> tuple[list[int], set[int], 
     for incident in found:
         for rank in incident.ranks:
             culprits[rank] = culprits.get(rank, 0.0) + incident.waited + 1.0
-        for rank in incident.worst.get("waiting_ranks") or ():
-            involvement[int(rank)] = involvement.get(int(rank), 0.0) + 1.0
+        for rank in incident.worst.waiting_ranks:
+            involvement[rank] = involvement.get(rank, 0.0) + 1.0
     ordered_culprits = sorted(culprits, key=lambda r: (-culprits[r], r))
     seen = sorted(set(culprits) | set(involvement))
     chosen = pick_top(sorted(involvement.items()), ordered_culprits[:MAX_LANES], max(0, MAX_LANES - len(culprits)))
@@ -232,16 +226,16 @@ def _timeline(found: Sequence[Incident], world: int) -> str:
     for incident in found:
         end = incident.end if incident.resolved else max(t_end, incident.end)
         still = "" if incident.resolved else " (still open)"
-        label = (f"{incident.code} {incident.kind}{still}: {incident.worst.get('title', '')}")
+        label = f"{incident.code} {incident.kind}{still}: {incident.worst.title}"
         for rank in incident.ranks:
             if rank in lane_of:
                 culprit_spans.append(svg.Span(lane_of[rank], incident.start - t0, end - t0, incident.kind, label,
                                               highlight=rank in culprits))
-        waiting = [int(r) for r in incident.worst.get("waiting_ranks") or ()]
+        waiting = list(incident.worst.waiting_ranks)
         drawn = [r for r in waiting if r in lane_of]
         for rank in drawn:
             spans.append(svg.Span(lane_of[rank], incident.start - t0, end - t0, "waiting",
-                                  f"rank {rank} waiting in #{incident.worst.get('seq')} for rank(s) "
+                                  f"rank {rank} waiting in #{incident.worst.seq} for rank(s) "
                                   f"{_ranks_text(incident.ranks)}"))
         if summary_lane is not None and len(drawn) < len(waiting):
             spans.append(svg.Span(summary_lane, incident.start - t0, end - t0, "waiting",
@@ -264,16 +258,16 @@ def _lags(found: Sequence[Incident]) -> str:
     straggler_ranks: set[int] = set()
     for incident in found:
         worst = incident.worst
-        detail = worst.get("detail") if isinstance(worst.get("detail"), Mapping) else {}
+        detail = worst.detail
         for rank in incident.ranks:
-            if incident.code == "W107" and isinstance(detail, Mapping) and "lag_max" in detail:
+            if incident.code == "W107" and "lag_max" in detail:
                 value = float(detail.get("lag_max") or 0.0)
                 tip = (f"rank {rank}: arrived last at {detail.get('last')} of {detail.get('notable')} collectives; "
                        f"lag p50 {detail.get('lag_p50')} s, p90 {detail.get('lag_p90')} s, max {detail.get('lag_max')} s")
                 straggler_ranks.add(rank)
             elif incident.code == "W101":
                 value = incident.waited
-                tip = f"rank {rank}: the others waited up to {format_seconds(value)} for it (#{worst.get('seq')})"
+                tip = f"rank {rank}: the others waited up to {format_seconds(value)} for it (#{worst.seq})"
             else:
                 continue
             if value >= lags.get(rank, (-1.0, ""))[0]:
@@ -290,19 +284,18 @@ def _lags(found: Sequence[Incident]) -> str:
                         "the longest the others waited for it.")
 
 
-def _events_table(events: Sequence[Mapping[str, Any]], t0: float) -> str:
+def _events_table(events: Sequence[Event], t0: float) -> str:
     shown = list(events)[-MAX_EVENTS:]
-    rows, hot = [], []
+    rows: list[list[Any]] = []
+    hot = []
     for index, event in enumerate(shown):
-        if event.get("status") == "confirmed":
+        if event.status == "confirmed":
             hot.append(index)
-        waited = event.get("waited_s")
         rows.append([
-            f"{_at(event) - t0:.1f}", event.get("code", ""), event.get("kind", ""), event.get("status", ""),
-            _ranks_text([int(r) for r in event.get("ranks") or []]), ", ".join(str(h) for h in (event.get("hosts") or [])[:4]),
-            "" if event.get("group") is None else event.get("group"), "" if event.get("seq") is None else event.get("seq"),
-            _op(event), "" if not isinstance(waited, (int, float)) else format_seconds(float(waited)),
-            event.get("title", ""),
+            f"{_at(event) - t0:.1f}", event.code, event.kind, event.status, _ranks_text(event.ranks),
+            ", ".join(event.hosts[:4]), "" if event.group is None else event.group,
+            "" if event.seq is None else event.seq, _op(event.signature),
+            "" if event.waited_s is None else format_seconds(event.waited_s), event.title,
         ])
     note = f"The last {len(shown)} of {len(events)} events." if len(events) > len(shown) else ""
     return section("Events", "events", table(
@@ -310,20 +303,15 @@ def _events_table(events: Sequence[Mapping[str, Any]], t0: float) -> str:
         table_id="events-table", numeric=(0, 7, 9), highlight=hot), note=note)
 
 
-def render(events: Sequence[Mapping[str, Any]], *, source: str = "") -> str:
-    """The watch page for the events of one job (``Event.to_json`` dicts, in file order)."""
+def render(events: Sequence[Event], *, source: str = "") -> str:
+    """The watch page for the events of one job, in file order."""
     found = incidents(events)
     world = 0
     for event in events:
-        group_ranks = event.get("group_ranks")
-        for rank in list(event.get("ranks") or []) + list(event.get("waiting_ranks") or []):
-            world = max(world, int(rank) + 1)
-        if isinstance(group_ranks, str) and group_ranks:
-            tail = group_ranks.split(",")[-1].split("-")[-1]
-            if tail.isdigit():
-                world = max(world, int(tail) + 1)
+        for rank in (*event.ranks, *event.waiting_ranks, *event.group_ranks[-1:]):
+            world = max(world, rank + 1)
     t0 = min((i.start for i in found), default=0.0)
-    subtitle = f"{WATCH_KIND}: {len(events)} events" + (f" from {source}" if source else "") + (
+    subtitle = f"{SCHEMA}: {len(events)} events" + (f" from {source}" if source else "") + (
         f", at least {world} ranks" if world else "")
     body = [_verdict(found, events), _findings(found), _timeline(found, world), _lags(found),
             _events_table(events, t0) if events else ""]

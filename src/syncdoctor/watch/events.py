@@ -1,6 +1,8 @@
 """Events: what the detector reports, as frozen data with a one-line text form and a JSON form.
 
-Pure: no I/O. Each event carries a W code whose page is in :mod:`syncdoctor.kb.pages.watch`
+Pure: no I/O. The event file (JSON lines, :data:`SCHEMA`) holds one ``Event.to_json()`` per line;
+:meth:`Event.from_json` reads a line back and raises :class:`~syncdoctor.errors.InputError`, and only that,
+when it is malformed. Each event carries a W code whose page is in :mod:`syncdoctor.kb.pages.watch`
 (``syncdoctor explain W101``), and turns into a :class:`~syncdoctor.kb.Finding` for the shared reports.
 """
 
@@ -10,10 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncdoctor.errors import InputError
 from syncdoctor.kb import Finding, Severity
-from syncdoctor.watch.records import Signature, format_ranks
+from syncdoctor.watch.records import Signature, format_ranks, parse_ranks
 
-__all__ = ["CODES", "STATUSES", "Event"]
+__all__ = ["CODES", "SCHEMA", "STATUSES", "Event"]
+
+# what an event file holds (the lines carry no schema field: their format is that of version 1)
+SCHEMA = "syncdoctor.watch/events"
 
 # code -> kind (the rule's name); the pages are in syncdoctor.kb.pages.watch
 CODES: Mapping[str, str] = {
@@ -122,6 +128,46 @@ class Event:
             "at": round(self.at, 3),
         }
 
+    @classmethod
+    def from_json(cls, data: Any) -> Event:
+        """The event of one ``to_json()`` object (``kind`` and ``severity`` are derived, not read); InputError
+        with the field's name when it is malformed."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"watch event: expected a JSON object, not {type(data).__name__}")
+        code = _text(data.get("code"), "code")
+        if not code:
+            raise InputError("watch event: no code")
+        group_ranks = data.get("group_ranks")
+        if isinstance(group_ranks, str):
+            try:
+                members = parse_ranks(group_ranks)
+            except ValueError:
+                raise InputError(f"watch event {code}: group_ranks {group_ranks!r:.60} is not a rank list") from None
+        else:
+            members = _ints(group_ranks, "group_ranks")
+        detail = data.get("detail")
+        if detail is not None and not isinstance(detail, Mapping):
+            raise InputError(f"watch event {code}: detail must be a JSON object")
+        waited = _number(data.get("waited_s"), "waited_s")
+        return cls(
+            code=code,
+            status=_text(data.get("status"), "status"),
+            title=_text(data.get("title"), "title"),
+            ranks=_ints(data.get("ranks"), "ranks"),
+            hosts=tuple(_text(h, "hosts") for h in _list(data.get("hosts"), "hosts")),
+            pids=_ints(data.get("pids"), "pids"),
+            group=None if data.get("group") is None else _text(data.get("group"), "group"),
+            group_ranks=members,
+            seq=_int(data.get("seq"), "seq"),
+            signature=_signature(data.get("signature"), "signature"),
+            other_signature=_signature(data.get("other_signature"), "other_signature"),
+            waiting_ranks=_ints(data.get("waiting_ranks"), "waiting_ranks"),
+            waited_s=waited,
+            detail=dict(detail or {}),
+            key=_text(data.get("key"), "key"),
+            at=_number(data.get("at"), "at") or 0.0,
+        )
+
     def to_finding(self) -> Finding:
         from syncdoctor.kb import get_rule
 
@@ -130,3 +176,54 @@ class Event:
         if rule is None:  # pragma: no cover - every code has a page (tests/test_kb.py)
             return Finding(self.code, self.severity, self.title, evidence=evidence, key=self.key)
         return rule.finding(self.title, evidence=evidence, severity=self.severity, key=self.key)
+
+
+def _list(value: Any, name: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise InputError(f"watch event: {name} must be a JSON list, not {type(value).__name__}")
+    return list(value)
+
+
+def _text(value: Any, name: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(f"watch event: {name} must be a string, not {value!r:.40}")
+    return value
+
+
+def _int(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"watch event: {name} must be an integer, not {value!r:.40}")
+    return value
+
+
+def _ints(value: Any, name: str) -> tuple[int, ...]:
+    out = []
+    for item in _list(value, name):
+        number = _int(item, name)
+        if number is None:
+            raise InputError(f"watch event: {name} holds a null")
+        out.append(number)
+    return tuple(out)
+
+
+def _number(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"watch event: {name} must be a number, not {value!r:.40}")
+    return float(value)
+
+
+def _signature(value: Any, name: str) -> Signature | None:
+    if value is None:
+        return None
+    signature = Signature.from_json(value)
+    if signature is None:
+        raise InputError(f"watch event: {name} {value!r:.60} is not [op, input sizes, dtypes, output sizes]")
+    return signature

@@ -35,7 +35,8 @@ class LogSink:
 
 
 class JsonlSink:
-    """Appends ``event.to_json()`` as one line to a file (created with its directory)."""
+    """Appends ``event.to_json()`` as one line to a file (created with its directory): the event file of
+    :data:`~syncdoctor.watch.events.SCHEMA`, read back line by line with :meth:`Event.from_json`."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
