@@ -50,7 +50,7 @@ parts = collections.defaultdict(lambda: [0, 0])  # label -> [thread CPU ns, call
 
 def instrument():
     """Wrap the watcher's parts in thread-CPU timers (breakdown mode only)."""
-    from syncdoctor.watch import keys, monitor, recorder, runtime, sampler
+    from syncdoctor.watch import keys, monitor, publisher, recorder, runtime, sampler
     def wrap(owner, name, label):
         original = getattr(owner, name)
         def timed(*args, **kwargs):
@@ -60,9 +60,10 @@ def instrument():
             finally:
                 entry = parts[label]; entry[0] += time.thread_time_ns() - t0; entry[1] += 1
         setattr(owner, name, timed)
-    for name in ("_sample", "_mark", "_entered_from", "_check_flight_recorder", "_publish", "_record",
-                 "_poll_control", "_watch_lease"):
+    for name in ("_sample", "_mark", "_entered_from", "_check_flight_recorder", "_publish", "_poll_control",
+                 "_watch_lease"):
         wrap(runtime.Watcher, name, "watcher." + name)
+    wrap(publisher.Publisher, "record", "watcher._record")
     wrap(recorder.GroupDirectory, "refresh", "directory.refresh")
     wrap(recorder.GroupDirectory, "sequence_numbers", "directory.sequence_numbers")
     wrap(recorder.FlightRecorderSource, "readings", "flight_recorder.readings")
@@ -70,7 +71,7 @@ def instrument():
     wrap(sampler.Sampler, "observe", "sampler.observe")
     wrap(sampler.Sampler, "mark_step", "sampler.mark_step")
     wrap(sampler.Sampler, "wanted_signatures", "sampler.wanted_signatures")
-    wrap(runtime, "encode_record", "records.encode_record")
+    wrap(publisher, "encode_record", "records.encode_record")
     wrap(keys.ScopedStore, "set", "store.set")
     wrap(keys.ScopedStore, "add", "store.add")
     wrap(keys.ScopedStore, "get_optional", "store.get_optional")

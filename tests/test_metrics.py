@@ -64,7 +64,7 @@ def test_rank_samples_groups_and_unknown_stall() -> None:
 
 def fake_monitor() -> Any:
     state = DetectorState()
-    state.seen[0] = RankSeen(heartbeat=3, changed_at=95.0, progress=(), progress_at=95.0)
+    state.seen[0] = RankSeen(heartbeat=3, changed_at=95.0)
     state.incidents["k"] = Incident("k", "W101", "warning", 90.0, "late", "0", 8, (1,))
     monitor = SimpleNamespace(
         records={0: record(0, 8, 7, stalled=2.0), 1: record(1, 7, 7, host="h1")}, groups={"0": (0, 1)},

@@ -1,15 +1,18 @@
-"""``syncdoctor watch`` against a real TCPStore: errors, and a live job simulated by records in the store."""
+"""``syncdoctor watch`` against a real TCPStore: errors, and a live job simulated by records in the store, on a
+fake clock (the simulated job publishes as the command's clock moves on: no test waits in real time)."""
 
 from __future__ import annotations
 
 import datetime
+import io
 import json
 import socket
-import threading
-import time
 
 import pytest
+from rich.console import Console
 
+from conftest import CliResult
+from syncdoctor.cli.main import build_parser
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.records import GroupProgress, RankRecord, Signature, encode_record
 
@@ -30,7 +33,8 @@ def store() -> ScopedStore:
 
 
 class FakeJob:
-    """Four ranks publishing records into the store every 0.2 s: 0-2 wait in all_reduce #5, rank 3 does not."""
+    """Four ranks publishing records into the store every 0.2 s of a fake clock: 0-2 wait in all_reduce #5,
+    rank 3 does not. The job is also the clock: :meth:`sleep` moves it on and publishes the beats due."""
 
     def __init__(self, store: ScopedStore, late: bool = True, source: str = "flight_recorder",
                  monitor: str = "off", dead: int | None = None) -> None:
@@ -39,37 +43,56 @@ class FakeJob:
         self.source = source
         self.keys = JobKeys("syncdoctor/v1", 0)
         self.late = late
-        self._stop = threading.Event()
+        self.now = self.started = 1000.0
+        self.beat = 0
         store.set(self.keys.pointer, "0")
         store.set(self.keys.meta, json.dumps({"world_size": 4, "interval_s": 0.2, "warn_after_s": 1.0,
                                               "dead_after_s": 3.0, "monitor": monitor}))
         store.set(self.keys.group("0"), "0-3")
-        self.thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self) -> None:
-        started, beat = time.monotonic(), 0
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        """Let ``seconds`` pass: every rank publishes at each 0.2 s on the way."""
+        end = self.now + seconds
+        while self.started + 0.2 * (self.beat + 1) <= end + 1e-9:
+            self.now = self.started + 0.2 * (self.beat + 1)
+            self.publish()
+        self.now = end
+
+    def publish(self) -> None:
+        self.beat += 1
+        stall = self.now - self.started
         sig = Signature("all_reduce", ((1000,),), ("Float",))
-        while not self._stop.wait(0.2):
-            beat += 1
-            stall = time.monotonic() - started
-            for rank in range(4):
-                if rank == self.dead and beat > 1:
-                    continue  # this rank stopped publishing after its first record
-                if self.late and rank < 3:
-                    group = GroupProgress("0", 5, 4, stall, sig, 5)
-                else:
-                    group = GroupProgress("0", 4, 4)
-                record = RankRecord(rank=rank, world_size=4, host=f"host{rank // 2}", node=rank // 2, pid=100 + rank,
-                                    heartbeat=beat, groups={"0": group}, quiet_s=stall, source=self.source)
-                self.store.set(self.keys.rank(rank), encode_record(record))
+        for rank in range(4):
+            if rank == self.dead and self.beat > 1:
+                continue  # this rank stopped publishing after its first record
+            if self.late and rank < 3:
+                group = GroupProgress("0", 5, 4, stall, sig, 5)
+            else:
+                group = GroupProgress("0", 4, 4)
+            record = RankRecord(rank=rank, world_size=4, host=f"host{rank // 2}", node=rank // 2, pid=100 + rank,
+                                heartbeat=self.beat, groups={"0": group}, quiet_s=stall, source=self.source)
+            self.store.set(self.keys.rank(rank), encode_record(record))
 
     def __enter__(self) -> FakeJob:
-        self.thread.start()
+        self.sleep(0.2)  # the first records
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self.thread.join()
+        pass
+
+
+def _watch(job: FakeJob, *argv: str) -> CliResult:
+    """``syncdoctor watch ARGV`` in-process on the job's fake clock (at width 120, without colour)."""
+    from syncdoctor.cli import watch
+
+    args = build_parser().parse_args(["watch", *argv])
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=120, force_terminal=False, color_system=None)
+    code = watch.run(args, console, clock=job, sleep=job.sleep)
+    return CliResult(code, buffer.getvalue())
 
 
 def test_bad_master_is_a_usage_error(run_cli) -> None:
@@ -87,9 +110,9 @@ def test_store_without_records_exits_3(run_cli, store: ScopedStore) -> None:
     assert result.code == 3 and "no syncdoctor.watch records" in result.out
 
 
-def test_json_stream_names_the_late_rank(run_cli, store: ScopedStore) -> None:
-    with FakeJob(store):
-        result = run_cli("watch", "--master", f"127.0.0.1:{store.store.port}", "--json", "--duration", "4")
+def test_json_stream_names_the_late_rank(store: ScopedStore) -> None:
+    with FakeJob(store) as job:
+        result = _watch(job, "--master", f"127.0.0.1:{store.store.port}", "--json", "--duration", "4")
     assert result.code == 0, result.out
     events = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
     late = [e for e in events if e["code"] == "W101"]
@@ -99,8 +122,8 @@ def test_json_stream_names_the_late_rank(run_cli, store: ScopedStore) -> None:
 
 
 def test_table_once(run_cli, store: ScopedStore) -> None:
-    with FakeJob(store, late=False):
-        time.sleep(0.5)
+    with FakeJob(store, late=False) as job:
+        job.sleep(0.4)
         result = run_cli("watch", "--master", f"127.0.0.1:{store.store.port}", "--once")
     assert result.code == 0, result.out
     assert "4/4 ranks reporting" in result.out and "4/4" in result.out and "host1" in result.out
@@ -113,23 +136,23 @@ def test_monitor_says_once_that_ranks_use_the_hooks_recorder(store: ScopedStore)
 
     keys = JobKeys("syncdoctor/v1", 0)
     for source, expected in (("flight_recorder", []), ("hooks", [("W109", "info")])):
-        with FakeJob(store, late=False, source=source):
-            time.sleep(0.5)
-            monitor = Monitor(store, keys, WatchConfig(interval_s=0.2), 4, [])
+        with FakeJob(store, late=False, source=source) as job:
+            job.sleep(0.4)
+            monitor = Monitor(store, keys, WatchConfig(interval_s=0.2), 4, [], clock=job)
             events = monitor.cycle() + monitor.cycle()
         assert [(e.code, e.status) for e in events] == expected
         if expected:
             assert events[0].ranks == (0, 1, 2, 3) and "patched collectives" in events[0].title
 
 
-def test_with_a_monitor_in_the_job_it_shows_that_monitors_events(run_cli, store: ScopedStore) -> None:
+def test_with_a_monitor_in_the_job_it_shows_that_monitors_events(store: ScopedStore) -> None:
     from syncdoctor.watch.events import Event
     from syncdoctor.watch.sinks import StoreSink
 
     with FakeJob(store, monitor="auto") as job:
         sink = StoreSink(store, job.keys)  # what the job's monitor publishes
         sink.emit(Event("W101", "warning", "rank 3 is late, seen inside the job", ranks=(3,), key="k"))
-        result = run_cli("watch", "--master", f"127.0.0.1:{store.store.port}", "--json", "--duration", "2")
+        result = _watch(job, "--master", f"127.0.0.1:{store.store.port}", "--json", "--duration", "2")
     events = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
     assert [e["title"] for e in events] == ["rank 3 is late, seen inside the job"], result.out
     assert not store.check([JobKeys("syncdoctor/v1", 0).ctl_msg])  # a viewer asks the ranks nothing
@@ -142,12 +165,12 @@ def test_a_confirmed_hang_asks_every_rank_for_its_flight_recorder_dump(store: Sc
     keys = JobKeys("syncdoctor/v1", 0)
     confirmed = []
     config = WatchConfig(interval_s=0.2, dead_after_s=0.6, flight_recorder_dump=True)
-    with FakeJob(store, late=False, dead=3):
-        time.sleep(0.3)
-        monitor = Monitor(store, keys, config, 4, [], on_confirmed=confirmed.append)
+    with FakeJob(store, late=False, dead=3) as job:
+        job.sleep(0.1)
+        monitor = Monitor(store, keys, config, 4, [], on_confirmed=confirmed.append, clock=job)
         for _ in range(12):
             monitor.cycle()
-            time.sleep(0.2)
+            job.sleep(0.2)
     assert [e.code for e in confirmed] == ["W105"] and confirmed[0].ranks == (3,)
     message = json.loads(store.get(keys.ctl_msg))
     assert message["dump"] == 1 and message["abort"] is None  # asked once; fail-fast is the runtime's call

@@ -519,3 +519,32 @@ def test_dead_rank_whose_last_record_was_published_mid_collective() -> None:
     job.enter([0, 1, 2], 6)
     dead = [e for e in job.run(6) if e.code == "W105"]
     assert len(dead) == 1 and dead[0].ranks == (3,) and dead[0].waiting_ranks == (0, 1, 2) and dead[0].seq == 6
+
+
+def test_a_lagging_completion_on_a_rank_already_in_the_next_collective_is_not_a_hang() -> None:
+    """Seen under mpirun in the lab: rank 2 entered #5 and waits in it for the late rank 3, but its record
+    (gloo's Flight Recorder) still shows #4 unfinished, which ranks 0, 1 and 3 completed. That is the late
+    rank 3, not a transport hang of #4 on rank 2."""
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    job.ranks[2].completed = 3  # its completion of #4 not marked yet
+    job.tick()
+    job.answer_stacks()
+    events = job.run(3)
+    assert codes(events) == [("W101", "warning")]
+    assert events[0].ranks == (3,) and events[0].seq == 5 and events[0].waiting_ranks == (0, 1, 2)
+    assert not [e for e in job.run(5) if e.code == "W104"]
+
+
+def test_a_collective_stuck_on_a_rank_that_moved_on_is_still_a_hang() -> None:
+    """Rank 2 really never finishes #4 (async collectives: it entered #5 meanwhile) and neither #5 completes
+    anywhere: everyone is inside #5, a transport hang, not a late rank."""
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2, 3], 5)
+    job.ranks[2].completed = 3
+    job.tick()
+    events = job.run(6)
+    assert [e.code for e in events if e.status != "resolved"][:1] == ["W104"]
+    assert not [e for e in events if e.code == "W101"]

@@ -42,13 +42,9 @@ out = {
     "sig_default_3": list(source.signature("0", 3).to_json()),
     "sig_other_1": list(source.signature(other.group_name, 1).to_json()),
 }
-from syncdoctor.watch import WatchConfig
-from syncdoctor.watch.local import identity
-from syncdoctor.watch.runtime import Watcher
-watcher = Watcher(WatchConfig())
-watcher.identity = identity(0, 1)
+from syncdoctor.watch.publisher import write_flight_recorder_dump
 os.environ["TORCH_FR_DUMP_TEMP_FILE"] = os.environ["DUMP_PREFIX"]
-watcher._write_flight_recorder_dump()
+write_flight_recorder_dump(0, GroupDirectory().recorders)
 print("OUT " + json.dumps(out))
 dist.destroy_process_group()
 """

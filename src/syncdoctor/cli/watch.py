@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -93,7 +94,9 @@ def _event_text(data: dict[str, Any]) -> Text:
     return Text(f"{data.get('code')} {data.get('kind')} {data.get('status')}: {data.get('title')}", style=style)
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: argparse.Namespace, console: Console, *, clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep) -> int:
+    """The command; ``clock`` and ``sleep`` are the time it waits and watches in (tests pass fake ones)."""
     from syncdoctor.watch.config import WatchConfig
     from syncdoctor.watch.keys import JobKeys
     from syncdoctor.watch.monitor import Monitor
@@ -105,10 +108,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("--interval must be > 0")
     base = WatchConfig.load(prefix=args.prefix)
     store = connect(host, port, timeout_s=min(max(args.wait, 1.0), max(base.store_timeout_s, 5.0)))
-    deadline = time.monotonic() + max(args.wait, 0.0)
+    deadline = clock() + max(args.wait, 0.0)
     attempt = read_attempt(store, base.prefix)
-    while attempt is None and time.monotonic() < deadline:
-        time.sleep(0.5)
+    while attempt is None and clock() < deadline:
+        sleep(0.5)
         attempt = read_attempt(store, base.prefix)
     if attempt is None:
         raise StoreError(f"no syncdoctor.watch records under {base.prefix!r} at {host}:{port}: is "
@@ -135,16 +138,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
             console.print(_event_text(data), soft_wrap=True)
 
     live_mode = console.is_terminal and not args.json and not args.once
-    in_job = str(meta.get("monitor", "auto")) != "off" or _monitor_active(store, keys, config)
+    in_job = str(meta.get("monitor", "auto")) != "off" or _monitor_active(store, keys, config, sleep)
     # with a monitor in the job, show its events (with the stacks it asked for) rather than our own
     sinks = [] if in_job else [CallbackSink(lambda event: show(event.to_json()))]
     monitor = Monitor(store, keys, config, world, sinks, who=f"syncdoctor watch ({host}:{port})",
-                      send_requests=not in_job)
+                      send_requests=not in_job, clock=clock)
     if not args.json and not live_mode:
         where = "a monitor inside the job reports" if in_job else "detecting here"
         console.print(f"watching {world} ranks at {host}:{port} (attempt {attempt}; {where})", markup=False)
     seen_events = 0
-    stop_at = None if args.duration is None else time.monotonic() + args.duration
+    stop_at = None if args.duration is None else clock() + args.duration
     live = Live(console=console, refresh_per_second=4, transient=False) if live_mode else None
     try:
         if live is not None:
@@ -168,9 +171,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
                 live.update(Group(build_table(monitor, monitor.clock()), *recent))
             if args.once:
                 break
-            if stop_at is not None and time.monotonic() >= stop_at:
+            if stop_at is not None and clock() >= stop_at:
                 break
-            time.sleep(min(config.interval_s, max(monitor.due_in(), 0.05)))
+            sleep(min(config.interval_s, max(monitor.due_in(), 0.05)))
     except KeyboardInterrupt:
         pass
     finally:
@@ -197,10 +200,10 @@ def _seconds_or_auto(value: Any) -> float | str:
     return "auto" if str(value).strip().lower() == "auto" else float(value)
 
 
-def _monitor_active(store: Any, keys: Any, config: Any) -> bool:
+def _monitor_active(store: Any, keys: Any, config: Any, sleep: Callable[[float], None]) -> bool:
     """True when a monitor beats its lease (checked over two intervals), although the job said ``off``."""
     first = store.get_optional(keys.monitor)
     if not first:
         return False
-    time.sleep(min(2 * config.interval_s + 0.2, 5.0))
+    sleep(min(2 * config.interval_s + 0.2, 5.0))
     return store.get_optional(keys.monitor) != first

@@ -133,6 +133,18 @@ class WatchConfig:
         return self.confirm_after_s == AUTO
 
     @property
+    def warn_s(self) -> float:
+        """``warn_after_s`` as a number (``auto``: the value :meth:`resolved` puts in force)."""
+        value = self.warn_after_s
+        return float(value) if not isinstance(value, str) else float(self.resolved().warn_after_s)
+
+    @property
+    def confirm_s(self) -> float:
+        """``confirm_after_s`` as a number (``auto``: the value :meth:`resolved` puts in force)."""
+        value = self.confirm_after_s
+        return float(value) if not isinstance(value, str) else float(self.resolved().confirm_after_s)
+
+    @property
     def suspect_s(self) -> float:
         from syncdoctor.watch.thresholds import AUTO_WARN_MIN_S
 
@@ -157,6 +169,12 @@ class WatchConfig:
     @property
     def dead_s(self) -> float:
         return max(self.dead_after_s, 3 * self.interval_s)
+
+    @property
+    def monitor_rank(self) -> int:
+        """The rank that runs the monitor at start (``auto``: rank 0; ``off``: none, -1)."""
+        rank = {"auto": 0, "off": -1}.get(self.monitor)
+        return int(self.monitor) if rank is None else rank
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> WatchConfig:

@@ -33,7 +33,7 @@ from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.rules import dead_conditions, drift_conditions, wait_conditions
 from syncdoctor.watch.rules.context import DEFAULT_GROUP, STICKY, Condition, Context, ranks_text
-from syncdoctor.watch.snapshot import DetectorState, Incident, RankSeen, Requests, Snapshot
+from syncdoctor.watch.snapshot import DetectorState, Incident, Requests, Snapshot, note_heartbeats
 
 __all__ = ["Detection", "detect"]
 
@@ -49,7 +49,7 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     config = config.resolved()  # "auto" thresholds: the monitor passes learned ones; alone, the warm-up's
     if state.started_at is None:
         state.started_at = snapshot.now
-    _track(snapshot, state)
+    note_heartbeats(state, snapshot.now, ((rank, rec.heartbeat) for rank, rec in snapshot.records.items()))
     state.due_at = None
     ctx = Context(snapshot, config, state, _liveness(snapshot, config, state), _groups(snapshot))
     conditions = wait_conditions(ctx)
@@ -65,18 +65,6 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
 
 
 # --- bookkeeping ---------------------------------------------------------------------------------
-
-
-def _track(snapshot: Snapshot, state: DetectorState) -> None:
-    now = snapshot.now
-    seen_all = state.seen
-    for rank, rec in snapshot.records.items():
-        seen = seen_all.get(rank)
-        if seen is None:
-            seen_all[rank] = RankSeen(rec.heartbeat, now)
-        elif rec.heartbeat != seen.heartbeat:
-            seen.heartbeat = rec.heartbeat
-            seen.changed_at = now
 
 
 def _liveness(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> dict[int, str]:

@@ -80,9 +80,9 @@ def _library_roots() -> tuple[str, ...]:
         path = sysconfig.get_paths().get(key)
         if path:
             roots.append(os.path.realpath(path) + os.sep)
-    torch = sys.modules.get("torch")
-    if torch is not None and getattr(torch, "__file__", None):
-        roots.append(os.path.dirname(os.path.realpath(torch.__file__)) + os.sep)
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    if torch_file:
+        roots.append(os.path.dirname(os.path.realpath(torch_file)) + os.sep)
     roots.append(os.path.dirname(os.path.realpath(__file__)) + os.sep)  # syncdoctor/watch itself
     return tuple(roots)
 

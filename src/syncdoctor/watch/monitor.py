@@ -32,8 +32,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from syncdoctor.outputs import output_problem
 from syncdoctor.watch import straggler
 from syncdoctor.watch.config import WatchConfig
+from syncdoctor.watch.control import AbortOrder, ControlMessage, write_control
 from syncdoctor.watch.detector import detect
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
@@ -42,16 +44,17 @@ from syncdoctor.watch.records import (
     MAGIC,
     RankRecord,
     StackReport,
+    WaitSample,
     decode_record,
     decode_stack,
     format_ranks,
     parse_ranks,
 )
-from syncdoctor.watch.sinks import Sink
-from syncdoctor.watch.snapshot import DetectorState, RankSeen, Requests, Snapshot
+from syncdoctor.watch.sinks import JsonlSink, LogSink, Sink, StoreSink
+from syncdoctor.watch.snapshot import DetectorState, Requests, Snapshot, note_heartbeats
 from syncdoctor.watch.thresholds import AUTO_CONFIRM_START_S, Learner, Thresholds
 
-__all__ = ["HANG_CODES", "LazyRecords", "Monitor", "MonitorThread"]
+__all__ = ["HANG_CODES", "LazyRecords", "Monitor", "MonitorThread", "monitor_sinks"]
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +155,7 @@ class Monitor:
         self._group_misses: dict[str, int] = {}
         self._ensured = False
         self._rank_keys = [keys.rank(r) for r in range(world_size)]
-        self._ctl: dict[str, Any] = {"stacks": {}, "inspect": {}, "dump": 0, "abort": None}
+        self._ctl = ControlMessage()  # what the ranks were asked so far (syncdoctor.watch.control)
         self._beat = 0
         self._dumped = False
         self._said_hooks = False
@@ -293,7 +296,7 @@ class Monitor:
             self.last_reason = verdict.reason
             self._screened = time.perf_counter()
             return False
-        waits = list(from_headers)
+        waits: list[tuple[int, Sequence[WaitSample]]] = list(from_headers)
         for rank in to_decode:
             record = records.get(rank)
             if record is None:  # a valid header with a detail that does not parse: let the full path judge
@@ -301,15 +304,9 @@ class Monitor:
                 return False
             waits.append((rank, record.waits))
         self._screened = time.perf_counter()
-        # the detector's own bookkeeping, as detect() would do it on these records
-        seen = state.seen
-        for rank in np.flatnonzero(changed).tolist():
-            entry = seen.get(rank)
-            if entry is None:
-                seen[rank] = RankSeen(int(beats[rank]), now)
-            else:
-                entry.heartbeat = int(beats[rank])
-                entry.changed_at = now
+        # the detector's own bookkeeping, by the function detect() uses on these records
+        moved = np.flatnonzero(changed)
+        note_heartbeats(state, now, zip(moved.tolist(), beats[moved].tolist(), strict=True))
         self._hb = beats.astype(np.int64)
         self._changed_at = changed_at
         self._known[:] = True
@@ -410,32 +407,26 @@ class Monitor:
                 self.stacks[rank] = report
 
     def _send(self, requests: Requests, events: Sequence[Event]) -> None:
-        changed = False
-        for rank, gen in requests.stacks.items():
-            self._ctl["stacks"][str(rank)] = gen
-            changed = True
-        for pid, host_key in requests.inspect.items():
-            self._ctl["inspect"][str(pid)] = host_key
-            changed = True
-        if len(self._ctl["inspect"]) > 64:
-            self._ctl["inspect"] = dict(list(self._ctl["inspect"].items())[-32:])
+        message = self._ctl
+        if requests.stacks or requests.inspect:
+            message = message.asking(requests.stacks, requests.inspect)
         if self.config.flight_recorder_dump and not self._dumped:
             if any(e.status == "confirmed" and e.code in HANG_CODES for e in events):
                 self._dumped = True
-                self._ctl["dump"] = int(self._ctl["dump"]) + 1
-                changed = True
-        if changed:
+                message = replace(message, dump=message.dump + 1)
+        if message is not self._ctl:
+            self._ctl = message
             self.publish_control()
 
     def publish_control(self) -> None:
-        self.store.set(self.keys.ctl_msg, json.dumps(self._ctl, separators=(",", ":")))
-        self.store.add(self.keys.ctl_gen, 1)
+        """Publish the control message (whole) and bump its generation, so the ranks read it."""
+        write_control(self.store, self.keys, self._ctl)
 
     def request_abort(self, code: int, reason: str, expected: int) -> None:
         """Ask every rank to end with ``code``; ``expected`` ranks (the reachable ones) will count themselves
         out on the ``aborted`` counter and leave together, so no rank's exit breaks a peer's connection
         before that peer has read the order."""
-        self._ctl["abort"] = {"code": code, "reason": reason[:2000], "by": self.who, "expected": expected}
+        self._ctl = replace(self._ctl, abort=AbortOrder(code, reason[:2000], self.who, expected))
         self.publish_control()
 
 
@@ -485,3 +476,18 @@ class MonitorThread:
             # the cycles space out instead (a 100 ms cycle keeps 1 s; a 400 ms one runs every 2 s)
             delay = max(self.interval_s - self.monitor.last_cycle_s, 4 * self.monitor.last_cycle_s, 0.05)
             delay = min(delay, max(self.monitor.due_in(), 4 * self.monitor.last_cycle_s, 0.05))
+
+
+def monitor_sinks(config: WatchConfig, store: ScopedStore, keys: JobKeys, rank: int) -> list[Sink]:
+    """Where a rank's monitor sends its events: the log, the store and, when set, the events file."""
+    sinks: list[Sink] = [LogSink(), StoreSink(store, keys)]
+    if config.events_file:
+        path = config.events_file.replace("{rank}", str(rank))
+        problem = output_problem(path)
+        if problem is None:
+            sinks.append(JsonlSink(path))
+        else:  # never fail the training for it: say so once, keep the other sinks
+            logging.getLogger("syncdoctor.watch").warning(
+                "syncdoctor.watch: SYNCDOCTOR_WATCH_EVENTS_FILE %s: cannot write there (%s); events go to the log and "
+                "the store only", path, problem)
+    return sinks

@@ -43,6 +43,8 @@ _SINGLE = {"send": ("send", False), "recv": ("recv", False), "isend": ("send", T
 class _Wrapped:
     """A patched function that compares (and hashes) equal to the original it wraps."""
 
+    __wrapped__: Callable[..., Any]  # set by functools.update_wrapper
+
     def __init__(self, original: Callable[..., Any], call: Callable[..., Any]) -> None:
         functools.update_wrapper(self, original)
         self._call = call
@@ -52,12 +54,12 @@ class _Wrapped:
         return self._call(*args, **kwargs)
 
     def __eq__(self, other: object) -> bool:
-        return other is self or other is self.__wrapped__ or (  # type: ignore[attr-defined]
-            isinstance(other, _Wrapped) and other.__wrapped__ is self.__wrapped__  # type: ignore[attr-defined]
+        return other is self or other is self.__wrapped__ or (
+            isinstance(other, _Wrapped) and other.__wrapped__ is self.__wrapped__
         )
 
     def __hash__(self) -> int:
-        return hash(self.__wrapped__)  # type: ignore[attr-defined]
+        return hash(self.__wrapped__)
 
 
 def _unwrap(function: Any) -> Any:
@@ -86,7 +88,7 @@ class _Patcher:
     def single(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         kind, asynchronous = _SINGLE[name]
         params = list(inspect.signature(original).parameters)
-        where = {p: params.index(p) for p in ("dst", "src", "group", "group_dst", "group_src") if p in params}
+        where: dict[str, int] = {p: params.index(p) for p in ("dst", "src", "group", "group_dst", "group_src") if p in params}
         peer_name = "dst" if kind == "send" else "src"
         group_peer_name = "group_dst" if kind == "send" else "group_src"
         patcher = self

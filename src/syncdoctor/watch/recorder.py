@@ -47,6 +47,7 @@ __all__ = [
     "GroupDirectory",
     "ProgressSource",
     "backend_kinds",
+    "entered_at_mark",
     "flight_recorder_reason",
     "parse_status",
     "recorder_of",
@@ -276,6 +277,19 @@ class FlightRecorderSource:
         self.empty_reads = self.empty_reads + 1 if not out else 0
         return out
 
+    def records_nothing(self, c10d: Any) -> bool:
+        """At every 40th empty read in a row: whether the default group issued collectives all the same (the
+        recorder's buffer is off). Never raises."""
+        if not self.empty_reads or self.empty_reads % 40:
+            return False
+        try:
+            default = c10d._get_default_group()
+            # gloo counts point-to-point calls too, and records none of them
+            p2p_ops = self.p2p.p2p_ops(str(default.group_name)) if self.p2p is not None else 0
+            return int(default._get_sequence_number_for_group()) - p2p_ops > 0
+        except Exception:
+            return False
+
     def parse(self, raw: tuple[tuple[str, Any], ...]) -> dict[str, tuple[int, int]]:
         """Readings from a raw status; the previous result again when neither it nor the directory changed.
 
@@ -349,3 +363,15 @@ class FlightRecorderSource:
 
     def close(self) -> None:
         return None
+
+
+def entered_at_mark(raw: Any, source: ProgressSource | None) -> dict[str, int] | None:
+    """A step mark's ``{group: entered}`` from what the training thread read at the mark (sequence numbers,
+    a raw status or readings; see ``Watcher._mark``), or ``None`` when that says nothing usable."""
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        return source.collective_counts(raw) if isinstance(source, FlightRecorderSource) else raw
+    if not isinstance(source, FlightRecorderSource):
+        return None
+    return {name: entered for name, (entered, _completed) in source.parse(raw).items()}

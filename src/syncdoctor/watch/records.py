@@ -6,21 +6,24 @@ Pure: no I/O. One :class:`RankRecord` per rank per interval is written to the jo
 screens for all ranks at once in healthy cycles (:mod:`syncdoctor.watch.screen`), followed by the detail
 as positional JSON, decoded only when needed. :func:`decode_record` never raises on bad input: it
 returns ``None`` (older versions, foreign or truncated values too) and the monitor treats the rank as
-not reporting.
+not reporting. Signatures and stack reports have modules of their own (:mod:`syncdoctor.watch.signature`,
+:mod:`syncdoctor.watch.stacks`); their names are importable from here too.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import math
 import struct
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
+
+from syncdoctor.units import format_ranks
+from syncdoctor.watch.signature import Signature, signature_from_compact, sizes_from
+from syncdoctor.watch.stacks import Frame, StackReport, decode_stack, encode_stack
 
 __all__ = [
     "HEADER_FIELDS",
@@ -51,71 +54,13 @@ __all__ = [
     "format_ranks",
     "group_id",
     "parse_ranks",
+    "sizes_from",
 ]
 
 RECORD_VERSION = 6
 # starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
 # destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
 STATES = ("starting", "running", "exited", "failed", "aborting")
-
-
-@dataclass(frozen=True)
-class Signature:
-    """What a rank called at one sequence number: op name and tensor shapes and dtypes."""
-
-    op: str
-    input_sizes: tuple[tuple[int, ...], ...] = ()
-    dtypes: tuple[str, ...] = ()
-    output_sizes: tuple[tuple[int, ...], ...] = ()
-
-    def short(self) -> str:
-        shapes = ",".join("x".join(str(d) for d in s) or "scalar" for s in self.input_sizes)
-        dtype = "/".join(sorted(set(self.dtypes))).lower()
-        parts = [self.op]
-        if dtype or shapes:
-            parts.append(f"{dtype}[{shapes}]")
-        return " ".join(parts)
-
-    def to_compact(self) -> str:
-        """``all_reduce|1000;4x5|Float|1000;4x5`` (the record form: short, and parsed once per distinct value)."""
-        return "|".join(
-            (self.op, ";".join("x".join(map(str, s)) for s in self.input_sizes), ";".join(self.dtypes),
-             ";".join("x".join(map(str, s)) for s in self.output_sizes))
-        )
-
-    @staticmethod
-    def from_compact(text: str) -> Signature | None:
-        return _signature_from_compact(text) if isinstance(text, str) else None
-
-    def to_json(self) -> list[Any]:
-        return [self.op, [list(s) for s in self.input_sizes], list(self.dtypes), [list(s) for s in self.output_sizes]]
-
-    @classmethod
-    def from_json(cls, data: Any) -> Signature | None:
-        if not isinstance(data, list) or not data or not isinstance(data[0], str):
-            return None
-        try:
-            ins = tuple(tuple(int(d) for d in s) for s in (data[1] if len(data) > 1 else []))
-            dts = tuple(str(d) for d in (data[2] if len(data) > 2 else []))
-            outs = tuple(tuple(int(d) for d in s) for s in (data[3] if len(data) > 3 else []))
-        except (TypeError, ValueError):
-            return None
-        return cls(data[0], ins, dts, outs)
-
-
-@functools.lru_cache(maxsize=4096)
-def _signature_from_compact(text: str) -> Signature | None:
-    parts = text.split("|")
-    if len(parts) != 4 or not parts[0]:
-        return None
-
-    def shapes(field: str) -> tuple[tuple[int, ...], ...]:
-        return tuple(tuple(int(d) for d in shape.split("x") if d) for shape in field.split(";")) if field else ()
-
-    try:
-        return Signature(parts[0], shapes(parts[1]), tuple(parts[2].split(";")) if parts[2] else (), shapes(parts[3]))
-    except ValueError:
-        return None
 
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})  # shared read-only default of the mapping fields
@@ -359,7 +304,7 @@ def _header(record: RankRecord, detail_len: int) -> bytes:
             value = mark.entered.get(name, 0)
             mark_entered.append(value if type(value) is int else 0)
         mark_entered.extend([0] * (HEADER_GROUPS - len(names)))
-    waits = []
+    waits: list[tuple[int, int, int]] = []
     for wait in reversed(record.waits):  # the newest run of waits the header can hold
         if len(waits) == HEADER_WAITS or wait.group not in names:
             break
@@ -470,7 +415,7 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
             if type(entered) is not int or type(completed) is not int or type(stalled) not in _NUMBERS:
                 return None
             groups[name] = GroupProgress(name, entered, completed, None if stalled < 0 else stalled,
-                                         _signature_from_compact(sig) if type(sig) is str else None, sig_seq)
+                                         signature_from_compact(sig) if type(sig) is str else None, sig_seq)
         if (step is not None and type(step) is not int) or (quiet is not None and type(quiet) not in _NUMBERS):
             return None
         mark_list = []
@@ -521,89 +466,6 @@ def _solo(raw: Any) -> Solo | None:
     return Solo(str(name), float(elapsed), None if up_to < 0 else float(up_to))
 
 
-@dataclass(frozen=True)
-class Frame:
-    file: str
-    line: int
-    function: str
-
-    def short(self) -> str:
-        name = self.file.rsplit("/", 1)[-1]
-        function = self.function.rsplit("<locals>.", 1)[-1]
-        return f"{function} ({name}:{self.line})"
-
-
-@dataclass(frozen=True)
-class StackReport:
-    """The main thread's Python stack of one rank, captured by its watcher on request.
-
-    ``frames`` are outermost first. ``where`` is the innermost frame in the user's code (not in torch,
-    the standard library or syncdoctor): the function the rank is in; ``callers`` are the next user
-    frames outwards (innermost first). ``note`` says why there are no frames when capture failed.
-    """
-
-    rank: int
-    gen: int
-    frames: tuple[Frame, ...] = ()
-    where: Frame | None = None
-    note: str = ""
-    captured: float = 0.0
-    callers: tuple[Frame, ...] = ()
-
-    def summary(self) -> str:
-        """``stall (workload.py:120) < load_batch (workload.py:237)``: innermost user frame first."""
-        if self.where is not None:
-            return " < ".join(f.short() for f in (self.where, *self.callers))
-        return self.note or "no stack"
-
-
-def encode_stack(report: StackReport) -> bytes:
-    data = {
-        "r": report.rank,
-        "gen": report.gen,
-        "f": [[f.file, f.line, f.function] for f in report.frames[-40:]],
-        "w": [report.where.file, report.where.line, report.where.function] if report.where else None,
-        "note": report.note,
-        "t": round(report.captured, 3),
-        "c": [[f.file, f.line, f.function] for f in report.callers],
-    }
-    return json.dumps(data, separators=(",", ":")).encode()
-
-
-def decode_stack(raw: bytes | str | None) -> StackReport | None:
-    if not raw:
-        return None
-    try:
-        data = json.loads(raw)
-        where = data.get("w")
-        return StackReport(
-            rank=int(data["r"]),
-            gen=int(data["gen"]),
-            frames=tuple(Frame(str(f[0]), int(f[1]), str(f[2])) for f in data.get("f", ())),
-            where=Frame(str(where[0]), int(where[1]), str(where[2])) if where else None,
-            note=str(data.get("note", "")),
-            captured=float(data.get("t", 0.0)),
-            callers=tuple(Frame(str(f[0]), int(f[1]), str(f[2])) for f in data.get("c", ())),
-        )
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        return None
-
-
-def format_ranks(ranks: Iterable[int]) -> str:
-    """``[0, 1, 2, 3, 7]`` -> ``"0-3,7"`` (compact for 4096-rank groups)."""
-    ordered = sorted(set(ranks))
-    parts: list[str] = []
-    index = 0
-    while index < len(ordered):
-        start = end = ordered[index]
-        while index + 1 < len(ordered) and ordered[index + 1] == end + 1:
-            index += 1
-            end = ordered[index]
-        parts.append(str(start) if start == end else f"{start}-{end}")
-        index += 1
-    return ",".join(parts)
-
-
 def parse_ranks(text: str | bytes) -> tuple[int, ...]:
     """Inverse of :func:`format_ranks`; raises ``ValueError`` on malformed text."""
     if isinstance(text, bytes):
@@ -618,14 +480,3 @@ def parse_ranks(text: str | bytes) -> tuple[int, ...]:
         else:
             ranks.append(int(part))
     return tuple(ranks)
-
-
-def sizes_from(values: Sequence[Any] | None) -> tuple[tuple[int, ...], ...]:
-    """FR ``input_sizes`` (list of shape lists) as a tuple of tuples; tolerant of odd shapes."""
-    out = []
-    for shape in values or ():
-        try:
-            out.append(tuple(int(d) for d in shape))
-        except (TypeError, ValueError):
-            continue
-    return tuple(out)

@@ -7,13 +7,12 @@ Pure: no I/O, no clock. The monitor builds a snapshot from the store; tests buil
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from syncdoctor.watch.records import RankRecord, StackReport
 
-__all__ = ["DetectorState", "Incident", "RankSeen", "Requests", "Snapshot"]
+__all__ = ["DetectorState", "Incident", "RankSeen", "Requests", "Snapshot", "note_heartbeats"]
 
 
 @dataclass(frozen=True)
@@ -40,10 +39,10 @@ class Snapshot:
 
 @dataclass(slots=True)
 class RankSeen:
+    """A rank's heartbeat as the monitor last saw it (written by :func:`note_heartbeats` only)."""
+
     heartbeat: int
     changed_at: float  # monitor time the heartbeat last changed
-    progress: tuple[Any, ...] = ()  # unused since records carry quiet_s; kept for callers that build states
-    progress_at: float = 0.0
 
 
 @dataclass
@@ -82,7 +81,7 @@ class DetectorState:
     """
 
     started_at: float | None = None
-    seen: dict[int, RankSeen] = field(default_factory=dict)
+    seen: dict[int, RankSeen] = field(default_factory=dict)  # written by note_heartbeats() only
     incidents: dict[str, Incident] = field(default_factory=dict)
     stack_gen: int = 0
     stack_asked: dict[int, tuple[int, str]] = field(default_factory=dict)  # rank -> (gen, incident key)
@@ -106,3 +105,20 @@ class DetectorState:
     busy_at: dict[int, float] = field(default_factory=dict)
     max_window: int = 20000
     max_pending: int = 20000
+
+
+def note_heartbeats(state: DetectorState, now: float, beats: Iterable[tuple[int, int]]) -> None:
+    """Note each ``(rank, heartbeat)`` read at ``now``: a rank seen for the first time, or whose heartbeat
+    moved, is stamped ``now`` (``state.seen[rank].changed_at``); the others keep their stamp.
+
+    The one writer of ``state.seen``: the detector calls it with every record of a snapshot, the
+    monitor's fast path with the ranks whose header shows a new heartbeat.
+    """
+    seen = state.seen
+    for rank, heartbeat in beats:
+        entry = seen.get(rank)
+        if entry is None:
+            seen[rank] = RankSeen(heartbeat, now)
+        elif entry.heartbeat != heartbeat:
+            entry.heartbeat = heartbeat
+            entry.changed_at = now

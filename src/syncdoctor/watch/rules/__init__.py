@@ -13,6 +13,7 @@ module                 what it tells apart                                      
 =====================  ====================================================================  ============
 
 Chronic stragglers (W107) are in :mod:`syncdoctor.watch.straggler`, which the monitor's fast path uses too.
+:mod:`.edges` builds the wait-for graph that :mod:`.waits` reads; :mod:`.context` is what every rule reads.
 """
 
 from syncdoctor.watch.rules.context import Condition, Context

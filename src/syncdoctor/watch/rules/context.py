@@ -107,7 +107,7 @@ class Context:
 
     def due(self, waited: float) -> None:
         """A wait now ``waited`` long will cross the warning or confirmation threshold: look again then."""
-        for threshold in (self.config.warn_after_s, self.config.confirm_after_s):
+        for threshold in (self.config.warn_s, self.config.confirm_s):
             if waited < threshold:
                 at = self.snapshot.now + threshold - waited
                 due = self.state.due_at

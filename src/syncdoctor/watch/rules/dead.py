@@ -64,14 +64,14 @@ def dead_conditions(ctx: Context) -> list[Condition]:
     for rank in dead:
         if rank in named:
             continue
-        rec = ctx.record(rank)
-        if rec is None:
+        last = ctx.record(rank)
+        if last is None:
             title = f"rank {rank} never reported: it did not start the watcher, or never got past init"
         else:
-            state_text = _process_state(ctx, rec)
+            state_text = _process_state(ctx, last)
             title = f"{ctx.who(rank)} stopped reporting {ctx.age(rank):.1f} s ago{state_text}"
         ready = True
-        if rec is not None and rec.pid in state.inspect_asked and "its process" not in title:
+        if last is not None and last.pid in state.inspect_asked and "its process" not in title:
             # a sibling was asked for the process state: give it two intervals to answer
             ready = ctx.age(rank) >= config.dead_s + 2 * config.interval_s
         conditions.append(Condition(_dead_event(ctx, "W105", (rank,), title, key("W105", rank)), ready=ready))

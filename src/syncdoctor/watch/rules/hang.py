@@ -54,7 +54,7 @@ def inside_condition(
     unknown = tuple(r for r in members if r not in sigs and not (progress.get(r) and progress[r].completed >= seq))  # type: ignore[union-attr]
     signature = next(iter(distinct), None)
     op = signature.short() if signature else "a collective"
-    status = "confirmed" if waited >= config.confirm_after_s else "warning"
+    status = "confirmed" if waited >= config.confirm_s else "warning"
     done = tuple(r for r, p in progress.items() if p is not None and p.completed >= seq)
     fresh = True
     if done:
@@ -88,7 +88,7 @@ def inside_condition(
             signature=signature, waiting_ranks=members, waited_s=waited, key=key("W104", group, seq),
             at=snap.wall, detail=detail,
         ),
-        ready=fresh and (not unknown or waited >= config.warn_after_s + 2 * config.interval_s),
+        ready=fresh and (not unknown or waited >= config.warn_s + 2 * config.interval_s),
     )
 
 
@@ -96,7 +96,7 @@ def p2p_hang_condition(
     ctx: Context, group: str, sender: int, receiver: int, seq: int, waited: float
 ) -> Condition:
     """``sender``'s send #seq to ``receiver`` and the matching receive: both posted, neither finished."""
-    status = "confirmed" if waited >= ctx.config.confirm_after_s else "warning"
+    status = "confirmed" if waited >= ctx.config.confirm_s else "warning"
     pair = (min(sender, receiver), max(sender, receiver))
     title = (
         f"rank {sender} posted send #{seq} to rank {receiver} in group {group} and rank {receiver} the matching "

@@ -25,15 +25,12 @@ not for it.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from syncdoctor.watch.events import Event
-from syncdoctor.watch.records import Activity, GroupProgress, P2PProgress, Signature, format_ranks
+from syncdoctor.watch.records import Activity, Signature, format_ranks
 from syncdoctor.watch.rules.context import (
-    SYMMETRIC,
     Blocked,
     Condition,
     Context,
@@ -42,34 +39,19 @@ from syncdoctor.watch.rules.context import (
     ranks_text,
     who_list,
 )
-from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
+from syncdoctor.watch.rules.edges import Graph, channel_waits, group_waits, seen_before
 from syncdoctor.watch.snapshot import Incident
-from syncdoctor.watch.waitgraph import Op, Root, Wait, analyse, describe_chain
+from syncdoctor.watch.waitgraph import Root, Wait, analyse, describe_chain
 
 __all__ = ["describe_activity", "wait_conditions"]
 
-_OPPOSITE = {"send": "recv", "recv": "send"}
-
-
-@dataclass
-class _Graph:
-    """What the group and channel passes found, for the roots to draw on."""
-
-    waits: list[Wait]
-    signatures: dict[Wait, Signature | None]
-    members: dict[str, tuple[int, ...]]
-    hung: dict[int, Condition]  # rank -> the hang or mismatch it is stuck in
-    inside: dict[int, str]  # rank -> an operation it is in that every side entered (not hung yet)
-    roots: set[int] = field(default_factory=set)  # ranks that are roots of a wait this cycle
-
-
 def wait_conditions(ctx: Context) -> list[Condition]:
     """The conditions of every root of this cycle's wait-for graph, plus the hangs and mismatches."""
-    graph = _Graph([], {}, dict(ctx.groups), {}, {})
+    graph = Graph([], {}, dict(ctx.groups), {}, {})
     conditions: list[Condition] = []
     for group, members in sorted(ctx.groups.items()):
-        conditions.extend(_group(ctx, graph, group, members))
-    conditions.extend(_channels(ctx, graph))
+        conditions.extend(group_waits(ctx, graph, group, members))
+    conditions.extend(channel_waits(ctx, graph))
     chains: dict[int, list[Root]] = {}  # id(hang condition) -> roots that end in it
     by_id = {id(c): c for c in conditions}
     for root in analyse(graph.waits):
@@ -85,124 +67,10 @@ def wait_conditions(ctx: Context) -> list[Condition]:
     return conditions
 
 
-def _seen_before(ctx: Context, graph: _Graph, ranks: Iterable[int]) -> bool:
-    """Each of ``ranks`` was a root in an earlier cycle already, and a newer record of it still makes it one.
-
-    A rank passes through moments between two operations, and the records of a job are read at different
-    ages: while a chain of waits unwinds, a rank that just received its message and has not sent the next
-    one looks like the root of a wait that is already past the threshold. Asking for a second record of it
-    keeps such a moment from becoming an incident; a real root is seen long before the threshold.
-    """
-    seen = True
-    for rank in ranks:
-        graph.roots.add(rank)
-        rec = ctx.record(rank)
-        beat = rec.heartbeat if rec is not None else -1
-        first = ctx.state.roots.get(rank)
-        if first is None:
-            ctx.state.roots[rank] = beat
-            seen = False
-        elif beat <= first:
-            seen = False
-    return seen
-
-
-# --- the graph's edges ---------------------------------------------------------------------------------
-
-
-def _group(ctx: Context, graph: _Graph, group: str, members: tuple[int, ...]) -> list[Condition]:
-    config = ctx.config
-    progress: dict[int, GroupProgress | None] = {}
-    for rank in members:
-        rec = ctx.record(rank)
-        progress[rank] = rec.groups.get(group) if rec is not None else None
-    # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
-    # one it completed before it froze (its record was published mid-collective)
-    pending = [p for r, p in progress.items() if p is not None and p.pending and ctx.live.get(r) == "alive"]
-    if not pending:
-        return []
-    seq = min(p.completed + 1 for p in pending)
-    waiting = tuple(r for r, p in progress.items() if p is not None and p.completed < seq <= p.entered)
-    entered = {r for r, p in progress.items() if p is not None and p.entered >= seq}
-    not_entered = tuple(r for r in members if r not in entered)
-    alive_waiting = tuple(r for r in waiting if ctx.live.get(r) == "alive")
-    if not alive_waiting:
-        return []
-    waited = max((progress[r].stalled_s or 0.0) + ctx.elapsed(r) for r in alive_waiting)  # type: ignore[union-attr]
-    signature = _common_signature(progress, waiting, seq)
-    if not_entered:
-        if signature is not None and signature.op in SYMMETRIC and any(
-            p is not None and p.completed >= seq for p in progress.values()
-        ):
-            return []  # completed somewhere, so everyone entered it: the "late" records are just older
-        wait = Wait(Op(group, seq, label=signature.short() if signature else ""), alive_waiting, not_entered, waited)
-        graph.waits.append(wait)
-        graph.signatures[wait] = signature
-        return []
-    op = Op(group, seq, label=signature.short() if signature else "").text()
-    ctx.due(waited)
-    if waited < config.warn_after_s:
-        for rank in alive_waiting:
-            graph.inside.setdefault(rank, f"{op}, which every member entered (not completed for {waited:.1f} s)")
-        return []
-    if any(ctx.live.get(r) != "alive" or ctx.silent(r) for r in members):
-        for rank in members:
-            if ctx.live.get(rank) in ("stale", "missing"):
-                ctx.blocked.setdefault(rank, Blocked(group, seq, signature, waiting, waited))
-        return []  # the dead-rank rule names them
-    cond = inside_condition(ctx, group, members, seq, progress, waited)
-    for rank in members:
-        graph.hung[rank] = cond
-    return [cond]
-
-
-def _common_signature(progress: Mapping[int, GroupProgress | None], ranks: Iterable[int], seq: int) -> Signature | None:
-    sigs = Counter(p.signature for r in ranks if (p := progress.get(r)) and p.signature and p.signature_seq == seq)
-    return sigs.most_common(1)[0][0] if sigs else None
-
-
-def _channels(ctx: Context, graph: _Graph) -> list[Condition]:
-    """Point-to-point waits: a pending send or receive whose peer has not posted the matching one."""
-    channels: dict[tuple[int, str, int, str], P2PProgress] = {}
-    for rank, rec in ctx.snapshot.records.items():
-        for channel in rec.p2p:
-            channels[(rank, channel.group, channel.peer, channel.kind)] = channel
-    conditions: list[Condition] = []
-    hung_pairs: set[tuple[str, int, int, int]] = set()
-    for (rank, group, peer, kind), channel in channels.items():
-        if not channel.pending or peer < 0 or peer == rank or ctx.live.get(rank) != "alive":
-            continue
-        number = channel.completed + 1
-        waited = (channel.stalled_s or 0.0) + ctx.elapsed(rank)
-        other = channels.get((peer, group, rank, _OPPOSITE.get(kind, kind)))
-        if other is None or other.entered < number:
-            wait = Wait(Op(group, number, kind, peer=peer, label=kind), (rank,), (peer,), waited)
-            graph.waits.append(wait)
-            graph.signatures[wait] = None
-            continue
-        theirs = (other.stalled_s or 0.0) + ctx.elapsed(peer) if other.completed < number else 0.0
-        sender, receiver = (rank, peer) if kind == "send" else (peer, rank)
-        pair = (group, sender, receiver, number)
-        warn = ctx.config.warn_after_s
-        if waited >= warn and theirs >= warn and ctx.live.get(peer) == "alive":
-            if pair not in hung_pairs:
-                hung_pairs.add(pair)
-                cond = p2p_hang_condition(ctx, group, sender, receiver, number, min(waited, theirs))
-                conditions.append(cond)
-                graph.hung[rank] = graph.hung[peer] = cond
-            continue
-        where = "to" if kind == "send" else "from"
-        graph.inside.setdefault(
-            rank, f"{kind} #{number} {where} rank {peer} in group {group}, which rank {peer} posted "
-                  f"(not finished for {waited:.1f} s)"
-        )
-    return conditions
-
-
 # --- roots -> conditions ------------------------------------------------------------------------------
 
 
-def _root(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
+def _root(ctx: Context, graph: Graph, root: Root) -> list[Condition]:
     config = ctx.config
     late = tuple(r for r in root.ranks if ctx.live.get(r) == "alive" and r not in graph.hung)
     left = tuple(r for r in root.ranks if ctx.live.get(r) in ("exited", "failed"))
@@ -210,19 +78,19 @@ def _root(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
     out: list[Condition] = []
     for rank in root.ranks:
         if ctx.live.get(rank) in ("stale", "missing"):
-            _seen_before(ctx, graph, (rank,))  # a dead root that comes back is late at once
+            seen_before(ctx, graph, (rank,))  # a dead root that comes back is late at once
             wait = _primary(ctx, graph, "W105", (rank,), root)
             ctx.blocked.setdefault(
                 rank, Blocked(wait.op.group, wait.op.seq, graph.signatures.get(wait), root.affected, root.waited_s, chain)
             )
     if late and root.waited_s >= config.suspect_s:
         out.extend(_late(ctx, graph, root, late, chain))
-    if left and root.waited_s >= config.warn_after_s:
+    if left and root.waited_s >= config.warn_s:
         out.append(_left(ctx, graph, root, left))
     return out
 
 
-def _primary(ctx: Context, graph: _Graph, code: str, ranks: tuple[int, ...], root: Root) -> Wait:
+def _primary(ctx: Context, graph: Graph, code: str, ranks: tuple[int, ...], root: Root) -> Wait:
     """The wait an event about ``ranks`` is told in: one that waits for them directly, the longest, in the
     smallest group among those as long (a tensor-parallel pair before a data-parallel group, a message
     between two stages before a barrier), and the same one as long as the incident is open."""
@@ -262,7 +130,7 @@ def _subject(wait: Wait, ranks: tuple[int, ...], signature: Signature | None) ->
     return f"has not posted {matching} #{op.seq} {where} rank {peer} in group {op.group}, which rank {peer} waits in"
 
 
-def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain: str) -> list[Condition]:
+def _late(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], chain: str) -> list[Condition]:
     config, state, snap = ctx.config, ctx.state, ctx.snapshot
     wait = _primary(ctx, graph, "W101", late, root)
     signature = graph.signatures.get(wait)
@@ -282,7 +150,7 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
             break
     if config.stacks:
         _ask_stacks(ctx, late)
-    seen = _seen_before(ctx, graph, late)  # after the reset above
+    seen = seen_before(ctx, graph, late)  # after the reset above
     if any(ctx.silent(r) for r in late):
         return []  # it may be dead: the dead-rank rule decides after dead_after_s
     waited = root.waited_s
@@ -290,7 +158,7 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
     if busy is None:
         ctx.due(waited)
     else:  # look again when it crosses its bound, then when it would be confirmed
-        ctx.due_in(-busy.over if busy.over < 0 else config.confirm_after_s - config.warn_after_s - busy.over)
+        ctx.due_in(-busy.over if busy.over < 0 else config.confirm_s - config.warn_s - busy.over)
     per_rank: dict[str, Any] = {}
     wheres: list[str] = []
     ready = True
@@ -327,7 +195,7 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
                 info["stack_note"] = stack.note
         elif config.stacks:
             info["stack_note"] = "stack not captured (the rank's watcher did not answer in time)"
-            if waited < config.warn_after_s + 2 * config.interval_s:
+            if waited < config.warn_s + 2 * config.interval_s:
                 ready = False
         per_rank[str(rank)] = info
     affected = root.affected
@@ -349,14 +217,14 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
         title = title.replace(" has not ", " have not ").replace(" for it", " for them")
     if busy is not None:  # busy, but past the bound the others may wait for it: late after all
         title += f"; {busy.text}, past {busy.bound:.0f} s"
-        status = "confirmed" if busy.over >= config.confirm_after_s - config.warn_after_s else "warning"
+        status = "confirmed" if busy.over >= config.confirm_s - config.warn_s else "warning"
     else:
         # a rank seen working alone a moment ago counts its lateness from then (a pause in a checkpoint)
         stuck_for = min((snap.now - state.busy_at[r] for r in late if r in state.busy_at), default=waited)
-        status = ("confirmed" if waited >= config.confirm_after_s and
-                  stuck_for >= config.confirm_after_s - config.warn_after_s else "warning")
-        if status == "warning" and waited >= config.confirm_after_s:
-            ctx.due_in(config.confirm_after_s - config.warn_after_s - stuck_for)
+        status = ("confirmed" if waited >= config.confirm_s and
+                  stuck_for >= config.confirm_s - config.warn_s else "warning")
+        if status == "warning" and waited >= config.confirm_s:
+            ctx.due_in(config.confirm_s - config.warn_s - stuck_for)
     detail: dict[str, Any] = {"late": per_rank}
     if busy is not None:
         detail["busy"] = {"text": busy.text, "bound_s": busy.bound, "over_s": round(busy.over, 1)}
@@ -374,7 +242,7 @@ def _late(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], chain:
         group_ranks=graph.members.get(op.group, ()), seq=op.seq, signature=signature, waiting_ranks=affected,
         waited_s=waited, detail=detail, key=incident, at=snap.wall,
     )
-    return [Condition(event, ready=ready and waited >= config.warn_after_s and seen)]
+    return [Condition(event, ready=ready and waited >= config.warn_s and seen)]
 
 
 @dataclass(frozen=True)
@@ -440,7 +308,7 @@ def _rate(bps: float) -> str:
     return f"{bps:.0f} B/s"
 
 
-def _solo_work(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], wait: Wait,
+def _solo_work(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], wait: Wait,
                signature: Signature | None, per_rank: dict[str, Any], busy: _Busy, chain: str, wheres: list[str],
                ready: bool) -> Condition:
     """W110 (info): the others wait for a rank that works alone, as expected for up to its bound."""
@@ -465,10 +333,10 @@ def _solo_work(ctx: Context, graph: _Graph, root: Root, late: tuple[int, ...], w
         group_ranks=graph.members.get(op.group, ()), seq=op.seq, signature=signature, waiting_ranks=affected,
         waited_s=waited, detail=detail, key=incident, at=ctx.snapshot.wall,
     )
-    return Condition(event, ready=ready and waited >= ctx.config.warn_after_s and _seen_before(ctx, graph, late))
+    return Condition(event, ready=ready and waited >= ctx.config.warn_s and seen_before(ctx, graph, late))
 
 
-def _left(ctx: Context, graph: _Graph, root: Root, left: tuple[int, ...]) -> Condition:
+def _left(ctx: Context, graph: Graph, root: Root, left: tuple[int, ...]) -> Condition:
     wait = _primary(ctx, graph, "W108", left, root)
     signature = graph.signatures.get(wait)
     op = wait.op
@@ -497,7 +365,7 @@ def _left(ctx: Context, graph: _Graph, root: Root, left: tuple[int, ...]) -> Con
     )
 
 
-def _cycle(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
+def _cycle(ctx: Context, graph: Graph, root: Root) -> list[Condition]:
     """Ranks that wait for each other. The ones named are those that wait for the most others of the cycle:
     a rank that entered a collective of a group the others have not reached took the other path (it skipped
     a collective, or called the groups in another order); when all wait for as many, all are named."""
@@ -558,7 +426,7 @@ def _cycle(ctx: Context, graph: _Graph, root: Root) -> list[Condition]:
                 waiting_ranks=others, waited_s=waited, key=incident,
                 at=ctx.snapshot.wall, detail=detail,
             ),
-            ready=waited >= ctx.config.warn_after_s and _seen_before(ctx, graph, root.ranks),
+            ready=waited >= ctx.config.warn_s and seen_before(ctx, graph, root.ranks),
         )
     ]
 

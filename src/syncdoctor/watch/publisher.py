@@ -1,0 +1,215 @@
+"""A rank's side of the job's store: its record, its answers to the control message, the monitor's lease.
+
+Does I/O: the job's store (through the :class:`~syncdoctor.watch.keys.ScopedStore` it is given), the
+process states of pids on this host, stack captures of this process, Flight Recorder dumps on request.
+The clocks are passed in. Runs on the watcher's publisher thread (and, for the final record, on whichever
+thread says goodbye); never on the training thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Set
+from typing import Any
+
+from syncdoctor.watch.config import WatchConfig
+from syncdoctor.watch.control import AbortOrder, read_control
+from syncdoctor.watch.keys import JobKeys, ScopedStore
+from syncdoctor.watch.local import ActivityMeter, Identity, capture_stack, process_state
+from syncdoctor.watch.p2p import P2PLedger
+from syncdoctor.watch.recorder import NCCL, OTHER, GroupDirectory
+from syncdoctor.watch.records import RankRecord, Solo, encode_record, encode_stack, format_ranks
+from syncdoctor.watch.sampler import Sampler
+
+__all__ = ["Publisher", "SoloPhase", "write_flight_recorder_dump"]
+
+logger = logging.getLogger("syncdoctor.watch")
+
+SoloPhase = tuple[int, str, float, float | None]  # token, name, start (clock), up_to_s
+
+
+class Publisher:
+    """What this rank says about itself, and the store it says it to once attached.
+
+    ``state`` (``starting``, ``running``, ``aborting``, ``failed``, ``exited``), ``error`` and
+    ``fail_order`` are set by the watcher; the rest is this class's own bookkeeping. After a final record
+    (:meth:`publish` with ``final=True``) nothing more is published.
+    """
+
+    def __init__(
+        self,
+        config: WatchConfig,
+        sampler: Sampler,
+        p2p: P2PLedger,
+        directory: GroupDirectory,
+        activity: ActivityMeter,
+        solo: list[SoloPhase],
+        source_name: Callable[[], str],
+        *,
+        main_ident: int | None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.sampler = sampler
+        self.p2p = p2p
+        self.directory = directory
+        self.activity = activity
+        self.solo = solo
+        self.source_name = source_name
+        self.main_ident = main_ident
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.identity: Identity | None = None
+        self.keys: JobKeys | None = None
+        self.store: ScopedStore | None = None
+        self.heartbeat = 0
+        self.state = "starting"
+        self.error: str | None = None
+        self.fail_order: int | None = None
+        self.final = False
+        self.stack_gen = 0
+        self.ack = 0
+        self.ctl_gen = 0
+        self.dump_gen = 0
+        self.inspect: dict[int, str] = {}
+        self._published_groups: set[str] = set()
+        self._lease_seen: tuple[bytes, float] | None = None
+        self._activity_failing = False
+        self._lock = threading.RLock()
+
+    def attach(self, store: ScopedStore, keys: JobKeys, me: Identity) -> None:
+        """Start publishing to ``store``: the job's pointer and settings first, then this rank's records."""
+        store.set(keys.pointer, str(me.attempt))
+        config = self.config
+        meta = {"world_size": me.world_size, "interval_s": config.interval_s, "monitor": config.monitor,
+                "warn_after_s": config.warn_after_s, "confirm_after_s": config.confirm_after_s,
+                "dead_after_s": config.dead_after_s}
+        store.set(keys.meta, json.dumps(meta))
+        self.ctl_gen = store.add(keys.ctl_gen, 0)
+        self.identity, self.keys, self.store = me, keys, store
+        self.state = "running"
+
+    def record(self) -> RankRecord:
+        assert self.identity is not None
+        me, now = self.identity, self.clock()
+        for pid in list(self.inspect):
+            self.inspect[pid] = process_state(pid)
+        activity = None
+        sampler = self.sampler
+        try:
+            self.activity.sample(now)
+            quiet = sampler.quiet_s(now)
+            # what it has done since its collectives and steps last moved: before that it was training
+            activity = None if quiet is None else self.activity.current(since=now - quiet)
+        except Exception as exc:  # a measurement that fails must not stop the record: say it once
+            if not self._activity_failing:
+                self._activity_failing = True
+                logger.warning("syncdoctor.watch: cannot measure the main thread's activity: %s", exc)
+        solo = None
+        phases = list(self.solo)
+        if phases:
+            _token, name, started, up_to = phases[-1]
+            solo = Solo(name, now - started, up_to)
+        return RankRecord(
+            rank=me.rank, world_size=me.world_size, host=me.host, node=me.node, pid=me.pid, local_rank=me.local_rank,
+            attempt=me.attempt, heartbeat=self.heartbeat, state=self.state,
+            source=self.source_name(), step=sampler.step, step_age_s=sampler.step_age_s(now),
+            quiet_s=sampler.quiet_s(now), groups=sampler.progress(now), step_marks=sampler.marks(),
+            waits=sampler.waits(), stack_gen=self.stack_gen, ack=self.ack, error=self.error,
+            fail_order=self.fail_order, inspected=dict(self.inspect), published=self.wall_clock(),
+            waits_total=sampler.waits_total(), p2p=self.p2p.progress(now), activity=activity, solo=solo,
+        )
+
+    def publish(self, final: bool = False) -> None:
+        """Publish this rank's record (and the members of groups not published yet); ``final``: the last."""
+        with self._lock:
+            if self.final or self.store is None or self.keys is None or self.identity is None:
+                return
+            self.heartbeat += 1
+            for name in self.directory.names:
+                if name not in self._published_groups:
+                    self.store.set(self.keys.group(name), format_ranks(self.directory.members[name]))
+                    self._published_groups.add(name)
+            self.store.set(self.keys.rank(self.identity.rank), encode_record(self.record()))
+            if final:
+                self.final = True
+
+    def poll_control(self) -> AbortOrder | None:
+        """Answer what the control message asks of this rank, if it changed; its abort order, if any."""
+        assert self.store is not None and self.keys is not None and self.identity is not None
+        gen, message = read_control(self.store, self.keys, self.ctl_gen)
+        if gen == self.ctl_gen:
+            return None
+        self.ctl_gen = gen
+        if message is None:
+            return None
+        me = self.identity
+        republish = False
+        wanted = message.stacks.get(me.rank, 0)
+        if wanted > self.stack_gen and self.config.stacks:
+            report = capture_stack(me.rank, wanted, self.main_ident)
+            self.store.set(self.keys.stack(me.rank), encode_stack(report))
+            self.stack_gen = wanted
+            republish = True
+        for pid, host_key in message.inspect.items():
+            if host_key == me.host_key and pid != me.pid and pid not in self.inspect:
+                self.inspect[pid] = process_state(pid)
+                republish = True
+        if message.dump > self.dump_gen:
+            self.dump_gen = message.dump
+            write_flight_recorder_dump(me.rank, self.directory.recorders)
+        self.ack = gen
+        if republish:
+            self.publish()
+        return message.abort
+
+    def lease_lapsed(self) -> bool:
+        """auto mode: whether this rank (1..7) just took the monitor's lease over because it stopped beating."""
+        me = self.identity
+        if self.config.monitor != "auto" or me is None or not 1 <= me.rank <= 7:
+            return False
+        assert self.store is not None and self.keys is not None
+        raw = self.store.get_optional(self.keys.monitor)
+        if raw is None:
+            return False
+        now = self.clock()
+        if self._lease_seen is None or self._lease_seen[0] != raw:
+            self._lease_seen = (raw, now)
+            return False
+        patience = self.config.dead_s + (me.rank - 1) * 2 * self.config.interval_s
+        if now - self._lease_seen[1] < patience:
+            return False
+        mine = json.dumps({"who": f"rank {me.rank} ({me.host}, pid {me.pid})", "beat": 0}).encode()
+        return self.store.compare_set(self.keys.monitor, raw, mine) == mine
+
+
+def write_flight_recorder_dump(rank: int, recorders: Set[str]) -> None:
+    """Write this process's Flight Recorder dump(s) where PyTorch writes its own; failures are logged."""
+    prefix = (
+        os.environ.get("TORCH_FR_DUMP_TEMP_FILE")
+        or os.environ.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+        or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "torch",
+                        "comm_lib_trace_rank_")
+    )
+    # NCCL groups have their own recorder: its dump goes where PyTorch writes its own on a timeout, the
+    # other backends' beside it when both hold groups (the rank stays the trailing number of the name)
+    recorders = recorders or {OTHER}
+    wanted = [("_dump_nccl_trace", f"{prefix}{rank}")] if NCCL in recorders else []
+    if OTHER in recorders:
+        wanted.append(("_dump_fr_trace", f"{prefix}gloo_{rank}" if wanted else f"{prefix}{rank}"))
+    try:
+        import torch._C._distributed_c10d as c10d_ext
+
+        for function, path in wanted:
+            data: Any = getattr(c10d_ext, function)()
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path, "wb") as handle:
+                handle.write(data)
+            logger.warning("syncdoctor.watch: Flight Recorder dump of rank %d written to %s", rank, path)
+    except Exception as exc:
+        logger.warning("syncdoctor.watch: cannot write the Flight Recorder dump: %s", exc)

@@ -1,0 +1,166 @@
+"""The wait-for graph's edges, one cycle's worth: who waits for whom in each process group and on each
+point-to-point channel (points 1 and 2 of :mod:`.waits`). Pure: no I/O.
+
+A wait that every side entered is no edge: it is a hang or a mismatch (:mod:`.hang`) once it lasted
+``warn_after_s``, and the condition is returned beside the edges.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from syncdoctor.watch.records import GroupProgress, P2PProgress, Signature
+from syncdoctor.watch.rules.context import SYMMETRIC, Blocked, Condition, Context
+from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
+from syncdoctor.watch.waitgraph import Op, Wait
+
+__all__ = ["Graph", "channel_waits", "group_waits", "seen_before"]
+
+_OPPOSITE = {"send": "recv", "recv": "send"}
+
+
+@dataclass
+class Graph:
+    """What the group and channel passes found, for the roots to draw on."""
+
+    waits: list[Wait]
+    signatures: dict[Wait, Signature | None]
+    members: dict[str, tuple[int, ...]]
+    hung: dict[int, Condition]  # rank -> the hang or mismatch it is stuck in
+    inside: dict[int, str]  # rank -> an operation it is in that every side entered (not hung yet)
+    roots: set[int] = field(default_factory=set)  # ranks that are roots of a wait this cycle
+
+
+def seen_before(ctx: Context, graph: Graph, ranks: Iterable[int]) -> bool:
+    """Each of ``ranks`` was a root in an earlier cycle already, and a newer record of it still makes it one.
+
+    A rank passes through moments between two operations, and the records of a job are read at different
+    ages: while a chain of waits unwinds, a rank that just received its message and has not sent the next
+    one looks like the root of a wait that is already past the threshold. Asking for a second record of it
+    keeps such a moment from becoming an incident; a real root is seen long before the threshold.
+    """
+    seen = True
+    for rank in ranks:
+        graph.roots.add(rank)
+        rec = ctx.record(rank)
+        beat = rec.heartbeat if rec is not None else -1
+        first = ctx.state.roots.get(rank)
+        if first is None:
+            ctx.state.roots[rank] = beat
+            seen = False
+        elif beat <= first:
+            seen = False
+    return seen
+
+
+def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]) -> list[Condition]:
+    """The waits in ``group`` (added to ``graph``), and its hang or mismatch condition if every member entered."""
+    config = ctx.config
+    progress: dict[int, GroupProgress | None] = {}
+    for rank in members:
+        rec = ctx.record(rank)
+        progress[rank] = rec.groups.get(group) if rec is not None else None
+    progress = settle_completions(progress)
+    # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
+    # one it completed before it froze (its record was published mid-collective)
+    pending = [p for r, p in progress.items() if p is not None and p.pending and ctx.live.get(r) == "alive"]
+    if not pending:
+        return []
+    seq = min(p.completed + 1 for p in pending)
+    waiting = tuple(r for r, p in progress.items() if p is not None and p.completed < seq <= p.entered)
+    entered = {r for r, p in progress.items() if p is not None and p.entered >= seq}
+    not_entered = tuple(r for r in members if r not in entered)
+    alive_waiting = tuple(r for r in waiting if ctx.live.get(r) == "alive")
+    if not alive_waiting:
+        return []
+    waited = max((progress[r].stalled_s or 0.0) + ctx.elapsed(r) for r in alive_waiting)  # type: ignore[union-attr]
+    signature = _common_signature(progress, waiting, seq)
+    if not_entered:
+        if signature is not None and signature.op in SYMMETRIC and any(
+            p is not None and p.completed >= seq for p in progress.values()
+        ):
+            return []  # completed somewhere, so everyone entered it: the "late" records are just older
+        wait = Wait(Op(group, seq, label=signature.short() if signature else ""), alive_waiting, not_entered, waited)
+        graph.waits.append(wait)
+        graph.signatures[wait] = signature
+        return []
+    op = Op(group, seq, label=signature.short() if signature else "").text()
+    ctx.due(waited)
+    if waited < config.warn_s:
+        for rank in alive_waiting:
+            graph.inside.setdefault(rank, f"{op}, which every member entered (not completed for {waited:.1f} s)")
+        return []
+    if any(ctx.live.get(r) != "alive" or ctx.silent(r) for r in members):
+        for rank in members:
+            if ctx.live.get(rank) in ("stale", "missing"):
+                ctx.blocked.setdefault(rank, Blocked(group, seq, signature, waiting, waited))
+        return []  # the dead-rank rule names them
+    cond = inside_condition(ctx, group, members, seq, progress, waited)
+    for rank in members:
+        graph.hung[rank] = cond
+    return [cond]
+
+
+def settle_completions(progress: Mapping[int, GroupProgress | None]) -> dict[int, GroupProgress | None]:
+    """Count as completed a collective that a rank's record shows unfinished while the rank is already inside
+    a later collective of the group and a peer finished it.
+
+    The rank's completion is bookkeeping that lags, not a hang: gloo's Flight Recorder marks a collective
+    completed from a worker thread, which can wait behind the next collective (seen under mpirun on two lab
+    hosts: rank 2 entered #4 and waited in it for a late rank 3 while its record showed #3 unfinished for
+    8 s, until #4 completed). Read as it stands, the group would look stuck in #3, which every member entered:
+    a transport hang (W104) in place of the late rank. A real hang of #N on a rank that moved on (async
+    collectives) still shows: its later collectives do not complete either.
+    """
+    best = max((p.completed for p in progress.values() if p is not None), default=0)
+    out: dict[int, GroupProgress | None] = {}
+    for rank, p in progress.items():
+        if p is not None and p.completed < best and p.entered > p.completed + 1:
+            p = p._replace(completed=min(best, p.entered - 1))
+        out[rank] = p
+    return out
+
+
+def _common_signature(progress: Mapping[int, GroupProgress | None], ranks: Iterable[int], seq: int) -> Signature | None:
+    sigs = Counter(p.signature for r in ranks if (p := progress.get(r)) and p.signature and p.signature_seq == seq)
+    return sigs.most_common(1)[0][0] if sigs else None
+
+
+def channel_waits(ctx: Context, graph: Graph) -> list[Condition]:
+    """Point-to-point waits: a pending send or receive whose peer has not posted the matching one."""
+    channels: dict[tuple[int, str, int, str], P2PProgress] = {}
+    for rank, rec in ctx.snapshot.records.items():
+        for channel in rec.p2p:
+            channels[(rank, channel.group, channel.peer, channel.kind)] = channel
+    conditions: list[Condition] = []
+    hung_pairs: set[tuple[str, int, int, int]] = set()
+    for (rank, group, peer, kind), channel in channels.items():
+        if not channel.pending or peer < 0 or peer == rank or ctx.live.get(rank) != "alive":
+            continue
+        number = channel.completed + 1
+        waited = (channel.stalled_s or 0.0) + ctx.elapsed(rank)
+        other = channels.get((peer, group, rank, _OPPOSITE.get(kind, kind)))
+        if other is None or other.entered < number:
+            wait = Wait(Op(group, number, kind, peer=peer, label=kind), (rank,), (peer,), waited)
+            graph.waits.append(wait)
+            graph.signatures[wait] = None
+            continue
+        theirs = (other.stalled_s or 0.0) + ctx.elapsed(peer) if other.completed < number else 0.0
+        sender, receiver = (rank, peer) if kind == "send" else (peer, rank)
+        pair = (group, sender, receiver, number)
+        warn = ctx.config.warn_s
+        if waited >= warn and theirs >= warn and ctx.live.get(peer) == "alive":
+            if pair not in hung_pairs:
+                hung_pairs.add(pair)
+                cond = p2p_hang_condition(ctx, group, sender, receiver, number, min(waited, theirs))
+                conditions.append(cond)
+                graph.hung[rank] = graph.hung[peer] = cond
+            continue
+        where = "to" if kind == "send" else "from"
+        graph.inside.setdefault(
+            rank, f"{kind} #{number} {where} rank {peer} in group {group}, which rank {peer} posted "
+                  f"(not finished for {waited:.1f} s)"
+        )
+    return conditions
