@@ -18,9 +18,11 @@ venv: $(VENV)/.installed
 
 lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
 
 test: venv
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
 	sh scripts/ensure-chromium.sh
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 

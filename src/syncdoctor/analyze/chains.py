@@ -177,7 +177,9 @@ def _messages(dumps: Iterable[FrDump], members: Mapping[str, tuple[int, ...]]) -
                     continue
             except (ValueError, IndexError):
                 continue
-            posted[(dump.rank, group, peer, kind)].append(entry.state == "completed")  # type: ignore[arg-type]
+            if dump.rank is None:
+                continue  # the caller keeps only dumps that say whose they are
+            posted[(dump.rank, group, peer, kind)].append(entry.state == "completed")
     waits = []
     for (rank, group, peer, kind), done in posted.items():
         if all(done):

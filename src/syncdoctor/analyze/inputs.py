@@ -52,13 +52,6 @@ class Source:
         return self.path is None
 
 
-def _display(path: Path, root: Path | None) -> str:
-    if root is not None:
-        with contextlib.suppress(ValueError):
-            return str(path.relative_to(root))
-    return str(path)
-
-
 def expand(paths: Sequence[str]) -> list[Source]:
     """Files, directories (recursive), globs and ``-`` as sources, in order, without duplicates.
 
@@ -79,12 +72,12 @@ def expand(paths: Sequence[str]) -> list[Source]:
             continue
         path = Path(raw)
         if path.is_dir():
-            for root, dirs, files in os.walk(path):
+            for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-                for name in sorted(files):
-                    file = Path(root) / name
-                    if file.is_file():
-                        add(Source(str(file), file))
+                for name in sorted(names):
+                    found = Path(root) / name
+                    if found.is_file():
+                        add(Source(str(found), found))
             continue
         if path.is_file():
             add(Source(raw, path))
@@ -110,14 +103,18 @@ def open_source(source: Source, stdin: BinaryIO | None = None) -> Iterator[Binar
         raw: BinaryIO
         if source.path is None:
             raw = stdin if stdin is not None else sys.stdin.buffer
-            buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+            buffered: io.BufferedReader = (
+                raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+            )
         else:
             buffered = open(source.path, "rb")
     except OSError as exc:
         raise InputError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
     try:
         head = buffered.peek(2)[:2]
-        stream: BinaryIO = gzip.GzipFile(fileobj=buffered, mode="rb") if head == b"\x1f\x8b" else buffered
+        stream: BinaryIO = (
+            gzip.GzipFile(fileobj=buffered, mode="rb") if head == b"\x1f\x8b" else buffered  # type: ignore[assignment]
+        )
         yield stream
     finally:
         if source.path is not None:

@@ -67,7 +67,7 @@ def _load_memmem() -> Callable[..., int | None] | None:
         return None
     function.restype = ctypes.c_void_p
     function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 _MEMMEM = _load_memmem()

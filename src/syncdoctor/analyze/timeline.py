@@ -321,8 +321,8 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     ranks: dict[int, RankState] = {}
     for rank in sorted(known):
         rank_events = tuple(per_rank.get(rank, ()))
-        hosts = Counter(e.origin.host for e in rank_events if e.origin.host)
-        host = hosts.most_common(1)[0][0] if hosts else (maps[3].get(rank) or (file_ranks or {}).get(rank))
+        named = Counter(e.origin.host for e in rank_events if e.origin.host)
+        host = named.most_common(1)[0][0] if named else (maps[3].get(rank) or (file_ranks or {}).get(rank))
         pids = tuple(sorted({e.origin.pid for e in rank_events if e.origin.pid is not None}))
         reached, completed = _progress(rank_events)
         outcome, first, signal, exitcode = _outcome(rank_events, terminated_pids)

@@ -57,11 +57,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
             for rule in rules:
                 console.print(f"{rule.code}  {rule.severity.label:<7}  {rule.name}: {rule.summary}", markup=False)
         return EXIT_OK
-    rule = get_rule(args.code)
-    if rule is None:
+    found = get_rule(args.code)
+    if found is None:
         raise UsageError(f"unknown finding code {args.code!r}; `syncdoctor explain --all` lists them")
     if args.json:
-        console.print_json(json.dumps(rule.to_json()))
+        console.print_json(json.dumps(found.to_json()))
     else:
-        console.print(render_rule(rule), markup=False)
+        console.print(render_rule(found), markup=False)
     return EXIT_OK

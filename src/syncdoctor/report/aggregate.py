@@ -54,12 +54,12 @@ def bin_matrix(
     if per_bin == 1:
         rows = tuple(tuple(row) for row in values)
         return Binned(rows, tuple(labels), members, size)
-    out = []
-    for rows in members:
+    out: list[tuple[float | None, ...]] = []
+    for row_bin in members:
         line: list[float | None] = []
         for cols in members:
             cells = [
-                v for i in rows for j in cols
+                v for i in row_bin for j in cols
                 if j < len(values[i]) and (v := values[i][j]) is not None and math.isfinite(v)
             ]
             line.append(reduce(cells) if cells else None)

@@ -83,7 +83,7 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     first = math.ceil(low / step - 1e-9) * step
-    ticks = []
+    ticks: list[float] = []
     value = first
     while value <= high + step * 1e-9 and len(ticks) < 50:
         ticks.append(round(value, 12))

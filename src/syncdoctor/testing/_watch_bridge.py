@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from syncdoctor.testing._hang import Frame, ProgressRecord
 
 __all__ = ["WORLD_GROUP", "watch_events"]
+
+if TYPE_CHECKING:
+    from syncdoctor.watch.events import Event
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +98,7 @@ def watch_events(
                      records={r: rec._replace(heartbeat=2) for r, rec in ranks.items()}, groups=groups,
                      stacks=stack_reports)
     state = DetectorState()
-    events = []
+    events: list[Event] = []
     try:
         for shown in (snapshot, again):
             events.extend(detect(shown, config, state).events)

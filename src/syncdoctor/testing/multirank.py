@@ -365,8 +365,8 @@ def _collect(
         states = {
             r.rank: {"ok": "exited", "failed": "failed", "crashed": "failed"}.get(r.status, "running") for r in results
         }
-        frames = {rank: main_thread_frames(text) for rank, text in stacks.items() if text}
-        events = watch_events(records, len(procs), states, frames, where, stopped_at)
+        rank_frames = {rank: main_thread_frames(text) for rank, text in stacks.items() if text}
+        events = watch_events(records, len(procs), states, rank_frames, where, stopped_at)
         diagnosis = dataclasses.replace(diagnosis, watch=events)
     return MultiRankResult(
         world_size=len(procs),

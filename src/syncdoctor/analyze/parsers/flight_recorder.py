@@ -170,8 +170,9 @@ def _collective_number(entries: list[FrEntry], pg_id: str, value: int | None) ->
 
 
 def _groups(doc: Mapping[str, Any], entries: list[FrEntry]) -> tuple[FrGroup, ...]:
-    config = doc.get("pg_config") if isinstance(doc.get("pg_config"), Mapping) else {}
-    status = doc.get("pg_status") if isinstance(doc.get("pg_status"), Mapping) else {}
+    raw_config, raw_status = doc.get("pg_config"), doc.get("pg_status")
+    config: Mapping[Any, Any] = raw_config if isinstance(raw_config, Mapping) else {}
+    status: Mapping[Any, Any] = raw_status if isinstance(raw_status, Mapping) else {}
     names = {e.pg_id: e.pg_name for e in entries}
     groups = []
     for pg_id, values in status.items():

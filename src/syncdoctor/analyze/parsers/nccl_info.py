@@ -145,6 +145,8 @@ def parse(line: Line) -> list[Event]:
                 found = pattern.search(message)
                 if found:
                     data[name] = found[1]
-            events.append(make_event(Kind.NCCL_INIT, line, origin=origin, group=data.get("comm_id") or match["comm"],
+            comm_id = data.get("comm_id")
+            events.append(make_event(Kind.NCCL_INIT, line, origin=origin,
+                                     group=comm_id if isinstance(comm_id, str) and comm_id else match["comm"],
                                      data=data))
     return events

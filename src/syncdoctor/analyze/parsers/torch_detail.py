@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
@@ -116,7 +117,7 @@ def parse(line: Line) -> list[Event]:
     events: list[Event] = []
     prints = list(_FINGERPRINT.finditer(body))
     if "mismatch between collectives" in body and prints:
-        sides = []
+        sides: list[dict[str, Any]] = []
         for match in prints[:2]:
             fp = _fingerprint(match["fp"])
             seq = fp.get("SequenceNumber")

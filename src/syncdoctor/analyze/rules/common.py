@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis
 from syncdoctor.analyze.timeline import Timeline
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
+from syncdoctor.units import format_ranks
 
 __all__ = ["MAX_CASCADE", "Attribution", "attribute", "evidence_of", "fmt_ranks", "hypothesis"]
 
@@ -15,20 +16,8 @@ MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
 
 
 def fmt_ranks(ranks: Iterable[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``0-2, 5``."""
-    values = sorted(set(ranks))
-    if not values:
-        return "none"
-    parts = []
-    start = prev = values[0]
-    for value in [*values[1:], None]:  # type: ignore[list-item]
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if value is not None:
-            start = prev = value
-    return ", ".join(parts)
+    """``[0, 1, 2, 5]`` -> ``0-2, 5`` (the prose form of :func:`syncdoctor.units.format_ranks`)."""
+    return format_ranks(ranks, sep=", ", empty="none")
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
             unhosted.append(event)
     for event in tl.of(Kind.NCCL_BOOTSTRAP):
         endpoints = [(str(event.data.get("ifname", "")), str(event.data.get("addr", "")))]
-        endpoints += [tuple(e) for e in event.data.get("also") or ()]  # type: ignore[misc]
+        endpoints += [tuple(e) for e in event.data.get("also") or ()]
         if any(is_loopback(addr) or _virtual(ifname) or _link_local(addr) for ifname, addr in endpoints):
             (culprit_lines[event.origin.host] if event.origin.host else unhosted).append(event)
     if unhosted and not culprit_lines:

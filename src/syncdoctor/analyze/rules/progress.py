@@ -342,7 +342,7 @@ def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:
         issue = event.data.get("issue")
         ranks = [r for r in (event.data.get("ranks") or []) if isinstance(r, int)]
         if issue in ("INCOMPLETE", "DEAD") and (ranks or event.origin.rank is not None):
-            ranks = ranks or [event.origin.rank]  # type: ignore[list-item]
+            ranks = ranks or [event.origin.rank]
             title = f"NCCL RAS: rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} {issue.lower()}"
             out.append(hypothesis(tl, Category.LAGGING_RANK, 0.8 if issue == "DEAD" else 0.7, title, culprits=ranks,
                                   what="NCCL's RAS could not reach these processes (hung, stopped or dead).",
@@ -367,10 +367,10 @@ def _from_chains(tl: Timeline, graph: Chains) -> list[Hypothesis]:
             continue
         direct = [w for w in root.direct if set(w.blockers) & set(late)]
         first = min(direct, key=lambda w: (-len(w.waiters), w.op.group, w.op.seq))
-        held = set(root.affected) | {r for r in graph.hidden if r not in late}
+        behind = set(root.affected) | {r for r in graph.hidden if r not in late}
         if len([r for r in graph.roots if not r.cycle]) == 1:  # everyone who waited, waited behind it
-            held |= graph.waiters - set(late)
-        held = sorted(held)
+            behind |= graph.waiters - set(late)
+        held = sorted(behind)
         chain = describe_chain(root, lambda ranks: f"rank{'s' if len(set(ranks)) > 1 else ''} {fmt_ranks(ranks)}")
         hidden = [f"rank {r} timed out in {graph.hidden[r]}" for r in sorted(graph.hidden) if r in held][:6]
         title = (f"rank{'s' if len(late) > 1 else ''} {fmt_ranks(late)} never entered {first.op.text()} "

@@ -66,7 +66,7 @@ def _stuck_at(tl: Timeline, rank: int, group: str, top: int) -> int | None:
 
 def _ops_at(tl: Timeline, members: tuple[int, ...], group: str, seq: int) -> set[tuple[object, ...]]:
     """The distinct (op, sizes) signatures the watchdog lines show at ``seq``."""
-    signatures = set()
+    signatures: set[tuple[object, ...]] = set()
     for rank in members:
         for event in tl.ranks[rank].of(*TIMEOUT_KINDS):
             if (event.group or "0") == group and event.seq == seq and event.op:
