@@ -7,7 +7,7 @@ PIP := $(VENV)/bin/pip
 
 .PHONY: test demo lint venv clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py src/syncdoctor-watch.pth
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip >/dev/null 2>&1 || true
 	$(PIP) install -q -e '.[test]' 2>&1 | grep -v -e 'is ignored: it is neither a file nor a directory' || true

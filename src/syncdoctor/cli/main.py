@@ -7,7 +7,6 @@ Each sub-command module exposes ``register(subparsers) -> None`` which adds its 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import sys
@@ -16,24 +15,27 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from syncdoctor._version import __version__
-from syncdoctor.cli import EXIT_UNAVAILABLE, EXIT_USAGE
+from syncdoctor.cli import (
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    analyze,
+    check,
+    demo,
+    explain,
+    lab,
+    probe,
+    recommend,
+    report,
+    run,
+    watch,
+)
 from syncdoctor.errors import EnvironmentNotSupported, InputError, SyncdoctorError, UsageError
 from syncdoctor.redact import RedactingFile, redact_text, remember_secrets
 
 __all__ = ["build_parser", "main"]
 
 # Order is the order of `syncdoctor --help`.
-COMMANDS = (
-    "syncdoctor.cli.check",
-    "syncdoctor.cli.probe",
-    "syncdoctor.cli.watch",
-    "syncdoctor.cli.analyze",
-    "syncdoctor.cli.recommend",
-    "syncdoctor.cli.report",
-    "syncdoctor.cli.lab",
-    "syncdoctor.cli.demo",
-    "syncdoctor.cli.explain",
-)
+COMMANDS = (check, probe, watch, run, analyze, recommend, report, lab, demo, explain)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,13 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"syncdoctor {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module_name in COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # a command not built yet
-            raise
+    for module in COMMANDS:
         module.register(subparsers)
     return parser
 
