@@ -24,6 +24,7 @@ test: venv
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 	sh scripts/ensure-chromium.sh
+	sh scripts/ensure-launchers.sh
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: venv

@@ -10,6 +10,9 @@ Launchers understood, in order of precedence:
 - srun (``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``, ``SLURM_NODEID``, ``SLURM_NNODES``,
   ``SLURM_JOB_NODELIST``, ``SLURM_TASKS_PER_NODE``); the master is ``MASTER_ADDR`` or the first node of the list
   and the port ``MASTER_PORT`` or one derived from ``SLURM_JOB_ID``.
+- mpirun (Open MPI: ``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_SIZE``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
+  ``OMPI_COMM_WORLD_LOCAL_SIZE``, ``OMPI_COMM_WORLD_NODE_RANK``); the master is ``MASTER_ADDR`` (required:
+  Open MPI does not say where rank 0 runs) and the port ``MASTER_PORT`` or 29500.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from syncdoctor.checks.values import python_int
 from syncdoctor.errors import UsageError
 
 __all__ = ["LaunchInfo", "expand_nodelist", "parse_tasks_per_node", "resolve_launch"]
@@ -83,7 +87,7 @@ class LaunchInfo:
     """This process's place in the job.
 
     Attributes:
-        launcher: ``torchrun``, ``slurm``, ``local`` (``syncdoctor probe --local``), ``explicit`` or ``env``.
+        launcher: ``torchrun``, ``slurm``, ``mpirun``, ``local`` (``syncdoctor probe --local``), ``explicit`` or ``env``.
         rank, world_size, local_rank, local_world_size, node_rank, nnodes: as the launcher defines them.
         master_addr, master_port: where the store is (or will be hosted by global rank 0).
         agent_store: the launcher's agent already hosts a store there: every rank is a client.
@@ -155,10 +159,10 @@ def _int(env: Mapping[str, str], name: str, default: int | None = None) -> int:
         if default is None:
             raise UsageError(f"{name} is not set")
         return default
-    try:
-        return int(value.strip())
-    except ValueError:
-        raise UsageError(f"{name}={value!r} is not an integer") from None
+    number = python_int(value)
+    if number is None:
+        raise UsageError(f"{name}={value!r} is not an integer")
+    return number
 
 
 def _check(info: LaunchInfo) -> LaunchInfo:
@@ -251,7 +255,28 @@ def resolve_launch(
             tasks_per_node=tasks if len(set(tasks)) > 1 else (),
             expected_nodes=nnodes if nnodes is not None and nnodes != slurm_nodes else None,
         ))
+    if "OMPI_COMM_WORLD_RANK" in env:
+        rank, world = _int(env, "OMPI_COMM_WORLD_RANK"), _int(env, "OMPI_COMM_WORLD_SIZE")
+        local_world = _int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1)
+        addr = master_addr or env.get("MASTER_ADDR")
+        if not addr:
+            raise UsageError("under mpirun set MASTER_ADDR (and pass it on with mpirun -x MASTER_ADDR), or pass "
+                             "--master-addr: Open MPI does not say where rank 0 runs")
+        return _check(LaunchInfo(
+            launcher="mpirun",
+            rank=rank,
+            world_size=world,
+            local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0),
+            local_world_size=local_world,
+            node_rank=_int(env, "OMPI_COMM_WORLD_NODE_RANK", rank // max(1, local_world)),
+            nnodes=max(1, world // max(1, local_world)),
+            master_addr=addr,
+            master_port=master_port or _int(env, "MASTER_PORT", 29500),
+            run_id=f"mpirun-{env.get('OMPI_MCA_ess_base_jobid', '0')}",
+            expected_nodes=nnodes if nnodes is not None and nnodes != max(1, world // max(1, local_world)) else None,
+        ))
     raise UsageError(
-        "no launcher environment (RANK/WORLD_SIZE or SLURM_PROCID): run under torchrun or srun, give "
+        "no launcher environment (RANK/WORLD_SIZE, SLURM_PROCID or OMPI_COMM_WORLD_RANK): run under torchrun, "
+        "srun or mpirun, give "
         "--nnodes/--node-rank/--master-addr, or use `syncdoctor probe --local N`"
     )
