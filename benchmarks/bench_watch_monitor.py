@@ -154,7 +154,9 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
         time.sleep(0.05)
 
     write_all(0)
-    monitor = Monitor(ScopedStore(counting), keys, WatchConfig(interval_s=1.0), world, [], who="bench")
+    # fixed thresholds: the rank is 12 s late by then, past a 10 s warning (the auto default warms up 60 s)
+    config = WatchConfig(interval_s=1.0, warn_after_s=10.0, confirm_after_s=60.0)
+    monitor = Monitor(ScopedStore(counting), keys, config, world, [], who="bench")
     monitor.cycle()  # first cycle: creates missing keys, reads the group tables, runs the detector
     healthy: dict[str, list[float]] = {"cycle": [], "multi_get": [], "screen": [], "rest": []}
     paths: list[str] = []
