@@ -188,6 +188,17 @@ def test_a005_host_that_cannot_reach_the_store(tmp_path) -> None:
     assert hypothesis.category is Category.NETWORK_PARTITION and hypothesis.culprit_hosts == ("host2",)
 
 
+def test_a005_a_rendezvous_shutdown_after_the_store_went_is_not_a_cut_link(tmp_path) -> None:
+    """A real lab run of the cut (tests/test_analyze_e2e.py::test_cut_link, 1 run in 9): host0's agent, which
+    served the store, exited first; host1's agent then "failed to shutdown the rendezvous" (a
+    RendezvousConnectionError). Only host2's link was cut."""
+    lab = Path(__file__).parent / "fixtures" / "analyze" / "lab" / "cut-shutdown-race"
+    diagnosis = analyze_paths([str(lab)]).diagnosis
+    hypothesis = root(diagnosis)
+    assert hypothesis.category is Category.NETWORK_PARTITION and hypothesis.culprit_hosts == ("host2",)
+    assert not [h for h in diagnosis.hypotheses if "host1" in h.culprit_hosts], [h.title for h in diagnosis.hypotheses]
+
+
 def test_a005_negative_store_errors_everywhere(tmp_path) -> None:
     files = {f"host{r}/rank{r}.log": [GLOO_TIMEOUT.format(r=r),
                                       "[W1129 14:00:21.6 socket.cpp:494] [c10d] waitForInput: socket SocketImpl(fd=4) "

@@ -109,5 +109,10 @@ def parse(line: Line) -> list[Event]:
     if match:
         kind = {"RendezvousTimeoutError": "rendezvous-timeout", "RendezvousConnectionError": "connect",
                 "RendezvousClosedError": "rendezvous-closed"}[match["kind"]]
-        return [make_event(Kind.STORE_ERROR, line, data={"what": kind, "rendezvous": True})]
+        data: dict[str, object] = {"what": kind, "rendezvous": True}
+        if "failed to shutdown the rendezvous" in body:
+            # torchrun's agent closing the rendezvous after its workers ended: the store may be gone with the
+            # agent that served it (it exits first), so this says nothing about this host's link
+            data["at_shutdown"] = True
+        return [make_event(Kind.STORE_ERROR, line, data=data)]
     return []

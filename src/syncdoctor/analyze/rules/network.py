@@ -292,7 +292,8 @@ def network_partition(tl: Timeline) -> list[Hypothesis]:
         watch = _watch_unreachable(tl)
         return watch
     store_errors = [e for e in tl.of(Kind.STORE_ERROR)
-                    if e.data.get("what") in ("socket-timeout", "connect") and e.origin.host]
+                    if e.data.get("what") in ("socket-timeout", "connect") and e.origin.host
+                    and not e.data.get("at_shutdown")]
     hosts_with = sorted({e.origin.host for e in store_errors if e.origin.host})
     all_hosts = sorted(tl.hosts)
     if not hosts_with or len(hosts_with) >= len(all_hosts):

@@ -105,7 +105,7 @@ def _unroutable(addr: str) -> bool:
 
 
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
-    store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect"]
+    store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not _unroutable(str(e.data.get("peer_addr") or "")) and
             any(w in str(e.data.get("error", "")) for w in _UNREACHABLE)]
