@@ -56,7 +56,8 @@ def _late_rank_named_alone(stdout: str, events_file: Path, launcher: str) -> Non
     assert first is not None, events
     assert first["ranks"] == [LATE_RANK] and first["detail"].get("late", {}).get(str(LATE_RANK)) is not None, first
     assert not [e for e in events if e["code"] == "W101" and e["ranks"] != [LATE_RANK]], events
-    assert "host1" in first["title"], first["title"]  # the late rank's host, as the launcher placed it
+    late_host = next(d["host"] for d in lines if d.get("rank") == LATE_RANK and "host" in d)
+    assert f"({late_host}," in first["title"], first["title"]  # the late rank's host, as the launcher placed it
     delay = first["at"] - max(arrived)
     print(f"{launcher}: late rank {LATE_RANK} named {delay:.2f} s after the others waited (warn after {WARN_S} s)")
     assert delay <= WARN_S + 2.0, delay
@@ -140,3 +141,18 @@ def test_probe_under_mpirun_on_two_lab_hosts(lab_factory, tmp_path: Path) -> Non
     assert sorted((r["hostname"], r["rank"]) for r in doc["join"]["registered"]) == [
         ("host0", 0), ("host0", 1), ("host1", 2), ("host1", 3)]
     assert all(stage["status"] == "ok" for stage in doc["stages"]), doc["stages"]
+
+
+@pytest.mark.parametrize("rdzv", ["static", "c10d"])
+def test_zero_code_watch_under_multi_host_torchrun(lab_factory, tmp_path: Path, rdzv: str) -> None:
+    """torchrun on each of two lab hosts (static rendezvous: ranks in host order; c10d: in join order)."""
+    lab = lab_factory(2)
+    events = tmp_path / "events.jsonl"
+    env = {"SYNCDOCTOR_WATCH": "1", "SYNCDOCTOR_WATCH_WARN_AFTER": str(WARN_S),
+           "SYNCDOCTOR_WATCH_EVENTS_FILE": str(events)}
+    job = lab.torchrun([str(DATA / "late_rank.py"), str(LATE_RANK), str(LATE_STEP), str(LATE_S)],
+                       procs_per_host=2, run_dir=tmp_path / "run", env=env, rdzv=rdzv)
+    result = job.wait(timeout=240)
+    assert result.ok, result.summary()
+    output = "\n".join(path.read_text() for path in job.rank_logs().values())
+    _late_rank_named_alone(output, events, f"torchrun ({rdzv})")
