@@ -361,12 +361,28 @@ def _train(args: argparse.Namespace, faults: Sequence[StepFault], pause: tuple[f
             saves += 1
 
     def evaluate(seconds: float) -> None:
+        # An evaluation loop as a real one runs: batches that take a while to load, then forward passes and
+        # a metric, each phase a few tenths of a second (a stack sampled once a second sees both).
         deadline = time.monotonic() + seconds
         with torch.no_grad():
             while time.monotonic() < deadline:
-                inputs = torch.randn(args.batch, args.width, generator=generator)
-                outputs = model(inputs)
+                inputs = load_eval_batch(min(0.35, max(0.0, deadline - time.monotonic())))
+                outputs = eval_forward(inputs, min(0.35, max(0.0, deadline - time.monotonic())))
                 accuracy(outputs, inputs)
+
+    def load_eval_batch(busy_s: float) -> Any:
+        until = time.monotonic() + busy_s
+        inputs = torch.randn(args.batch, args.width, generator=generator)
+        while time.monotonic() < until:
+            inputs = torch.randn(args.batch, args.width, generator=generator)
+        return inputs
+
+    def eval_forward(inputs: Any, busy_s: float) -> Any:
+        until = time.monotonic() + busy_s
+        outputs = model(inputs)
+        while time.monotonic() < until:
+            outputs = model(inputs)
+        return outputs
 
     def accuracy(outputs: Any, inputs: Any) -> float:
         return float((outputs.squeeze(1) - inputs.sum(dim=1) * 0.1).abs().mean())
