@@ -15,6 +15,7 @@ from typing import Any
 
 from syncdoctor.analyze.model import LEGACY_CATEGORY_NAMES
 from syncdoctor.errors import InputError
+from syncdoctor.exclude import Suspect, suspects_from
 
 __all__ = ["SCHEMA", "RankRow", "TimelineRow", "Verdict", "VerdictEvidence", "VerdictHypothesis"]
 
@@ -288,6 +289,8 @@ class Verdict:
         timeline: the events on known ranks (the first few thousand). inputs: what was read.
         notes: the reader's notes, then the rules'. unexplained: error-looking lines no hypothesis cites.
         stats: bytes, lines, events and dumps read. schema: the document's schema name.
+        suspect_nodes (derived, written, not read): the nodes the root cause puts in doubt when its cause sits
+        in the node (:mod:`syncdoctor.exclude`); none for a rank-level cause.
     """
 
     root_cause_found: bool
@@ -304,6 +307,13 @@ class Verdict:
     stats: Mapping[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
 
+    def suspect_nodes(self, min_confidence: float = 0.0) -> list[Suspect]:
+        """The root cause's hosts when its cause sits in the node (see :mod:`syncdoctor.exclude`)."""
+        root = self.root_cause
+        if root is None:
+            return []
+        return suspects_from([(root.code, root.culprit_hosts, root.confidence, root.title)], min_confidence)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": self.schema,
@@ -319,6 +329,7 @@ class Verdict:
             "notes": list(self.notes),
             "unexplained": [e.to_json() for e in self.unexplained],
             "stats": dict(self.stats),
+            "suspect_nodes": [s.to_json() for s in self.suspect_nodes()],
         }
 
     @classmethod

@@ -19,6 +19,7 @@ from rich.text import Text
 from syncdoctor.analyze import Analysis, Hypothesis, analyze_paths, to_verdict
 from syncdoctor.analyze.rules.common import fmt_ranks
 from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
+from syncdoctor.cli.exclusion import add_exclusion_options, checked_exclusion, write_exclusion
 from syncdoctor.errors import UsageError
 from syncdoctor.outputs import check_output
 
@@ -41,6 +42,7 @@ def register(subparsers: Any) -> None:
                         help="evidence lines shown per hypothesis (default 8; all in --json)")
     parser.add_argument("--html", default=None, metavar="FILE",
                         help="also write the report as one self-contained HTML page (see docs/report.md)")
+    add_exclusion_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -161,6 +163,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.max_evidence is not None and args.max_evidence < 0:
         raise UsageError("--max-evidence must be 0 or more")
     html = check_output(args.html, "--html")  # before reading gigabytes of logs
+    exclude_out, hostfile = checked_exclusion(args)
     analysis = analyze_paths(args.paths)
     if args.json:
         console.print_json(json.dumps(to_verdict(analysis, args.max_evidence).to_json(), default=str))
@@ -173,4 +176,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         # where the page went, after the answer; on stderr when stdout is the JSON document
         (Console(stderr=True, highlight=False) if args.json else console).print(
             Text(f"HTML report written to {written}"), soft_wrap=True)
+    if exclude_out is not None:
+        suspects = to_verdict(analysis, 0).suspect_nodes(args.min_confidence)
+        said = write_exclusion(exclude_out, suspects, args.exclude_format, hostfile)
+        (Console(stderr=True, highlight=False) if args.json else console).print(Text(said), soft_wrap=True)
     return EXIT_OK if analysis.diagnosis.root_cause is not None else EXIT_FINDINGS
