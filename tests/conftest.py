@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,8 @@ pytest_plugins = ["pytester"]
 
 # a rule that breaks is contained for users (a note in the report); in the tests it must fail loudly
 os.environ["SYNCDOCTOR_STRICT_RULES"] = "1"
+# the node history the commands record by default lives in the user's data directory: not during the tests
+os.environ["SYNCDOCTOR_HISTORY"] = os.path.join(tempfile.mkdtemp(prefix="syncdoctor-test-history-"), "history.sqlite3")
 
 
 @pytest.fixture(autouse=True)

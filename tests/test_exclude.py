@@ -69,6 +69,16 @@ def test_hostfile_without_the_suspects() -> None:
     assert filter_hostfile(mpi, ["node02"]) == "node01:4\nnode03 slots=4 max_slots=8\n"
 
 
+def test_probe_findings_name_the_slow_or_missing_node() -> None:
+    from syncdoctor.exclude import suspects_from_findings
+
+    findings = [{"code": "P020", "severity": "error", "title": "host2 is the slow node", "evidence": {"host": "host2"}},
+                {"code": "P010", "severity": "warning", "title": "MTU differs", "evidence": {"host": "host1"}},
+                {"code": "P001", "severity": "error", "title": "node 3 never joined", "evidence": {"name": "n3"}},
+                {"code": "P020", "severity": "error", "evidence": "not an object"}]
+    assert [(s.node, s.code) for s in suspects_from_findings(findings)] == [("host2", "P020"), ("n3", "P001")]
+
+
 def test_render_each_format() -> None:
     suspects = [Suspect("node07", "A012", NODE_LEVEL["A012"], 0.8), Suspect("node03", "A005", NODE_LEVEL["A005"], 0.75)]
     assert render(suspects, "plain") == "node03\nnode07\n"

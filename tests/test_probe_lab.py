@@ -23,7 +23,9 @@ PROBE = ["-m", "syncdoctor", "probe", "--sizes", "4K,64K", "--ops", "all_reduce"
 
 def _run(lab, tmp_path: Path, **kwargs) -> tuple[dict, object]:
     report = tmp_path / "probe.json"
-    job = lab.torchrun([*PROBE, "--json", str(report)], procs_per_host=2, run_dir=tmp_path / "run", **kwargs)
+    exclude = ["--exclude-out", str(tmp_path / "exclude.txt"), "--exclude-format", "slurm"]
+    job = lab.torchrun([*PROBE, "--json", str(report), *exclude], procs_per_host=2, run_dir=tmp_path / "run",
+                       **kwargs)
     result = job.wait(timeout=240)
     assert not result.timed_out, result.summary()
     assert report.exists(), result.summary()
@@ -53,6 +55,8 @@ def test_throttled_host_is_the_slow_node(lab_factory, tmp_path: Path) -> None:
         assert 0.75 * THROTTLE_BPS <= measured <= 1.25 * THROTTLE_BPS, (pair, measured)
     assert inter[(0, 1)]["bandwidth"] * 8 > 5 * THROTTLE_BPS
     assert "verdict: host2 is the slow node" in result.output(0)
+    assert (tmp_path / "exclude.txt").read_text() == "host2\n"  # the node to keep out of the next run
+    assert "1 node(s) to exclude written to" in result.output(0)
 
 
 def test_unthrottled_run_reports_mtu_and_variable_differences_but_no_slow_node(lab_factory, tmp_path) -> None:
@@ -64,6 +68,7 @@ def test_unthrottled_run_reports_mtu_and_variable_differences_but_no_slow_node(l
     codes = _codes(data)
     links = [(link["a_node"], link["b_node"], link["bw_ab"] * 8 / 1e9, link["bw_ba"] * 8 / 1e9) for link in data["links"]]
     assert "P020" not in codes and data["verdict"]["kind"] != "slow_node", (links, result.output(0))
+    assert (tmp_path / "exclude.txt").read_text() == ""  # an MTU difference is no reason to exclude a node
     [mtu] = codes["P010"]
     assert mtu["evidence"]["mtu"] == {"host0": 1500, "host1": 1400, "host2": 1500}
     assert "1400 on host1; 1500 on host0, host2" in mtu["title"]

@@ -19,13 +19,24 @@ Formats (:func:`render`):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from syncdoctor.errors import UsageError
 
-__all__ = ["FORMATS", "NODE_LEVEL", "Suspect", "compress_hostlist", "filter_hostfile", "render", "sorted_hosts",
-           "suspects_from"]
+__all__ = [
+    "FORMATS",
+    "NODE_LEVEL",
+    "PROBE_NODE_LEVEL",
+    "Suspect",
+    "compress_hostlist",
+    "filter_hostfile",
+    "render",
+    "sorted_hosts",
+    "suspects_from",
+    "suspects_from_findings",
+]
 
 FORMATS = ("plain", "slurm", "hostfile", "k8s")
 TAINT_KEY = "syncdoctor.io/suspect"
@@ -50,6 +61,14 @@ NODE_LEVEL = {
 }
 
 
+# the probe's findings whose cause sits in the node named in their evidence ("host" or the missing "name")
+PROBE_NODE_LEVEL = {
+    "P001": "never joined the probe (down, unreachable, or its launcher failed)",
+    "P020": "is the slow node: all its links are slow",
+}
+_SEVERITY_CONFIDENCE = {"error": 0.9, "warning": 0.6, "info": 0.3}
+
+
 @dataclass(frozen=True)
 class Suspect:
     """A node to keep out, and why: ``code`` (A005...), ``reason``, ``confidence`` of the verdict (0-1)."""
@@ -69,7 +88,7 @@ def suspects_from(hypotheses: Iterable[tuple[str, Sequence[str], float, str]],
     node (its most confident node-level cause). Hypotheses of rank-level codes name no suspect."""
     best: dict[str, Suspect] = {}
     for code, hosts, confidence, _title in hypotheses:
-        reason = NODE_LEVEL.get(code)
+        reason = NODE_LEVEL.get(code) or PROBE_NODE_LEVEL.get(code)
         if reason is None or confidence < min_confidence:
             continue
         for host in hosts:
@@ -77,6 +96,23 @@ def suspects_from(hypotheses: Iterable[tuple[str, Sequence[str], float, str]],
                 continue
             best[host] = Suspect(host, code, reason, round(float(confidence), 3))
     return sorted(best.values(), key=lambda s: (-s.confidence, s.node))
+
+
+def suspects_from_findings(findings: Iterable[Mapping[str, Any]], min_confidence: float = 0.0) -> list[Suspect]:
+    """Suspects from the probe's findings (their JSON objects): the node a node-level finding names; the
+    confidence follows the finding's severity (error 0.9, warning 0.6)."""
+    hypotheses = []
+    for finding in findings:
+        code = str(finding.get("code", ""))
+        if code not in PROBE_NODE_LEVEL:
+            continue
+        raw = finding.get("evidence")
+        evidence: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        host = evidence.get("host") or evidence.get("name")
+        if isinstance(host, str) and host:
+            confidence = _SEVERITY_CONFIDENCE.get(str(finding.get("severity", "")), 0.5)
+            hypotheses.append((code, (host,), confidence, str(finding.get("title", ""))))
+    return suspects_from(hypotheses, min_confidence)
 
 
 _TRAILING = re.compile(r"^(?P<prefix>.*?)(?P<digits>\d+)$")

@@ -10,7 +10,11 @@ the timeline of failures and the evidence lines (``file:line``). Exit code 0 whe
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -19,7 +23,13 @@ from rich.text import Text
 from syncdoctor.analyze import Analysis, Hypothesis, analyze_paths, to_verdict
 from syncdoctor.analyze.rules.common import fmt_ranks
 from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK
-from syncdoctor.cli.exclusion import add_exclusion_options, checked_exclusion, write_exclusion
+from syncdoctor.cli.exclusion import (
+    add_exclusion_options,
+    add_history_options,
+    checked_exclusion,
+    record_history,
+    write_exclusion,
+)
 from syncdoctor.errors import UsageError
 from syncdoctor.outputs import check_output
 
@@ -43,6 +53,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--html", default=None, metavar="FILE",
                         help="also write the report as one self-contained HTML page (see docs/report.md)")
     add_exclusion_options(parser)
+    add_history_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -159,6 +170,14 @@ def render(analysis: Analysis, console: Console, max_evidence: int = 8) -> None:
         console.print(Text(f"note: {note}", style="yellow"), soft_wrap=True)
 
 
+def _run_id(inputs: Sequence[str]) -> str:
+    """One id per set of inputs, so analysing the same logs again records nothing twice."""
+    if not inputs or any(p in ("-", "<stdin>") for p in inputs):
+        return f"analyze:{time.time():.6f}"  # a paste: every one is its own run
+    digest = hashlib.sha1("\n".join(sorted(os.path.abspath(p) for p in inputs)).encode()).hexdigest()[:16]
+    return f"analyze:{digest}"
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     if args.max_evidence is not None and args.max_evidence < 0:
         raise UsageError("--max-evidence must be 0 or more")
@@ -176,8 +195,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         # where the page went, after the answer; on stderr when stdout is the JSON document
         (Console(stderr=True, highlight=False) if args.json else console).print(
             Text(f"HTML report written to {written}"), soft_wrap=True)
+    verdict = to_verdict(analysis, 0, max_timeline=0)
+    aside = Console(stderr=True, highlight=False) if args.json else console
     if exclude_out is not None:
-        suspects = to_verdict(analysis, 0).suspect_nodes(args.min_confidence)
-        said = write_exclusion(exclude_out, suspects, args.exclude_format, hostfile)
-        (Console(stderr=True, highlight=False) if args.json else console).print(Text(said), soft_wrap=True)
+        said = write_exclusion(exclude_out, verdict.suspect_nodes(args.min_confidence), args.exclude_format, hostfile)
+        aside.print(Text(said), soft_wrap=True)
+    warning = record_history(args, _run_id(verdict.inputs), "analyze", verdict.suspect_nodes())
+    if warning:
+        Console(stderr=True, highlight=False).print(Text(warning, style="yellow"), soft_wrap=True)
     return EXIT_OK if analysis.diagnosis.root_cause is not None else EXIT_FINDINGS

@@ -15,7 +15,7 @@ from syncdoctor.exclude import FORMATS, Suspect, render
 from syncdoctor.outputs import check_output
 from syncdoctor.redact import redact_text
 
-__all__ = ["add_exclusion_options", "checked_exclusion", "write_exclusion"]
+__all__ = ["add_exclusion_options", "add_history_options", "checked_exclusion", "record_history", "write_exclusion"]
 
 
 def add_exclusion_options(parser: Any) -> None:
@@ -28,6 +28,27 @@ def add_exclusion_options(parser: Any) -> None:
                         help="only causes at least this confident (0-1, default 0.5)")
     parser.add_argument("--hostfile", default=None, metavar="FILE",
                         help="the DeepSpeed or MPI hostfile to filter (--exclude-format hostfile)")
+
+
+def add_history_options(parser: Any) -> None:
+    parser.add_argument("--history", default=None, metavar="PATH",
+                        help="the node history database (default: SYNCDOCTOR_HISTORY, else "
+                             "$XDG_DATA_HOME/syncdoctor/history.sqlite3; see docs/act.md)")
+    parser.add_argument("--no-history", action="store_true", help="record nothing in the node history")
+
+
+def record_history(args: argparse.Namespace, run: str, source: str, suspects: Sequence[Suspect]) -> str | None:
+    """Record the suspects; returns a warning to print when the history could not be written, else None."""
+    from syncdoctor.history import History, HistoryError, resolve_path
+
+    path = resolve_path(args.history, args.no_history)
+    if path is None or not suspects:
+        return None
+    try:
+        History(path).record(run, source, suspects)
+    except HistoryError as exc:
+        return f"warning: {exc}"
+    return None
 
 
 def checked_exclusion(args: argparse.Namespace) -> tuple[Path | None, str | None]:

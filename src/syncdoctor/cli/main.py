@@ -23,6 +23,7 @@ from syncdoctor.cli import (
     demo,
     explain,
     lab,
+    nodes,
     probe,
     recommend,
     report,
@@ -35,7 +36,7 @@ from syncdoctor.redact import RedactingFile, redact_text, remember_secrets
 __all__ = ["build_parser", "main"]
 
 # Order is the order of `syncdoctor --help`.
-COMMANDS = (check, probe, watch, run, analyze, recommend, report, lab, demo, explain)
+COMMANDS = (check, probe, watch, run, analyze, nodes, recommend, report, lab, demo, explain)
 
 
 class _Parser(argparse.ArgumentParser):

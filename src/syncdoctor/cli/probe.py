@@ -20,6 +20,13 @@ from rich.console import Console
 from rich.text import Text
 
 from syncdoctor.cli import finite
+from syncdoctor.cli.exclusion import (
+    add_exclusion_options,
+    add_history_options,
+    checked_exclusion,
+    record_history,
+    write_exclusion,
+)
 from syncdoctor.errors import EnvironmentNotSupported, UsageError
 from syncdoctor.outputs import check_output
 
@@ -80,6 +87,8 @@ def register(subparsers: Any) -> None:
     output.add_argument("--emit-env", dest="emit_env", default=None, metavar="FILE",
                         help="write recommended settings as an env file, and a Python snippet next to it")
     output.add_argument("--no-tables", action="store_true", help="leave the nccl-tests tables out of the report")
+    add_exclusion_options(output)
+    add_history_options(output)
     parser.set_defaults(func=run)
 
 
@@ -150,6 +159,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
         for path in emit_paths(args.emit_env):
             check_output(path, "--emit-env")
+    exclude_out, hostfile = checked_exclusion(args)
     config = build_config(args)
     if args.local is not None:
         if args.local < 1:
@@ -194,7 +204,33 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
             written = write_html(args.html_path, render_probe_html(report))
             console.print(Text(f"HTML report written to {written}"), soft_wrap=True)
-    return outcome.exit_code
+        from syncdoctor.exclude import suspects_from_findings
+
+        document = report.to_json()
+        findings = document.get("findings") or []
+        if exclude_out is not None:
+            suspects = suspects_from_findings(findings, args.min_confidence)
+            console.print(Text(write_exclusion(exclude_out, suspects, args.exclude_format, hostfile)), soft_wrap=True)
+        run_id = f"probe:{launch.run_id}:{document.get('created', '')}"
+        warning = record_history(args, run_id, "probe", suspects_from_findings(findings))
+        if warning:
+            console.print(Text(warning, style="yellow"), soft_wrap=True)
+    _leave(console, outcome.exit_code)
+    return outcome.exit_code  # not reached
+
+
+def _leave(console: Console, code: int) -> None:
+    """End a rank now, without the interpreter's teardown: torch's store and gloo threads can abort the
+    process while C++ objects are destroyed at exit ("terminate called without an active exception", seen on
+    one rank of a probe under srun), which srun --kill-on-bad-exit and torchrun count as a failed rank, and
+    which then ends the others before rank 0 has printed its report. Everything is written by now."""
+    import logging
+
+    console.file.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 def _rebuild_argv(args: argparse.Namespace) -> list[str]:
@@ -205,9 +241,15 @@ def _rebuild_argv(args: argparse.Namespace) -> list[str]:
     for flag, value in (("--sizes", args.sizes), ("--nnodes", args.nnodes), ("--node-rank", args.node_rank),
                         ("--master-addr", args.master_addr), ("--master-port", args.master_port),
                         ("--hosts", args.hosts), ("--json", args.json_path), ("--emit-env", args.emit_env),
-                        ("--html", args.html_path)):
+                        ("--html", args.html_path), ("--exclude-out", args.exclude_out),
+                        ("--hostfile", args.hostfile)):
         if value is not None:
             argv += [flag, str(value)]
+    argv += ["--exclude-format", args.exclude_format, "--min-confidence", str(args.min_confidence)]
+    if args.history:
+        argv += ["--history", args.history]
+    if args.no_history:
+        argv.append("--no-history")
     if args.fail_on != "error":
         argv += ["--fail-on", args.fail_on]
     if args.quick:
