@@ -33,6 +33,7 @@ __all__ = [
     "compress_hostlist",
     "filter_hostfile",
     "render",
+    "root_suspects",
     "sorted_hosts",
     "suspects_from",
     "suspects_from_findings",
@@ -96,6 +97,14 @@ def suspects_from(hypotheses: Iterable[tuple[str, Sequence[str], float, str]],
                 continue
             best[host] = Suspect(host, code, reason, round(float(confidence), 3))
     return sorted(best.values(), key=lambda s: (-s.confidence, s.node))
+
+
+def root_suspects(root: Any, min_confidence: float = 0.0) -> list[Suspect]:
+    """The suspects of a verdict's root cause (anything with ``code``, ``culprit_hosts``, ``confidence`` and
+    ``title``: the analysis's hypothesis or the document's), or none without one."""
+    if root is None:
+        return []
+    return suspects_from([(root.code, tuple(root.culprit_hosts), root.confidence, root.title)], min_confidence)
 
 
 def suspects_from_findings(findings: Iterable[Mapping[str, Any]], min_confidence: float = 0.0) -> list[Suspect]:

@@ -339,26 +339,6 @@ class Hypothesis:
     culprit_processes: tuple[str, ...] = ()
     culprit_local_ranks: tuple[int, ...] = ()
 
-    def to_json(self, max_evidence: int | None = None) -> dict[str, Any]:
-        evidence = self.evidence if max_evidence is None else self.evidence[:max_evidence]
-        return {
-            "category": self.category.value,
-            "code": self.code,
-            "confidence": round(self.confidence, 3),
-            "root_cause": self.root_cause,
-            "title": self.title,
-            "culprit_ranks": list(self.culprit_ranks),
-            "culprit_hosts": list(self.culprit_hosts),
-            "culprit_processes": list(self.culprit_processes),
-            "culprit_local_ranks": list(self.culprit_local_ranks),
-            "affected_ranks": list(self.affected_ranks),
-            "affected_hosts": list(self.affected_hosts),
-            "what": self.what,
-            "fix": self.fix,
-            "evidence": [e.to_json() for e in evidence],
-            "evidence_total": len(self.evidence),
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Diagnosis:

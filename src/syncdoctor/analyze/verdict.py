@@ -15,7 +15,7 @@ from typing import Any
 
 from syncdoctor.analyze.model import LEGACY_CATEGORY_NAMES
 from syncdoctor.errors import InputError
-from syncdoctor.exclude import Suspect, suspects_from
+from syncdoctor.exclude import Suspect, root_suspects
 
 __all__ = ["SCHEMA", "RankRow", "TimelineRow", "Verdict", "VerdictEvidence", "VerdictHypothesis"]
 
@@ -112,12 +112,12 @@ class VerdictEvidence:
     @property
     def file(self) -> str:
         source, _, line = self.ref.rpartition(":")
-        return source if line.isdigit() else self.ref
+        return source if line.isdecimal() else self.ref
 
     @property
     def line(self) -> int | None:
         _, _, line = self.ref.rpartition(":")
-        return int(line) if line.isdigit() else None
+        return int(line) if line.isdecimal() else None
 
     def to_json(self, *, located: bool = False) -> dict[str, Any]:
         """The evidence object; ``located`` adds ``file`` and ``line`` (the hypotheses' form)."""
@@ -309,10 +309,7 @@ class Verdict:
 
     def suspect_nodes(self, min_confidence: float = 0.0) -> list[Suspect]:
         """The root cause's hosts when its cause sits in the node (see :mod:`syncdoctor.exclude`)."""
-        root = self.root_cause
-        if root is None:
-            return []
-        return suspects_from([(root.code, root.culprit_hosts, root.confidence, root.title)], min_confidence)
+        return root_suspects(self.root_cause, min_confidence)
 
     def to_json(self) -> dict[str, Any]:
         return {

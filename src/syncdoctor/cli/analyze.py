@@ -31,6 +31,7 @@ from syncdoctor.cli.exclusion import (
     write_exclusion,
 )
 from syncdoctor.errors import UsageError
+from syncdoctor.exclude import root_suspects
 from syncdoctor.outputs import check_output
 
 __all__ = ["register", "render", "run"]
@@ -195,12 +196,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         # where the page went, after the answer; on stderr when stdout is the JSON document
         (Console(stderr=True, highlight=False) if args.json else console).print(
             Text(f"HTML report written to {written}"), soft_wrap=True)
-    verdict = to_verdict(analysis, 0, max_timeline=0)
+    root = analysis.diagnosis.root_cause  # the suspects, from the analysis itself: no second verdict built
     aside = Console(stderr=True, highlight=False) if args.json else console
     if exclude_out is not None:
-        said = write_exclusion(exclude_out, verdict.suspect_nodes(args.min_confidence), args.exclude_format, hostfile)
+        said = write_exclusion(exclude_out, root_suspects(root, args.min_confidence), args.exclude_format, hostfile)
         aside.print(Text(said), soft_wrap=True)
-    warning = record_history(args, _run_id(verdict.inputs), "analyze", verdict.suspect_nodes())
+    warning = record_history(args, _run_id(analysis.collected.sources), "analyze", root_suspects(root))
     if warning:
         Console(stderr=True, highlight=False).print(Text(warning, style="yellow"), soft_wrap=True)
     return EXIT_OK if analysis.diagnosis.root_cause is not None else EXIT_FINDINGS
