@@ -7,7 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from syncdoctor.analyze import analyze_paths, to_document
@@ -45,6 +45,7 @@ text_lines = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=12)
 
 @settings(max_examples=300, deadline=None)
 @given(text_lines)
+@example("wait timeout after 1ms, keys: /a/\u00b2")  # a superscript two is a digit to str.isdigit, not to int()
 def test_line_parsers_never_raise(line) -> None:
     parsed = make_line(line, Ref("f", 1), Origin())
     parse_line(parsed)

@@ -218,7 +218,7 @@ def _hca_fields(ctx: EnvContext, parsed: NcclList) -> Iterator[Finding]:
             continue
         if entry.port_text not in (None, ""):
             number = cpp_stoi(entry.port_text).value
-            if number is None or number <= 0 or not entry.port_text.isdigit():
+            if number is None or number <= 0 or not entry.port_text.isdecimal():
                 yield pages.HCA_PORT_INVALID.finding(
                     f"{HCA}: port {entry.port_text!r} in {entry.text!r} is not a positive integer; NCCL reads "
                     f"{number if number is not None else 0}, and ports are numbered from 1",

@@ -187,7 +187,7 @@ class _Lexer:
             if match:
                 self.pos += 1 + len(match.group(0))
                 self._substitute(word, match.group(0))
-            elif nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+            elif nxt and (nxt.isdecimal() or nxt in "@*#?$!-"):
                 word.unresolved.append("$" + nxt)
                 self.pos += 2
             else:

@@ -105,7 +105,7 @@ def plan_from_args(args: argparse.Namespace) -> LabPlan:
         plan.throttles[known(host, "--throttle")] = rate
     for item in args.mtu:
         host, value = parse_host_value(item, "--mtu")
-        if not value.isdigit() or not 576 <= int(value) <= 65535:
+        if not value.isdecimal() or not 576 <= int(value) <= 65535:
             raise UsageError(f"--mtu: {value!r} is not an MTU between 576 and 65535")
         plan.mtus[known(host, "--mtu")] = int(value)
     for item in args.cut:

@@ -187,7 +187,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if not console.is_terminal and console.width < 120:
         console.width = 120  # logs of torchrun/srun ranks: wide enough for the tables
     nnodes = args.nnodes
-    if nnodes is None and args.node_rank is None and os.environ.get("NNODES", "").strip().isdigit():
+    if nnodes is None and args.node_rank is None and os.environ.get("NNODES", "").strip().isdecimal():
         nnodes = int(os.environ["NNODES"])  # job scripts often export the node count they launched for
     launch = resolve_launch(os.environ, nnodes=nnodes, node_rank=args.node_rank,
                             master_addr=args.master_addr, master_port=args.master_port)

@@ -97,7 +97,7 @@ def watch_env(settings: Mapping[str, Any], base: Mapping[str, str]) -> dict[str,
     try:
         WatchConfig.load(env)
         port = env.get(ENV_PORT, "").strip()
-        if port and not (port.isdigit() and 0 < int(port) < 65536):
+        if port and not (port.isdecimal() and 0 < int(port) < 65536):
             raise UsageError(f"{ENV_PORT}={port!r}: must be a TCP port number (1-65535)")
     except UsageError as exc:
         message = str(exc)

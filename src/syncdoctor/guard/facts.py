@@ -128,7 +128,7 @@ def collect_rank_facts(rank: int, group: Any, backend: str, environ: Mapping[str
     return RankFacts(
         rank=rank,
         host=socket.gethostname(),
-        node=int(node) if node.lstrip("-").isdigit() else -1,
+        node=int(node) if node.lstrip("-").isdecimal() else -1,
         pid=os.getpid(),
         env=relevant_env(env),
         versions=versions,

@@ -188,7 +188,7 @@ def select_roce_gid(table: Sequence[GidEntry], settings: RoceGidSettings = RoceG
 
 def _numeric_entries(directory: Path) -> list[int]:
     try:
-        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdecimal())
     except OSError:
         return []
 

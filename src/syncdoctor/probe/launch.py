@@ -37,7 +37,7 @@ def _expand_one(name: str) -> list[str]:
         part = part.strip()
         if "-" in part:
             low, high = part.split("-", 1)
-            if not (low.isdigit() and high.isdigit()):
+            if not (low.isdecimal() and high.isdecimal()):
                 raise ValueError(f"bad range {part!r}")
             width = len(low)
             for number in range(int(low), int(high) + 1):
@@ -236,7 +236,7 @@ def resolve_launch(
         node = _int(env, "SLURM_NODEID", 0)
         local_world = tasks[node] if node < len(tasks) else _int(env, "SLURM_NTASKS_PER_NODE", max(1, world // slurm_nodes))
         job_id = env.get("SLURM_JOB_ID", "0")
-        default_port = 20000 + (int(job_id) % 20000 if job_id.isdigit() else 0)
+        default_port = 20000 + (int(job_id) % 20000 if job_id.isdecimal() else 0)
         addr = master_addr or env.get("MASTER_ADDR") or (hosts[0] if hosts else None)
         if not addr:
             raise UsageError("under srun set MASTER_ADDR or SLURM_JOB_NODELIST (or pass --master-addr)")

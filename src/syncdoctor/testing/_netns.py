@@ -196,7 +196,7 @@ def list_lab_namespaces() -> list[str]:
 def namespace_pids(netns: str) -> list[int]:
     """Pids of the processes whose network namespace is ``netns`` (``ip netns pids``)."""
     proc = ip("netns", "pids", netns, check=False)
-    return [int(token) for token in proc.stdout.split() if token.isdigit()]
+    return [int(token) for token in proc.stdout.split() if token.isdecimal()]
 
 
 def kill_namespace_processes(netns: str, grace: float = 0.0) -> None:

@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dump = None
         if args.dump:
             step_text, _, seconds_text = args.dump.partition(":")
-            if not step_text.isdigit() or not seconds_text:
+            if not step_text.isdecimal() or not seconds_text:
                 raise UsageError(f"--dump expects STEP:SECONDS (e.g. 3:4), got {args.dump!r}")
             dump = (int(step_text), float(seconds_text))
     except (UsageError, ValueError) as exc:

@@ -130,7 +130,7 @@ def _parse_pause(text: str | None) -> tuple[float, int] | None:
     if not text:
         return None
     seconds, sep, step = text.partition("@")
-    if not sep or not step.strip().isdigit():
+    if not sep or not step.strip().isdecimal():
         raise UsageError(f"--pause-all expects SECONDS@STEP (e.g. 5@10), got {text!r}")
     return parse_duration(seconds), int(step)
 

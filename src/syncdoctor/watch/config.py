@@ -224,7 +224,7 @@ def _problem(name: str, value: Any) -> str | None:
         return f"must be >= 0, got {value!r}"
     if name == "recorder" and value not in _RECORDERS:
         return f"must be one of {', '.join(_RECORDERS)}, got {value!r}"
-    if name == "monitor" and value not in ("auto", "off") and not str(value).isdigit():
+    if name == "monitor" and value not in ("auto", "off") and not str(value).isdecimal():
         return f"must be auto, off or a rank number, got {value!r}"
     if name == "straggler_min_share" and not 0 < value <= 1:
         return f"must be in (0, 1], got {value!r}"

@@ -30,7 +30,7 @@ def parse_master(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[v6addr]:PORT`` too) -> (host, port); raises UsageError."""
     host, sep, port = text.strip().rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not port.isdecimal() or not 0 < int(port) < 65536:
         raise UsageError(f"--master expects HOST:PORT (the job's MASTER_ADDR:MASTER_PORT), got {text!r}")
     return host, int(port)
 

@@ -59,7 +59,7 @@ def _key_ranks(keys: str) -> list[int]:
     ranks = []
     for key in re.split(r"[,\s]+", keys.strip(" []")):
         tail = key.rstrip("/").rsplit("/", 1)[-1]
-        if tail.isdigit() and "/" in key:
+        if tail.isdecimal() and "/" in key:
             ranks.append(int(tail))
     return ranks
 

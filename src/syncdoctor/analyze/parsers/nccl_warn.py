@@ -123,7 +123,7 @@ def _peer(text: str | None) -> dict[str, object]:
     addr, _, port = text.partition("<")
     if "..." in addr or "*" in addr or "x.x" in addr.lower():
         return {}  # masked before pasting (172....<33759>): no address to tie it to
-    return {"peer_addr": addr, "peer_port": int(port.rstrip(">,")) if port.rstrip(">,").isdigit() else None}
+    return {"peer_addr": addr, "peer_port": int(port.rstrip(">,")) if port.rstrip(">,").isdecimal() else None}
 
 
 def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[Event]:

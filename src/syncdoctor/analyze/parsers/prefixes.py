@@ -305,7 +305,7 @@ def origin_from_path(path: str) -> Origin:
             rank = int(match[1])
             break
     # torchrun --log-dir: <dir>/<run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log
-    if len(parts) >= 3 and _PATH_ATTEMPT.match(parts[-3]) and parts[-2].isdigit():
+    if len(parts) >= 3 and _PATH_ATTEMPT.match(parts[-3]) and parts[-2].isdecimal():
         local_rank = int(parts[-2])
     for part in reversed(parts[:-1]):
         if rank is None:

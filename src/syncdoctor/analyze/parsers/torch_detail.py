@@ -124,7 +124,7 @@ def parse(line: Line) -> list[Event]:
             sides.append({
                 "rank": int(match["rank"]),
                 "op": normalize_op(fp["OpType"]) if fp.get("OpType") else None,
-                "seq": int(seq) if seq and seq.isdigit() else None,
+                "seq": int(seq) if seq and seq.isdecimal() else None,
                 "shape": fp.get("TensorShape"),
                 "dtypes": fp.get("TensorDtypes"),
             })

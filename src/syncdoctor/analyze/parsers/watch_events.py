@@ -34,7 +34,7 @@ def _int_list(value: Any) -> list[int]:
         return []
     if isinstance(value, int):
         return [value]
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and value.strip().lstrip("-").isdecimal():
         return [int(value)]
     if isinstance(value, (list, tuple)):
         return [v for item in value[:4096] for v in _int_list(item)]

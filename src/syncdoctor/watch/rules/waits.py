@@ -116,7 +116,7 @@ def _primary(ctx: Context, graph: Graph, code: str, ranks: tuple[int, ...], root
 
 
 def _group_order(name: str) -> tuple[int, int, str]:
-    return (0, int(name), "") if name.isdigit() else (1, 0, name)
+    return (0, int(name), "") if name.isdecimal() else (1, 0, name)
 
 
 def _subject(wait: Wait, ranks: tuple[int, ...], signature: Signature | None) -> str:
