@@ -47,9 +47,12 @@ def _late_rank_named_alone(stdout: str, events_file: Path, framework: str) -> No
     assert first is not None, events
     assert first["ranks"] == [1] and first["status"] == "warning", first
     assert not [e for e in events if e["code"] == "W101" and e["ranks"] != [1]], events
-    delay = first["at"] - started[0]  # rank 0 waits from a little after its step started: the bound is loose
+    delay = first["at"] - started[0]
     print(f"{framework}: late rank 1 named {delay:.2f} s after rank 0's step started (warn after {WARN_S} s)")
-    assert delay <= WARN_S + 2.0, delay
+    # When rank 0 starts waiting inside the framework's step is not observable here (3.1-4.1 s measured on a
+    # quiet machine, 6.9 s once under CI load), so the bound is the one that matters to the user: the late rank
+    # is named while it is still late, before it arrives (LATE_S after its step started).
+    assert WARN_S <= delay < LATE_S, delay
     threads = {d["rank"]: d["watch_threads"] for d in lines if "watch_threads" in d}
     assert sorted(threads) == [0, 1], lines
     assert all(t.count("syncdoctor-watch-sampler") == 1 for t in threads.values()), threads
