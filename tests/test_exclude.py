@@ -79,6 +79,68 @@ def test_probe_findings_name_the_slow_or_missing_node() -> None:
     assert [(s.node, s.code) for s in suspects_from_findings(findings)] == [("host2", "P020"), ("n3", "P001")]
 
 
+def test_guard_names_the_minority_on_other_versions_only() -> None:
+    from syncdoctor.guard import RankFacts, evaluate
+    from syncdoctor.guard.ready import GuardReport, NotReadyError
+
+    versions = {"torch": "2.13.0", "nccl": "2.27.3", "cuda": None, "python": "3.11.7"}
+
+    def facts(host_versions: dict[str, dict[str, str]]) -> dict[int, RankFacts]:
+        hosts = sorted(host_versions)
+        return {r: RankFacts(rank=r, host=hosts[r // 2], env={}, versions={**versions, **host_versions[hosts[r // 2]]},
+                             backend="nccl", timeout_s=600.0) for r in range(2 * len(hosts))}
+
+    def report(found: dict[int, RankFacts]) -> GuardReport:
+        return GuardReport(tuple(evaluate(found, range(len(found)))), tuple(range(len(found))),
+                           tuple(sorted({f.host for f in found.values()})), 1.0, 0.0)
+
+    odd = report(facts({"n1": {}, "n2": {"nccl": "2.21.5"}, "n3": {}}))
+    assert [(s.node, s.code, s.confidence) for s in odd.suspect_nodes] == [("n2", "G103", 0.9)]
+    error = NotReadyError(odd)
+    assert error.suspect_nodes == odd.suspect_nodes
+    assert "suspect nodes (keep them out of the next run): n2 (G103: runs other torch, NCCL" in str(error)
+    # two hosts that differ: which one is odd is not known, so neither is a suspect
+    tie = report(facts({"n1": {}, "n2": {"nccl": "2.21.5"}}))
+    assert [f.code for f in tie.findings] == ["G103"] and tie.suspect_nodes == []
+    assert "suspect nodes" not in tie.message()
+    # a setting that differs is the launch's, not the node's
+    settings = {r: RankFacts(rank=r, host=f"n{r}", env={"NCCL_IB_TIMEOUT": "22" if r else "18"}, versions=versions,
+                             backend="nccl", timeout_s=600.0) for r in range(3)}
+    assert [f.code for f in report(settings).findings] == ["G101"] and report(settings).suspect_nodes == []
+
+
+def test_watch_events_name_a_cut_host_and_a_chronic_straggler_only() -> None:
+    from syncdoctor.watch.events import CODES, Event
+
+    cut = Event("W106", "confirmed", "host n2 cut", ranks=(2, 3), hosts=("n2 (node 1)",))
+    assert [s.to_json() for s in cut.suspect_nodes] == [
+        {"node": "n2", "code": "W106", "reason": cut.suspect_nodes[0].reason, "confidence": 0.9}]
+    assert cut.to_json()["suspect_nodes"][0]["node"] == "n2"
+    slow = Event("W107", "warning", "rank 5 arrives last", ranks=(5,), hosts=("gpu-a17",))
+    assert [(s.node, s.confidence) for s in slow.suspect_nodes] == [("gpu-a17", 0.6)]
+    assert Event("W106", "resolved", "back", hosts=("n2",)).suspect_nodes == []
+    assert Event("W107", "warning", "?", hosts=("?",)).suspect_nodes == []
+    for code in sorted(set(CODES) - {"W106", "W107"}):  # late, dead, mismatched ranks are rank-level
+        for status in ("warning", "confirmed"):
+            assert Event(code, status, "x", ranks=(1,), hosts=("n1",)).to_json()["suspect_nodes"] == [], code
+
+
+def test_probe_report_carries_its_suspects(tmp_path: Path) -> None:
+    from syncdoctor.kb import get_rule
+    from syncdoctor.probe.report import ProbeDocument, ProbeReport
+
+    document = ProbeDocument(str(tmp_path / "p.json"))
+    slow = get_rule("P020")
+    assert slow is not None
+    document.set_findings([slow.finding("host2 is the slow node", evidence={"host": "host2"})])
+    document.write()
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert [(s["node"], s["code"]) for s in data["suspect_nodes"]] == [("host2", "P020")]
+    report = ProbeReport.from_json(data)
+    assert [s.node for s in report.suspect_nodes] == ["host2"] and "suspect_nodes" not in report.extra
+    assert report.to_json()["suspect_nodes"] == data["suspect_nodes"]
+
+
 def test_render_each_format() -> None:
     suspects = [Suspect("node07", "A012", NODE_LEVEL["A012"], 0.8), Suspect("node03", "A005", NODE_LEVEL["A005"], 0.75)]
     assert render(suspects, "plain") == "node03\nnode07\n"

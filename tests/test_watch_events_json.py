@@ -29,7 +29,11 @@ def test_event_files_round_trip() -> None:
     lines += synthetic.watch_events(64, straggler=5, late=9, dead=3)
     for line in lines:
         event = Event.from_json(line)
-        assert event.to_json() == line
+        written = event.to_json()
+        # derived, not read: files written before it existed are read as well
+        assert written.pop("suspect_nodes") == [s.to_json() for s in event.suspect_nodes]
+        line.pop("suspect_nodes", None)
+        assert written == line
         assert Event.from_json(event.to_json()) == event
 
 

@@ -2,9 +2,12 @@
 
 Pure: no I/O (the caller writes the text). Only node-level causes make a node a suspect: a cut or slow link,
 IB/RoCE errors, a loopback hostname or a missing or mismatched interface on that node, NCCL's socket fallback,
-/dev/shm or memlock too small, a failed GPU, another NCCL build, peer access the node does not support. A
+/dev/shm or memlock too small, a failed GPU, another NCCL build, peer access the node does not support, a
+host cut off or chronically the slowest while a job runs, other versions than the other hosts at start. A
 rank-level cause never excludes a node: a late rank, a desync, a crash or out-of-memory in user code, a
-duplicate GPU setting, a timeout nobody explains.
+duplicate GPU setting, a timeout nobody explains. Each verdict names its suspects with these functions:
+analyze (:data:`NODE_LEVEL`), the probe (:data:`PROBE_NODE_LEVEL`), the guard (:data:`GUARD_NODE_LEVEL`) and
+the watcher's events (:data:`WATCH_NODE_LEVEL`).
 
 Formats (:func:`render`):
 
@@ -27,10 +30,13 @@ from syncdoctor.errors import UsageError
 
 __all__ = [
     "FORMATS",
+    "GUARD_NODE_LEVEL",
     "NODE_LEVEL",
     "PROBE_NODE_LEVEL",
+    "WATCH_NODE_LEVEL",
     "Suspect",
     "compress_hostlist",
+    "event_suspects",
     "filter_hostfile",
     "render",
     "root_suspects",
@@ -67,7 +73,23 @@ PROBE_NODE_LEVEL = {
     "P001": "never joined the probe (down, unreachable, or its launcher failed)",
     "P020": "is the slow node: all its links are slow",
 }
+# the guard's findings whose cause sits in the nodes of their evidence's "odd_hosts", when those ranks are a
+# minority of the "versions" it compared
+GUARD_NODE_LEVEL = {
+    "G103": "runs other torch, NCCL, CUDA or Python versions than the other hosts",
+}
 _SEVERITY_CONFIDENCE = {"error": 0.9, "warning": 0.6, "info": 0.3}
+
+# the watcher's events whose cause sits in the nodes they name, with the confidence of each status (a
+# resolved incident names no suspect: it went away). A late, dead or mismatched rank is rank-level: a dead
+# process is as often a crash or an out-of-memory kill in user code as a node's fault.
+WATCH_NODE_LEVEL = {
+    "W106": "was cut off: all its ranks stopped reporting together (host down or its network cut)",
+    "W107": "is chronically the slowest (a throttled GPU, a slow link or a busy host)",
+}
+_STATUS_CONFIDENCE = {"confirmed": 0.9, "warning": 0.6}
+_REASONS = {**NODE_LEVEL, **PROBE_NODE_LEVEL, **GUARD_NODE_LEVEL, **WATCH_NODE_LEVEL}
+_WHERE = re.compile(r"^(?P<host>.+?) \(node \d+\)$")
 
 
 @dataclass(frozen=True)
@@ -89,7 +111,7 @@ def suspects_from(hypotheses: Iterable[tuple[str, Sequence[str], float, str]],
     node (its most confident node-level cause). Hypotheses of rank-level codes name no suspect."""
     best: dict[str, Suspect] = {}
     for code, hosts, confidence, _title in hypotheses:
-        reason = NODE_LEVEL.get(code) or PROBE_NODE_LEVEL.get(code)
+        reason = _REASONS.get(code)
         if reason is None or confidence < min_confidence:
             continue
         for host in hosts:
@@ -108,20 +130,43 @@ def root_suspects(root: Any, min_confidence: float = 0.0) -> list[Suspect]:
 
 
 def suspects_from_findings(findings: Iterable[Mapping[str, Any]], min_confidence: float = 0.0) -> list[Suspect]:
-    """Suspects from the probe's findings (their JSON objects): the node a node-level finding names; the
-    confidence follows the finding's severity (error 0.9, warning 0.6)."""
+    """Suspects from the probe's or the guard's findings (their JSON objects): the node a node-level probe
+    finding names (evidence ``host`` or ``name``), the odd hosts of a node-level guard finding (evidence
+    ``odd_hosts``); the confidence follows the finding's severity (error 0.9, warning 0.6)."""
     hypotheses = []
     for finding in findings:
         code = str(finding.get("code", ""))
-        if code not in PROBE_NODE_LEVEL:
-            continue
         raw = finding.get("evidence")
         evidence: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        host = evidence.get("host") or evidence.get("name")
-        if isinstance(host, str) and host:
+        if code in PROBE_NODE_LEVEL:
+            host = evidence.get("host") or evidence.get("name")
+            hosts: tuple[str, ...] = (host,) if isinstance(host, str) and host else ()
+        elif code in GUARD_NODE_LEVEL:
+            odd, ranks, every = evidence.get("odd_hosts"), evidence.get("odd_ranks"), evidence.get("versions")
+            minority = isinstance(ranks, list) and isinstance(every, Mapping) and 2 * len(ranks) < len(every)
+            hosts = tuple(h for h in odd if isinstance(h, str) and h not in ("", "?")) \
+                if minority and isinstance(odd, list) else ()  # in a tie, which side is odd is not known
+        else:
+            continue
+        if hosts:
             confidence = _SEVERITY_CONFIDENCE.get(str(finding.get("severity", "")), 0.5)
-            hypotheses.append((code, (host,), confidence, str(finding.get("title", ""))))
+            hypotheses.append((code, hosts, confidence, str(finding.get("title", ""))))
     return suspects_from(hypotheses, min_confidence)
+
+
+def event_suspects(code: str, status: str, hosts: Iterable[str], min_confidence: float = 0.0) -> list[Suspect]:
+    """Suspects of one watch event: its hosts (``host1`` or ``host1 (node 1)`` as events write them) when its
+    code is node-level and it is not resolved; confidence 0.9 confirmed, 0.6 warning."""
+    confidence = _STATUS_CONFIDENCE.get(status)
+    if code not in WATCH_NODE_LEVEL or confidence is None:
+        return []
+    nodes = []
+    for where in hosts:
+        found = _WHERE.match(where)
+        node = found.group("host") if found else where
+        if node and node != "?":
+            nodes.append(node)
+    return suspects_from([(code, tuple(nodes), confidence, "")], min_confidence)
 
 
 _TRAILING = re.compile(r"^(?P<prefix>.*?)(?P<digits>\d+)$")

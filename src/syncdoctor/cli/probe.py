@@ -204,15 +204,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
             written = write_html(args.html_path, render_probe_html(report))
             console.print(Text(f"HTML report written to {written}"), soft_wrap=True)
-        from syncdoctor.exclude import suspects_from_findings
-
-        document = report.to_json()
-        findings = document.get("findings") or []
+        suspects = report.suspect_nodes
         if exclude_out is not None:
-            suspects = suspects_from_findings(findings, args.min_confidence)
-            console.print(Text(write_exclusion(exclude_out, suspects, args.exclude_format, hostfile)), soft_wrap=True)
-        run_id = f"probe:{launch.run_id}:{document.get('created', '')}"
-        warning = record_history(args, run_id, "probe", suspects_from_findings(findings))
+            chosen = [s for s in suspects if s.confidence >= args.min_confidence]
+            console.print(Text(write_exclusion(exclude_out, chosen, args.exclude_format, hostfile)), soft_wrap=True)
+        warning = record_history(args, f"probe:{launch.run_id}:{report.created}", "probe", suspects)
         if warning:
             console.print(Text(warning, style="yellow"), soft_wrap=True)
     _leave(console, outcome.exit_code)

@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from syncdoctor.errors import SyncdoctorError, UsageError
+from syncdoctor.exclude import Suspect, suspects_from_findings
 from syncdoctor.guard.consistency import evaluate, hosts_text
 from syncdoctor.guard.facts import RankFacts, collect_rank_facts
 from syncdoctor.kb import Finding, Severity, sort_findings
@@ -69,6 +70,11 @@ class GuardReport:
     def ok(self) -> bool:
         return not self.errors
 
+    @property
+    def suspect_nodes(self) -> list[Suspect]:
+        """The nodes to keep out of the next run (a minority of hosts on other versions), from the findings."""
+        return suspects_from_findings([f.to_json() for f in self.findings])
+
     def message(self) -> str:
         """The one error message, identical on every rank."""
         errors = self.errors
@@ -83,16 +89,22 @@ class GuardReport:
             lines.append(f"  {finding.code} {finding.name} ({finding.severity.label}): {finding.title}")
             if finding.fix:
                 lines.append(f"      fix: {finding.fix}")
+        suspects = self.suspect_nodes
+        if suspects:
+            lines.append("  suspect nodes (keep them out of the next run): " + ", ".join(
+                f"{s.node} ({s.code}: {s.reason})" for s in suspects))
         lines.append("  (syncdoctor explain <code> for details)")
         return "\n".join(lines)
 
 
 class NotReadyError(SyncdoctorError, RuntimeError):
-    """Raised on every rank by ``assert_ready(mode="raise")``; ``.report`` has the findings."""
+    """Raised on every rank by ``assert_ready(mode="raise")``; ``.report`` has the findings, ``.suspect_nodes``
+    the nodes to exclude (:mod:`syncdoctor.exclude`)."""
 
     def __init__(self, report: GuardReport) -> None:
         super().__init__(report.message())
         self.report = report
+        self.suspect_nodes = report.suspect_nodes
 
 
 def _check_all_reduce(dist: Any, torch: Any, group: Any, group_rank: int, size: int, backend: str,

@@ -11,7 +11,8 @@ before it. The terminal rendering is :func:`syncdoctor.report.terminal_probe.ren
 Top-level keys: ``schema``, ``syncdoctor_version``, ``created``, ``finished``, ``command``, ``config``,
 ``launch``, ``backend``, ``probe_settings``, ``stages`` (name, status, seconds, errors), ``join``
 (complete, registered, missing, nodes, waited_s), ``clock`` (offsets, skew), ``facts`` (nodes), ``links``,
-``collectives``, ``findings``, ``verdict``, ``recommendations``, ``emitted``, ``json_path``.
+``collectives``, ``findings``, ``suspect_nodes`` (derived from the findings: the nodes to exclude, see
+:mod:`syncdoctor.exclude`), ``verdict``, ``recommendations``, ``emitted``, ``json_path``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 
 from syncdoctor._version import __version__
 from syncdoctor.errors import InputError
+from syncdoctor.exclude import Suspect, suspects_from_findings
 from syncdoctor.kb import Finding
 from syncdoctor.kb.findings import findings_to_json
 from syncdoctor.probe.recommend import Recommendations
@@ -53,7 +55,7 @@ T = TypeVar("T")
 
 _KNOWN = ("schema", "syncdoctor_version", "created", "finished", "command", "config", "launch", "backend",
           "probe_settings", "stages", "join", "clock", "facts", "links", "collectives", "findings", "verdict",
-          "recommendations", "emitted", "json_path")
+          "recommendations", "emitted", "json_path", "suspect_nodes")
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -272,6 +274,11 @@ class ProbeReport:
         """How many ranks registered."""
         return len(self.join.registered) if self.join else 0
 
+    @property
+    def suspect_nodes(self) -> list[Suspect]:
+        """The nodes to keep out of the next run (a node that never joined, the slow node), from the findings."""
+        return suspects_from_findings([f.to_json() for f in self.findings])
+
     def labels(self) -> dict[int, str]:
         """Node rank -> label, from the join table."""
         return {n.node: n.label for n in self.nodes}
@@ -281,7 +288,8 @@ class ProbeReport:
         out: dict[str, Any] = {"schema": self.schema, "syncdoctor_version": self.syncdoctor_version,
                                "created": self.created, "finished": self.finished,
                                "stages": [s.to_json() for s in self.stages],
-                               "findings": [f.to_json() for f in self.findings]}
+                               "findings": [f.to_json() for f in self.findings],
+                               "suspect_nodes": [s.to_json() for s in self.suspect_nodes]}
         if self.command is not None:
             out["command"] = list(self.command)
         out["config"] = dict(self.config)
@@ -390,6 +398,7 @@ class ProbeDocument:
 
     def set_findings(self, findings: Sequence[Finding]) -> None:
         self.data["findings"] = findings_to_json(findings)
+        self.data["suspect_nodes"] = [s.to_json() for s in suspects_from_findings(self.data["findings"])]
 
     def write(self) -> None:
         """Atomically replace the JSON file (a no-op without a path)."""

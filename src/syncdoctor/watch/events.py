@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncdoctor.errors import InputError
+from syncdoctor.exclude import Suspect, event_suspects
 from syncdoctor.kb import Finding, Severity
 from syncdoctor.watch.records import Signature, format_ranks, parse_ranks
 
@@ -85,6 +86,12 @@ class Event:
             return Severity.ERROR
         return Severity.WARNING
 
+    @property
+    def suspect_nodes(self) -> list[Suspect]:
+        """The nodes to keep out of the next run for this event (a host cut off, a chronic straggler's host;
+        none for a rank-level cause or a resolved incident): see :mod:`syncdoctor.exclude`."""
+        return event_suspects(self.code, self.status, self.hosts)
+
     def line(self) -> str:
         """The structured log line: ``syncdoctor W101 late-rank warning: ...`` then key=value facts."""
         facts = []
@@ -126,12 +133,13 @@ class Event:
             "detail": dict(self.detail),
             "key": self.key,
             "at": round(self.at, 3),
+            "suspect_nodes": [suspect.to_json() for suspect in self.suspect_nodes],
         }
 
     @classmethod
     def from_json(cls, data: Any) -> Event:
-        """The event of one ``to_json()`` object (``kind`` and ``severity`` are derived, not read); InputError
-        with the field's name when it is malformed."""
+        """The event of one ``to_json()`` object (``kind``, ``severity`` and ``suspect_nodes`` are derived, not
+        read); InputError with the field's name when it is malformed."""
         if not isinstance(data, Mapping):
             raise InputError(f"watch event: expected a JSON object, not {type(data).__name__}")
         code = _text(data.get("code"), "code")
