@@ -96,7 +96,9 @@ def check_transcript(example: Example) -> None:
             expected = expected[:-1]
         while expected and not expected[-1].strip():
             expected = expected[:-1]
-        done = subprocess.run(["bash", "-c", command], cwd=cwd, env=_environment(extra), capture_output=True,
+        # the node history that analyze and probe write goes to the scratch directory, not the user's
+        env = _environment({"XDG_DATA_HOME": str(cwd / "xdg-data"), **extra})
+        done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=240, check=False)
         actual = _ANSI.sub("", done.stdout + done.stderr)
         actual = "\n".join(line.rstrip() for line in actual.splitlines()) + "\n"

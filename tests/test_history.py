@@ -113,3 +113,61 @@ def test_where_the_history_lives() -> None:
     assert parse_since("7d") == 7 * 86400 and parse_since("90") == 90
     with pytest.raises(ValueError):
         parse_since("soon")
+
+
+def test_watch_run_ids_follow_the_scheduler() -> None:
+    from syncdoctor.watch.sinks import job_run_id
+
+    assert job_run_id({"SLURM_JOB_ID": "812", "TORCHELASTIC_RUN_ID": "x"}, 1, "h:1:2") == "watch:slurm_job_id=812:attempt1"
+    assert job_run_id({"TORCHELASTIC_RUN_ID": "none"}, 0, "h:1:2") == "watch:h:1:2:attempt0"  # static rendezvous
+    assert job_run_id({"TORCHELASTIC_RUN_ID": "ft-7"}, 2, "h") == "watch:torchelastic_run_id=ft-7:attempt2"
+
+
+def test_watch_monitor_records_suspects_once_per_node_off_its_own_thread(tmp_path: Path,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    from syncdoctor.watch.events import Event
+    from syncdoctor.watch.sinks import HistorySink
+
+    sink = HistorySink(tmp_path / "h.sqlite3", "watch:job1:attempt0")
+    cut = Event("W106", "warning", "host n2 cut", ranks=(2, 3), hosts=("n2 (node 1)",), at=time.time())
+    sink.emit(Event("W101", "confirmed", "rank 1 late", ranks=(1,), hosts=("n1",)))  # rank-level: nothing
+    sink.emit(cut)
+    sink.emit(Event("W106", "confirmed", "host n2 cut", ranks=(2, 3), hosts=("n2 (node 1)",)))  # the same incident
+    sink.emit(Event("W107", "warning", "rank 5 last", ranks=(5,), hosts=("n5",)))
+    sink.close()
+    assert sink.written == 2
+    rows = History(tmp_path / "h.sqlite3").nodes()
+    assert sorted((r.node, dict(r.codes)) for r in rows) == [("n2", {"W106": 1}), ("n5", {"W107": 1})]
+    # a database another writer holds: the monitor's emit returns at once, one warning, nothing raised
+    locked_path = tmp_path / "locked.sqlite3"
+    History(locked_path).record("r", "analyze", [_suspect("x")])
+    holder = sqlite3.connect(locked_path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        blocked = HistorySink(locked_path, "watch:job2:attempt0", busy_timeout_s=0.2)
+        start = time.monotonic()
+        blocked.emit(cut)
+        assert time.monotonic() - start < 0.1
+        blocked.close(timeout=5.0)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert blocked.written == 0
+    assert [r.message for r in caplog.records].count(
+        f"syncdoctor.watch: node history: node history {locked_path}: locked by another writer "
+        "(nothing recorded or read)") == 1
+
+
+def test_watch_monitor_sinks_follow_the_history_setting(tmp_path: Path) -> None:
+    from syncdoctor.watch.config import WatchConfig
+    from syncdoctor.watch.keys import JobKeys
+    from syncdoctor.watch.monitor import monitor_sinks
+    from syncdoctor.watch.sinks import HistorySink
+
+    keys = JobKeys("syncdoctor/watch", 3)
+    on = monitor_sinks(WatchConfig(), None, keys, 0, env={"SYNCDOCTOR_HISTORY": str(tmp_path / "h.db"),
+                                                           "SLURM_JOB_ID": "9"})
+    (history,) = [s for s in on if isinstance(s, HistorySink)]
+    assert history.history.path == tmp_path / "h.db" and history.run == "watch:slurm_job_id=9:attempt3"
+    off = monitor_sinks(WatchConfig(), None, keys, 0, env={"SYNCDOCTOR_HISTORY": "off"})
+    assert not [s for s in off if isinstance(s, HistorySink)]

@@ -37,9 +37,9 @@ class FakeJob:
     rank 3 does not. The job is also the clock: :meth:`sleep` moves it on and publishes the beats due."""
 
     def __init__(self, store: ScopedStore, late: bool = True, source: str = "flight_recorder",
-                 monitor: str = "off", dead: int | None = None) -> None:
+                 monitor: str = "off", dead: int | tuple[int, ...] | None = None) -> None:
         self.store = store
-        self.dead = dead
+        self.dead = (dead,) if isinstance(dead, int) else dead or ()
         self.source = source
         self.keys = JobKeys("syncdoctor/v1", 0)
         self.late = late
@@ -66,7 +66,7 @@ class FakeJob:
         stall = self.now - self.started
         sig = Signature("all_reduce", ((1000,),), ("Float",))
         for rank in range(4):
-            if rank == self.dead and self.beat > 1:
+            if rank in self.dead and self.beat > 1:
                 continue  # this rank stopped publishing after its first record
             if self.late and rank < 3:
                 group = GroupProgress("0", 5, 4, stall, sig, 5)
@@ -119,6 +119,25 @@ def test_json_stream_names_the_late_rank(store: ScopedStore) -> None:
     assert late and late[0]["ranks"] == [3] and late[0]["hosts"] == ["host1"] and late[0]["waiting_ranks"] == [0, 1, 2]
     # the command ran the detector itself (no monitor in the job) and asked rank 3 for its stack
     assert json.loads(store.get(JobKeys("syncdoctor/v1", 0).ctl_msg))["stacks"] == {"3": 1}
+
+
+def test_a_host_cut_off_is_a_suspect_node_in_the_event_and_the_history(store: ScopedStore, tmp_path) -> None:
+    from syncdoctor.history import History
+
+    history = tmp_path / "history.sqlite3"
+    with FakeJob(store, late=False, dead=(2, 3)) as job:
+        result = _watch(job, "--master", f"127.0.0.1:{store.store.port}", "--json", "--duration", "6",
+                        "--history", str(history))
+    assert result.code == 0, result.out
+    events = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
+    (cut,) = [e for e in events if e["code"] == "W106"]
+    assert cut["ranks"] == [2, 3] and [(s["node"], s["code"]) for s in cut["suspect_nodes"]] == [("host1", "W106")]
+    (row,) = History(history).nodes()  # written by the history thread, which the command waits for at its end
+    assert (row.node, dict(row.codes), row.runs) == ("host1", {"W106": 1}, 1)
+    with FakeJob(store, late=False, dead=(2, 3)) as job:  # --no-history: the same cut, recorded nowhere
+        again = _watch(job, "--master", f"127.0.0.1:{store.store.port}", "--json", "--duration", "6", "--history",
+                       str(tmp_path / "other.sqlite3"), "--no-history")
+    assert '"code":"W106"' in again.out and not (tmp_path / "other.sqlite3").exists()
 
 
 def test_table_once(run_cli, store: ScopedStore) -> None:

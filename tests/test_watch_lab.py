@@ -90,6 +90,17 @@ def _start(lab: Any, tmp_path: Path, args: list[str], **kwargs: Any) -> Any:
     return job
 
 
+def _history_nodes(path: Path, timeout: float) -> list[Any]:
+    from syncdoctor.history import History
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and (nodes := History(path).nodes()):
+            return nodes
+        time.sleep(0.2)
+    return []
+
+
 def _report(name: str, latency: float) -> None:
     print(f"watch lab: {name}: event {latency:.2f} s after the others started waiting (budget {WARN_S + LATENCY_S} s)")
 
@@ -204,8 +215,10 @@ def test_cut_data_link_is_a_transport_hang_then_the_cut_host_is_named(lab_factor
     straggler. Cutting the second cable too silences host1: the host is named."""
     lab = lab_factory(2)
     store_addr, h1_netns = _second_link(lab)
+    history = tmp_path / "history.sqlite3"
     job = _start(lab, tmp_path, ["--steps", "100000", "--grad-sync", "manual", "--step-sleep", "0.02"],
-                 torchrun_args=["--master-addr", store_addr])
+                 torchrun_args=["--master-addr", store_addr], env=_env(tmp_path, SYNCDOCTOR_HISTORY=str(history),
+                                                                       SLURM_JOB_ID="4242"))
     assert job.wait_for_output(0, r"step=5 ", timeout=120), "the job did not train"
     cut_at = time.time()
     lab.cut("host1")
@@ -217,7 +230,12 @@ def test_cut_data_link_is_a_transport_hang_then_the_cut_host_is_named(lab_factor
     silenced_at = time.time()
     subprocess.run(["ip", "-n", h1_netns, "link", "set", "sdw1", "down"], check=True)
     host = _wait_for(tmp_path, job, lambda e: e["code"] in ("W105", "W106"), timeout=60)
+    recorded = _history_nodes(history, timeout=10)  # the monitor's history thread writes it within moments
     job.kill()
     assert host["code"] == "W106" and host["ranks"] == [2, 3] and host["hosts"] == ["host1"], host
+    assert [(s["node"], s["code"], s["confidence"]) for s in host["suspect_nodes"]] == [("host1", "W106", 0.9)]
+    # the transport hang named no node (every host waits; which link is at fault is the probe's question)
+    assert hang["suspect_nodes"] == []
+    assert [(n.node, n.codes, n.runs) for n in recorded] == [("host1", {"W106": 1}, 1)], recorded
     _report("host cut off", host["at"] - silenced_at)
     assert host["at"] - silenced_at <= DEAD_S + LATENCY_S

@@ -1,8 +1,8 @@
 """The node history: every suspect node of every verdict, across runs, in an embedded SQLite database.
 
 A node named once is a hint; a node named in 3 of the last 10 runs is a hardware suspect that no single run
-reveals. ``analyze`` and ``probe`` record their suspects (:mod:`syncdoctor.exclude`) here; ``syncdoctor nodes``
-lists nodes by incidents. Where: ``--history PATH``, else ``SYNCDOCTOR_HISTORY``, else
+reveals. ``analyze``, ``probe`` and the watch monitor (:class:`syncdoctor.watch.sinks.HistorySink`) record their
+suspects (:mod:`syncdoctor.exclude`) here; ``syncdoctor nodes`` lists nodes by incidents. Where: ``--history PATH``, else ``SYNCDOCTOR_HISTORY``, else
 ``$XDG_DATA_HOME/syncdoctor/history.sqlite3`` (``~/.local/share/...``); ``--no-history`` or
 ``SYNCDOCTOR_HISTORY=off`` records nothing.
 

@@ -1,4 +1,5 @@
-"""``syncdoctor nodes``: the node history, nodes by incidents (what analyze and probe named as suspects).
+"""``syncdoctor nodes``: the node history, nodes by incidents (what analyze, probe and the watch monitor named
+as suspects).
 
 ``--since 7d`` limits the window; ``--json`` prints the rows; ``--min-incidents N`` keeps the repeat
 offenders, and ``--exclude-out FILE --exclude-format ...`` writes them as an exclusion list. Exit codes: 0,
@@ -28,7 +29,7 @@ __all__ = ["register", "run"]
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "nodes", help="the node history: nodes by incidents across runs, and the repeat offenders to exclude",
-        description="List the nodes that analyze and probe named as suspects (node-level causes only), most "
+        description="List the nodes that analyze, probe and the watch monitor named as suspects (node-level causes only), most "
         "incidents first, from the node history database.")
     parser.add_argument("--since", default=None, metavar="AGE", help="only incidents this recent: 7d, 12h, 30m")
     parser.add_argument("--min-incidents", type=int, default=1, metavar="N",

@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from syncdoctor.cli import EXIT_FINDINGS, EXIT_OK, finite
+from syncdoctor.cli.exclusion import add_history_options
 from syncdoctor.errors import StoreError, UsageError
 
 __all__ = ["build_table", "register", "run"]
@@ -52,6 +53,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--warn-after", type=_warn_after, default=None, metavar="SECONDS",
                         help="warning threshold when this command runs the detector, or 'auto' to learn it from "
                              "the job (default: the job's)")
+    add_history_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -97,10 +99,11 @@ def _event_text(data: dict[str, Any]) -> Text:
 def run(args: argparse.Namespace, console: Console, *, clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep) -> int:
     """The command; ``clock`` and ``sleep`` are the time it waits and watches in (tests pass fake ones)."""
+    from syncdoctor.history import resolve_path
     from syncdoctor.watch.config import WatchConfig
     from syncdoctor.watch.keys import JobKeys
     from syncdoctor.watch.monitor import Monitor
-    from syncdoctor.watch.sinks import CallbackSink, read_store_events
+    from syncdoctor.watch.sinks import CallbackSink, HistorySink, job_run_id, read_store_events
     from syncdoctor.watch.store import connect, parse_master, read_attempt, read_meta
 
     host, port = parse_master(args.master)
@@ -140,7 +143,10 @@ def run(args: argparse.Namespace, console: Console, *, clock: Callable[[], float
     live_mode = console.is_terminal and not args.json and not args.once
     in_job = str(meta.get("monitor", "auto")) != "off" or _monitor_active(store, keys, config, sleep)
     # with a monitor in the job, show its events (with the stacks it asked for) rather than our own
-    sinks = [] if in_job else [CallbackSink(lambda event: show(event.to_json()))]
+    sinks: list[Any] = [] if in_job else [CallbackSink(lambda event: show(event.to_json()))]
+    history = None if in_job else resolve_path(args.history, args.no_history)  # the job's monitor records its own
+    if history is not None:
+        sinks.append(HistorySink(history, job_run_id({}, attempt, f"{host}:{port}")))
     monitor = Monitor(store, keys, config, world, sinks, who=f"syncdoctor watch ({host}:{port})",
                       send_requests=not in_job, clock=clock)
     if not args.json and not live_mode:
@@ -179,6 +185,9 @@ def run(args: argparse.Namespace, console: Console, *, clock: Callable[[], float
     finally:
         if live is not None:
             live.stop()
+        for sink in sinks:
+            if isinstance(sink, HistorySink):
+                sink.close()
     if not args.json and not live_mode:
         console.print(build_table(monitor, monitor.clock()))
     if args.once and any(d.get("severity") == "error" for d in printed):

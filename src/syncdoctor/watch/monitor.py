@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import threading
 import time
 from collections import deque
@@ -32,6 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from syncdoctor.history import resolve_path
 from syncdoctor.outputs import output_problem
 from syncdoctor.watch import straggler
 from syncdoctor.watch.config import WatchConfig
@@ -50,7 +53,7 @@ from syncdoctor.watch.records import (
     format_ranks,
     parse_ranks,
 )
-from syncdoctor.watch.sinks import JsonlSink, LogSink, Sink, StoreSink
+from syncdoctor.watch.sinks import HistorySink, JsonlSink, LogSink, Sink, StoreSink, job_run_id
 from syncdoctor.watch.snapshot import DetectorState, Requests, Snapshot, note_heartbeats
 from syncdoctor.watch.thresholds import AUTO_CONFIRM_START_S, Learner, Thresholds
 
@@ -448,6 +451,10 @@ class MonitorThread:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+        for sink in self.monitor.sinks:  # the node history's pending writes
+            close = getattr(sink, "close", None)
+            if callable(close):
+                close(timeout)
 
     @property
     def alive(self) -> bool:
@@ -478,9 +485,16 @@ class MonitorThread:
             delay = min(delay, max(self.monitor.due_in(), 4 * self.monitor.last_cycle_s, 0.05))
 
 
-def monitor_sinks(config: WatchConfig, store: ScopedStore, keys: JobKeys, rank: int) -> list[Sink]:
-    """Where a rank's monitor sends its events: the log, the store and, when set, the events file."""
+def monitor_sinks(config: WatchConfig, store: ScopedStore, keys: JobKeys, rank: int,
+                  env: Mapping[str, str] | None = None) -> list[Sink]:
+    """Where a rank's monitor sends its events: the log, the store, the node history (unless
+    ``SYNCDOCTOR_HISTORY=off``) and, when set, the events file."""
+    env = os.environ if env is None else env
     sinks: list[Sink] = [LogSink(), StoreSink(store, keys)]
+    history = resolve_path(None, False, env)
+    if history is not None:
+        fallback = f"{socket.gethostname()}:{os.getpid()}:{int(time.time())}"
+        sinks.append(HistorySink(history, job_run_id(env, keys.attempt, fallback)))
     if config.events_file:
         path = config.events_file.replace("{rank}", str(rank))
         problem = output_problem(path)
