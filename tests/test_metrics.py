@@ -25,7 +25,7 @@ NAMES = (
     "syncdoctor_watch_rank_lag_collectives", "syncdoctor_watch_rank_lag_seconds",
     "syncdoctor_watch_rank_record_age_seconds", "syncdoctor_watch_rank_up", "syncdoctor_watch_events_total",
     "syncdoctor_watch_publish_errors_total", "syncdoctor_watch_monitor_cycles_total",
-    "syncdoctor_watch_ranks_reporting",
+    "syncdoctor_watch_ranks_reporting", "syncdoctor_watch_node_incidents_total",
 )
 
 
@@ -106,6 +106,10 @@ def test_server_on_a_fake_monitor() -> None:
         for sink in monitor.sinks:
             sink.emit(Event("W101", "warning", "late", ranks=(1,)))
             sink.emit(Event("W105", "confirmed", "dead", ranks=(1,)))
+            # one incident (warning, then confirmed) of a cut host, and a straggler on another
+            sink.emit(Event("W106", "warning", "cut", ranks=(2, 3), hosts=("h2",), key="W106:h2"))
+            sink.emit(Event("W106", "confirmed", "cut", ranks=(2, 3), hosts=("h2",), key="W106:h2"))
+            sink.emit(Event("W107", "warning", "slow", ranks=(4,), hosts=("h4 (node 2)",), key="W107:4"))
         text = scrape(port)
     finally:
         stop()
@@ -118,6 +122,9 @@ def test_server_on_a_fake_monitor() -> None:
     assert value(text, "syncdoctor_watch_open_incidents", code="W101") == 1.0
     assert value(text, "syncdoctor_watch_monitor_cycles_total") == 1.0
     assert value(text, "syncdoctor_watch_ranks_reporting") == 2.0
+    assert value(text, "syncdoctor_watch_node_incidents_total", node="h2", code="W106") == 1.0
+    assert value(text, "syncdoctor_watch_node_incidents_total", node="h4", code="W107") == 1.0
+    assert value(text, "syncdoctor_watch_node_incidents_total", node="h1") is None  # a dead rank is rank-level
     assert monitor.sinks == []  # stop() removed the sink
     with pytest.raises(OSError):  # and closed the port
         scrape(port)
@@ -157,6 +164,11 @@ def test_scrape_a_live_watched_job(tmp_path_factory: pytest.TempPathFactory) -> 
     last = job.scrapes[-1]
     for name in NAMES:
         assert name in last, name
+    from syncdoctor.report.dashboard import dashboard
+    from test_dashboard import dashboard_metrics, exported
+
+    # every metric of the Grafana dashboard is in a real job's scrape
+    assert set().union(*dashboard_metrics(dashboard()).values()) <= exported(last)
     assert value(last, "syncdoctor_watch_publish_errors_total") == 0.0
     assert value(last, "syncdoctor_watch_events_total", code="W101", kind="late-rank", status="warning") == 1.0
     # while rank 1 sat 3 s outside collective 21, rank 0 waited in it: rank 1's lag shows, rank 0 has none

@@ -20,6 +20,7 @@ from syncdoctor.cli import (
     EXIT_USAGE,
     analyze,
     check,
+    dashboard,
     demo,
     explain,
     lab,
@@ -36,7 +37,7 @@ from syncdoctor.redact import RedactingFile, redact_text, remember_secrets
 __all__ = ["build_parser", "main"]
 
 # Order is the order of `syncdoctor --help`.
-COMMANDS = (check, probe, watch, run, analyze, nodes, recommend, report, lab, demo, explain)
+COMMANDS = (check, probe, watch, run, analyze, nodes, dashboard, recommend, report, lab, demo, explain)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -17,6 +17,9 @@ nothing to the job and shows what the monitor saw):
   change (a dead or frozen rank grows); ``syncdoctor_watch_rank_up{rank,host,state}``.
 - ``syncdoctor_watch_events_total{code,kind,status}``: events raised (late-rank, dead-rank,
   collective-mismatch...); ``syncdoctor_watch_open_incidents{code}``.
+- ``syncdoctor_watch_node_incidents_total{node,code}``: incidents that made a node a suspect (a host cut
+  off, a chronic straggler's host: :mod:`syncdoctor.exclude`), counted once per incident, so a cluster's
+  Prometheus keeps the node history across jobs.
 - ``syncdoctor_watch_publish_errors_total``: this rank's record publications that failed;
   ``syncdoctor_watch_monitor_errors_total``, ``syncdoctor_watch_monitor_cycles_total``,
   ``syncdoctor_watch_monitor_cycle_seconds``.
@@ -46,6 +49,7 @@ logger = logging.getLogger("syncdoctor.watch")
 ENV_PORT = "SYNCDOCTOR_METRICS_PORT"
 ENV_ADDR = "SYNCDOCTOR_METRICS_ADDR"
 DEFAULT_ADDR = "127.0.0.1"
+_MAX_COUNTED = 100_000  # incidents counted per node: bounded memory (a job has far fewer)
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,10 @@ class MetricsServer:
         self.cycle_seconds = Gauge("syncdoctor_watch_monitor_cycle_seconds", "Duration of the last monitor cycle",
                                    registry=self.registry)
         self.cycles = Counter("syncdoctor_watch_monitor_cycles", "Monitor cycles run", registry=self.registry)
+        self.node_incidents = Counter("syncdoctor_watch_node_incidents",
+                                      "Incidents that made the node a suspect (node-level causes only)",
+                                      ["node", "code"], registry=self.registry)
+        self._counted: set[tuple[str, str]] = set()  # (incident key, node): each incident once
         self.registry.register(_RankCollector(monitor))
         self._server: WSGIServer = make_server(addr, port, make_wsgi_app(self.registry), handler_class=_QuietHandler)
         self.port = self._server.server_port
@@ -131,6 +139,11 @@ class MetricsServer:
 
     def emit(self, event: Event) -> None:
         self.events.labels(event.code, event.kind, event.status).inc()
+        for suspect in event.suspect_nodes:
+            seen = (event.key or event.title, suspect.node)
+            if seen not in self._counted and len(self._counted) < _MAX_COUNTED:
+                self._counted.add(seen)
+                self.node_incidents.labels(suspect.node, suspect.code).inc()
 
     def refresh(self) -> None:
         self.cycle_seconds.set(float(getattr(self.monitor, "last_cycle_s", 0.0)))
