@@ -53,6 +53,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--warn-after", type=_warn_after, default=None, metavar="SECONDS",
                         help="warning threshold when this command runs the detector, or 'auto' to learn it from "
                              "the job (default: the job's)")
+    parser.add_argument("--stacks", action="store_true",
+                        help="print the late ranks' stacks under each event: Python, and native (py-spy --native, "
+                             "taken by the rank's own watcher) when it sits in a call into C++")
     add_history_options(parser)
     parser.set_defaults(func=run)
 
@@ -91,9 +94,34 @@ def build_table(monitor: Any, now: float) -> Table:
     return table
 
 
-def _event_text(data: dict[str, Any]) -> Text:
+def _event_text(data: dict[str, Any], stacks: bool = False) -> Text:
     style = {"confirmed": "bold red", "warning": "yellow", "resolved": "green"}.get(str(data.get("status")), "")
-    return Text(f"{data.get('code')} {data.get('kind')} {data.get('status')}: {data.get('title')}", style=style)
+    text = Text(f"{data.get('code')} {data.get('kind')} {data.get('status')}: {data.get('title')}", style=style)
+    if stacks:
+        text.append(_stacks_text(data))
+    return text
+
+
+def _stacks_text(data: dict[str, Any]) -> str:
+    """The late ranks' Python stacks (innermost last) and native stacks (innermost first), indented."""
+    detail = data.get("detail")
+    late = detail.get("late") if isinstance(detail, dict) else None
+    lines: list[str] = []
+    for rank, info in sorted(late.items()) if isinstance(late, dict) else ():
+        if not isinstance(info, dict):
+            continue
+        python, native = info.get("stack") or [], info.get("native_stack") or []
+        if python:
+            lines.append(f"  rank {rank} Python stack (innermost last):")
+            lines += [f"    {frame}" for frame in python]
+        elif info.get("stack_note"):
+            lines.append(f"  rank {rank} stack: {info['stack_note']}")
+        if native:
+            lines.append(f"  rank {rank} native stack (innermost first):")
+            lines += [f"    {frame}" for frame in native]
+        elif info.get("native_note"):
+            lines.append(f"  rank {rank} native stack: {info['native_note']}")
+    return "".join("\n" + line for line in lines)
 
 
 def run(args: argparse.Namespace, console: Console, *, clock: Callable[[], float] = time.monotonic,
@@ -138,7 +166,7 @@ def run(args: argparse.Namespace, console: Console, *, clock: Callable[[], float
             console.print(json.dumps(data, separators=(",", ":"), sort_keys=True), markup=False, highlight=False,
                           soft_wrap=True)
         elif not live_mode:
-            console.print(_event_text(data), soft_wrap=True)
+            console.print(_event_text(data, args.stacks), soft_wrap=True)
 
     live_mode = console.is_terminal and not args.json and not args.once
     in_job = str(meta.get("monitor", "auto")) != "off" or _monitor_active(store, keys, config, sleep)

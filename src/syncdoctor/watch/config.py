@@ -74,6 +74,10 @@ class WatchConfig:
         prefix: [str] private key prefix in the job's c10d store. Default ``syncdoctor/v1``.
         store_timeout_s: [float, seconds] timeout of the watcher's own store connection. Default 5.
         stacks: [bool] capture a late rank's Python stack on request. Default ``True``.
+        native_stacks: [bool] when that stack ends in a call into native code (a NCCL or gloo wait, a CUDA
+            synchronize, I/O), also take the native stack with ``py-spy dump --native`` where py-spy is
+            installed (``syncdoctor[stacks]``) and ptrace is permitted (the event says why not otherwise;
+            :mod:`syncdoctor.watch.native`). py-spy pauses the rank for tens of milliseconds. Default ``True``.
         straggler_window_s: [float, seconds] sliding window of the chronic-straggler statistics.
             Default 120.
         straggler_min_events: [int] collectives with a measurable wait needed in the window before a rank
@@ -110,6 +114,7 @@ class WatchConfig:
     prefix: str = "syncdoctor/v1"
     store_timeout_s: float = 5.0
     stacks: bool = True
+    native_stacks: bool = True
     straggler_window_s: float = 120.0
     straggler_min_events: int = 10
     straggler_min_share: float = 0.5

@@ -5,6 +5,7 @@ Does I/O: reads the environment, ``/proc/<pid>/stat`` and the interpreter's fram
 
 from __future__ import annotations
 
+import dis
 import os
 import socket
 import sys
@@ -18,7 +19,24 @@ from types import FrameType
 from syncdoctor.watch.activity import Sample, classify
 from syncdoctor.watch.records import Activity, Frame, StackReport
 
-__all__ = ["ActivityMeter", "Identity", "capture_stack", "identity", "process_state"]
+__all__ = ["ActivityMeter", "Identity", "capture_stack", "identity", "in_native_call", "process_state"]
+
+# opcodes that run native code without a Python frame of their own: calls (Python 3.11's specialised PRECALL
+# makes a call to a builtin itself), and operators, attribute reads, iteration and imports that a C type
+# implements (``a @ b`` on tensors is a BINARY_OP)
+_NATIVE_OPS = frozenset(("PRECALL", "BINARY_OP", "BINARY_SUBSCR", "STORE_SUBSCR", "LOAD_ATTR", "FOR_ITER", "COMPARE_OP",
+                         "CONTAINS_OP", "IMPORT_NAME", "BEFORE_WITH", "GET_ITER"))
+
+
+def in_native_call(frame: FrameType) -> bool:
+    """Whether the innermost Python frame ``frame`` is inside a call into native code (its current
+    instruction is a call or a C-implemented operation, and no Python frame is deeper)."""
+    code, index = frame.f_code, frame.f_lasti
+    raw = code.co_code
+    if not 0 <= index < len(raw):
+        return False
+    name = dis.opname[raw[index]]
+    return name.startswith("CALL") or name in _NATIVE_OPS
 
 
 @dataclass(frozen=True)
@@ -106,6 +124,7 @@ def capture_stack(rank: int, gen: int, thread_id: int | None = None, *, limit: i
     frame: FrameType | None = sys._current_frames().get(target) if target is not None else None
     if frame is None:
         return StackReport(rank, gen, note="main thread not found (it has exited)", captured=time.time())
+    native = in_native_call(frame)
     frames: list[Frame] = []
     while frame is not None and len(frames) < limit:
         code = frame.f_code
@@ -116,7 +135,7 @@ def capture_stack(rank: int, gen: int, thread_id: int | None = None, *, limit: i
     user = [f for f in frames if not _is_library(f.file, roots)]
     where = user[-1] if user else (frames[-1] if frames else None)
     callers = tuple(reversed(user[-3:-1])) if user else ()
-    return StackReport(rank, gen, tuple(frames), where, "", time.time(), callers)
+    return StackReport(rank, gen, tuple(frames), where, "", time.time(), callers, in_native=native)
 
 
 class ActivityMeter:

@@ -66,6 +66,7 @@ HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
 # keys per multi_get: a TCPStore multi_get costs more than linearly in its number of keys (measured here:
 # 4096 keys in one request about 50 ms, in requests of 128-512 keys 15-20 ms; see docs/performance.md)
 MULTI_GET_KEYS = 256
+NATIVE_POLLS = 30  # cycles a monitor reads a stack again for its native part before giving up
 
 
 class LazyRecords(Mapping[int, RankRecord]):
@@ -155,6 +156,7 @@ class Monitor:
         self.last_cycle_s = 0.0
         self.cycles = 0
         self._stack_gens: dict[int, int] = {}
+        self._native_polls: dict[int, int] = {}
         self._group_misses: dict[str, int] = {}
         self._ensured = False
         self._rank_keys = [keys.rank(r) for r in range(world_size)]
@@ -400,14 +402,25 @@ class Monitor:
 
     def _read_stacks(self, records: Mapping[int, RankRecord]) -> None:
         wanted = [r for r, rec in records.items() if rec.stack_gen > self._stack_gens.get(r, 0)]
-        if not wanted:
+        # stacks whose native part the rank is still taking: read again (a few ranks, for a few cycles)
+        pending = [r for r, stack in self.stacks.items() if stack.native_pending and r not in wanted]
+        if not wanted and not pending:
             return
-        raws = self.store.multi_get([self.keys.stack(r) for r in wanted])
-        for rank, raw in zip(wanted, raws, strict=True):
+        raws = self.store.multi_get([self.keys.stack(r) for r in (*wanted, *pending)])
+        for rank, raw in zip(wanted, raws, strict=False):
             report = decode_stack(raw)
             self._stack_gens[rank] = records[rank].stack_gen
             if report is not None:
                 self.stacks[rank] = report
+                self._native_polls.pop(rank, None)
+        for rank, raw in zip(pending, raws[len(wanted):], strict=True):
+            report = decode_stack(raw)
+            polls = self._native_polls[rank] = self._native_polls.get(rank, 0) + 1
+            if report is not None and report.gen == self.stacks[rank].gen and not report.native_pending:
+                self.stacks[rank] = report
+            elif polls >= NATIVE_POLLS:  # the rank's py-spy never answered (the rank died, or it hangs)
+                self.stacks[rank] = replace(self.stacks[rank], native_note=(
+                    f"py-spy gave no native stack within {NATIVE_POLLS} monitor cycles"))
 
     def _send(self, requests: Requests, events: Sequence[Event]) -> None:
         message = self._ctl

@@ -8,6 +8,7 @@ thread says goodbye); never on the training thread.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable, Set
 from typing import Any
 
+from syncdoctor.watch import native
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.control import AbortOrder, read_control
 from syncdoctor.watch.keys import JobKeys, ScopedStore
@@ -24,6 +26,7 @@ from syncdoctor.watch.p2p import P2PLedger
 from syncdoctor.watch.recorder import NCCL, OTHER, GroupDirectory
 from syncdoctor.watch.records import RankRecord, Solo, encode_record, encode_stack, format_ranks
 from syncdoctor.watch.sampler import Sampler
+from syncdoctor.watch.stacks import NATIVE_PENDING, StackReport
 
 __all__ = ["Publisher", "SoloPhase", "write_flight_recorder_dump"]
 
@@ -81,6 +84,7 @@ class Publisher:
         self._lease_seen: tuple[bytes, float] | None = None
         self._activity_failing = False
         self._lock = threading.RLock()
+        self._native_busy = threading.Event()  # a py-spy capture runs (one at a time)
 
     def attach(self, store: ScopedStore, keys: JobKeys, me: Identity) -> None:
         """Start publishing to ``store``: the job's pointer and settings first, then this rank's records."""
@@ -153,6 +157,11 @@ class Publisher:
         wanted = message.stacks.get(me.rank, 0)
         if wanted > self.stack_gen and self.config.stacks:
             report = capture_stack(me.rank, wanted, self.main_ident)
+            if report.in_native and self.config.native_stacks and not self._native_busy.is_set():
+                report = dataclasses.replace(report, native_note=NATIVE_PENDING)
+                self._native_busy.set()
+                threading.Thread(target=self._add_native, args=(report,), name="syncdoctor-watch-native",
+                                 daemon=True).start()
             self.store.set(self.keys.stack(me.rank), encode_stack(report))
             self.stack_gen = wanted
             republish = True
@@ -167,6 +176,22 @@ class Publisher:
         if republish:
             self.publish()
         return message.abort
+
+    def _add_native(self, report: StackReport) -> None:
+        """On its own thread: take the native stack (py-spy, seconds at most) and publish the stack again
+        with it, unless a newer stack was asked for meanwhile. Never raises."""
+        try:
+            thread = next((t for t in threading.enumerate() if t.ident == self.main_ident), threading.main_thread())
+            frames, note = native.capture(os.getpid(), thread.native_id)
+            with self._lock:
+                if self.store is None or self.keys is None or self.stack_gen != report.gen or self.final:
+                    return
+                done = dataclasses.replace(report, native=frames, native_note=note)
+                self.store.set(self.keys.stack(report.rank), encode_stack(done))
+        except Exception as exc:  # the store may be gone with the job
+            logger.debug("syncdoctor.watch: native stack not published: %s", exc)
+        finally:
+            self._native_busy.clear()
 
     def lease_lapsed(self) -> bool:
         """auto mode: whether this rank (1..7) just took the monitor's lease over because it stopped beating."""

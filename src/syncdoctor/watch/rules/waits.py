@@ -193,6 +193,10 @@ def _late(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], chain: 
                 wheres.append(stack.summary())
             elif stack.note:
                 info["stack_note"] = stack.note
+            if stack.native:
+                info["native_stack"] = list(stack.native[:12])
+            elif stack.in_native and stack.native_note:
+                info["native_note"] = stack.native_note
         elif config.stacks:
             info["stack_note"] = "stack not captured (the rank's watcher did not answer in time)"
             if waited < config.warn_s + 2 * config.interval_s:
