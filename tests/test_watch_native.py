@@ -162,3 +162,22 @@ def test_late_rank_in_c_has_its_native_stack_in_the_event(tmp_path: Path) -> Non
     native_frames = info.get("native_stack") or []
     assert any("nanosleep" in frame for frame in native_frames), info
     assert any("load_batch" in frame for frame in native_frames), info  # py-spy merges the Python frames in
+
+
+def test_watch_stacks_option_prints_both_stacks() -> None:
+    from syncdoctor.cli.main import build_parser
+    from syncdoctor.cli.watch import _event_text
+
+    assert build_parser().parse_args(["watch", "--master", "h:1", "--stacks"]).stacks is True
+    event = {"code": "W101", "kind": "late-rank", "status": "confirmed", "title": "rank 1 is late",
+             "detail": {"late": {"1": {"stack": ["<module> (w.py:9)", "load_batch (w.py:3)"],
+                                       "native_stack": ["clock_nanosleep (libc.so.6)", "time_sleep (libpython3.11.so)"]},
+                                 "2": {"stack_note": "stack not captured", "native_note": "py-spy is not installed"}}}}
+    assert _event_text(event).plain == "W101 late-rank confirmed: rank 1 is late"
+    assert _event_text(event, stacks=True).plain.splitlines() == [
+        "W101 late-rank confirmed: rank 1 is late",
+        "  rank 1 Python stack (innermost last):", "    <module> (w.py:9)", "    load_batch (w.py:3)",
+        "  rank 1 native stack (innermost first):", "    clock_nanosleep (libc.so.6)",
+        "    time_sleep (libpython3.11.so)",
+        "  rank 2 stack: stack not captured", "  rank 2 native stack: py-spy is not installed"]
+    assert _event_text({"code": "W105", "detail": None}, stacks=True).plain.startswith("W105")
