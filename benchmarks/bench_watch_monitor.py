@@ -38,7 +38,8 @@ from typing import Any
 
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.keys import JobKeys, ScopedStore
-from syncdoctor.watch.monitor import MULTI_GET_KEYS, Monitor
+from syncdoctor.watch.monitor import Monitor
+from syncdoctor.watch.reader import MULTI_GET_KEYS
 from syncdoctor.watch.records import (
     GroupProgress,
     RankRecord,

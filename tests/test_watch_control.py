@@ -29,27 +29,7 @@ from syncdoctor.watch.records import RankRecord
 from syncdoctor.watch.sampler import Sampler
 from syncdoctor.watch.signature import Signature, signature_from_compact
 from syncdoctor.watch.snapshot import DetectorState, RankSeen, note_heartbeats
-
-
-class MemoryStore:
-    """The store calls these parts make, on a dict."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def set(self, key: str, value: bytes | str) -> None:
-        self.data[key] = value.encode() if isinstance(value, str) else bytes(value)
-
-    def get(self, key: str) -> bytes:
-        return self.data[key]
-
-    def add(self, key: str, amount: int) -> int:
-        value = int(self.data.get(key) or b"0") + amount
-        self.data[key] = str(value).encode()
-        return value
-
-    def check(self, keys: list[str]) -> bool:
-        return all(k in self.data for k in keys)
+from test_watch_screen import MemoryStore
 
 
 class FakeClock:
@@ -108,6 +88,7 @@ def test_read_control_reads_the_message_only_when_its_generation_moved() -> None
 
 def _publisher(store: ScopedStore, clock: FakeClock, **config: object) -> Publisher:
     sampler = Sampler()
+    config.setdefault("node_aggregation", False)  # each rank publishes its own record (tests/test_watch_node.py)
     publisher = Publisher(WatchConfig(**config), sampler, P2PLedger(), GroupDirectory(), ActivityMeter(window_s=5.0),
                           [], lambda: "flight_recorder", main_ident=None, clock=clock, wall_clock=lambda: 1.0e9)
     publisher.attach(store, KEYS, Identity(rank=1, world_size=4, local_rank=1, node=0, host="host0", pid=4242,

@@ -9,6 +9,8 @@ soon as the event is in, so the whole file stays within a few minutes on 2 cores
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -35,8 +37,14 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "SYNCDOCTOR_WATCH_DEAD_AFTER": str(DEAD_S),
         "SYNCDOCTOR_WATCH_SUSPECT_AFTER": "1",
         "SYNCDOCTOR_WATCH_EVENTS_FILE": str(tmp_path / "events.jsonl"),
+        "SYNCDOCTOR_WATCH_NODE_DIR": str(tmp_path / "shm"),  # node aggregation (on by default), kept apart
         **extra,
     }
+
+
+def _node_dirs(tmp_path: Path) -> dict[str, Path]:
+    """The node directories of the job (node aggregation): host key -> directory, for nodes that registered."""
+    return {d.name.split("-", 1)[1]: d for d in (tmp_path / "shm").glob("syncdoctor-*/*") if (d / "index").exists()}
 
 
 def _events(tmp_path: Path) -> list[dict[str, Any]]:
@@ -178,6 +186,7 @@ def test_sigkilled_rank_is_named_by_the_first_rank_to_fail(lab_factory, tmp_path
     job.wait(timeout=60)
     assert event["code"] == "W105" and event["ranks"] == [3] and event["hosts"] == ["host1"], event
     assert "vanished without an error" in event["title"]
+    assert sorted(_node_dirs(tmp_path)) == ["host0_0", "host1_1"]  # each host's records went through its leader
     latency = event["at"] - _waiting_since(job, 40, [0, 1, 2])
     _report("SIGKILL", latency)
     assert latency <= WARN_S + LATENCY_S
@@ -196,6 +205,35 @@ def test_frozen_rank_is_dead_and_its_process_is_seen_stopped(lab_factory, tmp_pa
     latency = event["at"] - _waiting_since(job, 40, [0, 1, 2])
     _report("frozen rank", latency)
     assert latency <= DEAD_S + LATENCY_S
+
+
+def test_frozen_node_leader_is_one_dead_rank_and_its_node_mate_still_reports(lab_factory, tmp_path: Path) -> None:
+    """Node aggregation: the rank that relays host1's records is frozen. A node-mate takes the lease over and
+    relays on: the leader alone is named dead (its process stopped), not host1, and the node-mate is never
+    named."""
+    lab = lab_factory(2)
+    job = _start(lab, tmp_path, ["--steps", "100000", "--grad-sync", "manual", "--step-sleep", "0.05"])
+    assert job.wait_for_output(0, r"step=20 ", timeout=120), "the job did not train"
+    lease = _node_dirs(tmp_path)["host1_1"] / "lease"
+    leader = int(lease.read_text().split()[0])
+    assert leader in (2, 3)
+    frozen_at = time.time()
+    os.kill(job.rank_pids()[leader], signal.SIGSTOP)
+    try:
+        event = _wait_for(tmp_path, job, lambda e: e["code"] in ("W101", "W104", "W105", "W106"), timeout=60)
+        mate_leads = int(lease.read_text().split()[0])
+        time.sleep(2.0)  # a few more cycles: nothing else is named
+        others = [e for e in _events(tmp_path) if e["code"] in ("W101", "W104", "W105", "W106") and e != event
+                  and e["status"] != "resolved"]
+    finally:
+        os.kill(job.rank_pids()[leader], signal.SIGCONT)
+        job.kill()
+    assert event["code"] == "W105" and event["ranks"] == [leader] and event["hosts"] == ["host1"], event
+    assert event["detail"]["process"] == {str(leader): "stopped"}, event
+    assert mate_leads == 5 - leader  # host1's other rank took the lease over
+    assert not [e for e in others if e["ranks"] != [leader]], others
+    _report("frozen node leader", event["at"] - frozen_at)
+    assert event["at"] - frozen_at <= DEAD_S + LATENCY_S
 
 
 def _second_link(lab: Any) -> tuple[str, str]:
@@ -232,6 +270,7 @@ def test_cut_data_link_is_a_transport_hang_then_the_cut_host_is_named(lab_factor
     host = _wait_for(tmp_path, job, lambda e: e["code"] in ("W105", "W106"), timeout=60)
     recorded = _history_nodes(history, timeout=10)  # the monitor's history thread writes it within moments
     job.kill()
+    assert sorted(_node_dirs(tmp_path)) == ["host0_0", "host1_1"]  # a whole node cut off, under aggregation
     assert host["code"] == "W106" and host["ranks"] == [2, 3] and host["hosts"] == ["host1"], host
     assert [(s["node"], s["code"], s["confidence"]) for s in host["suspect_nodes"]] == [("host1", "W106", 0.9)]
     # the transport hang named no node (every host waits; which link is at fault is the probe's question)

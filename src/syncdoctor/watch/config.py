@@ -78,6 +78,13 @@ class WatchConfig:
             synchronize, I/O), also take the native stack with ``py-spy dump --native`` where py-spy is
             installed (``syncdoctor[stacks]``) and ptrace is permitted (the event says why not otherwise;
             :mod:`syncdoctor.watch.native`). py-spy pauses the rank for tens of milliseconds. Default ``True``.
+        node_aggregation: [bool] the ranks of a node hand their records to one of them (the node's leader,
+            with a takeover when it dies) over files in a node-local tmpfs directory, and it publishes one
+            value per node and polls the control message for them: the job's store then serves requests
+            per node, not per rank (:mod:`syncdoctor.watch.node`). Off, or with one rank per node
+            (``LOCAL_WORLD_SIZE=1``), each rank publishes its own record. Default ``True``.
+        node_dir: [str or None] where the node directories go. Default: ``/dev/shm`` when writable, else the
+            temporary directory.
         straggler_window_s: [float, seconds] sliding window of the chronic-straggler statistics.
             Default 120.
         straggler_min_events: [int] collectives with a measurable wait needed in the window before a rank
@@ -115,6 +122,8 @@ class WatchConfig:
     store_timeout_s: float = 5.0
     stacks: bool = True
     native_stacks: bool = True
+    node_aggregation: bool = True
+    node_dir: str | None = None
     straggler_window_s: float = 120.0
     straggler_min_events: int = 10
     straggler_min_share: float = 0.5

@@ -3,7 +3,8 @@
 The message itself (:class:`ControlMessage`) is pure: a frozen dataclass with its JSON form. The monitor
 builds a new one whenever it asks for more, publishes it whole to ``keys.ctl_msg`` and bumps the
 generation counter ``keys.ctl_gen``; the ranks poll the counter and read the message when it moved
-(:func:`write_control`, :func:`read_control`: I/O only through the store object they are given).
+(:func:`write_control`, :func:`read_control`: I/O only through the store object they are given). With node
+aggregation, a node's leader polls and mirrors it for the node's ranks (:mod:`syncdoctor.watch.node`).
 
 Wire form (JSON, keys as text)::
 
@@ -131,7 +132,14 @@ def write_control(store: ScopedStore, keys: JobKeys, message: ControlMessage) ->
 
 def read_control(store: ScopedStore, keys: JobKeys, seen: int) -> tuple[int, ControlMessage | None]:
     """The current generation and, when it is not ``seen``, the message (``None``: unchanged or unreadable)."""
+    gen, text = read_control_text(store, keys, seen)
+    return gen, None if text is None else ControlMessage.from_json(text)
+
+
+def read_control_text(store: ScopedStore, keys: JobKeys, seen: int) -> tuple[int, bytes | None]:
+    """The current generation and, when it is not ``seen``, the message's text (``b""`` before any message:
+    generation 0). A node's leader mirrors it for the node's other ranks (:mod:`syncdoctor.watch.node`)."""
     gen = store.add(keys.ctl_gen, 0)
     if gen == seen:
         return gen, None
-    return gen, ControlMessage.from_json(store.get(keys.ctl_msg))
+    return gen, store.get(keys.ctl_msg) if gen > 0 else b""

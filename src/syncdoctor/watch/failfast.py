@@ -22,6 +22,7 @@ from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.local import Identity, process_state
 from syncdoctor.watch.postmortem import diagnose_failure
+from syncdoctor.watch.reader import RecordReader
 from syncdoctor.watch.records import RankRecord, decode_record
 from syncdoctor.watch.sinks import JsonlSink, LogSink, Sink, StoreSink, read_store_events
 from syncdoctor.watch.snapshot import RankSeen
@@ -107,10 +108,11 @@ def watch_the_others(store: ScopedStore, keys: JobKeys, me: Identity, linger_s: 
     host's agent ends the job), the diagnosis uses the last records read.
     """
     world = me.world_size
-    rank_keys = [keys.rank(r) for r in range(world)]
+    reader = RecordReader(store, keys, world)
     started = clock()
     deadline = started + linger_s
     settle = min(linger_s, 1.5 * interval_s + 0.3)
+    relayed = False  # records relayed by node leaders arrive up to an interval later: settle longer
     seen: dict[int, tuple[int, float]] = {}
     records: dict[int, RankRecord] = {}
     silent: set[int] = set()
@@ -118,10 +120,12 @@ def watch_the_others(store: ScopedStore, keys: JobKeys, me: Identity, linger_s: 
     while True:
         now = clock()
         try:
-            raws = store.multi_get(rank_keys) if records else [store.ensure(k) for k in rank_keys]
+            raws = reader.read()
         except Exception:
             store_ok = False
             raws = []
+        if reader.aggregated and not relayed:
+            relayed, settle = True, min(linger_s, settle + interval_s)
         for rank, raw in enumerate(raws):
             record = decode_record(raw)
             if record is not None:

@@ -15,6 +15,11 @@ store ``init_process_group`` used, below its ``default_pg`` and any other ``Pref
     <prefix>/attempt<N>/aborted          fail-fast: ranks that have read the abort order (``add``)
     <prefix>/attempt<N>/events/count     number of events the monitor published (``add``)
     <prefix>/attempt<N>/events/<n>       event n as JSON, for ``syncdoctor watch`` and the post-mortem
+    <prefix>/attempt<N>/token            the attempt's random token (first rank's): names node directories
+    <prefix>/attempt<N>/nodes/count      node values registered (``add``)
+    <prefix>/attempt<N>/node/<i>         node i's ranks' records, published by its leader
+                                         (:mod:`syncdoctor.watch.aggregate`); a rank of a node publishes
+                                         there, not under rank/<R>, unless node aggregation is off for it
 
 Keys are never deleted and never collide with c10d's own (which live under ``default_pg/``, group names
 and ``exception_dump``). ``get`` on a missing key would block until the store timeout, so readers create
@@ -44,12 +49,17 @@ class JobKeys:
         self.fail = f"{self.base}/fail"
         self.aborted = f"{self.base}/aborted"
         self.events = f"{self.base}/events"
+        self.token = f"{self.base}/token"
+        self.nodes_count = f"{self.base}/nodes/count"
 
     def rank(self, rank: int) -> str:
         return f"{self.base}/rank/{rank}"
 
     def stack(self, rank: int) -> str:
         return f"{self.base}/stack/{rank}"
+
+    def node(self, index: int) -> str:
+        return f"{self.base}/node/{index}"
 
     def group(self, name: str) -> str:
         return f"{self.base}/group/{name}"

@@ -1,7 +1,7 @@
 """The monitor: read every rank's record from the store, run the detector, act on the events.
 
-Does I/O (the job's store, sinks). One :meth:`Monitor.cycle` reads all records (``multi_get`` requests of
-:data:`MULTI_GET_KEYS` keys).
+Does I/O (the job's store, sinks). One :meth:`Monitor.cycle` reads all records (the node values node leaders
+publish, and the own keys of ranks no node value holds: :class:`~syncdoctor.watch.reader.RecordReader`).
 Then, in two tiers:
 
 - **fast path**: the binary headers of all records are screened at once (:mod:`syncdoctor.watch.screen`);
@@ -43,6 +43,7 @@ from syncdoctor.watch.detector import detect
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.priority import lower_thread_priority
+from syncdoctor.watch.reader import RecordReader
 from syncdoctor.watch.records import (
     MAGIC,
     RankRecord,
@@ -63,9 +64,6 @@ logger = logging.getLogger(__name__)
 
 # confirmed events of these codes end the job in fail-fast mode (W107, a straggler, never does)
 HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
-# keys per multi_get: a TCPStore multi_get costs more than linearly in its number of keys (measured here:
-# 4096 keys in one request about 50 ms, in requests of 128-512 keys 15-20 ms; see docs/performance.md)
-MULTI_GET_KEYS = 256
 NATIVE_POLLS = 30  # cycles a monitor reads a stack again for its native part before giving up
 
 
@@ -157,13 +155,16 @@ class Monitor:
         self.cycles = 0
         self._stack_gens: dict[int, int] = {}
         self._native_polls: dict[int, int] = {}
+        self._stack_polls: dict[tuple[int, int], int] = {}  # (rank, request) -> direct reads so far
+        self._stack_keys: set[int] = set()  # stack keys created (empty) before a first direct read
         self._group_misses: dict[str, int] = {}
         self._ensured = False
-        self._rank_keys = [keys.rank(r) for r in range(world_size)]
+        self.reader = RecordReader(store, keys, world_size)
         self._ctl = ControlMessage()  # what the ranks were asked so far (syncdoctor.watch.control)
         self._beat = 0
         self._dumped = False
         self._said_hooks = False
+        self._hooks_seen_at: float | None = None
         self._said_version = False
         self._index: Any = None  # the screen's GroupIndex of self.groups, rebuilt when they grow
         self._index_size = -1
@@ -196,13 +197,9 @@ class Monitor:
     def cycle(self) -> list[Event]:
         started = time.perf_counter()
         if not self._ensured:
-            for key in self._rank_keys:  # create missing record keys empty so multi_get never blocks
-                self.store.ensure(key)
             self.store.ensure(self.keys.monitor)
             self._ensured = True
-        raws: list[bytes] = []
-        for start in range(0, len(self._rank_keys), MULTI_GET_KEYS):
-            raws += self.store.multi_get(self._rank_keys[start:start + MULTI_GET_KEYS])
+        raws = self.reader.read()
         read = time.perf_counter()
         now, wall = self.clock(), self.wall_clock()
         self._refresh_thresholds(now)
@@ -345,7 +342,12 @@ class Monitor:
         if self.config.auto_warn or self.config.auto_confirm:  # say which thresholds made the call
             events = [replace(e, detail={**e.detail, "thresholds": self.thresholds.to_json()}) for e in events]
         hooked = tuple(sorted(r for r, rec in records.items() if rec.source == "hooks"))
-        if hooked and not self._said_hooks:  # what the watcher cannot see is said once, here
+        if hooked and self._hooks_seen_at is None:
+            self._hooks_seen_at = now
+        # what the watcher cannot see is said once, here: when every rank has reported (records relayed by
+        # node leaders arrive an interval apart), or a dead rank's delay after the first such record
+        if hooked and not self._said_hooks and (
+                len(records) == self.world_size or now - (self._hooks_seen_at or now) >= self.effective.dead_s):
             self._said_hooks = True
             events.insert(0, Event(
                 "W109", "info",
@@ -402,17 +404,33 @@ class Monitor:
 
     def _read_stacks(self, records: Mapping[int, RankRecord]) -> None:
         wanted = [r for r, rec in records.items() if rec.stack_gen > self._stack_gens.get(r, 0)]
-        # stacks whose native part the rank is still taking: read again (a few ranks, for a few cycles)
+        # stacks asked for and not answered in the records yet: read their keys directly (a node leader relays
+        # the record that announces a stack up to an interval later); stacks whose native part the rank is
+        # still taking: read again. A few ranks, for a few cycles each.
+        asked = [r for r, gen in self._ctl.stacks.items() if self._stack_gens.get(r, 0) < gen and r not in wanted
+                 and 0 <= r < self.world_size and self._stack_polls.get((r, gen), 0) < NATIVE_POLLS][:64]
+        for rank in asked:
+            key = (rank, self._ctl.stacks[rank])
+            self._stack_polls[key] = self._stack_polls.get(key, 0) + 1
+            if rank not in self._stack_keys:  # create it empty: multi_get must not meet a missing key
+                self.store.ensure(self.keys.stack(rank))
+                self._stack_keys.add(rank)
+        wanted += asked
         pending = [r for r, stack in self.stacks.items() if stack.native_pending and r not in wanted]
         if not wanted and not pending:
             return
         raws = self.store.multi_get([self.keys.stack(r) for r in (*wanted, *pending)])
         for rank, raw in zip(wanted, raws, strict=False):
             report = decode_stack(raw)
-            self._stack_gens[rank] = records[rank].stack_gen
-            if report is not None:
+            record = records.get(rank)
+            if record is not None and record.stack_gen > self._stack_gens.get(rank, 0):
+                self._stack_gens[rank] = record.stack_gen
+            if report is not None and report.gen >= self._stack_gens.get(rank, 0):
+                self._stack_gens[rank] = report.gen
                 self.stacks[rank] = report
                 self._native_polls.pop(rank, None)
+        if len(self._stack_polls) > 4096:  # bounded: forget the polls of requests long answered or given up
+            self._stack_polls = {k: v for k, v in self._stack_polls.items() if self._stack_gens.get(k[0], 0) < k[1]}
         for rank, raw in zip(pending, raws[len(wanted):], strict=True):
             report = decode_stack(raw)
             polls = self._native_polls[rank] = self._native_polls.get(rank, 0) + 1

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Set
@@ -19,9 +20,10 @@ from typing import Any
 
 from syncdoctor.watch import native
 from syncdoctor.watch.config import WatchConfig
-from syncdoctor.watch.control import AbortOrder, read_control
+from syncdoctor.watch.control import AbortOrder, ControlMessage, read_control, read_control_text
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.local import ActivityMeter, Identity, capture_stack, process_state
+from syncdoctor.watch.node import NodeChannel, node_base
 from syncdoctor.watch.p2p import P2PLedger
 from syncdoctor.watch.recorder import NCCL, OTHER, GroupDirectory
 from syncdoctor.watch.records import RankRecord, Solo, encode_record, encode_stack, format_ranks
@@ -85,6 +87,8 @@ class Publisher:
         self._activity_failing = False
         self._lock = threading.RLock()
         self._native_busy = threading.Event()  # a py-spy capture runs (one at a time)
+        self.node: NodeChannel | None = None  # node aggregation (syncdoctor.watch.node)
+        self._mirrored = -1  # control generation this rank mirrored for its node, as its leader
 
     def attach(self, store: ScopedStore, keys: JobKeys, me: Identity) -> None:
         """Start publishing to ``store``: the job's pointer and settings first, then this rank's records."""
@@ -96,7 +100,19 @@ class Publisher:
         store.set(keys.meta, json.dumps(meta))
         self.ctl_gen = store.add(keys.ctl_gen, 0)
         self.identity, self.keys, self.store = me, keys, store
+        self.node = self._open_node(store, keys, me)
         self.state = "running"
+
+    def _open_node(self, store: ScopedStore, keys: JobKeys, me: Identity) -> NodeChannel | None:
+        """This rank's node channel, unless aggregation is off, the node has one rank, or no directory can be
+        had (said once: the rank then publishes its own record)."""
+        if not self.config.node_aggregation or os.environ.get("LOCAL_WORLD_SIZE", "").strip() == "1":
+            return None
+        token = store.compare_set(keys.token, "", secrets.token_hex(8)).decode(errors="replace")
+        channel, why = NodeChannel.open(node_base(self.config.node_dir), token, me.host_key, me.rank)
+        if channel is None:
+            logger.warning("syncdoctor.watch: rank %d publishes its own record: %s", me.rank, why)
+        return channel
 
     def record(self) -> RankRecord:
         assert self.identity is not None
@@ -139,14 +155,40 @@ class Publisher:
                 if name not in self._published_groups:
                     self.store.set(self.keys.group(name), format_ranks(self.directory.members[name]))
                     self._published_groups.add(name)
-            self.store.set(self.keys.rank(self.identity.rank), encode_record(self.record()))
+            blob = encode_record(self.record())
+            if self.node is None:
+                self.store.set(self.keys.rank(self.identity.rank), blob)
+            else:
+                self._relay(blob, final)
             if final:
                 self.final = True
+
+    def _relay(self, blob: bytes, final: bool = False) -> None:
+        """Node aggregation: hand the record to the node's leader; when this rank leads, publish the node's
+        records as one value (the store sees one request per node and interval). A final record (the rank
+        exits or fails) is published at once whoever leads, and a leader then resigns."""
+        assert self.node is not None and self.store is not None and self.keys is not None
+        keys, store = self.keys, self.store
+        try:
+            self.node.write_record(blob)
+            leading = self.node.lead(self.config.interval_s)
+        except OSError as exc:  # the node directory went away: publish alone from now on
+            logger.warning("syncdoctor.watch: node channel lost (%s); rank %d publishes its own record", exc,
+                           self.identity.rank if self.identity else -1)
+            self.node = None
+            store.set(keys.rank(self.identity.rank if self.identity else 0), blob)
+            return
+        if leading or (final and self.node.index_known()):
+            index = self.node.node_index(lambda: store.add(keys.nodes_count, 1) - 1)
+            store.set(keys.node(index), self.node.gather())
+        if final:
+            self.node.resign()  # a node-mate leads from its next publication
+            self.node.close()
 
     def poll_control(self) -> AbortOrder | None:
         """Answer what the control message asks of this rank, if it changed; its abort order, if any."""
         assert self.store is not None and self.keys is not None and self.identity is not None
-        gen, message = read_control(self.store, self.keys, self.ctl_gen)
+        gen, message = self._read_control()
         if gen == self.ctl_gen:
             return None
         self.ctl_gen = gen
@@ -176,6 +218,30 @@ class Publisher:
         if republish:
             self.publish()
         return message.abort
+
+    def _read_control(self) -> tuple[int, ControlMessage | None]:
+        """The control generation and message: from the store, or from the node's leader's mirror (which the
+        leader writes here when the generation moved, or when it has just become the leader)."""
+        assert self.store is not None and self.keys is not None
+        node = self.node
+        if node is None:
+            return read_control(self.store, self.keys, self.ctl_gen)
+        if node.leading:
+            gen, text = read_control_text(self.store, self.keys, self._mirrored)
+            if text is not None:
+                node.mirror_control(gen, text)
+                self._mirrored = gen
+            if gen == self.ctl_gen:
+                return gen, None
+            if text is None:
+                text = read_control_text(self.store, self.keys, -1)[1] or b""
+            return gen, ControlMessage.from_json(text)
+        self._mirrored = -1  # mirror again if this rank becomes the leader
+        mirrored = node.read_control()
+        if mirrored is None:
+            return self.ctl_gen, None
+        gen, text = mirrored
+        return gen, None if gen == self.ctl_gen else ControlMessage.from_json(text)
 
     def _add_native(self, report: StackReport) -> None:
         """On its own thread: take the native stack (py-spy, seconds at most) and publish the stack again

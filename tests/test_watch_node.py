@@ -1,0 +1,242 @@
+"""Node-level aggregation: node values on plain data (round trips, malformed values, the newest heartbeat
+wins), the takeover policy, the node channel's files on a real directory (lease, takeover, resignation,
+control mirror, cleanup), and publishers of one node against a store that counts its requests: one store
+request per node and publication, all ranks' records read back. The lab runs it for real
+(tests/test_watch_lab.py: a dead rank, a dead leader, a whole node cut off)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncdoctor.watch.aggregate import merge, pack_node, takeover_due, unpack_node
+from syncdoctor.watch.config import WatchConfig
+from syncdoctor.watch.control import AbortOrder, ControlMessage, write_control
+from syncdoctor.watch.keys import JobKeys, ScopedStore
+from syncdoctor.watch.local import ActivityMeter, Identity
+from syncdoctor.watch.node import NodeChannel
+from syncdoctor.watch.p2p import P2PLedger
+from syncdoctor.watch.publisher import Publisher
+from syncdoctor.watch.reader import RecordReader
+from syncdoctor.watch.recorder import GroupDirectory
+from syncdoctor.watch.records import RankRecord, decode_record, encode_record
+from syncdoctor.watch.sampler import Sampler
+from test_watch_screen import MemoryStore
+
+KEYS = JobKeys("syncdoctor/v1", 0)
+
+
+def record(rank: int, beat: int, world: int = 8) -> bytes:
+    return encode_record(RankRecord(rank=rank, world_size=world, host=f"h{rank // 4}", node=rank // 4, pid=100 + rank,
+                                    heartbeat=beat))
+
+
+def test_node_values_round_trip_and_merge() -> None:
+    node0 = pack_node([record(0, 5), record(1, 5), record(2, 5)])
+    node1 = pack_node([record(4, 7), record(5, 7)])
+    assert unpack_node(node0) == [record(0, 5), record(1, 5), record(2, 5)]
+    raws, missing = merge(8, [node0, node1, b"", b"garbage"])
+    assert missing == [3, 6, 7]
+    assert [decode_record(raws[r]).heartbeat for r in (0, 1, 2, 4, 5)] == [5, 5, 5, 7, 7]  # type: ignore[union-attr]
+    # a takeover: two leaders published rank 1 for a moment; the newest heartbeat wins, in either order
+    stale = pack_node([record(1, 3)])
+    for blobs in ([node0, stale], [stale, node0]):
+        assert decode_record(merge(8, blobs)[0][1]).heartbeat == 5  # type: ignore[union-attr]
+    # records naming a rank outside the job, or of another format, are left out
+    assert merge(2, [pack_node([record(5, 1), b"SDW0" + b"x" * 600])]) == ([b"", b""], [0, 1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=64), max_size=8), st.binary(max_size=64))
+def test_unpack_is_exact_and_never_raises(records: list[bytes], noise: bytes) -> None:
+    assert unpack_node(pack_node(records)) == records
+    assert unpack_node(pack_node(records) + b"x") == []  # a length that disagrees: nothing
+    unpack_node(noise)
+    unpack_node(b"SDN1" + noise)
+    merge(4, [noise, b"SDN1" + noise])
+
+
+def test_takeover_policy() -> None:
+    assert not takeover_due(1.4, 0, 1.0) and takeover_due(1.5, 0, 1.0)
+    assert not takeover_due(1.7, 1, 1.0) and takeover_due(1.75, 1, 1.0)  # the second candidate waits longer
+    assert takeover_due(3.0, 5, 2.0) is False and takeover_due(5.5, 5, 2.0)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _channels(tmp_path: Path, ranks: range, clock: Clock) -> dict[int, NodeChannel]:
+    out = {}
+    for rank in ranks:
+        channel, why = NodeChannel.open(tmp_path, "tok", "host0#0", rank, clock)
+        assert channel is not None, why
+        out[rank] = channel
+    return out
+
+
+def test_lease_takeover_and_resignation(tmp_path: Path) -> None:
+    clock = Clock()
+    node = _channels(tmp_path, range(4), clock)
+    for rank, channel in node.items():
+        channel.write_record(record(rank, 1))
+    assert [node[r].lead(1.0) for r in range(4)] == [True, False, False, False]  # the first to create it
+    assert unpack_node(node[0].gather()).__len__() == 4
+    # the leader stops renewing: rank 1 (first in line) takes over after 1.5 intervals, rank 2 not yet
+    clock.now += 1.5
+    for rank in (1, 2, 3):
+        node[rank].write_record(record(rank, 2))
+    assert node[2].lead(1.0) is False and node[1].lead(1.0) is True
+    clock.now += 0.1
+    assert node[0].lead(1.0) is False and not node[0].leading  # the old leader, back, steps down
+    assert node[1].lead(1.0) is True
+    # the leader resigns at its end: the next rank to publish leads at once
+    node[1].resign()
+    assert node[3].lead(1.0) is True and node[2].lead(1.0) is False
+
+
+def test_control_mirror_and_node_index(tmp_path: Path) -> None:
+    node = _channels(tmp_path, range(2), Clock())
+    assert node[1].read_control() is None  # nothing mirrored yet
+    node[0].mirror_control(3, b'{"version": 1}')
+    assert node[1].read_control() == (3, b'{"version": 1}')
+    assert node[1].read_control() is None  # unchanged since
+    registered = []
+    assert node[0].node_index(lambda: registered.append(1) or 7) == 7
+    assert node[1].node_index(lambda: registered.append(1) or 9) == 7 and registered == [1]  # from the file
+
+
+def test_the_node_directory_is_private(tmp_path: Path) -> None:
+    node = _channels(tmp_path, range(1), Clock())[0]
+    assert oct(node.directory.stat().st_mode & 0o777) == "0o700"
+    trap = tmp_path / "elsewhere"
+    trap.mkdir()
+    user_dir = tmp_path / f"syncdoctor-{os.getuid()}"
+    (user_dir / "tok2-host0").symlink_to(trap)
+    channel, why = NodeChannel.open(tmp_path, "tok2", "host0", 0)
+    assert channel is None and "not a directory of this user" in why
+
+
+class CountingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, str]] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        attribute = super().__getattribute__(name)
+        if name in ("set", "get", "add", "check", "compare_set", "multi_get"):
+            calls = super().__getattribute__("calls")
+
+            def counted(*args: Any) -> Any:
+                calls.append((name, str(args[0]) if args else ""))
+                return attribute(*args)
+
+            return counted
+        return attribute
+
+
+def _node_publishers(store: ScopedStore, tmp_path: Path, world: int = 4) -> list[Publisher]:
+    out = []
+    for rank in range(world):
+        publisher = Publisher(WatchConfig(node_dir=str(tmp_path), stacks=False), Sampler(), P2PLedger(),
+                              GroupDirectory(), ActivityMeter(), [], lambda: "flight_recorder", main_ident=None)
+        publisher.activity.sample = lambda now: None  # type: ignore[method-assign]
+        publisher.attach(store, KEYS, Identity(rank=rank, world_size=world, local_rank=rank, node=0, host="host0",
+                                               pid=os.getpid(), attempt=0))
+        out.append(publisher)
+    return out
+
+
+def test_a_node_publishes_one_value_and_relays_the_control_message(tmp_path: Path) -> None:
+    counting = CountingStore()
+    store = ScopedStore(counting)
+    publishers = _node_publishers(store, tmp_path)
+    assert all(p.node is not None for p in publishers)
+    counting.calls.clear()
+    for publisher in publishers:
+        publisher.publish()
+    sets = [key for name, key in counting.calls if name == "set"]
+    assert sets == [KEYS.node(0)], counting.calls  # the leader's node value only: no rank/<R> keys
+    assert [name for name, _ in counting.calls].count("add") == 1  # the node registered its index once
+    counting.calls.clear()
+    for publisher in publishers:
+        publisher.publish()
+    assert counting.calls == [("set", KEYS.node(0))]  # then one request per node and publication
+    raws = RecordReader(store, KEYS, 4).read()
+    assert [decode_record(raw).rank for raw in raws] == [0, 1, 2, 3]  # type: ignore[union-attr]
+    # the control message: the leader polls the store and mirrors it; the others read the mirror
+    order = AbortOrder(75, "rank 2 is late", "rank 0", 4)
+    write_control(store, KEYS, ControlMessage(abort=order))
+    counting.calls.clear()
+    assert [p.poll_control() for p in publishers] == [order] * 4
+    assert {name for name, _ in counting.calls} <= {"add", "get"} and len(counting.calls) == 2  # the leader's
+
+
+def test_a_rank_without_a_node_directory_publishes_alone(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    store = ScopedStore(MemoryStore())
+    publisher = Publisher(WatchConfig(node_dir=str(blocker)), Sampler(), P2PLedger(), GroupDirectory(),
+                          ActivityMeter(), [], lambda: "hooks", main_ident=None)
+    publisher.activity.sample = lambda now: None  # type: ignore[method-assign]
+    publisher.attach(store, KEYS, Identity(1, 4, 1, 0, "host0", os.getpid(), 0))
+    assert publisher.node is None and "publishes its own record" in caplog.text
+    publisher.publish()
+    assert decode_record(store.get(KEYS.rank(1))).rank == 1  # type: ignore[union-attr]
+    # a reader takes the ranks no node value holds from their own keys
+    node = _node_publishers(store, tmp_path / "shm", world=4)[0]
+    node.publish()
+    raws = RecordReader(store, KEYS, 4).read()
+    assert [decode_record(r).rank if r else None for r in raws] == [0, 1, None, None]  # type: ignore[union-attr]
+
+
+def test_one_rank_per_node_or_off_publishes_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = ScopedStore(MemoryStore())
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
+    assert _node_publishers(store, tmp_path, world=1)[0].node is None
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    publisher = Publisher(WatchConfig(node_aggregation=False), Sampler(), P2PLedger(), GroupDirectory(),
+                          ActivityMeter(), [], lambda: "hooks", main_ident=None)
+    publisher.attach(store, KEYS, Identity(0, 1, 0, 0, "host0", os.getpid(), 0))
+    assert publisher.node is None
+
+
+def test_final_records_are_published_at_once_and_the_last_rank_cleans_up(tmp_path: Path) -> None:
+    store = ScopedStore(MemoryStore())
+    publishers = _node_publishers(store, tmp_path)
+    for publisher in publishers:
+        publisher.publish()
+    directory = publishers[0].node.directory  # type: ignore[union-attr]
+    publishers[2].state = "failed"
+    publishers[2].publish(final=True)  # not the leader: publishes the node value itself
+    assert decode_record(RecordReader(store, KEYS, 4).read()[2]).state == "failed"  # type: ignore[union-attr]
+    publishers[0].state = "exited"
+    publishers[0].publish(final=True)  # the leader resigns
+    assert publishers[1].node.lead(1.0)  # type: ignore[union-attr]
+    for rank in (1, 3):
+        publishers[rank].state = "exited"
+        publishers[rank].publish(final=True)
+    assert not directory.exists()  # every rank said goodbye: the last one removed the directory
+    states = [decode_record(raw).state for raw in RecordReader(store, KEYS, 4).read()]  # type: ignore[union-attr]
+    assert states == ["exited", "exited", "failed", "exited"]
+
+
+def test_stale_directories_of_jobs_long_gone_are_removed(tmp_path: Path) -> None:
+    old = _channels(tmp_path, range(1), Clock())[0]
+    old.write_record(record(0, 1))
+    day_ago = time.time() - 2 * 86400
+    for path in (*old.directory.iterdir(), old.directory):
+        os.utime(path, (day_ago, day_ago))
+    fresh, _ = NodeChannel.open(tmp_path, "new", "host0", 0)
+    assert fresh is not None and fresh.node_index(lambda: 0) == 0
+    assert not old.directory.exists() and fresh.directory.exists()
