@@ -1,7 +1,10 @@
 """Monitor cycle time over N ranks of synthetic records in a real TCPStore, and the store load of watching.
 
 Run: .venv/bin/python benchmarks/bench_watch_monitor.py [--sizes 512,1024,2048,4096,8192,16384] [--cycles 9]
-     [--groups 2]
+     [--groups 2] [--ranks-per-node 8]
+
+``--ranks-per-node R`` publishes the records as node leaders do (node aggregation: one value per R ranks,
+``syncdoctor.watch.aggregate``) instead of one key per rank; the monitor then reads node values.
 
 For each size: N realistic records (binary screen header + JSON detail: two groups (``--groups``), a pending
 collective with its signature and a short stall, step marks, waits) are written into a TCPStore served by
@@ -36,6 +39,7 @@ import sys
 import time
 from typing import Any
 
+from syncdoctor.watch.aggregate import pack_node
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.monitor import Monitor
@@ -56,6 +60,7 @@ SIG = Signature("all_reduce", ((25_000_000,),), ("Float",), ((25_000_000,),))
 GROUPS = 2  # process groups per rank (--groups): "0" has the pending collective, the others are idle
 BLOCK = 0  # --blocks B: groups 1.. are per block of B ranks (as tensor-parallel groups), not job-wide
 CHAIN = False  # --incident chain: rank 1 late in its block's group 1, the block waits for it, the rest for the block
+PER_NODE = 0  # --ranks-per-node R: records published in node values of R ranks (node aggregation)
 
 
 def group_name(group: int, rank: int) -> str:
@@ -142,6 +147,9 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
             writer.set(keys.group(str(group)), f"0-{world - 1}")
     waits = [1] * world
     every = max(1, round(1 / moving)) if moving > 0 else 0
+    node_keys = [keys.node(i) for i in range(-(-world // PER_NODE))] if PER_NODE else []
+    if PER_NODE:
+        client.add(keys.nodes_count, len(node_keys))
 
     def write_all(beat: int, **kwargs: Any) -> None:
         if kwargs.get("progress") is None and every:
@@ -150,7 +158,12 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
         blobs = [encode_record(record(r, world, beat, waits=waits[r], late=kwargs.get("late") == r,
                                       stall=kwargs.get("stall", 0.012), progress=kwargs.get("progress")))
                  for r in range(world)]
-        client.multi_set(rank_keys, blobs)
+        if PER_NODE:
+            values = [pack_node(blobs[start:start + PER_NODE]) for start in range(0, world, PER_NODE)]
+            for start in range(0, len(values), 1024):
+                client.multi_set(node_keys[start:start + 1024], values[start:start + 1024])
+        else:
+            client.multi_set(rank_keys, blobs)
         writer.get(keys.group("0"))  # a round trip: the server has applied the writes
         time.sleep(0.05)
 
@@ -237,17 +250,20 @@ def main() -> None:
                         help="groups other than the default one span blocks of this many ranks (default: the job)")
     parser.add_argument("--incident", choices=("late", "chain"), default="late",
                         help="late: rank 1 late in the default group; chain: late in its block's group (needs --blocks)")
+    parser.add_argument("--ranks-per-node", type=int, default=0,
+                        help="publish node values of this many ranks, as node leaders do (default 0: a key per rank)")
     parser.add_argument("--moving-waits", type=float, default=0.05,
                         help="share of the ranks that record a new wait between two cycles (default 0.05)")
     args = parser.parse_args()
-    global GROUPS, BLOCK, CHAIN
-    GROUPS, BLOCK = max(1, args.groups), max(0, args.blocks)
+    global GROUPS, BLOCK, CHAIN, PER_NODE
+    GROUPS, BLOCK, PER_NODE = max(1, args.groups), max(0, args.blocks), max(0, args.ranks_per_node)
     CHAIN = args.incident == "chain"
     if CHAIN and (not BLOCK or GROUPS < 2):
         parser.error("--incident chain needs --blocks B and --groups 2 or more")
     print(f"{GROUPS} process groups per rank" + (f" (all but one per block of {BLOCK} ranks)" if BLOCK else "")
           + f"; load average {os.getloadavg()[0]:.1f}; {args.moving_waits:.0%} of the ranks record a new wait per cycle"
-          + f"; incident: {args.incident}")
+          + f"; incident: {args.incident}"
+          + (f"; node values of {PER_NODE} ranks (node aggregation)" if PER_NODE else "; a key per rank"))
     print("monitor cycle, medians; store served by another process")
     print("healthy: medians; full: the mean of an even number of cycles (a generation-2 garbage collection every "
           "other one)")
@@ -275,7 +291,12 @@ def main() -> None:
     fr_us = bench_fr_status()
     print(f"per rank: sampler bookkeeping {sample_us:.1f} us per sample; record encode {encode_us:.1f} us per publish"
           + (f"; Flight Recorder status read+parse {fr_us:.1f} us" if fr_us is not None else ""))
-    if result_4096 is not None:
+    if result_4096 is not None and PER_NODE:
+        world, size, nodes = 4096, result_4096["size"], 4096 // PER_NODE
+        print(f"store load at {world} ranks, interval 1 s: node leaders {nodes} set + {nodes} add = {2 * nodes} "
+              f"requests/s (values of {PER_NODE} records of {size:.0f} B); monitor {result_4096['requests']:.0f} "
+              f"requests per healthy cycle, {result_4096['bytes_in'] / 1e6:.2f} MB/s out")
+    elif result_4096 is not None:
         world, size = 4096, result_4096["size"]
         print(f"store load at {world} ranks, interval 1 s: ranks {world} set + {world} add = {2 * world} requests/s "
               f"({world * size / 1e6:.2f} MB/s in, records of {size:.0f} B); monitor {result_4096['requests']:.0f} "

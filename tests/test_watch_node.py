@@ -240,3 +240,25 @@ def test_stale_directories_of_jobs_long_gone_are_removed(tmp_path: Path) -> None
     fresh, _ = NodeChannel.open(tmp_path, "new", "host0", 0)
     assert fresh is not None and fresh.node_index(lambda: 0) == 0
     assert not old.directory.exists() and fresh.directory.exists()
+
+
+def test_a_rank_that_loses_its_channel_leaves_it_and_is_read_from_its_own_key(tmp_path: Path) -> None:
+    store = ScopedStore(MemoryStore())
+    publishers = _node_publishers(store, tmp_path)
+    for publisher in publishers:
+        publisher.publish()
+    lost = publishers[3]
+    original = lost.node.write_record  # type: ignore[union-attr]
+
+    def full(blob: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    lost.node.write_record = full  # type: ignore[union-attr,method-assign]
+    lost.publish()  # falls back: its own key, and its file gone from the node directory
+    assert lost.node is None and original is not None
+    for publisher in publishers[:3]:
+        publisher.publish()
+    beats = [decode_record(raw).heartbeat for raw in RecordReader(store, KEYS, 4).read()]  # type: ignore[union-attr]
+    # rank 3's newest record (its second), from its own key, not the first one the leader relayed; ranks 1 and 2
+    # published after the leader's relay: their second records go out with its next one
+    assert beats == [2, 1, 1, 2]

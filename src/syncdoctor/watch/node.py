@@ -104,6 +104,13 @@ class NodeChannel:
         """This rank's latest record, for the leader to relay."""
         self._write(f"rank-{self.rank}", record)
 
+    def forget(self) -> None:
+        """This rank leaves the channel (it publishes its own record from now on): remove its file, so that the
+        node value stops holding its last record and readers take the rank's own key."""
+        with contextlib.suppress(OSError):
+            (self.directory / f"rank-{self.rank}").unlink()
+        self.resign()
+
     def read_control(self) -> tuple[int, bytes] | None:
         """The control generation and message text the leader mirrored, when the file changed since the last
         call; None when it did not (or there is none yet)."""

@@ -172,9 +172,10 @@ class Publisher:
         try:
             self.node.write_record(blob)
             leading = self.node.lead(self.config.interval_s)
-        except OSError as exc:  # the node directory went away: publish alone from now on
+        except OSError as exc:  # the node directory went away, or is full: publish alone from now on
             logger.warning("syncdoctor.watch: node channel lost (%s); rank %d publishes its own record", exc,
                            self.identity.rank if self.identity else -1)
+            self.node.forget()  # the leader must not relay this rank's last record any more: its key is read
             self.node = None
             store.set(keys.rank(self.identity.rank if self.identity else 0), blob)
             return
