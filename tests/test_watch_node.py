@@ -262,3 +262,19 @@ def test_a_rank_that_loses_its_channel_leaves_it_and_is_read_from_its_own_key(tm
     # rank 3's newest record (its second), from its own key, not the first one the leader relayed; ranks 1 and 2
     # published after the leader's relay: their second records go out with its next one
     assert beats == [2, 1, 1, 2]
+
+
+def test_the_leader_relays_between_its_publications(tmp_path: Path) -> None:
+    counting = CountingStore()
+    store = ScopedStore(counting)
+    publishers = _node_publishers(store, tmp_path)
+    for publisher in publishers:
+        publisher.publish()
+    publishers[0].publish()
+    publishers[2].publish()  # after the leader's relay: waits for the next one
+    assert decode_record(RecordReader(store, KEYS, 4).read()[2]).heartbeat == 1  # type: ignore[union-attr]
+    counting.calls.clear()
+    for publisher in publishers:
+        publisher.relay()  # the runtime calls it half an interval after each publication; only a leader relays
+    assert counting.calls == [("set", KEYS.node(0))]
+    assert decode_record(RecordReader(store, KEYS, 4).read()[2]).heartbeat == 2  # type: ignore[union-attr]

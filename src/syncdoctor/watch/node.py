@@ -17,7 +17,8 @@ of one machine) apart. Files:
   other ranks poll a file, not the store.
 
 Costs per rank and interval: one small file written (tens of microseconds on tmpfs). The leader reads
-its node's files and makes one store ``set`` (plus its control poll). Never raises to its caller for a
+its node's files and makes one store ``set`` twice an interval (plus its control poll), so that a record
+waits at most half an interval for the relay. Never raises to its caller for a
 file problem it can survive; :meth:`NodeChannel.open` says why a channel cannot be had.
 """
 

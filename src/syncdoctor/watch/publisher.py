@@ -220,6 +220,17 @@ class Publisher:
             self.publish()
         return message.abort
 
+    def relay(self) -> None:
+        """A node leader's relay between two publications: its node-mates' latest records, so that none waits
+        more than half an interval for the leader (two relays an interval; the store still serves requests
+        per node)."""
+        with self._lock:
+            node, store, keys = self.node, self.store, self.keys
+            if node is None or not node.leading or store is None or keys is None or self.final:
+                return
+            index = node.node_index(lambda: store.add(keys.nodes_count, 1) - 1)
+            store.set(keys.node(index), node.gather())
+
     def _read_control(self) -> tuple[int, ControlMessage | None]:
         """The control generation and message: from the store, or from the node's leader's mirror (which the
         leader writes here when the generation moved, or when it has just become the leader)."""

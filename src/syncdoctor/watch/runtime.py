@@ -314,6 +314,13 @@ class Watcher:
                 self._store_failing = False
                 logger.warning("syncdoctor.watch: the job's store is reachable again")
             delay = self.config.interval_s
+            node = self.publisher.node
+            if node is not None and node.leading:  # a node leader relays again half an interval later
+                if self._stop.wait(delay / 2):
+                    break
+                with contextlib.suppress(Exception):  # the next publication says it if the store is gone
+                    self.publisher.relay()
+                delay /= 2
 
     def _attach(self) -> bool:
         import torch.distributed as dist
