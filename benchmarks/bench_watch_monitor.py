@@ -34,10 +34,10 @@ import argparse
 import datetime
 import os
 import statistics
-import subprocess
-import sys
 import time
 from typing import Any
+
+from store_server import served_store
 
 from syncdoctor.watch.aggregate import pack_node
 from syncdoctor.watch.config import WatchConfig
@@ -110,25 +110,13 @@ class CountingStore:
         return counted
 
 
-SERVER = """
-import datetime, sys, time
-import torch.distributed as dist
-store = dist.TCPStore("127.0.0.1", 0, None, True, timeout=datetime.timedelta(seconds=60), wait_for_workers=False)
-print(store.port, flush=True)
-sys.stdin.read()
-"""
 
 
 def bench_size(world: int, cycles: int, moving: float) -> dict[str, float]:
     import torch.distributed as dist
 
-    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(server.stdout.readline())  # type: ignore[union-attr]
+    with served_store() as port:
         return _bench_size(dist, port, world, cycles, moving)
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=30)
 
 
 def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """The job's own store latency with and without the watcher's traffic, at N simulated ranks.
 
 Run: .venv/bin/python benchmarks/bench_watch_store.py [--sizes 16384,65536] [--ranks-per-node 8] [--seconds 8]
+     [--repeats 2]
 
 A TCPStore served by its own process (as torchrun's agent serves it). A "job client" makes what a training
 job asks of its store (``set``, ``get``, ``wait`` on a key that exists, one every 5 ms) and records each
@@ -15,7 +16,9 @@ latency. Side by side, in one run, for each size:
 and, in both watcher phases, a real monitor (``syncdoctor.watch.monitor.Monitor``) reading every record
 once a second. The publishers are simulated by two load processes, their requests spread evenly over each
 second; the rate they reached is printed (on a small machine the per-rank load may fall short of its
-target: the row says so). Latencies are medians and 90th percentiles over all job requests of a phase.
+target: the row says so). Latencies are medians and 90th percentiles over all job requests of a phase; the
+phases run interleaved (none, node leaders, every rank, again), and the summary compares each mode's
+median over all its phases with that of the phases without the watcher.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import datetime
 import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -33,13 +35,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-SERVER = """
-import datetime, sys
-import torch.distributed as dist
-store = dist.TCPStore("127.0.0.1", 0, None, True, timeout=datetime.timedelta(seconds=120), wait_for_workers=False)
-print(store.port, flush=True)
-sys.stdin.read()
-"""
+from store_server import served_store
+
 LOADERS = 2
 
 
@@ -114,7 +111,8 @@ def phase(port: int, world: int, mode: str, per_node: int, seconds: float) -> di
 
     keys = JobKeys("syncdoctor/v1", 0)
     loaders: list[multiprocessing.Process] = []
-    rates: Any = multiprocessing.Queue()
+    context = multiprocessing.get_context("spawn")
+    rates: Any = context.Queue()
     stop = threading.Event()
     cycles: list[float] = []
     monitor = None
@@ -132,7 +130,6 @@ def phase(port: int, world: int, mode: str, per_node: int, seconds: float) -> di
             value = one
             for start in range(0, len(names), 1024):
                 setup.multi_set(names[start:start + 1024], [value] * len(names[start:start + 1024]))
-        context = multiprocessing.get_context("spawn")
         loaders = [context.Process(target=_load, args=(port, names[i::LOADERS], value, keys.ctl_gen, seconds, rates))
                    for i in range(LOADERS)]
         for process in loaders:
@@ -160,34 +157,33 @@ def main() -> None:
     parser.add_argument("--sizes", default="16384,65536")
     parser.add_argument("--ranks-per-node", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--repeats", type=int, default=2, help="rounds of the three phases, interleaved")
     args = parser.parse_args()
     print(f"job store requests (set/get/wait, one per 5 ms) with and without the watcher's traffic; "
           f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
     print(f"{'ranks':>7} {'watcher':>22} {'watch req/s':>12} {'reached':>8} {'monitor':>8} | "
-          f"{'p50 set':>8} {'p50 get':>8} {'p50 wait':>8} {'p90 all':>8} | {'p50 vs none':>11}")
+          f"{'p50 set':>8} {'p50 get':>8} {'p50 wait':>8} {'p90 all':>8} |")
     for world in (int(x) for x in args.sizes.split(",")):
-        base = None
-        for mode, label in (("none", "none"), ("nodes", f"node leaders ({args.ranks_per_node}/node)"),
-                            ("ranks", "every rank"), ("none", "none (again)")):
-            server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      text=True)  # a fresh store per phase
-            try:
-                port = int(server.stdout.readline())  # type: ignore[union-attr]
-                result = phase(port, world, mode, args.ranks_per_node, args.seconds)
-            finally:
-                server.stdin.close()  # type: ignore[union-attr]
-                server.wait(timeout=60)
-            lat = result["latencies"]
-            p50 = {op: 1e6 * statistics.median(values) for op, values in lat.items()}
-            every = sorted(v for values in lat.values() for v in values)
-            p90 = 1e6 * every[int(0.9 * (len(every) - 1))]
-            overall = statistics.median(every) * 1e6
-            if base is None:
-                base = overall
-            short = "" if not result["target"] or result["reached"] >= 0.95 * result["target"] else " (short)"
-            print(f"{world:>7} {label:>22} {result['target']:>12.0f} {result['reached']:>8.0f} "
-                  f"{result['monitor_ms']:>6.0f}ms | {p50['set']:>6.0f}us {p50['get']:>6.0f}us "
-                  f"{p50['wait']:>6.0f}us {p90:>6.0f}us | {overall / base:>10.2f}x{short}")
+        pooled: dict[str, list[float]] = {}
+        labels = {"none": "none", "nodes": f"node leaders ({args.ranks_per_node}/node)", "ranks": "every rank"}
+        for _ in range(args.repeats):  # interleaved, so that a drift of the machine touches every mode alike
+            for mode in ("none", "nodes", "ranks"):
+                with served_store() as port:  # a fresh store per phase
+                    result = phase(port, world, mode, args.ranks_per_node, args.seconds)
+                lat = result["latencies"]
+                p50 = {op: 1e6 * statistics.median(values) for op, values in lat.items()}
+                every = sorted(v for values in lat.values() for v in values)
+                pooled.setdefault(mode, []).extend(every)
+                p90 = 1e6 * every[int(0.9 * (len(every) - 1))]
+                short = "" if not result["target"] or result["reached"] >= 0.95 * result["target"] else " (short)"
+                print(f"{world:>7} {labels[mode]:>22} {result['target']:>12.0f} {result['reached']:>8.0f} "
+                      f"{result['monitor_ms']:>6.0f}ms | {p50['set']:>6.0f}us {p50['get']:>6.0f}us "
+                      f"{p50['wait']:>6.0f}us {p90:>6.0f}us |{short}")
+        base = statistics.median(pooled["none"])
+        for mode in ("nodes", "ranks"):
+            print(f"{world:>7} {labels[mode]}: job request p50 {1e6 * statistics.median(pooled[mode]):.0f} us vs "
+                  f"{1e6 * base:.0f} us without the watcher = {statistics.median(pooled[mode]) / base:.2f}x "
+                  f"(all {len(pooled[mode])} requests of its {args.repeats} phases)")
 
 
 if __name__ == "__main__":

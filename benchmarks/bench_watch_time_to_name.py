@@ -20,20 +20,14 @@ import datetime
 import os
 import statistics
 import struct
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from store_server import served_store
+
 _PUBLISHED = 28  # offset of the publication time in a record's header (after magic, rank, world, pid, heartbeat)
-SERVER = """
-import datetime, sys
-import torch.distributed as dist
-store = dist.TCPStore("127.0.0.1", 0, None, True, timeout=datetime.timedelta(seconds=120), wait_for_workers=False)
-print(store.port, flush=True)
-sys.stdin.read()
-"""
 
 
 def run(world: int, per_node: int, warn: float) -> dict[str, object]:
@@ -46,9 +40,7 @@ def run(world: int, per_node: int, warn: float) -> dict[str, object]:
     from syncdoctor.watch.monitor import Monitor
     from syncdoctor.watch.records import GroupProgress, RankRecord, encode_record
 
-    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(server.stdout.readline())  # type: ignore[union-attr]
+    with served_store() as port:
         client = dist.TCPStore("127.0.0.1", port, None, False, timeout=datetime.timedelta(seconds=120),
                                wait_for_workers=False)
         keys = JobKeys("syncdoctor/v1", 0)
@@ -102,9 +94,6 @@ def run(world: int, per_node: int, warn: float) -> dict[str, object]:
                 break
         return {"named": named, "healthy_ms": 1000 * statistics.median(healthy),
                 "full_ms": 1000 * statistics.median(full) if full else 0.0, "full_cycles": len(full)}
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=60)
 
 
 def main() -> None:
