@@ -148,7 +148,8 @@ class CountingStore(MemoryStore):
 def _node_publishers(store: ScopedStore, tmp_path: Path, world: int = 4) -> list[Publisher]:
     out = []
     for rank in range(world):
-        publisher = Publisher(WatchConfig(node_dir=str(tmp_path), stacks=False), Sampler(), P2PLedger(),
+        publisher = Publisher(WatchConfig(node_dir=str(tmp_path), stacks=False, node_aggregation="on"), Sampler(),
+                              P2PLedger(),
                               GroupDirectory(), ActivityMeter(), [], lambda: "flight_recorder", main_ident=None)
         publisher.activity.sample = lambda now: None  # type: ignore[method-assign]
         publisher.attach(store, KEYS, Identity(rank=rank, world_size=world, local_rank=rank, node=0, host="host0",
@@ -186,7 +187,8 @@ def test_a_rank_without_a_node_directory_publishes_alone(tmp_path: Path, caplog:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     store = ScopedStore(MemoryStore())
-    publisher = Publisher(WatchConfig(node_dir=str(blocker)), Sampler(), P2PLedger(), GroupDirectory(),
+    publisher = Publisher(WatchConfig(node_dir=str(blocker), node_aggregation="on"), Sampler(), P2PLedger(),
+                          GroupDirectory(),
                           ActivityMeter(), [], lambda: "hooks", main_ident=None)
     publisher.activity.sample = lambda now: None  # type: ignore[method-assign]
     publisher.attach(store, KEYS, Identity(1, 4, 1, 0, "host0", os.getpid(), 0))
@@ -198,6 +200,34 @@ def test_a_rank_without_a_node_directory_publishes_alone(tmp_path: Path, caplog:
     node.publish()
     raws = RecordReader(store, KEYS, 4).read()
     assert [decode_record(r).rank if r else None for r in raws] == [0, 1, None, None]  # type: ignore[union-attr]
+
+
+def test_the_setting_and_its_automatic_choice() -> None:
+    from syncdoctor.errors import UsageError
+    from syncdoctor.watch.config import AGGREGATE_FROM_RANKS
+
+    auto = WatchConfig()
+    assert auto.node_aggregation == "auto" and not auto.aggregates(AGGREGATE_FROM_RANKS - 1)
+    assert auto.aggregates(AGGREGATE_FROM_RANKS)  # a big job: the store's load matters
+    assert WatchConfig(node_aggregation="on").aggregates(2) and not WatchConfig(node_aggregation="off").aggregates(10**5)
+    assert WatchConfig(node_aggregation=True).node_aggregation == "on"  # type: ignore[arg-type]
+    assert WatchConfig.load({"SYNCDOCTOR_WATCH_NODE_AGGREGATION": "0"}).node_aggregation == "off"
+    with pytest.raises(UsageError, match="SYNCDOCTOR_WATCH_NODE_AGGREGATION='sometimes': must be auto, on or off"):
+        WatchConfig.load({"SYNCDOCTOR_WATCH_NODE_AGGREGATION": "sometimes"})
+
+
+def test_a_dead_leader_is_replaced_at_once(tmp_path: Path) -> None:
+    import subprocess
+
+    clock = Clock()
+    node = _channels(tmp_path, range(3), clock)
+    for rank, channel in node.items():
+        channel.write_record(record(rank, 1))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (node[0].directory / "lease").write_text(f"0 {gone.pid} {clock.now}")  # rank 0 led, and its process is gone
+    assert node[2].lead(1.0) is False  # second in line: waits
+    assert node[1].lead(1.0) is True  # first in line: no takeover delay
 
 
 def test_one_rank_per_node_or_off_publishes_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,9 +9,9 @@ of one machine) apart. Files:
 
 - ``rank-<R>``: rank R's latest record, replaced atomically at every publication (a dead rank's last
   record stays, and the monitor sees it stop);
-- ``lease``: ``<rank> <monotonic time>``, renewed by the leader at each relay; created exclusively by
-  the first rank, taken over by the next live rank when it is not renewed
-  (:func:`~syncdoctor.watch.aggregate.takeover_due`);
+- ``lease``: ``<rank> <pid> <monotonic time>``, renewed by the leader at each publication; created
+  exclusively by the first rank, taken over by the next live rank at once when the leader's process is
+  gone or stopped, else when it is not renewed (:func:`~syncdoctor.watch.aggregate.takeover_due`);
 - ``index``: the node's number in the store (``<base>/node/<index>``), registered once;
 - ``control``: the control message's generation and text, mirrored by the leader so that the node's
   other ranks poll a file, not the store.
@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from syncdoctor.watch.aggregate import pack_node, takeover_due
+from syncdoctor.watch.local import process_state
 from syncdoctor.watch.records import STATES, decode_header
 
 __all__ = ["NodeChannel", "node_base"]
@@ -131,10 +132,10 @@ class NodeChannel:
         return int(head), text
 
     # --- leadership ----------------------------------------------------------------------------------
-    def _lease(self) -> tuple[int, float] | None:
+    def _lease(self) -> tuple[int, int, float] | None:
         try:
-            owner, stamp = (self.directory / "lease").read_text().split()
-            return int(owner), float(stamp)
+            owner, pid, stamp = (self.directory / "lease").read_text().split()
+            return int(owner), int(pid), float(stamp)
         except (OSError, ValueError):
             return None
 
@@ -154,7 +155,7 @@ class NodeChannel:
         over when the leader stopped renewing it. Call once per publication, after :meth:`write_record`."""
         now = self.clock()
         lease = self._lease()
-        mine = f"{self.rank} {now:.6f}".encode()
+        mine = f"{self.rank} {os.getpid()} {now:.6f}".encode()
         if lease is None:
             try:
                 fd = os.open(self.directory / "lease", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -165,14 +166,17 @@ class NodeChannel:
                 handle.write(mine)
             self.leading = True
             return True
-        owner, stamp = lease
+        owner, pid, stamp = lease
         if owner == self.rank:
             self._write("lease", mine)
             self.leading = True
             return True
         candidates = self._candidates(owner, interval_s)
         position = candidates.index(self.rank) if self.rank in candidates else len(candidates)
-        if takeover_due(now - stamp, position, interval_s):
+        # a leader whose process is gone or stopped (it runs on this host) is replaced at once; one that only
+        # stopped renewing (a long call holding the GIL) after the takeover delay
+        gone = position == 0 and process_state(pid) in ("gone", "zombie", "stopped")
+        if gone or takeover_due(now - stamp, position, interval_s):
             self._write("lease", mine)
             self.leading = True
             return True
@@ -224,7 +228,7 @@ class NodeChannel:
         to publish leads at once instead of after a takeover delay."""
         if self.leading:
             lease = self._lease()
-            if lease is not None and lease[0] == self.rank:
+            if lease is not None and lease[0] == self.rank and lease[1] == os.getpid():
                 with contextlib.suppress(OSError):
                     (self.directory / "lease").unlink()
             self.leading = False

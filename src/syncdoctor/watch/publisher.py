@@ -104,9 +104,9 @@ class Publisher:
         self.state = "running"
 
     def _open_node(self, store: ScopedStore, keys: JobKeys, me: Identity) -> NodeChannel | None:
-        """This rank's node channel, unless aggregation is off, the node has one rank, or no directory can be
-        had (said once: the rank then publishes its own record)."""
-        if not self.config.node_aggregation or os.environ.get("LOCAL_WORLD_SIZE", "").strip() == "1":
+        """This rank's node channel, unless aggregation is off (or ``auto`` in a small job), the node has one
+        rank, or no directory can be had (said once: the rank then publishes its own record)."""
+        if not self.config.aggregates(me.world_size) or os.environ.get("LOCAL_WORLD_SIZE", "").strip() == "1":
             return None
         token = store.compare_set(keys.token, "", secrets.token_hex(8)).decode(errors="replace")
         channel, why = NodeChannel.open(node_base(self.config.node_dir), token, me.host_key, me.rank)
