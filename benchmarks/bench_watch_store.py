@@ -10,8 +10,8 @@ latency. Side by side, in one run, for each size:
 - without the watcher;
 - with the watcher publishing per rank (``node_aggregation=False``): every rank sets its record and polls
   the control generation once a second;
-- with node aggregation: every node leader sets its node's value (R records) and polls the control
-  generation once a second;
+- with node aggregation: every node leader sets its node's value (R records) twice a second, and polls
+  the control generation (here twice as well: a little more than leaders do);
 
 and, in both watcher phases, a real monitor (``syncdoctor.watch.monitor.Monitor``) reading every record
 once a second. The publishers are simulated by two load processes, their requests spread evenly over each
@@ -130,14 +130,17 @@ def phase(port: int, world: int, mode: str, per_node: int, seconds: float) -> di
             value = one
             for start in range(0, len(names), 1024):
                 setup.multi_set(names[start:start + 1024], [value] * len(names[start:start + 1024]))
-        loaders = [context.Process(target=_load, args=(port, names[i::LOADERS], value, keys.ctl_gen, seconds, rates))
-                   for i in range(LOADERS)]
+        # node leaders relay twice a second: each node value is set twice (with a control poll each, one more
+        # than leaders make: a little more load than the real one)
+        published = names * 2 if mode == "nodes" else names
+        loaders = [context.Process(target=_load, args=(port, published[i::LOADERS], value, keys.ctl_gen, seconds,
+                                                       rates)) for i in range(LOADERS)]
         for process in loaders:
             process.start()
         time.sleep(1.0)  # let the load reach its rate
         monitor = threading.Thread(target=_monitor, args=(port, world, seconds, stop, cycles), daemon=True)
         monitor.start()
-        target = 2 * len(names)
+        target = 2 * len(published)
     else:
         target = 0
     latencies = _job(port, seconds - 1.5 if mode != "none" else seconds)
