@@ -131,7 +131,7 @@ def run(args: argparse.Namespace, console: Console, *, clock: Callable[[], float
     from syncdoctor.watch.config import WatchConfig
     from syncdoctor.watch.keys import JobKeys
     from syncdoctor.watch.monitor import Monitor
-    from syncdoctor.watch.sinks import CallbackSink, HistorySink, job_run_id, read_store_events
+    from syncdoctor.watch.sinks import CallbackSink, HistorySink, close_sinks, job_run_id, read_store_events
     from syncdoctor.watch.store import connect, parse_master, read_attempt, read_meta
 
     host, port = parse_master(args.master)
@@ -213,9 +213,7 @@ def run(args: argparse.Namespace, console: Console, *, clock: Callable[[], float
     finally:
         if live is not None:
             live.stop()
-        for sink in sinks:
-            if isinstance(sink, HistorySink):
-                sink.close()
+        close_sinks(sinks)  # the node history's pending writes
     if not args.json and not live_mode:
         console.print(build_table(monitor, monitor.clock()))
     if args.once and any(d.get("severity") == "error" for d in printed):

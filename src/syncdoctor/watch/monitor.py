@@ -54,7 +54,7 @@ from syncdoctor.watch.records import (
     format_ranks,
     parse_ranks,
 )
-from syncdoctor.watch.sinks import HistorySink, JsonlSink, LogSink, Sink, StoreSink, job_run_id
+from syncdoctor.watch.sinks import HistorySink, JsonlSink, LogSink, Sink, StoreSink, close_sinks, job_run_id
 from syncdoctor.watch.snapshot import DetectorState, Requests, Snapshot, note_heartbeats
 from syncdoctor.watch.thresholds import AUTO_CONFIRM_START_S, Learner, Thresholds
 
@@ -482,10 +482,7 @@ class MonitorThread:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        for sink in self.monitor.sinks:  # the node history's pending writes
-            close = getattr(sink, "close", None)
-            if callable(close):
-                close(timeout)
+        close_sinks(self.monitor.sinks, timeout)  # the node history's pending writes
 
     @property
     def alive(self) -> bool:

@@ -168,20 +168,22 @@ class NodeChannel:
             return True
         owner, pid, stamp = lease
         if owner == self.rank:
-            self._write("lease", mine)
-            self.leading = True
-            return True
+            return self._claim(mine)
         candidates = self._candidates(owner, interval_s)
         position = candidates.index(self.rank) if self.rank in candidates else len(candidates)
         # a leader whose process is gone or stopped (it runs on this host) is replaced at once; one that only
         # stopped renewing (a long call holding the GIL) after the takeover delay
         gone = position == 0 and process_state(pid) in ("gone", "zombie", "stopped")
         if gone or takeover_due(now - stamp, position, interval_s):
-            self._write("lease", mine)
-            self.leading = True
-            return True
+            return self._claim(mine)
         self.leading = False  # a leader that was replaced steps down here
         return False
+
+    def _claim(self, lease: bytes) -> bool:
+        """Write this rank's lease (renewed or taken over): it leads."""
+        self._write("lease", lease)
+        self.leading = True
+        return True
 
     def gather(self) -> bytes:
         """The node value: every rank file of the node (the leader's own included)."""

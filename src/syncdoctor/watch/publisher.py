@@ -180,8 +180,7 @@ class Publisher:
             store.set(keys.rank(self.identity.rank if self.identity else 0), blob)
             return
         if leading or (final and self.node.index_known()):
-            index = self.node.node_index(lambda: store.add(keys.nodes_count, 1) - 1)
-            store.set(keys.node(index), self.node.gather())
+            self._publish_node(self.node, store, keys)
         if final:
             self.node.resign()  # a node-mate leads from its next publication
             self.node.close()
@@ -228,8 +227,13 @@ class Publisher:
             node, store, keys = self.node, self.store, self.keys
             if node is None or not node.leading or store is None or keys is None or self.final:
                 return
-            index = node.node_index(lambda: store.add(keys.nodes_count, 1) - 1)
-            store.set(keys.node(index), node.gather())
+            self._publish_node(node, store, keys)
+
+    @staticmethod
+    def _publish_node(node: NodeChannel, store: ScopedStore, keys: JobKeys) -> None:
+        """The node's records as one value, under its number (registered once)."""
+        index = node.node_index(lambda: store.add(keys.nodes_count, 1) - 1)
+        store.set(keys.node(index), node.gather())
 
     def _read_control(self) -> tuple[int, ControlMessage | None]:
         """The control generation and message: from the store, or from the node's leader's mirror (which the
@@ -243,10 +247,9 @@ class Publisher:
             if text is not None:
                 node.mirror_control(gen, text)
                 self._mirrored = gen
-            if gen == self.ctl_gen:
+            # the leader reads and mirrors each generation once, and poll_control then takes it as seen
+            if gen == self.ctl_gen or text is None:
                 return gen, None
-            if text is None:
-                text = read_control_text(self.store, self.keys, -1)[1] or b""
             return gen, ControlMessage.from_json(text)
         self._mirrored = -1  # mirror again if this rank becomes the leader
         mirrored = node.read_control()

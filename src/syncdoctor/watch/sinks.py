@@ -12,7 +12,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -21,7 +21,8 @@ from syncdoctor.redact import redact_json, redact_text
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 
-__all__ = ["CallbackSink", "HistorySink", "JsonlSink", "LogSink", "Sink", "StoreSink", "job_run_id", "read_store_events"]
+__all__ = ["CallbackSink", "HistorySink", "JsonlSink", "LogSink", "Sink", "StoreSink", "close_sinks", "job_run_id",
+           "read_store_events"]
 
 logger = logging.getLogger("syncdoctor.watch")
 _MAX_STORE_EVENTS = 1000
@@ -176,6 +177,14 @@ class HistorySink:
         if not self._warned:
             self._warned = True
             logger.warning("syncdoctor.watch: node history: %s", text)
+
+
+def close_sinks(sinks: Iterable[Sink], timeout: float = 2.0) -> None:
+    """Let the sinks that write from their own thread (the node history) finish their pending writes."""
+    for sink in sinks:
+        close = getattr(sink, "close", None)
+        if callable(close):
+            close(timeout)
 
 
 def read_store_events(store: ScopedStore, keys: JobKeys, after: int) -> tuple[int, list[dict[str, object]]]:
