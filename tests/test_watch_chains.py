@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from columns_check import detect_both
 from syncdoctor.watch.config import WatchConfig
-from syncdoctor.watch.detector import detect
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.records import Frame, GroupProgress, P2PProgress, RankRecord, Signature, StackReport
 from syncdoctor.watch.snapshot import DetectorState, Snapshot
@@ -114,7 +114,7 @@ class Job:
             )
         snap = Snapshot(now=self.now, wall=self.now, world_size=self.world, records=records, groups=dict(self.groups),
                         stacks=dict(self.stacks))
-        result = detect(snap, self.config, self.state)
+        result = detect_both(snap, self.config, self.state)
         for rank, gen in result.requests.stacks.items():
             frames = (Frame("/job/train.py", 10, "main"), Frame("/job/train.py", 40 + rank, f"work_of_{rank}"))
             self.stacks[rank] = StackReport(rank, gen, frames, frames[-1])

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from columns_check import detect_both
 from syncdoctor.watch.config import WatchConfig
-from syncdoctor.watch.detector import detect
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.records import (
     Activity,
@@ -89,7 +89,7 @@ class Job:
         records = {r.rank: r.record(self.world) for r in self.ranks if r.state != "never"}
         snap = Snapshot(now=self.now, wall=self.now, world_size=self.world, records=records,
                         groups={"0": tuple(range(self.world)), "1": tuple(range(self.world))}, stacks=dict(self.stacks))
-        result = detect(snap, self.config, self.state)
+        result = detect_both(snap, self.config, self.state)
         self.requested.update(result.requests.stacks)
         self.events.extend(result.events)
         return list(result.events)
@@ -481,7 +481,7 @@ def test_wait_uses_the_publication_time_within_one_interval(lag: float, expected
     for beat in (1, 2):  # a late rank is named once a second record of it still shows it late
         snap = Snapshot(now=50.0, wall=1000.0, world_size=2, records={0: rec(0, 5, 2.0), 1: rec(1, 4, None, beat)},
                         groups={"0": (0, 1)})
-        events = detect(snap, config, state).events
+        events = detect_both(snap, config, state).events
     if expected >= 2.5:
         assert [e.code for e in events] == ["W101"] and events[0].waited_s == pytest.approx(expected)
     else:

@@ -12,10 +12,13 @@ from syncdoctor.errors import UsageError
 from syncdoctor.watch.config import WatchConfig, env_name
 from syncdoctor.watch.events import CODES, Event
 from syncdoctor.watch.records import (
+    HAS_STEP,
     HEADER_FIELDS,
     HEADER_GROUPS,
     HEADER_SIZE,
+    INSPECTED,
     OVERFLOW,
+    P2P,
     RECORD_VERSION,
     Frame,
     GroupProgress,
@@ -33,6 +36,7 @@ from syncdoctor.watch.records import (
     format_ranks,
     group_id,
     parse_ranks,
+    signature_crc,
 )
 
 
@@ -52,7 +56,8 @@ def _record() -> RankRecord:
 def test_record_round_trip() -> None:
     record = _record()
     raw = encode_record(record)
-    assert HEADER_SIZE <= 512 and len(raw) - HEADER_SIZE < 360  # compact: read for every rank every second
+    # compact: read for every rank every second (v7's per-slot stall and signature and the step: 532 bytes)
+    assert HEADER_SIZE <= 540 and len(raw) - HEADER_SIZE < 360
     assert decode_record(raw) == record
 
 
@@ -170,6 +175,20 @@ def test_record_round_trip_any(record: RankRecord) -> None:
     assert decode_record(raw) == record
     head = decode_header(raw)
     assert head is not None and head[1] == record.rank and head[4] == record.heartbeat
+    decoded = decode_record(raw)
+    assert decoded is not None
+    if _field(raw, "flags") & OVERFLOW:
+        return
+    # what the detector's bulk pass reads from the header is exactly what the decoded record says
+    stall, sig_seq, crc = _field(raw, "stall_ms"), _field(raw, "sig_seq"), _field(raw, "sig_crc")
+    for slot, progress in enumerate(decoded.groups.values()):
+        assert stall[slot] == -1 if progress.stalled_s is None else stall[slot] / 1000 == progress.stalled_s
+        assert sig_seq[slot] == progress.signature_seq and (crc[slot] != 0) == (progress.signature is not None)
+        if progress.signature is not None:
+            assert crc[slot] == signature_crc(progress.signature.to_compact())
+    assert bool(_field(raw, "flags") & HAS_STEP) == (decoded.step is not None)
+    assert decoded.step is None or _field(raw, "step") == decoded.step
+    assert bool(_field(raw, "flags") & P2P) == bool(decoded.p2p)
 
 
 def _field(raw: bytes, name: str) -> object:
@@ -193,7 +212,10 @@ def test_header_holds_the_screen_fields() -> None:
     assert _field(raw, "mark_step")[:2] == (11, 12) and _field(raw, "nmarks") == 2
     pad = HEADER_GROUPS - 2  # per mark, one count per group slot
     assert _field(raw, "mark_entered")[:2 * HEADER_GROUPS] == (55, 0, *[0] * pad, 57, 3, *[0] * pad)
-    assert _field(raw, "nwaits") == 1 and _field(raw, "wait_ms")[0] == 400 and _field(raw, "flags") == 0
+    assert _field(raw, "nwaits") == 1 and _field(raw, "wait_ms")[0] == 400
+    assert _field(raw, "flags") == P2P | INSPECTED | HAS_STEP and _field(raw, "step") == 12
+    assert _field(raw, "stall_ms")[:2] == (1500, -1) and _field(raw, "sig_seq")[:2] == (58, 0)
+    assert _field(raw, "sig_crc")[0] & 1 and _field(raw, "sig_crc")[1] == 0
     assert _field(raw, "max_stall_ms") == 1500
     quiet = encode_record(record._replace(groups={"0": GroupProgress("0", 5, 5)}, step_marks=(), waits=(), p2p=()))
     assert _field(quiet, "max_stall_ms") == -1
@@ -206,7 +228,7 @@ def test_header_overflow_flag() -> None:
     base = _record()._replace(step_marks=(), waits=())
     many = {str(i): GroupProgress(str(i), 1, 1) for i in range(HEADER_GROUPS + 1)}
     assert _field(encode_record(base._replace(groups=many)), "flags") & OVERFLOW
-    assert _field(encode_record(base._replace(groups=dict(list(many.items())[:HEADER_GROUPS]))), "flags") == 0
+    assert not _field(encode_record(base._replace(groups=dict(list(many.items())[:HEADER_GROUPS]))), "flags") & OVERFLOW
     repeated = (StepMark(3, {"0": 5}), StepMark(3, {"0": 6}))
     assert _field(encode_record(base._replace(step_marks=repeated)), "flags") & OVERFLOW
     foreign_group = (StepMark(3, {"9": 5}),)

@@ -337,6 +337,8 @@ def test_each_fault_is_reported_the_same_way(kind: str, code: str) -> None:
     assert [e.to_json() for e in fast.events] == [e.to_json() for e in full.events]
     assert all(p == "fast" for p, h in zip(paths, healthy, strict=True) if h)
     assert "full" in paths[4:]
+    # the incident's cycles ran the detector over the headers' columns, and said the same as the reference
+    assert fast.column_cycles >= (1 if kind == "hooks" else 3) and full.column_cycles == 0, fast.column_cycles
 
 
 def test_garbage_restart_and_skipped_publication_agree() -> None:

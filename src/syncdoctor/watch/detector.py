@@ -49,7 +49,9 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     config = config.resolved()  # "auto" thresholds: the monitor passes learned ones; alone, the warm-up's
     if state.started_at is None:
         state.started_at = snapshot.now
-    note_heartbeats(state, snapshot.now, ((rank, rec.heartbeat) for rank, rec in snapshot.records.items()))
+    columns = snapshot.columns
+    note_heartbeats(state, snapshot.now, enumerate(columns.heartbeats()) if columns is not None else (
+        (rank, rec.heartbeat) for rank, rec in snapshot.records.items()))
     state.due_at = None
     ctx = Context(snapshot, config, state, _liveness(snapshot, config, state), _groups(snapshot))
     conditions = wait_conditions(ctx)
@@ -71,6 +73,12 @@ def _liveness(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> 
     live: dict[int, str] = {}
     dead_s = config.dead_s
     started = state.started_at if state.started_at is not None else snapshot.now
+    if snapshot.columns is not None:  # every rank has a record; its state is in the header
+        seen, now = state.seen, snapshot.now
+        names = ("alive", "exited", "failed")
+        for rank, code in enumerate(snapshot.columns.states().tolist()):
+            live[rank] = names[code] if code else ("stale" if now - seen[rank].changed_at >= dead_s else "alive")
+        return live
     for rank in range(snapshot.world_size):
         rec = snapshot.records.get(rank)
         if rec is None:
@@ -89,6 +97,8 @@ def _liveness(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> 
 def _groups(snapshot: Snapshot) -> dict[str, tuple[int, ...]]:
     groups = {name: tuple(sorted(members)) for name, members in snapshot.groups.items()}
     groups.setdefault(DEFAULT_GROUP, tuple(range(snapshot.world_size)))
+    if snapshot.columns is not None:  # the monitor built columns: every group in the records has its table
+        return groups
     for rank, rec in snapshot.records.items():  # groups whose table has not been read yet
         for name in rec.groups:
             if name not in groups:
@@ -172,11 +182,7 @@ def _cleared(ctx: Context, incident: Incident) -> bool:
             c.group == incident.group and c.peer == peer and c.kind == kind and c.completed >= incident.seq
             for c in rec.p2p
         )
-    for rank, rec in ctx.snapshot.records.items():
-        progress = rec.groups.get(incident.group)
-        if ctx.live.get(rank) in ("alive", "exited") and progress is not None and progress.completed >= incident.seq:
-            return True
-    return False
+    return ctx.any_completed(incident.group, incident.seq, ("alive", "exited"))
 
 
 def _resolved(ctx: Context, incident: Incident) -> Event:

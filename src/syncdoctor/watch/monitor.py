@@ -31,8 +31,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from syncdoctor.history import resolve_path
 from syncdoctor.outputs import output_problem
@@ -46,6 +46,7 @@ from syncdoctor.watch.priority import lower_thread_priority
 from syncdoctor.watch.reader import RecordReader
 from syncdoctor.watch.records import (
     MAGIC,
+    SOURCES,
     RankRecord,
     StackReport,
     WaitSample,
@@ -58,6 +59,9 @@ from syncdoctor.watch.sinks import HistorySink, JsonlSink, LogSink, Sink, StoreS
 from syncdoctor.watch.snapshot import DetectorState, Requests, Snapshot, note_heartbeats
 from syncdoctor.watch.thresholds import AUTO_CONFIRM_START_S, Learner, Thresholds
 
+if TYPE_CHECKING:
+    from syncdoctor.watch.columns import Columns
+
 __all__ = ["HANG_CODES", "LazyRecords", "Monitor", "MonitorThread", "monitor_sinks"]
 
 logger = logging.getLogger(__name__)
@@ -65,6 +69,18 @@ logger = logging.getLogger(__name__)
 # confirmed events of these codes end the job in fail-fast mode (W107, a straggler, never does)
 HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
 NATIVE_POLLS = 30  # cycles a monitor reads a stack again for its native part before giving up
+
+
+@dataclass
+class _Inputs:
+    """What the screen computed from this cycle's headers, for the detector's columns when it is not quiet."""
+
+    table: Any
+    changed: Any
+    changed_at: Any
+    from_headers: list[tuple[int, list[WaitSample]]]
+    to_decode: list[int]
+    upper: int  # at most this many waits to take
 
 
 class LazyRecords(Mapping[int, RankRecord]):
@@ -78,6 +94,12 @@ class LazyRecords(Mapping[int, RankRecord]):
         self.raws = raws
         self._cache: dict[int, RankRecord | None] = {}
         self._all: dict[int, RankRecord] | None = None
+        self.headers_valid = False  # every value has a valid header (the monitor's columns): membership is cheap
+
+    def __contains__(self, rank: object) -> bool:
+        if self.headers_valid:  # a detail that does not parse reads as None from get()
+            return type(rank) is int and 0 <= rank < len(self.raws)
+        return super().__contains__(rank)
 
     def _one(self, rank: int) -> RankRecord | None:
         if rank in self._cache:
@@ -171,6 +193,7 @@ class Monitor:
         self._tables: dict[str, tuple[int, ...]] = {}
         # the fast path: which cycles took it, why the last full one did not, and where the time went
         self.fast_cycles = 0
+        self.column_cycles = 0  # full cycles whose detector read the headers as columns
         self.last_path = ""
         self.last_reason = ""
         self.timings: dict[str, float] = {}
@@ -192,6 +215,8 @@ class Monitor:
             self._stack_arr = np.zeros(world_size, dtype=np.int64)
         self._dropped = 0
         self._screened = 0.0
+        self._inputs: _Inputs | None = None
+        self._identity: dict[int, tuple[int, str, str]] = {}  # rank -> (pid, host key, where), for the columns
 
     # --- one cycle -----------------------------------------------------------------------------------
     def cycle(self) -> list[Event]:
@@ -204,6 +229,7 @@ class Monitor:
         now, wall = self.clock(), self.wall_clock()
         self._refresh_thresholds(now)
         lazy = LazyRecords(raws)  # one decoding per record per cycle, whichever path reads it
+        self._inputs = None
         if self._np is not None and self._fast(raws, lazy, now):
             self.state.due_at = None  # quiet: no wait is near a threshold
             self.timings = {"multi_get": read - started, "screen": self._screened - read}
@@ -216,7 +242,7 @@ class Monitor:
             self.timings["rest"] = self.last_cycle_s - self.timings["multi_get"] - self.timings["screen"]
             return []
         self.last_path = "full"
-        events = self._full(lazy, now, wall)
+        events = self._full(lazy, now, wall, self._inputs)
         self.cycles += 1
         self.last_cycle_s = time.perf_counter() - started
         self.timings = {"multi_get": read - started, "rest": self.last_cycle_s - (read - started)}
@@ -284,6 +310,7 @@ class Monitor:
         tables, index = self._tables, self._index
         from_headers, to_decode = new_waits(table, self._wait_pid, self._wait_total, index.by_id)
         upper = sum(len(w) for _, w in from_headers) + 64 * len(to_decode)
+        self._inputs = _Inputs(table, changed, changed_at, from_headers, to_decode, upper)
         if self.config.auto_warn or self.config.auto_confirm:
             marks = table["nmarks"]
             if marks.any():
@@ -327,27 +354,62 @@ class Monitor:
         self._dropped = state.waits_dropped
         return True
 
-    def _full(self, lazy: LazyRecords, now: float, wall: float) -> list[Event]:
-        records = lazy.decoded()
-        if len(records) < self.world_size and not self._said_version:  # only then can a version differ
-            self._say_version(lazy.raws)
+    def _columns(self, lazy: LazyRecords, inputs: _Inputs | None) -> Columns | None:
+        """The headers as columns for the detector (:mod:`syncdoctor.watch.columns`), when they hold all it
+        reads; ``None`` to decode every record instead."""
+        if inputs is None or self._index is None or self._index_size != len(self.groups):
+            return None
+        from syncdoctor.watch.columns import Columns, headers_hold_all
+
+        state = self.state
+        if state.waits_dropped != self._dropped or len(state.pending_waits) + inputs.upper > state.max_pending:
+            return None  # the straggler bookkeeping must take every record's waits again
+        if not headers_hold_all(inputs.table, self._index):
+            return None
+        waits: list[tuple[int, Sequence[WaitSample]]] = list(inputs.from_headers)
+        for rank in inputs.to_decode:
+            record = lazy.get(rank)
+            if record is None:
+                return None
+            waits.append((rank, record.waits))
+        lazy.headers_valid = True
+        return Columns(inputs.table, self._index, lazy, self._identity, sorted(waits))
+
+    def _full(self, lazy: LazyRecords, now: float, wall: float, inputs: _Inputs | None = None) -> list[Event]:
+        columns = self._columns(lazy, inputs)
+        records: Mapping[int, RankRecord]
+        if columns is not None:
+            self.column_cycles += 1
+            records = lazy
+            table = columns.table
+            self._read_stacks(records, dict(enumerate(table["stack_gen"].tolist())))
+            self._observe_step(now, columns.max_step())
+        else:
+            records = lazy.decoded()
+            if len(records) < self.world_size and not self._said_version:  # only then can a version differ
+                self._say_version(lazy.raws)
+            for rank, rec in records.items():
+                self._identity[rank] = (rec.pid, rec.host_key, rec.where)
+            self._read_groups(records)
+            self._read_stacks(records, {r: rec.stack_gen for r, rec in records.items()})
+            steps = [rec.step for rec in records.values() if rec.step is not None]
+            self._observe_step(now, max(steps) if steps else None)
         self.records = records
-        self._read_groups(records)
-        self._read_stacks(records)
-        snapshot = Snapshot(now, wall, self.world_size, records, dict(self.groups), dict(self.stacks))
-        steps = [rec.step for rec in records.values() if rec.step is not None]
-        self._observe_step(now, max(steps) if steps else None)
+        snapshot = Snapshot(now, wall, self.world_size, records, dict(self.groups), dict(self.stacks), columns)
         detection = detect(snapshot, self.effective, self.state)
         events = list(detection.events)
         if self.config.auto_warn or self.config.auto_confirm:  # say which thresholds made the call
             events = [replace(e, detail={**e.detail, "thresholds": self.thresholds.to_json()}) for e in events]
-        hooked = tuple(sorted(r for r, rec in records.items() if rec.source == "hooks"))
+        if columns is not None:
+            hooked = tuple(self._np.flatnonzero(columns.table["source"] == SOURCES.index("hooks")).tolist())
+        else:
+            hooked = tuple(sorted(r for r, rec in records.items() if rec.source == "hooks"))
         if hooked and self._hooks_seen_at is None:
             self._hooks_seen_at = now
         # what the watcher cannot see is said once, here: when every rank has reported (records relayed by
         # node leaders arrive an interval apart), or a dead rank's delay after the first such record
         if hooked and not self._said_hooks and (
-                len(records) == self.world_size or now - (self._hooks_seen_at or now) >= self.effective.dead_s):
+                columns is not None or len(records) == self.world_size or now - (self._hooks_seen_at or now) >= self.effective.dead_s):
             self._said_hooks = True
             events.insert(0, Event(
                 "W109", "info",
@@ -360,7 +422,9 @@ class Monitor:
         if self.send_requests:
             self._send(detection.requests, events)
             self._write_lease()
-        if self._np is not None:
+        if columns is not None and inputs is not None:
+            self._sync_columns(inputs)
+        elif self._np is not None:
             self._sync(records)
         for event in events:
             self.events.append(event)
@@ -386,6 +450,20 @@ class Monitor:
                 self._stack_arr[rank] = gen
         self._dropped = self.state.waits_dropped
 
+    def _sync_columns(self, inputs: _Inputs) -> None:
+        """After a cycle on columns: the fast path's per-rank arrays, as the fast path keeps them (the detector
+        took the same heartbeats and waits from the same headers)."""
+        np, table = self._np, inputs.table
+        self._hb = table["heartbeat"].astype(np.int64)
+        self._changed_at = inputs.changed_at
+        self._known[:] = True
+        self._wait_pid = table["pid"].astype(np.int64)
+        self._wait_total = table["waits_total"].astype(np.int64)
+        for rank, gen in self._stack_gens.items():
+            if 0 <= rank < self.world_size:
+                self._stack_arr[rank] = gen
+        self._dropped = self.state.waits_dropped
+
     def _read_groups(self, records: Mapping[int, RankRecord]) -> None:
         names = {name for rec in records.values() for name in rec.groups}
         for name in sorted(names - set(self.groups)):
@@ -402,8 +480,9 @@ class Monitor:
                 self.groups.pop(name, None)
                 self._group_misses[name] = misses + 1
 
-    def _read_stacks(self, records: Mapping[int, RankRecord]) -> None:
-        wanted = [r for r, rec in records.items() if rec.stack_gen > self._stack_gens.get(r, 0)]
+    def _read_stacks(self, records: Mapping[int, RankRecord], stack_gens: Mapping[int, int]) -> None:
+        """Read the stacks the records announce (``stack_gens``: per rank, the generation its record names)."""
+        wanted = [r for r, gen in stack_gens.items() if gen > self._stack_gens.get(r, 0)]
         # stacks asked for and not answered in the records yet: read their keys directly (a node leader relays
         # the record that announces a stack up to an interval later); stacks whose native part the rank is
         # still taking: read again. A few ranks, for a few cycles each.
@@ -422,9 +501,9 @@ class Monitor:
         raws = self.store.multi_get([self.keys.stack(r) for r in (*wanted, *pending)])
         for rank, raw in zip(wanted, raws, strict=False):
             report = decode_stack(raw)
-            record = records.get(rank)
-            if record is not None and record.stack_gen > self._stack_gens.get(rank, 0):
-                self._stack_gens[rank] = record.stack_gen
+            announced = stack_gens.get(rank)
+            if announced is not None and announced > self._stack_gens.get(rank, 0):
+                self._stack_gens[rank] = announced
             if report is not None and report.gen >= self._stack_gens.get(rank, 0):
                 self._stack_gens[rank] = report.gen
                 self.stacks[rank] = report

@@ -2,7 +2,7 @@
 
 Pure: no I/O. One :class:`RankRecord` per rank per interval is written to the job's store under
 ``<prefix>/attempt<N>/rank/<rank>``; stacks, group tables and control messages have their own keys (see
-:mod:`syncdoctor.watch.keys`). A record (version 5) is a fixed-size binary header, which the monitor
+:mod:`syncdoctor.watch.keys`). A record (version 7) is a fixed-size binary header, which the monitor
 screens for all ranks at once in healthy cycles (:mod:`syncdoctor.watch.screen`), followed by the detail
 as positional JSON, decoded only when needed. :func:`decode_record` never raises on bad input: it
 returns ``None`` (older versions, foreign or truncated values too) and the monitor treats the rank as
@@ -26,12 +26,15 @@ from syncdoctor.watch.signature import Signature, signature_from_compact, sizes_
 from syncdoctor.watch.stacks import Frame, StackReport, decode_stack, encode_stack
 
 __all__ = [
+    "HAS_STEP",
     "HEADER_FIELDS",
     "HEADER_GROUPS",
     "HEADER_MARKS",
     "HEADER_SIZE",
     "HEADER_WAITS",
+    "INSPECTED",
     "OVERFLOW",
+    "P2P",
     "P2P_KINDS",
     "RECORD_VERSION",
     "SOURCES",
@@ -54,10 +57,11 @@ __all__ = [
     "format_ranks",
     "group_id",
     "parse_ranks",
+    "signature_crc",
     "sizes_from",
 ]
 
-RECORD_VERSION = 6
+RECORD_VERSION = 7
 # starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
 # destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
 STATES = ("starting", "running", "exited", "failed", "aborting")
@@ -231,11 +235,12 @@ class RankRecord(NamedTuple):
         return self.host or "?"
 
 
-# Record v5: a fixed-size little-endian binary *screen header* followed by the *detail* (positional JSON).
+# Record v5-v7: a fixed-size little-endian binary *screen header* followed by the *detail* (positional JSON).
 #
 # The monitor reads every rank's value each interval. In a healthy cycle it looks at the headers only,
 # all at once (:mod:`syncdoctor.watch.screen`), and decodes the detail of a rank only when something
-# needs it; the full detector runs on decoded records when the screen sees anything unusual. Header and
+# needs it; when the screen sees anything unusual, the detector runs over the headers in bulk and decodes the
+# records it names (:mod:`syncdoctor.watch.columns`; v7 added what that needs). Header and
 # detail share one store key: a multi_get of 4096 keys cost the same with 120-byte and 430-byte values
 # here (the store's cost is per key; see docs/performance.md), and one key keeps header and detail from
 # the same publication. The header is authoritative for the fields it holds (rank, world, pid,
@@ -263,11 +268,19 @@ HEADER_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("gid", "I", HEADER_GROUPS), ("entered", "I", HEADER_GROUPS), ("completed", "I", HEADER_GROUPS),
     ("mark_step", "q", HEADER_MARKS), ("mark_entered", "I", HEADER_MARKS * HEADER_GROUPS),
     ("wait_gid", "I", HEADER_WAITS), ("wait_seq", "I", HEADER_WAITS), ("wait_ms", "I", HEADER_WAITS),
+    # v7: what the detector's bulk pass (syncdoctor.watch.columns) reads per slot and rank, so that an incident
+    # cycle decodes only the records it names: the stall per group (ms, -1: nothing pending), the signature
+    # (its sequence number, and crc32 of its compact form | 1; 0: none) and the step (valid with HAS_STEP)
+    ("stall_ms", "i", HEADER_GROUPS), ("sig_seq", "I", HEADER_GROUPS), ("sig_crc", "I", HEADER_GROUPS),
+    ("step", "q", 1),
 )
 _HEADER = struct.Struct("<" + "".join(f"{n}{code}" if n > 1 else code for _, code, n in HEADER_FIELDS))
 HEADER_SIZE = _HEADER.size
 # flags
 OVERFLOW = 1  # more groups than slots, a number out of the header's range, marks it cannot represent
+P2P = 2  # the record has point-to-point channels (the detector reads those records)
+INSPECTED = 4  # the record answers process-state requests (``inspected`` is not empty)
+HAS_STEP = 8  # ``step`` holds the record's step (else the record has none)
 SOURCES = ("", "flight_recorder", "hooks")  # header codes of RankRecord.source (others read back as "")
 _U32 = 0xFFFFFFFF
 _I32 = 0x7FFFFFFF
@@ -278,7 +291,22 @@ def group_id(name: str) -> int:
     return zlib.crc32(name.encode())
 
 
-def _header(record: RankRecord, detail_len: int) -> bytes:
+def signature_crc(compact: str | None) -> int:
+    """The header's form of a signature (its :meth:`~Signature.to_compact` text): ``crc32 | 1``, 0 for none
+    (a text that does not parse back is none, as :func:`decode_record` reads it)."""
+    if compact is None or signature_from_compact(compact) is None:
+        return 0
+    return zlib.crc32(compact.encode()) | 1
+
+
+def _stall_ms(stalled: float | None) -> int:
+    """The detail's stall (rounded to ms; negative reads back as none) in ms, -1 for none."""
+    if stalled is None or round(stalled, 3) < 0:
+        return -1
+    return round(round(stalled, 3) * 1000)
+
+
+def _header(record: RankRecord, detail_len: int, compacts: dict[str, str | None]) -> bytes:
     flags = 0
     groups = list(record.groups.values())
     if len(groups) > HEADER_GROUPS:
@@ -288,6 +316,17 @@ def _header(record: RankRecord, detail_len: int) -> bytes:
     gids = [group_id(g.group) for g in slots]
     entered = [g.entered for g in slots]
     completed = [g.completed for g in slots]
+    stall_ms = [_stall_ms(g.stalled_s) for g in slots]
+    sig_seq = [g.signature_seq for g in slots]
+    sig_crc = [signature_crc(compacts.get(g.group)) for g in slots]
+    if record.p2p:
+        flags |= P2P
+    if record.inspected:
+        flags |= INSPECTED
+    step = 0
+    if record.step is not None:
+        flags |= HAS_STEP
+        step = record.step
     stalls = [round(g.stalled_s, 3) for g in groups if g.stalled_s is not None]
     stalls += [round(c.stalled_s, 3) for c in record.p2p if c.stalled_s is not None]  # a blocked recv counts too
     max_stall = -1 if not stalls else min(max(math.ceil(max(stalls) * 1000), 0), _I32)
@@ -313,14 +352,17 @@ def _header(record: RankRecord, detail_len: int) -> bytes:
             break
         waits.append((group_id(wait.group), wait.seq, ms))
     waits.reverse()
-    if any(not 0 <= v <= _U32 for v in (*entered, *completed, *mark_entered)) or any(
-        not -(2**63) <= v < 2**63 for v in mark_steps
-    ):
+    if any(not 0 <= v <= _U32 for v in (*entered, *completed, *mark_entered, *sig_seq)) or any(
+        not -(2**63) <= v < 2**63 for v in (*mark_steps, step)
+    ) or any(not -1 <= v <= _I32 for v in stall_ms):
         flags |= OVERFLOW
         entered = [min(max(v, 0), _U32) for v in entered]
         completed = [min(max(v, 0), _U32) for v in completed]
         mark_entered = [min(max(v, 0), _U32) for v in mark_entered]
+        sig_seq = [min(max(v, 0), _U32) for v in sig_seq]
         mark_steps = [min(max(v, -(2**63)), 2**63 - 1) for v in mark_steps]
+        step = min(max(step, -(2**63)), 2**63 - 1)
+        stall_ms = [min(max(v, -1), _I32) for v in stall_ms]
 
     def pad(values: list[int], size: int) -> list[int]:
         return values + [0] * (size - len(values))
@@ -335,11 +377,14 @@ def _header(record: RankRecord, detail_len: int) -> bytes:
         *pad(mark_steps, HEADER_MARKS), *pad(mark_entered, HEADER_MARKS * HEADER_GROUPS),
         *pad([w[0] for w in waits], HEADER_WAITS), *pad([w[1] for w in waits], HEADER_WAITS),
         *pad([w[2] for w in waits], HEADER_WAITS),
+        *(stall_ms + [-1] * (HEADER_GROUPS - len(stall_ms))), *pad(sig_seq, HEADER_GROUPS), *pad(sig_crc, HEADER_GROUPS),
+        step,
     )
 
 
 def encode_record(record: RankRecord) -> bytes:
     """Header + detail (see above). Raises ``struct.error`` only for a rank, pid or counter beyond 64 bits."""
+    compacts = {name: g.signature.to_compact() if g.signature else None for name, g in record.groups.items()}
     detail = json.dumps([
         record.host,
         record.node,
@@ -351,7 +396,7 @@ def encode_record(record: RankRecord) -> bytes:
                 g.completed,
                 -1 if g.stalled_s is None else round(g.stalled_s, 3),
                 g.signature_seq,
-                g.signature.to_compact() if g.signature else None,
+                compacts[name],
             ]
             for name, g in record.groups.items()
         },
@@ -372,7 +417,7 @@ def encode_record(record: RankRecord) -> bytes:
             record.solo.name[:80], round(record.solo.elapsed_s, 3),
             -1 if record.solo.up_to_s is None else round(record.solo.up_to_s, 3)],
     ], separators=(",", ":")).encode()
-    return _header(record, len(detail)) + detail
+    return _header(record, len(detail), compacts) + detail
 
 
 _NUMBERS = (int, float)

@@ -47,7 +47,7 @@ from syncdoctor.watch.records import (
 )
 from syncdoctor.watch.snapshot import DetectorState
 
-__all__ = ["GroupIndex", "Verdict", "header_dtype", "header_table", "new_waits", "screen"]
+__all__ = ["GroupIndex", "Verdict", "drift_check", "header_dtype", "header_table", "new_waits", "screen"]
 
 _RUNNING = STATES.index("running")
 _HOOKS = SOURCES.index("hooks")
@@ -213,12 +213,40 @@ def screen(
     for g, ok, low in zip(index.nonempty.tolist(), every.tolist(), lowest.tolist(), strict=True):
         if ok:
             completed[index.names[g]] = low
+    drift = drift_check(table, index)
+    if drift is None:
+        return Verdict(True, completed=completed)
+    lacks, differ, common = drift
+    failed = np.flatnonzero(lacks | differ)
+    if len(failed):
+        first = int(failed[0])
+        name = index.names[int(index.nonempty[first])]
+        if lacks[first]:
+            return Verdict(False, f"group {name}: a member's header lacks the common step")
+        return Verdict(False, f"group {name}: entered counts differ at step {int(common[first])}")
+    return Verdict(True, completed=completed)
+
+
+def drift_check(table: Any, index: GroupIndex) -> tuple[Any, Any, Any] | None:
+    """Collective count drift, per nonempty group of ``index`` (in ``index.nonempty`` order): ``(lacks,
+    differ, common)``, or ``None`` when fewer than two ranks marked a step (no group can drift).
+
+    In each group with two or more marked members, the entered counts at ``common`` (the latest step all of
+    them marked) must be equal (``differ`` where not), and every one of them must still hold that step in
+    its header (``lacks`` where not: the header cannot tell, the records must).
+    """
+    import numpy as np
+
+    world_size = len(table)
     nmarks = table["nmarks"].astype(np.int64)
     marked = nmarks > 0
-    if int(marked.sum()) < 2:
-        return Verdict(True, completed=completed)
-    # drift: in each group with two or more marked members, the entered counts at the latest step all of
-    # them marked must be equal, and every one of them must still hold that step in its header
+    pr, starts = index.pair_rank, index.starts
+    if int(marked.sum()) < 2 or not len(pr):
+        return None
+    slots = np.arange(HEADER_GROUPS)[None, :] < table["ngroups"][:, None]
+    slot = (table["gid"][pr] == index.gids[index.pair_group][:, None]) & slots[pr]  # (pairs, G)
+    has = slot.any(axis=1)
+    where = slot.argmax(axis=1)
     latest = table["mark_step"][np.arange(world_size), np.maximum(nmarks - 1, 0)]
     mark_ok = np.arange(HEADER_MARKS)[None, :] < nmarks[:, None]
     counts = table["mark_entered"].reshape(world_size, HEADER_MARKS, HEADER_GROUPS)
@@ -233,14 +261,7 @@ def screen(
     differ = judged & ~lacks & (
         np.maximum.reduceat(np.where(pick, values, small), starts)
         != np.minimum.reduceat(np.where(pick, values, big), starts))
-    failed = np.flatnonzero(lacks | differ)
-    if len(failed):
-        first = int(failed[0])
-        name = index.names[int(index.nonempty[first])]
-        if lacks[first]:
-            return Verdict(False, f"group {name}: a member's header lacks the common step")
-        return Verdict(False, f"group {name}: entered counts differ at step {int(common[first])}")
-    return Verdict(True, completed=completed)
+    return lacks, differ, common
 
 
 def new_waits(

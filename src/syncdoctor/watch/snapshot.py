@@ -9,8 +9,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from syncdoctor.watch.records import RankRecord, StackReport
+
+if TYPE_CHECKING:
+    from syncdoctor.watch.columns import Columns
 
 __all__ = ["DetectorState", "Incident", "RankSeen", "Requests", "Snapshot", "note_heartbeats"]
 
@@ -27,6 +31,9 @@ class Snapshot:
         records: the latest record of each rank that has published one.
         groups: process group name -> member global ranks, as published by the ranks.
         stacks: the latest stack each rank published on request.
+        columns: every rank's record header as arrays (:mod:`syncdoctor.watch.columns`), when the monitor
+            has them: the rules then read the headers in bulk and decode only the records they name, and
+            ``records`` decodes a record when read (every rank has one).
     """
 
     now: float
@@ -35,6 +42,7 @@ class Snapshot:
     records: Mapping[int, RankRecord]
     groups: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     stacks: Mapping[int, StackReport] = field(default_factory=dict)
+    columns: Columns | None = None
 
 
 @dataclass(slots=True)

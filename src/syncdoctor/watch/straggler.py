@@ -30,8 +30,14 @@ def evaluate(
     alive: Iterable[int],
     groups: Mapping[str, tuple[int, ...]],
 ) -> list[Event]:
-    ingest(state, snapshot.now, ((rank, rec.waits) for rank, rec in snapshot.records.items()))
-    finalize(snapshot.now, config, state, groups, completed_by_group(snapshot, groups))
+    columns = snapshot.columns
+    if columns is not None:  # the waits appended since they were last taken, and the completions, from headers
+        ingest(state, snapshot.now, columns.waits)
+        completed = columns.completed_by_group(groups)
+    else:
+        ingest(state, snapshot.now, ((rank, rec.waits) for rank, rec in snapshot.records.items()))
+        completed = completed_by_group(snapshot, groups)
+    finalize(snapshot.now, config, state, groups, completed)
     trim(snapshot.now, config, state)
     events = []
     for rank, stats in stragglers(state, config, alive):

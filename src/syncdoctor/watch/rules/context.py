@@ -3,7 +3,7 @@ returns. Pure: no I/O, no clock (``snapshot.now`` is the only time)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,43 @@ class Context:
     def record(self, rank: int) -> RankRecord | None:
         return self.snapshot.records.get(rank)
 
+    def host_key(self, rank: int) -> str | None:
+        """The rank's :attr:`~RankRecord.host_key` (from the columns' identity cache when there are columns)."""
+        columns = self.snapshot.columns
+        if columns is not None:
+            return columns.host_key(rank)
+        rec = self.record(rank)
+        return None if rec is None else rec.host_key
+
+    def records_with(self, flag: int) -> Iterator[tuple[int, RankRecord]]:
+        """The records that may have what ``flag`` says (channels, process states): with columns, those whose
+        header has the flag; else all."""
+        columns = self.snapshot.columns
+        if columns is not None:
+            return columns.with_records(flag)
+        return iter(self.snapshot.records.items())
+
+    def steps(self, ranks: Iterable[int]) -> set[int]:
+        """The training steps of these ranks' records."""
+        columns = self.snapshot.columns
+        if columns is not None:
+            return columns.steps(list(ranks))
+        return {rec.step for r in ranks if (rec := self.record(r)) is not None and rec.step is not None}
+
+    def any_completed(self, group: str, seq: int, live: tuple[str, ...] = ()) -> bool:
+        """Some rank (whose liveness is one of ``live``, when given) completed ``seq`` of ``group``."""
+        columns = self.snapshot.columns
+        if columns is not None:
+            import numpy as np
+
+            among = None if not live else np.fromiter(
+                (self.live.get(r) in live for r in range(columns.world_size)), dtype=bool, count=columns.world_size)
+            return columns.any_completed(group, seq, among)
+        return any(
+            (not live or self.live.get(rank) in live) and (p := rec.groups.get(group)) is not None
+            and p.completed >= seq
+            for rank, rec in self.snapshot.records.items())
+
     def who(self, rank: int) -> str:
         rec = self.record(rank)
         if rec is None:
@@ -98,11 +135,16 @@ class Context:
         return f"rank {rank} ({rec.where}, pid {rec.pid})"
 
     def hosts(self, ranks: Iterable[int]) -> tuple[str, ...]:
-        out: list[str] = []
+        columns = self.snapshot.columns
+        out: dict[str, None] = {}
         for rank in ranks:
-            rec = self.record(rank)
-            if rec is not None and rec.where not in out:
-                out.append(rec.where)
+            if columns is not None:
+                where = columns.where(rank)
+            else:
+                rec = self.record(rank)
+                where = None if rec is None else rec.where
+            if where is not None:
+                out.setdefault(where)
         return tuple(out)
 
     def due(self, waited: float) -> None:
@@ -122,6 +164,9 @@ class Context:
             self.state.due_at = at if due is None or at < due else due
 
     def pids(self, ranks: Iterable[int]) -> tuple[int, ...]:
+        columns = self.snapshot.columns
+        if columns is not None:  # every rank has a record
+            return tuple(columns.pid(r) for r in ranks)
         return tuple(rec.pid for rec in (self.record(r) for r in ranks) if rec is not None)
 
 

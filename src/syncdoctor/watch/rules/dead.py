@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from syncdoctor.watch.events import Event
-from syncdoctor.watch.records import RankRecord, format_ranks
+from syncdoctor.watch.records import INSPECTED, RankRecord, format_ranks
 from syncdoctor.watch.rules.context import ALIVE_STATES, Condition, Context, key, ranks_text
 
 __all__ = ["dead_conditions"]
@@ -31,12 +31,14 @@ def dead_conditions(ctx: Context) -> list[Condition]:
     if not quiet and not dead:
         return []  # the common case: every rank's heartbeat moves
     by_host: dict[str, list[int]] = {}
-    for rank, rec in snap.records.items():
-        by_host.setdefault(rec.host_key, []).append(rank)
+    for rank in snap.records if snap.columns is None else range(snap.world_size):
+        host_key = ctx.host_key(rank)
+        if host_key is not None:
+            by_host.setdefault(host_key, []).append(rank)
     # ask a sibling on the same host to read the process state of ranks that start to look silent
     for rank in quiet:
-        rec = snap.records[rank]
-        if rec.state in ALIVE_STATES:
+        rec = snap.records.get(rank)
+        if rec is not None and rec.state in ALIVE_STATES:
             siblings = [r for r in by_host.get(rec.host_key, ()) if r != rank and ctx.live.get(r) == "alive"]
             if siblings and rec.pid and rec.pid not in state.inspect_asked:
                 state.inspect_asked[rec.pid] = snap.now
@@ -48,16 +50,16 @@ def dead_conditions(ctx: Context) -> list[Condition]:
     for host, ranks in sorted(by_host.items()):
         if len(ranks) < 2 or not all(ctx.live.get(r) == "stale" for r in ranks):
             continue
-        if all(snap.records[r].host_key == host for r in alive):
+        if all(ctx.host_key(r) == host for r in alive):
             continue
         times = [state.seen[r].changed_at for r in ranks]
         if max(times) - min(times) > 2 * config.interval_s + 1.0:
             continue
         named.update(ranks)
-        rec = snap.records[ranks[0]]
+        where = ctx.hosts(ranks[:1])
         silent = max(ctx.age(r) for r in ranks)
         title = (
-            f"host {rec.where}: all its ranks ({format_ranks(ranks)}) stopped reporting together "
+            f"host {where[0] if where else host}: all its ranks ({format_ranks(ranks)}) stopped reporting together "
             f"{silent:.1f} s ago while other hosts still report: the host is down or cut off the network"
         )
         conditions.append(Condition(_dead_event(ctx, "W106", tuple(sorted(ranks)), title, key("W106", host))))
@@ -79,7 +81,7 @@ def dead_conditions(ctx: Context) -> list[Condition]:
 
 
 def _process_state(ctx: Context, rec: RankRecord) -> str:
-    for other in ctx.snapshot.records.values():
+    for _, other in ctx.records_with(INSPECTED):
         state = other.inspected.get(rec.pid) if other.host_key == rec.host_key else None
         if state == "stopped":
             return ": its process is stopped (SIGSTOP or a debugger), so its watcher is frozen too"
@@ -98,7 +100,7 @@ def _dead_event(ctx: Context, code: str, ranks: tuple[int, ...], title: str, inc
         rec = ctx.record(rank)
         if rec is None:
             continue
-        for other in ctx.snapshot.records.values():
+        for _, other in ctx.records_with(INSPECTED):
             if other.host_key == rec.host_key and rec.pid in other.inspected:
                 detail.setdefault("process", {})[str(rank)] = other.inspected[rec.pid]
         inside = [f"{g} #{p.completed + 1}" for g, p in rec.groups.items() if p.pending]

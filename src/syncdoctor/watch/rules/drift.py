@@ -5,6 +5,7 @@ Pure: no I/O."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.records import format_ranks
@@ -24,12 +25,22 @@ def drift_conditions(ctx: Context) -> list[Condition]:
     snap = ctx.snapshot
     conditions: list[Condition] = []
     latest: dict[int, int] = {}
-    for rank, rec in snap.records.items():
-        if rec.step_marks:
+    groups = ctx.groups
+    if snap.columns is not None:  # the headers say which groups may drift: read only their members' records
+        drifting = snap.columns.drifting()
+        if not drifting:
+            return []
+        groups = {name: members for name, members in groups.items() if name in drifting}
+        ranks: Iterable[int] = sorted({r for members in groups.values() for r in members})
+    else:
+        ranks = snap.records
+    for rank in ranks:
+        rec = snap.records.get(rank)
+        if rec is not None and rec.step_marks:
             latest[rank] = max(m.step for m in rec.step_marks)
     if len(latest) < 2:
         return []
-    for group, members in ctx.groups.items():
+    for group, members in groups.items():
         marked = [r for r in members if r in latest]
         if len(marked) < 2:
             continue

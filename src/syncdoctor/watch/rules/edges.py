@@ -8,10 +8,10 @@ A wait that every side entered is no edge: it is a hang or a mismatch (:mod:`.ha
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from syncdoctor.watch.records import GroupProgress, P2PProgress, Signature
+from syncdoctor.watch.records import P2P, GroupProgress, P2PProgress, Signature
 from syncdoctor.watch.rules.context import SYMMETRIC, Blocked, Condition, Context
 from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
 from syncdoctor.watch.waitgraph import Op, Wait
@@ -57,7 +57,8 @@ def seen_before(ctx: Context, graph: Graph, ranks: Iterable[int]) -> bool:
 
 def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]) -> list[Condition]:
     """The waits in ``group`` (added to ``graph``), and its hang or mismatch condition if every member entered."""
-    config = ctx.config
+    if ctx.snapshot.columns is not None:
+        return _group_waits_bulk(ctx, graph, group, members)
     progress: dict[int, GroupProgress | None] = {}
     for rank in members:
         rec = ctx.record(rank)
@@ -77,30 +78,110 @@ def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]
         return []
     waited = max((progress[r].stalled_s or 0.0) + ctx.elapsed(r) for r in alive_waiting)  # type: ignore[union-attr]
     signature = _common_signature(progress, waiting, seq)
-    if not_entered:
-        if signature is not None and signature.op in SYMMETRIC and any(
-            p is not None and p.completed >= seq for p in progress.values()
-        ):
+    done = any(p is not None and p.completed >= seq for p in progress.values())
+    return _judge(ctx, graph, _GroupWait(group, members, seq, waiting, alive_waiting, not_entered, waited, signature,
+                                         done), lambda: progress)
+
+
+@dataclass(frozen=True)
+class _GroupWait:
+    """What a group's progress says this cycle: the oldest collective ``seq`` a live member is inside, who waits
+    in it, who has not entered it, the longest wait, what most waiters called, whether a member completed it."""
+
+    group: str
+    members: tuple[int, ...]
+    seq: int
+    waiting: tuple[int, ...]
+    alive_waiting: tuple[int, ...]
+    not_entered: tuple[int, ...]
+    waited: float
+    signature: Signature | None
+    done_somewhere: bool
+
+
+def _judge(ctx: Context, graph: Graph, gw: _GroupWait,
+           progress: Callable[[], Mapping[int, GroupProgress | None]]) -> list[Condition]:
+    """A wait for the members that have not entered, or (every member entered) a hang or mismatch once it
+    lasted ``warn_after_s``. ``progress``: every member's progress, read only for a hang or mismatch."""
+    group, seq, signature, waited = gw.group, gw.seq, gw.signature, gw.waited
+    if gw.not_entered:
+        if signature is not None and signature.op in SYMMETRIC and gw.done_somewhere:
             return []  # completed somewhere, so everyone entered it: the "late" records are just older
-        wait = Wait(Op(group, seq, label=signature.short() if signature else ""), alive_waiting, not_entered, waited)
+        wait = Wait(Op(group, seq, label=signature.short() if signature else ""), gw.alive_waiting, gw.not_entered,
+                    waited)
         graph.waits.append(wait)
         graph.signatures[wait] = signature
         return []
     op = Op(group, seq, label=signature.short() if signature else "").text()
     ctx.due(waited)
-    if waited < config.warn_s:
-        for rank in alive_waiting:
-            graph.inside.setdefault(rank, f"{op}, which every member entered (not completed for {waited:.1f} s)")
+    if waited < ctx.config.warn_s:
+        text = f"{op}, which every member entered (not completed for {waited:.1f} s)"
+        for rank in gw.alive_waiting:
+            graph.inside.setdefault(rank, text)
         return []
-    if any(ctx.live.get(r) != "alive" or ctx.silent(r) for r in members):
-        for rank in members:
+    if any(ctx.live.get(r) != "alive" or ctx.silent(r) for r in gw.members):
+        for rank in gw.members:
             if ctx.live.get(rank) in ("stale", "missing"):
-                ctx.blocked.setdefault(rank, Blocked(group, seq, signature, waiting, waited))
+                ctx.blocked.setdefault(rank, Blocked(group, seq, signature, gw.waiting, waited))
         return []  # the dead-rank rule names them
-    cond = inside_condition(ctx, group, members, seq, progress, waited)
-    for rank in members:
+    cond = inside_condition(ctx, group, gw.members, seq, progress(), waited)
+    for rank in gw.members:
         graph.hung[rank] = cond
     return [cond]
+
+
+def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]) -> list[Condition]:
+    """:func:`group_waits` over the headers' columns (the same steps, as array operations): decodes one
+    record per distinct signature, and every member's only for a collective every member entered."""
+    import numpy as np
+
+    config, columns, snap = ctx.config, ctx.snapshot.columns, ctx.snapshot
+    assert columns is not None
+    cols = columns.group(group, members)
+    if not len(cols.ranks):
+        return []
+    has, entered = cols.has, cols.entered
+    completed = cols.completed
+    if bool(has.any()):  # settle_completions
+        best = int(completed[has].max())
+        lagging = has & (completed < best) & (entered > completed + 1)
+        if bool(lagging.any()):
+            completed = np.where(lagging, np.minimum(best, entered - 1), completed)
+    ranks = cols.ranks
+    alive = np.fromiter((ctx.live.get(r) == "alive" for r in members), dtype=bool, count=len(members))
+    pending = has & (entered > completed) & alive
+    if not bool(pending.any()):
+        return []
+    seq = int((completed[pending] + 1).min())
+    waiting = has & (completed < seq) & (seq <= entered)
+    entered_it = has & (entered >= seq)
+    alive_waiting = waiting & alive
+    if not bool(alive_waiting.any()):
+        return []
+    # the longest wait: the stall each reported plus the time since it published (Context.elapsed, in bulk)
+    rows = ranks[alive_waiting]
+    seen = ctx.state.seen
+    low = snap.now - np.fromiter((seen[r].changed_at if r in seen else snap.now for r in rows.tolist()),
+                                 dtype=np.float64, count=len(rows))
+    published = columns.table["published"][rows]
+    elapsed = low
+    if snap.wall:
+        elapsed = np.where(published != 0, np.minimum(np.maximum(snap.wall - published, low), low + config.interval_s),
+                           low)
+    stalled = np.nan_to_num(cols.stalled[alive_waiting], nan=0.0)
+    waited = float((stalled + elapsed).max())
+    # the signature most of the waiting ranks called (the first to appear among the most common)
+    signed = waiting & (cols.sig_crc != 0) & (cols.sig_seq == seq)
+    signature = None
+    if bool(signed.any()):
+        crcs = cols.sig_crc[signed]
+        _values, first, counts = np.unique(crcs, return_index=True, return_counts=True)
+        best_count = counts.max()
+        pick = int(first[counts == best_count].min())
+        signature = columns.signature_of(group, int(crcs[pick]), seq, int(ranks[signed][pick]))
+    gw = _GroupWait(group, members, seq, tuple(ranks[waiting].tolist()), tuple(rows.tolist()),
+                    tuple(ranks[~entered_it].tolist()), waited, signature, bool((has & (completed >= seq)).any()))
+    return _judge(ctx, graph, gw, lambda: columns.progress(cols, completed))
 
 
 def settle_completions(progress: Mapping[int, GroupProgress | None]) -> dict[int, GroupProgress | None]:
@@ -131,7 +212,7 @@ def _common_signature(progress: Mapping[int, GroupProgress | None], ranks: Itera
 def channel_waits(ctx: Context, graph: Graph) -> list[Condition]:
     """Point-to-point waits: a pending send or receive whose peer has not posted the matching one."""
     channels: dict[tuple[int, str, int, str], P2PProgress] = {}
-    for rank, rec in ctx.snapshot.records.items():
+    for rank, rec in ctx.records_with(P2P):
         for channel in rec.p2p:
             channels[(rank, channel.group, channel.peer, channel.kind)] = channel
     conditions: list[Condition] = []

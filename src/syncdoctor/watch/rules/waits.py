@@ -203,7 +203,7 @@ def _late(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], chain: 
                 ready = False
         per_rank[str(rank)] = info
     affected = root.affected
-    steps = sorted({r.step for w in affected if (r := ctx.record(w)) is not None and r.step is not None})
+    steps = sorted(ctx.steps(affected))
     kinds = sorted({str(info["busy"]) for info in per_rank.values() if info.get("busy")})
     where_text = f"; it is in {', '.join(wheres)}" if wheres else ""
     if kinds and busy is None:
@@ -444,8 +444,7 @@ def _finished(ctx: Context, incident: Incident) -> bool:
         rec = ctx.record(waiter)
         return rec is not None and any(c.group == incident.group and c.peer == peer and c.kind == kind
                                        and c.completed >= incident.seq for c in rec.p2p)
-    return any((p := rec.groups.get(incident.group)) is not None and p.completed >= incident.seq
-               for rec in ctx.snapshot.records.values())
+    return ctx.any_completed(incident.group, incident.seq)
 
 
 def _ask_stacks(ctx: Context, ranks: tuple[int, ...]) -> None:
