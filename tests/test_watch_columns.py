@@ -175,6 +175,8 @@ def test_an_incident_cycle_decodes_only_what_it_names(fault: str) -> None:
         assert monitor.last_path == "full"
         assert isinstance(monitor.records, LazyRecords)
         assert len(monitor.records._cache) <= 4, sorted(monitor.records._cache)
+        # the heartbeat arrays the monitor hands the columns are the detector's own bookkeeping
+        assert monitor._changed_at.tolist() == [monitor.state.seen[r].changed_at for r in range(world)]
     assert monitor.column_cycles == 4
     if fault == "late":
         assert [(e.code, e.ranks) for e in events] == [("W101", (7,))]

@@ -82,12 +82,17 @@ class Columns:
     """
 
     def __init__(self, table: Any, index: GroupIndex, records: Mapping[int, RankRecord],
-                 identity: dict[int, tuple[int, str, str]], waits: Sequence[tuple[int, Sequence[WaitSample]]]) -> None:
+                 identity: dict[int, tuple[int, str, str]], waits: Sequence[tuple[int, Sequence[WaitSample]]],
+                 moved: Any = None, changed_at: Any = None) -> None:
         self.table = table
         self.index = index
         self.records = records
         self.identity = identity
         self.waits = waits
+        # from a caller that keeps the detector's heartbeats as arrays (the monitor): which ranks' heartbeats
+        # the detector has not seen yet, and when each heartbeat last changed once this cycle's are noted
+        self.moved = moved
+        self.changed_at = changed_at
         self.world_size = len(table)
         self._pids: list[int] | None = None
         self._groups: dict[str, tuple[Sequence[int] | None, GroupColumns]] = {}
@@ -99,8 +104,25 @@ class Columns:
             self._pids = self.table["pid"].tolist()
         return self._pids[rank]
 
-    def heartbeats(self) -> list[int]:
-        return self.table["heartbeat"].tolist()
+    def heartbeats(self) -> Iterator[tuple[int, int]]:
+        """``(rank, heartbeat)`` for the detector's heartbeat bookkeeping: the ranks whose heartbeat it has
+        not seen (all, when the caller does not say)."""
+        import numpy as np
+
+        beats = self.table["heartbeat"]
+        if self.moved is None:
+            return enumerate(beats.tolist())
+        moved = np.flatnonzero(self.moved)
+        return zip(moved.tolist(), beats[moved].tolist(), strict=True)
+
+    def changed_at_of(self, seen: Mapping[int, Any]) -> Any:
+        """Per rank, when its heartbeat last changed (``seen``: the detector's, after this cycle's heartbeats)."""
+        import numpy as np
+
+        if self.changed_at is not None:
+            return self.changed_at
+        return np.fromiter((seen[r].changed_at for r in range(self.world_size)), dtype=np.float64,
+                           count=self.world_size)
 
     def states(self) -> Any:
         """Per rank: 0 running or starting or aborting, 1 exited, 2 failed."""

@@ -50,10 +50,13 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
     if state.started_at is None:
         state.started_at = snapshot.now
     columns = snapshot.columns
-    note_heartbeats(state, snapshot.now, enumerate(columns.heartbeats()) if columns is not None else (
+    note_heartbeats(state, snapshot.now, columns.heartbeats() if columns is not None else (
         (rank, rec.heartbeat) for rank, rec in snapshot.records.items()))
     state.due_at = None
     ctx = Context(snapshot, config, state, _liveness(snapshot, config, state), _groups(snapshot))
+    if columns is not None:
+        ctx.changed_at = columns.changed_at_of(state.seen)
+        ctx.alive = (columns.states() == 0) & ((snapshot.now - ctx.changed_at) < config.dead_s)
     conditions = wait_conditions(ctx)
     conditions.extend(dead_conditions(ctx))
     conditions.extend(drift_conditions(ctx))
@@ -73,12 +76,14 @@ def _liveness(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> 
     live: dict[int, str] = {}
     dead_s = config.dead_s
     started = state.started_at if state.started_at is not None else snapshot.now
-    if snapshot.columns is not None:  # every rank has a record; its state is in the header
-        seen, now = state.seen, snapshot.now
-        names = ("alive", "exited", "failed")
-        for rank, code in enumerate(snapshot.columns.states().tolist()):
-            live[rank] = names[code] if code else ("stale" if now - seen[rank].changed_at >= dead_s else "alive")
-        return live
+    columns = snapshot.columns
+    if columns is not None:  # every rank has a record; its state is in the header
+        import numpy as np
+
+        stale = (snapshot.now - columns.changed_at_of(state.seen)) >= dead_s
+        codes = columns.states()
+        codes = np.where((codes == 0) & stale, 3, codes)
+        return dict(enumerate(map(("alive", "exited", "failed", "stale").__getitem__, codes.tolist())))
     for rank in range(snapshot.world_size):
         rec = snapshot.records.get(rank)
         if rec is None:

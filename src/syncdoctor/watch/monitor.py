@@ -373,7 +373,8 @@ class Monitor:
                 return None
             waits.append((rank, record.waits))
         lazy.headers_valid = True
-        return Columns(inputs.table, self._index, lazy, self._identity, sorted(waits))
+        return Columns(inputs.table, self._index, lazy, self._identity, sorted(waits), inputs.changed,
+                       inputs.changed_at)
 
     def _full(self, lazy: LazyRecords, now: float, wall: float, inputs: _Inputs | None = None) -> list[Event]:
         columns = self._columns(lazy, inputs)
@@ -382,7 +383,8 @@ class Monitor:
             self.column_cycles += 1
             records = lazy
             table = columns.table
-            self._read_stacks(records, dict(enumerate(table["stack_gen"].tolist())))
+            ahead = self._np.flatnonzero(table["stack_gen"] > self._stack_arr)  # the fast path's stack generations
+            self._read_stacks(records, dict(zip(ahead.tolist(), table["stack_gen"][ahead].tolist(), strict=True)))
             self._observe_step(now, columns.max_step())
         else:
             records = lazy.decoded()

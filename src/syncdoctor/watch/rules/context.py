@@ -66,6 +66,9 @@ class Context:
     groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
     requests: Requests = field(default_factory=Requests)
     blocked: dict[int, Blocked] = field(default_factory=dict)
+    # with columns (snapshot.columns): per rank, whether it is alive, and when its heartbeat last changed
+    alive: Any = None
+    changed_at: Any = None
 
     def age(self, rank: int) -> float:
         seen = self.state.seen.get(rank)

@@ -21,13 +21,20 @@ __all__ = ["dead_conditions"]
 
 def dead_conditions(ctx: Context) -> list[Condition]:
     snap, config, state = ctx.snapshot, ctx.config, ctx.state
-    alive = [r for r, kind in ctx.live.items() if kind == "alive"]
-    if not alive:
-        return []  # nobody left to compare with: the job ended or the monitor is cut off itself
     suspicious_after = min(config.dead_s, 1.5 * config.interval_s)
     horizon = snap.now - suspicious_after
-    quiet = [r for r, seen in state.seen.items() if seen.changed_at <= horizon and r in snap.records]
-    dead = sorted(r for r, kind in ctx.live.items() if kind in ("stale", "missing"))
+    if ctx.alive is not None:  # columns: every rank has a record
+        import numpy as np
+
+        alive = np.flatnonzero(ctx.alive).tolist()
+        quiet = np.flatnonzero(ctx.changed_at <= horizon).tolist()
+        dead = [r for r in np.flatnonzero(~ctx.alive).tolist() if ctx.live.get(r) == "stale"]
+    else:
+        alive = [r for r, kind in ctx.live.items() if kind == "alive"]
+        quiet = [r for r, seen in state.seen.items() if seen.changed_at <= horizon and r in snap.records]
+        dead = sorted(r for r, kind in ctx.live.items() if kind in ("stale", "missing"))
+    if not alive:
+        return []  # nobody left to compare with: the job ended or the monitor is cut off itself
     if not quiet and not dead:
         return []  # the common case: every rank's heartbeat moves
     by_host: dict[str, list[int]] = {}

@@ -148,7 +148,7 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
         if bool(lagging.any()):
             completed = np.where(lagging, np.minimum(best, entered - 1), completed)
     ranks = cols.ranks
-    alive = np.fromiter((ctx.live.get(r) == "alive" for r in members), dtype=bool, count=len(members))
+    alive = ctx.alive[ranks]
     pending = has & (entered > completed) & alive
     if not bool(pending.any()):
         return []
@@ -160,9 +160,7 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
         return []
     # the longest wait: the stall each reported plus the time since it published (Context.elapsed, in bulk)
     rows = ranks[alive_waiting]
-    seen = ctx.state.seen
-    low = snap.now - np.fromiter((seen[r].changed_at if r in seen else snap.now for r in rows.tolist()),
-                                 dtype=np.float64, count=len(rows))
+    low = snap.now - ctx.changed_at[rows]
     published = columns.table["published"][rows]
     elapsed = low
     if snap.wall:
