@@ -179,6 +179,8 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
     # incident: rank 1 never enters the collective the others have waited in for 12 s
     base = cycles + 1
     full: list[float] = []
+    full_parts: dict[str, list[float]] = {}
+    columns, used = 0, monitor.column_cycles
     raised: list[str] = []
     # an even number of measured cycles, and their mean: a full cycle allocates enough for a generation-2
     # collection of the garbage collector every other cycle (about 80 ms at 4096 ranks, before and after the
@@ -193,9 +195,15 @@ def _bench_size(dist: Any, port: int, world: int, cycles: int, moving: float) ->
             continue
         assert raised == ["W101"] and not events and monitor.last_path == "full", (raised, events)
         full.append(monitor.last_cycle_s)
+        for part, value in monitor.timings.items():
+            full_parts.setdefault(part, []).append(value)
+        columns += monitor.column_cycles > used
+        used = monitor.column_cycles
     size = len(encode_record(record(0, world, 1, waits=8)))
     out = {"size": size, "requests": requests, "bytes_in": bytes_in, "full_ms": 1000 * statistics.mean(full),
-           "fast_share": paths.count("fast") / len(paths), "reasons": sorted({r for r in reasons if r})}
+           "fast_share": paths.count("fast") / len(paths), "reasons": sorted({r for r in reasons if r}),
+           "full_parts": {part: 1000 * statistics.mean(values) for part, values in full_parts.items()},
+           "columns_share": columns / len(full)}
     for part, values in healthy.items():
         out[part + "_ms"] = 1000 * statistics.median(values)
     return out
@@ -268,6 +276,8 @@ def main() -> None:
         print(f"{world:>7} {result['cycle_ms']:>7.1f}ms {result['multi_get_ms']:>8.1f}ms {result['screen_ms']:>6.1f}ms "
               f"{result['rest_ms']:>6.1f}ms | {result['full_ms']:>7.1f}ms {result['size']:>6.0f} B "
               f"{result['fast_share']:>5.0%}")
+        parts = ", ".join(f"{part} {ms:.1f}ms" for part, ms in result["full_parts"].items())
+        print(f"        full: {parts}; detector on the headers' columns in {result['columns_share']:.0%} of them")
         if result["reasons"]:
             print(f"        full path because: {'; '.join(result['reasons'])[:300]}")
     if result_4096 is not None:

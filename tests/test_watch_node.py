@@ -7,6 +7,7 @@ request per node and publication, all ranks' records read back. The lab runs it 
 from __future__ import annotations
 
 import os
+import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncdoctor.watch.aggregate import merge, pack_node, takeover_due, unpack_node
+from syncdoctor.watch.aggregate import _merge_plain, merge, pack_node, takeover_due, unpack_node
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.control import AbortOrder, ControlMessage, write_control
 from syncdoctor.watch.keys import JobKeys, ScopedStore
@@ -27,6 +28,7 @@ from syncdoctor.watch.reader import RecordReader
 from syncdoctor.watch.recorder import GroupDirectory
 from syncdoctor.watch.records import RankRecord, decode_record, encode_record
 from syncdoctor.watch.sampler import Sampler
+from syncdoctor.watch.screen import header_table
 from test_watch_screen import MemoryStore
 
 KEYS = JobKeys("syncdoctor/v1", 0)
@@ -49,7 +51,33 @@ def test_node_values_round_trip_and_merge() -> None:
     for blobs in ([node0, stale], [stale, node0]):
         assert decode_record(merge(8, blobs)[0][1]).heartbeat == 5  # type: ignore[union-attr]
     # records naming a rank outside the job, or of another format, are left out
-    assert merge(2, [pack_node([record(5, 1), b"SDW0" + b"x" * 600])]) == ([b"", b""], [0, 1])
+    values, missing = merge(2, [pack_node([record(5, 1), b"SDW0" + b"x" * 600])])
+    assert (list(values), missing) == ([b"", b""], [0, 1])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(-1, 9), st.integers(0, 4), st.sampled_from(["ok", "short", "old"])),
+                         max_size=5), max_size=6), st.lists(st.integers(0, 7), max_size=3))
+def test_merge_in_one_buffer_is_the_plain_merge(nodes: list[list[tuple[int, int, str]]], own: list[int]) -> None:
+    """The monitor's merge (one buffer, headers as arrays) gives what cutting out every record gives: the same
+    record per rank (the newest heartbeat), the same missing ranks, and the headers of exactly those records."""
+    def value(rank: int, beat: int, kind: str) -> bytes:
+        raw = record(max(rank, 0), beat)
+        if rank < 0:  # a record naming a rank outside the job
+            raw = raw[:4] + struct.pack("<i", -1) + raw[8:]
+        return {"ok": raw, "short": raw[:40], "old": b"SDW\x05" + raw[4:]}[kind]
+
+    blobs = [pack_node([value(*item) for item in node]) for node in nodes] + [b"garbage"]
+    values, missing = merge(8, blobs)
+    plain, plain_missing = _merge_plain(8, blobs)
+    assert list(values) == plain and missing == plain_missing
+    for rank in own:  # ranks that publish alone: their own key's value takes the place
+        values[rank] = plain[rank] = record(rank, 9)
+    table = header_table(values)
+    expected = header_table(plain)
+    assert (table is None) == (expected is None)
+    if table is not None:
+        assert table.tobytes() == expected.tobytes()
 
 
 @settings(max_examples=300, deadline=None)
@@ -59,7 +87,9 @@ def test_unpack_is_exact_and_never_raises(records: list[bytes], noise: bytes) ->
     assert unpack_node(pack_node(records) + b"x") == []  # a length that disagrees: nothing
     unpack_node(noise)
     unpack_node(b"SDN1" + noise)
-    merge(4, [noise, b"SDN1" + noise])
+    for blobs in ([noise, b"SDN1" + noise], [pack_node(records), noise, b"SDN1" + noise[:4] + noise]):
+        values, missing = merge(4, blobs)
+        assert (list(values), missing) == _merge_plain(4, blobs)
 
 
 def test_takeover_policy() -> None:

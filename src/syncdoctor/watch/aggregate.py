@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
+from typing import Any, overload
 
 from syncdoctor.watch.records import HEADER_SIZE, MAGIC
 
-__all__ = ["NODE_MAGIC", "merge", "pack_node", "takeover_due", "unpack_node"]
+__all__ = ["NODE_MAGIC", "NodeRecords", "merge", "pack_node", "takeover_due", "unpack_node"]
 
 NODE_MAGIC = b"SDN1"
 _COUNT = struct.Struct("<I")
@@ -35,15 +36,10 @@ def pack_node(records: Sequence[bytes]) -> bytes:
 
 def unpack_node(blob: bytes) -> list[bytes]:
     """The records of one node value; empty when it is not one (missing, foreign, truncated)."""
-    if len(blob) < 8 or blob[:4] != NODE_MAGIC:
+    lengths = _lengths(blob)
+    if not lengths:
         return []
-    (count,) = _COUNT.unpack_from(blob, 4)
-    start = 8 + 4 * count
-    if count > _MAX_RECORDS or len(blob) < start:
-        return []
-    lengths = struct.unpack_from(f"<{count}I", blob, 8)
-    if start + sum(lengths) != len(blob):
-        return []
+    start = 8 + 4 * len(lengths)
     out = []
     for length in lengths:
         out.append(blob[start:start + length])
@@ -51,10 +47,153 @@ def unpack_node(blob: bytes) -> list[bytes]:
     return out
 
 
-def merge(world_size: int, blobs: Iterable[bytes]) -> tuple[list[bytes], list[int]]:
+class NodeRecords(Sequence[bytes]):
+    """Per rank, its record: a slice of the node values joined into one buffer (cut out when read), or a value
+    set in its place (a rank's own key). Made by :func:`merge`; :meth:`header_rows` gives every rank's header
+    at once for the monitor's screen without cutting out the records."""
+
+    def __init__(self, world_size: int, buffer: bytes, starts: Any, lengths: Any, heads: Any, row: Any) -> None:
+        self._buffer = buffer
+        self._starts = starts  # numpy int64 per rank: offset of its record in the buffer, -1 for none
+        self._lengths = lengths
+        self._heads = heads  # (records, HEADER_SIZE) uint8: the headers of the chosen node records
+        self._row = row  # per rank: its row in ``heads``, -1 for none
+        self._set: dict[int, bytes] = {}
+        self._world = world_size
+
+    def __len__(self) -> int:
+        return self._world
+
+    @overload
+    def __getitem__(self, rank: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, rank: slice) -> list[bytes]: ...
+
+    def __getitem__(self, rank: int | slice) -> bytes | list[bytes]:
+        if isinstance(rank, slice):
+            return [self[r] for r in range(*rank.indices(self._world))]
+        if rank < 0:
+            rank += self._world
+        if not 0 <= rank < self._world:
+            raise IndexError(rank)
+        if rank in self._set:
+            return self._set[rank]
+        start = int(self._starts[rank])
+        return b"" if start < 0 else self._buffer[start:start + int(self._lengths[rank])]
+
+    def __setitem__(self, rank: int, raw: bytes) -> None:
+        self._set[rank] = raw
+
+    def header_rows(self) -> Any | None:
+        """Every rank's header bytes, one row of HEADER_SIZE per rank (numpy uint8), or ``None`` when a rank has
+        no value at least that long."""
+        import numpy as np
+
+        row = self._row
+        if not self._set:
+            return self._heads[row] if bool((row >= 0).all()) else None
+        from_nodes = row >= 0
+        covered = from_nodes.copy()
+        covered[list(self._set)] = True
+        if not bool(covered.all()):
+            return None
+        rows = np.empty((self._world, HEADER_SIZE), dtype=np.uint8)
+        for rank, raw in self._set.items():
+            if len(raw) < HEADER_SIZE:
+                return None
+            rows[rank] = np.frombuffer(raw, dtype=np.uint8, count=HEADER_SIZE)
+            from_nodes[rank] = False
+        rows[from_nodes] = self._heads[row[from_nodes]]
+        return rows
+
+    def lengths(self) -> Any:
+        """Per rank, the length of its value (numpy int64)."""
+        import numpy as np
+
+        lengths = np.where(self._starts >= 0, self._lengths, 0)
+        for rank, raw in self._set.items():
+            lengths[rank] = len(raw)
+        return lengths
+
+
+def merge(world_size: int, blobs: Iterable[bytes]) -> tuple[NodeRecords | list[bytes], list[int]]:
     """Per rank, its record from the node values (the newest heartbeat wins), and the ranks no node value
     holds (their own keys are read instead). Records that are not of this version, or name a rank outside
-    the job, are left out."""
+    the job, are left out. With numpy, the records stay in one buffer (:class:`NodeRecords`) and their
+    headers are read as arrays; without it, each is cut out."""
+    try:
+        import numpy as np
+        from numpy.lib.stride_tricks import sliding_window_view
+    except ImportError:  # pragma: no cover - numpy comes with the torch extra
+        return _merge_plain(world_size, blobs)
+    blobs = list(blobs)
+    starts = np.full(world_size, -1, dtype=np.int64)
+    lengths_of = np.zeros(world_size, dtype=np.int64)
+    row = np.full(world_size, -1, dtype=np.int64)
+    buffer = b"".join(blobs)
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
+    base = np.cumsum(sizes) - sizes
+    # each node value: its magic and count (values too short for them hold nothing)
+    framed = sizes >= 8
+    words = np.zeros((len(blobs), 8), dtype=np.uint8)
+    if bool(framed.any()):
+        words[framed] = sliding_window_view(data, 8)[base[framed]]
+    counts = np.ascontiguousarray(words[:, 4:8]).view("<u4")[:, 0].astype(np.int64)
+    ok = framed & (words[:, :4] == np.frombuffer(NODE_MAGIC, dtype=np.uint8)).all(axis=1) & (
+        counts <= _MAX_RECORDS) & (8 + 4 * counts <= sizes)
+    counts = np.where(ok, counts, 0)
+    # the records' lengths, then the values whose lengths add up to their size
+    total = int(counts.sum())
+    if not total:
+        return NodeRecords(world_size, b"", starts, lengths_of, np.zeros((0, HEADER_SIZE), np.uint8), row), list(
+            range(world_size))
+    first = np.cumsum(counts) - counts  # index of each value's first record
+    within = np.arange(total, dtype=np.int64) - np.repeat(first, counts)
+    at = np.repeat(base + 8, counts) + 4 * within
+    length = sliding_window_view(data, 4)[at].copy().view("<u4")[:, 0].astype(np.int64)
+    summed = np.zeros(len(blobs), dtype=np.int64)
+    has = counts > 0
+    summed[has] = np.add.reduceat(length, first[has])
+    whole = has & (8 + 4 * counts + summed == sizes)
+    keep = np.repeat(whole, counts)
+    before = np.cumsum(length) - length  # bytes of the records before each, over all values
+    start = np.repeat(base + 8 + 4 * counts - before[np.minimum(first, total - 1)], counts) + before
+    length, start = length[keep], start[keep]
+    if not len(length):
+        return NodeRecords(world_size, b"", starts, lengths_of, np.zeros((0, HEADER_SIZE), np.uint8), row), list(
+            range(world_size))
+    long_enough = np.flatnonzero(length >= HEADER_SIZE)
+    heads = sliding_window_view(data, HEADER_SIZE)[start[long_enough]] if len(long_enough) else np.zeros(
+        (0, HEADER_SIZE), dtype=np.uint8)
+    fields = heads[:, :28].copy()  # magic, rank, world, pid, heartbeat
+    ranks = fields[:, 4:8].view("<i4")[:, 0].astype(np.int64)
+    beats = fields[:, 20:28].view("<i8")[:, 0]
+    good = (fields[:, :4] == np.frombuffer(MAGIC, dtype=np.uint8)).all(axis=1) & (ranks >= 0) & (ranks < world_size)
+    chosen = np.flatnonzero(good)
+    order = chosen[np.lexsort((beats[chosen], ranks[chosen]))]  # by rank, then heartbeat: the last of each wins
+    last = np.append(ranks[order][1:] != ranks[order][:-1], True) if len(order) else np.zeros(0, dtype=bool)
+    winners = order[last]
+    won = ranks[winners]
+    starts[won], lengths_of[won], row[won] = start[long_enough][winners], length[long_enough][winners], winners
+    missing: list[int] = np.flatnonzero(starts < 0).tolist()
+    return NodeRecords(world_size, buffer, starts, lengths_of, heads, row), missing
+
+
+def _lengths(blob: bytes) -> tuple[int, ...]:
+    """The record lengths of a well-formed node value, ``()`` for anything else."""
+    if len(blob) < 8 or blob[:4] != NODE_MAGIC:
+        return ()
+    (count,) = _COUNT.unpack_from(blob, 4)
+    start = 8 + 4 * count
+    if count > _MAX_RECORDS or len(blob) < start:
+        return ()
+    lengths: tuple[int, ...] = struct.unpack_from(f"<{count}I", blob, 8)
+    return lengths if start + sum(lengths) == len(blob) else ()
+
+
+def _merge_plain(world_size: int, blobs: Iterable[bytes]) -> tuple[list[bytes], list[int]]:
     raws = [b""] * world_size
     beats = [-1] * world_size
     for blob in blobs:

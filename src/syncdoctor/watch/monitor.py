@@ -215,6 +215,7 @@ class Monitor:
             self._stack_arr = np.zeros(world_size, dtype=np.int64)
         self._dropped = 0
         self._screened = 0.0
+        self._detected = 0.0
         self._inputs: _Inputs | None = None
         self._identity: dict[int, tuple[int, str, str]] = {}  # rank -> (pid, host key, where), for the columns
 
@@ -245,7 +246,9 @@ class Monitor:
         events = self._full(lazy, now, wall, self._inputs)
         self.cycles += 1
         self.last_cycle_s = time.perf_counter() - started
-        self.timings = {"multi_get": read - started, "rest": self.last_cycle_s - (read - started)}
+        screened = max(self._screened - read, 0.0) if self._inputs is not None else 0.0
+        self.timings = {"multi_get": read - started, "screen": screened, "detect": self._detected,
+                        "rest": self.last_cycle_s - (read - started) - screened - self._detected}
         return events
 
     def _refresh_thresholds(self, now: float) -> None:
@@ -398,7 +401,9 @@ class Monitor:
             self._observe_step(now, max(steps) if steps else None)
         self.records = records
         snapshot = Snapshot(now, wall, self.world_size, records, dict(self.groups), dict(self.stacks), columns)
+        began = time.perf_counter()
         detection = detect(snapshot, self.effective, self.state)
+        self._detected = time.perf_counter() - began
         events = list(detection.events)
         if self.config.auto_warn or self.config.auto_confirm:  # say which thresholds made the call
             events = [replace(e, detail={**e.detail, "thresholds": self.thresholds.to_json()}) for e in events]

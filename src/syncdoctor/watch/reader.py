@@ -7,6 +7,8 @@ timeout): every key is created empty once, before its first read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from syncdoctor.watch.aggregate import merge
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 
@@ -31,7 +33,7 @@ class RecordReader:
         self._ensured: set[int] = set()
         self._ensured_nodes = 0
 
-    def read(self) -> list[bytes]:
+    def read(self) -> Sequence[bytes]:
         """Per rank, its latest record (``b""`` when it has none)."""
         store = self.store
         count = store.add(self.keys.nodes_count, 0)

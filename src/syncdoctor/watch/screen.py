@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncdoctor.watch.aggregate import NodeRecords
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.records import (
     HEADER_FIELDS,
@@ -73,13 +74,20 @@ def header_table(raws: Sequence[bytes]) -> Any | None:
     if _DTYPE is None:
         _DTYPE = header_dtype()
     count = len(raws)
-    heads = b"".join([raw[:HEADER_SIZE] for raw in raws])
-    if len(heads) != count * HEADER_SIZE:
-        return None
-    table = np.frombuffer(heads, dtype=_DTYPE)
+    if isinstance(raws, NodeRecords):  # node values: the headers come as arrays, no record is cut out
+        rows = raws.header_rows()
+        if rows is None:
+            return None
+        table = rows.reshape(-1).view(_DTYPE)
+        lengths = raws.lengths()
+    else:
+        heads = b"".join([raw[:HEADER_SIZE] for raw in raws])
+        if len(heads) != count * HEADER_SIZE:
+            return None
+        table = np.frombuffer(heads, dtype=_DTYPE)
+        lengths = np.fromiter(map(len, raws), dtype=np.int64, count=count)
     if count and not (table["magic"] == MAGIC).all():
         return None
-    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=count)
     if not (lengths == HEADER_SIZE + table["detail_len"].astype(np.int64)).all():
         return None
     return table
