@@ -13,7 +13,8 @@ from syncdoctor.analyze.collect import collect
 from syncdoctor.analyze.inputs import Source
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "formats.md"
-_ROW = re.compile(r"^\| .*\| `(?P<example>[^`]+)` \| `(?P<event>[a-z_]+)` \|\s*$")
+# the example in single backquotes, or in double ones (with a space inside) when it holds backquotes itself
+_ROW = re.compile(r"^\| .*\| (?:`(?P<example>[^`]+)`|`` (?P<quoted>.+?) ``) \| `(?P<event>[a-z_]+)` \|\s*$")
 
 
 def rows() -> list[tuple[str, str, str]]:
@@ -21,7 +22,7 @@ def rows() -> list[tuple[str, str, str]]:
     for number, line in enumerate(DOC.read_text().splitlines(), 1):
         match = _ROW.match(line)
         if match:
-            found.append((f"formats.md:{number}", match["example"], match["event"]))
+            found.append((f"formats.md:{number}", match["example"] or match["quoted"], match["event"]))
     return found
 
 

@@ -109,6 +109,33 @@ def test_a002_detail_fingerprints(tmp_path) -> None:
     assert root(diagnosis).category is Category.COLLECTIVE_DESYNC and root(diagnosis).culprit_ranks == (2,)
 
 
+LIGHTNING_DONE = "`Trainer.fit` stopped: `max_epochs=20` reached."
+HF_DONE = "[INFO|trainer.py:2383] 2024-05-01 10:00:00,000 >> Training completed. Do not forget to share your model on huggingface.co/models =)"
+
+
+@pytest.mark.parametrize("done", [LIGHTNING_DONE, HF_DONE])
+def test_a002_a_collective_after_training_ended_on_one_rank(tmp_path, done: str) -> None:
+    """Rank 0 ends its training loop, then times out alone in a one-element all_reduce: end-of-run code only it
+    runs (a save with a barrier inside). Rank 0 is the culprit, not a victim of an unseen late rank."""
+    diagnosis = write(tmp_path, {"job.log": ["Epoch 19: 100%|##########| 782/782 [00:05<00:00, loss=0.45]", done,
+                                             NCCL_TIMEOUT.format(r=0, seq=9001, op="ALLREDUCE", n=1)]})
+    top = root(diagnosis)
+    assert top.category == Category.COLLECTIVE_DESYNC and top.culprit_ranks == (0,), top.title
+    assert "after training had ended" in top.title and "1 elements" in top.title
+    assert [e.note for e in top.evidence] == ["training loop ended", "then timed out"]
+
+
+def test_a002_after_training_needs_the_timeout_after_the_end_and_one_rank(tmp_path) -> None:
+    # the timeout came first, then the end of training was printed: a late rank as ever, not this rule
+    before = write(tmp_path / "before", {"job.log": [NCCL_TIMEOUT.format(r=0, seq=9, op="ALLREDUCE", n=1),
+                                                      LIGHTNING_DONE]})
+    assert not any("after training had ended" in h.title for h in before.hypotheses)
+    # two ranks timed out after it: they wait together for someone else (a final barrier), no culprit among them
+    both = write(tmp_path / "both", {"job.log": [LIGHTNING_DONE, NCCL_TIMEOUT.format(r=1, seq=9, op="BARRIER", n=1),
+                                                 NCCL_TIMEOUT.format(r=2, seq=9, op="BARRIER", n=1)]})
+    assert not any("after training had ended" in h.title for h in both.hypotheses)
+
+
 # --- A003 crash / A004 OOM: the cause vs the cascade ---------------------------------------------------------
 
 def test_a003_crash_before_the_cascade(tmp_path) -> None:

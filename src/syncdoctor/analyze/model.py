@@ -73,6 +73,7 @@ class Kind(str, enum.Enum):
     AGENT_SIGNAL = "agent_signal"  # the launcher itself received a signal (SIGHUP, SIGTERM) and stopped its workers
     PROCESS_MAP = "process_map"  # a table that says where each rank runs (nccl-tests' device list)
     ERROR_LINE = "error_line"  # a line that looks like an error and that no parser understood
+    TRAINING_DONE = "training_done"  # the framework says its training loop ended (Lightning, HF Trainer)
     # other sources
     FR_STATUS = "fr_status"  # one Flight Recorder dump's per-group status (one event per group)
     WATCH = "watch"  # a syncdoctor watch event

@@ -26,6 +26,7 @@ from syncdoctor.analyze.parsers import (
     torch_watchdog,
     torchrun,
     traceback,
+    training,
 )
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
@@ -33,7 +34,7 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                gpu, traceback)
+                gpu, traceback, training)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers

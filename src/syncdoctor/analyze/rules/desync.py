@@ -17,7 +17,7 @@ from syncdoctor.analyze.chains import chains
 from syncdoctor.analyze.fr_compare import compare_mismatches
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
-from syncdoctor.analyze.timeline import Timeline, is_comm_exception
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 from syncdoctor.watch.waitgraph import describe_chain
 
 __all__ = ["collective_desync"]
@@ -224,6 +224,41 @@ def _from_cycles(tl: Timeline) -> list[Hypothesis]:
     return out
 
 
+def _after_training(tl: Timeline) -> list[Hypothesis]:
+    """A rank timed out in a collective after its training loop had ended (Lightning's `Trainer.fit` stopped,
+    the HF Trainer's Training completed), and no other rank timed out: end-of-run code that runs on some ranks
+    only (a checkpoint save with a barrier inside, a last metric, a closing barrier under ``if rank == 0``)
+    issued a collective the others never issued; they finished and left. The rank stuck in it is the one
+    whose program took the extra step."""
+    done = tl.of(Kind.TRAINING_DONE)
+    timeouts = [e for e in tl.of(*TIMEOUT_KINDS) if e.origin.rank is not None]
+    if not done or not timeouts or len({e.origin.rank for e in timeouts}) != 1:
+        return []
+    after = [t for t in timeouts if any(d.ref.source == t.ref.source and d.ref.line < t.ref.line
+                                        and d.origin.rank in (None, t.origin.rank) for d in done)]
+    if not after:
+        return []
+    rank = int(after[0].origin.rank)  # type: ignore[arg-type]
+    first = after[0]
+    what_op = f"{first.op} " if first.op else ""
+    size = f" ({first.data['numel_in']} elements)" if first.data.get("numel_in") is not None else ""
+    title = (f"rank {rank} called a collective after training had ended ({what_op.strip() or 'a collective'}"
+             f"{size}) that no other rank called: end-of-run code that runs on some ranks only")
+    marks = [d for d in done if d.ref.source == first.ref.source and d.ref.line < first.ref.line]
+    what = (f"The training loop ended ({marks[-1].data.get('why', 'training completed')}), then rank {rank} waited in "
+            f"{what_op}collective until the timeout, and no other rank reports one. After the loop, the ranks run "
+            "end-of-run code; a collective inside a branch that only some ranks take (a checkpoint save with a "
+            "barrier, a metric all_reduce, logging under `if rank == 0`) has no partner: the others finished and "
+            "left. If the other ranks' logs show them waiting too, they are in a different collective: compare "
+            "their last collectives.")
+    fix = ("Make every rank call the same collectives at the end of the run: move the collective out of the "
+           "rank-dependent branch (call it on all ranks, let only rank 0 write), or remove the barrier from code "
+           "that only rank 0 runs.")
+    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.5, title, culprits=[rank], what=what, fix=fix,
+                       evidence=evidence_of(marks[-1:], "training loop ended") + evidence_of(after[:1],
+                                                                                           "then timed out"))]
+
+
 def collective_desync(tl: Timeline) -> list[Hypothesis]:
     return (_from_fr(tl) + _from_watchdog(tl) + _from_detail(tl) + _from_size_check(tl) + _from_call_sites(tl)
-            + _from_cycles(tl) + _from_watch(tl))
+            + _from_cycles(tl) + _from_watch(tl) + _after_training(tl))
