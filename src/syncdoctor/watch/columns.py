@@ -97,6 +97,7 @@ class Columns:
         self._pids: list[int] | None = None
         self._groups: dict[str, tuple[Sequence[int] | None, GroupColumns]] = {}
         self._signatures: dict[tuple[str, int, int], Signature | None] = {}
+        self._pair_columns: tuple[Any, Any, Any] | None = None
 
     # --- per rank -------------------------------------------------------------------------------------
     def pid(self, rank: int) -> int:
@@ -243,11 +244,56 @@ class Columns:
             hit &= among
         return bool(hit.any())
 
+    def _pairs(self) -> tuple[Any, Any, Any]:
+        """For every (group, member) pair of the index: whether the member's header has the group, and its
+        entered and completed counts there (all groups at once: a job with a tensor-parallel group per 8
+        ranks has thousands of groups, and a call per group costs more than the whole cycle)."""
+        import numpy as np
+
+        if self._pair_columns is None:
+            index, table = self.index, self.table
+            pr = index.pair_rank
+            match = (table["gid"][pr] == index.gids[index.pair_group][:, None]) & (
+                np.arange(HEADER_GROUPS)[None, :] < table["ngroups"][pr][:, None])
+            has = match.any(axis=1)
+            slot = match.argmax(axis=1)
+            self._pair_columns = (has, np.where(has, table["entered"][pr, slot].astype(np.int64), 0),
+                                  np.where(has, table["completed"][pr, slot].astype(np.int64), 0))
+        return self._pair_columns
+
+    def pending_groups(self, alive: Any) -> set[str]:
+        """The groups of the index in which some alive member is inside a collective (the others have no wait)."""
+        import numpy as np
+
+        index = self.index
+        if not len(index.pair_rank):
+            return set()
+        has, entered, completed = self._pairs()
+        pending = np.logical_or.reduceat(has & (entered > completed) & alive[index.pair_rank], index.starts)
+        return {index.names[g] for g in index.nonempty[pending].tolist()}
+
     def completed_by_group(self, groups: Mapping[str, Sequence[int]]) -> dict[str, int]:
         """:func:`syncdoctor.watch.straggler.completed_by_group` from the headers."""
+        import numpy as np
+
+        index = self.index
         completed: dict[str, int] = {}
+        if len(index.pair_rank):
+            has, _entered, done = self._pairs()
+            every = np.logical_and.reduceat(has, index.starts)
+            lowest = np.minimum.reduceat(done, index.starts)
+            names = [index.names[g] for g in index.nonempty.tolist()]
+            by_index = {name: (bool(ok), int(low)) for name, ok, low in zip(names, every, lowest, strict=True)}
+        else:
+            by_index = {}
+        indexed = set(index.names)
         for name, members in groups.items():
             if not len(members):
+                continue
+            if name in indexed:  # the index holds the same member tables (the monitor's, the snapshot's)
+                ok, low = by_index.get(name, (False, 0))
+                if ok:
+                    completed[name] = low
                 continue
             cols = self.group(name, members)
             if bool(cols.has.all()):

@@ -49,8 +49,12 @@ def wait_conditions(ctx: Context) -> list[Condition]:
     """The conditions of every root of this cycle's wait-for graph, plus the hangs and mismatches."""
     graph = Graph([], {}, dict(ctx.groups), {}, {})
     conditions: list[Condition] = []
+    columns = ctx.snapshot.columns
+    # with columns, the groups in which no alive member is inside a collective are known at once: no wait there
+    quiet = set(columns.index.names) - columns.pending_groups(ctx.alive) if columns is not None else set()
     for group, members in sorted(ctx.groups.items()):
-        conditions.extend(group_waits(ctx, graph, group, members))
+        if group not in quiet:
+            conditions.extend(group_waits(ctx, graph, group, members))
     conditions.extend(channel_waits(ctx, graph))
     chains: dict[int, list[Root]] = {}  # id(hang condition) -> roots that end in it
     by_id = {id(c): c for c in conditions}
