@@ -109,7 +109,7 @@ def test_auto_thresholds_name_a_late_rank_within_seconds_in_a_fast_job(lab_facto
     """0.1 s steps: after the warm-up the warning threshold is the 2 s floor, not the static 10 s."""
     lab = lab_factory(2)
     fault = {"rank": 3, "kind": "late", "at": 150, "seconds": 8}
-    job = lab.torchrun(["-m", "syncdoctor.testing.workload", "--steps", "200", "--grad-sync", "manual",
+    job = lab.torchrun(["-m", "syncdoctor.testing.workload", "--steps", "160", "--grad-sync", "manual",
                         "--step-sleep", "0.05", "--fault", json.dumps(fault), "--log-ranks", "all"],
                        procs_per_host=2, run_dir=tmp_path / "run", env=_auto_env(tmp_path))
     result = job.wait(timeout=240)
@@ -128,13 +128,13 @@ def test_auto_thresholds_name_a_late_rank_within_seconds_in_a_fast_job(lab_facto
 
 
 def test_auto_thresholds_raise_no_false_alarm_in_a_slow_job(lab_factory, tmp_path: Path) -> None:
-    """20 s steps in which rank 0 sleeps 12 s more than the others every step (a slow data source): the
-    others wait 12 s in every step's all_reduce. With the static 10 s threshold each step would raise a
-    late rank; learned from the job, none."""
+    """12 s steps in which rank 0 sleeps 12 s more than the others every step (a slow data source): the
+    others wait 12 s in every step's all_reduce, nearly the whole step. With the static 10 s threshold each
+    step would raise a late rank; learned from the job (2 x the step), none."""
     lab = lab_factory(2)
     fault = {"rank": 0, "kind": "slow", "at": 0, "seconds": 12, "where": "load_batch"}
     job = lab.torchrun(["-m", "syncdoctor.testing.workload", "--steps", "5", "--grad-sync", "manual",
-                        "--step-sleep", "8", "--fault", json.dumps(fault), "--log-ranks", "all"],
+                        "--step-sleep", "0.05", "--fault", json.dumps(fault), "--log-ranks", "all"],
                        procs_per_host=2, run_dir=tmp_path / "run", env=_auto_env(tmp_path))
     result = job.wait(timeout=300)
     events = _events(tmp_path)

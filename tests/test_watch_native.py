@@ -120,7 +120,7 @@ def test_what_is_said_when_it_cannot(tmp_path: Path) -> None:
     frames, note = native.capture(os.getpid(), None, pyspy=str(failing))
     assert frames == () and note.startswith("no ptrace permission: Error: Permission denied")
     slow = tmp_path / "slow-py-spy"
-    slow.write_text("#!/bin/sh\nsleep 5\n")
+    slow.write_text("#!/bin/sh\nexec sleep 5\n")  # exec: the process killed at the timeout is the sleep itself
     slow.chmod(0o755)
     assert native.capture(os.getpid(), None, timeout_s=0.5, pyspy=str(slow)) == ((), "py-spy did not finish within 0.5 s")
 
@@ -138,7 +138,9 @@ def test_py_spy_takes_this_process_native_stack() -> None:
 
     taker = threading.Thread(target=take)
     taker.start()
-    time.sleep(5)  # py-spy sees this thread in clock_nanosleep
+    deadline = time.monotonic() + 30
+    while taker.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.5)  # py-spy sees this thread in clock_nanosleep (no longer than the capture takes)
     taker.join(30)
     frames, note = result["got"]  # type: ignore[misc]
     assert note == "", note

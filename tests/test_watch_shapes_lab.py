@@ -26,6 +26,7 @@ pytestmark = [requires_root, pytest.mark.slow]
 
 WARN_S = 3.0
 STEP_SLEEP = 0.05
+LATE_S = 6  # each late rank: past the warn + 1 s bound on its event, so still late when named
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
@@ -82,8 +83,8 @@ def _no_victims(events: list[dict[str, Any]], roots: set[int]) -> None:
 
 
 def test_tensor_by_data_parallel(lab_factory, tmp_path: Path) -> None:
-    faults = [{"rank": 5, "kind": "late", "at": 5, "seconds": 7, "where": "load_batch"},  # before its TP all_reduce
-              {"rank": 2, "kind": "late", "at": 16, "seconds": 7, "where": "data_parallel"},
+    faults = [{"rank": 5, "kind": "late", "at": 5, "seconds": LATE_S, "where": "load_batch"},  # before its TP all_reduce
+              {"rank": 2, "kind": "late", "at": 16, "seconds": LATE_S, "where": "data_parallel"},
               {"rank": 1, "kind": "swap", "at": 27}]  # metric all_reduce before the TP one: a deadlock with rank 0
     job, events = _run_until(lab_factory(2), tmp_path, "tpdp", faults, 60,
                              lambda evs: any(e["code"] == "W103" for e in evs))
@@ -99,9 +100,9 @@ def test_tensor_by_data_parallel(lab_factory, tmp_path: Path) -> None:
 
 
 def test_pipeline_with_data_parallel_replicas(lab_factory, tmp_path: Path) -> None:
-    faults = [{"rank": 0, "kind": "late", "at": 5, "seconds": 7, "where": "forward"},  # the first stage
-              {"rank": 2, "kind": "late", "at": 16, "seconds": 7, "where": "forward"},  # a middle stage
-              {"rank": 7, "kind": "late", "at": 27, "seconds": 7, "where": "forward"},  # the last stage
+    faults = [{"rank": 0, "kind": "late", "at": 5, "seconds": LATE_S, "where": "forward"},  # the first stage
+              {"rank": 2, "kind": "late", "at": 16, "seconds": LATE_S, "where": "forward"},  # a middle stage
+              {"rank": 7, "kind": "late", "at": 27, "seconds": LATE_S, "where": "forward"},  # the last stage
               {"rank": 5, "kind": "skip", "at": 38}]  # stage 1 of the second pipeline does not send on
     job, events = _run_until(lab_factory(2), tmp_path, "pipeline", faults, 80,
                              lambda evs: any(e["code"] == "W103" for e in evs), timeout=200)
@@ -116,7 +117,7 @@ def test_pipeline_with_data_parallel_replicas(lab_factory, tmp_path: Path) -> No
 
 
 def test_hsdp_over_a_two_dimensional_mesh(lab_factory, tmp_path: Path) -> None:
-    faults = [{"rank": 5, "kind": "late", "at": 5, "seconds": 7, "where": "forward"}]
+    faults = [{"rank": 5, "kind": "late", "at": 5, "seconds": LATE_S, "where": "forward"}]
     job, events = _run_until(lab_factory(2), tmp_path, "hsdp", faults, 30,
                              lambda evs: any(e["code"] == "W101" and e["status"] == "resolved" for e in evs))
     first = _check_first(job, events, 5, 5)

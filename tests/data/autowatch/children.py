@@ -1,6 +1,7 @@
 """A script with processes that are not ranks: DataLoader workers (fork and spawn) and a subprocess, beside
-a script that may call syncdoctor.watch.start() itself (argv[1] == "explicit"). Prints one JSON line per
-process saying whether a syncdoctor watcher runs there."""
+a script that may call syncdoctor.watch.start() itself (argv[1] == "explicit": every rank does; "explicit" followed
+by ranks: only those ranks do, the others rely on the start-up hook alone). Prints one JSON line per process
+saying whether a syncdoctor watcher runs there."""
 
 import json
 import os
@@ -28,7 +29,8 @@ class Probe(Dataset):
 
 
 def main() -> None:
-    explicit = len(sys.argv) > 1 and sys.argv[1] == "explicit"
+    args = sys.argv[1:]
+    explicit = bool(args) and args[0] == "explicit" and (len(args) == 1 or os.environ.get("RANK") in args[1:])
     mine = None
     if explicit:
         import syncdoctor.watch
