@@ -53,7 +53,6 @@ ANCHORS: tuple[bytes, ...] = (
     b" -> 3\n",  # internal error
     b" -> 6\n",  # remote error
     b"fit` stopped",  # Lightning: `Trainer.fit` stopped: `max_epochs=3` reached. (the training loop ended)
-    b"Training completed. D",  # HF transformers' Trainer: Training completed. Do not forget to share your model
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

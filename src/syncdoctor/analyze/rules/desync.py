@@ -225,8 +225,8 @@ def _from_cycles(tl: Timeline) -> list[Hypothesis]:
 
 
 def _after_training(tl: Timeline) -> list[Hypothesis]:
-    """A rank timed out in a collective after its training loop had ended (Lightning's `Trainer.fit` stopped,
-    the HF Trainer's Training completed), and no other rank timed out: end-of-run code that runs on some ranks
+    """A rank timed out in a collective after its training loop had ended (Lightning's `Trainer.fit` stopped),
+    and no other rank timed out: end-of-run code that runs on some ranks
     only (a checkpoint save with a barrier inside, a last metric, a closing barrier under ``if rank == 0``)
     issued a collective the others never issued; they finished and left. The rank stuck in it is the one
     whose program took the extra step."""
