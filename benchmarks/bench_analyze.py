@@ -25,6 +25,7 @@ import random
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,7 @@ from pathlib import Path
 from syncdoctor.analyze import analyze_sources
 from syncdoctor.analyze.inputs import expand
 from syncdoctor.analyze.model import Category
-from syncdoctor.analyze.scan import Scanner
+from syncdoctor.analyze.scan import ANCHORS, Scanner
 
 PER_HOST = 8
 PROFILES = {"coll": 512, "init": 64}  # ranks
@@ -170,6 +171,22 @@ def _grep(path: Path) -> tuple[float, float, int]:
     return wall, cpu, int(done.stdout.strip() or 0)
 
 
+def _compare_anchors(path: Path, mb: float, backend: str, drop: int) -> None:
+    """The whole analysis with every anchor and with all but the last ``drop``, in turns: medians of 4 each."""
+    sets = {f"{len(ANCHORS)} anchors": ANCHORS, f"{len(ANCHORS) - drop} anchors": ANCHORS[:-drop]}
+    rates: dict[str, list[float]] = {name: [] for name in sets}
+    for _ in range(4):
+        for name, anchors in sets.items():
+            started = time.perf_counter()
+            analyze_sources(expand([str(path)]), scanner=Scanner(anchors=anchors, backend=backend))
+            rates[name].append(mb / (time.perf_counter() - started))
+    for name, values in rates.items():
+        print(f"{name:>12}: median {statistics.median(values):.0f} MB/s wall {[round(v) for v in values]}")
+    full, fewer = (statistics.median(v) for v in rates.values())
+    print(f"ratio {len(ANCHORS)}/{len(ANCHORS) - drop} anchors: {full / fewer:.3f} "
+          f"(load average {os.getloadavg()[0]:.1f})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", default="1G", help="log size (default 1G; e.g. 64M for a quick run)")
@@ -179,6 +196,9 @@ def main() -> int:
                         help="scanner backend (default auto: libc memmem when available)")
     parser.add_argument("--keep", action="store_true", help="keep the generated file")
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where to write the file (default /tmp)")
+    parser.add_argument("--without-last-anchors", type=int, default=0, metavar="K",
+                        help="also analyse with all anchors but the last K, in turns with the full set (4 rounds "
+                             "each), and print both medians: what those anchors cost")
     args = parser.parse_args()
     size = _parse_size(args.size)
     path = Path(args.dir) / f"syncdoctor-bench-analyze-{os.getpid()}.log"
@@ -213,6 +233,8 @@ def main() -> int:
         print(f"ratio analyze/grep: {grep_best / wall:.3f} wall, {grep_cpu / cpu:.3f} CPU "
               f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
         print(f"verdict: {root.title if root else 'none'} -> {'OK' if found else 'WRONG'}")
+        if args.without_last_anchors > 0:
+            _compare_anchors(path, mb, args.backend, args.without_last_anchors)
         return 0 if found else 1
     finally:
         if not args.keep:
