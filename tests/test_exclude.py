@@ -118,6 +118,10 @@ def test_watch_events_name_a_cut_host_and_a_chronic_straggler_only() -> None:
     assert cut.to_json()["suspect_nodes"][0]["node"] == "n2"
     slow = Event("W107", "warning", "rank 5 arrives last", ranks=(5,), hosts=("gpu-a17",))
     assert [(s.node, s.confidence) for s in slow.suspect_nodes] == [("gpu-a17", 0.6)]
+    # events carry their machines' bare names: those are the suspects, whatever the display text says
+    odd = Event("W106", "confirmed", "host cut", ranks=(4,), hosts=("gpu (1) (node 1)",), nodes=("gpu (1)",))
+    assert [s.node for s in odd.suspect_nodes] == ["gpu (1)"]
+    assert Event.from_json(odd.to_json()).suspect_nodes == odd.suspect_nodes
     assert Event("W106", "resolved", "back", hosts=("n2",)).suspect_nodes == []
     assert Event("W107", "warning", "?", hosts=("?",)).suspect_nodes == []
     for code in sorted(set(CODES) - {"W106", "W107"}):  # late, dead, mismatched ranks are rank-level

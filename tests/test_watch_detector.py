@@ -266,7 +266,8 @@ def test_host_cut_names_the_host() -> None:
     job.enter([0, 1], 5)
     events = [e for e in job.run(4) if e.code in ("W105", "W106")]
     assert codes(events) == [("W106", "confirmed")]
-    assert events[0].ranks == (2, 3) and events[0].hosts == ("host1",)
+    assert events[0].ranks == (2, 3) and events[0].hosts == ("host1",) and events[0].nodes == ("host1",)
+    assert [s.node for s in events[0].suspect_nodes] == ["host1"]
 
 
 def test_one_dead_rank_on_a_host_is_not_a_host_cut() -> None:

@@ -33,6 +33,7 @@ def test_event_files_round_trip() -> None:
         # derived, not read: files written before it existed are read as well
         assert written.pop("suspect_nodes") == [s.to_json() for s in event.suspect_nodes]
         line.pop("suspect_nodes", None)
+        assert written.pop("nodes") == line.pop("nodes", [])  # files of older versions have no nodes
         assert written == line
         assert Event.from_json(event.to_json()) == event
 
@@ -51,7 +52,7 @@ _event = st.builds(
     waiting_ranks=st.lists(_small, max_size=3).map(tuple),
     waited_s=st.none() | st.integers(0, 10**6).map(lambda n: n / 100),
     detail=st.dictionaries(_names, st.none() | _small | _names, max_size=3), key=st.text(max_size=12),
-    at=st.integers(0, 2 * 10**12).map(lambda n: n / 1000),
+    at=st.integers(0, 2 * 10**12).map(lambda n: n / 1000), nodes=st.lists(_names, max_size=2).map(tuple),
 )
 
 

@@ -155,8 +155,9 @@ def suspects_from_findings(findings: Iterable[Mapping[str, Any]], min_confidence
 
 
 def event_suspects(code: str, status: str, hosts: Iterable[str], min_confidence: float = 0.0) -> list[Suspect]:
-    """Suspects of one watch event: its hosts (``host1`` or ``host1 (node 1)`` as events write them) when its
-    code is node-level and it is not resolved; confidence 0.9 confirmed, 0.6 warning."""
+    """Suspects of one watch event: its nodes (bare host names; for events of older versions, which have none,
+    its hosts, ``host1`` or ``host1 (node 1)`` as events write them) when its code is node-level and it is not
+    resolved; confidence 0.9 confirmed, 0.6 warning."""
     confidence = _STATUS_CONFIDENCE.get(status)
     if code not in WATCH_NODE_LEVEL or confidence is None:
         return []

@@ -37,7 +37,7 @@ from syncdoctor.watch.records import (
 )
 from syncdoctor.watch.screen import GroupIndex, drift_check
 
-__all__ = ["Columns", "GroupColumns", "headers_hold_all"]
+__all__ = ["Columns", "GroupColumns", "headers_hold_all", "identity_of"]
 
 _EXITED = STATES.index("exited")
 _FAILED = STATES.index("failed")
@@ -58,6 +58,11 @@ class GroupColumns:
     sig_crc: Any
 
 
+def identity_of(record: RankRecord) -> tuple[int, str, str, str]:
+    """What the identity cache keeps of a record: its pid, host key, where (for messages) and bare host."""
+    return record.pid, record.host_key, record.where, record.host
+
+
 def headers_hold_all(table: Any, index: GroupIndex) -> bool:
     """Whether the headers hold everything the detector reads in bulk: every rank's own header, none
     overflowing its slots, and every group in them one of ``index`` (whose member tables were read), no two
@@ -76,13 +81,13 @@ def headers_hold_all(table: Any, index: GroupIndex) -> bool:
 class Columns:
     """Every rank's header of one cycle, with the records (decoded on read) for what the headers lack.
 
-    ``identity``: rank -> (pid, host key, where), kept by the caller across cycles and completed here from
+    ``identity``: rank -> (pid, host key, where, host), kept by the caller across cycles and completed here from
     the records of ranks it lacks (or whose pid changed). ``waits``: the waits the straggler bookkeeping
     takes this cycle (the ones appended since it last took a rank's waits).
     """
 
     def __init__(self, table: Any, index: GroupIndex, records: Mapping[int, RankRecord],
-                 identity: dict[int, tuple[int, str, str]], waits: Sequence[tuple[int, Sequence[WaitSample]]],
+                 identity: dict[int, tuple[int, str, str, str]], waits: Sequence[tuple[int, Sequence[WaitSample]]],
                  moved: Any = None, changed_at: Any = None) -> None:
         self.table = table
         self.index = index
@@ -132,15 +137,20 @@ class Columns:
         state = self.table["state"]
         return np.where(state == _EXITED, 1, np.where(state == _FAILED, 2, 0))
 
-    def _known(self, rank: int) -> tuple[int, str, str] | None:
+    def _known(self, rank: int) -> tuple[int, str, str, str] | None:
         pid = self.pid(rank)
         known = self.identity.get(rank)
         if known is None or known[0] != pid:
             record = self.records.get(rank)
             if record is None:
                 return None
-            known = self.identity[rank] = (record.pid, record.host_key, record.where)
+            known = self.identity[rank] = identity_of(record)
         return known
+
+    def host(self, rank: int) -> str | None:
+        """:attr:`RankRecord.host` of the rank's record, likewise."""
+        known = self._known(rank)
+        return None if known is None else known[3]
 
     def host_key(self, rank: int) -> str | None:
         """:attr:`RankRecord.host_key` of the rank's record, without decoding it when its process is known."""

@@ -26,7 +26,7 @@ superseded by a more specific incident about the same ranks or collective.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from syncdoctor.watch import straggler
 from syncdoctor.watch.config import WatchConfig
@@ -65,7 +65,8 @@ def detect(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> Det
         for event in straggler.evaluate(snapshot, config, state, alive=[r for r, k in ctx.live.items() if k == "alive"],
                                         groups=ctx.groups)
     )
-    events = _reconcile(ctx, conditions)
+    # each event names its culprits' machines by their bare host names too (exclusion lists, the node history)
+    events = [replace(e, nodes=ctx.nodes(e.ranks)) if e.ranks and not e.nodes else e for e in _reconcile(ctx, conditions)]
     return Detection(tuple(events), ctx.requests)
 
 

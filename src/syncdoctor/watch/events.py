@@ -47,7 +47,9 @@ class Event:
 
     Attributes:
         code: W code. status: one of :data:`STATUSES`. title: one line with the concrete values.
-        ranks: the culprit ranks (the late, dead, mismatched or straggling ones); hosts and pids: theirs.
+        ranks: the culprit ranks (the late, dead, mismatched or straggling ones); hosts and pids: theirs (hosts
+            as messages write them, ``host1 (node 1)``); nodes: their machines' bare host names (as schedulers
+            and the node history name them).
         group: name of the process group; group_ranks: its members (global ranks).
         seq: the collective sequence number in that group; signature: what the waiting ranks called there;
             other_signature: what the culprits called (mismatch only).
@@ -73,6 +75,7 @@ class Event:
     detail: Mapping[str, Any] = field(default_factory=dict)
     key: str = ""
     at: float = 0.0
+    nodes: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -90,7 +93,7 @@ class Event:
     def suspect_nodes(self) -> list[Suspect]:
         """The nodes to keep out of the next run for this event (a host cut off, a chronic straggler's host;
         none for a rank-level cause or a resolved incident): see :mod:`syncdoctor.exclude`."""
-        return event_suspects(self.code, self.status, self.hosts)
+        return event_suspects(self.code, self.status, self.nodes or self.hosts)
 
     def line(self) -> str:
         """The structured log line: ``syncdoctor W101 late-rank warning: ...`` then key=value facts."""
@@ -133,6 +136,7 @@ class Event:
             "detail": dict(self.detail),
             "key": self.key,
             "at": round(self.at, 3),
+            "nodes": list(self.nodes),
             "suspect_nodes": [suspect.to_json() for suspect in self.suspect_nodes],
         }
 
@@ -173,6 +177,7 @@ class Event:
             waited_s=waited,
             detail=dict(detail or {}),
             key=_text(data.get("key"), "key"),
+            nodes=tuple(_text(n, "nodes") for n in _list(data.get("nodes"), "nodes")),
             at=_number(data.get("at"), "at") or 0.0,
         )
 

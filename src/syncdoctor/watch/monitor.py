@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from syncdoctor.history import resolve_path
 from syncdoctor.outputs import output_problem
 from syncdoctor.watch import straggler
+from syncdoctor.watch.columns import identity_of
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.control import AbortOrder, ControlMessage, write_control
 from syncdoctor.watch.detector import detect
@@ -217,7 +218,8 @@ class Monitor:
         self._screened = 0.0
         self._detected = 0.0
         self._inputs: _Inputs | None = None
-        self._identity: dict[int, tuple[int, str, str]] = {}  # rank -> (pid, host key, where), for the columns
+        # rank -> (pid, host key, where, host), for the columns
+        self._identity: dict[int, tuple[int, str, str, str]] = {}
 
     # --- one cycle -----------------------------------------------------------------------------------
     def cycle(self) -> list[Event]:
@@ -394,7 +396,7 @@ class Monitor:
             if len(records) < self.world_size and not self._said_version:  # only then can a version differ
                 self._say_version(lazy.raws)
             for rank, rec in records.items():
-                self._identity[rank] = (rec.pid, rec.host_key, rec.where)
+                self._identity[rank] = identity_of(rec)
             self._read_groups(records)
             self._read_stacks(records, {r: rec.stack_gen for r, rec in records.items()})
             steps = [rec.step for rec in records.values() if rec.step is not None]

@@ -166,6 +166,20 @@ class Context:
             due = self.state.due_at
             self.state.due_at = at if due is None or at < due else due
 
+    def nodes(self, ranks: Iterable[int]) -> tuple[str, ...]:
+        """The bare host names of these ranks' machines, in order, each once."""
+        columns = self.snapshot.columns
+        out: dict[str, None] = {}
+        for rank in ranks:
+            if columns is not None:
+                host = columns.host(rank)
+            else:
+                rec = self.record(rank)
+                host = None if rec is None else rec.host
+            if host:
+                out.setdefault(host)
+        return tuple(out)
+
     def pids(self, ranks: Iterable[int]) -> tuple[int, ...]:
         columns = self.snapshot.columns
         if columns is not None:  # every rank has a record
