@@ -138,17 +138,8 @@ class Context:
         return f"rank {rank} ({rec.where}, pid {rec.pid})"
 
     def hosts(self, ranks: Iterable[int]) -> tuple[str, ...]:
-        columns = self.snapshot.columns
-        out: dict[str, None] = {}
-        for rank in ranks:
-            if columns is not None:
-                where = columns.where(rank)
-            else:
-                rec = self.record(rank)
-                where = None if rec is None else rec.where
-            if where is not None:
-                out.setdefault(where)
-        return tuple(out)
+        """Where these ranks run, as messages write it (``host1 (node 1)``), in order, each once."""
+        return self._machines(ranks, "where")
 
     def due(self, waited: float) -> None:
         """A wait now ``waited`` long will cross the warning or confirmation threshold: look again then."""
@@ -168,16 +159,21 @@ class Context:
 
     def nodes(self, ranks: Iterable[int]) -> tuple[str, ...]:
         """The bare host names of these ranks' machines, in order, each once."""
+        return self._machines(ranks, "host")
+
+    def _machines(self, ranks: Iterable[int], what: str) -> tuple[str, ...]:
+        """``what`` (``where`` or ``host``) of each rank's record, from the columns' identity cache when there
+        are columns."""
         columns = self.snapshot.columns
         out: dict[str, None] = {}
         for rank in ranks:
             if columns is not None:
-                host = columns.host(rank)
+                name = columns.where(rank) if what == "where" else columns.host(rank)
             else:
                 rec = self.record(rank)
-                host = None if rec is None else rec.host
-            if host:
-                out.setdefault(host)
+                name = None if rec is None else getattr(rec, what)
+            if name:
+                out.setdefault(name)
         return tuple(out)
 
     def pids(self, ranks: Iterable[int]) -> tuple[int, ...]:
