@@ -35,7 +35,7 @@ from pathlib import Path
 from syncdoctor.analyze import analyze_sources
 from syncdoctor.analyze.inputs import expand
 from syncdoctor.analyze.model import Category
-from syncdoctor.analyze.scan import ANCHORS, Scanner
+from syncdoctor.analyze.scan import ANCHORS, BACKENDS, Scanner
 
 PER_HOST = 8
 PROFILES = {"coll": 512, "init": 64}  # ranks
@@ -171,20 +171,39 @@ def _grep(path: Path) -> tuple[float, float, int]:
     return wall, cpu, int(done.stdout.strip() or 0)
 
 
-def _compare_anchors(path: Path, mb: float, backend: str, drop: int) -> None:
-    """The whole analysis with every anchor and with all but the last ``drop``, in turns: medians of 4 each."""
-    sets = {f"{len(ANCHORS)} anchors": ANCHORS, f"{len(ANCHORS) - drop} anchors": ANCHORS[:-drop]}
-    rates: dict[str, list[float]] = {name: [] for name in sets}
+def _compare(path: Path, mb: float, scanners: dict[str, Scanner]) -> dict[str, float]:
+    """The whole analysis with each scanner, in turns (4 rounds): the median MB/s of each."""
+    rates: dict[str, list[float]] = {name: [] for name in scanners}
     for _ in range(4):
-        for name, anchors in sets.items():
+        for name, scanner in scanners.items():
             started = time.perf_counter()
-            analyze_sources(expand([str(path)]), scanner=Scanner(anchors=anchors, backend=backend))
+            analyze_sources(expand([str(path)]), scanner=scanner)
             rates[name].append(mb / (time.perf_counter() - started))
     for name, values in rates.items():
-        print(f"{name:>12}: median {statistics.median(values):.0f} MB/s wall {[round(v) for v in values]}")
-    full, fewer = (statistics.median(v) for v in rates.values())
-    print(f"ratio {len(ANCHORS)}/{len(ANCHORS) - drop} anchors: {full / fewer:.3f} "
-          f"(load average {os.getloadavg()[0]:.1f})")
+        print(f"{name:>20}: median {statistics.median(values):.0f} MB/s wall {[round(v) for v in values]}")
+    return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def _compare_anchors(path: Path, mb: float, backend: str, drop: int) -> None:
+    """The whole analysis with every anchor and with all but the last ``drop``, in turns."""
+    full, fewer = f"{len(ANCHORS)} anchors", f"{len(ANCHORS) - drop} anchors"
+    medians = _compare(path, mb, {full: Scanner(ANCHORS, backend), fewer: Scanner(ANCHORS[:-drop], backend)})
+    print(f"ratio {full}/{fewer}: {medians[full] / medians[fewer]:.3f} (load average {os.getloadavg()[0]:.1f})")
+
+
+def _compare_backends(path: Path, mb: float) -> None:
+    """The whole analysis with each scanner backend available here, in turns."""
+    scanners = {}
+    for backend in ("hyperscan", "libc", "python"):
+        try:
+            scanners[f"{backend} scanner"] = Scanner(backend=backend)
+        except ValueError as exc:
+            print(f"{backend} scanner: not measured ({exc})")
+    medians = _compare(path, mb, scanners)
+    names = list(medians)
+    for name in names[1:]:
+        print(f"ratio {names[0]}/{name}: {medians[names[0]] / medians[name]:.2f} "
+              f"(load average {os.getloadavg()[0]:.1f})")
 
 
 def main() -> int:
@@ -192,8 +211,11 @@ def main() -> int:
     parser.add_argument("--size", default="1G", help="log size (default 1G; e.g. 64M for a quick run)")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="coll",
                         help="coll: init then per-collective INFO lines (default); init: communicator chatter only")
-    parser.add_argument("--backend", choices=("auto", "libc", "python"), default="auto",
-                        help="scanner backend (default auto: libc memmem when available)")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help="scanner backend (default auto: hyperscan, else libc memmem, else bytes.find)")
+    parser.add_argument("--compare-backends", action="store_true",
+                        help="also analyse with each scanner backend available, in turns (4 rounds each), and "
+                             "print their medians side by side")
     parser.add_argument("--keep", action="store_true", help="keep the generated file")
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where to write the file (default /tmp)")
     parser.add_argument("--without-last-anchors", type=int, default=0, metavar="K",
@@ -235,6 +257,8 @@ def main() -> int:
         print(f"verdict: {root.title if root else 'none'} -> {'OK' if found else 'WRONG'}")
         if args.without_last_anchors > 0:
             _compare_anchors(path, mb, args.backend, args.without_last_anchors)
+        if args.compare_backends:
+            _compare_backends(path, mb)
         return 0 if found else 1
     finally:
         if not args.keep:

@@ -8,11 +8,13 @@ import io
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.inputs import Source, expand, iter_blocks, open_source, sniff
 from syncdoctor.analyze.model import Kind, Origin
-from syncdoctor.analyze.scan import _WINDOW, ANCHORS, Scanner, libc_memmem_available
+from syncdoctor.analyze.scan import _WINDOW, ANCHORS, Scanner, hyperscan_available, libc_memmem_available
 from syncdoctor.analyze.textlog import read_text
 from syncdoctor.errors import UsageError
 
@@ -119,17 +121,67 @@ def test_binary_junk_and_invalid_utf8(tmp_path) -> None:
     assert [e.origin.rank for e in analysis.collected.events if e.kind is Kind.GLOO_TIMEOUT] == [4]
 
 
-@pytest.mark.skipif(not libc_memmem_available(), reason="libc memmem not available here")
-def test_scanner_backends_agree() -> None:
+def _available_backends() -> list[str]:
+    return ["python"] + (["libc"] if libc_memmem_available() else []) + (["hyperscan"] if hyperscan_available() else [])
+
+
+def _lines_with_anchor(block: bytes, anchors: tuple[bytes, ...]) -> list[int]:
+    """The definition, line by line: a line (with its newline) that contains an anchor."""
+    starts, start = [], 0
+    while start < len(block):
+        end = block.find(b"\n", start)
+        end = len(block) if end == -1 else end + 1
+        if any(anchor in block[start:end] for anchor in anchors):
+            starts.append(start)
+        start = end
+    return starts
+
+
+def test_hyperscan_is_the_default_backend() -> None:
+    """hyperscan is a dependency with wheels for Linux, macOS and Windows: its absence is a broken install."""
+    assert hyperscan_available()
+    assert Scanner().backend == "hyperscan"
+
+
+_PIECES = [b"plain text ", b"\n", b"\r\n", b"NCCL INFO Channel 00 ", b" -> 1\n", b" -> ", b"rro", b"RRO", *ANCHORS]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.booleans())
+def test_scanner_backends_agree_with_the_definition(pieces: list[bytes], newline: bool) -> None:
+    block = b"".join(pieces) + (b"\n" if newline else b"")
+    expected = _lines_with_anchor(block, ANCHORS)
+    for backend in _available_backends():
+        assert Scanner(backend=backend).line_starts(block) == expected, backend
+
+
+def test_scanner_backends_agree_on_large_blocks() -> None:
     rng = random.Random(11)
-    pieces = [b"plain text ", b"\n", b"NCCL INFO Channel 00 ", *ANCHORS]
-    for size in (0, 10, 1000, 200_000):
-        block = b"".join(rng.choice(pieces) for _ in range(size // 8)) + b"\n"
-        assert Scanner(backend="libc").line_starts(block) == Scanner(backend="python").line_starts(block)
+    for size in (0, 10, 1000, 200_000, 3 * _WINDOW):
+        block = b"".join(rng.choice(_PIECES) for _ in range(size // 8)) + b"\n"
+        expected = _lines_with_anchor(block, ANCHORS)
+        for backend in _available_backends():
+            assert Scanner(backend=backend).line_starts(block) == expected, (backend, size)
+    few = (b"Traceback", b"imeout")
+    block = b"x Traceback y imeout\nimeout\nnone\n"
+    for backend in _available_backends():
+        assert Scanner(few, backend=backend).line_starts(block) == [0, 21], backend
+
+
+def test_scanner_falls_back_when_hyperscan_fails_on_a_block() -> None:
+    scanner = Scanner()
+
+    class Broken:
+        def scan(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("hyperscan.error: scratch in use")
+
+    scanner._database = Broken()
+    block = b"ok\nRuntimeError: boom\n"
+    assert scanner.line_starts(block) == [3]
 
 
 def test_scanner_finds_anchors_across_window_edges() -> None:
-    for backend in ("python", "libc") if libc_memmem_available() else ("python",):
+    for backend in _available_backends():
         scanner = Scanner(backend=backend)
         for offset in range(_WINDOW - 12, _WINDOW + 4):
             block = b"a" * offset + b"Traceback\n" + b"b" * 100 + b"\n"
