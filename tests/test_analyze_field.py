@@ -122,6 +122,36 @@ def test_a021_unhandled_cuda_error_inside_nccl(tmp_path) -> None:
     assert hypothesis.category is Category.GPU_ERROR and "pid 11305" in hypothesis.culprit_processes
 
 
+def test_a021_cut_inside_the_quote(tmp_path) -> None:
+    text = "gpu47:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error\n```"
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.GPU_ERROR and hypothesis.culprit_hosts == ("gpu47",)
+
+
+# NCCL 2.4 on RoCE with the default GID (real: NVIDIA/nccl-tests#24): the NICs give up, then NCCL's teardown
+# of the communicator fails with a CUDA error
+_IB_THEN_TEARDOWN = """
+gpu5:35917:35994 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129
+gpu5:35917:35994 [0] NCCL INFO transport.cu:163 -> 2 [Proxy Thread]
+gpu4:35902:35977 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129
+gpu5:35917:35917 [0] NCCL INFO Destroyed comm 0x7f24c4001af0 rank 4
+gpu5:35917:35917 [1] init.cu:194 NCCL WARN Cuda failure 'an illegal memory access was encountered'
+gpu5: Test NCCL failure common.cu:343 'unhandled cuda error'
+"""
+
+
+def test_a021_after_the_same_process_ib_failure_is_its_consequence(tmp_path) -> None:
+    hypotheses = diagnose(tmp_path, _IB_THEN_TEARDOWN).hypotheses
+    assert hypotheses[0].category is Category.IB_UNREACHABLE_AT_INIT
+    gpu = next(h for h in hypotheses if h.category is Category.GPU_ERROR)
+    assert gpu.confidence < hypotheses[0].confidence and "consequence" in gpu.what
+
+
+def test_a021_negative_an_ib_failure_of_another_process_does_not_excuse_it(tmp_path) -> None:
+    text = _IB_THEN_TEARDOWN.replace("gpu5:35917:35994", "gpu5:35999:35994")  # the IB error in another pid
+    assert top(diagnose(tmp_path, text)).category is Category.GPU_ERROR
+
+
 def test_a021_negative_device_side_assert_is_the_program(tmp_path) -> None:
     text = "[rank1]: RuntimeError: CUDA error: device-side assert triggered\n"
     assert Category.GPU_ERROR not in {h.category for h in diagnose(tmp_path, text).hypotheses}
@@ -165,8 +195,21 @@ def test_a023_connect_aborted_on_a_docker_bridge(tmp_path) -> None:
     text = ("`e57377aacbb6:1203:1227 [0] misc/socket.cc:480 NCCL WARN socketStartConnect: Connect to "
             "172.17.0.2<38847> failed : Software caused connection abort`")
     hypothesis = top(diagnose(tmp_path, text))
-    assert hypothesis.category is Category.PEER_UNREACHABLE and hypothesis.culprit_hosts == ("e57377aacbb6",)
+    # the dialler, then the peer it could not reach
+    assert hypothesis.category is Category.PEER_UNREACHABLE
+    assert hypothesis.culprit_hosts == ("e57377aacbb6", "172.17.0.2")
     assert "172.17.0.2" in hypothesis.title
+
+
+def test_a023_the_refusing_peer_is_a_suspect(tmp_path) -> None:
+    """A refused connect: nothing listened at the peer, or its network is broken (real: bigscience jz/slurm
+    README, a node with a broken network found from the refused address)."""
+    text = ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8\n"
+            "r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> failed : "
+            "Connection refused\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.PEER_UNREACHABLE
+    assert hypothesis.culprit_hosts == ("r11i6n2", "10.148.3.247")
 
 
 def test_a023_negative_a_link_local_peer_is_the_address_rule(tmp_path) -> None:

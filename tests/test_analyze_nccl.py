@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from analyze_helpers import events_of, one, read
-from syncdoctor.analyze.model import Kind
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category, Kind
 from syncdoctor.analyze.parsers.prefixes import split_nccl
 
 P = "node1:1234:1290 [3] NCCL INFO "
@@ -132,6 +133,9 @@ IB_ERRORS = [
      "mlx5_3"),  # 2.29+
     ("NET/IB: Got completion from peer 10.0.0.2<43021> with status=transport retry counter exceeded(12) "
      "opcode=send(0) vendor_err=129 hca mlx5_1", 12, 129, "10.0.0.2", "mlx5_1"),
+    # a paste that wrapped the line: the rest went to the next line (real: ml-engineering, debug/pytorch.md)
+    ("NET/IB : Got completion from peer 10.2.0.5<33092> with error 12, opcode 0, len", 12, None, "10.2.0.5", None),
+    ("NET/IB : Got completion from peer 10.2.0.5<33092> with error 4,", 4, None, "10.2.0.5", None),
 ]
 
 
@@ -244,6 +248,24 @@ def test_warn_classification_every_layout(prefix, message, kind, expected) -> No
 ])
 def test_nccl_errors_surfaced_by_pytorch(line, error) -> None:
     assert one(line, Kind.NCCL_ERROR).data["error"] == error
+
+
+@pytest.mark.parametrize("line", [
+    "Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)",  # quoted without NCCL's prefix
+    "Duplicate GPU detected : rank 27 and rank 19 both on CUDA device 53000",
+])
+def test_duplicate_gpu_without_the_warn_prefix(line) -> None:
+    event = one(line, Kind.DUPLICATE_GPU)
+    assert event.data == {"ranks": [27, 19], "device": "53000"}
+
+
+def test_duplicate_gpu_names_both_ranks_as_culprits(tmp_path) -> None:
+    (tmp_path / "paste.log").write_text("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)\n"
+                                        "Error: rank 29 and rank 21 both on CUDA device 91000 (PCI 91:00.0)\n")
+    analysis = analyze_paths([str(tmp_path / "paste.log")])
+    root = analysis.diagnosis.root_cause
+    assert root is not None and root.category is Category.DUPLICATE_GPU
+    assert root.culprit_ranks == (19, 21, 27, 29) and "27/19" in root.title and "29/21" in root.title
 
 
 def test_info_lines_never_become_warnings() -> None:

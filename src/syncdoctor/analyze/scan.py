@@ -65,6 +65,7 @@ ANCHORS: tuple[bytes, ...] = (
     b" -> 3\n",  # internal error
     b" -> 6\n",  # remote error
     b"fit` stopped",  # Lightning: `Trainer.fit` stopped: `max_epochs=3` reached. (the training loop ended)
+    b"both on CUDA device",  # NCCL's duplicate GPU check, also quoted without its WARN prefix
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

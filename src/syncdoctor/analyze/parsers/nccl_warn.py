@@ -44,7 +44,8 @@ from syncdoctor.analyze.parsers.prefixes import split_nccl
 __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 
 KEYWORDS = ("NCCL WARN", "] WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
-            "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error")
+            "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
+            "both on CUDA device")
 
 # ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
 IB_STATUS = {
@@ -57,9 +58,10 @@ IB_STATUS = {
 
 _IB = re.compile(
     r"NET/IB\w* ?: ?Got completion(?: from peer (?P<peer>\S+))? with "
-    r"(?:status=(?:(?P<sname>[^()=,]*?)\()?(?P<status>\d+)\)?|error (?P<error>\d+))[, ]+"
-    r"opcode[= ](?:(?P<oname>[^()=,]*?)\()?(?P<opcode>\d+)\)?"
-    r"(?:[, ]+(?:len|reqSize)[= ](?P<len>\d+))?[, ]+vendor[_ ]err[= ]?(?P<vendor>\d+)"
+    r"(?:status=(?:(?P<sname>[^()=,]*?)\()?(?P<status>\d+)\)?|error (?P<error>\d+))"
+    # the rest may be cut where a paste wrapped the line (``… with error 12, opcode 0, len`` / ``0, vendor err``)
+    r"(?:[, ]+opcode[= ](?:(?P<oname>[^()=,]*?)\()?(?P<opcode>\d+)\)?"
+    r"(?:[, ]+(?:len|reqSize)[= ](?P<len>\d+))?(?:[, ]+vendor[_ ]err[= ]?(?P<vendor>\d+))?)?"
 )
 _HCA = re.compile(r"\bhca (?P<hca>[\w.\-]+)")
 _MODIFY_QP = re.compile(
@@ -91,7 +93,7 @@ _DEVICE_DOWN = re.compile(
 )
 _OLD_CONNECT = re.compile(r"Call to connect(?: timeout)? ?(?:failed)? ?: ?(?P<err>Connection refused|No route to host|"
                           r"Connection timed out|Network is unreachable)")
-_GPU = re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<msg>[^']*)'")
+_GPU = re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<msg>[^']*)(?:'|$)")  # the quote unclosed: a cut paste
 _SHM_UNLINK = re.compile(r"unlink shared memory (?P<path>/dev/shm/\S+) failed")
 _CONNECT = re.compile(
     r"[Cc]onnect to (?P<peer>\S+?) (?:failed ?: ?(?P<err>.+)|returned (?P<err2>[^,]+?)(?:, exceeded error retry count"
@@ -103,7 +105,8 @@ _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<atte
 _CLOSED = re.compile(r"Connection closed by remote peer(?: (?P<peer>\S+))?")
 _RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? failed ?: ?(?:Connection reset by peer|Broken pipe)")
 _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
-_DUP = re.compile(r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
+# also without its WARN prefix and first words, as quoted in notes and summaries
+_DUP = re.compile(r"(?:Duplicate GPU detected : )?\brank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
 _TORCH_NCCL = re.compile(
     r"NCCL error(?: in: (?P<where>\S+?),?|:) (?P<error>unhandled system error|remote process exited or there was a network "
@@ -133,7 +136,8 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         hca = _HCA.search(message)
         return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
             "status": status, "status_text": IB_STATUS.get(status, (match["sname"] or "").strip()),
-            "opcode": int(match["opcode"]), "vendor_err": int(match["vendor"]),
+            "opcode": int(match["opcode"]) if match["opcode"] else None,
+            "vendor_err": int(match["vendor"]) if match["vendor"] else None,
             "hca": hca["hca"] if hca else None, **_peer(match["peer"])})]
     match = _ASYNC.search(message)
     if match:
@@ -222,6 +226,10 @@ def parse(line: Line) -> list[Event]:
                 for event in _warn(line, prefix.message, origin, "WARN")]
     if prefix is not None:
         return []
+    match = _DUP.search(body)
+    if match:
+        return [make_event(Kind.DUPLICATE_GPU, line, data={
+            "ranks": [int(match["a"]), int(match["b"])], "device": match["dev"]})]
     if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "nccl", "where": "socket", "message": body.strip()[:300]})]

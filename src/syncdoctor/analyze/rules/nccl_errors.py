@@ -11,6 +11,7 @@ within ``INIT_WINDOW_S`` seconds of ``Init COMPLETE`` on the same host's clock.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import attribute, evidence_of, fmt_ranks, hypothesis
@@ -77,7 +78,8 @@ def ib_retry_exceeded(tl: Timeline) -> list[Hypothesis]:
     hcas = sorted({str(e.data["hca"]) for e in errors if e.data.get("hca")})
     peers = sorted({str(e.data["peer_addr"]) for e in errors if e.data.get("peer_addr")})
     detail = f"status {errors[0].data.get('status')} ({errors[0].data.get('status_text') or 'retry exceeded'})"
-    detail += f", vendor error {errors[0].data.get('vendor_err')}"
+    vendor = next((e.data["vendor_err"] for e in errors if e.data.get("vendor_err") is not None), None)
+    detail += f", vendor error {vendor}" if vendor is not None else ""
     where = f" on {', '.join(suspects)}" if suspects else ""
     if phase == "late":
         category, confidence = Category.IB_LINK_FAILURE, 0.8
@@ -103,14 +105,16 @@ def ib_retry_exceeded(tl: Timeline) -> list[Hypothesis]:
 
 
 def _simple(tl: Timeline, kind: Kind, category: Category, make_title: str, fix: str | None = None,
-            confidence: float = 0.9) -> list[Hypothesis]:
+            confidence: float = 0.9, named: Iterable[int] = ()) -> list[Hypothesis]:
+    """One hypothesis over the events of ``kind``: their ranks (and the ranks their messages ``named``)."""
     events = tl.of(kind)
     if not events:
         return []
-    ranks = sorted({e.origin.rank for e in events if e.origin.rank is not None})
+    own = {e.origin.rank for e in events if e.origin.rank is not None}
+    ranks = sorted(own | set(named))
     hosts = sorted({e.origin.host for e in events if e.origin.host})
     where = f" on {', '.join(hosts)}" if hosts else ""
-    who = f" (ranks {fmt_ranks(ranks)})" if ranks else ""
+    who = f" (ranks {fmt_ranks(sorted(own))})" if own else ""
     found = attribute(events, tl)  # without ranks: the processes as NCCL's prefix names them (pid, GPU)
     if not ranks and found.processes:
         who = f" ({', '.join(found.processes[:3])}{' ...' if len(found.processes) > 3 else ''})"
@@ -139,7 +143,8 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
     if dup:
         pairs = sorted({tuple(e.data.get("ranks") or ()) for e in dup if e.data.get("ranks")})
         title = "two ranks share one GPU" + (f" (ranks {', '.join('/'.join(map(str, p)) for p in pairs)})" if pairs else "")
-        out += _simple(tl, Kind.DUPLICATE_GPU, Category.DUPLICATE_GPU, title)
+        # NCCL numbers them in the communicator that found it: the job's ranks where that is the default group
+        out += _simple(tl, Kind.DUPLICATE_GPU, Category.DUPLICATE_GPU, title, named={r for p in pairs for r in p})
     out += _simple(tl, Kind.PEER_ACCESS, Category.PEER_ACCESS, "CUDA peer access is not supported between the GPUs")
     return out
 

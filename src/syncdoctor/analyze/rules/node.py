@@ -47,10 +47,26 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
         "If it follows the program (the same kernel on any node), run with CUDA_LAUNCH_BLOCKING=1 to find it; "
         "if it follows the node, check that GPU (`nvidia-smi -q -d ECC`, `dmesg -T | grep -i xid`) and keep the "
         "node out until it passes `dcgmi diag`.")
-    return [hypothesis(tl, Category.GPU_ERROR, 0.9 if hardware else 0.8, title, culprits=where.ranks,
+    confidence = 0.9 if hardware else 0.8
+    if not hardware and all(_after_network_failure(tl, e) for e in events):
+        # NCCL tearing down its communicators after the NICs gave up touches freed or aborted memory: a CUDA
+        # error there is the network failure's doing (the IB rules name that), not the GPU's
+        confidence = 0.5
+        what += (" Each process reported it after its own InfiniBand retry-exceeded error: most likely a "
+                 "consequence of tearing NCCL down after that network failure, not the GPU's own fault.")
+    return [hypothesis(tl, Category.GPU_ERROR, confidence, title, culprits=where.ranks,
                        hosts=where.hosts, affected=affected, what=what, fix=fix,
                        evidence=evidence_of(events, "the GPU's error", 6), processes=where.processes,
                        local_ranks=where.local_ranks)]
+
+
+def _after_network_failure(tl: Timeline, event: Event) -> bool:
+    """The same process (host and pid, in the same file) logged an IB retry-exceeded error before ``event``."""
+    if event.origin.pid is None:
+        return False
+    return any(e.data.get("status") in _RETRY and e.origin.pid == event.origin.pid and
+               e.origin.host == event.origin.host and e.ref.source == event.ref.source and e.ref.line < event.ref.line
+               for e in tl.of(Kind.IB_COMPLETION_ERROR))
 
 
 def worker_killed(tl: Timeline) -> list[Hypothesis]:

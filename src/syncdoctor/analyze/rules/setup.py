@@ -125,7 +125,11 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         what = ("A connection every rank needs could not be opened: a firewall between the hosts, a wrong "
                 "MASTER_ADDR or port, nobody listening there yet (the rank that serves the store died or never "
                 "started), or an address that the other host cannot route to.")
-        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.75, title, culprits=where.ranks, hosts=where.hosts,
+        # the peers they dialled are suspects too: nothing listening there, or that host's network is broken
+        peers = sorted({str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
+                       | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
+        suspects = list(where.hosts) + [p for p in peers if p not in where.hosts]
+        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.75, title, culprits=where.ranks, hosts=suspects,
                               what=what, evidence=evidence_of(events, "could not connect", MAX_CASCADE),
                               processes=where.processes, local_ranks=where.local_ranks))
     system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", ""))]
