@@ -105,6 +105,54 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
+# --- A001 lagging-rank, from pastes without ranks -----------------------------------------------------------------
+
+def test_a001_a_rankless_watchdog_line_means_another_rank_never_arrived(tmp_path) -> None:
+    # one line copied from a thread, the word split by the forum (real: InternLM/xtuner#390)
+    text = ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, Timeout(ms)=1800000) "
+            "ran for 1808442 millis econds before timing out.")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.confidence == 0.3
+    assert "broadcast (SeqNum 3)" in hypothesis.title and not hypothesis.culprit_ranks
+
+
+def test_a001_negative_a_rankless_timeout_after_a_crash_is_the_crash(tmp_path) -> None:
+    text = ("[rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, Timeout(ms)=1800000) "
+            "ran for 1808442 milliseconds before timing out.\n")
+    assert top(diagnose(tmp_path, text)).category is Category.RANK_OUT_OF_MEMORY
+
+
+_ZERO_FIRST = """Traceback (most recent call last):
+  File "tools/train.py", line 104, in main
+    trainer = Trainer(args, cfg, device)
+  File "/home/u/YOLOv6/yolov6/data/data_load.py", line 40, in create_dataloader
+    with torch_distributed_zero_first(rank):
+  File "/usr/lib/python3.8/contextlib.py", line 113, in __enter__
+    return next(self.gen)
+  File "/home/u/YOLOv6/yolov6/utils/torch_utils.py", line 25, in torch_distributed_zero_first
+    dist.barrier(device_ids=[local_rank])
+  File "/venv/lib/python3.8/site-packages/torch/distributed/distributed_c10d.py", line 2420, in barrier
+    work = default_pg.barrier(opts=opts)
+RuntimeError: Socket Timeout
+"""
+
+
+def test_a001_a_barrier_of_a_run_it_first_helper_names_rank_0(tmp_path) -> None:
+    # real: meituan/YOLOv6#404, rank 0 checking every image of the dataset
+    hypothesis = top(diagnose(tmp_path, _ZERO_FIRST))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == (0,)
+    assert "torch_distributed_zero_first" in hypothesis.title
+
+
+def test_a001_negative_a_plain_barrier_timeout_names_no_rank(tmp_path) -> None:
+    text = _ZERO_FIRST.replace("torch_distributed_zero_first", "setup_loader").replace(
+        "with setup_loader(rank):", "setup_loader(rank)")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.confidence == 0.3
+    assert not hypothesis.culprit_ranks and "barrier" in hypothesis.title
+
+
 # --- A021 gpu-error ----------------------------------------------------------------------------------------------
 
 def test_a021_ecc_error_of_one_process(tmp_path) -> None:

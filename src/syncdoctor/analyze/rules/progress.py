@@ -12,12 +12,13 @@ that waits in its tensor-parallel group are behind in their group, but it is not
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from syncdoctor.analyze.chains import Chains, chains, where_waited
 from syncdoctor.analyze.fr_compare import compare_progress
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline
 from syncdoctor.watch.waitgraph import describe_chain
 
@@ -265,7 +266,7 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     for event in _store_waits(tl):
         waits.setdefault(int(event.origin.rank), [event])  # type: ignore[arg-type]
     if not waits:
-        return []
+        return _from_rankless(tl)
     logged = {r for r, s in tl.ranks.items() if s.logged}
     top = max([*tl.ranks, (tl.stated_world_size or 0) - 1])
     unseen = [r for r in range(top + 1) if r not in logged and r not in claimed]
@@ -306,6 +307,65 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
            "evaluating, tokenising, saving), make the others wait outside collectives or raise the timeout.")
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=culprits, affected=waiting, what=what,
                        fix=fix, evidence=evidence)]
+
+
+# helpers that let one process run a block first while the others wait in a barrier: YOLOv5/v6/v8's
+# torch_distributed_zero_first, transformers' and accelerate's main_process_first / local_main_process_first
+_RUNS_FIRST = re.compile(r"\bin (?:\w*_)?(?:zero|main_process|rank_zero|master|leader)_first\b")
+
+
+def _timed_out_in_collective(event: Event) -> bool:
+    """A traceback raised by a collective (or barrier) that timed out waiting for the others."""
+    message = str(event.data.get("message", ""))
+    return bool(event.data.get("collective")) and ("imeout" in message or "timed out" in message.lower())
+
+
+def _from_runs_first(tl: Timeline) -> list[Hypothesis]:
+    """Processes that timed out in the barrier of a run-it-first helper: the process that runs the block
+    first (rank 0, or local rank 0 of each node) was still in it when the others gave up."""
+    waits = [e for e in tl.of(Kind.EXCEPTION) if _timed_out_in_collective(e) and
+             any(_RUNS_FIRST.search(frame) for frame in e.data.get("frames") or ())]
+    if not waits:
+        return []
+    helper = next(_RUNS_FIRST.search(f)[0][3:] for e in waits for f in e.data["frames"] if _RUNS_FIRST.search(f))
+    waiting = sorted({e.origin.rank for e in waits if e.origin.rank is not None})
+    culprits = [] if 0 in waiting else [0]
+    title = (f"rank 0 was still running {helper}'s block alone: "
+             + (f"ranks {fmt_ranks(waiting)} " if waiting else "the other processes ")
+             + "timed out in its barrier waiting for it")
+    what = (f"{helper} lets one process (rank 0, or local rank 0 of each node) run the block first, for "
+            "instance caching or checking a dataset, while the others wait in a barrier; that work took longer than "
+            "the barrier's timeout.")
+    fix = ("Do that work once before the job (cache the dataset), raise the timeout (init_process_group(timeout=...)), "
+           "or let every rank do it; check that rank 0 did not fail inside the block (its own log).")
+    return [hypothesis(tl, Category.LAGGING_RANK, 0.55, title, culprits=culprits, affected=waiting, what=what,
+                       fix=fix, evidence=evidence_of(waits, "timed out in the barrier", MAX_CASCADE))]
+
+
+def _from_rankless(tl: Timeline) -> list[Hypothesis]:
+    """Timeouts whose rank the paste does not show (a watchdog or gloo line copied without its prefix, a
+    collective's traceback): a collective cannot time out without another member, so some other process never
+    arrived. The lowest confidence of the lagging-rank hypotheses: nothing says which."""
+    timeouts = [e for e in tl.unattributed if e.kind in TIMEOUT_KINDS or
+                (e.kind is Kind.EXCEPTION and _timed_out_in_collective(e))]
+    if not timeouts:
+        return []
+    calls = sorted({f"{e.op or e.data.get('collective') or 'a collective'}"
+                    + (f" (SeqNum {e.seq})" if e.seq is not None else "") for e in timeouts})
+    where = attribute(timeouts, tl)
+    waiter = where.text or ("a process" if len(timeouts) == 1 else "processes")
+    title = (f"another rank never reached {', '.join(calls[:2])}: {waiter} timed out waiting for it, and the "
+             "inputs say neither which rank waited nor which one was missing")
+    what = (f"{waiter[:1].upper()}{waiter[1:]} waited in {', '.join(calls[:2])} until the timeout. A collective "
+            "only times out while another member has not arrived, and a rank that never arrives has no error to "
+            "report: most often rank 0 working alone (evaluation, tokenising or caching data, writing a "
+            "checkpoint) longer than the timeout. These lines carry no rank: every rank's full log would say "
+            "which one it was.")
+    fix = ("Collect every rank's log with its rank (torchrun --tee 3 --log-dir, or srun --label) and the Flight "
+           "Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1); if rank 0 works alone before this collective, do that "
+           "work before init_process_group or on every rank, or raise the timeout.")
+    return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix,
+                       evidence=evidence_of(timeouts, "timed out waiting", MAX_CASCADE))]
 
 
 def _look_at(tl: Timeline, ranks: list[int]) -> str:
@@ -405,7 +465,7 @@ def lagging_rank(tl: Timeline) -> list[Hypothesis]:
     found = _from_reports(tl) + [
         h for h in _from_sequences(tl) + _from_fr(tl)
         if not (set(h.culprit_ranks) & waiting and (roots or set(h.culprit_ranks) <= waiting))
-    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl)
+    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + _from_runs_first(tl)
     claimed = {r for h in found for r in h.culprit_ranks}
     claimed |= {r for r, s in tl.ranks.items() if s.has(Kind.COLLECTIVE_MISMATCH)}
     if not any(h.confidence >= 0.85 for h in found):
