@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from analyze_helpers import events_of
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Category, Diagnosis, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line
@@ -103,6 +104,37 @@ def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "paste.txt"
     path.write_text(text.strip("\n") + "\n")
     return path
+
+
+# --- gloo's messages wrapped or edited by the paste (real: aws-samples/aws-do-eks#51, #69) -------------------------
+
+def test_gloo_connect_full_mesh_wrapped_onto_the_next_lines(tmp_path) -> None:
+    text = """RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152]
+  timed out connecting: SO_ERROR: Connection refused, remote=[127.0.0.1]:<port>
+  (rank=8, size=16, local=[127.0.0.1])
+"""
+    (event,) = [e for e in events_of(text) if e.kind is Kind.GLOO_CONNECT_FAILED]
+    assert event.data["remote_addr"] == "127.0.0.1" and event.data["loopback_remote"]
+    assert event.data["remote_port"] is None  # the user masked it
+    assert top(diagnose(tmp_path, text)).category is Category.LOOPBACK_ADDRESS
+
+
+def test_gloo_interface_with_ncclsyntax_on_its_own_line(tmp_path) -> None:
+    text = """RuntimeError: [enforce fail at .../gloo/transport/tcp/device.cc:84]
+  ifa != nullptr. Unable to find address for: ^lo
+"""
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.INTERFACE_MISSING and "^lo" in hypothesis.title
+    assert "(ranks" not in hypothesis.title and "not NCCL's ^ (exclude)" in (hypothesis.fix or "")
+
+
+def test_gloo_no_error_is_an_interface_the_hosts_do_not_share(tmp_path) -> None:
+    # real: vllm-project/vllm#5094 (two NICs on different subnets), sgl-project/sglang#3226
+    text = ("ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with "
+            "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.INTERFACE_MISMATCH and "GLOO_SOCKET_IFNAME" in (hypothesis.fix or "")
+    assert Category.PEER_UNREACHABLE not in {h.category for h in diagnose(tmp_path, text).hypotheses}
 
 
 # --- A001 lagging-rank, from pastes without ranks -----------------------------------------------------------------
@@ -249,6 +281,15 @@ def test_a023_connect_aborted_on_a_docker_bridge(tmp_path) -> None:
     assert "172.17.0.2" in hypothesis.title
 
 
+def test_a023_the_store_it_could_not_reach_is_a_suspect(tmp_path) -> None:
+    # real: kubeflow/trainer#2041, kubectl logs of a PyTorchJob pod
+    text = ("[W socket.cpp:601] [c10d] The client socket has failed to connect to "
+            "[elastic-example-imagenet-worker-0.default.svc.cluster.local]:43461 (errno: 113 - No route to host).")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.PEER_UNREACHABLE
+    assert "elastic-example-imagenet-worker-0.default.svc.cluster.local" in hypothesis.culprit_hosts
+
+
 def test_a023_the_refusing_peer_is_a_suspect(tmp_path) -> None:
     """A refused connect: nothing listened at the peer, or its network is broken (real: bigscience jz/slurm
     README, a node with a broken network found from the refused address)."""
@@ -300,6 +341,22 @@ def test_a025_agent_record_without_rank_table(tmp_path) -> None:
             "of binary: /usr/bin/python3")
     hypothesis = top(diagnose(tmp_path, text))
     assert hypothesis.category is Category.RANK_KILLED and hypothesis.culprit_local_ranks == (1,)
+
+
+def test_a014_a_bus_error_caught_by_ucx_inside_nccl(tmp_path) -> None:
+    # real: msr-fiddle/pipedream#76, Docker's 64 MB /dev/shm
+    text = """[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)
+==== backtrace (tid:   3095) ====
+ 2 0x000000000007587d ncclGroupEnd()  ???:0
+"""
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.SHM_EXHAUSTED
+    assert hypothesis.culprit_hosts == ("8d6bf97c3bf4",) and "pid 3039" in " ".join(hypothesis.culprit_processes)
+
+
+@pytest.mark.parametrize("line", ["[n1:17 :0:17] Caught signal 15 (Terminated)", "Caught signal 1 (Hangup)"])
+def test_a014_negative_a_handler_logging_a_polite_signal_is_no_crash(line) -> None:
+    assert "fatal_signal" not in kinds(line)
 
 
 def test_a025_negative_sigterm_from_the_agent_is_not_a_kill(tmp_path) -> None:

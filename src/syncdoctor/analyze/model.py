@@ -74,6 +74,7 @@ class Kind(str, enum.Enum):
     PROCESS_MAP = "process_map"  # a table that says where each rank runs (nccl-tests' device list)
     ERROR_LINE = "error_line"  # a line that looks like an error and that no parser understood
     TRAINING_DONE = "training_done"  # the framework says its training loop ended (Lightning, HF Trainer)
+    STACK_DUMP = "stack_dump"  # a process's main thread as `py-spy dump` printed it (where it was stuck)
     # other sources
     FR_STATUS = "fr_status"  # one Flight Recorder dump's per-group status (one event per group)
     WATCH = "watch"  # a syncdoctor watch event

@@ -66,6 +66,8 @@ ANCHORS: tuple[bytes, ...] = (
     b" -> 6\n",  # remote error
     b"fit` stopped",  # Lightning: `Trainer.fit` stopped: `max_epochs=3` reached. (the training loop ended)
     b"both on CUDA device",  # NCCL's duplicate GPU check, also quoted without its WARN prefix
+    b'): "MainThread"',  # py-spy dump: Thread 12102 (idle): "MainThread", then where it stands
+    b"Unable to find",  # gloo: Unable to find address for: eth9 (on its own line when the enforce line wrapped)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

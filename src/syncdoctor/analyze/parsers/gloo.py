@@ -8,6 +8,7 @@ the file. Pure: no I/O.
 * ``Gloo connectFullMesh failed with […] timed out connecting: SO_ERROR: Connection refused,
   remote=[127.0.0.1]:19861$1`` and the debug logger's ``ERROR failed to connect, willRetry=1, retry=1,
   retryLimit=3, rank=1, size=4, local=[127.0.0.1]:8323, remote=[127.0.0.1]:19861$1, error=…``.
+  A message wrapped after ``[…/pair.cc:N]`` onto indented lines is read joined (:class:`MeshFollower`).
 * ``Unable to resolve hostname to a (local) address. Using the loopback address as fallback.``
 * ``[…/pair.cc:724] connect [127.0.1.1]:3210: Connection refused`` (gloo::IoException, PyTorch 1.x): 127.0.1.1
   is loopback too (Debian and Ubuntu map the hostname to it).
@@ -21,11 +22,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["KEYWORDS", "is_loopback", "parse"]
+__all__ = ["KEYWORDS", "MeshFollower", "follow", "is_loopback", "parse"]
 
 KEYWORDS = (
     "Timed out waiting",
@@ -53,7 +55,9 @@ _DEBUG = re.compile(
     r"error=(?P<error>[^,]+)"
 )
 _MESH = re.compile(r"connectFullMesh failed with (?:\[[^\]]*\] )?(?P<error>.+)")
-_REMOTE = re.compile(r"remote=\[(?P<addr>[^\]]+)\]:(?P<port>\d+)")
+_REMOTE = re.compile(r"remote=\[(?P<addr>[^\]]+)\](?::(?P<port>\d+))?")  # the port masked in some pastes
+# connectFullMesh's message wrapped after its source location (the rest on the next, indented lines)
+_MESH_CUT = re.compile(r"connectFullMesh failed with \[[^\]]*\]\s*$")
 _PAIR_CONNECT = re.compile(r"connect \[(?P<addr>[0-9A-Fa-f:.%\w]+)\]:(?P<port>\d+): (?P<error>[A-Za-z][^\n]{0,80})")
 _IFACE = re.compile(r"Unable to find (?:address|interface) for:? (?P<ifname>\S+)")
 # the explanation was added in July 2025; before it the enforce line ends at "4196 vs 4"
@@ -95,12 +99,14 @@ def parse(line: Line) -> list[Event]:
             "will_retry": debug["retry"] == "1", "final": debug["retry"] == "0",
             "loopback_local": is_loopback(debug["local"]), "loopback_remote": is_loopback(debug["remote"]),
         }))
+    elif mesh and _MESH_CUT.search(body):
+        pass  # the message went on to the next lines: the follower reads them together
     elif mesh:
         remote = _REMOTE.search(mesh["error"]) or _CLOSED.search(mesh["error"])
         data: dict[str, object] = {"error": mesh["error"][:200], "final": True}
         if remote:
             data["remote_addr"] = remote["addr"]
-            data["remote_port"] = int(remote["port"])
+            data["remote_port"] = int(remote["port"]) if remote["port"] else None
             data["loopback_remote"] = is_loopback(remote["addr"])
         events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data=data))
     elif (pair := _PAIR_CONNECT.search(body)) is not None:  # pair.cc before connectFullMesh said it (<= 1.x)
@@ -126,3 +132,29 @@ def parse(line: Line) -> list[Event]:
             "expected_bytes": int(size["expected"] or size["expected2"]),
             "sides": []}))
     return events
+
+
+@dataclass
+class MeshFollower:
+    """``Gloo connectFullMesh failed with [pair.cc:N]`` whose message a paste or a log wrapped onto the next,
+    indented lines (``timed out connecting: SO_ERROR: …, remote=[…]``, ``(rank=8, size=16, local=[…])``):
+    read joined, as one line."""
+
+    head: Line
+    max_lines: int = 4
+    rest: list[str] = field(default_factory=list)
+
+    def feed(self, line: Line) -> bool:
+        if line.text[:1] not in (" ", "\t") or not line.text.strip():
+            return False
+        self.rest.append(line.text.strip())
+        return True
+
+    def finish(self) -> list[Event]:
+        joined = replace(self.head, body=" ".join([self.head.body.rstrip(), *self.rest]))
+        return [e for e in parse(joined) if e.kind is Kind.GLOO_CONNECT_FAILED]
+
+
+def follow(line: Line) -> MeshFollower | None:
+    return MeshFollower(line) if _MESH_CUT.search(line.body) else None
+

@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event
 
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
 
-KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error")
+KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal")
 
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
@@ -28,9 +28,13 @@ _EXCEPTION = re.compile(
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
 _OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?(?:.*?\(GPU (?P<gpu>\d+))?")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
+# UCX's signal handler (Open MPI / HPC-X, NCCL's UCX plugin): [host:pid :thread:tid] Caught signal 7 (Bus error: …)
+_UCX_SIGNAL = re.compile(r"(?:^\[(?P<host>[\w.\-]+):(?P<pid>\d+) *:\d+:\d+\] )?Caught signal (?P<num>\d+) "
+                         r"\((?P<what>[^:)]+)")
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
+_SIGNAL_NUMBERS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 
 
 def exception_of(text: str) -> tuple[str, str] | None:
@@ -112,6 +116,11 @@ def parse(line: Line) -> list[Event]:
     if fatal:
         signal = _FATAL_SIGNALS.get(fatal["what"].strip())
         return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": (fatal["what"] or "").strip()})]
+    caught = _UCX_SIGNAL.search(body)
+    if caught and int(caught["num"]) in _SIGNAL_NUMBERS:  # a fatal one (handlers also log SIGTERM, SIGHUP)
+        origin = Origin(host=caught["host"], pid=int(caught["pid"])) if caught["host"] else None
+        return [make_event(Kind.FATAL_SIGNAL, line, origin=origin, data={
+            "signal": _SIGNAL_NUMBERS[int(caught["num"])], "what": caught["what"].strip()})]
     if "CUDA out of memory" in body:
         oom = _OOM.search(body)
         return [make_event(Kind.CUDA_OOM, line, data={

@@ -127,13 +127,17 @@ def _gloo_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesi
     ranks = sorted({e.origin.rank for e in events if e.origin.rank is not None})
     hosts = tl.hosts_of(ranks) or tuple(sorted({e.origin.host for e in events if e.origin.host}))
     waiting = _waiting(tl, ranks)
-    title = (f"interface {', '.join(names)} does not exist on {', '.join(hosts) or 'some hosts'} (ranks "
-             f"{fmt_ranks(ranks)}): their process group could not start")
-    what = (f"GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME names {', '.join(names)}, which ranks {fmt_ranks(ranks)} could not "
+    who = f"ranks {fmt_ranks(ranks)}" if ranks else "their processes"
+    title = (f"interface {', '.join(names)} does not exist on {', '.join(hosts) or 'some hosts'}"
+             + (f" (ranks {fmt_ranks(ranks)})" if ranks else "") + ": their process group could not start")
+    what = (f"GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME names {', '.join(names)}, which {who} could not "
             "find; they failed at init_process_group")
     what += (f" and ranks {fmt_ranks(waiting)} timed out waiting for them in the store." if waiting else ".")
     fix = (f"Set GLOO_SOCKET_IFNAME (exact names) / NCCL_SOCKET_IFNAME (prefixes) on {', '.join(hosts) or 'those hosts'}"
            f" to an interface that exists there (`ip -br link`), instead of {', '.join(names)}.")
+    if any(name.startswith(("^", "=")) for name in names):
+        fix += (" GLOO_SOCKET_IFNAME takes interface names (eth0, or eth0,eth1), not NCCL's ^ (exclude) or = (exact) "
+                "syntax: a value copied from NCCL_SOCKET_IFNAME makes gloo look for an interface called that.")
     evidence = evidence_of(events, "interface not found")
     evidence += evidence_of(tl.of(Kind.STORE_ERROR), "waiting for the failed ranks", MAX_CASCADE)
     return [hypothesis(tl, Category.INTERFACE_MISSING, 0.9, title, culprits=ranks, hosts=hosts, affected=waiting,
@@ -212,7 +216,7 @@ def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
         if host and host not in per_host and addr and not is_loopback(addr):
             per_host[host] = ("", _subnet(addr), event)
     if len(per_host) < 2:
-        return []
+        return _gloo_no_error(tl)
     subnets = Counter(subnet for _, subnet, _ in per_host.values() if subnet)
     ifnames = Counter(ifname for ifname, _, _ in per_host.values() if ifname)
     odd: dict[str, str] = {}
@@ -229,7 +233,7 @@ def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
                 if ifname and ifname != common_if and _virtual(ifname):
                     odd[host] = f"interface {ifname} (others {common_if})"
     if not odd:
-        return []
+        return _gloo_no_error(tl)
     failing = any(tl.ranks[r].outcome != "ok" for r in tl.ranks)
     hosts = sorted(odd)
     title = f"host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)} advertised an address on another network: " + \
@@ -239,6 +243,32 @@ def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.75 if failing else 0.5, title, culprits=culprits,
                        hosts=hosts, evidence=evidence, root_cause=failing)]
+
+
+def gloo_no_error(event: Event) -> bool:
+    """gloo's connectFullMesh failed with ``… pair.cc:N] no error``: the socket itself reported nothing."""
+    return str(event.data.get("error", "")).rstrip().endswith("no error")
+
+
+def _gloo_no_error(tl: Timeline) -> list[Hypothesis]:
+    """connectFullMesh failed with ``no error``: the pairs connected but the handshake did not come back, what
+    gloo does when it picked an address on an interface the other host does not answer on (hosts with several
+    NICs on different networks: IB, a second Ethernet, docker0). The addresses are not in the lines."""
+    events = [e for e in tl.of(Kind.GLOO_CONNECT_FAILED) if gloo_no_error(e)]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    title = ("gloo could not connect its processes ('connectFullMesh failed … no error'): most likely it uses an "
+             "interface the other hosts do not reach")
+    what = ("gloo binds to the address its host name resolves to, or to GLOO_SOCKET_IFNAME. On hosts with several "
+            "networks (IB, a second Ethernet, docker0) that can be an address the other hosts cannot reach, or reach "
+            "on another interface: the connection is set up and then the handshake never completes, and gloo reports "
+            "'no error'.")
+    fix = ("Set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) on every host to the interface they share (`ip -br addr`; "
+           "`syncdoctor check` lists the candidates), and check that the host name resolves to that address.")
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.55, title, culprits=where.ranks, hosts=where.hosts,
+                       processes=where.processes, local_ranks=where.local_ranks, what=what, fix=fix,
+                       evidence=evidence_of(events, "gloo handshake failed", MAX_CASCADE))]
 
 
 def socket_fallback(tl: Timeline) -> list[Hypothesis]:

@@ -89,6 +89,9 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             killed[str(signal)].extend(_placed(event, placements))
         elif signal not in ("SIGTERM", "SIGHUP", "SIGINT") and (signal or (code not in (0, None))):
             killed["died"].extend(_placed(event, placements))
+    for event in tl.of(Kind.FATAL_SIGNAL):  # a bus error the process itself reported, where no rank says whose
+        if event.data.get("signal") == "SIGBUS" and (event.origin.rank is None or event.origin.rank not in tl.ranks):
+            killed["SIGBUS"].append(event)
     out = []
     for signal, events in sorted(killed.items()):
         if signal == "died":

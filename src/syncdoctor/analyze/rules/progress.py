@@ -17,7 +17,7 @@ from collections import defaultdict
 
 from syncdoctor.analyze.chains import Chains, chains, where_waited
 from syncdoctor.analyze.fr_compare import compare_progress
-from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline
 from syncdoctor.watch.waitgraph import describe_chain
@@ -327,7 +327,8 @@ def _from_runs_first(tl: Timeline) -> list[Hypothesis]:
              any(_RUNS_FIRST.search(frame) for frame in e.data.get("frames") or ())]
     if not waits:
         return []
-    helper = next(_RUNS_FIRST.search(f)[0][3:] for e in waits for f in e.data["frames"] if _RUNS_FIRST.search(f))
+    found = [m for e in waits for f in e.data["frames"] if (m := _RUNS_FIRST.search(f)) is not None]
+    helper = found[0][0][3:]  # without "in "
     waiting = sorted({e.origin.rank for e in waits if e.origin.rank is not None})
     culprits = [] if 0 in waiting else [0]
     title = (f"rank 0 was still running {helper}'s block alone: "
@@ -340,6 +341,56 @@ def _from_runs_first(tl: Timeline) -> list[Hypothesis]:
            "or let every rank do it; check that rank 0 did not fail inside the block (its own log).")
     return [hypothesis(tl, Category.LAGGING_RANK, 0.55, title, culprits=culprits, affected=waiting, what=what,
                        fix=fix, evidence=evidence_of(waits, "timed out in the barrier", MAX_CASCADE))]
+
+
+def _from_stacks(tl: Timeline) -> list[Hypothesis]:
+    """``py-spy dump`` of hung processes: a main thread outside any collective while others wait in one is the
+    process they wait for, and its stack says where it is stuck. One dump per process (the last)."""
+    last: dict[tuple[object, ...], Event] = {}
+    for event in tl.of(Kind.STACK_DUMP):
+        key = (event.origin.host, event.origin.pid) if event.origin.pid is not None else (event.ref.source, event.ref.line)
+        last[key] = event
+    stacks = list(last.values())
+    waiting = [e for e in stacks if e.data.get("collective")]
+    elsewhere = [e for e in stacks if not e.data.get("collective") and not e.data.get("backward")]
+    ops = sorted({str(e.op) for e in waiting})
+    if elsewhere:
+        late = attribute(elsewhere, tl)
+        held = attribute(waiting, tl) if waiting else None
+        who = late.text or ("a process" if len(elsewhere) == 1 else f"{len(elsewhere)} processes")
+        stuck = str(elsewhere[0].data.get("where") or "")
+        if waiting:
+            confidence = 0.8
+            title = (f"{who} never reached the collective: its main thread was in {stuck} while "
+                     f"{held.text if held and held.text else f'{len(waiting)} process(es)'} waited in {', '.join(ops)}")
+        else:
+            confidence = 0.35
+            title = (f"{who} was outside any collective, in {stuck}: if the others wait in one, it is the process "
+                     "they wait for")
+        what = ("py-spy's dump shows where each main thread stood: a process that is not inside a collective while "
+                "the others wait in one holds them all up. Its frames say what it does instead: a DataLoader "
+                "that no longer delivers, I/O, work only that rank does, or a lock.")
+        fix = ("Look at that frame: a hung DataLoader worker (num_workers=0 to confirm), a file system or network "
+               "call, a rank-dependent branch. Dump every rank next time (py-spy dump --pid on each), or run "
+               "syncdoctor watch, which names the late rank and its stack while it hangs.")
+        return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=late.ranks, hosts=late.hosts,
+                           processes=late.processes, local_ranks=late.local_ranks,
+                           affected=held.ranks if held else (), what=what, fix=fix,
+                           evidence=_stack_evidence(elsewhere, "outside any collective, in")
+                           + _stack_evidence(waiting, "waiting in"))]
+    if len(ops) > 1:
+        title = f"the processes wait in different collectives ({', '.join(ops)}), by py-spy's dumps"
+        what = ("Every dumped main thread is inside a collective, not all in the same one: they called different "
+                "collectives (a rank-dependent branch, a different number of steps), or each waits in another group "
+                "for a process not dumped.")
+        return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.5, title, what=what,
+                           evidence=_stack_evidence(waiting, "waiting in", MAX_CASCADE * 2))]
+    return []
+
+
+def _stack_evidence(stacks: list[Event], label: str, limit: int = MAX_CASCADE) -> list[Evidence]:
+    return [item for event in stacks[:limit] for item in evidence_of(
+        [event], f"{label} {event.op + ' at ' if event.op else ''}{event.data.get('where', '')}", 1)]
 
 
 def _from_rankless(tl: Timeline) -> list[Hypothesis]:
@@ -465,7 +516,7 @@ def lagging_rank(tl: Timeline) -> list[Hypothesis]:
     found = _from_reports(tl) + [
         h for h in _from_sequences(tl) + _from_fr(tl)
         if not (set(h.culprit_ranks) & waiting and (roots or set(h.culprit_ranks) <= waiting))
-    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + _from_runs_first(tl)
+    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + _from_runs_first(tl) + _from_stacks(tl)
     claimed = {r for h in found for r in h.culprit_ranks}
     claimed |= {r for r, s in tl.ranks.items() if s.has(Kind.COLLECTIVE_MISMATCH)}
     if not any(h.confidence >= 0.85 for h in found):

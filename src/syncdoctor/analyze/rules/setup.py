@@ -14,6 +14,7 @@ from collections import defaultdict
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.timeline import Timeline
 
 __all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_timeout"]
@@ -110,7 +111,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
             if not _unroutable(str(e.data.get("peer_addr") or "")) and
             any(w in str(e.data.get("error", "")) for w in _UNREACHABLE)]
     gloo = [e for e in tl.of(Kind.GLOO_CONNECT_FAILED)
-            if not (e.data.get("loopback_remote") or e.data.get("loopback_local"))]
+            if not (e.data.get("loopback_remote") or e.data.get("loopback_local") or gloo_no_error(e))]
     out = []
     if store or nccl or gloo:
         events = store + nccl + gloo
@@ -125,9 +126,11 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         what = ("A connection every rank needs could not be opened: a firewall between the hosts, a wrong "
                 "MASTER_ADDR or port, nobody listening there yet (the rank that serves the store died or never "
                 "started), or an address that the other host cannot route to.")
-        # the peers they dialled are suspects too: nothing listening there, or that host's network is broken
+        # the peers (and the store) they dialled are suspects too: nothing listening there, or that host's
+        # network is broken
         peers = sorted({str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
-                       | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
+                       | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")}
+                       | {str(e.data["store_host"]) for e in store if e.data.get("store_host")})
         suspects = list(where.hosts) + [p for p in peers if p not in where.hosts]
         out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.75, title, culprits=where.ranks, hosts=suspects,
                               what=what, evidence=evidence_of(events, "could not connect", MAX_CASCADE),

@@ -1,0 +1,91 @@
+"""``py-spy dump`` output: where a hung process's main thread stands. Pure: no I/O.
+
+py-spy (0.3-0.4) prints ``Process PID: CMDLINE``, ``Python vX.Y.Z (EXE)``, then per thread a header
+``Thread TID (idle|active|active+gil…): "NAME"`` and its frames innermost first, four spaces in:
+``    all_reduce (torch/distributed/distributed_c10d.py:3252)`` (``Class.method`` since 0.4; a native frame
+without a line: ``    ncclProxyProgress (libnccl.so.2)``); ``--locals`` adds ``Arguments:`` and ``Locals:``
+lines further in. Only the main thread is read: the training loop runs there. On Linux the main thread's id
+is the process id, printed in decimal (older releases printed the pthread id in hex: no pid then).
+
+A main thread inside ``torch.distributed`` (or DeepSpeed's comm layer) waits in that collective; one anywhere
+else is doing something of its own, and when the others wait, that is where it is stuck.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event
+
+__all__ = ["KEYWORDS", "StackFollower", "classify", "follow"]
+
+KEYWORDS = ('): "MainThread"',)  # the header that starts a follower (no line parser)
+
+_THREAD = re.compile(r'^Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<status>[\w+]+)\): "MainThread"')
+_FRAME = re.compile(r"^(?: {1,6}|\t)(?P<func>\S[^()]*?(?:\([^()]*\)[^()]*?)*) \((?P<file>[^()\s]+?)(?::(?P<line>\d+))?\)\s*$")
+# the modules whose functions wait in a collective, and their wrappers (skipped when naming the call)
+_COLLECTIVE_FILES = ("torch/distributed/distributed_c10d.py", "deepspeed/comm/", "torch/distributed/_functional")
+_WRAPPERS = ("c10d_logger.py", "deepspeed/comm/comm.py")
+# the interpreter's and the standard library's frames (a lock, a queue, a socket): what it waits on, not why
+_STDLIB = re.compile(r"^(?:threading|queue|selectors|socket|subprocess|multiprocessing/|concurrent/|asyncio/|"
+                     r"contextlib|runpy|<string>|<frozen|ssl|time)")
+
+
+def classify(frames: list[tuple[str, str, int | None]]) -> tuple[str | None, str, bool]:
+    """(collective, where, in_backward) of a main thread's frames, innermost first: the collective it waits in
+    (``allreduce``, ``barrier``…) or None; where it stands (the innermost frame outside the standard library,
+    and the innermost of the program itself when that is another one); whether it is inside autograd's
+    backward (a DDP or FSDP gradient reduction runs there)."""
+    collective = None
+    for func, path, _line in frames:
+        if any(part in path for part in _COLLECTIVE_FILES) and not any(w in path for w in _WRAPPERS):
+            collective = func.rsplit(".", 1)[-1].lstrip("_").replace("_", "")
+            break
+    backward = any(func.endswith("backward") and "torch/" in path for func, path, _ in frames)
+
+    def text(frame: tuple[str, str, int | None]) -> str:
+        return f"{frame[0]} ({frame[1]}{f':{frame[2]}' if frame[2] else ''})"
+
+    inner = next((f for f in frames if not _STDLIB.match(f[1])), frames[0])
+    program = next((f for f in frames if not _STDLIB.match(f[1]) and not f[1].startswith("torch/")), inner)
+    where = text(inner) + (f" called from {text(program)}" if program is not inner else "")
+    return collective, where, backward
+
+
+@dataclass
+class StackFollower:
+    """The frames of one ``py-spy dump`` main thread, until the next thread or the end of the dump."""
+
+    head: Line
+    tid: str
+    status: str
+    max_lines: int = 400
+    frames: list[tuple[str, str, int | None]] = field(default_factory=list)
+
+    def feed(self, line: Line) -> bool:
+        text = line.text
+        frame = _FRAME.match(text)
+        if frame:
+            self.frames.append((frame["func"].strip(), frame["file"], int(frame["line"]) if frame["line"] else None))
+            return True
+        return text.startswith(("       ", "\t\t")) and bool(text.strip())  # --locals: Arguments:, Locals:, values
+
+    def finish(self) -> list[Event]:
+        if not self.frames:
+            return []
+        collective, where, backward = classify(self.frames)
+        pid = int(self.tid) if self.tid.isdecimal() else None
+        origin = Origin(pid=pid) if pid is not None else None
+        return [make_event(Kind.STACK_DUMP, self.head, origin=origin, op=collective, data={
+            "thread": self.tid, "status": self.status, "collective": collective, "where": where,
+            "backward": backward,
+            "frames": [f"{path}{f':{line}' if line else ''} in {func}" for func, path, line in self.frames[:40]]})]
+
+
+def follow(line: Line) -> StackFollower | None:
+    match = _THREAD.match(line.text.strip())
+    if match is None:
+        return None
+    return StackFollower(line, match["tid"], match["status"])
