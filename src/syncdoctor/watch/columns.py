@@ -35,7 +35,7 @@ from syncdoctor.watch.records import (
     WaitSample,
     group_id,
 )
-from syncdoctor.watch.screen import GroupIndex, drift_check
+from syncdoctor.watch.screen import GroupIndex, drift_check, group_slots, used_slots
 
 __all__ = ["Columns", "GroupColumns", "headers_hold_all", "identity_of"]
 
@@ -74,8 +74,7 @@ def headers_hold_all(table: Any, index: GroupIndex) -> bool:
     if (table["flags"] & OVERFLOW).any() or (table["ngroups"] > HEADER_GROUPS).any() or not (
             table["rank"] == np.arange(len(table))).all():
         return False
-    slots = np.arange(HEADER_GROUPS)[None, :] < table["ngroups"][:, None]
-    return bool(np.isin(table["gid"][slots], index.gids).all())
+    return bool(np.isin(table["gid"][used_slots(table)], index.gids).all())
 
 
 class Columns:
@@ -201,10 +200,7 @@ class Columns:
         rows = np.arange(self.world_size, dtype=np.int64) if ranks is None else np.asarray(ranks, dtype=np.int64)
         if not len(rows):
             rows = np.zeros(0, dtype=np.int64)
-        match = (table["gid"][rows] == group_id(name)) & (
-            np.arange(HEADER_GROUPS)[None, :] < table["ngroups"][rows][:, None])
-        has = match.any(axis=1)
-        slot = match.argmax(axis=1)
+        has, slot = group_slots(table, rows, group_id(name))
 
         def column(field: str, dtype: Any) -> Any:
             return np.where(has, table[field][rows, slot].astype(dtype), 0)
@@ -263,10 +259,7 @@ class Columns:
         if self._pair_columns is None:
             index, table = self.index, self.table
             pr = index.pair_rank
-            match = (table["gid"][pr] == index.gids[index.pair_group][:, None]) & (
-                np.arange(HEADER_GROUPS)[None, :] < table["ngroups"][pr][:, None])
-            has = match.any(axis=1)
-            slot = match.argmax(axis=1)
+            has, slot = group_slots(table, pr, index.gids[index.pair_group])
             self._pair_columns = (has, np.where(has, table["entered"][pr, slot].astype(np.int64), 0),
                                   np.where(has, table["completed"][pr, slot].astype(np.int64), 0))
         return self._pair_columns

@@ -93,6 +93,25 @@ def header_table(raws: Sequence[bytes]) -> Any | None:
     return table
 
 
+def used_slots(table: Any, rows: Any = None) -> Any:
+    """``(rows, HEADER_GROUPS)`` booleans: which group slots of each header hold a group (those below its
+    ``ngroups``). ``rows``: row indices (all rows when None)."""
+    import numpy as np
+
+    ngroups = table["ngroups"] if rows is None else table["ngroups"][rows]
+    return np.arange(HEADER_GROUPS)[None, :] < ngroups[:, None]
+
+
+def group_slots(table: Any, rows: Any, gids: Any) -> tuple[Any, Any]:
+    """``(has, slot)`` for each row: whether its header holds group ``gids`` (one id for all rows, or one per
+    row) and in which slot (0 where it does not)."""
+    import numpy as np
+
+    wanted = np.asarray(gids)
+    match = (table["gid"][rows] == (wanted[:, None] if wanted.ndim else wanted)) & used_slots(table, rows)
+    return match.any(axis=1), match.argmax(axis=1)
+
+
 @dataclass
 class Verdict:
     """What :func:`screen` found. ``reason`` says why a cycle is not quiet (empty when quiet);
@@ -194,7 +213,7 @@ def screen(
     stall = np.maximum(table["max_stall_ms"], 0).astype(np.float64) + 1.0  # +1 ms: rounding margin
     if not (stall / 1000.0 + (now - changed_at) + config.interval_s < config.suspect_s).all():
         return Verdict(False, "a rank has stalled long enough to be judged")
-    slots = np.arange(HEADER_GROUPS)[None, :] < table["ngroups"][:, None]
+    slots = used_slots(table)
     gids = table["gid"]
     index = groups if isinstance(groups, GroupIndex) else GroupIndex.build(groups, world_size)
     if index.shared_id:
@@ -251,10 +270,7 @@ def drift_check(table: Any, index: GroupIndex) -> tuple[Any, Any, Any] | None:
     pr, starts = index.pair_rank, index.starts
     if int(marked.sum()) < 2 or not len(pr):
         return None
-    slots = np.arange(HEADER_GROUPS)[None, :] < table["ngroups"][:, None]
-    slot = (table["gid"][pr] == index.gids[index.pair_group][:, None]) & slots[pr]  # (pairs, G)
-    has = slot.any(axis=1)
-    where = slot.argmax(axis=1)
+    has, where = group_slots(table, pr, index.gids[index.pair_group])
     latest = table["mark_step"][np.arange(world_size), np.maximum(nmarks - 1, 0)]
     mark_ok = np.arange(HEADER_MARKS)[None, :] < nmarks[:, None]
     counts = table["mark_entered"].reshape(world_size, HEADER_MARKS, HEADER_GROUPS)
