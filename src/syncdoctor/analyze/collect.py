@@ -127,9 +127,14 @@ def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scan
     elif kind == "jsonl":
         _read_jsonl(source, stream, head, out)
     elif ras.looks_like_ras_text(head[:8192].decode("utf-8", "replace")):
-        data = _read_capped(stream, head, _MAX_RAS_TEXT) or head
-        out.bytes_read += len(data)
-        out.events.extend(ras.parse_text(data.decode("utf-8", "replace"), source.name))
+        # the report, then the same bytes (and whatever follows) as a log: a paste often puts the ranks' own
+        # lines (a watchdog timeout) after ncclras's output
+        rest = stream.read(_MAX_RAS_TEXT + 1 - len(head)) if len(head) <= _MAX_RAS_TEXT else b""
+        data = head + rest
+        out.events.extend(ras.parse_text(data[:_MAX_RAS_TEXT].decode("utf-8", "replace"), source.name))
+        stats = read_text(iter_blocks(stream, prefix=data), source.name, origin, out.events, scanner)
+        out.bytes_read += stats.bytes
+        out.lines_read += stats.lines
     else:
         stats = read_text(iter_blocks(stream, prefix=head), source.name, origin, out.events, scanner)
         out.bytes_read += stats.bytes

@@ -68,6 +68,13 @@ ANCHORS: tuple[bytes, ...] = (
     b"both on CUDA device",  # NCCL's duplicate GPU check, also quoted without its WARN prefix
     b'): "MainThread"',  # py-spy dump: Thread 12102 (idle): "MainThread", then where it stands
     b"Unable to find",  # gloo: Unable to find address for: eth9 (on its own line when the enforce line wrapped)
+    b"ill process",  # the kernel's OOM killer before 4.x: Out of memory: Kill process 123 (python) score …
+    b"code 137",  # kubectl exec: command terminated with exit code 137 (128 + SIGKILL); Docker: exited with code 137
+    b"Exit Code:",  # kubectl describe pod: "Exit Code:    137" (aligned with spaces)
+    b"status 137",  # exit status 137
+    b"exitcode",  # a torchrun failure record quoted without its table: "exitcode  : -9 (SIGKILL)"
+    b"process returned",  # Open MPI: "Primary job terminated normally, but 1 process returned" (wrapped)
+    b"non-zero",  # Open MPI: "… detected that one or more processes exited with non-zero status"
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

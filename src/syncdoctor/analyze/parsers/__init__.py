@@ -1,7 +1,7 @@
 """One small parser per log source; each turns a decoded line into events. Pure: no I/O.
 
 Line parsers (``KEYWORDS`` + ``parse(line)``): :mod:`.torch_watchdog`, :mod:`.torch_detail`, :mod:`.gloo`,
-:mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.gpu`,
+:mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.system`, :mod:`.gpu`,
 :mod:`.traceback`; :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
 blocks are read by followers (``follow(line)``): tracebacks, torchrun's failure table, desync reports,
 ``py-spy dump`` stacks.
@@ -24,6 +24,7 @@ from syncdoctor.analyze.parsers import (
     nccl_tests,
     nccl_warn,
     pyspy,
+    system,
     torch_detail,
     torch_watchdog,
     torchrun,
@@ -36,7 +37,7 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                gpu, traceback, training)
+                system, gpu, traceback, training)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers

@@ -16,6 +16,11 @@
 * ``[c10d] waitForInput: socket SocketImpl(…) timed out after 5000ms``, ``The client socket has timed out after
   1800000ms while trying to connect to (10.0.0.1, 29500).``, ``The client socket has failed to connect to
   [node0]:29500 (errno: 111 - Connection refused).``, ``The connection to the C10d store has failed.``
+* ``The server socket has failed to listen on any local network address. The server socket has failed to bind to
+  [::]:29500 (errno: 98 - Address already in use).`` (1.11-2.x; ``RuntimeError: Address already in use`` before):
+  the store's port is taken on that host, by another job or a leftover process of an earlier run.
+* ``torch.distributed.DistNetworkError: Connection reset by peer`` (also ``Broken pipe``, ``failed to recv, got 0
+  bytes``): a store client lost the store, whose process (rank 0, or torchrun's agent) went away.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
-            "clients joined", "Rendezvous")
+            "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes")
 
 _UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
@@ -64,8 +69,20 @@ def _key_ranks(keys: str) -> list[int]:
     return ranks
 
 
+_LISTEN_PORT = re.compile(r"bind to \[?[^\s\]]*\]?:(?P<port>\d+)")
+_STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken pipe|failed to recv, got 0 bytes)"
+                         r"|failed to recv, got 0 bytes")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    if "Address already in use" in body and ("server socket" in body or body.rstrip().endswith(
+            "RuntimeError: Address already in use")):
+        bound = _LISTEN_PORT.search(body)
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "listen", "store_port": int(bound["port"]) if bound else None, "error": "Address already in use"})]
+    if _STORE_LOST.search(body):
+        return [make_event(Kind.PEER_CLOSED, line, data={"transport": "store", "how": "reset"})]
     match = _RESOLVE.search(body)
     if match:
         host = match["host"].strip()

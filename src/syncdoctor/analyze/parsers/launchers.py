@@ -34,7 +34,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("Killing subprocess", "EXIT STRING", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("Killing subprocess", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
@@ -134,8 +134,16 @@ def follow_mpi(line: Line) -> _OmpiFollower | None:
     return None
 
 
+# Open MPI's summary, when the paste stops before its "Process name:" block says which one
+_OMPI_NONZERO = re.compile(r"(?P<count>\d+) process(?:es)? returned\s*(?:a non-zero exit code)?\s*$"
+                           r"|detected that one or more processes exited with non-zero status")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    if _OMPI_NONZERO.search(body) and "Process name" not in body:
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "mpirun-summary", "exitcode": None, "signal": None, "unknown_exit": True})]
     match = _DEEPSPEED.search(body)
     if match:
         code = int(match["code"])

@@ -190,6 +190,8 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
             "cuda_error": int(match["code"]), "message": match["msg"].strip()})]
     match = _GPU.search(message)
+    if match and "out of memory" in match["msg"]:  # NCCL could not allocate its buffers: the GPU's memory is full
+        return [make_event(Kind.CUDA_OOM, line, origin=origin, data={"tried": None, "gpu": None, "source": "nccl"})]
     if match:
         return [make_event(Kind.GPU_ERROR, line, origin=origin, data={
             "cuda_error": int(match["code"]) if match["code"] else None, "message": match["msg"].strip()[:160],

@@ -27,6 +27,9 @@ _RANK_LINE = re.compile(r"Rank (?P<rank>\d+) -- GPU (?P<gpu>\d+) managed by proc
 _MISSING = re.compile(r"missing ranks?: (?P<ranks>[\d, ]+)", re.IGNORECASE)
 _PEER_DEAD = re.compile(r"PEER_DEAD: Process (?P<pid>\d+) on node (?P<node>\S+) managing GPU (?P<gpu>\d+)")
 _SECTIONS = ("Errors", "Warnings")
+# MISMATCH: "30 ranks have launched up to operation 640" / "2 ranks have launched up to operation 641", then the
+# ranks of the smaller group, which may be ahead of the others or behind them
+_LAUNCHED = re.compile(r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
 
 
 def looks_like_ras_text(head: str) -> bool:
@@ -69,7 +72,8 @@ def parse_text(text: str, source: str) -> list[Event]:
         if match and not line.startswith(" "):
             close()
             current = {"issue": match["issue"], "comm": match["comm"], "comm_hash": match["hash"],
-                       "section": section, "line": number, "text": line, "processes": [], "ranks": [], "detail": ""}
+                       "section": section, "line": number, "text": line, "processes": [], "ranks": [], "detail": "",
+                       "launched": []}
             continue
         if current is None:
             continue
@@ -80,6 +84,9 @@ def parse_text(text: str, source: str) -> list[Event]:
         for rank_line in _RANK_LINE.finditer(line):
             current["ranks"].append(int(rank_line["rank"]))
             current["processes"].append(_proc(rank_line) | {"rank": int(rank_line["rank"])})
+        launched = _LAUNCHED.search(line)
+        if launched:
+            current["launched"].append((int(launched["count"]), int(launched["op"])))
         missing = _MISSING.search(line)
         if missing:
             current["ranks"].extend(int(r) for r in re.findall(r"\d+", missing["ranks"]))
@@ -93,6 +100,13 @@ def _proc(match: re.Match[str]) -> dict[str, Any]:
 
 def _issue_events(issue: Mapping[str, Any], source: str) -> list[Event]:
     data = {key: issue[key] for key in ("issue", "comm", "comm_hash", "section", "processes", "ranks", "detail")}
+    listed = len(set(issue["ranks"]))
+    groups = issue.get("launched") or []
+    if issue["issue"] == "MISMATCH" and listed and len(groups) >= 2:
+        theirs = [op for count, op in groups if count == listed]
+        if len(theirs) == 1:  # the listed ranks are the group of their size: ahead of the others, or behind
+            data["ahead"] = theirs[0] > min(op for _count, op in groups)
+            data["operations"] = sorted(op for _count, op in groups)
     ref = Ref(source, issue["line"])
     text = clip(f"{issue['text'].strip()}: {issue['detail']}")
     if issue["ranks"] or not issue["processes"]:

@@ -34,7 +34,7 @@ from syncdoctor.analyze.parsers.prefixes import parse_iso_time
 
 __all__ = ["KEYWORDS", "FailureTable", "follow", "parse", "signal_name"]
 
-KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first observed failure)")
+KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first observed failure)", "received by PID")
 
 _AGENT_FAILED = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)(?: of (?:binary|fn): (?P<what>.+))?"
@@ -147,8 +147,20 @@ def follow(line: Line) -> FailureTable | None:
     return None
 
 
+# a record of the failure table quoted without its header (a partial paste): "traceback : Signal 9 (SIGKILL)
+# received by PID 1235", or the exit code line alone, "exitcode  : -9 (SIGKILL)" / "exitcode: -9"
+_RECORD_SIGNAL = re.compile(r"Signal (?P<num>\d+) \((?P<sig>SIG\w+)\) received by PID (?P<pid>\d+|\w+)")
+_RECORD_EXIT = re.compile(r"^\s*exitcode\s*: (?P<code>-\d+)(?: \((?P<sig>SIG\w+)\)| \(pid: (?P<pid>\d+)\))?\s*$")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    match = _RECORD_SIGNAL.search(body) or _RECORD_EXIT.search(body)
+    if match:  # the table's own follower reads these in a whole table too; the rule keeps the table's
+        pid = match.groupdict().get("pid")
+        code = -int(match["num"]) if "num" in match.groupdict() else int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(pid)) if pid and pid.isdecimal() else None,
+                           data={"source": "record", "exitcode": code, "signal": signal_name(code)})]
     match = _AGENT_FAILED.search(body)
     if match:
         code = int(match["code"])

@@ -26,7 +26,9 @@ _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
 )
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
-_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?(?:.*?\(GPU (?P<gpu>\d+))?")
+# the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
+_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
+                  r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capacity))?")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 # UCX's signal handler (Open MPI / HPC-X, NCCL's UCX plugin): [host:pid :thread:tid] Caught signal 7 (Bus error: …)
 _UCX_SIGNAL = re.compile(r"(?:^\[(?P<host>[\w.\-]+):(?P<pid>\d+) *:\d+:\d+\] )?Caught signal (?P<num>\d+) "
@@ -35,6 +37,11 @@ _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
 _SIGNAL_NUMBERS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+
+
+def _oom_gpu(oom: re.Match[str] | None) -> int | None:
+    gpu = (oom["gpu"] or oom["gpu2"]) if oom else None
+    return int(gpu) if gpu else None
 
 
 def exception_of(text: str) -> tuple[str, str] | None:
@@ -66,7 +73,7 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
     oom = _OOM.search(message)
     if oom or short == "OutOfMemoryError":
         events.append(make_event(Kind.CUDA_OOM, line, data={
-            "tried": oom["size"] if oom else None, "gpu": int(oom["gpu"]) if oom and oom["gpu"] else None}))
+            "tried": oom["size"] if oom else None, "gpu": _oom_gpu(oom)}))
     return events
 
 
@@ -124,5 +131,5 @@ def parse(line: Line) -> list[Event]:
     if "CUDA out of memory" in body:
         oom = _OOM.search(body)
         return [make_event(Kind.CUDA_OOM, line, data={
-            "tried": oom["size"] if oom else None, "gpu": int(oom["gpu"]) if oom and oom["gpu"] else None})]
+            "tried": oom["size"] if oom else None, "gpu": _oom_gpu(oom)})]
     return []

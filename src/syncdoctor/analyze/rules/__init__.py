@@ -40,13 +40,20 @@ from syncdoctor.analyze.rules.network import (
     socket_fallback,
     unexplained_timeout,
 )
-from syncdoctor.analyze.rules.node import gpu_error, ib_completion_error, ib_port_down, worker_killed
+from syncdoctor.analyze.rules.node import (
+    gpu_error,
+    gpu_out_of_memory,
+    ib_completion_error,
+    ib_port_down,
+    worker_killed,
+)
 from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
 from syncdoctor.analyze.rules.setup import (
     nccl_plugin_mismatch,
     nccl_version_mismatch,
     peer_unreachable,
     rendezvous_timeout,
+    store_port_taken,
 )
 from syncdoctor.analyze.rules.stall import collective_stalled
 from syncdoctor.analyze.timeline import Timeline
@@ -69,6 +76,7 @@ RULES: tuple[Rule, ...] = (
     watchdog_stuck,
     network_partition,
     gpu_error,
+    gpu_out_of_memory,
     worker_killed,
     ib_completion_error,
     ib_port_down,
@@ -76,6 +84,7 @@ RULES: tuple[Rule, ...] = (
     nccl_plugin_mismatch,
     peer_unreachable,
     rendezvous_timeout,
+    store_port_taken,
 )
 
 # When two hypotheses are equally confident, the more specific cause comes first.

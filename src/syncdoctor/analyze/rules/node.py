@@ -15,7 +15,7 @@ from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
 from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
-__all__ = ["gpu_error", "ib_completion_error", "ib_port_down", "worker_killed"]
+__all__ = ["gpu_error", "gpu_out_of_memory", "ib_completion_error", "ib_port_down", "worker_killed"]
 
 _RETRY = (12, 13)  # retry counters exceeded: A011/A012 (nccl_errors.py)
 _SYMPTOMS = (Kind.PEER_CLOSED, Kind.NCCL_ERROR, *TIMEOUT_KINDS)
@@ -60,6 +60,30 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                        local_ranks=where.local_ranks)]
 
 
+def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
+    """CUDA out of memory in lines that carry no rank (a single process's paste, NCCL's own ``Cuda failure 'out
+    of memory'``): whatever they name (host, pid, GPU) ran out; the rank-based crash rule takes those with a
+    rank."""
+    events = [e for e in tl.of(Kind.CUDA_OOM) if e.origin.rank is None or e.origin.rank not in tl.ranks]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    tried = next((str(e.data["tried"]) for e in events if e.data.get("tried")), None)
+    gpus = sorted({int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None})
+    title = (f"{where.text or 'a process'} ran out of GPU memory" + (f" (tried to allocate {tried}" if tried else "")
+             + (f"{', ' if tried else ' ('}GPU {', '.join(map(str, gpus))})" if gpus else (")" if tried else "")))
+    affected = _others_failed(tl, set(where.ranks))
+    what = ("A process that runs out of GPU memory stops; its peers then wait for it in their next collective "
+            "until they time out, or lose their connection to it: those errors are the cascade. The lines do not "
+            "say which rank it was.")
+    fix = ("Reduce the memory that rank needs (batch size, activation checkpointing, sharding) or find why it "
+           "needs more than the others (a longer sequence, an uneven split); PYTORCH_CUDA_ALLOC_CONF="
+           "expandable_segments:True if fragmentation is the problem.")
+    return [hypothesis(tl, Category.RANK_OUT_OF_MEMORY, 0.75, title, culprits=where.ranks, hosts=where.hosts,
+                       affected=affected, what=what, fix=fix, evidence=evidence_of(events, "out of GPU memory", 6),
+                       processes=where.processes, local_ranks=where.local_ranks)]
+
+
 def _after_network_failure(tl: Timeline, event: Event) -> bool:
     """The same process (host and pid, in the same file) logged an IB retry-exceeded error before ``event``."""
     if event.origin.pid is None:
@@ -74,11 +98,16 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
     local ranks and pids only): SIGKILL (A025), SIGBUS (A014), any other signal or exit code (A003)."""
     killed: dict[str, list[Event]] = defaultdict(list)
     reports = tl.of(Kind.WORKER_FAILED)
+    tables = {e.ref.source for e in reports if e.data.get("source") == "summary"}
+    reports = [e for e in reports if not (e.data.get("source") == "record" and e.ref.source in tables)
+               and not (e.data.get("source") == "mpirun-summary" and _own_error_before(tl, e))]
     placements = [e for e in reports if e.data.get("placement")]
     known = {(e.ref.source, e.origin.local_rank) for e in reports if not e.data.get("unknown_exit")}
     for event in reports:
         if event.origin.rank is not None and event.origin.rank in tl.ranks:
             continue  # the crash rule has it
+        if _srun_victim(event, reports):
+            continue
         if event.data.get("unknown_exit"):
             if (event.ref.source, event.origin.local_rank) not in known:
                 killed["died"].append(event)  # the launcher named it, the paste lost how it ended
@@ -92,21 +121,30 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
     for event in tl.of(Kind.FATAL_SIGNAL):  # a bus error the process itself reported, where no rank says whose
         if event.data.get("signal") == "SIGBUS" and (event.origin.rank is None or event.origin.rank not in tl.ranks):
             killed["SIGBUS"].append(event)
-    out = []
+    out = [] if killed or reports else _stopped_by_launcher(tl)
     for signal, events in sorted(killed.items()):
         if signal == "died":
             out.append(_died(tl, events))
             continue
         where = attribute(events, tl)
         affected = _others_failed(tl, set(where.ranks))
-        if signal == "SIGKILL":
-            title = f"{where.text or 'a worker'} was killed by SIGKILL (exit code -9): most often the host's OOM killer"
-            what = (f"The launcher reports {where.text or 'a worker'} killed by SIGKILL, and no error of its own: "
+        tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
+        who = (where.text or "a worker") + (f" (srun task {', '.join(tasks)})" if tasks else "")
+        if signal == "SIGKILL" and any(e.data.get("oom") for e in events):
+            title = f"{who} was killed by the kernel's OOM killer: host or container memory, not GPU memory"
+            what = (f"{'The kernel' if any(e.data.get('source') == 'kernel' for e in events) else 'The scheduler or the container runtime'} "
+                    f"says {who} was killed for memory: the host's RAM or the job's memory limit (a cgroup: "
+                    "Slurm's --mem, a container limit) ran out. SIGKILL cannot be caught, so the worker leaves no "
+                    "traceback; its peers then time out or lose their connection to it.")
+            category, confidence = Category.RANK_KILLED, 0.9
+        elif signal == "SIGKILL":
+            title = f"{who} was killed by SIGKILL (exit code -9): most often the host's OOM killer"
+            what = (f"The launcher reports {who} killed by SIGKILL, and no error of its own: "
                     "SIGKILL cannot be caught, so the worker leaves no traceback. The kernel's out-of-memory killer "
                     "(host RAM, not GPU memory), a container memory limit or the scheduler sent it.")
             category, confidence = Category.RANK_KILLED, 0.8
         else:
-            title = (f"{where.text or 'a worker'} died of SIGBUS: a shared-memory mapping failed, usually a full "
+            title = (f"{who} died of SIGBUS: a shared-memory mapping failed, usually a full "
                      "/dev/shm (Docker's 64 MB default)")
             what = ("SIGBUS is what a process gets when a page of a memory-mapped file cannot be backed: with "
                     "PyTorch that is /dev/shm, used by DataLoader workers and NCCL's shared-memory transport.")
@@ -118,6 +156,48 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                                   "Give the container more shared memory (--shm-size=8g or --ipc=host), or "
                                   "fewer DataLoader workers.")))
     return out
+
+
+_OWN_ERRORS = (Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.FATAL_SIGNAL, Kind.CUDA_OOM, Kind.GPU_ERROR, Kind.ERROR_LINE,
+               Kind.NCCL_WARN)
+
+
+def _own_error_before(tl: Timeline, summary: Event) -> bool:
+    """Open MPI's "1 process returned a non-zero exit code" after the process's own error in the same output:
+    that error says more than the summary."""
+    return any(e.ref.source == summary.ref.source and e.ref.line < summary.ref.line
+               for e in tl.of(*_OWN_ERRORS))
+
+
+def _stopped_by_launcher(tl: Timeline) -> list[Hypothesis]:
+    """DeepSpeed's launcher killing its workers, and nothing else: one of them failed first (that is why it
+    stops the others), and its own output is not in the paste."""
+    events = [e for e in tl.of(Kind.WORKER_TERMINATED) if e.data.get("source") == "deepspeed"]
+    if not events:
+        return []
+    hosts = sorted({e.origin.host for e in events if e.origin.host})
+    where = f" on {', '.join(hosts)}" if hosts else ""
+    title = (f"a worker{where} failed and DeepSpeed's launcher then killed the other {len(events)}: the failure "
+             "itself is not in the inputs")
+    what = ("DeepSpeed's launcher kills the remaining workers of a host once one of them exited (its sigkill_handler "
+            "logs 'Killing subprocess' for each): the worker that exited first is the cause, and its own output "
+            "(a traceback, an out-of-memory error, 'exits with return code = N') comes just before these lines.")
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.3, title, hosts=hosts, what=what,
+                       evidence=evidence_of(events, "the launcher stopping the others", 4),
+                       fix="Collect the whole output of that host from before these lines, or each worker's log.")]
+
+
+def _srun_victim(event: Event, reports: list[Event]) -> bool:
+    """srun ends the other tasks once one failed (``--kill-on-bad-exit``, or at the step's end): a task
+    ``Killed`` or ``Terminated`` after another task of the same output exited with an error or a crash is one
+    of those, not a cause."""
+    if event.data.get("source") != "slurm" or event.data.get("signal") not in ("SIGKILL", "SIGTERM") or \
+            event.data.get("oom"):
+        return False
+    return any(other.data.get("source") == "slurm" and other.ref.source == event.ref.source and
+               other.ref.line < event.ref.line and other.data.get("tasks") is not None and
+               other.data.get("signal") not in ("SIGKILL", "SIGTERM") and not other.data.get("unknown_exit")
+               for other in reports)
 
 
 def _placed(event: Event, placements: list[Event]) -> list[Event]:
@@ -134,7 +214,8 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
     how = sorted({str(e.data.get("signal") or (f"exit code {e.data['exitcode']}" if e.data.get("exitcode") is not None
                                                else "how is not in the inputs")) for e in events})
     affected = _others_failed(tl, set(where.ranks))
-    title = f"{where.text or 'a worker'} died ({', '.join(how)})"
+    tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
+    title = f"{where.text or 'a worker'}{f' (srun task {chr(44).join(tasks)})' if tasks else ''} died ({', '.join(how)})"
     what = (f"The launcher reports {where.text or 'a worker'} dead ({', '.join(how)}). A worker that dies takes "
             "the job down: the others lose their connection to it or time out. Its own output (above the "
             "launcher's report, or in its log file) says why: a traceback, a segfault in an extension, an abort.")

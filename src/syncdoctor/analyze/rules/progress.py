@@ -458,6 +458,16 @@ def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:
             out.append(hypothesis(tl, Category.LAGGING_RANK, 0.8 if issue == "DEAD" else 0.7, title, culprits=ranks,
                                   what="NCCL's RAS could not reach these processes (hung, stopped or dead).",
                                   evidence=evidence_of([event], "NCCL RAS")))
+        elif issue == "MISMATCH" and ranks and event.data.get("ahead"):
+            ops = event.data.get("operations") or []
+            title = (f"NCCL RAS: ranks {fmt_ranks(ranks)} launched a collective the other members of the "
+                     f"communicator have not (operation {ops[-1] if ops else '?'}): one of the others is late")
+            out.append(hypothesis(
+                tl, Category.LAGGING_RANK, 0.5, title, affected=ranks, evidence=evidence_of([event], "NCCL RAS"),
+                what=("RAS lists the smaller group of ranks, here the ones ahead: the ranks that stopped at the earlier "
+                      "operation are not listed, and the late rank is among them."),
+                fix=("Run `ncclras` again with more detail (or the Flight Recorder, TORCH_NCCL_DUMP_ON_TIMEOUT=1) to "
+                     "name the ranks at the earlier operation, and look at what they do instead (py-spy dump).")))
         elif issue == "MISMATCH" and ranks:
             title = f"NCCL RAS: ranks {fmt_ranks(ranks)} issued fewer collectives than the others"
             out.append(hypothesis(tl, Category.LAGGING_RANK, 0.7, title, culprits=ranks,

@@ -17,7 +17,8 @@ from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of,
 from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.timeline import Timeline
 
-__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_timeout"]
+__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_timeout",
+           "store_port_taken"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
                 "connection abort")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
@@ -151,6 +152,27 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                                   "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
                                   "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
     return out
+
+
+def store_port_taken(tl: Timeline) -> list[Hypothesis]:
+    """The store could not listen: its port is taken on that host (errno 98)."""
+    events = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "listen"]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    ports = sorted({int(e.data["store_port"]) for e in events if e.data.get("store_port")})
+    port = f"port {', '.join(map(str, ports))}" if ports else "its port"
+    title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: the "
+             "port is taken (another job on that host, or a process left over from an earlier run)")
+    what = ("The rank that serves the c10d store (rank 0, or torchrun's agent) binds MASTER_ADDR:MASTER_PORT; the "
+            "port was in use, so the store never started and every rank's init fails or waits for it. Two jobs "
+            "sharing a node with the default port 29500 do this, and so do the orphans of a run that did not exit.")
+    fix = (f"Find what holds it (`ss -ltnp | grep {ports[0] if ports else 29500}`) and stop it, or give each job "
+           "its own MASTER_PORT (torchrun --master-port, or a port derived from SLURM_JOB_ID; --rdzv-endpoint "
+           "host:0 picks a free one).")
+    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.8, title, culprits=where.ranks, hosts=where.hosts,
+                       processes=where.processes, local_ranks=where.local_ranks, what=what, fix=fix,
+                       evidence=evidence_of(events, "the store's port is taken", 4))]
 
 
 def _ran(tl: Timeline) -> bool:

@@ -1,0 +1,67 @@
+"""What the scheduler, the kernel and the container runtime say when they end a worker. Pure: no I/O.
+
+* Slurm's step daemon: ``slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0. Some of the step tasks
+  have been OOM Killed.`` (``oom-kill event(s) in step 1234.0 cgroup`` in Slurm < 21.08): the cgroup's memory
+  limit was hit and the kernel killed a task;
+* srun: ``srun: error: node12: task 3: Killed``, ``srun: error: node12: tasks 0-3: Exited with exit code 1``,
+  ``… task 5: Segmentation fault`` (the task is SLURM_PROCID: the rank when srun starts one task per GPU, the
+  node when it starts torchrun, so it is kept as such);
+* the kernel's OOM killer (dmesg, journal): ``Out of memory: Killed process 12345 (python) total-vm:…``,
+  ``Memory cgroup out of memory: Killed process 12345 (python)``, older ``Out of memory: Kill process 12345
+  (python) score 912 or sacrifice child``;
+* Kubernetes and Docker: ``Reason: OOMKilled`` (``kubectl describe pod``), ``command terminated with exit code
+  137`` (``kubectl exec``), ``exited with code 137`` (Docker): 137 is 128 + 9, SIGKILL.
+
+Each is a ``worker_failed`` event (``source`` slurm, kernel or kubernetes; ``oom`` when the line says that
+memory was the reason), read by the same rules as the launchers' reports.
+"""
+
+from __future__ import annotations
+
+import re
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event
+
+__all__ = ["KEYWORDS", "parse"]
+
+KEYWORDS = ("oom_kill event", "oom-kill event", "srun: error:", "Killed process", "Kill process", "OOMKilled",
+            "code 137", "Exit Code:", "status 137")
+
+_SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
+                        r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
+_SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
+                   r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40})\s*$")
+_KERNEL_OOM = re.compile(r"(?P<cgroup>Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
+_OOMKILLED = re.compile(r"\bOOMKilled\b")
+_EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?)\s*137\b", re.IGNORECASE)
+_SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
+                 "Aborted": "SIGABRT", "Bus error": "SIGBUS"}
+_NUMBERS = {"SIGKILL": 9, "SIGTERM": 15, "SIGSEGV": 11, "SIGABRT": 6, "SIGBUS": 7}
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    match = _SLURM_OOM.search(body)
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "slurm", "exitcode": -9, "signal": "SIGKILL", "oom": True, "step": match["step"]})]
+    match = _SRUN.search(body)
+    if match:
+        signal = _SRUN_SIGNALS.get(match["what"])
+        code = int(match["code"]) if match["code"] else (-_NUMBERS[signal] if signal else None)
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
+            "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
+            "unknown_exit": code is None})]
+    match = _KERNEL_OOM.search(body)
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={
+            "source": "kernel", "exitcode": -9, "signal": "SIGKILL", "oom": True, "command": match["comm"],
+            "cgroup": bool(match["cgroup"])})]
+    if _OOMKILLED.search(body):
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": True})]
+    if _EXIT_137.search(body):
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "container", "exitcode": -9, "signal": "SIGKILL"})]
+    return []

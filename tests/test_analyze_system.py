@@ -1,0 +1,181 @@
+"""Workers ended by the scheduler, the kernel or the container runtime, and launcher output quoted in part: the
+lines people paste from Slurm, dmesg, kubectl and partial torchrun, Open MPI and DeepSpeed reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyze_helpers import events_of
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category, Diagnosis, Kind
+
+
+def diagnose(tmp_path: Path, text: str) -> Diagnosis:
+    (tmp_path / "paste.txt").write_text(text.strip("\n") + "\n")
+    return analyze_paths([str(tmp_path / "paste.txt")]).diagnosis
+
+
+def top(diagnosis: Diagnosis):
+    assert diagnosis.hypotheses, "silent"
+    return diagnosis.hypotheses[0]
+
+
+@pytest.mark.parametrize(("line", "data"), [
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0. Some of the step tasks have been OOM Killed.",
+     {"source": "slurm", "oom": True, "signal": "SIGKILL", "step": "1234.0"}),
+    ("slurmstepd: error: Detected 2 oom-kill event(s) in step 88123.batch cgroup.",  # Slurm < 21.08
+     {"source": "slurm", "oom": True, "step": "88123.batch"}),
+    ("[Mon Jan  8 10:00:01 2024] Out of memory: Killed process 12345 (python) total-vm:123456kB, anon-rss:99999kB",
+     {"source": "kernel", "oom": True, "command": "python", "cgroup": False}),
+    ("Memory cgroup out of memory: Killed process 4242 (pt_main_thread) total-vm:1kB", {"cgroup": True}),
+    ("Out of memory: Kill process 777 (python3) score 912 or sacrifice child", {"command": "python3"}),
+    ("      Reason:       OOMKilled", {"source": "kubernetes", "oom": True}),
+    ("command terminated with exit code 137", {"source": "container", "signal": "SIGKILL"}),
+    ("      Exit Code:    137", {"signal": "SIGKILL"}),
+    ("srun: error: node12: task 3: Killed", {"source": "slurm", "signal": "SIGKILL", "tasks": "3"}),
+    ("srun: error: gpu-a07: tasks 0-3: Exited with exit code 1", {"exitcode": 1, "tasks": "0-3"}),
+    ("srun: error: gpu-a07: task 5: Segmentation fault", {"signal": "SIGSEGV"}),
+])
+def test_system_lines(line: str, data: dict) -> None:
+    (event,) = [e for e in events_of(line) if e.kind is Kind.WORKER_FAILED]
+    for key, value in data.items():
+        assert event.data[key] == value, key
+
+
+@pytest.mark.parametrize("line", ["exit code 1370", "returned exit status 13", "Exit Code: 0",
+                                  "The OOM killer is disabled in this cgroup"])
+def test_system_negatives(line: str) -> None:
+    assert not [e for e in events_of(line) if e.kind is Kind.WORKER_FAILED]
+
+
+def test_an_oom_kill_confirmed_by_the_scheduler_is_a025_at_0_9(tmp_path: Path) -> None:
+    hypothesis = top(diagnose(tmp_path, "slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0. Some of "
+                                        "the step tasks have been OOM Killed."))
+    assert hypothesis.category is Category.RANK_KILLED and hypothesis.confidence == 0.9
+    assert "OOM killer" in hypothesis.title
+
+
+def test_the_kernel_names_the_pid(tmp_path: Path) -> None:
+    hypothesis = top(diagnose(tmp_path, "Out of memory: Killed process 12345 (python) total-vm:1kB"))
+    assert hypothesis.category is Category.RANK_KILLED and hypothesis.culprit_processes == ("pid 12345",)
+
+
+def test_srun_kills_the_others_after_the_first_failure(tmp_path: Path) -> None:
+    hypothesis = top(diagnose(tmp_path, "srun: error: node3: task 0: Exited with exit code 1\n"
+                                        "srun: error: node4: tasks 1-3: Killed\n"))
+    assert hypothesis.category is Category.RANK_CRASHED and hypothesis.culprit_hosts == ("node3",)
+    assert "srun task 0" in hypothesis.title
+    assert Category.RANK_KILLED not in {h.category for h in diagnose(tmp_path, "srun: error: node3: task 0: Exited "
+                                        "with exit code 1\nsrun: error: node4: tasks 1-3: Killed\n").hypotheses}
+
+
+def test_a_gpu_out_of_memory_without_a_rank(tmp_path: Path) -> None:
+    hypothesis = top(diagnose(tmp_path, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                                        "GPU 4 has a total capacity of 79.15 GiB of which 1.2 GiB is free."))
+    assert hypothesis.category is Category.RANK_OUT_OF_MEMORY
+    assert "2.00 GiB" in hypothesis.title and "GPU 4" in hypothesis.title
+
+
+def test_nccl_out_of_memory_is_the_gpu_memory_not_a_gpu_fault(tmp_path: Path) -> None:
+    hypothesis = top(diagnose(tmp_path, "gpu3:1234:1300 [0] NCCL WARN Cuda failure 'out of memory'"))
+    assert hypothesis.category is Category.RANK_OUT_OF_MEMORY and hypothesis.culprit_hosts == ("gpu3",)
+
+
+def test_the_store_port_is_taken(tmp_path: Path) -> None:
+    hypothesis = top(diagnose(tmp_path, "RuntimeError: The server socket has failed to listen on any local network "
+                                        "address. The server socket has failed to bind to [::]:29500 (errno: 98 - "
+                                        "Address already in use). The server socket has failed to bind to "
+                                        "0.0.0.0:29500 (errno: 98 - Address already in use)."))
+    assert hypothesis.category is Category.PEER_UNREACHABLE and "port 29500" in hypothesis.title
+    assert "ss -ltnp | grep 29500" in (hypothesis.fix or "")
+
+
+@pytest.mark.parametrize("line", ["torch.distributed.DistNetworkError: Connection reset by peer",
+                                  "torch.distributed.DistNetworkError: failed to recv, got 0 bytes"])
+def test_a_store_client_that_lost_the_store(line: str) -> None:
+    (event,) = [e for e in events_of(line) if e.kind is Kind.PEER_CLOSED]
+    assert event.data["transport"] == "store"
+
+
+def test_a_torchrun_record_quoted_without_its_table(tmp_path: Path) -> None:
+    # real: nvidia-cosmos/cosmos-predict2.5#72
+    hypothesis = top(diagnose(tmp_path, "exitcode  : -9 (SIGKILL)\nerror_file: <N/A>\n"
+                                        "traceback : Signal 9 (SIGKILL) received by PID 4242\n"))
+    assert hypothesis.category is Category.RANK_KILLED
+    hypothesis = top(diagnose(tmp_path, "traceback : Signal 9 (SIGKILL) received by PID 4242"))
+    assert hypothesis.culprit_processes == ("pid 4242",)
+
+
+def test_open_mpi_summary_alone_says_a_worker_died(tmp_path: Path) -> None:
+    text = ("Primary job  terminated normally, but 1 process returned\n"
+            "a non-zero exit code. Per user-direction, the job has been aborted.\n")
+    assert top(diagnose(tmp_path, text)).category is Category.RANK_CRASHED
+
+
+def test_open_mpi_summary_after_the_process_own_error_adds_nothing(tmp_path: Path) -> None:
+    text = ("fengyun: Test NCCL failure common.cu:959 'internal error - please report this issue'\n"
+            "Primary job  terminated normally, but 1 process returned\n"
+            "a non-zero exit code. Per user-direction, the job has been aborted.\n")
+    assert "a worker died" not in " ".join(h.title for h in diagnose(tmp_path, text).hypotheses)
+
+
+def test_deepspeed_killing_its_workers_means_one_failed_first(tmp_path: Path) -> None:
+    # real: deepspeedai/DeepSpeed#4510, pdsh prefixes
+    text = "\n".join(f"192.169.83.120: [2023-10-13 11:31:28,593] [INFO] [launch.py:315:sigkill_handler] Killing "
+                     f"subprocess {pid}" for pid in range(249, 253))
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_CRASHED and hypothesis.confidence == 0.3
+    assert hypothesis.culprit_hosts == ("192.169.83.120",)
+
+
+_RAS = """NCCL version 2.26.2 compiled with CUDA 12.6
+
+Communicators... (0.00s)
+=============
+
+Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
+    #  in group  per comm  per node  per comm  in group
+    0         1         4         8        32        32   RUNNING  MISMATCH
+
+Errors
+======
+
+Warnings
+========
+
+#0-0 (fa93daea854b060b) MISMATCH
+  Communicator ranks have different AllGather operation counts
+  30 ranks have launched up to operation 640
+  2 ranks have launched up to operation 641
+  Rank 12 -- GPU 4 managed by process 323032 on node 10.137.190.124
+  Rank 13 -- GPU 5 managed by process 323033 on node 10.137.190.124
+"""
+
+
+def test_ras_lists_the_ranks_ahead_not_the_late_ones(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#1911
+    hypothesis = top(diagnose(tmp_path, _RAS))
+    assert hypothesis.category is Category.LAGGING_RANK and not hypothesis.culprit_ranks
+    assert hypothesis.affected_ranks == (12, 13) and "operation 641" in hypothesis.title
+
+
+def test_ras_listing_the_ranks_behind_names_them(tmp_path: Path) -> None:
+    text = _RAS.replace("30 ranks have launched up to operation 640", "30 ranks have launched up to operation 642")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.culprit_ranks == (12, 13)
+
+
+def test_a_ras_report_and_the_ranks_lines_in_one_paste(tmp_path: Path) -> None:
+    text = _RAS + ("\n[rank118]:[E603 17:48:01.005271823 ProcessGroupNCCL.cpp:632] [Rank 118] Watchdog caught "
+                   "collective operation timeout: WorkNCCL(SeqNum=2398459, OpType=ALLREDUCE, NumelIn=8652160, "
+                   "NumelOut=8652160, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
+    events = analyze_paths([str(_write(tmp_path, text))]).collected.events
+    assert {e.kind for e in events} >= {Kind.RAS, Kind.WATCHDOG_TIMEOUT}
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ras.txt"
+    path.write_text(text)
+    return path
