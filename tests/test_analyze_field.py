@@ -471,3 +471,51 @@ fengyun: Test NCCL failure common.cu:959 'internal error - please report this is
     analysis = analyze_paths([str(_write(tmp_path, text))])
     assert analysis.timeline.rank_host(2) == "fengyun" and analysis.timeline.rank_host(0) == "fengyun416"
     assert top(analysis.diagnosis).culprit_hosts == ("fengyun",)
+
+
+# --- DataLoader workers, NCCL's size check, monitored_barrier's errors, invalid usage ---------------------------------
+
+@pytest.mark.parametrize(("line", "category"), [
+    ("RuntimeError: DataLoader worker (pid 12345) is killed by signal: Killed.", Category.RANK_KILLED),
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+     Category.SHM_EXHAUSTED),
+    ("RuntimeError: DataLoader worker (pid 4567) is killed by signal: Bus error. It is possible that dataloader's "
+     "workers are out of shared memory.", Category.SHM_EXHAUSTED),
+    ("RuntimeError: DataLoader worker (pid(s) 4567) exited unexpectedly", Category.RANK_CRASHED),
+])
+def test_a_dataloader_worker_that_died_without_a_rank(tmp_path, line, category) -> None:
+    hypothesis = top(diagnose(tmp_path, line))
+    assert hypothesis.category is category and "DataLoader worker" in hypothesis.title
+
+
+def test_a_ranked_dataloader_worker_killed_is_the_host_memory(tmp_path) -> None:
+    text = ("[rank2]: RuntimeError: DataLoader worker (pid 12345) is killed by signal: Killed.\n"
+            "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+            "[10.0.0.5]:4000\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_KILLED and hypothesis.culprit_ranks == (2,)
+    assert hypothesis.affected_ranks == (1,) and "DataLoader worker" in hypothesis.title
+
+
+def test_nccl_message_truncated_is_a_size_mismatch(tmp_path) -> None:
+    text = ("gpu1:1234:1300 [0] include/socket.h:409 NCCL WARN Net : peer 10.0.0.2<12345> message truncated : "
+            "receiving 1048576 bytes instead of 65536")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.COLLECTIVE_DESYNC and "10.0.0.2" in hypothesis.title
+    assert "1048576 bytes instead of 65536" in hypothesis.what
+
+
+def test_monitored_barrier_errors_from_a_rank_name_it(tmp_path) -> None:
+    text = ("RuntimeError: Rank 0 successfully reached monitoredBarrier, but received errors while waiting for "
+            "send/recv from rank 3. Please check rank 3 logs for faulty rank.")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_CRASHED and hypothesis.culprit_ranks == (3,)
+    assert hypothesis.affected_ranks == (0,)
+
+
+def test_nccl_invalid_usage_points_at_two_ranks_on_one_gpu(tmp_path) -> None:
+    text = ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, invalid usage, "
+            "NCCL version 2.14.3")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.DUPLICATE_GPU and hypothesis.confidence == 0.45
+    assert "set_device" in (hypothesis.fix or "")

@@ -105,6 +105,9 @@ _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<atte
 _CLOSED = re.compile(r"Connection closed by remote peer(?: (?P<peer>\S+))?")
 _RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? failed ?: ?(?:Connection reset by peer|Broken pipe)")
 _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
+# net socket transport (socket.cc / socket.h): ``Net : peer 10.0.0.2<12345> message truncated : receiving 1048576
+# bytes instead of 65536``
+_TRUNCATED = re.compile(r"peer (?P<peer>\S+) message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)")
 # also without its WARN prefix and first words, as quoted in notes and summaries
 _DUP = re.compile(r"(?:Duplicate GPU detected : )?\brank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
@@ -179,6 +182,11 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     if match:
         return [make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
             "ifname": None, "transport": "nccl", "where": match["where"], "message": message[:300]})]
+    match = _TRUNCATED.search(message)
+    if match:  # the peer sent more than this rank's collective expected: the ranks ran different collectives
+        return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
+            "source": "nccl-truncated", "received_bytes": int(match["got"]), "expected_bytes": int(match["want"]),
+            "sides": [], **_peer(match["peer"])})]
     match = _DUP.search(message)
     if match:
         return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={

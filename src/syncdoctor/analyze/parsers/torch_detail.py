@@ -47,6 +47,7 @@ _SHAPES = re.compile(r"verifying shape tensors for collective (?P<op>\w+) on ran
 _BARRIER_FAILED = re.compile(r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
 _BARRIER_TIMEOUT = re.compile(r"Rank (?P<rank>\d+) timed out in monitoredBarrier after (?P<ms>\d+) ms")
 _BARRIER_VICTIM = re.compile(r"Rank (?P<rank>\d+) successfully reached monitoredBarrier")
+_BARRIER_FROM = re.compile(r"errors while waiting for send/recv from rank (?P<rank>\d+)")
 _BARRIER_RANK0 = re.compile(r"\[Rank (?P<rank>\d+)\]:")
 
 
@@ -156,8 +157,9 @@ def parse(line: Line) -> list[Event]:
             ))
     victim = _BARRIER_VICTIM.search(body)
     if victim:
+        source = _BARRIER_FROM.search(body)
         events.append(make_event(
             Kind.MONITORED_BARRIER, line, origin=Origin(rank=int(victim["rank"])),
-            data={"failed_ranks": [], "role": "victim"},
+            data={"failed_ranks": [], "role": "victim", "errors_from": int(source["rank"]) if source else None},
         ))
     return events

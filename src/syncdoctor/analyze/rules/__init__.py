@@ -41,6 +41,7 @@ from syncdoctor.analyze.rules.network import (
     unexplained_timeout,
 )
 from syncdoctor.analyze.rules.node import (
+    dataloader_worker_lost,
     gpu_error,
     gpu_out_of_memory,
     ib_completion_error,
@@ -77,6 +78,7 @@ RULES: tuple[Rule, ...] = (
     network_partition,
     gpu_error,
     gpu_out_of_memory,
+    dataloader_worker_lost,
     worker_killed,
     ib_completion_error,
     ib_port_down,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.node import dataloader_cause
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
 __all__ = ["rank_crashed"]
@@ -150,15 +151,24 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
     if not found:
         return _from_peer_votes(tl)
     oom = [(rank, event) for rank, event in found if _is_oom(tl.ranks[rank])]
-    groups = [(Category.RANK_OUT_OF_MEMORY, oom)] if oom else []
+    groups = [(Category.RANK_OUT_OF_MEMORY, oom, "ran out of GPU memory")] if oom else []
     killed = [(rank, event) for rank, event in found if (rank, event) not in oom and _killed(tl.ranks[rank])]
     if killed:
-        groups.append((Category.RANK_KILLED, killed))
-    others = [(rank, event) for rank, event in found if (rank, event) not in oom and (rank, event) not in killed]
+        groups.append((Category.RANK_KILLED, killed, "was killed by SIGKILL (most often the host's OOM killer)"))
+    loader: dict[str, list[tuple[int, Event]]] = {}
+    kinds: dict[str, Category] = {}
+    for rank, event in found:  # a dead DataLoader worker says how: the host's memory, /dev/shm
+        cause = dataloader_cause(event) if (rank, event) not in oom and (rank, event) not in killed else None
+        if cause is not None:
+            loader.setdefault(cause[1], []).append((rank, event))
+            kinds[cause[1]] = cause[0]
+    groups += [(kinds[verb], members, verb) for verb, members in loader.items()]
+    taken = {(rank, id(event)) for _, members, _ in groups for rank, event in members}
+    others = [(rank, event) for rank, event in found if (rank, id(event)) not in taken]
     if others:
-        groups.append((Category.RANK_CRASHED, others))
+        groups.append((Category.RANK_CRASHED, others, "died"))
     hypotheses = []
-    for category, members in groups:
+    for category, members, verb in groups:
         culprits = {rank for rank, _ in members}
         affected, cascade = _cascade(tl, culprits)
         own_lines = [event for _, event in members]
@@ -167,8 +177,6 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             state = tl.ranks[rank]
             summaries.append(_describe(rank, state, event))
         where = ", ".join(f"rank {r} on {tl.rank_host(r) or 'an unknown host'}" for r in sorted(culprits))
-        verb = {Category.RANK_OUT_OF_MEMORY: "ran out of GPU memory",
-                Category.RANK_KILLED: "was killed by SIGKILL (most often the host's OOM killer)"}.get(category, "died")
         title = f"{where} {verb}"
         if affected:
             title += f"; ranks {fmt_ranks(affected)} then failed waiting for it or lost their connection to it"

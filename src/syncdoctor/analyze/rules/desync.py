@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from syncdoctor.analyze.chains import chains
 from syncdoctor.analyze.fr_compare import compare_mismatches
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 from syncdoctor.watch.waitgraph import describe_chain
 
@@ -107,14 +107,18 @@ def _from_detail(tl: Timeline) -> list[Hypothesis]:
 
 
 def _from_size_check(tl: Timeline) -> list[Hypothesis]:
-    detections = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH) if e.data.get("source") in ("gloo-size", "shape-check")]
+    detections = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH)
+                  if e.data.get("source") in ("gloo-size", "shape-check", "nccl-truncated")]
     if not detections:
         return []
     detectors = sorted({e.origin.rank for e in detections if e.origin.rank is not None})
     quiet = sorted(r for r, s in tl.ranks.items() if s.outcome in ("silent", "terminated") and r not in detectors)
     sizes = detections[0].data
-    what = (f"Rank{'s' if len(detectors) > 1 else ''} {fmt_ranks(detectors)} received a message of another size "
-            f"than the collective it was in")
+    who = (f"rank{'s' if len(detectors) > 1 else ''} {fmt_ranks(detectors)}" if detectors else
+           attribute(detections, tl).text or "a process")
+    peers = sorted({str(e.data["peer_addr"]) for e in detections if e.data.get("peer_addr")})
+    what = (f"{who[:1].upper()}{who[1:]} received a message of another size than the collective it was in"
+            + (f" from {', '.join(peers)}" if peers else ""))
     if "received_bytes" in sizes:
         what += f" ({sizes['received_bytes']} bytes instead of {sizes['expected_bytes']})"
     what += ": its peer was in a different collective."
@@ -124,11 +128,15 @@ def _from_size_check(tl: Timeline) -> list[Hypothesis]:
         title = (f"collective desync: rank{'s' if len(quiet) > 1 else ''} {fmt_ranks(quiet)} most likely issued a "
                  f"different collective; rank {fmt_ranks(detectors)} detected the size mismatch")
     else:
-        title = f"collective desync detected by rank {fmt_ranks(detectors)} (size mismatch); the culprit is not named"
+        title = (f"collective desync detected by {who} (size mismatch"
+                 + (f" with {', '.join(peers)}" if peers else "") + "); the culprit is not named")
     evidence = evidence_of(detections, "size check failed on the receiving rank")
     for rank in quiet:
         evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],
                                 "no error of its own")
+    if any(e.data.get("source") == "nccl-truncated" for e in detections):
+        what += (" (NCCL prints this when the ranks call collectives of different sizes or kinds, and also when "
+                 "hosts run different NCCL versions.)")
     return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.8 if quiet else 0.6, title, culprits=quiet,
                        hosts=tl.hosts_of(quiet) if quiet else (),
                        affected=[r for r in tl.ranks if r not in quiet], what=what, evidence=evidence)]

@@ -146,6 +146,23 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
         # NCCL numbers them in the communicator that found it: the job's ranks where that is the default group
         out += _simple(tl, Kind.DUPLICATE_GPU, Category.DUPLICATE_GPU, title, named={r for p in pairs for r in p})
     out += _simple(tl, Kind.PEER_ACCESS, Category.PEER_ACCESS, "CUDA peer access is not supported between the GPUs")
+    usage = [e for e in tl.of(Kind.NCCL_ERROR) if "invalid usage" in str(e.data.get("error", "")).lower()
+             or e.data.get("code") == "ncclInvalidUsage"]
+    if usage and not dup:
+        # NCCL's WARN line (not in the inputs) would say which misuse; two ranks on one GPU is the common one
+        where = attribute(usage, tl)
+        out.append(hypothesis(
+            tl, Category.DUPLICATE_GPU, 0.45,
+            f"NCCL refused the call as invalid usage on {where.text or 'a rank'}: most often two ranks on one GPU",
+            culprits=where.ranks, hosts=where.hosts, processes=where.processes, local_ranks=where.local_ranks,
+            what=("ncclInvalidUsage is NCCL rejecting how it was called. Its most common cause in PyTorch jobs is "
+                  "two ranks using the same GPU (no torch.cuda.set_device(LOCAL_RANK) before the first collective); "
+                  "also a communicator or tensor on another device than the one it was created for. NCCL's WARN "
+                  "line says which (NCCL_DEBUG=WARN)."),
+            fix=("Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group (or pass "
+                 "device_id=), check CUDA_VISIBLE_DEVICES per rank, and rerun with NCCL_DEBUG=WARN to see NCCL's "
+                 "reason."),
+            evidence=evidence_of(usage, "NCCL's error", 4)))
     return out
 
 

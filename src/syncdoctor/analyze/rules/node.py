@@ -15,7 +15,8 @@ from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
 from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
-__all__ = ["gpu_error", "gpu_out_of_memory", "ib_completion_error", "ib_port_down", "worker_killed"]
+__all__ = ["dataloader_cause", "dataloader_worker_lost", "gpu_error", "gpu_out_of_memory", "ib_completion_error",
+           "ib_port_down", "worker_killed"]
 
 _RETRY = (12, 13)  # retry counters exceeded: A011/A012 (nccl_errors.py)
 _SYMPTOMS = (Kind.PEER_CLOSED, Kind.NCCL_ERROR, *TIMEOUT_KINDS)
@@ -58,6 +59,61 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                        hosts=where.hosts, affected=affected, what=what, fix=fix,
                        evidence=evidence_of(events, "the GPU's error", 6), processes=where.processes,
                        local_ranks=where.local_ranks)]
+
+
+# torch.utils.data's own messages when a worker process of a rank's DataLoader dies
+_DATALOADER = (
+    ("is killed by signal: Killed", Category.RANK_KILLED,
+     "lost a DataLoader worker to SIGKILL (most often the host's OOM killer)"),
+    ("Unexpected bus error encountered in worker", Category.SHM_EXHAUSTED,
+     "lost a DataLoader worker to a bus error: /dev/shm is too small"),
+    ("is killed by signal: Bus error", Category.SHM_EXHAUSTED,
+     "lost a DataLoader worker to a bus error: /dev/shm is too small"),
+    ("exited unexpectedly", Category.RANK_CRASHED, "lost a DataLoader worker (it exited unexpectedly)"),
+)
+_DATALOADER_FIX = {
+    Category.RANK_KILLED: ("The host ran out of RAM (each DataLoader worker holds a copy of what the dataset object "
+                           "references): fewer workers (num_workers), a smaller prefetch_factor, or a dataset that "
+                           "reads lazily; `dmesg -T | grep -i killed` on the host confirms it."),
+    Category.SHM_EXHAUSTED: ("Give the container more shared memory (docker run --shm-size=8g or --ipc=host; in "
+                             "Kubernetes an emptyDir with medium: Memory on /dev/shm), or fewer workers."),
+    Category.RANK_CRASHED: ("Run with num_workers=0 to see the worker's own error; a bus error there is /dev/shm, a "
+                            "silent death the host's OOM killer."),
+}
+
+
+def dataloader_cause(event: Event) -> tuple[Category, str] | None:
+    """(category, what happened) when ``event`` is a rank's exception for a dead DataLoader worker."""
+    if event.kind is not Kind.EXCEPTION and event.kind is not Kind.ERROR_LINE:
+        return None
+    message = str(event.data.get("message", ""))
+    if "DataLoader worker" not in message and "bus error encountered in worker" not in message:
+        return None
+    return next(((category, verb) for words, category, verb in _DATALOADER if words in message), None)
+
+
+def dataloader_worker_lost(tl: Timeline) -> list[Hypothesis]:
+    """A DataLoader worker's death in lines that carry no rank (the crash rule reads the ranked ones)."""
+    found: dict[Category, list[Event]] = defaultdict(list)
+    verbs: dict[Category, str] = {}
+    for event in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE):
+        if event.origin.rank is not None and event.origin.rank in tl.ranks:
+            continue
+        cause = dataloader_cause(event)
+        if cause is not None:
+            found[cause[0]].append(event)
+            verbs[cause[0]] = cause[1]
+    out = []
+    for category, events in found.items():
+        where = attribute(events, tl)
+        title = f"{where.text or 'a process'} {verbs[category]}"
+        what = ("PyTorch's DataLoader runs its workers as child processes of the rank; when one dies the rank raises "
+                "and stops, and its peers then time out or lose their connection to it.")
+        confidence = {Category.RANK_KILLED: 0.75, Category.SHM_EXHAUSTED: 0.8}.get(category, 0.5)
+        out.append(hypothesis(tl, category, confidence, title, culprits=where.ranks, hosts=where.hosts,
+                              processes=where.processes, local_ranks=where.local_ranks, what=what,
+                              fix=_DATALOADER_FIX[category], evidence=evidence_of(events, "a DataLoader worker died")))
+    return out
 
 
 def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:

@@ -85,7 +85,23 @@ def _from_reports(tl: Timeline) -> list[Hypothesis]:
                               affected=list(event.data.get("joined_not_finished") or []),
                               what="PyTorch's desync debug report names the lagging ranks directly.",
                               evidence=evidence_of([event], "TORCH_NCCL_DESYNC_DEBUG report")))
-    for event in tl.of(Kind.MONITORED_BARRIER):
+    barrier = tl.of(Kind.MONITORED_BARRIER)
+    broken: dict[int, list[Event]] = defaultdict(list)  # errors (not a timeout) from a rank: it failed
+    for event in barrier:
+        if event.data.get("role") == "victim" and event.data.get("errors_from") is not None:
+            broken[int(event.data["errors_from"])].append(event)
+    if broken and not any(e.data.get("role") == "detector" and e.data.get("failed_ranks") for e in barrier):
+        culprits = sorted(broken)
+        victims = sorted({e.origin.rank for events in broken.values() for e in events if e.origin.rank is not None})
+        title = (f"rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} failed: "
+                 f"{'ranks' if len(victims) > 1 else 'rank'} {fmt_ranks(victims)} got errors (not a timeout) from it "
+                 "in monitored_barrier")
+        out.append(hypothesis(
+            tl, Category.RANK_CRASHED, 0.6, title, culprits=culprits, affected=victims,
+            what=("monitored_barrier reports errors on the connection to that rank, not a wait that ran out: the "
+                  "rank (or its host) went away. Its own log says why."),
+            evidence=evidence_of([e for events in broken.values() for e in events], "monitored_barrier")))
+    for event in barrier:
         failed = list(event.data.get("failed_ranks") or [])
         if event.data.get("role") != "detector" or not failed:
             continue
