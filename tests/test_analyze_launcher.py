@@ -115,7 +115,8 @@ def test_launcher_traceback_is_not_a_rank_exception() -> None:
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; 79.15 GiB total capacity)",
      "2.00 GiB", 3),
     ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
-     "79.15 GiB of which 3.94 MiB is free.", "20.00 MiB", None),
+     "79.15 GiB of which 3.94 MiB is free.", "20.00 MiB", 0),  # the 2.1+ wording names the device too
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.", "1.00 GiB", None),
     ("RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 1; 15.78 GiB total capacity)",
      "512.00 MiB", 1),
 ])

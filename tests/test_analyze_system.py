@@ -179,3 +179,24 @@ def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "ras.txt"
     path.write_text(text)
     return path
+
+
+def test_ras_all_running_means_no_rank_is_missing(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#1730, RAS says OK while one rank's watchdog fires
+    text = _RAS.replace("RUNNING  MISMATCH", "RUNNING        OK").split("Warnings")[0] + (
+        "\n[rank18]:[E603 17:48:01.005271823 ProcessGroupNCCL.cpp:632] [Rank 18] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=2398459, OpType=ALLREDUCE, NumelIn=8652160, NumelOut=8652160, "
+        "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
+    analysis = analyze_paths([str(_write(tmp_path, text))])
+    (status,) = [e for e in analysis.collected.events if e.kind is Kind.RAS]
+    assert status.data["errors"] == "OK" and status.data["ranks_per_comm"] == 32
+    top_hypothesis = analysis.diagnosis.hypotheses[0]
+    assert top_hypothesis.category is Category.UNEXPLAINED_TIMEOUT and "every rank launched" in top_hypothesis.what
+    assert Category.LAGGING_RANK not in {h.category for h in analysis.diagnosis.hypotheses}
+
+
+def test_negative_without_ras_the_missing_ranks_are_suspects(tmp_path: Path) -> None:
+    text = ("[rank18]:[E603 17:48:01.005271823 ProcessGroupNCCL.cpp:632] [Rank 18] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=2398459, OpType=ALLREDUCE, NumelIn=8652160, NumelOut=8652160, "
+            "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
+    assert top(diagnose(tmp_path, text)).category is Category.LAGGING_RANK

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from syncdoctor.analyze.model import Event, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line, start_followers
 from syncdoctor.analyze.parsers.base import Follower
+from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
 from syncdoctor.analyze.scan import Scanner
 
 __all__ = ["TextStats", "read_text"]
@@ -102,6 +103,7 @@ def read_text(
     scanner = scanner or Scanner()
     state = _State(source, file_origin, events)
     stats = TextStats()
+    first = len(events)  # this input's events start here
     seen: set[bytes] = set()
     lines_before = 0  # lines in the blocks already read
     for block in blocks:
@@ -138,5 +140,6 @@ def read_text(
         lines_before = counted + block.count(b"\n", counted_pos)
     for active in state.active:
         events.extend(active.follower.finish())
+    events[first:] = drop_records_inside_tables(events[first:])
     stats.lines = lines_before
     return stats

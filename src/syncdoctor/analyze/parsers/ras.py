@@ -27,6 +27,9 @@ _RANK_LINE = re.compile(r"Rank (?P<rank>\d+) -- GPU (?P<gpu>\d+) managed by proc
 _MISSING = re.compile(r"missing ranks?: (?P<ranks>[\d, ]+)", re.IGNORECASE)
 _PEER_DEAD = re.compile(r"PEER_DEAD: Process (?P<pid>\d+) on node (?P<node>\S+) managing GPU (?P<gpu>\d+)")
 _SECTIONS = ("Errors", "Warnings")
+# the Communicators table: "    0         1        32         8       256       256   RUNNING      OK"
+_COMM_ROW = re.compile(r"^\s*(?P<group>\d+)\s+(?P<comms>\d+)\s+(?P<nodes>\d+)\s+(?P<per_node>\d+)\s+"
+                       r"(?P<per_comm>\d+)\s+(?P<in_group>\d+)\s+(?P<status>[A-Z_]+)\s+(?P<errors>[A-Z_]+)\s*$")
 # MISMATCH: "30 ranks have launched up to operation 640" / "2 ranks have launched up to operation 641", then the
 # ranks of the smaller group, which may be ahead of the others or behind them
 _LAUNCHED = re.compile(r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
@@ -63,6 +66,12 @@ def parse_text(text: str, source: str) -> list[Event]:
         if stripped in _SECTIONS:
             close()
             section = stripped
+            continue
+        row = _COMM_ROW.match(line) if not section else None
+        if row:  # one group of communicators: their state, and whether RAS found anything wrong with them
+            events.append(Event(Kind.RAS, Ref(source, number), clip(line), Origin(), data={
+                "issue": "STATUS", "status": row["status"], "errors": row["errors"], "ranks": [], "processes": [],
+                "ranks_per_comm": int(row["per_comm"]), "comms": int(row["comms"])}))
             continue
         if not section or not stripped or set(stripped) == {"="}:
             if not stripped:

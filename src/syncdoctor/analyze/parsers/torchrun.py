@@ -32,7 +32,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.prefixes import parse_iso_time
 
-__all__ = ["KEYWORDS", "FailureTable", "follow", "parse", "signal_name"]
+__all__ = ["KEYWORDS", "FailureTable", "drop_records_inside_tables", "follow", "parse", "signal_name"]
 
 KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first observed failure)", "received by PID")
 
@@ -65,6 +65,7 @@ class FailureTable:
     current_line: Line | None = None
     root_section: bool = False
     started: bool = False
+    last: int = 0  # the last line number fed: the table's extent
 
     def _close(self) -> None:
         if self.current is not None and self.current_line is not None and "rank" in self.current:
@@ -73,6 +74,7 @@ class FailureTable:
         self.current_line = None
 
     def feed(self, line: Line) -> bool:
+        self.last = line.ref.line
         body = line.body.rstrip()
         stripped = body.strip()
         if stripped.startswith("====="):
@@ -125,6 +127,7 @@ class FailureTable:
                 "table_host": host,
                 "error_file": record.get("error_file"),
                 "traceback": traceback[:200],
+                "table_lines": [self.head.ref.line, self.last],
             }
             origin = Origin(
                 rank=int(rank_match["rank"]),
@@ -174,3 +177,19 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={
             "worker_pid": int(match["pid"]), "signal": match["sig"]})]
     return []
+
+
+def drop_records_inside_tables(events: list[Event]) -> list[Event]:
+    """The lines of a whole failure table are read by its follower, and the record lines also alone (for a table
+    pasted without its header): keep only the table's reading of them."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for event in events:
+        lines = event.data.get("table_lines") if event.kind is Kind.WORKER_FAILED else None
+        if lines:
+            spans.setdefault(event.ref.source, []).append((int(lines[0]), int(lines[1])))
+    if not spans:
+        return events
+    return [e for e in events if not (
+        e.kind is Kind.WORKER_FAILED and e.data.get("source") == "record"
+        and any(start <= e.ref.line <= end for start, end in spans.get(e.ref.source, ())))]
+

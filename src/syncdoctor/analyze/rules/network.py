@@ -357,9 +357,15 @@ def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
     timed = sorted(r for r, s in tl.ranks.items() if s.has(*TIMEOUT_KINDS))
     if not timed:
         return []
-    title = (f"ranks {fmt_ranks(timed)} timed out in a collective and the logs do not say which rank or link "
-             "held them up")
-    return [hypothesis(tl, Category.UNEXPLAINED_TIMEOUT, 0.3, title, affected=timed,
+    title = (f"rank{'s' if len(timed) > 1 else ''} {fmt_ranks(timed)} timed out in a collective and the logs do "
+             "not say which rank or link held them up")
+    ras = [e for e in tl.of(Kind.RAS) if e.data.get("issue") == "STATUS" and e.data.get("errors") == "OK"]
+    what = ""
+    if ras:
+        what = ("NCCL's RAS report shows every communicator running with no error: every rank launched the same "
+                "collectives, none is missing or dead. The collective stalled inside NCCL: a link, a NIC or a GPU "
+                "(check the hosts' dmesg for Xid and NIC errors, and syncdoctor probe the links).")
+    return [hypothesis(tl, Category.UNEXPLAINED_TIMEOUT, 0.3, title, affected=timed, what=what,
                        evidence=evidence_of([tl.ranks[r].of(*TIMEOUT_KINDS)[0] for r in timed], "timed out",
-                                            MAX_CASCADE),
+                                            MAX_CASCADE) + evidence_of(ras, "NCCL RAS: running, no error", 2),
                        root_cause=False)]

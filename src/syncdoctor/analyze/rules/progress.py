@@ -283,6 +283,8 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         waits.setdefault(int(event.origin.rank), [event])  # type: ignore[arg-type]
     if not waits:
         return _from_rankless(tl)
+    if _ras_all_launched(tl):
+        return []  # NCCL's RAS counted the same collectives on every rank: nobody is missing from them
     logged = {r for r, s in tl.ranks.items() if s.logged}
     top = max([*tl.ranks, (tl.stated_world_size or 0) - 1])
     unseen = [r for r in range(top + 1) if r not in logged and r not in claimed]
@@ -334,6 +336,18 @@ def _timed_out_in_collective(event: Event) -> bool:
     """A traceback raised by a collective (or barrier) that timed out waiting for the others."""
     message = str(event.data.get("message", ""))
     return bool(event.data.get("collective")) and ("imeout" in message or "timed out" in message.lower())
+
+
+def _ras_all_launched(tl: Timeline) -> bool:
+    """An NCCL RAS report says every communicator it saw is running with no error (no rank missing, dead or
+    behind in its collective counts), covering every rank the inputs name."""
+    rows = [e for e in tl.of(Kind.RAS) if e.data.get("issue") == "STATUS"]
+    if not rows or any(e.data.get("errors") != "OK" or e.data.get("status") != "RUNNING" for e in rows):
+        return False
+    if any(e.data.get("issue") not in ("STATUS",) for e in tl.of(Kind.RAS)):
+        return False
+    size = max(int(e.data.get("ranks_per_comm") or 0) for e in rows)
+    return bool(tl.ranks) and max(tl.ranks) < size
 
 
 def _from_runs_first(tl: Timeline) -> list[Hypothesis]:
