@@ -200,3 +200,42 @@ def test_negative_without_ras_the_missing_ranks_are_suspects(tmp_path: Path) -> 
             "operation timeout: WorkNCCL(SeqNum=2398459, OpType=ALLREDUCE, NumelIn=8652160, NumelOut=8652160, "
             "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
     assert top(diagnose(tmp_path, text)).category is Category.LAGGING_RANK
+
+
+# --- formats upstream prints that were listed as not read (docs/formats.md) ------------------------------------------
+
+def test_nccl_ib_gin_completion_error(tmp_path: Path) -> None:
+    text = ("[2026-02-03 09:15:40] gpu-a07:51234:51390 [3] transport/net_ib/gin.cc:522 NCCL WARN NET/IB/GIN: Got "
+            "completion from peer 10.0.1.23<34696> with status=12 opcode=0 len=0 vendor err 129 (Send) hca mlx5_3")
+    (event,) = [e for e in events_of(text) if e.kind is Kind.IB_COMPLETION_ERROR]
+    assert event.data["status"] == 12 and event.data["hca"] == "mlx5_3"
+
+
+def test_nccl_connect_retries_exceeded_is_an_unreachable_peer(tmp_path: Path) -> None:
+    text = "gpu-g04:5561:5630 [0] misc/socket.cc:463 NCCL WARN socketStartConnect: exceeded retries (20000)"
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.PEER_UNREACHABLE and hypothesis.culprit_hosts == ("gpu-g04",)
+
+
+def test_nccl_ras_version_mismatch_with_a_peer(tmp_path: Path) -> None:
+    text = ("[2025-09-01 12:00:00] gpu-k02:9921:9999 [1] ras/ras.cc:415 NCCL WARN NCCL version mismatch with remote "
+            "peer 10.0.0.3<51234> (local: 2.27.7, remote 2.26.2)")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.NCCL_VERSION_MISMATCH
+    assert "2.26.2" in hypothesis.title and "2.27.7" in hypothesis.title
+
+
+def test_prrte_wraps_the_signal_onto_the_next_line(tmp_path: Path) -> None:
+    text = "prterun noticed that process rank 3 with PID 19981 on node gpu-b07 exited on\nsignal 9 (Killed).\n"
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_KILLED and hypothesis.culprit_ranks == (3,)
+    assert hypothesis.culprit_hosts == ("gpu-b07",)
+
+
+@pytest.mark.parametrize("line", [
+    "[2023-07-20 15:45:13,982] [INFO] [launch.py:338:sigkill_handler] Main process received SIGTERM, exiting",
+    "WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers",
+])
+def test_a_launcher_stopped_from_outside(tmp_path: Path, line: str) -> None:
+    hypothesis = top(diagnose(tmp_path, line))
+    assert hypothesis.category is Category.UNRECOGNISED and "ended from outside" in hypothesis.title

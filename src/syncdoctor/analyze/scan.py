@@ -75,6 +75,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"exitcode",  # a torchrun failure record quoted without its table: "exitcode  : -9 (SIGKILL)"
     b"process returned",  # Open MPI: "Primary job terminated normally, but 1 process returned" (wrapped)
     b"non-zero",  # Open MPI: "… detected that one or more processes exited with non-zero status"
+    b"noticed that",  # PRRTE wraps "prterun noticed that process rank 3 … exited on" / "signal 9 (Killed)."
+    b"sigkill_handler",  # DeepSpeed's launcher: "[launch.py:338:sigkill_handler] Main process received SIGTERM"
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -34,7 +34,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("Killing subprocess", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("Killing subprocess", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
@@ -49,6 +49,8 @@ _MPICH_RANK = re.compile(r"=\s+(?:RANK (?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING 
 _SPAWN = re.compile(r"process (?P<index>\d+) terminated with (?:signal (?P<sig>SIG\w+)|exit code (?P<code>-?\d+))")
 _LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
 _AGENT_SIGNAL = re.compile(r"Received (?P<count>\d+) death signal")
+# DeepSpeed's launcher itself was signalled (its sigkill_handler): ``Main process received SIGTERM, exiting``
+_DS_MAIN_SIGNAL = re.compile(r"Main process received (?P<sig>SIG\w+), exiting")
 _OMPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\](?:\s+Exit code:\s+(?P<code>-?\d+))?")
 _EXIT_CODE = re.compile(r"Exit code:\s+(?P<code>-?\d+)")
 _WRAPPED_START = ("sigkill_handler] [", "CalledProcessError: Command '[")
@@ -125,12 +127,46 @@ class _OmpiFollower:
             "source": "mpirun", "exitcode": self.code, "signal": signal_name(self.code), "mpi_rank": self.rank})]
 
 
-def follow_mpi(line: Line) -> _OmpiFollower | None:
+@dataclass
+class _NoticedFollower:
+    """PRRTE (Open MPI 5) wraps ``… noticed that process rank 3 with PID 19981 on node gpu-b07 exited on`` /
+    ``signal 9 (Killed).`` over two lines: the signal is on the next one."""
+
+    head: Line
+    rank: int
+    pid: int
+    host: str
+    max_lines: int = 2
+    number: int | None = None
+
+    def feed(self, line: Line) -> bool:
+        match = _NOTICED_SIGNAL.match(line.body.strip())
+        if match:
+            self.number = int(match["sig"])
+        return False
+
+    def finish(self) -> list[Event]:
+        if self.number is None:
+            return []
+        return [make_event(Kind.WORKER_FAILED, self.head, origin=Origin(rank=self.rank, host=self.host), data={
+            "source": "mpirun", "exitcode": -self.number, "signal": signal_name(-self.number),
+            "mpi_rank": self.rank, "worker_pid": self.pid})]
+
+
+_NOTICED_CUT = re.compile(r"noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+) "
+                          r"exited on\s*$")
+_NOTICED_SIGNAL = re.compile(r"signal (?P<sig>\d+)(?: \([^)]*\))?\.?$")
+
+
+def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | None:
     match = _OMPI_FIRST.search(line.body)
     if match and match["code"] is None:
         follower = _OmpiFollower(line)
         follower.rank = int(match["rank"])
         return follower
+    cut = _NOTICED_CUT.search(line.body)
+    if cut:
+        return _NoticedFollower(line, int(cut["rank"]), int(cut["pid"]), cut["host"])
     return None
 
 
@@ -194,6 +230,9 @@ def parse(line: Line) -> list[Event]:
     match = _AGENT_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"count": int(match["count"])})]
+    match = _DS_MAIN_SIGNAL.search(body)
+    if match:
+        return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]
     match = _OMPI_FIRST.search(body)
     if match and match["code"] is not None:
         code = int(match["code"])

@@ -57,7 +57,7 @@ IB_STATUS = {
 }
 
 _IB = re.compile(
-    r"NET/IB\w* ?: ?Got completion(?: from peer (?P<peer>\S+))? with "
+    r"NET/IB\w*(?:/GIN)? ?: ?Got completion(?: from peer (?P<peer>\S+))? with "
     r"(?:status=(?:(?P<sname>[^()=,]*?)\()?(?P<status>\d+)\)?|error (?P<error>\d+))"
     # the rest may be cut where a paste wrapped the line (``… with error 12, opcode 0, len`` / ``0, vendor err``)
     r"(?:[, ]+opcode[= ](?:(?P<oname>[^()=,]*?)\()?(?P<opcode>\d+)\)?"
@@ -101,6 +101,11 @@ _CONNECT = re.compile(
     r"|[Cc]onnect returned (?P<err3>[^,]+), exceeded error retry count(?: \((?P<attempts2>\d+)\))?"
     r"|[Cc]onnect to (?P<peer2>\S+?) failed with error (?P<err4>.+)"
 )
+# ``socketStartConnect: exceeded retries (20000)`` / ``socketPollConnect: exceeded timeouts (100)`` (2.16-2.23)
+_GAVE_UP = re.compile(r"socket(?:Start|Poll)Connect: exceeded (?P<what>retries|timeouts) \((?P<count>\d+)\)")
+# RAS: ``NCCL version mismatch with remote peer 10.0.0.3<51234> (local: 2.27.7, remote 2.26.2)``
+_PEER_VERSION = re.compile(r"NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<local>[\w.+]+), "
+                           r"remote:? (?P<remote>[\w.+]+)\)")
 _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<attempts>\d+) attempts)?")
 _CLOSED = re.compile(r"Connection closed by remote peer(?: (?P<peer>\S+))?")
 _RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? failed ?: ?(?:Connection reset by peer|Broken pipe)")
@@ -212,6 +217,16 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     match = _OLD_CONNECT.search(message)
     if match:
         return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={"error": match["err"]})]
+    match = _GAVE_UP.search(message)
+    if match:  # 2.16-2.23: the connect kept failing (refused or timing out) until NCCL's retries ran out
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+            "error": f"connect timed out (exceeded {match['what']} {match['count']})", "attempts": int(match["count"])})]
+    match = _PEER_VERSION.search(message)
+    if match:  # RAS (2.24+): this process and the peer run different NCCL releases
+        peer = _peer(match["peer"])
+        return [make_event(Kind.NCCL_VERSION, line, origin=origin, data={
+            "version": match["local"], "cuda": None, "peer_version": match["remote"],
+            "peer_addr": str(peer.get("peer_addr") or match["peer"])})]
     match = _CONNECT.search(message)
     if match:
         retries = _RETRY_EXCEEDED.search(message)

@@ -35,6 +35,8 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     errors = error_events(tl)
     if not errors:
         return []
+    if all(e.kind is Kind.AGENT_SIGNAL for e in errors):
+        return _stopped_from_outside(tl, errors)
     first = errors[0]
     where = attribute([first], tl)
     known = bool(where.ranks or where.hosts or where.processes)
@@ -48,6 +50,22 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, culprits=where.ranks,
                        hosts=where.hosts, what=what, evidence=evidence_of(errors, "error, not explained", 8),
                        processes=where.processes, local_ranks=where.local_ranks)]
+
+
+def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis]:
+    """Only the launcher's own death signal (torchrun's ``Received 1 death signal``, DeepSpeed's ``Main process
+    received SIGTERM``): the job was ended from outside, no worker failed in these lines."""
+    where = attribute(signals, tl)
+    names = sorted({str(e.data["signal"]) for e in signals if e.data.get("signal")})
+    title = (f"the launcher{' on ' + where.text if where.text else ''} was stopped by "
+             f"{', '.join(names) or 'a signal'}: the job was ended from outside, not by a failing worker")
+    what = ("The launcher itself received a signal and stopped its workers: a scheduler ending the job (time limit, "
+            "preemption, scancel, a Kubernetes pod deleted or evicted), a closed terminal (SIGHUP), or a user. No "
+            "worker's failure is in these lines.")
+    fix = ("Check the scheduler's record of the job (sacct -j JOB, `kubectl describe pod`), its time limit, and "
+           "run the launcher under nohup/tmux when it is started from a terminal.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.35, title, hosts=where.hosts, what=what, fix=fix,
+                       evidence=evidence_of(signals, "the launcher's own signal", 4))]
 
 
 def unexplained(tl: Timeline, hypotheses: Sequence[Hypothesis], limit: int = 5) -> tuple[Evidence, ...]:

@@ -32,6 +32,8 @@ def nccl_version_mismatch(tl: Timeline) -> list[Hypothesis]:
         place = _host_of_file(tl, event) or event.origin.host or event.ref.source
         if version:
             by_place[version].setdefault(place, event)
+        if event.data.get("peer_version"):  # RAS compared this process with a peer: the peer's release too
+            by_place[str(event.data["peer_version"])].setdefault(str(event.data.get("peer_addr")), event)
     if len(by_place) < 2:
         return []
     ranked = sorted(by_place.items(), key=lambda item: (len(item[1]), item[0]))
