@@ -239,3 +239,85 @@ def test_prrte_wraps_the_signal_onto_the_next_line(tmp_path: Path) -> None:
 def test_a_launcher_stopped_from_outside(tmp_path: Path, line: str) -> None:
     hypothesis = top(diagnose(tmp_path, line))
     assert hypothesis.category is Category.UNRECOGNISED and "ended from outside" in hypothesis.title
+
+
+# --- Horovod's stall inspector (real: horovod/horovod#530, #1012, #2107, #336, #2564) ------------------------------
+
+_STALL = ("WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and "
+          "are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are "
+          "trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause "
+          "deadlock. ")
+
+
+@pytest.mark.parametrize(("text", "culprits"), [
+    (_STALL + "Stalled ops: allreduce.conv1.weight [ready ranks: 5, 1, 4, 7, 2, 3], allreduce.bn1.weight "
+     "[ready ranks: 5, 1, 4, 7, 2, 3]", (0, 6)),  # up to 0.15: the ranks that did submit
+    ("[1,0]<stderr>:Stalled ops:HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]\n"
+     "[1,0]<stderr>:[2019-04-13 13:56:31.861765: W horovod/common/operations.cc:588] HorovodBroadcast_dense_1_kernel_0 "
+     "[missing ranks: 1]", (1,)),  # 0.16-0.19
+    (_STALL + "\nMissing ranks:\n1: [DistributedGradientTape_Allreduce/cond_163/HorovodAllreduce_AddN_103_0, "
+     "DistributedGradientTape_Allreduce/cond_164/HorovodAllreduce_x_0]\n", (1,)),  # 0.20+
+    ("3: [global_tensor_horovod_sum_have_data/HorovodAllreduce_globals_horovod_have_more_data_placeholder_0]", (3,)),
+])
+def test_horovod_stall_inspector_names_the_missing_ranks(tmp_path: Path, text: str, culprits: tuple) -> None:
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == culprits
+
+
+def test_horovod_ranks_submitting_other_tensors_is_a_desync(tmp_path: Path) -> None:
+    text = _STALL + ("Stalled ops: HorovodAllreduce_loss_Mean_0 [ready ranks: 3], HorovodAllreduce_grad_a_0 [ready "
+                     "ranks: 2, 0, 1], HorovodAllreduce_grad_b_0 [ready ranks: 2, 0, 1]")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.COLLECTIVE_DESYNC and hypothesis.culprit_ranks == (3,)
+
+
+# --- configuration found in the errors ---------------------------------------------------------------------------
+
+def test_the_store_host_name_does_not_resolve(tmp_path: Path) -> None:
+    # real: kubeflow/pytorch-operator#125, the worker pod started before the master's service existed
+    text = """Traceback (most recent call last):
+  File "/root/.local/lib/python3.7/site-packages/torch/distributed/distributed_c10d.py", line 354, in init_process_group
+    store, rank, world_size = next(rendezvous(url))
+  File "/root/.local/lib/python3.7/site-packages/torch/distributed/rendezvous.py", line 143, in _env_rendezvous_handler
+    store = TCPStore(master_addr, master_port, start_daemon)
+ValueError: host not found: Name or service not known
+"""
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.PEER_UNREACHABLE and "host not found" in hypothesis.title
+
+
+def test_negative_a_name_resolution_error_elsewhere_is_not_the_store(tmp_path: Path) -> None:
+    text = """Traceback (most recent call last):
+  File "/venv/lib/python3.10/site-packages/huggingface_hub/file_download.py", line 1374, in hf_hub_download
+    r = _request_wrapper(method="HEAD", url=url)
+OSError: host not found: Name or service not known
+"""
+    assert Category.PEER_UNREACHABLE not in {h.category for h in diagnose(tmp_path, text).hypotheses}
+
+
+@pytest.mark.parametrize("line", ["RuntimeError: CUDA error: invalid device ordinal",
+                                  "gpu2:777:777 [0] NCCL WARN Cuda failure 'invalid device ordinal'"])
+def test_invalid_device_ordinal_is_the_device_assignment(tmp_path: Path, line: str) -> None:
+    hypothesis = top(diagnose(tmp_path, line))
+    assert hypothesis.category is Category.DUPLICATE_GPU and "does not exist" in hypothesis.title
+    assert Category.GPU_ERROR not in {h.category for h in diagnose(tmp_path, line).hypotheses}
+
+
+def test_more_processes_at_the_store_than_the_group_has(tmp_path: Path) -> None:
+    text = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: "
+            "store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RENDEZVOUS_TIMEOUT and "16 joined a group of 8" in hypothesis.title
+
+
+def test_the_host_of_a_crashed_rank_from_the_service_thread_of_a_single_host(tmp_path: Path) -> None:
+    # real: modelscope/FunASR#2006
+    text = ("[rank2]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 336.00 MiB.\n"
+            "w-0:15325:16199 [2] NCCL INFO [Service thread] Connection closed by localRank 2\n"
+            "[rank5]:[E ProcessGroupNCCL.cpp:563] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL("
+            "SeqNum=15734, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600037 milliseconds "
+            "before timing out.\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_OUT_OF_MEMORY and hypothesis.culprit_hosts == ("w-0",)
+    two_hosts = text + "w-1:15400:16100 [1] NCCL INFO [Service thread] Connection closed by localRank 1\n"
+    assert top(diagnose(tmp_path, two_hosts)).culprit_hosts == ()

@@ -77,6 +77,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"non-zero",  # Open MPI: "… detected that one or more processes exited with non-zero status"
     b"noticed that",  # PRRTE wraps "prterun noticed that process rank 3 … exited on" / "signal 9 (Killed)."
     b"sigkill_handler",  # DeepSpeed's launcher: "[launch.py:338:sigkill_handler] Main process received SIGTERM"
+    b"ready ranks",  # Horovod's stall inspector: op [ready ranks: 5, 1, 4] (the missing ones are the others)
+    b"issing ranks",  # Horovod: op [missing ranks: 1]; "Missing ranks:" then "1: [tensors]"
+    b"Horovod",  # a "Missing ranks:" row pasted alone: 3: [..._have_data/HorovodAllreduce_..._0, ...]
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -19,6 +19,7 @@ from syncdoctor.analyze.parsers import (
     generic,
     gloo,
     gpu,
+    horovod,
     launchers,
     nccl_info,
     nccl_tests,
@@ -37,9 +38,9 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                system, gpu, traceback, training)
+                system, gpu, traceback, training, horovod)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
-            nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow)
+            nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers
 _NCCL_INFO_WORDS = re.compile("|".join(re.escape(k) for k in nccl_info.KEYWORDS))
 

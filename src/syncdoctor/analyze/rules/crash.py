@@ -176,7 +176,9 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         for rank, event in members:
             state = tl.ranks[rank]
             summaries.append(_describe(rank, state, event))
-        where = ", ".join(f"rank {r} on {tl.rank_host(r) or 'an unknown host'}" for r in sorted(culprits))
+        hosts, seen_closing = _closed_on_its_host(tl, culprits)
+        where = ", ".join(f"rank {r} on {tl.rank_host(r) or (hosts[0] + ' (most likely)' if hosts else 'an unknown host')}"
+                          for r in sorted(culprits))
         title = f"{where} {verb}"
         if affected:
             title += f"; ranks {fmt_ranks(affected)} then failed waiting for it or lost their connection to it"
@@ -194,9 +196,28 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             fix = ("Find who sent SIGKILL: the kernel OOM killer (`dmesg -T | grep -i -e oom -e killed` on "
                    f"{', '.join(tl.hosts_of(culprits)) or 'the host'}), the scheduler (time or memory limit), or a "
                    "user. Reduce host memory use (dataloader workers, pinned memory) if it was the OOM killer.")
+        if seen_closing:
+            what += (f" NCCL's service thread on {', '.join(hosts)} saw local rank "
+                     f"{fmt_ranks(sorted(culprits))} go away at the same time: most likely the same process.")
+            evidence += evidence_of(seen_closing, "its host saw it go", 2)
         hypotheses.append(hypothesis(tl, category, confidence, title, culprits=sorted(culprits), affected=affected,
-                                     what=what, fix=fix, evidence=evidence))
+                                     what=what, fix=fix, evidence=evidence, hosts=hosts or None))
     return hypotheses
+
+
+def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], list[Event]]:
+    """The host of culprits whose host the inputs do not give, from NCCL's ``[Service thread] Connection closed by
+    localRank N`` on a host, when the inputs show one host only (a single node, or that node's paste) and N is the
+    culprit's number: the same process, most likely."""
+    if any(tl.rank_host(r) for r in culprits):
+        return [], []
+    closing = [e for e in tl.of(Kind.PEER_CLOSED)
+               if e.data.get("service") and e.data.get("closed_local_rank") in culprits and e.origin.host]
+    hosts = sorted({str(e.origin.host) for e in closing})
+    every_host = {h for h in (tl.rank_host(r) for r in tl.ranks) if h} | {e.origin.host for e in tl.events if e.origin.host}
+    if len(hosts) != 1 or len(every_host) != 1:
+        return [], []
+    return hosts, closing
 
 
 def _is_oom(state: RankState) -> bool:

@@ -27,10 +27,16 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
                   (s.has(*_SYMPTOMS) or any(is_comm_exception(e) for e in s.of(Kind.EXCEPTION))))
 
 
+def _no_such_device(event: Event) -> bool:
+    return "invalid device ordinal" in str(event.data.get("message", ""))
+
+
 def gpu_error(tl: Timeline) -> list[Hypothesis]:
-    events = tl.of(Kind.GPU_ERROR)
+    events = [e for e in tl.of(Kind.GPU_ERROR) if not _no_such_device(e)]
+    ordinal = [e for e in tl.of(Kind.GPU_ERROR, Kind.EXCEPTION) if _no_such_device(e)]
+    out = _no_such_gpu(tl, ordinal) if ordinal else []
     if not events:
-        return []
+        return out
     where = attribute(events, tl)
     hardware = any(e.data.get("hardware") for e in events)
     messages = sorted({str(e.data.get("message") or "") for e in events if e.data.get("message")})
@@ -55,10 +61,26 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
         confidence = 0.5
         what += (" Each process reported it after its own InfiniBand retry-exceeded error: most likely a "
                  "consequence of tearing NCCL down after that network failure, not the GPU's own fault.")
-    return [hypothesis(tl, Category.GPU_ERROR, confidence, title, culprits=where.ranks,
-                       hosts=where.hosts, affected=affected, what=what, fix=fix,
-                       evidence=evidence_of(events, "the GPU's error", 6), processes=where.processes,
-                       local_ranks=where.local_ranks)]
+    return [*out, hypothesis(tl, Category.GPU_ERROR, confidence, title, culprits=where.ranks,
+                             hosts=where.hosts, affected=affected, what=what, fix=fix,
+                             evidence=evidence_of(events, "the GPU's error", 6), processes=where.processes,
+                             local_ranks=where.local_ranks)]
+
+
+def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """``invalid device ordinal``: a process asked for a GPU index its host does not have (or does not show
+    it): the device assignment, not the hardware."""
+    where = attribute(events, tl)
+    title = (f"{where.text or 'a process'} asked for a GPU that does not exist there (invalid device ordinal): more "
+             "processes per node than visible GPUs, or a device index from the global rank")
+    what = ("CUDA has no device with that index in this process: --nproc_per_node (or the tasks per node) larger than "
+            "the GPUs that CUDA_VISIBLE_DEVICES leaves visible, or torch.cuda.set_device(RANK) where LOCAL_RANK was "
+            "meant. The GPU itself is not at fault.")
+    fix = ("Use torch.cuda.set_device(int(os.environ['LOCAL_RANK'])), start as many processes per node as it has "
+           "GPUs (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES in the job's environment.")
+    return [hypothesis(tl, Category.DUPLICATE_GPU, 0.9, title, culprits=where.ranks, hosts=where.hosts,
+                       processes=where.processes, local_ranks=where.local_ranks, what=what, fix=fix,
+                       evidence=evidence_of(events, "no such device", 6))]
 
 
 # torch.utils.data's own messages when a worker process of a rank's DataLoader dies

@@ -338,6 +338,41 @@ def _timed_out_in_collective(event: Event) -> bool:
     return bool(event.data.get("collective")) and ("imeout" in message or "timed out" in message.lower())
 
 
+def _from_horovod(tl: Timeline) -> list[Hypothesis]:
+    """Horovod's stall inspector: the ranks it lists missing, or those absent from every tensor's ready list;
+    tensors whose ready ranks do not overlap were submitted by different ranks instead (a desync)."""
+    events = [e for e in tl.of(Kind.MONITORED_BARRIER) if e.data.get("source") == "horovod"]
+    if not events:
+        return []
+    tensors = [t for e in events for t in e.data.get("tensors") or ()]
+    missing = sorted({int(r) for t in tensors for r in t.get("missing") or ()})
+    ready_sets = {tuple(t["ready"]) for t in tensors if t.get("ready")}
+    evidence = evidence_of(events, "Horovod's stall inspector", MAX_CASCADE)
+    what = ("Horovod's stall inspector lists the tensors some ranks submitted for a collective while others did not "
+            "for over a minute: the ranks that did not are late (or stuck), unless they submitted other tensors.")
+    if not missing and len(ready_sets) > 1:
+        groups = sorted(ready_sets, key=len)
+        if any(not set(a) & set(b) for a in groups for b in groups if a != b):
+            odd = sorted(groups[0])
+            title = (f"collective desync: Horovod's stall inspector shows rank{'s' if len(odd) > 1 else ''} "
+                     f"{fmt_ranks(odd)} submitting other tensors than the rest")
+            return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.75, title, culprits=odd, what=what, evidence=evidence,
+                               fix="Make every rank submit the same tensors in the same order (no rank-dependent "
+                                   "branch around allreduce/broadcast; the same number of batches per rank).")]
+    if not missing and ready_sets:  # the ranks not ready for every stalled tensor
+        ready = set.intersection(*(set(r) for r in ready_sets))
+        size = max(tl.stated_world_size or 0, max(max(r) for r in ready_sets) + 1)
+        missing = sorted(set(range(size)) - ready)
+    if not missing:
+        return []
+    waiting = sorted({r for rs in ready_sets for r in rs} - set(missing))
+    title = (f"rank{'s' if len(missing) > 1 else ''} {fmt_ranks(missing)} never submitted the tensors the others "
+             "wait on (Horovod's stall inspector)")
+    return [hypothesis(tl, Category.LAGGING_RANK, 0.85, title, culprits=missing, affected=waiting, what=what,
+                       evidence=evidence, fix=_look_at(tl, [r for r in missing if r in tl.ranks])
+                       if any(r in tl.ranks for r in missing) else None)]
+
+
 def _ras_all_launched(tl: Timeline) -> bool:
     """An NCCL RAS report says every communicator it saw is running with no error (no rank missing, dead or
     behind in its collective counts), covering every rank the inputs name."""
@@ -556,7 +591,7 @@ def lagging_rank(tl: Timeline) -> list[Hypothesis]:
     found = _from_reports(tl) + [
         h for h in _from_sequences(tl) + _from_fr(tl)
         if not (set(h.culprit_ranks) & waiting and (roots or set(h.culprit_ranks) <= waiting))
-    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + _from_runs_first(tl) + _from_stacks(tl)
+    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + _from_runs_first(tl) + _from_stacks(tl) + _from_horovod(tl)
     claimed = {r for h in found for r in h.culprit_ranks}
     claimed |= {r for r, s in tl.ranks.items() if s.has(Kind.COLLECTIVE_MISMATCH)}
     if not any(h.confidence >= 0.85 for h in found):

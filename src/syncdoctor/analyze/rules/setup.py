@@ -108,8 +108,21 @@ def _unroutable(addr: str) -> bool:
         return False
 
 
+_UNRESOLVED = ("host not found", "Name or service not known", "Temporary failure in name resolution",
+               "nodename nor servname provided")
+_STORE_FRAMES = ("rendezvous", "TCPStore", "init_process_group", "c10d")
+
+
+def _unresolved_store(event: Event) -> bool:
+    """A traceback of init_process_group / the rendezvous that failed to resolve the store's host name."""
+    message = str(event.data.get("message", ""))
+    frames = " ".join(str(f) for f in event.data.get("frames") or ())
+    return any(w in message for w in _UNRESOLVED) and any(w in frames for w in _STORE_FRAMES)
+
+
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")]
+    store += [e for e in tl.of(Kind.EXCEPTION) if _unresolved_store(e)]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not _unroutable(str(e.data.get("peer_addr") or "")) and
             any(w in str(e.data.get("error", "")) for w in _UNREACHABLE)]
@@ -122,7 +135,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         targets = sorted({f"{e.data['store_host']}:{e.data['store_port']}" for e in store if e.data.get("store_host")}
                          | {str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
                          | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
-        errors = sorted({str(e.data.get("error") or "timed out") for e in events})
+        errors = sorted({str(e.data.get("error") or (e.data.get("message") if e.kind is Kind.EXCEPTION else None)
+                             or "timed out") for e in events})
         what_store = " the store (MASTER_ADDR:MASTER_PORT)" if store else " a peer"
         title = (f"{where.text or 'a process'} could not connect to{what_store}"
                  + (f" {', '.join(targets[:3])}" if targets else "") + f" ({'; '.join(errors)[:80]})")
@@ -154,6 +168,21 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                                   "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
                                   "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
     return out
+
+
+def _store_shared(tl: Timeline, events: list[Event], crowded: list[tuple[int, int]]) -> Hypothesis:
+    """More processes counted at the store barrier than the group has: the store is shared."""
+    where = attribute(events, tl)
+    text = "; ".join(f"{j} joined a group of {w}" for j, w in crowded)
+    title = (f"more processes reached the store than the group has ({text}): another job, or the processes of an "
+             "earlier attempt, use the same MASTER_ADDR:MASTER_PORT")
+    what = ("The store based barrier counts every process that adds itself under the group's key. A count above the "
+            "world size means processes of another run joined this store: two jobs on the same node with the same "
+            "MASTER_PORT, or a restart that reused the store while the previous attempt's processes were alive.")
+    fix = ("Give each job its own MASTER_PORT (or torchrun --rdzv-id per job), make sure the previous attempt's "
+           "processes are gone before restarting, and prefer torchrun's c10d rendezvous, which keys by run id.")
+    return hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.75, title, hosts=where.hosts, what=what, fix=fix,
+                      evidence=evidence_of(events, "the store's count", MAX_CASCADE))
 
 
 def store_port_taken(tl: Timeline) -> list[Hypothesis]:
@@ -189,6 +218,9 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
         return []
     where = attribute(events, tl)
     counts = sorted({(int(e.data["joined"]), int(e.data["world_size"])) for e in events if "joined" in e.data})
+    crowded = [(j, w) for j, w in counts if j > w]
+    if crowded:
+        return [_store_shared(tl, events, crowded)]
     joined = "; ".join(f"{j} of {w} joined" for j, w in counts)
     title = "the process group could not form: " + (joined or "the rendezvous timed out") + \
             " before the timeout; the others never arrived"

@@ -1,0 +1,76 @@
+"""Horovod's stall inspector: which ranks have not submitted a tensor the others wait on. Pure: no I/O.
+
+Every release warns ``One or more tensors were submitted to be reduced, gathered or broadcasted by subset of
+ranks and are waiting for remainder of ranks for more than 60 seconds.`` and then lists the stalled tensors:
+
+* ``Stalled ops: allreduce.conv1.weight [ready ranks: 5, 1, 4, 7, 2, 3], …`` (seen in 2018 logs: the ranks
+  that did submit it);
+* ``HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]`` (seen in 2019 logs, operations.cc, one line per tensor);
+* ``Missing ranks:`` then ``1: [DistributedGradientTape_Allreduce/…_0, …]`` (seen with 0.21.0, stall_inspector.cc:
+  a rank and the tensors it has not submitted), read by :func:`follow`, a row alone when its tensors are
+  Horovod's.
+
+One ``monitored_barrier`` event per line or block (``source`` horovod), with its ``tensors``, each with the
+ranks it names ``ready`` or ``missing``; the rule (:mod:`syncdoctor.analyze.rules.progress`) works out who is late, or whether the ranks
+submitted different tensors (a desync).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.parsers.base import Line, make_event
+
+__all__ = ["KEYWORDS", "MissingRanks", "follow", "parse"]
+
+KEYWORDS = ("ready ranks:", "missing ranks:", "Horovod")
+
+_LISTED = re.compile(r"(?P<op>[\w./:\-]+)?\s*\[(?P<which>ready|missing) ranks: (?P<ranks>\d+(?:\s*,\s*\d+)*)\s*\]")
+_MISSING_ROW = re.compile(r"^\s*(?P<rank>\d+): \[(?P<ops>[^\]]*)\]?")
+
+
+def _ranks(text: str) -> list[int]:
+    return sorted({int(r) for r in re.findall(r"\d+", text)})
+
+
+def parse(line: Line) -> list[Event]:
+    row = _MISSING_ROW.match(line.text)
+    if row and "Horovod" in row["ops"]:  # a row of the "Missing ranks:" block pasted without its header
+        return [make_event(Kind.MONITORED_BARRIER, line, data={
+            "source": "horovod", "role": "horovod", "failed_ranks": [],
+            "tensors": [{"tensor": row["ops"].split(",")[0].strip()[:160], "missing": [int(row["rank"])]}]})]
+    tensors = [{"tensor": (match["op"] or "")[:160], match["which"]: _ranks(match["ranks"])}
+               for match in _LISTED.finditer(line.body)][:64]
+    if not tensors:
+        return []
+    return [make_event(Kind.MONITORED_BARRIER, line, data={
+        "source": "horovod", "role": "horovod", "failed_ranks": [], "tensors": tensors})]
+
+
+@dataclass
+class MissingRanks:
+    """``Missing ranks:`` and its ``N: [tensors]`` rows (Horovod 0.20+)."""
+
+    head: Line
+    max_lines: int = 200
+    rows: list[tuple[int, str]] = field(default_factory=list)
+
+    def feed(self, line: Line) -> bool:
+        match = _MISSING_ROW.match(line.text)  # the text: "1: [" would read as srun's label in the body
+        if not match:
+            return False
+        self.rows.append((int(match["rank"]), match["ops"].split(",")[0].strip()[:160]))
+        return True
+
+    def finish(self) -> list[Event]:
+        if not self.rows:
+            return []
+        return [make_event(Kind.MONITORED_BARRIER, self.head, data={
+            "source": "horovod", "role": "horovod", "failed_ranks": [],
+            "tensors": [{"tensor": tensor, "missing": [rank]} for rank, tensor in self.rows]})]
+
+
+def follow(line: Line) -> MissingRanks | None:
+    return MissingRanks(line) if line.body.rstrip().endswith("Missing ranks:") else None
