@@ -93,7 +93,13 @@ def hypothesis(
     root_cause: bool = True,
     processes: Sequence[str] = (),
     local_ranks: Sequence[int] = (),
+    where: Attribution | None = None,
 ) -> Hypothesis:
+    """A hypothesis of ``category``; ``where`` (what :func:`attribute` found in its lines) gives the culprits,
+    their hosts, processes and local ranks at once."""
+    if where is not None:
+        culprits, hosts = where.ranks, where.hosts
+        processes, local_ranks = where.processes, where.local_ranks
     rule = CATEGORY_RULES[category.value]
     culprit_hosts = tuple(hosts) if hosts is not None else tl.hosts_of(culprits)
     affected_ranks = tuple(sorted(set(affected) - set(culprits)))

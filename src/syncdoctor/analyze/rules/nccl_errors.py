@@ -154,7 +154,7 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
         out.append(hypothesis(
             tl, Category.DUPLICATE_GPU, 0.45,
             f"NCCL refused the call as invalid usage on {where.text or 'a rank'}: most often two ranks on one GPU",
-            culprits=where.ranks, hosts=where.hosts, processes=where.processes, local_ranks=where.local_ranks,
+            where=where,
             what=("ncclInvalidUsage is NCCL rejecting how it was called. Its most common cause in PyTorch jobs is "
                   "two ranks using the same GPU (no torch.cuda.set_device(LOCAL_RANK) before the first collective); "
                   "also a communicator or tensor on another device than the one it was created for. NCCL's WARN "

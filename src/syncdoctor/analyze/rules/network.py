@@ -266,8 +266,7 @@ def _gloo_no_error(tl: Timeline) -> list[Hypothesis]:
             "'no error'.")
     fix = ("Set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) on every host to the interface they share (`ip -br addr`; "
            "`syncdoctor check` lists the candidates), and check that the host name resolves to that address.")
-    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.55, title, culprits=where.ranks, hosts=where.hosts,
-                       processes=where.processes, local_ranks=where.local_ranks, what=what, fix=fix,
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.55, title, where=where, what=what, fix=fix,
                        evidence=evidence_of(events, "gloo handshake failed", MAX_CASCADE))]
 
 

@@ -78,8 +78,7 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
             "meant. The GPU itself is not at fault.")
     fix = ("Use torch.cuda.set_device(int(os.environ['LOCAL_RANK'])), start as many processes per node as it has "
            "GPUs (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES in the job's environment.")
-    return [hypothesis(tl, Category.DUPLICATE_GPU, 0.9, title, culprits=where.ranks, hosts=where.hosts,
-                       processes=where.processes, local_ranks=where.local_ranks, what=what, fix=fix,
+    return [hypothesis(tl, Category.DUPLICATE_GPU, 0.9, title, where=where, what=what, fix=fix,
                        evidence=evidence_of(events, "no such device", 6))]
 
 
@@ -132,8 +131,7 @@ def dataloader_worker_lost(tl: Timeline) -> list[Hypothesis]:
         what = ("PyTorch's DataLoader runs its workers as child processes of the rank; when one dies the rank raises "
                 "and stops, and its peers then time out or lose their connection to it.")
         confidence = {Category.RANK_KILLED: 0.75, Category.SHM_EXHAUSTED: 0.8}.get(category, 0.5)
-        out.append(hypothesis(tl, category, confidence, title, culprits=where.ranks, hosts=where.hosts,
-                              processes=where.processes, local_ranks=where.local_ranks, what=what,
+        out.append(hypothesis(tl, category, confidence, title, where=where, what=what,
                               fix=_DATALOADER_FIX[category], evidence=evidence_of(events, "a DataLoader worker died")))
     return out
 

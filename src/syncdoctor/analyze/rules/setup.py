@@ -201,8 +201,7 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     fix = (f"Find what holds it (`ss -ltnp | grep {ports[0] if ports else 29500}`) and stop it, or give each job "
            "its own MASTER_PORT (torchrun --master-port, or a port derived from SLURM_JOB_ID; --rdzv-endpoint "
            "host:0 picks a free one).")
-    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.8, title, culprits=where.ranks, hosts=where.hosts,
-                       processes=where.processes, local_ranks=where.local_ranks, what=what, fix=fix,
+    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.8, title, where=where, what=what, fix=fix,
                        evidence=evidence_of(events, "the store's port is taken", 4))]
 
 
