@@ -519,3 +519,30 @@ def test_nccl_invalid_usage_points_at_two_ranks_on_one_gpu(tmp_path) -> None:
     hypothesis = top(diagnose(tmp_path, text))
     assert hypothesis.category is Category.DUPLICATE_GPU and hypothesis.confidence == 0.45
     assert "set_device" in (hypothesis.fix or "")
+
+
+@pytest.mark.parametrize(("line", "rank"), [
+    ("[E ProcessGroupNCCL.cpp:474] [Rank 3] NCCL watchdog thread terminated with exception: CUDA error: an illegal "
+     "memory access was encountered", 3),
+    ("[E1120 10:11:12.000 ProcessGroupNCCL.cpp:1595] [PG 0 (default_pg) Rank 5] Process group watchdog thread "
+     "terminated with exception: CUDA error: an illegal memory access was encountered", 5),
+    ("RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered", None),
+])
+def test_gpu_errors_in_the_watchdog_and_triton(tmp_path, line, rank) -> None:
+    hypothesis = top(diagnose(tmp_path, line))
+    assert hypothesis.category is Category.GPU_ERROR
+    assert hypothesis.culprit_ranks == ((rank,) if rank is not None else ())
+
+
+def test_the_old_nccl_error_wording_is_read(tmp_path) -> None:
+    # PyTorch 1.x: "NCCL Error 2: unhandled system error" (not "NCCL error in: …")
+    (event,) = [e for e in events_of("RuntimeError: NCCL Error 2: unhandled system error") if e.kind is Kind.NCCL_ERROR]
+    assert event.data["error"] == "unhandled system error"
+
+
+def test_a_proxy_call_that_failed_names_the_peer_rank(tmp_path) -> None:
+    text = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
+            "1691, internal error - please report this issue to the NCCL developers, NCCL version 2.18.1 "
+            "ncclInternalError: Internal check failed. Last error: Proxy Call to rank 0 failed (Connect)")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.PEER_UNREACHABLE and "rank 0" in hypothesis.title

@@ -12,6 +12,7 @@ names: :mod:`.prefixes`.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from syncdoctor.analyze.model import Event, Origin, Ref
 from syncdoctor.analyze.parsers import (
@@ -42,6 +43,7 @@ LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers
+_PG_RANK = re.compile(r"\[(?:PG [^\]]{0,200}? )?Rank (?P<rank>\d{1,7})\]")
 _NCCL_INFO_WORDS = re.compile("|".join(re.escape(k) for k in nccl_info.KEYWORDS))
 
 
@@ -51,11 +53,16 @@ def make_line(text: str, ref: Ref, file_origin: Origin) -> Line:
     if len(text) > MAX_PARSE:
         text = text[:MAX_PARSE]
     prefix = split_prefix(text)
+    origin = prefix.origin
+    if origin.rank is None and prefix.body.startswith("["):  # ProcessGroupNCCL's "[Rank 3] …" / "[PG 0 (…) Rank 3] …"
+        own = _PG_RANK.match(prefix.body)
+        if own:
+            origin = replace(origin, rank=int(own["rank"]))
     return Line(
         text=text,
         body=prefix.body,
         ref=ref,
-        origin=prefix.origin.filled_from(file_origin),
+        origin=origin.filled_from(file_origin),
         time=prefix.time,
         time_text=prefix.time_text,
         severity=prefix.severity,

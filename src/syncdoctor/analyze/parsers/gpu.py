@@ -19,9 +19,9 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("CUDA error", "CUDA_ERROR_", "Xid", "ECC error", "fallen off the bus")
+KEYWORDS = ("CUDA error", "CUDA_ERROR_", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]")
 
-_CUDA = re.compile(r"CUDA error:? (?P<msg>[^\n.]{3,160})")
+_CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]):? (?P<msg>[^\n.]{3,160})")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
 _HARDWARE = ("ECC", "fallen off the bus", "Xid", "uncorrectable", "ECC_UNCORRECTABLE", "HARDWARE")

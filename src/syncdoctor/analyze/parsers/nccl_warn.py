@@ -106,6 +106,8 @@ _GAVE_UP = re.compile(r"socket(?:Start|Poll)Connect: exceeded (?P<what>retries|t
 # RAS: ``NCCL version mismatch with remote peer 10.0.0.3<51234> (local: 2.27.7, remote 2.26.2)``
 _PEER_VERSION = re.compile(r"NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<local>[\w.+]+), "
                            r"remote:? (?P<remote>[\w.+]+)\)")
+# the proxy of this process could not reach another rank's (2.12+): ``Proxy Call to rank 0 failed (Connect)``
+_PROXY_CALL = re.compile(r"Proxy Call to rank (?P<rank>\d+) failed \((?P<op>\w+)\)")
 _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<attempts>\d+) attempts)?")
 _CLOSED = re.compile(r"Connection closed by remote peer(?: (?P<peer>\S+))?")
 _RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? failed ?: ?(?:Connection reset by peer|Broken pipe)")
@@ -117,7 +119,7 @@ _TRUNCATED = re.compile(r"peer (?P<peer>\S+) message truncated : receiving (?P<g
 _DUP = re.compile(r"(?:Duplicate GPU detected : )?\brank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
 _TORCH_NCCL = re.compile(
-    r"NCCL error(?: in: (?P<where>\S+?),?|:) (?P<error>unhandled system error|remote process exited or there was a network "
+    r"NCCL [Ee]rror(?: in: (?P<where>\S+?),?|(?: \d+)?:) (?P<error>unhandled system error|remote process exited or there was a network "
     r"error|internal error[^,(]*|invalid usage[^,(]*|unhandled cuda error[^,(]*|[^,(]+)"
 )
 _NCCL_CODE = re.compile(r"\b(?P<code>nccl(?:SystemError|RemoteError|InternalError|InvalidUsage|UnhandledCudaError|"
@@ -135,6 +137,11 @@ def _peer(text: str | None) -> dict[str, object]:
     if "..." in addr or "*" in addr or "x.x" in addr.lower():
         return {}  # masked before pasting (172....<33759>): no address to tie it to
     return {"peer_addr": addr, "peer_port": int(port.rstrip(">,")) if port.rstrip(">,").isdecimal() else None}
+
+
+def _proxy_call(line: Line, match: re.Match[str], origin: Origin | None) -> Event:
+    return make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+        "error": f"Proxy Call to rank {match['rank']} failed ({match['op']})", "peer_rank": int(match["rank"])})
 
 
 def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[Event]:
@@ -217,6 +224,9 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     match = _OLD_CONNECT.search(message)
     if match:
         return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={"error": match["err"]})]
+    match = _PROXY_CALL.search(message)
+    if match:
+        return [_proxy_call(line, match, origin)]
     match = _GAVE_UP.search(message)
     if match:  # 2.16-2.23: the connect kept failing (refused or timing out) until NCCL's retries ran out
         return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
@@ -262,10 +272,14 @@ def parse(line: Line) -> list[Event]:
     code = _NCCL_CODE.search(body)
     if match or code or "remote process exited" in body or "unhandled system error" in body:
         version = _NCCL_VERSION.search(body)
-        error = match["error"].strip() if match else (code["code"] if code else "remote process exited")
+        error = match["error"].strip() if match else (code["code"] if code else "unhandled system error"
+                                                       if "unhandled system error" in body else "remote process exited")
         events = [make_event(Kind.NCCL_ERROR, line, data={
             "error": error[:120], "code": code["code"] if code else None,
             "version": version["version"] if version else None})]
+        proxy = _PROXY_CALL.search(body)
+        if proxy:
+            events.append(_proxy_call(line, proxy, None))
         if "unhandled cuda error" in body or "UnhandledCudaError" in body:
             # a CUDA call inside NCCL failed: the GPU or its driver, not the network
             events.append(make_event(Kind.GPU_ERROR, line, data={

@@ -21,7 +21,7 @@ __all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", 
            "store_port_taken"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
-                "connection abort")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
+                "connection abort", "Proxy Call")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
 
 
 def nccl_version_mismatch(tl: Timeline) -> list[Hypothesis]:
@@ -133,6 +133,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         events = store + nccl + gloo
         where = attribute(events, tl)
         targets = sorted({f"{e.data['store_host']}:{e.data['store_port']}" for e in store if e.data.get("store_host")}
+                         | {f"rank {e.data['peer_rank']}" for e in nccl if e.data.get("peer_rank") is not None}
                          | {str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
                          | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
         errors = sorted({str(e.data.get("error") or (e.data.get("message") if e.kind is Kind.EXCEPTION else None)
