@@ -546,3 +546,38 @@ def test_a_proxy_call_that_failed_names_the_peer_rank(tmp_path) -> None:
             "ncclInternalError: Internal check failed. Last error: Proxy Call to rank 0 failed (Connect)")
     hypothesis = top(diagnose(tmp_path, text))
     assert hypothesis.category is Category.PEER_UNREACHABLE and "rank 0" in hypothesis.title
+
+
+# a progress bar ends with a carriage return, so the traceback starts on its line; the forum stripped the
+# indentation and <module>, and the paste stops before the exception (real: hiyouga/ChatGLM-Efficient-Tuning#137)
+_CUT = """Running tokenizer on dataset: 47%|#####8 | 3169000/6811963 [30:11<38:27, 1578.58 examples/s]Traceback (most recent call last):
+File "/ws/src/train_sft.py", line 94, in
+main()
+File "/ws/src/utils/common.py", line 506, in preprocess_data
+with training_args.main_process_first(desc="dataset map pre-processing"):
+File "/env/lib/python3.9/contextlib.py", line 119, in enter
+return next(self.gen)
+File "/env/lib/python3.9/site-packages/transformers/training_args.py", line 1891, in main_process_first
+torch.distributed.barrier()
+File "/env/lib/python3.9/site-packages/torch/distributed/distributed_c10d.py", line 3328, in barrier
+work = default_pg.barrier(opts=opts)
+"""
+
+
+def test_a_traceback_cut_before_its_error_is_where_the_process_stood(tmp_path) -> None:
+    (stack,) = [e for e in events_of(_CUT) if e.kind is Kind.STACK_DUMP]
+    assert stack.data["source"] == "traceback-cut" and stack.data["collective"] == "barrier"
+    assert "training_args.py:1891 in main_process_first" in stack.data["frames"]
+    assert not [e for e in events_of(_CUT) if e.kind is Kind.EXCEPTION]  # no error can be told from it
+
+
+def test_a_cut_traceback_in_a_run_it_first_barrier_names_rank_0(tmp_path) -> None:
+    hypothesis = top(diagnose(tmp_path, _CUT))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == (0,)
+    assert hypothesis.confidence == 0.45 and "cut before its error" in hypothesis.title
+
+
+def test_negative_a_cut_traceback_elsewhere_names_nobody_late(tmp_path) -> None:
+    text = ("Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n    main()\n"
+            "  File \"train.py\", line 5, in main\n    evaluate()\n")
+    assert Category.LAGGING_RANK not in {h.category for h in diagnose(tmp_path, text).hypotheses}

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from syncdoctor.analyze.model import Event, Kind, Origin
-from syncdoctor.analyze.parsers.base import Line, clip, make_event
+from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
 
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
 
@@ -25,7 +25,8 @@ KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "F
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
 )
-_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+# indented by Python; flush left where a forum or a log collector stripped the spaces
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<func>.*)$')  # <module> eaten
 # the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
 _OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
                   r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capacity))?")
@@ -85,6 +86,8 @@ class TracebackFollower:
     max_lines: int = 250
     frames: list[tuple[str, str]] = field(default_factory=list)  # (path, "file:line in func")
     events: list[Event] = field(default_factory=list)
+    after_frame: bool = False
+    ended: bool = False
 
     def feed(self, line: Line) -> bool:
         if line.origin.rank != self.head.origin.rank or line.origin.local_rank != self.head.origin.local_rank:
@@ -94,20 +97,35 @@ class TracebackFollower:
         if frame:
             self.frames.append((frame["file"],
                                 f"{frame['file'].rsplit('/', 1)[-1]}:{frame['line']} in {frame['func'].strip()}"))
+            self.after_frame = True
             return True
         if not body.strip() or body[:1] in (" ", "\t") or body.lstrip().startswith("^"):
             return True  # source line under a frame, caret markers
         found = exception_of(body)
+        if found is None and self.after_frame:
+            self.after_frame = False
+            return True  # a frame's source line with its indentation stripped
+        self.ended = True
         if found and not found[0].endswith("ChildFailedError"):  # the launcher's own traceback
             self.events = _exception_events(line, found[0], found[1], self.frames)
         return False
 
     def finish(self) -> list[Event]:
+        if not self.ended and not self.events and self.frames:
+            # the paste stops inside the traceback, before its exception line: not an error that can be told,
+            # but where the process stood, like a stack dump (a collective it waited in, a helper it was in)
+            data = _exception_events(self.head, "", "", self.frames)[0].data
+            collective = data.get("collective")
+            return [make_event(Kind.STACK_DUMP, self.head, op=normalize_op(str(collective)) if collective else None,
+                               data={"source": "traceback-cut", "collective": collective, "backward": False,
+                                     "where": data.get("call_site") or data.get("where"),
+                                     "frames": [text for _, text in self.frames[-40:]]})]
         return self.events
 
 
 def follow(line: Line) -> TracebackFollower | None:
-    if line.body.startswith("Traceback (most recent call last)"):
+    # also after other text on the line: a progress bar ends with a carriage return, not a newline
+    if "Traceback (most recent call last)" in line.body:
         return TracebackFollower(line)
     return None
 

@@ -390,6 +390,10 @@ def _from_runs_first(tl: Timeline) -> list[Hypothesis]:
     first (rank 0, or local rank 0 of each node) was still in it when the others gave up."""
     waits = [e for e in tl.of(Kind.EXCEPTION) if _timed_out_in_collective(e) and
              any(_RUNS_FIRST.search(frame) for frame in e.data.get("frames") or ())]
+    cut = [e for e in tl.of(Kind.STACK_DUMP) if e.data.get("source") == "traceback-cut" and e.data.get("collective")
+           and any(_RUNS_FIRST.search(frame) for frame in e.data.get("frames") or ())]
+    if not waits and cut:  # a paste cut inside such a traceback: in the barrier, why it raised is not shown
+        waits = cut
     if not waits:
         return []
     found = [m for e in waits for f in e.data["frames"] if (m := _RUNS_FIRST.search(f)) is not None]
@@ -404,8 +408,12 @@ def _from_runs_first(tl: Timeline) -> list[Hypothesis]:
             "the barrier's timeout.")
     fix = ("Do that work once before the job (cache the dataset), raise the timeout (init_process_group(timeout=...)), "
            "or let every rank do it; check that rank 0 did not fail inside the block (its own log).")
-    return [hypothesis(tl, Category.LAGGING_RANK, 0.55, title, culprits=culprits, affected=waiting, what=what,
-                       fix=fix, evidence=evidence_of(waits, "timed out in the barrier", MAX_CASCADE))]
+    if waits is cut:
+        title = title.replace("timed out in its barrier waiting for it", "failed in its barrier waiting for it "
+                              "(the traceback is cut before its error)")
+    return [hypothesis(tl, Category.LAGGING_RANK, 0.45 if waits is cut else 0.55, title, culprits=culprits,
+                       affected=waiting, what=what, fix=fix,
+                       evidence=evidence_of(waits, "in the barrier", MAX_CASCADE))]
 
 
 def _from_stacks(tl: Timeline) -> list[Hypothesis]:
@@ -417,7 +425,9 @@ def _from_stacks(tl: Timeline) -> list[Hypothesis]:
         last[key] = event
     stacks = list(last.values())
     waiting = [e for e in stacks if e.data.get("collective")]
-    elsewhere = [e for e in stacks if not e.data.get("collective") and not e.data.get("backward")]
+    # a traceback cut before its error says where it stood, but not that it was hung there: only a dump does
+    elsewhere = [e for e in stacks if not e.data.get("collective") and not e.data.get("backward")
+                 and e.data.get("source") != "traceback-cut"]
     ops = sorted({str(e.op) for e in waiting})
     if elsewhere:
         late = attribute(elsewhere, tl)
