@@ -581,3 +581,18 @@ def test_negative_a_cut_traceback_elsewhere_names_nobody_late(tmp_path) -> None:
     text = ("Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n    main()\n"
             "  File \"train.py\", line 5, in main\n    evaluate()\n")
     assert Category.LAGGING_RANK not in {h.category for h in diagnose(tmp_path, text).hypotheses}
+
+
+def test_a_cut_traceback_entering_a_run_it_first_helper_names_rank_0(tmp_path) -> None:
+    # real: hiyouga/LlamaFactory#360, cut at contextlib's __enter__ under "with …main_process_first(…):"
+    text = """Running tokenizer on dataset:  88%|8 | 383700/433643 [29:55<03:25, 2432.70 examples/s]Traceback (most recent call last):
+  File "/ws/src/llmtuner/dsets/preprocess.py", line 160, in preprocess_dataset
+    with training_args.main_process_first(desc="dataset map pre-processing"):
+  File "/env/lib/python3.10/contextlib.py", line 135, in __enter__
+    return next(self.gen)
+"""
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == (0,)
+    assert "main_process_first" in hypothesis.title
+    entering_other = text.replace("main_process_first", "autocast")
+    assert Category.LAGGING_RANK not in {h.category for h in diagnose(tmp_path, entering_other).hypotheses}

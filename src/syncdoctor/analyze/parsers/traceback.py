@@ -85,6 +85,7 @@ class TracebackFollower:
     head: Line
     max_lines: int = 250
     frames: list[tuple[str, str]] = field(default_factory=list)  # (path, "file:line in func")
+    sources: list[str] = field(default_factory=list)  # the code line under each frame, where pasted
     events: list[Event] = field(default_factory=list)
     after_frame: bool = False
     ended: bool = False
@@ -98,12 +99,17 @@ class TracebackFollower:
             self.frames.append((frame["file"],
                                 f"{frame['file'].rsplit('/', 1)[-1]}:{frame['line']} in {frame['func'].strip()}"))
             self.after_frame = True
+            self.sources.append("")
             return True
         if not body.strip() or body[:1] in (" ", "\t") or body.lstrip().startswith("^"):
+            if self.after_frame and body.strip() and not body.lstrip().startswith("^"):
+                self.sources[-1] = body.strip()[:200]
+            self.after_frame = False
             return True  # source line under a frame, caret markers
         found = exception_of(body)
         if found is None and self.after_frame:
             self.after_frame = False
+            self.sources[-1] = body.strip()[:200]
             return True  # a frame's source line with its indentation stripped
         self.ended = True
         if found and not found[0].endswith("ChildFailedError"):  # the launcher's own traceback
@@ -119,7 +125,8 @@ class TracebackFollower:
             return [make_event(Kind.STACK_DUMP, self.head, op=normalize_op(str(collective)) if collective else None,
                                data={"source": "traceback-cut", "collective": collective, "backward": False,
                                      "where": data.get("call_site") or data.get("where"),
-                                     "frames": [text for _, text in self.frames[-40:]]})]
+                                     "frames": [text for _, text in self.frames[-40:]],
+                                     "sources": self.sources[-40:]})]
         return self.events
 
 

@@ -332,6 +332,21 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
 _RUNS_FIRST = re.compile(r"\bin (?:\w*_)?(?:zero|main_process|rank_zero|master|leader)_first\b")
 
 
+_CALLS_FIRST = re.compile(r"\b(?:\w+_)?(?:zero|main_process|rank_zero|master|leader)_first\(")
+
+
+def _in_runs_first(stack: Event) -> bool:
+    """A traceback cut before its error that stands in a run-it-first helper's barrier: a collective inside the
+    helper, or the paste ends entering the helper (``with args.main_process_first(…):`` then contextlib's
+    ``__enter__``, where the others wait)."""
+    frames = list(stack.data.get("frames") or ())
+    sources = list(stack.data.get("sources") or ())
+    if stack.data.get("collective") and any(_RUNS_FIRST.search(f) for f in frames):
+        return True
+    entering = len(frames) >= 2 and "contextlib" in frames[-1] and "enter" in frames[-1]
+    return entering and len(sources) >= 2 and bool(_CALLS_FIRST.search(sources[-2]))
+
+
 def _timed_out_in_collective(event: Event) -> bool:
     """A traceback raised by a collective (or barrier) that timed out waiting for the others."""
     message = str(event.data.get("message", ""))
@@ -390,14 +405,15 @@ def _from_runs_first(tl: Timeline) -> list[Hypothesis]:
     first (rank 0, or local rank 0 of each node) was still in it when the others gave up."""
     waits = [e for e in tl.of(Kind.EXCEPTION) if _timed_out_in_collective(e) and
              any(_RUNS_FIRST.search(frame) for frame in e.data.get("frames") or ())]
-    cut = [e for e in tl.of(Kind.STACK_DUMP) if e.data.get("source") == "traceback-cut" and e.data.get("collective")
-           and any(_RUNS_FIRST.search(frame) for frame in e.data.get("frames") or ())]
+    cut = [e for e in tl.of(Kind.STACK_DUMP) if e.data.get("source") == "traceback-cut" and _in_runs_first(e)]
     if not waits and cut:  # a paste cut inside such a traceback: in the barrier, why it raised is not shown
         waits = cut
     if not waits:
         return []
-    found = [m for e in waits for f in e.data["frames"] if (m := _RUNS_FIRST.search(f)) is not None]
-    helper = found[0][0][3:]  # without "in "
+    names = [m[0][3:] for e in waits for f in e.data.get("frames") or () if (m := _RUNS_FIRST.search(f))]
+    names += [m[0].rsplit(".", 1)[-1].rstrip("(") for e in waits for line in e.data.get("sources") or ()
+              if (m := _CALLS_FIRST.search(line))]
+    helper = names[0] if names else "a run-it-first helper"
     waiting = sorted({e.origin.rank for e in waits if e.origin.rank is not None})
     culprits = [] if 0 in waiting else [0]
     title = (f"rank 0 was still running {helper}'s block alone: "
