@@ -596,3 +596,14 @@ def test_a_cut_traceback_entering_a_run_it_first_helper_names_rank_0(tmp_path) -
     assert "main_process_first" in hypothesis.title
     entering_other = text.replace("main_process_first", "autocast")
     assert Category.LAGGING_RANK not in {h.category for h in diagnose(tmp_path, entering_other).hypotheses}
+
+
+def test_a_desync_without_a_majority_shows_both_sides(tmp_path) -> None:
+    text = ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+            "CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, TensorShape=[1024], TensorDtypes=Float), but "
+            "Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=BROADCAST, "
+            "TensorShape=[1024], TensorDtypes=Float).")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.COLLECTIVE_DESYNC
+    assert "rank 0 ran allreduce [1024]; rank 1 ran broadcast [1024]" in hypothesis.title
+    assert "no majority" in hypothesis.title and "the others" not in hypothesis.title

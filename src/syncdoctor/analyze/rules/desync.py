@@ -31,6 +31,19 @@ def _minority(claims: dict[int, str]) -> tuple[list[int], str]:
     return sorted(rank for rank, sig in claims.items() if sig != majority), majority
 
 
+def _desync_title(prefix: str, claims: dict[int, str], culprits: list[int], majority: str) -> str:
+    """``prefix: rank 3 ran X while the others ran Y``, or, with no majority (two ranks, or an even split),
+    what each side ran."""
+    if len(culprits) == len(claims):
+        sides: dict[str, list[int]] = {}
+        for rank, claim in sorted(claims.items()):
+            sides.setdefault(claim, []).append(rank)
+        shown = "; ".join(f"rank{'s' if len(r) > 1 else ''} {fmt_ranks(r)} ran {c}" for c, r in sides.items())
+        return f"{prefix}: {shown} (no majority: either side may be the odd one)"
+    return (f"{prefix}: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} ran "
+            f"{', '.join(sorted({claims[r] for r in culprits}))} while the others ran {majority}")
+
+
 def _from_fr(tl: Timeline) -> list[Hypothesis]:
     out = []
     for mismatch in compare_mismatches(tl.dumps):
@@ -66,8 +79,7 @@ def _from_watchdog(tl: Timeline) -> list[Hypothesis]:
             continue
         culprits, majority = _minority(claims)
         at = f"at SeqNum {seq}" if seq >= 0 else "in the last collective"
-        title = (f"collective desync {at}: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} "
-                 f"ran {', '.join(sorted({claims[r] for r in culprits}))} while the others ran {majority}")
+        title = _desync_title(f"collective desync {at}", claims, culprits, majority)
         out.append(hypothesis(
             tl, Category.COLLECTIVE_DESYNC, 0.9, title, culprits=culprits,
             affected=[r for r in events if r not in culprits],
@@ -98,8 +110,7 @@ def _from_detail(tl: Timeline) -> list[Hypothesis]:
                                 "different; the other side of the comparison is not in the inputs.",
                            evidence=evidence_of(events, "DETAIL fingerprint mismatch", MAX_CASCADE))]
     culprits, majority = _minority(claims)
-    title = (f"collective desync (DETAIL check): rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} ran "
-             f"{', '.join(sorted({claims[r] for r in culprits}))} while the others ran {majority}")
+    title = _desync_title("collective desync (DETAIL check)", claims, culprits, majority)
     return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.9, title, culprits=culprits,
                        affected=[r for r in claims if r not in culprits],
                        what="TORCH_DISTRIBUTED_DEBUG=DETAIL compared the collective fingerprints of all ranks.",
