@@ -607,3 +607,21 @@ def test_a_desync_without_a_majority_shows_both_sides(tmp_path) -> None:
     assert hypothesis.category is Category.COLLECTIVE_DESYNC
     assert "rank 0 ran allreduce [1024]; rank 1 ran broadcast [1024]" in hypothesis.title
     assert "no majority" in hypothesis.title and "the others" not in hypothesis.title
+
+
+_INIT_START = ("pod-0:{pid}:{pid} [0] NCCL INFO ncclCommInitRank comm 0x7a1225 rank {rank} nranks 2 cudaDev 0 nvmlDev 0 "
+               "busId {bus} commId 0xaa9becea043c4e6c - Init START")
+
+
+def test_two_processes_starting_a_communicator_on_one_gpu(tmp_path) -> None:
+    # real: NVIDIA/TensorRT-LLM#9263, two ranks of a pod on busId 100000
+    text = "\n".join(_INIT_START.format(pid=pid, rank=rank, bus="100000") for pid, rank in ((42, 0), (43, 1)))
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.DUPLICATE_GPU and hypothesis.culprit_hosts == ("pod-0",)
+    assert hypothesis.culprit_ranks == (0, 1) and "100000" in hypothesis.title
+
+
+def test_negative_two_processes_on_two_gpus_are_fine(tmp_path) -> None:
+    text = "\n".join(_INIT_START.format(pid=pid, rank=rank, bus=bus)
+                     for pid, rank, bus in ((42, 0, "100000"), (43, 1, "200000")))
+    assert not diagnose(tmp_path, text).hypotheses

@@ -44,6 +44,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Traceback",
     b" Using ",  # NCCL Bootstrap / NET/IB / NET/Socket / Using network, gloo loopback fallback
     b"Init COMPLETE",
+    b"Init START",  # NCCL 2.16+: ncclCommInitRank comm … rank R nranks N cudaDev D busId B commId C - Init START
     b"Plugin",  # NCCL's net plugin: Loaded net plugin …, Plugin Path : …, Using internal network plugin
     b"NCCL version",
     b"ismatch",  # collective mismatch (DETAIL, gloo size check)

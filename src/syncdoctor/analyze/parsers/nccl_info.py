@@ -30,7 +30,7 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
 __all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
 
-KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", "Init COMPLETE",
+KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", "Init COMPLETE", "Init START",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
             "neither AF_INET", "Plugin")
 
@@ -134,7 +134,8 @@ def parse(line: Line) -> list[Event]:
     if match:
         value = match["value"].strip().removesuffix(".")  # some of these lines end as a sentence
         events.append(make_event(Kind.NCCL_ENV, line, origin=origin, data={"name": match["name"], "value": value}))
-    if "Init COMPLETE" in message:
+    started = "Init START" in message
+    if "Init COMPLETE" in message or started:
         match = _INIT.search(message)
         if match:
             data = {
@@ -146,7 +147,8 @@ def parse(line: Line) -> list[Event]:
                 if found:
                     data[name] = found[1]
             comm_id = data.get("comm_id")
-            events.append(make_event(Kind.NCCL_INIT, line, origin=origin,
+            # Init START (2.16+) says which GPU each rank of a communicator set out on, before anything can fail
+            events.append(make_event(Kind.NCCL_INIT_START if started else Kind.NCCL_INIT, line, origin=origin,
                                      group=comm_id if isinstance(comm_id, str) and comm_id else match["comm"],
                                      data=data))
     return events

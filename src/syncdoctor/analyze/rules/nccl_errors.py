@@ -140,6 +140,8 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
     out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
                    "NCCL could not register memory with the NIC (memlock limit)")
     dup = tl.of(Kind.DUPLICATE_GPU)
+    if not dup:
+        out += _same_gpu_at_init(tl)
     if dup:
         pairs = sorted({tuple(e.data.get("ranks") or ()) for e in dup if e.data.get("ranks")})
         title = "two ranks share one GPU" + (f" (ranks {', '.join('/'.join(map(str, p)) for p in pairs)})" if pairs else "")
@@ -164,6 +166,30 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
                  "reason."),
             evidence=evidence_of(usage, "NCCL's error", 4)))
     return out
+
+
+def _same_gpu_at_init(tl: Timeline) -> list[Hypothesis]:
+    """Two processes of one host that joined the same communicator on the same GPU (NCCL's Init START or Init
+    COMPLETE lines give the commId and busId): the duplicate GPU NCCL then refuses, seen before its message."""
+    seen: dict[tuple[str, str, str], dict[int, Event]] = defaultdict(dict)
+    for event in tl.of(Kind.NCCL_INIT_START, Kind.NCCL_INIT):
+        host, comm, bus = event.origin.host, event.data.get("comm_id"), event.data.get("bus_id")
+        if host and comm and bus and event.origin.pid is not None:
+            seen[(host, str(comm), str(bus))].setdefault(event.origin.pid, event)
+    shared = {key: by_pid for key, by_pid in seen.items() if len(by_pid) > 1}
+    if not shared:
+        return []
+    events = [e for by_pid in shared.values() for e in by_pid.values()]
+    ranks = sorted({int(e.data["comm_rank"]) for e in events})
+    hosts = sorted({key[0] for key in shared})
+    buses = sorted({key[2] for key in shared})
+    title = (f"two ranks share one GPU: communicator ranks {fmt_ranks(ranks)} both started on GPU {', '.join(buses)} "
+             f"on {', '.join(hosts)}")
+    what = ("NCCL's init lines show two processes of one host joining the same communicator with the same GPU "
+            "(busId): NCCL refuses it (Duplicate GPU detected, ncclInvalidUsage), or both run on one GPU. The ranks "
+            "are numbered in that communicator.")
+    return [hypothesis(tl, Category.DUPLICATE_GPU, 0.85, title, culprits=ranks, hosts=hosts, what=what,
+                       evidence=evidence_of(events, "the same GPU", 6))]
 
 
 def watchdog_stuck(tl: Timeline) -> list[Hypothesis]:
