@@ -36,14 +36,17 @@ def _info_key(raw: bytes, at: int) -> bytes | None:
     """A key under which repeated NCCL INFO lines are the same for the analysis, or None (always parse).
 
     ``at`` is where ``" NCCL INFO "`` starts in ``raw``. NCCL prints its configuration (bootstrap, NET/IB,
-    network) again for every communicator a process joins, and an ``Init COMPLETE`` per communicator: only the
-    first of each per process and message (per process and communicator size for ``Init COMPLETE``) says
-    something new. The key is the line without the thread id of ``host:pid:tid``.
+    network) again for every communicator a process joins, and an ``Init START`` and ``Init COMPLETE`` per
+    communicator: only the first of each per process and message (per process and communicator size for ``Init
+    COMPLETE``, per process and GPU for ``Init START``) says something new. The key is the line without the thread id of ``host:pid:tid``.
     """
     space = raw.rfind(b" ", 0, at)
     colon = raw.rfind(b":", 0, space) if space > 0 else -1
     if colon <= 0:
         return None
+    if raw.find(b"Init START", at) >= 0:  # which GPU a process starts on: its first communicator per GPU says it
+        bus = raw.find(b" busId ", at)
+        return raw[:colon] + b"|START|" + (raw[bus + 7: bus + 24].split(b" ", 1)[0] if bus >= 0 else b"")
     complete = raw.find(b"Init COMPLETE", at)
     if complete < 0:
         return raw[:colon] + raw[space:]
