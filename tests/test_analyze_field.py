@@ -625,3 +625,14 @@ def test_negative_two_processes_on_two_gpus_are_fine(tmp_path) -> None:
     text = "\n".join(_INIT_START.format(pid=pid, rank=rank, bus=bus)
                      for pid, rank, bus in ((42, 0, "100000"), (43, 1, "200000")))
     assert not diagnose(tmp_path, text).hypotheses
+
+
+def test_init_start_is_read_once_per_process_and_gpu() -> None:
+    """A job that keeps creating communicators prints an Init START per communicator: one event per process and
+    GPU is all the duplicate-GPU check needs (parsing them all cost the init benchmark 3x its time)."""
+    lines = [f"pod-0:42:42 [0] NCCL INFO ncclCommInitRank comm 0x{c:06x} rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
+             f"100000 commId 0x{c:016x} - Init START" for c in range(200)]
+    lines.append("pod-0:42:42 [1] NCCL INFO ncclCommInitRank comm 0xffff rank 0 nranks 2 cudaDev 1 nvmlDev 1 busId "
+                 "200000 commId 0x1 - Init START")
+    starts = [e for e in events_of("\n".join(lines)) if e.kind is Kind.NCCL_INIT_START]
+    assert [e.data["bus_id"] for e in starts] == ["100000", "200000"]
