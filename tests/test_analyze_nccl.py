@@ -105,10 +105,16 @@ def test_init_complete_every_layout(message, rank, nranks, extra) -> None:
         assert event.data[key] == value
 
 
+def test_init_start_is_read() -> None:
+    event = one(P + "ncclCommInitRankConfig comm 0x43dd00c0 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 commId "
+                    "0xf83afc6319a2484d - Init START", Kind.NCCL_INIT_START)
+    assert (event.data["bus_id"], event.data["comm_id"], event.origin.pid) == ("60", "0xf83afc6319a2484d", 1234)
+
+
 def test_chatter_is_not_parsed() -> None:
+    # (Init START is read since 2026-12-02: the GPU each process starts on, for the duplicate-GPU check)
     for message in ("NET/IB : No device found.", "Failed to initialize NET plugin IB", "Initialized NET plugin Socket",
-                    "ncclCommInitRankConfig comm 0x43dd00c0 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 60 commId "
-                    "0xf83afc6319a2484d - Init START", "Channel 00/64 : 0",
+                    "Channel 00/64 : 0",
                     "comm 0x43dd00c0 rank 0 nranks 1 cudaDev 0 busId 60 - Abort COMPLETE",
                     "Init timings - ncclCommInitRankConfig: rank 0 nranks 1 total 0.26 (kernels 0.25, alloc 0.00)",
 "Channel 00/0 : 3[3] -> 4[4] via P2P/CUMEM/read", "Connected all rings",
