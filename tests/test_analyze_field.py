@@ -636,3 +636,12 @@ def test_init_start_is_read_once_per_process_and_gpu() -> None:
                  "200000 commId 0x1 - Init START")
     starts = [e for e in events_of("\n".join(lines)) if e.kind is Kind.NCCL_INIT_START]
     assert [e.data["bus_id"] for e in starts] == ["100000", "200000"]
+
+
+def test_gloo_cannot_resolve_its_host_name(tmp_path) -> None:
+    # real: msr-fiddle/pipedream#32, a container whose host name resolves to no address of it
+    text = ("RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+            "Unable to find address for: dgx-1.ai")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.INTERFACE_MISSING and "host name dgx-1.ai" in hypothesis.title
+    assert "/etc/hosts" in (hypothesis.fix or "") and "resolves to no address" in hypothesis.what

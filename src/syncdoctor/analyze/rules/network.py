@@ -130,11 +130,21 @@ def _gloo_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesi
     who = f"ranks {fmt_ranks(ranks)}" if ranks else "their processes"
     title = (f"interface {', '.join(names)} does not exist on {', '.join(hosts) or 'some hosts'}"
              + (f" (ranks {fmt_ranks(ranks)})" if ranks else "") + ": their process group could not start")
+    if all("." in name and not name.startswith(("^", "=")) for name in names):
+        # without GLOO_SOCKET_IFNAME gloo resolves the host name: a name with dots is that, not an interface
+        title = (f"gloo found no local address for the host name {', '.join(names)} (it resolves to no interface "
+                 "of this host): the process group could not start")
     what = (f"GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME names {', '.join(names)}, which {who} could not "
             "find; they failed at init_process_group")
+    if all("." in name for name in names):
+        what = (f"With no GLOO_SOCKET_IFNAME, gloo binds to the address its host name resolves to; {', '.join(names)} "
+                f"resolves to no address of this host (or not at all), so {who} failed at init_process_group")
     what += (f" and ranks {fmt_ranks(waiting)} timed out waiting for them in the store." if waiting else ".")
     fix = (f"Set GLOO_SOCKET_IFNAME (exact names) / NCCL_SOCKET_IFNAME (prefixes) on {', '.join(hosts) or 'those hosts'}"
            f" to an interface that exists there (`ip -br link`), instead of {', '.join(names)}.")
+    if all("." in name for name in names):
+        fix = ("Set GLOO_SOCKET_IFNAME to the interface the hosts share (`ip -br addr`), or make the host name resolve "
+               "to an address of this host (/etc/hosts; in a container, --network=host or --hostname).")
     if any(name.startswith(("^", "=")) for name in names):
         fix += (" GLOO_SOCKET_IFNAME takes interface names (eth0, or eth0,eth1), not NCCL's ^ (exclude) or = (exact) "
                 "syntax: a value copied from NCCL_SOCKET_IFNAME makes gloo look for an interface called that.")
