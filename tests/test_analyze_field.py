@@ -645,3 +645,17 @@ def test_gloo_cannot_resolve_its_host_name(tmp_path) -> None:
     hypothesis = top(diagnose(tmp_path, text))
     assert hypothesis.category is Category.INTERFACE_MISSING and "host name dgx-1.ai" in hypothesis.title
     assert "/etc/hosts" in (hypothesis.fix or "") and "resolves to no address" in hypothesis.what
+
+
+def test_torchrun_exit_barrier_timeout_means_another_node_did_not_finish(tmp_path) -> None:
+    # real: huggingface/accelerate#2229
+    text = """Traceback (most recent call last):
+  File "/opt/conda/lib/python3.7/site-packages/torch/distributed/elastic/agent/server/api.py", line 904, in _exit_barrier
+    barrier_timeout=self._exit_barrier_timeout,
+  File "/opt/conda/lib/python3.7/site-packages/torch/distributed/elastic/utils/store.py", line 31, in get_all
+    data = store.get(f"{prefix}{idx}")
+RuntimeError: Socket Timeout
+"""
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LAGGING_RANK and "exit barrier" in hypothesis.title
+    assert not hypothesis.culprit_ranks

@@ -388,6 +388,25 @@ def _from_horovod(tl: Timeline) -> list[Hypothesis]:
                        if any(r in tl.ranks for r in missing) else None)]
 
 
+def _from_exit_barrier(tl: Timeline) -> list[Hypothesis]:
+    """torchrun's agent waits at an exit barrier for the agents of the other nodes once its own workers are done
+    (``_exit_barrier`` in the traceback, then a store timeout): this node finished, another did not."""
+    events = [e for e in tl.of(Kind.EXCEPTION, Kind.STACK_DUMP)
+              if any("_exit_barrier" in str(f) for f in e.data.get("frames") or ())]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    title = (f"the workers of {where.text or 'this node'} finished, but torchrun's exit barrier timed out: another "
+             "node's workers were still running, hung or failed")
+    what = ("When its workers are done, torchrun's agent waits for the agents of the other nodes at an exit barrier "
+            "in the store. That wait ran out: another node never got there. Its own log says why (a worker still "
+            "in a collective, a crash, an unreachable store).")
+    fix = ("Read the other nodes' logs (torchrun --log-dir on each) for what their workers were doing; a longer exit "
+           "barrier would only wait longer.")
+    return [hypothesis(tl, Category.LAGGING_RANK, 0.35, title, hosts=where.hosts, what=what, fix=fix,
+                       evidence=evidence_of(events, "torchrun's exit barrier", 3))]
+
+
 def _ras_all_launched(tl: Timeline) -> bool:
     """An NCCL RAS report says every communicator it saw is running with no error (no rank missing, dead or
     behind in its collective counts), covering every rank the inputs name."""
@@ -617,7 +636,7 @@ def lagging_rank(tl: Timeline) -> list[Hypothesis]:
     found = _from_reports(tl) + [
         h for h in _from_sequences(tl) + _from_fr(tl)
         if not (set(h.culprit_ranks) & waiting and (roots or set(h.culprit_ranks) <= waiting))
-    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + _from_runs_first(tl) + _from_stacks(tl) + _from_horovod(tl)
+    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + _from_runs_first(tl) + _from_stacks(tl) + _from_horovod(tl) + _from_exit_barrier(tl)
     claimed = {r for h in found for r in h.culprit_ranks}
     claimed |= {r for r, s in tl.ranks.items() if s.has(Kind.COLLECTIVE_MISMATCH)}
     if not any(h.confidence >= 0.85 for h in found):
