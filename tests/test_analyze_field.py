@@ -659,3 +659,17 @@ RuntimeError: Socket Timeout
     hypothesis = top(diagnose(tmp_path, text))
     assert hypothesis.category is Category.LAGGING_RANK and "exit barrier" in hypothesis.title
     assert not hypothesis.culprit_ranks
+
+
+@pytest.mark.parametrize("line", ["gpu1:1:1 [0] NCCL WARN Cuda failure 'system not yet initialized'",
+                                  "RuntimeError: CUDA error: system not yet initialized"])
+def test_system_not_yet_initialized_is_the_fabric_manager(tmp_path, line) -> None:
+    hypothesis = top(diagnose(tmp_path, line))
+    assert hypothesis.category is Category.GPU_ERROR and "nvidia-fabricmanager" in (hypothesis.fix or "")
+
+
+@pytest.mark.parametrize("line", ["RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+                                  "n1:5:5 [0] NCCL WARN Cuda failure 'CUDA-capable device(s) is/are busy or unavailable'"])
+def test_a_busy_gpu_is_the_device_assignment(tmp_path, line) -> None:
+    hypothesis = top(diagnose(tmp_path, line))
+    assert hypothesis.category is Category.DUPLICATE_GPU and "exclusive compute mode" in hypothesis.title

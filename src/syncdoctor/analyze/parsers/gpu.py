@@ -25,7 +25,7 @@ _CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]):? (?P<msg>[^\n.]{3,160
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
 _HARDWARE = ("ECC", "fallen off the bus", "Xid", "uncorrectable", "ECC_UNCORRECTABLE", "HARDWARE")
-_PROGRAM = ("device-side assert", "out of memory", "invalid device ordinal", "no kernel image")
+_PROGRAM = ("device-side assert", "out of memory", "invalid device ordinal", "no kernel image", "busy or unavailable")
 
 
 def parse(line: Line) -> list[Event]:

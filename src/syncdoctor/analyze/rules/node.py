@@ -28,7 +28,13 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
 
 
 def _no_such_device(event: Event) -> bool:
-    return "invalid device ordinal" in str(event.data.get("message", ""))
+    message = str(event.data.get("message", ""))
+    return "invalid device ordinal" in message or "busy or unavailable" in message
+
+
+def _fabric_manager(events: list[Event]) -> bool:
+    """``system not yet initialized``: on NVSwitch systems (HGX) CUDA waits for nvidia-fabricmanager."""
+    return any("system not yet initialized" in str(e.data.get("message", "")) for e in events)
 
 
 def gpu_error(tl: Timeline) -> list[Hypothesis]:
@@ -54,6 +60,11 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
         "If it follows the program (the same kernel on any node), run with CUDA_LAUNCH_BLOCKING=1 to find it; "
         "if it follows the node, check that GPU (`nvidia-smi -q -d ECC`, `dmesg -T | grep -i xid`) and keep the "
         "node out until it passes `dcgmi diag`.")
+    if _fabric_manager(events):
+        what += (" 'system not yet initialized' is what CUDA says on an NVSwitch system (HGX) whose fabric manager "
+                 "is not running, or does not match the driver's version.")
+        fix = ("Start nvidia-fabricmanager on that node (`systemctl status nvidia-fabricmanager`; its version must be "
+               "the driver's), then check `nvidia-smi -q | grep -i fabric`.")
     confidence = 0.9 if hardware else 0.8
     if not hardware and all(_after_network_failure(tl, e) for e in events):
         # NCCL tearing down its communicators after the NICs gave up touches freed or aborted memory: a CUDA
@@ -76,6 +87,11 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
     what = ("CUDA has no device with that index in this process: --nproc_per_node (or the tasks per node) larger than "
             "the GPUs that CUDA_VISIBLE_DEVICES leaves visible, or torch.cuda.set_device(RANK) where LOCAL_RANK was "
             "meant. The GPU itself is not at fault.")
+    if all("busy or unavailable" in str(e.data.get("message", "")) for e in events):
+        title = (f"{where.text or 'a process'} found its GPU busy or unavailable: another process holds it in "
+                 "exclusive compute mode (two ranks on one GPU, or a leftover process)")
+        what = ("CUDA refuses a GPU in EXCLUSIVE_PROCESS mode that another process already uses: two ranks set to the "
+                "same device, or a process of an earlier run still alive. The GPU itself is not at fault.")
     fix = ("Use torch.cuda.set_device(int(os.environ['LOCAL_RANK'])), start as many processes per node as it has "
            "GPUs (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES in the job's environment.")
     return [hypothesis(tl, Category.DUPLICATE_GPU, 0.9, title, where=where, what=what, fix=fix,
