@@ -673,3 +673,11 @@ def test_system_not_yet_initialized_is_the_fabric_manager(tmp_path, line) -> Non
 def test_a_busy_gpu_is_the_device_assignment(tmp_path, line) -> None:
     hypothesis = top(diagnose(tmp_path, line))
     assert hypothesis.category is Category.DUPLICATE_GPU and "exclusive compute mode" in hypothesis.title
+
+
+def test_the_store_going_away_during_the_unique_id_wait_is_a_lost_peer(tmp_path) -> None:
+    text = ("[rank7]: torch.distributed.DistBackendError: [7] is setting up NCCL communicator and retrieving ncclUniqueId "
+            "from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer")
+    hypotheses = diagnose(tmp_path, text).hypotheses
+    assert hypotheses[0].category is Category.RANK_CRASHED
+    assert Category.LAGGING_RANK not in {h.category for h in hypotheses}  # not a wait that ran out

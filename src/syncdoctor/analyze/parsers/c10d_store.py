@@ -94,9 +94,13 @@ def parse(line: Line) -> list[Event]:
     match = _UNIQUE_ID.search(body)
     if match:
         error = (match["error"] or "").strip()[:200]
-        return [make_event(Kind.STORE_ERROR, line, data={
+        events = [make_event(Kind.STORE_ERROR, line, data={
             "what": "nccl-unique-id", "group_rank": int(match["rank"]), "waiting_for": int(match["root"]),
             "key": match["key"], "error": error, "timeout": any(word in error for word in _STORE_TIMEOUT)})]
+        if any(word in error for word in ("reset by peer", "Broken pipe", "closed by peer", "got 0 bytes")):
+            # the store itself went away while this rank waited: its server (rank 0, or the agent) ended
+            events.append(make_event(Kind.PEER_CLOSED, line, data={"transport": "store", "how": "reset"}))
+        return events
     match = _WAIT.search(body)
     if match:
         keys = match["keys"].strip()[:300]
