@@ -321,3 +321,11 @@ def test_the_host_of_a_crashed_rank_from_the_service_thread_of_a_single_host(tmp
     assert hypothesis.category is Category.RANK_OUT_OF_MEMORY and hypothesis.culprit_hosts == ("w-0",)
     two_hosts = text + "w-1:15400:16100 [1] NCCL INFO [Service thread] Connection closed by localRank 1\n"
     assert top(diagnose(tmp_path, two_hosts)).culprit_hosts == ()
+
+
+def test_a_pod_evicted_for_memory(tmp_path: Path) -> None:
+    text = ("Status:  Failed\nReason:  Evicted\nMessage:  The node was low on resource: memory. Container pytorch was "
+            "using 61435224Ki, which exceeds its request of 0.\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.RANK_KILLED and "evicted by the kubelet" in hypothesis.title
+    assert "low on memory" in hypothesis.title

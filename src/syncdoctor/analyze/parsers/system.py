@@ -9,8 +9,9 @@
 * the kernel's OOM killer (dmesg, journal): ``Out of memory: Killed process 12345 (python) total-vm:…``,
   ``Memory cgroup out of memory: Killed process 12345 (python)``, older ``Out of memory: Kill process 12345
   (python) score 912 or sacrifice child``;
-* Kubernetes and Docker: ``Reason: OOMKilled`` (``kubectl describe pod``), ``command terminated with exit code
-  137`` (``kubectl exec``), ``exited with code 137`` (Docker): 137 is 128 + 9, SIGKILL.
+* Kubernetes and Docker: ``Reason: OOMKilled`` (``kubectl describe pod``), ``The node was low on resource:
+  memory.`` (the kubelet evicted the pod), ``command terminated with exit code 137`` (``kubectl exec``), ``exited
+  with code 137`` (Docker): 137 is 128 + 9, SIGKILL.
 
 Each is a ``worker_failed`` event (``source`` slurm, kernel or kubernetes; ``oom`` when the line says that
 memory was the reason), read by the same rules as the launchers' reports.
@@ -26,7 +27,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("oom_kill event", "oom-kill event", "srun: error:", "Killed process", "Kill process", "OOMKilled",
-            "code 137", "Exit Code:", "status 137")
+            "code 137", "Exit Code:", "status 137", "low on resource")
 
 _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
                         r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
@@ -34,6 +35,8 @@ _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40})\s*$")
 _KERNEL_OOM = re.compile(r"(?P<cgroup>Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
 _OOMKILLED = re.compile(r"\bOOMKilled\b")
+# the kubelet evicting a pod: ``The node was low on resource: memory. Container pytorch was using 61Gi, …``
+_EVICTED = re.compile(r"The node was low on resource: (?P<resource>[\w-]+)")
 _EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?)\s*137\b", re.IGNORECASE)
 _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
                  "Aborted": "SIGABRT", "Bus error": "SIGBUS"}
@@ -58,6 +61,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={
             "source": "kernel", "exitcode": -9, "signal": "SIGKILL", "oom": True, "command": match["comm"],
             "cgroup": bool(match["cgroup"])})]
+    match = _EVICTED.search(body)
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": match["resource"] == "memory",
+            "evicted": match["resource"]})]
     if _OOMKILLED.search(body):
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": True})]

@@ -222,7 +222,15 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
         affected = _others_failed(tl, set(where.ranks))
         tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
         who = (where.text or "a worker") + (f" (srun task {', '.join(tasks)})" if tasks else "")
-        if signal == "SIGKILL" and any(e.data.get("oom") for e in events):
+        evicted = sorted({str(e.data["evicted"]) for e in events if e.data.get("evicted")})
+        if signal == "SIGKILL" and evicted:
+            title = (f"{who} was evicted by the kubelet: the node ran low on {', '.join(evicted)}"
+                     + (" (host memory, not GPU memory)" if "memory" in evicted else ""))
+            what = (f"Kubernetes evicted the pod of {who}: its node ran low on {', '.join(evicted)}, and the kubelet "
+                    "killed pods to recover, starting with those using more than they requested. Its peers then time "
+                    "out or lose their connection to it.")
+            category, confidence = Category.RANK_KILLED, 0.9
+        elif signal == "SIGKILL" and any(e.data.get("oom") for e in events):
             title = f"{who} was killed by the kernel's OOM killer: host or container memory, not GPU memory"
             what = (f"{'The kernel' if any(e.data.get('source') == 'kernel' for e in events) else 'The scheduler or the container runtime'} "
                     f"says {who} was killed for memory: the host's RAM or the job's memory limit (a cgroup: "
