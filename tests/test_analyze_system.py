@@ -329,3 +329,22 @@ def test_a_pod_evicted_for_memory(tmp_path: Path) -> None:
     hypothesis = top(diagnose(tmp_path, text))
     assert hypothesis.category is Category.RANK_KILLED and "evicted by the kubelet" in hypothesis.title
     assert "low on memory" in hypothesis.title
+
+
+@pytest.mark.parametrize(("line", "why"), [
+    ("slurmstepd: error: *** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***", "time limit"),
+    ("slurmstepd: error: *** STEP 1234.0 ON node12 CANCELLED AT 2024-01-01T00:00:00 ***", "scancel"),
+    ("slurmstepd: error: *** JOB 99 ON gpu-a3 CANCELLED AT 2025-05-01T10:00:00 DUE TO PREEMPTION ***", "preemption"),
+])
+def test_slurm_cancelling_the_job(tmp_path: Path, line: str, why: str) -> None:
+    hypothesis = top(diagnose(tmp_path, line))
+    assert hypothesis.category is Category.UNRECOGNISED and f"({why})" in hypothesis.title
+    assert "ended from outside" in hypothesis.title
+
+
+def test_negative_a_hang_that_ran_into_the_time_limit_is_the_hang(tmp_path: Path) -> None:
+    text = ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL("
+            "SeqNum=7, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600037 milliseconds before "
+            "timing out.\nslurmstepd: error: *** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME "
+            "LIMIT ***\n")
+    assert top(diagnose(tmp_path, text)).category is Category.LAGGING_RANK

@@ -73,6 +73,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"code 137",  # kubectl exec: command terminated with exit code 137 (128 + SIGKILL); Docker: exited with code 137
     b"Exit Code:",  # kubectl describe pod: "Exit Code:    137" (aligned with spaces)
     b"low on resource",  # the kubelet's eviction: The node was low on resource: memory.
+    b"CANCELLED AT",  # slurmstepd: *** JOB 1234 ON node12 CANCELLED AT … DUE TO TIME LIMIT ***
     b"status 137",  # exit status 137
     b"exitcode",  # a torchrun failure record quoted without its table: "exitcode  : -9 (SIGKILL)"
     b"process returned",  # Open MPI: "Primary job terminated normally, but 1 process returned" (wrapped)

@@ -6,6 +6,8 @@
 * srun: ``srun: error: node12: task 3: Killed``, ``srun: error: node12: tasks 0-3: Exited with exit code 1``,
   ``… task 5: Segmentation fault`` (the task is SLURM_PROCID: the rank when srun starts one task per GPU, the
   node when it starts torchrun, so it is kept as such);
+* Slurm cancelling the job or step: ``slurmstepd: error: *** JOB 1234 ON node12 CANCELLED AT … DUE TO TIME
+  LIMIT ***`` (an ``agent_signal``: the job was ended from outside);
 * the kernel's OOM killer (dmesg, journal): ``Out of memory: Killed process 12345 (python) total-vm:…``,
   ``Memory cgroup out of memory: Killed process 12345 (python)``, older ``Out of memory: Kill process 12345
   (python) score 912 or sacrifice child``;
@@ -27,7 +29,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("oom_kill event", "oom-kill event", "srun: error:", "Killed process", "Kill process", "OOMKilled",
-            "code 137", "Exit Code:", "status 137", "low on resource")
+            "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT")
 
 _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
                         r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
@@ -35,6 +37,10 @@ _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40})\s*$")
 _KERNEL_OOM = re.compile(r"(?P<cgroup>Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
 _OOMKILLED = re.compile(r"\bOOMKilled\b")
+# Slurm ending the job or step from outside: ``*** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO
+# TIME LIMIT ***`` (also ``DUE TO PREEMPTION``, ``DUE TO NODE FAILURE``, or ``… CANCELLED AT … ***`` for scancel)
+_SLURM_CANCELLED = re.compile(r"(?:\*\*\* )?(?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<host>\S+) CANCELLED AT \S+"
+                              r"(?: DUE TO (?P<why>[A-Z ]+?))?(?: \*\*\*|\s*$)")  # a paste may eat the stars
 # the kubelet evicting a pod: ``The node was low on resource: memory. Container pytorch was using 61Gi, …``
 _EVICTED = re.compile(r"The node was low on resource: (?P<resource>[\w-]+)")
 _EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?)\s*137\b", re.IGNORECASE)
@@ -61,6 +67,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={
             "source": "kernel", "exitcode": -9, "signal": "SIGKILL", "oom": True, "command": match["comm"],
             "cgroup": bool(match["cgroup"])})]
+    match = _SLURM_CANCELLED.search(body)
+    if match:
+        why = (match["why"] or "scancel").strip().lower()
+        return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=match["host"]), data={
+            "source": "slurm", "signal": f"Slurm ({why})", "step": match["id"]})]
     match = _EVICTED.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, data={
