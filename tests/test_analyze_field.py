@@ -681,3 +681,12 @@ def test_the_store_going_away_during_the_unique_id_wait_is_a_lost_peer(tmp_path)
     hypotheses = diagnose(tmp_path, text).hypotheses
     assert hypotheses[0].category is Category.RANK_CRASHED
     assert Category.LAGGING_RANK not in {h.category for h in hypotheses}  # not a wait that ran out
+
+
+def test_a_bare_socket_timeout_from_a_store_wait(tmp_path) -> None:
+    # PyTorch 1.x-2.0: the message says only "Socket Timeout"; the C++ frame says it was a store wait
+    text = ("RuntimeError: Socket Timeout\n"
+            "Exception raised from doWait at ../torch/csrc/distributed/c10d/TCPStore.cpp:445 (most recent call first):\n")
+    hypothesis = top(diagnose(tmp_path, text))
+    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.confidence == 0.3
+    assert "waiting in the store, for a key another rank sets" in hypothesis.title and not hypothesis.culprit_ranks

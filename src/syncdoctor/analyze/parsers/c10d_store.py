@@ -33,7 +33,8 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
-            "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes")
+            "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
+            "raised from doWait")
 
 _UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
@@ -45,6 +46,8 @@ _RESOLVE = re.compile(r"network addresses of \((?P<host>[^,()]*), (?P<port>\d+)\
                       r"(?: \(gai error: (?P<err>[^)]*)\))?")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-\[\]%]{1,253}$")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)")
+# the C++ frame under a bare "RuntimeError: Socket Timeout" (1.x-2.0): the store wait that ran out, keys unnamed
+_DO_WAIT = re.compile(r"Exception raised from doWait at \S*TCPStore\.cpp")
 _BARRIER = re.compile(
     r"store based barrier on rank:? (?P<rank>\d+).{0,160}?world_size=(?P<world>\d+), "
     r"(?:num_workers_joined|worker_count)=(?P<joined>\d+)"
@@ -81,6 +84,8 @@ def parse(line: Line) -> list[Event]:
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"]) if bound else None, "error": "Address already in use"})]
+    if _DO_WAIT.search(body):
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "wait", "ms": None, "keys": "", "missing_ranks": []})]
     if _STORE_LOST.search(body):
         return [make_event(Kind.PEER_CLOSED, line, data={"transport": "store", "how": "reset"})]
     match = _RESOLVE.search(body)

@@ -508,14 +508,16 @@ def _from_rankless(tl: Timeline) -> list[Hypothesis]:
     collective's traceback): a collective cannot time out without another member, so some other process never
     arrived. The lowest confidence of the lagging-rank hypotheses: nothing says which."""
     timeouts = [e for e in tl.unattributed if e.kind in TIMEOUT_KINDS or
-                (e.kind is Kind.EXCEPTION and _timed_out_in_collective(e))]
+                (e.kind is Kind.EXCEPTION and _timed_out_in_collective(e)) or
+                (e.kind is Kind.STORE_ERROR and e.data.get("what") == "wait")]
     if not timeouts:
         return []
-    calls = sorted({f"{e.op or e.data.get('collective') or 'a collective'}"
+    calls = sorted({("the store, for a key another rank sets" if e.kind is Kind.STORE_ERROR else
+                     f"{e.op or e.data.get('collective') or 'a collective'}")
                     + (f" (SeqNum {e.seq})" if e.seq is not None else "") for e in timeouts})
     where = attribute(timeouts, tl)
     waiter = where.text or ("a process" if len(timeouts) == 1 else "processes")
-    title = (f"another rank never reached {', '.join(calls[:2])}: {waiter} timed out waiting for it, and the "
+    title = (f"another rank never arrived: {waiter} timed out waiting in {', '.join(calls[:2])}, and the "
              "inputs say neither which rank waited nor which one was missing")
     what = (f"{waiter[:1].upper()}{waiter[1:]} waited in {', '.join(calls[:2])} until the timeout. A collective "
             "only times out while another member has not arrived, and a rank that never arrives has no error to "
