@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
-from syncdoctor.analyze.parsers.torchrun import signal_name
+from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
@@ -55,8 +55,6 @@ _OMPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\](?:\s+Exit
 _EXIT_CODE = re.compile(r"Exit code:\s+(?P<code>-?\d+)")
 _WRAPPED_START = ("sigkill_handler] [", "CalledProcessError: Command '[")
 _WRAPPED_END = re.compile(r"exits with return code|died with <Signals|returned non-zero exit status")
-_SIGNUM = {name: num for num, name in ((1, "SIGHUP"), (2, "SIGINT"), (6, "SIGABRT"), (7, "SIGBUS"), (9, "SIGKILL"),
-                                       (11, "SIGSEGV"), (15, "SIGTERM"))}
 
 
 @dataclass
@@ -217,7 +215,7 @@ def parse(line: Line) -> list[Event]:
             data={"source": "mpich", "exitcode": None, "signal": None, "placement": True})]
     match = _SPAWN.search(body)
     if match:
-        code = -_SIGNUM.get(match["sig"], 0) if match["sig"] else int(match["code"])
+        code = -(signal_number(match["sig"]) or 0) if match["sig"] else int(match["code"])
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["index"])), data={
             "source": "spawn", "exitcode": code, "signal": match["sig"] or signal_name(code),
             "local_rank": int(match["index"])})]

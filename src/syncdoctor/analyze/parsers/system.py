@@ -25,6 +25,7 @@ import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.torchrun import signal_number
 
 __all__ = ["KEYWORDS", "parse"]
 
@@ -46,7 +47,6 @@ _EVICTED = re.compile(r"The node was low on resource: (?P<resource>[\w-]+)")
 _EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?)\s*137\b", re.IGNORECASE)
 _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
                  "Aborted": "SIGABRT", "Bus error": "SIGBUS"}
-_NUMBERS = {"SIGKILL": 9, "SIGTERM": 15, "SIGSEGV": 11, "SIGABRT": 6, "SIGBUS": 7}
 
 
 def parse(line: Line) -> list[Event]:
@@ -58,7 +58,8 @@ def parse(line: Line) -> list[Event]:
     match = _SRUN.search(body)
     if match:
         signal = _SRUN_SIGNALS.get(match["what"])
-        code = int(match["code"]) if match["code"] else (-_NUMBERS[signal] if signal else None)
+        number = signal_number(signal)
+        code = int(match["code"]) if match["code"] else (-number if number else None)
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
             "unknown_exit": code is None})]
@@ -71,7 +72,7 @@ def parse(line: Line) -> list[Event]:
     if match:
         why = (match["why"] or "scancel").strip().lower()
         return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=match["host"]), data={
-            "source": "slurm", "signal": f"Slurm ({why})", "step": match["id"]})]
+            "source": "slurm", "reason": why, "step": match["id"]})]
     match = _EVICTED.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, data={

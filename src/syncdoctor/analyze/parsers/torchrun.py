@@ -32,7 +32,8 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.prefixes import parse_iso_time
 
-__all__ = ["KEYWORDS", "FailureTable", "drop_records_inside_tables", "follow", "parse", "signal_name"]
+__all__ = ["KEYWORDS", "FailureTable", "drop_records_inside_tables", "follow", "parse", "signal_name",
+           "signal_number"]
 
 KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first observed failure)", "received by PID")
 
@@ -45,6 +46,11 @@ _RANK = re.compile(r"(?P<rank>-?\d+)(?: \(local_rank: (?P<local>-?\d+)\))?")
 _EXIT = re.compile(r"(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?")
 _SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
             11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
+
+def signal_number(name: str | None) -> int | None:
+    """``SIGKILL`` -> 9 (the signals this module names), else None."""
+    return next((number for number, known in _SIGNALS.items() if known == name), None)
 
 
 def signal_name(exitcode: int | None) -> str | None:

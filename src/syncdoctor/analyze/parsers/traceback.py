@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
+from syncdoctor.analyze.parsers.torchrun import signal_name
 
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
 
@@ -37,7 +38,7 @@ _UCX_SIGNAL = re.compile(r"(?:^\[(?P<host>[\w.\-]+):(?P<pid>\d+) *:\d+:\d+\] )?C
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
-_SIGNAL_NUMBERS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+_FATAL_NUMBERS = (4, 6, 7, 8, 11)  # SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV
 
 
 def _oom_gpu(oom: re.Match[str] | None) -> int | None:
@@ -149,10 +150,10 @@ def parse(line: Line) -> list[Event]:
         signal = _FATAL_SIGNALS.get(fatal["what"].strip())
         return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": (fatal["what"] or "").strip()})]
     caught = _UCX_SIGNAL.search(body)
-    if caught and int(caught["num"]) in _SIGNAL_NUMBERS:  # a fatal one (handlers also log SIGTERM, SIGHUP)
+    if caught and int(caught["num"]) in _FATAL_NUMBERS:  # a fatal one (handlers also log SIGTERM, SIGHUP)
         origin = Origin(host=caught["host"], pid=int(caught["pid"])) if caught["host"] else None
         return [make_event(Kind.FATAL_SIGNAL, line, origin=origin, data={
-            "signal": _SIGNAL_NUMBERS[int(caught["num"])], "what": caught["what"].strip()})]
+            "signal": signal_name(-int(caught["num"])), "what": caught["what"].strip()})]
     if "CUDA out of memory" in body:
         oom = _OOM.search(body)
         return [make_event(Kind.CUDA_OOM, line, data={

@@ -59,10 +59,10 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
     names = sorted({str(e.data["signal"]) for e in signals if e.data.get("signal")})
     title = (f"the launcher{' on ' + where.text if where.text else ''} was stopped by "
              f"{', '.join(names) or 'a signal'}: the job was ended from outside, not by a failing worker")
-    if any(e.data.get("source") == "slurm" for e in signals):
-        title = (f"Slurm cancelled the job{' on ' + where.text if where.text else ''} "
-                 f"({', '.join(n.removeprefix('Slurm (').rstrip(')') for n in names)}): it was ended from outside, "
-                 "not by a failing worker")
+    reasons = sorted({str(e.data["reason"]) for e in signals if e.data.get("source") == "slurm"})
+    if reasons:
+        title = (f"Slurm cancelled the job{' on ' + where.text if where.text else ''} ({', '.join(reasons)}): it was "
+                 "ended from outside, not by a failing worker")
     what = ("The launcher itself received a signal and stopped its workers: a scheduler ending the job (time limit, "
             "preemption, scancel, a Kubernetes pod deleted or evicted), a closed terminal (SIGHUP), or a user. No "
             "worker's failure is in these lines.")
