@@ -17,7 +17,7 @@ from syncdoctor.exclude import Suspect, event_suspects
 from syncdoctor.kb import Finding, Severity
 from syncdoctor.watch.records import Signature, format_ranks, parse_ranks
 
-__all__ = ["CODES", "SCHEMA", "STATUSES", "Event"]
+__all__ = ["CODES", "HANG_CODES", "SCHEMA", "STATUSES", "Event"]
 
 # what an event file holds (the lines carry no schema field: their format is that of version 1)
 SCHEMA = "syncdoctor.watch/events"
@@ -35,6 +35,10 @@ CODES: Mapping[str, str] = {
     "W109": "watch-degraded",
     "W110": "solo-work",
 }
+
+# the codes that mean the job is held up: their confirmed events end the job in fail-fast mode; W107 (a
+# straggler) is a statistic over a window and never does, W109 and W110 are about the watcher and the job
+HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
 
 # warning: seen, past the warning threshold; confirmed: will not recover by itself (fail-fast acts on
 # these); resolved: the condition went away (a late rank arrived); info: about the watcher itself.

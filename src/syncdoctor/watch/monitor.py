@@ -41,7 +41,7 @@ from syncdoctor.watch.columns import identity_of
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.control import AbortOrder, ControlMessage, write_control
 from syncdoctor.watch.detector import detect
-from syncdoctor.watch.events import Event
+from syncdoctor.watch.events import HANG_CODES, Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.priority import lower_thread_priority
 from syncdoctor.watch.reader import RecordReader
@@ -63,12 +63,10 @@ from syncdoctor.watch.thresholds import AUTO_CONFIRM_START_S, Learner, Threshold
 if TYPE_CHECKING:
     from syncdoctor.watch.columns import Columns
 
-__all__ = ["HANG_CODES", "LazyRecords", "Monitor", "MonitorThread", "monitor_sinks"]
+__all__ = ["LazyRecords", "Monitor", "MonitorThread", "monitor_sinks"]
 
 logger = logging.getLogger(__name__)
 
-# confirmed events of these codes end the job in fail-fast mode (W107, a straggler, never does)
-HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
 NATIVE_POLLS = 30  # cycles a monitor reads a stack again for its native part before giving up
 
 

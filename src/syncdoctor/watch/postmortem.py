@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from syncdoctor.watch.events import Event
+from syncdoctor.watch.events import HANG_CODES, Event
 from syncdoctor.watch.records import RankRecord, format_ranks
 
 __all__ = ["PEER_ERRORS", "diagnose_failure", "is_peer_error"]
@@ -25,9 +25,6 @@ PEER_ERRORS = (
     "connection refused", "timed out waiting", "nccl communicator was aborted", "remote process exited",
     "ncclremoteerror", "watchdog caught collective operation timeout", "end of file",
 )
-
-
-_HANG_CODES = ("W101", "W102", "W103", "W104", "W105", "W106", "W108")
 
 
 def is_peer_error(text: str | None) -> bool:
@@ -51,7 +48,7 @@ def diagnose_failure(
     that made the others time out), that event is recalled instead of a weaker guess.
     """
     events = _diagnose(records, silent, world_size, wall)
-    hangs = [e for e in reported if e.get("code") in _HANG_CODES]
+    hangs = [e for e in reported if e.get("code") in HANG_CODES]
     if not hangs:
         return events
     earlier = hangs[-1]
