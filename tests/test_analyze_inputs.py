@@ -205,3 +205,42 @@ def test_open_source_errors_become_notes(tmp_path) -> None:
 
     with pytest.raises(InputError), open_source(source):
         pass
+
+
+# keywords whose lines a parser reads only with another anchor on them: NCCL INFO's readings all need
+# "Using" (Bootstrap : Using …, NET/IB : Using …) or an error return " -> 2"; nccl-tests' device table has
+# " Pid "; anchoring the bare words would send every channel and ring line of an NCCL INFO log to the parsers
+_READ_WITH_ANOTHER_ANCHOR = {"Bootstrap", "NET/IB", "NET/Socket", "Using network", " -> ", "Rank "}
+
+
+def test_every_parser_keyword_holds_an_anchor() -> None:
+    """A line the scanner skips is never parsed: a parser keyword without an anchor in it is a format that
+    reads in a test (whose example line happens to say RuntimeError) and not in the field (the same line after
+    ``what():``)."""
+    from syncdoctor.analyze.parsers import LINE_PARSERS
+
+    missing = [(parser.__name__, keyword) for parser in LINE_PARSERS for keyword in parser.KEYWORDS
+               if keyword not in _READ_WITH_ANOTHER_ANCHOR and not any(a.decode() in keyword for a in ANCHORS)]
+    assert not missing
+    assert len(set(ANCHORS)) == len(ANCHORS)
+
+
+@pytest.mark.parametrize("line", [
+    "terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+    "  what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= "
+    "op.nbytes. 1046204 vs 1040256",
+    "FATAL: the job could not start",
+    "worker 3 got SIGKILL",
+    "Process 12 exited with exit code 1",
+    "srun: Job step aborted",
+    "python: fatal: cannot map the file",
+    "Aborted (core dumped)",
+])
+def test_lines_the_fallback_calls_errors_are_scanned(line: str) -> None:
+    """Every line the generic fallback would call an error reaches it: never silent because of the scanner."""
+    from syncdoctor.analyze.model import Ref
+    from syncdoctor.analyze.textlog import make_line, parse_line
+
+    assert parse_line(make_line(line, Ref("f", 1), Origin()))
+    for backend in _available_backends():
+        assert Scanner(backend=backend).line_starts(line.encode() + b"\n") == [0], backend

@@ -83,6 +83,64 @@ ANCHORS: tuple[bytes, ...] = (
     b"ready ranks",  # Horovod's stall inspector: op [ready ranks: 5, 1, 4] (the missing ones are the others)
     b"issing ranks",  # Horovod: op [missing ranks: 1]; "Missing ranks:" then "1: [tensors]"
     b"Horovod",  # a "Missing ranks:" row pasted alone: 3: [..._have_data/HorovodAllreduce_..._0, ...]
+    # the words the generic fallback calls an error, where no anchor above is in them
+    b"FATAL",
+    b"atal",  # Fatal / fatal
+    b"SIG",  # SIGKILL, SIGSEGV, SIGBUS… without "signal" on the line
+    b"terminate called",  # terminate called after throwing an instance of 'gloo::EnforceNotMet'
+    b"core dumped",
+    b"xit code",  # exit code / Exit code, "exited with exit code 1"
+    b"xit status",
+    b"exited with",
+    b"return code",
+    b"enforce fail",  # gloo's and c10's checks: what():  [enforce fail at …/pair.cc:446] op.preamble.length …
+    # the parsers' keywords that hold none of the anchors above (tests/test_analyze_inputs.py holds every
+    # parser's keywords to the anchors): the line may carry nothing else
+    b"Heartbeat monitor",
+    b"blocking wait",
+    b"shape tensors",  # Detected mismatch … while verifying shape tensors (DETAIL)
+    b"monitoredBarrier",
+    b"pair closure",
+    b"reset by peer",
+    b"connectFullMesh",
+    b"loopback",  # gloo: Using the loopback address as fallback…, "loopback address"
+    b"Received data size",
+    b"preamble",
+    b"connect [",  # gloo 1.x pair.cc: connect [127.0.1.1]:35391: Connection refused (refused has its own)
+    b"network addresses of",
+    b"ncclUniqueId",
+    b"waitForInput",
+    b"client socket",
+    b"store based barrier",
+    b"C10d store",
+    b"clients joined",
+    b"Rendezvous",
+    b"Address already in use",
+    b"got 0 bytes",
+    b"doWait",
+    b"] WARN ",  # NCCL's WARN without the NCCL word (older prefixes)
+    b"ncclInvalidUsage",
+    b"remote process exited",
+    b"received by PID",
+    b"Main process received",
+    b"EXIT STRING",
+    b"returned",  # mpirun: N processes returned non-zero exit codes / … process returned
+    b"EXIT CODE",
+    b"RUNNING AT",
+    b"oom_kill",
+    b"oom-kill",
+    b"Xid",
+    b"fallen off the bus",
+    b"Interrupt",  # KeyboardInterrupt
+    b"SystemExit",
+    b"out of memory",
+    b"ssh: ",  # ssh: Could not resolve hostname …, ssh: connect to host … port 22: …
+    b"ssh exited",  # pdsh@node1: node2: ssh exited with exit code 255
+    b"Permission denied",
+    b"reliably start",  # ORTE was unable to reliably start one or more daemons.
+    b"specified daemon",
+    b"remote daemon",
+    b"worker died",  # Ray: A worker died or was killed while executing a task …
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes
