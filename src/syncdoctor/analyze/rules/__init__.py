@@ -6,6 +6,8 @@ module                what it tells apart                                       
 ====================  =====================================================================  ==========
 :mod:`.crash`         a rank that died on its own vs the peers that lost it (cascade)          A003, A004
 :mod:`.progress`      the rank that never reached collective S vs the ranks that timed out     A001, A010
+:mod:`.partial`       the same from what a paste shows when no sequence numbers do: stacks,   A001
+                      a run-it-first helper, Horovod, the exit barrier, timeouts with no rank
 :mod:`.desync`        different collectives at the same sequence number vs a straggler         A002
 :mod:`.network`       loopback/docker addresses, missing or odd interfaces, socket fallback,   A005-A009,
                       a host cut off, and timeouts nobody explains                              A019

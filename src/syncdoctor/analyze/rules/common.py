@@ -10,7 +10,7 @@ from syncdoctor.analyze.timeline import Timeline
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
-__all__ = ["MAX_CASCADE", "Attribution", "attribute", "evidence_of", "fmt_ranks", "hypothesis"]
+__all__ = ["MAX_CASCADE", "Attribution", "attribute", "evidence_of", "fmt_ranks", "hypothesis", "look_at"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
 
@@ -126,3 +126,18 @@ def hypothesis(
         culprit_processes=tuple(processes),
         culprit_local_ranks=tuple(sorted(set(local_ranks))),
     )
+
+
+def look_at(tl: Timeline, ranks: list[int]) -> str:
+    """The lagging-rank fix, naming where to look."""
+    places = []
+    for rank in ranks[:4]:
+        state = tl.ranks[rank]
+        where = f"rank {rank}" + (f" on {state.host}" if state.host else "")
+        if state.pids:
+            where += f" (pid {', '.join(str(p) for p in state.pids[:2])})"
+        places.append(where)
+    return (f"Find out what {'; '.join(places)} was doing instead of entering the collective: its last log lines, "
+            "a stack (py-spy dump --pid PID while it hangs), data loading, I/O, a rank-dependent branch, or a "
+            "stopped process. Next time collect Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1, also TORCH_FR_DUMP_ON_TIMEOUT in recent releases) or run "
+            "syncdoctor watch, which name the collective it never reached.")

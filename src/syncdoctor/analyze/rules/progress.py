@@ -12,13 +12,20 @@ that waits in its tensor-parallel group are behind in their group, but it is not
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
 from syncdoctor.analyze.chains import Chains, chains, where_waited
 from syncdoctor.analyze.fr_compare import compare_progress
-from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis, look_at
+from syncdoctor.analyze.rules.partial import (
+    from_exit_barrier,
+    from_horovod,
+    from_rankless,
+    from_runs_first,
+    from_stacks,
+    ras_all_launched,
+)
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline
 from syncdoctor.watch.waitgraph import describe_chain
 
@@ -29,6 +36,25 @@ _CRASHED = ("crashed", "killed")
 
 def _timed_out(tl: Timeline) -> list[int]:
     return [rank for rank, state in tl.ranks.items() if state.has(*TIMEOUT_KINDS)]
+
+
+def _inside(tl: Timeline) -> set[int]:
+    """Ranks the inputs show inside the collective the others timed out in, although they wrote no timeout:
+    their ``last enqueued`` (a dump-signal or status line) reached the sequence number another rank timed out
+    at in that group, or another rank's dump signal names them as the rank whose collective timed out."""
+    top: dict[str, int] = {}
+    for rank in _timed_out(tl):
+        for event in tl.ranks[rank].of(*TIMEOUT_KINDS):
+            if event.seq is not None:
+                group = event.group or "0"
+                top[group] = min(top.get(group, event.seq), event.seq)
+    inside = {rank for rank, state in tl.ranks.items()
+              if any(state.reached.get(group, -1) >= seq for group, seq in top.items())}
+    for event in tl.of(Kind.DUMP_SIGNAL):
+        source = event.data.get("from_rank")
+        if isinstance(source, int) and source != event.origin.rank and "timeout" in str(event.data.get("reason", "")):
+            inside.add(source)
+    return inside
 
 
 def _timeout_lines(tl: Timeline, ranks: list[int]) -> list[Event]:
@@ -69,7 +95,7 @@ def _from_sequences(tl: Timeline) -> list[Hypothesis]:
         evidence += evidence_of([proof[(group, r)] for r in waiting if (group, r) in proof],
                                 f"waiting in #{top}", MAX_CASCADE)
         out.append(hypothesis(tl, Category.LAGGING_RANK, 0.9, title, culprits=behind, affected=waiting,
-                              what=what, fix=_look_at(tl, behind), evidence=evidence))
+                              what=what, fix=look_at(tl, behind), evidence=evidence))
     return out
 
 
@@ -137,8 +163,10 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     timed_out = _timed_out(tl)
     if not timed_out:
         return []
+    inside = _inside(tl)
     silent = sorted(rank for rank, state in tl.ranks.items()
-                    if state.outcome in ("silent", "terminated") and state.logged and rank not in claimed)
+                    if state.outcome in ("silent", "terminated") and state.logged and rank not in claimed
+                    and rank not in inside)
     if not silent or len(silent) >= len(tl.ranks):
         return []
     stopped = [r for r in silent if tl.ranks[r].outcome == "terminated"]
@@ -165,7 +193,7 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
             f"rank{'s' if len(r) > 1 else ''} {fmt_ranks(r)} in {place}"
             for place, r in sorted(places.items(), key=lambda item: -len(item[1]))) + "."
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=silent, affected=timed_out, what=what,
-                       fix=_look_at(tl, silent), evidence=evidence)]
+                       fix=look_at(tl, silent), evidence=evidence)]
 
 
 _REMOTE_WORDS = ("remote process exited", "ncclRemoteError", "remote error", "Connection closed by", "reset by peer",
@@ -226,7 +254,7 @@ def _from_late_arrival(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         evidence += evidence_of(late[rank][:1], "arrived after the others left")
     evidence += evidence_of(_timeout_lines(tl, timed_out), "timed out waiting", MAX_CASCADE)
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=ranks, affected=timed_out, what=what,
-                       fix=_look_at(tl, ranks), evidence=evidence)]
+                       fix=look_at(tl, ranks), evidence=evidence)]
 
 
 def _from_unique_id(tl: Timeline) -> list[Hypothesis]:
@@ -253,7 +281,7 @@ def _from_unique_id(tl: Timeline) -> list[Hypothesis]:
             "doing something else: work that only it does (evaluation, tokenising or downloading data, writing a "
             "checkpoint) that took longer than the timeout, or a hang. (The bracketed numbers are ranks in that "
             "group; for the default group they are the global ranks.)")
-    fix = (_look_at(tl, [r for r in culprits if r in tl.ranks]) if any(r in tl.ranks for r in culprits) else
+    fix = (look_at(tl, [r for r in culprits if r in tl.ranks]) if any(r in tl.ranks for r in culprits) else
            "Find what that rank was doing at the time (its last log lines, py-spy dump while it runs).")
     fix += (" If it was legitimately busy, do that work before init_process_group, on every rank, or raise the "
             "timeout (init_process_group(timeout=...), DeepSpeed's --timeout / dist_init_required).")
@@ -282,10 +310,10 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     for event in _store_waits(tl):
         waits.setdefault(int(event.origin.rank), [event])  # type: ignore[arg-type]
     if not waits:
-        return _from_rankless(tl)
-    if _ras_all_launched(tl):
+        return from_rankless(tl)
+    if ras_all_launched(tl):
         return []  # NCCL's RAS counted the same collectives on every rank: nobody is missing from them
-    logged = {r for r, s in tl.ranks.items() if s.logged}
+    logged = {r for r, s in tl.ranks.items() if s.logged} | _inside(tl)
     top = max([*tl.ranks, (tl.stated_world_size or 0) - 1])
     unseen = [r for r in range(top + 1) if r not in logged and r not in claimed]
     waiting = sorted(waits)
@@ -320,230 +348,11 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
              "would confirm it.")
     evidence = evidence_of([event for events in waits.values() for event in events], "timed out waiting",
                            MAX_CASCADE + 2)
-    fix = (_look_at(tl, [r for r in culprits if r in tl.ranks]) if any(r in tl.ranks for r in culprits) else
+    fix = (look_at(tl, [r for r in culprits if r in tl.ranks]) if any(r in tl.ranks for r in culprits) else
            f"Find what {who} was doing when the others timed out (its last log lines). If it works alone (rank 0 "
            "evaluating, tokenising, saving), make the others wait outside collectives or raise the timeout.")
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=culprits, affected=waiting, what=what,
                        fix=fix, evidence=evidence)]
-
-
-# helpers that let one process run a block first while the others wait in a barrier: YOLOv5/v6/v8's
-# torch_distributed_zero_first, transformers' and accelerate's main_process_first / local_main_process_first
-_RUNS_FIRST = re.compile(r"\bin (?:\w*_)?(?:zero|main_process|rank_zero|master|leader)_first\b")
-
-
-_CALLS_FIRST = re.compile(r"\b(?:\w+_)?(?:zero|main_process|rank_zero|master|leader)_first\(")
-
-
-def _in_runs_first(stack: Event) -> bool:
-    """A traceback cut before its error that stands in a run-it-first helper's barrier: a collective inside the
-    helper, or the paste ends entering the helper (``with args.main_process_first(…):`` then contextlib's
-    ``__enter__``, where the others wait)."""
-    frames = list(stack.data.get("frames") or ())
-    sources = list(stack.data.get("sources") or ())
-    if stack.data.get("collective") and any(_RUNS_FIRST.search(f) for f in frames):
-        return True
-    entering = len(frames) >= 2 and "contextlib" in frames[-1] and "enter" in frames[-1]
-    return entering and len(sources) >= 2 and bool(_CALLS_FIRST.search(sources[-2]))
-
-
-def _timed_out_in_collective(event: Event) -> bool:
-    """A traceback raised by a collective (or barrier) that timed out waiting for the others."""
-    message = str(event.data.get("message", ""))
-    return bool(event.data.get("collective")) and ("imeout" in message or "timed out" in message.lower())
-
-
-def _from_horovod(tl: Timeline) -> list[Hypothesis]:
-    """Horovod's stall inspector: the ranks it lists missing, or those absent from every tensor's ready list;
-    tensors whose ready ranks do not overlap were submitted by different ranks instead (a desync)."""
-    events = [e for e in tl.of(Kind.MONITORED_BARRIER) if e.data.get("source") == "horovod"]
-    if not events:
-        return []
-    tensors = [t for e in events for t in e.data.get("tensors") or ()]
-    missing = sorted({int(r) for t in tensors for r in t.get("missing") or ()})
-    ready_sets = {tuple(t["ready"]) for t in tensors if t.get("ready")}
-    evidence = evidence_of(events, "Horovod's stall inspector", MAX_CASCADE)
-    what = ("Horovod's stall inspector lists the tensors some ranks submitted for a collective while others did not "
-            "for over a minute: the ranks that did not are late (or stuck), unless they submitted other tensors.")
-    if not missing and len(ready_sets) > 1:
-        groups = sorted(ready_sets, key=len)
-        if any(not set(a) & set(b) for a in groups for b in groups if a != b):
-            odd = sorted(groups[0])
-            title = (f"collective desync: Horovod's stall inspector shows rank{'s' if len(odd) > 1 else ''} "
-                     f"{fmt_ranks(odd)} submitting other tensors than the rest")
-            return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.75, title, culprits=odd, what=what, evidence=evidence,
-                               fix="Make every rank submit the same tensors in the same order (no rank-dependent "
-                                   "branch around allreduce/broadcast; the same number of batches per rank).")]
-    if not missing and ready_sets:  # the ranks not ready for every stalled tensor
-        ready = set.intersection(*(set(r) for r in ready_sets))
-        size = max(tl.stated_world_size or 0, max(max(r) for r in ready_sets) + 1)
-        missing = sorted(set(range(size)) - ready)
-    if not missing:
-        return []
-    waiting = sorted({r for rs in ready_sets for r in rs} - set(missing))
-    title = (f"rank{'s' if len(missing) > 1 else ''} {fmt_ranks(missing)} never submitted the tensors the others "
-             "wait on (Horovod's stall inspector)")
-    return [hypothesis(tl, Category.LAGGING_RANK, 0.85, title, culprits=missing, affected=waiting, what=what,
-                       evidence=evidence, fix=_look_at(tl, [r for r in missing if r in tl.ranks])
-                       if any(r in tl.ranks for r in missing) else None)]
-
-
-def _from_exit_barrier(tl: Timeline) -> list[Hypothesis]:
-    """torchrun's agent waits at an exit barrier for the agents of the other nodes once its own workers are done
-    (``_exit_barrier`` in the traceback, then a store timeout): this node finished, another did not."""
-    events = [e for e in tl.of(Kind.EXCEPTION, Kind.STACK_DUMP)
-              if any("_exit_barrier" in str(f) for f in e.data.get("frames") or ())]
-    if not events:
-        return []
-    where = attribute(events, tl)
-    title = (f"the workers of {where.text or 'this node'} finished, but torchrun's exit barrier timed out: another "
-             "node's workers were still running, hung or failed")
-    what = ("When its workers are done, torchrun's agent waits for the agents of the other nodes at an exit barrier "
-            "in the store. That wait ran out: another node never got there. Its own log says why (a worker still "
-            "in a collective, a crash, an unreachable store).")
-    fix = ("Read the other nodes' logs (torchrun --log-dir on each) for what their workers were doing; a longer exit "
-           "barrier would only wait longer.")
-    return [hypothesis(tl, Category.LAGGING_RANK, 0.35, title, hosts=where.hosts, what=what, fix=fix,
-                       evidence=evidence_of(events, "torchrun's exit barrier", 3))]
-
-
-def _ras_all_launched(tl: Timeline) -> bool:
-    """An NCCL RAS report says every communicator it saw is running with no error (no rank missing, dead or
-    behind in its collective counts), covering every rank the inputs name."""
-    rows = [e for e in tl.of(Kind.RAS) if e.data.get("issue") == "STATUS"]
-    if not rows or any(e.data.get("errors") != "OK" or e.data.get("status") != "RUNNING" for e in rows):
-        return False
-    if any(e.data.get("issue") not in ("STATUS",) for e in tl.of(Kind.RAS)):
-        return False
-    size = max(int(e.data.get("ranks_per_comm") or 0) for e in rows)
-    return bool(tl.ranks) and max(tl.ranks) < size
-
-
-def _from_runs_first(tl: Timeline) -> list[Hypothesis]:
-    """Processes that timed out in the barrier of a run-it-first helper: the process that runs the block
-    first (rank 0, or local rank 0 of each node) was still in it when the others gave up."""
-    waits = [e for e in tl.of(Kind.EXCEPTION) if _timed_out_in_collective(e) and
-             any(_RUNS_FIRST.search(frame) for frame in e.data.get("frames") or ())]
-    cut = [e for e in tl.of(Kind.STACK_DUMP) if e.data.get("source") == "traceback-cut" and _in_runs_first(e)]
-    if not waits and cut:  # a paste cut inside such a traceback: in the barrier, why it raised is not shown
-        waits = cut
-    if not waits:
-        return []
-    names = [m[0][3:] for e in waits for f in e.data.get("frames") or () if (m := _RUNS_FIRST.search(f))]
-    names += [m[0].rsplit(".", 1)[-1].rstrip("(") for e in waits for line in e.data.get("sources") or ()
-              if (m := _CALLS_FIRST.search(line))]
-    helper = names[0] if names else "a run-it-first helper"
-    waiting = sorted({e.origin.rank for e in waits if e.origin.rank is not None})
-    culprits = [] if 0 in waiting else [0]
-    title = (f"rank 0 was still running {helper}'s block alone: "
-             + (f"ranks {fmt_ranks(waiting)} " if waiting else "the other processes ")
-             + "timed out in its barrier waiting for it")
-    what = (f"{helper} lets one process (rank 0, or local rank 0 of each node) run the block first, for "
-            "instance caching or checking a dataset, while the others wait in a barrier; that work took longer than "
-            "the barrier's timeout.")
-    fix = ("Do that work once before the job (cache the dataset), raise the timeout (init_process_group(timeout=...)), "
-           "or let every rank do it; check that rank 0 did not fail inside the block (its own log).")
-    if waits is cut:
-        title = title.replace("timed out in its barrier waiting for it", "failed in its barrier waiting for it "
-                              "(the traceback is cut before its error)")
-    return [hypothesis(tl, Category.LAGGING_RANK, 0.45 if waits is cut else 0.55, title, culprits=culprits,
-                       affected=waiting, what=what, fix=fix,
-                       evidence=evidence_of(waits, "in the barrier", MAX_CASCADE))]
-
-
-def _from_stacks(tl: Timeline) -> list[Hypothesis]:
-    """``py-spy dump`` of hung processes: a main thread outside any collective while others wait in one is the
-    process they wait for, and its stack says where it is stuck. One dump per process (the last)."""
-    last: dict[tuple[object, ...], Event] = {}
-    for event in tl.of(Kind.STACK_DUMP):
-        key = (event.origin.host, event.origin.pid) if event.origin.pid is not None else (event.ref.source, event.ref.line)
-        last[key] = event
-    stacks = list(last.values())
-    waiting = [e for e in stacks if e.data.get("collective")]
-    # a traceback cut before its error says where it stood, but not that it was hung there: only a dump does
-    elsewhere = [e for e in stacks if not e.data.get("collective") and not e.data.get("backward")
-                 and e.data.get("source") != "traceback-cut"]
-    ops = sorted({str(e.op) for e in waiting})
-    if elsewhere:
-        late = attribute(elsewhere, tl)
-        held = attribute(waiting, tl) if waiting else None
-        who = late.text or ("a process" if len(elsewhere) == 1 else f"{len(elsewhere)} processes")
-        stuck = str(elsewhere[0].data.get("where") or "")
-        if waiting:
-            confidence = 0.8
-            title = (f"{who} never reached the collective: its main thread was in {stuck} while "
-                     f"{held.text if held and held.text else f'{len(waiting)} process(es)'} waited in {', '.join(ops)}")
-        else:
-            confidence = 0.35
-            title = (f"{who} was outside any collective, in {stuck}: if the others wait in one, it is the process "
-                     "they wait for")
-        what = ("py-spy's dump shows where each main thread stood: a process that is not inside a collective while "
-                "the others wait in one holds them all up. Its frames say what it does instead: a DataLoader "
-                "that no longer delivers, I/O, work only that rank does, or a lock.")
-        fix = ("Look at that frame: a hung DataLoader worker (num_workers=0 to confirm), a file system or network "
-               "call, a rank-dependent branch. Dump every rank next time (py-spy dump --pid on each), or run "
-               "syncdoctor watch, which names the late rank and its stack while it hangs.")
-        return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=late.ranks, hosts=late.hosts,
-                           processes=late.processes, local_ranks=late.local_ranks,
-                           affected=held.ranks if held else (), what=what, fix=fix,
-                           evidence=_stack_evidence(elsewhere, "outside any collective, in")
-                           + _stack_evidence(waiting, "waiting in"))]
-    if len(ops) > 1:
-        title = f"the processes wait in different collectives ({', '.join(ops)}), by py-spy's dumps"
-        what = ("Every dumped main thread is inside a collective, not all in the same one: they called different "
-                "collectives (a rank-dependent branch, a different number of steps), or each waits in another group "
-                "for a process not dumped.")
-        return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.5, title, what=what,
-                           evidence=_stack_evidence(waiting, "waiting in", MAX_CASCADE * 2))]
-    return []
-
-
-def _stack_evidence(stacks: list[Event], label: str, limit: int = MAX_CASCADE) -> list[Evidence]:
-    return [item for event in stacks[:limit] for item in evidence_of(
-        [event], f"{label} {event.op + ' at ' if event.op else ''}{event.data.get('where', '')}", 1)]
-
-
-def _from_rankless(tl: Timeline) -> list[Hypothesis]:
-    """Timeouts whose rank the paste does not show (a watchdog or gloo line copied without its prefix, a
-    collective's traceback): a collective cannot time out without another member, so some other process never
-    arrived. The lowest confidence of the lagging-rank hypotheses: nothing says which."""
-    timeouts = [e for e in tl.unattributed if e.kind in TIMEOUT_KINDS or
-                (e.kind is Kind.EXCEPTION and _timed_out_in_collective(e)) or
-                (e.kind is Kind.STORE_ERROR and e.data.get("what") == "wait")]
-    if not timeouts:
-        return []
-    calls = sorted({("the store, for a key another rank sets" if e.kind is Kind.STORE_ERROR else
-                     f"{e.op or e.data.get('collective') or 'a collective'}")
-                    + (f" (SeqNum {e.seq})" if e.seq is not None else "") for e in timeouts})
-    where = attribute(timeouts, tl)
-    waiter = where.text or ("a process" if len(timeouts) == 1 else "processes")
-    title = (f"another rank never arrived: {waiter} timed out waiting in {', '.join(calls[:2])}, and the "
-             "inputs say neither which rank waited nor which one was missing")
-    what = (f"{waiter[:1].upper()}{waiter[1:]} waited in {', '.join(calls[:2])} until the timeout. A collective "
-            "only times out while another member has not arrived, and a rank that never arrives has no error to "
-            "report: most often rank 0 working alone (evaluation, tokenising or caching data, writing a "
-            "checkpoint) longer than the timeout. These lines carry no rank: every rank's full log would say "
-            "which one it was.")
-    fix = ("Collect every rank's log with its rank (torchrun --tee 3 --log-dir, or srun --label) and the Flight "
-           "Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1); if rank 0 works alone before this collective, do that "
-           "work before init_process_group or on every rank, or raise the timeout.")
-    return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix,
-                       evidence=evidence_of(timeouts, "timed out waiting", MAX_CASCADE))]
-
-
-def _look_at(tl: Timeline, ranks: list[int]) -> str:
-    """The lagging-rank fix, naming where to look."""
-    places = []
-    for rank in ranks[:4]:
-        state = tl.ranks[rank]
-        where = f"rank {rank}" + (f" on {state.host}" if state.host else "")
-        if state.pids:
-            where += f" (pid {', '.join(str(p) for p in state.pids[:2])})"
-        places.append(where)
-    return (f"Find out what {'; '.join(places)} was doing instead of entering the collective: its last log lines, "
-            "a stack (py-spy dump --pid PID while it hangs), data loading, I/O, a rank-dependent branch, or a "
-            "stopped process. Next time collect Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1, also TORCH_FR_DUMP_ON_TIMEOUT in recent releases) or run "
-            "syncdoctor watch, which name the collective it never reached.")
 
 
 def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:
@@ -625,7 +434,7 @@ def _from_chains(tl: Timeline, graph: Chains) -> list[Hypothesis]:
         evidence += evidence_of(_timeout_lines(tl, [r for r in held if r in tl.ranks]), "timed out waiting",
                                 MAX_CASCADE)
         out.append(hypothesis(tl, Category.LAGGING_RANK, 0.93, title, culprits=late, affected=held, what=what,
-                              fix=_look_at(tl, [r for r in late if r in tl.ranks]) if any(r in tl.ranks for r in late)
+                              fix=look_at(tl, [r for r in late if r in tl.ranks]) if any(r in tl.ranks for r in late)
                               else None, evidence=evidence))
     return out
 
@@ -638,7 +447,7 @@ def lagging_rank(tl: Timeline) -> list[Hypothesis]:
     found = _from_reports(tl) + [
         h for h in _from_sequences(tl) + _from_fr(tl)
         if not (set(h.culprit_ranks) & waiting and (roots or set(h.culprit_ranks) <= waiting))
-    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + _from_runs_first(tl) + _from_stacks(tl) + _from_horovod(tl) + _from_exit_barrier(tl)
+    ] + _from_chains(tl, graph) + _from_watch_and_ras(tl) + _from_unique_id(tl) + from_runs_first(tl) + from_stacks(tl) + from_horovod(tl) + from_exit_barrier(tl)
     claimed = {r for h in found for r in h.culprit_ranks}
     claimed |= {r for r, s in tl.ranks.items() if s.has(Kind.COLLECTIVE_MISMATCH)}
     if not any(h.confidence >= 0.85 for h in found):
