@@ -38,6 +38,7 @@ class Kind(str, enum.Enum):
     DESYNC_REPORT = "desync_report"  # TORCH_NCCL_DESYNC_DEBUG report
     COLLECTIVE_MISMATCH = "collective_mismatch"  # DETAIL fingerprints differ, or gloo size mismatch
     MONITORED_BARRIER = "monitored_barrier"  # ranks that failed to pass monitoredBarrier
+    LAUNCH_UNREACHABLE = "launch_unreachable"  # a launcher could not reach a node (ssh, pdsh, Open MPI's daemons)
     STORE_ERROR = "store_error"  # c10d store wait or socket timed out or failed (may name missing keys)
     # Gloo
     GLOO_TIMEOUT = "gloo_timeout"  # Timed out waiting Nms for send/recv operation

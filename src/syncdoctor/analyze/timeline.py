@@ -225,6 +225,41 @@ def _world_size(events: Sequence[Event], dumps: Sequence[FrDump]) -> int | None:
     return max(sizes) if sizes else None
 
 
+def _pair_groups(events: list[Event]) -> list[Event]:
+    """The group of a watchdog timeout written without one (2.4-2.6: ``[Rank 0] Watchdog caught …``), from
+    the status line the same rank writes right after it about the same work (``[PG ID 4 … Rank 0] failure
+    detected by watchdog at work sequence id: S``). Without it a timeout of group 4 counts in group 0.
+    ``events`` are in file order."""
+    out = list(events)
+    for i, event in enumerate(out):
+        if event.kind not in TIMEOUT_KINDS or event.group is not None or event.seq is None or event.origin.rank is None:
+            continue
+        for after in out[i + 1:i + 8]:
+            if after.ref.source != event.ref.source:
+                break
+            if after.origin.rank != event.origin.rank:
+                continue
+            if after.kind in TIMEOUT_KINDS:
+                break
+            if after.kind is Kind.WORK_STATUS and after.seq == event.seq and after.group is not None:
+                out[i] = replace(event, group=after.group)
+                break
+    return out
+
+
+def _drop_status_timeouts(events: list[Event]) -> list[Event]:
+    """Timeouts read from what accompanies a timeout line count only where that line is not in the inputs: a
+    ``Timeout at NCCL work: S`` status line (where the same rank's ``Watchdog caught`` line for S is missing),
+    the watchdog's C++ backtrace (``WorkNCCL::checkTimeout`` frames: where no other timeout of the same input
+    is there)."""
+    own = [e for e in events if e.kind in TIMEOUT_KINDS and not e.data.get("status_line") and not e.data.get("frames")]
+    caught = {(e.origin.rank, e.seq) for e in own}
+    sources = {e.ref.source for e in own} | {e.ref.source for e in events if e.data.get("status_line")}
+    return [e for e in events if not (e.kind in TIMEOUT_KINDS and (
+        (e.data.get("status_line") and (e.origin.rank, e.seq) in caught) or
+        (e.data.get("frames") and e.ref.source in sources)))]
+
+
 def _progress(state_events: Sequence[Event]) -> tuple[dict[str, int], dict[str, int]]:
     reached: dict[str, int] = {}
     completed: dict[str, int] = {}
@@ -305,6 +340,7 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     maps = _maps(all_events)
     resolved = [_resolve(event, maps) for event in all_events]
     resolved.sort(key=lambda e: (e.ref.source, e.ref.line))
+    resolved = _drop_status_timeouts(_pair_groups(resolved))
     world = _world_size(resolved, dumps)
     per_rank: dict[int, list[Event]] = defaultdict(list)
     unattributed = []

@@ -26,6 +26,7 @@ from syncdoctor.analyze.parsers import (
     nccl_tests,
     nccl_warn,
     pyspy,
+    remote,
     system,
     torch_detail,
     torch_watchdog,
@@ -39,7 +40,7 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                system, gpu, traceback, training, horovod)
+                system, gpu, traceback, training, horovod, remote)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers

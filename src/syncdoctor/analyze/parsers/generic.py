@@ -4,7 +4,8 @@ Called by :func:`syncdoctor.analyze.parsers.parse_line` only when every other pa
 line, so the report is never silent about an error it cannot explain: such lines become ``ERROR_LINE``
 events, quoted by the fallback rule (A028) and listed as unexplained. It errs towards quiet on lines that
 merely mention errors: configuration dumps (``error_file: <N/A>``), counters (``0 errors``), Python frames
-(``File "x.py", line 3``), NCCL INFO chatter and warnings about deprecated options.
+(``File "x.py", line 3``), a C++ backtrace's frames (``frame #0: c10::Error::Error(…)``: the message they
+follow is the error), NCCL INFO chatter and warnings about deprecated options.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ _ERROR = re.compile(
 _BENIGN = re.compile(
     r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
-    r"ErrorCode\.|retry|Retrying|will be retried"
+    r"ErrorCode\.|retry|Retrying|will be retried|^\s*frame #\d+:"
 )
 
 

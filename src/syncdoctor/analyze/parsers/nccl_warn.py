@@ -115,6 +115,9 @@ _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?inter
 # net socket transport (socket.cc / socket.h): ``Net : peer 10.0.0.2<12345> message truncated : receiving 1048576
 # bytes instead of 65536``
 _TRUNCATED = re.compile(r"peer (?P<peer>\S+) message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)")
+# NCCL 2.4-2.7's argument check across ranks (init.cc): ``Mismatched collective detected, please check your
+# collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL …``
+_MISMATCHED = re.compile(r"Mismatched collective detected(?:.*?at and around rank (?P<rank>\d+))?")
 # also without its WARN prefix and first words, as quoted in notes and summaries
 _DUP = re.compile(r"(?:Duplicate GPU detected : )?\brank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
@@ -199,6 +202,11 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
             "source": "nccl-truncated", "received_bytes": int(match["got"]), "expected_bytes": int(match["want"]),
             "sides": [], **_peer(match["peer"])})]
+    match = _MISMATCHED.search(message)
+    if match:
+        return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
+            "source": "nccl-check", "sides": [],
+            **({"near_rank": int(match["rank"])} if match["rank"] else {})})]
     match = _DUP.search(message)
     if match:
         return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={

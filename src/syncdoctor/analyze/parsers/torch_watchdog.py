@@ -6,7 +6,7 @@
   the log prefix is ``[Rank N]``, ``[PG 0 Rank 7]``, ``[PG name (desc) Rank N]`` or
   ``[PG ID 0 PG GUID 0(default_pg) Rank 1]`` depending on the release.
 * the status companion: ``Timeout at NCCL work: 1, last enqueued NCCL work: 1, last completed NCCL work: 0``
-  (~2.2-2.3), ``Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL
+  (~2.2-2.5; also a watchdog timeout of that work, kept where the ``Watchdog caught`` line is not in the inputs), ``Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL
   work: 811, last completed NCCL work: 807.`` (~2.4-2.5), `` failure detected by watchdog at work sequence id:
   40231 PG status: last enqueued work: 40267, last completed work: 40230`` (2.6+).
 * ``Received a dump signal due to a collective timeout from  rank 13 …`` (or ``from this local rank``).
@@ -32,6 +32,7 @@ KEYWORDS = (
     "Watchdog caught",
     "detected by watchdog",
     "Timeout at NCCL work",
+    "WorkNCCL::checkTimeout",
     "dump signal",
     "Heartbeat monitor",
     "watchdog got stuck",
@@ -49,6 +50,7 @@ _STATUS = re.compile(
 )
 _DUMP_FROM = re.compile(r"dump signal (?:due to (?P<why>[\w ]+?) )?from\s+(?:rank (?P<rank>\d+)|(?P<local>this local rank))")
 _DUMP_WORK = re.compile(r"Last enqueued NCCL work: (?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)")
+_FRAME = re.compile(r"\s*frame #\d+:")
 _STUCK = re.compile(r"watchdog got stuck for (?P<seconds>\d+) seconds")
 
 
@@ -108,7 +110,17 @@ def parse(line: Line) -> list[Event]:
             # 1.8-2.0 raised "[Rank 1] Caught collective operation timeout: WorkNCCL(...)" in blocking wait mode
             kind = Kind.WATCHDOG_TIMEOUT if "Watchdog caught" in body else Kind.BLOCKING_WAIT_TIMEOUT
             events.append(_work_event(kind, line, fields or {}, rank, group))
+    if "WorkNCCL::checkTimeout" in body and _FRAME.match(body):
+        # the C++ backtrace of the watchdog's timeout, pasted without its message: a collective timed out
+        # (the timeline drops it where a timeout line of the same input is there)
+        events.append(make_event(Kind.WATCHDOG_TIMEOUT, line, origin=Origin(rank=rank), group=group,
+                                 data={"frames": True}))
     status = _STATUS.search(body)
+    if status and "Timeout at NCCL work" in body and not events:
+        # the status companion says the work timed out: the timeout itself when the paste lost the "Watchdog
+        # caught" line above it (the timeline drops it where that line is there)
+        events.append(make_event(Kind.WATCHDOG_TIMEOUT, line, origin=Origin(rank=rank), group=group,
+                                 seq=int(status["at"]), data={"status_line": True}))
     if status:
         events.append(make_event(
             Kind.WORK_STATUS, line, origin=Origin(rank=rank), group=group, seq=int(status["at"]),

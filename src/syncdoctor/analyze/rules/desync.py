@@ -119,7 +119,7 @@ def _from_detail(tl: Timeline) -> list[Hypothesis]:
 
 def _from_size_check(tl: Timeline) -> list[Hypothesis]:
     detections = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH)
-                  if e.data.get("source") in ("gloo-size", "shape-check", "nccl-truncated")]
+                  if e.data.get("source") in ("gloo-size", "shape-check", "nccl-truncated", "nccl-check")]
     if not detections:
         return []
     detectors = sorted({e.origin.rank for e in detections if e.origin.rank is not None})
@@ -128,19 +128,27 @@ def _from_size_check(tl: Timeline) -> list[Hypothesis]:
     who = (f"rank{'s' if len(detectors) > 1 else ''} {fmt_ranks(detectors)}" if detectors else
            attribute(detections, tl).text or "a process")
     peers = sorted({str(e.data["peer_addr"]) for e in detections if e.data.get("peer_addr")})
-    what = (f"{who[:1].upper()}{who[1:]} received a message of another size than the collective it was in"
-            + (f" from {', '.join(peers)}" if peers else ""))
-    if "received_bytes" in sizes:
-        what += f" ({sizes['received_bytes']} bytes instead of {sizes['expected_bytes']})"
-    what += ": its peer was in a different collective."
+    near = sorted({int(e.data["near_rank"]) for e in detections if e.data.get("near_rank") is not None})
+    if all(e.data.get("source") == "nccl-check" for e in detections):
+        what = ("NCCL's own check found ranks calling different collectives (kind, size, type or root) at the same "
+                "point" + (f", at and around rank {fmt_ranks(near)}" if near else "") + ".")
+    else:
+        what = (f"{who[:1].upper()}{who[1:]} received a message of another size than the collective it was in"
+                + (f" from {', '.join(peers)}" if peers else ""))
+        if "received_bytes" in sizes:
+            what += f" ({sizes['received_bytes']} bytes instead of {sizes['expected_bytes']})"
+        what += ": its peer was in a different collective."
     if quiet:
         what += (f" Rank{'s' if len(quiet) > 1 else ''} {fmt_ranks(quiet)} logged no error of its own, so it most "
                  "likely skipped or added a collective and moved on to the next one.")
         title = (f"collective desync: rank{'s' if len(quiet) > 1 else ''} {fmt_ranks(quiet)} most likely issued a "
                  f"different collective; rank {fmt_ranks(detectors)} detected the size mismatch")
     else:
-        title = (f"collective desync detected by {who} (size mismatch"
-                 + (f" with {', '.join(peers)}" if peers else "") + "); the culprit is not named")
+        label = "mismatched collective" if all(e.data.get("source") == "nccl-check" for e in detections) else \
+            "size mismatch"
+        title = (f"collective desync detected by {who} ({label}"
+                 + (f" with {', '.join(peers)}" if peers else "") + (f"; NCCL points at rank {fmt_ranks(near)}"
+                                                                     if near else "") + "); the culprit is not named")
     evidence = evidence_of(detections, "size check failed on the receiving rank")
     for rank in quiet:
         evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],

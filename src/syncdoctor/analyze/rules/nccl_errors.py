@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import attribute, evidence_of, fmt_ranks, hypothesis
-from syncdoctor.analyze.timeline import Timeline
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["INIT_WINDOW_S", "ib_retry_exceeded", "local_nccl_failures", "watchdog_stuck"]
 
@@ -192,6 +193,24 @@ def _same_gpu_at_init(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "the same GPU", 6))]
 
 
+def _stuck_after_timeout(tl: Timeline, stuck: list[Event]) -> bool:
+    """The watchdog got stuck only after a collective had timed out: it hung handling that timeout (dumping,
+    aborting the communicator), a consequence. Times are compared as written (hosts' clocks, year-less): the
+    watchdog's last progress is its line's time less the seconds it was stuck, with a minute of slack."""
+    timeouts = [e.time for e in tl.of(*TIMEOUT_KINDS) if e.time is not None]
+    since = [e.time - float(e.data.get("seconds") or 0) for e in stuck if e.time is not None]
+    return bool(timeouts and since) and min(timeouts) <= min(since) + 60
+
+
 def watchdog_stuck(tl: Timeline) -> list[Hypothesis]:
-    return _simple(tl, Kind.HEARTBEAT_TIMEOUT, Category.WATCHDOG_STUCK,
-                   "PyTorch's NCCL watchdog itself hung", confidence=0.6)
+    found = _simple(tl, Kind.HEARTBEAT_TIMEOUT, Category.WATCHDOG_STUCK,
+                    "PyTorch's NCCL watchdog itself hung", confidence=0.6)
+    if found and _stuck_after_timeout(tl, tl.of(Kind.HEARTBEAT_TIMEOUT)):
+        first = found[0]
+        return [replace(first, confidence=0.2, root_cause=False,
+                        title=first.title + ", after a collective had already timed out (a consequence)",
+                        what=("The watchdog stopped making progress only after a collective had timed out: it hung "
+                              "while handling that timeout (dumping debug information, aborting the communicator), "
+                              "and the heartbeat monitor ended the process. The timeout came first; why that "
+                              "collective never completed is the question."))]
+    return found

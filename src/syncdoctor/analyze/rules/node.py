@@ -9,6 +9,7 @@ without any rank. A worker death found by the rank-based crash rule (:mod:`.cras
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
@@ -204,9 +205,13 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             if (event.ref.source, event.origin.local_rank) not in known:
                 killed["died"].append(event)  # the launcher named it, the paste lost how it ended
             continue
+        if event.data.get("source") == "ray-train":
+            continue  # names the rank of a worker Ray saw vanish (below)
         signal = event.data.get("signal")
         code = event.data.get("exitcode")
-        if signal in ("SIGKILL", "SIGBUS"):
+        if event.data.get("source") == "ray" and not signal:
+            killed["vanished"].append(event)  # Ray saw the process go, with no error of its own
+        elif signal in ("SIGKILL", "SIGBUS"):
             killed[str(signal)].extend(_placed(event, placements))
         elif signal not in ("SIGTERM", "SIGHUP", "SIGINT") and (signal or (code not in (0, None))):
             killed["died"].extend(_placed(event, placements))
@@ -219,11 +224,21 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             out.append(_died(tl, events))
             continue
         where = attribute(events, tl)
+        trained = sorted({int(e.data["worker_rank"]) for e in reports if e.data.get("source") == "ray-train"})
+        if signal == "vanished" and len(events) == 1 and len(trained) == 1 and not where.ranks:
+            where = replace(where, ranks=tuple(trained))
         affected = _others_failed(tl, set(where.ranks))
         tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
         who = (where.text or "a worker") + (f" (srun task {', '.join(tasks)})" if tasks else "")
         evicted = sorted({str(e.data["evicted"]) for e in events if e.data.get("evicted")})
-        if signal == "SIGKILL" and evicted:
+        if signal == "vanished":
+            title = (f"{who} vanished without an error of its own (Ray: {', '.join(sorted({str(e.data.get('exit_type') or 'SYSTEM_ERROR') for e in events}))}): "
+                     "most often killed by the host's OOM killer")
+            what = (f"Ray lost its connection to {who}: the process ended without raising anything. Ray's own list "
+                    "of causes starts with SIGKILL from the kernel's OOM killer (host RAM, not GPU memory), then "
+                    "`ray stop --force` and a crash in native code (SIGSEGV). Its peers then fail or time out.")
+            category, confidence = Category.RANK_KILLED, 0.55
+        elif signal == "SIGKILL" and evicted:
             title = (f"{who} was evicted by the kubelet: the node ran low on {', '.join(evicted)}"
                      + (" (host memory, not GPU memory)" if "memory" in evicted else ""))
             what = (f"Kubernetes evicted the pod of {who}: its node ran low on {', '.join(evicted)}, and the kubelet "
@@ -252,10 +267,15 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
         out.append(hypothesis(tl, category, confidence, title, culprits=where.ranks, hosts=where.hosts,
                               affected=affected, what=what, evidence=evidence_of(events, f"killed by {signal}", 6),
                               processes=where.processes, local_ranks=where.local_ranks,
-                              fix=None if signal == "SIGKILL" else (
+                              fix=None if signal == "SIGKILL" else _VANISHED_FIX if signal == "vanished" else (
                                   "Give the container more shared memory (--shm-size=8g or --ipc=host), or "
                                   "fewer DataLoader workers.")))
     return out
+
+
+_VANISHED_FIX = ("Look at the node's kernel log for the OOM killer (dmesg -T | grep -i 'killed process', or Ray's "
+                 "raylet.out and its memory monitor), and at the worker's own log in /tmp/ray/session_latest/logs "
+                 "for a native crash; give the workers more host memory or fewer DataLoader workers.")
 
 
 _OWN_ERRORS = (Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.FATAL_SIGNAL, Kind.CUDA_OOM, Kind.GPU_ERROR, Kind.ERROR_LINE,

@@ -153,6 +153,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.75, title, culprits=where.ranks, hosts=suspects,
                               what=what, evidence=evidence_of(events, "could not connect", MAX_CASCADE),
                               processes=where.processes, local_ranks=where.local_ranks))
+    out += _launch_unreachable(tl)
     system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", ""))]
     if system and not out and not _ran(tl):
         where = attribute(system, tl)
@@ -169,6 +170,31 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                                   "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
                                   "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
     return out
+
+
+def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
+    """mpirun, pdsh or horovodrun could not reach a node over ssh (its name does not resolve, port 22 is
+    closed, the keys are refused), or Open MPI's daemons could not start there: no rank started on it."""
+    events = tl.of(Kind.LAUNCH_UNREACHABLE)
+    if not events:
+        return []
+    hosts = sorted({str(e.data["host"]) for e in events if e.data.get("host")})
+    errors = sorted({str(e.data.get("error")) for e in events if e.data.get("host") or len(events) == 1})
+    if hosts:
+        title = (f"the launcher could not reach {', '.join(hosts[:4])} over ssh ({'; '.join(errors)[:90]}): no "
+                 "process started there")
+    else:
+        title = f"the launcher could not start its processes on another node ({'; '.join(errors)[:90]})"
+    what = ("Multi-node launchers (mpirun, pdsh for DeepSpeed, horovodrun) start the processes of the other nodes "
+            "over ssh, and Open MPI's daemons then call back. That failed before any rank ran there, so the job stopped (or the others wait at the rendezvous): a "
+            "host name the launching node cannot resolve, ssh closed or keys refused, or a daemon that could not "
+            "call back.")
+    fix = ("From the launching node, `ssh HOST hostname` to every host of the hostfile must work without a prompt: "
+           "names that resolve (DNS or /etc/hosts; on Kubernetes the workers' headless Service, and dnsPolicy "
+           "ClusterFirst with hostNetwork), passwordless keys, port 22 open. For Open MPI, also "
+           "`--mca oob_tcp_if_include IFACE` so its daemons call back on a reachable interface.")
+    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.7 if hosts else 0.5, title, hosts=hosts, what=what, fix=fix,
+                       evidence=evidence_of(events, "the launcher could not reach the node", MAX_CASCADE))]
 
 
 def _store_shared(tl: Timeline, events: list[Event], crowded: list[tuple[int, int]]) -> Hypothesis:

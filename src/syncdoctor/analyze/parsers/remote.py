@@ -1,0 +1,89 @@
+"""A launcher that could not reach a node: ssh, pdsh, Open MPI's daemons, Ray's worker processes. Pure: no I/O.
+
+mpirun, pdsh (DeepSpeed's multi-node launcher) and Horovod's ``horovodrun`` start the processes of the other
+nodes over ssh; when a node's name does not resolve or its ssh is closed, no rank starts there and the job fails
+before any collective (or hangs at the rendezvous):
+
+* ssh: ``ssh: Could not resolve hostname worker-1.svc: Name or service not known``, ``ssh: connect to host
+  node2 port 22: Connection refused`` (or ``No route to host``, ``Connection timed out``), ``Host key verification
+  failed.``, ``Permission denied (publickey).``;
+* pdsh: ``pdsh@node1: node2: ssh exited with exit code 255``;
+* Open MPI / PRRTE: ``ORTE was unable to reliably start one or more daemons.``, ``ORTE does not know how to
+  route a message to the specified daemon``, ``An ORTE daemon has unexpectedly failed after launch``, ``PRTE has
+  lost communication with a remote daemon``;
+* Ray: ``A worker died or was killed while executing a task by an unexpected system error`` with its ``Worker
+  IP address``, ``Worker PID`` and ``Worker exit type: SYSTEM_ERROR``: the process vanished without an error of
+  its own (Ray lists the OOM killer first), read as a ``worker_failed`` of unknown signal; Ray Train's ``Worker 0
+  has failed.`` gives its rank (where one worker vanished and one failed).
+
+Each ssh or daemon line is a ``launch_unreachable`` event (``host`` when the line names it, ``error``, ``via``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from syncdoctor.analyze.model import Event, Kind, Origin
+from syncdoctor.analyze.parsers.base import Line, make_event
+
+__all__ = ["KEYWORDS", "parse"]
+
+KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permission denied (publickey",
+            "unable to reliably start", "route a message to the specified daemon", "daemon has unexpectedly failed",
+            "lost communication with a remote daemon", "A worker died or was killed", "has failed")
+
+_SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
+_SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
+_PDSH = re.compile(r"(?:pdsh@\S+: )?(?P<host>[\w.\-]+): ssh exited with exit code (?P<code>\d+)")
+_SSH_AUTH = re.compile(r"(?P<error>Host key verification failed|Permission denied \(publickey[^)]*\))")
+_DAEMONS = re.compile(r"(?P<who>\S+) was unable to reliably start one or more daemons|"
+                      r"(?P<who2>ORTE|PRTE|PRRTE) does not know how to route a message to the specified daemon|"
+                      r"An? (?P<who3>ORTE|PRTE|PRRTE) daemon has unexpectedly failed after launch|"
+                      r"(?P<who4>ORTE|PRTE|PRRTE) has lost communication with a remote daemon")
+_RAY_DIED = re.compile(r"A worker died or was killed while executing (?:a|the) task by an unexpected system error")
+# Ray Train's trainer about the same worker: ``(TorchTrainer pid=89392) Worker 0 has failed.`` (N: its world rank)
+_RAY_TRAIN = re.compile(r"\bWorker (?P<rank>\d+) has failed\b")
+_RAY_FIELD = re.compile(r"Worker (?P<key>IP address|PID|exit type): (?P<value>\S+)")
+
+
+def _ray(line: Line) -> list[Event]:
+    fields = {m["key"]: m["value"] for m in _RAY_FIELD.finditer(line.body)}
+    pid = fields.get("PID", "")
+    host = fields.get("IP address")
+    origin = Origin(host=host, pid=int(pid) if pid.isdigit() else None)
+    data: dict[str, object] = {"source": "ray", "exit_type": fields.get("exit type", "").rstrip("."),
+                               "oom_possible": "OOM killer" in line.body}
+    if pid.isdigit():
+        data["worker_pid"] = int(pid)
+    return [make_event(Kind.WORKER_FAILED, line, origin=origin, data=data)]
+
+
+def parse(line: Line) -> list[Event]:
+    body = line.body
+    if _RAY_DIED.search(body):
+        return _ray(line)
+    match = _RAY_TRAIN.search(body)
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, data={"source": "ray-train", "worker_rank": int(match["rank"]),
+                                                             "unknown_exit": True})]
+    for pattern, via in ((_SSH_RESOLVE, "ssh"), (_SSH_CONNECT, "ssh")):
+        match = pattern.search(body)
+        if match:
+            error = match["error"]
+            if pattern is _SSH_RESOLVE:
+                error = f"could not resolve hostname: {error}"
+            return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={"host": match["host"], "error": error[:120],
+                                                                     "via": via})]
+    match = _PDSH.search(body)
+    if match:
+        return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={
+            "host": match["host"], "error": f"ssh exited with exit code {match['code']}", "via": "pdsh"})]
+    match = _SSH_AUTH.search(body)
+    if match:
+        return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={"error": match["error"], "via": "ssh"})]
+    match = _DAEMONS.search(body)
+    if match:
+        who = match["who"] or match["who2"] or match["who3"] or match["who4"]
+        return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={
+            "error": match.group(0)[:120], "via": "Open MPI" if who == "ORTE" else "PRRTE"})]
+    return []
