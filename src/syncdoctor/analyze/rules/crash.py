@@ -126,9 +126,9 @@ def _peer_unknown(tl: Timeline) -> list[Hypothesis]:
             "exited or there was a network error'). The peer is not named in these lines, so the logs of the other "
             "ranks decide: one with an error of its own (a crash, the OOM killer) is the cause; if none has one, "
             "look at the network between the hosts.")
-    return [hypothesis(tl, Category.RANK_CRASHED, 0.35, title, culprits=where.ranks, hosts=where.hosts,
-                       what=what, evidence=evidence_of(lost, "lost a peer", MAX_CASCADE),
-                       processes=where.processes, local_ranks=where.local_ranks,
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.35, title, what=what,
+                       evidence=evidence_of(lost, "lost a peer", MAX_CASCADE),
+                       where=where,
                        fix="Collect every rank's log (torchrun --log-dir) and the kernel logs of the hosts "
                            "(`dmesg -T`: OOM killer, NIC errors) around that time; with NCCL_DEBUG=WARN the peer's "
                            "address is in the WARN line.")]

@@ -47,9 +47,9 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
             + ("The line names where it happened." if known else
                "It does not say which rank or host wrote it: the logs of every rank, with their file names or "
                "prefixes, would."))
-    return [hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, culprits=where.ranks,
-                       hosts=where.hosts, what=what, evidence=evidence_of(errors, "error, not explained", 8),
-                       processes=where.processes, local_ranks=where.local_ranks)]
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, what=what,
+                       evidence=evidence_of(errors, "error, not explained", 8),
+                       where=where)]
 
 
 def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis]:

@@ -71,10 +71,10 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         what = ("Gloo advertises the address the hostname resolves to (127.0.0.1 or Debian's 127.0.1.1 when "
                 "/etc/hosts maps it there), NCCL the first usable interface (docker0, a veth of a container, an "
                 "IPv6 link-local fe80:: address): no other host can connect to it.")
-        return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, culprits=where.ranks, hosts=where.hosts,
-                           what=what, evidence=evidence_of(unhosted, "advertises an unreachable address", 6)
+        return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what,
+                           evidence=evidence_of(unhosted, "advertises an unreachable address", 6)
                            + evidence_of(remote_only, "connecting to a peer at 127.0.0.1", MAX_CASCADE),
-                           processes=where.processes, local_ranks=where.local_ranks,
+                           where=where,
                            fix="export GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME=<the NIC on the cluster network> on "
                                "every host, or map the hostname to the host's cluster address in /etc/hosts.")]
     if not culprit_lines and not remote_only:
@@ -300,10 +300,10 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
         what = ("NCCL found the HCA but could not open it (a container without the device files or the RDMA "
                 "libraries, a missing driver), so it used TCP sockets: slow, and where the other hosts use IB, the "
                 "communicators cannot connect.")
-        return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.7, title, culprits=where.ranks, hosts=where.hosts,
-                           what=what, evidence=evidence_of(unavailable, "the IB device could not be used", 4)
+        return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.7, title, what=what,
+                           evidence=evidence_of(unavailable, "the IB device could not be used", 4)
                            + evidence_of(sockets[:2], "falls back to sockets"),
-                           processes=where.processes, local_ranks=where.local_ranks,
+                           where=where,
                            fix="Run the container with the RDMA devices (--device=/dev/infiniband, --cap-add=IPC_LOCK, "
                                "--network=host) and the rdma-core libraries; check `ibv_devinfo` inside it.")]
     if len(networks) < 2:

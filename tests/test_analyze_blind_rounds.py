@@ -1,0 +1,238 @@
+"""Readings added after the seventh and eighth blind harvests (the r10p-r10t and r11u-r11y cases of the real
+corpus), one behaviour per test, each with the look-alike it must not catch: launchers that cannot reach a
+node, a Ray worker that vanished, NCCL 2.4-2.7's own mismatch check, a timeout pasted only as its status line
+or its C++ backtrace, a watchdog timeout's group from its status line, ranks a dump signal shows inside the
+collective, a stuck watchdog after a timeout; the store's connect timeout before 1.13, a custom all-reduce
+without peer access, a GPU nvidia-smi or the kernel's PCIe reports lost, a closed rendezvous, and srun's exit
+codes after the process's own error. Lines are written as the tools print them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import read
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category, Diagnosis, Kind
+
+
+def diagnose(tmp_path: Path, text: str) -> Diagnosis:
+    path = tmp_path / "paste.txt"
+    path.write_text(text.strip("\n") + "\n")
+    return analyze_paths([str(path)]).diagnosis
+
+
+def test_ssh_that_cannot_resolve_a_node_is_a_node_the_launcher_cannot_reach(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, """
+ssh: Could not resolve hostname worker-1.train.default.svc: Name or service not known
+--------------------------------------------------------------------------
+ORTE was unable to reliably start one or more daemons.
+""").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and top.confidence >= 0.5
+    assert top.culprit_hosts == ("worker-1.train.default.svc",)
+    assert "could not resolve hostname" in top.title and "ssh" in top.fix
+
+
+def test_pdsh_and_a_refused_ssh_name_their_hosts(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, """
+pdsh@node1: node3: ssh exited with exit code 255
+ssh: connect to host node2 port 22: No route to host
+""").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE
+    assert set(top.culprit_hosts) == {"node2", "node3"}
+
+
+def test_open_mpi_daemons_alone_name_no_host(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "PRTE has lost communication with a remote daemon.").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and top.confidence < 0.6 and not top.culprit_hosts
+
+
+def test_negative_ssh_words_in_a_command_line_are_no_launch_failure() -> None:
+    assert not [e for e in read("+ ssh node2 'nvidia-smi' && echo ssh-ok\nusing ssh: yes") if
+                e.kind is Kind.LAUNCH_UNREACHABLE]
+
+
+_RAY = ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
+        "the problem, check the logs for the dead worker. RayTask ID: ff Worker ID: fe Node ID: 20 Worker IP address: "
+        "10.0.7.57 Worker port: 10046 Worker PID: 89513 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker "
+        "unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) "
+        "The process is killed by SIGKILL by OOM killer due to high memory usage.")
+
+
+def test_a_ray_worker_that_vanished_is_most_often_killed(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, _RAY + "\n(TorchTrainer pid=89392) Worker 0 has failed.").hypotheses[0]
+    assert top.category is Category.RANK_KILLED and 0.5 <= top.confidence < 0.8
+    assert top.culprit_ranks == (0,) and top.culprit_hosts == ("10.0.7.57",)
+    alone = diagnose(tmp_path, _RAY).hypotheses[0]
+    assert alone.category is Category.RANK_KILLED and not alone.culprit_ranks and "89513" in alone.title
+
+
+def test_nccl_mismatch_check_is_a_desync_that_points_at_a_rank(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective "
+                             "calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to "
+                             "see the collective logs").hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and "rank 39" in top.title
+
+
+def test_gloo_size_check_printed_by_terminate_is_a_desync(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, """
+terminate called after throwing an instance of 'gloo::EnforceNotMet'
+  what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 1046204 vs 1040256
+""").hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and "1046204" in top.what
+
+
+_STATUS = ("[rank7]:[E1129 11:56:57.642513817 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 7] "
+           "Timeout at NCCL work: 28956, last enqueued NCCL work: 28956, last completed NCCL work: 28955.")
+_CAUGHT = ("[rank7]:[E1129 11:56:57.600000000 ProcessGroupNCCL.cpp:632] [Rank 7] Watchdog caught collective operation "
+           "timeout: WorkNCCL(SeqNum=28956, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+           "600020 milliseconds before timing out.")
+
+
+def test_a_status_line_alone_is_the_timeout_and_with_its_line_counts_once(tmp_path: Path) -> None:
+    alone = analyze_paths([str(_write(tmp_path, _STATUS))])
+    assert alone.diagnosis.hypotheses[0].category is Category.LAGGING_RANK  # another rank never arrived
+    assert alone.timeline.ranks[7].outcome == "timed-out"
+    both = analyze_paths([str(_write(tmp_path, _CAUGHT + "\n" + _STATUS))])
+    assert len([e for e in both.timeline.events if e.kind is Kind.WATCHDOG_TIMEOUT]) == 1
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "both.txt"
+    path.write_text(text + "\n")
+    return path
+
+
+_FRAMES = """
+frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x99 (0x7fe76ab98969 in /usr/lib/libc10.so)
+frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >) + 0x1e1 (0x7fe705ea04e1 in /usr/lib/libtorch_cuda.so)
+frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x222 (0x7fe705ea81a2 in /usr/lib/libtorch_cuda.so)
+"""
+
+
+def test_the_watchdogs_backtrace_alone_is_a_timeout_without_a_rank(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, _FRAMES).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.confidence <= 0.35 and not top.culprit_ranks
+    with_line = analyze_paths([str(_write(tmp_path, _CAUGHT + _FRAMES))])
+    timeouts = [e for e in with_line.timeline.events if e.kind is Kind.WATCHDOG_TIMEOUT]
+    assert [e.origin.rank for e in timeouts] == [7]  # the frames add nothing to the line they follow
+
+
+def test_negative_other_frames_are_not_errors(tmp_path: Path) -> None:
+    assert not read("frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7e in libc10.so)")
+
+
+def test_a_timeout_line_without_its_group_takes_the_group_of_its_status_line(tmp_path: Path) -> None:
+    diagnosis = diagnose(tmp_path, """
+[rank0]:[E822 16:31:16.131931664 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5730, OpType=BROADCAST, NumelIn=3612672, NumelOut=3612672, Timeout(ms)=600000) ran for 600009 milliseconds before timing out.
+[rank0]:[E822 16:31:16.132547721 ProcessGroupNCCL.cpp:2271] [PG ID 4 PG GUID 67 Rank 0]  failure detected by watchdog at work sequence id: 5730 PG status: last enqueued work: 6464, last completed work: 5729
+[rank3]:[E822 16:31:16.135435629 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5729, OpType=BROADCAST, NumelIn=3612672, NumelOut=3612672, Timeout(ms)=600000) ran for 600008 milliseconds before timing out.
+[rank3]:[E822 16:31:16.137270546 ProcessGroupNCCL.cpp:2271] [PG ID 4 PG GUID 67 Rank 3]  failure detected by watchdog at work sequence id: 5729 PG status: last enqueued work: 6464, last completed work: 5728
+""")
+    # both ranks enqueued up to 6464 in group 4: rank 3 is stuck in 5729, not short of 5730
+    assert not any(3 in h.culprit_ranks for h in diagnosis.hypotheses)
+    assert diagnosis.root_cause is None
+
+
+def test_a_rank_a_dump_signal_shows_inside_the_collective_is_not_late(tmp_path: Path) -> None:
+    diagnosis = diagnose(tmp_path, """
+[rank2]:[E901 05:20:03.118859045 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 2] Received a dump signal due to a collective timeout from  rank 6 and we will try our best to dump the debug info. Last enqueued NCCL work: 460631, last completed NCCL work: 460630.This is most likely caused by incorrect usages of collectives.
+[rank7]:[E901 05:20:03.123992144 ProcessGroupNCCL.cpp:632] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=460631, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.
+""")
+    named = {r for h in diagnosis.hypotheses for r in h.culprit_ranks}
+    assert not named & {2, 6, 7}, [h.title for h in diagnosis.hypotheses]
+
+
+def test_late_rank_negative_a_silent_rank_behind_is_still_named(tmp_path: Path) -> None:
+    """The look-alike: a rank whose status shows it short of the collective stays the late one."""
+    diagnosis = diagnose(tmp_path, """
+[rank2]:[E901 05:20:03.118859045 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 2] Received a dump signal due to a collective timeout from  rank 1 and we will try our best to dump the debug info. Last enqueued NCCL work: 460630, last completed NCCL work: 460630.
+[rank1]:[E901 05:20:03.123992144 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=460631, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.
+""")
+    assert diagnosis.hypotheses[0].culprit_ranks == (2,)
+
+
+_STUCK = ("[rank7]:[E626 05:14:36.393067540 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 7] "
+          "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+          "collectives.")
+_TIMEOUT_0506 = ("[rank2]:[E626 05:06:30.929096625 ProcessGroupNCCL.cpp:632] [Rank 2] Watchdog caught collective "
+                 "operation timeout: WorkNCCL(SeqNum=120049, OpType=_ALLGATHER_BASE, NumelIn=16384000, "
+                 "NumelOut=131072000, Timeout(ms)=1800000) ran for 1800065 milliseconds before timing out.")
+
+
+def test_a_watchdog_stuck_after_a_timeout_is_its_consequence(tmp_path: Path) -> None:
+    diagnosis = diagnose(tmp_path, _STUCK + "\n" + _TIMEOUT_0506)
+    stuck = [h for h in diagnosis.hypotheses if h.category is Category.WATCHDOG_STUCK]
+    assert stuck and stuck[0].confidence < 0.3 and not stuck[0].root_cause
+    assert diagnosis.hypotheses[0].category is not Category.WATCHDOG_STUCK
+
+
+def test_negative_a_watchdog_stuck_before_the_timeouts_stays_the_finding(tmp_path: Path) -> None:
+    early = _STUCK.replace("05:14:36", "04:50:00")  # stuck since 04:42, the timeout came at 05:06
+    diagnosis = diagnose(tmp_path, early + "\n" + _TIMEOUT_0506)
+    stuck = [h for h in diagnosis.hypotheses if h.category is Category.WATCHDOG_STUCK]
+    assert stuck and stuck[0].confidence >= 0.6
+
+
+def test_the_stores_connect_timeout_before_1_13_is_a_store_nobody_reaches(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, """
+Traceback (most recent call last):
+  File "/env/lib/python3.9/site-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 155, in _create_tcp_store
+    store = TCPStore(
+RuntimeError: connect() timed out. Original timeout was 60000 ms.
+""").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "store" in top.title
+
+
+_CUSTOM_AR = ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'peer access is not supported between "
+              "these two devices'")
+
+
+def test_a_custom_all_reduce_without_peer_access_says_to_disable_it(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, _CUSTOM_AR + "\n" + _CUSTOM_AR).hypotheses[0]
+    assert top.category is Category.PEER_ACCESS and "--disable-custom-all-reduce" in (top.fix or "")
+
+
+def test_nccls_own_peer_access_failure_is_one_event_with_nccls_fix(tmp_path: Path) -> None:
+    line = ("node1:123:456 [1] transport/p2p.cc:200 NCCL WARN Cuda failure 217 'peer access is not supported between "
+            "these two devices'")
+    assert len([e for e in read(line) if e.kind is Kind.PEER_ACCESS]) == 1
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.PEER_ACCESS and "custom" not in (top.fix or "")
+
+
+def test_a_gpu_nvidia_smi_or_the_kernel_lost_is_a_gpu_fault(tmp_path: Path) -> None:
+    smi = diagnose(tmp_path, "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error").hypotheses[0]
+    assert smi.category is Category.GPU_ERROR
+    aer = diagnose(tmp_path, """
+[  +0.000844] nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)
+[  +0.000008] pcieport 0000:00:03.0: AER: device recovery failed
+""").hypotheses[0]
+    assert aer.category is Category.GPU_ERROR and "PCIe" in aer.title
+
+
+def test_negative_corrected_pcie_errors_are_not_a_gpu_fault() -> None:
+    lines = """
+[  +0.000316] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0
+[  +0.000005] pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)
+"""
+    assert not [e for e in read(lines) if e.kind is Kind.GPU_ERROR]
+
+
+_CLOSED = """
+    raise RendezvousClosedError()
+torch.distributed.elastic.rendezvous.api.RendezvousClosedError
+srun: error: cdr2596: task 1: Exited with exit code 1
+srun: error: cdr2598: task 2: Exited with exit code 1
+"""
+
+
+def test_a_closed_rendezvous_is_read_before_the_exit_codes_it_caused(tmp_path: Path) -> None:
+    diagnosis = diagnose(tmp_path, _CLOSED)
+    top = diagnosis.hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and "closed" in top.title
+    assert not [h for h in diagnosis.hypotheses if h.category is Category.RANK_CRASHED]
+
+
+def test_negative_srun_exit_codes_alone_are_a_worker_that_died(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "srun: error: cdr2596: task 1: Exited with exit code 1").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "cdr2596" in top.title
