@@ -141,6 +141,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"specified daemon",
     b"remote daemon",
     b"worker died",  # Ray: A worker died or was killed while executing a task …
+    b"device handle",  # nvidia-smi: Unable to determine the device handle for GPU0000:03:00.0: Unknown Error
+    b"GPU is lost",
+    b"AER:",  # the kernel's PCIe error reports: nvidia 0000:03:00.0: AER: can't recover
+    b"peer access",  # custom all-reduce kernels: 'peer access is not supported between these two devices'
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

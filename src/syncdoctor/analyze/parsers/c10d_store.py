@@ -34,7 +34,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
-            "raised from doWait")
+            "raised from doWait", "connect() timed out")
 
 _UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
@@ -63,6 +63,11 @@ _CONNECT = re.compile(
 )
 
 
+# the store client's connect before 1.13 (c10d's tcputils): ``RuntimeError: connect() timed out. Original timeout
+# was 60000 ms.``, raised from TCPStore's constructor (torchrun's c10d rendezvous, init_process_group)
+_CONNECT_OLD = re.compile(r"connect\(\) timed out\. Original timeout was (?P<ms>\d+) ms")
+
+
 def _key_ranks(keys: str) -> list[int]:
     ranks = []
     for key in re.split(r"[,\s]+", keys.strip(" []")):
@@ -84,6 +89,10 @@ def parse(line: Line) -> list[Event]:
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"]) if bound else None, "error": "Address already in use"})]
+    match = _CONNECT_OLD.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "ms": int(match["ms"]),
+                                                          "error": "timed out"})]
     if _DO_WAIT.search(body):
         return [make_event(Kind.STORE_ERROR, line, data={"what": "wait", "ms": None, "keys": "", "missing_ranks": []})]
     if _STORE_LOST.search(body):

@@ -4,7 +4,12 @@
   C++ exception, ``Process group watchdog thread terminated with exception: CUDA error: …``), ``CUDA error:
   uncorrectable ECC error encountered``, ``unspecified launch failure``, ``misaligned address``;
 * the driver API's names: ``CUDA_ERROR_ECC_UNCORRECTABLE``, ``CUDA_ERROR_ILLEGAL_ADDRESS``, ``returned error 214``;
-* the kernel log: ``NVRM: Xid (PCI:0000:3b:00): 79, pid=…, GPU has fallen off the bus.``
+* the kernel log: ``NVRM: Xid (PCI:0000:3b:00): 79, pid=…, GPU has fallen off the bus.``; its PCIe error
+  reports about the GPU's function that it cannot recover from (``nvidia 0000:03:00.0: AER: can't recover``);
+* ``peer access is not supported between these two devices`` from a kernel of the program's own (vLLM's and
+  SGLang's custom all-reduce) or a CUDA call: ``peer_access`` (NCCL's own ``Cuda failure 217`` is :mod:`.nccl_warn`'s);
+* ``nvidia-smi`` on a GPU the driver lost: ``Unable to determine the device handle for GPU0000:03:00.0: Unknown
+  Error``, ``GPU 00000000:3B:00.0: GPU is lost``.
 
 A ``device-side assert triggered`` is the program's (an index out of range), not the GPU's: it is left to the
 exception the traceback parser reads. NCCL's ``Cuda failure 700 '…'`` is read by :mod:`.nccl_warn`.
@@ -19,11 +24,20 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("CUDA error", "CUDA_ERROR_", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]")
+KEYWORDS = ("CUDA error", "CUDA_ERROR_", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+            "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported")
 
 _CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]):? (?P<msg>[^\n.]{3,160})")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
+# nvidia-smi on a GPU the driver lost: ``Unable to determine the device handle for GPU0000:03:00.0: Unknown Error``,
+# ``GPU 00000000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU``
+_SMI = re.compile(r"Unable to determine the device handle for GPU ?(?P<pci>[0-9A-Fa-f:.]+): (?P<msg>.+?)\s*$"
+                  r"|GPU (?P<pci2>[0-9A-Fa-f:.]+): GPU is lost")
+# the kernel's PCIe error reporting about the GPU's own function: ``nvidia 0000:03:00.0: AER: can't recover (no
+# error_detected callback)``, ``nvidia 0000:3b:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal) …``
+_AER = re.compile(r"\bnvidia (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): (?:AER: )?(?P<msg>"
+                  r"(?:AER: )?can't recover.*|.*severity=Uncorrected.*|.*device recovery failed.*)$")
 _HARDWARE = ("ECC", "fallen off the bus", "Xid", "uncorrectable", "ECC_UNCORRECTABLE", "HARDWARE")
 _PROGRAM = ("device-side assert", "out of memory", "invalid device ordinal", "no kernel image", "busy or unavailable")
 
@@ -35,6 +49,20 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "xid": int(match["xid"]), "pci": match["pci"], "message": body[match.end():].strip(" ,")[:160],
             "hardware": True, "source": "xid"})]
+    if "peer access is not supported" in body and "Cuda failure" not in body:  # a kernel of the program's own that needs P2P (custom all-reduce)
+        source = "custom-allreduce" if "custom_all_reduce" in body or "custom all" in body.lower() else "cuda"
+        return [make_event(Kind.PEER_ACCESS, line, data={"cuda_error": 217, "message": body.strip()[:200],
+                                                          "source": source})]
+    match = _SMI.search(body)
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "pci": match["pci"] or match["pci2"], "message": (match["msg"] or "GPU is lost").strip()[:160],
+            "hardware": True, "source": "nvidia-smi"})]
+    match = _AER.search(body)
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "pci": match["pci"], "message": f"PCIe error the driver could not recover from ({match['msg'].strip()[:120]})",
+            "hardware": True, "source": "pcie-aer"})]
     match = _CUDA.search(body) or _DRIVER.search(body)
     if not match:
         return []

@@ -55,6 +55,7 @@ from syncdoctor.analyze.rules.setup import (
     nccl_plugin_mismatch,
     nccl_version_mismatch,
     peer_unreachable,
+    rendezvous_closed,
     rendezvous_timeout,
     store_port_taken,
 )
@@ -88,6 +89,7 @@ RULES: tuple[Rule, ...] = (
     nccl_plugin_mismatch,
     peer_unreachable,
     rendezvous_timeout,
+    rendezvous_closed,
     store_port_taken,
 )
 

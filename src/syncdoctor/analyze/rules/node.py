@@ -73,10 +73,8 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
         confidence = 0.5
         what += (" Each process reported it after its own InfiniBand retry-exceeded error: most likely a "
                  "consequence of tearing NCCL down after that network failure, not the GPU's own fault.")
-    return [*out, hypothesis(tl, Category.GPU_ERROR, confidence, title, culprits=where.ranks,
-                             hosts=where.hosts, affected=affected, what=what, fix=fix,
-                             evidence=evidence_of(events, "the GPU's error", 6), processes=where.processes,
-                             local_ranks=where.local_ranks)]
+    return [*out, hypothesis(tl, Category.GPU_ERROR, confidence, title, affected=affected, what=what, fix=fix,
+                             evidence=evidence_of(events, "the GPU's error", 6), where=where)]
 
 
 def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
@@ -172,9 +170,9 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
     fix = ("Reduce the memory that rank needs (batch size, activation checkpointing, sharding) or find why it "
            "needs more than the others (a longer sequence, an uneven split); PYTORCH_CUDA_ALLOC_CONF="
            "expandable_segments:True if fragmentation is the problem.")
-    return [hypothesis(tl, Category.RANK_OUT_OF_MEMORY, 0.75, title, culprits=where.ranks, hosts=where.hosts,
-                       affected=affected, what=what, fix=fix, evidence=evidence_of(events, "out of GPU memory", 6),
-                       processes=where.processes, local_ranks=where.local_ranks)]
+    return [hypothesis(tl, Category.RANK_OUT_OF_MEMORY, 0.75, title, affected=affected, what=what, fix=fix,
+                       evidence=evidence_of(events, "out of GPU memory", 6),
+                       where=where)]
 
 
 def _after_network_failure(tl: Timeline, event: Event) -> bool:
@@ -193,7 +191,7 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
     reports = tl.of(Kind.WORKER_FAILED)
     tables = {e.ref.source for e in reports if e.data.get("source") == "summary"}
     reports = [e for e in reports if not (e.data.get("source") == "record" and e.ref.source in tables)
-               and not (e.data.get("source") == "mpirun-summary" and _own_error_before(tl, e))]
+               and not (_exit_code_only(e) and _own_error_before(tl, e))]
     placements = [e for e in reports if e.data.get("placement")]
     known = {(e.ref.source, e.origin.local_rank) for e in reports if not e.data.get("unknown_exit")}
     for event in reports:
@@ -264,9 +262,9 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             what = ("SIGBUS is what a process gets when a page of a memory-mapped file cannot be backed: with "
                     "PyTorch that is /dev/shm, used by DataLoader workers and NCCL's shared-memory transport.")
             category, confidence = Category.SHM_EXHAUSTED, 0.6
-        out.append(hypothesis(tl, category, confidence, title, culprits=where.ranks, hosts=where.hosts,
-                              affected=affected, what=what, evidence=evidence_of(events, f"killed by {signal}", 6),
-                              processes=where.processes, local_ranks=where.local_ranks,
+        out.append(hypothesis(tl, category, confidence, title, affected=affected, what=what,
+                              evidence=evidence_of(events, f"killed by {signal}", 6),
+                              where=where,
                               fix=None if signal == "SIGKILL" else _VANISHED_FIX if signal == "vanished" else (
                                   "Give the container more shared memory (--shm-size=8g or --ipc=host), or "
                                   "fewer DataLoader workers.")))
@@ -282,9 +280,16 @@ _OWN_ERRORS = (Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.FATAL_SIGNAL, Kind.CUDA_OOM
                Kind.NCCL_WARN)
 
 
+def _exit_code_only(report: Event) -> bool:
+    """A report that says only that a process failed: Open MPI's summary, srun's ``Exited with exit code N``."""
+    source = report.data.get("source")
+    return source == "mpirun-summary" or (source == "slurm" and not report.data.get("signal")
+                                          and report.data.get("exitcode") is not None)
+
+
 def _own_error_before(tl: Timeline, summary: Event) -> bool:
-    """Open MPI's "1 process returned a non-zero exit code" after the process's own error in the same output:
-    that error says more than the summary."""
+    """Open MPI's "1 process returned a non-zero exit code" (or srun's "task N: Exited with exit code 1") after
+    the process's own error in the same output: that error says more than the exit code."""
     return any(e.ref.source == summary.ref.source and e.ref.line < summary.ref.line
                for e in tl.of(*_OWN_ERRORS))
 
@@ -339,9 +344,9 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
     what = (f"The launcher reports {where.text or 'a worker'} dead ({', '.join(how)}). A worker that dies takes "
             "the job down: the others lose their connection to it or time out. Its own output (above the "
             "launcher's report, or in its log file) says why: a traceback, a segfault in an extension, an abort.")
-    return hypothesis(tl, Category.RANK_CRASHED, 0.6, title, culprits=where.ranks, hosts=where.hosts,
-                      affected=affected, what=what, evidence=evidence_of(events, "the launcher's report", 6),
-                      processes=where.processes, local_ranks=where.local_ranks,
+    return hypothesis(tl, Category.RANK_CRASHED, 0.6, title, affected=affected, what=what,
+                      evidence=evidence_of(events, "the launcher's report", 6),
+                      where=where,
                       fix="Read that worker's own output (torchrun --log-dir or --tee 3 keep it per rank); for "
                           "SIGSEGV/SIGABRT run it with `python -X faulthandler` to get its stack.")
 
@@ -370,9 +375,9 @@ def ib_completion_error(tl: Timeline) -> list[Hypothesis]:
                      "the GPU's memory through GPUDirect RDMA, blocked by PCIe ACS or the IOMMU.")
         elif status == 5:
             what += " Work requests flushed: the queue pair was already in error; look for the first error."
-        out.append(hypothesis(tl, Category.IB_COMPLETION, 0.85 if status != 5 else 0.6, title, culprits=where.ranks,
-                              hosts=where.hosts, what=what, evidence=evidence_of(group, f"IB status {status}", 8),
-                              processes=where.processes, local_ranks=where.local_ranks))
+        out.append(hypothesis(tl, Category.IB_COMPLETION, 0.85 if status != 5 else 0.6, title, what=what,
+                              evidence=evidence_of(group, f"IB status {status}", 8),
+                              where=where))
     return out
 
 
@@ -394,6 +399,6 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
     what = (f"NCCL got asynchronous IB events ({', '.join(kinds)}) on {where.text or 'a host'}: the link under the "
             "job went down there, and the other hosts' transfers to it fail or time out (often as retry-exceeded, "
             "status 12).")
-    return [hypothesis(tl, Category.IB_PORT_DOWN, 0.9, title, culprits=where.ranks, hosts=where.hosts,
-                       affected=affected, what=what, evidence=evidence_of(events, "IB async event", MAX_CASCADE),
-                       processes=where.processes, local_ranks=where.local_ranks)]
+    return [hypothesis(tl, Category.IB_PORT_DOWN, 0.9, title, affected=affected, what=what,
+                       evidence=evidence_of(events, "IB async event", MAX_CASCADE),
+                       where=where)]

@@ -74,7 +74,8 @@ def from_horovod(tl: Timeline) -> list[Hypothesis]:
             odd = sorted(groups[0])
             title = (f"collective desync: Horovod's stall inspector shows rank{'s' if len(odd) > 1 else ''} "
                      f"{fmt_ranks(odd)} submitting other tensors than the rest")
-            return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.75, title, culprits=odd, what=what, evidence=evidence,
+            return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.75, title, culprits=odd, what=what,
+                               evidence=evidence,
                                fix="Make every rank submit the same tensors in the same order (no rank-dependent "
                                    "branch around allreduce/broadcast; the same number of batches per rank).")]
     if not missing and ready_sets:  # the ranks not ready for every stalled tensor

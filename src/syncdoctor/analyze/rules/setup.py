@@ -17,8 +17,8 @@ from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of,
 from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.timeline import Timeline
 
-__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_timeout",
-           "store_port_taken"]
+__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_closed",
+           "rendezvous_timeout", "store_port_taken"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
                 "connection abort", "Proxy Call")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
@@ -163,9 +163,9 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                 "a socket that could not connect (a firewall, containers on bridge networks, an interface the other "
                 "host cannot reach), sometimes /dev/shm or locked memory. Its NCCL WARN line names it; run with "
                 "NCCL_DEBUG=INFO to get it.")
-        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.45, title, culprits=where.ranks, hosts=where.hosts,
-                              what=what, evidence=evidence_of(system, "NCCL's own error", 4),
-                              processes=where.processes, local_ranks=where.local_ranks,
+        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.45, title, what=what,
+                              evidence=evidence_of(system, "NCCL's own error", 4),
+                              where=where,
                               fix="Re-run with NCCL_DEBUG=INFO (the WARN line names the failed call), run "
                                   "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
                                   "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
@@ -186,9 +186,9 @@ def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
     else:
         title = f"the launcher could not start its processes on another node ({'; '.join(errors)[:90]})"
     what = ("Multi-node launchers (mpirun, pdsh for DeepSpeed, horovodrun) start the processes of the other nodes "
-            "over ssh, and Open MPI's daemons then call back. That failed before any rank ran there, so the job stopped (or the others wait at the rendezvous): a "
-            "host name the launching node cannot resolve, ssh closed or keys refused, or a daemon that could not "
-            "call back.")
+            "over ssh, and Open MPI's daemons then call back. That failed before any rank ran there, so the job "
+            "stopped (or the others wait at the rendezvous): a host name the launching node cannot resolve, ssh "
+            "closed or keys refused, or a daemon that could not call back.")
     fix = ("From the launching node, `ssh HOST hostname` to every host of the hostfile must work without a prompt: "
            "names that resolve (DNS or /etc/hosts; on Kubernetes the workers' headless Service, and dnsPolicy "
            "ClusterFirst with hostNetwork), passwordless keys, port 22 open. For Open MPI, also "
@@ -258,3 +258,25 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.7, title, affected=waiting,
                        what=what + (f" Ranks {fmt_ranks(waiting)} waited." if waiting else ""),
                        evidence=evidence_of(events, "waiting for the others", MAX_CASCADE))]
+
+
+def rendezvous_closed(tl: Timeline) -> list[Hypothesis]:
+    """torchrun's ``RendezvousClosedError``: another node's agent closed the rendezvous (it gave up, finished,
+    ran out of restarts or was stopped) while this one tried to join; a closing at shutdown is not one."""
+    events = [e for e in tl.of(Kind.STORE_ERROR)
+              if e.data.get("what") == "rendezvous-closed" and not e.data.get("at_shutdown")]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    title = (f"torchrun's rendezvous was closed while {where.text or 'this node'} tried to join: another node's "
+             "agent ended it")
+    what = ("An agent closes the rendezvous for everyone when it stops: its workers failed past --max-restarts, it "
+            "finished, or it was stopped (Ctrl-C, the scheduler). The agents that join afterwards get "
+            "RendezvousClosedError. The first agent to stop is the one to read; under Slurm a common cause is two "
+            "torchrun agents per node (--ntasks-per-node must be 1 with torchrun), the second of which cannot "
+            "bind the rendezvous port and fails.")
+    fix = ("Read the other nodes' agent logs for the first failure; start one torchrun per node (srun "
+           "--ntasks-per-node=1), give every job its own --rdzv-id, and check that no earlier attempt's agents "
+           "are still running.")
+    return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.5, title, where=where, what=what, fix=fix,
+                       evidence=evidence_of(events, "the rendezvous was closed", MAX_CASCADE))]
