@@ -76,6 +76,12 @@ def test_classification_properties(cpu: float, io: float, flips: list[bool]) -> 
     ((*LOOP, ("/venv/lib/python3.11/site-packages/torch/distributed/checkpoint/state_dict_saver.py", "save")),
      "torch.distributed.checkpoint"),
     ((*LOOP, ("/venv/lib/python3.11/site-packages/safetensors/torch.py", "save_file")), "safetensors.save_file"),
+    # a phase inside another: the outer one says what the job does (DCP's writer calls torch.save)
+    ((*LOOP, ("/venv/lib/python3.11/site-packages/torch/distributed/checkpoint/state_dict_saver.py", "save"),
+      ("/venv/lib/python3.11/site-packages/torch/distributed/checkpoint/filesystem.py", "_write_item"),
+      ("/venv/lib/python3.11/site-packages/torch/serialization.py", "save")), "torch.distributed.checkpoint"),
+    ((*LOOP, ("/venv/lib/python3.11/site-packages/transformers/trainer.py", "_save_checkpoint"),
+      ("/venv/lib/python3.11/site-packages/safetensors/torch.py", "save_file")), "transformers checkpoint"),
     ((*LOOP, ("/venv/lib/python3.11/site-packages/torch/serialization.py", "load")), ""),  # loading is not saving
     (LOOP, ""),
 ])

@@ -65,8 +65,10 @@ class Sample(NamedTuple):
 
 
 def recognise_phase(stack: Sequence[tuple[str, str]]) -> str:
-    """The solo phase the stack makes certain (innermost match wins), or ``""``."""
-    for file, function in reversed(stack):
+    """The solo phase the stack makes certain, or ``""``. The outermost match wins: what the job is doing
+    (``torch.distributed.checkpoint``, a trainer's checkpoint), not the write it is in at that moment (the
+    ``torch.save`` that DCP's writer calls), so two samples of one phase name it alike."""
+    for file, function in stack:
         path = file.replace("\\", "/")
         for fragment, name, phase in KNOWN_PHASES:
             if fragment in path and (not name or function == name):
