@@ -236,3 +236,108 @@ def test_a_closed_rendezvous_is_read_before_the_exit_codes_it_caused(tmp_path: P
 def test_negative_srun_exit_codes_alone_are_a_worker_that_died(tmp_path: Path) -> None:
     top = diagnose(tmp_path, "srun: error: cdr2596: task 1: Exited with exit code 1").hypotheses[0]
     assert top.category is Category.RANK_CRASHED and "cdr2596" in top.title
+
+
+# --- the ninth round ------------------------------------------------------------------------------------------
+
+def _retry(n: int) -> str:
+    return (f"zgiot:1183664:1184669 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying "
+            f"({n}/34) after sleep for {n * 100} msec")
+
+
+def test_nccls_last_connect_retry_is_a_peer_it_cannot_reach(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "\n".join(_retry(n) for n in range(30, 35))).hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "No route to host" in top.title
+    assert "zgiot" in top.title
+
+
+def test_negative_connect_retries_still_under_way_are_no_failure() -> None:
+    assert not [e for e in read("\n".join(_retry(n) for n in range(1, 10))) if e.kind is Kind.NCCL_CONNECT_FAILED]
+
+
+def test_ranks_a_failure_table_shows_ended_by_sigbus_are_shared_memory(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, """
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+finetune.py FAILED
+Failures:
+[1]:
+  time      : 2023-04-14_06:35:35
+  host      : 32a68c302449
+  rank      : 1 (local_rank: 1)
+  exitcode  : -7 (pid: 3112)
+  error_file: <N/A>
+  traceback : Signal 7 (SIGBUS) received by PID 3112
+Root Cause (first observed failure):
+[0]:
+  time      : 2023-04-14_06:35:35
+  host      : 32a68c302449
+  rank      : 0 (local_rank: 0)
+  exitcode  : -7 (pid: 3111)
+  error_file: <N/A>
+  traceback : Signal 7 (SIGBUS) received by PID 3111
+""").hypotheses[0]
+    assert top.category is Category.SHM_EXHAUSTED and set(top.culprit_ranks) == {0, 1}
+    assert "shm-size" in (top.fix or "")
+
+
+_STOPS = "\n".join(f"[2023-12-22 07:10:38,757] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending "
+                   f"process {pid} closing signal SIGTERM" for pid in (86503, 86504, 86506))
+
+
+def test_a_workers_own_error_then_the_launcher_stopping_the_others_is_that_worker(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't "
+                             "allocate memory: you tried to allocate 268435456 bytes. Error code 12 (Cannot allocate "
+                             "memory)\n" + _STOPS).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "host memory" in top.title and "3 workers" in top.title
+
+
+def test_negative_the_agents_own_rendezvous_error_is_not_a_workers(tmp_path: Path) -> None:
+    diagnosis = diagnose(tmp_path, """
+    raise RendezvousClosedError()
+torch.distributed.elastic.rendezvous.api.RendezvousClosedError
+""" + _STOPS)
+    assert not [h for h in diagnosis.hypotheses if h.category is Category.RANK_CRASHED]
+
+
+def test_a_shell_prompt_names_the_host_of_the_output_after_it(tmp_path: Path) -> None:
+    diagnosis = diagnose(tmp_path, """
+zeyer@cn-234 ~ % nvidia-smi
+Unable to determine the device handle for GPU0000:03:00.0: Unknown Error
+""")
+    assert diagnosis.hypotheses[0].culprit_hosts == ("cn-234",)
+    events = read("[user@gpu01 work]$ nvidia-smi\nGPU 00000000:3B:00.0: GPU is lost.  Reboot the system\n\n"
+                  "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                  "root@node7:~# dmesg\nNVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.")
+    hosts = [e.origin.host for e in events if e.kind is Kind.GPU_ERROR]
+    assert hosts == ["gpu01", None, "node7"]  # a blank line ends the first prompt's output
+
+
+def test_negative_addresses_and_pdsh_are_not_prompts() -> None:
+    events = read("pdsh@node1: node2: ssh exited with exit code 255\n"
+                  "mail admin@cluster.example.com # about it\nRuntimeError: CUDA error: unspecified launch failure")
+    assert [e.origin.host for e in events if e.kind is Kind.GPU_ERROR] == [None]
+
+
+# --- the tenth round ------------------------------------------------------------------------------------------
+
+def test_nccls_shm_error_repeated_as_last_error_wins_over_its_cuda_wrapping(tmp_path: Path) -> None:
+    diagnosis = diagnose(tmp_path, """
+(VllmWorkerProcess pid=3985) ERROR 01-15 02:47:32 multiproc_worker_utils.py:226] torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5
+(VllmWorkerProcess pid=3985) ERROR 01-15 02:47:32 multiproc_worker_utils.py:226] ncclUnhandledCudaError: Call to CUDA function failed.
+(VllmWorkerProcess pid=3985) ERROR 01-15 02:47:32 multiproc_worker_utils.py:226] Last error:
+(VllmWorkerProcess pid=3985) ERROR 01-15 02:47:32 multiproc_worker_utils.py:226] Error while creating shared memory segment /dev/shm/nccl-g0wGsu (size 9637888)
+""")
+    assert diagnosis.hypotheses[0].category is Category.SHM_EXHAUSTED
+
+
+def test_negative_an_unhandled_cuda_error_alone_stays_the_gpu(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:275, unhandled cuda "
+                             "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5").hypotheses[0]
+    assert top.category is Category.GPU_ERROR
+
+
+def test_gloo_without_an_interface_or_a_host_name_cannot_start(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "RuntimeError: [enforce fail at C:\\\\cb\\\\pytorch_1000000000000\\\\work\\\\third_party\\\\gloo\\\\"
+                             "gloo\\\\transport\\\\uv\\\\device.cc:153] rp != nullptr. GlooDeviceFactory::makeUVDevice(): "
+                             "interface or hostname can't be empty").hypotheses[0]
+    assert top.category is Category.INTERFACE_MISSING and "None" not in top.title and "MASTER_ADDR" in (top.fix or "")

@@ -124,7 +124,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"received by PID",
     b"Main process received",
     b"EXIT STRING",
-    b"returned",  # mpirun: N processes returned non-zero exit codes / … process returned
+    b"returned",  # mpirun: N processes returned non-zero exit codes; NCCL INFO: connect returned …, retrying
     b"EXIT CODE",
     b"RUNNING AT",
     b"oom_kill",
@@ -145,6 +145,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"GPU is lost",
     b"AER:",  # the kernel's PCIe error reports: nvidia 0000:03:00.0: AER: can't recover
     b"peer access",  # custom all-reduce kernels: 'peer access is not supported between these two devices'
+    b"shared memory",  # NCCL's shm error repeated by 'Last error:' without its WARN: … shared memory segment …
+    b"posix_fallocate",
+    b"can't be empty",  # gloo's makeUVDevice(): interface or hostname can't be empty (Windows, libuv)
+    b"@",  # a shell prompt pasted with its command's output: zeyer@cn-234 ~ % nvidia-smi (textlog reads the host)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -6,8 +6,9 @@ Every line is counted (evidence cites ``file:line``) but only lines containing a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line, start_followers
@@ -29,6 +30,11 @@ class TextStats:
 
 
 _INFO = b" NCCL INFO "
+# a shell prompt pasted with a command's output: ``zeyer@cn-234 ~ % nvidia-smi``, ``root@node1:~# dmesg -T``,
+# ``[user@gpu01 work]$ python train.py``, ``(base) user@host:~$ …``: the lines after it, up to a blank line or the
+# next prompt, come from that host (where they do not name one themselves)
+_PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-]*(?:\.[\w-]+)*)"
+                     rb"(?:[: ][^\n$#%]{0,80})?\]?\s?[$#%] ")
 _MAX_SEEN = 200_000  # distinct NCCL INFO keys remembered (bounded memory whatever the log)
 
 
@@ -54,6 +60,12 @@ def _info_key(raw: bytes, at: int) -> bytes | None:
     if sized < 0:
         return None
     return raw[:colon] + b"|COMPLETE|" + raw[sized + 8: sized + 16].split(b" ", 1)[0]
+
+
+def _blank_line(block: bytes, after: int, before: int) -> bool:
+    """A blank line between two positions of ``block``: the end of a prompt's output."""
+    gap = block[after:before]
+    return b"\n\n" in gap or b"\n\r\n" in gap or b"\n \n" in gap
 
 
 @dataclass
@@ -116,11 +128,20 @@ def read_text(
         counted_pos = 0
         counted = lines_before
         find = block.find
+        prompt_end = -1  # where the last line read in a prompt's scope ends in this block (-1: no prompt)
         for start in scanner.line_starts(block):
             end = find(b"\n", start)
             if end == -1:
                 end = len(block)
             raw = block[start:end]
+            if prompt_end >= 0:  # each gap is looked at once: the scope moves on with the lines read
+                if _blank_line(block, prompt_end, start):
+                    prompt_end, state.file_origin = -1, file_origin
+                else:
+                    prompt_end = end
+            if b"@" in raw and (prompt := _PROMPT.match(raw)) is not None and file_origin.host is None:
+                prompt_end = end
+                state.file_origin = replace(file_origin, host=prompt["host"].decode("ascii", "replace"))
             at = raw.find(_INFO)
             if at >= 0:  # NCCL chatter: most of it repeats per communicator, skip what was seen
                 key = _info_key(raw, at)
@@ -133,7 +154,7 @@ def read_text(
             counted += block.count(b"\n", counted_pos, start)
             counted_pos = start
             number = counted + 1
-            line = make_line(_decode(raw), Ref(source, number), file_origin)
+            line = make_line(_decode(raw), Ref(source, number), state.file_origin)
             stats.candidates += 1
             events.extend(parse_line(line))
             for follower in start_followers(line):
@@ -141,6 +162,7 @@ def read_text(
                 if _feed(state, active, block, end + 1, number + 1):
                     state.active.append(active)
         lines_before = counted + block.count(b"\n", counted_pos)
+        state.file_origin = file_origin  # a prompt's scope ends with its block
     for active in state.active:
         events.extend(active.follower.finish())
     events[first:] = drop_records_inside_tables(events[first:])

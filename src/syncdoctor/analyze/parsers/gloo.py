@@ -30,6 +30,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 __all__ = ["KEYWORDS", "MeshFollower", "follow", "is_loopback", "parse"]
 
 KEYWORDS = (
+    "hostname can't be empty",
     "Timed out waiting",
     "pair closure",
     "closed by peer",
@@ -125,6 +126,9 @@ def parse(line: Line) -> list[Event]:
     if iface:
         events.append(make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": iface["ifname"].rstrip(".,"), "transport": "gloo"}))
+    if "interface or hostname can't be empty" in body:  # makeUVDevice (libuv, Windows): no interface, no name
+        events.append(make_event(Kind.INTERFACE_MISSING, line, data={
+            "ifname": None, "transport": "gloo", "message": body.strip()[:300]}))
     size = _SIZE.search(body)
     if size:
         events.append(make_event(Kind.COLLECTIVE_MISMATCH, line, data={

@@ -32,7 +32,7 @@ __all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
 
 KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", "Init COMPLETE", "Init START",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
-            "neither AF_INET", "Plugin")
+            "neither AF_INET", "Plugin", "returned")
 
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+cuda(?P<cuda>[\d.]+))?")
 _BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)(?P<rest>(?: \[\d+\]\S+)*)")
@@ -72,6 +72,12 @@ def nccl_origin(prefix: NcclPrefix | None) -> Origin | None:
     return Origin(host=prefix.host, pid=prefix.pid, device=prefix.device) if prefix else None
 
 
+# a connect NCCL retries (2.19+, at INFO): ``socketPollConnect: connect returned No route to host, retrying (26/34)
+# after sleep for 2600 msec``, also ``Call to connect to 10.0.0.2<4567> returned Connection refused, retrying``
+_RETRYING = re.compile(r"connect(?: to (?P<peer>\S+))? returned (?P<error>[A-Za-z][\w ]{2,60}?), retrying "
+                       r"\((?P<n>\d+)/(?P<m>\d+)\)")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     prefix = split_nccl(body)
@@ -105,6 +111,11 @@ def parse(line: Line) -> list[Event]:
     if _NO_FAMILY.search(message):  # 2.27: NCCL_SOCKET_IFNAME matched nothing and the address stayed empty
         events.append(make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
             "ifname": None, "transport": "nccl", "where": "socket", "message": message[:300]}))
+    match = _RETRYING.search(message)
+    if match and match["n"] == match["m"]:  # the last try: NCCL gives up after it (its WARN may not be pasted)
+        events.append(make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+            "error": match["error"].strip(), "retries": int(match["m"]), "final": True,
+            **({"peer_addr": split_endpoint(match["peer"])[1] or match["peer"]} if match["peer"] else {})}))
     match = _SERVICE_CLOSED.search(message)
     if match:  # the proxy service of a process on this host saw that local rank go away
         events.append(make_event(Kind.PEER_CLOSED, line, origin=origin, data={

@@ -45,7 +45,8 @@ __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 
 KEYWORDS = ("NCCL WARN", "] WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
-            "both on CUDA device")
+            "both on CUDA device", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
+            "Unable to allocate shared memory")
 
 # ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
 IB_STATUS = {
@@ -273,6 +274,8 @@ def parse(line: Line) -> list[Event]:
     if match:
         return [make_event(Kind.DUPLICATE_GPU, line, data={
             "ranks": [int(match["a"]), int(match["b"])], "device": match["dev"]})]
+    if _SHM.search(body) or _SHM_OLD.search(body):  # NCCL's shm WARN repeated by 'Last error:' (often on its own line)
+        return _warn(line, body, Origin(), "WARN")
     if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "nccl", "where": "socket", "message": body.strip()[:300]})]

@@ -10,9 +10,17 @@ from syncdoctor.analyze.timeline import Timeline
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
-__all__ = ["MAX_CASCADE", "Attribution", "attribute", "evidence_of", "fmt_ranks", "hypothesis", "look_at"]
+__all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "evidence_of",
+           "fmt_ranks", "hypothesis", "look_at"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
+
+
+# a process that died of SIGBUS: what it means in a PyTorch job, and what to change
+SIGBUS_VERB = "died of SIGBUS: a shared-memory mapping failed, usually a full /dev/shm (Docker's 64 MB default)"
+SIGBUS_WHAT = ("SIGBUS is what a process gets when a page of a memory-mapped file cannot be backed: with PyTorch that "
+               "is /dev/shm, used by DataLoader workers and NCCL's shared-memory transport.")
+SHM_FIX = "Give the container more shared memory (--shm-size=8g or --ipc=host), or fewer DataLoader workers."
 
 
 def fmt_ranks(ranks: Iterable[int]) -> str:

@@ -9,7 +9,16 @@ they are quoted with a caveat.
 from __future__ import annotations
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import (
+    MAX_CASCADE,
+    SHM_FIX,
+    SIGBUS_VERB,
+    SIGBUS_WHAT,
+    attribute,
+    evidence_of,
+    fmt_ranks,
+    hypothesis,
+)
 from syncdoctor.analyze.rules.node import dataloader_cause
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
@@ -57,6 +66,48 @@ def _order_note(tl: Timeline, culprits: list[tuple[int, Event]]) -> str:
         return f" By the clock of {hosts.pop()}, rank {first} failed first."
     return (f" By the timestamps rank {first} failed first, but these ranks are on different hosts whose "
             "clocks may differ: treat the order as a hint.")
+
+
+_HOST_MEMORY = ("DefaultCPUAllocator", "can't allocate memory", "Cannot allocate memory", "MemoryError")
+
+
+def _from_rankless_exception(tl: Timeline) -> list[Hypothesis]:
+    """A worker's own exception, written without its rank (a paste of one node's output), then the launcher
+    stopping the other workers (torchrun's ``Sending process N closing signal SIGTERM``): that worker failed
+    first, and the others were ended because of it."""
+    stops = tl.of(Kind.WORKER_TERMINATED)
+    read = {(e.ref.source, e.ref.line) for e in tl.events if e.kind is not Kind.EXCEPTION}
+    own = [e for e in tl.unattributed if e.kind is Kind.EXCEPTION and not is_comm_exception(e)
+           and (e.ref.source, e.ref.line) not in read and not _launchers_own(e)
+           and any(s.ref.source == e.ref.source and s.ref.line > e.ref.line for s in stops)]
+    if not own:
+        return []
+    first = own[0]
+    message = str(first.data.get("message") or first.text).strip()
+    stopped = sorted({int(s.data["worker_pid"]) for s in stops if s.data.get("worker_pid") is not None
+                      and s.ref.source == first.ref.source and s.ref.line > first.ref.line})
+    host_memory = any(word in message for word in _HOST_MEMORY)
+    title = (f"a worker failed with its own error ({message[:100]}){' - host memory ran out' if host_memory else ''}; "
+             f"the launcher then stopped the other {len(stopped) or ''} worker{'s' if len(stopped) != 1 else ''}")
+    what = ("The exception is a worker's own (not a lost connection or a timeout), and right after it the launcher "
+            "sent the other workers SIGTERM: torchrun ends every worker of a node once one exits with an error. The "
+            "lines do not say which rank raised it; the pid missing from the launcher's SIGTERM list is its.")
+    if host_memory:
+        what += (" The allocation that failed is in host memory (RAM), not the GPU's: loading or merging a large "
+                 "model on every rank at once, pinned memory or DataLoader workers can exhaust it.")
+    fix = ("Read the traceback above the error; for host memory, load the model on fewer ranks at a time (low_cpu_mem_"
+           "usage, sharded checkpoints), use a node with more RAM, or fewer DataLoader workers." if host_memory else
+           "Read the traceback above the error: it is the cause; the other workers' ends are its consequence.")
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.55, title, what=what, fix=fix, where=attribute([first], tl),
+                       evidence=evidence_of([first], "the worker's own error")
+                       + evidence_of(stops[:3], "the launcher stopping the others"))]
+
+
+def _launchers_own(exception: Event) -> bool:
+    """A traceback of torchrun's agent itself (its rendezvous, its store), not of a worker."""
+    frames = " ".join(str(f) for f in exception.data.get("frames") or ())
+    message = str(exception.data.get("message") or exception.text)
+    return "elastic/rendezvous" in frames or "elastic/agent" in frames or "Rendezvous" in message
 
 
 def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
@@ -149,16 +200,20 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             continue
         found.append((rank, own))
     if not found:
-        return _from_peer_votes(tl)
+        return _from_peer_votes(tl) + _from_rankless_exception(tl)
     oom = [(rank, event) for rank, event in found if _is_oom(tl.ranks[rank])]
     groups = [(Category.RANK_OUT_OF_MEMORY, oom, "ran out of GPU memory")] if oom else []
     killed = [(rank, event) for rank, event in found if (rank, event) not in oom and _killed(tl.ranks[rank])]
     if killed:
         groups.append((Category.RANK_KILLED, killed, "was killed by SIGKILL (most often the host's OOM killer)"))
+    bus = [(rank, event) for rank, event in found if (rank, event) not in oom and (rank, event) not in killed
+           and _bus_error(tl.ranks[rank])]
+    if bus:
+        groups.append((Category.SHM_EXHAUSTED, bus, SIGBUS_VERB))
     loader: dict[str, list[tuple[int, Event]]] = {}
     kinds: dict[str, Category] = {}
     for rank, event in found:  # a dead DataLoader worker says how: the host's memory, /dev/shm
-        cause = dataloader_cause(event) if (rank, event) not in oom and (rank, event) not in killed else None
+        cause = dataloader_cause(event) if (rank, event) not in oom + killed + bus else None
         if cause is not None:
             loader.setdefault(cause[1], []).append((rank, event))
             kinds[cause[1]] = cause[0]
@@ -192,6 +247,9 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         evidence = evidence_of(own_lines, "the rank's own failure")
         evidence += evidence_of(cascade, "secondary: a peer was gone", MAX_CASCADE)
         fix = None
+        if category is Category.SHM_EXHAUSTED and verb == SIGBUS_VERB:
+            what += " " + SIGBUS_WHAT
+            fix = SHM_FIX
         if category is Category.RANK_KILLED:
             fix = ("Find who sent SIGKILL: the kernel OOM killer (`dmesg -T | grep -i -e oom -e killed` on "
                    f"{', '.join(tl.hosts_of(culprits)) or 'the host'}), the scheduler (time or memory limit), or a "
@@ -222,6 +280,11 @@ def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], li
 
 def _is_oom(state: RankState) -> bool:
     return state.has(Kind.CUDA_OOM)
+
+
+def _bus_error(state: RankState) -> bool:
+    """Ended by SIGBUS (a launcher's report or the process's own signal line) without an exception of its own."""
+    return state.exit_signal == "SIGBUS" and not any(not is_comm_exception(e) for e in state.of(Kind.EXCEPTION))
 
 
 def _killed(state: RankState) -> bool:

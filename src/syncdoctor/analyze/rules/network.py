@@ -148,6 +148,14 @@ def _gloo_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesi
     if any(name.startswith(("^", "=")) for name in names):
         fix += (" GLOO_SOCKET_IFNAME takes interface names (eth0, or eth0,eth1), not NCCL's ^ (exclude) or = (exact) "
                 "syntax: a value copied from NCCL_SOCKET_IFNAME makes gloo look for an interface called that.")
+    if names == ["None"]:  # gloo's libuv device (Windows): neither an interface nor a host name to bind to
+        title = (f"gloo had neither an interface nor a host name to bind to on {', '.join(hosts) or 'a host'}"
+                 + (f" (ranks {fmt_ranks(ranks)})" if ranks else "") + ": the process group could not start")
+        what = ("GLOO_SOCKET_IFNAME was not set and the host name gloo resolved was empty (seen on Windows, where the "
+                "store address also came out empty: `[]:PORT`), so its device could not be made.")
+        fix = ("Set MASTER_ADDR to an address of the machine of rank 0 (127.0.0.1 when every process runs on one "
+               "machine) and GLOO_SOCKET_IFNAME to an interface that exists (`ipconfig` on Windows, `ip -br addr` "
+               "elsewhere).")
     evidence = evidence_of(events, "interface not found")
     evidence += evidence_of(tl.of(Kind.STORE_ERROR), "waiting for the failed ranks", MAX_CASCADE)
     return [hypothesis(tl, Category.INTERFACE_MISSING, 0.9, title, culprits=ranks, hosts=hosts, affected=waiting,

@@ -13,7 +13,16 @@ from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
-from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import (
+    MAX_CASCADE,
+    SHM_FIX,
+    SIGBUS_VERB,
+    SIGBUS_WHAT,
+    attribute,
+    evidence_of,
+    fmt_ranks,
+    hypothesis,
+)
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
 __all__ = ["dataloader_cause", "dataloader_worker_lost", "gpu_error", "gpu_out_of_memory", "ib_completion_error",
@@ -257,17 +266,12 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                     "(host RAM, not GPU memory), a container memory limit or the scheduler sent it.")
             category, confidence = Category.RANK_KILLED, 0.8
         else:
-            title = (f"{who} died of SIGBUS: a shared-memory mapping failed, usually a full "
-                     "/dev/shm (Docker's 64 MB default)")
-            what = ("SIGBUS is what a process gets when a page of a memory-mapped file cannot be backed: with "
-                    "PyTorch that is /dev/shm, used by DataLoader workers and NCCL's shared-memory transport.")
+            title, what = f"{who} {SIGBUS_VERB}", SIGBUS_WHAT
             category, confidence = Category.SHM_EXHAUSTED, 0.6
         out.append(hypothesis(tl, category, confidence, title, affected=affected, what=what,
                               evidence=evidence_of(events, f"killed by {signal}", 6),
                               where=where,
-                              fix=None if signal == "SIGKILL" else _VANISHED_FIX if signal == "vanished" else (
-                                  "Give the container more shared memory (--shm-size=8g or --ipc=host), or "
-                                  "fewer DataLoader workers.")))
+                              fix=None if signal == "SIGKILL" else _VANISHED_FIX if signal == "vanished" else SHM_FIX))
     return out
 
 
