@@ -341,3 +341,53 @@ def test_gloo_without_an_interface_or_a_host_name_cannot_start(tmp_path: Path) -
                              "gloo\\\\transport\\\\uv\\\\device.cc:153] rp != nullptr. GlooDeviceFactory::makeUVDevice(): "
                              "interface or hostname can't be empty").hypotheses[0]
     assert top.category is Category.INTERFACE_MISSING and "None" not in top.title and "MASTER_ADDR" in (top.fix or "")
+
+
+# --- the eleventh round ---------------------------------------------------------------------------------------
+
+def test_open_mpis_signal_handler_names_the_process_that_died(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, """
+free(): corrupted unsorted chunks
+[rack1-93-slot7:186363] *** Process received signal ***
+[rack1-93-slot7:186363] Signal: Aborted (6)
+[rack1-93-slot7:186363] Signal code:  (-6)
+""").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_hosts == ("rack1-93-slot7",)
+    assert "186363" in top.title and "SIGABRT" in top.title
+
+
+def test_a_signal_handler_cut_before_the_signals_name_still_names_the_process(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "[rtptest1621:405884] *** Process received signal ***").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_hosts == ("rtptest1621",)
+
+
+def test_ucxs_segfault_without_a_rank_is_that_process_crashing(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "[n125-011-039:288505:0:296459] Caught signal 11 (Segmentation fault: address not "
+                             "mapped to object at address 0x48)").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "SIGSEGV" in top.title and "n125-011-039" in top.title
+
+
+def test_negative_a_handler_logging_a_polite_signal_is_no_death() -> None:
+    assert not [e for e in read("[node1:123] Signal: Terminated (15)\n[node1:123] Signal code: User (0)")
+                if e.kind is Kind.FATAL_SIGNAL]
+
+
+def test_gloo_pairing_ipv4_with_ipv6_is_an_address_the_hosts_do_not_share(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "[rank0]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                             "device.cc:208] ss1.ss_family == ss2.ss_family. 2 vs 10").hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH and "IPv4" in top.title and top.culprit_ranks == (0,)
+
+
+def test_a_dump_of_a_process_blocked_in_send_is_not_silent(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, """
+Process 3438121: sglang::scheduler_DP1_TP1_EP1_PP0
+Python v3.12.11 (/usr/bin/python3.12)
+
+Thread 3438121 (idle): "MainThread"
+    send (torch/distributed/distributed_c10d.py:2487)
+    wrapper (torch/distributed/c10d_logger.py:81)
+    send_object (distributed/parallel_state.py:886)
+    event_loop_pp_disagg_prefill (prefill.py:819)
+""").hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.confidence <= 0.3 and "send" in top.title
+    assert "matching receive" in top.title

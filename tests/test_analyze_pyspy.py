@@ -116,4 +116,6 @@ def test_negative_every_stack_in_the_same_collective_or_in_backward_names_nobody
     in_backward = ('Thread 4250 (active): "MainThread"\n    backward (torch/_tensor.py:521)\n'
                    '    step (train.py:90)\n')
     (tmp_path / "same.txt").write_text(WAITING + WAITING.replace("4242", "4245") + in_backward)
-    assert not analyze_paths([str(tmp_path / "same.txt")]).diagnosis.hypotheses
+    hypotheses = analyze_paths([str(tmp_path / "same.txt")]).diagnosis.hypotheses
+    # at most that the process they wait for is not among the dumps, blaming none of them
+    assert all(not h.culprit_ranks and not h.culprit_processes and h.confidence <= 0.3 for h in hypotheses)

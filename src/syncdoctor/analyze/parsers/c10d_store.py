@@ -55,7 +55,8 @@ _BARRIER = re.compile(
 _CLIENTS = re.compile(r"Timed out after (?P<s>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients "
                       r"joined")
 _RDZV = re.compile(r"\b(?P<kind>Rendezvous(?:Timeout|Connection|Closed)Error)\b")
-_SOCKET = re.compile(r"waitForInput: socket .{0,300}? timed out after (?P<ms>\d+)ms")
+_SOCKET = re.compile(r"waitForInput: (?:socket .{0,300}? timed out after (?P<ms>\d+)ms|poll for socket .{0,300}? "
+                     r"returned 0, likely a timeout)")
 _CONNECT = re.compile(
     r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s) while trying to connect to \((?P<host>[^,]+), "
     r"(?P<port>\d+)\)"
@@ -131,7 +132,8 @@ def parse(line: Line) -> list[Event]:
             "seconds": int(match["s"])})]
     match = _SOCKET.search(body)
     if match:
-        return [make_event(Kind.STORE_ERROR, line, data={"what": "socket-timeout", "ms": int(match["ms"])})]
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "socket-timeout",
+                                                          "ms": int(match["ms"]) if match["ms"] else None})]
     match = _CONNECT.search(body)
     if match:
         host = match["host"] or match["host2"]

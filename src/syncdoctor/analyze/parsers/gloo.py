@@ -31,6 +31,7 @@ __all__ = ["KEYWORDS", "MeshFollower", "follow", "is_loopback", "parse"]
 
 KEYWORDS = (
     "hostname can't be empty",
+    "ss_family",
     "Timed out waiting",
     "pair closure",
     "closed by peer",
@@ -64,6 +65,9 @@ _IFACE = re.compile(r"Unable to find (?:address|interface) for:? (?P<ifname>\S+)
 # the explanation was added in July 2025; before it the enforce line ends at "4196 vs 4"
 _SIZE = re.compile(r"op\.preamble\.length <= op\.nbytes\. (?P<got>\d+) vs (?P<expected>\d+)"
                    r"|(?P<got2>\d+) vs (?P<expected2>\d+)\. Received data size doesn't match expected size")
+# device.cc: ``[enforce fail at …/gloo/transport/tcp/device.cc:208] ss1.ss_family == ss2.ss_family. 2 vs 10``
+_FAMILY = re.compile(r"ss1\.ss_family == ss2\.ss_family\. (?P<a>\d+) vs (?P<b>\d+)")
+_FAMILIES = {"2": "IPv4", "10": "IPv6"}
 _SOURCE = re.compile(r"\[[^\]]*gloo/(?P<file>[\w/]+\.cc):(?P<line>\d+)\]")
 
 
@@ -126,6 +130,11 @@ def parse(line: Line) -> list[Event]:
     if iface:
         events.append(make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": iface["ifname"].rstrip(".,"), "transport": "gloo"}))
+    family = _FAMILY.search(body)
+    if family:  # device.cc: a pair's two addresses are of different families (an IPv4 host, an IPv6 one)
+        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data={
+            "error": f"address families differ ({_FAMILIES.get(family['a'], family['a'])} vs "
+                     f"{_FAMILIES.get(family['b'], family['b'])})", "final": True, "family_mismatch": True}))
     if "interface or hostname can't be empty" in body:  # makeUVDevice (libuv, Windows): no interface, no name
         events.append(make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "gloo", "message": body.strip()[:300]}))

@@ -21,7 +21,8 @@ from syncdoctor.analyze.parsers.torchrun import signal_name
 
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
 
-KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal")
+KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
+            "Process received signal", "] Signal: ")
 
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
@@ -35,6 +36,10 @@ _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 # UCX's signal handler (Open MPI / HPC-X, NCCL's UCX plugin): [host:pid :thread:tid] Caught signal 7 (Bus error: …)
 _UCX_SIGNAL = re.compile(r"(?:^\[(?P<host>[\w.\-]+):(?P<pid>\d+) *:\d+:\d+\] )?Caught signal (?P<num>\d+) "
                          r"\((?P<what>[^:)]+)")
+# Open MPI's (opal) signal handler, in every process mpirun or srun started with Open MPI linked in:
+# ``[host:pid] *** Process received signal ***``, then ``[host:pid] Signal: Segmentation fault (11)``
+_OMPI_SIGNAL = re.compile(r"^\s*(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+)\] )?(?:\*\*\* Process received signal|"
+                          r"Signal: (?P<what>[^(]+?) \((?P<num>\d+)\))")
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
@@ -147,8 +152,16 @@ def parse(line: Line) -> list[Event]:
         return _exception_events(line, found[0], found[1], [])
     fatal = _FATAL.search(body)
     if fatal:
-        signal = _FATAL_SIGNALS.get(fatal["what"].strip())
+        what = fatal["what"].strip()
+        signal = next((sig for name, sig in _FATAL_SIGNALS.items() if what.startswith(name)), None)
         return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": (fatal["what"] or "").strip()})]
+    ompi = _OMPI_SIGNAL.search(body)
+    if ompi and (ompi["num"] is None or int(ompi["num"]) in _FATAL_NUMBERS):
+        number = int(ompi["num"]) if ompi["num"] else None
+        origin = Origin(host=ompi["host"], pid=int(ompi["pid"])) if ompi["host"] else None  # else the prefix's
+        return [make_event(Kind.FATAL_SIGNAL, line, origin=origin, data={
+            "signal": signal_name(-number) if number else None,
+            "what": (ompi["what"] or "a signal (its name is on the next lines)").strip(), "source": "open-mpi"})]
     caught = _UCX_SIGNAL.search(body)
     if caught and int(caught["num"]) in _FATAL_NUMBERS:  # a fatal one (handlers also log SIGTERM, SIGHUP)
         origin = Origin(host=caught["host"], pid=int(caught["pid"])) if caught["host"] else None

@@ -264,8 +264,9 @@ def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
 
 
 def gloo_no_error(event: Event) -> bool:
-    """gloo's connectFullMesh failed with ``… pair.cc:N] no error``: the socket itself reported nothing."""
-    return str(event.data.get("error", "")).rstrip().endswith("no error")
+    """gloo's connectFullMesh failed with ``… pair.cc:N] no error``: the socket itself reported nothing (or a
+    pair's addresses were of different families): an address the hosts do not share, not a peer that is down."""
+    return str(event.data.get("error", "")).rstrip().endswith("no error") or bool(event.data.get("family_mismatch"))
 
 
 def _gloo_no_error(tl: Timeline) -> list[Hypothesis]:
@@ -276,6 +277,15 @@ def _gloo_no_error(tl: Timeline) -> list[Hypothesis]:
     if not events:
         return []
     where = attribute(events, tl)
+    if all(e.data.get("family_mismatch") for e in events):
+        return [hypothesis(
+            tl, Category.INTERFACE_MISMATCH, 0.75, f"gloo paired an IPv4 address with an IPv6 one on "
+            f"{where.text or 'a host'}: the hosts advertised addresses of different families", where=where,
+            what=("gloo refuses to connect a pair whose two ends are of different address families (2: IPv4, 10: "
+                  "IPv6): one host resolved its name (or MASTER_ADDR) to an IPv4 address, the other to an IPv6 one."),
+            fix=("Give every host an address of the same family: set GLOO_SOCKET_IFNAME to the interface they share, "
+                 "MASTER_ADDR to an IPv4 address (not a name, not 0.0.0.0), and check /etc/hosts on each host."),
+            evidence=evidence_of(events, "address families differ", MAX_CASCADE))]
     title = ("gloo could not connect its processes ('connectFullMesh failed … no error'): most likely it uses an "
              "interface the other hosts do not reach")
     what = ("gloo binds to the address its host name resolves to, or to GLOO_SOCKET_IFNAME. On hosts with several "

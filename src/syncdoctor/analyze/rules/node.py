@@ -222,9 +222,14 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             killed[str(signal)].extend(_placed(event, placements))
         elif signal not in ("SIGTERM", "SIGHUP", "SIGINT") and (signal or (code not in (0, None))):
             killed["died"].extend(_placed(event, placements))
-    for event in tl.of(Kind.FATAL_SIGNAL):  # a bus error the process itself reported, where no rank says whose
-        if event.data.get("signal") == "SIGBUS" and (event.origin.rank is None or event.origin.rank not in tl.ranks):
+    reported = {e.origin.pid for events in killed.values() for e in events if e.origin.pid is not None}
+    for event in tl.of(Kind.FATAL_SIGNAL):  # a signal the process itself reported, where no rank says whose
+        if event.origin.rank is not None and event.origin.rank in tl.ranks:
+            continue  # the crash rule has it
+        if event.data.get("signal") == "SIGBUS":
             killed["SIGBUS"].append(event)
+        elif event.origin.pid not in reported or event.origin.pid is None:
+            killed["died"].append(event)  # SIGSEGV, SIGABRT… in a library, with the host and pid of its handler
     out = [] if killed or reports else _stopped_by_launcher(tl)
     for signal, events in sorted(killed.items()):
         if signal == "died":
@@ -340,8 +345,10 @@ def _placed(event: Event, placements: list[Event]) -> list[Event]:
 
 def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
     where = attribute(events, tl)
-    how = sorted({str(e.data.get("signal") or (f"exit code {e.data['exitcode']}" if e.data.get("exitcode") is not None
-                                               else "how is not in the inputs")) for e in events})
+    known = {str(e.data["signal"]) if e.data.get("signal") else f"exit code {e.data['exitcode']}" for e in events
+             if e.data.get("signal") or e.data.get("exitcode") is not None}
+    signalled = any(e.kind is Kind.FATAL_SIGNAL for e in events)
+    how = sorted(known) or ["a fatal signal, its name not in the inputs" if signalled else "how is not in the inputs"]
     affected = _others_failed(tl, set(where.ranks))
     tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
     title = f"{where.text or 'a worker'}{f' (srun task {chr(44).join(tasks)})' if tasks else ''} died ({', '.join(how)})"

@@ -199,6 +199,22 @@ def from_stacks(tl: Timeline) -> list[Hypothesis]:
                 "for a process not dumped.")
         return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.5, title, what=what,
                            evidence=_stack_evidence(waiting, "waiting in", MAX_CASCADE * 2))]
+    dumped = [e for e in waiting if e.data.get("source") != "traceback-cut"]
+    if dumped:  # every dump waits in the same operation: whom it waits for is not among them
+        held = attribute(dumped, tl)
+        p2p = ops[0] in ("send", "recv", "isend", "irecv")
+        title = (f"{held.text or ('a process' if len(dumped) == 1 else f'{len(dumped)} processes')} "
+                 f"{'waits' if len(dumped) == 1 else 'wait'} in {ops[0]} (py-spy): "
+                 + ("the peer never posted the matching receive or send" if p2p else
+                    "another member never entered it") + ", and it is not among the dumps")
+        what = ("Every dumped main thread is blocked in the same operation, so the process it waits for is one that "
+                "was not dumped: " + ("in a pipeline, the stage on the other side of this send or receive, which "
+                                      "is itself stuck or took another branch." if p2p else
+                                      "a member of the group doing something else."))
+        fix = ("Dump every rank of the group (py-spy dump --pid on each), or run syncdoctor watch, which names the "
+               "process the others wait for and its stack.")
+        return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix, affected=held.ranks,
+                           evidence=_stack_evidence(dumped, "waiting in", MAX_CASCADE))]
     return []
 
 
