@@ -391,3 +391,32 @@ Thread 3438121 (idle): "MainThread"
 """).hypotheses[0]
     assert top.category is Category.LAGGING_RANK and top.confidence <= 0.3 and "send" in top.title
     assert "matching receive" in top.title
+
+
+# --- the twelfth round ----------------------------------------------------------------------------------------
+
+def test_nccls_own_bind_in_use_is_a_port_taken_on_that_host(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "gpu2:1653:1695 [0] include/socket.h:347 NCCL WARN Call to bind failed : Address "
+                             "already in use").hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and top.culprit_hosts == ("gpu2",) and "NCCL" in top.title
+
+
+def test_pdsh_ssh_255_is_a_node_not_reached_and_another_code_is_its_process_failing(tmp_path: Path) -> None:
+    failed = diagnose(tmp_path, "host-1: /usr/bin/python: No module named deepspeed.pt\n"
+                                "pdsh@id: host-1: ssh exited with exit code 1").hypotheses[0]
+    assert failed.category is Category.RANK_CRASHED and failed.culprit_hosts == ("host-1",)
+    unreached = diagnose(tmp_path, "pdsh@id: host-1: ssh exited with exit code 255").hypotheses[0]
+    assert unreached.category is Category.PEER_UNREACHABLE and unreached.culprit_hosts == ("host-1",)
+
+
+def test_deepspeeds_runner_names_the_host_it_could_not_reach(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "RuntimeError: Using hostfile at /home/u/hostfile but host=gadi-gpu-v100-0011 was not "
+                             "reachable via ssh. If you are running with a single node please remove /home/u/hostfile "
+                             "or setup passwordless ssh.").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and top.culprit_hosts == ("gadi-gpu-v100-0011",)
+
+
+def test_nccl_tests_unhandled_cuda_error_is_the_gpu(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO "
+                             "for details) / '").hypotheses[0]
+    assert top.category is Category.GPU_ERROR and top.culprit_hosts == ("HCA-128",)

@@ -88,7 +88,7 @@ def test_the_store_port_is_taken(tmp_path: Path) -> None:
                                         "address. The server socket has failed to bind to [::]:29500 (errno: 98 - "
                                         "Address already in use). The server socket has failed to bind to "
                                         "0.0.0.0:29500 (errno: 98 - Address already in use)."))
-    assert hypothesis.category is Category.PEER_UNREACHABLE and "port 29500" in hypothesis.title
+    assert hypothesis.category is Category.PORT_IN_USE and "port 29500" in hypothesis.title
     assert "ss -ltnp | grep 29500" in (hypothesis.fix or "")
 
 

@@ -272,6 +272,7 @@ class Category(str, enum.Enum):
     IB_COMPLETION = "ib-completion-error"
     IB_PORT_DOWN = "ib-port-or-device-down"
     UNRECOGNISED = "unrecognised-error"
+    PORT_IN_USE = "port-in-use"
 
     @classmethod
     def _missing_(cls, value: object) -> Category | None:

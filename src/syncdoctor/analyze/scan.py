@@ -148,7 +148,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"shared memory",  # NCCL's shm error repeated by 'Last error:' without its WARN: … shared memory segment …
     b"posix_fallocate",
     b"can't be empty",  # gloo's makeUVDevice(): interface or hostname can't be empty (Windows, libuv)
-    b"ss_family",  # gloo's device.cc: ss1.ss_family == ss2.ss_family. 2 vs 10 (after what():, no RuntimeError)
+    b"ss_family",
+    b"not reachable",  # DeepSpeed's runner: host=node2 was not reachable via ssh  # gloo's device.cc: ss1.ss_family == ss2.ss_family. 2 vs 10 (after what():, no RuntimeError)
     b"@",  # a shell prompt pasted with its command's output: zeyer@cn-234 ~ % nvidia-smi (textlog reads the host)
 )
 

@@ -47,5 +47,11 @@ def parse(line: Line) -> list[Event]:
         if kind is Kind.GPU_ERROR:
             data.update(message=message or "CUDA failure", hardware="ECC" in message)
         # ``gpu-n07: Test …``: a host with a digit or a hyphen was taken by the pdsh prefix already
-        return [make_event(kind, line, origin=Origin(host=match["host"]) if match["host"] else None, data=data)]
+        origin = Origin(host=match["host"]) if match["host"] else None
+        events = [make_event(kind, line, origin=origin, data=data)]
+        if kind is Kind.NCCL_ERROR and "unhandled cuda error" in message:  # a CUDA call inside NCCL failed
+            events.append(make_event(Kind.GPU_ERROR, line, origin=origin, data={
+                "source": "nccl-tests", "message": "a CUDA call inside NCCL failed (unhandled cuda error)",
+                "hardware": False}))
+        return events
     return []

@@ -203,6 +203,9 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
             "source": "nccl-truncated", "received_bytes": int(match["got"]), "expected_bytes": int(match["want"]),
             "sides": [], **_peer(match["peer"])})]
+    if "Call to bind failed" in message and "in use" in message:  # NCCL's own listening socket (socket.cc)
+        return [make_event(Kind.STORE_ERROR, line, origin=origin, data={
+            "what": "listen", "source": "nccl-bind", "error": "Address already in use"})]
     match = _MISMATCHED.search(message)
     if match:
         return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={

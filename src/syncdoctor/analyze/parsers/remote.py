@@ -7,7 +7,9 @@ before any collective (or hangs at the rendezvous):
 * ssh: ``ssh: Could not resolve hostname worker-1.svc: Name or service not known``, ``ssh: connect to host
   node2 port 22: Connection refused`` (or ``No route to host``, ``Connection timed out``), ``Host key verification
   failed.``, ``Permission denied (publickey).``;
-* pdsh: ``pdsh@node1: node2: ssh exited with exit code 255``;
+* pdsh: ``pdsh@node1: node2: ssh exited with exit code 255`` (ssh failed; another code is the remote command's
+  own: that node's process failed, a ``worker_failed``); DeepSpeed's runner: ``host=node2 was not reachable via
+  ssh``;
 * Open MPI / PRRTE: ``ORTE was unable to reliably start one or more daemons.``, ``ORTE does not know how to
   route a message to the specified daemon``, ``An ORTE daemon has unexpectedly failed after launch``, ``PRTE has
   lost communication with a remote daemon``;
@@ -25,16 +27,21 @@ import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.torchrun import signal_name
 
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permission denied (publickey",
             "unable to reliably start", "route a message to the specified daemon", "daemon has unexpectedly failed",
-            "lost communication with a remote daemon", "A worker died or was killed", "has failed")
+            "lost communication with a remote daemon", "A worker died or was killed", "has failed",
+            "was not reachable via ssh")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
 _SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
 _PDSH = re.compile(r"(?:pdsh@\S+: )?(?P<host>[\w.\-]+): ssh exited with exit code (?P<code>\d+)")
+# DeepSpeed's runner checks every host of its hostfile first: ``RuntimeError: Using hostfile at /h/hostfile but
+# host=gpu-11 was not reachable via ssh. If you are running with a single node please remove …``
+_DS_RUNNER = re.compile(r"host=(?P<host>\S+) was not reachable via ssh")
 _SSH_AUTH = re.compile(r"(?P<error>Host key verification failed|Permission denied \(publickey[^)]*\))")
 _DAEMONS = re.compile(r"(?P<who>\S+) was unable to reliably start one or more daemons|"
                       r"(?P<who2>ORTE|PRTE|PRRTE) does not know how to route a message to the specified daemon|"
@@ -74,10 +81,18 @@ def parse(line: Line) -> list[Event]:
                 error = f"could not resolve hostname: {error}"
             return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={"host": match["host"], "error": error[:120],
                                                                      "via": via})]
-    match = _PDSH.search(body)
+    match = _DS_RUNNER.search(body)
     if match:
         return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={
-            "host": match["host"], "error": f"ssh exited with exit code {match['code']}", "via": "pdsh"})]
+            "host": match["host"], "error": "not reachable via ssh (DeepSpeed's runner)", "via": "ssh"})]
+    match = _PDSH.search(body)
+    if match and match["code"] == "255":  # ssh itself failed: the node was not reached
+        return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={
+            "host": match["host"], "error": "ssh exited with exit code 255", "via": "pdsh"})]
+    if match:  # the command ran there and failed: that node's process, whose own lines say why
+        code = int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
+            "source": "pdsh", "exitcode": code, "signal": signal_name(128 - code) if code > 128 else None})]
     match = _SSH_AUTH.search(body)
     if match:
         return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={"error": match["error"], "via": "ssh"})]

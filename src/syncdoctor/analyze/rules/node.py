@@ -185,10 +185,11 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
 
 
 def _after_network_failure(tl: Timeline, event: Event) -> bool:
-    """The same process (host and pid, in the same file) logged an IB retry-exceeded error before ``event``."""
-    if event.origin.pid is None:
+    """The same process (host and pid, in the same file) logged an IB retry-exceeded error before ``event``; for
+    nccl-tests' own failure line, which names only its host, a process of that host did."""
+    if event.origin.pid is None and not (event.data.get("source") == "nccl-tests" and event.origin.host):
         return False
-    return any(e.data.get("status") in _RETRY and e.origin.pid == event.origin.pid and
+    return any(e.data.get("status") in _RETRY and (event.origin.pid is None or e.origin.pid == event.origin.pid) and
                e.origin.host == event.origin.host and e.ref.source == event.ref.source and e.ref.line < event.ref.line
                for e in tl.of(Kind.IB_COMPLETION_ERROR))
 

@@ -131,7 +131,8 @@ def _from_reports(tl: Timeline) -> list[Hypothesis]:
         failed = list(event.data.get("failed_ranks") or [])
         if event.data.get("role") != "detector" or not failed:
             continue
-        title = f"ranks {fmt_ranks(failed)} failed to reach monitored_barrier in {event.data.get('ms')} ms"
+        title = (f"rank{'s' if len(failed) > 1 else ''} {fmt_ranks(failed)} failed to reach monitored_barrier in "
+                 f"{event.data.get('ms')} ms")
         out.append(hypothesis(tl, Category.LAGGING_RANK, 0.85, title, culprits=failed,
                               what="monitored_barrier on rank 0 names the ranks that did not arrive in time.",
                               evidence=evidence_of([event], "monitored_barrier")))

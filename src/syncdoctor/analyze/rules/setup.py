@@ -218,6 +218,16 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     if not events:
         return []
     where = attribute(events, tl)
+    if all(e.data.get("source") == "nccl-bind" for e in events):
+        return [hypothesis(
+            tl, Category.PORT_IN_USE, 0.75, f"NCCL could not bind its socket on {where.text or 'a host'}: the address "
+            "is in use", where=where, evidence=evidence_of(events, "NCCL's bind failed", 4),
+            what=("NCCL listens on a port of its own for the bootstrap and the socket transport; binding it failed "
+                  "because the address was in use: processes of an earlier run still alive on that host (a run "
+                  "stopped with Ctrl-C whose workers did not exit), or NCCL_PORT_RANGE restricted to ports another "
+                  "program holds."),
+            fix=("Stop the leftover processes on that host (`ss -ltnp`, `pkill -f` the training script) before "
+                 "restarting; unset NCCL_PORT_RANGE or widen it."))]
     ports = sorted({int(e.data["store_port"]) for e in events if e.data.get("store_port")})
     port = f"port {', '.join(map(str, ports))}" if ports else "its port"
     title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: the "
@@ -228,7 +238,7 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     fix = (f"Find what holds it (`ss -ltnp | grep {ports[0] if ports else 29500}`) and stop it, or give each job "
            "its own MASTER_PORT (torchrun --master-port, or a port derived from SLURM_JOB_ID; --rdzv-endpoint "
            "host:0 picks a free one).")
-    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.8, title, where=where, what=what, fix=fix,
+    return [hypothesis(tl, Category.PORT_IN_USE, 0.8, title, where=where, what=what, fix=fix,
                        evidence=evidence_of(events, "the store's port is taken", 4))]
 
 

@@ -612,12 +612,39 @@ UNRECOGNISED = register(Rule(
     references=(_PT,),
 ))
 
+PORT_IN_USE = register(Rule(
+    code="A029",
+    name="port-in-use",
+    severity=Severity.ERROR,
+    summary="A port the job must listen on was taken on a host: the c10d store's MASTER_PORT (or the rendezvous "
+            "port), or the port NCCL binds for its sockets.",
+    what=(
+        "'The server socket has failed to listen on any local network address … Address already in use' (errno "
+        "98), 'DistNetworkError: … address already in use', NCCL's 'Call to bind failed : Address already in "
+        "use'."
+    ),
+    why=(
+        "Only one process can listen on a port. Two jobs on one node with the default 29500 (or a hard-coded "
+        "MASTER_PORT), a second torchrun --standalone, srun starting the launcher once per task, or the processes "
+        "of an earlier attempt that are still alive hold it, and the store never starts: every rank's init fails "
+        "or waits for it."
+    ),
+    example="'[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+            "already in use).'",
+    fix=(
+        "Find what holds it (`ss -ltnp | grep PORT`) and stop it (orphans of a killed run: `pkill -f train.py` on "
+        "that host); give every job its own MASTER_PORT (torchrun --master-port, or one derived from "
+        "SLURM_JOB_ID; --rdzv-endpoint host:0 picks a free one); start one launcher per node."
+    ),
+    references=("pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp", "NVIDIA/nccl src/misc/socket.cc"),
+))
+
 _RULES = (
     LAGGING_RANK, COLLECTIVE_DESYNC, RANK_CRASHED, RANK_OOM, NETWORK_PARTITION, SOCKET_FALLBACK,
     INTERFACE_MISMATCH, LOOPBACK_ADDRESS, INTERFACE_MISSING, RANK_NEVER_JOINED, IB_RETRY_AT_INIT, IB_RETRY_LATE,
     IB_MODIFY_QP, SHM, MEMLOCK, DUPLICATE_GPU, PEER_ACCESS, WATCHDOG_STUCK, COLLECTIVE_STALLED, UNEXPLAINED_TIMEOUT,
     GPU_ERROR, NCCL_VERSION_MISMATCH, PEER_UNREACHABLE, RENDEZVOUS_TIMEOUT, RANK_KILLED, IB_COMPLETION, IB_PORT_DOWN,
-    UNRECOGNISED,
+    UNRECOGNISED, PORT_IN_USE,
 )
 # analyze's categories are named after their pages (syncdoctor.analyze.model.Category)
 CATEGORY_RULES: Mapping[str, Rule] = {rule.name: rule for rule in _RULES}
