@@ -420,3 +420,13 @@ def test_nccl_tests_unhandled_cuda_error_is_the_gpu(tmp_path: Path) -> None:
     top = diagnose(tmp_path, "HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO "
                              "for details) / '").hypotheses[0]
     assert top.category is Category.GPU_ERROR and top.culprit_hosts == ("HCA-128",)
+
+
+def test_pytorchs_aftermath_lines_are_not_listed_unexplained_once_a_hypothesis_explains(tmp_path: Path) -> None:
+    aftermath = ("[rank7]:[E1129 11:56:57.642537731 ProcessGroupNCCL.cpp:630] [Rank 7] Some NCCL operations have failed "
+                 "or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run "
+                 "on corrupted/incomplete data.")
+    explained = diagnose(tmp_path, _STATUS + "\n" + aftermath)
+    assert explained.hypotheses and not [e for e in explained.unexplained if "Some NCCL operations" in e.text]
+    alone = diagnose(tmp_path, aftermath)  # nothing else: still quoted, never silent
+    assert alone.hypotheses and alone.hypotheses[0].category is Category.UNRECOGNISED
