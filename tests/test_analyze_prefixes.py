@@ -21,6 +21,11 @@ PREFIXES = [
     ("  7: text", 7, None, None, "text", ""),
     ("[1,5]<stdout>:node1:1:2 [5] NCCL INFO x", 5, None, None, "node1:1:2 [5] NCCL INFO x", ""),
     ("[1,5]<stderr>: Traceback (most recent call last):", 5, None, None, "Traceback (most recent call last):", ""),
+    # horovodrun (Gloo), with and without its time; real: horovod/horovod#2431
+    ("Tue Nov 10 10:05:04 2020[13]<stderr>:terminate called after throwing an instance of 'gloo::EnforceNotMet'", 13,
+     None, None, "terminate called after throwing an instance of 'gloo::EnforceNotMet'", "Tue Nov 10 10:05:04 2020"),
+    ("Mon Feb  3 01:02:03 2025[2]<stdout>:epoch 1", 2, None, None, "epoch 1", "Mon Feb  3 01:02:03 2025"),
+    ("[0]<stdout>:hello", 0, None, None, "hello", ""),
     ("2024-05-01T12:00:00.123Z [rank2]: oops", 2, None, None, "oops", "2024-05-01T12:00:00.123Z"),
     ("E1129 13:48:19.207000 9834 .venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py:"
      "1002] failed (exitcode: 1) local_rank: 0 (pid: 9905) of binary: sh", None, None, 9834,
