@@ -12,6 +12,8 @@ Two profiles of a job launched by torchrun with ``--tee`` (ranks of a host inter
   which is what makes real logs gigabytes long; rank 0 prints a training step line now and then.
 * ``init``, 64 ranks on 8 hosts that keep creating communicators: nothing but init chatter, the worst case
   for the analyzer because about one line in twenty is a configuration line it must look at.
+* ``bars``, 64 ranks on 8 hosts whose log, after their init chatter, is rank 0's progress bar, one line per redraw (tqdm writing to a
+  file or a pipe): every line is a candidate the bar parser reads, the worst case for a log of bars.
 
 At the end one rank runs out of GPU memory and every other rank's watchdog times out. The file is written
 to /tmp and deleted afterwards (``--keep`` keeps it). The analysis must find the culprit, or the run fails.
@@ -38,7 +40,7 @@ from syncdoctor.analyze.model import Category
 from syncdoctor.analyze.scan import ANCHORS, BACKENDS, Scanner
 
 PER_HOST = 8
-PROFILES = {"coll": 512, "init": 64}  # ranks
+PROFILES = {"coll": 512, "init": 64, "bars": 64}  # ranks
 CULPRIT = 37
 
 
@@ -144,6 +146,15 @@ def generate(path: Path, size: int, profile: str = "coll", seed: int = 1) -> int
                         step += 1
                         chunk.append(_step_line(step, rng))
                 emit(out, chunk)
+        while profile == "bars" and written < size:  # rank 0's bar, redrawn on a line of its own
+            chunk = []
+            for _ in range(1000):
+                step += 1
+                done = step % 20000
+                chunk.append(f"[default0]:[rank0]:Epoch {step // 20000}: {done * 100 // 20000:3d}%|#####     | "
+                             f"{done}/20000 [{done // 360:02d}:{done // 6 % 60:02d}<00:10, 6.00it/s, "
+                             f"loss={rng.random():.3f}]")
+            emit(out, chunk)
         op_count = 0
         templates = [_coll_template(rank, ranks) for rank in range(ranks)]
         while written < size:  # profile coll: one INFO line per collective call per rank

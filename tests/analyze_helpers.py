@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.collect import dedup_events
-from syncdoctor.analyze.model import Event, Kind, Origin, Ref
+from syncdoctor.analyze.model import Diagnosis, Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.textlog import read_text
@@ -33,3 +34,10 @@ def one(text: str, kind: Kind, origin: Origin = NO_ORIGIN) -> Event:
     found = [e for e in events_of(text, origin) if e.kind is kind]
     assert len(found) == 1, (text, events_of(text, origin))
     return found[0]
+
+
+def diagnose_paste(tmp_path: Path, text: str) -> Diagnosis:
+    """The diagnosis of ``text`` written to a file, as a user's paste would be analysed."""
+    path = tmp_path / "paste.txt"
+    path.write_text(text.strip("\n") + "\n")
+    return analyze_paths([str(path)]).diagnosis

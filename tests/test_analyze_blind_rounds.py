@@ -10,15 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import read
+from analyze_helpers import diagnose_paste, read
 from syncdoctor.analyze import analyze_paths
-from syncdoctor.analyze.model import Category, Diagnosis, Kind
+from syncdoctor.analyze.model import Category, Kind
 
-
-def diagnose(tmp_path: Path, text: str) -> Diagnosis:
-    path = tmp_path / "paste.txt"
-    path.write_text(text.strip("\n") + "\n")
-    return analyze_paths([str(path)]).diagnosis
+diagnose = diagnose_paste
 
 
 def test_ssh_that_cannot_resolve_a_node_is_a_node_the_launcher_cannot_reach(tmp_path: Path) -> None:
@@ -90,7 +86,9 @@ _CAUGHT = ("[rank7]:[E1129 11:56:57.600000000 ProcessGroupNCCL.cpp:632] [Rank 7]
 
 def test_a_status_line_alone_is_the_timeout_and_with_its_line_counts_once(tmp_path: Path) -> None:
     alone = analyze_paths([str(_write(tmp_path, _STATUS))])
-    assert alone.diagnosis.hypotheses[0].category is Category.LAGGING_RANK  # another rank never arrived
+    top = alone.diagnosis.hypotheses[0]
+    # rank 7 timed out; nothing says ranks 0-6 were elsewhere: unexplained, with their logs to read first
+    assert top.category is Category.UNEXPLAINED_TIMEOUT and top.affected_ranks == (7,) and "ranks 0-6" in top.what
     assert alone.timeline.ranks[7].outcome == "timed-out"
     both = analyze_paths([str(_write(tmp_path, _CAUGHT + "\n" + _STATUS))])
     assert len([e for e in both.timeline.events if e.kind is Kind.WATCHDOG_TIMEOUT]) == 1

@@ -430,17 +430,41 @@ WATCHDOG = ("[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective 
             "out.")
 
 
-def test_the_rank_missing_from_a_paste_of_timeouts_is_named(tmp_path) -> None:
+def test_the_ranks_missing_from_a_paste_of_timeouts_are_where_to_look_not_the_cause(tmp_path) -> None:
+    # nothing says rank 0 was anywhere else: it may as well have timed out outside the excerpt
     text = "\n".join(WATCHDOG.format(r=r) for r in (1, 2, 3))
+    first, second = diagnose(tmp_path, text).hypotheses[:2]
+    assert first.category is Category.UNEXPLAINED_TIMEOUT and first.affected_ranks == (1, 2, 3)
+    assert "rank 0" in first.what and "Read the log of rank 0" in first.fix
+    assert second.category is Category.LAGGING_RANK and second.culprit_ranks == (0,)
+    assert second.confidence < first.confidence and "may be incomplete" in second.what
+
+
+_BAR = ("Running tokenizer on dataset:   9%|███▊      | 280000/2969526 [{elapsed}<4:48:08, 155.57 examples/s]"
+        "[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 milliseconds before timing out.")
+
+
+def test_a_progress_bar_that_ran_through_the_wait_names_the_rank_working_alone(tmp_path) -> None:
+    text = _BAR.format(elapsed="29:55") + "\n" + "\n".join(WATCHDOG.format(r=r) for r in (1, 3))
     hypothesis = top(diagnose(tmp_path, text))
     assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == (0,)
-    assert hypothesis.affected_ranks == (1, 2, 3) and "may be incomplete" in hypothesis.what
+    assert hypothesis.affected_ranks == (1, 2, 3) and hypothesis.confidence == 0.6
+    assert "“Running tokenizer on dataset”, 29:55 into it" in hypothesis.title
+    assert hypothesis.evidence[0].note == "still working when the others timed out"
+
+
+def test_a_progress_bar_too_young_or_too_old_for_the_wait_is_no_evidence(tmp_path) -> None:
+    for elapsed in ("05:00", "3:10:00"):  # started long after they began waiting; the training loop itself
+        text = _BAR.format(elapsed=elapsed) + "\n" + "\n".join(WATCHDOG.format(r=r) for r in (1, 3))
+        assert top(diagnose(tmp_path, text)).category is Category.UNEXPLAINED_TIMEOUT, elapsed
 
 
 def test_too_many_missing_ranks_are_not_guessed(tmp_path) -> None:
-    hypothesis = top(diagnose(tmp_path, WATCHDOG.format(r=6)))
-    assert hypothesis.category is Category.LAGGING_RANK and hypothesis.culprit_ranks == ()
-    assert "rank 0 is the usual straggler" in hypothesis.what
+    hypotheses = diagnose(tmp_path, WATCHDOG.format(r=6)).hypotheses
+    assert hypotheses[0].category is Category.UNEXPLAINED_TIMEOUT and "ranks 0-5" in hypotheses[0].what
+    late = next(h for h in hypotheses if h.category is Category.LAGGING_RANK)
+    assert late.culprit_ranks == () and "rank 0 is the usual straggler" in late.what
 
 
 def test_every_rank_timing_out_is_no_missing_rank(tmp_path) -> None:

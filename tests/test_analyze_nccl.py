@@ -4,6 +4,8 @@ the IB completion error of each version range."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from analyze_helpers import events_of, one, read
@@ -275,5 +277,26 @@ def test_duplicate_gpu_names_both_ranks_as_culprits(tmp_path) -> None:
 
 
 def test_info_lines_never_become_warnings() -> None:
-    assert not [e for e in events_of(P + "Call to connect returned Connection refused, retrying")
-                if e.kind in (Kind.NCCL_WARN, Kind.NCCL_CONNECT_FAILED)]
+    # NCCL's retry of a refused connect (before 2.19) is a connect still being retried, never a warning
+    events = events_of(P + "Call to connect returned Connection refused, retrying")
+    assert not [e for e in events if e.kind is Kind.NCCL_WARN]
+    (retry,) = [e for e in events if e.kind is Kind.NCCL_CONNECT_FAILED]
+    assert retry.data["retrying"] is True and retry.data["error"] == "Connection refused"
+
+
+_RETRY = "pytorch-fairseq-worker-0:16:63 [0] NCCL INFO Call to connect returned Connection refused, retrying\n"
+
+
+def test_refused_connects_still_retried_when_the_paste_ends_are_the_unreachable_peer(tmp_path: Path) -> None:
+    # real: facebookresearch/fairseq#1096 (NCCL 2.4, Kubernetes pods): the paste is these retries and nothing else
+    (tmp_path / "paste.log").write_text(_RETRY * 3)
+    root = analyze_paths([str(tmp_path / "paste.log")]).diagnosis.hypotheses[0]
+    assert root.category is Category.PEER_UNREACHABLE and root.confidence == 0.5
+    assert "still retrying" in root.title and root.culprit_hosts == ("pytorch-fairseq-worker-0",)
+
+
+def test_refused_connects_retried_before_the_communicator_formed_are_startup(tmp_path: Path) -> None:
+    (tmp_path / "paste.log").write_text(_RETRY + "pytorch-fairseq-worker-0:16:63 [0] NCCL INFO comm 0x1 rank 0 "
+                                        "nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
+    hypotheses = analyze_paths([str(tmp_path / "paste.log")]).diagnosis.hypotheses
+    assert Category.PEER_UNREACHABLE not in {h.category for h in hypotheses}

@@ -94,11 +94,24 @@ def test_a002_different_op_at_the_same_seq(tmp_path) -> None:
 
 
 def test_a002_negative_straggler_is_not_a_desync(tmp_path) -> None:
+    # rank 3 is alive (its communicator formed) and never timed out: it never entered #9, where the others wait
     files = {f"rank{r}.log": [NCCL_TIMEOUT.format(r=r, seq=9, op="ALLREDUCE", n=64)] for r in range(3)}
-    files["rank3.log"] = [NCCL_TIMEOUT.format(r=3, seq=8, op="ALLREDUCE", n=64)]
+    files["rank3.log"] = ["[rank3]:node1:1234:1290 [3] NCCL INFO comm 0x1 rank 3 nranks 4 cudaDev 3 busId 1000 - "
+                          "Init COMPLETE"]
     diagnosis = write(tmp_path, files)
     assert Category.COLLECTIVE_DESYNC not in categories(diagnosis)
     assert root(diagnosis).category is Category.LAGGING_RANK and root(diagnosis).culprit_ranks == (3,)
+
+
+def test_a002_every_rank_stuck_inside_a_different_collective_numbered_different_calls(tmp_path) -> None:
+    # real: open-mmlab/mmsegmentation#2137, rank 0 timed out in #7559 while rank 1 had passed it (in #7561):
+    # #7559 cannot have completed on rank 1 without rank 0
+    files = {f"rank{r}.log": [NCCL_TIMEOUT.format(r=r, seq=seq, op="_ALLGATHER_BASE", n=64)]
+             for r, seq in ((0, 7559), (1, 7561))}
+    hypothesis = root(write(tmp_path, files))
+    assert hypothesis.category is Category.COLLECTIVE_DESYNC and hypothesis.affected_ranks == (0, 1)
+    assert "rank 0 in #7559; rank 1 in #7561" in hypothesis.title
+    assert Category.LAGGING_RANK not in categories(write(tmp_path, files))
 
 
 def test_a002_detail_fingerprints(tmp_path) -> None:

@@ -76,6 +76,8 @@ class Kind(str, enum.Enum):
     PROCESS_MAP = "process_map"  # a table that says where each rank runs (nccl-tests' device list)
     ERROR_LINE = "error_line"  # a line that looks like an error and that no parser understood
     TRAINING_DONE = "training_done"  # the framework says its training loop ended (Lightning, HF Trainer)
+    PROGRESS_BAR = "progress_bar"  # a tqdm bar's last state on a line: what the process worked on, for how long
+    WORK_PHASE = "work_phase"  # a line that says what the process is doing (evaluating): the last one is kept
     STACK_DUMP = "stack_dump"  # a process's main thread as `py-spy dump` printed it (where it was stuck)
     # other sources
     FR_STATUS = "fr_status"  # one Flight Recorder dump's per-group status (one event per group)

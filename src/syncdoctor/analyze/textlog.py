@@ -10,8 +10,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from syncdoctor.analyze.model import Event, Origin, Ref
+from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line, start_followers
+from syncdoctor.analyze.parsers.bars import bar_key
 from syncdoctor.analyze.parsers.base import Follower
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
 from syncdoctor.analyze.scan import Scanner
@@ -82,6 +83,33 @@ class _State:
     active: list[_Active] = field(default_factory=list)
 
 
+_MAX_BARS = 256  # progress bar states kept per input: a redraw replaces its bar's last state, a restart does not
+
+
+@dataclass
+class _Bars:
+    at: dict[str, int] = field(default_factory=dict)  # a bar's key -> where its last state is in the events
+    kept: int = 0
+
+
+def _add(events: list[Event], new: list[Event], bars: _Bars) -> None:
+    """Append ``new``; a progress bar's redraw replaces its previous state (a log may redraw a bar a million
+    times), so the events stay bounded by the bars, not by their redraws. A bar that starts again (less time
+    elapsed: another process's bar of the same name, or the next run) is kept beside the last one."""
+    for event in new:
+        if event.kind not in (Kind.PROGRESS_BAR, Kind.WORK_PHASE):
+            events.append(event)
+            continue
+        key = bar_key(event)
+        at = bars.at.get(key)
+        if at is not None and float(event.data.get("elapsed_s") or 0) >= float(events[at].data.get("elapsed_s") or 0):
+            events[at] = event
+        elif bars.kept < _MAX_BARS:
+            bars.kept += 1
+            bars.at[key] = len(events)
+            events.append(event)
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -120,6 +148,7 @@ def read_text(
     stats = TextStats()
     first = len(events)  # this input's events start here
     seen: set[bytes] = set()
+    bars = _Bars()
     lines_before = 0  # lines in the blocks already read
     for block in blocks:
         stats.bytes += len(block)
@@ -156,7 +185,7 @@ def read_text(
             number = counted + 1
             line = make_line(_decode(raw), Ref(source, number), state.file_origin)
             stats.candidates += 1
-            events.extend(parse_line(line))
+            _add(events, parse_line(line), bars)
             for follower in start_followers(line):
                 active = _Active(follower)
                 if _feed(state, active, block, end + 1, number + 1):

@@ -101,11 +101,15 @@ def parse(line: Line) -> list[Event]:
     match = _RESOLVE.search(body)
     if match:
         host = match["host"].strip()
-        if _HOSTNAME.match(host):
+        # the printed host between "(" and ", " is exactly what was resolved: a space around it (MASTER_ADDR
+        # set as " 10.0.5.4") makes it no host name at all, and every lookup fails
+        spaced = host != match["host"] and bool(host)
+        if _HOSTNAME.match(host) and not spaced:
             return []
+        why = "a space around the host name, " if spaced else ""
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "connect", "store_host": host, "store_port": int(match["port"]),
-            "error": f"not a host name ({(match['err'] or 'cannot be resolved').strip()})"})]
+            "error": f"not a host name ({why}{(match['err'] or 'cannot be resolved').strip()})"})]
     match = _UNIQUE_ID.search(body)
     if match:
         error = (match["error"] or "").strip()[:200]

@@ -5,7 +5,9 @@ line, so the report is never silent about an error it cannot explain: such lines
 events, quoted by the fallback rule (A028) and listed as unexplained. It errs towards quiet on lines that
 merely mention errors: configuration dumps (``error_file: <N/A>``), counters (``0 errors``), Python frames
 (``File "x.py", line 3``), a C++ backtrace's frames (``frame #0: c10::Error::Error(…)``: the message they
-follow is the error), NCCL INFO chatter and warnings about deprecated options.
+follow is the error), NCCL INFO chatter, warnings about deprecated options and c10d's IPv6 lookup warning (``The IPv6 network
+addresses of (node0, 29500) cannot be retrieved (gai error: -2 …)``, printed by every client of a host without
+IPv6; the store parser reads it when the host is no host name).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _ERROR = re.compile(
 _BENIGN = re.compile(
     r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
-    r"ErrorCode\.|retry|Retrying|will be retried|^\s*frame #\d+:"
+    r"ErrorCode\.|retry|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved"
 )
 
 

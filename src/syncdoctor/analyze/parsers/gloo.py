@@ -11,7 +11,8 @@ the file. Pure: no I/O.
   A message wrapped after ``[…/pair.cc:N]`` onto indented lines is read joined (:class:`MeshFollower`).
 * ``Unable to resolve hostname to a (local) address. Using the loopback address as fallback.``
 * ``[…/pair.cc:724] connect [127.0.1.1]:3210: Connection refused`` (gloo::IoException, PyTorch 1.x): 127.0.1.1
-  is loopback too (Debian and Ubuntu map the hostname to it).
+  is loopback too (Debian and Ubuntu map the hostname to it); wrapped after ``connect``, the next line that
+  starts with the address is read joined (:class:`PairFollower`).
 * ``[enforce fail at …/device.cc:84] ifa != nullptr. Unable to find address for: eth9``.
 * ``[enforce fail at …/pair.cc:456] op.preamble.length <= op.nbytes. 4196 vs 4. Received data size doesn't
   match expected size. Is there a distributed collective mismatch in your code?`` (the explanation since July
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["KEYWORDS", "MeshFollower", "follow", "is_loopback", "parse"]
+__all__ = ["KEYWORDS", "MeshFollower", "PairFollower", "follow", "is_loopback", "parse"]
 
 KEYWORDS = (
     "hostname can't be empty",
@@ -60,6 +61,9 @@ _MESH = re.compile(r"connectFullMesh failed with (?:\[[^\]]*\] )?(?P<error>.+)")
 _REMOTE = re.compile(r"remote=\[(?P<addr>[^\]]+)\](?::(?P<port>\d+))?")  # the port masked in some pastes
 # connectFullMesh's message wrapped after its source location (the rest on the next, indented lines)
 _MESH_CUT = re.compile(r"connectFullMesh failed with \[[^\]]*\]\s*$")
+# pair.cc's connect error wrapped after "connect" (a terminal or a forum): "…/pair.cc:799] connect " then
+# "[127.0.1.1]:29591: Connection refused" at the start of the next line
+_PAIR_CUT = re.compile(r"pair\.cc:\d+\] connect\s*$")
 _PAIR_CONNECT = re.compile(r"connect \[(?P<addr>[0-9A-Fa-f:.%\w]+)\]:(?P<port>\d+): (?P<error>[A-Za-z][^\n]{0,80})")
 _IFACE = re.compile(r"Unable to find (?:address|interface) for:? (?P<ifname>\S+)")
 # the explanation was added in July 2025; before it the enforce line ends at "4196 vs 4"
@@ -168,6 +172,29 @@ class MeshFollower:
         return [e for e in parse(joined) if e.kind is Kind.GLOO_CONNECT_FAILED]
 
 
-def follow(line: Line) -> MeshFollower | None:
-    return MeshFollower(line) if _MESH_CUT.search(line.body) else None
+@dataclass
+class PairFollower:
+    """pair.cc's ``connect [addr]:port: error`` wrapped after ``connect``: the next line, if it starts with
+    the address, is read joined to it."""
+
+    head: Line
+    max_lines: int = 1
+    rest: str = ""
+
+    def feed(self, line: Line) -> bool:
+        if line.text.lstrip().startswith("["):
+            self.rest = line.text.strip()
+        return False
+
+    def finish(self) -> list[Event]:
+        if not self.rest:
+            return []
+        joined = replace(self.head, body=f"{self.head.body.rstrip()} {self.rest}")
+        return [e for e in parse(joined) if e.kind is Kind.GLOO_CONNECT_FAILED]
+
+
+def follow(line: Line) -> MeshFollower | PairFollower | None:
+    if _MESH_CUT.search(line.body):
+        return MeshFollower(line)
+    return PairFollower(line) if _PAIR_CUT.search(line.body) else None
 

@@ -76,6 +76,12 @@ def nccl_origin(prefix: NcclPrefix | None) -> Origin | None:
 # after sleep for 2600 msec``, also ``Call to connect to 10.0.0.2<4567> returned Connection refused, retrying``
 _RETRYING = re.compile(r"connect(?: to (?P<peer>\S+))? returned (?P<error>[A-Za-z][\w ]{2,60}?), retrying "
                        r"\((?P<n>\d+)/(?P<m>\d+)\)")
+# NCCL before 2.19 retried a refused or timed-out connect without counting aloud (socket.h connectAddress: every
+# retry in the early releases, later socketStartConnect: one line per 1000 refused tries):
+# ``Call to connect returned Connection refused, retrying``; read as a connect still failing (``retrying``), which
+# the rules count only when that process never completed its init afterwards
+_RETRYING_OLD = re.compile(r"Call to connect(?: to (?P<peer>\S+))? returned (?P<error>[A-Za-z][\w ]{2,60}?), "
+                           r"retrying\s*$")
 
 
 def parse(line: Line) -> list[Event]:
@@ -115,6 +121,11 @@ def parse(line: Line) -> list[Event]:
     if match and match["n"] == match["m"]:  # the last try: NCCL gives up after it (its WARN may not be pasted)
         events.append(make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
             "error": match["error"].strip(), "retries": int(match["m"]), "final": True,
+            **({"peer_addr": split_endpoint(match["peer"])[1] or match["peer"]} if match["peer"] else {})}))
+    match = _RETRYING_OLD.search(message) if not events else None
+    if match:
+        events.append(make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+            "error": match["error"].strip(), "retrying": True,
             **({"peer_addr": split_endpoint(match["peer"])[1] or match["peer"]} if match["peer"] else {})}))
     match = _SERVICE_CLOSED.search(message)
     if match:  # the proxy service of a process on this host saw that local rank go away

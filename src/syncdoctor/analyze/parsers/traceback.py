@@ -22,7 +22,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
-            "Process received signal", "] Signal: ")
+            "Process received signal", "] Signal: ", "Segfault encountered", "received at time=")
 
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
@@ -40,6 +40,11 @@ _UCX_SIGNAL = re.compile(r"(?:^\[(?P<host>[\w.\-]+):(?P<pid>\d+) *:\d+:\d+\] )?C
 # ``[host:pid] *** Process received signal ***``, then ``[host:pid] Signal: Segmentation fault (11)``
 _OMPI_SIGNAL = re.compile(r"^\s*(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+)\] )?(?:\*\*\* Process received signal|"
                           r"Signal: (?P<what>[^(]+?) \((?P<num>\d+)\))")
+# a native crash handler's banner before the native frames (vLLM, TensorRT-LLM, Megatron, torch_xla processes):
+# ``!!!!!!! Segfault encountered !!!!!!!``; abseil's failure signal handler (Ray's workers, gRPC, TensorFlow):
+# ``*** SIGSEGV received at time=1746566409 on cpu 131 ***`` (then ``PC: @ 0x… addProxyOpIfNeeded()``)
+_BANNER = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|\*\*\* (?P<sig>SIG(?:SEGV|ABRT|BUS|FPE|ILL)) received at "
+                     r"time=\d+")
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
@@ -162,6 +167,13 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.FATAL_SIGNAL, line, origin=origin, data={
             "signal": signal_name(-number) if number else None,
             "what": (ompi["what"] or "a signal (its name is on the next lines)").strip(), "source": "open-mpi"})]
+    banner = _BANNER.search(body)
+    if banner:
+        signal = banner["sig"] or "SIGSEGV"
+        what = {"SIGSEGV": "Segmentation fault", "SIGABRT": "Aborted", "SIGBUS": "Bus error",
+                "SIGFPE": "Floating point exception", "SIGILL": "Illegal instruction"}[signal]
+        return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": what,
+                                                          "source": "abseil" if banner["sig"] else "banner"})]
     caught = _UCX_SIGNAL.search(body)
     if caught and int(caught["num"]) in _FATAL_NUMBERS:  # a fatal one (handlers also log SIGTERM, SIGHUP)
         origin = Origin(host=caught["host"], pid=int(caught["pid"])) if caught["host"] else None

@@ -20,7 +20,7 @@ from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of,
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 from syncdoctor.watch.waitgraph import describe_chain
 
-__all__ = ["collective_desync"]
+__all__ = ["collective_desync", "diverged_groups"]
 
 
 def _minority(claims: dict[int, str]) -> tuple[list[int], str]:
@@ -286,6 +286,53 @@ def _after_training(tl: Timeline) -> list[Hypothesis]:
                                                                                            "then timed out"))]
 
 
+_P2P_OPS = ("send", "recv", "gather_into", "coalesced")  # a p2p op completes without the group's other members
+
+
+def diverged_groups(tl: Timeline) -> dict[str, dict[int, Event]]:
+    """Groups whose ranks timed out at different sequence numbers, each inside its own collective: a collective
+    completes on every member or on none, so the rank ahead could not have passed the lower number unless the
+    two ranks numbered different calls (one called collectives the other did not). Point-to-point operations
+    are left out: they complete between two members. The default group only (below)."""
+    first: dict[str, dict[int, Event]] = defaultdict(dict)
+    for event in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
+        rank = event.origin.rank
+        if rank is None or event.seq is None or not event.op or any(w in event.op.lower() for w in _P2P_OPS):
+            continue
+        state = tl.ranks.get(rank)
+        if state is not None and state.completed.get(event.group or "0", -1) >= event.seq:
+            continue  # its status line says that one completed: not where it waits
+        kept = first[event.group or "0"].get(rank)
+        if kept is None or event.seq < (kept.seq or 0):
+            first[event.group or "0"][rank] = event
+    # only the default group: another group's id is a per-process count, the same id on two ranks may name two
+    # groups (each tensor-parallel pair's), whose numbers need not agree
+    return {group: per_rank for group, per_rank in first.items()
+            if group == "0" and len({e.seq for e in per_rank.values()}) > 1}
+
+
+def _from_diverged(tl: Timeline) -> list[Hypothesis]:
+    out = []
+    for group, per_rank in sorted(diverged_groups(tl).items()):
+        seqs = sorted({e.seq for e in per_rank.values() if e.seq is not None})
+        at = "; ".join(f"{'ranks' if len(rs) > 1 else 'rank'} {fmt_ranks(rs)} in #{seq}" for seq in seqs
+                       if (rs := sorted(r for r, e in per_rank.items() if e.seq == seq)))
+        title = (f"collective desync in group {group}: the ranks timed out in different collectives ({at}), each "
+                 "waiting for calls the other never made")
+        what = (f"Every rank here timed out inside a collective of group {group}, at different sequence numbers. A "
+                "collective completes on all its members or on none, so a rank could not have passed a number at "
+                "which another member still waits: the ranks numbered different calls. One of them called "
+                "collectives the other did not (a hook, a metric or a logging call on some ranks only, a branch "
+                "that depends on the data), and from there each waits in a call the other never makes.")
+        fix = ("Find the collective that only some ranks call between the last one all completed and these "
+               "(TORCH_DISTRIBUTED_DEBUG=DETAIL checks each call's op and shapes across ranks and names the first "
+               "that differs; Flight Recorder dumps list each rank's calls). Make every rank call it, or none.")
+        events = [per_rank[r] for r in sorted(per_rank)]
+        out.append(hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.7, title, affected=sorted(per_rank), what=what,
+                              fix=fix, evidence=evidence_of(events, "timed out in its own collective", MAX_CASCADE)))
+    return out
+
+
 def collective_desync(tl: Timeline) -> list[Hypothesis]:
-    return (_from_fr(tl) + _from_watchdog(tl) + _from_detail(tl) + _from_size_check(tl) + _from_call_sites(tl)
+    return (_from_fr(tl) + _from_watchdog(tl) + _from_diverged(tl) + _from_detail(tl) + _from_size_check(tl) + _from_call_sites(tl)
             + _from_cycles(tl) + _from_watch(tl) + _after_training(tl))

@@ -392,7 +392,19 @@ def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
         what = ("NCCL's RAS report shows every communicator running with no error: every rank launched the same "
                 "collectives, none is missing or dead. The collective stalled inside NCCL: a link, a NIC or a GPU "
                 "(check the hosts' dmesg for Xid and NIC errors, and syncdoctor probe the links).")
-    return [hypothesis(tl, Category.UNEXPLAINED_TIMEOUT, 0.3, title, affected=timed, what=what,
+    unseen = [r for r in range(max(tl.ranks) + 1) if r not in tl.ranks or not tl.ranks[r].logged]
+    fix = None
+    if unseen and not ras:
+        fix = (f"Read the log of rank{'s' if len(unseen) > 1 else ''} {fmt_ranks(unseen)} at that time (torchrun "
+               "--log-dir, the job's full output): one that logged no timeout never entered the collective. "
+               "Re-run with Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1, or syncdoctor watch) to have "
+               "every rank's position.")
+        what = (f"No line of the inputs comes from rank{'s' if len(unseen) > 1 else ''} {fmt_ranks(unseen)}, and "
+                "nothing else says whether one of them never arrived (working alone, hung) or timed out as well, "
+                "outside this excerpt. Their logs, or the Flight Recorder dumps of every rank "
+                "(TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1, then syncdoctor analyze the "
+                "dumps), say which: a rank that never entered the collective is the one to look at.")
+    return [hypothesis(tl, Category.UNEXPLAINED_TIMEOUT, 0.3, title, affected=timed, what=what, fix=fix,
                        evidence=evidence_of([tl.ranks[r].of(*TIMEOUT_KINDS)[0] for r in timed], "timed out",
                                             MAX_CASCADE) + evidence_of(ras, "NCCL RAS: running, no error", 2),
                        root_cause=False)]

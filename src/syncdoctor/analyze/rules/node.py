@@ -217,6 +217,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             continue  # names the rank of a worker Ray saw vanish (below)
         signal = event.data.get("signal")
         code = event.data.get("exitcode")
+        if _watchdog_abort(tl, event):
+            continue
         if event.data.get("source") == "ray" and not signal:
             killed["vanished"].append(event)  # Ray saw the process go, with no error of its own
         elif signal in ("SIGKILL", "SIGBUS"):
@@ -229,6 +231,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             continue  # the crash rule has it
         if event.data.get("signal") == "SIGBUS":
             killed["SIGBUS"].append(event)
+        elif _watchdog_abort(tl, event):
+            continue
         elif event.origin.pid not in reported or event.origin.pid is None:
             killed["died"].append(event)  # SIGSEGV, SIGABRT… in a library, with the host and pid of its handler
     out = [] if killed or reports else _stopped_by_launcher(tl)
@@ -288,6 +292,16 @@ _VANISHED_FIX = ("Look at the node's kernel log for the OOM killer (dmesg -T | g
 
 _OWN_ERRORS = (Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.FATAL_SIGNAL, Kind.CUDA_OOM, Kind.GPU_ERROR, Kind.ERROR_LINE,
                Kind.NCCL_WARN)
+
+
+def _watchdog_abort(tl: Timeline, event: Event) -> bool:
+    """SIGABRT after a watchdog timeout in the same output: PyTorch takes the process down itself once a
+    collective timed out (``To avoid data inconsistency, we are taking the entire process down``: an uncaught
+    exception, ``terminate called``, abort), so the abort is the timeout's end, not a crash of its own."""
+    if event.data.get("signal") != "SIGABRT":
+        return False
+    return any(e.ref.source == event.ref.source and e.ref.line < event.ref.line
+               for e in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT))
 
 
 def _exit_code_only(report: Event) -> bool:

@@ -27,7 +27,7 @@ from syncdoctor.analyze.rules.common import (
 )
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["from_exit_barrier", "from_horovod", "from_rankless", "from_runs_first", "from_stacks", "ras_all_launched"]
+__all__ = ["bar_words", "busy_bar", "busy_phase", "from_exit_barrier", "from_horovod", "from_rankless", "from_runs_first", "from_stacks", "ras_all_launched"]
 
 
 # helpers that let one process run a block first while the others wait in a barrier: YOLOv5/v6/v8's
@@ -249,3 +249,57 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
            "work before init_process_group or on every rank, or raise the timeout.")
     return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix,
                        evidence=evidence_of(timeouts, "timed out waiting", MAX_CASCADE))]
+
+
+def _waited_s(event: Event) -> float | None:
+    """How long a timed-out wait lasted: the watchdog's ``ran for``, else the timeout it names."""
+    for key in ("ran_ms", "timeout_ms", "ms"):
+        value = event.data.get(key)
+        if isinstance(value, int) and value > 0:
+            return value / 1000
+    return None
+
+
+def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
+    """A progress bar that ran as long as the others waited: the process drawing it was working alone while
+    they sat in the collective (tokenising, scanning a dataset, evaluating). Its elapsed time must be within
+    [half, 1.25 times + a minute] of a wait in the same input; a bar running far longer is the training loop
+    itself, one just started is not what held them. It must also have moved many times within the wait (an
+    item in under a tenth of it): a loop of a few long steps last moved when its step ended. Bars of the
+    waiting ranks do not count."""
+    waiting = {e.origin.rank for e in waits if e.origin.rank is not None}
+    spans = [(e.ref.source, s) for e in waits if (s := _waited_s(e)) is not None]
+    best = None
+    for bar in tl.of(Kind.PROGRESS_BAR):
+        if bar.origin.rank is not None and bar.origin.rank in waiting:
+            continue
+        elapsed = float(bar.data.get("elapsed_s") or 0)
+        done = float(bar.data.get("n") or 0)
+        if done < 2 or any(source == bar.ref.source and elapsed / done > span / 10 for source, span in spans):
+            continue  # a slow outer loop (a training step per redraw) says when it last moved, not that it still does
+        if any(source == bar.ref.source and 0.5 * span <= elapsed <= 1.25 * span + 60 for source, span in spans) \
+                and (best is None or elapsed > float(best.data.get("elapsed_s") or 0)):
+            best = bar
+    return best
+
+
+def busy_phase(tl: Timeline, waits: list[Event]) -> Event | None:
+    """A line saying a process was evaluating among the last lines before the first timeout of its input
+    (within ten lines), from no rank that waited: most trainers evaluate on rank 0 alone (pycocotools' COCO
+    evaluation, a validation loop) while the others wait in the next collective."""
+    waiting = {e.origin.rank for e in waits if e.origin.rank is not None}
+    first: dict[str, int] = {}
+    for event in waits:
+        first[event.ref.source] = min(first.get(event.ref.source, event.ref.line), event.ref.line)
+    near = [e for e in tl.of(Kind.WORK_PHASE) if e.ref.source in first and
+            0 < first[e.ref.source] - e.ref.line <= 10 and (e.origin.rank is None or e.origin.rank not in waiting)]
+    return max(near, key=lambda e: e.ref.line, default=None)
+
+
+def bar_words(bar: Event) -> str:
+    """``“Running tokenizer on dataset”, 29:55 into it`` for a title."""
+    elapsed = int(bar.data.get("elapsed_s") or 0)
+    clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}" if elapsed >= 3600 else \
+        f"{elapsed // 60:02d}:{elapsed % 60:02d}"
+    desc = str(bar.data.get("desc") or "").strip()
+    return f"{'“' + desc[:60] + '”' if desc else 'a progress bar'}, {clock} into it"

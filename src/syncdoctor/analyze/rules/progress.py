@@ -18,7 +18,11 @@ from syncdoctor.analyze.chains import Chains, chains, where_waited
 from syncdoctor.analyze.fr_compare import compare_progress
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis, look_at
+from syncdoctor.analyze.rules.desync import diverged_groups
 from syncdoctor.analyze.rules.partial import (
+    bar_words,
+    busy_bar,
+    busy_phase,
     from_exit_barrier,
     from_horovod,
     from_rankless,
@@ -77,9 +81,12 @@ def _from_sequences(tl: Timeline) -> list[Hypothesis]:
                               Kind.BLOCKING_WAIT_TIMEOUT):
                 proof.setdefault((event.group or "0", rank), event)
     out = []
+    diverged = diverged_groups(tl)
     for group, per_rank in sorted(reached.items()):
         if len(per_rank) < 2:
             continue
+        if group in diverged and len(diverged[group]) == len(per_rank):
+            continue  # every rank waits inside its own collective of the group: a desync (desync.py), none is late
         top = max(per_rank.values())
         behind = sorted(r for r, seq in per_rank.items() if seq < top and tl.ranks[r].outcome not in _CRASHED)
         waiting = sorted(r for r, seq in per_rank.items() if seq == top)
@@ -318,6 +325,8 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     top = max([*tl.ranks, (tl.stated_world_size or 0) - 1])
     unseen = [r for r in range(top + 1) if r not in logged and r not in claimed]
     waiting = sorted(waits)
+    bar = busy_bar(tl, [event for events in waits.values() for event in events])
+    phase = busy_phase(tl, [event for events in waits.values() for event in events]) if bar is None else None
     if not unseen:
         if tl.stated_world_size is not None or len(logged) != 1 or \
                 any(e.kind in TIMEOUT_KINDS for e in tl.unattributed):
@@ -334,24 +343,58 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     else:
         culprits, who = [], f"one of ranks {fmt_ranks(unseen)}"
         confidence = 0.35
+    busy = bar or phase
+    if busy is not None:
+        # a process worked alone while they waited; bars are drawn (and evaluation run) by the main process
+        # unless a prefix says otherwise
+        drawer = busy.origin.rank if busy.origin.rank is not None else (0 if 0 not in waiting else None)
+        if drawer is not None and (drawer in unseen or not unseen):
+            culprits, who = [drawer], f"rank {drawer}"
+        confidence = round(max(confidence, 0.45) + (0.15 if bar is not None else 0.05), 2)
+    else:
+        # nothing says those ranks were anywhere else: a paste of some ranks' errors leaves the others out
+        # whether they were late or timed out too, so the unexplained timeout (A019) comes first
+        confidence = min(confidence, 0.25)
     if culprits:
         absent = f"no line of the inputs comes from {'them' if len(culprits) > 1 else 'it'}"
     else:
         absent = "no other rank is in the inputs" if not unseen else "those ranks are not in the inputs"
-    title = (f"{who} never reached the collective: rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} "
-             f"timed out waiting, and {absent}")
+    waited = f"rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} timed out waiting"
+    if bar is not None:
+        title = f"{who} never reached the collective: it was working alone ({bar_words(bar)}) while {waited}"
+    elif phase is not None:
+        title = (f"{who} never reached the collective: the last lines before the timeouts are an evaluation "
+                 f"(“{str(phase.data.get('desc', ''))[:60]}”), which trainers run on rank 0 alone, while {waited}")
+    else:
+        title = f"{who} never reached the collective: {waited}, and {absent}"
     what = (f"Rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} waited until the timeout. A rank that never "
             "arrives has no error to report, so in a paste of the errors it is the one missing. ")
-    if len(unseen) > 2:
+    if bar is not None:
+        what += (f"A progress bar ({bar_words(bar)}, {bar.ref}) was still running as long as they had waited: the "
+                 "process drawing it (the main process, rank 0, unless its prefix says otherwise) was doing work "
+                 "alone while the others sat in the collective. ")
+    elif phase is not None:
+        what += (f"The lines just before the first timeout ({phase.ref}) say a process was evaluating: most "
+                 "trainers (and pycocotools' COCO evaluation) evaluate on rank 0 alone while the others wait in the "
+                 "next collective, which times out when the evaluation takes longer than the timeout. ")
+    elif len(unseen) > 2:
         what += (f"Ranks {fmt_ranks(unseen)} are not in the inputs, too many to tell which; rank 0 is the usual "
                  "straggler, because it alone evaluates, writes checkpoints, logs or prepares data. ")
     what += ("These logs may be incomplete: the logs of every rank (torchrun --log-dir, or the job's full output) "
              "would confirm it.")
-    evidence = evidence_of([event for events in waits.values() for event in events], "timed out waiting",
-                           MAX_CASCADE + 2)
+    evidence = evidence_of([bar], "still working when the others timed out") if bar is not None else []
+    evidence += evidence_of([phase], "evaluating when the others timed out") if phase is not None else []
+    evidence += evidence_of([event for events in waits.values() for event in events], "timed out waiting",
+                            MAX_CASCADE + 2)
     fix = (look_at(tl, [r for r in culprits if r in tl.ranks]) if any(r in tl.ranks for r in culprits) else
            f"Find what {who} was doing when the others timed out (its last log lines). If it works alone (rank 0 "
            "evaluating, tokenising, saving), make the others wait outside collectives or raise the timeout.")
+    if phase is not None:
+        fix = ("Evaluate on every rank (each its share, then gather the results), or raise the timeout past the "
+               "evaluation's length (init_process_group(timeout=...)). " + fix)
+    if bar is not None:
+        fix = ("Do that work before init_process_group or on every rank (datasets' map with a cache that the other "
+               "ranks then load), or raise the timeout past its length (init_process_group(timeout=...)). " + fix)
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=culprits, affected=waiting, what=what,
                        fix=fix, evidence=evidence)]
 

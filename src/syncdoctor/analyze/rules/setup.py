@@ -15,7 +15,7 @@ from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.rules.network import gloo_no_error
-from syncdoctor.analyze.timeline import Timeline
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_closed",
            "rendezvous_timeout", "store_port_taken"]
@@ -125,7 +125,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     store += [e for e in tl.of(Kind.EXCEPTION) if _unresolved_store(e)]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not _unroutable(str(e.data.get("peer_addr") or "")) and
-            any(w in str(e.data.get("error", "")) for w in _UNREACHABLE)]
+            any(w in str(e.data.get("error", "")) for w in _UNREACHABLE) and not _retried_then_joined(tl, e)]
     gloo = [e for e in tl.of(Kind.GLOO_CONNECT_FAILED)
             if not (e.data.get("loopback_remote") or e.data.get("loopback_local") or gloo_no_error(e))]
     out = []
@@ -150,10 +150,17 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                        | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")}
                        | {str(e.data["store_host"]) for e in store if e.data.get("store_host")})
         suspects = list(where.hosts) + [p for p in peers if p not in where.hosts]
-        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.75, title, culprits=where.ranks, hosts=suspects,
+        # a connect that NCCL (before 2.19) was still retrying when the paste ends: it had not given up yet
+        retrying = all(e.data.get("retrying") for e in events)
+        if retrying:
+            title += ": NCCL was still retrying, and that process never completed its initialisation"
+        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.5 if retrying else 0.75, title, culprits=where.ranks,
+                              hosts=suspects,
                               what=what, evidence=evidence_of(events, "could not connect", MAX_CASCADE),
                               processes=where.processes, local_ranks=where.local_ranks))
     out += _launch_unreachable(tl)
+    if not out:
+        out += _store_gone_at_shutdown(tl)
     system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", ""))]
     if system and not out and not _ran(tl):
         where = attribute(system, tl)
@@ -170,6 +177,35 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                                   "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
                                   "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
     return out
+
+
+def _store_gone_at_shutdown(tl: Timeline) -> list[Hypothesis]:
+    """torchrun's agent could not reach the rendezvous store while closing the rendezvous, and nothing else in
+    the inputs failed: the store's host (the first node's agent) had gone. Low: what ended the run is not here."""
+    events = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("at_shutdown")]
+    if not events or any(e.kind in TIMEOUT_KINDS or e.kind in (Kind.WORKER_FAILED, Kind.CUDA_OOM, Kind.FATAL_SIGNAL)
+                         for e in tl.events):
+        return []
+    where = attribute(events, tl)
+    title = (f"{where.text or 'torchrun'} lost the rendezvous store as it shut down: the host that served it "
+             "(the first node's agent) had gone, or the connection to it broke")
+    what = ("torchrun's agent closes the rendezvous when its workers end, through the store that the agent of the "
+            "rendezvous endpoint's node serves. That connection failed (reset, refused or closed): the serving "
+            "agent had exited, its host went down, or the network between them broke. What ended the workers is "
+            "not in these lines.")
+    fix = ("Read the other nodes' output, the first node's above all, for what ended the run; check that every "
+           "node reaches --rdzv-endpoint (`syncdoctor probe`), and that the first node's agent outlives the others.")
+    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.3, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "the store was gone", 3))]
+
+
+def _retried_then_joined(tl: Timeline, event: Event) -> bool:
+    """A refused connect that NCCL retried (before 2.19: a peer not listening yet at startup), after which that
+    process completed its communicator: the retry succeeded."""
+    if not event.data.get("retrying"):
+        return False
+    host, pid = event.origin.host, event.origin.pid
+    return any(e.origin.host == host and e.origin.pid == pid for e in tl.of(Kind.NCCL_INIT))
 
 
 def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
