@@ -221,7 +221,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", default="1G", help="log size (default 1G; e.g. 64M for a quick run)")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="coll",
-                        help="coll: init then per-collective INFO lines (default); init: communicator chatter only")
+                        help="coll: init then per-collective INFO lines (default); init: communicator chatter only; "
+                             "bars: a progress bar redrawn on every line")
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
                         help="scanner backend (default auto: hyperscan, else libc memmem, else bytes.find)")
     parser.add_argument("--compare-backends", action="store_true",

@@ -133,8 +133,105 @@ def test_an_evaluation_long_before_the_timeouts_is_no_evidence(tmp_path: Path) -
     assert top.category is Category.UNEXPLAINED_TIMEOUT
 
 
-def test_an_evaluation_line_is_kept_once_however_often_it_repeats(tmp_path: Path) -> None:
+def test_evaluation_lines_far_from_any_timeout_are_not_read(tmp_path: Path) -> None:
     path = tmp_path / "train.log"
     path.write_text("Running per image evaluation...\n" * 5000)
-    phases = [e for e in analyze_paths([str(path)]).collected.events if e.kind is Kind.WORK_PHASE]
-    assert len(phases) == 1 and phases[0].ref.line == 5000
+    analysis = analyze_paths([str(path)])
+    assert not [e for e in analysis.collected.events if e.kind is Kind.WORK_PHASE]
+    assert analysis.diagnosis.hypotheses == ()
+
+
+def test_a_checkpoint_being_written_just_before_the_timeouts_names_rank_0(tmp_path: Path) -> None:
+    # real: ai2cm/ace#851: the save began as rank 7 started waiting (20 minutes before its timeout)
+    top = diagnose(tmp_path, """
+2026-02-18T10:28:25.497Z 2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 complete epochs
+2026-02-18T10:48:25.681Z [rank7]:[E218 10:48:25.033625188 ProcessGroupNCCL.cpp:632] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=151264, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1200000) ran for 1200011 milliseconds before timing out.
+""").hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (0,)
+    assert "a checkpoint being written" in top.title and "Write the checkpoint asynchronously" in top.fix
+
+
+def test_a_log_line_about_having_saved_is_no_work_in_progress(tmp_path: Path) -> None:
+    line = "having saved nothing yet, the trainer starts"
+    assert not [e for e in analyze_paths([str(_paste(tmp_path, line))]).collected.events
+                if e.kind is Kind.WORK_PHASE]
+
+
+def _paste(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "paste.txt"
+    path.write_text(text + "\n")
+    return path
+
+
+# tmux wraps at a fixed width (168 columns here) and pads the last piece with spaces: real, ms-swift#5409
+_WRAPPED = (
+    '[rank7]:[E816 00:34:01.184200712 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank 7]  failure'
+    ' detected by watchdog at work sequence id: 137429 PG status: last enqueue\n'
+    'd work: 137429, last completed work: 137428                                         \n'
+    '[rank7]:[E816 00:34:01.184237972 ProcessGroupNCCL.cpp:667] Stack trace of the failed collective'
+    ' not found, potentially because FlightRecorder is disabled. You can enabl\n'
+    'e it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.                   \n'
+    '[rank5]:[E816 00:34:01.333566386 ProcessGroupNCCL.cpp:629] [Rank 5] Watchdog caught collective '
+    'operation timeout: WorkNCCL(SeqNum=137430, OpType=ALLREDUCE, NumelIn=3106\n'
+    '28352, NumelOut=310628352, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.  '
+    '                                                                         \n'
+    '[rank5]:[E816 00:34:01.333737433 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank 5]  failure'
+    ' detected by watchdog at work sequence id: 137430 PG status: last enqueue\n'
+    'd work: 137430, last completed work: 137429                                         \n'
+)
+
+
+def test_records_a_terminal_wrapped_at_a_fixed_width_are_read_joined(tmp_path: Path) -> None:
+    # real: modelscope/ms-swift#5409 (pasted from tmux)
+    events = analyze_paths([str(_paste(tmp_path, _WRAPPED))]).collected.events
+    (timeout,) = [e for e in events if e.kind is Kind.WATCHDOG_TIMEOUT]
+    assert timeout.origin.rank == 5 and timeout.seq == 137430 and timeout.data["numel_in"] == 310628352
+    status = {e.origin.rank: e.data["last_completed"] for e in events if e.kind is Kind.WORK_STATUS}
+    assert status == {7: 137428, 5: 137429}
+
+
+def test_a_rank_the_watchdog_found_stuck_inside_its_own_work_is_no_late_rank(tmp_path: Path) -> None:
+    # rank 7 waits inside #137429 (its failure status); rank 5 passed it: neither stopped on its own
+    hypotheses = diagnose(tmp_path, _WRAPPED).hypotheses
+    assert hypotheses[0].category is Category.UNEXPLAINED_TIMEOUT
+    assert not [h for h in hypotheses if h.category is Category.LAGGING_RANK and 7 in h.culprit_ranks]
+
+
+def test_hip_out_of_memory_on_rocm_even_with_two_processes_lines_interleaved(tmp_path: Path) -> None:
+    # real: salesforce/CodeGen2#3 (8 nodes of AMD GPUs under DeepSpeed's pdsh)
+    top = diagnose(tmp_path, "c05r2n11: RuntimeErrorRuntimeError: : HIP out of memory. Tried to allocate 576.00 MiB "
+                             "(GPU 3; 15.98 GiB total capacity; 15.83 GiB already allocated)").hypotheses[0]
+    assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_hosts == ("c05r2n11",)
+
+
+def test_a_peer_on_dockers_default_bridge_is_said_to_be_one(tmp_path: Path) -> None:
+    # real: THUDM/GLM#173: the other container advertised its bridge address
+    top = diagnose(tmp_path, "192.168.83.245: 595d69b310a0:48344:48664 [0] include/socket.h:409 NCCL WARN Net : "
+                             "Connect to 172.17.0.6<34147> failed : No route to host").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "Docker's default bridge" in top.what
+    assert "--network=host" in top.fix
+
+
+_GRAPH = """
+::16674:17023 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /opt/microsoft/ncv4/topo.xml
+::16674:17023 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/microsoft/ncv4/graph.xml
+
+::16674:17023 [0] graph/search.cc:703 NCCL WARN XML Import Channel : dev 1 not found.
+::16674:17023 [0] NCCL INFO graph/search.cc:733 -> 2
+::16674:17023 [0] NCCL INFO init.cc:911 -> 2
+RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, unhandled system error, NCCL version 2.18.6
+"""
+
+
+def test_a_topology_file_for_another_machine_is_said_as_such_not_as_a_connection(tmp_path: Path) -> None:
+    # real: Azure/azhpc-images#327 (an NCv4 graph file on an NC A100 v4 VM)
+    hypotheses = diagnose(tmp_path, _GRAPH).hypotheses
+    top = hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "NCCL_GRAPH_FILE=/opt/microsoft/ncv4/graph.xml" in top.title
+    assert "dev 1 not found" in top.title and "Remove NCCL_TOPO_FILE" in top.fix
+    assert Category.PEER_UNREACHABLE not in {h.category for h in hypotheses}
+
+
+def test_a_graph_search_failure_without_a_file_given_is_no_topology_file(tmp_path: Path) -> None:
+    text = "\n".join(line for line in _GRAPH.split("\n") if "set by environment" not in line)
+    assert all("topology it was given" not in h.title for h in diagnose(tmp_path, text).hypotheses)

@@ -17,12 +17,25 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "formats.md"
 _ROW = re.compile(r"^\| .*\| (?:`(?P<example>[^`]+)`|`` (?P<quoted>.+?) ``) \| `(?P<event>[a-z_]+)` \|\s*$")
 
 
+# the section whose rows are read only next to a timeout: each example is followed by one
+_NEXT_TO_A_TIMEOUT = "## Read next to a timeout"
+_TIMEOUT = ("[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+            "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 milliseconds before timing "
+            "out.")
+
+
 def rows() -> list[tuple[str, str, str]]:
     found = []
+    section = ""
     for number, line in enumerate(DOC.read_text().splitlines(), 1):
+        if line.startswith("## "):
+            section = line.strip()
         match = _ROW.match(line)
         if match:
-            found.append((f"formats.md:{number}", match["example"] or match["quoted"], match["event"]))
+            example = match["example"] or match["quoted"]
+            if section == _NEXT_TO_A_TIMEOUT:
+                example += "\n" + _TIMEOUT
+            found.append((f"formats.md:{number}", example, match["event"]))
     return found
 
 

@@ -151,10 +151,6 @@ ANCHORS: tuple[bytes, ...] = (
     b"ss_family",
     b"not reachable",  # DeepSpeed's runner: host=node2 was not reachable via ssh  # gloo's device.cc: ss1.ss_family == ss2.ss_family. 2 vs 10 (after what():, no RuntimeError)
     b"@",  # a shell prompt pasted with its command's output: zeyer@cn-234 ~ % nvidia-smi (textlog reads the host)
-    b"/s]",  # a progress bar's rate: [29:55<4:48:08, 155.57 examples/s] (parsers/bars.py)
-    b"s/it",  # a slow bar: [24:03<30:15, 43.23s/it]
-    b"it/s,",  # a bar with a postfix: [00:10<00:00, 5.00it/s, loss=0.31]
-    b"valuat",  # Evaluating, Running per image evaluation (pycocotools): a process evaluating (parsers/bars.py)
     b"Segfault",  # a native crash handler's banner: !!!!!!! Segfault encountered !!!!!!! (vLLM, TensorRT-LLM, …)
     b"received at time=",  # abseil's signal handler (Ray's workers): *** SIGSEGV received at time=1746566409 on cpu 131 ***
 )

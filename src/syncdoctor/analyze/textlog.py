@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line, start_followers
-from syncdoctor.analyze.parsers.bars import bar_key
+from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
 from syncdoctor.analyze.scan import Scanner
@@ -90,6 +90,34 @@ _MAX_BARS = 256  # progress bar states kept per input: a redraw replaces its bar
 class _Bars:
     at: dict[str, int] = field(default_factory=dict)  # a bar's key -> where its last state is in the events
     kept: int = 0
+    lookbacks: int = 0
+
+
+# A progress bar or a line saying what a process is doing (evaluating, saving) matters only next to a wait that
+# timed out: those lines are read on the timeout's own line (by the parsers) and on the ten lines before it
+# (here, for the first timeouts of each input), not wherever they appear: a log of a million bar redraws costs
+# nothing then (docs/performance.md).
+_WAITS = frozenset({Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT, Kind.GLOO_TIMEOUT, Kind.STORE_ERROR,
+                    Kind.WORK_STATUS})
+_MAX_LOOKBACKS = 32
+_LOOK_BACK_LINES = 10
+
+
+def _look_back(state: _State, block: bytes, start: int, number: int, bars: _Bars) -> None:
+    """The progress bars and work lines among the ten lines before the line at ``start`` (line ``number``), as
+    far back as this block goes."""
+    pos = start
+    found: list[tuple[int, bytes]] = []
+    for back in range(1, _LOOK_BACK_LINES + 1):
+        if pos <= 0:
+            break
+        begin = block.rfind(b"\n", 0, pos - 1) + 1
+        raw = block[begin:pos - 1]
+        pos = begin
+        if any(marker in raw for marker in BAR_MARKERS):
+            found.append((number - back, raw))
+    for at, raw in reversed(found):  # in file order: a bar's later state replaces its earlier one
+        _add(state.events, bar_events(make_line(_decode(raw), Ref(state.source, at), state.file_origin)), bars)
 
 
 def _add(events: list[Event], new: list[Event], bars: _Bars) -> None:
@@ -185,7 +213,11 @@ def read_text(
             number = counted + 1
             line = make_line(_decode(raw), Ref(source, number), state.file_origin)
             stats.candidates += 1
-            _add(events, parse_line(line), bars)
+            new = parse_line(line)
+            _add(events, new, bars)
+            if bars.lookbacks < _MAX_LOOKBACKS and any(e.kind in _WAITS for e in new):
+                bars.lookbacks += 1
+                _look_back(state, block, start, number, bars)
             for follower in start_followers(line):
                 active = _Active(follower)
                 if _feed(state, active, block, end + 1, number + 1):

@@ -2,7 +2,7 @@
 
 Line parsers (``KEYWORDS`` + ``parse(line)``): :mod:`.torch_watchdog`, :mod:`.torch_detail`, :mod:`.gloo`,
 :mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.system`, :mod:`.gpu`,
-:mod:`.traceback`, :mod:`.bars`; :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
+:mod:`.traceback`; :mod:`.bars` (progress bars, on the lines other anchors select and before a timeout); :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
 blocks are read by followers (``follow(line)``): tracebacks, torchrun's failure table, desync reports,
 ``py-spy dump`` stacks.
 Whole-record parsers: :mod:`.flight_recorder`, :mod:`.watch_events`, :mod:`.ras`. Line prefixes and file
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from syncdoctor.analyze.model import Event, Kind, Origin, Ref
+from syncdoctor.analyze.model import Event, Origin, Ref
 from syncdoctor.analyze.parsers import (
     bars,
     c10d_store,
@@ -41,7 +41,7 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                system, gpu, traceback, training, horovod, remote, bars)
+                system, gpu, traceback, training, horovod, remote)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers
@@ -84,11 +84,11 @@ def parse_line(line: Line) -> list[Event]:
     for parser, keywords in _KEYWORDS:
         if keywords.search(body):
             events.extend(parser.parse(line))
+    # a progress bar drawn just before an error on the same line (its last state: what was still running)
+    bar = bars.bar_events(line)
     # never silent: an error-looking line nothing else understood is kept as such (the A028 fallback); a
     # progress bar on the line is no explanation of an error after it
-    if all(event.kind in (Kind.PROGRESS_BAR, Kind.WORK_PHASE) for event in events):
-        events.extend(generic.parse(line))
-    return events
+    return events + bar if events else bar + generic.parse(line)
 
 
 def start_followers(line: Line) -> list[Follower]:

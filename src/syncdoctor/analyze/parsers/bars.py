@@ -1,7 +1,8 @@
 """Progress bars (tqdm and the bars built on it: datasets' ``map``, Accelerate, Lightning, yolov5). Pure: no I/O.
 
 A bar says that the process drawing it was working, on what, and for how long (a line that says it is
-evaluating, ``Running per image evaluation...``, is a ``work_phase`` event, read the same way):
+evaluating, ``Running per image evaluation...``, or writing a checkpoint, ``Saving model checkpoint to …``, is a
+``work_phase`` event, read the same way):
 ``Running tokenizer on dataset:   9%|███▊      | 280000/2969526 [29:55<4:48:08, 155.57 examples/s]``,
 ``Generating train split: 2230000 examples [29:59, 1466.92 examples/s]`` (no total),
 ``train: Scanning '../coco/labels/train' … 97%|██▉| 43830/45049 [01:07<00:18, 66.12it/s]``,
@@ -25,15 +26,24 @@ import re
 from syncdoctor.analyze.model import Event, Kind
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["KEYWORDS", "bar_key", "parse"]
+__all__ = ["BAR_MARKERS", "bar_events", "bar_key", "parse"]
 
-KEYWORDS = ("/s]", "s/it", "it/s,", "valuat")
+# not a line parser's keywords (a log of bar redraws would make every line a candidate): the parsers read a bar
+# on a line another anchor selected (``… 66.12it/s][E ProcessGroupNCCL…``), and the reader looks for these in the
+# lines just before a timeout (:func:`syncdoctor.analyze.textlog.read_text`)
+BAR_MARKERS = (b"/s]", b"s/it", b"it/s,", b"valuat", b"aving ")
+_TEXT_MARKERS = tuple(marker.decode() for marker in BAR_MARKERS)
 
 # a line that says the process is evaluating (pycocotools' ``Running per image evaluation...``, ``Evaluate
 # annotation type *bbox*``, ``Accumulating evaluation results...``; mmengine's and the trainers' ``Evaluating``):
 # most trainers evaluate on rank 0 alone while the others wait in the next collective
 _EVALUATING = re.compile(r"\b(?:Evaluating|Evaluate annotation type|Running per image evaluation|"
                          r"Accumulating evaluation results|Running evaluation|Start(?:ing)? evaluation)\b")
+# a line that says it is writing a checkpoint (the HF Trainer's ``Saving model checkpoint to out/checkpoint-500``,
+# ``Saving latest checkpoint …``, Lightning's ``saving model to …``, Accelerate's ``Saving current state to …``):
+# often rank 0 alone, and a save that outlasts the timeout is the classic straggler
+_SAVING = re.compile(r"\b[Ss]aving (?:the |a |current |latest |final |best |last )?(?:model|checkpoint|state|"
+                     r"DeepSpeed|weights|ckpt)")
 
 # the time fields and the rate: [29:55<4:48:08, 155.57 examples/s] / [29:59, 1466.92 examples/s] / [01:07<00:18, 66.12it/s, loss=1]
 _FIELDS = re.compile(
@@ -67,14 +77,23 @@ def bar_key(event: Event) -> str:
     return f"{event.ref.source}|{event.origin.rank}|{_DIGITS.sub('#', str(event.data.get('desc', '')))}"
 
 
+def bar_events(line: Line) -> list[Event]:
+    """The bar or work line in ``line``, if its body holds a marker (cheap to call on any line)."""
+    body = line.body
+    return parse(line) if any(marker in body for marker in _TEXT_MARKERS) else []
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     matches = list(_FIELDS.finditer(body))
     if not matches:
-        phase = _EVALUATING.search(body)
-        if phase is None or len(body) > 300:
+        if len(body) > 300:
             return []
-        return [make_event(Kind.WORK_PHASE, line, data={"phase": "evaluation", "desc": body.strip()[:80]})]
+        if _EVALUATING.search(body):
+            return [make_event(Kind.WORK_PHASE, line, data={"phase": "evaluation", "desc": body.strip()[:80]})]
+        if _SAVING.search(body):
+            return [make_event(Kind.WORK_PHASE, line, data={"phase": "checkpoint", "desc": body.strip()[:80]})]
+        return []
     last = matches[-1]
     start = max(body.rfind("\r", 0, last.start()), body.rfind("\n", 0, last.start())) + 1
     before = body[start:last.start()]

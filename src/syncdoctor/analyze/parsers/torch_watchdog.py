@@ -173,5 +173,45 @@ class WrappedWorkFollower:
         return parse(replace(self.head, body=joined, text=" ".join([self.head.text.rstrip(), *self.parts])))
 
 
-def follow(line: Line) -> WrappedWorkFollower | None:
-    return WrappedWorkFollower(line) if _wrapped(line.body) else None
+_COMPLETED = re.compile(r"last completed (?:NCCL )?work: -?\d")
+
+
+def _cut(body: str) -> bool:
+    """A watchdog or status line cut mid-record by a terminal that wraps at a fixed width (tmux, screen): its
+    ``WorkNCCL(`` not closed, or its ``PG status:`` without the last completed work."""
+    at = body.find("WorkNCCL(")
+    if at >= 0 and "Watchdog caught" in body and ")" not in body[at:]:
+        return True
+    return ("PG status" in body or "last enqueued" in body) and _COMPLETED.search(body) is None
+
+
+@dataclass
+class HardWrapFollower:
+    """The next line of a record a terminal wrapped at a fixed width: joined without a space (the wrap falls
+    anywhere, ``NumelIn=3106`` / ``28352, NumelOut=…``), padding removed, then read as one line. A line that
+    starts a record of its own (a prefix, a bracket) ends it."""
+
+    head: Line
+    max_lines: int = 2
+    parts: list[str] = field(default_factory=list)
+
+    def feed(self, line: Line) -> bool:
+        text = line.text.rstrip()
+        if not text or text.startswith("[") or text[:1].isspace():
+            return False
+        self.parts.append(text)
+        return _cut(self.joined())
+
+    def joined(self) -> str:
+        return "".join([self.head.body, *self.parts])
+
+    def finish(self) -> list[Event]:
+        if not self.parts or _cut(self.joined()):
+            return []
+        return parse(replace(self.head, body=self.joined(), text="".join([self.head.text, *self.parts])))
+
+
+def follow(line: Line) -> WrappedWorkFollower | HardWrapFollower | None:
+    if _wrapped(line.body):
+        return WrappedWorkFollower(line)
+    return HardWrapFollower(line) if _cut(line.body) else None

@@ -5,7 +5,8 @@
   combined log other ranks' lines may interleave, so the follower keeps only its own rank's lines);
 * a bare exception line ``torch.distributed.DistBackendError: …`` / ``ValueError: …``;
 * ``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; …)`` (also
-  ``torch.cuda.OutOfMemoryError`` and ``RuntimeError: CUDA out of memory``);
+  ``torch.cuda.OutOfMemoryError`` and ``RuntimeError: CUDA out of memory``; ``HIP out of memory`` on ROCm,
+  also where two processes' lines were interleaved on one: ``RuntimeErrorRuntimeError: : HIP out of memory``);
 * ``Fatal Python error: Segmentation fault`` (faulthandler); a death by signal without it shows in
   torchrun's failure table (exit code -11, SIGSEGV).
 """
@@ -30,7 +31,7 @@ _EXCEPTION = re.compile(
 # indented by Python; flush left where a forum or a log collector stripped the spaces
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<func>.*)$')  # <module> eaten
 # the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
-_OOM = re.compile(r"CUDA out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
+_OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
                   r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capacity))?")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 # UCX's signal handler (Open MPI / HPC-X, NCCL's UCX plugin): [host:pid :thread:tid] Caught signal 7 (Bus error: …)
@@ -179,7 +180,7 @@ def parse(line: Line) -> list[Event]:
         origin = Origin(host=caught["host"], pid=int(caught["pid"])) if caught["host"] else None
         return [make_event(Kind.FATAL_SIGNAL, line, origin=origin, data={
             "signal": signal_name(-int(caught["num"])), "what": caught["what"].strip()})]
-    if "CUDA out of memory" in body:
+    if "CUDA out of memory" in body or "HIP out of memory" in body:  # HIP: PyTorch on ROCm
         oom = _OOM.search(body)
         return [make_event(Kind.CUDA_OOM, line, data={
             "tried": oom["size"] if oom else None, "gpu": _oom_gpu(oom)})]

@@ -58,6 +58,7 @@ from syncdoctor.analyze.rules.setup import (
     rendezvous_closed,
     rendezvous_timeout,
     store_port_taken,
+    topology_file,
 )
 from syncdoctor.analyze.rules.stall import collective_stalled
 from syncdoctor.analyze.timeline import Timeline
@@ -91,6 +92,7 @@ RULES: tuple[Rule, ...] = (
     rendezvous_timeout,
     rendezvous_closed,
     store_port_taken,
+    topology_file,
 )
 
 # When two hypotheses are equally confident, the more specific cause comes first.

@@ -284,9 +284,9 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
 
 
 def busy_phase(tl: Timeline, waits: list[Event]) -> Event | None:
-    """A line saying a process was evaluating among the last lines before the first timeout of its input
-    (within ten lines), from no rank that waited: most trainers evaluate on rank 0 alone (pycocotools' COCO
-    evaluation, a validation loop) while the others wait in the next collective."""
+    """A line saying a process was evaluating or writing a checkpoint among the last lines before the first
+    timeout of its input (within ten lines), from no rank that waited: many trainers evaluate (pycocotools' COCO
+    evaluation, a validation loop) and save on rank 0 alone while the others wait in the next collective."""
     waiting = {e.origin.rank for e in waits if e.origin.rank is not None}
     first: dict[str, int] = {}
     for event in waits:

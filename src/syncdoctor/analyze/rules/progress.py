@@ -45,7 +45,8 @@ def _timed_out(tl: Timeline) -> list[int]:
 def _inside(tl: Timeline) -> set[int]:
     """Ranks the inputs show inside the collective the others timed out in, although they wrote no timeout:
     their ``last enqueued`` (a dump-signal or status line) reached the sequence number another rank timed out
-    at in that group, or another rank's dump signal names them as the rank whose collective timed out."""
+    at in that group, the watchdog's failure status puts them inside a work they had not completed, or another
+    rank's dump signal names them as the rank whose collective timed out."""
     top: dict[str, int] = {}
     for rank in _timed_out(tl):
         for event in tl.ranks[rank].of(*TIMEOUT_KINDS):
@@ -54,6 +55,10 @@ def _inside(tl: Timeline) -> set[int]:
                 top[group] = min(top.get(group, event.seq), event.seq)
     inside = {rank for rank, state in tl.ranks.items()
               if any(state.reached.get(group, -1) >= seq for group, seq in top.items())}
+    for event in tl.of(Kind.WORK_STATUS):  # the watchdog's failure status: stuck inside that work, not elsewhere
+        done = event.data.get("last_completed")
+        if event.origin.rank is not None and event.seq is not None and isinstance(done, int) and done < event.seq:
+            inside.add(event.origin.rank)
     for event in tl.of(Kind.DUMP_SIGNAL):
         source = event.data.get("from_rank")
         if isinstance(source, int) and source != event.origin.rank and "timeout" in str(event.data.get("reason", "")):
@@ -68,6 +73,12 @@ def _timeout_lines(tl: Timeline, ranks: list[int]) -> list[Event]:
         if found:
             lines.append(found[0])
     return lines
+
+
+def _waits_inside(state: RankState, group: str) -> bool:
+    """The rank entered its last collective of ``group`` and that one had not completed: it was waiting."""
+    done = state.completed.get(group)
+    return done is not None and done < state.reached.get(group, -1)
 
 
 def _from_sequences(tl: Timeline) -> list[Hypothesis]:
@@ -91,6 +102,11 @@ def _from_sequences(tl: Timeline) -> list[Hypothesis]:
         behind = sorted(r for r, seq in per_rank.items() if seq < top and tl.ranks[r].outcome not in _CRASHED)
         waiting = sorted(r for r, seq in per_rank.items() if seq == top)
         if not behind or len(behind) >= len(per_rank):
+            continue
+        if all(_waits_inside(tl.ranks[r], group) for r in behind):
+            # the ranks behind wait inside collectives of their own, which the others passed: they numbered other
+            # calls (a desync) or, outside the default group, the same id names another group on them; either
+            # way they did not stop on their own, so none is named late here
             continue
         last = {r: per_rank[r] for r in behind}
         detail = ", ".join(f"rank {r} last entered #{s}" for r, s in sorted(last.items()))
@@ -363,8 +379,10 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     if bar is not None:
         title = f"{who} never reached the collective: it was working alone ({bar_words(bar)}) while {waited}"
     elif phase is not None:
-        title = (f"{who} never reached the collective: the last lines before the timeouts are an evaluation "
-                 f"(“{str(phase.data.get('desc', ''))[:60]}”), which trainers run on rank 0 alone, while {waited}")
+        doing = "an evaluation" if phase.data.get("phase") == "evaluation" else "a checkpoint being written"
+        title = (f"{who} never reached the collective: the last lines before the timeouts are {doing} "
+                 f"(“{str(phase.data.get('desc', ''))[:60]}”), which trainers often do on rank 0 alone, while "
+                 f"{waited}")
     else:
         title = f"{who} never reached the collective: {waited}, and {absent}"
     what = (f"Rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} waited until the timeout. A rank that never "
@@ -374,9 +392,10 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
                  "process drawing it (the main process, rank 0, unless its prefix says otherwise) was doing work "
                  "alone while the others sat in the collective. ")
     elif phase is not None:
-        what += (f"The lines just before the first timeout ({phase.ref}) say a process was evaluating: most "
-                 "trainers (and pycocotools' COCO evaluation) evaluate on rank 0 alone while the others wait in the "
-                 "next collective, which times out when the evaluation takes longer than the timeout. ")
+        what += (f"The lines just before the first timeout ({phase.ref}) say a process was "
+                 f"{'evaluating' if phase.data.get('phase') == 'evaluation' else 'writing a checkpoint'}: many "
+                 "trainers (and pycocotools' COCO evaluation) evaluate and save on rank 0 alone while the others "
+                 "wait in the next collective, which times out when that work takes longer than the timeout. ")
     elif len(unseen) > 2:
         what += (f"Ranks {fmt_ranks(unseen)} are not in the inputs, too many to tell which; rank 0 is the usual "
                  "straggler, because it alone evaluates, writes checkpoints, logs or prepares data. ")
@@ -389,9 +408,12 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     fix = (look_at(tl, [r for r in culprits if r in tl.ranks]) if any(r in tl.ranks for r in culprits) else
            f"Find what {who} was doing when the others timed out (its last log lines). If it works alone (rank 0 "
            "evaluating, tokenising, saving), make the others wait outside collectives or raise the timeout.")
-    if phase is not None:
+    if phase is not None and phase.data.get("phase") == "evaluation":
         fix = ("Evaluate on every rank (each its share, then gather the results), or raise the timeout past the "
                "evaluation's length (init_process_group(timeout=...)). " + fix)
+    elif phase is not None:
+        fix = ("Write the checkpoint asynchronously or shard it across ranks (torch.distributed.checkpoint), make the "
+               "others wait outside a collective, or raise the timeout past the save's length. " + fix)
     if bar is not None:
         fix = ("Do that work before init_process_group or on every rank (datasets' map with a cache that the other "
                "ranks then load), or raise the timeout past its length (init_process_group(timeout=...)). " + fix)

@@ -150,19 +150,23 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                        | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")}
                        | {str(e.data["store_host"]) for e in store if e.data.get("store_host")})
         suspects = list(where.hosts) + [p for p in peers if p not in where.hosts]
+        bridged = sorted(p for p in peers if _docker_bridge(p))
+        if bridged:
+            what += (f" {', '.join(bridged)} is in 172.17.0.0/16, Docker's default bridge network: a container "
+                     "without host networking advertised its own bridge address, which no other host can reach.")
         # a connect that NCCL (before 2.19) was still retrying when the paste ends: it had not given up yet
         retrying = all(e.data.get("retrying") for e in events)
         if retrying:
             title += ": NCCL was still retrying, and that process never completed its initialisation"
         out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.5 if retrying else 0.75, title, culprits=where.ranks,
-                              hosts=suspects,
+                              hosts=suspects, fix=_BRIDGE_FIX if bridged else None,
                               what=what, evidence=evidence_of(events, "could not connect", MAX_CASCADE),
                               processes=where.processes, local_ranks=where.local_ranks))
     out += _launch_unreachable(tl)
     if not out:
         out += _store_gone_at_shutdown(tl)
     system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", ""))]
-    if system and not out and not _ran(tl):
+    if system and not out and not _ran(tl) and not _topology_failed(tl):
         where = attribute(system, tl)
         title = ("NCCL failed with 'unhandled system error' while setting up, before any collective ran: most often "
                  "a connection between the hosts could not be opened")
@@ -197,6 +201,51 @@ def _store_gone_at_shutdown(tl: Timeline) -> list[Hypothesis]:
            "node reaches --rdzv-endpoint (`syncdoctor probe`), and that the first node's agent outlives the others.")
     return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.3, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(events, "the store was gone", 3))]
+
+
+_DOCKER_BRIDGE = ipaddress.ip_network("172.17.0.0/16")
+_BRIDGE_FIX = ("Run the containers with host networking (docker run --network=host, hostNetwork: true), or set "
+               "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to an interface whose address the other hosts reach.")
+
+
+def _docker_bridge(addr: str) -> bool:
+    try:
+        return ipaddress.ip_address(addr.split("%")[0]) in _DOCKER_BRIDGE
+    except ValueError:
+        return False
+
+
+_TOPOLOGY_FILES = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
+
+
+def _topology_failed(tl: Timeline) -> list[Event]:
+    """NCCL's own errors from its topology or graph search (``graph/search.cc:703 NCCL WARN XML Import Channel :
+    dev 1 not found``, the ``graph/…cc:N -> 2`` chain): a topology problem, not a connection."""
+    return [e for e in tl.of(Kind.NCCL_WARN, Kind.NCCL_ERROR)
+            if str(e.data.get("frame", "")).startswith(("graph/", "misc/xml")) or "XML" in str(e.data.get("message", ""))
+            or "graph/" in e.text.split(" NCCL ", 1)[0]]
+
+
+def topology_file(tl: Timeline) -> list[Hypothesis]:
+    """NCCL was given a topology or graph file (NCCL_TOPO_FILE, NCCL_GRAPH_FILE: cloud images set them in
+    /etc/nccl.conf for one VM size) and its topology search failed: the file describes another machine."""
+    files = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") in _TOPOLOGY_FILES]
+    failed = _topology_failed(tl)
+    if not files or not failed:
+        return []
+    where = attribute(failed, tl)
+    given = ", ".join(sorted({f"{e.data['name']}={e.data.get('value')}" for e in files}))
+    warn = next((e for e in failed if e.kind is Kind.NCCL_WARN), failed[0])
+    title = (f"NCCL could not use the topology it was given ({given}){' on ' + where.text if where.text else ''}: "
+             f"{str(warn.data.get('message') or warn.data.get('error') or 'its graph search failed')[:80]}")
+    what = ("NCCL_TOPO_FILE and NCCL_GRAPH_FILE replace what NCCL would detect with a description of the machine; "
+            "images made for one cloud VM size set them (/etc/nccl.conf), and on another size the file names GPUs "
+            "or NICs this machine does not have, so NCCL's topology search fails at init ('unhandled system error' "
+            "after it).")
+    fix = ("Remove NCCL_TOPO_FILE / NCCL_GRAPH_FILE (from the environment and /etc/nccl.conf) and let NCCL detect "
+           "the topology, or use the file made for this machine type.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.6, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of([warn], "NCCL's topology search failed") + evidence_of(files, "given", 2))]
 
 
 def _retried_then_joined(tl: Timeline, event: Event) -> bool:
