@@ -235,3 +235,58 @@ def test_a_topology_file_for_another_machine_is_said_as_such_not_as_a_connection
 def test_a_graph_search_failure_without_a_file_given_is_no_topology_file(tmp_path: Path) -> None:
     text = "\n".join(line for line in _GRAPH.split("\n") if "set by environment" not in line)
     assert all("topology it was given" not in h.title for h in diagnose(tmp_path, text).hypotheses)
+
+
+def test_hpe_pals_names_the_rank_a_signal_killed(tmp_path: Path) -> None:
+    # real: saforem2/ezpz#234 (PBS on Sunspot): rank 1's SIGTERM is the teardown after rank 12's SIGKILL
+    top = diagnose(tmp_path, """
+x1921c7s1b0n0-hsn0: rank 12 died from signal 9
+x1921c7s0b0n0-hsn0: rank  1 died from signal 15
+""").hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_ranks == (12,)
+
+
+def test_a_note_a_user_added_after_sruns_line_does_not_hide_it(tmp_path: Path) -> None:
+    # real: saforem2/ezpz#238 ("<- the victim" is the reporter's)
+    top = diagnose(tmp_path, "srun: error: nid001321: tasks 4-7: Killed        <- the victim").hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "nid001321" in top.title
+
+
+def test_a_store_barrier_still_waiting_when_the_paste_ends(tmp_path: Path) -> None:
+    # real: NVIDIA-NeMo/Speech#5819: 3 of 8 processes joined
+    text = ("0: Waiting in store based barrier to initialize process group for rank: 3, key: store_based_barrier_key:1 "
+            "(world_size=8, worker_count=3, timeout=0:30:00)")
+    top = diagnose(tmp_path, text).hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and "3 of 8 joined so far" in top.title
+    formed = text + "\n[rank3]:node1:1:2 [3] NCCL INFO comm 0x1 rank 3 nranks 8 cudaDev 3 busId 1000 - Init COMPLETE"
+    assert all(h.category is not Category.RENDEZVOUS_TIMEOUT for h in diagnose(tmp_path, formed).hypotheses)
+
+
+def test_ascends_hccl_wait_is_a_timeout_not_a_crash(tmp_path: Path) -> None:
+    # real: vllm-project/vllm-ascend#486
+    top = diagnose(tmp_path, """
+[rank1]: RuntimeError: InnerRunOpApi:torch_npu/csrc/framework/OpParamMaker.cpp:281 OPS function error: HcclAllreduce, error code is 6
+[rank1]: EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank did not send the data in time. Please check the reason for the rank being stuck
+""").hypotheses[0]
+    assert top.category is Category.UNEXPLAINED_TIMEOUT and top.affected_ranks == (1,)
+
+
+def test_torch_xlas_mesh_master_that_cannot_be_reached(tmp_path: Path) -> None:
+    # real: pytorch/xla#2604 (XRT_TPU_CONFIG unset)
+    top = diagnose(tmp_path, """
+Failed to connect to client mesh master: d7c1c93dfe8c:56419
+Exception: process 1 terminated with exit code 17
+""").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "d7c1c93dfe8c:56419" in top.title
+
+
+def test_timeouts_without_their_group_at_several_numbers_are_no_desync(tmp_path: Path) -> None:
+    # real: NVIDIA/Megatron-LM#1142: rank 0 waits in three groups, rank 3 in another: the lines (before 2.2)
+    # do not say which group each is
+    line = ("[E ProcessGroupNCCL.cpp:828] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={s}, "
+            "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 607565 milliseconds before timing out.")
+    text = "\n".join(line.format(r=r, s=s) for r, s in ((3, 33), (0, 257), (0, 1032), (0, 1796)))
+    hypotheses = diagnose(tmp_path, text).hypotheses
+    assert hypotheses[0].category is Category.UNEXPLAINED_TIMEOUT
+    assert not [h for h in hypotheses if h.category in (Category.COLLECTIVE_DESYNC, Category.LAGGING_RANK)
+                and h.confidence >= 0.5]

@@ -152,6 +152,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"not reachable",  # DeepSpeed's runner: host=node2 was not reachable via ssh  # gloo's device.cc: ss1.ss_family == ss2.ss_family. 2 vs 10 (after what():, no RuntimeError)
     b"@",  # a shell prompt pasted with its command's output: zeyer@cn-234 ~ % nvidia-smi (textlog reads the host)
     b"Segfault",  # a native crash handler's banner: !!!!!!! Segfault encountered !!!!!!! (vLLM, TensorRT-LLM, …)
+    b"send the data in time",  # Ascend HCCL's timeout: Reason: Remote Rank did not send the data in time
     b"received at time=",  # abseil's signal handler (Ray's workers): *** SIGSEGV received at time=1746566409 on cpu 131 ***
 )
 

@@ -47,7 +47,7 @@ COMM_ERROR_WORDS = (
     "remote process exited", "Socket Timeout", "retrieving ncclUniqueId", "store->get(",
     "Horovod has been shut down", "failed to pass monitoredBarrier", "received errors while waiting",
     "ProcessGroupNCCL", "gloo", "Gloo", "store based barrier", "Unable to find address", "collective mismatch",
-    "Detected mismatch between collectives",
+    "Detected mismatch between collectives", "OPS function error: Hccl",
 )
 _AGENT_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
 

@@ -34,7 +34,8 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
-            "raised from doWait", "connect() timed out")
+            "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
+            "Check failed: impl_->channel->WaitForConnected")
 
 _UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
@@ -48,9 +49,11 @@ _HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-\[\]%]{1,253}$")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)")
 # the C++ frame under a bare "RuntimeError: Socket Timeout" (1.x-2.0): the store wait that ran out, keys unnamed
 _DO_WAIT = re.compile(r"Exception raised from doWait at \S*TCPStore\.cpp")
+# the timeout (``Timed out initializing process group in store based barrier on rank: 3, for key: …``) and, every
+# ten seconds before it, ``Waiting in store based barrier to initialize process group for rank: 3, key: …``
 _BARRIER = re.compile(
-    r"store based barrier on rank:? (?P<rank>\d+).{0,160}?world_size=(?P<world>\d+), "
-    r"(?:num_workers_joined|worker_count)=(?P<joined>\d+)"
+    r"(?P<waiting>Waiting in )?store based barrier (?:on|to initialize process group for) rank:? (?P<rank>\d+)"
+    r".{0,160}?world_size=(?P<world>\d+), (?:num_workers_joined|worker_count)=(?P<joined>\d+)"
 )
 _CLIENTS = re.compile(r"Timed out after (?P<s>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients "
                       r"joined")
@@ -67,6 +70,12 @@ _CONNECT = re.compile(
 # the store client's connect before 1.13 (c10d's tcputils): ``RuntimeError: connect() timed out. Original timeout
 # was 60000 ms.``, raised from TCPStore's constructor (torchrun's c10d rendezvous, init_process_group)
 _CONNECT_OLD = re.compile(r"connect\(\) timed out\. Original timeout was (?P<ms>\d+) ms")
+
+
+# torch_xla's (XRT) coordination service, its store: ``Failed to connect to client mesh master: host:56419``, and
+# the client's own check ``mesh_service.cc:316 : Check failed: impl_->channel->WaitForConnected(…``
+_MESH_MASTER = re.compile(r"Failed to connect to client mesh master: (?P<host>[\w.\-]+):(?P<port>\d+)|"
+                          r"mesh_service\.cc:\d+ : Check failed: impl_->channel->WaitForConnected")
 
 
 def _key_ranks(keys: str) -> list[int]:
@@ -90,6 +99,11 @@ def parse(line: Line) -> list[Event]:
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"]) if bound else None, "error": "Address already in use"})]
+    match = _MESH_MASTER.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "error": "could not connect to torch_xla's mesh master",
+            **({"store_host": match["host"], "store_port": int(match["port"])} if match["host"] else {})})]
     match = _CONNECT_OLD.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "ms": int(match["ms"]),
@@ -128,7 +142,8 @@ def parse(line: Line) -> list[Event]:
     match = _BARRIER.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={
-            "what": "barrier", "world_size": int(match["world"]), "joined": int(match["joined"])})]
+            "what": "barrier", "world_size": int(match["world"]), "joined": int(match["joined"]),
+            "waiting": bool(match["waiting"])})]
     match = _CLIENTS.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

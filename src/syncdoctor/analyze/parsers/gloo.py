@@ -14,6 +14,8 @@ the file. Pure: no I/O.
   is loopback too (Debian and Ubuntu map the hostname to it); wrapped after ``connect``, the next line that
   starts with the address is read joined (:class:`PairFollower`).
 * ``[enforce fail at …/device.cc:84] ifa != nullptr. Unable to find address for: eth9``.
+* Ascend's HCCL through torch_npu, a collective that waited out its timeout: ``EI0006: … Getting socket times
+  out. Reason: Remote Rank did not send the data in time.`` (read as a timeout, like gloo's).
 * ``[enforce fail at …/pair.cc:456] op.preamble.length <= op.nbytes. 4196 vs 4. Received data size doesn't
   match expected size. Is there a distributed collective mismatch in your code?`` (the explanation since July
   2025; before it the line ends at ``4196 vs 4``)
@@ -46,6 +48,7 @@ KEYWORDS = (
     "Received data size",
     "op.preamble.length",
     "connect [",
+    "send the data in time",
 )
 
 _TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<dir>send|recv) operation")
@@ -98,6 +101,10 @@ def parse(line: Line) -> list[Event]:
             "ms": int(match["ms"]), "direction": match["dir"], "transport": "gloo", **_gloo_source(body)}))
     elif "Application timeout caused pair closure" in body:
         events.append(make_event(Kind.GLOO_TIMEOUT, line, data={"pair_closure": True, "transport": "gloo"}))
+    elif "Remote Rank did not send the data in time" in body:
+        # Ascend's HCCL (torch_npu), its collective's wait: ``EI0006: … Getting socket times out. Reason: Remote
+        # Rank did not send the data in time. Please check the reason for the rank being stuck``
+        events.append(make_event(Kind.GLOO_TIMEOUT, line, data={"transport": "hccl"}))
     mesh = _MESH.search(body)
     debug = _DEBUG.search(body)
     if debug:

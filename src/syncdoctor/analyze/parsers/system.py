@@ -6,6 +6,8 @@
 * srun: ``srun: error: node12: task 3: Killed``, ``srun: error: node12: tasks 0-3: Exited with exit code 1``,
   ``… task 5: Segmentation fault`` (the task is SLURM_PROCID: the rank when srun starts one task per GPU, the
   node when it starts torchrun, so it is kept as such);
+* HPE PALS (PBS on Aurora, Polaris): ``x1921c7s1b0n0: rank 12 died from signal 9``, ``… rank 3 exited with code
+  1``, ``x4502c0s0b0n0: shepherd died from signal 9`` (the node's agent: the node lost);
 * Slurm cancelling the job or step: ``slurmstepd: error: *** JOB 1234 ON node12 CANCELLED AT … DUE TO TIME
   LIMIT ***`` (an ``agent_signal``: the job was ended from outside);
 * the kernel's OOM killer (dmesg, journal): ``Out of memory: Killed process 12345 (python) total-vm:…``,
@@ -25,17 +27,23 @@ import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
-from syncdoctor.analyze.parsers.torchrun import signal_number
+from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("oom_kill event", "oom-kill event", "srun: error:", "Killed process", "Kill process", "OOMKilled",
+KEYWORDS = ("oom_kill event", "oom-kill event", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT")
 
 _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
                         r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
 _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
-                   r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40})\s*$")
+                   r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40}?)"
+                   r"\s*(?:$|\s(?:<-|#|//).*$)")  # a note a user added after it: "Killed   <- the victim"
+# HPE PALS (the PBS launcher of Aurora, Polaris, Sunspot): ``x1921c7s1b0n0: rank 12 died from signal 9``,
+# ``x1921c7s1b0n0: rank 3 exited with code 1``, and the node's own agent: ``x4502c0s0b0n0: shepherd died from
+# signal 9`` (a node lost: every rank on it)
+_PALS = re.compile(r"\b(?:rank (?P<rank>\d+)|(?P<shepherd>shepherd)) (?:died from signal (?P<sig>\d+)|exited with code "
+                   r"(?P<code>\d+))")
 _KERNEL_OOM = re.compile(r"(?P<cgroup>Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
 _OOMKILLED = re.compile(r"\bOOMKilled\b")
 # Slurm ending the job or step from outside: ``*** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO
@@ -63,6 +71,13 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
             "unknown_exit": code is None})]
+    match = _PALS.search(body)
+    if match:
+        number = int(match["sig"]) if match["sig"] else None
+        rank = int(match["rank"]) if match["rank"] else None
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=rank), data={
+            "source": "pals", "signal": signal_name(-number) if number else None,
+            "exitcode": -number if number else int(match["code"]), "node": bool(match["shepherd"])})]
     match = _KERNEL_OOM.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={

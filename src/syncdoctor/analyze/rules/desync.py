@@ -295,7 +295,17 @@ def diverged_groups(tl: Timeline) -> dict[str, dict[int, Event]]:
     two ranks numbered different calls (one called collectives the other did not). Point-to-point operations
     are left out: they complete between two members. The default group only (below)."""
     first: dict[str, dict[int, Event]] = defaultdict(dict)
-    for event in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
+    timeouts = tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT)
+    # a line without its group (before 2.2) is the default group's only while no rank times out at several
+    # numbers: a rank that does waits in several groups, and the lines do not say which is which
+    numbers: dict[int, set[int]] = defaultdict(set)
+    for event in timeouts:
+        if event.origin.rank is not None and event.seq is not None and event.group is None:
+            numbers[event.origin.rank].add(event.seq)
+    unsure = any(len(seqs) > 1 for seqs in numbers.values())
+    for event in timeouts:
+        if event.group is None and unsure:
+            continue
         rank = event.origin.rank
         if rank is None or event.seq is None or not event.op or any(w in event.op.lower() for w in _P2P_OPS):
             continue

@@ -76,9 +76,13 @@ def _timeout_lines(tl: Timeline, ranks: list[int]) -> list[Event]:
 
 
 def _waits_inside(state: RankState, group: str) -> bool:
-    """The rank entered its last collective of ``group`` and that one had not completed: it was waiting."""
+    """The rank entered its last collective of ``group`` and that one had not completed (its status says so, or
+    its own watchdog timed out in it): it was waiting."""
+    reached = state.reached.get(group, -1)
     done = state.completed.get(group)
-    return done is not None and done < state.reached.get(group, -1)
+    if done is not None:
+        return done < reached
+    return any(e.seq == reached and (e.group or "0") == group for e in state.of(*TIMEOUT_KINDS))
 
 
 def _from_sequences(tl: Timeline) -> list[Hypothesis]:

@@ -335,6 +335,8 @@ def _ran(tl: Timeline) -> bool:
 def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.STORE_ERROR)
               if e.data.get("what") in ("barrier", "clients", "rendezvous-timeout") and not e.data.get("missing_ranks")]
+    if tl.of(Kind.NCCL_INIT, Kind.WORK_STATUS, *TIMEOUT_KINDS):
+        events = [e for e in events if not e.data.get("waiting")]  # the group formed after that wait
     if not events:
         return []
     where = attribute(events, tl)
@@ -350,7 +352,10 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
             + "The missing ones never started, started with another world size, master address or port, or "
             "failed before init_process_group: their own logs say why.")
     waiting = sorted(where.ranks)
-    return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.7, title, affected=waiting,
+    if all(e.data.get("waiting") for e in events):  # still waiting when the paste ends: it has not timed out yet
+        title = title.replace(" before the timeout; the others never arrived", " so far; the others had not arrived")
+    return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.6 if all(e.data.get("waiting") for e in events) else 0.7,
+                       title, affected=waiting,
                        what=what + (f" Ranks {fmt_ranks(waiting)} waited." if waiting else ""),
                        evidence=evidence_of(events, "waiting for the others", MAX_CASCADE))]
 
