@@ -290,3 +290,12 @@ def test_timeouts_without_their_group_at_several_numbers_are_no_desync(tmp_path:
     assert hypotheses[0].category is Category.UNEXPLAINED_TIMEOUT
     assert not [h for h in hypotheses if h.category in (Category.COLLECTIVE_DESYNC, Category.LAGGING_RANK)
                 and h.confidence >= 0.5]
+
+
+def test_torchelastics_etcd_server_that_cannot_be_reached(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#123714 (--rdzv-backend=etcd-v2 without an endpoint)
+    top = diagnose(tmp_path, "ERROR:etcd.client:Failed to get list of machines from http://localhost:2379/v2: "
+                             "MaxRetryError(\"HTTPConnectionPool(host='localhost', port=2379): Max retries exceeded "
+                             "with url: /v2/machines\")").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "localhost:2379" in top.title
+    assert "etcd" in top.title

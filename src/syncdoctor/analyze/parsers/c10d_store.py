@@ -35,7 +35,7 @@ __all__ = ["KEYWORDS", "parse"]
 KEYWORDS = ("network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
-            "Check failed: impl_->channel->WaitForConnected")
+            "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines")
 
 _UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
@@ -72,6 +72,9 @@ _CONNECT = re.compile(
 _CONNECT_OLD = re.compile(r"connect\(\) timed out\. Original timeout was (?P<ms>\d+) ms")
 
 
+# torchelastic's etcd rendezvous (python-etcd's client): ``ERROR:etcd.client:Failed to get list of machines from
+# http://localhost:2379/v2: MaxRetryError(…Connection refused…)``
+_ETCD = re.compile(r"Failed to get list of machines from https?://\[?(?P<host>[\w.\-:]+?)\]?:(?P<port>\d+)")
 # torch_xla's (XRT) coordination service, its store: ``Failed to connect to client mesh master: host:56419``, and
 # the client's own check ``mesh_service.cc:316 : Check failed: impl_->channel->WaitForConnected(…``
 _MESH_MASTER = re.compile(r"Failed to connect to client mesh master: (?P<host>[\w.\-]+):(?P<port>\d+)|"
@@ -99,6 +102,11 @@ def parse(line: Line) -> list[Event]:
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"]) if bound else None, "error": "Address already in use"})]
+    match = _ETCD.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "store_host": match["host"], "store_port": int(match["port"]),
+            "error": "the etcd rendezvous server could not be reached", "rendezvous": True})]
     match = _MESH_MASTER.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

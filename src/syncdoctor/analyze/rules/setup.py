@@ -345,8 +345,8 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
     if crowded:
         return [_store_shared(tl, events, crowded)]
     joined = "; ".join(f"{j} of {w} joined" for j, w in counts)
-    title = "the process group could not form: " + (joined or "the rendezvous timed out") + \
-            " before the timeout; the others never arrived"
+    title = "the process group could not form: " + (f"{joined} before the timeout" if joined else
+                                                     "the rendezvous timed out") + "; the others never arrived"
     what = ("Every rank must join the store (or torchrun's rendezvous) before training starts. "
             + (f"Only {joined}. " if joined else "")
             + "The missing ones never started, started with another world size, master address or port, or "
