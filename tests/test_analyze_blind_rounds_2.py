@@ -299,3 +299,36 @@ def test_torchelastics_etcd_server_that_cannot_be_reached(tmp_path: Path) -> Non
                              "with url: /v2/machines\")").hypotheses[0]
     assert top.category is Category.PEER_UNREACHABLE and "localhost:2379" in top.title
     assert "etcd" in top.title
+
+
+def test_a_wait_timeout_inside_init_process_group_is_the_rendezvous(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#13583 (a gloo file store on a share the other host did not see)
+    top = diagnose(tmp_path, """
+Traceback (most recent call last):
+  File "/home/simon/Desktop/dist_rl/dist_rl.py", line 13, in <module>
+    dist.init_process_group(rank=0,backend="gloo",init_method='file:///home/simon/shared/gloo_file',world_size=2)
+  File "/home/simon/anaconda3/lib/python3.6/site-packages/torch/distributed/distributed_c10d.py", line 283, in init_process_group
+    _default_pg = ProcessGroupGloo(store, rank, world_size)
+RuntimeError: Wait timeout
+""").hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and "could not form" in top.title
+
+
+def test_the_socket_transport_accepting_an_ib_connection_means_the_transports_differ(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl-tests#188
+    top = diagnose(tmp_path, """
+user:16901:16967 [2] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3
+user:16901:16967 [2] NCCL INFO transport/net_socket.cc:375 -> 3
+""").hypotheses[0]
+    assert top.category is Category.SOCKET_FALLBACK and "the IB transport" in top.title
+    assert "NCCL_IB_DISABLE=1" in top.fix
+
+
+def test_a_store_connect_timeout_wrapped_before_its_port_still_names_the_store(tmp_path: Path) -> None:
+    # real: OpenRLHF/OpenRLHF#265 (the weight-sync store on a Docker bridge address)
+    top = diagnose(tmp_path, """
+(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to (172.17.0.2
+, 44737).
+""").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "172.17.0.2" in top.title
+    assert "Docker's default bridge" in top.what

@@ -61,8 +61,8 @@ _RDZV = re.compile(r"\b(?P<kind>Rendezvous(?:Timeout|Connection|Closed)Error)\b"
 _SOCKET = re.compile(r"waitForInput: (?:socket .{0,300}? timed out after (?P<ms>\d+)ms|poll for socket .{0,300}? "
                      r"returned 0, likely a timeout)")
 _CONNECT = re.compile(
-    r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s) while trying to connect to \((?P<host>[^,]+), "
-    r"(?P<port>\d+)\)"
+    r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s) while trying to connect to \((?P<host>[^,\s]+)"
+    r"(?:, (?P<port>\d+)\))?"  # the port may be cut off by a wrapped line
     r"|failed to connect to \[?(?P<host2>[^\]\s]+)\]?:(?P<port2>\d+)(?: \((?P<err>[^)]*)\))?)"
 )
 
@@ -165,8 +165,10 @@ def parse(line: Line) -> list[Event]:
     if match:
         host = match["host"] or match["host2"]
         port = match["port"] or match["port2"]
-        return [make_event(Kind.STORE_ERROR, line, data={
-            "what": "connect", "store_host": host.strip(), "store_port": int(port), "error": match["err"] or "timeout"})]
+        found: dict[str, object] = {"what": "connect", "store_host": host.strip(), "error": match["err"] or "timeout"}
+        if port:
+            found["store_port"] = int(port)
+        return [make_event(Kind.STORE_ERROR, line, data=found)]
     if "connection to the C10d store has failed" in body:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect"})]
     match = _RDZV.search(body)

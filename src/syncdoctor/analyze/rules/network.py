@@ -5,6 +5,7 @@ to sockets on some hosts, a host cut off from the others. Pure: no I/O.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections import Counter, defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
@@ -298,7 +299,37 @@ def _gloo_no_error(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "gloo handshake failed", MAX_CASCADE))]
 
 
+_SOCKET_TYPES = {1: "bootstrap", 2: "proxy", 3: "the socket transport", 4: "the IB transport", 5: "RAS"}
+_WRONG_TYPE = re.compile(r"socketFinalizeAccept: wrong type (?P<got>\d+) != (?P<want>\d+)")
+
+
+def _transports_differ(tl: Timeline) -> list[Hypothesis]:
+    """``socketFinalizeAccept: wrong type 4 != 3`` (NCCL 2.12+, net_socket.cc): the socket transport accepted a
+    connection a peer opened for the IB transport (socket types: 3 the socket transport, 4 IB's out-of-band
+    connection): the two hosts chose different network transports."""
+    found = [(e, m) for e in tl.of(Kind.NCCL_WARN) if (m := _WRONG_TYPE.search(e.text)) is not None]
+    pairs = {(int(m["got"]), int(m["want"])) for _, m in found}
+    if not any({got, want} == {3, 4} for got, want in pairs):
+        return []
+    events = [e for e, _ in found]
+    where = attribute(events, tl)
+    got, want = sorted(pairs)[0]
+    title = (f"NCCL on {where.text or 'one host'} expected a connection of {_SOCKET_TYPES[want]} and got one of "
+             f"{_SOCKET_TYPES[got]}: the hosts use different network transports (InfiniBand on some, sockets on "
+             "the others)")
+    what = ("NCCL picks its network transport per process: InfiniBand where it finds a usable HCA, sockets "
+            "otherwise. One side connected for one transport and the other listened for the other, so the "
+            "connection was refused at its first message (socketFinalizeAccept: wrong type).")
+    fix = ("Make IB work on every host (the same HCAs visible, `ibv_devinfo`, NCCL_IB_HCA), or use sockets on all of "
+           "them (NCCL_IB_DISABLE=1 everywhere); compare the hosts' `NET/IB` / `NET/Socket` INFO lines.")
+    return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.65, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "a connection of the other transport", 3))]
+
+
 def socket_fallback(tl: Timeline) -> list[Hypothesis]:
+    differ = _transports_differ(tl)
+    if differ:
+        return differ
     networks: dict[str, tuple[str, Event]] = {}
     for event in tl.of(Kind.NCCL_NET):
         host = event.origin.host

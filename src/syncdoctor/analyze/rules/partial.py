@@ -27,7 +27,8 @@ from syncdoctor.analyze.rules.common import (
 )
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["bar_words", "busy_bar", "busy_phase", "from_exit_barrier", "from_horovod", "from_rankless", "from_runs_first", "from_stacks", "ras_all_launched"]
+__all__ = ["bar_words", "busy_bar", "busy_phase", "from_exit_barrier", "from_horovod", "from_rankless", "from_runs_first",
+           "from_stacks", "ras_all_launched", "timed_out_forming"]
 
 
 # helpers that let one process run a block first while the others wait in a barrier: YOLOv5/v6/v8's
@@ -50,10 +51,21 @@ def _in_runs_first(stack: Event) -> bool:
     return entering and len(sources) >= 2 and bool(_CALLS_FIRST.search(sources[-2]))
 
 
+_FORMING = ("init_process_group", "new_group", "_store_based_barrier", "_new_process_group_helper")
+
+
+def timed_out_forming(event: Event) -> bool:
+    """A timeout raised while the process group was being formed (``init_process_group`` waiting in its store
+    for the other ranks): the group never formed, a rendezvous that did not gather everyone, not a collective."""
+    message = str(event.data.get("message", ""))
+    return event.data.get("collective") in _FORMING and ("imeout" in message or "timed out" in message.lower())
+
+
 def _timed_out_in_collective(event: Event) -> bool:
     """A traceback raised by a collective (or barrier) that timed out waiting for the others."""
     message = str(event.data.get("message", ""))
-    return bool(event.data.get("collective")) and ("imeout" in message or "timed out" in message.lower())
+    return bool(event.data.get("collective")) and ("imeout" in message or "timed out" in message.lower()) and \
+        not timed_out_forming(event)
 
 
 def from_horovod(tl: Timeline) -> list[Hypothesis]:

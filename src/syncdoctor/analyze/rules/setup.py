@@ -15,6 +15,7 @@ from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
 from syncdoctor.analyze.rules.network import gloo_no_error
+from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_closed",
@@ -132,7 +133,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     if store or nccl or gloo:
         events = store + nccl + gloo
         where = attribute(events, tl)
-        targets = sorted({f"{e.data['store_host']}:{e.data['store_port']}" for e in store if e.data.get("store_host")}
+        targets = sorted({f"{e.data['store_host']}" + (f":{e.data['store_port']}" if e.data.get("store_port") else "")
+                          for e in store if e.data.get("store_host")}
                          | {f"rank {e.data['peer_rank']}" for e in nccl if e.data.get("peer_rank") is not None}
                          | {str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
                          | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
@@ -335,6 +337,7 @@ def _ran(tl: Timeline) -> bool:
 def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.STORE_ERROR)
               if e.data.get("what") in ("barrier", "clients", "rendezvous-timeout") and not e.data.get("missing_ranks")]
+    events += [e for e in tl.of(Kind.EXCEPTION) if timed_out_forming(e)]
     if tl.of(Kind.NCCL_INIT, Kind.WORK_STATUS, *TIMEOUT_KINDS):
         events = [e for e in events if not e.data.get("waiting")]  # the group formed after that wait
     if not events:
