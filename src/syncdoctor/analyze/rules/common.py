@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
 __all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "evidence_of",
-           "fmt_ranks", "hypothesis", "look_at"]
+           "fmt_ranks", "hypothesis", "ip_of", "look_at"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
 
@@ -149,3 +150,11 @@ def look_at(tl: Timeline, ranks: list[int]) -> str:
             "a stack (py-spy dump --pid PID while it hangs), data loading, I/O, a rank-dependent branch, or a "
             "stopped process. Next time collect Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1, also TORCH_FR_DUMP_ON_TIMEOUT in recent releases) or run "
             "syncdoctor watch, which name the collective it never reached.")
+
+
+def ip_of(addr: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address in ``addr`` (an IPv6 zone such as ``%eth0`` dropped), or None when it is a host name."""
+    try:
+        return ipaddress.ip_address(addr.split("%")[0])
+    except ValueError:
+        return None

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
-from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis, ip_of
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
@@ -25,10 +25,8 @@ def _virtual(ifname: str) -> bool:
 
 def _link_local(addr: str) -> bool:
     """An IPv6 link-local address (fe80::/10): reachable on its own link only."""
-    try:
-        return ipaddress.ip_address(addr.split("%")[0]).is_link_local
-    except ValueError:
-        return False
+    ip = ip_of(addr)
+    return ip is not None and ip.is_link_local
 
 
 def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
@@ -214,9 +212,8 @@ def _nccl_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesi
 
 
 def _subnet(addr: str) -> str | None:
-    try:
-        ip = ipaddress.ip_address(addr.split("%")[0])
-    except ValueError:
+    ip = ip_of(addr)
+    if ip is None:
         return None
     prefix = 24 if ip.version == 4 else 64
     return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))

@@ -13,13 +13,13 @@ from collections import defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
-from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis, ip_of
 from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_closed",
-           "rendezvous_timeout", "store_port_taken"]
+           "rendezvous_timeout", "store_port_taken", "topology_file"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
                 "connection abort", "Proxy Call")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
@@ -103,10 +103,8 @@ def _unroutable(addr: str) -> bool:
     """Loopback or IPv6 link-local: a peer that advertised it is the loopback rule's (A008)."""
     if is_loopback(addr):
         return True
-    try:
-        return ipaddress.ip_address(addr.split("%")[0]).is_link_local
-    except ValueError:
-        return False
+    ip = ip_of(addr)
+    return ip is not None and ip.is_link_local
 
 
 _UNRESOLVED = ("host not found", "Name or service not known", "Temporary failure in name resolution",
@@ -211,10 +209,8 @@ _BRIDGE_FIX = ("Run the containers with host networking (docker run --network=ho
 
 
 def _docker_bridge(addr: str) -> bool:
-    try:
-        return ipaddress.ip_address(addr.split("%")[0]) in _DOCKER_BRIDGE
-    except ValueError:
-        return False
+    ip = ip_of(addr)
+    return ip is not None and ip in _DOCKER_BRIDGE
 
 
 _TOPOLOGY_FILES = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
