@@ -178,15 +178,24 @@ def test_different_op_at_the_same_point_is_a_mismatch(lab_factory, tmp_path: Pat
 
 def test_sigkilled_rank_is_named_by_the_first_rank_to_fail(lab_factory, tmp_path: Path) -> None:
     """gloo peers fail at once ("Connection reset by peer") and torchrun ends the job: the first rank to fail
-    lingers and names rank 3 (host1), which vanished without an error."""
+    lingers and names rank 3 (host1), which vanished without an error.
+
+    host1's agent also ends rank 2 (SIGTERM) as soon as it sees rank 3 dead. When that comes before rank 2's
+    own peer error, rank 2 too vanishes without a goodbye, nothing tells the two apart, and the honest answer is
+    host1 (a warning: the node, or one of its ranks and its launcher). Rank 2's failure, when it comes first,
+    is published in full: the SIGTERM waits for its goodbye."""
     lab = lab_factory(2)
     fault = {"rank": 3, "kind": "crash", "mode": "sigkill", "at": 40, "where": "load_batch"}
     job = _start(lab, tmp_path, ["--steps", "60", "--grad-sync", "manual", "--step-sleep", "0.05",
                                  "--fault", json.dumps(fault)])
     event = _wait_for(tmp_path, job, lambda e: e["code"] in ("W105", "W106", "W108"), timeout=90)
     job.wait(timeout=60)
-    assert event["code"] == "W105" and event["ranks"] == [3] and event["hosts"] == ["host1"], event
-    assert "vanished without an error" in event["title"]
+    if event["code"] == "W106":  # rank 2 was ended before its own error: see above
+        assert event["status"] == "warning" and event["ranks"] == [2, 3] and event["hosts"] == ["host1"], event
+        assert "2" not in event["detail"]["failed"] and "its launcher ended the others" in event["title"], event
+    else:
+        assert event["code"] == "W105" and event["ranks"] == [3] and event["hosts"] == ["host1"], event
+        assert "vanished without an error" in event["title"]
     assert "host1_1" in _node_dirs(tmp_path)  # host1's records went through its leader (whose rank was killed)
     latency = event["at"] - _waiting_since(job, 40, [0, 1, 2])
     _report("SIGKILL", latency)

@@ -79,7 +79,12 @@ def test_postmortem_whole_host_and_nothing_to_say() -> None:
     records = {0: _rec(0, "host0", "failed", "Connection reset by peer", 1), 1: _rec(1, "host0", "failed", "x", 2),
                2: _rec(2, "host1", "running"), 3: _rec(3, "host1", "running")}
     (event,) = diagnose_failure(records, {2, 3}, 4)
-    assert event.code == "W106" and event.ranks == (2, 3)
+    # under torchrun (a node rank): one rank's death ends its node-mates too, so the node is a warning only
+    assert (event.code, event.status, event.ranks, event.hosts) == ("W106", "warning", (2, 3), ("host1",))
+    assert "its launcher ended the others" in event.title and event.suspect_nodes[0].confidence == 0.6
+    bare = {r: rec._replace(node=-1) for r, rec in records.items()}  # no launcher that ends node-mates
+    (event,) = diagnose_failure(bare, {2, 3}, 4)
+    assert (event.code, event.status) == ("W106", "confirmed") and "launcher" not in event.title
     assert diagnose_failure({0: _rec(0, "host0", "running")}, set(), 1) == []
     assert is_peer_error("Connection closed by peer") and not is_peer_error("ValueError: x")
 
@@ -144,3 +149,34 @@ def test_postmortem_prefers_a_real_exception_to_an_earlier_straggler_or_warning(
     late = {"code": "W101", "title": "rank 1 is late", "ranks": [1], "key": "W101:0:5:1", "at": 0}
     (event,) = diagnose_failure(records, set(), 2, reported=[late])
     assert event.code == "W108" and "ValueError" in event.title
+
+
+_DEFER = """
+import os, signal, sys, time
+from syncdoctor.watch.failfast import sigterm_deferred
+got = []
+if sys.argv[1] == "own":
+    signal.signal(signal.SIGTERM, lambda n, f: got.append(("own", n)))
+with sigterm_deferred(lambda n, f: got.append(("deferred", n))) as deferred:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.05)
+    print("alive", deferred, got, flush=True)
+print("default", signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True)
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(2)
+print("survived", flush=True)
+"""
+
+
+def test_a_sigterm_is_deferred_while_a_failing_rank_says_goodbye() -> None:
+    """A launcher's SIGTERM (torchrun ending a dead rank's node-mates) waits while the failing rank publishes and
+    lingers; after it, SIGTERM ends the process again. A program's own handler is left alone."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _DEFER, "default"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == -15, run.stderr
+    assert run.stdout.splitlines() == ["alive True [('deferred', 15)]", "default True"]
+    run = subprocess.run([sys.executable, "-c", _DEFER, "own"], capture_output=True, text=True, timeout=60)
+    assert run.stdout.splitlines()[0] == "alive False [('own', 15)]"
+    assert "default False" in run.stdout and "survived" in run.stdout  # its handler stays in place

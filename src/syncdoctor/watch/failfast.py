@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from syncdoctor.watch.config import WatchConfig
@@ -27,7 +27,8 @@ from syncdoctor.watch.records import RankRecord, decode_record
 from syncdoctor.watch.sinks import JsonlSink, LogSink, Sink, StoreSink, read_store_events
 from syncdoctor.watch.snapshot import RankSeen
 
-__all__ = ["exit_now", "leave_together", "linger", "reachable_ranks", "reported_events", "watch_the_others"]
+__all__ = ["exit_now", "leave_together", "linger", "reachable_ranks", "reported_events", "sigterm_deferred",
+           "watch_the_others"]
 
 logger = logging.getLogger("syncdoctor.watch")
 
@@ -77,11 +78,7 @@ def linger(store: ScopedStore, keys: JobKeys, me: Identity, config: WatchConfig,
     died first (log, store, events file). On the main thread, a SIGTERM meanwhile goes to ``on_sigterm``
     instead of ending the process at once.
     """
-    deferred = False
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, on_sigterm)
-        deferred = True
-    try:
+    with sigterm_deferred(on_sigterm):
         events, store_ok = watch_the_others(store, keys, me, config.exit_linger_s, config.interval_s, clock=clock,
                                             sleep=sleep, wall_clock=wall_clock)
         sinks: list[Sink] = [LogSink()]
@@ -92,6 +89,23 @@ def linger(store: ScopedStore, keys: JobKeys, me: Identity, config: WatchConfig,
         for event in events:
             for sink in sinks:
                 sink.emit(event)
+
+
+@contextlib.contextmanager
+def sigterm_deferred(on_sigterm: Callable[[int, Any], None]) -> Iterator[bool]:
+    """While inside, a SIGTERM goes to ``on_sigterm`` instead of ending the process at once (main thread, and
+    only where SIGTERM has its default action: a handler of the program's own is left alone). Yields whether
+    it deferred. Nested uses keep the outer one.
+
+    A launcher ends a failed rank's node-mates with SIGTERM (torchrun at once, then SIGKILL after 30 s): the
+    failing rank deferring it can still publish its goodbye and, if first, linger.
+    """
+    deferred = False
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, on_sigterm)
+        deferred = True
+    try:
+        yield deferred
     finally:
         if deferred:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)

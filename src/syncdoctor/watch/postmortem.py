@@ -99,14 +99,19 @@ def _diagnose(records: Mapping[int, RankRecord], silent: set[int], world_size: i
             else ", ".join(f"rank {r} ({records[r].where}, pid {records[r].pid})" for r in vanished)
             + " vanished"
         )
+        # torchrun ends a node's other workers when one dies: a whole host vanishing is then one rank's death
+        # as much as the node's, and the agent's failure table says which
+        launched = whole_host and all(records[r].node >= 0 for r in vanished)
         title = (
             f"{what} without an error while ranks {followers} failed"
             + (f" with '{_short(first_error)}'" if first_error else "")
-            + ": it died first (killed, OOM-killed or a native crash)"
+            + (": the node went down, or one of them died (killed, OOM-killed or a native crash) and its launcher "
+               "ended the others; the launcher's failure table on that host names which (exitcode -9 or a signal)"
+               if launched else ": it died first (killed, OOM-killed or a native crash)")
         )
         events.append(
             Event(
-                "W106" if whole_host else "W105", "confirmed", title, ranks=tuple(vanished),
+                "W106" if whole_host else "W105", "warning" if launched else "confirmed", title, ranks=tuple(vanished),
                 hosts=tuple(hosts), pids=tuple(records[r].pid for r in vanished), at=wall,
                 key=f"postmortem:{format_ranks(vanished)}",
                 detail={"failed": {str(r.rank): r.error for r in failed}, "postmortem": True},

@@ -401,19 +401,21 @@ class Watcher:
         publisher = self.publisher
         if self.store is None or self.keys is None or publisher.final or self.stopped:
             return
-        text = f"{exc_type.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".strip()
-        publisher.state, publisher.error = "failed", text[:400]
-        self._sample_now()
-        try:
-            publisher.fail_order = self.store.add(self.keys.fail, 1)
-        except Exception:
-            publisher.fail_order = None
-        self._stop.set()
-        self._publish(final=True)
-        if publisher.fail_order == 1 and self.config.exit_linger_s > 0 and exc_type is not KeyboardInterrupt:
-            assert self.identity is not None  # the first rank to fail names the one that died first
-            failfast.linger(self.store, self.keys, self.identity, self.config, on_sigterm=self._defer_sigterm,
-                            clock=self.clock)
+        # its launcher may be ending it already (a node-mate died): the goodbye and the linger go first
+        with failfast.sigterm_deferred(self._defer_sigterm):
+            text = f"{exc_type.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".strip()
+            publisher.state, publisher.error = "failed", text[:400]
+            self._sample_now()
+            try:
+                publisher.fail_order = self.store.add(self.keys.fail, 1)
+            except Exception:
+                publisher.fail_order = None
+            self._stop.set()
+            self._publish(final=True)
+            if publisher.fail_order == 1 and self.config.exit_linger_s > 0 and exc_type is not KeyboardInterrupt:
+                assert self.identity is not None  # the first rank to fail names the one that died first
+                failfast.linger(self.store, self.keys, self.identity, self.config, on_sigterm=self._defer_sigterm,
+                                clock=self.clock)
 
     def _defer_sigterm(self, signum: int, frame: Any) -> None:
         self._sigterm_pending = True
