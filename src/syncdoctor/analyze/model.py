@@ -45,6 +45,7 @@ class Kind(str, enum.Enum):
     PEER_CLOSED = "peer_closed"  # connection closed/reset by a peer (gloo or NCCL sockets)
     GLOO_CONNECT_FAILED = "gloo_connect_failed"  # connectFullMesh / failed to connect
     GLOO_LOOPBACK = "gloo_loopback"  # gloo fell back to (or binds to) the loopback address
+    HOSTNAME_LOOPBACK = "hostname_loopback"  # /etc/hosts or getent output: a host's name resolves to 127.x
     INTERFACE_MISSING = "interface_missing"  # gloo: Unable to find address for: IFNAME; NCCL: no socket interface
     # NCCL INFO
     NCCL_VERSION = "nccl_version"

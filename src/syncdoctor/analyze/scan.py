@@ -153,6 +153,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"@",  # a shell prompt pasted with its command's output: zeyer@cn-234 ~ % nvidia-smi (textlog reads the host)
     b"Segfault",  # a native crash handler's banner: !!!!!!! Segfault encountered !!!!!!! (vLLM, TensorRT-LLM, …)
     b"send the data in time",  # Ascend HCCL's timeout: Reason: Remote Rank did not send the data in time
+    b"127.0.",  # /etc/hosts or getent pasted: "127.0.1.1   node1" (a hostname that resolves to loopback)
+    b"Got completion",  # an IB completion error copied without its NCCL WARN prefix (or from a screenshot)
     b"received at time=",  # abseil's signal handler (Ray's workers): *** SIGSEGV received at time=1746566409 on cpu 131 ***
 )
 

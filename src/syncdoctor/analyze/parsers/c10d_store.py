@@ -90,18 +90,23 @@ def _key_ranks(keys: str) -> list[int]:
     return ranks
 
 
-_LISTEN_PORT = re.compile(r"bind to \[?[^\s\]]*\]?:(?P<port>\d+)")
+# "… bind to [::]:29500 (errno: 98 …)"; 2.4+: "… failed to listen on any local network address. port: 32847, …"
+_LISTEN_PORT = re.compile(r"bind to \[?[^\s\]]*\]?:(?P<port>\d+)|listen on any local network address\. port: (?P<port2>\d+)")
 _STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken pipe|failed to recv, got 0 bytes)"
                          r"|failed to recv, got 0 bytes")
 
 
+# the bare message (before 1.11), also with THD's source location (0.3-0.4): "RuntimeError: Address already in
+# use at /pytorch/torch/lib/THD/process_group/General.cpp:17"
+_BARE_IN_USE = re.compile(r"RuntimeError: Address already in use(?: at \S+)?\s*$")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
-    if "Address already in use" in body and ("server socket" in body or body.rstrip().endswith(
-            "RuntimeError: Address already in use")):
+    if "ddress already in use" in body and ("server socket" in body or _BARE_IN_USE.search(body)):
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={
-            "what": "listen", "store_port": int(bound["port"]) if bound else None, "error": "Address already in use"})]
+            "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None, "error": "Address already in use"})]
     match = _ETCD.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

@@ -24,10 +24,12 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("CUDA error", "CUDA_ERROR_", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+KEYWORDS = ("CUDA error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported")
 
-_CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]):? (?P<msg>[^\n.]{3,160})")
+# THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
+_CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]|cuda runtime error \(\d+\) ?):? (?P<msg>[^\n.]{3,160}?)"
+                   r"(?= at /|[\n.]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
 # nvidia-smi on a GPU the driver lost: ``Unable to determine the device handle for GPU0000:03:00.0: Unknown Error``,
@@ -39,7 +41,7 @@ _SMI = re.compile(r"Unable to determine the device handle for GPU ?(?P<pci>[0-9A
 _AER = re.compile(r"\bnvidia (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): (?:AER: )?(?P<msg>"
                   r"(?:AER: )?can't recover.*|.*severity=Uncorrected.*|.*device recovery failed.*)$")
 _HARDWARE = ("ECC", "fallen off the bus", "Xid", "uncorrectable", "ECC_UNCORRECTABLE", "HARDWARE")
-_PROGRAM = ("device-side assert", "out of memory", "invalid device ordinal", "no kernel image", "busy or unavailable")
+_PROGRAM = ("device-side assert", "out of memory", "OUT_OF_MEMORY", "invalid device ordinal", "no kernel image", "busy or unavailable")
 
 
 def parse(line: Line) -> list[Event]:

@@ -11,7 +11,8 @@ empty line precedes it (ignored). Messages recognised:
   (Send)`` (2.10-2.19), ``NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129`` (<= 2.9)
 * IB asynchronous events, every wording (see ``_ASYNC``); ``GID table changed`` (2.28.3+)
 * ``Call to ibv_modify_qp failed with 22 Invalid argument, … local GID index 3`` (GID), ``… with 110 …`` (rails)
-* memlock: ``Call to ibv_reg_mr[_iova2] failed with error Cannot allocate memory``, ``Call to ibv_create_qp failed``
+* memlock: ``Call to ibv_reg_mr[_iova2] failed with error Cannot allocate memory``, ``Call to ibv_create_qp failed``,
+  aws-ofi-nccl's ``NET/OFI Unable to register memory (type = 1) for device 0. RC: 12, Error: Cannot allocate memory``
 * shm: ``failed to extend /dev/shm/nccl-XXXX to N bytes``, ``unlink shared memory /dev/shm/nccl-… failed``
 * connect: ``connect to 10.0.0.2<43021> failed : Connection refused`` (also ``Net : Connect to …``,
   ``socketStartConnect: Connect to …``, ``… exceeded error retry count after N attempts``)
@@ -46,7 +47,7 @@ __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 KEYWORDS = ("NCCL WARN", "] WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
-            "Unable to allocate shared memory")
+            "Unable to allocate shared memory", "Got completion")
 
 # ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
 IB_STATUS = {
@@ -73,7 +74,11 @@ _ERRNO = {"Invalid argument": 22, "Connection timed out": 110, "Operation not pe
           "No such device": 19, "Cannot allocate memory": 12}
 _GID_INDEX = re.compile(r"GID index (?P<gid>-?\d+)")
 _ON_DEV = re.compile(r"on dev (?P<dev>[\w.\-]+(?::\d+)?)")
-_MEMLOCK = re.compile(r"(?:Call to )?ibv_(?:reg_mr\w*|create_qp|create_cq|alloc_pd)\w* failed(?: with error (?P<err>.+))?")
+_MEMLOCK = re.compile(
+    r"(?:Call to )?ibv_(?:reg_mr\w*|create_qp|create_cq|alloc_pd)\w* failed(?: with error (?P<err>.+))?"
+    # aws-ofi-nccl (EFA): NET/OFI Unable to register memory (type = 1) for device 0. RC: 12, Error: Cannot allocate memory
+    r"|NET/OFI Unable to register memory.*?(?:Error: (?P<ofi_err>.+))?$"
+)
 _SHM = re.compile(r"failed to extend (?P<path>/dev/shm/\S+) to (?P<bytes>\d+) bytes")
 # older releases (include/shm.h): the call and the segment, without /dev/shm in the message
 _SHM_OLD = re.compile(
@@ -173,7 +178,8 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
             "error": text,
             "gid_index": int(gid["gid"]) if gid else None, "dev": dev["dev"] if dev else None})]
     match = _MEMLOCK.search(message)
-    if match and (match["err"] is None or "allocate memory" in match["err"] or "ENOMEM" in match["err"]):
+    err = match and (match["err"] or match["ofi_err"])
+    if match and (err is None or "allocate memory" in err or "ENOMEM" in err):
         return [make_event(Kind.MEMLOCK_FAILURE, line, origin=origin, data={"call": match.group(0)[:120]})]
     match = _SHM.search(message) or _SHM_UNLINK.search(message)
     if match:
@@ -277,6 +283,8 @@ def parse(line: Line) -> list[Event]:
     if match:
         return [make_event(Kind.DUPLICATE_GPU, line, data={
             "ranks": [int(match["a"]), int(match["b"])], "device": match["dev"]})]
+    if ("Got completion" in body and _IB.search(body)) or _NO_FAMILY_OLD.search(body):  # copied without its prefix
+        return _warn(line, body, Origin(), "WARN")
     if _SHM.search(body) or _SHM_OLD.search(body):  # NCCL's shm WARN repeated by 'Last error:' (often on its own line)
         return _warn(line, body, Origin(), "WARN")
     if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty

@@ -164,6 +164,7 @@ def split_prefix(text: str) -> Prefix:
     host: str | None = None
     time: float | None = None
     time_text = severity = glog_file = ""
+    ray_pid = False
     pos = 0
     for _ in range(_MAX_PREFIXES):
         match = _RANK.match(text, pos)
@@ -207,8 +208,9 @@ def split_prefix(text: str) -> Prefix:
             pos = match.end()
             continue
         match = _RAY.match(text, pos)
-        if match:
-            pid = pid if pid is not None else int(match["pid"])
+        if match:  # nested actors, "(vLLMHttpServer pid=6840) (Worker pid=7181) ": the last one printed the line
+            pid = int(match["pid"]) if pid is None or ray_pid else pid
+            ray_pid = True
             host = host or match["ip"]
             pos = match.end()
             continue

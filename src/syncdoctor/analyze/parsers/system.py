@@ -5,7 +5,8 @@
   limit was hit and the kernel killed a task;
 * srun: ``srun: error: node12: task 3: Killed``, ``srun: error: node12: tasks 0-3: Exited with exit code 1``,
   ``… task 5: Segmentation fault`` (the task is SLURM_PROCID: the rank when srun starts one task per GPU, the
-  node when it starts torchrun, so it is kept as such);
+  node when it starts torchrun, so it is kept as such here; ``rules.node`` takes it as the rank where the
+  reports show several tasks on one host);
 * HPE PALS (PBS on Aurora, Polaris): ``x1921c7s1b0n0: rank 12 died from signal 9``, ``… rank 3 exited with code
   1``, ``x4502c0s0b0n0: shepherd died from signal 9`` (the node's agent: the node lost);
 * Slurm cancelling the job or step: ``slurmstepd: error: *** JOB 1234 ON node12 CANCELLED AT … DUE TO TIME

@@ -4,6 +4,7 @@
   exception line ``RuntimeError: …`` (PyTorch's excepthook prefixes every line with ``[rank3]: ``; in a
   combined log other ranks' lines may interleave, so the follower keeps only its own rank's lines);
 * a bare exception line ``torch.distributed.DistBackendError: …`` / ``ValueError: …``;
+* the driver's ``CUDA_ERROR_OUT_OF_MEMORY`` and torch_memory_saver's ``CUresult error  result=2 … func=cu_mem_create``
 * ``torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 3; …)`` (also
   ``torch.cuda.OutOfMemoryError`` and ``RuntimeError: CUDA out of memory``; ``HIP out of memory`` on ROCm,
   also where two processes' lines were interleaved on one: ``RuntimeErrorRuntimeError: : HIP out of memory``);
@@ -23,11 +24,15 @@ from syncdoctor.analyze.parsers.torchrun import signal_name
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
-            "Process received signal", "] Signal: ", "Segfault encountered", "received at time=")
+            "Process received signal", "] Signal: ", "Segfault encountered", "received at time=", "CUresult error",
+            "CUDA_ERROR_OUT_OF_MEMORY")
 
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
 )
+# the driver API's out-of-memory, from allocators that call it themselves: torch_memory_saver (SGLang, verl)
+# ``[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create``
+_DRIVER_OOM = re.compile(r"CUresult error\s+result=2\b|\bCUDA_ERROR_OUT_OF_MEMORY\b")
 # indented by Python; flush left where a forum or a log collector stripped the spaces
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<func>.*)$')  # <module> eaten
 # the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
@@ -180,6 +185,8 @@ def parse(line: Line) -> list[Event]:
         origin = Origin(host=caught["host"], pid=int(caught["pid"])) if caught["host"] else None
         return [make_event(Kind.FATAL_SIGNAL, line, origin=origin, data={
             "signal": signal_name(-int(caught["num"])), "what": caught["what"].strip()})]
+    if _DRIVER_OOM.search(body):
+        return [make_event(Kind.CUDA_OOM, line, data={"tried": None, "gpu": None, "source": "driver"})]
     if "CUDA out of memory" in body or "HIP out of memory" in body:  # HIP: PyTorch on ROCm
         oom = _OOM.search(body)
         return [make_event(Kind.CUDA_OOM, line, data={

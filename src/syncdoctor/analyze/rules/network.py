@@ -16,7 +16,7 @@ from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 __all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
            "socket_fallback", "unexplained_timeout"]
 
-_VIRTUAL_PREFIXES = ("docker", "virbr", "veth", "br-", "cni", "flannel", "lo")
+_VIRTUAL_PREFIXES = ("docker", "virbr", "veth", "br-", "cni", "flannel", "ecs-", "lo")  # ecs-eth0: AWS ECS's bridge
 
 
 def _virtual(ifname: str) -> bool:
@@ -33,12 +33,16 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprit_lines: dict[str, list[Event]] = defaultdict(list)
     remote_only: list[Event] = []
     inferred: set[str] = set()
+    # the unreachable (interface, address) pairs seen: link-local ones of no container bridge make it the wrong
+    # interface (A007), not loopback
+    flagged: list[tuple[str, str]] = []
     for event in tl.of(Kind.GLOO_CONNECT_FAILED):
         # gloo does not bind the socket it dials from: dialling a peer's 127.0.0.1 always shows local=127.0.0.1,
         # whatever this host advertises. Such a line says only that the *peer* advertised loopback.
         if not (event.data.get("loopback_remote") or event.data.get("loopback_local")):
             continue
         remote_only.append(event)
+        flagged.append(("", "127.0.0.1"))
         host = event.origin.host
         if host:
             # a connection to a peer's 127.0.0.1 fails only when that peer is on another host: with two
@@ -51,8 +55,10 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         peer = str(event.data.get("peer_addr") or "")
         if peer and (is_loopback(peer) or _link_local(peer)):
             remote_only.append(event)
+            flagged.append(("", peer))
     unhosted: list[Event] = []
     for event in tl.of(Kind.GLOO_LOOPBACK):
+        flagged.append(("", "127.0.0.1"))
         if event.origin.host:
             culprit_lines[event.origin.host].append(event)
         else:
@@ -60,8 +66,18 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     for event in tl.of(Kind.NCCL_BOOTSTRAP):
         endpoints = [(str(event.data.get("ifname", "")), str(event.data.get("addr", "")))]
         endpoints += [tuple(e) for e in event.data.get("also") or ()]
-        if any(is_loopback(addr) or _virtual(ifname) or _link_local(addr) for ifname, addr in endpoints):
+        bad = [(ifname, addr) for ifname, addr in endpoints if is_loopback(addr) or _virtual(ifname) or _link_local(addr)]
+        if bad:
             (culprit_lines[event.origin.host] if event.origin.host else unhosted).append(event)
+            flagged += bad[:1]  # the first interface listed is the one NCCL bootstraps on
+    if remote_only and not culprit_lines and not inferred and not unhosted:
+        # a connection to loopback failed, and a pasted /etc/hosts or getent line maps a host's name to 127.x:
+        # that host advertises it (a hosts line alone, with nothing failing, proves nothing)
+        for event in tl.of(Kind.HOSTNAME_LOOPBACK):
+            if event.origin.host:
+                culprit_lines[event.origin.host].append(event)
+    if flagged and all(_link_local(addr) and not _virtual(ifname) for ifname, addr in flagged):
+        return _link_local_address(tl, culprit_lines, unhosted + remote_only, sorted({a for _i, a in flagged}))
     if unhosted and not culprit_lines:
         # a paste from one process: the line names no host, but says what it advertised
         where = attribute(unhosted, tl)
@@ -108,6 +124,33 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
                        affected=affected, what=what, fix=fix, evidence=evidence)]
+
+
+def _link_local_address(tl: Timeline, by_host: dict[str, list[Event]], others: list[Event],
+                        addrs: list[str]) -> list[Hypothesis]:
+    """Only link-local addresses (169.254.0.0/16, fe80::/10) were advertised or dialled: an interface that reaches
+    its own link only was picked (cloud metadata and ECS bridges, Azure's accelerated-networking twin, an IPv6
+    tunnel): the wrong interface, A007, not loopback."""
+    hosts = sorted(by_host)
+    shown = ", ".join(addrs[:3])
+    title = ((f"host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)} " if hosts else "peers ")
+             + f"advertised a link-local address ({shown}): an interface that reaches only its own link was picked "
+             "for the bootstrap, so the other hosts cannot connect")
+    what = ("NCCL (and gloo) advertise the first usable interface unless told which. A link-local address "
+            "(169.254.x.x, fe80::) belongs to an interface that is not routed between hosts: a cloud's metadata or "
+            "container-agent bridge, a virtual function's twin, an IPv6 tunnel. Connections to it fail ('Software "
+            "caused connection abort', refused, or a timeout).")
+    fix = ("export NCCL_SOCKET_IFNAME=<the NIC on the cluster network, e.g. eth0 or ens5> (and GLOO_SOCKET_IFNAME) on "
+           "every host; `syncdoctor check` lists each host's interfaces and addresses.")
+    evidence = []
+    for host in hosts:
+        evidence += evidence_of(by_host[host][:3], f"{host} advertises a link-local address")
+    evidence += evidence_of(others, "a link-local address", MAX_CASCADE)
+    culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
+    affected = sorted({e.origin.rank for e in others if e.origin.rank is not None} - set(culprits))
+    where = attribute(others, tl) if not hosts else None
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.85 if hosts else 0.7, title, culprits=culprits,
+                       hosts=hosts, affected=affected, what=what, fix=fix, evidence=evidence, where=where)]
 
 
 def interface_missing(tl: Timeline) -> list[Hypothesis]:

@@ -244,6 +244,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
         trained = sorted({int(e.data["worker_rank"]) for e in reports if e.data.get("source") == "ray-train"})
         if signal == "vanished" and len(events) == 1 and len(trained) == 1 and not where.ranks:
             where = replace(where, ranks=tuple(trained))
+        if not where.ranks and (task := _srun_task_rank(tl, events)):
+            where = replace(where, ranks=task)
         affected = _others_failed(tl, set(where.ranks))
         tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
         who = (where.text or "a worker") + (f" (srun task {', '.join(tasks)})" if tasks else "")
@@ -358,8 +360,34 @@ def _placed(event: Event, placements: list[Event]) -> list[Event]:
     return [event, *near[:1]]
 
 
+def _task_numbers(text: str) -> list[int]:
+    """srun's task list, ``5``, ``3,7``, ``9-10,12-15``, ``[0-3]``: the numbers."""
+    out: list[int] = []
+    for part in text.strip("[] ").split(","):
+        low, _, high = part.strip().partition("-")
+        if low.isdigit() and (not high or high.isdigit()):
+            out.extend(range(int(low), int(high or low) + 1))
+    return out
+
+
+def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
+    """The rank of the one srun task ``events`` name, where srun's reports show several tasks on one host: srun
+    then started a task per process, and a task's number (SLURM_PROCID) is its rank. With one task per host
+    (torchrun under srun) the number is the node's, and nothing is claimed."""
+    numbers = {n for e in events if e.data.get("tasks") for n in _task_numbers(str(e.data["tasks"]))}
+    if len(numbers) != 1:
+        return ()
+    per_host: dict[str, set[int]] = defaultdict(set)
+    for event in tl.of(Kind.WORKER_FAILED):
+        if event.data.get("source") == "slurm" and event.data.get("tasks") and event.origin.host:
+            per_host[event.origin.host].update(_task_numbers(str(event.data["tasks"])))
+    return tuple(numbers) if any(len(tasks) > 1 for tasks in per_host.values()) else ()
+
+
 def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
     where = attribute(events, tl)
+    if not where.ranks and (task := _srun_task_rank(tl, events)):
+        where = replace(where, ranks=task)
     known = {str(e.data["signal"]) if e.data.get("signal") else f"exit code {e.data['exitcode']}" for e in events
              if e.data.get("signal") or e.data.get("exitcode") is not None}
     signalled = any(e.kind is Kind.FATAL_SIGNAL for e in events)

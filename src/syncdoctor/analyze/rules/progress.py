@@ -139,21 +139,29 @@ def _from_reports(tl: Timeline) -> list[Hypothesis]:
                               what="PyTorch's desync debug report names the lagging ranks directly.",
                               evidence=evidence_of([event], "TORCH_NCCL_DESYNC_DEBUG report")))
     barrier = tl.of(Kind.MONITORED_BARRIER)
-    broken: dict[int, list[Event]] = defaultdict(list)  # errors (not a timeout) from a rank: it failed
+    # "Rank N successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank
+    # 0": rank 0 (which gathers the barrier) never answered. Any exception of that wait says it: rank 0 failed,
+    # or found another rank missing and left (its log names it), or is late (the wait ran into the group's
+    # timeout while rank 0 was still elsewhere, preprocessing or saving). Late is what the field pastes most.
+    unanswered: dict[int, list[Event]] = defaultdict(list)
     for event in barrier:
         if event.data.get("role") == "victim" and event.data.get("errors_from") is not None:
-            broken[int(event.data["errors_from"])].append(event)
-    if broken and not any(e.data.get("role") == "detector" and e.data.get("failed_ranks") for e in barrier):
-        culprits = sorted(broken)
-        victims = sorted({e.origin.rank for events in broken.values() for e in events if e.origin.rank is not None})
-        title = (f"rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} failed: "
-                 f"{'ranks' if len(victims) > 1 else 'rank'} {fmt_ranks(victims)} got errors (not a timeout) from it "
-                 "in monitored_barrier")
+            unanswered[int(event.data["errors_from"])].append(event)
+    if unanswered and not any(e.data.get("role") == "detector" and e.data.get("failed_ranks") for e in barrier):
+        culprits = sorted(unanswered)
+        victims = sorted({e.origin.rank for events in unanswered.values() for e in events
+                          if e.origin.rank is not None})
+        title = (f"rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} never answered monitored_barrier: "
+                 f"{'ranks' if len(victims) > 1 else 'rank'} {fmt_ranks(victims)} reached it and "
+                 f"{'were' if len(victims) > 1 else 'was'} left waiting")
         out.append(hypothesis(
-            tl, Category.RANK_CRASHED, 0.6, title, culprits=culprits, affected=victims,
-            what=("monitored_barrier reports errors on the connection to that rank, not a wait that ran out: the "
-                  "rank (or its host) went away. Its own log says why."),
-            evidence=evidence_of([e for events in broken.values() for e in events], "monitored_barrier")))
+            tl, Category.LAGGING_RANK, 0.45, title, culprits=culprits, affected=victims,
+            what=("monitored_barrier's other ranks wait for rank 0's answer; any error of that wait is reported so, a "
+                  "timeout included. Rank 0 was late (still working elsewhere: preprocessing, a checkpoint), "
+                  "failed, or found another rank missing and left; its own log says which, and names the rank."),
+            fix=("Read rank 0's log around that time. If it was preprocessing or saving, do that before the "
+                 "barrier on every rank, or raise the process group's timeout."),
+            evidence=evidence_of([e for events in unanswered.values() for e in events], "monitored_barrier")))
     for event in barrier:
         failed = list(event.data.get("failed_ranks") or [])
         if event.data.get("role") != "detector" or not failed:
