@@ -180,3 +180,23 @@ def test_a_sigterm_is_deferred_while_a_failing_rank_says_goodbye() -> None:
     run = subprocess.run([sys.executable, "-c", _DEFER, "own"], capture_output=True, text=True, timeout=60)
     assert run.stdout.splitlines()[0] == "alive False [('own', 15)]"
     assert "default False" in run.stdout and "survived" in run.stdout  # its handler stays in place
+
+
+def test_a_dying_ranks_store_operations_are_bounded() -> None:
+    """The goodbye of a failing rank runs with SIGTERM deferred: each store operation gives up after the short
+    timeout instead of the watcher's 5 s (a real TCPStore; a key nobody sets is a wait that never ends)."""
+    import datetime
+
+    import pytest
+    from torch.distributed import TCPStore
+
+    from syncdoctor.watch.keys import ScopedStore
+
+    server = TCPStore("127.0.0.1", 0, 1, True, timeout=datetime.timedelta(seconds=5), wait_for_workers=False)
+    client = ScopedStore(TCPStore("127.0.0.1", server.port, None, False, timeout=datetime.timedelta(seconds=5)))
+    client.shorten_timeout(0.3)
+    started = time.monotonic()
+    with pytest.raises(Exception):  # noqa: B017 - torch raises DistStoreError or RuntimeError by release
+        client.get("never-set")
+    assert time.monotonic() - started < 2.0
+    ScopedStore(object()).shorten_timeout(0.3)  # a store without a timeout: nothing to do, no error

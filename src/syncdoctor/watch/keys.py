@@ -28,6 +28,8 @@ keys with ``compare_set(key, "", "")`` (a no-op when the key exists) or check th
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,6 +75,13 @@ class ScopedStore:
 
     def set(self, key: str, value: bytes | str) -> None:
         self.store.set(key, value)
+
+    def shorten_timeout(self, seconds: float) -> None:
+        """Make each later operation give up after ``seconds`` at most (stores without a timeout: nothing)."""
+        setter = getattr(self.store, "set_timeout", None)
+        if setter is not None:
+            with contextlib.suppress(Exception):
+                setter(datetime.timedelta(seconds=seconds))
 
     def get(self, key: str) -> bytes:
         return bytes(self.store.get(key))

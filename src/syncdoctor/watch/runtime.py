@@ -401,7 +401,9 @@ class Watcher:
         publisher = self.publisher
         if self.store is None or self.keys is None or publisher.final or self.stopped:
             return
-        # its launcher may be ending it already (a node-mate died): the goodbye and the linger go first
+        # its launcher may be ending it already (a node-mate died): the goodbye and the linger go first, each
+        # store operation bounded (a store cut off would otherwise hold the deferred SIGTERM for its full timeout)
+        self.store.shorten_timeout(min(self.config.store_timeout_s, _GOODBYE_TIMEOUT_S))
         with failfast.sigterm_deferred(self._defer_sigterm):
             text = f"{exc_type.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".strip()
             publisher.state, publisher.error = "failed", text[:400]
@@ -419,6 +421,9 @@ class Watcher:
 
     def _defer_sigterm(self, signum: int, frame: Any) -> None:
         self._sigterm_pending = True
+
+
+_GOODBYE_TIMEOUT_S = 1.0  # a dying rank's store operations: its goodbye, its failure order, the linger's reads
 
 
 def _first_line(exc: BaseException) -> str:
