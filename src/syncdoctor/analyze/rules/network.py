@@ -24,7 +24,7 @@ def _virtual(ifname: str) -> bool:
 
 
 def _link_local(addr: str) -> bool:
-    """An IPv6 link-local address (fe80::/10): reachable on its own link only."""
+    """A link-local address (169.254.0.0/16, fe80::/10): reachable on its own link only."""
     ip = ip_of(addr)
     return ip is not None and ip.is_link_local
 

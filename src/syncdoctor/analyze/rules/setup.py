@@ -100,7 +100,8 @@ _NCCL_KINDS = (Kind.NCCL_BOOTSTRAP, Kind.NCCL_NET, Kind.NCCL_INIT, Kind.NCCL_ENV
 
 
 def _unroutable(addr: str) -> bool:
-    """Loopback or IPv6 link-local: a peer that advertised it is the loopback rule's (A008)."""
+    """Loopback or link-local: a peer that advertised it is ``network.advertised_loopback``'s (A008, or A007 for
+    a link-local address on no container's bridge)."""
     if is_loopback(addr):
         return True
     ip = ip_of(addr)
