@@ -171,6 +171,23 @@ def test_late_rank_waits_for_its_stack_but_not_forever() -> None:
     assert "stack not captured" in events[0].detail["late"]["3"]["stack_note"]
 
 
+def test_the_monitor_is_told_when_to_look_again_for_the_stack() -> None:
+    """At suspicion (to ask for the stack), then at the warning; an event held for its stack only is
+    looked at again a quarter interval later, not one interval later (CI: named 1 s late under load)."""
+    job = Job()
+    job.all_done(4)
+    job.enter([0, 1, 2], 5)
+    job.tick(0.4)
+    assert job.state.due_at == pytest.approx(job.now + 0.6)  # suspect_after_s = 1
+    job.tick(0.6)
+    assert job.requested == {3: 1} and job.state.due_at == pytest.approx(job.now + 2.0)  # warn_after_s = 3
+    assert job.tick(2.0) == []  # warned, but the stack has not come
+    assert job.state.due_at == pytest.approx(job.now + 0.25)
+    job.answer_stacks()
+    events = job.tick(0.25)
+    assert codes(events) == [("W101", "warning")] and events[0].detail["where"] == "load_batch (train.py:88)"
+
+
 def test_a_short_wait_is_not_reported() -> None:
     job = Job()
     job.all_done(4)

@@ -142,8 +142,9 @@ class Context:
         return self._machines(ranks, "where")
 
     def due(self, waited: float) -> None:
-        """A wait now ``waited`` long will cross the warning or confirmation threshold: look again then."""
-        for threshold in (self.config.warn_s, self.config.confirm_s):
+        """A wait now ``waited`` long will cross the suspicion, warning or confirmation threshold: look again
+        then (at suspicion the late ranks' stacks are asked for, so that they are there by the warning)."""
+        for threshold in (self.config.suspect_s, self.config.warn_s, self.config.confirm_s):
             if waited < threshold:
                 at = self.snapshot.now + threshold - waited
                 due = self.state.due_at

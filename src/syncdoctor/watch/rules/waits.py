@@ -89,6 +89,8 @@ def _root(ctx: Context, graph: Graph, root: Root) -> list[Condition]:
             )
     if late and root.waited_s >= config.suspect_s:
         out.extend(_late(ctx, graph, root, late, chain))
+    elif late:
+        ctx.due(root.waited_s)  # the stacks are asked for at suspicion, not up to an interval after it
     if left and root.waited_s >= config.warn_s:
         out.append(_left(ctx, graph, root, left))
     return out
@@ -205,6 +207,8 @@ def _late(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], chain: 
             info["stack_note"] = "stack not captured (the rank's watcher did not answer in time)"
             if waited < config.warn_s + 2 * config.interval_s:
                 ready = False
+                if waited >= config.warn_s:  # held for the stack only: look again soon, not an interval later
+                    ctx.due_in(config.interval_s / 4)
         per_rank[str(rank)] = info
     affected = root.affected
     steps = sorted(ctx.steps(affected))
