@@ -489,3 +489,17 @@ def test_a_rule_that_breaks_is_contained_and_named(tmp_path, monkeypatch: pytest
     monkeypatch.setenv("SYNCDOCTOR_STRICT_RULES", "1")
     with pytest.raises(KeyError):
         write(tmp_path, files)
+
+
+@pytest.mark.parametrize(("addr", "link_local", "unroutable"), [
+    ("127.0.0.1", False, True), ("127.0.1.1", False, True), ("::1", False, True),
+    ("169.254.3.1", True, True), ("fe80::1%eth0", True, True),
+    ("10.0.0.7", False, False), ("2001:db8::1", False, False), ("node-7", False, False), ("", False, False),
+])
+def test_one_reading_of_an_address_no_other_host_reaches(addr: str, link_local: bool, unroutable: bool) -> None:
+    """The peer-unreachable rule (setup) and the loopback/interface rules (network) share one helper: a peer
+    address one of them leaves to the other is always read by that other."""
+    from syncdoctor.analyze.rules import common
+
+    assert common.is_link_local(addr) is link_local
+    assert common.unroutable(addr) is unroutable

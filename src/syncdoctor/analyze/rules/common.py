@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis
+from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.timeline import Timeline
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
@@ -158,3 +159,15 @@ def ip_of(addr: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return ipaddress.ip_address(addr.split("%")[0])
     except ValueError:
         return None
+
+
+def is_link_local(addr: str) -> bool:
+    """A link-local address (169.254.0.0/16, fe80::/10): reachable on its own link only."""
+    ip = ip_of(addr)
+    return ip is not None and ip.is_link_local
+
+
+def unroutable(addr: str) -> bool:
+    """Loopback or link-local: an address no other host can reach (``network.advertised_loopback`` reads a peer
+    that advertised it: A008, or A007 for a link-local address on no container's bridge)."""
+    return is_loopback(addr) or is_link_local(addr)

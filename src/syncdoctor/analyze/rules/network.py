@@ -10,7 +10,15 @@ from collections import Counter, defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
-from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis, ip_of
+from syncdoctor.analyze.rules.common import (
+    MAX_CASCADE,
+    attribute,
+    evidence_of,
+    fmt_ranks,
+    hypothesis,
+    ip_of,
+    is_link_local,
+)
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
@@ -21,12 +29,6 @@ _VIRTUAL_PREFIXES = ("docker", "virbr", "veth", "br-", "cni", "flannel", "ecs-",
 
 def _virtual(ifname: str) -> bool:
     return ifname == "lo" or any(ifname.startswith(p) for p in _VIRTUAL_PREFIXES if p != "lo")
-
-
-def _link_local(addr: str) -> bool:
-    """A link-local address (169.254.0.0/16, fe80::/10): reachable on its own link only."""
-    ip = ip_of(addr)
-    return ip is not None and ip.is_link_local
 
 
 def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
@@ -53,7 +55,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     for event in tl.of(Kind.NCCL_CONNECT_FAILED):
         # NCCL dialled the address a peer advertised: a loopback or link-local one cannot work across hosts
         peer = str(event.data.get("peer_addr") or "")
-        if peer and (is_loopback(peer) or _link_local(peer)):
+        if peer and (is_loopback(peer) or is_link_local(peer)):
             remote_only.append(event)
             flagged.append(("", peer))
     unhosted: list[Event] = []
@@ -66,7 +68,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     for event in tl.of(Kind.NCCL_BOOTSTRAP):
         endpoints = [(str(event.data.get("ifname", "")), str(event.data.get("addr", "")))]
         endpoints += [tuple(e) for e in event.data.get("also") or ()]
-        bad = [(ifname, addr) for ifname, addr in endpoints if is_loopback(addr) or _virtual(ifname) or _link_local(addr)]
+        bad = [(ifname, addr) for ifname, addr in endpoints if is_loopback(addr) or _virtual(ifname) or is_link_local(addr)]
         if bad:
             (culprit_lines[event.origin.host] if event.origin.host else unhosted).append(event)
             flagged += bad[:1]  # the first interface listed is the one NCCL bootstraps on
@@ -76,7 +78,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         for event in tl.of(Kind.HOSTNAME_LOOPBACK):
             if event.origin.host:
                 culprit_lines[event.origin.host].append(event)
-    if flagged and all(_link_local(addr) and not _virtual(ifname) for ifname, addr in flagged):
+    if flagged and all(is_link_local(addr) and not _virtual(ifname) for ifname, addr in flagged):
         return _link_local_address(tl, culprit_lines, unhosted + remote_only, sorted({a for _i, a in flagged}))
     if unhosted and not culprit_lines:
         # a paste from one process: the line names no host, but says what it advertised

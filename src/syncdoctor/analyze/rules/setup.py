@@ -12,8 +12,15 @@ import ipaddress
 from collections import defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.parsers.gloo import is_loopback
-from syncdoctor.analyze.rules.common import MAX_CASCADE, attribute, evidence_of, fmt_ranks, hypothesis, ip_of
+from syncdoctor.analyze.rules.common import (
+    MAX_CASCADE,
+    attribute,
+    evidence_of,
+    fmt_ranks,
+    hypothesis,
+    ip_of,
+    unroutable,
+)
 from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
@@ -99,15 +106,6 @@ def _host_of_file(tl: Timeline, event: Event) -> str | None:
 _NCCL_KINDS = (Kind.NCCL_BOOTSTRAP, Kind.NCCL_NET, Kind.NCCL_INIT, Kind.NCCL_ENV, Kind.NCCL_VERSION, Kind.NCCL_WARN)
 
 
-def _unroutable(addr: str) -> bool:
-    """Loopback or link-local: a peer that advertised it is ``network.advertised_loopback``'s (A008, or A007 for
-    a link-local address on no container's bridge)."""
-    if is_loopback(addr):
-        return True
-    ip = ip_of(addr)
-    return ip is not None and ip.is_link_local
-
-
 _UNRESOLVED = ("host not found", "Name or service not known", "Temporary failure in name resolution",
                "nodename nor servname provided")
 _STORE_FRAMES = ("rendezvous", "TCPStore", "init_process_group", "c10d")
@@ -124,7 +122,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")]
     store += [e for e in tl.of(Kind.EXCEPTION) if _unresolved_store(e)]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
-            if not _unroutable(str(e.data.get("peer_addr") or "")) and
+            if not unroutable(str(e.data.get("peer_addr") or "")) and
             any(w in str(e.data.get("error", "")) for w in _UNREACHABLE) and not _retried_then_joined(tl, e)]
     gloo = [e for e in tl.of(Kind.GLOO_CONNECT_FAILED)
             if not (e.data.get("loopback_remote") or e.data.get("loopback_local") or gloo_no_error(e))]
