@@ -200,3 +200,34 @@ def test_a_dying_ranks_store_operations_are_bounded() -> None:
         client.get("never-set")
     assert time.monotonic() - started < 2.0
     ScopedStore(object()).shorten_timeout(0.3)  # a store without a timeout: nothing to do, no error
+
+
+def test_the_jobs_own_store_keeps_its_timeout() -> None:
+    """Where the job's store cannot be cloned the watcher shares it: a dying rank's short timeout must not
+    change the job's (its own operations, a checkpoint barrier on the store, keep their timeout)."""
+    import datetime
+
+    from syncdoctor.watch.store import own_store
+
+    class Uncloneable:
+        def __init__(self) -> None:
+            self.timeouts: list[datetime.timedelta] = []
+
+        def set_timeout(self, timeout: datetime.timedelta) -> None:
+            self.timeouts.append(timeout)
+
+    class Cloneable(Uncloneable):
+        def clone(self) -> Uncloneable:
+            return Uncloneable()
+
+    job = Uncloneable()
+    shared = own_store(job, 5.0)
+    assert shared.store is job and not shared.owned
+    shared.shorten_timeout(1.0)
+    assert job.timeouts == []
+    job2 = Cloneable()
+    own = own_store(job2, 5.0)
+    assert own.store is not job2 and own.owned
+    own.shorten_timeout(1.0)
+    assert own.store.timeouts == [datetime.timedelta(seconds=5), datetime.timedelta(seconds=1)]
+    assert job2.timeouts == []

@@ -68,18 +68,23 @@ class JobKeys:
 
 
 class ScopedStore:
-    """The few store operations the watcher uses, with bytes in and out; errors propagate as raised."""
+    """The few store operations the watcher uses, with bytes in and out; errors propagate as raised.
 
-    def __init__(self, store: Any) -> None:
+    ``owned``: ``store`` is the watcher's own client (a clone, or its own connection), not the job's: only then
+    may the watcher change its timeout."""
+
+    def __init__(self, store: Any, owned: bool = True) -> None:
         self.store = store
+        self.owned = owned
 
     def set(self, key: str, value: bytes | str) -> None:
         self.store.set(key, value)
 
     def shorten_timeout(self, seconds: float) -> None:
-        """Make each later operation give up after ``seconds`` at most (stores without a timeout: nothing)."""
+        """Make each later operation give up after ``seconds`` at most (stores without a timeout, and the job's
+        own store where it could not be cloned: nothing)."""
         setter = getattr(self.store, "set_timeout", None)
-        if setter is not None:
+        if setter is not None and self.owned:
             with contextlib.suppress(Exception):
                 setter(datetime.timedelta(seconds=seconds))
 

@@ -325,13 +325,13 @@ class Watcher:
     def _attach(self) -> bool:
         import torch.distributed as dist
 
-        from syncdoctor.watch.store import job_root_store, own_client
+        from syncdoctor.watch.store import job_root_store, own_store
 
         if not dist.is_initialized():
             return False
         me = identity(dist.get_rank(), dist.get_world_size())
         root = job_root_store()
-        store = ScopedStore(own_client(root, self.config.store_timeout_s))
+        store = own_store(root, self.config.store_timeout_s)
         keys = JobKeys(self.config.prefix, me.attempt)
         self.publisher.attach(store, keys, me)
         self.identity, self.keys, self.store = me, keys, store
@@ -340,11 +340,11 @@ class Watcher:
         return True
 
     def _start_monitor(self, root: Any) -> None:
-        from syncdoctor.watch.store import own_client
+        from syncdoctor.watch.store import own_store
 
         assert self.identity is not None and self.keys is not None
         me = self.identity
-        store = ScopedStore(own_client(root, self.config.store_timeout_s)) if root is not None else self.store
+        store = own_store(root, self.config.store_timeout_s) if root is not None else self.store
         assert store is not None
         monitor = Monitor(
             store, self.keys, self.config, me.world_size, monitor_sinks(self.config, store, self.keys, me.rank),

@@ -23,7 +23,7 @@ from typing import Any
 from syncdoctor.errors import StoreError, UsageError
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 
-__all__ = ["connect", "job_root_store", "own_client", "parse_master", "read_attempt", "read_meta"]
+__all__ = ["connect", "job_root_store", "own_client", "own_store", "parse_master", "read_attempt", "read_meta"]
 
 
 def parse_master(text: str) -> tuple[str, int]:
@@ -44,6 +44,12 @@ def job_root_store() -> Any:
     while isinstance(store, PrefixStore):
         store = store.underlying_store
     return store
+
+
+def own_store(store: Any, timeout_s: float) -> ScopedStore:
+    """:func:`own_client` of ``store`` as the watcher uses it; not ``owned`` when it is the job's store itself."""
+    client = own_client(store, timeout_s)
+    return ScopedStore(client, owned=client is not store)
 
 
 def own_client(store: Any, timeout_s: float) -> Any:
