@@ -74,6 +74,8 @@ class Kind(str, enum.Enum):
     CUDA_OOM = "cuda_oom"
     FATAL_SIGNAL = "fatal_signal"  # SIGSEGV/SIGABRT inside a worker, gloo EnforceNotMet abort
     AGENT_SIGNAL = "agent_signal"  # the launcher itself received a signal (SIGHUP, SIGTERM) and stopped its workers
+    STORE_ENDPOINT = "store_endpoint"  # a line naming the store's address (MASTER_ADDR=, --master_addr, --rdzv_endpoint)
+    MPI_TRANSPORT = "mpi_transport"  # Open MPI's TCP transport (btl_tcp) reached another process than it dialled
     PROCESS_MAP = "process_map"  # a table that says where each rank runs (nccl-tests' device list)
     ERROR_LINE = "error_line"  # a line that looks like an error and that no parser understood
     TRAINING_DONE = "training_done"  # the framework says its training loop ended (Lightning, HF Trainer)

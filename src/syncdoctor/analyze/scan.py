@@ -156,6 +156,14 @@ ANCHORS: tuple[bytes, ...] = (
     b"127.0.",  # /etc/hosts or getent pasted: "127.0.1.1   node1" (a hostname that resolves to loopback)
     b"Got completion",  # an IB completion error copied without its NCCL WARN prefix (or from a screenshot)
     b"received at time=",  # abseil's signal handler (Ray's workers): *** SIGSEGV received at time=1746566409 on cpu 131 ***
+    b"btl_tcp",  # Open MPI's TCP transport: [node1][[22157,1],4][btl_tcp_endpoint.c:626:…] received unexpected process identifier
+    b"MASTER_ADDR",  # where the store is: an environment dump or a script's echo (MASTER_ADDR=node01)
+    b"aster_addr",  # torchrun's or torch.distributed.launch's --master_addr=10.0.0.1
+    b"aster-addr",  # --master-addr (torchrun 2.x spelling)
+    b"rdzv",  # --rdzv_endpoint / --rdzv-endpoint node01:29400
+    b"TCPStore server at",  # torchelastic 0.x: Rank 1 will conenct to TCPStore server at pod-7:47279
+    b"GLOBAL_RANK: ",  # Lightning: initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8 (a process joining: ranks taken twice)
+    b"host not found",  # c10d's tcputils before 1.13: the store's host name does not resolve (ValueError or quoted)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

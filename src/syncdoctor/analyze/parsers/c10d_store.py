@@ -19,6 +19,17 @@
 * ``The server socket has failed to listen on any local network address. The server socket has failed to bind to
   [::]:29500 (errno: 98 - Address already in use).`` (1.11-2.x; ``RuntimeError: Address already in use`` before):
   the store's port is taken on that host, by another job or a leftover process of an earlier run.
+* ``The server socket on [::ffff:10.4.6.125]:63617 has timed out, will retry.`` (2.2+, c10d's socket.cpp): a client's
+  connect to the store timed out and is tried again (repeated for minutes: an address that leads nowhere, a VPN's
+  or a RoCE interface's that is gone); ``host not found: Name or service not known`` (c10d's tcputils before 1.13,
+  raised as ValueError by the store's connect): the store's host name does not resolve.
+* ``ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR
+  expected, but not set`` (rendezvous.py, every release), ``Port could not be cast to integer value as '…'``
+  (urllib, from a ``tcp://`` init_method whose port is not a number): the store's address is missing or malformed.
+* where the store is, as a paste may show it next to the failure: ``MASTER_ADDR=node01`` (an environment dump, a
+  script's echo), torchrun's ``--master_addr=10.0.0.1`` / ``--rdzv_endpoint=node01:29400`` (the command line),
+  torchelastic's ``Rank 1 will conenct to TCPStore server at pod-7:47279``: a ``store_endpoint``, the store's
+  host for a failure that does not name it (a host name that does not resolve).
 * ``torch.distributed.DistNetworkError: Connection reset by peer`` (also ``Broken pipe``, ``failed to recv, got 0
   bytes``): a store client lost the store, whose process (rank 0, or torchrun's agent) went away.
 """
@@ -32,7 +43,9 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
+KEYWORDS = ("MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
+            "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
+            "Error: Port could not be cast", "network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines")
@@ -65,6 +78,20 @@ _CONNECT = re.compile(
     r"(?:, (?P<port>\d+)\))?"  # the port may be cut off by a wrapped line
     r"|failed to connect to \[?(?P<host2>[^\]\s]+)\]?:(?P<port2>\d+)(?: \((?P<err>[^)]*)\))?)"
 )
+
+
+_RETRY = re.compile(r"The server socket on \[?(?:::ffff:)?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+) has timed out, will retry")
+_NOT_FOUND = re.compile(r"host not found: (?P<err>Name or service not known|Temporary failure in name resolution|"
+                        r"No address associated with hostname|nodename nor servname provided[^.]*|Name has no usable "
+                        r"address|System error)")
+
+_VALUE = r"['\"]?([A-Za-z0-9][\w.\-]{0,252})(?::(\d{1,5}))?['\"]?(?![\w$}{<>(.\-])"  # a host, then its port
+_ENDPOINT = re.compile(r"will con\w{2,5}ct to TCPStore server at " + _VALUE  # torchelastic 0.x's "conenct"
+                       + r"|\bMASTER_ADDR\s*[=:]\s*" + _VALUE + r"|--master[_-]addr[= ]" + _VALUE
+                       + r"|(?<![\w-])master_addr=" + _VALUE  # torchrun's agent: "Rendezvous complete … master_addr=node-3"
+                       + r"|--rdzv[_-]endpoint[= ]" + _VALUE)
+_BAD_ADDRESS = re.compile(r"Error initializing torch\.distributed using (?P<how>\w+://) rendezvous: (?P<what>[^\n]{1,200})"
+                          r"|Port could not be cast to integer value as (?P<port>[^\n]{1,120})")
 
 
 # the store client's connect before 1.13 (c10d's tcputils): ``RuntimeError: connect() timed out. Original timeout
@@ -101,7 +128,27 @@ _STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken 
 _BARE_IN_USE = re.compile(r"RuntimeError: Address already in use(?: at \S+)?\s*$")
 
 
+def _store_endpoint(line: Line) -> list[Event]:
+    """The last store address ``line`` names (a command line may name the master and the endpoint both)."""
+    found: tuple[str, int | None] | None = None
+    for match in _ENDPOINT.finditer(line.body):
+        groups = match.groups()
+        for at in range(0, len(groups), 2):
+            if groups[at]:
+                found = (groups[at], int(groups[at + 1]) if groups[at + 1] else None)
+    if found is None:
+        return []
+    return [make_event(Kind.STORE_ENDPOINT, line, data={"store_host": found[0], "store_port": found[1]})]
+
+
 def parse(line: Line) -> list[Event]:
+    body = line.body
+    named = ("TCPStore server at" in body or "MASTER_ADDR" in body or "aster_addr" in body or "aster-addr" in body
+             or "rdzv" in body)
+    return _errors(line) + (_store_endpoint(line) if named else [])
+
+
+def _errors(line: Line) -> list[Event]:
     body = line.body
     if "ddress already in use" in body and ("server socket" in body or _BARE_IN_USE.search(body)):
         bound = _LISTEN_PORT.search(body)
@@ -117,6 +164,20 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "connect", "error": "could not connect to torch_xla's mesh master",
             **({"store_host": match["host"], "store_port": int(match["port"])} if match["host"] else {})})]
+    match = _RETRY.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "store_host": match["host"], "store_port": int(match["port"]),
+            "error": "connect timed out, retrying", "retrying": True})]
+    match = _BAD_ADDRESS.search(body)
+    if match and "raise " not in body:  # not the source line of the raise, shown in the traceback
+        what = (f"{match['how']} {match['what'].strip()}" if match["how"]
+                else f"init_method port {match['port'].strip()[:60]}")
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "invalid_address": True,
+                                                          "error": f"invalid address: {what}"})]
+    match = _NOT_FOUND.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "error": f"host not found: {match['err']}"})]
     match = _CONNECT_OLD.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "ms": int(match["ms"]),

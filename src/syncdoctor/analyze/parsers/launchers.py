@@ -10,6 +10,10 @@
 * MPICH/Hydra: ``BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES`` then ``=   EXIT CODE: 9`` (the exit
   status of a process, here 9 from SIGKILL) and ``=   RANK 0 PID 123 RUNNING AT host``; ``YOUR APPLICATION
   TERMINATED WITH THE EXIT STRING: Killed (signal 9)``;
+* Open MPI's TCP transport, ``[node1][[22157,1],4][btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_ack]
+  received unexpected process identifier [[22157,1],7]`` (rank 4 dialled a peer and another process answered:
+  an address several hosts share, docker0's or virbr0's), ``… connect() to 172.17.0.1 failed: Connection refused
+  (111)``, ``… mca_btl_tcp_frag_recv: readv failed: Connection reset by peer (104)`` (the peer went away);
 * DeepSpeed's ``[launch.py:315:sigkill_handler] Killing subprocess 3966``: the launcher stopping the others;
 * ``torch.multiprocessing.spawn``: ``process 0 terminated with signal SIGKILL``, ``process 1 terminated with
   exit code 1``;
@@ -34,7 +38,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("Killing subprocess", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "Killing subprocess", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
@@ -173,8 +177,39 @@ _OMPI_NONZERO = re.compile(r"(?P<count>\d+) process(?:es)? returned\s*(?:a non-z
                            r"|detected that one or more processes exited with non-zero status")
 
 
+_BTL = re.compile(r"\[(?P<host>[\w.\-]+)\]\[\[\d+,\d+\],(?P<rank>\d+)\]\[btl_tcp\w*\.c:\d+:\w+\]\s*(?P<msg>.+)")
+_BTL_PEER = re.compile(r"received unexpected process identifier \[\[\d+,\d+\],(?P<got>\d+)\]")
+_BTL_CONNECT = re.compile(r"connect\(\) to (?P<addr>[\w.:\-]+) failed: (?P<err>[^(]+?)\s*(?:\(\d+\))?\s*$")
+_BTL_RESET = re.compile(r"(?:readv|recv|send|writev) failed: (?P<err>Connection reset by peer|Broken pipe|Connection "
+                        r"timed out)")
+
+
+def _mpi_transport(line: Line) -> list[Event] | None:
+    match = _BTL.search(line.body)
+    if match is None:
+        return None
+    origin = Origin(host=match["host"], rank=int(match["rank"]))
+    message = match["msg"].strip()
+    peer = _BTL_PEER.search(message)
+    if peer:
+        return [make_event(Kind.MPI_TRANSPORT, line, origin=origin, data={
+            "what": "unexpected-peer", "answered_rank": int(peer["got"]), "message": message[:200]})]
+    connect = _BTL_CONNECT.search(message)
+    if connect:
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+            "error": connect["err"].strip(), "peer_addr": connect["addr"], "transport": "mpi"})]
+    reset = _BTL_RESET.search(message)
+    if reset:
+        return [make_event(Kind.PEER_CLOSED, line, origin=origin, data={"transport": "mpi", "how": "reset"})]
+    return None
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    if "btl_tcp" in body:
+        mpi = _mpi_transport(line)
+        if mpi is not None:
+            return mpi
     if _OMPI_NONZERO.search(body) and "Process name" not in body:
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "mpirun-summary", "exitcode": None, "signal": None, "unknown_exit": True})]

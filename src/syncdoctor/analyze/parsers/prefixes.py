@@ -200,6 +200,8 @@ def split_prefix(text: str) -> Prefix:
             match = _PDSH.match(text, pos)
             if match and not _NOT_HOST.search(match["host"]):
                 host = match["host"]
+                # Slurm's step daemon names itself after the node: "slurmstepd-gpu20-15: error: …"
+                host = host[len("slurmstepd-"):] if host.startswith("slurmstepd-") and len(host) > 11 else host
                 pos = match.end()
                 continue
         match = _KUBECTL.match(text, pos)

@@ -4,7 +4,7 @@
   have been OOM Killed.`` (``oom-kill event(s) in step 1234.0 cgroup`` in Slurm < 21.08): the cgroup's memory
   limit was hit and the kernel killed a task;
 * srun: ``srun: error: node12: task 3: Killed``, ``srun: error: node12: tasks 0-3: Exited with exit code 1``,
-  ``… task 5: Segmentation fault`` (the task is SLURM_PROCID: the rank when srun starts one task per GPU, the
+  ``… task 5: Segmentation fault``, ``… task 0: Out Of Memory`` (the step's cgroup OOM killer) (the task is SLURM_PROCID: the rank when srun starts one task per GPU, the
   node when it starts torchrun, so it is kept as such here; ``rules.node`` takes it as the rank where the
   reports show several tasks on one host);
 * HPE PALS (PBS on Aurora, Polaris): ``x1921c7s1b0n0: rank 12 died from signal 9``, ``… rank 3 exited with code
@@ -66,12 +66,13 @@ def parse(line: Line) -> list[Event]:
             "source": "slurm", "exitcode": -9, "signal": "SIGKILL", "oom": True, "step": match["step"]})]
     match = _SRUN.search(body)
     if match:
-        signal = _SRUN_SIGNALS.get(match["what"])
+        oom = match["what"].strip().lower() == "out of memory"  # the step's cgroup OOM killer took it
+        signal = "SIGKILL" if oom else _SRUN_SIGNALS.get(match["what"])
         number = signal_number(signal)
         code = int(match["code"]) if match["code"] else (-number if number else None)
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
-            "unknown_exit": code is None})]
+            "unknown_exit": code is None, **({"oom": True} if oom else {})})]
     match = _PALS.search(body)
     if match:
         number = int(match["sig"]) if match["sig"] else None

@@ -5,6 +5,11 @@
 a closing barrier). A collective that times out there is one the ranks disagree on
 (:mod:`syncdoctor.analyze.rules.desync`).
 
+Lightning's ``initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8`` (1.x; ``Initializing distributed: …`` from 1.6), one
+line per process as it joins: where two processes print the same global rank and others never do, the launcher
+and the Trainer disagree on the number of nodes or tasks (:func:`syncdoctor.analyze.rules.progress.
+rank_never_joined`).
+
 Other frameworks' end-of-training lines (the HF Trainer's ``Training completed. Do not forget to share your
 model``) are not read: each line read needs a scanner anchor of its own, a pass over every input
 (docs/performance.md), and no pasted failure of that shape was found.
@@ -19,12 +24,20 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("fit` stopped",)
+KEYWORDS = ("fit` stopped", "GLOBAL_RANK: ")
 
 _DONE = re.compile(r"`?Trainer\.fit`? stopped: `?(?P<why>max_(?:epochs|steps|time)=[^`\s]*)`? reached")
 
 
+_JOINING = re.compile(r"[Ii]nitializing (?:ddp|distributed|world)(?: \(\w+\))?: GLOBAL_RANK: (?P<rank>\d+), "
+                      r"MEMBER: (?P<member>\d+)/(?P<world>\d+)")
+
+
 def parse(line: Line) -> list[Event]:
+    joining = _JOINING.search(line.body)
+    if joining is not None:
+        return [make_event(Kind.PROCESS_MAP, line, data={
+            "source": "lightning", "global_rank": int(joining["rank"]), "world_size": int(joining["world"])})]
     found = _DONE.search(line.body)
     if found is None:
         return []

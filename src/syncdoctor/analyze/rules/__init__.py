@@ -54,6 +54,7 @@ from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
 from syncdoctor.analyze.rules.setup import (
     nccl_plugin_mismatch,
     nccl_version_mismatch,
+    net_plugin_error,
     peer_unreachable,
     rendezvous_closed,
     rendezvous_timeout,
@@ -93,6 +94,7 @@ RULES: tuple[Rule, ...] = (
     rendezvous_closed,
     store_port_taken,
     topology_file,
+    net_plugin_error,
 )
 
 # When two hypotheses are equally confident, the more specific cause comes first.

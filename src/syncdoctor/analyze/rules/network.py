@@ -31,6 +31,35 @@ def _virtual(ifname: str) -> bool:
     return ifname == "lo" or any(ifname.startswith(p) for p in _VIRTUAL_PREFIXES if p != "lo")
 
 
+def _container_interface_failures(tl: Timeline, culprit_lines: dict[str, list[Event]], unhosted: list[Event],
+                                  remote_only: list[Event], flagged: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """NCCL's socket transport uses every interface its ``NET/Socket : Using [0]eth0:… [1]br-…:172.18.0.1`` line
+    lists: a connection that failed to the address of a container bridge or veth listed there went over that
+    interface, which leads nowhere (the same 172.17/172.18 bridge exists on every host). Returns the (interface,
+    address) pairs it flagged."""
+    listed: dict[str, tuple[str, Event]] = {}
+    found_here: list[tuple[str, str]] = []
+    for event in tl.of(Kind.NCCL_NET):
+        if event.data.get("net") == "Socket":
+            for ifname, addr in zip(event.data.get("ifnames") or (), event.data.get("addrs") or (), strict=False):
+                if _virtual(str(ifname)) and addr and not is_loopback(str(addr)) and not is_link_local(str(addr)):
+                    listed.setdefault(str(addr), (str(ifname), event))
+    if not listed:
+        return found_here
+    for event in tl.of(Kind.PEER_CLOSED, Kind.NCCL_CONNECT_FAILED):
+        found = listed.get(str(event.data.get("peer_addr") or ""))
+        if found is None:
+            continue
+        ifname, where = found
+        remote_only.append(event)
+        found_here.append((ifname, str(event.data.get("peer_addr"))))
+        lines = culprit_lines[where.origin.host] if where.origin.host else unhosted
+        if where not in lines:
+            lines.append(where)
+    flagged += found_here
+    return found_here
+
+
 def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprit_lines: dict[str, list[Event]] = defaultdict(list)
     remote_only: list[Event] = []
@@ -59,6 +88,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
             remote_only.append(event)
             flagged.append(("", peer))
     unhosted: list[Event] = []
+    bridged = _container_interface_failures(tl, culprit_lines, unhosted, remote_only, flagged)
     for event in tl.of(Kind.GLOO_LOOPBACK):
         flagged.append(("", "127.0.0.1"))
         if event.origin.host:
@@ -78,6 +108,8 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         for event in tl.of(Kind.HOSTNAME_LOOPBACK):
             if event.origin.host:
                 culprit_lines[event.origin.host].append(event)
+    if bridged and len(bridged) == len(flagged):
+        return _container_socket_device(tl, culprit_lines, unhosted, remote_only, bridged)
     if flagged and all(is_link_local(addr) and not _virtual(ifname) for ifname, addr in flagged):
         return _link_local_address(tl, culprit_lines, unhosted + remote_only, sorted({a for _i, a in flagged}))
     if unhosted and not culprit_lines:
@@ -126,6 +158,30 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
                        affected=affected, what=what, fix=fix, evidence=evidence)]
+
+
+def _container_socket_device(tl: Timeline, by_host: dict[str, list[Event]], unhosted: list[Event],
+                             failed: list[Event], bridged: list[tuple[str, str]]) -> list[Hypothesis]:
+    """Connections failed to a container bridge's address that NCCL listed as one of its socket devices."""
+    hosts = sorted(by_host)
+    names = ", ".join(sorted({f"{i} ({a})" for i, a in bridged})[:3])
+    title = ((f"host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)}: " if hosts else "")
+             + f"NCCL's socket transport uses the container interface {names}, and connections over it failed")
+    what = ("Without NCCL_SOCKET_IFNAME, NCCL's socket transport takes every interface it finds as a device, "
+            "Docker bridges and veth pairs included. A container bridge address (172.17.0.1, 172.18.0.1...) exists "
+            "on every host and leads to none of the others, so the connections NCCL opens over it fail ('Broken "
+            "pipe', 'Connection closed by remote peer', 'Proxy Call ... failed').")
+    fix = ("export NCCL_SOCKET_IFNAME=<the NIC on the cluster network, e.g. eth0> (or NCCL_SOCKET_IFNAME="
+           "^docker,br-,veth,lo) on every host" + (f", {', '.join(hosts)} at least" if hosts else "")
+           + "; with containers, --network=host and the same interface name on each node.")
+    lines = [e for h in hosts for e in by_host[h][:2]] + unhosted[:2]
+    evidence = evidence_of(lines, "lists a container interface as a socket device")
+    evidence += evidence_of(failed, "a connection over the container interface failed", MAX_CASCADE)
+    culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
+    affected = sorted({e.origin.rank for e in failed if e.origin.rank is not None} - set(culprits))
+    where = attribute(failed, tl) if not hosts else None
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.85, title, culprits=culprits, hosts=hosts,
+                       affected=affected, what=what, fix=fix, evidence=evidence, where=where)]
 
 
 def _link_local_address(tl: Timeline, by_host: dict[str, list[Event]], others: list[Event],
@@ -264,7 +320,32 @@ def _subnet(addr: str) -> str | None:
     return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
 
 
+def _mpi_wrong_peer(tl: Timeline) -> list[Hypothesis]:
+    """Open MPI's TCP transport dialled a peer's address and another process answered: an address that several
+    hosts have (docker0's 172.17.0.1, virbr0's 192.168.122.1) or interfaces on networks that do not connect were
+    among those MPI tries, since it uses every interface it finds unless told which."""
+    events = [e for e in tl.of(Kind.MPI_TRANSPORT) if e.data.get("what") == "unexpected-peer"]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    title = (f"Open MPI's TCP transport on {where.text or 'a host'} reached the wrong process (rank "
+             f"{events[0].data.get('answered_rank')} answered): it connected over an interface whose address another "
+             "host has too, or that leads to another network")
+    what = ("Open MPI's TCP transport (btl_tcp) uses every interface it finds. An address present on several hosts "
+            "(a Docker or libvirt bridge: 172.17.0.1, 192.168.122.1) or an interface that reaches another network "
+            "makes a connection land on the wrong process, which refuses it: the job hangs or aborts while wiring "
+            "up (Horovod, mpirun-launched training).")
+    fix = ("Tell Open MPI which network to use: mpirun --mca btl_tcp_if_include <the cluster NIC or its subnet, e.g. "
+           "ib0 or 10.0.0.0/16> --mca oob_tcp_if_include <the same> (or --mca btl_tcp_if_exclude lo,docker0,virbr0); "
+           "set NCCL_SOCKET_IFNAME to the same interface for NCCL.")
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.7, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "another process answered", 4))]
+
+
 def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
+    mpi = _mpi_wrong_peer(tl)
+    if mpi:
+        return mpi
     per_host: dict[str, tuple[str, str | None, Event]] = {}
     for event in tl.of(Kind.NCCL_BOOTSTRAP):
         host = event.origin.host

@@ -536,13 +536,43 @@ def lagging_rank(tl: Timeline) -> list[Hypothesis]:
     return found
 
 
+def _ranks_taken_twice(tl: Timeline) -> list[Hypothesis]:
+    """As many processes joined as the world has ranks, yet some global ranks were taken twice and others by
+    nobody (Lightning's joining lines): the launcher started the processes with the wrong node ranks or task
+    counts (Slurm's --ntasks-per-node against the Trainer's devices, a NODE_RANK left at 0)."""
+    joined = [e for e in tl.of(Kind.PROCESS_MAP) if e.data.get("source") == "lightning"]
+    if not joined:
+        return []
+    world = max(int(e.data["world_size"]) for e in joined)
+    seen: dict[int, list[Event]] = defaultdict(list)
+    for event in joined:
+        seen[int(event.data["global_rank"])].append(event)
+    missing = sorted(set(range(world)) - set(seen))
+    twice = sorted(r for r, events in seen.items() if len(events) > 1)
+    if not missing or not twice or len(joined) < world:
+        return []
+    title = (f"rank{'s' if len(missing) > 1 else ''} {fmt_ranks(missing)} never started: {len(joined)} processes "
+             f"joined a world of {world}, ranks {fmt_ranks(twice)} twice")
+    what = ("Each process takes its global rank from the launcher (node rank x processes per node + local rank). "
+            "Two processes that print the same global rank were started as if on the same node: the launcher and "
+            "the Trainer disagree on the number of nodes or of tasks per node, so the ranks above never exist and "
+            "the process group cannot form.")
+    fix = ("Under Slurm, request --nodes and --ntasks-per-node equal to the Trainer's num_nodes and devices and "
+           "start the script with srun; with torchrun, give each node its own --node-rank; check the NODE_RANK, "
+           "SLURM_PROCID and LOCAL_RANK each process sees.")
+    evidence = evidence_of([seen[r][1] for r in twice][:4], "a global rank taken a second time")
+    return [hypothesis(tl, Category.RANK_NEVER_JOINED, 0.7, title, culprits=missing, what=what, fix=fix,
+                       evidence=evidence)]
+
+
 def rank_never_joined(tl: Timeline) -> list[Hypothesis]:
+    duplicated = _ranks_taken_twice(tl)
     missing: dict[int, list[Event]] = defaultdict(list)
     for event in tl.of(Kind.STORE_ERROR):
         for rank in event.data.get("missing_ranks") or []:
             missing[int(rank)].append(event)
     if not missing:
-        return []
+        return duplicated
     culprits = sorted(missing)
     waiting = sorted({e.origin.rank for events in missing.values() for e in events if e.origin.rank is not None})
     own = [tl.ranks[r].first_failure for r in culprits if r in tl.ranks and tl.ranks[r].first_failure is not None]
@@ -554,5 +584,5 @@ def rank_never_joined(tl: Timeline) -> list[Hypothesis]:
     evidence = evidence_of([e for e in own if e is not None], "the missing rank's own error")
     evidence += evidence_of([events[0] for events in missing.values()], "waiting for the missing rank's key",
                             MAX_CASCADE)
-    return [hypothesis(tl, Category.RANK_NEVER_JOINED, 0.75, title, culprits=culprits, affected=waiting, what=what,
-                       evidence=evidence)]
+    return [*duplicated, hypothesis(tl, Category.RANK_NEVER_JOINED, 0.75, title, culprits=culprits,
+                                    affected=waiting, what=what, evidence=evidence)]

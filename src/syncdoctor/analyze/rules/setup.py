@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 from collections import defaultdict
 
-from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
     attribute,
@@ -25,7 +25,7 @@ from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "peer_unreachable", "rendezvous_closed",
+__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "peer_unreachable", "rendezvous_closed",
            "rendezvous_timeout", "store_port_taken", "topology_file"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
@@ -118,8 +118,17 @@ def _unresolved_store(event: Event) -> bool:
     return any(w in message for w in _UNRESOLVED) and any(w in frames for w in _STORE_FRAMES)
 
 
+def _raised_elsewhere(tl: Timeline) -> set[Ref]:
+    """Lines whose exception's traceback shows no store frame: a resolver error there (a download's, a
+    database's) is not the store's, though c10d's old ``host not found:`` text reads the same."""
+    return {e.ref for e in tl.of(Kind.EXCEPTION)
+            if e.data.get("frames") and not any(w in " ".join(str(f) for f in e.data["frames"]) for w in _STORE_FRAMES)}
+
+
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
-    store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")]
+    elsewhere = _raised_elsewhere(tl)
+    store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")
+             and e.ref not in elsewhere]
     store += [e for e in tl.of(Kind.EXCEPTION) if _unresolved_store(e)]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not unroutable(str(e.data.get("peer_addr") or "")) and
@@ -130,8 +139,11 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     if store or nccl or gloo:
         events = store + nccl + gloo
         where = attribute(events, tl)
+        named = _named_store(tl) if store and not any(e.data.get("store_host") for e in store) else None
         targets = sorted({f"{e.data['store_host']}" + (f":{e.data['store_port']}" if e.data.get("store_port") else "")
                           for e in store if e.data.get("store_host")}
+                         | ({named.data["store_host"] + (f":{named.data['store_port']}" if named.data.get("store_port")
+                                                          else "")} if named is not None else set())
                          | {f"rank {e.data['peer_rank']}" for e in nccl if e.data.get("peer_rank") is not None}
                          | {str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
                          | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
@@ -147,7 +159,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         # network is broken
         peers = sorted({str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
                        | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")}
-                       | {str(e.data["store_host"]) for e in store if e.data.get("store_host")})
+                       | {str(e.data["store_host"]) for e in store if e.data.get("store_host")}
+                       | ({str(named.data["store_host"])} if named is not None else set()))
         suspects = list(where.hosts) + [p for p in peers if p not in where.hosts]
         bridged = sorted(p for p in peers if _docker_bridge(p))
         if bridged:
@@ -156,10 +169,24 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         # a connect that NCCL (before 2.19) was still retrying when the paste ends: it had not given up yet
         retrying = all(e.data.get("retrying") for e in events)
         if retrying:
-            title += ": NCCL was still retrying, and that process never completed its initialisation"
+            title += (": the store client was still retrying (it does until its timeout); when that goes on for minutes, the "
+                      "address leads nowhere from there (a VPN's or a removed interface's, a stale host entry)"
+                      if all(e.kind is Kind.STORE_ERROR for e in events)
+                      else ": NCCL was still retrying, and that process never completed its initialisation")
+        if any(e.data.get("invalid_address") for e in store):
+            what += (" Here the address itself is missing or malformed (an unset MASTER_ADDR or MASTER_PORT, an "
+                     "init_method URL whose port is not a number): print what the launcher or your code passes to "
+                     "init_process_group.")
+        if any(w in " ".join(errors) for w in _UNRESOLVED):
+            what += (" Here the host name itself did not resolve on the connecting host (DNS, /etc/hosts, a pod's "
+                     "name before its Service exists): set MASTER_ADDR to an IP address, or make the name resolve "
+                     "on every host.")
+        evidence = evidence_of(events, "could not connect", MAX_CASCADE)
+        if named is not None:
+            evidence += evidence_of([named], "where the store is")
         out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.5 if retrying else 0.75, title, culprits=where.ranks,
                               hosts=suspects, fix=_BRIDGE_FIX if bridged else None,
-                              what=what, evidence=evidence_of(events, "could not connect", MAX_CASCADE),
+                              what=what, evidence=evidence,
                               processes=where.processes, local_ranks=where.local_ranks))
     out += _launch_unreachable(tl)
     if not out:
@@ -180,6 +207,14 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                                   "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
                                   "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
     return out
+
+
+def _named_store(tl: Timeline) -> Event | None:
+    """The store's address as another line of the paste names it (MASTER_ADDR=, --master_addr, torchelastic's
+    "will connect to TCPStore server at"), when they all name one host."""
+    named = tl.of(Kind.STORE_ENDPOINT)
+    hosts = {str(e.data.get("store_host")) for e in named}
+    return named[-1] if len(hosts) == 1 else None
 
 
 def _store_gone_at_shutdown(tl: Timeline) -> list[Hypothesis]:
@@ -243,6 +278,34 @@ def topology_file(tl: Timeline) -> list[Hypothesis]:
            "the topology, or use the file made for this machine type.")
     return [hypothesis(tl, Category.UNRECOGNISED, 0.6, title, what=what, fix=fix, where=where,
                        evidence=evidence_of([warn], "NCCL's topology search failed") + evidence_of(files, "given", 2))]
+
+
+# network plugins' own warnings: aws-ofi-nccl (EFA, libfabric), Google's TCPX/TCPXO (FasTrak) and gIB plugins
+_PLUGIN_WARNS = ("NET/OFI", "NET/AWS", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB")
+
+
+def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
+    """A network plugin's own error that no other rule reads (``NET/OFI Couldn't open AV. RC: -22, ERROR:
+    Invalid argument``): the plugin, its provider library or the device failed; what follows (``unhandled system
+    error``, a hang) is its consequence, not a connection between hosts."""
+    events = [e for e in tl.of(Kind.NCCL_WARN) if str(e.data.get("message", "")).startswith(_PLUGIN_WARNS)
+              and "register memory" not in str(e.data.get("message", ""))]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    message = str(events[0].data.get("message"))
+    plugin = "aws-ofi-nccl (libfabric, EFA)" if message.startswith(("NET/OFI", "NET/AWS")) else "the network plugin"
+    title = f"{plugin} failed{' on ' + where.text if where.text else ''}: {message[:100]}"
+    what = (f"NCCL's inter-node transport is {plugin}, and it reported an error of its own: the provider library, "
+            "the device or its configuration failed (the library and NCCL versions, the device's driver, the "
+            "provider's settings), before or while connecting. The errors after it (unhandled system error, a "
+            "hang, a timeout) follow from it.")
+    fix = ("Check the plugin on that host: for EFA, `fi_info -p efa` lists the devices, the aws-ofi-nccl and "
+           "libfabric versions must suit the NCCL version (the plugin's release notes), the security group must "
+           "allow all traffic between the instances, and FI_* / NCCL_NET / FI_PROVIDER settings must be the same "
+           "on every host; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.55, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "the network plugin's error", 4))]
 
 
 def _retried_then_joined(tl: Timeline, event: Event) -> bool:
