@@ -164,6 +164,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"TCPStore server at",  # torchelastic 0.x: Rank 1 will conenct to TCPStore server at pod-7:47279
     b"GLOBAL_RANK: ",  # Lightning: initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8 (a process joining: ranks taken twice)
     b"host not found",  # c10d's tcputils before 1.13: the store's host name does not resolve (ValueError or quoted)
+    b"access fault by GPU",  # ROCm's runtime: Memory access fault by GPU node-4 (Agent handle: …) on address …
+    b"page fault (",  # the amdgpu driver: amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (… for process python3 pid N)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -30,6 +30,9 @@
   script's echo), torchrun's ``--master_addr=10.0.0.1`` / ``--rdzv_endpoint=node01:29400`` (the command line),
   torchelastic's ``Rank 1 will conenct to TCPStore server at pod-7:47279``: a ``store_endpoint``, the store's
   host for a failure that does not name it (a host name that does not resolve).
+* gloo's ``[…/pair.cc:176] bind: Address already in use`` (its own socket: ports run out with hundreds of ranks on
+  a host) and Accelerate's ``Tried to launch distributed communication on port `29500`, but another process is
+  utilizing it`` (its check of the store's port): a port in use.
 * ``torch.distributed.DistNetworkError: Connection reset by peer`` (also ``Broken pipe``, ``failed to recv, got 0
   bytes``): a store client lost the store, whose process (rank 0, or torchrun's agent) went away.
 """
@@ -43,7 +46,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
+KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
             "Error: Port could not be cast", "network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
@@ -125,7 +128,14 @@ _STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken 
 
 # the bare message (before 1.11), also with THD's source location (0.3-0.4): "RuntimeError: Address already in
 # use at /pytorch/torch/lib/THD/process_group/General.cpp:17"
-_BARE_IN_USE = re.compile(r"RuntimeError: Address already in use(?: at \S+)?\s*$")
+_BARE_IN_USE = re.compile(r"RuntimeError: Address already in use(?: at \S+)?[\s`'\"]*$")  # a paste's closing backtick
+# gloo's own listening socket (every pair listens on an ephemeral port), not the store's: ``[…/pair.cc:176] bind:
+# Address already in use`` (hundreds of ranks on one host run out of ports)
+_GLOO_BIND = re.compile(r"pair\.cc:\d+\] (?:bind|listen): Address already in use")
+# Accelerate's own check before it launches: ``ConnectionError: Tried to launch distributed communication on port
+# `29500`, but another process is utilizing it.``
+_ACCELERATE_PORT = re.compile(r"Tried to launch distributed communication on port `?(?P<port>\d+)`?, but another "
+                              r"process is utilizing it")
 
 
 def _store_endpoint(line: Line) -> list[Event]:
@@ -150,6 +160,13 @@ def parse(line: Line) -> list[Event]:
 
 def _errors(line: Line) -> list[Event]:
     body = line.body
+    if _GLOO_BIND.search(body):
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "listen", "source": "gloo-bind", "store_port": None, "error": "Address already in use"})]
+    match = _ACCELERATE_PORT.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "listen", "store_port": int(match["port"]), "error": "another process holds the port"})]
     if "ddress already in use" in body and ("server socket" in body or _BARE_IN_USE.search(body)):
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={

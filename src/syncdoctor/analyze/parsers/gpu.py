@@ -11,6 +11,12 @@
 * ``nvidia-smi`` on a GPU the driver lost: ``Unable to determine the device handle for GPU0000:03:00.0: Unknown
   Error``, ``GPU 00000000:3B:00.0: GPU is lost``.
 
+* ROCm's runtime (HSA) and the amdgpu driver: ``Memory access fault by GPU node-4 (Agent handle: 0x…) on address
+  0x7fb7a0d67000. Reason: Page not present or supervisor privilege.`` (HIP's illegal memory access), ``HW
+  Exception by GPU node-9 (Agent handle: 0x…) reason :GPU Hang``, the kernel's ``amdgpu 0000:03:00.0: amdgpu:
+  [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32776, for process python3 pid 172866 …)``. ``node-N`` is the
+  agent's node in the KFD topology (the CPUs come first), not a rank or a device index.
+
 A ``device-side assert triggered`` is the program's (an index out of range), not the GPU's: it is left to the
 exception the traceback parser reads. NCCL's ``Cuda failure 700 '…'`` is read by :mod:`.nccl_warn`.
 """
@@ -19,12 +25,12 @@ from __future__ import annotations
 
 import re
 
-from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("CUDA error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+KEYWORDS = ("access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
@@ -44,8 +50,33 @@ _HARDWARE = ("ECC", "fallen off the bus", "Xid", "uncorrectable", "ECC_UNCORRECT
 _PROGRAM = ("device-side assert", "out of memory", "OUT_OF_MEMORY", "invalid device ordinal", "no kernel image", "busy or unavailable")
 
 
+_ROCM = re.compile(r"(?P<what>Memory access fault|HW Exception) by GPU node-(?P<node>\d+) \(Agent handle: [^)]*\)"
+                   r"(?: on address (?P<addr>\S+?)\.?)?\s*(?:Reason|reason) ?:\s*(?P<reason>[^\n]{1,120}?)\.?\s*$")
+_AMDGPU_FAULT = re.compile(r"amdgpu(?: (?P<pci>[0-9a-fA-F:.]{7,}))?: amdgpu: \[\w+\] page fault \(.{0,160}?for process "
+                           r"(?P<comm>\S+) pid (?P<pid>\d+)")
+
+
+def _rocm(line: Line) -> list[Event] | None:
+    match = _ROCM.search(line.body)
+    if match:
+        hang = match["what"] == "HW Exception"
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": (f"HW Exception by GPU node-{match['node']}: {match['reason'].strip()}" if hang
+                        else f"memory access fault by GPU node-{match['node']}: {match['reason'].strip()}"),
+            "hsa_node": int(match["node"]), "hardware": hang, "source": "rocm"})]
+    match = _AMDGPU_FAULT.search(line.body)
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, origin=Origin(pid=int(match["pid"])), data={
+            "message": "GPU page fault (amdgpu)", "pci": match["pci"], "source": "amdgpu"})]
+    return None
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    if "by GPU node-" in body or "page fault (" in body:
+        rocm = _rocm(line)
+        if rocm is not None:
+            return rocm
     match = _XID.search(body)
     if match:
         return [make_event(Kind.GPU_ERROR, line, data={

@@ -30,7 +30,7 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
 __all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
 
-KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", "Init COMPLETE", "Init START",
+KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
             "neither AF_INET", "Plugin", "returned")
 
@@ -47,7 +47,7 @@ _IB = re.compile(r"NET/IB ?: Using (?P<devices>.*?);? ?OOB (?P<oob>\S+)")
 _IB_DEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+):(?P<port>\d+)(?::\d+)*/(?P<link>IB|RoCE)")
 _SOCKET = re.compile(r"NET/Socket ?: Using (?P<devices>.+)")
 _SOCKET_DEV = re.compile(r"\[\d+\](?P<endpoint>\S+)")
-_NETWORK = re.compile(r"Using network (?P<net>\w+)")
+_NETWORK = re.compile(r"Using (?:network|internal Network) (?P<net>\w+)")  # "internal Network": NCCL 2.2-2.3
 _PLUGIN_LOADED = re.compile(r"NET/Plugin ?: ?Loaded (?:net|coll) plugin (?P<name>.+?)\s*$|Plugin Path ?: ?(?P<path>\S+)")
 _PLUGIN_NONE = re.compile(r"NET/Plugin ?: ?(?:Could not find: \S+\. Using internal|No plugin found|Using internal "
                           r"network plugin)")

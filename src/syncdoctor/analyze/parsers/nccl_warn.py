@@ -76,9 +76,12 @@ _GID_INDEX = re.compile(r"GID index (?P<gid>-?\d+)")
 _ON_DEV = re.compile(r"on dev (?P<dev>[\w.\-]+(?::\d+)?)")
 _MEMLOCK = re.compile(
     r"(?:Call to )?ibv_(?:reg_mr\w*|create_qp|create_cq|alloc_pd)\w* failed(?: with error (?P<err>.+))?"
+    r"|Call to ibv_reg_mr\w*\s*$"  # the WARN cut by the paste right after the call's name: only a failure prints it
     # aws-ofi-nccl (EFA): NET/OFI Unable to register memory (type = 1) for device 0. RC: 12, Error: Cannot allocate memory
     r"|NET/OFI Unable to register memory.*?(?:Error: (?P<ofi_err>.+))?$"
 )
+# bootstrap.cc: ``Bootstrap Root : rank 1 of 8 ranks has already checked in`` (the rank numbers of that communicator)
+_CHECKED_IN = re.compile(r"rank (?P<rank>\d+) of (?P<n>\d+) ranks has already checked in")
 _SHM = re.compile(r"failed to extend (?P<path>/dev/shm/\S+) to (?P<bytes>\d+) bytes")
 # older releases (include/shm.h): the call and the segment, without /dev/shm in the message
 _SHM_OLD = re.compile(
@@ -221,6 +224,11 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     if match:
         return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={
             "ranks": [int(match["a"]), int(match["b"])], "device": match["dev"]})]
+    match = _CHECKED_IN.search(message)
+    if match:  # the bootstrap root heard from one rank twice: two processes were given that rank
+        return [make_event(Kind.PROCESS_MAP, line, origin=origin, data={
+            "source": "nccl-bootstrap", "global_rank": int(match["rank"]), "world_size": int(match["n"]),
+            "twice": True})]
     if "Multiple Ranks are using the same GPU" in message:
         return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={"ranks": []})]
     match = _CUDA.search(message)
@@ -230,6 +238,12 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     match = _GPU.search(message)
     if match and "out of memory" in match["msg"]:  # NCCL could not allocate its buffers: the GPU's memory is full
         return [make_event(Kind.CUDA_OOM, line, origin=origin, data={"tried": None, "gpu": None, "source": "nccl"})]
+    if match and "transport/p2p.cc" in line.body.split("NCCL WARN", 1)[0]:
+        # a CUDA call of NCCL's P2P transport setup (the IPC handle of a peer's buffer, cudaDeviceEnablePeerAccess)
+        # failed: the path between the two GPUs, not a fault of either (RCCL's hipified p2p.cc reads the same)
+        return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
+            "cuda_error": int(match["code"]) if match["code"] else None, "message": match["msg"].strip()[:160],
+            "source": "p2p-transport"})]
     if match:
         return [make_event(Kind.GPU_ERROR, line, origin=origin, data={
             "cuda_error": int(match["code"]) if match["code"] else None, "message": match["msg"].strip()[:160],

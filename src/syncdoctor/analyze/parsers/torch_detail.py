@@ -38,8 +38,10 @@ _DESYNC_HEAD = re.compile(r"\[(?P<rank>\d+)\] Timeout at collective: (?P<op>\w+)
 _LAGGING = re.compile(r"ranks? \[(?P<ranks>[\d, ]*)\] (?:are|is) the lagging ranks?")
 _JOINED = re.compile(r"\[(?P<ranks>[\d, ]*)\] joined but didn't finish collective #(?P<seq>\d+)")
 _NOT_JOINED = re.compile(r"\[(?P<ranks>[\d, ]*)\] finished collective #(?P<prev>\d+), but didn't join collective #(?P<seq>\d+)")
+# the fingerprint may be wrapped by the paste (``TensorShape`` at one line's end, ``=[41, 256]`` on the next): what
+# is on the line is read
 _FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running (?:inconsistent )?collective: "
-                          r"CollectiveFingerPrint\((?P<fp>[^)]*)\)")
+                          r"CollectiveFingerPrint\((?P<fp>[^)]*)\)?")
 # some releases print ``SequenceNumber=0OpType=REDUCE`` (no separator after the number)
 _GLUED = re.compile(r"(SequenceNumber=\d+)(?=[A-Za-z])")
 _FP_FIELD = re.compile(r"(?P<key>\w+)=(?P<value>\[[^\]]*\]|[^,]*)")

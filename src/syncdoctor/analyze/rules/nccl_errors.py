@@ -148,12 +148,20 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
         title = "two ranks share one GPU" + (f" (ranks {', '.join('/'.join(map(str, p)) for p in pairs)})" if pairs else "")
         # NCCL numbers them in the communicator that found it: the job's ranks where that is the default group
         out += _simple(tl, Kind.DUPLICATE_GPU, Category.DUPLICATE_GPU, title, named={r for p in pairs for r in p})
-    custom = any(e.data.get("source") == "custom-allreduce" for e in tl.of(Kind.PEER_ACCESS))
-    out += _simple(tl, Kind.PEER_ACCESS, Category.PEER_ACCESS, "CUDA peer access is not supported between the GPUs"
-                   + (" (the engine's custom all-reduce kernel needs it)" if custom else ""),
+    peer = tl.of(Kind.PEER_ACCESS)
+    custom = any(e.data.get("source") == "custom-allreduce" for e in peer)
+    transport = peer and all(e.data.get("source") == "p2p-transport" for e in peer)
+    title = ("NCCL's peer-to-peer transport between GPUs of one host failed to set up (" +
+             str(peer[0].data.get("message") or "a CUDA call") + "): CUDA peer access or IPC between them"
+             if transport else "CUDA peer access is not supported between the GPUs"
+             + (" (the engine's custom all-reduce kernel needs it)" if custom else ""))
+    out += _simple(tl, Kind.PEER_ACCESS, Category.PEER_ACCESS, title,
                    fix=("Disable the custom all-reduce (vLLM and SGLang: --disable-custom-all-reduce): it needs CUDA "
                         "peer access between the GPUs, which these GPUs or this machine (PCIe topology, a VM, the "
-                        "IOMMU) do not give; NCCL then does the all-reduce.") if custom else None)
+                        "IOMMU) do not give; NCCL then does the all-reduce.") if custom else
+                   ("Check `nvidia-smi topo -p2p r` (ROCm: `rocm-smi --showtopo`) and the IOMMU/ACS settings; in "
+                    "containers give the processes one IPC namespace (--ipc=host); NCCL_P2P_DISABLE=1 (or "
+                    "NCCL_P2P_LEVEL) makes NCCL use shared memory instead while it is fixed.") if transport else None)
     usage = [e for e in tl.of(Kind.NCCL_ERROR) if "invalid usage" in str(e.data.get("error", "")).lower()
              or e.data.get("code") == "ncclInvalidUsage"]
     if usage and not dup:

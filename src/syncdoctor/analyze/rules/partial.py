@@ -272,16 +272,31 @@ def _waited_s(event: Event) -> float | None:
     return None
 
 
+_EARLY_SEQ = 16  # collectives a job runs before its training loop (the barriers and broadcasts of its setup)
+
+
 def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     """A progress bar that ran as long as the others waited: the process drawing it was working alone while
     they sat in the collective (tokenising, scanning a dataset, evaluating). Its elapsed time must be within
     [half, 1.25 times + a minute] of a wait in the same input; a bar running far longer is the training loop
     itself, one just started is not what held them. It must also have moved many times within the wait (an
-    item in under a tenth of it): a loop of a few long steps last moved when its step ended. Bars of the
-    waiting ranks do not count."""
+    item in under a tenth of it): a loop of a few long steps last moved when its step ended. Failing that, a bar
+    that moves so, unfinished and at least a minute into its work, drawn on the line of the first timeout of its
+    input or within ten lines before it, when the others timed out in one of the job's first collectives (before
+    any training loop), says its process was still preparing alone when they gave up (a dataset's second pass,
+    begun after a first one the paste does not show). Bars of the waiting ranks do not
+    count."""
     waiting = {e.origin.rank for e in waits if e.origin.rank is not None}
     spans = [(e.ref.source, s) for e in waits if (s := _waited_s(e)) is not None]
+    first: dict[str, int] = {}
+    for event in waits:
+        first[event.ref.source] = min(first.get(event.ref.source, event.ref.line), event.ref.line)
     best = None
+    running = None  # a bar still running as the others timed out, drawn on the line of the first timeout or just before
+    # ... in a job that had not begun its training loop: the others timed out in one of its first collectives, so a
+    # training loop's own bar (stuck with its process, its last redraw long before) cannot be the one
+    early = any(e.seq is not None and e.seq <= _EARLY_SEQ for e in waits) and all(e.seq is None or e.seq <= _EARLY_SEQ
+                                                                                  for e in waits)
     for bar in tl.of(Kind.PROGRESS_BAR):
         if bar.origin.rank is not None and bar.origin.rank in waiting:
             continue
@@ -292,7 +307,11 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
         if any(source == bar.ref.source and 0.5 * span <= elapsed <= 1.25 * span + 60 for source, span in spans) \
                 and (best is None or elapsed > float(best.data.get("elapsed_s") or 0)):
             best = bar
-    return best
+        unfinished = bar.data.get("total") is not None and done < float(bar.data.get("total") or 0)
+        if early and unfinished and elapsed >= 60 and bar.ref.source in first \
+                and 0 <= first[bar.ref.source] - bar.ref.line <= 10:
+            running = bar  # (the minute: not a bar that began as the others gave up)
+    return best or running
 
 
 def busy_phase(tl: Timeline, waits: list[Event]) -> Event | None:

@@ -17,7 +17,13 @@ from collections import defaultdict
 from syncdoctor.analyze.chains import Chains, chains, where_waited
 from syncdoctor.analyze.fr_compare import compare_progress
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import MAX_CASCADE, evidence_of, fmt_ranks, hypothesis, look_at
+from syncdoctor.analyze.rules.common import (
+    MAX_CASCADE,
+    evidence_of,
+    fmt_ranks,
+    hypothesis,
+    look_at,
+)
 from syncdoctor.analyze.rules.desync import diverged_groups
 from syncdoctor.analyze.rules.partial import (
     bar_words,
@@ -540,6 +546,22 @@ def _ranks_taken_twice(tl: Timeline) -> list[Hypothesis]:
     """As many processes joined as the world has ranks, yet some global ranks were taken twice and others by
     nobody (Lightning's joining lines): the launcher started the processes with the wrong node ranks or task
     counts (Slurm's --ntasks-per-node against the Trainer's devices, a NODE_RANK left at 0)."""
+    twice_in = [e for e in tl.of(Kind.PROCESS_MAP) if e.data.get("twice")]
+    if twice_in:
+        ranks = sorted({int(e.data["global_rank"]) for e in twice_in})
+        hosts = sorted({e.origin.host for e in twice_in if e.origin.host})
+        return [hypothesis(
+            tl, Category.RANK_NEVER_JOINED, 0.6,
+            f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} checked in twice at NCCL's bootstrap "
+            f"(its root{' on ' + ', '.join(hosts) if hosts else ''} says so): two processes were given the same "
+            "rank, so another rank never exists", evidence=evidence_of(twice_in, "a rank heard twice", 4),
+            what=("NCCL's bootstrap root collects one address per rank of the communicator. Hearing from a rank "
+                  "twice means two processes were started with that rank: the launcher and the job disagree on "
+                  "the node ranks or the number of tasks (each node told it is node 0, srun starting a launcher "
+                  "per task), or two runs share one ncclUniqueId."),
+            fix=("Check the RANK, LOCAL_RANK and NODE_RANK (SLURM_PROCID, SLURM_NODEID) each process sees: one "
+                 "launcher per node with its own --node-rank, or srun with one task per GPU and no launcher; "
+                 "--ntasks-per-node equal to the processes the framework starts per node."))]
     joined = [e for e in tl.of(Kind.PROCESS_MAP) if e.data.get("source") == "lightning"]
     if not joined:
         return []

@@ -357,22 +357,35 @@ def _store_shared(tl: Timeline, events: list[Event], crowded: list[tuple[int, in
                       evidence=evidence_of(events, "the store's count", MAX_CASCADE))
 
 
+# a port in use that is not the store's: a library's own listening socket (confidence, title, evidence note, what, fix)
+_OWN_SOCKETS = {
+    "nccl-bind": (
+        0.75, "NCCL could not bind its socket on {where}: the address is in use", "NCCL's bind failed",
+        "NCCL listens on a port of its own for the bootstrap and the socket transport; binding it failed because the "
+        "address was in use: processes of an earlier run still alive on that host (a run stopped with Ctrl-C whose "
+        "workers did not exit), or NCCL_PORT_RANGE restricted to ports another program holds.",
+        "Stop the leftover processes on that host (`ss -ltnp`, `pkill -f` the training script) before restarting; "
+        "unset NCCL_PORT_RANGE or widen it."),
+    "gloo-bind": (
+        0.7, "gloo could not bind its own socket on {where}: no port was free", "gloo's bind failed",
+        "Every gloo pair listens on a port of its own, picked by the kernel from the ephemeral range; with hundreds "
+        "of ranks on one host (each with a pair per peer) or many leftover sockets in TIME_WAIT the range runs out "
+        "and bind fails. It is not the store's port.",
+        "Run fewer processes per host or more threads per process, widen the ephemeral range (sysctl "
+        "net.ipv4.ip_local_port_range), stop leftover processes of earlier runs (`ss -tanp`)."),
+}
+
+
 def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     """The store could not listen: its port is taken on that host (errno 98)."""
     events = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "listen"]
     if not events:
         return []
     where = attribute(events, tl)
-    if all(e.data.get("source") == "nccl-bind" for e in events):
-        return [hypothesis(
-            tl, Category.PORT_IN_USE, 0.75, f"NCCL could not bind its socket on {where.text or 'a host'}: the address "
-            "is in use", where=where, evidence=evidence_of(events, "NCCL's bind failed", 4),
-            what=("NCCL listens on a port of its own for the bootstrap and the socket transport; binding it failed "
-                  "because the address was in use: processes of an earlier run still alive on that host (a run "
-                  "stopped with Ctrl-C whose workers did not exit), or NCCL_PORT_RANGE restricted to ports another "
-                  "program holds."),
-            fix=("Stop the leftover processes on that host (`ss -ltnp`, `pkill -f` the training script) before "
-                 "restarting; unset NCCL_PORT_RANGE or widen it."))]
+    for source, (confidence, title, note, what, fix) in _OWN_SOCKETS.items():
+        if all(e.data.get("source") == source for e in events):
+            return [hypothesis(tl, Category.PORT_IN_USE, confidence, title.format(where=where.text or "a host"),
+                               where=where, evidence=evidence_of(events, note, 4), what=what, fix=fix)]
     ports = sorted({int(e.data["store_port"]) for e in events if e.data.get("store_port")})
     port = f"port {', '.join(map(str, ports))}" if ports else "its port"
     title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: the "
