@@ -114,3 +114,18 @@ def diagnose_events(tmp_path: Path, text: str) -> list[Event]:
     path = tmp_path / "paste.txt"
     path.write_text(text)
     return list(analyze_paths([str(path)]).timeline.events)
+
+
+def test_a_watchdog_line_wrapped_inside_its_own_words_is_joined() -> None:
+    # real: huggingface/nanotron#204 (re-flowed after "Watchdog caught ", behind rank 0's progress bar)
+    from analyze_helpers import read
+
+    text = ("[default0]:Grouping texts:   8%|▊         | 726000/9672101 [02:32<30:38, 4866.01 examples/s][default2]:[E "
+            "ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught \ncollective operation timeout: WorkNCCL(SeqNum=3, "
+            "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600888 milliseconds before timing "
+            "out.")
+    joined = [e for e in read(text) if e.kind is Kind.WATCHDOG_TIMEOUT and e.seq == 3]
+    assert joined and joined[0].origin.rank == 2 and joined[0].data["timeout_ms"] == 600000
+    # another watchdog message is no cut timeout
+    assert not [e for e in events_of("[PG 0 Rank 0] Watchdog caught exception: CUDA error") if
+                e.kind is Kind.WATCHDOG_TIMEOUT]

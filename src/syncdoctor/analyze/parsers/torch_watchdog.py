@@ -11,8 +11,9 @@
   40231 PG status: last enqueued work: 40267, last completed work: 40230`` (2.6+).
 * ``Received a dump signal due to a collective timeout from  rank 13 …`` (or ``from this local rank``).
 * ``Heartbeat monitor timed out! …`` and ``ProcessGroupNCCL's watchdog got stuck for 600 seconds …``.
-* a watchdog line whose ``WorkNCCL(…)`` was wrapped onto the next lines (a re-flowed paste) is joined with them
-  (:func:`follow`); one cut before it is still a timeout, without its fields.
+* a watchdog line whose ``WorkNCCL(…)`` was wrapped onto the next lines (a re-flowed paste, also inside its own
+  words: ``… Watchdog caught`` / ``collective operation timeout: WorkNCCL(…``) is joined with them (:func:`follow`);
+  one cut before it is still a timeout, without its fields.
 * ``[Rank N] Work WorkNCCL(…) timed out in blocking wait (NCCL_BLOCKING_WAIT=1).`` (and the
   ``TORCH_NCCL_BLOCKING_WAIT=1`` and bare variants); 1.8-2.0's ``[Rank 1] Caught collective operation timeout:
   WorkNCCL(…) ran for … milliseconds before timing out.``
@@ -146,9 +147,19 @@ def parse(line: Line) -> list[Event]:
     return events
 
 
+_CAUGHT = "Watchdog caught"
+_WHAT = "collective operation timeout"
+
+
 def _wrapped(body: str) -> bool:
-    """A watchdog line cut before its ``WorkNCCL(…)``: re-flowed by a terminal or an editor, or cut by a paste."""
-    return "Watchdog caught collective operation timeout" in body and "WorkNCCL(" not in body
+    """A watchdog line cut before its ``WorkNCCL(…)``: re-flowed by a terminal or an editor, or cut by a paste,
+    also inside its own words (``… Watchdog caught`` / ``collective operation timeout: WorkNCCL(…``)."""
+    if "WorkNCCL(" in body:
+        return False
+    if f"{_CAUGHT} {_WHAT}" in body:
+        return True
+    at = body.rfind(_CAUGHT)
+    return at >= 0 and _WHAT.startswith(body[at + len(_CAUGHT):].strip())  # the line ends inside the words
 
 
 @dataclass
@@ -161,7 +172,8 @@ class WrappedWorkFollower:
 
     def feed(self, line: Line) -> bool:
         text = line.text.strip()
-        if not text or not (line.text[:1].isspace() or text.startswith(("WorkNCCL", "ran for"))):
+        if not text or not (line.text[:1].isspace() or text.startswith(("WorkNCCL", "ran for"))
+                            or (not self.parts and "WorkNCCL(" in text and _WHAT.endswith(text.split(":", 1)[0]))):
             return False
         self.parts.append(text)
         return not text.endswith(("timing out.", "timing out"))
