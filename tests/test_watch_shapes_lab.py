@@ -28,6 +28,7 @@ pytestmark = [requires_root, pytest.mark.slow]
 WARN_S = 3.0
 STEP_SLEEP = 0.05
 LATE_S = 6  # each late rank: past the warn + 1 s bound on its event, so still late when named
+PRE_WAIT_S = 1.5  # at most this between a waiting rank's step start and its wait (see _check_first)
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
@@ -77,7 +78,13 @@ def _check_first(job: Any, events: list[dict[str, Any]], root: int, step: int) -
     latency = first["at"] - begun
     print(f"shapes lab: root rank {root} named {latency:.2f} s after the others began to wait "
           f"(waited {first['waited_s']} s; budget {WARN_S + 1} s): {first['title'][:160]}")
-    assert WARN_S - 0.5 <= latency <= WARN_S + 1.0 and first["waited_s"] <= WARN_S + 1.0
+    # the contract: named within one second of the longest wait crossing warn_after_s, the wait measured from the
+    # ranks' own records of entering it. The wall-clock check beside it counts from the earliest step start of
+    # the waiting ranks, which is before their wait: a first pipeline stage runs its forward and sends first,
+    # which took up to 1.1 s on a loaded 2-core CI machine (rank 7's event: 4.10 s after the step start, 3.02 s of
+    # waiting). It bounds that gap at PRE_WAIT_S, so it still catches a wait misreported as shorter than it was.
+    assert WARN_S <= first["waited_s"] <= WARN_S + 1.0, first["waited_s"]
+    assert WARN_S - 0.5 <= latency <= WARN_S + 1.0 + PRE_WAIT_S, latency
     # everyone else is held up; a rank's record is up to one interval old, so one rank caught between two
     # operations at its last publication (seen once: a pipeline stage between its backward receive and its
     # data-parallel all_reduce) may be missing from the first event
