@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from analyze_helpers import diagnose_paste, events_of, one
 from syncdoctor.analyze.model import Category, Kind
 from syncdoctor.analyze.parsers.prefixes import split_prefix
@@ -114,3 +116,16 @@ def test_old_nccls_socket_creation_without_an_address_family_is_no_interface(tmp
     top = diagnose(tmp_path, "include/socket.h:344 WARN Socket creation failed : Address family not supported by "
                              "protocol\n").hypotheses[0]
     assert top.category is Category.INTERFACE_MISSING
+
+
+@pytest.mark.parametrize(("line", "host"), [
+    ("127.0.1.1   node7", "node7"),
+    ("127.0.0.1\tlocalhost gpu-a01 gpu-a01.cluster", "gpu-a01"),
+    ("  127.0.1.1 ip-10-0-0-5.ec2.internal ip-10-0-0-5", "ip-10-0-0-5.ec2.internal"),
+    ("127.0.0.1 localhost localhost.localdomain", None),  # only the local names: nothing to blame
+    ("::1 ip6-localhost ip6-loopback", None),
+    ("connect to 127.0.0.1 failed", None),  # prose, not a hosts entry
+])
+def test_the_hosts_parser_reads_a_host_name_on_loopback(line: str, host: str | None) -> None:
+    found = [e for e in events_of(line) if e.kind is Kind.HOSTNAME_LOOPBACK]
+    assert [e.origin.host for e in found] == ([host] if host else [])

@@ -32,13 +32,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "MeshFollower", "PairFollower", "follow", "is_loopback", "parse"]
 
-# a line of /etc/hosts or of `getent hosts $(hostname)`: a name mapped to a loopback address (Debian and Ubuntu
-# map the hostname to 127.0.1.1), so whatever resolves it advertises loopback
-_HOSTS_ENTRY = re.compile(r"^\s*(?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3})\s+(?P<names>[A-Za-z][\w.\-]*(?:[ \t]+[\w.\-#]+)*)\s*$")
-_LOCAL_NAMES = {"localhost", "localhost.localdomain", "localhost4", "localhost4.localdomain4", "loopback"}
-
 KEYWORDS = (
-    "127.0.",  # /etc/hosts or `getent hosts $(hostname)` pasted: "127.0.1.1   node1"
     "hostname can't be empty",
     "ss_family",
     "Timed out waiting",
@@ -100,13 +94,6 @@ def _gloo_source(body: str) -> dict[str, str]:
 
 def parse(line: Line) -> list[Event]:
     body = line.body
-    named = _HOSTS_ENTRY.match(body)
-    if named:
-        names = [n for n in named["names"].split() if n not in _LOCAL_NAMES and not n.startswith(("ip6-", "#"))]
-        if names:
-            return [make_event(Kind.HOSTNAME_LOOPBACK, line, origin=Origin(host=names[0]),
-                               data={"addr": named["addr"], "names": names[:4]})]
-        return []
     events: list[Event] = []
     match = _TIMEOUT.search(body)
     if match:
