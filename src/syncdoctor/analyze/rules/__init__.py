@@ -19,7 +19,8 @@ module                what it tells apart                                       
                       than retries, an IB port or HCA that went down                          A026, A027
 :mod:`.setup`         NCCL versions that differ, a peer or store nobody reaches, a            A022-A024
                       rendezvous or store that timed out waiting
-:mod:`.fallback`      an error no rule explains (never silent), and the unexplained lines    A028
+:mod:`.fallback`      an error no rule explains (never silent), and the unexplained lines;   A028, any
+                      what its words name (:mod:`.phrases`: a port in use, a GPU fault…)
 ====================  =====================================================================  ==========
 """
 

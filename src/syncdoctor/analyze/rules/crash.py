@@ -20,6 +20,7 @@ from syncdoctor.analyze.rules.common import (
     hypothesis,
 )
 from syncdoctor.analyze.rules.node import dataloader_cause
+from syncdoctor.analyze.rules.phrases import Reading, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
 __all__ = ["rank_crashed"]
@@ -95,10 +96,16 @@ def _from_rankless_exception(tl: Timeline) -> list[Hypothesis]:
     if host_memory:
         what += (" The allocation that failed is in host memory (RAM), not the GPU's: loading or merging a large "
                  "model on every rank at once, pinned memory or DataLoader workers can exhaust it.")
-    fix = ("Read the traceback above the error; for host memory, load the model on fewer ranks at a time (low_cpu_mem_"
+    fix: str | None = ("Read the traceback above the error; for host memory, load the model on fewer ranks at a time (low_cpu_mem_"
            "usage, sharded checkpoints), use a node with more RAM, or fewer DataLoader workers." if host_memory else
            "Read the traceback above the error: it is the cause; the other workers' ends are its consequence.")
-    return [hypothesis(tl, Category.RANK_CRASHED, 0.55, title, what=what, fix=fix, where=attribute([first], tl),
+    category, confidence = Category.RANK_CRASHED, 0.55
+    reading = None if host_memory else _cause_in_words(first)
+    if reading is not None:  # its words name the cause: a port in use, a GPU fault…
+        category, confidence = reading.category, 0.45
+        what += f" Its words say {reading.what}: that is the most likely cause."
+        fix = None
+    return [hypothesis(tl, category, confidence, title, what=what, fix=fix, where=attribute([first], tl),
                        evidence=evidence_of([first], "the worker's own error")
                        + evidence_of(stops[:3], "the launcher stopping the others"))]
 
@@ -219,6 +226,15 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             kinds[cause[1]] = cause[0]
     groups += [(kinds[verb], members, verb) for verb, members in loader.items()]
     taken = {(rank, id(event)) for _, members, _ in groups for rank, event in members}
+    worded: dict[Category, list[tuple[int, Event]]] = {}
+    said: dict[Category, str] = {}
+    for rank, event in found:  # an exception whose message names its cause in plain words (a port in use…)
+        reading = _cause_in_words(event) if (rank, id(event)) not in taken else None
+        if reading is not None:
+            worded.setdefault(reading.category, []).append((rank, event))
+            said[reading.category] = f"died of an error whose words say {reading.what}"
+            taken.add((rank, id(event)))
+    groups += [(category, members, said[category]) for category, members in worded.items()]
     others = [(rank, event) for rank, event in found if (rank, id(event)) not in taken]
     if others:
         groups.append((Category.RANK_CRASHED, others, "died"))
@@ -242,6 +258,8 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             what += (f" The errors of ranks {fmt_ranks(affected)} (connection closed/reset by peer, timeouts) "
                      "came after and are the cascade, not the cause.")
         confidence = 0.9 if affected else 0.8
+        if category in worded and verb == said[category]:
+            confidence -= 0.15  # the rank is sure; what its error means is read from its words only
         if len(culprits) > max(2, len(tl.ranks) // 2):
             confidence -= 0.2  # everyone failing alike is more likely a shared cause than one culprit
         evidence = evidence_of(own_lines, "the rank's own failure")
@@ -276,6 +294,16 @@ def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], li
     if len(hosts) != 1 or len(every_host) != 1:
         return [], []
     return hosts, closing
+
+
+def _cause_in_words(event: Event) -> Reading | None:
+    """What an exception's message (with its frames) names as a cause in plain words (rules.phrases), when it
+    is not a plain crash: ``HIP error: memory access fault``, ``Address already in use``."""
+    if event.kind is not Kind.EXCEPTION:
+        return None
+    reading = read_as(" ".join((str(event.data.get("message") or event.text),
+                                *map(str, event.data.get("frames") or ()))))
+    return reading if reading is not None and reading.cause else None
 
 
 def _is_oom(state: RankState) -> bool:

@@ -11,11 +11,15 @@ from collections.abc import Sequence
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import attribute, evidence_of, hypothesis
+from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline
 
 __all__ = ["error_events", "unexplained", "unrecognised_error"]
 
 _LOUD = ERROR_KINDS | {Kind.ERROR_LINE, Kind.AGENT_SIGNAL, Kind.IB_DEVICE_UNAVAILABLE}
+# the events whose words no parser read (an error line, an exception's message, an NCCL WARN of no known form):
+# the others' parsers read their format, and the rules chose to leave them unexplained
+_UNREAD = frozenset({Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.NCCL_WARN})
 
 
 def error_events(tl: Timeline) -> list[Event]:
@@ -47,9 +51,33 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
             + ("The line names where it happened." if known else
                "It does not say which rank or host wrote it: the logs of every rank, with their file names or "
                "prefixes, would."))
-    return [hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, what=what,
-                       evidence=evidence_of(errors, "error, not explained", 8),
-                       where=where)]
+    quoted = hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, what=what,
+                        evidence=evidence_of(errors, "error, not explained", 8), where=where)
+    return [*_read_from_words(tl, errors), quoted]
+
+
+def _read_from_words(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
+    """The error lines' own words, when they name a failure (``Address already in use``, ``out of memory``…):
+    that category, a little above the bare quote, with the line that says it."""
+    unread = [e for e in errors if e.kind in _UNREAD]
+    found = strongest(" ".join((e.text, str(e.data.get("message", "")), *map(str, e.data.get("frames") or ())))
+                      for e in unread)
+    if found is None:
+        return []
+    index, reading = found
+    line = unread[index]
+    where = attribute([line], tl)
+    known = bool(where.ranks or where.hosts or where.processes)
+    title = (f"{reading.what}, in the words of an error whose format no rule knows"
+             f"{' (' + where.text + ')' if where.text else ''}: {line.text.strip()[:140]}")
+    what = (f"No rule knows this line's format, but its words say {reading.what}. Read from the words alone: "
+            "the rules that know a format also check what came before and who else failed, so take it as a lead. "
+            + ("" if known else "The line does not say which rank or host wrote it: the logs of every rank, with "
+               "their file names or prefixes, would."))
+    evidence = evidence_of([line], f"says {reading.what}", 1) + evidence_of(
+        [e for e in errors if e is not line], "error, not explained", 6)
+    return [hypothesis(tl, reading.category, (0.4 if known else 0.3) if reading.cause else (0.37 if known else 0.27),
+                       title, what=what, evidence=evidence, where=where)]
 
 
 def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis]:

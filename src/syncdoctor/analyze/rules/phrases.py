@@ -1,0 +1,119 @@
+"""What an error line says in plain words, when no parser knows its format. Pure: no I/O.
+
+The parsers read the formats of NCCL, gloo, PyTorch and the launchers release by release; a log from a stack
+they have never seen (another framework's wrapper, a runtime's own wording, a line cut or re-flowed by the
+paste) still names its failure in the words every stack uses: ``Address already in use``, ``out of memory``,
+``illegal memory access``, ``Connection refused``. :func:`read_as` maps such words to a category, for the
+fallback (A028) to name what the line most likely means, at a low confidence, instead of only quoting it.
+
+Two tiers. Words that name a cause (a port in use, memory, a GPU fault, a mismatch between ranks, a missing
+interface…) win over any number of lines that name only an outcome (a crash, a kill, a refused connection):
+those are what every other rank prints after the cause. Among outcomes, the first line wins, the first error
+of a run being the nearest to its cause.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from syncdoctor.analyze.model import Category
+
+__all__ = ["Reading", "read_as", "strongest"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One line's words read as a category: ``what`` is a short name of what the words say."""
+
+    category: Category
+    what: str
+    cause: bool  # the words name a cause, not only an outcome (a crash, a kill, a refused connection)
+
+
+_I = re.IGNORECASE
+# (category, what the words say, the words); causes first, in the order they are tried on a line
+_CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
+    (Category.PORT_IN_USE, "a port already in use",
+     re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?in use"
+                r"|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?(?:taken|occupied)", _I)),
+    (Category.RANK_KILLED, "the kernel's or the container's OOM killer",
+     re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory", _I)),
+    (Category.MEMLOCK_LIMIT, "memory the NIC could not register (the memlock limit)",
+     re.compile(r"ibv_reg_mr|\bRLIMIT_MEMLOCK\b|\bmemlock\b|locked memory|fi_mr_reg|register memory region", _I)),
+    (Category.SHM_EXHAUSTED, "shared memory that ran out",
+     re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm", _I)),
+    (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
+     re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
+                r"|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate [^\n]{0,40}\b(?:GPU|device|CUDA)\b", _I)),
+    (Category.DUPLICATE_GPU, "two ranks on one GPU",
+     re.compile(r"duplicate GPU|both on CUDA device|same (?:GPU|CUDA device|device)\b[^\n]{0,30}\b(?:rank|process)", _I)),
+    (Category.PEER_ACCESS, "GPU peer access that is not supported",
+     re.compile(r"peer access is not supported|cudaErrorPeerAccess|peer mapping resources|\bP2P\b[^\n]{0,20}\bnot supported", _I)),
+    (Category.GPU_ERROR, "a fault of the GPU",
+     re.compile(r"illegal memory access|illegal address|memory access fault|\bECC\b|\bXid\b|fallen off the bus"
+                r"|HW Exception|GPU hang|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"
+                r"|CUDA_ERROR_ILLEGAL|amdgpu\b[^\n]{0,60}\b(?:error|fault)|GPU is lost|GPU lost", _I)),
+    (Category.COLLECTIVE_DESYNC, "ranks that disagree on a collective",
+     re.compile(r"mismatch between collectives|collective (?:operation )?mismatch|mismatched collective"
+                r"|received data size doesn't match|(?:shapes?|sizes?) (?:do not|don't|does not) match across ranks"
+                r"|inconsistent [^\n]{0,30}across ranks", _I)),
+    (Category.NCCL_VERSION_MISMATCH, "NCCL versions that differ",
+     re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b", _I)),
+    (Category.IB_MODIFY_QP, "an IB queue pair that could not be set up", re.compile(r"ibv_modify_qp|modify_qp", _I)),
+    (Category.IB_PORT_DOWN, "an IB port or device that failed",
+     re.compile(r"IBV_EVENT_PORT_ERR|IBV_EVENT_DEVICE_FATAL|local catastrophic|\bport error\b", _I)),
+    (Category.INTERFACE_MISSING, "a network interface that does not exist",
+     re.compile(r"no (?:socket )?interface found|unable to find (?:address|interface)"
+                r"|(?:interface|ifname)\b[^\n]{0,60}\b(?:not found|no such|does not exist)", _I)),
+)
+_OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
+    (Category.RENDEZVOUS_TIMEOUT, "a rendezvous or store barrier that did not gather everyone",
+     re.compile(r"RendezvousTimeoutError|rendezvous\b[^\n]{0,60}\b(?:timed out|timeout)|waiting for clients"
+                r"|store[_ ]based[_ ]barrier|timed out initializing process group", _I)),
+    (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
+     re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
+                r"|name or service not known|nodename nor servname|temporary failure in name resolution"
+                r"|host not found|unknown host|getaddrinfo|could not resolve|failed to resolve|connection timed out"
+                r"|software caused connection abort", _I)),
+    (Category.RANK_KILLED, "a process killed (SIGKILL)",
+     re.compile(r"\bSIGKILL\b|signal 9\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
+    (Category.RANK_CRASHED, "a process that crashed",
+     re.compile(r"segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGBUS\b|\bSIGFPE\b|\bSIGILL\b|core dumped|bus error"
+                r"|\bAborted\b|terminate called", _I)),
+)
+# a bare "timed out" is no outcome of its own here: a download, a health check or a collective may have timed
+# out, and the rules that read collective timeouts know their formats; such a line stays unrecognised (A028)
+
+
+# a host that is none of the job's: a download, a package index, an experiment tracker, object storage
+_ELSEWHERE = re.compile(r"https?://|HTTPS?Connection|\brequests\.|urllib|huggingface|hf_hub|\bpip\b|download|wandb"
+                        r"|amazonaws\.com|\bboto|\bs3\b|\bgcs\b|storage\.googleapis", _I)
+_UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE}
+
+
+def read_as(text: str) -> Reading | None:
+    """The category ``text``'s words name (a cause before an outcome), or None. ``text`` may hold the frames of
+    an exception's traceback too: a refused or unresolved host inside a download is no peer of the job."""
+    for tier, cause in ((_CAUSES, True), (_OUTCOMES, False)):
+        for category, what, words in tier:
+            unless = _UNLESS.get(category)
+            if words.search(text) and not (unless and unless.search(text)):
+                return Reading(category, what, cause)
+    return None
+
+
+def strongest(texts: Iterable[str]) -> tuple[int, Reading] | None:
+    """The index and reading of the line that best names the failure: the first that names a cause (in the
+    order of :data:`_CAUSES`: the most specific words), else the first that names an outcome."""
+    best: tuple[int, int, Reading] | None = None  # (tier rank, index, reading)
+    order = {category: n for n, (category, _, _) in enumerate(_CAUSES)}
+    for index, text in enumerate(texts):
+        reading = read_as(text)
+        if reading is None:
+            continue
+        rank = order.get(reading.category, len(order)) if reading.cause else len(order) + 1
+        if best is None or rank < best[0]:
+            best = (rank, index, reading)
+    return (best[1], best[2]) if best else None
