@@ -79,10 +79,21 @@ def test_a_store_address_with_a_space_in_it_resolves_to_nothing(tmp_path: Path) 
     assert "a space around the host name" in top.title
 
 
-def test_the_usual_ipv6_lookup_warning_of_a_plain_host_is_harmless(tmp_path: Path) -> None:
+def test_the_usual_ipv6_lookup_warning_of_a_plain_host_is_only_a_lead_when_nothing_else_is_there(
+        tmp_path: Path) -> None:
+    # real: kubernetes-sigs/jobset#603 (the only line of a job that hung: a stale subdomain in MASTER_ADDR)
     line = ("[W socket.cpp:697] [c10d] The IPv6 network addresses of (node-0, 29500) cannot be retrieved (gai error: "
             "-2 - Name or service not known).")
-    assert diagnose(tmp_path, line).hypotheses == ()
+    (lead,) = diagnose(tmp_path, line).hypotheses
+    assert lead.category is Category.PEER_UNREACHABLE and lead.confidence == 0.2
+    assert "node-0:29500" in lead.title and "often harmless" in lead.what and "getent hosts node-0" in (lead.fix or "")
+    # harmless where the job went on (a communicator formed) or where anything else failed
+    formed = line + "\nnode-1:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE"
+    assert diagnose(tmp_path, formed).hypotheses == ()
+    crashed = diagnose(tmp_path, line + "\n[rank1]: ValueError: bad batch").hypotheses
+    assert Category.PEER_UNREACHABLE not in {h.category for h in crashed}
+    # on localhost or an address, it says nothing about a name
+    assert diagnose(tmp_path, line.replace("node-0", "localhost")).hypotheses == ()
 
 
 _SHUTDOWN = """

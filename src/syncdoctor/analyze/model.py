@@ -40,6 +40,7 @@ class Kind(str, enum.Enum):
     MONITORED_BARRIER = "monitored_barrier"  # ranks that failed to pass monitoredBarrier
     LAUNCH_UNREACHABLE = "launch_unreachable"  # a launcher could not reach a node (ssh, pdsh, Open MPI's daemons)
     STORE_ERROR = "store_error"  # c10d store wait or socket timed out or failed (may name missing keys)
+    STORE_NAME_UNRESOLVED = "store_name_unresolved"  # c10d's IPv6 lookup of the store's host name failed (a warning)
     # Gloo
     GLOO_TIMEOUT = "gloo_timeout"  # Timed out waiting Nms for send/recv operation
     PEER_CLOSED = "peer_closed"  # connection closed/reset by a peer (gloo or NCCL sockets)

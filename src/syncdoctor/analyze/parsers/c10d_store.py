@@ -12,7 +12,9 @@
   bracketed numbers are ranks in that group (the global ones for the default group).
 * ``[c10d] The IPv6 network addresses of (/root/x.bashrc, 45458) cannot be retrieved (gai error: -3 - …)``:
   a store address that cannot be a host name (a MASTER_ADDR set from the wrong variable); the same warning
-  for a real host name is harmless (no IPv6) and not read.
+  for a real host name is usually harmless (no IPv6): a ``store_name_unresolved`` event, which no rule reads
+  unless nothing else is there to read (the fallback's lead). ``The IPv4 network addresses of (node-0, 29500)
+  cannot be retrieved``: the name does not resolve at all (a store connect error).
 * ``[c10d] waitForInput: socket SocketImpl(…) timed out after 5000ms``, ``The client socket has timed out after
   1800000ms while trying to connect to (10.0.0.1, 29500).``, ``The client socket has failed to connect to
   [node0]:29500 (errno: 111 - Connection refused).``, ``The connection to the C10d store has failed.``
@@ -59,7 +61,7 @@ _UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and 
 _STORE_TIMEOUT = ("timeout", "Timeout", "timed out")
 # ``[c10d] The IPv6 network addresses of (node0, 29500) cannot be retrieved (gai error: -2 - …)``: printed by
 # every client of a host without IPv6, harmless, unless what it tried to resolve cannot be a host name at all
-_RESOLVE = re.compile(r"network addresses of \((?P<host>[^,()]*), (?P<port>\d+)\) cannot be retrieved"
+_RESOLVE = re.compile(r"(?:(?P<family>IPv[46]) )?network addresses of \((?P<host>[^,()]*), (?P<port>\d+)\) cannot be retrieved"
                       r"(?: \(gai error: (?P<err>[^)]*)\))?")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-\[\]%]{1,253}$")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)")
@@ -209,8 +211,16 @@ def _errors(line: Line) -> list[Event]:
         # the printed host between "(" and ", " is exactly what was resolved: a space around it (MASTER_ADDR
         # set as " 10.0.5.4") makes it no host name at all, and every lookup fails
         spaced = host != match["host"] and bool(host)
+        if _HOSTNAME.match(host) and not spaced and match["family"] == "IPv4":
+            # the IPv4 lookup failed too (socket.cpp names the family since 2.x): the name does not resolve
+            return [make_event(Kind.STORE_ERROR, line, data={
+                "what": "connect", "store_host": host, "store_port": int(match["port"]),
+                "error": f"host not found ({(match['err'] or 'cannot be resolved').strip()})"})]
         if _HOSTNAME.match(host) and not spaced:
-            return []
+            # IPv6 (or a release that does not say): usually harmless (a host without IPv6); kept for when
+            # nothing else explains a hang at the start
+            return [make_event(Kind.STORE_NAME_UNRESOLVED, line, data={
+                "store_host": host, "store_port": int(match["port"]), "error": (match["err"] or "").strip()})]
         why = "a space around the host name, " if spaced else ""
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "connect", "store_host": host, "store_port": int(match["port"]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import attribute, evidence_of, hypothesis
+from syncdoctor.analyze.rules.common import attribute, evidence_of, hypothesis, ip_of
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline
 
@@ -38,7 +38,7 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     """A028 for inputs with error lines and no other hypothesis."""
     errors = error_events(tl)
     if not errors:
-        return []
+        return _store_name_lead(tl)
     if all(e.kind is Kind.AGENT_SIGNAL for e in errors):
         return _stopped_from_outside(tl, errors)
     first = errors[0]
@@ -78,6 +78,32 @@ def _read_from_words(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
         [e for e in errors if e is not line], "error, not explained", 6)
     return [hypothesis(tl, reading.category, (0.4 if known else 0.3) if reading.cause else (0.37 if known else 0.27),
                        title, what=what, evidence=evidence, where=where)]
+
+
+def _store_name_lead(tl: Timeline) -> list[Hypothesis]:
+    """Nothing but c10d's warning that the store's host name has no IPv6 address, and nothing after it (no NCCL
+    communicator formed, no collective): usually harmless, but when the job hung right there the name may not
+    resolve at all (a stale Service or subdomain, a pod's name before its DNS record). A lead, at 0.2."""
+    warned = [e for e in tl.of(Kind.STORE_NAME_UNRESOLVED)
+              if ip_of(str(e.data.get("store_host", ""))) is None and e.data.get("store_host") not in _LOCAL_NAMES]
+    if not warned or tl.of(Kind.NCCL_INIT) or tl.of(Kind.WORK_STATUS) or tl.of(Kind.PROGRESS_BAR):
+        return []
+    names = sorted({f"{e.data['store_host']}:{e.data['store_port']}" for e in warned})
+    title = (f"the only warning is that the store's host name {', '.join(names[:2])} did not resolve (for IPv6); if "
+             "the job hung at its start, the name may not resolve at all")
+    what = ("c10d prints this warning on every host without IPv6, so it is often harmless, and nothing else in these "
+            "lines says what failed. But when the job stops right after it, the name itself is the first suspect: a "
+            "Kubernetes Service or subdomain that does not exist (or not yet), a typo in MASTER_ADDR, a name only some "
+            "hosts resolve.")
+    fix = (f"On every host, run `getent hosts {warned[0].data['store_host']!s}`: it must print the address of the "
+           "host that serves the store. If it does not, fix the name (or set MASTER_ADDR to an IP address); if it "
+           "does, collect the ranks' logs with TORCH_DISTRIBUTED_DEBUG=DETAIL and NCCL_DEBUG=INFO.")
+    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.2, title, what=what, fix=fix,
+                       evidence=evidence_of(warned, "the store's name did not resolve (IPv6)", 3),
+                       where=attribute(warned, tl))]
+
+
+_LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 
 def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis]:

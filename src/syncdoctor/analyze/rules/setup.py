@@ -23,6 +23,7 @@ from syncdoctor.analyze.rules.common import (
 )
 from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.rules.partial import timed_out_forming
+from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "peer_unreachable", "rendezvous_closed",
@@ -111,11 +112,20 @@ _UNRESOLVED = ("host not found", "Name or service not known", "Temporary failure
 _STORE_FRAMES = ("rendezvous", "TCPStore", "init_process_group", "c10d")
 
 
-def _unresolved_store(event: Event) -> bool:
-    """A traceback of init_process_group / the rendezvous that failed to resolve the store's host name."""
+# a connection that failed as it was opened: c10d raises these bare (``RuntimeError: Connection reset by peer``
+# from init_process_group when a sidecar or a firewall drops the store's connection), in the frames that open
+# the store (a reset in the rendezvous's shutdown is the store gone at the end, read apart)
+_CONNECT_WORDS = ("Connection reset by peer", "Connection refused", "No route to host", "Network is unreachable")
+_OPENING_FRAMES = ("init_process_group", "_create_c10d_store", "TCPStore(", "_rendezvous_handler", "next_rendezvous")
+
+
+def _store_connect_failed(event: Event) -> bool:
+    """A traceback of init_process_group / the rendezvous that failed to resolve the store's host name, or to
+    connect to it as it opened it."""
     message = str(event.data.get("message", ""))
     frames = " ".join(str(f) for f in event.data.get("frames") or ())
-    return any(w in message for w in _UNRESOLVED) and any(w in frames for w in _STORE_FRAMES)
+    return ((any(w in message for w in _UNRESOLVED) and any(w in frames for w in _STORE_FRAMES))
+            or (any(w in message for w in _CONNECT_WORDS) and any(w in frames for w in _OPENING_FRAMES)))
 
 
 def _raised_elsewhere(tl: Timeline) -> set[Ref]:
@@ -129,7 +139,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     elsewhere = _raised_elsewhere(tl)
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")
              and e.ref not in elsewhere]
-    store += [e for e in tl.of(Kind.EXCEPTION) if _unresolved_store(e)]
+    store += [e for e in tl.of(Kind.EXCEPTION) if _store_connect_failed(e)]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not unroutable(str(e.data.get("peer_addr") or "")) and
             any(w in str(e.data.get("error", "")) for w in _UNREACHABLE) and not _retried_then_joined(tl, e)]
@@ -193,6 +203,9 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         out += _store_gone_at_shutdown(tl)
     system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", ""))]
     if system and not out and not _ran(tl) and not _topology_failed(tl):
+        said = _system_error_in_words(tl, system)
+        if said is not None:
+            return [said]
         where = attribute(system, tl)
         title = ("NCCL failed with 'unhandled system error' while setting up, before any collective ran: most often "
                  "a connection between the hosts could not be opened")
@@ -207,6 +220,31 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                                   "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
                                   "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
     return out
+
+
+def _system_error_in_words(tl: Timeline, system: list[Event]) -> Hypothesis | None:
+    """NCCL's 'unhandled system error' whose failed call is named in plain words on the line or the few lines
+    after it (NCCL 2.2x appends ``Last NCCL warning(error) log entry (may be unrelated) '…'``, often re-flowed
+    by the paste): ``Error while creating shared memory segment … No space left on device`` is /dev/shm,
+    ``ibv_reg_mr`` locked memory."""
+    for event in system:
+        near = [event] + [e for e in tl.of(Kind.ERROR_LINE, Kind.NCCL_WARN)
+                          if e.ref.source == event.ref.source and 0 < e.ref.line - event.ref.line <= _WRAPPED_LINES]
+        found = strongest(" ".join((e.text, str(e.data.get("message", "")))) for e in near)
+        if found is None or not found[1].cause or found[1].category is Category.PEER_UNREACHABLE:
+            continue
+        index, reading = found
+        where = attribute([event], tl)
+        title = f"NCCL failed with 'unhandled system error' while setting up, and its last warning says {reading.what}"
+        what = ("'unhandled system error' is NCCL's error for a failed system call; the warning NCCL quotes with it "
+                f"(or the lines right after it) names the call: {reading.what}.")
+        return hypothesis(tl, reading.category, 0.6, title, what=what, where=where,
+                          evidence=evidence_of([event], "NCCL's own error")
+                          + evidence_of([near[index]] if index else [], f"says {reading.what}"))
+    return None
+
+
+_WRAPPED_LINES = 4  # a quoted warning re-flowed by the paste onto the next lines
 
 
 def _named_store(tl: Timeline) -> Event | None:
