@@ -136,3 +136,29 @@ signal SIGTERM
     top = diagnose_paste(tmp_path, paste).hypotheses[0]
     assert top.category is Category.PORT_IN_USE and "a worker failed with its own error" in top.title
     assert "Its words say a port already in use" in top.what
+
+
+_TIMEOUT = ("[rank4]:[E1107 22:03:59.160250339 ProcessGroupNCCL.cpp:632] [Rank 4] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=9, OpType=_ALLGATHER_BASE, NumelIn=360448, NumelOut=2883584, Timeout(ms)=1800000) "
+            "ran for 1800004 milliseconds before timing out.\n")
+
+
+def test_words_naming_a_cause_lead_over_a_timeout_nobody_explains(tmp_path: Path) -> None:
+    # real: deepspeedai/DeepSpeed#6725 (MI300X): the runtime's fault, in a wording no parser knows, then the
+    # other ranks' timeout; a GPU fault nobody had read that way (the wording is made up here)
+    fault = "hip runtime: memory access fault on device 4, queue 0x7f3a (code 0x1016)\n"
+    hypotheses = diagnose_paste(tmp_path, fault + _TIMEOUT).hypotheses
+    assert hypotheses[0].category is Category.GPU_ERROR and "a fault of the GPU" in hypotheses[0].title
+    assert Category.UNEXPLAINED_TIMEOUT in {h.category for h in hypotheses[1:]}
+    assert hypotheses[0].confidence <= 0.55
+    # an outcome's words (a refused connection) do not: the timeout stays unexplained
+    refused = diagnose_paste(tmp_path, "monitor: connect to 10.0.0.9: Connection refused\n" + _TIMEOUT).hypotheses
+    assert refused[0].category is Category.UNEXPLAINED_TIMEOUT
+
+
+def test_words_do_not_override_a_verdict_a_rule_is_sure_of(tmp_path: Path) -> None:
+    crash = ("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"train.py\", line 9, in <module>\n"
+             "[rank1]: ValueError: bad batch\n")
+    noise = "cache: out of memory for key 12, evicting\n"
+    top = diagnose_paste(tmp_path, noise + crash + _TIMEOUT.replace("rank4", "rank0").replace("Rank 4", "Rank 0"))
+    assert top.hypotheses[0].category is Category.RANK_CRASHED and top.hypotheses[0].culprit_ranks == (1,)

@@ -166,6 +166,11 @@ ANCHORS: tuple[bytes, ...] = (
     b"host not found",  # c10d's tcputils before 1.13: the store's host name does not resolve (ValueError or quoted)
     b"access fault by GPU",  # ROCm's runtime: Memory access fault by GPU node-4 (Agent handle: …) on address …
     b"page fault (",  # the amdgpu driver: amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (… for process python3 pid N)
+    # words that name a failure whatever printed them (rules/phrases.py reads them where no parser knows the line)
+    b" fault",  # a memory access / protection / page fault of a runtime no parser knows ("default" has no space)
+    b"No route",  # No route to host
+    b"nreachable",  # Network is unreachable
+    b"ECC ",  # an uncorrectable ECC error
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

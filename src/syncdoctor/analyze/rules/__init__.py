@@ -33,7 +33,7 @@ from dataclasses import replace
 from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
 from syncdoctor.analyze.rules.crash import rank_crashed
 from syncdoctor.analyze.rules.desync import collective_desync
-from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error
+from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error, words_over_a_weak_verdict
 from syncdoctor.analyze.rules.nccl_errors import ib_retry_exceeded, local_nccl_failures, watchdog_stuck
 from syncdoctor.analyze.rules.network import (
     advertised_loopback,
@@ -157,6 +157,13 @@ def diagnose(tl: Timeline, notes: Sequence[str] = (), sources: Sequence[str] = (
         hypotheses.extend(_run(collective_stalled, tl, failed) or _run(unexplained_timeout, tl, failed))
     if not hypotheses:
         hypotheses.extend(_run(unrecognised_error, tl, failed))  # never silent about an error line
+    else:
+        so_far = tuple(hypotheses)
+
+        def words_next_to_a_weak_verdict(t: Timeline) -> list[Hypothesis]:
+            return words_over_a_weak_verdict(t, so_far)
+
+        hypotheses.extend(_run(words_next_to_a_weak_verdict, tl, failed))
     notes = (*notes, *failed)
     ranked = _rank(_merge(hypotheses))
     return Diagnosis(

@@ -8,13 +8,14 @@ read even when it has an answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import attribute, evidence_of, hypothesis, ip_of
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline
 
-__all__ = ["error_events", "unexplained", "unrecognised_error"]
+__all__ = ["error_events", "unexplained", "unrecognised_error", "words_over_a_weak_verdict"]
 
 _LOUD = ERROR_KINDS | {Kind.ERROR_LINE, Kind.AGENT_SIGNAL, Kind.IB_DEVICE_UNAVAILABLE}
 # the events whose words no parser read (an error line, an exception's message, an NCCL WARN of no known form):
@@ -56,13 +57,13 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     return [*_read_from_words(tl, errors), quoted]
 
 
-def _read_from_words(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
+def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = False) -> list[Hypothesis]:
     """The error lines' own words, when they name a failure (``Address already in use``, ``out of memory``…):
     that category, a little above the bare quote, with the line that says it."""
     unread = [e for e in errors if e.kind in _UNREAD]
     found = strongest(" ".join((e.text, str(e.data.get("message", "")), *map(str, e.data.get("frames") or ())))
                       for e in unread)
-    if found is None:
+    if found is None or (causes_only and not found[1].cause):
         return []
     index, reading = found
     line = unread[index]
@@ -78,6 +79,27 @@ def _read_from_words(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
         [e for e in errors if e is not line], "error, not explained", 6)
     return [hypothesis(tl, reading.category, (0.4 if known else 0.3) if reading.cause else (0.37 if known else 0.27),
                        title, what=what, evidence=evidence, where=where)]
+
+
+# verdicts that say the lines do not show why: a timeout nobody explains, a rank guessed from its absence
+_WEAK = 0.35
+_SAYS_NOT_WHY = (Category.UNEXPLAINED_TIMEOUT, Category.COLLECTIVE_STALLED)
+
+
+def words_over_a_weak_verdict(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
+    """Next to a verdict that says the lines do not show why (an unexplained or stalled timeout, or any verdict at
+    a low confidence), an error line whose format no rule knows but whose words name a cause (``out of memory``,
+    ``memory access fault``…) and that no hypothesis cites: that cause, just above the weak verdict. A timeout
+    is what the other ranks print after a rank hit such an error."""
+    if not hypotheses:
+        return []
+    top = max(hypotheses, key=lambda h: h.confidence)
+    if top.category not in _SAYS_NOT_WHY and top.confidence > _WEAK:
+        return []
+    cited = {(e.ref.source, e.ref.line) for h in hypotheses for e in h.evidence}
+    loose = [e for e in error_events(tl) if e.kind in _UNREAD and (e.ref.source, e.ref.line) not in cited]
+    found = _read_from_words(tl, loose, causes_only=True)
+    return [replace(h, confidence=min(0.55, top.confidence + 0.05)) for h in found]
 
 
 def _store_name_lead(tl: Timeline) -> list[Hypothesis]:
