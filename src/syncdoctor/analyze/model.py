@@ -41,6 +41,8 @@ class Kind(str, enum.Enum):
     LAUNCH_UNREACHABLE = "launch_unreachable"  # a launcher could not reach a node (ssh, pdsh, Open MPI's daemons)
     STORE_ERROR = "store_error"  # c10d store wait or socket timed out or failed (may name missing keys)
     STORE_NAME_UNRESOLVED = "store_name_unresolved"  # c10d's IPv6 lookup of the store's host name failed (a warning)
+    DDP_UNUSED_PARAMETERS = "ddp_unused_parameters"  # DDP's reducer: parameters that got no gradient on rank N
+    GPU_PCI = "gpu_pci"  # the kernel's driver names a GPU of its host: NVRM: GPU at PCI:0000:17:00: GPU-…
     # Gloo
     GLOO_TIMEOUT = "gloo_timeout"  # Timed out waiting Nms for send/recv operation
     PEER_CLOSED = "peer_closed"  # connection closed/reset by a peer (gloo or NCCL sockets)

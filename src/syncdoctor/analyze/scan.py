@@ -171,6 +171,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"No route",  # No route to host
     b"nreachable",  # Network is unreachable
     b"ECC ",  # an uncorrectable ECC error
+    b"receive grad",  # DDP's reducer: Parameter indices which did not receive grad for rank 2: 426 427 …
+    b"NVRM: GPU at",  # the driver's first report on a GPU: NVRM: GPU at PCI:0000:17:00: GPU-… (the host of that GPU)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

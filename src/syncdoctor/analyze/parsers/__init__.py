@@ -1,7 +1,7 @@
 """One small parser per log source; each turns a decoded line into events. Pure: no I/O.
 
 Line parsers (``KEYWORDS`` + ``parse(line)``): :mod:`.torch_watchdog`, :mod:`.torch_detail`, :mod:`.gloo`,
-:mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.system`, :mod:`.gpu`, :mod:`.hosts`,
+:mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.system`, :mod:`.gpu`, :mod:`.hosts`, :mod:`.ddp`,
 :mod:`.traceback`; :mod:`.bars` (progress bars, on the lines other anchors select and before a timeout); :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
 blocks are read by followers (``follow(line)``): tracebacks, torchrun's failure table, desync reports,
 ``py-spy dump`` stacks.
@@ -18,6 +18,7 @@ from syncdoctor.analyze.model import Event, Origin, Ref
 from syncdoctor.analyze.parsers import (
     bars,
     c10d_store,
+    ddp,
     generic,
     gloo,
     gpu,
@@ -42,7 +43,7 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                system, gpu, traceback, training, horovod, remote, hosts)
+                system, gpu, traceback, training, horovod, remote, hosts, ddp)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow)
 MAX_PARSE = 4096  # characters of a line handed to the parsers

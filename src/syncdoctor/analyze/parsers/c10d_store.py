@@ -50,7 +50,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
-            "Error: Port could not be cast", "network addresses of", "retrieving ncclUniqueId", "wait timeout after", "waitForInput", "client socket", "store based barrier", "C10d store",
+            "Error: Port could not be cast", "network addresses of", "retrieving ncclUniqueId", "wait timeout after", "Wait timeout for name", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines")
@@ -64,7 +64,9 @@ _STORE_TIMEOUT = ("timeout", "Timeout", "timed out")
 _RESOLVE = re.compile(r"(?:(?P<family>IPv[46]) )?network addresses of \((?P<host>[^,()]*), (?P<port>\d+)\) cannot be retrieved"
                       r"(?: \(gai error: (?P<err>[^)]*)\))?")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-\[\]%]{1,253}$")
-_WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)")
+_WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)"
+                   # Caffe2's store handlers (file, Redis): "Wait timeout for name(s): allreduce_0_cw_op/1"
+                   r"|Wait timeout for name\(s\): (?P<names>.+)")
 # the C++ frame under a bare "RuntimeError: Socket Timeout" (1.x-2.0): the store wait that ran out, keys unnamed
 _DO_WAIT = re.compile(r"Exception raised from doWait at \S*TCPStore\.cpp")
 # the timeout (``Timed out initializing process group in store based barrier on rank: 3, for key: …``) and, every
@@ -237,9 +239,10 @@ def _errors(line: Line) -> list[Event]:
         return events
     match = _WAIT.search(body)
     if match:
-        keys = match["keys"].strip()[:300]
+        keys = (match["keys"] or match["names"]).strip()[:300]
         return [make_event(Kind.STORE_ERROR, line, data={
-            "what": "wait", "ms": int(match["ms"]), "keys": keys, "missing_ranks": _key_ranks(keys)})]
+            "what": "wait", "ms": int(match["ms"]) if match["ms"] else None, "keys": keys,
+            "missing_ranks": _key_ranks(keys)})]
     match = _BARRIER.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

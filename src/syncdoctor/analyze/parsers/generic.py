@@ -30,7 +30,7 @@ _ERROR = re.compile(
 _BENIGN = re.compile(
     r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
-    r"ErrorCode\.|retry|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved"
+    r"ErrorCode\.|retry(?! count)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved"
 )
 
 

@@ -30,7 +30,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
@@ -38,6 +38,9 @@ _CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]|cuda runtime error \(\d
                    r"(?= at /|[\n.]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
+# the driver's first report on a GPU, before its Xid: ``NVRM: GPU at PCI:0000:17:00: GPU-f114b259-…`` (which host
+# holds the GPU a host-less line names by its PCI address, such as nvidia-smi's ``GPU 0000:17:00.0: GPU is lost``)
+_GPU_AT = re.compile(r"NVRM: GPU at PCI:(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})")
 # nvidia-smi on a GPU the driver lost: ``Unable to determine the device handle for GPU0000:03:00.0: Unknown Error``,
 # ``GPU 00000000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU``
 _SMI = re.compile(r"Unable to determine the device handle for GPU ?(?P<pci>[0-9A-Fa-f:.]+): (?P<msg>.+?)\s*$"
@@ -77,6 +80,9 @@ def parse(line: Line) -> list[Event]:
         rocm = _rocm(line)
         if rocm is not None:
             return rocm
+    match = _GPU_AT.search(body)
+    if match:
+        return [make_event(Kind.GPU_PCI, line, data={"pci": match["pci"].lower()})]
     match = _XID.search(body)
     if match:
         return [make_event(Kind.GPU_ERROR, line, data={

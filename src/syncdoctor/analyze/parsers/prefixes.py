@@ -16,6 +16,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
                                       variants: the host (a name with a digit, ``-`` or ``.``)
 ``[pod/trainer-worker-0/pytorch] ``   ``kubectl logs --prefix``: the pod, read as the host
 ``(RayWorkerWrapper pid=11305, ip=…)`` Ray's actor prefix: pid and host address
+``Aug 26 15:28:16 node7 kernel: ``    syslog / ``journalctl``: the time and the host
 ====================================  =========================================================
 
 File names: ``rank3.log``, ``rank_3``, ``rank-3``, ``nccl_trace_rank_3``, ``attempt_0/3/stderr.log``
@@ -49,6 +50,9 @@ _MONTHS = {name: number for number, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 _ROLE = re.compile(r"\[([A-Za-z_][A-Za-z_-]{0,30}?)(\d{1,5})\]:[ ]?")
 _SLURM = re.compile(r" {0,5}(\d{1,6}): ")
+# syslog / journalctl's short format: "Aug 26 15:28:16 ailcm-ai1 kernel: " (the host, then the program)
+_SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) "
+                     r"(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,62}) [A-Za-z][\w./@-]{0,40}(?:\[\d{1,10}\])?: ")
 # pdsh: ``worker-1: ``, ``9.91.4.251: ``; a host name has a digit, a dot or a hyphen (``RuntimeError: `` has none)
 _PDSH = re.compile(r"(?P<host>(?=[A-Za-z0-9_.-]*[0-9.-])[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?=\S)")
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
@@ -195,6 +199,14 @@ def split_prefix(text: str) -> Prefix:
             match = _SLURM.match(text, pos)
             if match:
                 rank = int(match[1])
+                pos = match.end()
+                continue
+            match = _SYSLOG.match(text, pos)
+            if match and _MONTHS.get(match["mon"]):
+                host = match["host"]
+                time = _year_less(_MONTHS[match["mon"]], int(match["d"]), int(match["h"]), int(match["mi"]),
+                                  int(match["s"]), None)
+                time_text = text[:match.start("host") - 1] if time is not None else ""
                 pos = match.end()
                 continue
             match = _PDSH.match(text, pos)

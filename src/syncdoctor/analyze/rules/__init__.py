@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
-from syncdoctor.analyze.rules.crash import rank_crashed
+from syncdoctor.analyze.rules.crash import ddp_unused_parameters, rank_crashed
 from syncdoctor.analyze.rules.desync import collective_desync
 from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error, words_over_a_weak_verdict
 from syncdoctor.analyze.rules.nccl_errors import ib_retry_exceeded, local_nccl_failures, watchdog_stuck
@@ -71,6 +71,7 @@ Rule = Callable[[Timeline], list[Hypothesis]]
 
 RULES: tuple[Rule, ...] = (
     rank_crashed,
+    ddp_unused_parameters,
     collective_desync,
     lagging_rank,
     rank_never_joined,

@@ -23,7 +23,7 @@ from syncdoctor.analyze.rules.node import dataloader_cause
 from syncdoctor.analyze.rules.phrases import Reading, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
-__all__ = ["rank_crashed"]
+__all__ = ["ddp_unused_parameters", "rank_crashed"]
 
 
 def _own_failure(state: RankState) -> Event | None:
@@ -178,6 +178,11 @@ def _peer_unknown(tl: Timeline) -> list[Hypothesis]:
     if not lost or any(e.kind in TIMEOUT_KINDS for e in tl.events):
         return []  # with timeouts, who waited for whom is the progress rules' question
     where = attribute(lost, tl)
+    roots = sorted({int(e.data["waiting_for"]) for e in tl.of(Kind.STORE_ERROR)
+                    if e.data.get("what") == "nccl-unique-id" and e.data.get("waiting_for") is not None
+                    and any(w in str(e.data.get("error", "")) for w in _STORE_GONE)})
+    if roots:
+        return [_unique_id_root_gone(tl, roots, lost, where.text)]
     title = (f"{where.text or 'a process'} lost its connection to a peer the inputs do not name: the process there "
              "exited, or the network between them failed")
     what = ("A connection closed or reset by the other side (NCCL's ncclRemoteError says the same: 'remote process "
@@ -190,6 +195,26 @@ def _peer_unknown(tl: Timeline) -> list[Hypothesis]:
                        fix="Collect every rank's log (torchrun --log-dir) and the kernel logs of the hosts "
                            "(`dmesg -T`: OOM killer, NIC errors) around that time; with NCCL_DEBUG=WARN the peer's "
                            "address is in the WARN line.")]
+
+
+_STORE_GONE = ("reset by peer", "Broken pipe", "closed by peer", "got 0 bytes")
+
+
+def _unique_id_root_gone(tl: Timeline, roots: list[int], lost: list[Event], who: str) -> Hypothesis:
+    """Ranks fetching a communicator's ncclUniqueId from the store lost the store's connection (``store->get('0')
+    got error: Connection reset by peer``): the root that publishes the id, whose process serves the store in the
+    usual launch, went away. PyTorch's message says as much ("a possible application crash on rank 0")."""
+    named = f"rank{'s' if len(roots) > 1 else ''} {fmt_ranks(roots)}"
+    title = (f"{named} most likely died: {who or 'the other ranks'} lost the store's connection while fetching "
+             f"the communicator's id from {'them' if len(roots) > 1 else 'it'}")
+    what = (f"The ranks creating an NCCL communicator read its id from the store, where {named} publishes it; "
+            "the store's connection was reset or closed while they waited. The store is served by the process of "
+            "rank 0 (or torchrun's agent on the first node), so that process most likely ended: its own log says "
+            "why (an exception, the OOM killer). A network failure between the hosts would read the same.")
+    return hypothesis(tl, Category.RANK_CRASHED, 0.45, title, culprits=roots, what=what,
+                      evidence=evidence_of(lost, "lost the store while fetching the id", MAX_CASCADE),
+                      fix=("Read the log of " + named + " (and the kernel log of its host: `dmesg -T`) for how it "
+                           "ended; collect every rank's log with torchrun --log-dir."))
 
 
 def rank_crashed(tl: Timeline) -> list[Hypothesis]:
@@ -341,3 +366,31 @@ def _describe(rank: int, state: RankState, event: Event) -> str:
     signal = state.exit_signal or "a signal"
     return (f"Rank {rank} was killed by {signal} (exit code {state.exitcode}) without an error of its own in the "
             "logs.")
+
+
+# DistributedDataParallel's reducer, when a step left some parameters without a gradient on a rank
+_UNUSED_WORDS = ("Expected to have finished reduction in the prior iteration", "did not receive grad for rank")
+
+
+def ddp_unused_parameters(tl: Timeline) -> list[Hypothesis]:
+    """``RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one`` and
+    ``Parameter indices which did not receive grad for rank N``: the program's own error on that rank (parameters
+    that took no part in the loss), not the network; the rank comes from the reducer's line where the exception
+    has none."""
+    raised = [e for e in tl.of(Kind.EXCEPTION) if any(w in str(e.data.get("message") or e.text) for w in _UNUSED_WORDS)]
+    named = tl.of(Kind.DDP_UNUSED_PARAMETERS)
+    if not raised and not named:
+        return []
+    ranks = sorted({int(e.data["rank"]) for e in named} | set(attribute(raised, tl).ranks))
+    who = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}" if ranks else "a rank"
+    title = (f"{who} failed in DistributedDataParallel's reducer: some parameters got no gradient in a step "
+             "(find_unused_parameters)")
+    what = ("DDP expects every parameter to receive a gradient in every step. On this rank some did not (a branch "
+            "of the model that this batch did not take, frozen or skipped layers, an output left out of the loss), "
+            "so the reduction of the previous step never finished and the next step raised. It is the program's "
+            "error on that rank; the other ranks' timeouts or lost connections follow from it.")
+    fix = ("Pass find_unused_parameters=True to DistributedDataParallel (it costs a graph traversal per step), or "
+           "make every parameter take part in the loss on every rank and step; TORCH_DISTRIBUTED_DEBUG=DETAIL "
+           "names the parameters.")
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.85 if ranks else 0.7, title, culprits=ranks, what=what, fix=fix,
+                       evidence=evidence_of(raised[:2] + named[:4], "DDP's reducer"))]

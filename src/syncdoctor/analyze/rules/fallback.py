@@ -67,6 +67,8 @@ def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = Fals
         return []
     index, reading = found
     line = unread[index]
+    if reading.category is Category.IB_UNREACHABLE_AT_INIT and tl.of(Kind.NCCL_INIT, Kind.WORK_STATUS, Kind.PROGRESS_BAR):
+        reading = replace(reading, category=Category.IB_LINK_FAILURE)  # collectives ran before: a link that failed
     where = attribute([line], tl)
     known = bool(where.ranks or where.hosts or where.processes)
     title = (f"{reading.what}, in the words of an error whose format no rule knows"

@@ -114,6 +114,10 @@ def _simple(tl: Timeline, kind: Kind, category: Category, make_title: str, fix: 
     own = {e.origin.rank for e in events if e.origin.rank is not None}
     ranks = sorted(own | set(named))
     hosts = sorted({e.origin.host for e in events if e.origin.host})
+    if not hosts and kind is Kind.DUPLICATE_GPU:
+        # two processes on one GPU share a host: the only one the inputs name (NCCL's prefixes), where there is one
+        named_hosts = {e.origin.host for e in tl.events if e.origin.host}
+        hosts = sorted(named_hosts) if len(named_hosts) == 1 else []
     where = f" on {', '.join(hosts)}" if hosts else ""
     who = f" (ranks {fmt_ranks(sorted(own))})" if own else ""
     found = attribute(events, tl)  # without ranks: the processes as NCCL's prefix names them (pid, GPU)

@@ -60,6 +60,15 @@ def _container_interface_failures(tl: Timeline, culprit_lines: dict[str, list[Ev
     return found_here
 
 
+_CONNECTING = (Kind.PEER_CLOSED, Kind.NCCL_CONNECT_FAILED, Kind.GLOO_CONNECT_FAILED, Kind.STORE_ERROR,
+               Kind.HEARTBEAT_TIMEOUT, *TIMEOUT_KINDS)
+
+
+def _nothing_failed_to_connect(tl: Timeline) -> bool:
+    """No connection failed, was lost or timed out anywhere in the inputs (the failure is of another kind)."""
+    return not tl.of(*_CONNECTING)
+
+
 def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprit_lines: dict[str, list[Event]] = defaultdict(list)
     remote_only: list[Event] = []
@@ -128,6 +137,9 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
                                "every host, or map the hostname to the host's cluster address in /etc/hosts.")]
     if not culprit_lines and not remote_only:
         return []
+    if not remote_only and not unhosted and _nothing_failed_to_connect(tl) and set(tl.hosts) == set(culprit_lines) \
+            and len(culprit_lines) == 1:
+        return []  # one host, whose ranks reach each other over loopback, and no connection failed: not the cause
     hosts = sorted(set(culprit_lines) | inferred)
     dialled = {e.origin.host for e in remote_only if e.origin.host}
     affected = sorted({e.origin.rank for e in remote_only + [e for v in culprit_lines.values() for e in v]

@@ -8,6 +8,7 @@ without any rank. A worker death found by the rank-based crash rule (:mod:`.cras
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import replace
 
@@ -54,6 +55,10 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
     if not events:
         return out
     where = attribute(events, tl)
+    if not where.ranks and not where.hosts:
+        hosts = _hosts_of_gpus(tl, events)
+        if hosts:
+            where = replace(where, hosts=hosts)
     hardware = any(e.data.get("hardware") for e in events)
     messages = sorted({str(e.data.get("message") or "") for e in events if e.data.get("message")})
     xids = sorted({int(e.data["xid"]) for e in events if e.data.get("xid") is not None})
@@ -84,6 +89,19 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                  "consequence of tearing NCCL down after that network failure, not the GPU's own fault.")
     return [*out, hypothesis(tl, Category.GPU_ERROR, confidence, title, affected=affected, what=what, fix=fix,
                              evidence=evidence_of(events, "the GPU's error", 6), where=where)]
+
+
+def _hosts_of_gpus(tl: Timeline, events: list[Event]) -> tuple[str, ...]:
+    """The hosts whose kernel log names the GPUs (by PCI address) that host-less error lines name."""
+    wanted = {_bus(str(e.data["pci"])) for e in events if e.data.get("pci")}
+    return tuple(sorted({str(e.origin.host) for e in tl.of(Kind.GPU_PCI)
+                         if e.origin.host and _bus(str(e.data.get("pci", ""))) in wanted}))
+
+
+def _bus(pci: str) -> str:
+    """``0000:17:00`` of ``0000:17:00.0``, ``PCI:0000:17:00`` or ``00000000:17:00.0`` (domain, bus, device)."""
+    found = re.search(r"([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})", pci)
+    return f"{int(found[1], 16):04x}:{found[2].lower()}:{found[3].lower()}" if found else pci.lower()
 
 
 def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
@@ -168,6 +186,10 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
     if not events:
         return []
     where = attribute(events, tl)
+    failed = _the_one_worker_failed_after(tl, events)
+    if failed is not None and not (where.ranks or where.local_ranks):
+        # the launcher's record of the one worker that failed: the process these lines came from
+        where = replace(where, local_ranks=(failed,), processes=(*where.processes, f"local rank {failed}"))
     tried = next((str(e.data["tried"]) for e in events if e.data.get("tried")), None)
     gpus = sorted({int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None})
     title = (f"{where.text or 'a process'} ran out of GPU memory" + (f" (tried to allocate {tried}" if tried else "")
@@ -182,6 +204,18 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.RANK_OUT_OF_MEMORY, 0.75, title, affected=affected, what=what, fix=fix,
                        evidence=evidence_of(events, "out of GPU memory", 6),
                        where=where)]
+
+
+def _the_one_worker_failed_after(tl: Timeline, events: list[Event]) -> int | None:
+    """The local rank of the only worker a launcher reports failed (DeepSpeed's ``sigkill_handler] [… '--local_rank=1'
+    …] exits with return code = 1``, torchrun's table) after ``events`` in the same file: the process those lines
+    came from, in a paste of one node's output."""
+    first = min((e.ref.line for e in events), default=0)
+    sources = {e.ref.source for e in events}
+    locals_ = {int(e.data["local_rank"]) for e in tl.of(Kind.WORKER_FAILED)
+               if e.ref.source in sources and e.ref.line > first and e.data.get("local_rank") is not None
+               and e.data.get("signal") != "SIGKILL"}
+    return next(iter(locals_)) if len(locals_) == 1 else None
 
 
 def _after_network_failure(tl: Timeline, event: Event) -> bool:

@@ -62,6 +62,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.NCCL_VERSION_MISMATCH, "NCCL versions that differ",
      re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b", _I)),
     (Category.IB_MODIFY_QP, "an IB queue pair that could not be set up", re.compile(r"ibv_modify_qp|modify_qp", _I)),
+    # at initialisation unless the inputs show collectives ran before (rules.fallback then says late, A012)
+    (Category.IB_UNREACHABLE_AT_INIT, "IB/RoCE NICs that could not reach each other (retries exceeded)",
+     re.compile(r"transport retry counter exceeded|retry count exceeded|RETRY_EXC(?:_ERR)?\b", _I)),
     (Category.IB_PORT_DOWN, "an IB port or device that failed",
      re.compile(r"IBV_EVENT_PORT_ERR|IBV_EVENT_DEVICE_FATAL|local catastrophic|\bport error\b", _I)),
     (Category.INTERFACE_MISSING, "a network interface that does not exist",

@@ -51,8 +51,9 @@ def _timed_out(tl: Timeline) -> list[int]:
 def _inside(tl: Timeline) -> set[int]:
     """Ranks the inputs show inside the collective the others timed out in, although they wrote no timeout:
     their ``last enqueued`` (a dump-signal or status line) reached the sequence number another rank timed out
-    at in that group, the watchdog's failure status puts them inside a work they had not completed, or another
-    rank's dump signal names them as the rank whose collective timed out."""
+    at in that group, the watchdog's failure status puts them inside a work they had not completed, their own or
+    another rank's dump signal names them as the rank whose collective timed out, or a desync report lists them
+    as joined."""
     top: dict[str, int] = {}
     for rank in _timed_out(tl):
         for event in tl.ranks[rank].of(*TIMEOUT_KINDS):
@@ -67,8 +68,13 @@ def _inside(tl: Timeline) -> set[int]:
             inside.add(event.origin.rank)
     for event in tl.of(Kind.DUMP_SIGNAL):
         source = event.data.get("from_rank")
-        if isinstance(source, int) and source != event.origin.rank and "timeout" in str(event.data.get("reason", "")):
+        timeout = "timeout" in str(event.data.get("reason", ""))
+        if isinstance(source, int) and source != event.origin.rank and timeout:
             inside.add(source)
+        elif event.data.get("self") and timeout and event.origin.rank is not None:
+            inside.add(event.origin.rank)  # its own collective timed out (in a group the line may not name)
+    for event in tl.of(Kind.DESYNC_REPORT):  # the report's "joined but didn't finish": inside, not late
+        inside.update(int(r) for r in event.data.get("joined_not_finished") or [])
     return inside
 
 
@@ -598,8 +604,10 @@ def rank_never_joined(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted(missing)
     waiting = sorted({e.origin.rank for events in missing.values() for e in events if e.origin.rank is not None})
     own = [tl.ranks[r].first_failure for r in culprits if r in tl.ranks and tl.ranks[r].first_failure is not None]
+    them = "them" if len(culprits) > 1 else "it"
     title = (f"rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} never joined the process group; "
-             f"ranks {fmt_ranks(waiting)} waited for {'them' if len(culprits) > 1 else 'it'} in the store")
+             + (f"rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} waited for {them} in the store" if waiting
+                else f"the other ranks waited for {them} in the store"))
     what = "The store waits of the other ranks name keys only these ranks would have written."
     if own:
         what += " Their own logs show why (see the first evidence lines)."

@@ -9,6 +9,7 @@ container's is A008 and a missing interface A009 (:mod:`.network`): those are mo
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections import defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
@@ -443,10 +444,29 @@ def _ran(tl: Timeline) -> bool:
     return bool(tl.of(Kind.NCCL_INIT) or tl.of(Kind.WATCHDOG_TIMEOUT) or tl.of(Kind.WORK_STATUS))
 
 
+# torchrun's own frames (its agent, before any worker): run.py's main/run, the elastic launcher and rendezvous
+_AGENT_FRAMES = re.compile(r"run\.py:\d+ in (?:main|run)\b|in launch_agent\b|in (?:next_)?_?rendezvous\b"
+                           r"|in _invoke_run\b|in _initialize_workers\b")
+_AGENT_WAIT_MS = 60_000  # the agent's store waits are long (the rendezvous' 900 s); a worker's are its own timeout
+
+
+def _agent_store_timeouts(tl: Timeline) -> list[Event]:
+    """The store socket of torchrun's agent that timed out waiting (``waitForInput: socket … timed out after
+    900000ms``) before any worker ran, the traceback showing torchrun's own frames (or no worker rank anywhere):
+    the agents' rendezvous never gathered the other nodes."""
+    waits = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "socket-timeout"
+             and isinstance(e.data.get("ms"), int) and e.data["ms"] >= _AGENT_WAIT_MS and e.origin.rank is None]
+    if not waits or _ran(tl):
+        return []
+    frames = " ".join(str(f) for e in tl.of(Kind.EXCEPTION, Kind.STACK_DUMP) for f in e.data.get("frames") or ())
+    return waits if _AGENT_FRAMES.search(frames) or not tl.ranks else []
+
+
 def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.STORE_ERROR)
               if e.data.get("what") in ("barrier", "clients", "rendezvous-timeout") and not e.data.get("missing_ranks")]
     events += [e for e in tl.of(Kind.EXCEPTION) if timed_out_forming(e)]
+    events += _agent_store_timeouts(tl)
     if tl.of(Kind.NCCL_INIT, Kind.WORK_STATUS, *TIMEOUT_KINDS):
         events = [e for e in events if not e.data.get("waiting")]  # the group formed after that wait
     if not events:

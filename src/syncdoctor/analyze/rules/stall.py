@@ -105,8 +105,10 @@ def collective_stalled(tl: Timeline) -> list[Hypothesis]:
     out = []
     groups = sorted({g for state in tl.ranks.values() for g in state.reached})
     mismatched = {m.pg_id for m in compare_mismatches(tl.dumps)}
-    if tl.of(Kind.COLLECTIVE_MISMATCH, Kind.DESYNC_REPORT):
+    if tl.of(Kind.COLLECTIVE_MISMATCH):
         return []
+    if tl.of(Kind.DESYNC_REPORT):
+        return _from_desync_reports(tl)
     for group in groups:
         members = _members(tl, group)
         if not members or group in mismatched or any(r not in tl.ranks for r in members):
@@ -150,4 +152,31 @@ def collective_stalled(tl: Timeline) -> list[Hypothesis]:
             evidence += evidence_of(_proof(tl, rank, group), f"rank {rank} entered #{top}, did not complete it")
         out.append(hypothesis(tl, Category.COLLECTIVE_STALLED, 0.7, title, culprits=members,
                               affected=list(members), what=what, evidence=evidence))
+    return out
+
+
+def _from_desync_reports(tl: Timeline) -> list[Hypothesis]:
+    """PyTorch's desync report (``TORCH_NCCL_DESYNC_DEBUG``) asks every member of the group through the store; one
+    that lists every member as ``joined but didn't finish collective #S`` and none lagging or missing says that the
+    whole group entered S and S never completed, unless one of them failed on its own."""
+    out = []
+    for event in tl.of(Kind.DESYNC_REPORT):
+        joined = sorted({int(r) for r in event.data.get("joined_not_finished") or []})
+        if event.data.get("lagging") or event.data.get("not_joined") or len(joined) < 2:
+            continue
+        if any(r in tl.ranks and (tl.ranks[r].outcome in ("crashed", "killed") or tl.ranks[r].has(*_OWN_FAILURES)
+                                  or any(not is_comm_exception(e) for e in tl.ranks[r].of(Kind.EXCEPTION)))
+               for r in joined):
+            continue
+        op = f" ({event.op})" if event.op else ""
+        title = (f"collective #{event.seq}{op} never completed although all {len(joined)} ranks ({fmt_ranks(joined)}) "
+                 f"entered it, as rank {event.data.get('reporter')}'s desync report says: the transport or a GPU is "
+                 "stuck, not a rank")
+        what = ("PyTorch's desync report asked every member of the group how far it got: all of them joined "
+                f"collective #{event.seq} and none finished it; none is lagging or missing. The collective itself "
+                "did not finish: either the data does not flow (link, interface, HCA, firewall) or it never ran on "
+                "a GPU (a kernel ahead of it on the stream that does not end, a hung or faulted GPU).")
+        what += _network_facts(tl, tuple(joined))
+        out.append(hypothesis(tl, Category.COLLECTIVE_STALLED, 0.65, title, culprits=joined, affected=joined,
+                              what=what, evidence=evidence_of([event], "TORCH_NCCL_DESYNC_DEBUG report")))
     return out
