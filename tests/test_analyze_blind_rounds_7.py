@@ -126,19 +126,34 @@ def test_an_ib_retry_error_in_tensorpipes_words(tmp_path: Path) -> None:
     assert diagnose(tmp_path, formed).hypotheses[0].category is Category.IB_LINK_FAILURE
 
 
-def test_an_oom_without_a_rank_is_the_one_worker_the_launcher_reports_failed(tmp_path: Path) -> None:
-    # real: hiyouga/LLaMA-Factory#1722 (DeepSpeed's launcher on one node)
+def test_an_oom_without_a_rank_is_the_process_on_the_gpu_it_names(tmp_path: Path) -> None:
+    # real: hiyouga/LLaMA-Factory#1722 (DeepSpeed's launcher on one node, the OOM on GPU 1)
     paste = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.45 GiB (GPU 1; 23.68 GiB total "
              "capacity; 18.98 GiB already allocated)\n"
              "[2023-12-04 09:47:01,699] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 1357\n"
              "[2023-12-04 09:47:01,915] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
-             "'--local_rank=1', '--deepspeed', 'ds.json'] exits with return code = 1\n")
+             "'--local_rank=3', '--deepspeed', 'ds.json'] exits with return code = 1\n")
     top = diagnose(tmp_path, paste).hypotheses[0]
+    # cuda:1 of several visible GPUs: local rank 1; DeepSpeed's line names its last command (local rank 3), not it
     assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_local_ranks == (1,)
     assert top.title.startswith("local rank 1 ran out of GPU memory")
-    # two workers reported failed: which one ran out is not said
-    two = paste + paste.splitlines()[-1].replace("--local_rank=1", "--local_rank=0") + "\n"
-    assert diagnose(tmp_path, two).hypotheses[0].culprit_local_ranks == ()
+    # GPU 0 may be any process that sees one GPU: not named
+    assert diagnose(tmp_path, paste.replace("GPU 1;", "GPU 0;")).hypotheses[0].culprit_local_ranks == ()
+    # torchrun's record names the failed worker's local rank
+    table = paste.replace("GPU 1;", "GPU 0;").splitlines()[0] + (
+        "\nERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 2 (pid: 4242) of "
+        "binary: /usr/bin/python\n")
+    assert diagnose(tmp_path, table).hypotheses[0].culprit_local_ranks == (2,)
+
+
+def test_deepspeeds_report_names_its_last_command_not_the_failed_worker() -> None:
+    # deepspeed/launcher/launch.py's sigkill_handler prints `cmd`, its launch loop's last value
+    report = ("[ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', '--local_rank=7'] exits "
+              "with return code = -9")
+    event = one(report, Kind.WORKER_FAILED)
+    assert event.origin.local_rank is None and event.data["last_local_rank"] == 7 and event.data["signal"] == "SIGKILL"
+    # a launcher that started one worker: that one failed
+    assert one(report.replace("--local_rank=7", "--local_rank=0"), Kind.WORKER_FAILED).origin.local_rank == 0
 
 
 def test_the_kernels_syslog_lines_name_their_host_and_the_gpu_they_report(tmp_path: Path) -> None:

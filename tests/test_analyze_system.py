@@ -238,10 +238,15 @@ def test_prrte_wraps_the_signal_onto_the_next_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("line", [
     "[2023-07-20 15:45:13,982] [INFO] [launch.py:338:sigkill_handler] Main process received SIGTERM, exiting",
     "WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers",
+    # 2.3+ (real: pytorch/pytorch#114097)
+    "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] Received "
+    "Signals.SIGTERM death signal, shutting down workers",
 ])
 def test_a_launcher_stopped_from_outside(tmp_path: Path, line: str) -> None:
+    # its workers were killed from outside (A025), not by an error of theirs
     hypothesis = top(diagnose(tmp_path, line))
-    assert hypothesis.category is Category.UNRECOGNISED and "ended from outside" in hypothesis.title
+    assert hypothesis.category is Category.RANK_KILLED and "ended from outside" in hypothesis.title
+    assert "SIGTERM" in hypothesis.title or "signal" in hypothesis.title
 
 
 # --- Horovod's stall inspector (real: horovod/horovod#530, #1012, #2107, #336, #2564) ------------------------------
@@ -340,8 +345,8 @@ def test_a_pod_evicted_for_memory(tmp_path: Path) -> None:
     ("slurmstepd: error: *** JOB 99 ON gpu-a3 CANCELLED AT 2025-05-01T10:00:00 DUE TO PREEMPTION ***", "preemption"),
 ])
 def test_slurm_cancelling_the_job(tmp_path: Path, line: str, why: str) -> None:
-    hypothesis = top(diagnose(tmp_path, line))
-    assert hypothesis.category is Category.UNRECOGNISED and f"({why})" in hypothesis.title
+    hypothesis = top(diagnose(tmp_path, line))  # the workers were ended from outside (A025)
+    assert hypothesis.category is Category.RANK_KILLED and f"({why})" in hypothesis.title
     assert "ended from outside" in hypothesis.title
 
 

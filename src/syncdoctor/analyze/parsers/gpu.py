@@ -34,10 +34,14 @@ KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "p
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
-_CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]|cuda runtime error \(\d+\) ?):? (?P<msg>[^\n.]{3,160}?)"
-                   r"(?= at /|[\n.]|$)")
+# the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
+_CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]|cuda runtime error \(\d+\) ?):? (?P<msg>[^\n.\\]{3,160}?)"
+                   r"(?= at /|[\n.\\]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
+# a kernel line quoted inside another tool's line (an alert: "Xid errors on instance: h, Error: May 19 07:08:57 h
+# kernel: [680111.6] NVRM: Xid …"): the host of its syslog header
+_SYSLOG_HOST = re.compile(r"\b[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d (?P<host>[A-Za-z0-9][\w.-]{0,62}) kernel: ")
 # the driver's first report on a GPU, before its Xid: ``NVRM: GPU at PCI:0000:17:00: GPU-f114b259-…`` (which host
 # holds the GPU a host-less line names by its PCI address, such as nvidia-smi's ``GPU 0000:17:00.0: GPU is lost``)
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})")
@@ -85,7 +89,8 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_PCI, line, data={"pci": match["pci"].lower()})]
     match = _XID.search(body)
     if match:
-        return [make_event(Kind.GPU_ERROR, line, data={
+        quoted = _SYSLOG_HOST.search(body[:match.start()]) if line.origin.host is None else None
+        return [make_event(Kind.GPU_ERROR, line, origin=Origin(host=quoted["host"]) if quoted else None, data={
             "xid": int(match["xid"]), "pci": match["pci"], "message": body[match.end():].strip(" ,")[:160],
             "hardware": True, "source": "xid"})]
     if "peer access is not supported" in body and "Cuda failure" not in body:  # a kernel of the program's own that needs P2P (custom all-reduce)

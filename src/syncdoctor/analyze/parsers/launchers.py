@@ -2,7 +2,8 @@
 
 * DeepSpeed's launcher (``deepspeed`` / ``deepspeed.launcher.launch``):
   ``[launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', '--local_rank=1', ...] exits with
-  return code = -7`` (the local rank from the command line, the signal from the negative code), and its
+  return code = -7`` (the signal from the negative code; the command is the launcher's *last* one, the variable
+  of its launch loop, so its ``--local_rank`` is the node's highest, not the failed worker's), and its
   ``Killing subprocess N`` lines (the survivors);
 * Open MPI: ``mpirun noticed that process rank 0 with PID 0 on node dagobert exited on signal 9 (Killed).``;
   ``Primary job  terminated normally, but 1 process returned a non-zero exit code`` is only a consequence;
@@ -18,8 +19,10 @@
 * ``torch.multiprocessing.spawn``: ``process 0 terminated with signal SIGKILL``, ``process 1 terminated with
   exit code 1``;
 * ``torch.distributed.launch`` before torch.elastic (<= 1.8): ``died with <Signals.SIGSEGV: 11>`` and
-  ``subprocess.CalledProcessError: Command '[..., '--local_rank=7', ...]' died with <Signals.SIGSEGV: 11>.``;
-* the agent itself: torchrun's ``Received 1 death signal, shutting down workers`` and ``Sending process N closing
+  ``subprocess.CalledProcessError: Command '[..., '--local_rank=7', ...]' died with <Signals.SIGSEGV: 11>.`` (the
+  command is again the last one launched);
+* the agent itself: torchrun's ``Received 1 death signal, shutting down workers`` (``Received Signals.SIGTERM
+  death signal`` since 2.3) and ``Sending process N closing
   signal SIGHUP``: the launcher was told to stop (its terminal closed, the scheduler ended the job).
 
 The command lines of DeepSpeed's and the old launcher's reports are long, and pasted logs wrap them: a
@@ -52,7 +55,8 @@ _MPICH_EXIT = re.compile(r"=\s+EXIT CODE: (?P<code>\d+)")
 _MPICH_RANK = re.compile(r"=\s+(?:RANK (?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING AT (?P<host>\S+)")
 _SPAWN = re.compile(r"process (?P<index>\d+) terminated with (?:signal (?P<sig>SIG\w+)|exit code (?P<code>-?\d+))")
 _LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
-_AGENT_SIGNAL = re.compile(r"Received (?P<count>\d+) death signal")
+# torchrun's agent: "Received 1 death signal" (1.9-2.2), "Received Signals.SIGTERM death signal" (2.3+)
+_AGENT_SIGNAL = re.compile(r"Received (?:(?P<count>\d+)|Signals\.(?P<sig>SIG[A-Z]+)) death signal")
 # DeepSpeed's launcher itself was signalled (its sigkill_handler): ``Main process received SIGTERM, exiting``
 _DS_MAIN_SIGNAL = re.compile(r"Main process received (?P<sig>SIG\w+), exiting")
 _OMPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\](?:\s+Exit code:\s+(?P<code>-?\d+))?")
@@ -88,15 +92,21 @@ class CommandFollower:
         return parse(line)
 
 
+def _only_worker(local: re.Match[str] | None) -> int | None:
+    """0 where the launcher's last command is local rank 0: it started one worker, the one that failed; any other
+    last local rank says only how many it started."""
+    return 0 if local is not None and int(local["local"]) == 0 else None
+
+
 def _unknown_exit(head: Line) -> list[Event]:
-    """DeepSpeed's launcher prints the failed worker's command at ERROR before its return code: a paste cut
-    there still names the local rank that died."""
+    """DeepSpeed's launcher prints a command at ERROR before the return code: a paste cut there still says a
+    worker failed (which one, the command does not say: see :func:`parse`)."""
     local = _LOCAL_ARG.search(head.body)
     if "sigkill_handler] [" not in head.body or not local:
         return []
-    return [make_event(Kind.WORKER_FAILED, head, origin=Origin(local_rank=int(local["local"])), data={
-        "source": "deepspeed", "exitcode": None, "signal": None, "local_rank": int(local["local"]),
-        "unknown_exit": True})]
+    return [make_event(Kind.WORKER_FAILED, head, data={
+        "source": "deepspeed", "exitcode": None, "signal": None, "local_rank": None,
+        "last_local_rank": int(local["local"]), "unknown_exit": True})]
 
 
 def follow(line: Line) -> CommandFollower | None:
@@ -215,12 +225,14 @@ def parse(line: Line) -> list[Event]:
             "source": "mpirun-summary", "exitcode": None, "signal": None, "unknown_exit": True})]
     match = _DEEPSPEED.search(body)
     if match:
+        # the command is the launcher's last one (its loop variable), whichever worker failed: its --local_rank is
+        # the highest on the node, not the failed worker's; the return code is the failed worker's
         code = int(match["code"])
         local = _LOCAL_ARG.search(match["cmd"] or body)
-        origin = Origin(local_rank=int(local["local"])) if local else None
-        return [make_event(Kind.WORKER_FAILED, line, origin=origin, data={
-            "source": "deepspeed", "exitcode": code, "signal": signal_name(code),
-            "local_rank": int(local["local"]) if local else None})]
+        only = _only_worker(local)
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=only) if only is not None else None, data={
+            "source": "deepspeed", "exitcode": code, "signal": signal_name(code), "local_rank": only,
+            "last_local_rank": int(local["local"]) if local else None})]
     match = _OMPI.search(body)
     if match:
         number = int(match["sig"])
@@ -256,13 +268,16 @@ def parse(line: Line) -> list[Event]:
             "local_rank": int(match["index"])})]
     match = _LEGACY.search(body)
     if match:
+        # as DeepSpeed's: the command raised is the last one launched, not the failed worker's
         local = _LOCAL_ARG.search(body)
-        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(local["local"])) if local else None,
-                           data={"source": "launch", "exitcode": -int(match["num"]), "signal": match["sig"],
-                                 "local_rank": int(local["local"]) if local else None})]
+        only = _only_worker(local)
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=only) if only is not None else None, data={
+            "source": "launch", "exitcode": -int(match["num"]), "signal": match["sig"], "local_rank": only,
+            "last_local_rank": int(local["local"]) if local else None})]
     match = _AGENT_SIGNAL.search(body)
     if match:
-        return [make_event(Kind.AGENT_SIGNAL, line, data={"count": int(match["count"])})]
+        return [make_event(Kind.AGENT_SIGNAL, line, data={"count": int(match["count"]) if match["count"] else 1,
+                                                           **({"signal": match["sig"]} if match["sig"] else {})})]
     match = _DS_MAIN_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]

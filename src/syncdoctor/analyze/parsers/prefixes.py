@@ -50,6 +50,7 @@ _MONTHS = {name: number for number, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 _ROLE = re.compile(r"\[([A-Za-z_][A-Za-z_-]{0,30}?)(\d{1,5})\]:[ ]?")
 _SLURM = re.compile(r" {0,5}(\d{1,6}): ")
+_PID_MAX = 4_194_304  # Linux's PID_MAX_LIMIT: a larger number is no process id (a thread's, in torch's log format)
 # syslog / journalctl's short format: "Aug 26 15:28:16 ailcm-ai1 kernel: " (the host, then the program)
 _SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) "
                      r"(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,62}) [A-Za-z][\w./@-]{0,40}(?:\[\d{1,10}\])?: ")
@@ -241,7 +242,7 @@ def split_prefix(text: str) -> Prefix:
             g = match.groupdict()
             severity = severity or _SEVERITY[g["sev"]]
             glog_file = glog_file or g["file"]
-            if g.get("pid"):
+            if g.get("pid") and int(g["pid"]) <= _PID_MAX:  # 2.x's elastic logs print the thread id there
                 pid = int(g["pid"])
             if g["md"] and time is None:
                 time = _month_day_time(g)

@@ -40,8 +40,9 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     errors = error_events(tl)
     if not errors:
         return _store_name_lead(tl)
-    if all(e.kind is Kind.AGENT_SIGNAL for e in errors):
-        return _stopped_from_outside(tl, errors)
+    signals = [e for e in errors if e.kind is Kind.AGENT_SIGNAL]
+    if signals and all(e.kind is Kind.AGENT_SIGNAL or _agents_aftermath(e, signals[0]) for e in errors):
+        return _stopped_from_outside(tl, signals)
     first = errors[0]
     where = attribute([first], tl)
     known = bool(where.ranks or where.hosts or where.processes)
@@ -130,9 +131,20 @@ def _store_name_lead(tl: Timeline) -> list[Hypothesis]:
 _LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 
+def _agents_aftermath(event: Event, signal: Event) -> bool:
+    """What the launcher prints after its own death signal: its traceback (``SignalException: Process N got signal:
+    15``), cut or whole."""
+    if event.ref.source != signal.ref.source or event.ref.line <= signal.ref.line:
+        return False
+    text = f"{event.text} {event.data.get('type', '')} {event.data.get('message', '')}"
+    return text.strip().endswith("Traceback (most recent call last):") or "SignalException" in text or \
+        "got signal" in text
+
+
 def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis]:
     """Only the launcher's own death signal (torchrun's ``Received 1 death signal``, DeepSpeed's ``Main process
-    received SIGTERM``): the job was ended from outside, no worker failed in these lines."""
+    received SIGTERM``): the job was ended from outside, no worker failed in these lines; its workers were killed
+    (A025) by the launcher on the scheduler's, a terminal's or a user's signal."""
     where = attribute(signals, tl)
     names = sorted({str(e.data["signal"]) for e in signals if e.data.get("signal")})
     title = (f"the launcher{' on ' + where.text if where.text else ''} was stopped by "
@@ -146,7 +158,7 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
             "worker's failure is in these lines.")
     fix = ("Check the scheduler's record of the job (sacct -j JOB, `kubectl describe pod`), its time limit, and "
            "run the launcher under nohup/tmux when it is started from a terminal.")
-    return [hypothesis(tl, Category.UNRECOGNISED, 0.35, title, hosts=where.hosts, what=what, fix=fix,
+    return [hypothesis(tl, Category.RANK_KILLED, 0.45, title, hosts=where.hosts, what=what, fix=fix,
                        evidence=evidence_of(signals, "the launcher's own signal", 4))]
 
 

@@ -188,7 +188,7 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
     where = attribute(events, tl)
     failed = _the_one_worker_failed_after(tl, events)
     if failed is not None and not (where.ranks or where.local_ranks):
-        # the launcher's record of the one worker that failed: the process these lines came from
+        # the launcher's record of the one worker that failed, or the GPU it ran on: the process these lines came from
         where = replace(where, local_ranks=(failed,), processes=(*where.processes, f"local rank {failed}"))
     tried = next((str(e.data["tried"]) for e in events if e.data.get("tried")), None)
     gpus = sorted({int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None})
@@ -207,15 +207,19 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
 
 
 def _the_one_worker_failed_after(tl: Timeline, events: list[Event]) -> int | None:
-    """The local rank of the only worker a launcher reports failed (DeepSpeed's ``sigkill_handler] [… '--local_rank=1'
-    …] exits with return code = 1``, torchrun's table) after ``events`` in the same file: the process those lines
-    came from, in a paste of one node's output."""
+    """The local rank of the process that ran out: the only worker a launcher reports failed after ``events`` in
+    the same file (torchrun's table names the failed worker's local rank; DeepSpeed's report does not), else the
+    GPU the message names when it is not 0 (a process on ``cuda:N`` of several visible GPUs: local rank N, the
+    launchers' convention; GPU 0 may be any process that sees one GPU)."""
     first = min((e.ref.line for e in events), default=0)
     sources = {e.ref.source for e in events}
     locals_ = {int(e.data["local_rank"]) for e in tl.of(Kind.WORKER_FAILED)
                if e.ref.source in sources and e.ref.line > first and e.data.get("local_rank") is not None
                and e.data.get("signal") != "SIGKILL"}
-    return next(iter(locals_)) if len(locals_) == 1 else None
+    if len(locals_) == 1:
+        return next(iter(locals_))
+    gpus = {int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None}
+    return next(iter(gpus)) if len(gpus) == 1 and 0 not in gpus and not locals_ else None
 
 
 def _after_network_failure(tl: Timeline, event: Event) -> bool:

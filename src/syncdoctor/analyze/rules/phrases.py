@@ -46,7 +46,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm", _I)),
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
-                r"|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate [^\n]{0,40}\b(?:GPU|device|CUDA)\b", _I)),
+                r"|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
+                r"|OUT_OF_DEVICE_MEMORY|out of device memory", _I)),
     (Category.DUPLICATE_GPU, "two ranks on one GPU",
      re.compile(r"duplicate GPU|both on CUDA device|same (?:GPU|CUDA device|device)\b[^\n]{0,30}\b(?:rank|process)", _I)),
     (Category.PEER_ACCESS, "GPU peer access that is not supported",

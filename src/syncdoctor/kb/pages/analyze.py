@@ -539,11 +539,14 @@ RANK_KILLED = register(Rule(
     code="A025",
     name="rank-killed",
     severity=Severity.ERROR,
-    summary="A worker was killed with SIGKILL (exit code -9 / 137): most often the host's out-of-memory killer.",
+    summary=("A worker was killed from outside: SIGKILL (exit code -9 / 137), most often the host's out-of-memory "
+             "killer, or its launcher was stopped by a signal (the scheduler, a closed terminal, a user)."),
     what=(
         "torchrun's 'failed (exitcode: -9) local_rank: N' or 'Signal 9 (SIGKILL) received by PID', DeepSpeed's "
         "'exits with return code = -9', mpirun's 'exited on signal 9 (Killed)', MPICH's 'EXIT CODE: 9', a container "
-        "'OOMKilled', with no error of the worker's own."
+        "'OOMKilled', with no error of the worker's own; or only the launcher's own signal (torchrun's 'Received "
+        "Signals.SIGTERM death signal, shutting down workers', DeepSpeed's 'Main process received SIGTERM'): the job "
+        "was ended from outside."
     ),
     why="SIGKILL cannot be caught: the process leaves no traceback. The kernel's OOM killer (host RAM, not GPU "
         "memory), a container memory limit or the scheduler (time or memory limit) are the usual senders.",
@@ -551,7 +554,9 @@ RANK_KILLED = register(Rule(
     fix=(
         "On that host: `dmesg -T | grep -i -e oom -e killed`, the container's memory limit, the scheduler's "
         "accounting. Reduce host memory: fewer DataLoader workers, load checkpoints shard by shard or with "
-        "mmap/low_cpu_mem_usage, pin less memory; raise the container's memory limit."
+        "mmap/low_cpu_mem_usage, pin less memory; raise the container's memory limit. Where the launcher itself was "
+        "signalled: the scheduler's record of the job (sacct, `kubectl describe pod`), its time limit, and nohup or "
+        "tmux for a launcher started from a terminal."
     ),
     references=(_PT,),
 ))
