@@ -7,7 +7,9 @@ import gzip
 import io
 import platform
 import random
+import re
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -223,6 +225,12 @@ def test_every_parser_keyword_holds_an_anchor() -> None:
                if keyword not in _READ_WITH_ANOTHER_ANCHOR and not any(a.decode() in keyword for a in ANCHORS)]
     assert not missing
     assert len(set(ANCHORS)) == len(ANCHORS)
+
+
+def test_the_documented_number_of_anchors_is_the_scanners() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "analyze.md").read_text()
+    stated = [int(n) for n in re.findall(r"containing one of (\d+) anchors", text)]
+    assert stated == [len(ANCHORS)]
 
 
 @pytest.mark.parametrize("line", [
