@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from columns_check import detect_both
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
@@ -271,6 +273,20 @@ def test_a_skipped_collective_names_the_skipping_side() -> None:
     event = _only(Job(groups, programs).run(5), "W103")
     assert event.ranks == (1,) and event.waiting_ranks == (0, 2, 3) and "skipped" in event.title
     assert event.group == "m" and event.detail["other_group"] == "0"
+
+
+def test_a_deadlock_is_named_at_the_first_look_past_the_threshold_which_the_monitor_is_told() -> None:
+    """The monitor wakes when the cycle's wait crosses a threshold, and that look names it: a cycle registered
+    only once past the warning would wait for a second record, an interval later (the lab measured 2 s)."""
+    groups = {"0": (0, 1, 2, 3), "m": (0, 1, 2, 3)}
+    programs = {r: [("coll", "0"), ("coll", "m"), ("coll", "0"), ("coll", "m")] for r in range(4)}
+    programs[1] = [("coll", "0"), ("coll", "0"), ("coll", "m")]
+    job = Job(groups, programs)  # everyone waits from 100.1 on
+    assert job.run(2) == [] and job.state.due_at is not None
+    assert job.state.due_at == pytest.approx(100.1 + CFG.warn_after_s)  # the next threshold: the warning
+    assert job.tick(0.9) == []  # 102.9: 2.8 s
+    events = job.tick(0.3)  # 103.2: 3.1 s, one record after the threshold
+    assert [e.code for e in events] == ["W103"] and events[0].ranks == (1,)
 
 
 def test_dead_root_is_named_dead_with_what_it_holds_up() -> None:

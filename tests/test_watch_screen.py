@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.keys import JobKeys, ScopedStore
-from syncdoctor.watch.monitor import Monitor
+from syncdoctor.watch.monitor import Monitor, next_delay
 from syncdoctor.watch.records import (
     HEADER_GROUPS,
     RECORD_VERSION,
@@ -324,6 +324,20 @@ def test_healthy_job_takes_the_fast_path_and_says_nothing() -> None:
     assert len(full.state.window) > 0  # the healthy waits were taken and moved to the window
     # records read lazily still give the full records
     assert set(fast.records) == set(range(WORLD)) and fast.records[3] == full.records[3]
+
+
+@pytest.mark.parametrize(
+    ("wall", "cpu", "due", "expected"),
+    [(0.003, 0.003, float("inf"), 0.997),  # an interval apart
+     (0.003, 0.003, 0.4, 0.4),  # earlier when a wait crosses a threshold
+     (0.5, 0.003, 0.4, 0.4),  # preempted in a cheap cycle: the threshold still wakes it (was 2.0 s)
+     (0.5, 0.003, float("inf"), 0.5),  # and the interval counts from the cycle's start
+     (0.4, 0.4, 0.1, 1.6), (0.4, 0.4, float("inf"), 1.6),  # a cycle of 0.4 s of CPU: a fifth of a core
+     (0.001, 0.001, -3.0, 0.05)],  # a threshold already past: at once, within 50 ms
+)
+def test_cycles_space_out_by_their_cpu_time_not_their_wall_time(wall: float, cpu: float, due: float,
+                                                               expected: float) -> None:
+    assert next_delay(1.0, wall, cpu, due) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(

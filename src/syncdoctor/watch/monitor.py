@@ -63,7 +63,7 @@ from syncdoctor.watch.thresholds import AUTO_CONFIRM_START_S, Learner, Threshold
 if TYPE_CHECKING:
     from syncdoctor.watch.columns import Columns
 
-__all__ = ["LazyRecords", "Monitor", "MonitorThread", "monitor_sinks"]
+__all__ = ["LazyRecords", "Monitor", "MonitorThread", "monitor_sinks", "next_delay"]
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +172,8 @@ class Monitor:
         self.groups: dict[str, tuple[int, ...]] = {}
         self.stacks: dict[int, StackReport] = {}
         self.events: deque[Event] = deque(maxlen=200)
-        self.last_cycle_s = 0.0
+        self.last_cycle_s = 0.0  # wall time of the last cycle
+        self.last_cycle_cpu_s = 0.0  # and the CPU time it took
         self.cycles = 0
         self._stack_gens: dict[int, int] = {}
         self._native_polls: dict[int, int] = {}
@@ -221,7 +222,7 @@ class Monitor:
 
     # --- one cycle -----------------------------------------------------------------------------------
     def cycle(self) -> list[Event]:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         if not self._ensured:
             self.store.ensure(self.keys.monitor)
             self._ensured = True
@@ -240,12 +241,14 @@ class Monitor:
                 self._write_lease()
             self.cycles += 1
             self.last_cycle_s = time.perf_counter() - started
+            self.last_cycle_cpu_s = time.thread_time() - cpu
             self.timings["rest"] = self.last_cycle_s - self.timings["multi_get"] - self.timings["screen"]
             return []
         self.last_path = "full"
         events = self._full(lazy, now, wall, self._inputs)
         self.cycles += 1
         self.last_cycle_s = time.perf_counter() - started
+        self.last_cycle_cpu_s = time.thread_time() - cpu
         screened = max(self._screened - read, 0.0) if self._inputs is not None else 0.0
         self.timings = {"multi_get": read - started, "screen": screened, "detect": self._detected,
                         "rest": self.last_cycle_s - (read - started) - screened - self._detected}
@@ -593,10 +596,21 @@ class MonitorThread:
             if self._failing:
                 self._failing = False
                 logger.warning("syncdoctor.watch: monitor reaches the store again")
-            # never take more than a fifth of a core from the training process: with very many ranks
-            # the cycles space out instead (a 100 ms cycle keeps 1 s; a 400 ms one runs every 2 s)
-            delay = max(self.interval_s - self.monitor.last_cycle_s, 4 * self.monitor.last_cycle_s, 0.05)
-            delay = min(delay, max(self.monitor.due_in(), 4 * self.monitor.last_cycle_s, 0.05))
+            delay = next_delay(self.interval_s, self.monitor.last_cycle_s, self.monitor.last_cycle_cpu_s,
+                               self.monitor.due_in())
+
+
+def next_delay(interval_s: float, wall_s: float, cpu_s: float, due_in_s: float) -> float:
+    """Seconds from the end of a cycle that took ``wall_s`` (``cpu_s`` of them on the CPU) to the next one.
+
+    Cycles start an interval apart, or earlier when a wait crosses a threshold in ``due_in_s``. They never
+    take more than a fifth of a core from the training process: with very many ranks they space out instead
+    (a cycle of 100 ms of CPU keeps 1 s; one of 400 ms runs every 2 s). The bound counts CPU time, not wall
+    time: on a loaded machine a thread that was preempted in the middle of a 3 ms cycle took 500 ms of wall
+    time without costing anyone anything, and spacing by that would postpone a threshold by 2 s.
+    """
+    spacing = max(4 * cpu_s, 0.05)
+    return min(max(interval_s - wall_s, spacing), max(due_in_s, spacing))
 
 
 def monitor_sinks(config: WatchConfig, store: ScopedStore, keys: JobKeys, rank: int,

@@ -93,6 +93,8 @@ def _root(ctx: Context, graph: Graph, root: Root) -> list[Condition]:
         ctx.due(root.waited_s)  # the stacks are asked for at suspicion, not up to an interval after it
     if left and root.waited_s >= config.warn_s:
         out.append(_left(ctx, graph, root, left))
+    elif left:
+        ctx.due(root.waited_s)  # named at the threshold, not up to an interval after it
     return out
 
 
@@ -381,6 +383,11 @@ def _cycle(ctx: Context, graph: Graph, root: Root) -> list[Condition]:
     """Ranks that wait for each other. The ones named are those that wait for the most others of the cycle:
     a rank that entered a collective of a group the others have not reached took the other path (it skipped
     a collective, or called the groups in another order); when all wait for as many, all are named."""
+    # a cycle is seen (and its members' records asked for twice) from its first cycle on, and looked at again
+    # when its wait crosses a threshold: judged only at the first look past the warning, it would be named up
+    # to two intervals late (the second record after the threshold)
+    seen = seen_before(ctx, graph, root.ranks)
+    ctx.due(root.waited_s)
     members = set(root.ranks)
     waits_for: dict[int, set[int]] = {r: set() for r in members}
     own_wait: dict[int, Wait] = {}
@@ -438,7 +445,7 @@ def _cycle(ctx: Context, graph: Graph, root: Root) -> list[Condition]:
                 waiting_ranks=others, waited_s=waited, key=incident,
                 at=ctx.snapshot.wall, detail=detail,
             ),
-            ready=waited >= ctx.config.warn_s and seen_before(ctx, graph, root.ranks),
+            ready=waited >= ctx.config.warn_s and seen,
         )
     ]
 
