@@ -32,6 +32,10 @@ def test_no_root_cause_exits_1(run_cli, tmp_path) -> None:
     assert result.code == 1
     assert result.out.startswith("No root cause found.")
     assert "A019" in result.out
+    # the second line says what the leads below are, the strongest first, not that nothing was found
+    second = result.out.splitlines()[1]
+    assert "lead below, none strong enough for a verdict" in second
+    assert "A019 unexplained-collective-timeout" in second and "culprit not named by the logs" in second
 
 
 def test_json_document(run_cli) -> None:

@@ -109,6 +109,12 @@ def render(analysis: Analysis, console: Console, max_evidence: int = 8) -> None:
         console.print(Text("No root cause found.", style="bold yellow"))
         if not diagnosis.hypotheses:
             console.print(Text("  The inputs show no failure this tool recognises."))
+        else:  # leads too weak for a verdict: say what the strongest one is before listing them
+            lead = diagnosis.hypotheses[0]
+            count = len(diagnosis.hypotheses)
+            console.print(Text(f"  {count} lead{'s' if count > 1 else ''} below, none strong enough for a verdict; "
+                               f"the strongest ({lead.confidence:.2f}): {lead.code} {lead.category.value}, "
+                               f"culprit {_where(lead)}."), soft_wrap=True)
     others = [h for h in diagnosis.hypotheses if h is not root]
     if others:
         console.print()
