@@ -250,7 +250,8 @@ def test_nccls_last_connect_retry_is_a_peer_it_cannot_reach(tmp_path: Path) -> N
 
 
 def test_negative_connect_retries_still_under_way_are_no_failure() -> None:
-    assert not [e for e in read("\n".join(_retry(n) for n in range(1, 10))) if e.kind is Kind.NCCL_CONNECT_FAILED]
+    # the first half of the tries: a peer not listening yet at startup (past it: tests/test_analyze_blind_rounds_9.py)
+    assert not [e for e in read("\n".join(_retry(n) for n in range(1, 17))) if e.kind is Kind.NCCL_CONNECT_FAILED]
 
 
 def test_ranks_a_failure_table_shows_ended_by_sigbus_are_shared_memory(tmp_path: Path) -> None:

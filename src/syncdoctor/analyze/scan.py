@@ -118,7 +118,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Address already in use",
     b"got 0 bytes",
     b"doWait",
-    b"] WARN ",  # NCCL's WARN without the NCCL word (older prefixes)
+    b" WARN ",  # NCCL's WARN without the NCCL word (older prefixes, with or without a file:line before it)
     b"ncclInvalidUsage",
     b"remote process exited",
     b"received by PID",

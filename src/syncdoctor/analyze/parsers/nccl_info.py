@@ -118,9 +118,15 @@ def parse(line: Line) -> list[Event]:
         events.append(make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
             "ifname": None, "transport": "nccl", "where": "socket", "message": message[:300]}))
     match = _RETRYING.search(message)
-    if match and match["n"] == match["m"]:  # the last try: NCCL gives up after it (its WARN may not be pasted)
+    # the last try: NCCL gives up after it (its WARN may not be pasted). One past half of the tries (NCCL sleeps
+    # n x 100 ms before try n: 15 s and more of refusals): still retrying, counted by the rules only when that
+    # process never completed its init afterwards (a paste cut there). The first tries are a peer not listening
+    # yet at startup, which healthy jobs print too.
+    if match and 2 * int(match["n"]) >= int(match["m"]):
+        final = match["n"] == match["m"]
         events.append(make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
-            "error": match["error"].strip(), "retries": int(match["m"]), "final": True,
+            "error": match["error"].strip(), "retries": int(match["m"]),
+            **({"final": True} if final else {"retrying": True, "try": int(match["n"])}),
             **({"peer_addr": split_endpoint(match["peer"])[1] or match["peer"]} if match["peer"] else {})}))
     match = _RETRYING_OLD.search(message) if not events else None
     if match:

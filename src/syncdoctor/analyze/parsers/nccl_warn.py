@@ -44,7 +44,7 @@ from syncdoctor.analyze.parsers.prefixes import split_nccl
 
 __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 
-KEYWORDS = ("NCCL WARN", "] WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
+KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
             "Unable to allocate shared memory", "Got completion")
@@ -130,6 +130,13 @@ _MISMATCHED = re.compile(r"Mismatched collective detected(?:.*?at and around ran
 # also without its WARN prefix and first words, as quoted in notes and summaries
 _DUP = re.compile(r"(?:Duplicate GPU detected : )?\brank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
+# the P2P transport could not share a buffer with a peer GPU of its host through CUDA (or HIP) IPC: up to 2.7,
+# ``rank 1 failed to get CUDA IPC handle to device 0 : 11 invalid argument`` (the peer's GPU; ``device 0(=1b000)``
+# with its bus id since 2.4.2), since 2.8 ``cudaIpcGetMemHandle failed : …``, RCCL's ``hipIpcGetMemHandle failed :
+# invalid argument``; 217 is read by _CUDA below
+_SHM_FILE = re.compile(r"\bshm(?:utils)?\.(?:h|cc?)\b:|transport/shm")
+_IPC = re.compile(r"failed to (?:get|open) CUDA IPC handle(?: to device (?P<peer>\d+)(?:\(=\w+\))?)? ?: ?(?P<code>\d+)? ?"
+                  r"(?P<msg>[^\n]*)|(?:cuda|hip)Ipc(?:Get|Open)MemHandle failed ?:? ?(?P<msg2>[^\n]*)")
 _TORCH_NCCL = re.compile(
     r"NCCL [Ee]rror(?: in: (?P<where>\S+?),?|(?: \d+)?:) (?P<error>unhandled system error|remote process exited or there was a network "
     r"error|internal error[^,(]*|invalid usage[^,(]*|unhandled cuda error[^,(]*|[^,(]+)"
@@ -231,6 +238,15 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
             "twice": True})]
     if "Multiple Ranks are using the same GPU" in message:
         return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={"ranks": []})]
+    match = _IPC.search(message)
+    if match and match["peer"] is not None and origin is not None and origin.device == int(match["peer"]):
+        # its peer's GPU is its own: two processes of the host on one device (NCCL 2.1 had no duplicate check)
+        return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={
+            "ranks": [], "device": match["peer"], "source": "ipc-handle"})]
+    if match and not (match["code"] == "217" or "peer access" in message):
+        return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
+            "cuda_error": int(match["code"]) if match["code"] else None,
+            "message": (match["msg"] or match["msg2"] or "").strip()[:160], "source": "p2p-transport"})]
     match = _CUDA.search(message)
     if match and (match["code"] == "217" or "peer access" in message):
         return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
@@ -238,7 +254,13 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     match = _GPU.search(message)
     if match and "out of memory" in match["msg"]:  # NCCL could not allocate its buffers: the GPU's memory is full
         return [make_event(Kind.CUDA_OOM, line, origin=origin, data={"tried": None, "gpu": None, "source": "nccl"})]
-    if match and "transport/p2p.cc" in line.body.split("NCCL WARN", 1)[0]:
+    where = line.body.split("WARN", 1)[0]
+    if match and _SHM_FILE.search(where):
+        # a CUDA call of NCCL's shared-memory transport (cudaHostRegister of the /dev/shm segment) failed: the
+        # segment, not the GPU (NCCL 2.4's shm.h:42 'invalid argument', a too small or unmappable /dev/shm)
+        return [make_event(Kind.SHM_FAILURE, line, origin=origin, data={
+            "path": None, "unlink": False, "error": f"Cuda failure '{match['msg'].strip()[:100]}'", "cuda": True})]
+    if match and "transport/p2p.cc" in where:
         # a CUDA call of NCCL's P2P transport setup (the IPC handle of a peer's buffer, cudaDeviceEnablePeerAccess)
         # failed: the path between the two GPUs, not a fault of either (RCCL's hipified p2p.cc reads the same)
         return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={

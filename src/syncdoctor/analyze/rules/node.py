@@ -288,7 +288,15 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
         tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
         who = (where.text or "a worker") + (f" (srun task {', '.join(tasks)})" if tasks else "")
         evicted = sorted({str(e.data["evicted"]) for e in events if e.data.get("evicted")})
-        if signal == "vanished":
+        own = _own_error_of_vanished(tl, events) if signal == "vanished" else None
+        if own is not None:  # it wrote an error of its own before Ray lost it: it died of that, not in silence
+            title = (f"{who} died after an error of its own (Ray: "
+                     f"{', '.join(sorted({str(e.data.get('exit_type') or 'SYSTEM_ERROR') for e in events}))}): "
+                     f"{re.sub(r'^[(][^)]*pid=[^)]*[)] *', '', own.text.strip())[:120]}")
+            what = (f"{who} wrote an error and then Ray lost its connection to it (the process ended). The error is "
+                    "where to look first; its peers then fail or time out.")
+            category, confidence = Category.RANK_CRASHED, 0.6
+        elif signal == "vanished":
             title = (f"{who} vanished without an error of its own (Ray: {', '.join(sorted({str(e.data.get('exit_type') or 'SYSTEM_ERROR') for e in events}))}): "
                      "most often killed by the host's OOM killer")
             what = (f"Ray lost its connection to {who}: the process ended without raising anything. Ray's own list "
@@ -319,7 +327,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             title, what = f"{who} {SIGBUS_VERB}", SIGBUS_WHAT
             category, confidence = Category.SHM_EXHAUSTED, 0.6
         out.append(hypothesis(tl, category, confidence, title, affected=affected, what=what,
-                              evidence=evidence_of(events, f"killed by {signal}", 6),
+                              evidence=(evidence_of([own], "its own error") if own is not None else [])
+                              + evidence_of(events, "Ray lost it" if signal == "vanished" else f"killed by {signal}", 6),
                               where=where,
                               fix=None if signal == "SIGKILL" else _VANISHED_FIX if signal == "vanished" else SHM_FIX))
     return out
@@ -328,6 +337,19 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
 _VANISHED_FIX = ("Look at the node's kernel log for the OOM killer (dmesg -T | grep -i 'killed process', or Ray's "
                  "raylet.out and its memory monitor), and at the worker's own log in /tmp/ray/session_latest/logs "
                  "for a native crash; give the workers more host memory or fewer DataLoader workers.")
+
+
+def _own_error_of_vanished(tl: Timeline, events: list[Event]) -> Event | None:
+    """The first error line written by the worker Ray reports lost (by its pid and host), before that report."""
+    for event in events:
+        pid, host = event.data.get("worker_pid") or event.origin.pid, event.origin.host
+        if pid is None:
+            continue
+        for own in tl.of(*_OWN_ERRORS):
+            if (own.origin.pid == pid and (host is None or own.origin.host in (None, host))
+                    and own.ref.source == event.ref.source and own.ref.line < event.ref.line):
+                return own
+    return None
 
 
 _OWN_ERRORS = (Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.FATAL_SIGNAL, Kind.CUDA_OOM, Kind.GPU_ERROR, Kind.ERROR_LINE,
