@@ -115,19 +115,28 @@ _MESH_MASTER = re.compile(r"Failed to connect to client mesh master: (?P<host>[\
                           r"mesh_service\.cc:\d+ : Check failed: impl_->channel->WaitForConnected")
 
 
+# keys whose last number is a counter, not a rank: vLLM's StatelessProcessGroup (``broadcast_from/{src}/{n}``,
+# ``send_to/{dst}/{n}``: the weight-sync groups of RL trainers)
+_COUNTER_KEY = re.compile(r"(?:^|/)(?:broadcast_from|send_to)/\d+/\d+/?$")
+
+
 def _key_ranks(keys: str) -> list[int]:
     ranks = []
     for key in re.split(r"[,\s]+", keys.strip(" []")):
         tail = key.rstrip("/").rsplit("/", 1)[-1]
-        if tail.isdecimal() and "/" in key:
+        if tail.isdecimal() and "/" in key and not _COUNTER_KEY.search(key):
             ranks.append(int(tail))
     return ranks
 
 
 # "… bind to [::]:29500 (errno: 98 …)"; 2.4+: "… failed to listen on any local network address. port: 32847, …"
 _LISTEN_PORT = re.compile(r"bind to \[?[^\s\]]*\]?:(?P<port>\d+)|listen on any local network address\. port: (?P<port2>\d+)")
+# the store's server went away under a client: DistNetworkError, or 2.4+'s warning ``recvValueWithTimeout failed on
+# SocketImpl(fd=3, addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was
+# likely closed. Did the remote server shutdown or crash?`` (remote: the store)
 _STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken pipe|failed to recv, got 0 bytes)"
-                         r"|failed to recv, got 0 bytes")
+                         r"|[Ff]ailed to recv, got 0 bytes")
+_REMOTE = re.compile(r"remote=\[(?P<host>[^\]\s]{1,253})\]:(?P<port>\d{1,5})")
 
 
 # the bare message (before 1.11), also with THD's source location (0.3-0.4): "RuntimeError: Address already in
@@ -206,7 +215,10 @@ def _errors(line: Line) -> list[Event]:
     if _DO_WAIT.search(body):
         return [make_event(Kind.STORE_ERROR, line, data={"what": "wait", "ms": None, "keys": "", "missing_ranks": []})]
     if _STORE_LOST.search(body):
-        return [make_event(Kind.PEER_CLOSED, line, data={"transport": "store", "how": "reset"})]
+        remote = _REMOTE.search(body)
+        return [make_event(Kind.PEER_CLOSED, line, data={
+            "transport": "store", "how": "reset",
+            **({"peer_addr": remote["host"], "peer_port": int(remote["port"])} if remote else {})})]
     match = _RESOLVE.search(body)
     if match:
         host = match["host"].strip()

@@ -29,6 +29,7 @@ KEYWORDS = ("ready ranks:", "missing ranks:", "Horovod")
 
 _LISTED = re.compile(r"(?P<op>[\w./:\-]+)?\s*\[(?P<which>ready|missing) ranks: (?P<ranks>\d+(?:\s*,\s*\d+)*)\s*\]")
 _MISSING_ROW = re.compile(r"^\s*(?P<rank>\d+): \[(?P<ops>[^\]]*)\]?")
+_MPI_TAG = re.compile(r"^\s*\[\d+(?:,\d+)?\]<(?:stdout|stderr)>:")
 
 
 def _ranks(text: str) -> list[int]:
@@ -58,7 +59,8 @@ class MissingRanks:
     rows: list[tuple[int, str]] = field(default_factory=list)
 
     def feed(self, line: Line) -> bool:
-        match = _MISSING_ROW.match(line.text)  # the text: "1: [" would read as srun's label in the body
+        # the text: "1: [" would read as srun's label in the body; mpirun's tag ("[0]<stderr>:") taken off it
+        match = _MISSING_ROW.match(_MPI_TAG.sub("", line.text, count=1))
         if not match:
             return False
         self.rows.append((int(match["rank"]), match["ops"].split(",")[0].strip()[:160]))

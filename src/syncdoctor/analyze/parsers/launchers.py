@@ -42,7 +42,8 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
 KEYWORDS = ("btl_tcp", "Killing subprocess", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
-            "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[")
+            "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[",
+            "UCX  ERROR")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 _LOCAL_ARG = re.compile(r"--local[_-]rank[= ]'?,? ?'?(?P<local>\d+)")
@@ -190,6 +191,10 @@ _OMPI_NONZERO = re.compile(r"(?P<count>\d+) process(?:es)? returned\s*(?:a non-z
 _BTL = re.compile(r"\[(?P<host>[\w.\-]+)\]\[\[\d+,\d+\],(?P<rank>\d+)\]\[btl_tcp\w*\.c:\d+:\w+\]\s*(?P<msg>.+)")
 _BTL_PEER = re.compile(r"received unexpected process identifier \[\[\d+,\d+\],(?P<got>\d+)\]")
 _BTL_CONNECT = re.compile(r"connect\(\) to (?P<addr>[\w.:\-]+) failed: (?P<err>[^(]+?)\s*(?:\(\d+\))?\s*$")
+# UCX's socket transport (Open MPI's pml_ucx, HPC-X, NCCL's UCX plugin): ``[1746051351.812265] [host:1950659:0]
+# sock.c:334  UCX  ERROR   connect(fd=168, dest_addr=169.254.4.6:52595) failed: Connection refused``
+_UCX_CONNECT = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+\]\s+)?\S+:\d+\s+UCX\s+ERROR\s+connect\(fd=\d+, "
+                          r"dest_addr=\[?(?P<addr>[\w.:%\-]+?)\]?:(?P<port>\d+)\) failed: (?P<err>[^\n]+?)\s*$")
 _BTL_RESET = re.compile(r"(?:readv|recv|send|writev) failed: (?P<err>Connection reset by peer|Broken pipe|Connection "
                         r"timed out)")
 
@@ -216,6 +221,11 @@ def _mpi_transport(line: Line) -> list[Event] | None:
 
 def parse(line: Line) -> list[Event]:
     body = line.body
+    match = _UCX_CONNECT.search(body)
+    if match:  # MPI's (or a plugin's) transport could not open a connection to the address a peer advertised
+        origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+            "error": match["err"].strip(), "peer_addr": match["addr"], "transport": "ucx"})]
     if "btl_tcp" in body:
         mpi = _mpi_transport(line)
         if mpi is not None:

@@ -22,6 +22,7 @@ in NCCL 2.7-2.30:
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
@@ -84,6 +85,28 @@ _RETRYING_OLD = re.compile(r"Call to connect(?: to (?P<peer>\S+))? returned (?P<
                            r"retrying\s*$")
 
 
+def _peer_addr(peer: str) -> str:
+    """The address of a dialled peer: ``10.0.0.2<4567>`` or ``fe80::1%ib0<4567>`` (NCCL prints no interface
+    there), ``ib0:10.0.0.2<4567>`` where one is."""
+    bare = peer.split("<", 1)[0]
+    try:
+        ipaddress.ip_address(bare.split("%", 1)[0].strip("[]"))
+    except ValueError:
+        return split_endpoint(peer)[1] or bare
+    return bare
+
+
+def _unroutable(peer: str | None) -> bool:
+    """``169.254.170.23<52333>``, ``127.0.0.1<…>``: an address on the dialling host's own link or loopback."""
+    if not peer:
+        return False
+    try:
+        ip = ipaddress.ip_address(peer.split("<", 1)[0].split("%", 1)[0].strip("[]"))
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_link_local
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     prefix = split_nccl(body)
@@ -122,17 +145,18 @@ def parse(line: Line) -> list[Event]:
     # n x 100 ms before try n: 15 s and more of refusals): still retrying, counted by the rules only when that
     # process never completed its init afterwards (a paste cut there). The first tries are a peer not listening
     # yet at startup, which healthy jobs print too.
-    if match and 2 * int(match["n"]) >= int(match["m"]):
+    # A try to a loopback or link-local address counts from the first: no other host can ever accept it.
+    if match and (2 * int(match["n"]) >= int(match["m"]) or _unroutable(match["peer"])):
         final = match["n"] == match["m"]
         events.append(make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
             "error": match["error"].strip(), "retries": int(match["m"]),
             **({"final": True} if final else {"retrying": True, "try": int(match["n"])}),
-            **({"peer_addr": split_endpoint(match["peer"])[1] or match["peer"]} if match["peer"] else {})}))
+            **({"peer_addr": _peer_addr(match["peer"])} if match["peer"] else {})}))
     match = _RETRYING_OLD.search(message) if not events else None
     if match:
         events.append(make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
             "error": match["error"].strip(), "retrying": True,
-            **({"peer_addr": split_endpoint(match["peer"])[1] or match["peer"]} if match["peer"] else {})}))
+            **({"peer_addr": _peer_addr(match["peer"])} if match["peer"] else {})}))
     match = _SERVICE_CLOSED.search(message)
     if match:  # the proxy service of a process on this host saw that local rank go away
         events.append(make_event(Kind.PEER_CLOSED, line, origin=origin, data={

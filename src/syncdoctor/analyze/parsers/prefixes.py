@@ -17,6 +17,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``[pod/trainer-worker-0/pytorch] ``   ``kubectl logs --prefix``: the pod, read as the host
 ``(RayWorkerWrapper pid=11305, ip=…)`` Ray's actor prefix: pid and host address
 ``Aug 26 15:28:16 node7 kernel: ``    syslog / ``journalctl``: the time and the host
+``trainer-worker-1  | ``               ``docker compose logs``: the service, the host unless a prefix after it names one
 ====================================  =========================================================
 
 File names: ``rank3.log``, ``rank_3``, ``rank-3``, ``nccl_trace_rank_3``, ``attempt_0/3/stderr.log``
@@ -58,6 +59,8 @@ _SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?
 _PDSH = re.compile(r"(?P<host>(?=[A-Za-z0-9_.-]*[0-9.-])[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?=\S)")
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
+# docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container
+_COMPOSE = re.compile(r"(?P<svc>[A-Za-z][\w.\-]{0,100}[-_]\d{1,4}) +\| ")
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
 _RAY = re.compile(r"\((?:[A-Za-z_][\w.]{0,80} )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
 _ISO = re.compile(
@@ -170,7 +173,12 @@ def split_prefix(text: str) -> Prefix:
     time: float | None = None
     time_text = severity = glog_file = ""
     ray_pid = False
-    pos = 0
+    pos = start = 0  # start: where the prefixes that open a line may be (after a container's)
+    compose = None
+    match = _COMPOSE.match(text)
+    if match:
+        compose, pos = match["svc"], match.end()
+        start = pos
     for _ in range(_MAX_PREFIXES):
         match = _RANK.match(text, pos)
         if match:
@@ -196,7 +204,7 @@ def split_prefix(text: str) -> Prefix:
             local_rank = int(match[2]) if local_rank is None else local_rank
             pos = match.end()
             continue
-        if pos == 0:
+        if pos == start:
             match = _SLURM.match(text, pos)
             if match:
                 rank = int(match[1])
@@ -252,7 +260,7 @@ def split_prefix(text: str) -> Prefix:
             continue
         break
     return Prefix(
-        origin=Origin(rank=rank, local_rank=local_rank, pid=pid, host=host),
+        origin=Origin(rank=rank, local_rank=local_rank, pid=pid, host=host or compose),
         body=text[pos:],
         time=time,
         time_text=time_text,

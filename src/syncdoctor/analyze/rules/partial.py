@@ -90,6 +90,23 @@ def from_horovod(tl: Timeline) -> list[Hypothesis]:
                                evidence=evidence,
                                fix="Make every rank submit the same tensors in the same order (no rank-dependent "
                                    "branch around allreduce/broadcast; the same number of batches per rank).")]
+    lacks: dict[int, set[str]] = {}  # rank -> the tensors it has not submitted (that other ranks did)
+    for t in tensors:
+        for rank in t.get("missing") or ():
+            lacks.setdefault(int(rank), set()).add(str(t.get("tensor") or ""))
+    if len(lacks) > 1 and all(not (lacks[a] & lacks[b]) for a in lacks for b in lacks if a < b):
+        # each rank lacks a tensor another one submitted, and none lacks the same: nobody is merely late, the ranks
+        # are in different collectives (a rank-dependent branch around a broadcast, an extra batch)
+        ranks = sorted(lacks)
+        sides = "; ".join(f"rank {r} lacks {sorted(lacks[r])[0]}" + (f" and {len(lacks[r]) - 1} more"
+                                                                       if len(lacks[r]) > 1 else "")
+                          for r in ranks[:4])
+        title = (f"collective desync: Horovod's stall inspector shows ranks {fmt_ranks(ranks)} each waiting for a "
+                 f"tensor another submitted ({sides})")
+        return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.75, title, culprits=ranks, what=what, evidence=evidence,
+                           fix="Make every rank submit the same tensors in the same order (no rank-dependent branch "
+                               "around allreduce/broadcast, such as a check done on rank 0 only; the same number of "
+                               "batches per rank).")]
     if not missing and ready_sets:  # the ranks not ready for every stalled tensor
         ready = set.intersection(*(set(r) for r in ready_sets))
         size = max(tl.stated_world_size or 0, max(max(r) for r in ready_sets) + 1)
