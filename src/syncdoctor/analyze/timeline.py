@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from syncdoctor.analyze.model import Event, FrDump, Kind, Origin
 
@@ -114,6 +115,26 @@ class Timeline:
     def rank_host(self, rank: int) -> str | None:
         state = self.ranks.get(rank)
         return state.host if state else None
+
+    def pid_place(self, pid: int) -> tuple[str | None, int | None]:
+        """Where the lines that carry ``pid`` with a host (NCCL's ``host:pid:tid`` prefix) put that process: its
+        host where one host only has that pid, and its rank where those lines give it one."""
+        hosts, ranks = self._pid_places.get(pid, ((), ()))
+        if len(hosts) != 1:
+            return None, None
+        return hosts[0], ranks[0] if len(ranks) == 1 else None
+
+    @cached_property
+    def _pid_places(self) -> dict[int, tuple[tuple[str, ...], tuple[int, ...]]]:
+        hosts: dict[int, set[str]] = defaultdict(set)
+        ranks: dict[int, set[int]] = defaultdict(set)
+        for event in self.events:  # one pass, on the first question
+            origin = event.origin
+            if origin.pid is not None and origin.host:
+                hosts[origin.pid].add(origin.host)
+                if origin.rank is not None:
+                    ranks[origin.pid].add(origin.rank)
+        return {pid: (tuple(sorted(h)), tuple(sorted(ranks[pid]))) for pid, h in hosts.items()}
 
     def hosts_of(self, ranks: Iterable[int]) -> tuple[str, ...]:
         return tuple(sorted({h for h in (self.rank_host(r) for r in ranks) if h}))

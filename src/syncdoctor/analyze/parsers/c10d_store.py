@@ -134,8 +134,7 @@ _LISTEN_PORT = re.compile(r"bind to \[?[^\s\]]*\]?:(?P<port>\d+)|listen on any l
 # the store's server went away under a client: DistNetworkError, or 2.4+'s warning ``recvValueWithTimeout failed on
 # SocketImpl(fd=3, addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was
 # likely closed. Did the remote server shutdown or crash?`` (remote: the store)
-_STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken pipe|failed to recv, got 0 bytes)"
-                         r"|[Ff]ailed to recv, got 0 bytes")
+_STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken pipe)|[Ff]ailed to recv, got 0 bytes")
 _REMOTE = re.compile(r"remote=\[(?P<host>[^\]\s]{1,253})\]:(?P<port>\d{1,5})")
 
 

@@ -85,26 +85,25 @@ _RETRYING_OLD = re.compile(r"Call to connect(?: to (?P<peer>\S+))? returned (?P<
                            r"retrying\s*$")
 
 
+def _peer_ip(peer: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address of a dialled peer as NCCL prints it (``10.0.0.2<4567>``, ``fe80::1%ib0<4567>``), or None."""
+    try:
+        return ipaddress.ip_address(peer.split("<", 1)[0].split("%", 1)[0].strip("[]"))
+    except ValueError:
+        return None
+
+
 def _peer_addr(peer: str) -> str:
     """The address of a dialled peer: ``10.0.0.2<4567>`` or ``fe80::1%ib0<4567>`` (NCCL prints no interface
     there), ``ib0:10.0.0.2<4567>`` where one is."""
     bare = peer.split("<", 1)[0]
-    try:
-        ipaddress.ip_address(bare.split("%", 1)[0].strip("[]"))
-    except ValueError:
-        return split_endpoint(peer)[1] or bare
-    return bare
+    return bare if _peer_ip(peer) is not None else split_endpoint(peer)[1] or bare
 
 
 def _unroutable(peer: str | None) -> bool:
     """``169.254.170.23<52333>``, ``127.0.0.1<…>``: an address on the dialling host's own link or loopback."""
-    if not peer:
-        return False
-    try:
-        ip = ipaddress.ip_address(peer.split("<", 1)[0].split("%", 1)[0].strip("[]"))
-    except ValueError:
-        return False
-    return ip.is_loopback or ip.is_link_local
+    ip = _peer_ip(peer) if peer else None
+    return ip is not None and (ip.is_loopback or ip.is_link_local)
 
 
 def parse(line: Line) -> list[Event]:

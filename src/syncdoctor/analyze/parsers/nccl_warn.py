@@ -134,9 +134,10 @@ _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code
 # ``rank 1 failed to get CUDA IPC handle to device 0 : 11 invalid argument`` (the peer's GPU; ``device 0(=1b000)``
 # with its bus id since 2.4.2), since 2.8 ``cudaIpcGetMemHandle failed : …``, RCCL's ``hipIpcGetMemHandle failed :
 # invalid argument``; 217 is read by _CUDA below
-_SHM_FILE = re.compile(r"\bshm(?:utils)?\.(?:h|cc?)\b:|transport/shm")
 _IPC = re.compile(r"failed to (?:get|open) CUDA IPC handle(?: to device (?P<peer>\d+)(?:\(=\w+\))?)? ?: ?(?P<code>\d+)? ?"
                   r"(?P<msg>[^\n]*)|(?:cuda|hip)Ipc(?:Get|Open)MemHandle failed ?:? ?(?P<msg2>[^\n]*)")
+# the source files of NCCL's shared-memory transport, whose CUDA calls register the /dev/shm segment
+_SHM_FILE = re.compile(r"\bshm(?:utils)?\.(?:h|cc?)\b:|transport/shm")
 _TORCH_NCCL = re.compile(
     r"NCCL [Ee]rror(?: in: (?P<where>\S+?),?|(?: \d+)?:) (?P<error>unhandled system error|remote process exited or there was a network "
     r"error|internal error[^,(]*|invalid usage[^,(]*|unhandled cuda error[^,(]*|[^,(]+)"

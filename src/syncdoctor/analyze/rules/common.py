@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Origin
+from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.timeline import Timeline
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
@@ -63,7 +63,10 @@ def attribute(events: Iterable[Event], tl: Timeline | None = None) -> Attributio
     for event in events:
         origin = event.origin
         if tl is not None and origin.pid is not None and origin.host is None and origin.rank is None:
-            origin = _placed_by_pid(tl, origin)
+            # a process a launcher names by pid alone (``failed (exitcode: -9) local_rank: 2 (pid: 6957)``)
+            host, rank = tl.pid_place(origin.pid)
+            if host is not None:
+                origin = replace(origin, host=host, rank=rank)
         if origin.host and origin.host not in hosts:
             hosts.append(origin.host)
         if origin.rank is not None:
@@ -79,18 +82,6 @@ def attribute(events: Iterable[Event], tl: Timeline | None = None) -> Attributio
             local_ranks.add(local)
     return Attribution(tuple(sorted(ranks)), tuple(hosts), tuple(processes) if not ranks else (),
                        tuple(sorted(local_ranks)) if not ranks else ())
-
-
-def _placed_by_pid(tl: Timeline, origin: Origin) -> Origin:
-    """A process a launcher names by pid alone (``failed (exitcode: -9) local_rank: 2 (pid: 6957)``), placed by the
-    lines that carry that pid with a host (NCCL's ``host:pid:tid`` prefix): its host where one host only has that pid,
-    and its rank where those lines give it one."""
-    same = [e.origin for e in tl.events if e.origin.pid == origin.pid and e.origin.host]
-    hosts = {o.host for o in same}
-    if len(hosts) != 1:
-        return origin
-    ranks = {o.rank for o in same if o.rank is not None}
-    return replace(origin, host=hosts.pop(), rank=ranks.pop() if len(ranks) == 1 else None)
 
 
 def evidence_of(events: Iterable[Event], note: str = "", limit: int | None = None) -> list[Evidence]:
