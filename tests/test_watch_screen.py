@@ -331,12 +331,14 @@ def test_healthy_job_takes_the_fast_path_and_says_nothing() -> None:
     [(0.003, 0.003, float("inf"), 0.997),  # an interval apart
      (0.003, 0.003, 0.4, 0.4),  # earlier when a wait crosses a threshold
      (0.5, 0.003, 0.4, 0.4),  # preempted in a cheap cycle: the threshold still wakes it (was 2.0 s)
-     (0.5, 0.003, float("inf"), 0.5),  # and the interval counts from the cycle's start
+     (0.5, 0.003, float("inf"), 2.0),  # but without a threshold near, the cadence spaces out by wall time,
+     (1.5, 0.003, float("inf"), 6.0),  # so a store slow to answer is not read again 50 ms later (was 0.05)
+     (0.2, 0.003, float("inf"), 0.8),  # the interval counts from the cycle's start
      (0.4, 0.4, 0.1, 1.6), (0.4, 0.4, float("inf"), 1.6),  # a cycle of 0.4 s of CPU: a fifth of a core
      (0.001, 0.001, -3.0, 0.05)],  # a threshold already past: at once, within 50 ms
 )
-def test_cycles_space_out_by_their_cpu_time_not_their_wall_time(wall: float, cpu: float, due: float,
-                                                               expected: float) -> None:
+def test_cycles_space_out_by_wall_time_thresholds_by_cpu_time(wall: float, cpu: float, due: float,
+                                                              expected: float) -> None:
     assert next_delay(1.0, wall, cpu, due) == pytest.approx(expected)
 
 

@@ -603,14 +603,16 @@ class MonitorThread:
 def next_delay(interval_s: float, wall_s: float, cpu_s: float, due_in_s: float) -> float:
     """Seconds from the end of a cycle that took ``wall_s`` (``cpu_s`` of them on the CPU) to the next one.
 
-    Cycles start an interval apart, or earlier when a wait crosses a threshold in ``due_in_s``. They never
-    take more than a fifth of a core from the training process: with very many ranks they space out instead
-    (a cycle of 100 ms of CPU keeps 1 s; one of 400 ms runs every 2 s). The bound counts CPU time, not wall
-    time: on a loaded machine a thread that was preempted in the middle of a 3 ms cycle took 500 ms of wall
-    time without costing anyone anything, and spacing by that would postpone a threshold by 2 s.
+    Cycles start an interval apart. They never take more than a fifth of a core from the training process,
+    nor a fifth of the job's store: with very many ranks, or a store slow to answer, they space out instead
+    (a cycle of 100 ms keeps 1 s; one of 400 ms runs every 2 s, and so does one that waited 400 ms on the
+    store). A wait that crosses a threshold in ``due_in_s`` wakes the monitor earlier, bounded by the cycle's
+    CPU time only: on a loaded machine a thread preempted in the middle of a 3 ms cycle took 500 ms of wall
+    time without costing anyone anything, and spacing by that would postpone a threshold by 2 s. A threshold
+    is crossed once, so that wake-up cannot become a cadence that loads a slow store.
     """
-    spacing = max(4 * cpu_s, 0.05)
-    return min(max(interval_s - wall_s, spacing), max(due_in_s, spacing))
+    cadence = max(interval_s - wall_s, 4 * wall_s, 0.05)
+    return min(cadence, max(due_in_s, 4 * cpu_s, 0.05))
 
 
 def monitor_sinks(config: WatchConfig, store: ScopedStore, keys: JobKeys, rank: int,
