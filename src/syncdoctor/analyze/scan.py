@@ -123,6 +123,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"remote process exited",
     b"received by PID",
     b"Main process received",
+    b"NET/OFI",  # a network plugin's INFO lines (it is at work in that process): aws-ofi-nccl,
+    b"NET/G",  # Google's GPUDirectTCPX and gIB,
+    b"NET/FasTrak",  # and TCPXO
+    b"Duplicate GPU detected",  # NCCL's duplicate GPU check cut inside the line in a paste (``… : rank 5 and rank 0 b``)
     b"EXIT STRING",
     b"returned",  # mpirun: N processes returned non-zero exit codes; NCCL INFO: connect returned …, retrying
     b"EXIT CODE",

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line, start_followers
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
-from syncdoctor.analyze.parsers.base import Follower
+from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
+from syncdoctor.analyze.parsers.traceback import headless, is_frame
 from syncdoctor.analyze.scan import Scanner
 
 __all__ = ["TextStats", "read_text"]
@@ -91,6 +92,7 @@ class _Bars:
     at: dict[str, int] = field(default_factory=dict)  # a bar's key -> where its last state is in the events
     kept: int = 0
     lookbacks: int = 0
+    headless: int = 0  # exception lines looked above for frames without a traceback header
 
 
 # A progress bar or a line saying what a process is doing (evaluating, saving) matters only next to a wait that
@@ -118,6 +120,37 @@ def _look_back(state: _State, block: bytes, start: int, number: int, bars: _Bars
             found.append((number - back, raw))
     for at, raw in reversed(found):  # in file order: a bar's later state replaces its earlier one
         _add(state.events, bar_events(make_line(_decode(raw), Ref(state.source, at), state.file_origin)), bars)
+
+
+_MAX_FRAME_LINES = 80  # lines looked at above an exception for its frames
+
+
+def _frames_above(state: _State, block: bytes, start: int, line: Line) -> list[Event]:
+    """The exception at ``start`` again, with the frames right above it when the paste holds them without their
+    ``Traceback (most recent call last):`` (the bottom of a traceback pasted alone); nothing when the header is
+    there (the traceback's follower read it) or no frame is. The lines must be the same writer's."""
+    pos = start
+    above: list[str] = []  # the bodies above the exception, nearest first
+    for _ in range(_MAX_FRAME_LINES):
+        if pos <= 0:
+            break
+        begin = block.rfind(b"\n", 0, pos - 1) + 1
+        raw = block[begin:pos - 1]
+        pos = begin
+        if b"Traceback (most recent call last)" in raw:
+            return []
+        read = make_line(_decode(raw), Ref(state.source, 0), state.file_origin)
+        if read.origin.rank != line.origin.rank or read.origin.host != line.origin.host:
+            break
+        above.append(read.body)
+    bodies: list[str] = []
+    for at, body in enumerate(above):
+        under_frame = at + 1 < len(above) and is_frame(above[at + 1])  # its source line, indented or not
+        if not (is_frame(body) or under_frame or body[:1] in (" ", "\t") or body.lstrip().startswith("^")):
+            break
+        bodies.append(body)
+    bodies.reverse()
+    return headless(line, bodies) if any(is_frame(b) for b in bodies) else []
 
 
 def _add(events: list[Event], new: list[Event], bars: _Bars) -> None:
@@ -215,6 +248,10 @@ def read_text(
             stats.candidates += 1
             new = parse_line(line)
             _add(events, new, bars)
+            if bars.headless < _MAX_LOOKBACKS and any(e.kind is Kind.EXCEPTION and not e.data.get("frames")
+                                                      for e in new):
+                bars.headless += 1
+                events.extend(_frames_above(state, block, start, line))
             if bars.lookbacks < _MAX_LOOKBACKS and any(e.kind in _WAITS for e in new):
                 bars.lookbacks += 1
                 _look_back(state, block, start, number, bars)

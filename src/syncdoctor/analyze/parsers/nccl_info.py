@@ -33,7 +33,7 @@ __all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
 
 KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
-            "neither AF_INET", "Plugin", "returned")
+            "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak")
 
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+cuda(?P<cuda>[\d.]+))?")
 _BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)(?P<rest>(?: \[\d+\]\S+)*)")
@@ -52,6 +52,9 @@ _NETWORK = re.compile(r"Using (?:network|internal Network) (?P<net>\w+)")  # "in
 _PLUGIN_LOADED = re.compile(r"NET/Plugin ?: ?Loaded (?:net|coll) plugin (?P<name>.+?)\s*$|Plugin Path ?: ?(?P<path>\S+)")
 _PLUGIN_NONE = re.compile(r"NET/Plugin ?: ?(?:Could not find: \S+\. Using internal|No plugin found|Using internal "
                           r"network plugin)")
+# a network plugin's own INFO lines (aws-ofi-nccl ``NET/OFI Selected Provider is efa``, Google's ``NET/GPUDirectTCPX
+# …``): the process uses that plugin, unless it also warns that the plugin failed and falls back to sockets
+_PLUGIN_INFO = re.compile(r"(?P<plugin>NET/(?:OFI|AWS|GPUDirectTCPX|FasTrak|gIB))\b")
 _ENV = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*)$")
 _INIT = re.compile(r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)")
 _INIT_FIELDS = {
@@ -82,7 +85,7 @@ _RETRYING = re.compile(r"connect(?: to (?P<peer>\S+))? returned (?P<error>[A-Za-
 # ``Call to connect returned Connection refused, retrying``; read as a connect still failing (``retrying``), which
 # the rules count only when that process never completed its init afterwards
 _RETRYING_OLD = re.compile(r"Call to connect(?: to (?P<peer>\S+))? returned (?P<error>[A-Za-z][\w ]{2,60}?), "
-                           r"retrying\s*$")
+                           r"retrying[.\s*_`]*$")  # an ellipsis or markdown emphasis after it in a paste
 
 
 def _peer_ip(peer: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -181,6 +184,9 @@ def parse(line: Line) -> list[Event]:
     match = _NETWORK.search(message)
     if match:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"network": match["net"]}))
+    match = _PLUGIN_INFO.match(message)
+    if match and prefix is not None:  # the plugin at work in this process (its own INFO lines)
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"plugin_at_work": match["plugin"]}))
     match = _ENV.search(message)
     if match:
         value = match["value"].strip().removesuffix(".")  # some of these lines end as a sentence

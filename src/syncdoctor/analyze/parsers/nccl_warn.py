@@ -46,7 +46,7 @@ __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 
 KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
-            "both on CUDA device", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
+            "both on CUDA device", "Duplicate GPU detected", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
             "Unable to allocate shared memory", "Got completion")
 
 # ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
@@ -102,7 +102,8 @@ _DEVICE_DOWN = re.compile(
 )
 _OLD_CONNECT = re.compile(r"Call to connect(?: timeout)? ?(?:failed)? ?: ?(?P<err>Connection refused|No route to host|"
                           r"Connection timed out|Network is unreachable)")
-_GPU = re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<msg>[^']*)(?:'|$)")  # the quote unclosed: a cut paste
+# the quote unclosed: a cut paste; RCCL's hipified checks say ``HIP failure``
+_GPU = re.compile(r"(?:Cuda|HIP) failure:? (?:(?P<code>\d+) )?'(?P<msg>[^']*)(?:'|$)")
 _SHM_UNLINK = re.compile(r"unlink shared memory (?P<path>/dev/shm/\S+) failed")
 _CONNECT = re.compile(
     r"[Cc]onnect to (?P<peer>\S+?) (?:failed ?: ?(?P<err>.+)|returned (?P<err2>[^,]+?)(?:, exceeded error retry count"
@@ -128,7 +129,16 @@ _TRUNCATED = re.compile(r"peer (?P<peer>\S+) message truncated : receiving (?P<g
 # collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL …``
 _MISMATCHED = re.compile(r"Mismatched collective detected(?:.*?at and around rank (?P<rank>\d+))?")
 # also without its WARN prefix and first words, as quoted in notes and summaries
-_DUP = re.compile(r"(?:Duplicate GPU detected : )?\brank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)")
+# the device is optional after NCCL's own words: a paste cut inside the line (``rank 5 and rank 0 b``) still names the pair
+_DUP = re.compile(r"(?:Duplicate GPU detected : \brank (?P<a2>\d+) and rank (?P<b2>\d+)\b"
+                  r"|\brank (?P<a>\d+) and rank (?P<b>\d+))(?: both on CUDA device (?P<dev>\w+))?")
+
+
+def _duplicate(match: re.Match[str] | None) -> tuple[list[int], str | None] | None:
+    """The two ranks and the device of a duplicate-GPU line, when it is one (NCCL's words or the device)."""
+    if match is None or not (match["a2"] or match["dev"]):
+        return None
+    return [int(match["a2"] or match["a"]), int(match["b2"] or match["b"])], match["dev"]
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
 # the P2P transport could not share a buffer with a peer GPU of its host through CUDA (or HIP) IPC: up to 2.7,
 # ``rank 1 failed to get CUDA IPC handle to device 0 : 11 invalid argument`` (the peer's GPU; ``device 0(=1b000)``
@@ -228,10 +238,10 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
             "source": "nccl-check", "sides": [],
             **({"near_rank": int(match["rank"])} if match["rank"] else {})})]
-    match = _DUP.search(message)
-    if match:
+    pair = _duplicate(_DUP.search(message))
+    if pair:
         return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={
-            "ranks": [int(match["a"]), int(match["b"])], "device": match["dev"]})]
+            "ranks": pair[0], "device": pair[1]})]
     match = _CHECKED_IN.search(message)
     if match:  # the bootstrap root heard from one rank twice: two processes were given that rank
         return [make_event(Kind.PROCESS_MAP, line, origin=origin, data={
@@ -316,10 +326,10 @@ def parse(line: Line) -> list[Event]:
                 for event in _warn(line, prefix.message, origin, "WARN")]
     if prefix is not None:
         return []
-    match = _DUP.search(body)
-    if match:
+    pair = _duplicate(_DUP.search(body))
+    if pair:
         return [make_event(Kind.DUPLICATE_GPU, line, data={
-            "ranks": [int(match["a"]), int(match["b"])], "device": match["dev"]})]
+            "ranks": pair[0], "device": pair[1]})]
     if ("Got completion" in body and _IB.search(body)) or _NO_FAMILY_OLD.search(body):  # copied without its prefix
         return _warn(line, body, Origin(), "WARN")
     if _SHM.search(body) or _SHM_OLD.search(body):  # NCCL's shm WARN repeated by 'Last error:' (often on its own line)

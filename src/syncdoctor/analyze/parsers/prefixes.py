@@ -55,8 +55,9 @@ _PID_MAX = 4_194_304  # Linux's PID_MAX_LIMIT: a larger number is no process id 
 # syslog / journalctl's short format: "Aug 26 15:28:16 ailcm-ai1 kernel: " (the host, then the program)
 _SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) "
                      r"(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,62}) [A-Za-z][\w./@-]{0,40}(?:\[\d{1,10}\])?: ")
-# pdsh: ``worker-1: ``, ``9.91.4.251: ``; a host name has a digit, a dot or a hyphen (``RuntimeError: `` has none)
-_PDSH = re.compile(r"(?P<host>(?=[A-Za-z0-9_.-]*[0-9.-])[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?=\S)")
+# pdsh: ``worker-1: ``, ``9.91.4.251: ``; a host name has a digit, a dot or a hyphen (``RuntimeError: `` has none);
+# the line after it keeps its indentation (``worker-1:   File "train.py", line 3, in <module>``)
+_PDSH = re.compile(r"(?P<host>(?=[A-Za-z0-9_.-]*[0-9.-])[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?= *\S)")
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
 # docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container

@@ -42,6 +42,10 @@ _AGENT_FAILED = re.compile(
 )
 _SIGTERM = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
 _FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+_FIELD_NAMES = frozenset(("time", "host", "rank", "exitcode", "error_file", "traceback"))
+# a record copied from a rendered page: ``rank2 (local rank: 2)exitcode: -9 (pid: 36071)error file: <N/A>``
+_FLAT_RECORD = re.compile(r"^\s*rank\s*:?\s*(?P<rank>\d+)\s*\(local[_ ]rank:\s*(?P<local>\d+)\)\s*exitcode\s*:?\s*"
+                          r"(?P<code>-?\d+)(?:\s*\(pid:\s*(?P<pid>\d+)\))?")
 _RANK = re.compile(r"(?P<rank>-?\d+)(?: \(local_rank: (?P<local>-?\d+)\))?")
 _EXIT = re.compile(r"(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?")
 _SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
@@ -69,6 +73,7 @@ class FailureTable:
     records: list[tuple[Line, dict[str, str], bool]] = field(default_factory=list)
     current: dict[str, str] | None = None
     current_line: Line | None = None
+    pending: list[str] = field(default_factory=list)  # keys read on lines of their own, waiting for values
     root_section: bool = False
     started: bool = False
     last: int = 0  # the last line number fed: the table's extent
@@ -78,6 +83,7 @@ class FailureTable:
             self.records.append((self.current_line, self.current, self.root_section))
         self.current = None
         self.current_line = None
+        self.pending = []
 
     def feed(self, line: Line) -> bool:
         self.last = line.ref.line
@@ -101,15 +107,27 @@ class FailureTable:
             self._close()
             self.current = {}
             return True
+        if self.current is None:
+            return True  # titles, section rules, <NO_OTHER_FAILURES>
         match = _FIELD.match(body)
-        if match and self.current is not None:
+        if match:
             key = match["key"]
             if key not in self.current:
                 self.current[key] = match["value"].strip()
             if key == "rank":
                 self.current_line = line
             return True
-        return True  # titles, section rules, <NO_OTHER_FAILURES>, traceback continuation lines
+        flat = _FLAT_RECORD.match(body)
+        if flat:  # copied from a rendered page: one line, underscores taken as emphasis
+            self.current.setdefault("rank", f"{flat['rank']} (local_rank: {flat['local']})")
+            self.current.setdefault("exitcode", flat["code"] + (f" (pid: {flat['pid']})" if flat["pid"] else ""))
+            self.current_line = line
+            return True
+        if stripped in _FIELD_NAMES:  # the keys on their own lines, then their values in the same order
+            self.pending.append(stripped)
+        elif self.pending and line.text.strip():  # (a time alone reads as the line's timestamp, its body empty)
+            self.current.setdefault(self.pending.pop(0), line.text.strip())
+        return True  # traceback continuation lines
 
     def finish(self) -> list[Event]:
         self._close()

@@ -21,7 +21,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
 from syncdoctor.analyze.parsers.torchrun import signal_name
 
-__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "parse"]
+__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "is_frame", "parse"]
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "Process received signal", "] Signal: ", "Segfault encountered", "received at time=", "CUresult error",
@@ -145,6 +145,23 @@ class TracebackFollower:
                                      "frames": [text for _, text in self.frames[-40:]],
                                      "sources": self.sources[-40:]})]
         return self.events
+
+
+def is_frame(body: str) -> bool:
+    """A traceback's ``File "x.py", line 3, in f`` line."""
+    return _FRAME.match(body) is not None
+
+
+def headless(line: Line, bodies: list[str]) -> list[Event]:
+    """An exception line under frames whose ``Traceback (most recent call last):`` is not in the paste (the
+    bottom of a traceback pasted alone): the exception with those frames (``bodies``, the lines above it in
+    order, frames and their source lines)."""
+    found = exception_of(line.body)
+    if found is None or found[0].endswith("ChildFailedError"):
+        return []
+    frames = [(m["file"], f"{m['file'].rsplit('/', 1)[-1]}:{m['line']} in {m['func'].strip()}")
+              for body in bodies if (m := _FRAME.match(body))]
+    return _exception_events(line, found[0], found[1], frames) if frames else []
 
 
 def follow(line: Line) -> TracebackFollower | None:

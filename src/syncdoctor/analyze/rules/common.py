@@ -6,16 +6,28 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis
+from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.timeline import Timeline
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
-__all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "evidence_of",
-           "fmt_ranks", "hypothesis", "ip_of", "look_at"]
+__all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "continuation",
+           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "look_at"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
+CONTINUATION_LINES = 6  # an exception's message goes on for a few lines after its first
+
+
+def continuation(tl: Timeline, event: Event) -> list[Event]:
+    """The error-looking lines the writer of ``event`` printed in the few lines after it, in the same file: a
+    runtime's exception often gives its reason below its first line (``HCCL function error … error code is 11``,
+    then ``Failed to bind the IP port … bound already``; ``NPU error, error code is 107020``, then ``hccl
+    fftsplus task timeout``)."""
+    line = event.ref.line
+    return [e for e in tl.of(Kind.ERROR_LINE)
+            if e.ref.source == event.ref.source and line < e.ref.line <= line + CONTINUATION_LINES
+            and e.origin.rank == event.origin.rank and e.origin.host == event.origin.host]
 
 
 # a process that died of SIGBUS: what it means in a PyTorch job, and what to change

@@ -15,6 +15,7 @@ from syncdoctor.analyze.rules.common import (
     SIGBUS_VERB,
     SIGBUS_WHAT,
     attribute,
+    continuation,
     evidence_of,
     fmt_ranks,
     hypothesis,
@@ -254,7 +255,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
     worded: dict[Category, list[tuple[int, Event]]] = {}
     said: dict[Category, str] = {}
     for rank, event in found:  # an exception whose message names its cause in plain words (a port in use…)
-        reading = _cause_in_words(event) if (rank, id(event)) not in taken else None
+        reading = _cause_in_words(event, tl) if (rank, id(event)) not in taken else None
         if reading is not None:
             worded.setdefault(reading.category, []).append((rank, event))
             said[reading.category] = f"died of an error whose words say {reading.what}"
@@ -288,6 +289,8 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         if len(culprits) > max(2, len(tl.ranks) // 2):
             confidence -= 0.2  # everyone failing alike is more likely a shared cause than one culprit
         evidence = evidence_of(own_lines, "the rank's own failure")
+        if category in worded and verb == said[category]:
+            evidence += evidence_of([c for e in own_lines for c in continuation(tl, e)], "its message goes on", 3)
         evidence += evidence_of(cascade, "secondary: a peer was gone", MAX_CASCADE)
         fix = None
         if category is Category.SHM_EXHAUSTED and verb == SIGBUS_VERB:
@@ -321,13 +324,16 @@ def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], li
     return hosts, closing
 
 
-def _cause_in_words(event: Event) -> Reading | None:
+def _cause_in_words(event: Event, tl: Timeline | None = None) -> Reading | None:
     """What an exception's message (with its frames) names as a cause in plain words (rules.phrases), when it
-    is not a plain crash: ``HIP error: memory access fault``, ``Address already in use``."""
+    is not a plain crash: ``HIP error: memory access fault``, ``Address already in use``. With the timeline,
+    the error-looking lines the same writer printed right after it are read too (common.continuation)."""
     if event.kind is not Kind.EXCEPTION:
         return None
-    reading = read_as(" ".join((str(event.data.get("message") or event.text),
-                                *map(str, event.data.get("frames") or ()))))
+    words = [str(event.data.get("message") or event.text), *map(str, event.data.get("frames") or ())]
+    if tl is not None:
+        words += [e.text for e in continuation(tl, event)]
+    reading = read_as(" ".join(words))
     return reading if reading is not None and reading.cause else None
 
 

@@ -479,12 +479,22 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
     if unavailable and sockets and len(networks) < 2:
         # one host's paste: an IB device NCCL could not open, then 'Using network Socket'
         where = attribute(unavailable, tl)
+        # no RDMA library, or no HCA at all (``NET/IB : No device found``): nothing says the host has IB NICs
+        library = all(any(word in str(e.data.get("message") or e.text) for word in ("libibverbs", "No device found"))
+                      for e in unavailable)
         title = (f"NCCL could not open the InfiniBand device{' on ' + where.text if where.text else ''} and fell back to "
                  "TCP sockets")
         what = ("NCCL found the HCA but could not open it (a container without the device files or the RDMA "
                 "libraries, a missing driver), so it used TCP sockets: slow, and where the other hosts use IB, the "
                 "communicators cannot connect.")
-        return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.7, title, what=what,
+        if library:  # on a machine without IB NICs, or for a job on one node, that is no failure
+            title = (f"NCCL found no InfiniBand library or device{' on ' + where.text if where.text else ''} and "
+                     "uses TCP sockets: a cause only if the hosts have IB NICs")
+            what = ("NCCL loads libibverbs to use InfiniBand or RoCE NICs; without it, it uses TCP sockets. On a "
+                    "machine without such NICs, and within one node (where GPUs talk over NVLink, PCIe or shared "
+                    "memory), that warning is harmless; where the hosts do have IB NICs, this host is slow or cannot "
+                    "connect to the others that use them.")
+        return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.35 if library else 0.7, title, what=what,
                            evidence=evidence_of(unavailable, "the IB device could not be used", 4)
                            + evidence_of(sockets[:2], "falls back to sockets"),
                            where=where,

@@ -20,6 +20,7 @@ from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
     attribute,
+    continuation,
     evidence_of,
     fmt_ranks,
     hypothesis,
@@ -61,9 +62,13 @@ def timed_out_forming(event: Event) -> bool:
     return event.data.get("collective") in _FORMING and ("imeout" in message or "timed out" in message.lower())
 
 
-def _timed_out_in_collective(event: Event) -> bool:
-    """A traceback raised by a collective (or barrier) that timed out waiting for the others."""
+def _timed_out_in_collective(event: Event, tl: Timeline | None = None) -> bool:
+    """A traceback raised by a collective (or barrier) that timed out waiting for the others; with the timeline,
+    the timeout may be said on the lines right after the exception's (``NPU error, error code is 107020``, then
+    ``hccl fftsplus task timeout occurred``)."""
     message = str(event.data.get("message", ""))
+    if tl is not None:
+        message += " " + " ".join(e.text for e in continuation(tl, event))
     return bool(event.data.get("collective")) and ("imeout" in message or "timed out" in message.lower()) and \
         not timed_out_forming(event)
 
@@ -155,7 +160,7 @@ def ras_all_launched(tl: Timeline) -> bool:
 def from_runs_first(tl: Timeline) -> list[Hypothesis]:
     """Processes that timed out in the barrier of a run-it-first helper: the process that runs the block
     first (rank 0, or local rank 0 of each node) was still in it when the others gave up."""
-    waits = [e for e in tl.of(Kind.EXCEPTION) if _timed_out_in_collective(e) and
+    waits = [e for e in tl.of(Kind.EXCEPTION) if _timed_out_in_collective(e, tl) and
              any(_RUNS_FIRST.search(frame) for frame in e.data.get("frames") or ())]
     cut = [e for e in tl.of(Kind.STACK_DUMP) if e.data.get("source") == "traceback-cut" and _in_runs_first(e)]
     if not waits and cut:  # a paste cut inside such a traceback: in the barrier, why it raised is not shown

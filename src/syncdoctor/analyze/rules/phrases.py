@@ -37,13 +37,15 @@ _I = re.IGNORECASE
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PORT_IN_USE, "a port already in use",
      re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?in use"
-                r"|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?(?:taken|occupied)", _I)),
+                r"|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?(?:taken|occupied)"
+                r"|\b(?:address|port)\b[^\n]{0,40}\b(?:been|is|are) (?:already )?bound(?: already)?\b|\balready bound\b", _I)),
     (Category.RANK_KILLED, "the kernel's or the container's OOM killer",
      re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory", _I)),
     (Category.MEMLOCK_LIMIT, "memory the NIC could not register (the memlock limit)",
      re.compile(r"ibv_reg_mr|\bRLIMIT_MEMLOCK\b|\bmemlock\b|locked memory|fi_mr_reg|register memory region", _I)),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
-     re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm", _I)),
+     re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm"
+                r"|\bproviders? for name shm\b|\bshm provider\b", _I)),  # libfabric's shm provider (oneCCL, EFA)
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
                 r"|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
@@ -55,7 +57,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.GPU_ERROR, "a fault of the GPU",
      re.compile(r"illegal memory access|illegal address|memory access fault|\bECC\b|\bXid\b|fallen off the bus"
                 r"|HW Exception|GPU hang|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"
-                r"|CUDA_ERROR_ILLEGAL|amdgpu\b[^\n]{0,60}\b(?:error|fault)|GPU is lost|GPU lost", _I)),
+                r"|CUDA_ERROR_ILLEGAL|amdgpu\b[^\n]{0,60}\b(?:error|fault)|GPU is lost|GPU lost"
+                r"|\b(?:Cuda|HIP) failure\b", _I)),
     (Category.COLLECTIVE_DESYNC, "ranks that disagree on a collective",
      re.compile(r"mismatch between collectives|collective (?:operation )?mismatch|mismatched collective"
                 r"|received data size doesn't match|(?:shapes?|sizes?) (?:do not|don't|does not) match across ranks"

@@ -384,6 +384,7 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         culprits, who = [], f"one of ranks {fmt_ranks(unseen)}"
         confidence = 0.35
     busy = bar or phase
+    burst = busy is None and unseen == [0] and _burst_without_rank_0(tl, waits)
     if busy is not None:
         # a process worked alone while they waited; bars are drawn (and evaluation run) by the main process
         # unless a prefix says otherwise
@@ -391,11 +392,18 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         if drawer is not None and (drawer in unseen or not unseen):
             culprits, who = [drawer], f"rank {drawer}"
         confidence = round(max(confidence, 0.45) + (0.15 if bar is not None else 0.05), 2)
+    elif burst:
+        # every other rank timed out in one burst of one stream, rank 0 alone is not in it: had it waited
+        # too, its line would stand among theirs
+        confidence = 0.4
     else:
         # nothing says those ranks were anywhere else: a paste of some ranks' errors leaves the others out
         # whether they were late or timed out too, so the unexplained timeout (A019) comes first
         confidence = min(confidence, 0.25)
-    if culprits:
+    if burst:
+        absent = ("rank 0 is missing from the burst of their timeouts in the same output, where its own line "
+                  "would stand had it waited too")
+    elif culprits:
         absent = f"no line of the inputs comes from {'them' if len(culprits) > 1 else 'it'}"
     else:
         absent = "no other rank is in the inputs" if not unseen else "those ranks are not in the inputs"
@@ -443,6 +451,26 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
                "ranks then load), or raise the timeout past its length (init_process_group(timeout=...)). " + fix)
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=culprits, affected=waiting, what=what,
                        fix=fix, evidence=evidence)]
+
+
+def _burst_without_rank_0(tl: Timeline, waits: dict[int, list[Event]]) -> bool:
+    """Ranks 1 to N-1 (two or more) all timed out, in the same collective where the lines say which, their first
+    timeout lines are a burst of one file (a console where every rank writes), and that output goes on after
+    it: rank 0 is the one rank of the range with no line there."""
+    firsts = [events[0] for events in waits.values() if events]
+    if len(firsts) < 2 or sorted(waits) != list(range(1, len(waits) + 1)) or len(firsts) != len(waits):
+        return False
+    if len({e.ref.source for e in firsts}) != 1 or any(e.kind not in TIMEOUT_KINDS for e in firsts):
+        return False
+    lines = sorted(e.ref.line for e in firsts)
+    if lines[-1] - lines[0] > 3 * len(firsts):
+        return False
+    if len({e.seq for e in firsts}) != 1:
+        return False
+    # and the output went on after it with lines that are not the waiting ranks' own (a paste cut right after
+    # the timeouts, or the waiting ranks' follow-up lines alone, may simply have left rank 0's line out)
+    source, last = firsts[0].ref.source, lines[-1] + 1
+    return any(e.ref.source == source and e.ref.line > last and e.origin.rank not in waits for e in tl.events)
 
 
 def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:

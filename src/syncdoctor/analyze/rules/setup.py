@@ -334,6 +334,9 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
     where = attribute(events, tl)
     message = str(events[0].data.get("message"))
     plugin = "aws-ofi-nccl (libfabric, EFA)" if message.startswith(("NET/OFI", "NET/AWS")) else "the network plugin"
+    mixed = _plugin_on_some(tl, events, plugin)
+    if mixed:
+        return mixed
     title = f"{plugin} failed{' on ' + where.text if where.text else ''}: {message[:100]}"
     what = (f"NCCL's inter-node transport is {plugin}, and it reported an error of its own: the provider library, "
             "the device or its configuration failed (the library and NCCL versions, the device's driver, the "
@@ -345,6 +348,43 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
            "on every host; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET.")
     return [hypothesis(tl, Category.UNRECOGNISED, 0.55, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(events, "the network plugin's error", 4))]
+
+
+def _plugin_on_some(tl: Timeline, failed: list[Event], plugin: str) -> list[Hypothesis]:
+    """The plugin failed in some processes, which then use TCP sockets (``Using network Socket``), while other
+    processes of the job use it (its own INFO lines, or another ``Using network``): one communicator with two
+    transports, whose connections between the two kinds of process cannot be made (A006). Processes are told
+    apart by host and pid, so a host where the plugin failed in some of its processes only is caught too."""
+    def place(event: Event) -> tuple[str, int] | None:
+        host, pid = event.origin.host, event.origin.pid
+        return (host, pid) if host and pid is not None else None
+
+    warned = {p for e in failed if (p := place(e)) is not None}
+    nets = tl.of(Kind.NCCL_NET)
+    sockets = [e for e in nets if (e.data.get("network") == "Socket" or e.data.get("net") == "Socket")
+               and place(e) in warned]
+    fell_back = {place(e) for e in sockets}
+    at_work = [e for e in nets if (p := place(e)) is not None and p not in warned
+               and (e.data.get("plugin_at_work") or e.data.get("network") not in (None, "Socket"))
+               and not any(place(o) == p for o in nets if o.data.get("network") == "Socket")]
+    if not fell_back or not at_work:
+        return []
+    shown = [next(e for e in failed if place(e) == p) for p in sorted(p for p in fell_back if p is not None)]
+    where = attribute(shown, tl)
+    title = (f"{plugin} failed on {where.text or 'some processes'}, which fell back to TCP sockets, while it "
+             f"works in {attribute(at_work, tl).text or 'other processes'}: the job's processes use different transports")
+    what = (f"NCCL picks its network transport per process. In {len(fell_back)} process(es) {plugin} failed to "
+            "initialise and NCCL went on with TCP sockets ('Using network Socket'); others initialised the plugin. "
+            "Their connections to each other cannot be made (each side listens and connects for its own transport), "
+            "so the communicator fails or hangs at init. Why the plugin failed only there is the question to answer: "
+            "the processes' environment (FI_PROVIDER, FI_EFA_*, NCCL_NET, LD_LIBRARY_PATH) or the devices they see.")
+    fix = ("Make the plugin initialise in every process: the same environment for all local ranks (FI_PROVIDER=efa, "
+           "NCCL_NET, LD_LIBRARY_PATH with the plugin and libfabric), the devices visible to each (`fi_info -p efa` "
+           "inside the container); rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and compare the ranks' NET lines.")
+    return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.65, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(shown, "the plugin failed here", 3)
+                       + evidence_of(sockets[:2], "falls back to sockets")
+                       + evidence_of(at_work[:2], "the plugin at work in another process"))]
 
 
 def _retried_then_joined(tl: Timeline, event: Event) -> bool:
