@@ -127,6 +127,11 @@ ANCHORS: tuple[bytes, ...] = (
     b"NET/G",  # Google's GPUDirectTCPX and gIB,
     b"NET/FasTrak",  # and TCPXO
     b"Duplicate GPU detected",  # NCCL's duplicate GPU check cut inside the line in a paste (``… : rank 5 and rank 0 b``)
+    b" -> 2 ",  # NCCL's return chain with the failed call after the code (2.2x+: ``bootstrap.cc:868 -> 6
+    b" -> 3 ",  # ncclSocketConnect()``): the frame names what it was doing
+    b" -> 6 ",
+    b"Abort COMPLETE",  # NCCL INFO comm … rank R nranks N cudaDev D busId B - Abort COMPLETE: which GPU a rank used
+    b"actor is dead",  # Ray: The actor is dead because its worker process has died. Worker exit type: …
     b"EXIT STRING",
     b"returned",  # mpirun: N processes returned non-zero exit codes; NCCL INFO: connect returned …, retrying
     b"EXIT CODE",

@@ -11,11 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
-from syncdoctor.analyze.parsers import make_line, parse_line, start_followers
+from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, parse_line, start_followers
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
-from syncdoctor.analyze.parsers.traceback import headless, is_frame
 from syncdoctor.analyze.scan import Scanner
 
 __all__ = ["TextStats", "read_text"]
@@ -92,7 +91,7 @@ class _Bars:
     at: dict[str, int] = field(default_factory=dict)  # a bar's key -> where its last state is in the events
     kept: int = 0
     lookbacks: int = 0
-    headless: int = 0  # exception lines looked above for frames without a traceback header
+    above: int = 0  # lines whose events were read with the lines above them (parsers.LOOK_ABOVE)
 
 
 # A progress bar or a line saying what a process is doing (evaluating, saving) matters only next to a wait that
@@ -122,35 +121,41 @@ def _look_back(state: _State, block: bytes, start: int, number: int, bars: _Bars
         _add(state.events, bar_events(make_line(_decode(raw), Ref(state.source, at), state.file_origin)), bars)
 
 
-_MAX_FRAME_LINES = 80  # lines looked at above an exception for its frames
+_MAX_ABOVE = 80  # lines looked at above an event that wants them (rules in parsers.LOOK_ABOVE)
 
 
-def _frames_above(state: _State, block: bytes, start: int, line: Line) -> list[Event]:
-    """The exception at ``start`` again, with the frames right above it when the paste holds them without their
-    ``Traceback (most recent call last):`` (the bottom of a traceback pasted alone); nothing when the header is
-    there (the traceback's follower read it) or no frame is. The lines must be the same writer's."""
+def _lines_above(state: _State, block: bytes, start: int, line: Line) -> list[str]:
+    """The bodies of the lines above the line at ``start``, nearest first, as long as they are the same writer's
+    (rank, host and pid), within this block."""
     pos = start
-    above: list[str] = []  # the bodies above the exception, nearest first
-    for _ in range(_MAX_FRAME_LINES):
+    above: list[str] = []
+    for _ in range(_MAX_ABOVE):
         if pos <= 0:
             break
         begin = block.rfind(b"\n", 0, pos - 1) + 1
         raw = block[begin:pos - 1]
         pos = begin
-        if b"Traceback (most recent call last)" in raw:
-            return []
         read = make_line(_decode(raw), Ref(state.source, 0), state.file_origin)
-        if read.origin.rank != line.origin.rank or read.origin.host != line.origin.host:
+        if (read.origin.rank, read.origin.host, read.origin.pid) != (line.origin.rank, line.origin.host, line.origin.pid):
             break
         above.append(read.body)
-    bodies: list[str] = []
-    for at, body in enumerate(above):
-        under_frame = at + 1 < len(above) and is_frame(above[at + 1])  # its source line, indented or not
-        if not (is_frame(body) or under_frame or body[:1] in (" ", "\t") or body.lstrip().startswith("^")):
-            break
-        bodies.append(body)
-    bodies.reverse()
-    return headless(line, bodies) if any(is_frame(b) for b in bodies) else []
+    return above
+
+
+def _completed(state: _State, block: bytes, start: int, line: Line, new: list[Event], bars: _Bars) -> list[Event]:
+    """``new`` with each event that wants the lines above it read with them (a bounded number per input)."""
+    out: list[Event] = []
+    above: list[str] | None = None
+    for event in new:
+        rule = next((read for wants, read in LOOK_ABOVE if wants(event)), None)
+        if rule is None or bars.above >= _MAX_LOOKBACKS:
+            out.append(event)
+            continue
+        if above is None:
+            bars.above += 1
+            above = _lines_above(state, block, start, line)
+        out.extend(rule(line, event, above) or [event])
+    return out
 
 
 def _add(events: list[Event], new: list[Event], bars: _Bars) -> None:
@@ -246,12 +251,8 @@ def read_text(
             number = counted + 1
             line = make_line(_decode(raw), Ref(source, number), state.file_origin)
             stats.candidates += 1
-            new = parse_line(line)
+            new = _completed(state, block, start, line, parse_line(line), bars)
             _add(events, new, bars)
-            if bars.headless < _MAX_LOOKBACKS and any(e.kind is Kind.EXCEPTION and not e.data.get("frames")
-                                                      for e in new):
-                bars.headless += 1
-                events.extend(_frames_above(state, block, start, line))
             if bars.lookbacks < _MAX_LOOKBACKS and any(e.kind in _WAITS for e in new):
                 bars.lookbacks += 1
                 _look_back(state, block, start, number, bars)

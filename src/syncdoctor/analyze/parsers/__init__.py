@@ -40,12 +40,17 @@ from syncdoctor.analyze.parsers import (
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 
-__all__ = ["LINE_PARSERS", "make_line", "parse_line", "start_followers"]
+__all__ = ["LINE_PARSERS", "LOOK_ABOVE", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
                 system, gpu, traceback, training, horovod, remote, hosts, ddp)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow)
+# events that the lines above their own complete, where a paste left out the block's head: (whether an event wants
+# them, how it reads them: the event's line, the event, the same writer's lines above it nearest first -> the
+# event's replacement, or nothing to keep it as it is)
+LOOK_ABOVE = ((traceback.wants_frames, lambda line, _event, above: traceback.headless(line, above)),
+              (remote.wants_actor_fields, remote.actor_fields))
 MAX_PARSE = 4096  # characters of a line handed to the parsers
 _PG_RANK = re.compile(r"\[(?:PG [^\]]{0,200}? )?Rank (?P<rank>\d{1,7})\]")
 _NCCL_INFO_WORDS = re.compile("|".join(re.escape(k) for k in nccl_info.KEYWORDS))

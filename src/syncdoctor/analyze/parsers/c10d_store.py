@@ -81,8 +81,8 @@ _RDZV = re.compile(r"\b(?P<kind>Rendezvous(?:Timeout|Connection|Closed)Error)\b"
 _SOCKET = re.compile(r"waitForInput: (?:socket .{0,300}? timed out after (?P<ms>\d+)ms|poll for socket .{0,300}? "
                      r"returned 0, likely a timeout)")
 _CONNECT = re.compile(
-    r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s) while trying to connect to \((?P<host>[^,\s]+)"
-    r"(?:, (?P<port>\d+)\))?"  # the port may be cut off by a wrapped line
+    r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s) while trying to connect(?: to \((?P<host>[^,\s]+)"
+    r"(?:, (?P<port>\d+)\))?)?"  # the port, or the whole address, may be cut off by a wrapped line
     r"|failed to connect to \[?(?P<host2>[^\]\s]+)\]?:(?P<port2>\d+)(?: \((?P<err>[^)]*)\))?)"
 )
 
@@ -272,7 +272,9 @@ def _errors(line: Line) -> list[Event]:
     if match:
         host = match["host"] or match["host2"]
         port = match["port"] or match["port2"]
-        found: dict[str, object] = {"what": "connect", "store_host": host.strip(), "error": match["err"] or "timeout"}
+        found: dict[str, object] = {"what": "connect", "error": match["err"] or "timeout"}
+        if host:
+            found["store_host"] = host.strip()
         if port:
             found["store_port"] = int(port)
         return [make_event(Kind.STORE_ERROR, line, data=found)]

@@ -43,7 +43,7 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
 KEYWORDS = ("btl_tcp", "Killing subprocess", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[",
-            "UCX  ERROR")
+            "UCX  ERROR", "MPICH ERROR [Rank")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 _LOCAL_ARG = re.compile(r"--local[_-]rank[= ]'?,? ?'?(?P<local>\d+)")
@@ -219,8 +219,20 @@ def _mpi_transport(line: Line) -> list[Event] | None:
     return None
 
 
+# Cray MPICH's own fatal error, one line per aborting rank: ``MPICH ERROR [Rank 0] [job id 123] [Thu Jan 30 22:35:30
+# 2025] [x3006c0s19b1n0] - Abort(-1) (rank 0 in comm 0): MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL
+# library is not linked``: that rank's own error, on that host
+_MPICH_ABORT = re.compile(r"MPICH ERROR \[Rank (?P<rank>\d+)\] \[job id [^\]]*\] \[[^\]]*\] \[(?P<host>[\w.\-]+)\] - "
+                          r"Abort\((?P<code>-?\d+)\)(?: \(rank \d+ in comm \d+\))?:? ?(?P<msg>.*)")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    match = _MPICH_ABORT.search(body)
+    if match:
+        return [make_event(Kind.EXCEPTION, line, origin=Origin(rank=int(match["rank"]), host=match["host"]), data={
+            "type": "MPI_Abort", "message": match["msg"].strip()[:300], "source": "cray-mpich",
+            "exitcode": int(match["code"])})]
     match = _UCX_CONNECT.search(body)
     if match:  # MPI's (or a plugin's) transport could not open a connection to the address a peer advertised
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None

@@ -31,7 +31,7 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
 __all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
 
-KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START",
+KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
             "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak")
 
@@ -191,7 +191,9 @@ def parse(line: Line) -> list[Event]:
     if match:
         value = match["value"].strip().removesuffix(".")  # some of these lines end as a sentence
         events.append(make_event(Kind.NCCL_ENV, line, origin=origin, data={"name": match["name"], "value": value}))
-    started = "Init START" in message
+    # Init START (2.16+) and a communicator's ``Abort COMPLETE`` say which GPU each rank set out on, not that it
+    # completed its communicator: both are read as a start
+    started = "Init START" in message or "Abort COMPLETE" in message
     if "Init COMPLETE" in message or started:
         match = _INIT.search(message)
         if match:
@@ -204,7 +206,6 @@ def parse(line: Line) -> list[Event]:
                 if found:
                     data[name] = found[1]
             comm_id = data.get("comm_id")
-            # Init START (2.16+) says which GPU each rank of a communicator set out on, before anything can fail
             events.append(make_event(Kind.NCCL_INIT_START if started else Kind.NCCL_INIT, line, origin=origin,
                                      group=comm_id if isinstance(comm_id, str) and comm_id else match["comm"],
                                      data=data))

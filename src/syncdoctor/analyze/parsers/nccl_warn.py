@@ -47,7 +47,7 @@ __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "Duplicate GPU detected", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
-            "Unable to allocate shared memory", "Got completion")
+            "Unable to allocate shared memory", "Got completion", "completed with error")
 
 # ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
 IB_STATUS = {
@@ -113,6 +113,9 @@ _CONNECT = re.compile(
 )
 # ``socketStartConnect: exceeded retries (20000)`` / ``socketPollConnect: exceeded timeouts (100)`` (2.16-2.23)
 _GAVE_UP = re.compile(r"socket(?:Start|Poll)Connect: exceeded (?P<what>retries|timeouts) \((?P<count>\d+)\)")
+# ``socketPollConnect poll() returned 1, no POLLOUT events`` (2.2x): the connect's socket never became writable, the
+# connection was not made (the destination dropped the SYN, or refused it)
+_NO_POLLOUT = re.compile(r"socketPollConnect:? poll\(\) returned \d+, no POLLOUT events")
 # RAS: ``NCCL version mismatch with remote peer 10.0.0.3<51234> (local: 2.27.7, remote 2.26.2)``
 _PEER_VERSION = re.compile(r"NCCL version mismatch with remote peer (?P<peer>\S+) \(local: (?P<local>[\w.+]+), "
                            r"remote:? (?P<remote>[\w.+]+)\)")
@@ -174,7 +177,27 @@ def _proxy_call(line: Line, match: re.Match[str], origin: Origin | None) -> Even
         "error": f"Proxy Call to rank {match['rank']} failed ({match['op']})", "peer_rank": int(match["rank"])})
 
 
+# aws-ofi-nccl's completion error (libfabric): ``NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2
+# (UNDELIVERABLE)``; an errno of the network (no route, refused, timed out, unreachable) is a peer it cannot reach
+_OFI_COMPLETION = re.compile(r"NET/OFI Request \S+ completed with error\. RC: (?P<rc>-?\d+)\. Error: (?P<err>\d+)"
+                             r"(?: \((?P<name>\w+)\))?")
+_NETWORK_ERRNO = {113: "No route to host", 111: "Connection refused", 110: "Connection timed out",
+                  101: "Network is unreachable", 104: "Connection reset by peer"}
+
+
+def _ofi_unreachable(line: Line, message: str, origin: Origin | None) -> list[Event]:
+    match = _OFI_COMPLETION.search(message)
+    error = _NETWORK_ERRNO.get(abs(int(match["rc"]))) if match else None
+    if match is None or error is None:
+        return []
+    return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+        "error": f"{error} (libfabric {match['name'] or 'error ' + match['err']})", "transport": "ofi"})]
+
+
 def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[Event]:
+    unreachable = _ofi_unreachable(line, message, origin)
+    if unreachable:
+        return unreachable
     match = _IB.search(message)
     if match:
         status = int(match["status"] or match["error"])
@@ -296,6 +319,9 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     if match:  # 2.16-2.23: the connect kept failing (refused or timing out) until NCCL's retries ran out
         return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
             "error": f"connect timed out (exceeded {match['what']} {match['count']})", "attempts": int(match["count"])})]
+    if _NO_POLLOUT.search(message):
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+            "error": "connect timed out (the socket never became writable: no POLLOUT)"})]
     match = _PEER_VERSION.search(message)
     if match:  # RAS (2.24+): this process and the peer run different NCCL releases
         peer = _peer(match["peer"])
@@ -332,6 +358,9 @@ def parse(line: Line) -> list[Event]:
             "ranks": pair[0], "device": pair[1]})]
     if ("Got completion" in body and _IB.search(body)) or _NO_FAMILY_OLD.search(body):  # copied without its prefix
         return _warn(line, body, Origin(), "WARN")
+    unreachable = _ofi_unreachable(line, body, None)  # the plugin's WARN repeated by 'Last error:'
+    if unreachable:
+        return unreachable
     if _SHM.search(body) or _SHM_OLD.search(body):  # NCCL's shm WARN repeated by 'Last error:' (often on its own line)
         return _warn(line, body, Origin(), "WARN")
     if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty

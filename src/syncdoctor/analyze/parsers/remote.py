@@ -29,12 +29,12 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.torchrun import signal_name
 
-__all__ = ["KEYWORDS", "parse"]
+__all__ = ["KEYWORDS", "actor_fields", "parse", "wants_actor_fields"]
 
 KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permission denied (publickey",
             "unable to reliably start", "route a message to the specified daemon", "daemon has unexpectedly failed",
             "lost communication with a remote daemon", "A worker died or was killed", "has failed",
-            "was not reachable via ssh")
+            "was not reachable via ssh", "The actor is dead because")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
 _SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
@@ -65,10 +65,43 @@ def _ray(line: Line) -> list[Event]:
     return [make_event(Kind.WORKER_FAILED, line, origin=origin, data=data)]
 
 
+# Ray's ActorDiedError: the actor's fields on lines of their own (``pid: 132182``, ``ip: 172.16.2.252``), then ``The
+# actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR …`` (its own error, a user
+# error, is printed elsewhere; an intended exit is none)
+_RAY_ACTOR_DEAD = re.compile(r"The actor is dead because its worker process has died\. Worker exit type: (?P<type>[A-Z_]+)")
+_ACTOR_FIELD = re.compile(r"^\s*(?P<key>[a-z_]+): (?P<value>\S+)\s*$")
+
+
+def wants_actor_fields(event: Event) -> bool:
+    """A dead Ray actor read without its host: the fields above the line name it."""
+    return event.kind is Kind.WORKER_FAILED and bool(event.data.get("actor")) and event.origin.host is None
+
+
+def actor_fields(line: Line, event: Event, above: list[str]) -> list[Event]:
+    """The dead actor's event with the ``ip`` and ``pid`` of the fields right above its line (``above``: the bodies
+    of the same writer's lines, nearest first); nothing when no ``ip`` is there."""
+    fields: dict[str, str] = {}
+    for body in above[:12]:
+        match = _ACTOR_FIELD.match(body)
+        if match is None:
+            break
+        fields.setdefault(match["key"], match["value"])
+    if "ip" not in fields:
+        return []
+    pid = fields.get("pid", "")
+    data = {**event.data, **({"worker_pid": int(pid)} if pid.isdigit() else {})}
+    return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=fields["ip"], pid=int(pid) if pid.isdigit() else None),
+                       data=data)]
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     if _RAY_DIED.search(body):
         return _ray(line)
+    match = _RAY_ACTOR_DEAD.search(body)
+    if match and match["type"] not in ("INTENDED_USER_EXIT", "INTENDED_SYSTEM_EXIT", "USER_ERROR"):
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "ray", "actor": True, "exit_type": match["type"], "oom_possible": "OOM killer" in body})]
     match = _RAY_TRAIN.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, data={"source": "ray-train", "worker_rank": int(match["rank"]),

@@ -21,7 +21,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
 from syncdoctor.analyze.parsers.torchrun import signal_name
 
-__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "is_frame", "parse"]
+__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "parse", "wants_frames"]
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "Process received signal", "] Signal: ", "Segfault encountered", "received at time=", "CUresult error",
@@ -147,20 +147,29 @@ class TracebackFollower:
         return self.events
 
 
-def is_frame(body: str) -> bool:
-    """A traceback's ``File "x.py", line 3, in f`` line."""
-    return _FRAME.match(body) is not None
+def wants_frames(event: Event) -> bool:
+    """An exception line read without its traceback's frames: the lines above it may hold them."""
+    return event.kind is Kind.EXCEPTION and not event.data.get("frames")
 
 
-def headless(line: Line, bodies: list[str]) -> list[Event]:
+def headless(line: Line, above: list[str]) -> list[Event]:
     """An exception line under frames whose ``Traceback (most recent call last):`` is not in the paste (the
-    bottom of a traceback pasted alone): the exception with those frames (``bodies``, the lines above it in
-    order, frames and their source lines)."""
+    bottom of a traceback pasted alone): the exception with those frames. ``above`` holds the bodies of the same
+    writer's lines above it, nearest first; nothing when the header is among the frames (the traceback's follower
+    read them) or no frame is right above it."""
     found = exception_of(line.body)
     if found is None or found[0].endswith("ChildFailedError"):
         return []
+    bodies: list[str] = []
+    for at, body in enumerate(above):
+        if "Traceback (most recent call last)" in body:
+            return []
+        under_frame = at + 1 < len(above) and _FRAME.match(above[at + 1]) is not None  # its source line
+        if not (_FRAME.match(body) or under_frame or body[:1] in (" ", "\t") or body.lstrip().startswith("^")):
+            break
+        bodies.append(body)
     frames = [(m["file"], f"{m['file'].rsplit('/', 1)[-1]}:{m['line']} in {m['func'].strip()}")
-              for body in bodies if (m := _FRAME.match(body))]
+              for body in reversed(bodies) if (m := _FRAME.match(body))]
     return _exception_events(line, found[0], found[1], frames) if frames else []
 
 

@@ -187,14 +187,18 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
 
 
 def _same_gpu_at_init(tl: Timeline) -> list[Hypothesis]:
-    """Two processes of one host that joined the same communicator on the same GPU (NCCL's Init START or Init
-    COMPLETE lines give the commId and busId): the duplicate GPU NCCL then refuses, seen before its message."""
+    """Two processes of one host that joined the same communicator on the same GPU (NCCL's Init START, Init
+    COMPLETE or Abort COMPLETE lines give the commId and busId): the duplicate GPU NCCL then refuses, seen before
+    its message. Lines without a commId (before 2.16, and the abort lines) stand for the communicator by its size,
+    when the processes hold different ranks of it."""
     seen: dict[tuple[str, str, str], dict[int, Event]] = defaultdict(dict)
     for event in tl.of(Kind.NCCL_INIT_START, Kind.NCCL_INIT):
-        host, comm, bus = event.origin.host, event.data.get("comm_id"), event.data.get("bus_id")
-        if host and comm and bus and event.origin.pid is not None:
+        host, bus = event.origin.host, event.data.get("bus_id")
+        comm = event.data.get("comm_id") or f"of {event.data.get('nranks')} ranks"
+        if host and bus and event.origin.pid is not None:
             seen[(host, str(comm), str(bus))].setdefault(event.origin.pid, event)
-    shared = {key: by_pid for key, by_pid in seen.items() if len(by_pid) > 1}
+    shared = {key: by_pid for key, by_pid in seen.items() if len(by_pid) > 1
+              and len({e.data.get("comm_rank") for e in by_pid.values()}) == len(by_pid)}
     if not shared:
         return []
     events = [e for by_pid in shared.values() for e in by_pid.values()]

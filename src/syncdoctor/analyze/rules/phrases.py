@@ -83,7 +83,8 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"
                 r"|host not found|unknown host|getaddrinfo|could not resolve|failed to resolve|connection timed\b"  # "timed" alone: cut short by the paste
-                r"|software caused connection abort", _I)),
+                r"|software caused connection abort"
+                r"|\bconnect: resource temporarily unavailable", _I)),  # EAGAIN: the peer's listen backlog is full
     (Category.RANK_KILLED, "a process killed (SIGKILL)",
      re.compile(r"\bSIGKILL\b|signal 9\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",

@@ -469,7 +469,7 @@ def _burst_without_rank_0(tl: Timeline, waits: dict[int, list[Event]]) -> bool:
         return False
     # and the output went on after it with lines that are not the waiting ranks' own (a paste cut right after
     # the timeouts, or the waiting ranks' follow-up lines alone, may simply have left rank 0's line out)
-    source, last = firsts[0].ref.source, lines[-1] + 1
+    source, last = firsts[0].ref.source, lines[-1]
     return any(e.ref.source == source and e.ref.line > last and e.origin.rank not in waits for e in tl.events)
 
 

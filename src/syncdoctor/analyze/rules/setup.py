@@ -199,6 +199,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                               hosts=suspects, fix=_BRIDGE_FIX if bridged else None,
                               what=what, evidence=evidence,
                               processes=where.processes, local_ranks=where.local_ranks))
+    if not out:
+        out += _reset_while_connecting(tl)
     out += _launch_unreachable(tl)
     if not out:
         out += _store_gone_at_shutdown(tl)
@@ -221,6 +223,34 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                                   "`syncdoctor check` and `syncdoctor probe` on the hosts, run containers with "
                                   "--network=host, and set NCCL_SOCKET_IFNAME to the interface the hosts share."))
     return out
+
+
+_CONNECTING = ("ncclSocketConnect", "socketConnect", "bootstrapConnect", "socketFinalizeConnect")
+_CHAIN_LINES = 10  # NCCL's return chain below its WARN: one INFO line per frame
+
+
+def _reset_while_connecting(tl: Timeline) -> list[Hypothesis]:
+    """NCCL's ``Call to send to ADDR failed : Connection reset by peer`` whose return chain below it runs through a
+    connect (``bootstrap.cc:868 -> 6 ncclSocketConnect()``): the other side reset a connection NCCL was still
+    setting up, a peer it could not connect to rather than one that went away."""
+    chains = [e for e in tl.of(Kind.NCCL_ERROR) if e.data.get("chain") and any(w in e.text for w in _CONNECTING)]
+    resets = [e for e in tl.of(Kind.PEER_CLOSED) if e.data.get("transport") == "nccl" and e.data.get("how") == "reset"
+              and any(c.ref.source == e.ref.source and e.ref.line < c.ref.line <= e.ref.line + _CHAIN_LINES
+                      and c.origin.host == e.origin.host for c in chains)]
+    if not resets or _ran(tl):
+        return []
+    where = attribute(resets, tl)
+    peers = sorted({str(e.data["peer_addr"]) for e in resets if e.data.get("peer_addr")})
+    title = (f"{where.text or 'a process'} could not connect to a peer{' ' + ', '.join(peers[:3]) if peers else ''}: "
+             "the connection was reset while NCCL was setting it up")
+    what = ("NCCL opened a connection to that address and the other side reset it at its first message, before any "
+            "collective ran: nothing of this job's NCCL listens there (a stale or wrong address, another service or "
+            "job on that port), a firewall or proxy that resets connections, or the process there exiting just then.")
+    fix = ("Check that address from this host (`nc -vz ADDR PORT` while the job starts), that it belongs to the job's "
+           "hosts on the interface they share (NCCL_SOCKET_IFNAME), and the firewall and any proxy between the hosts; "
+           "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every host.")
+    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.55, title, what=what, fix=fix, where=where,
+                       hosts=[*where.hosts, *peers], evidence=evidence_of(resets, "reset while connecting", 4))]
 
 
 def _system_error_in_words(tl: Timeline, system: list[Event]) -> Hypothesis | None:
@@ -320,7 +350,7 @@ def topology_file(tl: Timeline) -> list[Hypothesis]:
 
 
 # network plugins' own warnings: aws-ofi-nccl (EFA, libfabric), Google's TCPX/TCPXO (FasTrak) and gIB plugins
-_PLUGIN_WARNS = ("NET/OFI", "NET/AWS", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB")
+_PLUGIN_WARNS = ("NET/OFI", "NET/AWS", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB", "SHARP ")
 
 
 def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
@@ -334,6 +364,9 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
     where = attribute(events, tl)
     message = str(events[0].data.get("message"))
     plugin = "aws-ofi-nccl (libfabric, EFA)" if message.startswith(("NET/OFI", "NET/AWS")) else "the network plugin"
+    sharp = message.startswith("SHARP ")
+    if sharp:
+        plugin = "the SHARP (CollNet) plugin"
     mixed = _plugin_on_some(tl, events, plugin)
     if mixed:
         return mixed
@@ -346,6 +379,13 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
            "libfabric versions must suit the NCCL version (the plugin's release notes), the security group must "
            "allow all traffic between the instances, and FI_* / NCCL_NET / FI_PROVIDER settings must be the same "
            "on every host; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET.")
+    if sharp:  # in-network reductions: the switches' SHARP resources (trees, groups) the job could not get
+        what = ("NCCL's CollNet transport uses SHARP, reductions in the InfiniBand switches, through the SHARP plugin; "
+                "creating its SHARP group failed (the switches' trees or groups are taken or limited, the aggregation "
+                "manager refused), so the communicator could not be set up. The errors after it follow from it.")
+        fix = ("Run without SHARP to confirm (NCCL_COLLNET_ENABLE=0: NCCL then reduces over the NICs), then check "
+               "the SHARP aggregation manager and the job's SHARP resource limits (SHARP_COLL_* settings: fewer "
+               "groups or trees, SHARP_COLL_SAT_LOCK_BATCH_SIZE) with the fabric's administrators.")
     return [hypothesis(tl, Category.UNRECOGNISED, 0.55, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(events, "the network plugin's error", 4))]
 
