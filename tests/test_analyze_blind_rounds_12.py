@@ -146,3 +146,14 @@ def test_a_dead_ray_actor_placed_by_its_fields_above(tmp_path: Path) -> None:
     # another writer's fields above are not this actor's
     other = fields.replace("(FullyAsyncTaskRunner pid=130397)", "(TaskRunner pid=1)") + dead
     assert next(e for e in read(other) if e.kind is Kind.WORKER_FAILED).origin.host is None
+
+
+def test_ncclS_prefix_with_the_pid_and_tid_taken_out() -> None:
+    # real: NVIDIA/nccl#1920 (the reporter removed them: ``gpu-server320 [5] misc/socket.cc:46 NCCL WARN …``)
+    event = one("gpu-server320 [5] misc/socket.cc:46 NCCL WARN socketProgressOpt: Call to send to 10.44.137.149<52905> "
+                "failed : Connection reset by peer", Kind.PEER_CLOSED)
+    assert (event.origin.host, event.origin.pid, event.origin.device) == ("gpu-server320", None, 5)
+    # a word before a device elsewhere on the line is no host
+    later = one("[rank0]: seen in note [5] misc/socket.cc:46 NCCL WARN socketProgressOpt: Call to send to 10.0.0.2<52905> "
+                "failed : Connection reset by peer", Kind.PEER_CLOSED)
+    assert later.origin.host is None

@@ -86,6 +86,13 @@ _NCCL = re.compile(
     # NCCL 2.2 and earlier printed the level without "NCCL " (``host:1:1 [0] include/socket.h:311 WARN ...``)
     r"(?:NCCL )?(?P<level>INFO|WARN|CALL|TRACE|ABORT|VERSION)\b ?"
 )
+# the same with the pid and tid taken out (a paste that redacts them, ``gpu-server320 [5] misc/socket.cc:46 NCCL WARN``):
+# the host, at the start of the line only (a word before ``[N]`` elsewhere is no host)
+_NCCL_NO_PID = re.compile(
+    r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\] )?"
+    r"(?P<host>[A-Za-z][A-Za-z0-9_.\-]{0,252}) \[(?P<dev>-?\d{1,4})\] "
+    r"(?:(?P<file>[\w./\-]{1,200}):(?P<fline>\d{1,6}) )?NCCL (?P<level>INFO|WARN|ABORT)\b ?"
+)
 _NCCL_BARE = re.compile(
     r"(?:^|(?<=[\s\]:]))(?:\[(?P<dev>\d{1,4})\] )?(?:(?P<file>[\w./\-]{1,200}\.(?:cc|cu|c|h|hpp|cpp)):(?P<fline>\d{1,6}) )?"
     r"NCCL (?P<level>INFO|WARN|ABORT)\b ?"
@@ -293,6 +300,15 @@ def split_nccl(body: str) -> NcclPrefix | None:
     ``misc/shmutils.cc:87 NCCL WARN ...`` or a bare ``NCCL WARN ...``; those give what they have."""
     match = _NCCL.search(body)
     if not match:
+        redacted = _NCCL_NO_PID.match(body)
+        if redacted:
+            stamped, stamp = parse_iso_time(redacted["ts"]) if redacted["ts"] else (None, "")
+            return NcclPrefix(
+                host=redacted["host"], pid=None, tid=None, device=int(redacted["dev"]), level=redacted["level"],
+                message=body[redacted.end():].strip(),
+                source_file=f"{redacted['file']}:{redacted['fline']}" if redacted["file"] else "",
+                time=stamped, time_text=stamp,
+            )
         bare = _NCCL_BARE.search(body)
         if not bare:
             return None
