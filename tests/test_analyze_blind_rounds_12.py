@@ -157,3 +157,14 @@ def test_ncclS_prefix_with_the_pid_and_tid_taken_out() -> None:
     later = one("[rank0]: seen in note [5] misc/socket.cc:46 NCCL WARN socketProgressOpt: Call to send to 10.0.0.2<52905> "
                 "failed : Connection reset by peer", Kind.PEER_CLOSED)
     assert later.origin.host is None
+
+
+def test_grep_output_over_the_ranks_log_files() -> None:
+    # real: NVIDIA/nccl PR 1618 (``grep`` over per-rank logs: each line starts with its file's name)
+    event = one("rank_604.s12gn3064.4031852.log:[misc/socket.cc:586] NCCL WARN socketPollConnect poll() returned 1, "
+                "no POLLOUT events", Kind.NCCL_CONNECT_FAILED)
+    assert event.origin.rank == 604
+    numbered = one("logs/node-07/rank3.log:118:RuntimeError: boom", Kind.EXCEPTION)
+    assert (numbered.origin.rank, numbered.origin.host) == (3, "node-07")
+    # a file named in a sentence is no prefix
+    assert all(e.origin.rank is None for e in events_of("Saved rank3.log: RuntimeError: boom"))

@@ -18,6 +18,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``(RayWorkerWrapper pid=11305, ip=…)`` Ray's actor prefix: pid and host address
 ``Aug 26 15:28:16 node7 kernel: ``    syslog / ``journalctl``: the time and the host
 ``trainer-worker-1  | ``               ``docker compose logs``: the service, the host unless a prefix after it names one
+``logs/rank_3.node2.log:``            ``grep -H`` over log files: the file's name, read as below
 ====================================  =========================================================
 
 File names: ``rank3.log``, ``rank_3``, ``rank-3``, ``nccl_trace_rank_3``, ``attempt_0/3/stderr.log``
@@ -58,6 +59,8 @@ _SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?
 # pdsh: ``worker-1: ``, ``9.91.4.251: ``; a host name has a digit, a dot or a hyphen (``RuntimeError: `` has none);
 # the line after it keeps its indentation (``worker-1:   File "train.py", line 3, in <module>``)
 _PDSH = re.compile(r"(?P<host>(?=[A-Za-z0-9_.-]*[0-9.-])[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?= *\S)")
+# ``grep -H`` (``-r``, several files) over log files: ``rank_604.s12gn3064.4031852.log:`` (``-n``: ``…log:12:``)
+_GREP = re.compile(r"(?P<file>[\w.\-/]{1,200}\.(?:log|txt|out|err))(?::\d{1,9})?:(?=\S)")
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
 # docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container
@@ -213,6 +216,14 @@ def split_prefix(text: str) -> Prefix:
             pos = match.end()
             continue
         if pos == start:
+            match = _GREP.match(text, pos)
+            if match:  # ``grep -H`` over the ranks' log files: each line names its file
+                named = origin_from_path(match["file"])
+                rank = named.rank if rank is None else rank
+                local_rank = named.local_rank if local_rank is None else local_rank
+                host = named.host if host is None else host
+                pos = match.end()
+                continue
             match = _SLURM.match(text, pos)
             if match:
                 rank = int(match[1])
