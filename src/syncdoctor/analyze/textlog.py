@@ -63,6 +63,39 @@ def _info_key(raw: bytes, at: int) -> bytes | None:
     return raw[:colon] + b"|COMPLETE|" + raw[sized + 8: sized + 16].split(b" ", 1)[0]
 
 
+_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
+_LEAD = re.compile(rb"[ \t>]*")
+_FENCE_LINE = re.compile(rb"[ \t>]*(?:```|~~~)")
+_MARGIN_LINES = 400
+
+
+def _shared(a: bytes, b: bytes) -> bytes:
+    """The bytes ``a`` and ``b`` start with alike."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return a[:n]
+
+
+def paste_margin(block: bytes) -> bytes:
+    """The margin every line of a paste shares, from its first lines: the indentation of a markdown code block
+    or of a list item's, the quote marks of a quoted reply (``> ``), both. Empty for a log as written (its
+    first line starts at the margin). Blank lines and fences do not count."""
+    common: bytes | None = None
+    for line in block.split(b"\n", _MARGIN_LINES)[:_MARGIN_LINES]:
+        line = line.rstrip(b"\r")
+        if not line.strip(b" \t>") or _FENCE_LINE.match(line):
+            continue
+        lead = _LEAD.match(line)
+        run = lead.group(0) if lead else b""
+        common = run if common is None else _shared(common, run)
+        if not common:
+            return b""
+    return common or b""
+
+
 def _blank_line(block: bytes, after: int, before: int) -> bool:
     """A blank line between two positions of ``block``: the end of a prompt's output."""
     gap = block[after:before]
@@ -216,8 +249,17 @@ def read_text(
     seen: set[bytes] = set()
     bars = _Bars()
     lines_before = 0  # lines in the blocks already read
+    margin: bytes | None = None
     for block in blocks:
         stats.bytes += len(block)
+        if b"\r\n" in block:  # a paste from Windows: the anchors that end a line (`` -> 2\n``) see ``\r`` first
+            block = block.replace(b"\r\n", b"\n")
+        if b"\x1b" in block:  # colour codes inside the words the scanner looks for (``NCCL \x1b[33mWARN``)
+            block = _ANSI_BYTES.sub(b"", block)
+        if margin is None:
+            margin = paste_margin(block)
+        if margin:
+            block = re.sub(rb"(?m)^" + re.escape(margin), b"", block)
         if state.active:
             state.active = [a for a in state.active if _feed(state, a, block, 0, lines_before + 1)]
         counted_pos = 0

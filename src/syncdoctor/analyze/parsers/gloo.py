@@ -169,9 +169,9 @@ class MeshFollower:
     rest: list[str] = field(default_factory=list)
 
     def feed(self, line: Line) -> bool:
-        if line.text[:1] not in (" ", "\t") or not line.text.strip():
+        if line.body[:1] not in (" ", "\t") or not line.body.strip():  # indented after the line's prefixes
             return False
-        self.rest.append(line.text.strip())
+        self.rest.append(line.body.strip())
         return True
 
     def finish(self) -> list[Event]:
@@ -189,8 +189,8 @@ class PairFollower:
     rest: str = ""
 
     def feed(self, line: Line) -> bool:
-        if line.text.lstrip().startswith("["):
-            self.rest = line.text.strip()
+        if line.body.lstrip().startswith("["):
+            self.rest = line.body.strip()
         return False
 
     def finish(self) -> list[Event]:

@@ -37,7 +37,7 @@ def _ranks(text: str) -> list[int]:
 
 
 def parse(line: Line) -> list[Event]:
-    row = _MISSING_ROW.match(line.text)
+    row = _MISSING_ROW.match(line.text) or _MISSING_ROW.match(line.body)
     if row and "Horovod" in row["ops"]:  # a row of the "Missing ranks:" block pasted without its header
         return [make_event(Kind.MONITORED_BARRIER, line, data={
             "source": "horovod", "role": "horovod", "failed_ranks": [],
@@ -60,8 +60,8 @@ class MissingRanks:
 
     def feed(self, line: Line) -> bool:
         # the text: "1: [" would read as srun's label in the body; mpirun's tag ("[0]<stderr>:") taken off it
-        match = _MISSING_ROW.match(_MPI_TAG.sub("", line.text, count=1))
-        if not match:
+        match = _MISSING_ROW.match(_MPI_TAG.sub("", line.text, count=1)) or _MISSING_ROW.match(line.body)
+        if not match:  # (the body: after a collector's timestamp and the tag)
             return False
         self.rows.append((int(match["rank"]), match["ops"].split(",")[0].strip()[:160]))
         return True

@@ -65,7 +65,7 @@ class StackFollower:
     frames: list[tuple[str, str, int | None]] = field(default_factory=list)
 
     def feed(self, line: Line) -> bool:
-        text = line.text
+        text = line.body  # after the line's prefixes (a collector's timestamp), its indentation kept
         frame = _FRAME.match(text)
         if frame:
             self.frames.append((frame["func"].strip(), frame["file"], int(frame["line"]) if frame["line"] else None))
@@ -85,7 +85,7 @@ class StackFollower:
 
 
 def follow(line: Line) -> StackFollower | None:
-    match = _THREAD.match(line.text.strip())
+    match = _THREAD.match(line.body.strip())
     if match is None:
         return None
     return StackFollower(line, match["tid"], match["status"])

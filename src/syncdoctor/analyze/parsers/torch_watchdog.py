@@ -171,8 +171,8 @@ class WrappedWorkFollower:
     parts: list[str] = field(default_factory=list)
 
     def feed(self, line: Line) -> bool:
-        text = line.text.strip()
-        if not text or not (line.text[:1].isspace() or text.startswith(("WorkNCCL", "ran for"))
+        text = line.body.strip()  # after the line's prefixes (a collector's timestamp, a rank)
+        if not text or not (line.body[:1].isspace() or text.startswith(("WorkNCCL", "ran for"))
                             or (not self.parts and "WorkNCCL(" in text and _WHAT.endswith(text.split(":", 1)[0]))):
             return False
         self.parts.append(text)

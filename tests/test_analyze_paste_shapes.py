@@ -1,0 +1,81 @@
+"""The same log in the shapes pastes and collectors give it reads the same. Every case of the real corpus whose
+lines show the cause, and whose category analyze gets right, is read again after each change a paste or a log
+pipeline makes to all its lines: Windows line ends, a quoted reply (``> ``), a markdown code block indented by
+four spaces (or a list item's), colour codes around the level words, a collector's timestamp before each line
+(``kubectl logs --timestamps``). The category of the top hypothesis must stay the same."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from syncdoctor.analyze import analyze_paths
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "analyze" / "real"
+
+
+def _lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def crlf(text: str) -> str:
+    return "\r\n".join(_lines(text))
+
+
+def quoted(text: str) -> str:
+    return "".join(f"> {line}\n" for line in _lines(text))
+
+
+def indented(text: str) -> str:
+    return "".join(f"    {line}\n" for line in _lines(text))
+
+
+def coloured(text: str) -> str:
+    return re.sub(r"\b(WARN|ERROR|Error|INFO)\b", "\x1b[31m\\1\x1b[0m", text)
+
+
+def stamped(text: str) -> str:
+    return "".join(f"2024-05-01T12:{n // 60 % 60:02d}:{n % 60:02d}.123456789Z {line}\n"
+                   for n, line in enumerate(_lines(text)))
+
+
+def _category(path: Path) -> str:
+    hypotheses = analyze_paths([str(path)]).diagnosis.hypotheses
+    return hypotheses[0].code if hypotheses else "-"
+
+
+@pytest.fixture(scope="module")
+def right_cases() -> list[tuple[str, str, str]]:
+    """(case, its log, the category analyze gives it) for the cases whose lines show the cause, read right."""
+    cases = []
+    for folder in sorted(REAL.iterdir()):
+        log = folder / "log.txt"
+        if not log.is_file():
+            continue  # a case of several files
+        expected = json.loads((folder / "expected.json").read_text())
+        if expected.get("in_log") and _category(log) == expected["category"]:
+            cases.append((folder.name, log.read_text(encoding="utf-8", errors="replace"), expected["category"]))
+    return cases
+
+
+@pytest.mark.parametrize(("shape", "allowed"), [
+    (crlf, 0), (quoted, 0), (indented, 0), (coloured, 0),
+    # a collector's timestamps stand beside the log's own, which some readings compare (a heartbeat's age), and
+    # before a fence or a tool's own report header: a few cases may read otherwise
+    (stamped, 0.01),
+])
+def test_the_shapes_of_a_paste_read_the_same(right_cases, tmp_path: Path,
+                                             shape: Callable[[str], str], allowed: float) -> None:
+    assert len(right_cases) >= 500
+    changed = []
+    for name, text, category in right_cases:
+        path = tmp_path / f"{name}.txt"
+        path.write_bytes(shape(text).encode("utf-8"))
+        got = _category(path)
+        if got != category:
+            changed.append(f"{name}: {category} -> {got}")
+    assert len(changed) <= allowed * len(right_cases), changed
