@@ -2,7 +2,8 @@
 lines show the cause, and whose category analyze gets right, is read again after each change a paste or a log
 pipeline makes to all its lines: Windows line ends, a quoted reply (``> ``), a markdown code block indented by
 four spaces (or a list item's), colour codes around the level words, a collector's timestamp before each line
-(``kubectl logs --timestamps``). The category of the top hypothesis must stay the same."""
+(``kubectl logs --timestamps``), a terminal's hard wrap. The category of the top hypothesis must stay the same.
+The undoing itself (syncdoctor.analyze.paste) is tested on plain bytes below."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.paste import paste_margin, unwrap, wrap_width
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "analyze" / "real"
 
@@ -32,6 +34,10 @@ def quoted(text: str) -> str:
 
 def indented(text: str) -> str:
     return "".join(f"    {line}\n" for line in _lines(text))
+
+
+def wrapped(text: str) -> str:
+    return "".join(line[i:i + 120] + "\n" for line in _lines(text) for i in range(0, max(len(line), 1), 120))
 
 
 def coloured(text: str) -> str:
@@ -67,6 +73,9 @@ def right_cases() -> list[tuple[str, str, str]]:
     # a collector's timestamps stand beside the log's own, which some readings compare (a heartbeat's age), and
     # before a fence or a tool's own report header: a few cases may read otherwise
     (stamped, 0.01),
+    # a terminal's hard wrap at 120 columns: joined again where three different lines end exactly there and go on
+    # in lines of no prefix; a continuation that starts like a line of its own (a rank, a time) is not (35 of 538)
+    (wrapped, 0.07),
 ])
 def test_the_shapes_of_a_paste_read_the_same(right_cases, tmp_path: Path,
                                              shape: Callable[[str], str], allowed: float) -> None:
@@ -79,3 +88,29 @@ def test_the_shapes_of_a_paste_read_the_same(right_cases, tmp_path: Path,
         if got != category:
             changed.append(f"{name}: {category} -> {got}")
     assert len(changed) <= allowed * len(right_cases), changed
+
+
+def test_a_wrap_width_needs_different_lines_that_go_on() -> None:
+    lines = ["[rank1]: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3",
+             "[rank2]: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, remote process exited or there was a "
+             "network error",
+             "[rank3]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3. Original reason "
+             "for failure was: NCCL error"]
+    wrapped_log = "".join(line[i:i + 80] + "\n" for line in lines for i in range(0, len(line), 80)).encode()
+    width = wrap_width(wrapped_log)
+    assert width == 80
+    joined = unwrap(wrapped_log, width).decode()
+    assert joined.count("\n") == wrapped_log.decode().count("\n")  # the lines keep their numbers
+    assert joined.splitlines()[:2] == [lines[0], ""]
+    # the same longest line repeated, or followed by lines of their own, is no wrap
+    repeated = b"[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: x\n" * 4
+    assert wrap_width(repeated) == 0
+    own = b"".join(b"node%d:1:2 [0] NCCL WARN Cuda failure 'invalid argument' on a long line of its own\n"
+                   b"node%d:1:2 [0] NCCL INFO init.cc:1358 -> 1\n" % (n, n) for n in range(4))
+    assert wrap_width(own) == 0
+
+
+def test_the_margin_every_line_shares() -> None:
+    assert paste_margin(b"   ```\n   line one\n     indented more\n\n   ```\n") == b"   "
+    assert paste_margin(b"> quoted\n> > nested\n>\n") == b"> "
+    assert paste_margin(b"line one\n    indented\n") == b""

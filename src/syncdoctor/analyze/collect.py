@@ -19,8 +19,9 @@ from syncdoctor.analyze.inputs import MAX_LINE, Source, iter_blocks, open_source
 from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
 from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
+from syncdoctor.analyze.paste import paste_margin
 from syncdoctor.analyze.scan import Scanner
-from syncdoctor.analyze.textlog import paste_margin, read_text
+from syncdoctor.analyze.textlog import read_text
 from syncdoctor.errors import InputError
 
 __all__ = ["Collected", "collect", "dedup_events"]

@@ -15,6 +15,7 @@ from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, parse_line, start_
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
+from syncdoctor.analyze.paste import ANSI_BYTES, paste_margin, unwrap, wrap_width
 from syncdoctor.analyze.scan import Scanner
 
 __all__ = ["TextStats", "read_text"]
@@ -61,39 +62,6 @@ def _info_key(raw: bytes, at: int) -> bytes | None:
     if sized < 0:
         return None
     return raw[:colon] + b"|COMPLETE|" + raw[sized + 8: sized + 16].split(b" ", 1)[0]
-
-
-_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
-_LEAD = re.compile(rb"[ \t>]*")
-_FENCE_LINE = re.compile(rb"[ \t>]*(?:```|~~~)")
-_MARGIN_LINES = 400
-
-
-def _shared(a: bytes, b: bytes) -> bytes:
-    """The bytes ``a`` and ``b`` start with alike."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return a[:n]
-
-
-def paste_margin(block: bytes) -> bytes:
-    """The margin every line of a paste shares, from its first lines: the indentation of a markdown code block
-    or of a list item's, the quote marks of a quoted reply (``> ``), both. Empty for a log as written (its
-    first line starts at the margin). Blank lines and fences do not count."""
-    common: bytes | None = None
-    for line in block.split(b"\n", _MARGIN_LINES)[:_MARGIN_LINES]:
-        line = line.rstrip(b"\r")
-        if not line.strip(b" \t>") or _FENCE_LINE.match(line):
-            continue
-        lead = _LEAD.match(line)
-        run = lead.group(0) if lead else b""
-        common = run if common is None else _shared(common, run)
-        if not common:
-            return b""
-    return common or b""
 
 
 def _blank_line(block: bytes, after: int, before: int) -> bool:
@@ -250,16 +218,23 @@ def read_text(
     bars = _Bars()
     lines_before = 0  # lines in the blocks already read
     margin: bytes | None = None
+    width: int | None = None
     for block in blocks:
         stats.bytes += len(block)
-        if b"\r\n" in block:  # a paste from Windows: the anchors that end a line (`` -> 2\n``) see ``\r`` first
+        # a paste from Windows: the anchors that end a line (`` -> 2\n``) see ``\r`` first (memchr for the ``\r``
+        # first: a search for the pair costs a second per GB)
+        if b"\r" in block and b"\r\n" in block:
             block = block.replace(b"\r\n", b"\n")
         if b"\x1b" in block:  # colour codes inside the words the scanner looks for (``NCCL \x1b[33mWARN``)
-            block = _ANSI_BYTES.sub(b"", block)
+            block = ANSI_BYTES.sub(b"", block)
         if margin is None:
             margin = paste_margin(block)
         if margin:
             block = re.sub(rb"(?m)^" + re.escape(margin), b"", block)
+        if width is None:
+            width = wrap_width(block)
+        if width:
+            block = unwrap(block, width)
         if state.active:
             state.active = [a for a in state.active if _feed(state, a, block, 0, lines_before + 1)]
         counted_pos = 0

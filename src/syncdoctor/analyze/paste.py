@@ -1,0 +1,110 @@
+"""What pasting does to every line of a log alike, undone before its lines are read. Pure: bytes in, bytes out.
+
+A log reaches ``analyze`` through a terminal, a chat, an issue or a log pipeline: colour codes, a margin every
+line shares (a markdown code block indented by four spaces or inside a list item, a quoted reply), lines hard
+wrapped at the terminal's width. Line counts are kept, so that evidence still cites the line where a thing is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
+from syncdoctor.analyze.parsers.traceback import exception_of
+
+__all__ = ["ANSI_BYTES", "paste_margin", "unwrap", "wrap_width"]
+
+ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
+_LEAD = re.compile(rb"[ \t>]*")
+_FENCE_LINE = re.compile(rb"[ \t>]*(?:```|~~~)")
+_MARGIN_LINES = 400
+
+
+def _head(block: bytes, lines: int) -> list[bytes]:
+    """The first ``lines`` lines of ``block`` (without copying the rest of it)."""
+    end = -1
+    for _ in range(lines):
+        end = block.find(b"\n", end + 1)
+        if end < 0:
+            end = len(block)
+            break
+    return block[:end].split(b"\n")
+
+
+def _shared(a: bytes, b: bytes) -> bytes:
+    """The bytes ``a`` and ``b`` start with alike."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return a[:n]
+
+
+def paste_margin(block: bytes) -> bytes:
+    """The margin every line of a paste shares, from its first lines: the indentation of a markdown code block
+    or of a list item's, the quote marks of a quoted reply (``> ``), both. Empty for a log as written (its
+    first line starts at the margin). Blank lines and fences do not count."""
+    common: bytes | None = None
+    for line in _head(block, _MARGIN_LINES):
+        line = line.rstrip(b"\r")
+        if not line.strip(b" \t>") or _FENCE_LINE.match(line):
+            continue
+        lead = _LEAD.match(line)
+        run = lead.group(0) if lead else b""
+        common = run if common is None else _shared(common, run)
+        if not common:
+            return b""
+    return common or b""
+
+
+_WRAP_SAMPLE = 2000  # lines of the first block looked at for a wrap width
+_MIN_WIDTH = 60
+_MIN_WRAPPED = 3
+
+
+def _starts_a_line(text: str) -> bool:
+    """A line that opens as log lines do (a writer's prefix, a level, a timestamp, NCCL's prefix, a Python
+    exception or traceback line): a line of its own, not the rest of one."""
+    prefix = split_prefix(text)
+    origin = prefix.origin
+    if prefix.time_text or prefix.severity or origin.rank is not None or origin.host or origin.pid is not None \
+            or origin.local_rank is not None:
+        return True
+    body = prefix.body
+    return (split_nccl(body) is not None or exception_of(body) is not None or body.startswith("Traceback")
+            or body.lstrip().startswith('File "'))
+
+
+def wrap_width(block: bytes) -> int:
+    """The width at which a paste's lines were hard wrapped (a terminal's, an e-mail's), from the first block, or 0:
+    no line is longer, at least three different lines are exactly that long, and each of those is followed by a
+    line that is not a log line of its own (no prefix, no timestamp). A log whose longest lines are a repeated
+    message, or were cut by the writer, has no such continuations."""
+    lines = [line.decode("utf-8", "replace").rstrip("\r") for line in _head(block, _WRAP_SAMPLE)]
+    width = max((len(line) for line in lines), default=0)
+    if width < _MIN_WIDTH:
+        return 0
+    at = [i for i, line in enumerate(lines) if len(line) == width]
+    if len({lines[i] for i in at}) < _MIN_WRAPPED:
+        return 0
+    followed = [i for i in at if i + 1 < len(lines) and lines[i + 1].strip() and not _starts_a_line(lines[i + 1])]
+    return width if len(followed) >= _MIN_WRAPPED and len(followed) * 2 >= len(at) else 0
+
+
+def unwrap(block: bytes, width: int) -> bytes:
+    """The lines of ``block`` that were wrapped at ``width`` joined again, each joined line followed by as many
+    empty lines as it took in (the line numbers stay those of the paste)."""
+    lines = block.decode("utf-8", "replace").split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line, taken = lines[i], 0
+        while len(lines[i + taken]) == width and i + taken + 1 < len(lines) - 1 \
+                and lines[i + taken + 1].strip() and not _starts_a_line(lines[i + taken + 1]):
+            taken += 1
+            line += lines[i + taken]
+        out.append(line)
+        out.extend([""] * taken)
+        i += taken + 1
+    return "\n".join(out).encode("utf-8")
