@@ -7,7 +7,7 @@ Every line is counted (evidence cites ``file:line``) but only lines containing a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
@@ -105,19 +105,22 @@ _MAX_LOOKBACKS = 32
 _LOOK_BACK_LINES = 10
 
 
+def _raw_above(block: bytes, start: int, limit: int) -> Iterator[bytes]:
+    """The lines above the line at ``start``, nearest first, at most ``limit``, as far back as this block goes."""
+    pos = start
+    for _ in range(limit):
+        if pos <= 0:
+            return
+        begin = block.rfind(b"\n", 0, pos - 1) + 1
+        yield block[begin:pos - 1]
+        pos = begin
+
+
 def _look_back(state: _State, block: bytes, start: int, number: int, bars: _Bars) -> None:
     """The progress bars and work lines among the ten lines before the line at ``start`` (line ``number``), as
     far back as this block goes."""
-    pos = start
-    found: list[tuple[int, bytes]] = []
-    for back in range(1, _LOOK_BACK_LINES + 1):
-        if pos <= 0:
-            break
-        begin = block.rfind(b"\n", 0, pos - 1) + 1
-        raw = block[begin:pos - 1]
-        pos = begin
-        if any(marker in raw for marker in BAR_MARKERS):
-            found.append((number - back, raw))
+    found = [(number - back, raw) for back, raw in enumerate(_raw_above(block, start, _LOOK_BACK_LINES), 1)
+             if any(marker in raw for marker in BAR_MARKERS)]
     for at, raw in reversed(found):  # in file order: a bar's later state replaces its earlier one
         _add(state.events, bar_events(make_line(_decode(raw), Ref(state.source, at), state.file_origin)), bars)
 
@@ -128,16 +131,11 @@ _MAX_ABOVE = 80  # lines looked at above an event that wants them (rules in pars
 def _lines_above(state: _State, block: bytes, start: int, line: Line) -> list[str]:
     """The bodies of the lines above the line at ``start``, nearest first, as long as they are the same writer's
     (rank, host and pid), within this block."""
-    pos = start
+    writer = (line.origin.rank, line.origin.host, line.origin.pid)
     above: list[str] = []
-    for _ in range(_MAX_ABOVE):
-        if pos <= 0:
-            break
-        begin = block.rfind(b"\n", 0, pos - 1) + 1
-        raw = block[begin:pos - 1]
-        pos = begin
+    for raw in _raw_above(block, start, _MAX_ABOVE):
         read = make_line(_decode(raw), Ref(state.source, 0), state.file_origin)
-        if (read.origin.rank, read.origin.host, read.origin.pid) != (line.origin.rank, line.origin.host, line.origin.pid):
+        if (read.origin.rank, read.origin.host, read.origin.pid) != writer:
             break
         above.append(read.body)
     return above
