@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -19,7 +18,7 @@ from syncdoctor.analyze.inputs import MAX_LINE, Source, iter_blocks, open_source
 from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
 from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
-from syncdoctor.analyze.paste import paste_margin
+from syncdoctor.analyze.paste import unquoted
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.textlog import read_text
 from syncdoctor.errors import InputError
@@ -119,12 +118,6 @@ def _read_jsonl(source: Source, stream: BinaryIO, head: bytes, out: Collected) -
     out.lines_read += number
 
 
-def _unquoted(data: bytes) -> bytes:
-    """``data`` without the margin a paste gave all its lines (an indented code block, a quoted reply)."""
-    margin = paste_margin(data)
-    return re.sub(rb"(?m)^" + re.escape(margin), b"", data) if margin else data
-
-
 def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scanner, origin: Origin) -> None:
     head = stream.read(_HEAD)
     kind = sniff(head)
@@ -134,12 +127,12 @@ def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scan
         _read_json_doc(source, stream, head, out, origin, scanner)
     elif kind == "jsonl":
         _read_jsonl(source, stream, head, out)
-    elif ras.looks_like_ras_text(_unquoted(head[:8192]).decode("utf-8", "replace")):
+    elif ras.looks_like_ras_text(unquoted(head[:8192]).decode("utf-8", "replace")):
         # the report, then the same bytes (and whatever follows) as a log: a paste often puts the ranks' own
         # lines (a watchdog timeout) after ncclras's output
         rest = stream.read(_MAX_RAS_TEXT + 1 - len(head)) if len(head) <= _MAX_RAS_TEXT else b""
         data = head + rest
-        out.events.extend(ras.parse_text(_unquoted(data[:_MAX_RAS_TEXT]).decode("utf-8", "replace"), source.name))
+        out.events.extend(ras.parse_text(unquoted(data[:_MAX_RAS_TEXT]).decode("utf-8", "replace"), source.name))
         stats = read_text(iter_blocks(stream, prefix=data), source.name, origin, out.events, scanner)
         out.bytes_read += stats.bytes
         out.lines_read += stats.lines

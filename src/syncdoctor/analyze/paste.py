@@ -12,7 +12,7 @@ import re
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "paste_margin", "unwrap", "wrap_width"]
+__all__ = ["ANSI_BYTES", "paste_margin", "unquoted", "unwrap", "without_margin", "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 _LEAD = re.compile(rb"[ \t>]*")
@@ -56,6 +56,16 @@ def paste_margin(block: bytes) -> bytes:
         if not common:
             return b""
     return common or b""
+
+
+def without_margin(data: bytes, margin: bytes) -> bytes:
+    """``data`` with ``margin`` taken off every line that starts with it."""
+    return re.sub(rb"(?m)^" + re.escape(margin), b"", data) if margin else data
+
+
+def unquoted(data: bytes) -> bytes:
+    """``data`` without the margin its own first lines share (an indented code block, a quoted reply)."""
+    return without_margin(data, paste_margin(data))
 
 
 _WRAP_SAMPLE = 2000  # lines of the first block looked at for a wrap width

@@ -15,7 +15,7 @@ from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, parse_line, start_
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
-from syncdoctor.analyze.paste import ANSI_BYTES, paste_margin, unwrap, wrap_width
+from syncdoctor.analyze.paste import ANSI_BYTES, paste_margin, unwrap, without_margin, wrap_width
 from syncdoctor.analyze.scan import Scanner
 
 __all__ = ["TextStats", "read_text"]
@@ -227,8 +227,7 @@ def read_text(
             block = ANSI_BYTES.sub(b"", block)
         if margin is None:
             margin = paste_margin(block)
-        if margin:
-            block = re.sub(rb"(?m)^" + re.escape(margin), b"", block)
+        block = without_margin(block, margin)
         if width is None:
             width = wrap_width(block)
         if width:
