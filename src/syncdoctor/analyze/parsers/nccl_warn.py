@@ -35,6 +35,8 @@ empty line precedes it (ignored). Messages recognised:
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from dataclasses import dataclass, replace
 
@@ -133,15 +135,15 @@ _TRUNCATED = re.compile(r"peer (?P<peer>\S+) message truncated : receiving (?P<g
 _MISMATCHED = re.compile(r"Mismatched collective detected(?:.*?at and around rank (?P<rank>\d+))?")
 # also without its WARN prefix and first words, as quoted in notes and summaries
 # the device is optional after NCCL's own words: a paste cut inside the line (``rank 5 and rank 0 b``) still names the pair
-_DUP = re.compile(r"(?:Duplicate GPU detected : \brank (?P<a2>\d+) and rank (?P<b2>\d+)\b"
-                  r"|\brank (?P<a>\d+) and rank (?P<b>\d+))(?: both on CUDA device (?P<dev>\w+))?")
+_DUP = re.compile(r"(?P<words>Duplicate GPU detected : )?\brank (?P<a>\d+) and rank (?P<b>\d+)\b"
+                  r"(?: both on CUDA device (?P<dev>\w+))?")
 
 
 def _duplicate(match: re.Match[str] | None) -> tuple[list[int], str | None] | None:
     """The two ranks and the device of a duplicate-GPU line, when it is one (NCCL's words or the device)."""
-    if match is None or not (match["a2"] or match["dev"]):
+    if match is None or not (match["words"] or match["dev"]):
         return None
-    return [int(match["a2"] or match["a"]), int(match["b2"] or match["b"])], match["dev"]
+    return [int(match["a"]), int(match["b"])], match["dev"]
 _CUDA = re.compile(r"(?:Cuda failure|failed to open CUDA IPC handle :) ?(?P<code>\d+) '?(?P<msg>[^']*)'?")
 # the P2P transport could not share a buffer with a peer GPU of its host through CUDA (or HIP) IPC: up to 2.7,
 # ``rank 1 failed to get CUDA IPC handle to device 0 : 11 invalid argument`` (the peer's GPU; ``device 0(=1b000)``
@@ -181,17 +183,17 @@ def _proxy_call(line: Line, match: re.Match[str], origin: Origin | None) -> Even
 # (UNDELIVERABLE)``; an errno of the network (no route, refused, timed out, unreachable) is a peer it cannot reach
 _OFI_COMPLETION = re.compile(r"NET/OFI Request \S+ completed with error\. RC: (?P<rc>-?\d+)\. Error: (?P<err>\d+)"
                              r"(?: \((?P<name>\w+)\))?")
-_NETWORK_ERRNO = {113: "No route to host", 111: "Connection refused", 110: "Connection timed out",
-                  101: "Network is unreachable", 104: "Connection reset by peer"}
+_NETWORK_ERRNO = frozenset((errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.ETIMEDOUT, errno.ENETUNREACH,
+                            errno.ECONNRESET))
 
 
 def _ofi_unreachable(line: Line, message: str, origin: Origin | None) -> list[Event]:
     match = _OFI_COMPLETION.search(message)
-    error = _NETWORK_ERRNO.get(abs(int(match["rc"]))) if match else None
-    if match is None or error is None:
+    code = abs(int(match["rc"])) if match else None
+    if match is None or code not in _NETWORK_ERRNO:
         return []
     return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
-        "error": f"{error} (libfabric {match['name'] or 'error ' + match['err']})", "transport": "ofi"})]
+        "error": f"{os.strerror(code)} (libfabric {match['name'] or 'error ' + match['err']})", "transport": "ofi"})]
 
 
 def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[Event]:

@@ -41,8 +41,8 @@ _AGENT_FAILED = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)(?: of (?:binary|fn): (?P<what>.+))?"
 )
 _SIGTERM = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
-_FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
-_FIELD_NAMES = frozenset(("time", "host", "rank", "exitcode", "error_file", "traceback"))
+_FIELD_NAMES = ("time", "host", "rank", "exitcode", "error_file", "traceback")
+_FIELD = re.compile(rf"^\s*(?P<key>{'|'.join(_FIELD_NAMES)})\s*:\s?(?P<value>.*)$")
 # a record copied from a rendered page: ``rank2 (local rank: 2)exitcode: -9 (pid: 36071)error file: <N/A>``
 _FLAT_RECORD = re.compile(r"^\s*rank\s*:?\s*(?P<rank>\d+)\s*\(local[_ ]rank:\s*(?P<local>\d+)\)\s*exitcode\s*:?\s*"
                           r"(?P<code>-?\d+)(?:\s*\(pid:\s*(?P<pid>\d+)\))?")
