@@ -29,7 +29,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
-__all__ = ["KEYWORDS", "nccl_origin", "parse", "split_endpoint"]
+__all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "split_endpoint"]
 
 KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
@@ -54,7 +54,8 @@ _PLUGIN_NONE = re.compile(r"NET/Plugin ?: ?(?:Could not find: \S+\. Using intern
                           r"network plugin)")
 # a network plugin's own INFO lines (aws-ofi-nccl ``NET/OFI Selected Provider is efa``, Google's ``NET/GPUDirectTCPX
 # …``): the process uses that plugin, unless it also warns that the plugin failed and falls back to sockets
-_PLUGIN_INFO = re.compile(r"(?P<plugin>NET/(?:OFI|AWS|GPUDirectTCPX|FasTrak|gIB))\b")
+PLUGIN_NETS = ("NET/OFI", "NET/AWS", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB")  # the plugins' own words
+_PLUGIN_INFO = re.compile(rf"(?P<plugin>{'|'.join(map(re.escape, PLUGIN_NETS))})\b")
 _ENV = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*)$")
 _INIT = re.compile(r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)")
 _INIT_FIELDS = {

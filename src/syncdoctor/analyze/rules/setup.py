@@ -13,6 +13,7 @@ import re
 from collections import defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
+from syncdoctor.analyze.parsers.nccl_info import PLUGIN_NETS
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
     attribute,
@@ -350,7 +351,7 @@ def topology_file(tl: Timeline) -> list[Hypothesis]:
 
 
 # network plugins' own warnings: aws-ofi-nccl (EFA, libfabric), Google's TCPX/TCPXO (FasTrak) and gIB plugins
-_PLUGIN_WARNS = ("NET/OFI", "NET/AWS", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB", "SHARP ")
+_PLUGIN_WARNS = (*PLUGIN_NETS, "SHARP ")
 
 
 def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
