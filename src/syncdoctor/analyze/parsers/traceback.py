@@ -95,6 +95,11 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
     return events
 
 
+def _under_a_frame(body: str) -> bool:
+    """A frame's indented source line or its ``^^^^`` markers."""
+    return body[:1] in (" ", "\t") or body.lstrip().startswith("^")
+
+
 @dataclass
 class TracebackFollower:
     """Collects one traceback's frames until its exception line."""
@@ -118,7 +123,7 @@ class TracebackFollower:
             self.after_frame = True
             self.sources.append("")
             return True
-        if not body.strip() or body[:1] in (" ", "\t") or body.lstrip().startswith("^"):
+        if not body.strip() or _under_a_frame(body):
             if self.after_frame and body.strip() and not body.lstrip().startswith("^"):
                 self.sources[-1] = body.strip()[:200]
             self.after_frame = False
@@ -165,7 +170,7 @@ def headless(line: Line, above: list[str]) -> list[Event]:
         if "Traceback (most recent call last)" in body:
             return []
         under_frame = at + 1 < len(above) and _FRAME.match(above[at + 1]) is not None  # its source line
-        if not (_FRAME.match(body) or under_frame or body[:1] in (" ", "\t") or body.lstrip().startswith("^")):
+        if not (_FRAME.match(body) or under_frame or _under_a_frame(body)):
             break
         bodies.append(body)
     frames = [(m["file"], f"{m['file'].rsplit('/', 1)[-1]}:{m['line']} in {m['func'].strip()}")
