@@ -37,6 +37,18 @@ SIGBUS_WHAT = ("SIGBUS is what a process gets when a page of a memory-mapped fil
 SHM_FIX = "Give the container more shared memory (--shm-size=8g or --ipc=host), or fewer DataLoader workers."
 
 
+# what ProcessGroupNCCL prints after any failure its watchdog caught in this process's own collective, whatever
+# the failure: once a hypothesis explains the failure, these say nothing more (alone, they are still quoted), and
+# they put the rank inside a collective (it is not the quiet one that never arrived)
+AFTERMATH = ("Some NCCL operations have failed or timed out", "To avoid data inconsistency, we are taking the entire "
+             "process down", "Stack trace of the failed collective not found")
+
+
+def is_aftermath(event: Event) -> bool:
+    """One of ProcessGroupNCCL's lines after its watchdog caught a failed or timed-out collective."""
+    return event.kind is Kind.ERROR_LINE and any(words in event.text for words in AFTERMATH)
+
+
 def fmt_ranks(ranks: Iterable[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``0-2, 5`` (the prose form of :func:`syncdoctor.units.format_ranks`)."""
     return format_ranks(ranks, sep=", ", empty="none")

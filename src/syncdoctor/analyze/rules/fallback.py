@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import attribute, evidence_of, hypothesis, ip_of
+from syncdoctor.analyze.rules.common import attribute, evidence_of, hypothesis, ip_of, is_aftermath
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline
 
@@ -167,11 +167,6 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
                        evidence=evidence_of(signals, "the launcher's own signal", 4))]
 
 
-# what ProcessGroupNCCL prints after any failure it caught, whatever the failure: once a hypothesis explains
-# the failure, these say nothing more (alone, they are still quoted)
-_AFTERMATH = ("Some NCCL operations have failed or timed out", "To avoid data inconsistency, we are taking the entire "
-              "process down", "Stack trace of the failed collective not found")
-
 
 def unexplained(tl: Timeline, hypotheses: Sequence[Hypothesis], limit: int = 5) -> tuple[Evidence, ...]:
     """The first error-looking lines that no hypothesis cites (PyTorch's aftermath lines once one explains)."""
@@ -180,7 +175,7 @@ def unexplained(tl: Timeline, hypotheses: Sequence[Hypothesis], limit: int = 5) 
     for event in error_events(tl):
         if (event.ref.source, event.ref.line) in cited:
             continue
-        if hypotheses and any(words in event.text for words in _AFTERMATH):
+        if hypotheses and is_aftermath(event):
             continue
         out.extend(evidence_of([event], event.kind.value.replace("_", " ")))
         cited.add((event.ref.source, event.ref.line))

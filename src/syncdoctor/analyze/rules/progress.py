@@ -22,6 +22,7 @@ from syncdoctor.analyze.rules.common import (
     evidence_of,
     fmt_ranks,
     hypothesis,
+    is_aftermath,
     look_at,
 )
 from syncdoctor.analyze.rules.desync import diverged_groups
@@ -75,6 +76,9 @@ def _inside(tl: Timeline) -> set[int]:
             inside.add(event.origin.rank)  # its own collective timed out (in a group the line may not name)
     for event in tl.of(Kind.DESYNC_REPORT):  # the report's "joined but didn't finish": inside, not late
         inside.update(int(r) for r in event.data.get("joined_not_finished") or [])
+    for event in tl.of(Kind.ERROR_LINE):  # its own watchdog caught a failed or timed-out collective: waiting too
+        if event.origin.rank is not None and is_aftermath(event):
+            inside.add(event.origin.rank)
     return inside
 
 
