@@ -105,6 +105,8 @@ _SEVERITY = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
 # lost), markdown fences, inline code, quotes and emphasis, and GitHub's autolinks of ``launch.py:318``
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _ANSI_REMAINS = re.compile(r"(?:^|(?<=\s))\[(?:\d{1,3};)*\d{1,3}m")
+# where a bare reset is left too, every code lost its escape byte: ``[36m(RayWorker pid=1)[0m [rank0]:…``
+_ANSI_BARE = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 _FENCE = re.compile(r"^\s*(?:>\s?)*(?:```|~~~)[\w+-]*\s*")
 _QUOTE = re.compile(r"^(?:>\s?)+")
 _AUTOLINK = re.compile(r"\[([^\[\]]{1,200})\]\((?:https?://|mailto:)[^()\s]{0,300}\)")
@@ -118,6 +120,8 @@ def clean(text: str) -> str:
         text = _ANSI.sub("", text)
     if "m" in text and "[" in text:
         text = _ANSI_REMAINS.sub("", text)
+        if "[0m" in text:
+            text = _ANSI_BARE.sub("", text)
     if text[:1] in (">", "`", "~", " ") or "```" in text:
         text = _FENCE.sub("", text)
         text = _QUOTE.sub("", text)
