@@ -320,8 +320,8 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     early = any(e.seq is not None and e.seq <= _EARLY_SEQ for e in waits) and all(e.seq is None or e.seq <= _EARLY_SEQ
                                                                                   for e in waits)
     for bar in tl.of(Kind.PROGRESS_BAR):
-        if bar.origin.rank is not None and bar.origin.rank in waiting:
-            continue
+        if (bar.origin.rank if bar.origin.rank is not None else 0) in waiting:
+            continue  # (a bar without a prefix is the main process's: rank 0's)
         elapsed = float(bar.data.get("elapsed_s") or 0)
         done = float(bar.data.get("n") or 0)
         if done < 2 or any(source == bar.ref.source and elapsed / done > span / 10 for source, span in spans):
