@@ -35,9 +35,24 @@ _BENIGN = re.compile(
 )
 
 
+# a glog line at severity E (error) or F (fatal) from a native program (a fabric daemon, XLA, gRPC):
+# ``E0312 10:11:12.123456    1054 fastrak_gpumem_manager.cc:200] Number of GPUs …`` (also with its time cut);
+# a traceback's lines under torch elastic's prefix of that form begin with a space and are not errors of their own
+_GLOG_ERROR = re.compile(
+    r"(?:^|[\s>|])(?P<sev>[EF])(?:0[1-9]|1[0-2])[0-3]\d(?: \d\d:\d\d:\d\d\.\d{1,9} +\d+)? +"
+    r"[\w./\-]{1,200}\.(?:cc|cpp|cxx|c|h|hpp|py|go|rs):\d{1,6}\] (?=\S)"
+)
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     match = _ERROR.search(body)
-    if not match or _BENIGN.search(body):
+    if not match:
+        glog = _GLOG_ERROR.search(body)
+        if glog is None or _BENIGN.search(body):
+            return []
+        word = "glog FATAL" if glog["sev"] == "F" else "glog ERROR"
+        return [make_event(Kind.ERROR_LINE, line, data={"word": word, "message": body.strip()[:300]})]
+    if _BENIGN.search(body):
         return []
     return [make_event(Kind.ERROR_LINE, line, data={"word": match.group(0)[:40], "message": body.strip()[:300]})]
