@@ -185,6 +185,14 @@ def _maps(events: Sequence[Event]) -> tuple[dict[tuple[str, int], int], dict[tup
         if origin.host:
             rank_host.setdefault(origin.rank, origin.host)
     _worker_pids(events, by_host_pid, rank_host)
+    # a pid on lines without a host (Ray's ``(RayWorker pid=N)`` prefix) that one of those lines ties to one rank
+    hostless: dict[int, set[int]] = defaultdict(set)
+    for event in events:
+        if event.origin.host is None and event.origin.pid is not None and event.origin.rank is not None:
+            hostless[event.origin.pid].add(event.origin.rank)
+    for pid, ranks in hostless.items():
+        if len(ranks) == 1:
+            by_pid.setdefault(pid, next(iter(ranks)))
     for (host, _pid), rank in by_host_pid.items():
         rank_host.setdefault(rank, host)
     return by_host_pid, by_local, by_pid, rank_host
@@ -229,6 +237,8 @@ def _resolve(event: Event, maps: tuple[dict, dict, dict, dict]) -> Event:
         rank = by_host_pid.get((origin.host, origin.pid))
     if rank is None and event.kind in (Kind.WORKER_FAILED, Kind.WORKER_TERMINATED):
         rank = by_pid.get(int(event.data.get("worker_pid", -1)))
+    if rank is None and origin.host is None and origin.pid is not None:
+        rank = by_pid.get(origin.pid)
     if rank is None and origin.host and origin.local_rank is not None:
         rank = by_local.get((origin.host, origin.local_rank))
     host = origin.host or (rank_host.get(rank) if rank is not None else None)
@@ -270,14 +280,18 @@ def _pair_groups(events: list[Event]) -> list[Event]:
 
 def _drop_status_timeouts(events: list[Event]) -> list[Event]:
     """Timeouts read from what accompanies a timeout line count only where that line is not in the inputs: a
-    ``Timeout at NCCL work: S`` status line (where the same rank's ``Watchdog caught`` line for S is missing),
+    ``Timeout at NCCL work: S`` status line (where the same rank's ``Watchdog caught`` line for S is missing), the
+    message from its ``WorkNCCL(…)`` on (where that input has no whole line for S),
     the watchdog's C++ backtrace (``WorkNCCL::checkTimeout`` frames: where no other timeout of the same input
     is there)."""
-    own = [e for e in events if e.kind in TIMEOUT_KINDS and not e.data.get("status_line") and not e.data.get("frames")]
+    own = [e for e in events if e.kind in TIMEOUT_KINDS and not e.data.get("status_line") and not e.data.get("frames")
+           and not e.data.get("headless")]
     caught = {(e.origin.rank, e.seq) for e in own}
+    whole = {(e.ref.source, e.seq) for e in own}
     sources = {e.ref.source for e in own} | {e.ref.source for e in events if e.data.get("status_line")}
     return [e for e in events if not (e.kind in TIMEOUT_KINDS and (
         (e.data.get("status_line") and (e.origin.rank, e.seq) in caught) or
+        (e.data.get("headless") and (e.ref.source, e.seq) in whole) or
         (e.data.get("frames") and e.ref.source in sources)))]
 
 

@@ -39,6 +39,7 @@ KEYWORDS = (
     "watchdog got stuck",
     "in blocking wait",
     "Caught collective operation timeout",
+    "Timeout(ms)=",  # the message pasted from its WorkNCCL(…) on
 )
 
 _PG_PREFIX = re.compile(r"\[(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (?P<rank>\d{1,7})\]")
@@ -69,11 +70,18 @@ def parse_pg_prefix(text: str) -> tuple[str | None, int | None]:
 
 
 def parse_work(text: str) -> dict[str, str] | None:
-    """The ``key=value`` fields of the first ``WorkNCCL(...)`` in ``text``."""
+    """The ``key=value`` fields of the first ``WorkNCCL(...)`` in ``text``; of a paste cut inside it, the fields
+    before the cut (``WorkNCCL(SeqNum=64088, OpType=ALLREDUCE, Timeout(ms)=1800``: the last one is not whole)."""
     match = _WORK.search(text)
-    if not match:
+    if match:
+        return {m["key"]: m["value"].strip() for m in _FIELD.finditer(match["fields"])}
+    at = text.rfind("WorkNCCL(")
+    if at < 0 or ")" in text[at:].replace("(ms)", ""):
         return None
-    return {m["key"]: m["value"].strip() for m in _FIELD.finditer(match["fields"])}
+    fields = [(m["key"], m["value"].strip()) for m in _FIELD.finditer(text[at + len("WorkNCCL("):])]
+    if fields and not text.rstrip().endswith(","):
+        fields.pop()  # cut inside its value
+    return dict(fields) if fields else None
 
 
 def _int(value: str | None) -> int | None:
@@ -111,6 +119,13 @@ def parse(line: Line) -> list[Event]:
             # 1.8-2.0 raised "[Rank 1] Caught collective operation timeout: WorkNCCL(...)" in blocking wait mode
             kind = Kind.WATCHDOG_TIMEOUT if "Watchdog caught" in body else Kind.BLOCKING_WAIT_TIMEOUT
             events.append(_work_event(kind, line, fields or {}, rank, group))
+    elif body.lstrip().startswith("WorkNCCL(") and "before timing out" in body and _RAN_FOR.search(body):
+        # the watchdog's message pasted from its WorkNCCL(…) on (its head cut, or on the line above without a
+        # rank): a collective timed out (the timeline drops it where the whole line of that work is there)
+        fields = parse_work(body)
+        if fields is not None:
+            event = _work_event(Kind.WATCHDOG_TIMEOUT, line, fields, rank, group)
+            events.append(replace(event, data={**event.data, "headless": True}))
     if "WorkNCCL::checkTimeout" in body and _FRAME.match(body):
         # the C++ backtrace of the watchdog's timeout, pasted without its message: a collective timed out
         # (the timeline drops it where a timeout line of the same input is there)
@@ -160,6 +175,12 @@ def _wrapped(body: str) -> bool:
         return True
     at = body.rfind(_CAUGHT)
     return at >= 0 and _WHAT.startswith(body[at + len(_CAUGHT):].strip())  # the line ends inside the words
+
+
+def _headless_cut(body: str) -> bool:
+    """A watchdog message pasted from its ``WorkNCCL(…)`` on, its ``ran for … before timing out`` wrapped below."""
+    text = body.lstrip()
+    return text.startswith("WorkNCCL(") and text.rstrip().endswith(")") and "ran for" not in text
 
 
 @dataclass
@@ -224,6 +245,6 @@ class HardWrapFollower:
 
 
 def follow(line: Line) -> WrappedWorkFollower | HardWrapFollower | None:
-    if _wrapped(line.body):
+    if _wrapped(line.body) or _headless_cut(line.body):
         return WrappedWorkFollower(line)
     return HardWrapFollower(line) if _cut(line.body) else None
