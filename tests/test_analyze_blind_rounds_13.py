@@ -66,7 +66,7 @@ def test_a_ray_workers_pid_ties_its_unranked_lines_to_its_rank(tmp_path: Path) -
 
 
 def test_the_watchdogs_message_pasted_from_its_work_on(tmp_path: Path) -> None:
-    # real: deepspeedai/DeepSpeed course (both ranks on cuda:0 before set_device; two lines of the message kept)
+    # real: yiqiao-yin/deepspeed-course#17 (both ranks on cuda:0 before set_device; two lines of the message kept)
     paste = ("WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000)\n"
              "  ran for 721595 milliseconds before timing out\n")
     timeouts = [e for e in read(paste) if e.kind is Kind.WATCHDOG_TIMEOUT]
@@ -112,7 +112,7 @@ def test_a_bar_without_a_prefix_is_drawn_by_the_waiting_rank_0(tmp_path: Path) -
 
 
 def test_a_native_programs_glog_error_line_is_never_silence(tmp_path: Path) -> None:
-    # real: GoogleCloudPlatform/k8s-accelerator (TCPXO's daemon without hostNetwork; the line cut in the paste)
+    # real: GoogleCloudPlatform/container-engine-accelerators#580 (TCPXO daemon without hostNetwork; the line cut)
     line = "E0312 fastrak_gpumem_manager.cc:200] Number of GPUs detected in the"
     assert one(line, Kind.ERROR_LINE).data["word"] == "glog ERROR"
     top = diagnose(tmp_path, line).hypotheses[0]
