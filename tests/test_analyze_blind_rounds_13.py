@@ -123,3 +123,53 @@ def test_a_native_programs_glog_error_line_is_never_silence(tmp_path: Path) -> N
     assert not events_of("I0312 10:11:12.123456    1054 fastrak_gpumem_manager.cc:88] 8 GPUs found")
     assert not events_of("E0724 19:33:34.565000 128818126430656 torch/distributed/elastic/multiprocessing/api.py:702]"
                          "     self._pc.join(-1)")
+
+
+def _watchdog(rank: int) -> str:
+    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=10800000) ran for 10800004 "
+            "milliseconds before timing out.\n")
+
+
+_ROOT_CAUSE_0 = """Root Cause (first observed failure):
+[0]:
+  time      : 2024-08-20_11:13:10
+  host      : testhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 66544)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_an_exit_code_alone_is_a_lead_and_a_cut_traceback_is_no_quiet_rank(tmp_path: Path) -> None:
+    # real: ultralytics/ultralytics#15683 (every printed rank timed out in the first broadcast after 3 h; rank 4's
+    # traceback cut by the paste; torchrun's table names rank 0, exit code 1, its own output not shown)
+    paste = ("".join(_watchdog(r) for r in (7, 6, 5, 1, 3)) + "[rank4]: Traceback (most recent call last):\n"
+             '[rank4]:   File "/home/user/.config/Ultralytics/DDP/_tem\n' + _ROOT_CAUSE_0)
+    hypotheses = diagnose(tmp_path, paste).hypotheses
+    top = hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (0,) and top.confidence <= 0.55
+    assert not [h for h in hypotheses if h.category is Category.LAGGING_RANK and 4 in h.culprit_ranks], hypotheses
+    # a rank that wrote no line at all beside them is still the quiet one; and the exit of a rank whose own
+    # traceback is in the paste is a crash at full confidence
+    quiet = "".join(_watchdog(r) for r in (7, 6, 5, 1, 3)) + "[rank4]: epoch 0 done\n[rank0]: epoch 0 done\n"
+    lagging = [h for h in diagnose(tmp_path, quiet).hypotheses if h.category is Category.LAGGING_RANK]
+    assert lagging and set(lagging[0].culprit_ranks) <= {0, 2, 4} and "(gloo)" not in lagging[0].what
+    crashed = "".join(_watchdog(r) for r in (7, 6)) + "[rank0]: ValueError: bad label 4001 for nc=4000\n"
+    top = diagnose(tmp_path, crashed).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.confidence >= 0.8
+
+
+def test_where_a_rank_waited_is_one_place_whether_read_from_its_exception_or_its_timeout(tmp_path: Path) -> None:
+    # real: ultralytics/ultralytics#15683 (rank 7's DistBackendError from broadcast's wait(), the others' lines)
+    from syncdoctor.analyze.chains import where_waited
+
+    traceback = ('[rank7]: Traceback (most recent call last):\n'
+                 '[rank7]:   File "/x/torch/distributed/distributed_c10d.py", line 2144, in broadcast\n'
+                 "[rank7]:     work.wait()\n"
+                 "[rank7]: torch.distributed.DistBackendError: " + _watchdog(7).split("] ", 2)[2])
+    (tmp_path / "w.log").write_text(_watchdog(6) + _watchdog(7) + traceback)
+    timeline = analyze_paths([str(tmp_path / "w.log")]).timeline
+    assert where_waited(timeline, 6) == where_waited(timeline, 7) == "broadcast #1"

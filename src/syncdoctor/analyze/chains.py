@@ -54,18 +54,23 @@ def where_waited(tl: Timeline, rank: int) -> str:
     state = tl.ranks.get(rank)
     if state is None:
         return ""
+    timeouts = state.of(*TIMEOUT_KINDS)
+    numbered = ""
+    for event in timeouts:
+        if event.op:
+            group = f" of group {event.group}" if event.group is not None else ""
+            numbered = f"{event.op}" + (f" #{event.seq}{group}" if event.seq is not None else "")
+            break
     for event in state.of(Kind.EXCEPTION):
         if not is_comm_exception(event):
             continue
         call = str(event.data.get("collective") or "")
         site = str(event.data.get("call_site") or "").rsplit(" > ", 1)[-1]
-        if call or site:
+        if site:
             return " at ".join(part for part in (call, site) if part)
-    timeouts = state.of(*TIMEOUT_KINDS)
-    for event in timeouts:
-        if event.op:
-            return f"{event.op}" + (f" #{event.seq} of group {event.group}" if event.seq is not None else "")
-    return "a collective" if timeouts else ""
+        if call:  # the torch call alone: the timeout's line says as much, with its number
+            return numbered if numbered.startswith(call) else call
+    return numbered or ("a collective" if timeouts else "")
 
 
 def chains(tl: Timeline) -> Chains:

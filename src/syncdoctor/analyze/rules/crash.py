@@ -288,6 +288,9 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             confidence -= 0.15  # the rank is sure; what its error means is read from its words only
         if len(culprits) > max(2, len(tl.ranks) // 2):
             confidence -= 0.2  # everyone failing alike is more likely a shared cause than one culprit
+        if all(tl.ranks[rank].outcome == "exited" for rank in culprits):
+            # a launcher's record of a non-zero exit is all there is: the rank is a lead, its failure unread
+            confidence = min(confidence, 0.55)
         evidence = evidence_of(own_lines, "the rank's own failure")
         if category in worded and verb == said[category]:
             evidence += evidence_of([c for e in own_lines for c in continuation(tl, e)], "its message goes on", 3)

@@ -211,6 +211,12 @@ def _from_fr(tl: Timeline) -> list[Hypothesis]:
     return out
 
 
+def _raised(state: RankState) -> bool:
+    """The rank began a traceback that the paste cut before its exception: it failed, how is not shown (the
+    same timeout as the others, as often as not), so it is no quiet rank."""
+    return any(e.data.get("word") == "Traceback" for e in state.of(Kind.ERROR_LINE))
+
+
 def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     timed_out = _timed_out(tl)
     if not timed_out:
@@ -218,7 +224,7 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     inside = _inside(tl)
     silent = sorted(rank for rank, state in tl.ranks.items()
                     if state.outcome in ("silent", "terminated") and state.logged and rank not in claimed
-                    and rank not in inside)
+                    and rank not in inside and not _raised(state))
     if not silent or len(silent) >= len(tl.ranks):
         return []
     stopped = [r for r in silent if tl.ranks[r].outcome == "terminated"]
@@ -235,8 +241,11 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     what = (f"Ranks {fmt_ranks(timed_out)} timed out in a collective while rank{'s' if len(silent) > 1 else ''} "
             f"{fmt_ranks(silent)} logged no error at all")
     what += (f" and {'were' if len(stopped) > 1 else 'was'} stopped by the launcher afterwards" if stopped else "")
-    what += (": a rank that is late, hung or frozen never enters the collective, so it never times out itself. "
-             "These logs carry no sequence numbers (gloo), so the verdict rests on who stayed quiet.")
+    what += ": a rank that is late, hung or frozen never enters the collective, so it never times out itself."
+    if not any(e.seq is not None for r in timed_out for e in tl.ranks[r].of(*TIMEOUT_KINDS)):
+        what += " These logs carry no sequence numbers (gloo), so the verdict rests on who stayed quiet."
+    else:
+        what += " No line of its own says where it was, so the verdict rests on who stayed quiet."
     places: dict[str, list[int]] = defaultdict(list)
     for rank in timed_out:
         places[where_waited(tl, rank) or "a collective"].append(rank)
