@@ -173,3 +173,23 @@ def test_where_a_rank_waited_is_one_place_whether_read_from_its_exception_or_its
     (tmp_path / "w.log").write_text(_watchdog(6) + _watchdog(7) + traceback)
     timeline = analyze_paths([str(tmp_path / "w.log")]).timeline
     assert where_waited(timeline, 6) == where_waited(timeline, 7) == "broadcast #1"
+
+
+def test_a_pci_tree_nccl_cannot_follow(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#442 (nccl-tests under WSL, NCCL 2.8.3), and horovod/horovod#3871 (WSL2, Docker, NCCL 2.9.9)
+    paste = ("DESKTOP: Test NCCL failure common.cu:777 'unhandled system error'\n"
+             "DESKTOP:36629:36635 [0] graph/xml.cc:332 NCCL WARN Could not find real path of "
+             "/sys/class/pci_bus/0000:21/../../0000:21:00.0\n"
+             "DESKTOP:36629:36635 [0] NCCL INFO graph/xml.cc:469 -> 2\n"
+             "DESKTOP:36629:36635 [0] NCCL INFO graph/topo.cc:522 -> 2\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.confidence >= 0.6
+    assert "PCI tree" in top.title and top.culprit_hosts == ("DESKTOP",) and "WSL2" in top.what
+    # NCCL's INFO line of that wording about a network interface is harmless: no such reading
+    net = "e53b7da88fea:2493:2753 [0] NCCL INFO Could not find real path of /sys/class/net/eth0/device\n"
+    assert not [h for h in diagnose(tmp_path, net).hypotheses if "PCI tree" in h.title]
+    # a topology file given by hand is what failed there: that reading comes first
+    given = "DESKTOP:36629:36629 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/nccl/topo.xml\n" + paste
+    top = diagnose(tmp_path, given).hypotheses[0]
+    assert "NCCL_TOPO_FILE" in top.title and not [h for h in diagnose(tmp_path, given).hypotheses
+                                                  if "PCI tree" in h.title]

@@ -56,6 +56,7 @@ from syncdoctor.analyze.rules.setup import (
     nccl_plugin_mismatch,
     nccl_version_mismatch,
     net_plugin_error,
+    pci_tree_unreadable,
     peer_unreachable,
     rendezvous_closed,
     rendezvous_timeout,
@@ -96,6 +97,7 @@ RULES: tuple[Rule, ...] = (
     rendezvous_closed,
     store_port_taken,
     topology_file,
+    pci_tree_unreadable,
     net_plugin_error,
 )
 

@@ -28,8 +28,8 @@ from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "peer_unreachable", "rendezvous_closed",
-           "rendezvous_timeout", "store_port_taken", "topology_file"]
+__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "pci_tree_unreadable", "peer_unreachable",
+           "rendezvous_closed", "rendezvous_timeout", "store_port_taken", "topology_file"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
                 "connection abort", "Proxy Call")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
@@ -348,6 +348,35 @@ def topology_file(tl: Timeline) -> list[Hypothesis]:
            "the topology, or use the file made for this machine type.")
     return [hypothesis(tl, Category.UNRECOGNISED, 0.6, title, what=what, fix=fix, where=where,
                        evidence=evidence_of([warn], "NCCL's topology search failed") + evidence_of(files, "given", 2))]
+
+
+_PCI_PATH = re.compile(r"Could not find real path of (?P<path>/sys/(?:class/pci_bus|bus/pci|devices)/\S+)")
+
+
+def pci_tree_unreadable(tl: Timeline) -> list[Hypothesis]:
+    """NCCL's topology detection could not follow a GPU's or NIC's PCI path in sysfs (``graph/xml.cc:332 NCCL WARN
+    Could not find real path of /sys/class/pci_bus/0000:21/../../0000:21:00.0``, then ``unhandled system error``):
+    the system shows no real PCI tree for the device (WSL2, a VM without it, a container with /sys masked). The
+    INFO line of that wording about a network interface (``/sys/class/net/lo/device``) is harmless and not read."""
+    if topology_file(tl):
+        return []  # a topology file given by hand: that rule reads it
+    warns = [(e, m) for e in tl.of(Kind.NCCL_WARN) if (m := _PCI_PATH.search(str(e.data.get("message", "")))) is not None]
+    if not warns:
+        return []
+    events = [e for e, _ in warns]
+    where = attribute(events, tl)
+    path = warns[0][1]["path"]
+    failed = any(e.kind is Kind.NCCL_ERROR or e.kind is Kind.EXCEPTION for e in tl.events)
+    title = (f"NCCL could not find the device's place in the host's PCI tree ({path})"
+             f"{' on ' + where.text if where.text else ''}: the system shows it no real PCI sysfs")
+    what = ("At init NCCL builds the machine's topology by following each GPU's and NIC's path under /sys; this one "
+            "does not resolve. That happens where the system does not show its PCI devices: WSL2 (older NCCL "
+            "releases did not support it), a virtual machine, or a container whose /sys is masked or not mounted."
+            + (" NCCL's init then failed ('unhandled system error' after it)." if failed else ""))
+    fix = ("Run where /sys shows the devices (bare metal, PCI passthrough, /sys mounted into the container); on WSL2, "
+           "a recent NCCL; or describe the machine by hand with NCCL_TOPO_FILE.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.6 if failed else 0.45, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "NCCL's topology detection failed", 4))]
 
 
 # network plugins' own warnings: aws-ofi-nccl (EFA, libfabric), Google's TCPX/TCPXO (FasTrak) and gIB plugins
