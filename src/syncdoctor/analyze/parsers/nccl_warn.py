@@ -49,7 +49,8 @@ __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "Duplicate GPU detected", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
-            "Unable to allocate shared memory", "Got completion", "completed with error")
+            "Unable to allocate shared memory", "Got completion", "completed with error", "Failed to CUDA calloc",
+            "Failed to CUDA malloc")
 
 # ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
 IB_STATUS = {
@@ -68,6 +69,8 @@ _IB = re.compile(
     r"(?:[, ]+(?:len|reqSize)[= ](?P<len>\d+))?(?:[, ]+vendor[_ ]err[= ]?(?P<vendor>\d+))?)?"
 )
 _HCA = re.compile(r"\bhca (?P<hca>[\w.\-]+)")
+# NCCL's allocator (alloc.h): ``Failed to CUDA calloc async 1920 bytes``, ``Failed to CUDA malloc 4194304 bytes``
+_CUDA_ALLOC = re.compile(r"Failed to CUDA (?:calloc|malloc)(?: async)? \d+ bytes")
 _MODIFY_QP = re.compile(
     r"Call to ibv_modify_qp failed with (?:(?P<errno>\d+)(?: (?P<err>[^,]+))?|error (?P<err_only>[^,]+?)"
     r"(?: errno (?P<errno2>\d+))?(?:,|$))"
@@ -288,7 +291,9 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
             "cuda_error": int(match["code"]), "message": match["msg"].strip()})]
     match = _GPU.search(message)
-    if match and "out of memory" in match["msg"]:  # NCCL could not allocate its buffers: the GPU's memory is full
+    if (match and "out of memory" in match["msg"]) or _CUDA_ALLOC.search(message):
+        # NCCL could not allocate its buffers: the GPU's memory is full (``Failed to CUDA calloc async 1920 bytes``:
+        # its allocator's own words, the CUDA error on the line before it when the log has it)
         return [make_event(Kind.CUDA_OOM, line, origin=origin, data={"tried": None, "gpu": None, "source": "nccl"})]
     where = line.body.split("WARN", 1)[0]
     if match and _SHM_FILE.search(where):
@@ -363,8 +368,8 @@ def parse(line: Line) -> list[Event]:
     unreachable = _ofi_unreachable(line, body, None)  # the plugin's WARN repeated by 'Last error:'
     if unreachable:
         return unreachable
-    if _SHM.search(body) or _SHM_OLD.search(body):  # NCCL's shm WARN repeated by 'Last error:' (often on its own line)
-        return _warn(line, body, Origin(), "WARN")
+    if _SHM.search(body) or _SHM_OLD.search(body) or _CUDA_ALLOC.search(body):
+        return _warn(line, body, Origin(), "WARN")  # NCCL's WARN repeated by 'Last error:' (often on its own line)
     if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "nccl", "where": "socket", "message": body.strip()[:300]})]
