@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from syncdoctor.analyze import analyze_paths
-from syncdoctor.analyze.paste import paste_margin, unwrap, wrap_width
+from syncdoctor.analyze.paste import FILLER, paste_margin, unwrap, wrap_width
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "analyze" / "real"
 
@@ -101,13 +101,63 @@ def test_a_wrap_width_needs_different_lines_that_go_on() -> None:
     assert width == 80
     joined = unwrap(wrapped_log, width).decode()
     assert joined.count("\n") == wrapped_log.decode().count("\n")  # the lines keep their numbers
-    assert joined.splitlines()[:2] == [lines[0], ""]
+    assert joined.splitlines()[:2] == [lines[0], FILLER]
     # the same longest line repeated, or followed by lines of their own, is no wrap
     repeated = b"[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: x\n" * 4
     assert wrap_width(repeated) == 0
     own = b"".join(b"node%d:1:2 [0] NCCL WARN Cuda failure 'invalid argument' on a long line of its own\n"
                    b"node%d:1:2 [0] NCCL INFO init.cc:1358 -> 1\n" % (n, n) for n in range(4))
     assert wrap_width(own) == 0
+
+
+def _wrapped(lines: list[str], width: int) -> str:
+    return "".join(line[i:i + width] + "\n" for line in lines for i in range(0, max(len(line), 1), width))
+
+
+def test_two_wrapped_lines_are_enough_and_what_a_wrap_is_not() -> None:
+    # a paste whose only long lines are two, each wrapped once: found, the wrap cutting a word at the turn
+    lines = ["[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL("
+             "SeqNum=2, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",
+             "[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+             "address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"]
+    pieces = _wrapped(lines, 100)
+    assert "\nrk address" in pieces or "\nL(SeqNum" in pieces or len(pieces.splitlines()) == 4
+    assert wrap_width(pieces.encode()) == 100
+    assert unwrap(pieces.encode(), 100).decode().splitlines() == [lines[0], FILLER, lines[1], FILLER]
+    # ... a traceback's frames of the longest length, the code below each indented: not a wrap
+    frames = b"".join(b'  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/run_%d.py", line 79, in main\n'
+                      b"    return f(*args, **kwargs)\n" % n for n in range(4))
+    assert wrap_width(frames) == 0
+    # ... nor lines at that length each followed by a line of its own behind a log viewer's line number
+    numbered = b"".join(b"[8074%d] [rank%d]:[E321 02:07:08.414640780 ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught x\n"
+                        % (n, n, n) for n in range(4))
+    assert wrap_width(numbered) == 0
+
+
+def test_a_traceback_goes_on_across_the_lines_a_joined_line_took_in(tmp_path: Path) -> None:
+    lines = ["[rank3]: Traceback (most recent call last):",
+             '[rank3]:   File "/workspace/train.py", line 88, in <module>',
+             '[rank3]:   File "/opt/conda/lib/python3.10/site-packages/torch/distributed/c10d_logger.py", line 75, in '
+             'wrapper',
+             "[rank3]:     return func(*args, **kwargs)",
+             '[rank3]:   File "/workspace/train.py", line 61, in main',
+             "[rank3]:     dist.barrier()",
+             "[rank3]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL"
+             ".cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3"]
+    path = tmp_path / "wrapped.txt"
+    path.write_text(_wrapped(lines, 60))
+    assert wrap_width(path.read_bytes()) == 60
+    exceptions = [e for e in analyze_paths([str(path)]).timeline.events if e.kind.value == "exception"]
+    assert exceptions and exceptions[0].origin.rank == 3 and "unhandled cuda error" in exceptions[0].data["message"]
+    assert [str(f) for f in exceptions[0].data.get("frames") or ()][-1] == "train.py:61 in main", exceptions[0].data
+    # real: a traceback whose frames are written without indentation (hiyouga/ChatGLM-Efficient-Tuning), its long
+    # frame lines wrapped at 120 columns: the frames after a joined one are still the traceback's
+    real = (REAL / "r8k-chatglm-et-tokenizer-barrier-store-get" / "log.txt").read_text()
+    wrapped = tmp_path / "chatglm.txt"
+    wrapped.write_text(_wrapped(real.splitlines(), 120))
+    assert wrap_width(wrapped.read_bytes()) == 120
+    top = analyze_paths([str(wrapped)]).diagnosis.hypotheses[0]
+    assert top.code == "A001" and "main_process_first" in top.title, top.title
 
 
 def test_the_margin_every_line_shares() -> None:

@@ -12,7 +12,7 @@ import re
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "paste_margin", "unquoted", "unwrap", "without_margin", "wrap_width"]
+__all__ = ["ANSI_BYTES", "FILLER", "paste_margin", "unquoted", "unwrap", "without_margin", "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 _LEAD = re.compile(rb"[ \t>]*")
@@ -68,21 +68,33 @@ def unquoted(data: bytes) -> bytes:
     return without_margin(data, paste_margin(data))
 
 
+# what stands in for each line a joined line took in (the line numbers stay those of the paste): a control
+# character no log line is, which the reader skips, so that a traceback or a table goes on across it
+FILLER = "\x1f"
 _WRAP_SAMPLE = 2000  # lines of the first block looked at for a wrap width
 _MIN_WIDTH = 60
-_MIN_WRAPPED = 3
+_MIN_WRAPPED = 2
 
 
-def _starts_a_line(text: str) -> bool:
+_LINE_NUMBER = re.compile(r"\[?\d{1,9}\]?[:|]? +")  # a log viewer's line number: ``[80747] [rank4]:[E321 …``
+
+
+def _starts_a_line(text: str, numbered: bool = True) -> bool:
     """A line that opens as log lines do (a writer's prefix, a level, a timestamp, NCCL's prefix, a Python
-    exception or traceback line): a line of its own, not the rest of one."""
+    exception or traceback line), also after a log viewer's line number: a line of its own, not the rest of one."""
+    number = _LINE_NUMBER.match(text) if numbered else None
+    if number and _starts_a_line(text[number.end():], numbered=False):
+        return True
     prefix = split_prefix(text)
     origin = prefix.origin
     if prefix.time_text or prefix.severity or origin.rank is not None or origin.host or origin.pid is not None \
             or origin.local_rank is not None:
         return True
     body = prefix.body
-    return (split_nccl(body) is not None or exception_of(body) is not None or body.startswith("Traceback")
+    exception = exception_of(body)
+    if exception is not None and "." not in exception[0] and exception[0][:1].islower():
+        exception = None  # the rest of a word cut by the wrap (``rkError: …`` of ``DistNetworkError: …``)
+    return (split_nccl(body) is not None or exception is not None or body.startswith("Traceback")
             or body.lstrip().startswith('File "'))
 
 
@@ -98,13 +110,14 @@ def wrap_width(block: bytes) -> int:
     at = [i for i, line in enumerate(lines) if len(line) == width]
     if len({lines[i] for i in at}) < _MIN_WRAPPED:
         return 0
-    followed = [i for i in at if i + 1 < len(lines) and lines[i + 1].strip() and not _starts_a_line(lines[i + 1])]
+    followed = [i for i in at if i + 1 < len(lines) and lines[i + 1].strip() and not lines[i + 1].startswith("  ")
+                and not _starts_a_line(lines[i + 1])]
     return width if len(followed) >= _MIN_WRAPPED and len(followed) * 2 >= len(at) else 0
 
 
 def unwrap(block: bytes, width: int) -> bytes:
     """The lines of ``block`` that were wrapped at ``width`` joined again, each joined line followed by as many
-    empty lines as it took in (the line numbers stay those of the paste)."""
+    :data:`FILLER` lines as it took in (the line numbers stay those of the paste)."""
     lines = block.decode("utf-8", "replace").split("\n")
     out: list[str] = []
     i = 0
@@ -115,6 +128,6 @@ def unwrap(block: bytes, width: int) -> bytes:
             taken += 1
             line += lines[i + taken]
         out.append(line)
-        out.extend([""] * taken)
+        out.extend([FILLER] * taken)
         i += taken + 1
     return "\n".join(out).encode("utf-8")

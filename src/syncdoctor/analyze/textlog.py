@@ -15,7 +15,7 @@ from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, parse_line, start_
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
-from syncdoctor.analyze.paste import ANSI_BYTES, paste_margin, unwrap, without_margin, wrap_width
+from syncdoctor.analyze.paste import ANSI_BYTES, FILLER, paste_margin, unwrap, without_margin, wrap_width
 from syncdoctor.analyze.scan import Scanner
 
 __all__ = ["TextStats", "read_text"]
@@ -37,6 +37,35 @@ _INFO = b" NCCL INFO "
 # next prompt, come from that host (where they do not name one themselves)
 _PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-]*(?:\.[\w-]+)*)"
                      rb"(?:[: ][^\n$#%]{0,80})?\]?\s?[$#%] ")
+# a paste whose newlines were lost (a page's rendered text copied, markdown joining the lines of an unfenced paste):
+# log lines run together on one line, each still behind its writer's prefix; read apart, at the same line number
+_RUN_TOGETHER = re.compile(
+    rb" (?=[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] (?:NCCL |[\w./\-]{1,200}:\d{1,6} NCCL ))"
+    rb"| (?=\[rank\d{1,6}\]:)"
+)
+_RANK = re.compile(rb"\[rank\d{1,6}\]:")
+_RUN_MIN = 100  # bytes: a shorter line is one line
+
+
+def _runs_together(raw: bytes) -> bool:
+    """Cheap first look (bytes.find) for a second writer's prefix in a line: NCCL's word twice, or a rank prefix
+    twice."""
+    first = raw.find(b" NCCL ")
+    if first >= 0 and raw.find(b" NCCL ", first + 6) >= 0:
+        return True
+    first = raw.find(b"[rank")
+    return first >= 0 and raw.find(b" [rank", first + 5) >= 0
+
+
+def _apart(raw: bytes) -> list[bytes]:
+    """The lines run together in ``raw``, cut before each writer's prefix after the first line's own (a rank
+    prefix behind Ray's actor prefix stays with it)."""
+    rank = _RANK.search(raw)
+    keep = rank.end() if rank else 0
+    cuts = [m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep]
+    if not cuts:
+        return [raw]
+    return [raw[a:b].strip(b" ") for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
 _MAX_SEEN = 200_000  # distinct NCCL INFO keys remembered (bounded memory whatever the log)
 
 
@@ -62,6 +91,9 @@ def _info_key(raw: bytes, at: int) -> bytes | None:
     if sized < 0:
         return None
     return raw[:colon] + b"|COMPLETE|" + raw[sized + 8: sized + 16].split(b" ", 1)[0]
+
+
+_FILLER = FILLER.encode()
 
 
 def _blank_line(block: bytes, after: int, before: int) -> bool:
@@ -134,6 +166,8 @@ def _lines_above(state: _State, block: bytes, start: int, line: Line) -> list[st
     writer = (line.origin.rank, line.origin.host, line.origin.pid)
     above: list[str] = []
     for raw in _raw_above(block, start, _MAX_ABOVE):
+        if raw == _FILLER:
+            continue
         read = make_line(_decode(raw), Ref(state.source, 0), state.file_origin)
         if (read.origin.rank, read.origin.host, read.origin.pid) != writer:
             break
@@ -190,6 +224,10 @@ def _feed(state: _State, active: _Active, block: bytes, pos: int, number: int) -
         end = block.find(b"\n", pos)
         if end == -1:
             end = size
+        if block[pos:end] == _FILLER:  # a line a joined line took in: the follower goes on across it
+            pos = end + 1
+            number += 1
+            continue
         line = make_line(_decode(block[pos:end]), Ref(state.source, number), state.file_origin)
         active.fed += 1
         if not follower.feed(line):
@@ -263,6 +301,14 @@ def read_text(
             counted += block.count(b"\n", counted_pos, start)
             counted_pos = start
             number = counted + 1
+            if len(raw) > _RUN_MIN and _runs_together(raw):
+                pieces = _apart(raw)
+                if len(pieces) > 1:
+                    for piece in pieces[:-1]:
+                        stats.candidates += 1
+                        _add(events, parse_line(make_line(_decode(piece), Ref(source, number), state.file_origin)),
+                             bars)
+                    raw = pieces[-1]
             line = make_line(_decode(raw), Ref(source, number), state.file_origin)
             stats.candidates += 1
             new = _completed(state, block, start, line, parse_line(line), bars)

@@ -1,0 +1,66 @@
+"""Readings added after the thirty-first blind harvest (the r34* cases of the real corpus), one behaviour per
+test, each with the look-alike it must not catch: NCCL's allocator failing to get GPU memory, and log lines whose
+newlines the paste lost (read apart at their line). Lines are written as the tools print them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste, events_of, one
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category, Kind
+
+diagnose = diagnose_paste
+
+
+def test_ncclS_allocator_that_could_not_get_gpu_memory(tmp_path: Path) -> None:
+    # real: deepspeedai/DeepSpeed#3827 (ZeRO++ under pdsh: 'Last error:' then the allocator's words)
+    paste = ("192.168.1.51: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, internal error, NCCL version 2.14.3\n"
+             "192.168.1.51: ncclInternalError: Internal check failed.\n"
+             "192.168.1.51: Last error:\n"
+             "192.168.1.51: Failed to CUDA calloc async 1920 bytes\n")
+    assert one("192.168.1.51: Failed to CUDA calloc async 1920 bytes", Kind.CUDA_OOM).origin.host == "192.168.1.51"
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_hosts == ("192.168.1.51",)
+    # the WARN of its own line reads the same; host memory (cudaHostAlloc) is no GPU's
+    assert one("node1:1:2 [0] include/alloc.h:48 NCCL WARN Failed to CUDA calloc 1920 bytes", Kind.CUDA_OOM)
+    assert not [e for e in events_of("node1:1:2 [0] include/alloc.h:30 NCCL WARN Failed to CUDA host alloc 1920 bytes")
+                if e.kind is Kind.CUDA_OOM]
+
+
+_ONE_LINE = ("> sh train.sh ubun:2375340:2375340 [0] NCCL INFO Bootstrap : Using [0]enp4s0:10.214.24.190<0> "
+             "ubun:2375340:2375340 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal "
+             "implementation ubun:2375340:2375340 [0] NCCL INFO NCCL version 2.7.8+cuda10.2\n>\n"
+             "> ubun:2375341:2375387 [0] init.cc:573 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+             "device 1000 ubun:2375341:2375387 [0] NCCL INFO init.cc:840 -> 5 ubun:2375341:2375387 [0] NCCL INFO "
+             "group.cc:73 -> 5 [Async thread]\n")
+
+
+def test_log_lines_whose_newlines_the_paste_lost(tmp_path: Path) -> None:
+    # real: arclab-MIT lrgt#13 (an unfenced paste: markdown ran the lines of each block together)
+    top = diagnose(tmp_path, _ONE_LINE).hypotheses[0]
+    assert top.category is Category.DUPLICATE_GPU and top.culprit_hosts == ("ubun",)
+    assert [e.ref.line for e in top.evidence][:1] == [3]  # cited at the line it is on
+    (tmp_path / "one.log").write_text(_ONE_LINE)
+    kinds = {e.kind for e in analyze_paths([str(tmp_path / "one.log")]).timeline.events if e.ref.line == 1}
+    assert {Kind.NCCL_BOOTSTRAP, Kind.NCCL_VERSION} <= kinds
+    # ranks' lines run together: each rank's timeout read; a rank prefix behind Ray's actor prefix stays with it
+    ranks = "".join(f"[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
+                    f"WorkNCCL(SeqNum=2, OpType=BARRIER, Timeout(ms)=600000) ran for 600041 milliseconds before timing "
+                    "out. " for r in (1, 2, 3))
+    (tmp_path / "ranks.log").write_text(ranks + "\n")
+    read = analyze_paths([str(tmp_path / "ranks.log")]).timeline.events
+    assert sorted(e.origin.rank for e in read if e.kind is Kind.WATCHDOG_TIMEOUT) == [1, 2, 3]
+    ray = ("(RayWorker pid=11305, ip=10.0.0.7) [rank10]:[E ProcessGroupNCCL.cpp:563] [Rank 10] Watchdog caught "
+           "collective operation timeout: WorkNCCL(SeqNum=2, OpType=BARRIER, Timeout(ms)=600000) ran for 600041 "
+           "milliseconds before timing out.\n")
+    (tmp_path / "ray.log").write_text(ray)
+    event = next(e for e in analyze_paths([str(tmp_path / "ray.log")]).timeline.events
+                 if e.kind is Kind.WATCHDOG_TIMEOUT)
+    assert (event.origin.rank, event.origin.host, event.origin.pid) == (10, "10.0.0.7", 11305)
+    # one NCCL line that names NCCL twice is one line, read once
+    long = ("node1:12:34 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<43210> with "
+            "error 12, opcode 0, len 0, vendor err 129 (seen with NCCL 2.14.3)\n")
+    (tmp_path / "long.log").write_text(long)
+    read = analyze_paths([str(tmp_path / "long.log")]).timeline.events
+    assert [e.kind for e in read] == [Kind.IB_COMPLETION_ERROR]
