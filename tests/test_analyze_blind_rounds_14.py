@@ -64,3 +64,16 @@ def test_log_lines_whose_newlines_the_paste_lost(tmp_path: Path) -> None:
     (tmp_path / "long.log").write_text(long)
     read = analyze_paths([str(tmp_path / "long.log")]).timeline.events
     assert [e.kind for e in read] == [Kind.IB_COMPLETION_ERROR]
+
+
+def test_a_timeout_the_watchdog_reported_hours_late(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#118369 (BioNeMo: 30 min limit, reported after 7.1 h; also NVIDIA/NeMo#8441)
+    late = ("[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96117, "
+            "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625613 milliseconds before timing out.\n")
+    top = diagnose(tmp_path, late).hypotheses[0]
+    assert top.category is Category.UNEXPLAINED_TIMEOUT and "reported it 6.6 h late" in top.title
+    assert "could not run itself" in top.what and "Xid" in top.what
+    # a timeout reported at its limit says nothing of the kind
+    in_time = late.replace("25625613", "1800085")
+    top = diagnose(tmp_path, in_time).hypotheses[0]
+    assert "late" not in top.title and "could not run itself" not in top.what

@@ -20,6 +20,7 @@ from syncdoctor.analyze.rules.common import (
     is_link_local,
 )
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
+from syncdoctor.units import format_duration
 
 __all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
            "socket_fallback", "unexplained_timeout"]
@@ -556,6 +557,29 @@ def _watch_unreachable(tl: Timeline) -> list[Hypothesis]:
     return out
 
 
+_LATE_FACTOR = 2  # a timeout reported after twice its limit (and a minute more) was reported late
+
+
+def _late_watchdog(tl: Timeline, timed: list[int]) -> tuple[str, str]:
+    """What a timeout reported long after its limit says (``Timeout(ms)=1800000) ran for 25624887 milliseconds``):
+    the watchdog, which checks its collectives continually, could not run itself for that long. (A few words for
+    the title, the sentences for the text; empty when every timeout was reported in time.)"""
+    for rank in timed:
+        for event in tl.ranks[rank].of(*TIMEOUT_KINDS):
+            ran, limit = event.data.get("ran_ms"), event.data.get("timeout_ms")
+            if isinstance(ran, int) and isinstance(limit, int) and limit > 0 and ran >= _LATE_FACTOR * limit + 60_000:
+                late = format_duration((ran - limit) / 1000)
+                return f"rank {rank}'s watchdog reported it {late} late", (
+                        f"Rank {rank}'s watchdog reported its timeout {late} late: the "
+                        f"collective ran {format_duration(ran / 1000)} against a limit of "
+                        f"{format_duration(limit / 1000)}. PyTorch's watchdog checks its collectives continually, so "
+                        "it could not run itself for that long: a CUDA call hung in the driver (a GPU that stopped "
+                        "answering; PyTorch's heartbeat monitor ends such a process when it is on), the process was "
+                        "stopped (SIGSTOP, a debugger) or the machine suspended. Check the host's dmesg for Xid errors "
+                        "at that time.")
+    return "", ""
+
+
 def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
     timed = sorted(r for r, s in tl.ranks.items() if s.has(*TIMEOUT_KINDS))
     if not timed:
@@ -568,6 +592,9 @@ def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
         what = ("NCCL's RAS report shows every communicator running with no error: every rank launched the same "
                 "collectives, none is missing or dead. The collective stalled inside NCCL: a link, a NIC or a GPU "
                 "(check the hosts' dmesg for Xid and NIC errors, and syncdoctor probe the links).")
+    late_words, late = _late_watchdog(tl, timed)
+    if late_words:
+        title += f" ({late_words})"
     unseen = [r for r in range(max(tl.ranks) + 1) if r not in tl.ranks or not tl.ranks[r].logged]
     fix = None
     if unseen and not ras:
@@ -580,6 +607,8 @@ def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
                 "outside this excerpt. Their logs, or the Flight Recorder dumps of every rank "
                 "(TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1, then syncdoctor analyze the "
                 "dumps), say which: a rank that never entered the collective is the one to look at.")
+    if late:
+        what = (what + " " if what else "") + late
     return [hypothesis(tl, Category.UNEXPLAINED_TIMEOUT, 0.3, title, affected=timed, what=what, fix=fix,
                        evidence=evidence_of([tl.ranks[r].of(*TIMEOUT_KINDS)[0] for r in timed], "timed out",
                                             MAX_CASCADE) + evidence_of(ras, "NCCL RAS: running, no error", 2),
