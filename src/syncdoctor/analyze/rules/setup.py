@@ -200,6 +200,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                               hosts=suspects, fix=_BRIDGE_FIX if bridged else None,
                               what=what, evidence=evidence,
                               processes=where.processes, local_ranks=where.local_ranks))
+        out += _bridge_gateway(tl, [e for e in nccl + gloo if "refused" in str(e.data.get("error", "")).lower()])
     if not out:
         out += _reset_while_connecting(tl)
     out += _launch_unreachable(tl)
@@ -310,6 +311,33 @@ def _store_gone_at_shutdown(tl: Timeline) -> list[Hypothesis]:
 _DOCKER_BRIDGE = ipaddress.ip_network("172.17.0.0/16")
 _BRIDGE_FIX = ("Run the containers with host networking (docker run --network=host, hostNetwork: true), or set "
                "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to an interface whose address the other hosts reach.")
+
+
+# the gateway of a Docker network, the host's own interface on it (docker0 is 172.17.0.1, user-defined networks
+# 172.18.0.1 and up): a process that advertises it for its sockets gets refused connections from the other hosts
+_GATEWAY = re.compile(r"^172\.(?:1[7-9]|2\d|3[01])\.0\.1$")
+
+
+def _bridge_gateway(tl: Timeline, refused: list[Event]) -> list[Hypothesis]:
+    """Peers' connections refused at a Docker network's gateway address (``Connect to 172.18.0.1<49273> failed :
+    Connection refused``; UCX's ``connect(…, dest_addr=172.17.0.1:42887) failed``): the peer advertised its
+    docker0 or br-… interface (A008), the interface NCCL, gloo or UCX picked first."""
+    at = [e for e in refused if _GATEWAY.match(str(e.data.get("peer_addr") or e.data.get("remote_addr") or "")
+                                                .rsplit("<", 1)[0].rsplit(":", 1)[0].strip("[]"))]
+    if not at:
+        return []
+    where = attribute(at, tl)
+    addrs = sorted({str(e.data.get("peer_addr") or e.data.get("remote_addr")) for e in at})
+    title = (f"a peer advertised a Docker network's own address ({', '.join(addrs[:2])}): "
+             f"{where.text or 'a process'} was refused there")
+    what = ("That address is a Docker network's gateway, the host's own docker0 (172.17.0.1) or br-… interface: the "
+            "process that gave it to its peers picked that interface for its sockets (NCCL, gloo and UCX take the "
+            "first one that is up), and from another host it leads to that host's own bridge, where nothing listens.")
+    fix = ("Set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME, or UCX_NET_DEVICES under Open MPI with UCX) to the "
+           "interface that joins the hosts, on every host (`syncdoctor check` lists them); or exclude the bridges "
+           "(NCCL_SOCKET_IFNAME=^docker0,br-,lo).")
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(at, "refused at a bridge's gateway", 4))]
 
 
 def _docker_bridge(addr: str) -> bool:
