@@ -132,7 +132,9 @@ _RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? faile
 _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
 # net socket transport (socket.cc / socket.h): ``Net : peer 10.0.0.2<12345> message truncated : receiving 1048576
 # bytes instead of 65536``
-_TRUNCATED = re.compile(r"peer (?P<peer>\S+) message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)")
+# (NCCL 2.4 printed it without the peer; a paste may cut it after "truncated :")
+_TRUNCATED = re.compile(r"(?:peer (?P<peer>\S+) )?message truncated(?: : receiving (?P<got>\d+) bytes instead of "
+                        r"(?P<want>\d+))?")
 # NCCL 2.4-2.7's argument check across ranks (init.cc): ``Mismatched collective detected, please check your
 # collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL …``
 _MISMATCHED = re.compile(r"Mismatched collective detected(?:.*?at and around rank (?P<rank>\d+))?")
@@ -255,9 +257,9 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
             "ifname": None, "transport": "nccl", "where": match["where"], "message": message[:300]})]
     match = _TRUNCATED.search(message)
     if match:  # the peer sent more than this rank's collective expected: the ranks ran different collectives
+        sizes = {"received_bytes": int(match["got"]), "expected_bytes": int(match["want"])} if match["got"] else {}
         return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
-            "source": "nccl-truncated", "received_bytes": int(match["got"]), "expected_bytes": int(match["want"]),
-            "sides": [], **_peer(match["peer"])})]
+            "source": "nccl-truncated", **sizes, "sides": [], **_peer(match["peer"])})]
     if "Call to bind failed" in message and "in use" in message:  # NCCL's own listening socket (socket.cc)
         return [make_event(Kind.STORE_ERROR, line, origin=origin, data={
             "what": "listen", "source": "nccl-bind", "error": "Address already in use"})]
@@ -375,10 +377,12 @@ def parse(line: Line) -> list[Event]:
             "ifname": None, "transport": "nccl", "where": "socket", "message": body.strip()[:300]})]
     match = _TORCH_NCCL.search(body)
     code = _NCCL_CODE.search(body)
-    if match or code or "remote process exited" in body or "unhandled system error" in body:
+    cuda = _NCCL_CALL_CUDA.search(body)  # Horovod's and torch 1.x's 'ncclAllReduce failed: unhandled cuda error'
+    if match or code or cuda or "remote process exited" in body or "unhandled system error" in body:
         version = _NCCL_VERSION.search(body)
         error = match["error"].strip() if match else (code["code"] if code else "unhandled system error"
-                                                       if "unhandled system error" in body else "remote process exited")
+                                                       if "unhandled system error" in body else "unhandled cuda error"
+                                                       if cuda else "remote process exited")
         events = [make_event(Kind.NCCL_ERROR, line, data={
             "error": error[:120], "code": code["code"] if code else None,
             "version": version["version"] if version else None})]
@@ -395,6 +399,7 @@ def parse(line: Line) -> list[Event]:
 
 
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<rest>.*)$")
+_NCCL_CALL_CUDA = re.compile(r"\bnccl\w+ failed: unhandled cuda error")
 
 
 @dataclass
