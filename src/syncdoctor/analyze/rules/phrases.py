@@ -78,7 +78,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RENDEZVOUS_TIMEOUT, "a rendezvous or store barrier that did not gather everyone",
      re.compile(r"RendezvousTimeoutError|rendezvous\b[^\n]{0,60}\b(?:timed out|timeout)|waiting for clients"
-                r"|store[_ ]based[_ ]barrier|timed out initializing process group", _I)),
+                r"|store[_ ]based[_ ]barrier|timed out initializing process group"
+                # Slurm's PMIx exchange between the job's nodes (srun --mpi=pmix): slurmstepd's fence timed out
+                r"|pmixp_coll\w*[^\n]{0,120}\bcollective timeout", _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"
