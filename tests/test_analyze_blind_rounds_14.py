@@ -1,6 +1,8 @@
-"""Readings added after the thirty-first blind harvest (the r34* cases of the real corpus), one behaviour per
-test, each with the look-alike it must not catch: NCCL's allocator failing to get GPU memory, and log lines whose
-newlines the paste lost (read apart at their line). Lines are written as the tools print them."""
+"""Readings added after the thirty-first and thirty-second blind harvests (the r34* and r35* cases of the real
+corpus), one behaviour per test, each with the look-alike it must not catch: NCCL's allocator failing to get GPU
+memory, log lines whose newlines the paste lost (read apart at their line), a timeout the watchdog reported hours
+late, a peer refused at a Docker network's gateway, an NCCL call that failed with a CUDA error under Horovod, and
+Slurm's PMIx exchange that timed out. Lines are written as the tools print them."""
 
 from __future__ import annotations
 
@@ -77,3 +79,52 @@ def test_a_timeout_the_watchdog_reported_hours_late(tmp_path: Path) -> None:
     in_time = late.replace("25625613", "1800085")
     top = diagnose(tmp_path, in_time).hypotheses[0]
     assert "late" not in top.title and "could not run itself" not in top.what
+
+
+def test_a_peer_refused_at_a_docker_networks_gateway(tmp_path: Path) -> None:
+    # real: pytorch/examples#689 (NCCL 2.4.2, mp.spawn) and NVIDIA/nccl-tests#180 (Open MPI with UCX)
+    nccl = ("id-d3:715:790 [1] include/socket.h:382 NCCL WARN Connect to 172.18.0.1<49273> failed : Connection "
+            "refused\n")
+    top = diagnose(tmp_path, nccl).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and "172.18.0.1" in top.title and "NCCL_SOCKET_IFNAME" in top.fix
+    ucx = ("[1700554343.440876] [10-192-80-132:7355 :0]            sock.c:323  UCX  ERROR   connect(fd=48, "
+           "dest_addr=172.17.0.1:42887) failed: Connection refused\n")
+    assert diagnose(tmp_path, ucx).hypotheses[0].category is Category.LOOPBACK_ADDRESS
+    # a host of the job whose address is in those ranges, not a network's gateway, is a peer that cannot be reached
+    host = nccl.replace("172.18.0.1", "172.18.4.23")
+    assert diagnose(tmp_path, host).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_an_nccl_call_that_failed_with_a_cuda_error_under_horovod(tmp_path: Path) -> None:
+    # real: pytorch/ignite#3466 (horovodrun's gloo launcher) and horovod/horovod#3618 (A100s, Horovod 0.23)
+    line = "[1]<stderr>:RuntimeError: ncclCommInitRank failed: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
+    assert {e.kind for e in events_of(line)} >= {Kind.NCCL_ERROR, Kind.GPU_ERROR}
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and top.culprit_ranks == (1,)
+    # its system-error twin is no GPU's
+    other = line.replace("unhandled cuda error", "unhandled system error")
+    assert Kind.GPU_ERROR not in {e.kind for e in events_of(other)}
+
+
+def test_slurms_pmix_exchange_between_the_nodes_timed_out(tmp_path: Path) -> None:
+    # real: NVIDIA/deepops#1179 (srun --mpi=pmix with pyxis containers, two nodes)
+    line = ("slurmstepd: error:  mpi/pmix_v3: pmixp_coll_ring_reset_if_to: adas-ml [0]: pmixp_coll_ring.c:742: "
+            "0x14ce0c02cb20: collective timeout seq=0\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT
+    # PMIx's other errors are not that
+    other = "slurmstepd: error:  mpi/pmix_v3: pmixp_p2p_send: adas-ml [0]: pmixp_utils.c:467: send failed, rc=2\n"
+    assert diagnose(tmp_path, other).hypotheses[0].category is not Category.RENDEZVOUS_TIMEOUT
+
+
+def test_ncclS_message_truncated_without_its_peer_or_its_sizes(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#268 (NCCL 2.4.7: no peer in the line) and NVIDIA/nccl#626 (cut after "truncated :")
+    old = ("hvd1:2918:3333 [0] external/nccl_archive/src/transport/net_socket.cc:200 NCCL WARN NET/Socket : message "
+           "truncated : receiving 696320 bytes instead of 32768")
+    assert one(old, Kind.COLLECTIVE_MISMATCH).data["received_bytes"] == 696320
+    cut = "transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 192.168.161.30<59210> message truncated :"
+    assert one(cut, Kind.COLLECTIVE_MISMATCH).data["peer_addr"] == "192.168.161.30"
+    assert diagnose(tmp_path, cut).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+    # a message about truncated text elsewhere is none
+    assert not [e for e in events_of("node1:1:2 [0] NCCL WARN hostname truncated to 64 characters")
+                if e.kind is Kind.COLLECTIVE_MISMATCH]
