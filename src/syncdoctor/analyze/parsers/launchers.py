@@ -41,11 +41,13 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "Killing subprocess", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "Killing subprocess", "crashed with exit code", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[",
             "UCX  ERROR", "MPICH ERROR [Rank")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
+# MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
+_COMPOSER = re.compile(r"\bRank (?P<rank>\d{1,6}) crashed with exit code (?P<code>-?\d{1,3})\b")
 _LOCAL_ARG = re.compile(r"--local[_-]rank[= ]'?,? ?'?(?P<local>\d+)")
 _OMPI = re.compile(r"(?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal "
                    r"(?P<sig>\d+)(?: \((?P<name>[^)]+)\))?")
@@ -255,6 +257,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=only) if only is not None else None, data={
             "source": "deepspeed", "exitcode": code, "signal": signal_name(code), "local_rank": only,
             "last_local_rank": int(local["local"]) if local else None})]
+    match = _COMPOSER.search(body)
+    if match:  # MosaicML Composer's launcher: the global rank and the exit code (negative: the signal)
+        code = int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"])), data={
+            "source": "composer", "exitcode": code, "signal": signal_name(code)})]
     match = _OMPI.search(body)
     if match:
         number = int(match["sig"])
