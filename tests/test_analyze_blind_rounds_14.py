@@ -1,8 +1,10 @@
 """Readings added after the thirty-first and thirty-second blind harvests (the r34* and r35* cases of the real
 corpus), one behaviour per test, each with the look-alike it must not catch: NCCL's allocator failing to get GPU
 memory, log lines whose newlines the paste lost (read apart at their line), a timeout the watchdog reported hours
-late, a peer refused at a Docker network's gateway, an NCCL call that failed with a CUDA error under Horovod, and
-Slurm's PMIx exchange that timed out. Lines are written as the tools print them."""
+late, a peer refused at a Docker network's gateway, an NCCL call that failed with a CUDA error under Horovod,
+Slurm's PMIx exchange that timed out, NCCL's truncated message in older and cut forms; and after the thirty-third
+(r36*): Composer's launcher naming the crashed rank, and colour codes written in caret notation. Lines are written
+as the tools print them."""
 
 from __future__ import annotations
 
@@ -128,3 +130,26 @@ def test_ncclS_message_truncated_without_its_peer_or_its_sizes(tmp_path: Path) -
     # a message about truncated text elsewhere is none
     assert not [e for e in events_of("node1:1:2 [0] NCCL WARN hostname truncated to 64 characters")
                 if e.kind is Kind.COLLECTIVE_MISMATCH]
+
+
+def test_composers_launcher_names_the_rank_and_its_signal(tmp_path: Path) -> None:
+    # real: mosaicml/llm-foundry#258 (Docker's 64 MB /dev/shm: exit code -7, SIGBUS)
+    line = "ERROR:composer.cli.launcher:Rank 2 crashed with exit code -7."
+    event = one(line, Kind.WORKER_FAILED)
+    assert (event.origin.rank, event.data["signal"]) == (2, "SIGBUS")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.SHM_EXHAUSTED and top.culprit_ranks == (2,)
+    # an exit code 1 is a crash whose cause is in that rank's own output, not shared memory
+    top = diagnose(tmp_path, line.replace("-7.", "1.")).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (2,)
+
+
+def test_colour_codes_written_in_caret_notation() -> None:
+    # real: ray-project/ray#35907 (`^[[` where the escape byte was: a terminal's copy through less or cat -v)
+    line = ("^[[2m^[[36m(RayTrainWorker pid=1364126)^[[0m [rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600041 "
+            "milliseconds before timing out.")
+    event = one(line, Kind.WATCHDOG_TIMEOUT)
+    assert (event.origin.rank, event.origin.pid, event.seq) == (0, 1364126, 2)
+    # a caret that starts no escape stays: x^[y] is text
+    assert "x^[y]" in one("x^[y] RuntimeError: boom", Kind.ERROR_LINE).text
