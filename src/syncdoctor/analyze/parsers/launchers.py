@@ -41,7 +41,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "Killing subprocess", "crashed with exit code", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[",
             "UCX  ERROR", "MPICH ERROR [Rank")
 
@@ -173,7 +173,65 @@ _NOTICED_CUT = re.compile(r"noticed that process rank (?P<rank>\d+) with PID (?P
 _NOTICED_SIGNAL = re.compile(r"signal (?P<sig>\d+)(?: \([^)]*\))?\.?$")
 
 
-def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | None:
+@dataclass
+class _InboundFollower:
+    """Open MPI's help text for an inbound TCP connection from an unexpected address (btl_tcp): ``Local host:``,
+    ``Peer hostname: node1 ([[30832,1],1])``, ``Source IP of socket: 10.10.10.8``, ``Known IPs of peer:`` and the
+    addresses below it (the peer connected from an interface it never announced); and the one for a peer process
+    that disconnected (``Peer host:``: the host whose process went away)."""
+
+    head: Line
+    max_lines: int = 16
+    fields: dict[str, str] = field(default_factory=dict)
+    known: list[str] = field(default_factory=list)
+    listing: bool = False
+
+    def feed(self, line: Line) -> bool:
+        text = line.body.strip()
+        if text.startswith("---") and self.fields:
+            return False
+        match = _INBOUND_FIELD.match(text)
+        if match:
+            self.fields[match["key"]] = match["value"].strip()
+            self.listing = match["key"] == "Known IPs of peer"
+        elif self.listing and _IP_LIKE.fullmatch(text):
+            self.known.append(text)
+        return True
+
+    def finish(self) -> list[Event]:
+        local = self.fields.get("Local host") or None
+        if _MPI_DISCONNECT in self.head.body:  # the peer process went away: a lost connection, with the peer's host
+            gone = self.fields.get("Peer host") or None
+            if gone is None:
+                return []
+            return [make_event(Kind.PEER_CLOSED, self.head, origin=Origin(host=local) if local else None, data={
+                "transport": "mpi", "how": "disconnected", "peer_addr": gone})]
+        peer = _INBOUND_PEER.match(self.fields.get("Peer hostname", ""))
+        data: dict[str, object] = {"what": "unexpected-address", "message": self.head.body.strip()[:200]}
+        if peer:
+            data["peer_host"] = peer["host"]
+            data["answered_rank"] = int(peer["rank"]) if peer["rank"] else None
+        if self.fields.get("Source IP of socket"):
+            data["source_ip"] = self.fields["Source IP of socket"]
+        if self.known:
+            data["known_ips"] = self.known[:8]
+        return [make_event(Kind.MPI_TRANSPORT, self.head, origin=Origin(host=local) if local else None, data=data)]
+
+
+_INBOUND_FIELD = re.compile(r"(?P<key>Local host|Local PID|Peer hostname|Peer host|Source IP of socket|Known IPs of peer):"
+                            r"\s*(?P<value>.*)$")
+_INBOUND_PEER = re.compile(r"(?P<host>[\w.\-]+)(?:\s*\(\[\[\d+,\d+\],(?P<rank>\d+)\]\))?")
+_IP_LIKE = re.compile(r"[0-9a-fA-F.:%\w\-]{2,60}")
+
+
+# Open MPI's help text when a peer process went away: ``An MPI communication peer process has unexpectedly
+# disconnected.`` then ``Local host:``, ``Local PID:``, ``Peer host:`` (read by the same follower)
+_MPI_DISCONNECT = "peer process has unexpectedly disconnected"
+
+
+def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | None:
+    if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body:
+        return _InboundFollower(line)
     match = _OMPI_FIRST.search(line.body)
     if match and match["code"] is None:
         follower = _OmpiFollower(line)
@@ -191,6 +249,7 @@ _OMPI_NONZERO = re.compile(r"(?P<count>\d+) process(?:es)? returned\s*(?:a non-z
 
 
 _BTL = re.compile(r"\[(?P<host>[\w.\-]+)\]\[\[\d+,\d+\],(?P<rank>\d+)\]\[btl_tcp\w*\.c:\d+:\w+\]\s*(?P<msg>.+)")
+_BTL_INBOUND = "detected an inbound MPI TCP connection request"
 _BTL_PEER = re.compile(r"received unexpected process identifier \[\[\d+,\d+\],(?P<got>\d+)\]")
 _BTL_CONNECT = re.compile(r"connect\(\) to (?P<addr>[\w.:\-]+) failed: (?P<err>[^(]+?)\s*(?:\(\d+\))?\s*$")
 # UCX's socket transport (Open MPI's pml_ucx, HPC-X, NCCL's UCX plugin): ``[1746051351.812265] [host:1950659:0]

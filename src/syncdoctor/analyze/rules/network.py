@@ -337,22 +337,37 @@ def _mpi_wrong_peer(tl: Timeline) -> list[Hypothesis]:
     """Open MPI's TCP transport dialled a peer's address and another process answered: an address that several
     hosts have (docker0's 172.17.0.1, virbr0's 192.168.122.1) or interfaces on networks that do not connect were
     among those MPI tries, since it uses every interface it finds unless told which."""
-    events = [e for e in tl.of(Kind.MPI_TRANSPORT) if e.data.get("what") == "unexpected-peer"]
+    events = [e for e in tl.of(Kind.MPI_TRANSPORT) if e.data.get("what") in ("unexpected-peer", "unexpected-address")]
     if not events:
         return []
     where = attribute(events, tl)
-    title = (f"Open MPI's TCP transport on {where.text or 'a host'} reached the wrong process (rank "
-             f"{events[0].data.get('answered_rank')} answered): it connected over an interface whose address another "
-             "host has too, or that leads to another network")
-    what = ("Open MPI's TCP transport (btl_tcp) uses every interface it finds. An address present on several hosts "
-            "(a Docker or libvirt bridge: 172.17.0.1, 192.168.122.1) or an interface that reaches another network "
-            "makes a connection land on the wrong process, which refuses it: the job hangs or aborts while wiring "
-            "up (Horovod, mpirun-launched training).")
-    fix = ("Tell Open MPI which network to use: mpirun --mca btl_tcp_if_include <the cluster NIC or its subnet, e.g. "
-           "ib0 or 10.0.0.0/16> --mca oob_tcp_if_include <the same> (or --mca btl_tcp_if_exclude lo,docker0,virbr0); "
-           "set NCCL_SOCKET_IFNAME to the same interface for NCCL.")
-    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.7, title, what=what, fix=fix, where=where,
+    if events[0].data.get("what") == "unexpected-peer":
+        title = (f"Open MPI's TCP transport on {where.text or 'a host'} reached the wrong process (rank "
+                 f"{events[0].data.get('answered_rank')} answered): it connected over an interface whose address "
+                 "another host has too, or that leads to another network")
+    else:  # 'Open MPI detected an inbound MPI TCP connection request … from an IP address that is unexpected'
+        data = events[0].data
+        peer = str(data.get("peer_host") or "a peer")
+        source = f" from {data['source_ip']}" if data.get("source_ip") else ""
+        known = f" (it announced {', '.join(map(str, data['known_ips']))})" if data.get("known_ips") else ""
+        title = (f"Open MPI's TCP transport{' on ' + where.text if where.text else ''} dropped {peer}'s connection"
+                 f"{source}, an address {peer} never announced{known}: the hosts' interfaces are on different "
+                 "networks, or several paths join them")
+        hosts = sorted({str(e.data["peer_host"]) for e in events if e.data.get("peer_host")})
+        if hosts:
+            return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.7, title, what=_MPI_WHAT, fix=_MPI_FIX, hosts=hosts,
+                               evidence=evidence_of(events, "a connection from an unexpected address", 4))]
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.7, title, what=_MPI_WHAT, fix=_MPI_FIX, where=where,
                        evidence=evidence_of(events, "another process answered", 4))]
+
+
+_MPI_WHAT = ("Open MPI's TCP transport (btl_tcp) uses every interface it finds. An address present on several hosts "
+             "(a Docker or libvirt bridge: 172.17.0.1, 192.168.122.1) or an interface that reaches another network "
+             "makes a connection land on the wrong process, or arrive from an address the peer never announced, and "
+             "it is refused: the job hangs or aborts while wiring up (Horovod, mpirun-launched training).")
+_MPI_FIX = ("Tell Open MPI which network to use: mpirun --mca btl_tcp_if_include <the cluster NIC or its subnet, e.g. "
+            "ib0 or 10.0.0.0/16> --mca oob_tcp_if_include <the same> (or --mca btl_tcp_if_exclude lo,docker0,virbr0); "
+            "set NCCL_SOCKET_IFNAME to the same interface for NCCL.")
 
 
 def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
