@@ -182,6 +182,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"ECC ",  # an uncorrectable ECC error
     b"receive grad",  # DDP's reducer: Parameter indices which did not receive grad for rank 2: 426 427 …
     b"NVRM: GPU at",  # the driver's first report on a GPU: NVRM: GPU at PCI:0000:17:00: GPU-… (the host of that GPU)
+    b"unexpectedly disconnected",  # Open MPI: An MPI communication peer process has unexpectedly disconnected.
+    b"inbound MPI TCP",  # Open MPI's btl_tcp help text: an inbound connection from an unexpected IP address
+    b"kernel ABI",  # libibverbs: Driver bnxt_re does not support the kernel ABI of 6 (the container's rdma-core)
+    b"IB devices",  # ibv_devinfo: No IB devices found
     b"E0",  # a glog line at severity E or F (month 01-12): E0312 10:11:12.123456  1054 fastrak_gpumem_manager.cc:200]
     b"E1",
     b"F0",

@@ -26,7 +26,9 @@ _ERROR = re.compile(
     # (oneCCL's level between bars: ``|CCL_ERROR|``); the words of a failure on a line without an error word
     # (a runtime's own wording)
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"
-    r"\bAddress already in use\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b)"
+    r"\bAddress already in use\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b"
+    # an RDMA stack that sees no device: ibv_devinfo's words, libibverbs's provider that does not match the kernel's
+    r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b)"
 )
 _BENIGN = re.compile(
     r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
