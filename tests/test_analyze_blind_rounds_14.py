@@ -153,3 +153,68 @@ def test_colour_codes_written_in_caret_notation() -> None:
     assert (event.origin.rank, event.origin.pid, event.seq) == (0, 1364126, 2)
     # a caret that starts no escape stays: x^[y] is text
     assert "x^[y]" in one("x^[y] RuntimeError: boom", Kind.ERROR_LINE).text
+
+
+_INBOUND = """--------------------------------------------------------------------------
+Open MPI detected an inbound MPI TCP connection request from a peer
+that appears to be part of this MPI job (i.e., it identified itself as
+part of this Open MPI job), but it is from an IP address that is
+unexpected.  This is highly unusual.
+
+  Local host:          xuerq-horovod0
+  Local PID:           8136
+  Peer hostname:       xuerq-horovod1 ([[30832,1],1])
+  Source IP of socket: 10.10.10.8
+  Known IPs of peer:
+\t10.1.102.5
+--------------------------------------------------------------------------
+"""
+
+
+def test_open_mpi_dropped_a_connection_from_an_address_the_peer_never_announced(tmp_path: Path) -> None:
+    # real: horovod/horovod#72 (Kubernetes pods with two networks: the peer connected from the other one)
+    top = diagnose(tmp_path, _INBOUND).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH and top.culprit_hosts == ("xuerq-horovod1",)
+    assert "10.10.10.8" in top.title and "10.1.102.5" in top.title and "btl_tcp_if_include" in top.fix
+    # the help text cut before its fields still says what happened, naming no host
+    cut = "\n".join(_INBOUND.splitlines()[:5]) + "\n"
+    top = diagnose(tmp_path, cut).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH and top.culprit_hosts == ()
+
+
+def test_an_rdma_stack_that_sees_no_device_is_never_silence(tmp_path: Path) -> None:
+    # real: k8snetworkplumbingwg/sriov-cni#348 (a pod whose rdma-core does not match the host's bnxt_re driver)
+    paste = ("root@testpod1:/# ibv_devinfo\n"
+             "libibverbs: Warning: Driver bnxt_re does not support the kernel ABI of 6 (supports 1 to 1) for device "
+             "/sys/class/infiniband/bnxt_re2\nNo IB devices found\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "kernel ABI" in top.title
+    # an ibv_devinfo that lists its device says nothing of the kind
+    assert not diagnose(tmp_path, "root@testpod1:/# ibv_devinfo\nhca_id: bnxt_re0\n\ttransport: InfiniBand (0)\n"
+                        ).hypotheses
+
+
+def test_open_mpi_names_the_host_whose_peer_process_disconnected(tmp_path: Path) -> None:
+    # real: horovod/horovod#1950 (the peer's process went away; the local rank then aborted)
+    paste = """An MPI communication peer process has unexpectedly disconnected.  This
+usually indicates a failure in the peer process (e.g., a crash or
+otherwise exiting without calling MPI_FINALIZE first).
+
+  Local host: reco-zl-c4-reco313
+  Local PID:  7720
+  Peer host:  reco-zl-c4-reco316
+--------------------------------------------------------------------------
+"""
+    event = next(e for e in analyze_paths([_write(tmp_path, paste)]).timeline.events if e.kind is Kind.PEER_CLOSED)
+    assert (event.origin.host, event.data["peer_addr"]) == ("reco-zl-c4-reco313", "reco-zl-c4-reco316")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_hosts == ("reco-zl-c4-reco316",)
+    # the help text cut before its peer names no host
+    cut = "\n".join(paste.splitlines()[:3]) + "\n"
+    assert not [e for e in analyze_paths([_write(tmp_path, cut)]).timeline.events if e.kind is Kind.PEER_CLOSED]
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "paste.log"
+    path.write_text(text)
+    return str(path)
