@@ -66,6 +66,8 @@ def _apart(raw: bytes) -> list[bytes]:
     if not cuts:
         return [raw]
     return [raw[a:b].strip(b" ") for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+
+
 _MAX_SEEN = 200_000  # distinct NCCL INFO keys remembered (bounded memory whatever the log)
 
 
