@@ -75,7 +75,7 @@ def right_cases() -> list[tuple[str, str, str]]:
     (stamped, 0.01),
     # a terminal's hard wrap at 120 columns: joined again where two different lines end exactly there and go on
     # in lines of no prefix; a paste with one long line, or a continuation that starts like a line of its own (a
-    # rank, a time), is not (15 of 559)
+    # rank, a time), is not (15 of 600)
     (wrapped, 0.04),
 ])
 def test_the_shapes_of_a_paste_read_the_same(right_cases, tmp_path: Path,
