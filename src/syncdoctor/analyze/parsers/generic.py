@@ -49,12 +49,8 @@ _GLOG_ERROR = re.compile(
 def parse(line: Line) -> list[Event]:
     body = line.body
     match = _ERROR.search(body)
-    if not match:
-        glog = _GLOG_ERROR.search(body)
-        if glog is None or _BENIGN.search(body):
-            return []
-        word = "glog FATAL" if glog["sev"] == "F" else "glog ERROR"
-        return [make_event(Kind.ERROR_LINE, line, data={"word": word, "message": body.strip()[:300]})]
-    if _BENIGN.search(body):
+    glog = None if match else _GLOG_ERROR.search(body)
+    if (match is None and glog is None) or _BENIGN.search(body):
         return []
-    return [make_event(Kind.ERROR_LINE, line, data={"word": match.group(0)[:40], "message": body.strip()[:300]})]
+    word = match.group(0)[:40] if match else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")
+    return [make_event(Kind.ERROR_LINE, line, data={"word": word, "message": body.strip()[:300]})]
