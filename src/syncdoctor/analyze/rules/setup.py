@@ -356,10 +356,15 @@ def _topology_failed(tl: Timeline) -> list[Event]:
             or "graph/" in e.text.split(" NCCL ", 1)[0]]
 
 
+def _topology_given(tl: Timeline) -> list[Event]:
+    """The lines that say NCCL was given a topology or graph file (``NCCL_TOPO_FILE set by environment to …``)."""
+    return [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") in _TOPOLOGY_FILES]
+
+
 def topology_file(tl: Timeline) -> list[Hypothesis]:
     """NCCL was given a topology or graph file (NCCL_TOPO_FILE, NCCL_GRAPH_FILE: cloud images set them in
     /etc/nccl.conf for one VM size) and its topology search failed: the file describes another machine."""
-    files = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") in _TOPOLOGY_FILES]
+    files = _topology_given(tl)
     failed = _topology_failed(tl)
     if not files or not failed:
         return []
@@ -386,15 +391,15 @@ def pci_tree_unreadable(tl: Timeline) -> list[Hypothesis]:
     Could not find real path of /sys/class/pci_bus/0000:21/../../0000:21:00.0``, then ``unhandled system error``):
     the system shows no real PCI tree for the device (WSL2, a VM without it, a container with /sys masked). The
     INFO line of that wording about a network interface (``/sys/class/net/lo/device``) is harmless and not read."""
-    if topology_file(tl):
-        return []  # a topology file given by hand: that rule reads it
+    if _topology_given(tl) and _topology_failed(tl):
+        return []  # a topology file given by hand: topology_file reads it
     warns = [(e, m) for e in tl.of(Kind.NCCL_WARN) if (m := _PCI_PATH.search(str(e.data.get("message", "")))) is not None]
     if not warns:
         return []
     events = [e for e, _ in warns]
     where = attribute(events, tl)
     path = warns[0][1]["path"]
-    failed = any(e.kind is Kind.NCCL_ERROR or e.kind is Kind.EXCEPTION for e in tl.events)
+    failed = bool(tl.of(Kind.NCCL_ERROR, Kind.EXCEPTION))
     title = (f"NCCL could not find the device's place in the host's PCI tree ({path})"
              f"{' on ' + where.text if where.text else ''}: the system shows it no real PCI sysfs")
     what = ("At init NCCL builds the machine's topology by following each GPU's and NIC's path under /sys; this one "
