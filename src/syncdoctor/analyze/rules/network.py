@@ -341,24 +341,24 @@ def _mpi_wrong_peer(tl: Timeline) -> list[Hypothesis]:
     if not events:
         return []
     where = attribute(events, tl)
-    if events[0].data.get("what") == "unexpected-peer":
+    data = events[0].data
+    if data.get("what") == "unexpected-peer":
         title = (f"Open MPI's TCP transport on {where.text or 'a host'} reached the wrong process (rank "
-                 f"{events[0].data.get('answered_rank')} answered): it connected over an interface whose address "
+                 f"{data.get('answered_rank')} answered): it connected over an interface whose address "
                  "another host has too, or that leads to another network")
+        note, hosts = "another process answered", []
     else:  # 'Open MPI detected an inbound MPI TCP connection request … from an IP address that is unexpected'
-        data = events[0].data
         peer = str(data.get("peer_host") or "a peer")
         source = f" from {data['source_ip']}" if data.get("source_ip") else ""
         known = f" (it announced {', '.join(map(str, data['known_ips']))})" if data.get("known_ips") else ""
         title = (f"Open MPI's TCP transport{' on ' + where.text if where.text else ''} dropped {peer}'s connection"
                  f"{source}, an address {peer} never announced{known}: the hosts' interfaces are on different "
                  "networks, or several paths join them")
+        note = "a connection from an unexpected address"
         hosts = sorted({str(e.data["peer_host"]) for e in events if e.data.get("peer_host")})
-        if hosts:
-            return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.7, title, what=_MPI_WHAT, fix=_MPI_FIX, hosts=hosts,
-                               evidence=evidence_of(events, "a connection from an unexpected address", 4))]
-    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.7, title, what=_MPI_WHAT, fix=_MPI_FIX, where=where,
-                       evidence=evidence_of(events, "another process answered", 4))]
+    # the peer that connected from the unexpected address is the host to fix, where the help text names it
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.7, title, what=_MPI_WHAT, fix=_MPI_FIX,
+                       **({"hosts": hosts} if hosts else {"where": where}), evidence=evidence_of(events, note, 4))]
 
 
 _MPI_WHAT = ("Open MPI's TCP transport (btl_tcp) uses every interface it finds. An address present on several hosts "
