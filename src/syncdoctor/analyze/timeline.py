@@ -3,8 +3,9 @@
 Pure: no I/O. Attribution fills in what a line did not say itself, from what other lines said:
 ``(host, pid) -> rank`` (NCCL ``Init COMPLETE`` of the largest communicator, torchrun's failure table),
 ``(host, local_rank) -> rank`` (torchrun's table, stacked ``[default1]:[rank5]:`` prefixes),
-``pid -> rank`` (the table again, for the agent's own lines; and for NCCL's ``host:pid`` lines of a
-process that failed before ``Init COMPLETE``, when the pid is unambiguous) and ``rank -> host``.
+``pid -> rank`` (the table again, for the agent's own lines; for NCCL's ``host:pid`` lines of a
+process that failed before ``Init COMPLETE``, when the pid is unambiguous; and for lines that carry a pid but no
+host, Ray's ``(RayWorker pid=N)`` prefix, where one of them ties that pid to a single rank) and ``rank -> host``.
 
 Each rank then gets a :class:`RankState`: its events, the highest collective sequence number it is known
 to have reached per group, its first failure, and an outcome (crashed, timed out, lost a peer, stopped by

@@ -71,6 +71,8 @@ _IB = re.compile(
 _HCA = re.compile(r"\bhca (?P<hca>[\w.\-]+)")
 # NCCL's allocator (alloc.h): ``Failed to CUDA calloc async 1920 bytes``, ``Failed to CUDA malloc 4194304 bytes``
 _CUDA_ALLOC = re.compile(r"Failed to CUDA (?:calloc|malloc)(?: async)? \d+ bytes")
+# Horovod's and torch 1.x's message of a failed NCCL call: ``ncclAllReduce failed: unhandled cuda error``
+_NCCL_CALL_CUDA = re.compile(r"\bnccl\w+ failed: unhandled cuda error")
 _MODIFY_QP = re.compile(
     r"Call to ibv_modify_qp failed with (?:(?P<errno>\d+)(?: (?P<err>[^,]+))?|error (?P<err_only>[^,]+?)"
     r"(?: errno (?P<errno2>\d+))?(?:,|$))"
@@ -377,7 +379,7 @@ def parse(line: Line) -> list[Event]:
             "ifname": None, "transport": "nccl", "where": "socket", "message": body.strip()[:300]})]
     match = _TORCH_NCCL.search(body)
     code = _NCCL_CODE.search(body)
-    cuda = _NCCL_CALL_CUDA.search(body)  # Horovod's and torch 1.x's 'ncclAllReduce failed: unhandled cuda error'
+    cuda = _NCCL_CALL_CUDA.search(body)
     if match or code or cuda or "remote process exited" in body or "unhandled system error" in body:
         version = _NCCL_VERSION.search(body)
         error = match["error"].strip() if match else (code["code"] if code else "unhandled system error"
@@ -399,7 +401,6 @@ def parse(line: Line) -> list[Event]:
 
 
 _LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<rest>.*)$")
-_NCCL_CALL_CUDA = re.compile(r"\bnccl\w+ failed: unhandled cuda error")
 
 
 @dataclass
