@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.api import Analysis
 from syncdoctor.analyze.collect import dedup_events
 from syncdoctor.analyze.model import Diagnosis, Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.textlog import read_text
+from syncdoctor.analyze.timeline import Timeline
 
 NO_ORIGIN = Origin()
 FIXTURES = Path(__file__).parent / "fixtures" / "analyze"
@@ -36,8 +38,17 @@ def one(text: str, kind: Kind, origin: Origin = NO_ORIGIN) -> Event:
     return found[0]
 
 
-def diagnose_paste(tmp_path: Path, text: str) -> Diagnosis:
-    """The diagnosis of ``text`` written to a file, as a user's paste would be analysed."""
+def _analyze_paste(tmp_path: Path, text: str) -> Analysis:
     path = tmp_path / "paste.txt"
     path.write_text(text.strip("\n") + "\n")
-    return analyze_paths([str(path)]).diagnosis
+    return analyze_paths([str(path)])
+
+
+def diagnose_paste(tmp_path: Path, text: str) -> Diagnosis:
+    """The diagnosis of ``text`` written to a file, as a user's paste would be analysed."""
+    return _analyze_paste(tmp_path, text).diagnosis
+
+
+def timeline_of(tmp_path: Path, text: str) -> Timeline:
+    """The timeline of ``text`` written to a file (the events after attribution and the timeline's own checks)."""
+    return _analyze_paste(tmp_path, text).timeline

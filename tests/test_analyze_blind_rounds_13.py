@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, events_of, one, read
-from syncdoctor.analyze import analyze_paths
+from analyze_helpers import diagnose_paste, events_of, one, read, timeline_of
 from syncdoctor.analyze.model import Category, Kind
 from syncdoctor.analyze.parsers.prefixes import clean
 
@@ -74,8 +73,7 @@ def test_the_watchdogs_message_pasted_from_its_work_on(tmp_path: Path) -> None:
     assert diagnose(tmp_path, paste).hypotheses  # no longer silent
     # the same text under its whole watchdog line is one timeout, not two
     whole = ("[Rank 1] Watchdog caught collective operation timeout:\n" + paste)
-    (tmp_path / "whole.log").write_text(whole)
-    timeline = analyze_paths([str(tmp_path / "whole.log")]).timeline
+    timeline = timeline_of(tmp_path, whole)
     read_whole = [e for e in timeline.events if e.kind is Kind.WATCHDOG_TIMEOUT]
     assert read_whole and not [e for e in read_whole if e.data.get("headless")]
     assert {(e.origin.rank, e.seq) for e in read_whole if e.seq is not None} == {(1, 1)}
@@ -170,8 +168,7 @@ def test_where_a_rank_waited_is_one_place_whether_read_from_its_exception_or_its
                  '[rank7]:   File "/x/torch/distributed/distributed_c10d.py", line 2144, in broadcast\n'
                  "[rank7]:     work.wait()\n"
                  "[rank7]: torch.distributed.DistBackendError: " + _watchdog(7).split("] ", 2)[2])
-    (tmp_path / "w.log").write_text(_watchdog(6) + _watchdog(7) + traceback)
-    timeline = analyze_paths([str(tmp_path / "w.log")]).timeline
+    timeline = timeline_of(tmp_path, _watchdog(6) + _watchdog(7) + traceback)
     assert where_waited(timeline, 6) == where_waited(timeline, 7) == "broadcast #1"
 
 

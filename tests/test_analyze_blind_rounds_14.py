@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, events_of, one
-from syncdoctor.analyze import analyze_paths
+from analyze_helpers import diagnose_paste, events_of, one, timeline_of
 from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
@@ -45,28 +44,24 @@ def test_log_lines_whose_newlines_the_paste_lost(tmp_path: Path) -> None:
     top = diagnose(tmp_path, _ONE_LINE).hypotheses[0]
     assert top.category is Category.DUPLICATE_GPU and top.culprit_hosts == ("ubun",)
     assert [e.ref.line for e in top.evidence][:1] == [3]  # cited at the line it is on
-    (tmp_path / "one.log").write_text(_ONE_LINE)
-    kinds = {e.kind for e in analyze_paths([str(tmp_path / "one.log")]).timeline.events if e.ref.line == 1}
+    kinds = {e.kind for e in timeline_of(tmp_path, _ONE_LINE).events if e.ref.line == 1}
     assert {Kind.NCCL_BOOTSTRAP, Kind.NCCL_VERSION} <= kinds
     # ranks' lines run together: each rank's timeout read; a rank prefix behind Ray's actor prefix stays with it
     ranks = "".join(f"[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
                     f"WorkNCCL(SeqNum=2, OpType=BARRIER, Timeout(ms)=600000) ran for 600041 milliseconds before timing "
                     "out. " for r in (1, 2, 3))
-    (tmp_path / "ranks.log").write_text(ranks + "\n")
-    read = analyze_paths([str(tmp_path / "ranks.log")]).timeline.events
+    read = timeline_of(tmp_path, ranks).events
     assert sorted(e.origin.rank for e in read if e.kind is Kind.WATCHDOG_TIMEOUT) == [1, 2, 3]
     ray = ("(RayWorker pid=11305, ip=10.0.0.7) [rank10]:[E ProcessGroupNCCL.cpp:563] [Rank 10] Watchdog caught "
            "collective operation timeout: WorkNCCL(SeqNum=2, OpType=BARRIER, Timeout(ms)=600000) ran for 600041 "
            "milliseconds before timing out.\n")
-    (tmp_path / "ray.log").write_text(ray)
-    event = next(e for e in analyze_paths([str(tmp_path / "ray.log")]).timeline.events
+    event = next(e for e in timeline_of(tmp_path, ray).events
                  if e.kind is Kind.WATCHDOG_TIMEOUT)
     assert (event.origin.rank, event.origin.host, event.origin.pid) == (10, "10.0.0.7", 11305)
     # one NCCL line that names NCCL twice is one line, read once
     long = ("node1:12:34 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<43210> with "
             "error 12, opcode 0, len 0, vendor err 129 (seen with NCCL 2.14.3)\n")
-    (tmp_path / "long.log").write_text(long)
-    read = analyze_paths([str(tmp_path / "long.log")]).timeline.events
+    read = timeline_of(tmp_path, long).events
     assert [e.kind for e in read] == [Kind.IB_COMPLETION_ERROR]
 
 
@@ -205,16 +200,10 @@ otherwise exiting without calling MPI_FINALIZE first).
   Peer host:  reco-zl-c4-reco316
 --------------------------------------------------------------------------
 """
-    event = next(e for e in analyze_paths([_write(tmp_path, paste)]).timeline.events if e.kind is Kind.PEER_CLOSED)
+    event = next(e for e in timeline_of(tmp_path, paste).events if e.kind is Kind.PEER_CLOSED)
     assert (event.origin.host, event.data["peer_addr"]) == ("reco-zl-c4-reco313", "reco-zl-c4-reco316")
     top = diagnose(tmp_path, paste).hypotheses[0]
     assert top.category is Category.RANK_CRASHED and top.culprit_hosts == ("reco-zl-c4-reco316",)
     # the help text cut before its peer names no host
     cut = "\n".join(paste.splitlines()[:3]) + "\n"
-    assert not [e for e in analyze_paths([_write(tmp_path, cut)]).timeline.events if e.kind is Kind.PEER_CLOSED]
-
-
-def _write(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "paste.log"
-    path.write_text(text)
-    return str(path)
+    assert not [e for e in timeline_of(tmp_path, cut).events if e.kind is Kind.PEER_CLOSED]
