@@ -99,6 +99,10 @@ srun: error: learnfair0833: tasks 9-10,12-15: Killed
     nodes = diagnose(tmp_path, "srun: error: gpu-a: task 1: Exited with exit code 1\n"
                                "srun: error: gpu-b: task 0: Killed\n").hypotheses[0]
     assert nodes.category is Category.RANK_CRASHED and nodes.culprit_ranks == () and "gpu-a" in nodes.title
+    # real: saforem2/ezpz#238 (a node killed: srun names its four tasks, each a rank)
+    killed = diagnose(tmp_path, "srun: error: nid001321: tasks 4-7: Killed\n").hypotheses[0]
+    assert killed.category is Category.RANK_KILLED and killed.culprit_ranks == (4, 5, 6, 7)
+    assert "nid001321" in killed.culprit_hosts
 
 
 def test_a_pasted_hosts_line_names_the_host_that_advertised_loopback(tmp_path: Path) -> None:

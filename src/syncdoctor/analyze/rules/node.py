@@ -431,17 +431,17 @@ def _task_numbers(text: str) -> list[int]:
 
 
 def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
-    """The rank of the one srun task ``events`` name, where srun's reports show several tasks on one host: srun
+    """The ranks of the srun tasks ``events`` name, where srun's reports show several tasks on one host: srun
     then started a task per process, and a task's number (SLURM_PROCID) is its rank. With one task per host
     (torchrun under srun) the number is the node's, and nothing is claimed."""
     numbers = {n for e in events if e.data.get("tasks") for n in _task_numbers(str(e.data["tasks"]))}
-    if len(numbers) != 1:
+    if not numbers:
         return ()
     per_host: dict[str, set[int]] = defaultdict(set)
     for event in tl.of(Kind.WORKER_FAILED):
         if event.data.get("source") == "slurm" and event.data.get("tasks") and event.origin.host:
             per_host[event.origin.host].update(_task_numbers(str(event.data["tasks"])))
-    return tuple(numbers) if any(len(tasks) > 1 for tasks in per_host.values()) else ()
+    return tuple(sorted(numbers)) if any(len(tasks) > 1 for tasks in per_host.values()) else ()
 
 
 def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
