@@ -2,7 +2,8 @@
 lines show the cause, and whose category analyze gets right, is read again after each change a paste or a log
 pipeline makes to all its lines: Windows line ends, a quoted reply (``> ``), a markdown code block indented by
 four spaces (or a list item's), colour codes around the level words, a collector's timestamp before each line
-(``kubectl logs --timestamps``), a terminal's hard wrap. The category of the top hypothesis must stay the same.
+(``kubectl logs --timestamps``), a terminal's hard wrap, a blank line after every line (a copy from a web page or a
+remote desktop). The category of the top hypothesis must stay the same.
 The undoing itself (syncdoctor.analyze.paste) is tested on plain bytes below."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from syncdoctor.analyze import analyze_paths
-from syncdoctor.analyze.paste import FILLER, paste_margin, unwrap, wrap_width
+from syncdoctor.analyze.paste import FILLER, double_spaced, paste_margin, unspaced, unwrap, wrap_width
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "analyze" / "real"
 
@@ -38,6 +39,10 @@ def indented(text: str) -> str:
 
 def wrapped(text: str) -> str:
     return "".join(line[i:i + 120] + "\n" for line in _lines(text) for i in range(0, max(len(line), 1), 120))
+
+
+def spaced(text: str) -> str:
+    return "".join(f"{line}\n\n" for line in _lines(text))
 
 
 def coloured(text: str) -> str:
@@ -77,6 +82,10 @@ def right_cases() -> list[tuple[str, str, str]]:
     # in lines of no prefix; a paste with one long line, or a continuation that starts like a line of its own (a
     # rank, a time), is not (15 of 600)
     (wrapped, 0.04),
+    # the blank line after each line stands in for nothing (the line numbers stay the paste's): a few readings
+    # that look a number of lines on from an error (NCCL's return chain) see half as far, and a paste of two or
+    # three lines is too short to tell a double spacing from blank lines of its own (5 of 604)
+    (spaced, 0.01),
 ])
 def test_the_shapes_of_a_paste_read_the_same(right_cases, tmp_path: Path,
                                              shape: Callable[[str], str], allowed: float) -> None:
@@ -165,3 +174,16 @@ def test_the_margin_every_line_shares() -> None:
     assert paste_margin(b"   ```\n   line one\n     indented more\n\n   ```\n") == b"   "
     assert paste_margin(b"> quoted\n> > nested\n>\n") == b"> "
     assert paste_margin(b"line one\n    indented\n") == b""
+
+
+def test_a_blank_line_after_every_line_is_a_filler_line() -> None:
+    paste = b"```\nTraceback (most recent call last):\n\n  File \"a.py\", line 1\n\n" \
+            b"RuntimeError: boom\n\n\n\nnext\n\nline\n\nend\n\n```\n"
+    assert double_spaced(paste)
+    lines = unspaced(paste).split(b"\n")
+    assert len(lines) == len(paste.split(b"\n"))  # the paste's line numbers are kept
+    assert lines[2] == FILLER.encode() and lines[4] == FILLER.encode()
+    assert lines[7:9] == [b"", b""]  # the log's own blank line (two more in the paste) stays blank
+    # a log as written, with a blank line here and there, or too short to tell, is not double spaced
+    assert not double_spaced(b"a\nb\n\nc\nd\n\ne\nf\ng\n")
+    assert not double_spaced(b"a\n\nb\n\nc\n\n")

@@ -45,6 +45,21 @@ def test_split_prefix(line, rank, local_rank, pid, body, time_text) -> None:
     assert (prefix.time is not None) is bool(time_text)
 
 
+@pytest.mark.parametrize(("line", "host", "rank", "body"), [
+    ("2024-05-01T10:00:01.123Z gpuq13: RuntimeError: CUDA out of memory.", "gpuq13", None, "RuntimeError"),
+    ("2024-05-01T10:00:01.123Z 3: RuntimeError: x", None, 3, "RuntimeError"),
+    ("[2024-05-01 10:00:01] node-7: Killed", "node-7", None, "Killed"),
+    # a logger's dotted name, or a step counter, after a timestamp is no host
+    ("2024-05-01 10:00:01,123 torch.distributed.run: x", None, None, "torch.distributed.run"),
+    ("2024-05-01 10:00:01 step-12: loss 3.1", None, None, "step-12"),
+])
+def test_a_pipelines_timestamp_before_a_launchers_prefix(line, host, rank, body) -> None:
+    # kubectl logs --timestamps, ts, a log collector: the stamp, then the line as pdsh or srun -l wrote it
+    prefix = split_prefix(line)
+    assert prefix.time_text.startswith("2024-05-01")
+    assert (prefix.origin.host, prefix.origin.rank) == (host, rank) and prefix.body.startswith(body)
+
+
 def test_glog_severity_and_file() -> None:
     prefix = split_prefix("[W1129 13:48:08.317968026 socket.cpp:207] [c10d] The hostname of the client socket")
     assert prefix.severity == "warning" and prefix.glog_file == "socket.cpp:207"

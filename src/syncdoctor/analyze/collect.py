@@ -18,7 +18,7 @@ from syncdoctor.analyze.inputs import MAX_LINE, Source, iter_blocks, open_source
 from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
 from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
-from syncdoctor.analyze.paste import unquoted
+from syncdoctor.analyze.paste import double_spaced, unquoted, unspaced
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.textlog import read_text
 from syncdoctor.errors import InputError
@@ -132,7 +132,10 @@ def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scan
         # lines (a watchdog timeout) after ncclras's output
         rest = stream.read(_MAX_RAS_TEXT + 1 - len(head)) if len(head) <= _MAX_RAS_TEXT else b""
         data = head + rest
-        out.events.extend(ras.parse_text(unquoted(data[:_MAX_RAS_TEXT]).decode("utf-8", "replace"), source.name))
+        report = unquoted(data[:_MAX_RAS_TEXT])
+        if double_spaced(report):
+            report = unspaced(report)
+        out.events.extend(ras.parse_text(report.decode("utf-8", "replace"), source.name))
         stats = read_text(iter_blocks(stream, prefix=data), source.name, origin, out.events, scanner)
         out.bytes_read += stats.bytes
         out.lines_read += stats.lines

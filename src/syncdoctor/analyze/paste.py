@@ -2,7 +2,7 @@
 
 A log reaches ``analyze`` through a terminal, a chat, an issue or a log pipeline: colour codes, a margin every
 line shares (a markdown code block indented by four spaces or inside a list item, a quoted reply), lines hard
-wrapped at the terminal's width. Line counts are kept, so that evidence still cites the line where a thing is.
+wrapped at the terminal's width, a blank line after every line (a copy from a web page or a remote desktop). Line counts are kept, so that evidence still cites the line where a thing is.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import re
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "FILLER", "paste_margin", "unquoted", "unwrap", "without_margin", "wrap_width"]
+__all__ = ["ANSI_BYTES", "FILLER", "double_spaced", "paste_margin", "unquoted", "unspaced", "unwrap", "without_margin",
+           "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 _LEAD = re.compile(rb"[ \t>]*")
@@ -111,7 +112,7 @@ def wrap_width(block: bytes) -> int:
     if len({lines[i] for i in at}) < _MIN_WRAPPED:
         return 0
     followed = [i for i in at if i + 1 < len(lines) and lines[i + 1].strip() and not lines[i + 1].startswith("  ")
-                and not _starts_a_line(lines[i + 1])]
+                and lines[i + 1] != FILLER and not _starts_a_line(lines[i + 1])]
     return width if len(followed) >= _MIN_WRAPPED and len(followed) * 2 >= len(at) else 0
 
 
@@ -124,10 +125,45 @@ def unwrap(block: bytes, width: int) -> bytes:
     while i < len(lines):
         line, taken = lines[i], 0
         while len(lines[i + taken]) == width and i + taken + 1 < len(lines) - 1 \
-                and lines[i + taken + 1].strip() and not _starts_a_line(lines[i + taken + 1]):
+                and lines[i + taken + 1].strip() and lines[i + taken + 1] != FILLER \
+                and not _starts_a_line(lines[i + taken + 1]):
             taken += 1
             line += lines[i + taken]
         out.append(line)
         out.extend([FILLER] * taken)
         i += taken + 1
     return "\n".join(out).encode("utf-8")
+
+
+_MIN_SPACED = 6  # lines of a paste's first block, each followed by a blank line, before it counts as double spaced
+
+
+def _blank(line: bytes) -> bool:
+    return not line.strip() and line != FILLER.encode()
+
+
+def double_spaced(block: bytes) -> bool:
+    """A paste with a blank line after every line (copied from a web page, a remote desktop, a chat), from its
+    first block: at least six lines that are not blank, and hardly any (one in twenty) followed by another such
+    line rather than by a blank one. Fences do not count."""
+    lines = [line.rstrip(b"\r") for line in _head(block, _WRAP_SAMPLE)]
+
+    def text(i: int) -> bool:
+        return 0 <= i < len(lines) and not _blank(lines[i]) and not _FENCE_LINE.match(lines[i])
+
+    written = [i for i in range(len(lines)) if text(i)]
+    if len(written) < _MIN_SPACED:
+        return False
+    return sum(1 for i in written if text(i + 1)) * 20 <= len(written)
+
+
+def unspaced(block: bytes) -> bytes:
+    """``block`` with the blank line that follows each line replaced by a :data:`FILLER` line (the line numbers
+    stay those of the paste; a traceback or a table goes on across it). A blank line the log had itself (two or
+    more in a row in the paste) stays."""
+    lines = block.split(b"\n")
+    filler = FILLER.encode()
+    for i in range(1, len(lines)):
+        if _blank(lines[i]) and not _blank(lines[i - 1]) and lines[i - 1] != filler and i + 1 < len(lines):
+            lines[i] = filler
+    return b"\n".join(lines)

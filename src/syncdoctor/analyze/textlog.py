@@ -15,7 +15,16 @@ from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, parse_line, start_
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
-from syncdoctor.analyze.paste import ANSI_BYTES, FILLER, paste_margin, unwrap, without_margin, wrap_width
+from syncdoctor.analyze.paste import (
+    ANSI_BYTES,
+    FILLER,
+    double_spaced,
+    paste_margin,
+    unspaced,
+    unwrap,
+    without_margin,
+    wrap_width,
+)
 from syncdoctor.analyze.scan import Scanner
 
 __all__ = ["TextStats", "read_text"]
@@ -257,6 +266,7 @@ def read_text(
     lines_before = 0  # lines in the blocks already read
     margin: bytes | None = None
     width: int | None = None
+    spaced: bool | None = None
     for block in blocks:
         stats.bytes += len(block)
         # a paste from Windows: the anchors that end a line (`` -> 2\n``) see ``\r`` first (memchr for the ``\r``
@@ -268,6 +278,10 @@ def read_text(
         if margin is None:
             margin = paste_margin(block)
         block = without_margin(block, margin)
+        if spaced is None:
+            spaced = double_spaced(block)
+        if spaced:
+            block = unspaced(block)
         if width is None:
             width = wrap_width(block)
         if width:

@@ -59,6 +59,8 @@ _SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?
 # pdsh: ``worker-1: ``, ``9.91.4.251: ``; a host name has a digit, a dot or a hyphen (``RuntimeError: `` has none);
 # the line after it keeps its indentation (``worker-1:   File "train.py", line 3, in <module>``)
 _PDSH = re.compile(r"(?P<host>(?=[A-Za-z0-9_.-]*[0-9.-])[A-Za-z0-9][A-Za-z0-9_.-]{0,62}): (?= *\S)")
+# after a pipeline's timestamp, a host as pdsh prints it, not a logger's dotted name (``torch.distributed.run: ``)
+_STAMPED_HOST = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*$")
 # ``grep -H`` (``-r``, several files) over log files: ``rank_604.s12gn3064.4031852.log:`` (``-n``: ``…log:12:``)
 _GREP = re.compile(r"(?P<file>[\w.\-/]{1,200}\.(?:log|txt|out|err))(?::\d{1,9})?:(?=\S)")
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
@@ -190,7 +192,7 @@ def split_prefix(text: str) -> Prefix:
     host: str | None = None
     time: float | None = None
     time_text = severity = glog_file = ""
-    ray_pid = False
+    ray_pid = stamped = False
     pos = start = 0  # start: where the prefixes that open a line may be (after a container's)
     compose = None
     match = _COMPOSE.match(text)
@@ -245,7 +247,7 @@ def split_prefix(text: str) -> Prefix:
                 pos = match.end()
                 continue
             match = _PDSH.match(text, pos)
-            if match and not _NOT_HOST.search(match["host"]):
+            if match and not _NOT_HOST.search(match["host"]) and not (stamped and not _STAMPED_HOST.match(match["host"])):
                 host = match["host"]
                 # Slurm's step daemon names itself after the node: "slurmstepd-gpu20-15: error: …"
                 host = host[len("slurmstepd-"):] if host.startswith("slurmstepd-") and len(host) > 11 else host
@@ -269,6 +271,9 @@ def split_prefix(text: str) -> Prefix:
             value = _year_less(int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"]), g["f"])
             if value is not None and time is None:
                 time, time_text = value, match.group(0).strip(" []")
+            if pos == start and not stamped:  # a log pipeline's stamp (kubectl --timestamps, ts): the line after it
+                stamped = True
+                start = match.end()
             pos = match.end()
             continue
         match = _GLOG.match(text, pos) or _PYLOG.match(text, pos)

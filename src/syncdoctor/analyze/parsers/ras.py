@@ -18,6 +18,7 @@ from typing import Any
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers.base import clip
+from syncdoctor.analyze.paste import FILLER
 
 __all__ = ["looks_like_ras_json", "looks_like_ras_text", "parse_json", "parse_text"]
 
@@ -56,6 +57,8 @@ def parse_text(text: str, source: str) -> list[Event]:
         current = None
 
     for number, raw in enumerate(text.splitlines(), start=1):
+        if raw == FILLER:  # the blank line a double-spaced paste added
+            continue
         line = raw.rstrip()
         stripped = line.strip()
         dead = _PEER_DEAD.search(line)
