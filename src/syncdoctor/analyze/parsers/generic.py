@@ -23,6 +23,8 @@ _ERROR = re.compile(
     r"(?:\b(?:[A-Z]\w*(?:Error|Exception)|error|ERROR|Error|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Ff]ailure|[Aa]borted|"
     r"[Kk]illed|Segmentation fault|core dumped|Traceback)\b|\|[A-Z]{2,8}_(?:ERROR|FATAL)\||\bexit(?:ed)?(?: with)?(?: code|code|status)[:= ]+-?[1-9]|"
     r"\breturn code\s*=?\s*-?[1-9]|\bSIG(?:KILL|SEGV|ABRT|BUS|ILL|FPE)\b|terminate called|"
+    # libc++'s (macOS, clang builds) words for libstdc++'s ``terminate called``; c10's and gloo's failed checks
+    r"terminating (?:with|due to) uncaught exception|\benforce fail\b|"
     # (oneCCL's level between bars: ``|CCL_ERROR|``); the words of a failure on a line without an error word
     # (a runtime's own wording)
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"

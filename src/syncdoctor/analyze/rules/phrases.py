@@ -91,7 +91,7 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\bSIGKILL\b|signal 9\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",
      re.compile(r"segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGBUS\b|\bSIGFPE\b|\bSIGILL\b|core dumped|bus error"
-                r"|\bAborted\b|terminate called", _I)),
+                r"|\bAborted\b|terminate called|terminating (?:with|due to) uncaught exception", _I)),
 )
 # a bare "timed out" is no outcome of its own here: a download, a health check or a collective may have timed
 # out, and the rules that read collective timeouts know their formats; such a line stays unrecognised (A028)
