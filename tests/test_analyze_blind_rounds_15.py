@@ -1,6 +1,9 @@
 """Readings added in the session of the thirty-sixth blind harvest (the r39* cases of the real corpus), one
 behaviour per test, each with the look-alike it must not catch: libc++'s words for an uncaught C++ exception
-(macOS and clang builds) cut short by the paste. Lines are written as the tools print them."""
+(macOS and clang builds) cut short by the paste, a NaN the program's own check caught (with the rank and node its
+words name), a device-side assertion, a traceback cut before its error line in the program's own code, and an
+exception of the program's own read as a crash rather than an unknown error. Lines are written as the tools
+print them."""
 
 from __future__ import annotations
 
@@ -22,3 +25,61 @@ def test_libcxxs_uncaught_exception_is_a_crash_even_cut_short(tmp_path: Path) ->
     assert diagnose(tmp_path, newer).hypotheses
     # an exception that was caught and logged is no termination
     assert not events_of("handled an exception of type std::runtime_error, continuing\n")
+
+
+def test_a_nan_its_own_check_caught_names_the_rank_and_node_in_its_words(tmp_path: Path) -> None:
+    # real: NVIDIA/Megatron-LM#5026 (the rerun state machine's lines name the rank and its node)
+    megatron = ("ERROR:megatron.core.rerun_state_machine:Unexpected result nan on rank 3 at iteration #3 invocation #2 "
+                "(message='found NaN in local grad norm for bucket #0 in backward pass')\n"
+                "ERROR:megatron.core.rerun_state_machine:Rank 3, node gpu-task-1-0, device 3, iteration #3: First rerun: "
+                "unexpected result is reproducible within the tolerance (nan = nan).\n")
+    top = diagnose(tmp_path, megatron).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,) and top.culprit_hosts == ("gpu-task-1-0",)
+    # real: NVIDIA-NeMo#14348 (the rank in torchrun's prefix)
+    nemo = ("[default2]:[rank2]: RuntimeError: Rank 2, node dcfai-01, device 2, iteration -1: Unexpected result nan "
+            "(message='found NaN in local grad norm')\n")
+    top = diagnose(tmp_path, nemo).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (2,)
+    # a loss printed as nan in a progress line is no error line, and 'ranks 0 and 1' names no one rank
+    assert not diagnose(tmp_path, "step 10 loss nan lr 1e-4\n").hypotheses
+    several = diagnose(tmp_path, "ERROR: found NaN on rank 0 and 1\n").hypotheses[0]
+    assert several.category is Category.RANK_CRASHED and several.culprit_ranks == ()
+
+
+def test_a_device_side_assertion_is_the_programs_with_the_rank_a_later_line_gives(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#112488 (BCELoss input out of [0, 1] on rank 1; the watchdog's line names the rank)
+    paste = ("/opt/conda/work/aten/src/ATen/native/cuda/Loss.cu:94: operator(): block: [117,0,0], thread: [26,0,0] "
+             "Assertion `input_val >= zero && input_val <= one` failed.\n"
+             "[E ProcessGroupNCCL.cpp:915] [Rank 1] NCCL watchdog thread terminated with exception: CUDA error: "
+             "device-side assert triggered\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (1,)
+    # an illegal memory access is the GPU's fault reading, not the program's assertion
+    fault = "[Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n"
+    assert diagnose(tmp_path, fault).hypotheses[0].category is Category.GPU_ERROR
+
+
+def test_a_traceback_cut_before_its_error_in_the_programs_code(tmp_path: Path) -> None:
+    # real: tdrussell/diffusion-pipe#333 (rank 1 failed caching its dataset; the paste ends in the traceback)
+    frames = ('[rank1]:   File "/code/train_dpo.py", line 443, in <module>\n[rank1]:     dataset_manager.cache()\n'
+              '[rank1]:   File "/code/utils/dataset.py", line 567, in cache_metadata\n'
+              '[rank1]:     metadata = datasets.load_from_disk(str(grouped_cache_dir))\n')
+    top = diagnose(tmp_path, "[rank1]: Traceback (most recent call last):\n" + frames).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (1,) and "dataset.py:567" in top.title
+    # cut inside a collective: where it waited, not a crash of its own
+    waiting = ('[rank1]: Traceback (most recent call last):\n[rank1]:   File "/code/train.py", line 9, in <module>\n'
+               '[rank1]:     dist.barrier()\n[rank1]:   File "/torch/distributed/distributed_c10d.py", line 3, in barrier\n')
+    assert all(h.category is not Category.RANK_CRASHED for h in diagnose(tmp_path, waiting).hypotheses)
+
+
+def test_an_exception_of_the_programs_own_is_a_crash_not_an_unknown_error(tmp_path: Path) -> None:
+    # real: huggingface/transformers#28027 (saving a checkpoint: another rank renamed the folder first)
+    paste = ('Traceback (most recent call last):\n  File "/x/trainer.py", line 2383, in _save_checkpoint\n'
+             "    os.rename(staging_output_dir, output_dir)\n"
+             "FileNotFoundError: [Errno 2] No such file or directory: '/x/tmp-checkpoint-100' -> '/x/checkp\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "FileNotFoundError" in top.title
+    # a launcher's variable not set, or a communication library's own error, is no crash of the program
+    for plumbing in ("KeyError: 'RANK'\n", "RuntimeError: oneCCL: exec.cpp:134 start_workers: EINVAL\n",
+                     "RuntimeError: use_libuv was requested but PyTorch was build without libuv support\n"):
+        assert diagnose(tmp_path, plumbing).hypotheses[0].category is Category.UNRECOGNISED, plumbing

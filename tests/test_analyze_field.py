@@ -404,10 +404,14 @@ def test_a027_negative_gid_table_change_is_information_and_dates_the_failure(tmp
 # --- A028 unrecognised-error --------------------------------------------------------------------------------------
 
 def test_a028_an_error_no_rule_knows_is_quoted_with_where(tmp_path) -> None:
-    text = "worker-3: frobnicator.JamError: the frobnicator jammed"
+    text = "worker-3: ERROR the frobnicator jammed"
     hypothesis = top(diagnose(tmp_path, text))
     assert hypothesis.category is Category.UNRECOGNISED and hypothesis.culprit_hosts == ("worker-3",)
     assert "frobnicator" in hypothesis.title and hypothesis.confidence < 0.5
+    # a Python exception of the program's own is that process failing (A003), still at a low confidence
+    raised = top(diagnose(tmp_path, "worker-3: frobnicator.JamError: the frobnicator jammed"))
+    assert raised.category is Category.RANK_CRASHED and raised.culprit_hosts == ("worker-3",)
+    assert "JamError" in raised.title and raised.confidence < 0.5
     # a fatal signal, even in words no parser knows, is that process dying (A003), with where and what
     crash = top(diagnose(tmp_path, "worker-3: Fatal Python error: Segmentation fault in the frobnicator"))
     assert crash.category is Category.RANK_CRASHED and crash.culprit_hosts == ("worker-3",)

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import attribute, evidence_of, hypothesis, ip_of, is_aftermath
-from syncdoctor.analyze.rules.phrases import strongest
-from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline
+from syncdoctor.analyze.rules.common import Attribution, attribute, evidence_of, hypothesis, ip_of, is_aftermath
+from syncdoctor.analyze.rules.phrases import read_as, strongest
+from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 
 __all__ = ["error_events", "unexplained", "unrecognised_error", "words_over_a_weak_verdict"]
 
@@ -56,22 +56,99 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
                "prefixes, would."))
     quoted = hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, what=what,
                         evidence=evidence_of(errors, "error, not explained", 8), where=where)
-    return [*_read_from_words(tl, errors), quoted]
+    return [*(_read_from_words(tl, errors) or _cut_before_its_error(tl, errors) or _its_own_exception(tl, errors)),
+            quoted]
+
+
+def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
+    """A Python exception of the program's own (not a lost connection, a timeout or the launcher's), the first
+    error of the inputs: the process that raised it failed of it. A little above the bare quote."""
+    first = next((e for e in errors if e.kind is Kind.EXCEPTION), None)
+    if first is None or is_comm_exception(first) or first.data.get("type") in _NOT_OWN:
+        return []
+    frames = " ".join(str(f) for f in first.data.get("frames") or ())
+    if "elastic/" in frames or _LIBRARY_WAIT.search(frames) or _PLUMBING.search(str(first.data.get("message"))):
+        return []
+    where = attribute([first], tl)
+    known = bool(where.ranks or where.hosts or where.processes)
+    raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
+    title = f"{where.text or 'a process'} failed with an error of its own ({raised})"
+    what = ("The first error is an exception of the program's own, not a lost connection or a timeout: the process "
+            "that raised it stopped, and in a distributed job the others then lose it or time out waiting. Its "
+            "traceback says where.")
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.36 if known else 0.26, title, what=what, where=where,
+                       evidence=evidence_of([first], "its own error", 1),
+                       fix="Fix the error its traceback shows; the other processes' failures are its consequence.")]
+
+
+# a message about the job's plumbing: a communication library's own error, a launcher's variable not set
+_PLUMBING = re.compile(r"Rendezvous|\blibuv\b|TCPStore|\bc10d\b|process group|\b(?:one)?CCL\b|\bNCCL\b|\bgloo\b|\bHCCL\b|\bMPI\b|"
+                       r"^'(?:RANK|LOCAL_RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_WORLD_SIZE)'$", re.I)
+# exceptions that are the job's plumbing, not the program's own failure
+_NOT_OWN = ("ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "TimeoutError",
+            "KeyboardInterrupt", "SystemExit")
+
+
+_LIBRARY_WAIT = re.compile(r"distributed_c10d|torch/distributed|c10d|\btorchrun\b|barrier|all_?reduce|all_?gather|broadcast", re.I)
+
+
+def _cut_before_its_error(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
+    """A traceback the paste ends in, before its exception line, in the program's own code (no collective, no
+    wait in torch.distributed), and no other error line: that process raised, in the last frame shown; what it
+    raised is not in the inputs. A little above the bare quote of its ``Traceback`` line."""
+    if any(e.kind is not Kind.ERROR_LINE or e.data.get("word") != "Traceback" for e in errors):
+        return []
+    cut = [e for e in tl.of(Kind.STACK_DUMP) if e.data.get("source") == "traceback-cut"
+           and not e.data.get("collective") and not any(_LIBRARY_WAIT.search(str(f)) for f in e.data.get("frames") or ())]
+    if not cut:
+        return []
+    where = attribute(cut, tl)
+    known = bool(where.ranks or where.hosts or where.processes)
+    at = str(cut[0].data.get("where") or "its own code")
+    title = (f"{where.text or 'a process'} raised an exception in {at[:100]} (the paste ends before its error line)")
+    what = ("The paste ends inside a Python traceback of the program's own code, before the line that names the "
+            "exception: that process failed there, and the others then lose it or time out. The rest of its "
+            "output (the last line of the traceback) says what it raised.")
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.37 if known else 0.27, title, what=what, where=where,
+                       evidence=evidence_of(cut, "where it raised", 2),
+                       fix="Read the end of that traceback in the process's own output (torchrun --log-dir or "
+                           "--tee 3 keep it per rank).")]
+
+
+# a rank an error line is about, in its words: ``… on rank 3 at iteration #3``, ``: Rank 3, node gpu-7, device 3``
+_NAMED = re.compile(r"\b(?:on|from|at|of) rank (?P<rank>\d{1,6})\b(?! *(?:and|or|,|-|/)\s*\d)"
+                    r"|(?:^|[:\]] ?)Rank (?P<rank2>\d{1,6}), node (?P<node>[\w.-]{1,100}),", re.I)
+
+
+def _named_place(where: Attribution, line: Event, lines: list[Event]) -> Attribution:
+    """``where`` with the rank ``line`` is about where no prefix gave one, and that rank's node where another of
+    ``lines`` names it (Megatron's ``Rank 3, node gpu-7, device 3, iteration #3: …``)."""
+    if not where.ranks and (named := _NAMED.search(line.text)):
+        where = replace(where, ranks=(int(named["rank"] or named["rank2"]),), processes=(), local_ranks=())
+    if where.hosts or len(where.ranks) != 1:
+        return where
+    nodes = [m["node"] for e in lines if (m := _NAMED.search(e.text)) and m["node"] and int(m["rank2"]) in where.ranks]
+    return replace(where, hosts=(nodes[0],)) if nodes else where
 
 
 def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = False) -> list[Hypothesis]:
     """The error lines' own words, when they name a failure (``Address already in use``, ``out of memory``…):
     that category, a little above the bare quote, with the line that says it."""
     unread = [e for e in errors if e.kind in _UNREAD]
-    found = strongest(" ".join((e.text, str(e.data.get("message", "")), *map(str, e.data.get("frames") or ())))
-                      for e in unread)
+    texts = [" ".join((e.text, str(e.data.get("message", "")), *map(str, e.data.get("frames") or ()))) for e in unread]
+    found = strongest(texts)
     if found is None or (causes_only and not found[1].cause):
         return []
     index, reading = found
     line = unread[index]
     if reading.category is Category.IB_UNREACHABLE_AT_INIT and tl.of(Kind.NCCL_INIT, Kind.WORK_STATUS, Kind.PROGRESS_BAR):
         reading = replace(reading, category=Category.IB_LINK_FAILURE)  # collectives ran before: a link that failed
-    where = attribute([line], tl)
+    where = _named_place(attribute([line], tl), line, unread)
+    if not (where.ranks or where.hosts):  # a later line in the same words that says whose (``[Rank 1] … same``)
+        alike = [e for e, text in zip(unread, texts, strict=True)
+                 if e is not line and (other := read_as(text)) is not None and other.what == reading.what]
+        placed = attribute(alike, tl)
+        where = placed if placed.ranks or placed.hosts else where
     known = bool(where.ranks or where.hosts or where.processes)
     title = (f"{reading.what}, in the words of an error whose format no rule knows"
              f"{' (' + where.text + ')' if where.text else ''}: {line.text.strip()[:140]}")

@@ -59,6 +59,15 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|HW Exception|GPU hang|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"
                 r"|CUDA_ERROR_ILLEGAL|amdgpu\b[^\n]{0,60}\b(?:error|fault)|GPU is lost|GPU lost"
                 r"|\b(?:Cuda|HIP) failure\b", _I)),
+    # a training framework's own check of its numbers (Megatron's rerun state machine, NeMo, a trainer's
+    # loss check): the rank whose loss or gradients went non-finite stopped, the others then time out
+    (Category.RANK_CRASHED, "a NaN or Inf the program's own check caught",
+     re.compile(r"\bfound (?:a )?(?:NaN|Inf)\b|unexpected result (?:nan|inf)\b|\b(?:NaN|Inf)s? (?:or (?:NaN|Inf) )?"
+                r"(?:found|detected|encountered)\b|\b(?:loss|grad(?:ient)?s?(?: norm)?) (?:is|was|became|contains?) "
+                r"(?:a )?(?:NaN|Inf|non-finite)\b|non-finite (?:loss|grad)", _I)),
+    # a kernel's assertion on the program's own values (an index or a loss input out of range), not the GPU's fault
+    (Category.RANK_CRASHED, "a device-side assertion of the program's own (a value out of range)",
+     re.compile(r"device-side assert|\bAssertion `[^`\n]{1,300}` failed", _I)),
     (Category.COLLECTIVE_DESYNC, "ranks that disagree on a collective",
      re.compile(r"mismatch between collectives|collective (?:operation )?mismatch|mismatched collective"
                 r"|received data size doesn't match|(?:shapes?|sizes?) (?:do not|don't|does not) match across ranks"
