@@ -83,3 +83,47 @@ def test_an_exception_of_the_programs_own_is_a_crash_not_an_unknown_error(tmp_pa
     for plumbing in ("KeyError: 'RANK'\n", "RuntimeError: oneCCL: exec.cpp:134 start_workers: EINVAL\n",
                      "RuntimeError: use_libuv was requested but PyTorch was build without libuv support\n"):
         assert diagnose(tmp_path, plumbing).hypotheses[0].category is Category.UNRECOGNISED, plumbing
+
+
+_FR_REPORT = """Not all ranks joining collective: sequence number: 31117
+internal record id: 31116
+group info: 0:default_pg
+collective: nccl:all_reduce
+missing ranks: {3, 4, 5, 6, 7}
+input sizes: [[1571911]]
+output sizes: [[1571911]]
+world size: 8
+expected ranks: {0, 1, 2, 3, 4, 5, 6, 7}
+collective state: scheduled
+collective stack trace:
+ all_reduce at /torch/distributed/distributed_c10d.py:2707
+"""
+
+
+def test_the_flight_recorder_analysers_missing_ranks_are_the_late_ones(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#140969 (torchfrtrace over an 8-rank job's dumps)
+    top = diagnose(tmp_path, _FR_REPORT).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (3, 4, 5, 6, 7)
+    assert top.affected_ranks == (0, 1, 2) and "#31117" in top.title and "allreduce" in top.title
+    # 2.5's form (the tutorial's), and the first tool's single line
+    older = ("Not all ranks joining collective 5 at entry 4\ngroup info: 0:default_pg\ncollective: nccl:all_reduce\n"
+             "missing ranks: {1}\ninput sizes: [[3, 4]]\noutput sizes: [[3, 4]]\nexpected ranks: 2\n"
+             "collective state: scheduled\n")
+    top = diagnose(tmp_path, older).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (1,) and top.affected_ranks == (0,)
+    first = "Not all ranks joining collective for group 0:default_pg collective nccl:broadcast Missing ranks are {2, 3}\n"
+    assert diagnose(tmp_path, first).hypotheses[0].culprit_ranks == (2, 3)
+    # the header alone names no one
+    assert not diagnose(tmp_path, "Not all ranks joining collective: sequence number: 7\n").hypotheses
+
+
+def test_the_flight_recorder_analysers_culprit_of_a_mismatch(tmp_path: Path) -> None:
+    paste = ("Collective sequence number: 5 has errors\ncollective: nccl:all_reduce\n"
+             "error msg: Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective type: "
+             "'nccl:all_reduce' does not match found collective type: 'nccl:broadcast'\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and top.culprit_ranks == (1,)
+    assert "collective type mismatch" in top.title
+    # Horovod's own "[missing ranks: 1]" stays Horovod's
+    assert not [e for e in events_of("HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]\n")
+                if e.data.get("source") == "fr_trace"]

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import Attribution, attribute, evidence_of, hypothesis, ip_of, is_aftermath
+from syncdoctor.analyze.rules.common import (
+    Attribution,
+    attribute,
+    evidence_of,
+    hypothesis,
+    ip_of,
+    is_aftermath,
+)
 from syncdoctor.analyze.rules.phrases import read_as, strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 

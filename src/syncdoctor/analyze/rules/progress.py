@@ -142,9 +142,44 @@ def _from_sequences(tl: Timeline) -> list[Hypothesis]:
     return out
 
 
+def _from_fr_trace(tl: Timeline, event: Event) -> list[Hypothesis]:
+    """The Flight Recorder analyser's findings (``torchfrtrace``): the ranks missing from a collective the others
+    joined (late, A001), or the ranks it names culprits of a mismatch (another collective, size or state, A002)."""
+    collective = f"collective #{event.seq}" if event.seq is not None else "a collective"
+    op = f" ({event.op})" if event.op else ""
+    group = f" of group {event.data['group']}" if event.data.get("group") else ""
+    evidence = evidence_of([event], "the Flight Recorder analyser's report")
+    missing = [int(r) for r in event.data.get("not_joined") or []]
+    if missing:
+        world = event.data.get("world")
+        joined = [r for r in range(int(world)) if r not in missing] if isinstance(world, int) and world <= 4096 else []
+        title = (f"rank{'s' if len(missing) > 1 else ''} {fmt_ranks(missing)} never joined {collective}{op}{group}, "
+                 "as PyTorch's Flight Recorder analyser found")
+        what = ("The analyser matched the ranks' Flight Recorder dumps: the other ranks scheduled this collective and "
+                "these never did. They were elsewhere (a step of their own, a data loader, a save) or had failed; "
+                "their own logs or stacks say which.")
+        seen = [r for r in missing if r in tl.ranks]
+        return [hypothesis(tl, Category.LAGGING_RANK, 0.9, title, culprits=missing, affected=joined, what=what,
+                           fix=look_at(tl, seen) if seen else None, evidence=evidence)]
+    mismatch = [(int(m["rank"]), str(m["error"])) for m in event.data.get("mismatch") or []]
+    if not mismatch:
+        return []
+    ranks = sorted({rank for rank, _ in mismatch})
+    errors = ", ".join(sorted({error.lower().replace("_", " ") for _, error in mismatch}))
+    title = (f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} ran {collective}{op} unlike the others "
+             f"({errors}), as PyTorch's Flight Recorder analyser found")
+    what = ("The analyser matched the ranks' Flight Recorder dumps and found these ranks' entry at that sequence "
+            "number different from the others': another collective, other sizes or dtypes, or another state. The "
+            "ranks took different code paths (a condition on the rank or on local data).")
+    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.8, title, culprits=ranks, what=what, evidence=evidence)]
+
+
 def _from_reports(tl: Timeline) -> list[Hypothesis]:
     out = []
     for event in tl.of(Kind.DESYNC_REPORT):
+        if event.data.get("source") == "fr_trace":
+            out += _from_fr_trace(tl, event)
+            continue
         culprits = list(event.data.get("lagging") or []) + list(event.data.get("not_joined") or [])
         if not culprits:
             continue
