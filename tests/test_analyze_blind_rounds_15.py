@@ -2,15 +2,17 @@
 behaviour per test, each with the look-alike it must not catch: libc++'s words for an uncaught C++ exception
 (macOS and clang builds) cut short by the paste, a NaN the program's own check caught (with the rank and node its
 words name), a device-side assertion, a traceback cut before its error line in the program's own code, and an
-exception of the program's own read as a crash rather than an unknown error. Lines are written as the tools
-print them."""
+exception of the program's own read as a crash rather than an unknown error; the Flight Recorder analyser's
+report; a paste that starts inside torchrun's rank prefix; the ranks a store barrier's waits leave out.
+Lines are written as the tools print them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, events_of
-from syncdoctor.analyze.model import Category
+from analyze_helpers import diagnose_paste, events_of, one
+from syncdoctor.analyze.model import Category, Kind
+from syncdoctor.analyze.parsers.prefixes import split_prefix
 
 diagnose = diagnose_paste
 
@@ -127,3 +129,24 @@ def test_the_flight_recorder_analysers_culprit_of_a_mismatch(tmp_path: Path) -> 
     # Horovod's own "[missing ranks: 1]" stays Horovod's
     assert not [e for e in events_of("HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]\n")
                 if e.data.get("source") == "fr_trace"]
+
+
+def test_a_paste_that_starts_inside_torchruns_rank_prefix_keeps_the_rank() -> None:
+    # real: vllm-project/vllm#7161 (the paste's first byte, ``[``, lost)
+    line = ("rank0]:[E811 01:10:50.482336908 ProcessGroupNCCL.cpp:1515] [PG 3 Rank 0] Process group watchdog thread "
+            "terminated with exception: CUDA error: an illegal memory access was encountered")
+    assert one(line, Kind.GPU_ERROR).origin.rank == 0
+    # a word ending in "rank0]:" inside a line is no prefix
+    assert split_prefix("see rank0]: here").origin.rank is None
+
+
+def test_the_ranks_no_store_barrier_wait_came_from_never_arrived(tmp_path: Path) -> None:
+    # real: Lightning-AI/pytorch-lightning#4420 (each rank waits in the store barrier, 7 of 8; Python logging's
+    # default format, every line the same length: no terminal wrap)
+    waits = "".join(f"INFO:root:Waiting in store based barrier to initialize process group for rank: {r}, key: "
+                    "store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)\n"
+                    for r in (0, 2, 6, 1, 3, 7, 5))
+    top = diagnose(tmp_path, waits).hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and top.culprit_ranks == (4,) and "rank 4" in top.title
+    # when fewer ranks' waits are pasted than joined, the missing ones are not known
+    assert diagnose(tmp_path, "".join(waits.splitlines(keepends=True)[:3])).hypotheses[0].culprit_ranks == ()

@@ -78,6 +78,8 @@ _MIN_WRAPPED = 2
 
 
 _LINE_NUMBER = re.compile(r"\[?\d{1,9}\]?[:|]? +")  # a log viewer's line number: ``[80747] [rank4]:[E321 …``
+# Python logging's default format, ``%(levelname)s:%(name)s:%(message)s``: ``INFO:root:…``, ``WARNING:torch.distributed…:``
+_PYTHON_LOGGING = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,200}:")
 
 
 def _starts_a_line(text: str, numbered: bool = True) -> bool:
@@ -92,6 +94,8 @@ def _starts_a_line(text: str, numbered: bool = True) -> bool:
             or origin.local_rank is not None:
         return True
     body = prefix.body
+    if _PYTHON_LOGGING.match(body):
+        return True
     exception = exception_of(body)
     if exception is not None and "." not in exception[0] and exception[0][:1].islower():
         exception = None  # the rest of a word cut by the wrap (``rkError: …`` of ``DistNetworkError: …``)

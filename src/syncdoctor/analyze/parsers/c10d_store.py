@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 
-from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
@@ -255,8 +255,9 @@ def _errors(line: Line) -> list[Event]:
             "what": "wait", "ms": int(match["ms"]) if match["ms"] else None, "keys": keys,
             "missing_ranks": _key_ranks(keys)})]
     match = _BARRIER.search(body)
-    if match:
-        return [make_event(Kind.STORE_ERROR, line, data={
+    if match:  # the rank it names is its writer's own
+        return [make_event(Kind.STORE_ERROR, line, origin=Origin(rank=int(match["rank"])) if line.origin.rank is None
+                           else None, data={
             "what": "barrier", "world_size": int(match["world"]), "joined": int(match["joined"]),
             "waiting": bool(match["waiting"])})]
     match = _CLIENTS.search(body)

@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 _RANK = re.compile(r"\[rank(\d{1,6})\]:[ ]?")
+_RANK_CUT = re.compile(r"rank(\d{1,6})\]:(?=\[| )")  # a paste that starts one byte into ``[rank0]:[E811 …``
 _MPI = re.compile(r"\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
 _HOROVOD = re.compile(r"(?:[A-Z][a-z]{2} (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) "
                       r"\d{4})?\[(?P<rank>\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
@@ -225,6 +226,11 @@ def split_prefix(text: str) -> Prefix:
             pos = match.end()
             continue
         if pos == start:
+            match = _RANK_CUT.match(text, pos) if rank is None else None
+            if match:
+                rank = int(match[1])
+                pos = match.end()
+                continue
             match = _GREP.match(text, pos)
             if match:  # ``grep -H`` over the ranks' log files: each line names its file
                 named = origin_from_path(match["file"])

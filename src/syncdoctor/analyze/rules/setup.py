@@ -627,10 +627,16 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
             + "The missing ones never started, started with another world size, master address or port, or "
             "failed before init_process_group: their own logs say why.")
     waiting = sorted(where.ranks)
+    missing: list[int] = []
+    if len(counts) == 1 and counts[0][0] == len(waiting) and all(r < counts[0][1] for r in waiting):
+        # every rank that joined wrote its wait, so the others are the ranks of the world none of them is
+        missing = [r for r in range(counts[0][1]) if r not in waiting][:64]
+        title = title.replace("the others never arrived", f"rank{'s' if len(missing) > 1 else ''} "
+                              f"{fmt_ranks(missing)} never arrived")
     if all(e.data.get("waiting") for e in events):  # still waiting when the paste ends: it has not timed out yet
-        title = title.replace(" before the timeout; the others never arrived", " so far; the others had not arrived")
+        title = title.replace(" before the timeout; ", " so far; ").replace("never arrived", "had not arrived")
     return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.6 if all(e.data.get("waiting") for e in events) else 0.7,
-                       title, affected=waiting,
+                       title, affected=waiting, culprits=missing,
                        what=what + (f" Ranks {fmt_ranks(waiting)} waited." if waiting else ""),
                        evidence=evidence_of(events, "waiting for the others", MAX_CASCADE))]
 
