@@ -3,8 +3,10 @@ behaviour per test, each with the look-alike it must not catch: libc++'s words f
 (macOS and clang builds) cut short by the paste, a NaN the program's own check caught (with the rank and node its
 words name), a device-side assertion, a traceback cut before its error line in the program's own code, and an
 exception of the program's own read as a crash rather than an unknown error; the Flight Recorder analyser's
-report; a paste that starts inside torchrun's rank prefix; the ranks a store barrier's waits leave out.
-Lines are written as the tools print them."""
+report; a paste that starts inside torchrun's rank prefix; the ranks a store barrier's waits leave out; Open
+MPI's report with its PID and node masked; a Slurm batch step's OOM kill on the job's node; kubectl exec that
+could not reach a node; std::terminate's what() line with the watchdog's rank; a rank logging its own work count
+while another times out. Lines are written as the tools print them."""
 
 from __future__ import annotations
 
@@ -150,3 +152,57 @@ def test_the_ranks_no_store_barrier_wait_came_from_never_arrived(tmp_path: Path)
     assert top.category is Category.RENDEZVOUS_TIMEOUT and top.culprit_ranks == (4,) and "rank 4" in top.title
     # when fewer ranks' waits are pasted than joined, the missing ones are not known
     assert diagnose(tmp_path, "".join(waits.splitlines(keepends=True)[:3])).hypotheses[0].culprit_ranks == ()
+
+
+def test_open_mpis_report_with_the_pid_and_node_masked(tmp_path: Path) -> None:
+    # real: Kay1794/Aware-of-the-history#2 (the poster hid the PID and node)
+    line = "mpirun noticed that process rank 1 with PID xxxxxx on node xxxxxxxx exited on signal 9 (Killed).\n"
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_ranks == (1,) and top.culprit_hosts == ()
+    # a placeholder that reads as a name stays the name the paste gives
+    placeholder = "mpirun noticed that process rank 7 with PID 0 on node HOSTNAME exited on signal 9 (Killed).\n"
+    assert diagnose(tmp_path, placeholder).hypotheses[0].culprit_hosts == ("HOSTNAME",)
+
+
+def test_a_slurm_batch_steps_oom_kill_is_on_the_jobs_node(tmp_path: Path) -> None:
+    # real: Visual-AI/3DRS#7 (the batch step runs on the node slurmstepd names for the job)
+    lines = ("slurmstepd: error: *** JOB 10609057 ON g002 CANCELLED AT 2025-08-22T01:14:01 ***\n"
+             "slurmstepd: error: Detected 1 oom_kill event in StepId=10609057.batch. Some of the step tasks have been "
+             "OOM Killed.\n")
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("g002",)
+    # another job's node, or a step other than the batch one, says nothing of where
+    other = lines.replace("StepId=10609057.batch", "StepId=10609057.0")
+    assert diagnose(tmp_path, other).hypotheses[0].culprit_hosts == ()
+
+
+def test_kubectl_exec_that_could_not_reach_a_nodes_kubelet(tmp_path: Path) -> None:
+    # real: kubeflow/mpi-operator#61 (the operator starts orted through kubectl exec)
+    paste = ("Error from server: error dialing backend: dial tcp 10.0.3.7:10250: getsockopt: connection timed out\n"
+             "ORTE was unable to reliably start one or more daemons.\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and top.culprit_hosts == ("10.0.3.7",)
+    assert "10.0.3.7" not in diagnose(tmp_path, "ORTE was unable to reliably start one or more daemons.\n"
+                                      ).hypotheses[0].title
+
+
+def test_std_terminates_what_line_keeps_the_rank_of_the_watchdogs_message() -> None:
+    # real: meta-llama/llama-cookbook#290
+    line = ("  what():  [Rank 0] NCCL watchdog thread terminated with exception: CUDA error: unspecified launch "
+            "failure")
+    assert one(line, Kind.GPU_ERROR).origin.rank == 0
+
+
+def test_a_rank_that_logs_its_own_work_count_while_another_times_out(tmp_path: Path) -> None:
+    # real: xiaomi-research/recogdrive#57 (rank 0 still scoring scenarios while rank 1 waits in an allgather)
+    work = ("2026-01-29 15:25:45,398 INFO {run_pdm_score_qwen.py:102}  Rank 0 processing scenario 1764 / 3037 in "
+            "thread_id=f37e0d60, node_id=0\n")
+    timeout = ("[rank1]:[E129 15:25:55.637180923 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLGATHER, NumelIn=1, NumelOut=4, Timeout(ms)=600000) "
+               "ran for 600079 milliseconds before timing out.\n")
+    top = diagnose(tmp_path, work + timeout).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (0,)
+    assert "rank 1 timed out waiting" in top.title
+    # a count that is done (3037 / 3037) is no work in progress
+    done = work.replace("1764 / 3037", "3037 / 3037")
+    assert diagnose(tmp_path, done + timeout).hypotheses[0].culprit_ranks != (0,)

@@ -54,6 +54,7 @@ _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.fo
 LOOK_ABOVE = ((traceback.wants_frames, lambda line, _event, above: traceback.headless(line, above)),
               (remote.wants_actor_fields, remote.actor_fields))
 MAX_PARSE = 4096  # characters of a line handed to the parsers
+_WHAT = re.compile(r"^what\(\): +")
 _PG_RANK = re.compile(r"\[(?:PG [^\]]{0,200}? )?Rank (?P<rank>\d{1,7})\]")
 _NCCL_INFO_WORDS = re.compile("|".join(re.escape(k) for k in nccl_info.KEYWORDS))
 
@@ -65,8 +66,9 @@ def make_line(text: str, ref: Ref, file_origin: Origin) -> Line:
         text = text[:MAX_PARSE]
     prefix = split_prefix(text)
     origin = prefix.origin
-    if origin.rank is None and prefix.body.startswith("["):  # ProcessGroupNCCL's "[Rank 3] …" / "[PG 0 (…) Rank 3] …"
-        own = _PG_RANK.match(prefix.body)
+    if origin.rank is None and prefix.body.lstrip().startswith(("[", "what():")):
+        # ProcessGroupNCCL's "[Rank 3] …" / "[PG 0 (…) Rank 3] …", also as std::terminate's "what():  [Rank 3] …"
+        own = _PG_RANK.match(_WHAT.sub("", prefix.body.lstrip(), count=1))
         if own:
             origin = replace(origin, rank=int(own["rank"]))
     return Line(

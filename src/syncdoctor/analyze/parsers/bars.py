@@ -2,7 +2,8 @@
 
 A bar says that the process drawing it was working, on what, and for how long (a line that says it is
 evaluating, ``Running per image evaluation...``, or writing a checkpoint, ``Saving model checkpoint to …``, is a
-``work_phase`` event, read the same way):
+``work_phase`` event, read the same way, as is a line naming its rank and a count it works through, ``Rank 0
+processing scenario 1762 / 3037``):
 ``Running tokenizer on dataset:   9%|███▊      | 280000/2969526 [29:55<4:48:08, 155.57 examples/s]``,
 ``Generating train split: 2230000 examples [29:59, 1466.92 examples/s]`` (no total),
 ``train: Scanning '../coco/labels/train' … 97%|██▉| 43830/45049 [01:07<00:18, 66.12it/s]``,
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["BAR_MARKERS", "bar_events", "bar_key", "parse"]
@@ -31,7 +32,7 @@ __all__ = ["BAR_MARKERS", "bar_events", "bar_key", "parse"]
 # not a line parser's keywords (a log of bar redraws would make every line a candidate): the parsers read a bar
 # on a line another anchor selected (``… 66.12it/s][E ProcessGroupNCCL…``), and the reader looks for these in the
 # lines just before a timeout (:func:`syncdoctor.analyze.textlog.read_text`)
-BAR_MARKERS = (b"/s]", b"s/it", b"it/s,", b"valuat", b"aving ")
+BAR_MARKERS = (b"/s]", b"s/it", b"it/s,", b"valuat", b"aving ", b"rocessing ")
 _TEXT_MARKERS = tuple(marker.decode() for marker in BAR_MARKERS)
 
 # a line that says the process is evaluating (pycocotools' ``Running per image evaluation...``, ``Evaluate
@@ -45,6 +46,9 @@ _EVALUATING = re.compile(r"\b(?:Evaluating|Evaluate annotation type|Running per 
 _SAVING = re.compile(r"\b[Ss]aving (?:the |a |current |latest |final |best |last )?(?:model|checkpoint|state|"
                      r"DeepSpeed|weights|ckpt)")
 
+# a line of the program's own that says which rank works through what: ``Rank 0 processing scenario 1762 / 3037``
+_COUNTING = re.compile(r"\b[Rr]ank (?P<rank>\d{1,6})\b[:,]? (?:is )?[Pp]rocessing\b[^\n]{0,80}?(?<![\d.])"
+                       r"(?P<n>\d{1,9}) ?/ ?(?P<total>\d{1,9})\b")
 # the time fields and the rate: [29:55<4:48:08, 155.57 examples/s] / [29:59, 1466.92 examples/s] / [01:07<00:18, 66.12it/s, loss=1]
 _FIELDS = re.compile(
     r"\[(?P<elapsed>(?:\d{1,4}:)?\d{1,2}:\d{2})(?:<[^,\]\[]{0,24})?,\s{0,4}"
@@ -93,6 +97,10 @@ def parse(line: Line) -> list[Event]:
             return [make_event(Kind.WORK_PHASE, line, data={"phase": "evaluation", "desc": body.strip()[:80]})]
         if _SAVING.search(body):
             return [make_event(Kind.WORK_PHASE, line, data={"phase": "checkpoint", "desc": body.strip()[:80]})]
+        counting = _COUNTING.search(body)
+        if counting and int(counting["n"]) < int(counting["total"]):
+            return [make_event(Kind.WORK_PHASE, line, origin=Origin(rank=int(counting["rank"])), data={
+                "phase": "work", "desc": body[counting.start():].strip()[:80]})]
         return []
     last = matches[-1]
     start = max(body.rfind("\r", 0, last.start()), body.rfind("\n", 0, last.start())) + 1

@@ -49,8 +49,10 @@ _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
 _COMPOSER = re.compile(r"\bRank (?P<rank>\d{1,6}) crashed with exit code (?P<code>-?\d{1,3})\b")
 _LOCAL_ARG = re.compile(r"--local[_-]rank[= ]'?,? ?'?(?P<local>\d+)")
-_OMPI = re.compile(r"(?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal "
+# (the PID and node may be masked by the poster: ``with PID xxxxxx on node xxxxxxxx``)
+_OMPI = re.compile(r"(?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\S+) on node (?P<host>\S+?) exited on signal "
                    r"(?P<sig>\d+)(?: \((?P<name>[^)]+)\))?")
+_MASKED = re.compile(r"[xX]+|\*+|<[^>]*>|\.{3}")  # a name the poster hid (xxxxxx)
 _DS_KILLING = re.compile(r"Killing subprocess (?P<pid>\d+)")
 # MPICH: ``YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)``
 _MPICH_STRING = re.compile(r"EXIT STRING: (?P<what>.*?)\s*\(signal (?P<num>\d+)\)")
@@ -324,7 +326,8 @@ def parse(line: Line) -> list[Event]:
     match = _OMPI.search(body)
     if match:
         number = int(match["sig"])
-        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"]), host=match["host"]),
+        host = None if _MASKED.fullmatch(match["host"]) else match["host"]
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"]), host=host),
                            data={"source": "mpirun", "exitcode": -number, "signal": signal_name(-number),
                                  "mpi_rank": int(match["rank"])})]
     match = _DS_KILLING.search(body)

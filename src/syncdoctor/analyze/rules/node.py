@@ -284,6 +284,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             where = replace(where, ranks=tuple(trained))
         if not where.ranks and (task := _srun_task_rank(tl, events)):
             where = replace(where, ranks=task)
+        if not where.hosts and not where.processes and (batch := _batch_host(tl, events)):
+            where = replace(where, hosts=(batch,))
         affected = _others_failed(tl, set(where.ranks))
         tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
         who = (where.text or "a worker") + (f" (srun task {', '.join(tasks)})" if tasks else "")
@@ -428,6 +430,16 @@ def _task_numbers(text: str) -> list[int]:
         if low.isdigit() and (not high or high.isdigit()):
             out.extend(range(int(low), int(high or low) + 1))
     return out
+
+
+def _batch_host(tl: Timeline, events: list[Event]) -> str | None:
+    """The host of a Slurm job's batch step (``StepId=N.batch``, whose oom_kill line names no host): the node
+    slurmstepd names for the job (``*** JOB N ON g002 CANCELLED …``), where the batch script runs."""
+    jobs = {str(e.data["step"]).split(".")[0] for e in events
+            if str(e.data.get("step") or "").endswith(".batch") and e.origin.host is None}
+    hosts = {e.origin.host for e in tl.events if e.data.get("source") == "slurm" and e.origin.host
+             and str(e.data.get("step") or "") in jobs}
+    return hosts.pop() if len(hosts) == 1 else None
 
 
 def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:

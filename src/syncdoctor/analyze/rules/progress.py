@@ -271,9 +271,9 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],
                                 "no error of its own; stopped by the launcher")
     evidence += evidence_of(_timeout_lines(tl, timed_out), "timed out waiting", MAX_CASCADE)
-    title = (f"rank{'s' if len(silent) > 1 else ''} {fmt_ranks(silent)} never reached the collective: ranks "
-             f"{fmt_ranks(timed_out)} timed out waiting")
-    what = (f"Ranks {fmt_ranks(timed_out)} timed out in a collective while rank{'s' if len(silent) > 1 else ''} "
+    title = (f"rank{'s' if len(silent) > 1 else ''} {fmt_ranks(silent)} never reached the collective: "
+             f"rank{'s' if len(timed_out) > 1 else ''} {fmt_ranks(timed_out)} timed out waiting")
+    what = (f"Rank{'s' if len(timed_out) > 1 else ''} {fmt_ranks(timed_out)} timed out in a collective while rank{'s' if len(silent) > 1 else ''} "
             f"{fmt_ranks(silent)} logged no error at all")
     what += (f" and {'were' if len(stopped) > 1 else 'was'} stopped by the launcher afterwards" if stopped else "")
     what += ": a rank that is late, hung or frozen never enters the collective, so it never times out itself."

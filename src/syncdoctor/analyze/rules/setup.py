@@ -499,6 +499,10 @@ def _retried_then_joined(tl: Timeline, event: Event) -> bool:
     return any(e.origin.host == host and e.origin.pid == pid for e in tl.of(Kind.NCCL_INIT))
 
 
+# Go's net error (kubectl, the API server): ``error dialing backend: dial tcp 10.0.0.7:10250: i/o timeout``
+_DIALLED = re.compile(r"\bdial tcp \[?(?P<host>[\w.\-:]+?)\]?:\d{1,5}: (?:[\w ]+: )?(?:connection|i/o timeout|no route)")
+
+
 def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
     """mpirun, pdsh or horovodrun could not reach a node over ssh (its name does not resolve, port 22 is
     closed, the keys are refused), or Open MPI's daemons could not start there: no rank started on it."""
@@ -507,7 +511,12 @@ def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
         return []
     hosts = sorted({str(e.data["host"]) for e in events if e.data.get("host")})
     errors = sorted({str(e.data.get("error")) for e in events if e.data.get("host") or len(events) == 1})
-    if hosts:
+    dialled = sorted({m["host"] for e in tl.of(Kind.ERROR_LINE) if (m := _DIALLED.search(e.text))})
+    if not hosts and dialled:  # kubectl exec (the MPI operator's rsh agent): the API server could not reach the node
+        title = (f"the launcher could not start its processes on {', '.join(dialled[:4])} ({'; '.join(errors)[:90]}): "
+                 "the connection to it failed")
+        hosts = dialled
+    elif hosts:
         title = (f"the launcher could not reach {', '.join(hosts[:4])} over ssh ({'; '.join(errors)[:90]}): no "
                  "process started there")
     else:
