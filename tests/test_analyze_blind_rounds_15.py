@@ -6,7 +6,10 @@ exception of the program's own read as a crash rather than an unknown error; the
 report; a paste that starts inside torchrun's rank prefix; the ranks a store barrier's waits leave out; Open
 MPI's report with its PID and node masked; a Slurm batch step's OOM kill on the job's node; kubectl exec that
 could not reach a node; std::terminate's what() line with the watchdog's rank; a rank logging its own work count
-while another times out. Lines are written as the tools print them."""
+while another times out; the store client's retries and resets; a client socket timeout cut by a padded wrap; Open
+MPI's help text for a TCP connection it could not complete; UCX endpoints and verbs queues; a CUDA call a library
+checks itself; a subgroup's rank in the watchdog's message; a dead Ray actor's ip on its line. Lines are written as
+the tools print them."""
 
 from __future__ import annotations
 
@@ -206,3 +209,84 @@ def test_a_rank_that_logs_its_own_work_count_while_another_times_out(tmp_path: P
     # a count that is done (3037 / 3037) is no work in progress
     done = work.replace("1764 / 3037", "3037 / 3037")
     assert diagnose(tmp_path, done + timeout).hypotheses[0].culprit_ranks != (0,)
+
+
+def test_the_store_clients_retries_name_the_store_it_cannot_reach(tmp_path: Path) -> None:
+    # real: TheTom/vllm-swift#9 (macOS; the client retries the store and the store resets it)
+    line = ("[W426 16:56:01.831041000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to host "
+            "100.64.0.1:59782 - retrying (try=6, timeout=1800000ms, delay=5241ms): Connection reset by peer\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and top.culprit_hosts == ("100.64.0.1",)
+    # the store's reset of an established client is a lost connection, its redacted address no host
+    reset = ("[W519 18:43:28.514281000 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=22, "
+             "addr=[<redacted>]:58160, remote=[<redacted>]:58159): Connection reset by peer\n")
+    lost = one(reset, Kind.PEER_CLOSED)
+    assert lost.data["transport"] == "store" and "peer_addr" not in lost.data
+
+
+def test_the_client_socket_timeout_cut_by_a_padded_wrap(tmp_path: Path) -> None:
+    # real: zai-org/GLM-4#677 (a terminal's wrap padded with spaces inside "while")
+    line = ("torch.distributed.DistNetworkError: The client socket has timed out after 600s w" + " " * 200
+            + "hile trying to connect to (10.60.2.1, 53591).\n")
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_open_mpis_help_text_for_a_tcp_connection_it_could_not_complete(tmp_path: Path) -> None:
+    # real: kubeflow/kubeflow#3789 (the MPI launcher could not reach worker 14)
+    text = ("A process or daemon was unable to complete a TCP connection\nto another process:\n"
+            "  Local host:    test-openmpi-master\n  Remote host:   test-openmpi-worker-14.mpi-test\n"
+            "This is usually caused by a firewall on the remote host. Please\n")
+    top = diagnose(tmp_path, text).hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "test-openmpi-worker-14.mpi-test" in top.title
+    # the header alone, without the hosts, says nothing of whom
+    assert not events_of("A process or daemon was unable to complete a TCP connection\n")
+
+
+def test_ucx_endpoints_that_could_not_connect_and_queues_that_could_not_be_made(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl-tests#218 (UCC's endpoints timed out; the segfault came after)
+    ucc = ("[1716868653.124073] [c5e62fb2396d:1618 :0]       tl_ucp_ep.c:43   TL_UCP ERROR ucp returned connect error: "
+           "Endpoint timeout\n[c5e62fb2396d:1618 :0:1618] Caught signal 11 (Segmentation fault: address not mapped to "
+           "object at address 0xfffffffffffffefb)\n")
+    assert diagnose(tmp_path, ucc).hypotheses[0].category is Category.PEER_UNREACHABLE
+    # real: openucx/ucx#8229 (a 64 kB memlock limit) and horovod/horovod#98 (NCCL 2.1's WARN without "NCCL")
+    cq = ("[1652739463.054681] [cn0022:4071024:0]        ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: "
+          "Cannot allocate memory\n")
+    assert diagnose(tmp_path, cq).hypotheses[0].category is Category.MEMLOCK_LIMIT
+    old = "machine [0] misc/ibvwrap.cu:269 WARN Call to ibv_create_qp failed\n"
+    assert one(old, Kind.MEMLOCK_FAILURE).origin.host == "machine"
+    # real: NVIDIA/nccl#1467 (UCX's address handle for a RoCE queue pair's connect)
+    ah = ("ib_device.c:1171 UCX  ERROR   ibv_create_ah(dlid=49152 sl=0 port=1 dgid=::ffff:10.0.0.40 sgid_index=3 "
+          "traffic_class=106) for RC DEVX QP connect on mlx5_bond_0 failed: Connection timed out\n")
+    assert diagnose(tmp_path, ah).hypotheses[0].category is Category.IB_MODIFY_QP
+    # a Python file's WARN is no NCCL line
+    assert not [e for e in events_of("trainer.py:12 WARN low disk\n") if e.kind is Kind.NCCL_WARN]
+
+
+def test_a_cuda_call_a_library_checks_itself(tmp_path: Path) -> None:
+    # real: horovod/horovod#2365 (rank 25's cudaEventQuery, then its abort)
+    text = ("[1,25]<stderr>:terminate called after throwing an instance of 'std::logic_error'\n"
+            "[1,25]<stderr>:  what():  cudaEventQuery failed: an illegal memory access was encountered\n"
+            "[1,25]<stderr>:[c102:70259] Signal: Aborted (6)\n")
+    top = diagnose(tmp_path, text).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and top.culprit_ranks == (25,)
+    # a CUDA call out of memory is the program's, not the GPU's fault
+    assert not [e for e in events_of("cudaMalloc failed: out of memory\n") if e.kind is Kind.GPU_ERROR]
+
+
+def test_a_subgroups_rank_in_the_watchdogs_message_is_not_the_global_one() -> None:
+    # real: OpenRLHF/OpenRLHF#970 (global rank 9 is rank 1 of process group 1)
+    line = ("[rank9]:[E416 13:21:26.967375581 ProcessGroupNCCL.cpp:616] [PG ID 1 PG GUID 2 Rank 1] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=876319, OpType=BROADCAST, NumelIn=8, NumelOut=8, "
+            "Timeout(ms)=600000) ran for 600089 milliseconds before timing out.")
+    assert one(line, Kind.WATCHDOG_TIMEOUT).origin.rank == 9
+    default = line.replace("[PG ID 1 PG GUID 2 Rank 1]", "[PG ID 0 PG GUID 0(default_pg) Rank 9]")
+    assert one(default, Kind.WATCHDOG_TIMEOUT).origin.rank == 9
+
+
+def test_a_dead_ray_actors_ip_on_the_same_line(tmp_path: Path) -> None:
+    # real: OpenRLHF/OpenRLHF#970 (the actor's fields run into its death's line)
+    line = ("4 ip: 10.1.59.27 The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR "
+            "Worker exit detail: Worker unexpectedly exits with a connection error code 2. (1) The process is killed by "
+            "SIGKILL by OOM killer due to high memory usage.\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("10.1.59.27",)

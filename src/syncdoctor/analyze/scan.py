@@ -96,6 +96,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"enforce fail",  # gloo's and c10's checks: what():  [enforce fail at …/pair.cc:446] op.preamble.length …
     # the parsers' keywords that hold none of the anchors above (tests/test_analyze_inputs.py holds every
     # parser's keywords to the anchors): the line may carry nothing else
+    b"complete a TCP connection",  # Open MPI: A process or daemon was unable to complete a TCP connection
     b"ranks joining",  # the Flight Recorder analyser: Not all ranks joining collective, sequence number: 31117
     b"Culprit rank",  # … and its error msg: Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH
     b"Heartbeat monitor",

@@ -53,7 +53,8 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "Error: Port could not be cast", "network addresses of", "retrieving ncclUniqueId", "wait timeout after", "Wait timeout for name", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
-            "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines")
+            "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
+            "TCP client failed to connect", "reset by peer")
 
 _UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
@@ -81,12 +82,17 @@ _RDZV = re.compile(r"\b(?P<kind>Rendezvous(?:Timeout|Connection|Closed)Error)\b"
 _SOCKET = re.compile(r"waitForInput: (?:socket .{0,300}? timed out after (?P<ms>\d+)ms|poll for socket .{0,300}? "
                      r"returned 0, likely a timeout)")
 _CONNECT = re.compile(
-    r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s) while trying to connect(?: to \((?P<host>[^,\s]+)"
-    r"(?:, (?P<port>\d+)\))?)?"  # the port, or the whole address, may be cut off by a wrapped line
+    r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s)(?: while trying to connect(?: to \((?P<host>[^,\s]+)"
+    r"(?:, (?P<port>\d+)\))?)?)?"  # the port, the address, the rest may be cut off by a wrapped line
     r"|failed to connect to \[?(?P<host2>[^\]\s]+)\]?:(?P<port2>\d+)(?: \((?P<err>[^)]*)\))?)"
 )
 
 
+# the store client's retries (TCPStore.cpp, 2.2+; a warning until the timeout):
+# ``TCP client failed to connect/validate to host 100.64.0.1:59782 - retrying (try=6, timeout=1800000ms,
+# delay=5241ms): Connection reset by peer``
+_CLIENT_RETRY = re.compile(r"TCP client failed to connect(?:/validate)? to host \[?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+)"
+                           r" - retrying \(try=(?P<try>\d+)[^)]{0,80}\): ?(?P<err>[^\n]{0,200})")
 _RETRY = re.compile(r"The server socket on \[?(?:::ffff:)?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+) has timed out, will retry")
 _NOT_FOUND = re.compile(r"host not found: (?P<err>Name or service not known|Temporary failure in name resolution|"
                         r"No address associated with hostname|nodename nor servname provided[^.]*|Name has no usable "
@@ -134,8 +140,9 @@ _LISTEN_PORT = re.compile(r"bind to \[?[^\s\]]*\]?:(?P<port>\d+)|listen on any l
 # the store's server went away under a client: DistNetworkError, or 2.4+'s warning ``recvValueWithTimeout failed on
 # SocketImpl(fd=3, addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was
 # likely closed. Did the remote server shutdown or crash?`` (remote: the store)
-_STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken pipe)|[Ff]ailed to recv, got 0 bytes")
-_REMOTE = re.compile(r"remote=\[(?P<host>[^\]\s]{1,253})\]:(?P<port>\d{1,5})")
+_STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken pipe)|[Ff]ailed to recv, got 0 bytes"
+                         r"|recvValue(?:WithTimeout)? failed on SocketImpl\([^)]{0,300}\): Connection reset by peer")
+_REMOTE = re.compile(r"remote=\[(?P<host>(?!<)[^\]\s]{1,253})\]:(?P<port>\d{1,5})")  # (``[<redacted>]``: none)
 
 
 # the bare message (before 1.11), also with THD's source location (0.3-0.4): "RuntimeError: Address already in
@@ -238,6 +245,11 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "connect", "store_host": host, "store_port": int(match["port"]),
             "error": f"not a host name ({why}{(match['err'] or 'cannot be resolved').strip()})"})]
+    match = _CLIENT_RETRY.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "store_host": match["host"], "store_port": int(match["port"]),
+            "error": match["err"].strip() or "could not connect", "retrying": True, "tries": int(match["try"])})]
     match = _UNIQUE_ID.search(body)
     if match:
         error = (match["error"] or "").strip()[:200]

@@ -31,12 +31,17 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
-            "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported")
+            "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported",
+            " failed: ")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
 _CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]|cuda runtime error \(\d+\) ?):? (?P<msg>[^\n.\\]{3,160}?)"
                    r"(?= at /|[\n.\\]|$)")
+# a CUDA runtime call a library checks itself (Horovod, apex, custom ops): ``cudaEventQuery failed: an illegal memory
+# access was encountered`` (cudaGetErrorString's words, lower case)
+_CUDA_CALL = re.compile(r"\bcuda[A-Z]\w{2,40}(?:\(\))? failed(?: with error)?:? (?P<msg>(?:an? |unspecified |misaligned )"
+                        r"[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
 # a kernel line quoted inside another tool's line (an alert: "Xid errors on instance: h, Error: May 19 07:08:57 h
@@ -107,7 +112,7 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "pci": match["pci"], "message": f"PCIe error the driver could not recover from ({match['msg'].strip()[:120]})",
             "hardware": True, "source": "pcie-aer"})]
-    match = _CUDA.search(body) or _DRIVER.search(body)
+    match = _CUDA.search(body) or _DRIVER.search(body) or _CUDA_CALL.search(body)
     if not match:
         return []
     message = match["msg"].strip() if "msg" in match.groupdict() else match["name"]

@@ -41,7 +41,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[",
             "UCX  ERROR", "MPICH ERROR [Rank")
 
@@ -202,6 +202,13 @@ class _InboundFollower:
 
     def finish(self) -> list[Event]:
         local = self.fields.get("Local host") or None
+        if _MPI_UNCONNECTED in self.head.body:  # this host could not open a TCP connection to that one
+            remote = self.fields.get("Remote host") or None
+            if remote is None:
+                return []
+            return [make_event(Kind.NCCL_CONNECT_FAILED, self.head, origin=Origin(host=local) if local else None,
+                               data={"error": "could not complete a TCP connection (a firewall on the remote host?)",
+                                     "peer_addr": remote, "transport": "mpi"})]
         if _MPI_DISCONNECT in self.head.body:  # the peer process went away: a lost connection, with the peer's host
             gone = self.fields.get("Peer host") or None
             if gone is None:
@@ -220,7 +227,8 @@ class _InboundFollower:
         return [make_event(Kind.MPI_TRANSPORT, self.head, origin=Origin(host=local) if local else None, data=data)]
 
 
-_INBOUND_FIELD = re.compile(r"(?P<key>Local host|Local PID|Peer hostname|Peer host|Source IP of socket|Known IPs of peer):"
+_INBOUND_FIELD = re.compile(r"(?P<key>Local host|Local PID|Peer hostname|Peer host|Remote host|Source IP of socket|"
+                            r"Known IPs of peer):"
                             r"\s*(?P<value>.*)$")
 _INBOUND_PEER = re.compile(r"(?P<host>[\w.\-]+)(?:\s*\(\[\[\d+,\d+\],(?P<rank>\d+)\]\))?")
 _IP_LIKE = re.compile(r"[0-9a-fA-F.:%\w\-]{2,60}")
@@ -229,10 +237,13 @@ _IP_LIKE = re.compile(r"[0-9a-fA-F.:%\w\-]{2,60}")
 # Open MPI's help text when a peer process went away: ``An MPI communication peer process has unexpectedly
 # disconnected.`` then ``Local host:``, ``Local PID:``, ``Peer host:`` (read by the same follower)
 _MPI_DISCONNECT = "peer process has unexpectedly disconnected"
+# and when a process or daemon could not connect to another (help-oob-tcp.txt / help-mpi-btl-tcp.txt): ``A process or
+# daemon was unable to complete a TCP connection`` / ``to another process:`` then ``Local host:``, ``Remote host:``
+_MPI_UNCONNECTED = "unable to complete a TCP connection"
 
 
 def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | None:
-    if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body:
+    if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body or _MPI_UNCONNECTED in line.body:
         return _InboundFollower(line)
     match = _OMPI_FIRST.search(line.body)
     if match and match["code"] is None:
@@ -256,6 +267,10 @@ _BTL_PEER = re.compile(r"received unexpected process identifier \[\[\d+,\d+\],(?
 _BTL_CONNECT = re.compile(r"connect\(\) to (?P<addr>[\w.:\-]+) failed: (?P<err>[^(]+?)\s*(?:\(\d+\))?\s*$")
 # UCX's socket transport (Open MPI's pml_ucx, HPC-X, NCCL's UCX plugin): ``[1746051351.812265] [host:1950659:0]
 # sock.c:334  UCX  ERROR   connect(fd=168, dest_addr=169.254.4.6:52595) failed: Connection refused``
+# UCC's TL/UCP over UCX: ``[1716868653.124073] [c5e62fb2396d:1618 :0]  tl_ucp_ep.c:43  TL_UCP ERROR ucp returned
+# connect error: Endpoint timeout``
+_UCX_EP = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+) ?:\d+\]\s+)?\S+:\d+\s+(?:TL_UCP|UCX)\s+ERROR\s+ucp returned "
+                     r"connect error: (?P<err>[^\n]+?)\s*$")
 _UCX_CONNECT = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+\]\s+)?\S+:\d+\s+UCX\s+ERROR\s+connect\(fd=\d+, "
                           r"dest_addr=\[?(?P<addr>[\w.:%\-]+?)\]?:(?P<port>\d+)\) failed: (?P<err>[^\n]+?)\s*$")
 _BTL_RESET = re.compile(r"(?:readv|recv|send|writev) failed: (?P<err>Connection reset by peer|Broken pipe|Connection "
@@ -296,6 +311,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.EXCEPTION, line, origin=Origin(rank=int(match["rank"]), host=match["host"]), data={
             "type": "MPI_Abort", "message": match["msg"].strip()[:300], "source": "cray-mpich",
             "exitcode": int(match["code"])})]
+    match = _UCX_EP.search(body)
+    if match:  # UCC/UCX could not connect an endpoint to a peer process (its address not reachable in time)
+        origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
+            "error": match["err"].strip(), "transport": "ucx"})]
     match = _UCX_CONNECT.search(body)
     if match:  # MPI's (or a plugin's) transport could not open a connection to the address a peer advertised
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None

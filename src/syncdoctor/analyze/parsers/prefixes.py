@@ -97,11 +97,13 @@ _NCCL = re.compile(
 _NCCL_NO_PID = re.compile(
     r"^(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\] )?"
     r"(?P<host>[A-Za-z][A-Za-z0-9_.\-]{0,252}) \[(?P<dev>-?\d{1,4})\] "
-    r"(?:(?P<file>[\w./\-]{1,200}):(?P<fline>\d{1,6}) )?NCCL (?P<level>INFO|WARN|ABORT)\b ?"
+    # (NCCL 2.2 and earlier: the level without "NCCL ", after the source file)
+    r"(?:(?P<file>[\w./\-]{1,200}\.(?:cc|cu|c|h|hpp|cpp)):(?P<fline>\d{1,6}) (?:NCCL )?|NCCL )(?P<level>INFO|WARN|ABORT)\b ?"
 )
 _NCCL_BARE = re.compile(
-    r"(?:^|(?<=[\s\]:]))(?:\[(?P<dev>\d{1,4})\] )?(?:(?P<file>[\w./\-]{1,200}\.(?:cc|cu|c|h|hpp|cpp)):(?P<fline>\d{1,6}) )?"
-    r"NCCL (?P<level>INFO|WARN|ABORT)\b ?"
+    r"(?:^|(?<=[\s\]:]))(?:\[(?P<dev>\d{1,4})\] )?"
+    r"(?:(?P<file>[\w./\-]{1,200}\.(?:cc|cu|c|h|hpp|cpp)):(?P<fline>\d{1,6}) (?:NCCL )?|NCCL )"
+    r"(?P<level>INFO|WARN|ABORT)\b ?"
 )
 _SEVERITY = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
 # what pasting a log into an issue or a chat does to it: colour codes (or their remains once the ESC byte is

@@ -69,6 +69,7 @@ def _ray(line: Line) -> list[Event]:
 # actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR …`` (its own error, a user
 # error, is printed elsewhere; an intended exit is none)
 _RAY_ACTOR_DEAD = re.compile(r"The actor is dead because its worker process has died\. Worker exit type: (?P<type>[A-Z_]+)")
+_INLINE_IP = re.compile(r"(?:^|\s)ip: (?P<ip>[\w.:\-]{2,253})\s+(?=The actor)")
 _ACTOR_FIELD = re.compile(r"^\s*(?P<key>[a-z_]+): (?P<value>\S+)\s*$")
 
 
@@ -100,7 +101,9 @@ def parse(line: Line) -> list[Event]:
         return _ray(line)
     match = _RAY_ACTOR_DEAD.search(body)
     if match and match["type"] not in ("INTENDED_USER_EXIT", "INTENDED_SYSTEM_EXIT", "USER_ERROR"):
-        return [make_event(Kind.WORKER_FAILED, line, data={
+        # the actor's fields run into the same line by the paste (``… pid: 744 … ip: 10.1.59.27 The actor is dead…``)
+        ip = _INLINE_IP.search(body[:match.start() + len("The actor")])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=ip["ip"]) if ip else None, data={
             "source": "ray", "actor": True, "exit_type": match["type"], "oom_possible": "OOM killer" in body})]
     match = _RAY_TRAIN.search(body)
     if match:

@@ -112,6 +112,8 @@ def _work_event(kind: Kind, line: Line, fields: dict[str, str], rank: int | None
 def parse(line: Line) -> list[Event]:
     body = line.body
     group, rank = parse_pg_prefix(body)
+    if group not in (None, "0", "default_pg") and line.origin.rank is not None:
+        rank = line.origin.rank  # torchrun's [rank9]: is the global rank, the message's that of a subgroup
     events: list[Event] = []
     if "Watchdog caught" in body or "in blocking wait" in body or "Caught collective operation timeout" in body:
         fields = parse_work(body)

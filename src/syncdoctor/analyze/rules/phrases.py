@@ -42,7 +42,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_KILLED, "the kernel's or the container's OOM killer",
      re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory", _I)),
     (Category.MEMLOCK_LIMIT, "memory the NIC could not register (the memlock limit)",
-     re.compile(r"ibv_reg_mr|\bRLIMIT_MEMLOCK\b|\bmemlock\b|locked memory|fi_mr_reg|register memory region", _I)),
+     re.compile(r"ibv_reg_mr|\bRLIMIT_MEMLOCK\b|\bmemlock\b|locked memory|fi_mr_reg|register memory region"
+                # a verbs queue the NIC could not pin memory for (UCX: ibv_create_cq(cqe=4096) failed: Cannot allocate memory)
+                r"|ibv_create_(?:cq|qp|srq)\b[^\n]{0,60}(?:Cannot allocate memory|ENOMEM)", _I)),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm"
                 r"|\bproviders? for name shm\b|\bshm provider\b", _I)),  # libfabric's shm provider (oneCCL, EFA)
@@ -74,7 +76,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|inconsistent [^\n]{0,30}across ranks", _I)),
     (Category.NCCL_VERSION_MISMATCH, "NCCL versions that differ",
      re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b", _I)),
-    (Category.IB_MODIFY_QP, "an IB queue pair that could not be set up", re.compile(r"ibv_modify_qp|modify_qp", _I)),
+    # (UCX's address handle for a queue pair's connect: ``ibv_create_ah(… sgid_index=3 …) for RC DEVX QP connect on
+    # mlx5_bond_0 failed: Connection timed out``: the GID or the route to the peer, as for modify_qp)
+    (Category.IB_MODIFY_QP, "an IB queue pair that could not be set up",
+     re.compile(r"ibv_modify_qp|modify_qp|ibv_create_ah\b[^\n]{0,300}\bQP connect", _I)),
     # at initialisation unless the inputs show collectives ran before (rules.fallback then says late, A012)
     (Category.IB_UNREACHABLE_AT_INIT, "IB/RoCE NICs that could not reach each other (retries exceeded)",
      re.compile(r"transport retry counter exceeded|retry count exceeded|RETRY_EXC(?:_ERR)?\b", _I)),

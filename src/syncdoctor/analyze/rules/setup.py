@@ -32,7 +32,7 @@ __all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", 
            "rendezvous_closed", "rendezvous_timeout", "store_port_taken", "topology_file"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
-                "connection abort", "Proxy Call")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
+                "connection abort", "Proxy Call", "could not complete")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
 
 
 def nccl_version_mismatch(tl: Timeline) -> list[Hypothesis]:
