@@ -96,9 +96,6 @@ ANCHORS: tuple[bytes, ...] = (
     b"enforce fail",  # gloo's and c10's checks: what():  [enforce fail at …/pair.cc:446] op.preamble.length …
     # the parsers' keywords that hold none of the anchors above (tests/test_analyze_inputs.py holds every
     # parser's keywords to the anchors): the line may carry nothing else
-    b"complete a TCP connection",  # Open MPI: A process or daemon was unable to complete a TCP connection
-    b"ranks joining",  # the Flight Recorder analyser: Not all ranks joining collective, sequence number: 31117
-    b"Culprit rank",  # … and its error msg: Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH
     b"Heartbeat monitor",
     b"blocking wait",
     b"shape tensors",  # Detected mismatch … while verifying shape tensors (DETAIL)
@@ -193,6 +190,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"E1",
     b"F0",
     b"F1",
+    b"complete a TCP connection",  # Open MPI: A process or daemon was unable to complete a TCP connection
+    b"ranks joining",  # the Flight Recorder analyser: Not all ranks joining collective, sequence number: 31117
+    b"Culprit rank",  # … and its error msg: Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes
