@@ -8,14 +8,17 @@ MPI's report with its PID and node masked; a Slurm batch step's OOM kill on the 
 could not reach a node; std::terminate's what() line with the watchdog's rank; a rank logging its own work count
 while another times out; the store client's retries and resets; a client socket timeout cut by a padded wrap; Open
 MPI's help text for a TCP connection it could not complete; UCX endpoints and verbs queues; a CUDA call a library
-checks itself; a subgroup's rank in the watchdog's message; a dead Ray actor's ip on its line. Lines are written as
-the tools print them."""
+checks itself; a subgroup's rank in the watchdog's message; a dead Ray actor's ip on its line; and in the session's
+thirty-seventh harvest (r40*): NCCL's COLL trace read in the end of an input (processes making different calls),
+a job ended from outside with the launcher's and the scheduler's aftermath, Horovod's gloo runner naming the
+first process to fail, an elastic controller's deleted pod, libfabric's EFA errors, a HIP error and HCCL's
+transport errors. Lines are written as the tools print them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, events_of, one
+from analyze_helpers import diagnose_paste, events_of, one, timeline_of
 from syncdoctor.analyze.model import Category, Kind
 from syncdoctor.analyze.parsers.prefixes import split_prefix
 
@@ -290,3 +293,117 @@ def test_a_dead_ray_actors_ip_on_the_same_line(tmp_path: Path) -> None:
             "SIGKILL by OOM killer due to high memory usage.\n")
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("10.1.59.27",)
+
+
+_COLL = ("{host}:{pid}:{pid} [{dev}] NCCL INFO {op}: opCount {seq} sendbuff 0x7f5dd32b2100 recvbuff 0x7f5dd32b2100 "
+         "count {count} datatype 7 op 0 root 0 comm 0x55bef020{dev}370 [nranks=4] stream 0x55bef0208bd0\n")
+
+
+def test_ncclS_coll_trace_shows_processes_making_different_calls(tmp_path: Path) -> None:
+    # real: ROCm/rccl#429 (at opCount 28c rank 2 gathers while rank 0 reduces), NVIDIA/nccl#901
+    two = (_COLL.format(host="h03", pid=45006, dev=0, op="AllReduce", seq="28c", count=9984512)
+           + _COLL.format(host="h03", pid=45012, dev=2, op="AllGather", seq="28c", count=59205120))
+    top = diagnose(tmp_path, two).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and "28c" in top.title and top.culprit_processes == ()
+    # where most processes agree, the odd one out is the culprit
+    four = "".join(_COLL.format(host="h03", pid=100 + d, dev=d, op="AllReduce", seq="5", count=12288) for d in (0, 1, 3))
+    four += _COLL.format(host="h03", pid=102, dev=2, op="AllGather", seq="5", count=150528)
+    odd = diagnose(tmp_path, four).hypotheses[0]
+    assert odd.category is Category.COLLECTIVE_DESYNC and odd.culprit_local_ranks == (2,)
+    # the same calls, or processes at other opCounts (one ahead of the others), are no desync
+    same = "".join(_COLL.format(host="h03", pid=100 + d, dev=d, op="AllReduce", seq="5", count=12288) for d in range(4))
+    ahead = same + _COLL.format(host="h03", pid=100, dev=0, op="AllGather", seq="6", count=3)
+    assert not diagnose(tmp_path, ahead).hypotheses
+    # a process with two communicators of one size (tensor and data parallel groups) is not compared
+    second = _COLL.format(host="h03", pid=101, dev=1, op="AllGather", seq="5", count=3).replace("comm 0x55bef0201370",
+                                                                                                 "comm 0x55bef0209999")
+    assert not diagnose(tmp_path, same + second).hypotheses
+
+
+def test_ncclS_coll_trace_is_read_in_the_end_of_a_long_log_only(tmp_path: Path) -> None:
+    from syncdoctor.analyze.parsers import nccl_coll
+
+    early = _COLL.format(host="h03", pid=1, dev=0, op="AllReduce", seq="1", count=1)
+    filler = "step 1 loss 0.5\n" * (nccl_coll.TAIL_BYTES // 16 + 10)
+    late = "".join(_COLL.format(host="h03", pid=1, dev=0, op="AllReduce", seq=f"{n:x}", count=8) for n in range(2, 12))
+    timeline = timeline_of(tmp_path, early + filler + late)
+    calls = timeline.of(Kind.NCCL_COLL)
+    assert [e.seq for e in calls] == [8, 9, 10, 11]  # the last KEEP of that process and communicator
+    assert calls[-1].ref.line == 1 + (nccl_coll.TAIL_BYTES // 16 + 10) + 10  # numbered as in the file
+
+
+def test_a_job_ended_from_outside_with_the_launchers_and_schedulers_aftermath(tmp_path: Path) -> None:
+    # real: OpenMOSS/MOSS#237 (nohup's terminal closed: the agent's SIGHUP, then Accelerate's Rich traceback box)
+    rich = ("[16:21:34] WARNING  Received 1 death signal, shutting down workers    api.py:729\n"
+            "           WARNING  Sending process 2928786 closing signal SIGHUP     api.py:698\n"
+            "╭───────────────────── Traceback (most recent call last) ──────────────────────╮\n")
+    assert diagnose(tmp_path, rich).hypotheses[0].category is Category.RANK_KILLED
+    # real: facebookincubator/submitit#1708 (a requeue at the time limit; the step's tasks then exit)
+    requeue = ("slurmstepd: error: *** JOB 608 ON node7 CANCELLED AT 2022-08-12T02:06:12 DUE TO JOB REQUEUE ***\n"
+               "slurmstepd: error: Failed to send MESSAGE_TASK_EXIT: Connection refused\n"
+               "srun: error: node7: tasks 2-3: Exited with exit code 1\n")
+    top = diagnose(tmp_path, requeue).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "requeue" in top.title
+    # a task that failed before the cancellation is its own failure
+    first = "srun: error: node7: tasks 2-3: Exited with exit code 1\n" + requeue.splitlines(keepends=True)[0]
+    assert diagnose(tmp_path, first).hypotheses[0].category is not Category.RANK_KILLED
+
+
+def test_horovods_gloo_runner_names_the_first_process_by_host_and_local_rank(tmp_path: Path) -> None:
+    # real: horovod/horovod#2484 (kill -9 on a worker of an elastic job: exit code 137)
+    paste = ("RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing the "
+             "job to be terminated. The first process to do so was:\nProcess name: elastic-test-worker-1[0]\n"
+             "Exit code: 137\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("elastic-test-worker-1",)
+    crashed = paste.replace("Exit code: 137", "Exit code: 1")
+    assert diagnose(tmp_path, crashed).hypotheses[0].category is Category.RANK_CRASHED
+
+
+def test_an_elastic_controllers_record_of_a_pod_deleted_from_outside(tmp_path: Path) -> None:
+    # real: intelligent-machine-learning/dlrover#1690 (kubectl delete on the worker pods)
+    line = ("[2026-01-27 08:55:47,517] [INFO] [dist_job_manager.py:838:_process_event] job-edljob-worker-13 status "
+            "change: Running to Failed by the event MODIFIED. Exit reason is Deleted\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("job-edljob-worker-13",)
+    assert "taken down from outside" in top.title
+    oom = line.replace("Exit reason is Deleted", "Exit reason is OOMKilled")
+    assert "OOM" in diagnose(tmp_path, oom).hypotheses[0].title
+
+
+def test_libfabrics_efa_errors_are_error_lines_and_its_unposted_buffers_memlock(tmp_path: Path) -> None:
+    # real: aws/aws-ofi-nccl#141, #346 and awslabs/awsome-distributed-ai#647
+    eq = "Unable to write to EQ: Missing or unavailable event queue. err: Cannot allocate memory (-12) prov_errno:\n"
+    assert diagnose(tmp_path, eq).hypotheses[0].category is Category.UNRECOGNISED
+    cq = ("libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5, message: Invalid address "
+          "My EFA addr: fi_addr_efa://[fe80::13:c2ff:fe6f:f03d]:0:1072483550\n")
+    assert diagnose(tmp_path, cq).hypotheses
+    posted = ("Libfabric error: (-12) Cannot allocate memory\n"
+              "EFA internal error: (4112) Failure to post internal receive buffers\n")
+    assert diagnose(tmp_path, posted).hypotheses[0].category is Category.MEMLOCK_LIMIT
+
+
+def test_a_hip_error_and_hccls_transport_that_could_not_reach_a_peer(tmp_path: Path) -> None:
+    # real: sgl-project/sglang#29235 (ROCm: the watchdog's HIP error, then the abort)
+    hip = ("HIP error: operation not permitted on an event last recorded in a capturing stream\n"
+           "(hipErrorCapturedEvent)\nFatal Python error: Aborted\n")
+    assert diagnose(tmp_path, hip).hypotheses[0].category is Category.GPU_ERROR
+    # real: vllm-project/vllm-ascend#2643 (HCCL could not create its links to the other host's ranks)
+    hccl = ("(VllmWorker rank=3 pid=50935) ERROR 09-10 03:36:31 [multiproc_executor.py:527]         Transport init "
+            "error. Reason: [Create][DestLink]Create Dest error! creakLink para:rank[7]-localUserrank[7]-localIpAddr"
+            "[192.168.1.3], dst_rank[14]-remoteUserrank[14]-remote_ip_addr[192.168.1.4]\n")
+    assert diagnose(tmp_path, hccl).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_horovods_stalled_ranks_and_rays_autoscaler_stopping_a_node(tmp_path: Path) -> None:
+    # real: horovod/horovod#1442 (Horovod 0.18: "Stalled ranks:" and a row per rank)
+    stalled = ("[1,0]<stderr>:Stalled ranks:\n"
+               "[1,0]<stderr>:6: [horovod_allreduce.0, horovod_allreduce.1, horovod_allreduce.10 ...]\n")
+    top = diagnose(tmp_path, stalled).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (6,)
+    # real: ray-project/ray#9044 (a fault-tolerance test: the autoscaler stops Ray on a worker node)
+    stopped = ("2020-06-16 21:26:07,014\tINFO commands.py:136 -- kill_node: Shutdown worker i-0baab8b79abe4649d\n"
+               "2020-06-16 21:26:07,014\tINFO updater.py:254 -- NodeUpdater: i-0baab8b79abe4649d: Running ray stop on "
+               "34.222.57.174...\n")
+    top = diagnose(tmp_path, stopped).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("34.222.57.174",)

@@ -114,7 +114,7 @@ def test_a_rank_that_died_of_an_error_naming_its_cause_gets_that_cause(tmp_path:
     # the rank is sure (its own exception before the others' timeout); what its error means, from its words
     paste = """node3: [rank1]: Traceback (most recent call last):
 node3: [rank1]:   File "train.py", line 88, in step
-node3: [rank1]: RuntimeError: HIP error: memory access fault by GPU node-9 (Agent handle: 0x55d1) on address 0x7f00
+node3: [rank1]: RuntimeError: hip runtime failed: memory access fault by GPU node-9 (Agent handle: 0x55d1) on address 0x7f00
 node1: [rank0]:[E ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, \
 OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.
 """
@@ -122,7 +122,7 @@ OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 mill
     assert top.category is Category.GPU_ERROR and top.culprit_ranks == (1,) and top.culprit_hosts == ("node3",)
     assert "a fault of the GPU" in top.title and 0.5 < top.confidence < 0.9
     # a plain exception stays a crash
-    plain = diagnose_paste(tmp_path, paste.replace("HIP error: memory access fault by GPU node-9", "bad value"))
+    plain = diagnose_paste(tmp_path, paste.replace("hip runtime failed: memory access fault by GPU node-9", "bad value"))
     assert plain.hypotheses[0].category is Category.RANK_CRASHED and plain.hypotheses[0].culprit_ranks == (1,)
 
 

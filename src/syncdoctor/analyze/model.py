@@ -59,6 +59,7 @@ class Kind(str, enum.Enum):
     NCCL_ENV = "nccl_env"  # NCCL_SOCKET_IFNAME set by environment to eth0
     # NCCL WARN
     NCCL_WARN = "nccl_warn"  # any other WARN
+    NCCL_COLL = "nccl_coll"  # one collective call as NCCL_DEBUG_SUBSYS=COLL traces it (the last ones of an input)
     IB_COMPLETION_ERROR = "ib_completion_error"
     IB_MODIFY_QP = "ib_modify_qp"
     NCCL_CONNECT_FAILED = "nccl_connect_failed"

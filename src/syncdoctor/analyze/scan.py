@@ -52,7 +52,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"set by environment",  # NCCL INFO: NCCL_SOCKET_IFNAME set by environment to eth0
     b"efused",  # Connection refused: gloo's pair.cc connect [127.0.1.1]:N (1.x), NCCL's old socket.h connect
     b"=   ",  # MPICH/Hydra's BAD TERMINATION banner: =   EXIT CODE: 9, =   PID 92248 RUNNING AT host
-    b"Process name: [[",  # Open MPI: the first process that exited non-zero
+    b"Process name: ",  # Open MPI (and Horovod's gloo runner): the first process that exited non-zero
     b"illed",  # Killed / killed (OOM killer, mpirun's "exited on signal 9 (Killed)")
     b"egmentation",  # Segmentation fault
     b"bort",  # Aborted (core dumped), abort
@@ -193,6 +193,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"complete a TCP connection",  # Open MPI: A process or daemon was unable to complete a TCP connection
     b"ranks joining",  # the Flight Recorder analyser: Not all ranks joining collective, sequence number: 31117
     b"Culprit rank",  # … and its error msg: Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH
+    b"allocate memory",  # ENOMEM in a library's words: libfabric's "Unable to write to EQ … Cannot allocate memory (-12)"
+    b"talled ranks:",  # Horovod 0.18's stall inspector: "Stalled ranks:" then "6: [horovod_allreduce.0, …]"
+    b"ray stop on",  # Ray's autoscaler taking a node down: NodeUpdater: i-0baab…: Running ray stop on 34.222.57.174...
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

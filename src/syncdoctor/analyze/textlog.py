@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
-from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, parse_line, start_followers
+from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, nccl_coll, parse_line, start_followers
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
@@ -220,6 +220,37 @@ def _add(events: list[Event], new: list[Event], bars: _Bars) -> None:
             events.append(event)
 
 
+def _last_calls(source: str, file_origin: Origin, tail: bytes, lines: int) -> list[Event]:
+    """The last calls of each process and communicator that NCCL's COLL trace shows in ``tail``, the input's last
+    bytes (which end at line ``lines``). The lines are picked from the end by their bytes (the writer's
+    ``host:pid`` and the communicator), and only those kept are decoded."""
+    if nccl_coll.MARKER not in tail:
+        return []
+    raws = tail.split(b"\n")
+    first = lines - tail.count(b"\n") + (0 if tail.endswith(b"\n") else 1) + 1  # the number of raws[0]
+    seen: dict[bytes, int] = {}
+    chosen: list[int] = []
+    for index in range(len(raws) - 1, -1, -1):
+        raw = raws[index]
+        at = raw.find(nccl_coll.MARKER)
+        if at < 0:
+            continue
+        bracket = raw.find(b" [", 0, at)
+        comm = raw.find(b" comm ", at)
+        key = raw[:raw.rfind(b":", 0, bracket) if bracket > 0 else 0] + b"|" + raw[comm + 6:comm + 26]
+        count = seen.get(key, 0)
+        if count >= nccl_coll.KEEP or (count == 0 and len(seen) >= nccl_coll.MAX_STREAMS):
+            continue
+        seen[key] = count + 1
+        chosen.append(index)
+    calls = nccl_coll.Calls()
+    for index in reversed(chosen):
+        event = nccl_coll.parse(make_line(_decode(raws[index]), Ref(source, first + index), file_origin))
+        if event is not None:
+            calls.add(event)
+    return calls.events()
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -267,6 +298,7 @@ def read_text(
     margin: bytes | None = None
     width: int | None = None
     spaced: bool | None = None
+    before = last = b""  # the last two blocks read: NCCL's COLL trace is read in their end only (parsers.nccl_coll)
     for block in blocks:
         stats.bytes += len(block)
         # a paste from Windows: the anchors that end a line (`` -> 2\n``) see ``\r`` first (memchr for the ``\r``
@@ -338,8 +370,12 @@ def read_text(
                     state.active.append(active)
         lines_before = counted + block.count(b"\n", counted_pos)
         state.file_origin = file_origin  # a prompt's scope ends with its block
+        before, last = last, block  # (references: the tail is cut from them once, at the end)
     for active in state.active:
         events.extend(active.follower.finish())
+    tail = last[-nccl_coll.TAIL_BYTES:] if len(last) >= nccl_coll.TAIL_BYTES else \
+        (before[len(last) - nccl_coll.TAIL_BYTES:] + last)
+    events.extend(_last_calls(source, state.file_origin, tail, lines_before))
     events[first:] = drop_records_inside_tables(events[first:])
     stats.lines = lines_before
     return stats

@@ -25,6 +25,9 @@ _ERROR = re.compile(
     r"\breturn code\s*=?\s*-?[1-9]|\bSIG(?:KILL|SEGV|ABRT|BUS|ILL|FPE)\b|terminate called|"
     # libc++'s (macOS, clang builds) words for libstdc++'s ``terminate called``; c10's and gloo's failed checks
     r"terminating (?:with|due to) uncaught exception|\benforce fail\b|"
+    # ENOMEM in a library's words (libfabric's EFA provider: ``… err: Cannot allocate memory (-12)``), and libfabric's
+    # completion error (``<warn> err: 5, message: Invalid address``)
+    r"\bCannot allocate memory\b|\berr: -?\d{1,5}, message: |"
     # (oneCCL's level between bars: ``|CCL_ERROR|``); the words of a failure on a line without an error word
     # (a runtime's own wording)
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"

@@ -30,13 +30,13 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported",
             " failed: ")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
-_CUDA = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]|cuda runtime error \(\d+\) ?):? (?P<msg>[^\n.\\]{3,160}?)"
+_CUDA = re.compile(r"(?:CUDA error|HIP error|Triton Error \[CUDA\]|cuda runtime error \(\d+\) ?):? (?P<msg>[^\n.\\]{3,160}?)"
                    r"(?= at /|[\n.\\]|$)")
 # a CUDA runtime call a library checks itself (Horovod, apex, custom ops): ``cudaEventQuery failed: an illegal memory
 # access was encountered`` (cudaGetErrorString's words, lower case)

@@ -8,7 +8,7 @@ ranks and are waiting for remainder of ranks for more than 60 seconds.`` and the
 * ``HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]`` (seen in 2019 logs, operations.cc, one line per tensor);
 * ``Missing ranks:`` then ``1: [DistributedGradientTape_Allreduce/…_0, …]`` (seen with 0.21.0, stall_inspector.cc:
   a rank and the tensors it has not submitted), read by :func:`follow`, a row alone when its tensors are
-  Horovod's.
+  Horovod's; ``Stalled ranks:`` then ``6: [horovod_allreduce.0, …]`` (seen with 0.18, PyTorch's names) the same.
 
 One ``monitored_barrier`` event per line or block (``source`` horovod), with its ``tensors``, each with the
 ranks it names ``ready`` or ``missing``; the rule (:mod:`syncdoctor.analyze.rules.progress`) works out who is late, or whether the ranks
@@ -25,7 +25,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "MissingRanks", "follow", "parse"]
 
-KEYWORDS = ("ready ranks:", "missing ranks:", "Horovod")
+KEYWORDS = ("ready ranks:", "missing ranks:", "Horovod", "talled ranks:")
 
 _LISTED = re.compile(r"(?P<op>[\w./:\-]+)?\s*\[(?P<which>ready|missing) ranks: (?P<ranks>\d+(?:\s*,\s*\d+)*)\s*\]")
 _MISSING_ROW = re.compile(r"^\s*(?P<rank>\d+): \[(?P<ops>[^\]]*)\]?")
@@ -75,4 +75,5 @@ class MissingRanks:
 
 
 def follow(line: Line) -> MissingRanks | None:
-    return MissingRanks(line) if line.body.rstrip().endswith("Missing ranks:") else None
+    body = line.body.rstrip()
+    return MissingRanks(line) if body.endswith(("Missing ranks:", "Stalled ranks:")) else None

@@ -42,7 +42,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
 KEYWORDS = ("btl_tcp", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
-            "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: [[",
+            "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "MPICH ERROR [Rank")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
@@ -64,6 +64,9 @@ _LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
 _AGENT_SIGNAL = re.compile(r"Received (?:(?P<count>\d+)|Signals\.(?P<sig>SIG[A-Z]+)) death signal")
 # DeepSpeed's launcher itself was signalled (its sigkill_handler): ``Main process received SIGTERM, exiting``
 _DS_MAIN_SIGNAL = re.compile(r"Main process received (?P<sig>SIG\w+), exiting")
+# Horovod's gloo runner (horovodrun, elastic): ``The first process to do so was:`` / ``Process name: worker-1[0]`` /
+# ``Exit code: 137``
+_HOROVOD_FIRST = re.compile(r"^Process name: (?P<host>[A-Za-z0-9][\w.\-]{0,252})\[(?P<local>\d{1,4})\]\s*$")
 _OMPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\](?:\s+Exit code:\s+(?P<code>-?\d+))?")
 _EXIT_CODE = re.compile(r"Exit code:\s+(?P<code>-?\d+)")
 _WRAPPED_START = ("sigkill_handler] [", "CalledProcessError: Command '[")
@@ -129,6 +132,8 @@ class _OmpiFollower:
     max_lines: int = 4
     rank: int | None = None
     code: int | None = None
+    host: str | None = None  # Horovod's gloo runner names the process by host and local rank: ``worker-1[0]``
+    local: int | None = None
 
     def feed(self, line: Line) -> bool:
         match = _EXIT_CODE.search(line.body)
@@ -138,10 +143,15 @@ class _OmpiFollower:
         return True
 
     def finish(self) -> list[Event]:
-        if self.rank is None:
+        if self.rank is None and self.host is None:
             return []
-        return [make_event(Kind.WORKER_FAILED, self.head, origin=Origin(rank=self.rank), data={
-            "source": "mpirun", "exitcode": self.code, "signal": signal_name(self.code), "mpi_rank": self.rank})]
+        # a shell's exit status above 128 is death by signal (code - 128): 137 is SIGKILL
+        signal = signal_name(self.code) or (signal_name(128 - self.code) if self.code and 128 < self.code < 160
+                                            else None)
+        origin = Origin(rank=self.rank, host=self.host, local_rank=self.local)
+        return [make_event(Kind.WORKER_FAILED, self.head, origin=origin, data={
+            "source": "mpirun" if self.host is None else "horovod", "exitcode": self.code, "signal": signal,
+            "mpi_rank": self.rank})]
 
 
 @dataclass
@@ -249,6 +259,11 @@ def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollowe
     if match and match["code"] is None:
         follower = _OmpiFollower(line)
         follower.rank = int(match["rank"])
+        return follower
+    named = _HOROVOD_FIRST.search(line.body)
+    if named:
+        follower = _OmpiFollower(line)
+        follower.host, follower.local = named["host"], int(named["local"])
         return follower
     cut = _NOTICED_CUT.search(line.body)
     if cut:

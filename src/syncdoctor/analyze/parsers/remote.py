@@ -34,7 +34,7 @@ __all__ = ["KEYWORDS", "actor_fields", "parse", "wants_actor_fields"]
 KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permission denied (publickey",
             "unable to reliably start", "route a message to the specified daemon", "daemon has unexpectedly failed",
             "lost communication with a remote daemon", "A worker died or was killed", "has failed",
-            "was not reachable via ssh", "The actor is dead because")
+            "was not reachable via ssh", "The actor is dead because", "Running ray stop on")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
 _SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
@@ -95,8 +95,17 @@ def actor_fields(line: Line, event: Event, above: list[str]) -> list[Event]:
                        data=data)]
 
 
+# Ray's autoscaler taking a node down (``ray kill-random-node``, a scale-down, ``ray down``): ``NodeUpdater:
+# i-0baab8b79abe4649d: Running ray stop on 34.222.57.174...``, after ``kill_node: Shutdown worker i-0baab8b79abe4649d``
+_RAY_STOP = re.compile(r"NodeUpdater: (?P<node>\S+?): Running ray stop on (?P<ip>[\w.\-:]+?)\.{0,3}\s*$")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    match = _RAY_STOP.search(body)
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["ip"]), data={
+            "source": "ray-autoscaler", "exitcode": -9, "signal": "SIGKILL", "deleted": True, "node": match["node"]})]
     if _RAY_DIED.search(body):
         return _ray(line)
     match = _RAY_ACTOR_DEAD.search(body)

@@ -33,7 +33,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("oom_kill event", "oom-kill event", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
-            "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT")
+            "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event")
 
 _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
                         r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
@@ -47,6 +47,10 @@ _PALS = re.compile(r"\b(?:rank (?P<rank>\d+)|(?P<shepherd>shepherd)) (?:died fro
                    r"(?P<code>\d+))")
 _KERNEL_OOM = re.compile(r"(?P<cgroup>Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
 _OOMKILLED = re.compile(r"\bOOMKilled\b")
+# DLRover's job manager: ``job-edljob-worker-13 status change: Running to Failed by the event MODIFIED. Exit reason is
+# Deleted`` (Deleted, OOMKilled, Evicted, …)
+_POD_FAILED = re.compile(r"(?P<pod>[A-Za-z0-9][\w.\-]{0,252}) status change: \w+ to Failed by the event \w+\. "
+                         r"Exit reason is (?P<reason>\w+)")
 # Slurm ending the job or step from outside: ``*** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO
 # TIME LIMIT ***`` (also ``DUE TO PREEMPTION``, ``DUE TO NODE FAILURE``, or ``… CANCELLED AT … ***`` for scancel)
 _SLURM_CANCELLED = re.compile(r"(?:\*\*\* )?(?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<host>\S+) CANCELLED AT \S+"
@@ -90,6 +94,14 @@ def parse(line: Line) -> list[Event]:
         why = (match["why"] or "scancel").strip().lower()
         return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "reason": why, "step": match["id"]})]
+    match = _POD_FAILED.search(body)
+    if match:  # an elastic job's controller (DLRover) on a pod it watches: why it left Running
+        reason = match["reason"]
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["pod"]), data={
+            "source": "kubernetes", "exitcode": -9 if reason in ("Deleted", "OOMKilled", "Evicted") else None,
+            "signal": "SIGKILL" if reason in ("Deleted", "OOMKilled", "Evicted") else None,
+            "oom": reason == "OOMKilled", "deleted": reason == "Deleted", "unknown_exit": reason not in (
+                "Deleted", "OOMKilled", "Evicted")})]
     match = _EVICTED.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, data={

@@ -345,4 +345,60 @@ def _from_diverged(tl: Timeline) -> list[Hypothesis]:
 
 def collective_desync(tl: Timeline) -> list[Hypothesis]:
     return (_from_fr(tl) + _from_watchdog(tl) + _from_diverged(tl) + _from_detail(tl) + _from_size_check(tl) + _from_call_sites(tl)
-            + _from_cycles(tl) + _from_watch(tl) + _after_training(tl))
+            + _from_cycles(tl) + _from_watch(tl) + _after_training(tl) + _from_coll_trace(tl))
+
+
+def _process(event: Event) -> tuple[object, ...]:
+    origin = event.origin
+    return (event.ref.source, origin.host, origin.pid, origin.rank, origin.device)
+
+
+def _call_words(signature: frozenset[tuple[str | None, int, int]]) -> str:
+    return " and ".join(f"{op} of {count}" for op, count, _ in sorted(signature, key=str))
+
+
+def _from_coll_trace(tl: Timeline) -> list[Hypothesis]:
+    """NCCL's COLL trace (``AllReduce: opCount 28c … count N … [nranks=4]``): processes that made a different call
+    (another collective, another count or type) with the same opCount on a communicator of the same size. Only
+    processes with one communicator of that size in the trace are compared (a process's tensor- and data-parallel
+    groups may have the same size, and their calls differ by design). The odd ones out, where most agree, are the
+    culprits."""
+    calls = tl.of(Kind.NCCL_COLL)
+    if len(calls) < 2:
+        return []
+    comms: dict[tuple[object, ...], dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for event in calls:
+        comms[_process(event)][int(event.data["nranks"])].add(str(event.data["comm"]))
+    made: dict[tuple[int, int], dict[tuple[object, ...], set[tuple[str | None, int, int]]]] = defaultdict(dict)
+    first: dict[tuple[object, ...], Event] = {}
+    for event in calls:
+        process, size = _process(event), int(event.data["nranks"])
+        if event.seq is None or len(comms[process][size]) != 1:
+            continue
+        made[(size, event.seq)].setdefault(process, set()).add(
+            (event.op, int(event.data["count"]), int(event.data["datatype"])))
+        first.setdefault(process, event)
+    for (size, seq), by_process in sorted(made.items(), key=lambda item: item[0][1]):
+        signatures = Counter(frozenset(calls_made) for calls_made in by_process.values())
+        if len(by_process) < 2 or len(signatures) < 2:
+            continue
+        common, votes = signatures.most_common(1)[0]
+        majority = votes * 2 > len(by_process)
+        odd = [p for p, made_by in by_process.items() if majority and frozenset(made_by) != common]
+        where = attribute([first[p] for p in odd], tl) if odd else None
+        shown = [e for e in calls if e.seq == seq and _process(e) in by_process]
+        described = "; ".join(sorted({f"{attribute([first[p]], tl).text or 'a process'}: "
+                                      f"{_call_words(frozenset(made_by))}" for p, made_by in by_process.items()}))[:300]
+        title = (f"collective desync in NCCL's COLL trace: call {seq:x} of a communicator of {size} ranks differs "
+                 f"between processes ({described})")
+        what = ("NCCL's trace of each call shows processes of communicators of the same size making different calls "
+                "with the same sequence number (opCount): another collective, or another element count or data type. "
+                "The ranks took different code paths (a condition on the rank or on local data), and each now "
+                "waits for a call the others never make. "
+                + ("Most processes agree; the others are the odd ones out." if odd else
+                   "No majority says which side is the odd one out."))
+        return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.8 if odd else 0.7, title, what=what,
+                           where=where, evidence=evidence_of(shown, "its call with that opCount", MAX_CASCADE),
+                           fix="Make every rank issue the same collectives in the same order with the same sizes: "
+                               "find the branch that differs (TORCH_DISTRIBUTED_DEBUG=DETAIL checks each call).")]
+    return []

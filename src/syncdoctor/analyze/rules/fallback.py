@@ -218,16 +218,19 @@ _LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 def _agents_aftermath(event: Event, signal: Event) -> bool:
     """What the launcher prints after its own death signal: its traceback (``SignalException: Process N got signal:
-    15``), cut or whole; after Slurm's cancellation, srun's ``Job step aborted: Waiting up to 32 seconds for job step
-    to finish.`` and ``forcing job termination``."""
+    15``), cut or whole, also in a Rich box; after Slurm's cancellation, srun's ``Job step aborted: Waiting up to 32
+    seconds for job step to finish.``, ``forcing job termination``, the step's tasks exiting and slurmstepd unable
+    to tell srun."""
     if event.ref.source != signal.ref.source or event.ref.line <= signal.ref.line:
         return False
     text = f"{event.text} {event.data.get('type', '')} {event.data.get('message', '')}"
-    return text.strip().endswith("Traceback (most recent call last):") or "SignalException" in text or \
+    return "Traceback (most recent call last)" in text or "SignalException" in text or \
         "got signal" in text or (signal.data.get("source") == "slurm" and _SRUN_AFTER.search(text) is not None)
 
 
-_SRUN_AFTER = re.compile(r"Job step aborted: Waiting up to \d+ seconds|forcing job termination")
+# (the tasks of a cancelled step exit, and slurmstepd can no longer report it to srun)
+_SRUN_AFTER = re.compile(r"Job step aborted: Waiting up to \d+ seconds|forcing job termination|Failed to send "
+                         r"MESSAGE_TASK_EXIT|tasks? [\d,\-]+: (?:Exited with exit code|Terminated|Killed)")
 
 
 def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis]:

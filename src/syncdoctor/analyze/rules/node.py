@@ -120,8 +120,11 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
                 "same device, or a process of an earlier run still alive. The GPU itself is not at fault.")
     fix = ("Use torch.cuda.set_device(int(os.environ['LOCAL_RANK'])), start as many processes per node as it has "
            "GPUs (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES in the job's environment.")
-    return [hypothesis(tl, Category.DUPLICATE_GPU, 0.9, title, where=where, what=what, fix=fix,
-                       evidence=evidence_of(events, "no such device", 6))]
+    # no such GPU: that process failed at start-up (A003), its device assignment the cause; a GPU another process
+    # holds in exclusive mode is two ranks on one GPU (A016)
+    busy = all("busy or unavailable" in str(e.data.get("message", "")) for e in events)
+    return [hypothesis(tl, Category.DUPLICATE_GPU if busy else Category.RANK_CRASHED, 0.9, title, where=where,
+                       what=what, fix=fix, evidence=evidence_of(events, "no such device", 6))]
 
 
 # torch.utils.data's own messages when a worker process of a rank's DataLoader dies
@@ -312,6 +315,13 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                     "killed pods to recover, starting with those using more than they requested. Its peers then time "
                     "out or lose their connection to it.")
             category, confidence = Category.RANK_KILLED, 0.9
+        elif signal == "SIGKILL" and any(e.data.get("deleted") for e in events):
+            title = (f"{who} was taken down from outside (its pod deleted or its node stopped): the job was not "
+                     "ended by a failing worker")
+            what = (f"The job's controller reports {who} removed (kubectl delete, a node drained, scaled down or "
+                    "stopped by the cluster's autoscaler, a preemption): its processes were killed without an error of "
+                    "their own, and its peers then time out or lose their connection to it.")
+            category, confidence = Category.RANK_KILLED, 0.85
         elif signal == "SIGKILL" and any(e.data.get("oom") for e in events):
             title = f"{who} was killed by the kernel's OOM killer: host or container memory, not GPU memory"
             what = (f"{'The kernel' if any(e.data.get('source') == 'kernel' for e in events) else 'The scheduler or the container runtime'} "

@@ -44,7 +44,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.MEMLOCK_LIMIT, "memory the NIC could not register (the memlock limit)",
      re.compile(r"ibv_reg_mr|\bRLIMIT_MEMLOCK\b|\bmemlock\b|locked memory|fi_mr_reg|register memory region"
                 # a verbs queue the NIC could not pin memory for (UCX: ibv_create_cq(cqe=4096) failed: Cannot allocate memory)
-                r"|ibv_create_(?:cq|qp|srq)\b[^\n]{0,60}(?:Cannot allocate memory|ENOMEM)", _I)),
+                r"|ibv_create_(?:cq|qp|srq)\b[^\n]{0,60}(?:Cannot allocate memory|ENOMEM)"
+                # EFA's provider could not register the receive buffers it posts (the memlock limit, 64 kB by default)
+                r"|Failure to post internal receive buffers", _I)),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm"
                 r"|\bproviders? for name shm\b|\bshm provider\b", _I)),  # libfabric's shm provider (oneCCL, EFA)
@@ -98,6 +100,8 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"
+                # HCCL (Ascend): ``EI0009 … Transport init error. Reason: [Create][DestLink]Create Dest error! … remote_ip_addr[…]``
+                r"|transport init error\b[^\n]{0,80}\bCreate Dest error|\bEI0009\b"
                 r"|host not found|unknown host|getaddrinfo|could not resolve|failed to resolve|connection timed\b"  # "timed" alone: cut short by the paste
                 r"|software caused connection abort"
                 r"|\bconnect: resource temporarily unavailable", _I)),  # EAGAIN: the peer's listen backlog is full
