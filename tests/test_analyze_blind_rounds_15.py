@@ -330,6 +330,8 @@ def test_ncclS_coll_trace_is_read_in_the_end_of_a_long_log_only(tmp_path: Path) 
     calls = timeline.of(Kind.NCCL_COLL)
     assert [e.seq for e in calls] == [8, 9, 10, 11]  # the last KEEP of that process and communicator
     assert calls[-1].ref.line == 1 + (nccl_coll.TAIL_BYTES // 16 + 10) + 10  # numbered as in the file
+    unended = timeline_of(tmp_path, early + early.replace("opCount 1", "opCount 2").rstrip("\n")).of(Kind.NCCL_COLL)
+    assert [(e.seq, e.ref.line) for e in unended] == [(1, 1), (2, 2)]  # a last line without its newline
 
 
 def test_a_job_ended_from_outside_with_the_launchers_and_schedulers_aftermath(tmp_path: Path) -> None:

@@ -227,7 +227,7 @@ def _last_calls(source: str, file_origin: Origin, tail: bytes, lines: int) -> li
     if nccl_coll.MARKER not in tail:
         return []
     raws = tail.split(b"\n")
-    first = lines - tail.count(b"\n") + (0 if tail.endswith(b"\n") else 1) + 1  # the number of raws[0]
+    first = lines - tail.count(b"\n") + 1  # the number of raws[0] (``lines``: the newlines of the whole input)
     seen: dict[bytes, int] = {}
     chosen: list[int] = []
     for index in range(len(raws) - 1, -1, -1):
