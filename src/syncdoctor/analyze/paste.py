@@ -12,7 +12,7 @@ import re
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "FILLER", "double_spaced", "paste_margin", "unquoted", "unspaced", "unwrap", "without_margin",
+__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "paste_margin", "unquoted", "unspaced", "unwrap", "without_margin",
            "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
@@ -72,6 +72,7 @@ def unquoted(data: bytes) -> bytes:
 # what stands in for each line a joined line took in (the line numbers stay those of the paste): a control
 # character no log line is, which the reader skips, so that a traceback or a table goes on across it
 FILLER = "\x1f"
+FILLER_BYTES = FILLER.encode()
 _WRAP_SAMPLE = 2000  # lines of the first block looked at for a wrap width
 _MIN_WIDTH = 60
 _MIN_WRAPPED = 2
@@ -143,7 +144,7 @@ _MIN_SPACED = 6  # lines of a paste's first block, each followed by a blank line
 
 
 def _blank(line: bytes) -> bool:
-    return not line.strip() and line != FILLER.encode()
+    return not line.strip() and line != FILLER_BYTES
 
 
 def double_spaced(block: bytes) -> bool:
@@ -166,8 +167,7 @@ def unspaced(block: bytes) -> bytes:
     stay those of the paste; a traceback or a table goes on across it). A blank line the log had itself (two or
     more in a row in the paste) stays."""
     lines = block.split(b"\n")
-    filler = FILLER.encode()
     for i in range(1, len(lines)):
-        if _blank(lines[i]) and not _blank(lines[i - 1]) and lines[i - 1] != filler and i + 1 < len(lines):
-            lines[i] = filler
+        if _blank(lines[i]) and not _blank(lines[i - 1]) and lines[i - 1] != FILLER_BYTES and i + 1 < len(lines):
+            lines[i] = FILLER_BYTES
     return b"\n".join(lines)

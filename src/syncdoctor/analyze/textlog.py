@@ -17,7 +17,7 @@ from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
 from syncdoctor.analyze.paste import (
     ANSI_BYTES,
-    FILLER,
+    FILLER_BYTES,
     double_spaced,
     paste_margin,
     unspaced,
@@ -104,9 +104,6 @@ def _info_key(raw: bytes, at: int) -> bytes | None:
     return raw[:colon] + b"|COMPLETE|" + raw[sized + 8: sized + 16].split(b" ", 1)[0]
 
 
-_FILLER = FILLER.encode()
-
-
 def _blank_line(block: bytes, after: int, before: int) -> bool:
     """A blank line between two positions of ``block``: the end of a prompt's output."""
     gap = block[after:before]
@@ -177,7 +174,7 @@ def _lines_above(state: _State, block: bytes, start: int, line: Line) -> list[st
     writer = (line.origin.rank, line.origin.host, line.origin.pid)
     above: list[str] = []
     for raw in _raw_above(block, start, _MAX_ABOVE):
-        if raw == _FILLER:
+        if raw == FILLER_BYTES:
             continue
         read = make_line(_decode(raw), Ref(state.source, 0), state.file_origin)
         if (read.origin.rank, read.origin.host, read.origin.pid) != writer:
@@ -243,12 +240,9 @@ def _last_calls(source: str, file_origin: Origin, tail: bytes, lines: int) -> li
             continue
         seen[key] = count + 1
         chosen.append(index)
-    calls = nccl_coll.Calls()
-    for index in reversed(chosen):
-        event = nccl_coll.parse(make_line(_decode(raws[index]), Ref(source, first + index), file_origin))
-        if event is not None:
-            calls.add(event)
-    return calls.events()
+    calls = (nccl_coll.parse(make_line(_decode(raws[index]), Ref(source, first + index), file_origin))
+             for index in reversed(chosen))
+    return [event for event in calls if event is not None]
 
 
 def _decode(raw: bytes) -> str:
@@ -266,7 +260,7 @@ def _feed(state: _State, active: _Active, block: bytes, pos: int, number: int) -
         end = block.find(b"\n", pos)
         if end == -1:
             end = size
-        if block[pos:end] == _FILLER:  # a line a joined line took in: the follower goes on across it
+        if block[pos:end] == FILLER_BYTES:  # a line a joined line took in: the follower goes on across it
             pos = end + 1
             number += 1
             continue

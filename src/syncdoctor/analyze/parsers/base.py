@@ -8,15 +8,25 @@ feeds the follower the next lines until it says it is done.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 
-__all__ = ["MAX_TEXT", "Follower", "Line", "clip", "make_event", "normalize_op"]
+__all__ = ["MAX_TEXT", "Follower", "Line", "clip", "make_event", "masked", "normalize_op"]
 
 MAX_TEXT = 400  # characters of a line kept as evidence text
+
+
+_MASKED = re.compile(r"[xX]+|\*+|<[^>]*>|\.{3}")
+
+
+def masked(name: str) -> bool:
+    """A host or address the poster hid (``xxxxxx``, ``***``, ``<redacted>``, ``...``): no name at all. A placeholder
+    that reads as a name (``HOSTNAME``) is the name the paste gives."""
+    return _MASKED.fullmatch(name) is not None
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:

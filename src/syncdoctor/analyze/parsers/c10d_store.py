@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
-from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.base import Line, make_event, masked
 
 __all__ = ["KEYWORDS", "parse"]
 
@@ -142,7 +142,7 @@ _LISTEN_PORT = re.compile(r"bind to \[?[^\s\]]*\]?:(?P<port>\d+)|listen on any l
 # likely closed. Did the remote server shutdown or crash?`` (remote: the store)
 _STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken pipe)|[Ff]ailed to recv, got 0 bytes"
                          r"|recvValue(?:WithTimeout)? failed on SocketImpl\([^)]{0,300}\): Connection reset by peer")
-_REMOTE = re.compile(r"remote=\[(?P<host>(?!<)[^\]\s]{1,253})\]:(?P<port>\d{1,5})")  # (``[<redacted>]``: none)
+_REMOTE = re.compile(r"remote=\[(?P<host>[^\]\s]{1,253})\]:(?P<port>\d{1,5})")
 
 
 # the bare message (before 1.11), also with THD's source location (0.3-0.4): "RuntimeError: Address already in
@@ -222,6 +222,8 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "wait", "ms": None, "keys": "", "missing_ranks": []})]
     if _STORE_LOST.search(body):
         remote = _REMOTE.search(body)
+        if remote and masked(remote["host"]):  # ``remote=[<redacted>]:58159``: no host
+            remote = None
         return [make_event(Kind.PEER_CLOSED, line, data={
             "transport": "store", "how": "reset",
             **({"peer_addr": remote["host"], "peer_port": int(remote["port"])} if remote else {})})]

@@ -36,8 +36,8 @@ import re
 from dataclasses import dataclass, field
 
 from syncdoctor.analyze.model import Event, Kind, Origin
-from syncdoctor.analyze.parsers.base import Line, make_event
-from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
+from syncdoctor.analyze.parsers.base import Line, make_event, masked
+from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
@@ -52,7 +52,6 @@ _LOCAL_ARG = re.compile(r"--local[_-]rank[= ]'?,? ?'?(?P<local>\d+)")
 # (the PID and node may be masked by the poster: ``with PID xxxxxx on node xxxxxxxx``)
 _OMPI = re.compile(r"(?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\S+) on node (?P<host>\S+?) exited on signal "
                    r"(?P<sig>\d+)(?: \((?P<name>[^)]+)\))?")
-_MASKED = re.compile(r"[xX]+|\*+|<[^>]*>|\.{3}")  # a name the poster hid (xxxxxx)
 _DS_KILLING = re.compile(r"Killing subprocess (?P<pid>\d+)")
 # MPICH: ``YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)``
 _MPICH_STRING = re.compile(r"EXIT STRING: (?P<what>.*?)\s*\(signal (?P<num>\d+)\)")
@@ -145,9 +144,7 @@ class _OmpiFollower:
     def finish(self) -> list[Event]:
         if self.rank is None and self.host is None:
             return []
-        # a shell's exit status above 128 is death by signal (code - 128): 137 is SIGKILL
-        signal = signal_name(self.code) or (signal_name(128 - self.code) if self.code and 128 < self.code < 160
-                                            else None)
+        signal = shell_signal_name(self.code)
         origin = Origin(rank=self.rank, host=self.host, local_rank=self.local)
         return [make_event(Kind.WORKER_FAILED, self.head, origin=origin, data={
             "source": "mpirun" if self.host is None else "horovod", "exitcode": self.code, "signal": signal,
@@ -361,7 +358,7 @@ def parse(line: Line) -> list[Event]:
     match = _OMPI.search(body)
     if match:
         number = int(match["sig"])
-        host = None if _MASKED.fullmatch(match["host"]) else match["host"]
+        host = None if masked(match["host"]) else match["host"]
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"]), host=host),
                            data={"source": "mpirun", "exitcode": -number, "signal": signal_name(-number),
                                  "mpi_rank": int(match["rank"])})]

@@ -6,19 +6,19 @@ recvbuff 0x… count 9984512 datatype 7 op 0 root 0 comm 0x55bef0201370 [nranks=
 hexadecimal, per communicator; ``comm`` is the process's own pointer, so only ``nranks`` says which communicators
 of different processes may be one). A log of a running job holds millions of them: the reader does not scan for
 them but reads the ones in the last part of each input (:data:`TAIL_BYTES`), where a hang leaves each process's
-last calls, and keeps the last :data:`KEEP` per process and communicator.
+last calls, and keeps the last :data:`KEEP` per process and communicator (picked by their bytes, before they are
+decoded: :func:`syncdoctor.analyze.textlog.read_text`).
 """
 
 from __future__ import annotations
 
 import re
-from collections import deque
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event, normalize_op
 from syncdoctor.analyze.parsers.prefixes import split_nccl
 
-__all__ = ["KEEP", "MARKER", "MAX_STREAMS", "TAIL_BYTES", "Calls", "parse"]
+__all__ = ["KEEP", "MARKER", "MAX_STREAMS", "TAIL_BYTES", "parse"]
 
 MARKER = b": opCount "
 TAIL_BYTES = 1 << 19  # the last 512 KiB of an input: a hang's last calls of each process are there
@@ -40,23 +40,3 @@ def parse(line: Line) -> Event | None:
     return make_event(Kind.NCCL_COLL, line, origin=origin, op=normalize_op(match["op"]), seq=int(match["count_id"], 16), data={
         "count": int(match["count"]), "datatype": int(match["dtype"]), "root": int(match["root"]),
         "comm": match["comm"], "nranks": int(match["nranks"])})
-
-
-class Calls:
-    """The last :data:`KEEP` calls of each process and communicator (bounded whatever the number of lines)."""
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[object, ...], deque[Event]] = {}
-
-    def add(self, event: Event) -> None:
-        origin = event.origin
-        key = (event.ref.source, origin.host, origin.pid, origin.rank, origin.device, event.data["comm"])
-        calls = self._kept.get(key)
-        if calls is None:
-            if len(self._kept) >= MAX_STREAMS:
-                return
-            calls = self._kept[key] = deque(maxlen=KEEP)
-        calls.append(event)
-
-    def events(self) -> list[Event]:
-        return sorted((e for calls in self._kept.values() for e in calls), key=lambda e: (e.ref.source, e.ref.line))

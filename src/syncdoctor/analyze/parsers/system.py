@@ -51,6 +51,7 @@ _OOMKILLED = re.compile(r"\bOOMKilled\b")
 # Deleted`` (Deleted, OOMKilled, Evicted, …)
 _POD_FAILED = re.compile(r"(?P<pod>[A-Za-z0-9][\w.\-]{0,252}) status change: \w+ to Failed by the event \w+\. "
                          r"Exit reason is (?P<reason>\w+)")
+_POD_KILLED = ("Deleted", "OOMKilled", "Evicted")  # reasons whose processes were killed from outside
 # Slurm ending the job or step from outside: ``*** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO
 # TIME LIMIT ***`` (also ``DUE TO PREEMPTION``, ``DUE TO NODE FAILURE``, or ``… CANCELLED AT … ***`` for scancel)
 _SLURM_CANCELLED = re.compile(r"(?:\*\*\* )?(?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<host>\S+) CANCELLED AT \S+"
@@ -97,11 +98,10 @@ def parse(line: Line) -> list[Event]:
     match = _POD_FAILED.search(body)
     if match:  # an elastic job's controller (DLRover) on a pod it watches: why it left Running
         reason = match["reason"]
+        killed = reason in _POD_KILLED
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["pod"]), data={
-            "source": "kubernetes", "exitcode": -9 if reason in ("Deleted", "OOMKilled", "Evicted") else None,
-            "signal": "SIGKILL" if reason in ("Deleted", "OOMKilled", "Evicted") else None,
-            "oom": reason == "OOMKilled", "deleted": reason == "Deleted", "unknown_exit": reason not in (
-                "Deleted", "OOMKilled", "Evicted")})]
+            "source": "kubernetes", "exitcode": -9 if killed else None, "signal": "SIGKILL" if killed else None,
+            "oom": reason == "OOMKilled", "deleted": reason == "Deleted", "unknown_exit": not killed})]
     match = _EVICTED.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, data={

@@ -64,6 +64,14 @@ def signal_name(exitcode: int | None) -> str | None:
     return _SIGNALS.get(-exitcode, f"signal {-exitcode}")
 
 
+def shell_signal_name(status: int | None) -> str | None:
+    """The signal of a shell's exit status (a launcher that reports it as the shell does): above 128 it is death by
+    signal ``status - 128`` (137: SIGKILL); torchrun's negative code is read as :func:`signal_name` reads it."""
+    if status is not None and 128 < status < 160:
+        return signal_name(128 - status)
+    return signal_name(status)
+
+
 @dataclass
 class FailureTable:
     """Collects the records of one ChildFailedError summary."""
