@@ -106,9 +106,10 @@ def _starts_a_line(text: str, numbered: bool = True) -> bool:
 
 def wrap_width(block: bytes) -> int:
     """The width at which a paste's lines were hard wrapped (a terminal's, an e-mail's), from the first block, or 0:
-    no line is longer, at least three different lines are exactly that long, and each of those is followed by a
-    line that is not a log line of its own (no prefix, no timestamp). A log whose longest lines are a repeated
-    message, or were cut by the writer, has no such continuations."""
+    no line is longer, at least three different lines are exactly that long, and most of them are in runs that end
+    in a shorter line that is not a log line of its own (no prefix, no timestamp): the last piece of a line cut in
+    pieces. A log whose longest lines are a repeated message, or were cut by the writer, has no such continuations,
+    nor one whose lines all have one length (a trace of fixed-width fields)."""
     lines = [line.decode("utf-8", "replace").rstrip("\r") for line in _head(block, _WRAP_SAMPLE)]
     width = max((len(line) for line in lines), default=0)
     if width < _MIN_WIDTH:
@@ -116,9 +117,18 @@ def wrap_width(block: bytes) -> int:
     at = [i for i, line in enumerate(lines) if len(line) == width]
     if len({lines[i] for i in at}) < _MIN_WRAPPED:
         return 0
-    followed = [i for i in at if i + 1 < len(lines) and lines[i + 1].strip() and not lines[i + 1].startswith("  ")
-                and lines[i + 1] != FILLER and not _starts_a_line(lines[i + 1])]
-    return width if len(followed) >= _MIN_WRAPPED and len(followed) * 2 >= len(at) else 0
+    wide = set(at)
+    cut = 0  # the lines of that width in a run (a line cut in several pieces) that a continuation ends
+    for i in at:
+        if i - 1 in wide:
+            continue
+        j = i
+        while j in wide:
+            j += 1
+        if j < len(lines) and lines[j].strip() and not lines[j].startswith("  ") and lines[j] != FILLER \
+                and not _starts_a_line(lines[j]):
+            cut += j - i
+    return width if cut >= _MIN_WRAPPED and cut * 2 >= len(at) else 0
 
 
 def unwrap(block: bytes, width: int) -> bytes:

@@ -196,6 +196,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"allocate memory",  # ENOMEM in a library's words: libfabric's "Unable to write to EQ … Cannot allocate memory (-12)"
     b"talled ranks:",  # Horovod 0.18's stall inspector: "Stalled ranks:" then "6: [horovod_allreduce.0, …]"
     b"ray stop on",  # Ray's autoscaler taking a node down: NodeUpdater: i-0baab…: Running ray stop on 34.222.57.174...
+    b"resolve",  # a job script's look-up of the master: nslookup: can't resolve 'master-0': Name does not resolve
+    b"server can't find",  # bind's nslookup: ** server can't find master-0: NXDOMAIN
+    b"unknown host",  # ping: unknown host master-0
+    b"service not known",  # ping: master-0: Name or service not known
+    b"didn't join",  # torch's desync report cut from its header: [1] finished collective #11, but didn't join collective #12
+    b"Memory on the node (IP",  # Ray's memory monitor: Memory on the node (IP: 10.20.49.141, ID: …) where the task …
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -230,6 +230,34 @@ def _worker_pids(events: Sequence[Event], by_host_pid: dict[tuple[str, int], int
         by_host_pid.setdefault((host, pid), rank)
 
 
+def _first_node_consoles(events: Sequence[Event]) -> set[str]:
+    """The inputs that are one torchrun agent's console on the job's first node, where a worker's local rank is
+    its rank: every worker of that agent (the pids it reports failed or stops, two or more) and every rank its
+    workers' prefixes name (``[rank2]:``) fit in the agent's local world (ranks below its number of workers: a
+    later node's workers would print ranks from its first rank on), one host at most, and no rank prefix at all
+    would say nothing."""
+    workers: dict[str, set[int]] = defaultdict(set)
+    ranks: dict[str, set[int]] = defaultdict(set)
+    hosts: dict[str, set[str]] = defaultdict(set)
+    for event in events:
+        source = event.ref.source
+        if event.kind in (Kind.WORKER_FAILED, Kind.WORKER_TERMINATED) and event.data.get("worker_pid") is not None:
+            workers[source].add(int(event.data["worker_pid"]))
+        elif event.origin.rank is not None:
+            ranks[source].add(event.origin.rank)
+        if event.origin.host:
+            hosts[source].add(event.origin.host)
+    return {source for source, pids in workers.items() if len(pids) >= 2 and ranks.get(source)
+            and max(ranks[source]) < len(pids) and len(hosts.get(source, ())) <= 1}
+
+
+def _local_is_global(event: Event, first_node: set[str]) -> Event:
+    origin = event.origin
+    if origin.rank is not None or origin.local_rank is None or event.ref.source not in first_node:
+        return event
+    return event.with_origin(replace(origin, rank=origin.local_rank))
+
+
 def _resolve(event: Event, maps: tuple[dict, dict, dict, dict]) -> Event:
     by_host_pid, by_local, by_pid, rank_host = maps
     origin = event.origin
@@ -374,7 +402,8 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     fr_events = list(_fr_status_events(dumps))
     all_events = list(events) + fr_events
     maps = _maps(all_events)
-    resolved = [_resolve(event, maps) for event in all_events]
+    first_node = _first_node_consoles(all_events)
+    resolved = [_resolve(_local_is_global(event, first_node), maps) for event in all_events]
     resolved.sort(key=lambda e: (e.ref.source, e.ref.line))
     resolved = _drop_status_timeouts(_pair_groups(resolved))
     world = _world_size(resolved, dumps)

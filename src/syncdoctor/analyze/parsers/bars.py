@@ -42,9 +42,10 @@ _EVALUATING = re.compile(r"\b(?:Evaluating|Evaluate annotation type|Running per 
                          r"Accumulating evaluation results|Running evaluation|Start(?:ing)? evaluation)\b")
 # a line that says it is writing a checkpoint (the HF Trainer's ``Saving model checkpoint to out/checkpoint-500``,
 # ``Saving latest checkpoint …``, Lightning's ``saving model to …``, Accelerate's ``Saving current state to …``):
-# often rank 0 alone, and a save that outlasts the timeout is the classic straggler
-_SAVING = re.compile(r"\b[Ss]aving (?:the |a |current |latest |final |best |last )?(?:model|checkpoint|state|"
-                     r"DeepSpeed|weights|ckpt)")
+# often rank 0 alone, and a save that outlasts the timeout is the classic straggler (a few words may come
+# between: ``Saving the newly created merged model to /opt/ml/model``)
+_SAVING = re.compile(r"\b[Ss]aving (?:the |a |current |latest |final |best |last )?(?:[\w-]{1,20} ){0,3}?(?:model|"
+                     r"checkpoint|state|DeepSpeed|weights|ckpt)")
 
 # a line of the program's own that says which rank works through what: ``Rank 0 processing scenario 1762 / 3037``
 _COUNTING = re.compile(r"\b[Rr]ank (?P<rank>\d{1,6})\b[:,]? (?:is )?[Pp]rocessing\b[^\n]{0,80}?(?<![\d.])"

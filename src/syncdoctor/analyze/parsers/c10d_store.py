@@ -24,7 +24,10 @@
 * ``The server socket on [::ffff:10.4.6.125]:63617 has timed out, will retry.`` (2.2+, c10d's socket.cpp): a client's
   connect to the store timed out and is tried again (repeated for minutes: an address that leads nowhere, a VPN's
   or a RoCE interface's that is gone); ``host not found: Name or service not known`` (c10d's tcputils before 1.13,
-  raised as ValueError by the store's connect): the store's host name does not resolve.
+  raised as ValueError by the store's connect): the store's host name does not resolve; so does a job script's
+  own look-up of it, ``nslookup: can't resolve 'master-0': Name does not resolve`` (busybox; ``(null)``: the
+  variable looked up was empty), ``** server can't find master-0: NXDOMAIN`` (bind), ``ping: master-0: Name or
+  service not known``.
 * ``ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR
   expected, but not set`` (rendezvous.py, every release), ``Port could not be cast to integer value as '…'``
   (urllib, from a ``tcp://`` init_method whose port is not a number): the store's address is missing or malformed.
@@ -50,13 +53,15 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
-            "Error: Port could not be cast", "network addresses of", "retrieving ncclUniqueId", "wait timeout after", "Wait timeout for name", "waitForInput", "client socket", "store based barrier", "C10d store",
+            "Error: Port could not be cast", "network addresses of", "ving ncclUniqueId", "wait timeout after", "Wait timeout for name", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
-            "TCP client failed to connect", "reset by peer")
+            "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
+            ": Name or service not known", ": Name does not resolve")
 
-_UNIQUE_ID = re.compile(r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from "
+# (1.13-2.0 spell it ``retreiving``; a paste may begin after the waiting rank's number)
+_UNIQUE_ID = re.compile(r"(?:\[(?P<rank>\d+)\] is )?setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
                         r"(?:, but store->get\('[^']*'\) got error:?\s*(?P<error>.*))?")
 _STORE_TIMEOUT = ("timeout", "Timeout", "timed out")
@@ -94,6 +99,11 @@ _CONNECT = re.compile(
 _CLIENT_RETRY = re.compile(r"TCP client failed to connect(?:/validate)? to host \[?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+)"
                            r" - retrying \(try=(?P<try>\d+)[^)]{0,80}\): ?(?P<err>[^\n]{0,200})")
 _RETRY = re.compile(r"The server socket on \[?(?:::ffff:)?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+) has timed out, will retry")
+# a job script's own look-up of the master's name (a container's entrypoint waiting for the master pod's DNS
+# record): busybox's and bind's nslookup, ping; ``(null)``: the variable it looked up was empty
+_LOOKUP = re.compile(r"^nslookup: can't resolve '(?P<a>[^']{0,253})'|^(?:\*\* )?server can't find (?P<b>[^\s:]{1,253}): "
+                     r"(?:NXDOMAIN|SERVFAIL)|^ping: (?:unknown host (?P<c>\S{1,253})|(?P<d>[^\s:]{1,253}): (?:Name or "
+                     r"service not known|Name does not resolve|Temporary failure in name resolution))")
 _NOT_FOUND = re.compile(r"host not found: (?P<err>Name or service not known|Temporary failure in name resolution|"
                         r"No address associated with hostname|nodename nor servname provided[^.]*|Name has no usable "
                         r"address|System error)")
@@ -211,6 +221,14 @@ def _errors(line: Line) -> list[Event]:
                 else f"init_method port {match['port'].strip()[:60]}")
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "invalid_address": True,
                                                           "error": f"invalid address: {what}"})]
+    match = _LOOKUP.search(body.strip())
+    if match:
+        host = match["a"] if match["a"] is not None else (match["b"] or match["c"] or match["d"])
+        if not host or host == "(null)":
+            return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "invalid_address": True,
+                                                              "error": "invalid address: an empty name"})]
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "store_host": host,
+                                                          "error": "host not found: the name does not resolve"})]
     match = _NOT_FOUND.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "error": f"host not found: {match['err']}"})]
@@ -256,7 +274,8 @@ def _errors(line: Line) -> list[Event]:
     if match:
         error = (match["error"] or "").strip()[:200]
         events = [make_event(Kind.STORE_ERROR, line, data={
-            "what": "nccl-unique-id", "group_rank": int(match["rank"]), "waiting_for": int(match["root"]),
+            "what": "nccl-unique-id", "group_rank": int(match["rank"]) if match["rank"] else None,
+            "waiting_for": int(match["root"]),
             "key": match["key"], "error": error, "timeout": any(word in error for word in _STORE_TIMEOUT)})]
         if any(word in error for word in ("reset by peer", "Broken pipe", "closed by peer", "got 0 bytes")):
             # the store itself went away while this rank waited: its server (rank 0, or the agent) ended

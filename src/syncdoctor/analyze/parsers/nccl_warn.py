@@ -82,7 +82,7 @@ _ERRNO = {"Invalid argument": 22, "Connection timed out": 110, "Operation not pe
 _GID_INDEX = re.compile(r"GID index (?P<gid>-?\d+)")
 _ON_DEV = re.compile(r"on dev (?P<dev>[\w.\-]+(?::\d+)?)")
 _MEMLOCK = re.compile(
-    r"(?:Call to )?ibv_(?:reg_mr\w*|create_qp|create_cq|alloc_pd)\w* failed(?: with error (?P<err>.+))?"
+    r"(?:Call to )?ibv_(?:reg_mr\w*|reg_dmabuf_mr|create_qp|create_cq|alloc_pd)\w* failed(?: with error (?P<err>.+))?"
     r"|Call to ibv_reg_mr\w*\s*$"  # the WARN cut by the paste right after the call's name: only a failure prints it
     # aws-ofi-nccl (EFA): NET/OFI Unable to register memory (type = 1) for device 0. RC: 12, Error: Cannot allocate memory
     r"|NET/OFI Unable to register memory.*?(?:Error: (?P<ofi_err>.+))?$"

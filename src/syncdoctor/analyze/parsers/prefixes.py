@@ -68,6 +68,10 @@ _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:s
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
 # docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container
 _COMPOSE = re.compile(r"(?P<svc>[A-Za-z][\w.\-]{0,100}[-_]\d{1,4}) +\| ")
+# a platform's pod or node name in brackets before the line's own stamp (Alibaba PAI-DLC, some job schedulers):
+# "[dlc1mtq58q0821ib-master-0] [2026-03-30 19:24:42,731] torch.distributed…": a DNS label with a dash and a digit
+_BRACKET_HOST = re.compile(r"\[(?P<host>(?=[a-z0-9-]*-)(?=[a-z-]*[0-9])(?!rank)[a-z][a-z0-9-]{1,61}[a-z0-9])\] "
+                           r"(?=\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} )")
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
 _RAY = re.compile(r"\((?:[A-Za-z_][\w.]{0,80} )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
 _ISO = re.compile(
@@ -252,6 +256,11 @@ def split_prefix(text: str) -> Prefix:
                 time = _year_less(_MONTHS[match["mon"]], int(match["d"]), int(match["h"]), int(match["mi"]),
                                   int(match["s"]), None)
                 time_text = text[:match.start("host") - 1] if time is not None else ""
+                pos = match.end()
+                continue
+            match = _BRACKET_HOST.match(text, pos)
+            if match:
+                host = match["host"]
                 pos = match.end()
                 continue
             match = _PDSH.match(text, pos)

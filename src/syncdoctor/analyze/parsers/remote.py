@@ -16,7 +16,9 @@ before any collective (or hangs at the rendezvous):
 * Ray: ``A worker died or was killed while executing a task by an unexpected system error`` with its ``Worker
   IP address``, ``Worker PID`` and ``Worker exit type: SYSTEM_ERROR``: the process vanished without an error of
   its own (Ray lists the OOM killer first), read as a ``worker_failed`` of unknown signal; Ray Train's ``Worker 0
-  has failed.`` gives its rank (where one worker vanished and one failed).
+  has failed.`` gives its rank (where one worker vanished and one failed); its memory monitor's ``Memory on the
+  node (IP: …) where the task (… pid=N …) was running was … which exceeds the memory usage threshold``: a
+  worker killed for the node's memory (SIGKILL, like the kernel's OOM killer).
 
 Each ssh or daemon line is a ``launch_unreachable`` event (``host`` when the line names it, ``error``, ``via``).
 """
@@ -34,7 +36,7 @@ __all__ = ["KEYWORDS", "actor_fields", "parse", "wants_actor_fields"]
 KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permission denied (publickey",
             "unable to reliably start", "route a message to the specified daemon", "daemon has unexpectedly failed",
             "lost communication with a remote daemon", "A worker died or was killed", "has failed",
-            "was not reachable via ssh", "The actor is dead because", "Running ray stop on")
+            "was not reachable via ssh", "The actor is dead because", "Running ray stop on", "Memory on the node (IP: ")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
 _SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
@@ -100,8 +102,22 @@ def actor_fields(line: Line, event: Event, above: list[str]) -> list[Event]:
 _RAY_STOP = re.compile(r"NodeUpdater: (?P<node>\S+?): Running ray stop on (?P<ip>[\w.\-:]+?)\.{0,3}\s*$")
 
 
+# Ray's memory monitor killing a worker for the node's memory (raylet, 2.x; the task then raises
+# ``ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.``): ``Memory on the
+# node (IP: 10.20.49.141, ID: 4748…) where the task (actor ID: …, name=…, pid=4100606, memory used=56.57GB) was
+# running was 246.5GB / 251.54GB (0.98), which exceeds the memory usage threshold of 0.95. Ray killed this worker``
+_RAY_MEMORY = re.compile(r"Memory on the node \(IP: (?P<ip>[\w.:\-]{2,64}), ID: [^)]*\) where the (?:task|actor)\b"
+                         r"(?:[^)]*?\bpid=(?P<pid>\d{1,10}))?")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    match = _RAY_MEMORY.search(body)
+    if match:
+        pid = int(match["pid"]) if match["pid"] else None
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["ip"], pid=pid), data={
+            "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True,
+            **({"worker_pid": pid} if pid else {})})]
     match = _RAY_STOP.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["ip"]), data={

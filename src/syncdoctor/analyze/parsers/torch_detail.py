@@ -4,7 +4,9 @@
   followed by ``To our best knowledge, ranks [1, 2] are the lagging ranks that caused this timeout. They never
   joined any collectives`` or ``… the lagging/dead/mismatched ranks that caused the desync are:`` /
   ``- [0, 3] joined but didn't finish collective #12 (count from 1)`` /
-  ``[1] finished collective #11, but didn't join collective #12 (count from 1)``.
+  ``[1] finished collective #11, but didn't join collective #12 (count from 1)``; that line pasted without its
+  header is a report of its own (no reporter, no op: ``source`` finding), which a report with its header
+  supersedes.
 * ``Detected mismatch between collectives on ranks. Rank 0 is running collective:
   CollectiveFingerPrint(SequenceNumber=5, OpType=ALLREDUCE, TensorShape=[10], …), but Rank 1 is running
   collective: CollectiveFingerPrint(…)`` (2.0+; some releases glue ``SequenceNumber=0OpType=…``), the 1.10-1.13
@@ -29,6 +31,7 @@ __all__ = ["KEYWORDS", "DesyncFollower", "follow", "parse"]
 
 KEYWORDS = (
     "Timeout at collective",
+    "but didn't join collective #",
     "mismatch between collectives",
     "verifying shape tensors",
     "monitoredBarrier",
@@ -118,6 +121,11 @@ def _fingerprint(text: str) -> dict[str, str]:
 def parse(line: Line) -> list[Event]:
     body = line.body
     events: list[Event] = []
+    alone = _NOT_JOINED.search(body)
+    if alone and _ranks(alone["ranks"]):  # a finding of the report pasted without its header: no reporter
+        events.append(make_event(Kind.DESYNC_REPORT, line, seq=int(alone["seq"]), data={
+            "source": "finding", "reporter": None, "lagging": [], "joined_not_finished": [],
+            "not_joined": _ranks(alone["ranks"])}))
     prints = list(_FINGERPRINT.finditer(body))
     if "mismatch between collectives" in body and prints:
         sides: list[dict[str, Any]] = []

@@ -39,6 +39,10 @@ KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first
 
 _AGENT_FAILED = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)(?: of (?:binary|fn): (?P<what>.+))?"
+    # the same record in other words (a vendor's build of torch: PAI-DLC): ``failed (exitcode: -9) for binary located
+    # at /usr/bin/python3.10 with local_rank: 0 (process ID: 71)``
+    r"|failed \(exitcode: (?P<code2>-?\d+)\) for (?:binary|fn) located at \S+ with local_rank: (?P<local2>\d+) "
+    r"\(process ID: (?P<pid2>\d+)\)"
 )
 _SIGTERM = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG\w+)")
 _FIELD_NAMES = ("time", "host", "rank", "exitcode", "error_file", "traceback")
@@ -198,12 +202,12 @@ def parse(line: Line) -> list[Event]:
                            data={"source": "record", "exitcode": code, "signal": signal_name(code)})]
     match = _AGENT_FAILED.search(body)
     if match:
-        code = int(match["code"])
+        code = int(match["code"] or match["code2"])
+        local, pid = int(match["local"] or match["local2"]), int(match["pid"] or match["pid2"])
         # the line is the agent's: the worker's pid, not the agent's, identifies the rank
-        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["local"]),
-                                                                    pid=int(match["pid"])), data={
-            "source": "agent", "exitcode": code, "signal": signal_name(code), "worker_pid": int(match["pid"]),
-            "local_rank": int(match["local"])})]
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=local, pid=pid), data={
+            "source": "agent", "exitcode": code, "signal": signal_name(code), "worker_pid": pid,
+            "local_rank": local})]
     match = _SIGTERM.search(body)
     if match:
         return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={

@@ -49,8 +49,8 @@ _OMPI_SIGNAL = re.compile(r"^\s*(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+)\] )?(?:\*\*
 # a native crash handler's banner before the native frames (vLLM, TensorRT-LLM, Megatron, torch_xla processes):
 # ``!!!!!!! Segfault encountered !!!!!!!``; abseil's failure signal handler (Ray's workers, gRPC, TensorFlow):
 # ``*** SIGSEGV received at time=1746566409 on cpu 131 ***`` (then ``PC: @ 0x… addProxyOpIfNeeded()``)
-_BANNER = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|\*\*\* (?P<sig>SIG(?:SEGV|ABRT|BUS|FPE|ILL)) received at "
-                     r"time=\d+")
+_BANNER = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|(?:\*\*\* |^ ?)(?P<sig>SIG(?:SEGV|ABRT|BUS|FPE|ILL)) received "
+                     r"at time=\d+")  # (a paste's markdown takes the asterisks for emphasis)
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
@@ -89,7 +89,7 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
             data["collective"] = api.rsplit(" in ", 1)[-1].strip()
     events = [make_event(Kind.EXCEPTION, line, data=data)]
     oom = _OOM.search(message)
-    if oom or short == "OutOfMemoryError":
+    if oom or (short == "OutOfMemoryError" and not exc_type.startswith("ray.")):  # Ray's: host memory, its monitor
         events.append(make_event(Kind.CUDA_OOM, line, data={
             "tried": oom["size"] if oom else None, "gpu": _oom_gpu(oom)}))
     return events

@@ -262,6 +262,13 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             taken.add((rank, id(event)))
     groups += [(category, members, said[category]) for category, members in worded.items()]
     others = [(rank, event) for rank, event in found if (rank, id(event)) not in taken]
+    # with a rank out of GPU memory, a rank the launcher saw exit with an error of no signal, whose own error is
+    # not in the inputs, failed alongside it: most likely of the same (each loads the same model, the same batch)
+    alongside = [(rank, event) for rank, event in others if oom and tl.ranks[rank].outcome == "exited"
+                 and not tl.ranks[rank].exit_signal]
+    if alongside:
+        others = [member for member in others if member not in alongside]
+        groups[0] = (Category.RANK_OUT_OF_MEMORY, oom + alongside, groups[0][2])
     if others:
         groups.append((Category.RANK_CRASHED, others, "died"))
     hypotheses = []
@@ -277,6 +284,12 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         where = ", ".join(f"rank {r} on {tl.rank_host(r) or (hosts[0] + ' (most likely)' if hosts else 'an unknown host')}"
                           for r in sorted(culprits))
         title = f"{where} {verb}"
+        exited = sorted(r for r, _ in members if (r, _) in alongside)
+        if exited:
+            ran_out = sorted(culprits - set(exited))
+            where = ", ".join(f"rank {r} on {tl.rank_host(r) or 'an unknown host'}" for r in ran_out)
+            title = (f"{where} {verb}; rank{'s' if len(exited) > 1 else ''} {fmt_ranks(exited)} exited with an "
+                     "error at the same time (its own error is not in the inputs: most likely the same)")
         if affected:
             title += f"; ranks {fmt_ranks(affected)} then failed waiting for it or lost their connection to it"
         what = " ".join(summaries) + _order_note(tl, members)

@@ -345,7 +345,8 @@ def _from_diverged(tl: Timeline) -> list[Hypothesis]:
 
 def collective_desync(tl: Timeline) -> list[Hypothesis]:
     return (_from_fr(tl) + _from_watchdog(tl) + _from_diverged(tl) + _from_detail(tl) + _from_size_check(tl) + _from_call_sites(tl)
-            + _from_cycles(tl) + _from_watch(tl) + _after_training(tl) + _from_coll_trace(tl))
+            + _from_cycles(tl) + _from_watch(tl) + _after_training(tl) + _from_coll_trace(tl)
+            + _from_coll_order(tl))
 
 
 def _process(event: Event) -> tuple[object, ...]:
@@ -402,3 +403,62 @@ def _from_coll_trace(tl: Timeline) -> list[Hypothesis]:
                            fix="Make every rank issue the same collectives in the same order with the same sizes: "
                                "find the branch that differs (TORCH_DISTRIBUTED_DEBUG=DETAIL checks each call).")]
     return []
+
+
+def _from_coll_order(tl: Timeline) -> list[Hypothesis]:
+    """NCCL's COLL trace: two processes made the same two calls on two of their communicators in opposite orders.
+    A call is known across processes by what it does (collective, count, data type, communicator size and its
+    opCount); only calls each process made once are matched. NCCL needs calls on communicators that share a device
+    issued in one order on every rank, or each rank's kernel waits for a peer whose kernel waits behind another:
+    a hang with no error. Neither process is the odd one out."""
+    calls = sorted(tl.of(Kind.NCCL_COLL), key=lambda event: (event.ref.source, event.ref.line))
+    if len(calls) < 4:
+        return []
+    order: dict[tuple[object, ...], list[Event]] = defaultdict(list)
+    for event in calls:
+        if event.seq is not None:
+            order[_process(event)].append(event)
+
+    def signature(event: Event) -> tuple[object, ...]:
+        return (event.op, event.data["count"], event.data["datatype"], event.data["nranks"], event.seq)
+
+    placed: dict[tuple[object, ...], dict[tuple[object, ...], tuple[int, Event]]] = {}
+    for process, made in order.items():
+        counts = Counter(signature(event) for event in made)
+        placed[process] = {signature(event): (at, event) for at, event in enumerate(made)
+                           if counts[signature(event)] == 1}
+    processes = sorted(placed, key=str)
+    for i, first_process in enumerate(processes):
+        for second_process in processes[i + 1:]:
+            one, other = placed[first_process], placed[second_process]
+            shared = sorted((key for key in one if key in other), key=lambda key: one[key][0])
+            for a_index, a in enumerate(shared):
+                for b in shared[a_index + 1:]:
+                    (_, a1), (_, b1) = one[a], one[b]
+                    if a1.data["comm"] == b1.data["comm"] or other[a][0] < other[b][0]:
+                        continue
+                    if other[a][1].data["comm"] == other[b][1].data["comm"]:
+                        continue
+                    return [_order_reversed(tl, (a1, b1), (other[b][1], other[a][1]))]
+    return []
+
+
+def _order_reversed(tl: Timeline, one: tuple[Event, Event], other: tuple[Event, Event]) -> Hypothesis:
+    def words(pair: tuple[Event, Event]) -> str:
+        who = attribute([pair[0]], tl).text or pair[0].ref.source
+        return f"{who}: {pair[0].op} of {pair[0].data['count']}, then {pair[1].op} of {pair[1].data['count']}"
+
+    title = ("collective order differs between processes in NCCL's COLL trace: the same two calls on two "
+             f"communicators, in opposite orders ({words(one)}; {words(other)})")
+    what = ("NCCL's trace of each call shows two processes making the same two calls (same collective, count, data "
+            "type and opCount) on two different communicators, in opposite orders. Calls on communicators that "
+            "share a GPU must be issued in the same order on every rank: each process's first kernel waits for a "
+            "peer whose matching kernel is queued behind the other call, and both wait with no error. Neither "
+            "process is the odd one out: the program issues the groups' calls in an order that depends on the "
+            "rank (a loop over groups in a rank-dependent order, or groups served by threads).")
+    fix = ("Issue collectives of different process groups in one order on every rank (iterate groups in a fixed "
+           "order; do not drive groups from threads without ordering them), or give each group its own stream "
+           "and let neither wait on the other.")
+    return hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.6, title, what=what, fix=fix,
+                      evidence=evidence_of([*one, *other], "its calls in this order", MAX_CASCADE))
+

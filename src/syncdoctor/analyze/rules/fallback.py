@@ -224,7 +224,7 @@ def _agents_aftermath(event: Event, signal: Event) -> bool:
     if event.ref.source != signal.ref.source or event.ref.line <= signal.ref.line:
         return False
     text = f"{event.text} {event.data.get('type', '')} {event.data.get('message', '')}"
-    return "Traceback (most recent call last)" in text or "SignalException" in text or \
+    return "Traceback (most" in text or "SignalException" in text or \
         "got signal" in text or (signal.data.get("source") == "slurm" and _SRUN_AFTER.search(text) is not None)
 
 

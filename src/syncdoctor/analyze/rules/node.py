@@ -48,8 +48,16 @@ def _fabric_manager(events: list[Event]) -> bool:
     return any("system not yet initialized" in str(e.data.get("message", "")) for e in events)
 
 
+def _unhandled_cuda(event: Event) -> bool:
+    """NCCL's ``unhandled cuda error`` itself, which says a CUDA call failed, not which (its ``Last error:``
+    line does)."""
+    return event.data.get("source") == "nccl" and "ncclUnhandledCudaError" in str(event.data.get("message"))
+
+
 def gpu_error(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.GPU_ERROR) if not _no_such_device(e)]
+    if tl.of(Kind.CUDA_OOM):  # NCCL's unhandled cuda error whose last error says it: out of memory (the OOM rule's)
+        events = [e for e in events if not _unhandled_cuda(e)]
     ordinal = [e for e in tl.of(Kind.GPU_ERROR, Kind.EXCEPTION) if _no_such_device(e)]
     out = _no_such_gpu(tl, ordinal) if ordinal else []
     if not events:
@@ -322,6 +330,12 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                     "stopped by the cluster's autoscaler, a preemption): its processes were killed without an error of "
                     "their own, and its peers then time out or lose their connection to it.")
             category, confidence = Category.RANK_KILLED, 0.85
+        elif signal == "SIGKILL" and any(e.data.get("source") == "ray-memory-monitor" for e in events):
+            title = f"{who} was killed by Ray's memory monitor: the node's memory (host RAM) ran out, not GPU memory"
+            what = (f"Ray's memory monitor says the node's memory use went over its threshold (RAY_memory_usage_"
+                    f"threshold, 0.95 by default) and it killed {who}, the most recently scheduled worker, to keep the "
+                    "node alive. The worker leaves no error of its own; its peers then time out or lose it.")
+            category, confidence = Category.RANK_KILLED, 0.9
         elif signal == "SIGKILL" and any(e.data.get("oom") for e in events):
             title = f"{who} was killed by the kernel's OOM killer: host or container memory, not GPU memory"
             what = (f"{'The kernel' if any(e.data.get('source') == 'kernel' for e in events) else 'The scheduler or the container runtime'} "

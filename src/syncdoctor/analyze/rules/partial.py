@@ -297,6 +297,13 @@ def _waited_s(event: Event) -> float | None:
 _EARLY_SEQ = 16  # collectives a job runs before its training loop (the barriers and broadcasts of its setup)
 
 
+# a bar's words for work trainers do on the main process alone at any point of a job (an evaluation or a
+# generation pass, a save): still running at the others' timeout, and running at least half as long as they
+# waited, however much longer, it is what held them (a dataset's tokenisation belongs to the job's start: the
+# early window above)
+_SOLO_WORK = re.compile(r"[Ee]val|[Vv]alidat|[Gg]enerat|[Pp]redict|[Ss]aving|[Ii]nference")
+
+
 def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     """A progress bar that ran as long as the others waited: the process drawing it was working alone while
     they sat in the collective (tokenising, scanning a dataset, evaluating). Its elapsed time must be within
@@ -306,8 +313,10 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     that moves so, unfinished and at least a minute into its work, drawn on the line of the first timeout of its
     input or within ten lines before it, when the others timed out in one of the job's first collectives (before
     any training loop), says its process was still preparing alone when they gave up (a dataset's second pass,
-    begun after a first one the paste does not show). Bars of the waiting ranks do not
-    count."""
+    begun after a first one the paste does not show); so does such a bar whose words name work done on the main
+    process alone at any point of a job (an evaluation, a generation pass, a save) that ran at least half as long
+    as they waited, however much longer (an evaluation of hours ends while the others wait out their timeout).
+    Bars of the waiting ranks do not count."""
     waiting = {e.origin.rank for e in waits if e.origin.rank is not None}
     spans = [(e.ref.source, s) for e in waits if (s := _waited_s(e)) is not None]
     first: dict[str, int] = {}
@@ -330,8 +339,10 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
                 and (best is None or elapsed > float(best.data.get("elapsed_s") or 0)):
             best = bar
         unfinished = bar.data.get("total") is not None and done < float(bar.data.get("total") or 0)
-        if early and unfinished and elapsed >= 60 and bar.ref.source in first \
-                and 0 <= first[bar.ref.source] - bar.ref.line <= 10:
+        near = bar.ref.source in first and 0 <= first[bar.ref.source] - bar.ref.line <= 10
+        solo = _SOLO_WORK.search(str(bar.data.get("desc") or "")) is not None and \
+            any(source == bar.ref.source and elapsed >= 0.5 * span for source, span in spans)
+        if (early or solo) and unfinished and elapsed >= 60 and near:
             running = bar  # (the minute: not a bar that began as the others gave up)
     return best or running
 

@@ -174,17 +174,49 @@ def _from_fr_trace(tl: Timeline, event: Event) -> list[Hypothesis]:
     return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.8, title, culprits=ranks, what=what, evidence=evidence)]
 
 
+# a process's own crash (a watchdog that gives up after a timeout aborts: SIGABRT is no sign of the laggard)
+_CRASH_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE")
+
+
+def _its_crash(tl: Timeline, culprits: list[int]) -> list[Event]:
+    """A fatal signal whose line names no rank, where the report names one rank that never joined and no rank's
+    own line shows a crash: the laggard's, most likely."""
+    if len(culprits) != 1 or any(e.kind is Kind.FATAL_SIGNAL for state in tl.ranks.values() for e in state.events):
+        return []
+    return [e for e in tl.unattributed if e.kind is Kind.FATAL_SIGNAL and e.data.get("signal") in _CRASH_SIGNALS]
+
+
 def _from_reports(tl: Timeline) -> list[Hypothesis]:
     out = []
-    for event in tl.of(Kind.DESYNC_REPORT):
+    reports = tl.of(Kind.DESYNC_REPORT)
+    headed = {(e.seq, tuple(e.data.get("not_joined") or ())) for e in reports if e.data.get("source") is None}
+    for event in reports:
         if event.data.get("source") == "fr_trace":
             out += _from_fr_trace(tl, event)
             continue
         culprits = list(event.data.get("lagging") or []) + list(event.data.get("not_joined") or [])
-        if not culprits:
+        if not culprits or (event.data.get("source") == "finding"
+                            and (event.seq, tuple(event.data.get("not_joined") or ())) in headed):
             continue
-        title = (f"desync report of rank {event.data.get('reporter')}: ranks {fmt_ranks(culprits)} never joined "
-                 f"collective #{event.seq} ({event.op})")
+        of = f" of rank {event.data.get('reporter')}" if event.data.get("reporter") is not None else ""
+        title = (f"desync report{of}: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} never joined "
+                 f"collective #{event.seq}{f' ({event.op})' if event.op else ''}")
+        crashed = _its_crash(tl, culprits)
+        if crashed:
+            signal = crashed[0].data.get("signal")
+            title += f", and a process died of {signal}: most likely rank {culprits[0]}, which stopped there"
+            out.append(hypothesis(
+                tl, Category.RANK_CRASHED, 0.9, title, culprits=culprits,
+                affected=list(event.data.get("joined_not_finished") or []),
+                what=(f"PyTorch's desync report names rank {culprits[0]} as the one that never joined, and a "
+                      f"process of the job died of {signal}, its line naming no rank. A rank that reports the "
+                      "timeout is alive; the one that stopped between two collectives is the one a crash stops: "
+                      f"rank {culprits[0]} crashed, and the others waited for it until their timeout."),
+                fix=("Read the crashed process's native stack (the lines after its signal, or a core dump: "
+                     "ulimit -c unlimited) and the versions of the library it died in."),
+                evidence=evidence_of(crashed[:2], "a process died of a fatal signal")
+                + evidence_of([event], "TORCH_NCCL_DESYNC_DEBUG report")))
+            continue
         out.append(hypothesis(tl, Category.LAGGING_RANK, 0.95, title, culprits=culprits,
                               affected=list(event.data.get("joined_not_finished") or []),
                               what="PyTorch's desync debug report names the lagging ranks directly.",
@@ -367,13 +399,15 @@ def _from_unique_id(tl: Timeline) -> list[Hypothesis]:
     crashed = [r for r in culprits if r in tl.ranks and tl.ranks[r].outcome in _CRASHED]
     if crashed == culprits:
         return []  # it died before it got there: the crash rules say how
-    waiting = sorted({e.origin.rank if e.origin.rank is not None else int(e.data["group_rank"]) for e in waits})
+    waiting = sorted({e.origin.rank if e.origin.rank is not None else int(e.data["group_rank"]) for e in waits
+                      if e.origin.rank is not None or e.data.get("group_rank") is not None})
     waiting = [r for r in waiting if r not in culprits]
-    title = (f"rank {fmt_ranks(culprits)} never reached the first collective of its group: rank"
-             f"{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)} timed out waiting for its ncclUniqueId")
+    waiters = (f"rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)}" if waiting else "another rank")
+    title = (f"rank {fmt_ranks(culprits)} never reached the first collective of its group: {waiters} timed out "
+             "waiting for its ncclUniqueId")
     what = (f"NCCL creates a group's communicator at its first collective: the group's rank {fmt_ranks(culprits)} "
-            f"publishes an id in the store and the others read it. Rank{'s' if len(waiting) > 1 else ''} "
-            f"{fmt_ranks(waiting)} waited for it until the store's timeout, so rank {fmt_ranks(culprits)} was still "
+            f"publishes an id in the store and the others read it. {waiters[:1].upper()}{waiters[1:]} "
+            f"waited for it until the store's timeout, so rank {fmt_ranks(culprits)} was still "
             "doing something else: work that only it does (evaluation, tokenising or downloading data, writing a "
             "checkpoint) that took longer than the timeout, or a hang. (The bracketed numbers are ranks in that "
             "group; for the default group they are the global ranks.)")

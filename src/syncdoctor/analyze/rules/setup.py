@@ -642,6 +642,10 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
         missing = [r for r in range(counts[0][1]) if r not in waiting][:64]
         title = title.replace("the others never arrived", f"rank{'s' if len(missing) > 1 else ''} "
                               f"{fmt_ranks(missing)} never arrived")
+    elif counts == [(1, 2)] and all(e.data.get("what") == "clients" for e in events if "joined" in e.data):
+        # the store's server waits in rank 0's process, whose own client is the one that joined: rank 1 is missing
+        missing = [1]
+        title = title.replace("the others never arrived", "rank 1 never arrived")
     if all(e.data.get("waiting") for e in events):  # still waiting when the paste ends: it has not timed out yet
         title = title.replace(" before the timeout; ", " so far; ").replace("never arrived", "had not arrived")
     return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.6 if all(e.data.get("waiting") for e in events) else 0.7,

@@ -180,8 +180,11 @@ INTERFACE_MISMATCH = register(Rule(
     code="A007",
     name="interface-mismatch-between-hosts",
     severity=Severity.ERROR,
-    summary="Some hosts advertise an address on another interface or subnet than the rest of the job.",
-    what="The bootstrap/socket interface and address each host's NCCL or gloo advertised, compared across hosts.",
+    summary="Some hosts advertise an address on another interface or subnet than the rest of the job, or one on "
+            "a NIC that reaches its own link only (a link-local 169.254.x.x or fe80:: address).",
+    what="The bootstrap/socket interface and address each host's NCCL or gloo advertised, compared across hosts; "
+         "a link-local address on a physical or cloud NIC (fe80::…%ib0, 169.254.x.x: a metadata bridge, an IPv6 "
+         "tunnel), advertised or dialled ('socketStartConnect: Connect to fe80::…%ib1<17943> failed').",
     why=(
         "Peers connect to the advertised address. An address on a second NIC, a management network or a "
         "container bridge may not be reachable from the other hosts, so connections time out or are refused."
@@ -199,14 +202,14 @@ LOOPBACK_ADDRESS = register(Rule(
     name="advertised-loopback-address",
     severity=Severity.ERROR,
     summary="A host advertised an address no other host can reach: 127.0.0.1 (its hostname resolves to "
-            "loopback), a container or virtual interface (docker0, veth, virbr) or an IPv6 link-local fe80:: one.",
+            "loopback) or a container or virtual interface's (docker0, veth, virbr; its link-local address too).",
     what=(
         "gloo's connect errors with remote=[127.0.0.1] across hosts (they name the peer that advertised it: "
         "with two hosts, the other one; the dialling side's local=[127.0.0.1] says nothing about itself, "
         "since gloo does not bind the socket it dials from), gloo's 'Using the loopback address as "
-        "fallback', NCCL 'Bootstrap : Using lo:127.0.0.1' / docker0 / veth / virbr / an IPv6 link-local "
-        "fe80::…%ib0 address, and NCCL connects that fail to a peer's loopback or link-local address "
-        "('socketStartConnect: Connect to fe80::…%ib1<17943> failed')."
+        "fallback', NCCL 'Bootstrap : Using lo:127.0.0.1' / docker0 / veth / virbr (a veth's link-local "
+        "fe80:: address too), and NCCL connects that fail to a peer's loopback address. A link-local address on "
+        "a physical NIC is A007."
     ),
     why=(
         "Gloo picks its address by resolving the hostname. Many distributions map the hostname to 127.0.0.1 or "
