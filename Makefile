@@ -25,7 +25,7 @@ test: venv
 	$(VENV)/bin/mypy
 	sh scripts/ensure-chromium.sh
 	sh scripts/ensure-launchers.sh
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	PY=$(PY) sh scripts/run-tests.sh $(PYTEST_ARGS)
 
 demo: venv
 	$(VENV)/bin/syncdoctor demo
