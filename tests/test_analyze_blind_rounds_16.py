@@ -274,3 +274,87 @@ def test_on_the_first_nodes_console_a_local_rank_is_the_rank(tmp_path: Path) -> 
     # a rank beyond the agent's four workers: a later node's console, where local rank 1 is not rank 1
     later = diagnose(tmp_path, oom.replace("[rank2]", "[rank6]") + agent).hypotheses[0]
     assert later.culprit_ranks == (6,)
+
+
+# the thirty-ninth round (r42*)
+
+def test_the_ranks_models_differ_by_ddps_or_zero3s_check(tmp_path: Path) -> None:
+    # real: huggingface/accelerate#1481, huggingface/transformers#30702, hiyouga/LlamaFactory#10224, haotian-liu/LLaVA#236
+    ddp = ("[rank4]: RuntimeError: DDP expects same model across all ranks, but Rank 4 has 400 params, while rank 0 has "
+           "inconsistent 399 params.\n")
+    top = diagnose(tmp_path, ddp).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and "models differ" in top.title and top.culprit_ranks == ()
+    # several ranks that each found rank 0 different: rank 0 is the odd one
+    many = ddp + ddp.replace("rank4", "rank5").replace("Rank 4", "Rank 5")
+    assert diagnose(tmp_path, many).hypotheses[0].culprit_ranks == (0,)
+    older = "RuntimeError: params[3] in this process with sizes [512, 256] appears not to match sizes of the same " \
+            "param in process 0.\n"
+    assert diagnose(tmp_path, older).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+    for zero in ("[rank7]: RuntimeError: Detected a disagreement on list length between rank0 and rank7: rank0: 30815, "
+                 "rank7: 30833\n", "RuntimeError: disagreement between rank0 and rank1: rank0: [0, 1, 2], rank1: [0, 2]\n"):
+        top = diagnose(tmp_path, zero).hypotheses[0]
+        assert top.category is Category.COLLECTIVE_DESYNC and "ZeRO-3" in top.title, zero
+    # a model's parameter count printed by a trainer is no check that failed
+    assert not diagnose(tmp_path, "Rank 4 has 400 params (trainable: 12)\n").hypotheses
+
+
+def test_ncclS_connect_retry_in_quotes_is_still_a_refused_connect(tmp_path: Path) -> None:
+    # real: wenet-e2e/wenet#959 (the poster quoted the one line, its trailing space kept)
+    top = diagnose(tmp_path, '"NCCL INFO Call to connect returned Connection refused, retrying "\n').hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE
+
+
+def test_a_c_assertion_that_failed_aborts_its_process(tmp_path: Path) -> None:
+    # real: openucx/ucx#5382 (mpirun --timestamp-output before Open MPI's rank prefix, then UCX's own prefix)
+    line = ("Fri Jul 10 01:13:30 2020[1,22]<stderr>:[jazz03:140564:0:140564]     arbiter.c:236  Assertion "
+            "`(group)->arbiter == (arbiter)' failed\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (22,) and top.culprit_hosts == ("jazz03",)
+    glibc = "python: ../nptl/pthread_mutex_lock.c:81: __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed.\n"
+    assert one(glibc, Kind.FATAL_SIGNAL).data["signal"] == "SIGABRT"
+    # Python's AssertionError is an exception of its own, not a C assertion
+    assert not [e for e in events_of("AssertionError: shapes differ") if e.kind is Kind.FATAL_SIGNAL]
+
+
+def test_an_mpi_library_aborting_in_a_receive_is_a_victim_and_srun_tasks_are_its_ranks(tmp_path: Path) -> None:
+    # real: reger-men/HPL_GPU#20 (Slurm on an HPE Cray EX: task 1 segfaulted, rank 0's receive then failed)
+    lines = ("srun: error: x1000c5s7b0n1: task 1: Segmentation fault\n"
+             "srun: launch/slurm: _step_signal: Terminating StepId=208676.0\n"
+             "MPICH ERROR [Rank 0] [job id 208676.0] [Mon May 15 14:32:54 2023] [x1000c5s7b0n0] - Abort(1008846991) "
+             "(rank 0 in comm 0): Fatal error in PMPI_Recv: Other MPI error, error stack:\n")
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (1,)
+    assert top.culprit_hosts == ("x1000c5s7b0n1",)
+    # with one task per node (torchrun under srun) the task's number is the node's: no rank claimed
+    alone = diagnose(tmp_path, lines.split("\n")[0] + "\n").hypotheses[0]
+    assert alone.culprit_ranks == ()
+
+
+def test_mpiruns_report_cut_after_the_rank_names_the_process_that_crashed(tmp_path: Path) -> None:
+    # real: horovod/horovod#585 (the poster masked the host as HOST)
+    lines = ("[HOST:12252] *** Process received signal ***\n[HOST:12252] Signal: Segmentation fault (11)\n"
+             "[HOST:12252] *** End of error message ***\n"
+             "mpirun noticed that process rank 0 with\n")
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (0,)
+    # two processes crashed: which one mpirun names is not for the lines to guess
+    two = lines + "[HOST:12253] *** Process received signal ***\n[HOST:12253] Signal: Segmentation fault (11)\n"
+    assert all(e.origin.rank is None for e in timeline_of(tmp_path, two).of(Kind.FATAL_SIGNAL))
+
+
+def test_a_library_that_says_it_suspects_a_hang_is_never_silence(tmp_path: Path) -> None:
+    # real: Hi-PACE/hipace#1185 (Perlmutter: Cray MPICH's completion queue runs out)
+    line = ("PE 4: MPICH WARNING: OFI is failing to make progress on posting a receive. MPICH suspects a hang due to "
+            "completion queue exhaustion. Setting environment variable FI_CXI_DEFAULT_CQ_SIZE to a higher number might "
+            "circumvent this scenario. OFI retry continuing...\n")
+    assert diagnose(tmp_path, line).hypotheses
+    assert not diagnose(tmp_path, "MPICH WARNING: OFI retry continuing...\n").hypotheses
+
+
+def test_a_watchdog_line_cut_in_its_first_word_is_a_timeout(tmp_path: Path) -> None:
+    # real: mittagessen/party#7 (the paste ends on rank 1's line)
+    cut = "[rank1]:[E329 20:14:15.458133413 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog\n"
+    event = one(cut, Kind.WATCHDOG_TIMEOUT)
+    assert event.origin.rank == 1
+    assert not [e for e in events_of("[rank1]:[I329 20:14:15.458 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog thread "
+                                     "started") if e.kind is Kind.WATCHDOG_TIMEOUT]

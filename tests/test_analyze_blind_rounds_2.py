@@ -194,8 +194,10 @@ _WRAPPED = (
 
 def test_records_a_terminal_wrapped_at_a_fixed_width_are_read_joined(tmp_path: Path) -> None:
     # real: modelscope/ms-swift#5409 (pasted from tmux)
-    events = analyze_paths([str(_paste(tmp_path, _WRAPPED))]).collected.events
-    (timeout,) = [e for e in events if e.kind is Kind.WATCHDOG_TIMEOUT]
+    analysis = analyze_paths([str(_paste(tmp_path, _WRAPPED))])
+    events = analysis.collected.events
+    # (the status lines' provisional timeouts, "failure detected" said of errors too, give way to the whole line)
+    (timeout,) = analysis.timeline.of(Kind.WATCHDOG_TIMEOUT)
     assert timeout.origin.rank == 5 and timeout.seq == 137430 and timeout.data["numel_in"] == 310628352
     status = {e.origin.rank: e.data["last_completed"] for e in events if e.kind is Kind.WORK_STATUS}
     assert status == {7: 137428, 5: 137429}

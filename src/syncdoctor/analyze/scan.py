@@ -202,6 +202,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"service not known",  # ping: master-0: Name or service not known
     b"didn't join",  # torch's desync report cut from its header: [1] finished collective #11, but didn't join collective #12
     b"Memory on the node (IP",  # Ray's memory monitor: Memory on the node (IP: 10.20.49.141, ID: …) where the task …
+    b"noticed that process rank",  # mpirun's report cut by the paste: mpirun noticed that process rank 0 with
+    b"suspects a hang",  # Cray MPICH: PE 4: MPICH WARNING: … MPICH suspects a hang due to completion queue exhaustion
+    b"expects same model",  # DDP's check of the ranks' parameters: DDP expects same model across all ranks, but Rank 4 …
+    b"appears not to match sizes",  # its older words: params[3] in this process with sizes […] appears not to match …
+    b"disagreement",  # DeepSpeed ZeRO-3's: disagreement between rank0 and rank1: …, Detected a disagreement on list length
+    b"Assertion `",  # a C assertion that failed: arbiter.c:236  Assertion `(group)->arbiter == (arbiter)' failed
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -50,6 +50,13 @@ COMM_ERROR_WORDS = (
     "Horovod has been shut down", "failed to pass monitoredBarrier", "received errors while waiting",
     "ProcessGroupNCCL", "gloo", "Gloo", "store based barrier", "Unable to find address", "collective mismatch",
     "Detected mismatch between collectives", "OPS function error: Hccl",
+    # an MPI library aborting in a communication call (Cray MPICH: ``Fatal error in PMPI_Recv: Other MPI error``):
+    # its peer is gone, not its own fault
+    "Fatal error in PMPI_Recv", "Fatal error in PMPI_Send", "Fatal error in PMPI_Wait", "Fatal error in PMPI_Isend",
+    "Fatal error in PMPI_Irecv", "Fatal error in PMPI_Sendrecv", "Fatal error in PMPI_Allreduce",
+    "Fatal error in PMPI_Bcast", "Fatal error in PMPI_Barrier", "Fatal error in PMPI_Allgather",
+    "Fatal error in PMPI_Alltoall", "Fatal error in PMPI_Reduce", "Fatal error in PMPI_Gather",
+    "Fatal error in PMPI_Iprobe", "Fatal error in PMPI_Probe", "Fatal error in PMPI_Test",
 )
 _AGENT_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
 
@@ -194,9 +201,25 @@ def _maps(events: Sequence[Event]) -> tuple[dict[tuple[str, int], int], dict[tup
     for pid, ranks in hostless.items():
         if len(ranks) == 1:
             by_pid.setdefault(pid, next(iter(ranks)))
+    _one_crash_one_rank(events, by_host_pid)
     for (host, _pid), rank in by_host_pid.items():
         rank_host.setdefault(rank, host)
     return by_host_pid, by_local, by_pid, rank_host
+
+
+def _one_crash_one_rank(events: Sequence[Event], by_host_pid: dict[tuple[str, int], int]) -> None:
+    """``(host, pid) -> rank`` where the inputs hold one process's crash report (Open MPI's ``[host:pid] ***
+    Process received signal ***``) and mpirun names one rank as the process that failed, without its pid (a paste
+    cut after ``process rank 0 with``): the same process."""
+    crashed = {(e.origin.host, e.origin.pid) for e in events if e.kind is Kind.FATAL_SIGNAL and e.origin.rank is None
+               and e.origin.host and e.origin.pid is not None}
+    named = {(e.origin.rank, e.origin.host) for e in events if e.kind is Kind.WORKER_FAILED
+             and e.data.get("source") == "mpirun" and e.origin.rank is not None and e.origin.pid is None}
+    if len(crashed) != 1 or len(named) != 1:
+        return
+    ((host, pid),), ((rank, named_host),) = crashed, named
+    if host and pid is not None and named_host in (None, host) and rank is not None:
+        by_host_pid.setdefault((host, pid), rank)
 
 
 def _worker_pids(events: Sequence[Event], by_host_pid: dict[tuple[str, int], int], rank_host: dict[int, str]) -> None:
@@ -307,6 +330,15 @@ def _pair_groups(events: list[Event]) -> list[Event]:
     return out
 
 
+def _drop_failed_work(events: list[Event]) -> list[Event]:
+    """2.6's ``failure detected by watchdog at work S`` is said of an error too: read as the timeout of S only
+    where no timeout line at all is in the inputs (before the groups are paired: it names its subgroup's id)."""
+    if not any(e.data.get("or_error") for e in events):
+        return events
+    timed = any(e.kind in TIMEOUT_KINDS and not e.data.get("status_line") for e in events)
+    return [e for e in events if not (timed and e.data.get("or_error"))]
+
+
 def _drop_status_timeouts(events: list[Event]) -> list[Event]:
     """Timeouts read from what accompanies a timeout line count only where that line is not in the inputs: a
     ``Timeout at NCCL work: S`` status line (where the same rank's ``Watchdog caught`` line for S is missing), the
@@ -405,7 +437,7 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     first_node = _first_node_consoles(all_events)
     resolved = [_resolve(_local_is_global(event, first_node), maps) for event in all_events]
     resolved.sort(key=lambda e: (e.ref.source, e.ref.line))
-    resolved = _drop_status_timeouts(_pair_groups(resolved))
+    resolved = _drop_status_timeouts(_pair_groups(_drop_failed_work(resolved)))
     world = _world_size(resolved, dumps)
     per_rank: dict[int, list[Event]] = defaultdict(list)
     unattributed = []

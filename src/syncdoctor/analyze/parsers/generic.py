@@ -33,12 +33,16 @@ _ERROR = re.compile(
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"
     r"\bAddress already in use\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b"
     # an RDMA stack that sees no device: ibv_devinfo's words, libibverbs's provider that does not match the kernel's
-    r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b)"
+    r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b"
+    # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
+    r"|\bsuspects a hang\b)"
 )
 _BENIGN = re.compile(
     r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
-    r"ErrorCode\.|retry(?! count)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved"
+    r"ErrorCode\.|retry(?! count)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
+    # ProcessGroupNCCL's note beside a timeout that the Flight Recorder was off (2.6+): no failure of its own
+    r"Stack trace of the failed collective not found"
 )
 
 
@@ -55,7 +59,8 @@ def parse(line: Line) -> list[Event]:
     body = line.body
     match = _ERROR.search(body)
     glog = None if match else _GLOG_ERROR.search(body)
-    if (match is None and glog is None) or _BENIGN.search(body):
+    # (a library's own words that it hangs stand even where it says it keeps retrying)
+    if (match is None and glog is None) or (_BENIGN.search(body) and "suspects a hang" not in body):
         return []
     word = match.group(0)[:40] if match else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")
     return [make_event(Kind.ERROR_LINE, line, data={"word": word, "message": body.strip()[:300]})]

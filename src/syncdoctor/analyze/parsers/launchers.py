@@ -5,7 +5,8 @@
   return code = -7`` (the signal from the negative code; the command is the launcher's *last* one, the variable
   of its launch loop, so its ``--local_rank`` is the node's highest, not the failed worker's), and its
   ``Killing subprocess N`` lines (the survivors);
-* Open MPI: ``mpirun noticed that process rank 0 with PID 0 on node dagobert exited on signal 9 (Killed).``;
+* Open MPI: ``mpirun noticed that process rank 0 with PID 0 on node dagobert exited on signal 9 (Killed).`` (also
+  cut after ``rank 0 with``: that rank failed, how is lost);
   ``Primary job  terminated normally, but 1 process returned a non-zero exit code`` is only a consequence;
 * Open MPI's summary: ``The first process to do so was: Process name: [[11192,1],8] Exit code: 3``;
 * MPICH/Hydra: ``BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES`` then ``=   EXIT CODE: 9`` (the exit
@@ -41,7 +42,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "MPICH ERROR [Rank")
 
@@ -52,6 +53,9 @@ _LOCAL_ARG = re.compile(r"--local[_-]rank[= ]'?,? ?'?(?P<local>\d+)")
 # (the PID and node may be masked by the poster: ``with PID xxxxxx on node xxxxxxxx``)
 _OMPI = re.compile(r"(?:process|job) rank (?P<rank>\d+) with PID (?P<pid>\S+) on node (?P<host>\S+?) exited on signal "
                    r"(?P<sig>\d+)(?: \((?P<name>[^)]+)\))?")
+# the same line cut by the paste before its signal: mpirun prints it only for the process that failed first
+_OMPI_CUT = re.compile(r"^\s*(?:mpirun|mpiexec|orterun|prterun) noticed that process rank (?P<rank>\d+) with"
+                       r"(?: PID (?P<pid>\d+))?(?: on node (?P<host>[\w.\-]+))?\s*$")
 _DS_KILLING = re.compile(r"Killing subprocess (?P<pid>\d+)")
 # MPICH: ``YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)``
 _MPICH_STRING = re.compile(r"EXIT STRING: (?P<what>.*?)\s*\(signal (?P<num>\d+)\)")
@@ -362,6 +366,13 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"]), host=host),
                            data={"source": "mpirun", "exitcode": -number, "signal": signal_name(-number),
                                  "mpi_rank": int(match["rank"])})]
+    match = _OMPI_CUT.search(body)
+    if match:
+        host = None if match["host"] is None or masked(match["host"]) else match["host"]
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(
+            rank=int(match["rank"]), host=host, pid=int(match["pid"]) if match["pid"] else None), data={
+            "source": "mpirun", "exitcode": None, "signal": None, "unknown_exit": True,
+            "mpi_rank": int(match["rank"])})]
     match = _DS_KILLING.search(body)
     if match and "sigkill_handler" in body:  # DeepSpeed stops the other workers after one failed: victims
         return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={

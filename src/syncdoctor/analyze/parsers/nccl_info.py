@@ -86,7 +86,7 @@ _RETRYING = re.compile(r"connect(?: to (?P<peer>\S+))? returned (?P<error>[A-Za-
 # ``Call to connect returned Connection refused, retrying``; read as a connect still failing (``retrying``), which
 # the rules count only when that process never completed its init afterwards
 _RETRYING_OLD = re.compile(r"Call to connect(?: to (?P<peer>\S+))? returned (?P<error>[A-Za-z][\w ]{2,60}?), "
-                           r"retrying[.\s*_`]*$")  # an ellipsis or markdown emphasis after it in a paste
+                           r"retrying[.\s*_`\"']*$")  # an ellipsis, markdown emphasis or quotes after it in a paste
 
 
 def _peer_ip(peer: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -46,7 +46,8 @@ __all__ = [
 
 _RANK = re.compile(r"\[rank(\d{1,6})\]:[ ]?")
 _RANK_CUT = re.compile(r"rank(\d{1,6})\]:(?=\[| )")  # a paste that starts one byte into ``[rank0]:[E811 …``
-_MPI = re.compile(r"\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
+# (mpirun --timestamp-output puts ``Fri Jul 10 01:13:30 2020`` before it)
+_MPI = re.compile(r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})?\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
 _HOROVOD = re.compile(r"(?:[A-Z][a-z]{2} (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) "
                       r"\d{4})?\[(?P<rank>\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
 _MONTHS = {name: number for number, name in enumerate(

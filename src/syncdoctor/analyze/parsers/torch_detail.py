@@ -13,6 +13,10 @@
   ``Rank 0 is running inconsistent collective: CollectiveFingerPrint(OpType=…)`` (one side only: every rank
   raises with its own fingerprint), and the older ``Error when verifying shape tensors for collective
   ALLREDUCE on rank 0 …``.
+* the ranks' models differ: DDP's ``DDP expects same model across all ranks, but Rank 4 has 400 params, while rank 0
+  has inconsistent 399 params.`` (and its older ``params[3] in this process with sizes […] appears not to match sizes
+  of the same param in process 0.``), DeepSpeed ZeRO-3's ``disagreement between rank0 and rank1: …`` and ``Detected a
+  disagreement on list length between rank0 and rank7``: ``collective_mismatch`` events of ``source`` model-check.
 * ``[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms`` (``Ranks 1, 2 failed …`` with
   ``wait_all_ranks``), ``Rank 3 timed out in monitoredBarrier after 2000 ms.``, and the victims' ``Rank 2
   successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0.``
@@ -31,6 +35,9 @@ __all__ = ["KEYWORDS", "DesyncFollower", "follow", "parse"]
 
 KEYWORDS = (
     "Timeout at collective",
+    "expects same model",
+    "appears not to match sizes",
+    "disagreement",
     "but didn't join collective #",
     "mismatch between collectives",
     "verifying shape tensors",
@@ -48,6 +55,18 @@ _FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running (?:inconsistent )?coll
 # some releases print ``SequenceNumber=0OpType=REDUCE`` (no separator after the number)
 _GLUED = re.compile(r"(SequenceNumber=\d+)(?=[A-Za-z])")
 _FP_FIELD = re.compile(r"(?P<key>\w+)=(?P<value>\[[^\]]*\]|[^,]*)")
+# the ranks' models differ, found by the check that runs before any gradient: DDP's constructor compares every
+# rank's parameters with rank 0's (``DDP expects same model across all ranks, but Rank 4 has 400 params, while rank
+# 0 has inconsistent 399 params.``, 1.11+; before, ``params[3] in this process with sizes [512, 256] appears not to
+# match sizes of the same param in process 0.``), and DeepSpeed's ZeRO-3 compares the parameters each rank is about
+# to gather (``disagreement between rank0 and rank1: rank0: [0, 1, …], rank1: [0, 2, …]``, ``Detected a
+# disagreement on list length between rank0 and rank7: rank0: 30815, rank7: 30833``): the ranks built or ran
+# different models (a rank-dependent branch in the model, experts routed differently, a checkpoint loaded on some)
+_DDP_PARAMS = re.compile(r"DDP expects same model across all ranks, but Rank (?P<rank>\d+) has (?P<mine>\d+) params, "
+                         r"while rank (?P<other>\d+) has inconsistent (?P<theirs>\d+) params")
+_DDP_SIZES = re.compile(r"params\[\d+\] in this process with sizes \[[^\]]*\] appears not to match sizes of the same "
+                        r"param in process (?P<other>\d+)")
+_ZERO_DISAGREE = re.compile(r"disagreement (?:on list length )?between rank(?P<a>\d+) and rank(?P<b>\d+)")
 _SHAPES = re.compile(r"verifying shape tensors for collective (?P<op>\w+) on rank (?P<rank>\d+)")
 _BARRIER_FAILED = re.compile(r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
 _BARRIER_TIMEOUT = re.compile(r"Rank (?P<rank>\d+) timed out in monitoredBarrier after (?P<ms>\d+) ms")
@@ -145,6 +164,19 @@ def parse(line: Line) -> list[Event]:
             Kind.COLLECTIVE_MISMATCH, line, origin=Origin(rank=first["rank"]), seq=first["seq"], op=first["op"],
             data={"source": "detail", "sides": sides, "aspects": clip(aspects[1], 200) if len(aspects) > 1 else ""},
         ))
+    model = _DDP_PARAMS.search(body)
+    if model:
+        # (the reporting rank's own count, and that of the rank it compared with: rank 0's, broadcast)
+        events.append(make_event(Kind.COLLECTIVE_MISMATCH, line, origin=Origin(rank=int(model["rank"])), data={
+            "source": "model-check", "check": "DDP", "against": int(model["other"]), "sides": [
+                {"rank": int(model["rank"]), "params": int(model["mine"])},
+                {"rank": int(model["other"]), "params": int(model["theirs"])}]}))
+    elif (sizes := _DDP_SIZES.search(body)) is not None:
+        events.append(make_event(Kind.COLLECTIVE_MISMATCH, line, data={
+            "source": "model-check", "check": "DDP", "against": int(sizes["other"]), "sides": []}))
+    elif (zero := _ZERO_DISAGREE.search(body)) is not None:
+        events.append(make_event(Kind.COLLECTIVE_MISMATCH, line, origin=Origin(rank=int(zero["b"])), data={
+            "source": "model-check", "check": "ZeRO-3", "against": int(zero["a"]), "sides": []}))
     shapes = _SHAPES.search(body)
     if shapes:
         events.append(make_event(

@@ -8,7 +8,8 @@
 * the status companion: ``Timeout at NCCL work: 1, last enqueued NCCL work: 1, last completed NCCL work: 0``
   (~2.2-2.5; also a watchdog timeout of that work, kept where the ``Watchdog caught`` line is not in the inputs), ``Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL
   work: 811, last completed NCCL work: 807.`` (~2.4-2.5), `` failure detected by watchdog at work sequence id:
-  40231 PG status: last enqueued work: 40267, last completed work: 40230`` (2.6+).
+  40231 PG status: last enqueued work: 40267, last completed work: 40230`` (2.6+; also a timeout of that work
+  where no timeout line at all is in the inputs).
 * ``Received a dump signal due to a collective timeout from  rank 13 …`` (or ``from this local rank``).
 * ``Heartbeat monitor timed out! …`` and ``ProcessGroupNCCL's watchdog got stuck for 600 seconds …``.
 * a watchdog line whose ``WorkNCCL(…)`` was wrapped onto the next lines (a re-flowed paste, also inside its own
@@ -40,6 +41,7 @@ KEYWORDS = (
     "in blocking wait",
     "Caught collective operation timeout",
     "Timeout(ms)=",  # the message pasted from its WorkNCCL(…) on
+    "] Watchdog",  # the message cut by the paste right after its rank's prefix: ``[Rank 1] Watchdog``
 )
 
 _PG_PREFIX = re.compile(r"\[(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (?P<rank>\d{1,7})\]")
@@ -115,11 +117,12 @@ def parse(line: Line) -> list[Event]:
     if group not in (None, "0", "default_pg") and line.origin.rank is not None:
         rank = line.origin.rank  # torchrun's [rank9]: is the global rank, the message's that of a subgroup
     events: list[Event] = []
-    if "Watchdog caught" in body or "in blocking wait" in body or "Caught collective operation timeout" in body:
+    if "Watchdog caught" in body or "in blocking wait" in body or "Caught collective operation timeout" in body \
+            or _cut_in_its_first_word(body):
         fields = parse_work(body)
-        if fields is not None or _wrapped(body):
+        if fields is not None or _wrapped(body) or _cut_in_its_first_word(body):
             # 1.8-2.0 raised "[Rank 1] Caught collective operation timeout: WorkNCCL(...)" in blocking wait mode
-            kind = Kind.WATCHDOG_TIMEOUT if "Watchdog caught" in body else Kind.BLOCKING_WAIT_TIMEOUT
+            kind = Kind.WATCHDOG_TIMEOUT if "Watchdog" in body else Kind.BLOCKING_WAIT_TIMEOUT
             events.append(_work_event(kind, line, fields or {}, rank, group))
     elif body.lstrip().startswith("WorkNCCL(") and "before timing out" in body and _RAN_FOR.search(body):
         # the watchdog's message pasted from its WorkNCCL(…) on (its head cut, or on the line above without a
@@ -134,11 +137,13 @@ def parse(line: Line) -> list[Event]:
         events.append(make_event(Kind.WATCHDOG_TIMEOUT, line, origin=Origin(rank=rank), group=group,
                                  data={"frames": True}))
     status = _STATUS.search(body)
-    if status and "Timeout at NCCL work" in body and not events:
+    if status and not events and ("Timeout at NCCL work" in body or "failure detected by watchdog" in body):
         # the status companion says the work timed out: the timeout itself when the paste lost the "Watchdog
-        # caught" line above it (the timeline drops it where that line is there)
+        # caught" line above it (the timeline drops it where that line is there); 2.6's "failure detected" is
+        # said of a failed work, a timeout most often: kept only where no timeout line at all is in the inputs
         events.append(make_event(Kind.WATCHDOG_TIMEOUT, line, origin=Origin(rank=rank), group=group,
-                                 seq=int(status["at"]), data={"status_line": True}))
+                                 seq=int(status["at"]), data={"status_line": True,
+                                                              **({} if "Timeout" in body else {"or_error": True})}))
     if status:
         events.append(make_event(
             Kind.WORK_STATUS, line, origin=Origin(rank=rank), group=group, seq=int(status["at"]),
@@ -177,6 +182,16 @@ def _wrapped(body: str) -> bool:
         return True
     at = body.rfind(_CAUGHT)
     return at >= 0 and _WHAT.startswith(body[at + len(_CAUGHT):].strip())  # the line ends inside the words
+
+
+_CUT_FIRST = re.compile(r"\[(?:PG [^\]]{0,200} )?Rank \d{1,7}\]\s+(?P<words>Watchdog(?: [a-z]{0,7})?)\s*$")
+
+
+def _cut_in_its_first_word(body: str) -> bool:
+    """The message cut by the paste within ``Watchdog caught``, right after its rank's prefix (``[Rank 1]
+    Watchdog``, the last line of a paste): nothing else of ProcessGroupNCCL's opens so."""
+    cut = _CUT_FIRST.search(body)
+    return cut is not None and _CAUGHT.startswith(cut["words"])
 
 
 def _headless_cut(body: str) -> bool:

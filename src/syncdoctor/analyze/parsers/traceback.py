@@ -25,7 +25,7 @@ __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless"
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "Process received signal", "] Signal: ", "Segfault encountered", "received at time=", "CUresult error",
-            "CUDA_ERROR_OUT_OF_MEMORY")
+            "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `")
 
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
@@ -51,6 +51,10 @@ _OMPI_SIGNAL = re.compile(r"^\s*(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+)\] )?(?:\*\*
 # ``*** SIGSEGV received at time=1746566409 on cpu 131 ***`` (then ``PC: @ 0x… addProxyOpIfNeeded()``)
 _BANNER = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|(?:\*\*\* |^ ?)(?P<sig>SIG(?:SEGV|ABRT|BUS|FPE|ILL)) received "
                      r"at time=\d+")  # (a paste's markdown takes the asterisks for emphasis)
+# a C assertion that failed, which aborts the process: glibc's ``python: pthread_mutex_lock.c:81:
+# __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed.``, UCX's ``[jazz03:140564:0:140564]
+# arbiter.c:236  Assertion `(group)->arbiter == (arbiter)' failed`` (its prefix: host, pid, thread)
+_ASSERTION = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+:\d+\]\s+.*?)?Assertion `(?P<expr>[^']{1,300})' failed")
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
@@ -211,6 +215,11 @@ def parse(line: Line) -> list[Event]:
                 "SIGFPE": "Floating point exception", "SIGILL": "Illegal instruction"}[signal]
         return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": what,
                                                           "source": "abseil" if banner["sig"] else "banner"})]
+    asserted = _ASSERTION.search(body)
+    if asserted:  # a C assertion that failed aborts its process (glibc's assert, UCX's ucs_assert)
+        origin = Origin(host=asserted["host"], pid=int(asserted["pid"])) if asserted["host"] else None
+        return [make_event(Kind.FATAL_SIGNAL, line, origin=origin, data={
+            "signal": "SIGABRT", "what": f"assertion failed: {asserted['expr'][:120]}", "source": "assertion"})]
     caught = _UCX_SIGNAL.search(body)
     if caught and int(caught["num"]) in _FATAL_NUMBERS:  # a fatal one (handlers also log SIGTERM, SIGHUP)
         origin = Origin(host=caught["host"], pid=int(caught["pid"])) if caught["host"] else None

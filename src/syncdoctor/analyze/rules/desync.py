@@ -117,6 +117,40 @@ def _from_detail(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "DETAIL fingerprint mismatch", MAX_CASCADE))]
 
 
+def _from_model_check(tl: Timeline) -> list[Hypothesis]:
+    """The check that runs before any gradient found the ranks' models different: DDP's comparison with rank 0's
+    parameters, DeepSpeed ZeRO-3's of the parameters each rank gathers. Several ranks that each found rank 0
+    different: rank 0 is the odd one; one rank's report alone does not say which side is."""
+    events = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH) if e.data.get("source") == "model-check"]
+    if not events:
+        return []
+    reporters = sorted({e.origin.rank for e in events if e.origin.rank is not None})
+    compared = sorted({int(e.data["against"]) for e in events if isinstance(e.data.get("against"), int)})
+    checks = sorted({str(e.data.get("check")) for e in events})
+    counted = [(int(side["rank"]), int(side["params"])) for e in events for side in e.data.get("sides") or []
+               if isinstance(side, dict) and isinstance(side.get("params"), int)]
+    shown = "; ".join(f"rank {r}: {n} parameters" for r, n in sorted(set(counted)))[:200]
+    reporting = [r for r in reporters if r not in compared]
+    culprits = compared if len(compared) == 1 and len(reporting) >= 2 else []
+    ranks = sorted(set(reporters) | set(compared))
+    title = (f"the ranks' models differ: {' and '.join(checks)}'s check found "
+             + (f"rank {culprits[0]}'s model different from those of ranks {fmt_ranks(reporting)}" if culprits else
+                f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} disagreeing" if ranks else "them disagreeing")
+             + (f" ({shown})" if shown else ""))
+    what = ("Before any gradient, DDP compares every rank's parameters (their number and sizes) with rank 0's, and "
+            "DeepSpeed's ZeRO-3 compares the parameters each rank is about to gather: the ranks built or ran "
+            "different models, and the collectives that follow would differ in size or number (a desync). Common "
+            "causes: a model whose layers depend on the rank or on local data (a branch, experts routed differently "
+            "without ZeRO-3's leaf modules), a checkpoint or adapter loaded on some ranks only, different code or "
+            "configuration on some nodes.")
+    fix = ("Build the same model on every rank: the same code, configuration and checkpoint on every node; no layer "
+           "created or skipped on some ranks; with ZeRO-3 and mixture-of-experts, mark the MoE block as a leaf "
+           "module (deepspeed.utils.set_z3_leaf_modules).")
+    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.85, title, culprits=culprits,
+                       affected=[r for r in reporting if r not in culprits], what=what, fix=fix,
+                       evidence=evidence_of(events, "the check found the models different", MAX_CASCADE))]
+
+
 def _from_size_check(tl: Timeline) -> list[Hypothesis]:
     detections = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH)
                   if e.data.get("source") in ("gloo-size", "shape-check", "nccl-truncated", "nccl-check")]
@@ -344,7 +378,8 @@ def _from_diverged(tl: Timeline) -> list[Hypothesis]:
 
 
 def collective_desync(tl: Timeline) -> list[Hypothesis]:
-    return (_from_fr(tl) + _from_watchdog(tl) + _from_diverged(tl) + _from_detail(tl) + _from_size_check(tl) + _from_call_sites(tl)
+    return (_from_fr(tl) + _from_watchdog(tl) + _from_diverged(tl) + _from_detail(tl) + _from_size_check(tl)
+            + _from_model_check(tl) + _from_call_sites(tl)
             + _from_cycles(tl) + _from_watch(tl) + _after_training(tl) + _from_coll_trace(tl)
             + _from_coll_order(tl))
 

@@ -467,9 +467,9 @@ def _batch_host(tl: Timeline, events: list[Event]) -> str | None:
 
 
 def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
-    """The ranks of the srun tasks ``events`` name, where srun's reports show several tasks on one host: srun
-    then started a task per process, and a task's number (SLURM_PROCID) is its rank. With one task per host
-    (torchrun under srun) the number is the node's, and nothing is claimed."""
+    """The ranks of the srun tasks ``events`` name, where srun's reports show several tasks on one host, or an MPI
+    library names its ranks: srun then started a task per process, and a task's number (SLURM_PROCID) is its rank.
+    With one task per host (torchrun under srun) the number is the node's, and nothing is claimed."""
     numbers = {n for e in events if e.data.get("tasks") for n in _task_numbers(str(e.data["tasks"]))}
     if not numbers:
         return ()
@@ -477,7 +477,10 @@ def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
     for event in tl.of(Kind.WORKER_FAILED):
         if event.data.get("source") == "slurm" and event.data.get("tasks") and event.origin.host:
             per_host[event.origin.host].update(_task_numbers(str(event.data["tasks"])))
-    return tuple(sorted(numbers)) if any(len(tasks) > 1 for tasks in per_host.values()) else ()
+    # several tasks on one host, or an MPI library's own rank in the inputs (Cray MPICH's ``MPICH ERROR [Rank 0]``:
+    # srun started the MPI processes themselves, one task per rank)
+    mpi = any(e.data.get("source") == "cray-mpich" for e in tl.events)
+    return tuple(sorted(numbers)) if mpi or any(len(tasks) > 1 for tasks in per_host.values()) else ()
 
 
 def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
