@@ -108,6 +108,7 @@ def _measure(work, seconds: float = 1.6) -> Activity | None:
     return meter.current()
 
 
+@pytest.mark.alone  # a spinning thread's CPU share: not with another test process on the same cores
 def test_meter_on_a_sleeping_spinning_and_writing_main_thread(tmp_path: Path) -> None:
     def spin(seconds: float) -> None:
         deadline, total = time.monotonic() + seconds, 0
