@@ -86,6 +86,7 @@ def test_env_fault_spec_is_read_too() -> None:
     assert proc.returncode == 2 and "kind must be" in proc.stderr
 
 
+@pytest.mark.alone  # the spinning rank's CPU time against its peer's: not beside another test process
 def test_spin_burns_cpu_slow_stretches_steps_and_pause_all_pauses_everyone(tmp_path: Path) -> None:
     faults = [
         {"rank": 0, "kind": "spin", "at": 2, "seconds": 1.5},
