@@ -41,6 +41,9 @@ def test_ncclS_coll_trace_shows_two_communicators_called_in_opposite_orders(tmp_
     top = analyze_paths([str(tmp_path / "a")]).diagnosis.hypotheses[0]
     assert top.category is Category.COLLECTIVE_DESYNC and "opposite orders" in top.title
     assert "rankA.log: allreduce of 3, then allreduce of 2" in top.title and top.culprit_ranks == ()
+    # a third process ordering them as the first does: the reversal of the second is still found
+    (tmp_path / "a" / "rankC.log").write_text(first.replace("0x7f27", "0x7f99"))
+    assert "opposite orders" in analyze_paths([str(tmp_path / "a")]).diagnosis.hypotheses[0].title
     # the same order in both, or both calls on one communicator (one stream of calls: NCCL orders them), is none
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "rankA.log").write_text(first)

@@ -462,19 +462,24 @@ def _from_coll_order(tl: Timeline) -> list[Hypothesis]:
         counts = Counter(signature(event) for event in made)
         placed[process] = {signature(event): (at, event) for at, event in enumerate(made)
                            if counts[signature(event)] == 1}
+    # each process against one reference only (linear in the processes): two processes that order a pair
+    # differently cannot both order it as the reference does, so a reversal of any pair the reference made is found
     processes = sorted(placed, key=str)
-    for i, first_process in enumerate(processes):
-        for second_process in processes[i + 1:]:
-            one, other = placed[first_process], placed[second_process]
-            shared = sorted((key for key in one if key in other), key=lambda key: one[key][0])
-            for a_index, a in enumerate(shared):
-                for b in shared[a_index + 1:]:
-                    (_, a1), (_, b1) = one[a], one[b]
-                    if a1.data["comm"] == b1.data["comm"] or other[a][0] < other[b][0]:
-                        continue
-                    if other[a][1].data["comm"] == other[b][1].data["comm"]:
-                        continue
-                    return [_order_reversed(tl, (a1, b1), (other[b][1], other[a][1]))]
+    if not processes:
+        return []
+    one = placed[processes[0]]
+    order_of_one = sorted(one, key=lambda key: one[key][0])
+    for second_process in processes[1:]:
+        other = placed[second_process]
+        shared = [key for key in order_of_one if key in other]
+        for a_index, a in enumerate(shared):
+            for b in shared[a_index + 1:]:
+                (_, a1), (_, b1) = one[a], one[b]
+                if a1.data["comm"] == b1.data["comm"] or other[a][0] < other[b][0]:
+                    continue
+                if other[a][1].data["comm"] == other[b][1].data["comm"]:
+                    continue
+                return [_order_reversed(tl, (a1, b1), (other[b][1], other[a][1]))]
     return []
 
 
