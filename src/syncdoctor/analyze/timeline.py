@@ -14,6 +14,7 @@ the launcher, silent, ok).
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -50,21 +51,18 @@ COMM_ERROR_WORDS = (
     "Horovod has been shut down", "failed to pass monitoredBarrier", "received errors while waiting",
     "ProcessGroupNCCL", "gloo", "Gloo", "store based barrier", "Unable to find address", "collective mismatch",
     "Detected mismatch between collectives", "OPS function error: Hccl",
-    # an MPI library aborting in a communication call (Cray MPICH: ``Fatal error in PMPI_Recv: Other MPI error``):
-    # its peer is gone, not its own fault
-    "Fatal error in PMPI_Recv", "Fatal error in PMPI_Send", "Fatal error in PMPI_Wait", "Fatal error in PMPI_Isend",
-    "Fatal error in PMPI_Irecv", "Fatal error in PMPI_Sendrecv", "Fatal error in PMPI_Allreduce",
-    "Fatal error in PMPI_Bcast", "Fatal error in PMPI_Barrier", "Fatal error in PMPI_Allgather",
-    "Fatal error in PMPI_Alltoall", "Fatal error in PMPI_Reduce", "Fatal error in PMPI_Gather",
-    "Fatal error in PMPI_Iprobe", "Fatal error in PMPI_Probe", "Fatal error in PMPI_Test",
 )
+# an MPI library aborting in a communication call (Cray MPICH: ``Fatal error in PMPI_Recv: Other MPI error``): its
+# peer is gone, not its own fault (``PMPI_Init`` and the like are its own)
+_MPI_COMM_CALL = re.compile(r"Fatal error in PMPI_(?:I?[Rr]ecv|I?[Ss]end|Sendrecv|Wait\w*|Test\w*|I?[Pp]robe|"
+                            r"(?:All)?[Rr]educe|Bcast|Barrier|(?:All)?[Gg]ather\w*|Alltoall\w*)\b")
 _AGENT_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
 
 
 def is_comm_exception(event: Event) -> bool:
     """An exception (or fatal signal) that reports a communication failure rather than causing one."""
     text = f"{event.data.get('type', '')}: {event.data.get('message', '')}"
-    return any(word in text for word in COMM_ERROR_WORDS)
+    return any(word in text for word in COMM_ERROR_WORDS) or _MPI_COMM_CALL.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,10 +33,10 @@ _ERROR = re.compile(
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"
     r"\bAddress already in use\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b"
     # an RDMA stack that sees no device: ibv_devinfo's words, libibverbs's provider that does not match the kernel's
-    r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b"
-    # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
-    r"|\bsuspects a hang\b)"
+    r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b)"
 )
+# a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
+_HANG = re.compile(r"\bsuspects a hang\b")
 _BENIGN = re.compile(
     r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
@@ -59,8 +59,9 @@ def parse(line: Line) -> list[Event]:
     body = line.body
     match = _ERROR.search(body)
     glog = None if match else _GLOG_ERROR.search(body)
-    # (a library's own words that it hangs stand even where it says it keeps retrying)
-    if (match is None and glog is None) or (_BENIGN.search(body) and "suspects a hang" not in body):
+    hang = _HANG.search(body)  # (stands even where the line says it keeps retrying)
+    if hang is None and ((match is None and glog is None) or _BENIGN.search(body)):
         return []
-    word = match.group(0)[:40] if match else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")
+    found = hang or match
+    word = found.group(0)[:40] if found else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")
     return [make_event(Kind.ERROR_LINE, line, data={"word": word, "message": body.strip()[:300]})]

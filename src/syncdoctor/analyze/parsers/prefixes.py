@@ -7,7 +7,8 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``[default0]:`` / ``[trainer1]:``     torchrun ``--tee``: role name and **local** rank
 ``3: ``                               Slurm ``srun --label``: task id = global rank
 ``[1,3]<stdout>:``                    Open MPI ``--tag-output``: job id, rank
-``Tue Nov 10 10:05:04 2020[3]<stderr>:`` horovodrun (Gloo): the time (optional) and the rank
+``Tue Nov 10 10:05:04 2020[3]<stderr>:`` horovodrun (Gloo), also ``…2020[1,3]<stderr>:`` (mpirun
+                                      ``--timestamp-output``): the time (optional) and the rank
 ``2024-05-01T12:00:00.123Z``          a log collector's timestamp (ISO 8601)
 ``[E1129 12:59:46.221 file.cpp:67]``  c10 (glog-style) log prefix: severity, month-day, time
 ``E1129 12:59:46.221000 1234 f.py:1]`` torch elastic's Python log format: severity, time, pid
@@ -46,10 +47,11 @@ __all__ = [
 
 _RANK = re.compile(r"\[rank(\d{1,6})\]:[ ]?")
 _RANK_CUT = re.compile(r"rank(\d{1,6})\]:(?=\[| )")  # a paste that starts one byte into ``[rank0]:[E811 …``
-# (mpirun --timestamp-output puts ``Fri Jul 10 01:13:30 2020`` before it)
-_MPI = re.compile(r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})?\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
+_MPI = re.compile(r"\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
+# mpirun's --timestamp-output (and horovodrun's) date before the rank's tag: ``Fri Jul 10 01:13:30 2020[1,22]<stderr>:``
+# (Open MPI's job and rank), ``Wed Jun 12 10:00:00 2019[0]<stderr>:`` (horovodrun's rank)
 _HOROVOD = re.compile(r"(?:[A-Z][a-z]{2} (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) "
-                      r"\d{4})?\[(?P<rank>\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
+                      r"\d{4})?\[(?:\d+,)?(?P<rank>\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
 _MONTHS = {name: number for number, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 _ROLE = re.compile(r"\[([A-Za-z_][A-Za-z_-]{0,30}?)(\d{1,5})\]:[ ]?")
@@ -224,7 +226,7 @@ def split_prefix(text: str) -> Prefix:
             month = _MONTHS.get(match["mon"] or "")
             if month and time is None:
                 time = _year_less(month, int(match["d"]), int(match["h"]), int(match["mi"]), int(match["s"]), None)
-                time_text = text[match.start():match.start("rank") - 1] if time is not None else ""
+                time_text = text[match.start():text.rfind("[", 0, match.start("rank"))] if time is not None else ""
             pos = match.end()
             continue
         match = _ROLE.match(text, pos)

@@ -117,10 +117,10 @@ def parse(line: Line) -> list[Event]:
     if group not in (None, "0", "default_pg") and line.origin.rank is not None:
         rank = line.origin.rank  # torchrun's [rank9]: is the global rank, the message's that of a subgroup
     events: list[Event] = []
-    if "Watchdog caught" in body or "in blocking wait" in body or "Caught collective operation timeout" in body \
-            or _cut_in_its_first_word(body):
+    cut = _cut_in_its_first_word(body)
+    if "Watchdog caught" in body or "in blocking wait" in body or "Caught collective operation timeout" in body or cut:
         fields = parse_work(body)
-        if fields is not None or _wrapped(body) or _cut_in_its_first_word(body):
+        if fields is not None or _wrapped(body) or cut:
             # 1.8-2.0 raised "[Rank 1] Caught collective operation timeout: WorkNCCL(...)" in blocking wait mode
             kind = Kind.WATCHDOG_TIMEOUT if "Watchdog" in body else Kind.BLOCKING_WAIT_TIMEOUT
             events.append(_work_event(kind, line, fields or {}, rank, group))

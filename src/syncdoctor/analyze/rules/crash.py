@@ -284,7 +284,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         where = ", ".join(f"rank {r} on {tl.rank_host(r) or (hosts[0] + ' (most likely)' if hosts else 'an unknown host')}"
                           for r in sorted(culprits))
         title = f"{where} {verb}"
-        exited = sorted(r for r, _ in members if (r, _) in alongside)
+        exited = sorted(rank for rank, event in members if (rank, event) in alongside)
         if exited:
             ran_out = sorted(culprits - set(exited))
             where = ", ".join(f"rank {r} on {tl.rank_host(r) or 'an unknown host'}" for r in ran_out)
