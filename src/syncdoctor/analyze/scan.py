@@ -208,6 +208,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"appears not to match sizes",  # its older words: params[3] in this process with sizes […] appears not to match …
     b"disagreement",  # DeepSpeed ZeRO-3's: disagreement between rank0 and rank1: …, Detected a disagreement on list length
     b"Assertion `",  # a C assertion that failed: arbiter.c:236  Assertion `(group)->arbiter == (arbiter)' failed
+    b" - Init",  # NCCL's communicator line cut after ``- Init`` (before START or COMPLETE): which process, which GPU
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -31,7 +31,7 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
 __all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "split_endpoint"]
 
-KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE",
+KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE", " - Init",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
             "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak")
 
@@ -194,7 +194,8 @@ def parse(line: Line) -> list[Event]:
         events.append(make_event(Kind.NCCL_ENV, line, origin=origin, data={"name": match["name"], "value": value}))
     # Init START (2.16+) and a communicator's ``Abort COMPLETE`` say which GPU each rank set out on, not that it
     # completed its communicator: both are read as a start
-    started = "Init START" in message or "Abort COMPLETE" in message
+    # (a paste cut right after ``- Init`` is one of the two, so at least a start)
+    started = "Init START" in message or "Abort COMPLETE" in message or message.rstrip().endswith(" - Init")
     if "Init COMPLETE" in message or started:
         match = _INIT.search(message)
         if match:

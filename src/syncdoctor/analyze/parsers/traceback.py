@@ -37,7 +37,10 @@ _DRIVER_OOM = re.compile(r"CUresult error\s+result=2\b|\bCUDA_ERROR_OUT_OF_MEMOR
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<func>.*)$')  # <module> eaten
 # the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
 _OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
-                  r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capacity))?")
+                  r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capac?i?ty))?")  # PyTorch 2.1: "capacty"
+# PyTorch >= 2.1 lists every process on the GPU that ran out: several means ranks share one device
+_SHARER = re.compile(r"Process (?P<pid>\d+) has (?P<size>[\d.]+ ?[KMGT]?i?B) memory in use")
+_CAPACITY = re.compile(r"has a total capac?i?ty of (?P<size>[\d.]+ ?[KMGT]?i?B)")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 # UCX's signal handler (Open MPI / HPC-X, NCCL's UCX plugin): [host:pid :thread:tid] Caught signal 7 (Bus error: …)
 _UCX_SIGNAL = re.compile(r"(?:^\[(?P<host>[\w.\-]+):(?P<pid>\d+) *:\d+:\d+\] )?Caught signal (?P<num>\d+) "
@@ -78,6 +81,27 @@ def _is_library(path: str) -> bool:
     return any(part in path for part in _LIBRARY_PATHS)
 
 
+def oom_data(text: str) -> dict[str, object]:
+    """What a CUDA out-of-memory message says: the size it tried, the GPU, the other processes using that GPU."""
+    oom = _OOM.search(text)
+    data: dict[str, object] = {"tried": oom["size"] if oom else None, "gpu": _oom_gpu(oom)}
+    held = {int(m["pid"]): _bytes(m["size"]) for m in _SHARER.finditer(text)}
+    if held:
+        data["sharers"] = list(held)[:64]
+        data["shared_bytes"] = sum(held.values())
+        total = _CAPACITY.search(text)
+        if total:
+            data["capacity_bytes"] = _bytes(total["size"])
+    return data
+
+
+def _bytes(size: str) -> int:
+    value = float("".join(ch for ch in size if ch.isdigit() or ch == "."))
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    letter = next((ch for ch in size if ch in scale), "")
+    return int(value * scale.get(letter, 1))
+
+
 def _exception_events(line: Line, exc_type: str, message: str, frames: list[tuple[str, str]]) -> list[Event]:
     short = exc_type.rsplit(".", 1)[-1]
     data: dict[str, object] = {"type": exc_type, "message": clip(message, 300)}
@@ -94,8 +118,7 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
     events = [make_event(Kind.EXCEPTION, line, data=data)]
     oom = _OOM.search(message)
     if oom or (short == "OutOfMemoryError" and not exc_type.startswith("ray.")):  # Ray's: host memory, its monitor
-        events.append(make_event(Kind.CUDA_OOM, line, data={
-            "tried": oom["size"] if oom else None, "gpu": _oom_gpu(oom)}))
+        events.append(make_event(Kind.CUDA_OOM, line, data=oom_data(message)))
     return events
 
 
@@ -228,7 +251,5 @@ def parse(line: Line) -> list[Event]:
     if _DRIVER_OOM.search(body):
         return [make_event(Kind.CUDA_OOM, line, data={"tried": None, "gpu": None, "source": "driver"})]
     if "CUDA out of memory" in body or "HIP out of memory" in body:  # HIP: PyTorch on ROCm
-        oom = _OOM.search(body)
-        return [make_event(Kind.CUDA_OOM, line, data={
-            "tried": oom["size"] if oom else None, "gpu": _oom_gpu(oom)})]
+        return [make_event(Kind.CUDA_OOM, line, data=oom_data(body))]
     return []

@@ -20,7 +20,7 @@ from syncdoctor.analyze.rules.common import (
     fmt_ranks,
     hypothesis,
 )
-from syncdoctor.analyze.rules.node import dataloader_cause
+from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
 from syncdoctor.analyze.rules.phrases import Reading, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
@@ -312,6 +312,12 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         if category is Category.SHM_EXHAUSTED and verb == SIGBUS_VERB:
             what += " " + SIGBUS_WHAT
             fix = SHM_FIX
+        sharers = shared_gpu([e for r in culprits for e in tl.ranks[r].of(Kind.CUDA_OOM)]) \
+            if category is Category.RANK_OUT_OF_MEMORY else []
+        if sharers:
+            title += f" (the message lists {len(sharers)} processes holding memory on that GPU)"
+            what += " " + SHARED_GPU_WHAT.format(n=len(sharers))
+            fix = SHARED_GPU_FIX
         if category is Category.RANK_KILLED:
             fix = ("Find who sent SIGKILL: the kernel OOM killer (`dmesg -T | grep -i -e oom -e killed` on "
                    f"{', '.join(tl.hosts_of(culprits)) or 'the host'}), the scheduler (time or memory limit), or a "

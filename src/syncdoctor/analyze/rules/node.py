@@ -189,6 +189,27 @@ def dataloader_worker_lost(tl: Timeline) -> list[Hypothesis]:
     return out
 
 
+SHARED_GPU_WHAT = ("The message lists {n} processes holding memory on the GPU that ran out: several ranks "
+                   "of the job are on one device, each loading its own copy of the model, so that GPU fills up "
+                   "while the others sit idle.")
+SHARED_GPU_FIX = ("Put each rank on its own GPU: torch.cuda.set_device(local_rank) (LOCAL_RANK from the launcher) "
+                  "before creating the model or the process group, and device_ids=[local_rank] for DDP; check "
+                  "that CUDA_VISIBLE_DEVICES is not the same single GPU for every process.")
+
+
+def shared_gpu(events: list[Event]) -> list[int]:
+    """The other processes that an out-of-memory message lists on its GPU (PyTorch >= 2.1), when there are two or
+    more holding a quarter of it or more: one other process may be a monitor or a second job, several with
+    real memory are the job's own ranks on one device."""
+    for event in events:
+        pids = [int(pid) for pid in event.data.get("sharers") or ()]
+        held, total = event.data.get("shared_bytes"), event.data.get("capacity_bytes")
+        # and they hold a good part of it: a few hundred MiB each are other ranks' stray CUDA contexts, not models
+        if len(pids) >= 2 and isinstance(held, int) and (not isinstance(total, int) or held * 4 >= total):
+            return pids
+    return []
+
+
 def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
     """CUDA out of memory in lines that carry no rank (a single process's paste, NCCL's own ``Cuda failure 'out
     of memory'``): whatever they name (host, pid, GPU) ran out; the rank-based crash rule takes those with a
@@ -201,6 +222,11 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
     if failed is not None and not (where.ranks or where.local_ranks):
         # the launcher's record of the one worker that failed, or the GPU it ran on: the process these lines came from
         where = replace(where, local_ranks=(failed,), processes=(*where.processes, f"local rank {failed}"))
+    sharers = shared_gpu(events)
+    if sharers and not where.hosts:  # the processes it lists are NCCL's ``host:pid`` processes of one host
+        places = {tl.pid_place(pid)[0] for pid in sharers} - {None}
+        if len(places) == 1:
+            where = replace(where, hosts=tuple(places))  # type: ignore[arg-type]
     tried = next((str(e.data["tried"]) for e in events if e.data.get("tried")), None)
     gpus = sorted({int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None})
     title = (f"{where.text or 'a process'} ran out of GPU memory" + (f" (tried to allocate {tried}" if tried else "")
@@ -212,6 +238,10 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
     fix = ("Reduce the memory that rank needs (batch size, activation checkpointing, sharding) or find why it "
            "needs more than the others (a longer sequence, an uneven split); PYTORCH_CUDA_ALLOC_CONF="
            "expandable_segments:True if fragmentation is the problem.")
+    if sharers:
+        title += f"; the message lists {len(sharers)} processes holding memory on that GPU"
+        what += " " + SHARED_GPU_WHAT.format(n=len(sharers))
+        fix = SHARED_GPU_FIX + " " + fix
     return [hypothesis(tl, Category.RANK_OUT_OF_MEMORY, 0.75, title, affected=affected, what=what, fix=fix,
                        evidence=evidence_of(events, "out of GPU memory", 6),
                        where=where)]
