@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, one
+from analyze_helpers import diagnose_paste, events_of, one
 from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
@@ -41,3 +41,84 @@ def test_an_out_of_memory_message_listing_the_jobs_ranks_on_its_gpu_says_they_sh
     # one other process (a monitor, a second job) is not a shared device either
     top = diagnose(tmp_path, _OOM.format(procs=_procs([7], "20.00 GiB"))).hypotheses[0]
     assert "holding memory" not in top.title
+
+
+def test_the_stores_listen_failure_broken_after_its_first_line_is_a_port_in_use(tmp_path: Path) -> None:
+    # real: TorchDR#249 (a shared Slurm node; 2.4+'s libuv message pasted as two lines)
+    second = "port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use"
+    event = one(second, Kind.STORE_ERROR)
+    assert event.data["what"] == "listen" and event.data["store_port"] == 29500
+    paste = ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+             "address.\n" + second)
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and "29500" in top.title
+    # another reason (the address is not this host's: -99) is no port in use
+    other = second.replace("-98, name: EADDRINUSE, message: address already in use",
+                           "-99, name: EADDRNOTAVAIL, message: cannot assign requested address")
+    assert not [e for e in events_of(other) if e.kind is Kind.STORE_ERROR]
+
+
+def test_a_launchers_sigabrt_record_pasted_before_the_timeouts_of_its_rank_is_the_watchdogs_abort(
+        tmp_path: Path) -> None:
+    # real: hpcaitech/ColossalAI#3556 (the record first, then every shown rank's timeout in one BROADCAST)
+    record = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 514946) "
+              "of binary: /usr/bin/python\n\n")
+    timeouts = "".join(
+        f"[E ProcessGroupNCCL.cpp:821] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=27962, "
+        f"OpType=BROADCAST, Timeout(ms)=1800000) ran for 180758{r} milliseconds before timing out.\n"
+        for r in (0, 1, 6, 7, 3, 5))
+    top = diagnose(tmp_path, record + timeouts).hypotheses[0]
+    assert top.category is Category.UNEXPLAINED_TIMEOUT
+    # a local rank whose number no timed-out rank has (its own crash, then the others' timeouts) stays a crash
+    crashed = record.replace("local_rank: 0", "local_rank: 2")
+    top = diagnose(tmp_path, crashed + timeouts).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_local_ranks == (2,)
+
+
+def test_an_rdma_device_nccl_could_not_open_while_it_went_on_over_ib_is_a_nic_down(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#2428 (eRDMA: one node's second device not passed into the container)
+    warn = "node-b:4021:4102 [0] NCCL WARN NET/IB : Unable to open device erdma_1"
+    event = one(warn, Kind.IB_DEVICE_UNAVAILABLE)
+    assert event.data["dev"] == "erdma_1"
+    top = diagnose(tmp_path, "node-a:311:402 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1\n"
+                   + warn).hypotheses[0]
+    assert top.category is Category.IB_PORT_DOWN and "erdma_1" in top.title and top.culprit_hosts == ("node-b",)
+    # the same warning, then NCCL on sockets: the fallback, not a NIC down
+    fallback = warn + "\nnode-b:4021:4102 [0] NCCL INFO Using network Socket"
+    top = diagnose(tmp_path, fallback).hypotheses[0]
+    assert top.category is Category.SOCKET_FALLBACK
+
+
+def test_open_mpis_verbose_tcp_transport_and_its_unrouted_connect_are_the_wrong_interface(tmp_path: Path) -> None:
+    # real: horovod/horovod#209 (a masqueraded Docker network) and #195 (a peer's address on another subnet)
+    lines = "".join(f"[mydocker01:06805] btl: tcp: Match incoming connection from [[27443,1],1] 44.128.0.4 with "
+                    f"locally known IP {ip} failed (iface {n}/4)!\n" for n, ip in enumerate(("2.2.2.77", "3.3.3.129")))
+    event = one(lines.splitlines()[0], Kind.MPI_TRANSPORT)
+    assert event.data["source_ip"] == "44.128.0.4" and event.origin.host == "mydocker01"
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH
+    assert "44.128.0.4" in top.title and "2.2.2.77, 3.3.3.129" in top.title and "btl_tcp_if_include" in top.fix
+    unrouted = ("[train04][[9281,1],1][btl_tcp_endpoint.c:796:mca_btl_tcp_endpoint_complete_connect] connect() to "
+                "192.168.118.0 failed: No route to host (113)")
+    top = diagnose(tmp_path, unrouted).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH and top.culprit_hosts == ("train04",)
+    # refused: a firewall or a process that is gone, not an interface: the unreachable peer
+    refused = unrouted.replace("No route to host (113)", "Connection refused (111)")
+    assert diagnose(tmp_path, refused).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_nccl_socket_ifname_set_to_the_loopback_in_a_failed_jobs_paste(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#1053 (BGP-unnumbered hosts whose address sits on lo; one host's lines)
+    paste = ("axa:3048391:3048566 [0] NCCL INFO net.cc:79 -> 3\n"
+             "axa:3048391:3048566 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo\n"
+             "axa:3048391:3048566 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n"
+             "axa:3048391:3048566 [0] NCCL INFO Using network Socket\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and top.culprit_hosts == ("axa",) and top.confidence < 0.5
+    # the loopback NCCL found by itself on one host, nothing failing: a job on one node, no cause
+    alone = paste.replace("axa:3048391:3048566 [0] NCCL INFO net.cc:79 -> 3\n", "").replace(
+        "axa:3048391:3048566 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo\n", "")
+    assert not [h for h in diagnose(tmp_path, alone).hypotheses if h.category is Category.LOOPBACK_ADDRESS]
+    # NCCL_SOCKET_IFNAME=lo with no error anywhere: a job on one node that works
+    quiet = paste.replace("axa:3048391:3048566 [0] NCCL INFO net.cc:79 -> 3\n", "")
+    assert not [h for h in diagnose(tmp_path, quiet).hypotheses if h.category is Category.LOOPBACK_ADDRESS]

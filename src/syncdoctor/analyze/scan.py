@@ -209,6 +209,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"disagreement",  # DeepSpeed ZeRO-3's: disagreement between rank0 and rank1: …, Detected a disagreement on list length
     b"Assertion `",  # a C assertion that failed: arbiter.c:236  Assertion `(group)->arbiter == (arbiter)' failed
     b" - Init",  # NCCL's communicator line cut after ``- Init`` (before START or COMPLETE): which process, which GPU
+    b"EADDRINUSE",  # the store's listen failure broken after its first line: port: 29500, …, name: EADDRINUSE, message: …
+    b"Match incoming connection",  # Open MPI's verbose btl_tcp: Match incoming connection from [[j,1],1] ADDR with …
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -54,7 +54,7 @@ __all__ = ["KEYWORDS", "parse"]
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
             "Error: Port could not be cast", "network addresses of", "ving ncclUniqueId", "wait timeout after", "Wait timeout for name", "waitForInput", "client socket", "store based barrier", "C10d store",
-            "clients joined", "Rendezvous", "Address already in use", "DistNetworkError", "got 0 bytes",
+            "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
@@ -163,6 +163,10 @@ _BARE_IN_USE = re.compile(r"RuntimeError: Address already in use(?: at \S+)?[\s`
 _GLOO_BIND = re.compile(r"pair\.cc:\d+\] (?:bind|listen): Address already in use")
 # Accelerate's own check before it launches: ``ConnectionError: Tried to launch distributed communication on port
 # `29500`, but another process is utilizing it.``
+# the second line of 2.4+'s listen failure when a paste breaks the message there (its first line, "The server socket
+# has failed to listen on any local network address.", names no reason): ``port: 29500, useIpv6: false, code: -98,
+# name: EADDRINUSE, message: address already in use``
+_LIBUV_IN_USE = re.compile(r"^\W*port: (?P<port>\d{1,5}), useIpv6: \w+, code: -98, name: EADDRINUSE")
 _ACCELERATE_PORT = re.compile(r"Tried to launch distributed communication on port `?(?P<port>\d+)`?, but another "
                               r"process is utilizing it")
 
@@ -200,6 +204,10 @@ def _errors(line: Line) -> list[Event]:
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None, "error": "Address already in use"})]
+    match = _LIBUV_IN_USE.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "listen", "store_port": int(match["port"]), "error": "Address already in use"})]
     match = _ETCD.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

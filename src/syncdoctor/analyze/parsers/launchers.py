@@ -42,7 +42,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "Match incoming connection", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "MPICH ERROR [Rank")
 
@@ -293,7 +293,20 @@ _BTL_RESET = re.compile(r"(?:readv|recv|send|writev) failed: (?P<err>Connection 
                         r"timed out)")
 
 
+# its verbose form (--mca btl_base_verbose), one line per local interface tried: ``[mydocker01:06805] btl: tcp: Match
+# incoming connection from [[27443,1],1] 44.128.0.4 with locally known IP 2.2.2.77 failed (iface 0/4)!``: process 1
+# connected from an address it never announced (NAT, a masqueraded bridge, another network)
+_BTL_MATCH = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+)\] )?btl: ?tcp: Match incoming connection from "
+                        r"\[\[\d+,\d+\],(?P<rank>\d+)\] (?P<source>[\w.:%\-]+) with locally known IP (?P<known>[\w.:%\-]+) failed")
+
+
 def _mpi_transport(line: Line) -> list[Event] | None:
+    unmatched = _BTL_MATCH.search(line.body)
+    if unmatched is not None:
+        origin = Origin(host=unmatched["host"], pid=int(unmatched["pid"])) if unmatched["host"] else None
+        return [make_event(Kind.MPI_TRANSPORT, line, origin=origin, data={
+            "what": "unexpected-address", "peer_process": int(unmatched["rank"]), "source_ip": unmatched["source"],
+            "known_ips": [unmatched["known"]], "message": line.body.strip()[:200]})]
     match = _BTL.search(line.body)
     if match is None:
         return None
@@ -337,7 +350,7 @@ def parse(line: Line) -> list[Event]:
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
         return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
             "error": match["err"].strip(), "peer_addr": match["addr"], "transport": "ucx"})]
-    if "btl_tcp" in body:
+    if "btl_tcp" in body or "Match incoming connection" in body:
         mpi = _mpi_transport(line)
         if mpi is not None:
             return mpi

@@ -19,7 +19,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_link_local,
 )
-from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
+from syncdoctor.analyze.timeline import ERROR_KINDS, TIMEOUT_KINDS, Timeline
 from syncdoctor.units import format_duration
 
 __all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
@@ -137,10 +137,12 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
                            fix="export GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME=<the NIC on the cluster network> on "
                                "every host, or map the hostname to the host's cluster address in /etc/hosts.")]
     if not culprit_lines and not remote_only:
-        return []
+        return _loopback_chosen(tl)
     if not remote_only and not unhosted and _nothing_failed_to_connect(tl) and set(tl.hosts) == set(culprit_lines) \
             and len(culprit_lines) == 1:
-        return []  # one host, whose ranks reach each other over loopback, and no connection failed: not the cause
+        # one host, whose ranks reach each other over loopback, and no connection failed: not the cause, unless the
+        # user chose the loopback for NCCL's sockets, which no job across hosts can use
+        return _loopback_chosen(tl)
     hosts = sorted(set(culprit_lines) | inferred)
     dialled = {e.origin.host for e in remote_only if e.origin.host}
     affected = sorted({e.origin.rank for e in remote_only + [e for v in culprit_lines.values() for e in v]
@@ -171,6 +173,29 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
                        affected=affected, what=what, fix=fix, evidence=evidence)]
+
+
+def _loopback_chosen(tl: Timeline) -> list[Hypothesis]:
+    """NCCL_SOCKET_IFNAME set to the loopback (``lo``), and NCCL's sockets on 127.0.0.1, in the paste of one host's
+    failure: right within one node, and the cause of every connection across hosts failing. Said at a confidence
+    under the other readings: the lines do not say that the job spans hosts."""
+    chosen = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_SOCKET_IFNAME"
+              and str(e.data.get("value", "")).strip("=^ ").split(",")[0] in ("lo", "lo0")]
+    on_lo = [e for e in tl.of(Kind.NCCL_BOOTSTRAP, Kind.NCCL_NET)
+             if any(is_loopback(str(a)) for a in [e.data.get("addr"), *(e.data.get("addrs") or ())] if a)]
+    if not chosen or not on_lo or not any(e.kind in ERROR_KINDS or e.kind is Kind.ERROR_LINE for e in tl.events):
+        return []
+    where = attribute(on_lo, tl)
+    title = (f"NCCL_SOCKET_IFNAME=lo: NCCL on {where.text or 'this host'} uses the loopback (127.0.0.1) for its "
+             "sockets, which no other host can reach: the cause if the job spans more than this host")
+    what = ("NCCL advertises the address of the interface NCCL_SOCKET_IFNAME names to every other rank (its bootstrap, "
+            "and its data when it has no IB); the loopback's is 127.0.0.1, which means each peer's own machine. Within "
+            "one node that works; across nodes no connection can form, and init fails or hangs.")
+    fix = ("Set NCCL_SOCKET_IFNAME to the NIC on the cluster network (eth0, ib0, or the interface that holds the "
+           "host's routable address; with BGP-unnumbered hosts whose address sits on lo, that address's own "
+           "interface alias), the same on every host.")
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.4, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(chosen[:1], "set by the user") + evidence_of(on_lo[:2], "sockets on lo"))]
 
 
 def _container_socket_device(tl: Timeline, by_host: dict[str, list[Event]], unhosted: list[Event],
@@ -339,7 +364,7 @@ def _mpi_wrong_peer(tl: Timeline) -> list[Hypothesis]:
     among those MPI tries, since it uses every interface it finds unless told which."""
     events = [e for e in tl.of(Kind.MPI_TRANSPORT) if e.data.get("what") in ("unexpected-peer", "unexpected-address")]
     if not events:
-        return []
+        return _mpi_no_route(tl)
     where = attribute(events, tl)
     data = events[0].data
     if data.get("what") == "unexpected-peer":
@@ -348,7 +373,11 @@ def _mpi_wrong_peer(tl: Timeline) -> list[Hypothesis]:
                  "another host has too, or that leads to another network")
         note, hosts = "another process answered", []
     else:  # 'Open MPI detected an inbound MPI TCP connection request … from an IP address that is unexpected'
-        peer = str(data.get("peer_host") or "a peer")
+        peer = str(data.get("peer_host") or (f"MPI process {data['peer_process']}" if data.get("peer_process") is not None
+                                             else "a peer"))
+        if data.get("peer_process") is not None and not data.get("peer_host"):  # one verbose line per address tried
+            data = {**data, "known_ips": sorted({str(ip) for e in events if e.data.get("peer_process") ==
+                                                 data["peer_process"] for ip in e.data.get("known_ips") or ()})}
         source = f" from {data['source_ip']}" if data.get("source_ip") else ""
         known = f" (it announced {', '.join(map(str, data['known_ips']))})" if data.get("known_ips") else ""
         title = (f"Open MPI's TCP transport{' on ' + where.text if where.text else ''} dropped {peer}'s connection"
@@ -359,6 +388,23 @@ def _mpi_wrong_peer(tl: Timeline) -> list[Hypothesis]:
     # the peer that connected from the unexpected address is the host to fix, where the help text names it
     return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.7, title, what=_MPI_WHAT, fix=_MPI_FIX,
                        **({"hosts": hosts} if hosts else {"where": where}), evidence=evidence_of(events, note, 4))]
+
+
+def _mpi_no_route(tl: Timeline) -> list[Hypothesis]:
+    """Open MPI's TCP transport found no route to an address a peer announced: it dials every interface of the
+    peer (a bridge, a second NIC, a management network), and one of them is on a network this host cannot reach.
+    A refused or timed-out connection may be a firewall or a dead peer (the unreachable-peer rule reads those)."""
+    events = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED) if e.data.get("transport") == "mpi"
+              and any(word in str(e.data.get("error", "")) for word in ("No route to host", "unreachable"))]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    addrs = sorted({str(e.data["peer_addr"]) for e in events if e.data.get("peer_addr")})
+    title = (f"Open MPI's TCP transport{' on ' + where.text if where.text else ''} has no route to "
+             f"{', '.join(addrs[:3]) or 'an address a peer announced'}: it tries every interface the peers announce, "
+             "and that one is on a network this host does not reach")
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.8, title, what=_MPI_WHAT, fix=_MPI_FIX, where=where,
+                       evidence=evidence_of(events, "no route to the address a peer announced", 4))]
 
 
 _MPI_WHAT = ("Open MPI's TCP transport (btl_tcp) uses every interface it finds. An address present on several hosts "

@@ -413,13 +413,19 @@ _OWN_ERRORS = (Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.FATAL_SIGNAL, Kind.CUDA_OOM
 
 
 def _watchdog_abort(tl: Timeline, event: Event) -> bool:
-    """SIGABRT after a watchdog timeout in the same output: PyTorch takes the process down itself once a
-    collective timed out (``To avoid data inconsistency, we are taking the entire process down``: an uncaught
-    exception, ``terminate called``, abort), so the abort is the timeout's end, not a crash of its own."""
+    """SIGABRT after a watchdog timeout in the same output (or before it, for the process that timed out): PyTorch
+    takes the process down itself once a collective timed out (``To avoid data inconsistency, we are taking the
+    entire process down``: an uncaught exception, ``terminate called``, abort), so the abort is the timeout's end,
+    not a crash of its own."""
     if event.data.get("signal") != "SIGABRT":
         return False
-    return any(e.ref.source == event.ref.source and e.ref.line < event.ref.line
-               for e in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT))
+    timeouts = [e for e in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT) if e.ref.source == event.ref.source]
+    if any(e.ref.line < event.ref.line for e in timeouts):
+        return True
+    # a paste that puts the launcher's record first: the process it names timed out itself (its local rank is
+    # the number of a rank whose timeout is in that output, the first node's numbering, and it names no other)
+    local = event.origin.local_rank
+    return event.origin.rank is None and local is not None and any(e.origin.rank == local for e in timeouts)
 
 
 def _exit_code_only(report: Event) -> bool:
@@ -574,7 +580,7 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.IB_ASYNC_EVENT)
               if any(word.lower() in str(e.data.get("event", "")).lower() for word in _FAILED_EVENTS)]
     if not events:
-        return []
+        return _device_not_opened(tl)
     where = attribute(events, tl)
     kinds = sorted({str(e.data.get("event")) for e in events})
     affected = _others_failed(tl, set(where.ranks))
@@ -584,4 +590,28 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
             "status 12).")
     return [hypothesis(tl, Category.IB_PORT_DOWN, 0.9, title, affected=affected, what=what,
                        evidence=evidence_of(events, "IB async event", MAX_CASCADE),
+                       where=where)]
+
+
+def _device_not_opened(tl: Timeline) -> list[Hypothesis]:
+    """``NET/IB : Unable to open device erdma_1``: NCCL listed an HCA it could not open, and went on over IB
+    (nothing says it fell back to sockets, which the socket rule reads): one NIC of that host is unusable (down, or
+    not passed into the container), so its channels there lead nowhere or the hosts disagree on their NICs."""
+    events = [e for e in tl.of(Kind.IB_DEVICE_UNAVAILABLE) if e.data.get("dev")]
+    sockets = [e for e in tl.of(Kind.NCCL_NET) if e.data.get("network") == "Socket" or e.data.get("net") == "Socket"]
+    if not events or sockets:
+        return []
+    where = attribute(events, tl)
+    devices = sorted({str(e.data["dev"]).strip("'\".,") for e in events})
+    title = (f"NCCL could not open the RDMA device{'s' if len(devices) > 1 else ''} {', '.join(devices)}"
+             f"{' on ' + where.text if where.text else ''}: a NIC of that host is unusable")
+    what = ("NCCL found the device but ibv_open_device failed: the port or HCA is down, or the container was given "
+            "its name but not its device file (a device plugin or cgroup that admits fewer uverbs devices). The "
+            "host then has fewer NICs than its peers: NCCL stops on the mismatch, or with NCCL_IGNORE_NET_MISMATCH "
+            "set, channels over that NIC wait forever.")
+    fix = (f"Check the NIC on that host (`ibv_devinfo -d {devices[0]}`, `ls /dev/infiniband` inside the container); "
+           "pass every RDMA device into the container, or restrict the job to the NICs every host has "
+           "(NCCL_IB_HCA=...).")
+    return [hypothesis(tl, Category.IB_PORT_DOWN, 0.6, title, affected=_others_failed(tl, set(where.ranks)),
+                       what=what, fix=fix, evidence=evidence_of(events, "the device could not be opened", 4),
                        where=where)]
