@@ -122,3 +122,63 @@ def test_nccl_socket_ifname_set_to_the_loopback_in_a_failed_jobs_paste(tmp_path:
     # NCCL_SOCKET_IFNAME=lo with no error anywhere: a job on one node that works
     quiet = paste.replace("axa:3048391:3048566 [0] NCCL INFO net.cc:79 -> 3\n", "")
     assert not [h for h in diagnose(tmp_path, quiet).hypotheses if h.category is Category.LOOPBACK_ADDRESS]
+
+
+def test_the_stores_listen_failure_wrapped_twice_still_names_the_port_in_use(tmp_path: Path) -> None:
+    # real: a backend supervisor's log of FreeToken#301 (the message wrapped at its own words, three lines)
+    paste = ("ERROR Backend supervisor: DistNetworkError: The server socket has failed to listen\n"
+             "on any local network address. port: 8082, useIpv6: false, code: -98,\n"
+             "name: EADDRINUSE, message: address already in use\n"
+             "ERROR Backend worker is gone and cannot be restarted; stopping the API server")
+    assert one("name: EADDRINUSE, message: address already in use", Kind.STORE_ERROR).data["store_port"] is None
+    assert diagnose(tmp_path, paste).hypotheses[0].category is Category.PORT_IN_USE
+    # a connect refused in libuv's words is no port in use
+    assert not [e for e in events_of("name: ECONNREFUSED, message: connection refused") if e.kind is Kind.STORE_ERROR]
+
+
+def test_an_invalid_device_ordinal_without_a_rank_is_the_one_worker_the_launcher_saw_fail(tmp_path: Path) -> None:
+    # real: meta-llama/llama#454 (--nproc_per_node 2 on a machine with one GPU)
+    error = ("RuntimeError: CUDA error: invalid device ordinal\n"
+             "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+             "might be incorrect.\n\n"
+             "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 84709 closing signal SIGTERM\n")
+    record = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 84710) of "
+              "binary: /usr/bin/python3\n")
+    top = diagnose(tmp_path, error + record).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_local_ranks == (1,)
+    # two workers failed: the lines do not say which raised it
+    top = diagnose(tmp_path, error + record + record.replace("local_rank: 1 (pid: 84710)",
+                                                             "local_rank: 0 (pid: 84709)")).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_local_ranks == ()
+
+
+def test_ncclS_proxy_service_names_the_rank_of_its_process(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#962 (the proxy of rank 93 could not allocate its buffers)
+    paste = ("node:2134736:2285781 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
+             "node:2134736:2285781 [0] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes\n"
+             "node:2134736:2285781 [0] proxy.cc:1518 NCCL WARN [Proxy Service 93] Failed to execute operation Setup "
+             "from rank 93, retcode 1\n")
+    event = one(paste.splitlines()[2], Kind.NCCL_WARN)
+    assert event.origin.rank == 93 and event.origin.pid == 2134736
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_ranks == (93,)
+    # the same words without the host:pid prefix name no process: no rank is given to anything
+    bare = one("proxy.cc:1518 NCCL WARN [Proxy Service 93] Failed to execute operation Setup from rank 93, retcode 1",
+               Kind.NCCL_WARN)
+    assert bare.origin.rank is None
+
+
+def test_a_cuda_call_nccl_made_that_cuda_refused_is_said_to_be_no_faulty_gpu(tmp_path: Path) -> None:
+    # real: pie#500 (NVLS in a container without /dev/nvidia-caps) and TensorRT-LLM#4238 (NCCL 2.25.1)
+    nvls = ("transport/nvls.cc:251 NCCL WARN Cuda failure 1 'invalid argument'\n"
+            "transport/nvls.cc:401 -> 1\ninit.cc:1138 -> 1\n")
+    top = diagnose(tmp_path, nvls).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "not a faulty GPU" in top.title and "NVLS" in top.title
+    assert "NCCL_NVLS_ENABLE=0" in top.fix
+    enqueue = "[1] enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'\n"
+    top = diagnose(tmp_path, enqueue).hypotheses[0]
+    assert "not a faulty GPU" in top.title and "NVLS" not in top.title and "NCCL_NVLS_ENABLE" not in top.fix
+    # an illegal memory access is the GPU's (or the program's) fault: the usual reading
+    fault = enqueue.replace("1 'invalid argument'", "700 'an illegal memory access was encountered'")
+    top = diagnose(tmp_path, fault).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "not a faulty GPU" not in top.title

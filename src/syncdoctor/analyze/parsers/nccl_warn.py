@@ -181,6 +181,12 @@ def _peer(text: str | None) -> dict[str, object]:
     return {"peer_addr": addr, "peer_port": int(port.rstrip(">,")) if port.rstrip(">,").isdecimal() else None}
 
 
+# the proxy thread of a process failing a request (2.12+): ``[Proxy Service 93] Failed to execute operation Setup
+# from rank 93, retcode 1``: the number after "Proxy Service" is its own process's rank (the top parent
+# communicator's since 2.18, the communicator's before)
+_PROXY_SERVICE = re.compile(r"\[Proxy Service (?P<rank>\d{1,7})\] Failed to execute operation")
+
+
 def _proxy_call(line: Line, match: re.Match[str], origin: Origin | None) -> Event:
     return make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
         "error": f"Proxy Call to rank {match['rank']} failed ({match['op']})", "peer_rank": int(match["rank"])})
@@ -358,7 +364,10 @@ def parse(line: Line) -> list[Event]:
     body = line.body
     prefix = split_nccl(body)
     if prefix is not None and prefix.level == "WARN":
-        origin = Origin(host=prefix.host, pid=prefix.pid, device=prefix.device)
+        served = _PROXY_SERVICE.match(prefix.message)
+        # the proxy thread names its own process's rank (2.12+): the rank of every line of that host and pid
+        origin = Origin(host=prefix.host, pid=prefix.pid, device=prefix.device,
+                        rank=int(served["rank"]) if served and prefix.host and prefix.pid is not None else None)
         return [event if prefix.time is None else _with_time(event, prefix.time, prefix.time_text)
                 for event in _warn(line, prefix.message, origin, "WARN")]
     if prefix is not None:

@@ -38,6 +38,10 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
                   (s.has(*_SYMPTOMS) or any(is_comm_exception(e) for e in s.of(Kind.EXCEPTION))))
 
 
+# CUDA's words for a call it refused (cudaErrorInvalidValue, cudaErrorNotSupported), not for a fault of the GPU
+_REJECTED = re.compile(r"invalid argument|operation not supported|not supported")
+
+
 def _no_such_device(event: Event) -> bool:
     message = str(event.data.get("message", ""))
     return "invalid device ordinal" in message or "busy or unavailable" in message
@@ -88,6 +92,27 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                  "is not running, or does not match the driver's version.")
         fix = ("Start nvidia-fabricmanager on that node (`systemctl status nvidia-fabricmanager`; its version must be "
                "the driver's), then check `nvidia-smi -q | grep -i fabric`.")
+    rejected = not hardware and any(_REJECTED.search(m) for m in messages) and all(
+        _REJECTED.search(m) or "nhandled" in m for m in messages)  # NCCL's 'unhandled cuda error' says no more
+    if rejected:
+        # cudaErrorInvalidValue and its kin: the driver refused a call NCCL made, the GPU did not fault
+        sources = {e.ref.source for e in events}
+        nvls = any("nvls" in e.text.lower() for e in tl.events if e.ref.source in sources)
+        refused = "; ".join(m for m in messages if _REJECTED.search(m))
+        title = (f"a CUDA call NCCL made was refused on {where.text or 'a rank'} ({refused[:80]})"
+                 + (" in its NVLS (NVLink SHARP) setup" if nvls else "")
+                 + ": a feature the driver, the container or this NCCL release does not allow, not a faulty GPU")
+        what = (f"{where.text or 'A process'} hit {refused}: CUDA rejected a call NCCL made. "
+                "That is no hardware fault: a feature NCCL uses is not available there (NVLS multicast needs "
+                "nvidia-fabricmanager or IMEX and, in a container, the /dev/nvidia-caps devices; CUDA IPC and cuMem "
+                "need the driver and the container to allow them), or this NCCL release has a bug on that GPU or "
+                "driver (NCCL 2.25.1 on RTX 5090s, fixed in 2.26).")
+        fix = ((("Set NCCL_NVLS_ENABLE=0 to go on without NVLS, or give the container the multicast devices "
+                 "(/dev/nvidia-caps) and check that nvidia-fabricmanager runs with the driver's version. ")
+                if nvls else "")
+               + "Run with NCCL_DEBUG=INFO to see which transport's call failed; try NCCL_CUMEM_ENABLE=0 and "
+               "NCCL_P2P_DISABLE=1 one at a time, and another NCCL release (pip install nvidia-nccl-cu12==...), the "
+               "driver's and the CUDA runtime's versions matching.")
     confidence = 0.9 if hardware else 0.8
     if not hardware and all(_after_network_failure(tl, e) for e in events):
         # NCCL tearing down its communicators after the NICs gave up touches freed or aborted memory: a CUDA
@@ -114,8 +139,12 @@ def _bus(pci: str) -> str:
 
 def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
     """``invalid device ordinal``: a process asked for a GPU index its host does not have (or does not show
-    it): the device assignment, not the hardware."""
+    it): the device assignment, not the hardware. A process the lines do not name is the one worker a launcher
+    reports failed after them."""
     where = attribute(events, tl)
+    failed = _the_one_worker_failed_after(tl, events) if not (where.ranks or where.local_ranks) else None
+    if failed is not None:
+        where = replace(where, local_ranks=(failed,), processes=(*where.processes, f"local rank {failed}"))
     title = (f"{where.text or 'a process'} asked for a GPU that does not exist there (invalid device ordinal): more "
              "processes per node than visible GPUs, or a device index from the global rank")
     what = ("CUDA has no device with that index in this process: --nproc_per_node (or the tasks per node) larger than "
