@@ -182,3 +182,29 @@ def test_a_cuda_call_nccl_made_that_cuda_refused_is_said_to_be_no_faulty_gpu(tmp
     fault = enqueue.replace("1 'invalid argument'", "700 'an illegal memory access was encountered'")
     top = diagnose(tmp_path, fault).hypotheses[0]
     assert top.category is Category.GPU_ERROR and "not a faulty GPU" not in top.title
+
+
+def test_vllms_worker_prefixes_give_the_workers_index_and_its_unprefixed_driver_is_local_rank_0(
+        tmp_path: Path) -> None:
+    from syncdoctor.analyze.parsers.prefixes import split_prefix
+
+    # vLLM 0.8-0.9 and 0.10+ name the worker's index; a data-parallel engine other than the first leaves it unknown
+    assert split_prefix("(VllmWorker rank=3 pid=4567) ERROR 05-01 10:00:00 [x.py:4] boom").origin.local_rank == 3
+    assert split_prefix("(Worker_DP0_TP1_EP1 pid=4567) ERROR 05-01 10:00:00 [x.py:4] boom").origin.local_rank == 1
+    assert split_prefix("(Worker_TP2 pid=4567) ERROR boom").origin.local_rank == 2
+    assert split_prefix("(Worker_DP1_TP1_EP1 pid=4567) ERROR boom").origin.local_rank is None
+    assert split_prefix("(RayWorkerWrapper pid=11305, ip=10.0.0.1) ERROR boom").origin.local_rank is None
+    # real: vllm-project/vllm#6299 (the driver went off to build the P2P cache; its worker's gloo recv timed out)
+    paste = ("(VllmWorkerProcess pid=3773) INFO 07-10 03:56:15 pynccl.py:63] vLLM is using nccl==2.20.5\n"
+             "INFO 07-10 03:56:16 custom_all_reduce_utils.py:202] generating GPU P2P access cache in "
+             "/root/.config/vllm/gpu_p2p_access_cache_for_0,1.json\n"
+             "(VllmWorkerProcess pid=3773) ERROR 07-10 04:26:16 multiproc_worker_utils.py:226] Exception in worker "
+             "VllmWorkerProcess while processing method init_device: [../third_party/gloo/gloo/transport/tcp/"
+             "unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete, Traceback (most "
+             "recent call last):\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_local_ranks == (0,) and "driver" in top.title
+    # the same timeout printed by a process of no worker prefix names nobody
+    bare = paste.replace("(VllmWorkerProcess pid=3773) ERROR", "ERROR")
+    top = diagnose(tmp_path, bare).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_local_ranks == () and "driver" not in top.title

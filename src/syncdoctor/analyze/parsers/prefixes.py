@@ -76,7 +76,12 @@ _COMPOSE = re.compile(r"(?P<svc>[A-Za-z][\w.\-]{0,100}[-_]\d{1,4}) +\| ")
 _BRACKET_HOST = re.compile(r"\[(?P<host>(?=[a-z0-9-]*-)(?=[a-z-]*[0-9])(?!rank)[a-z][a-z0-9-]{1,61}[a-z0-9])\] "
                            r"(?=\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} )")
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
-_RAY = re.compile(r"\((?:[A-Za-z_][\w.]{0,80} )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
+_RAY = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?(?:rank=(?P<rank>\d{1,6}) )?pid=(?P<pid>\d{1,10})"
+                  r"(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
+# vLLM's worker processes name their place: "(VllmWorker rank=3 pid=…)" (0.8-0.9), "(Worker_TP1 pid=…)",
+# "(Worker_DP0_TP1_EP1 pid=…)" (0.10+): the worker's index among its engine's, the local rank where one engine runs
+# on the node (a data-parallel rank other than 0 leaves it unknown)
+_VLLM_TP = re.compile(r"Worker(?:_DP0)?(?:_PP0)?_TP(?P<tp>\d{1,4})(?:_EP\d+)?$")
 _ISO = re.compile(
     r"\[?(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T _](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
     r"(?:Z|[+-]\d\d:?\d\d)?\]?:?[ ]?"
@@ -283,6 +288,9 @@ def split_prefix(text: str) -> Prefix:
             pid = int(match["pid"]) if pid is None or ray_pid else pid
             ray_pid = True
             host = host or match["ip"]
+            tp = _VLLM_TP.match(match["actor"] or "")
+            if match["rank"] is not None or tp:
+                local_rank = int(match["rank"] if match["rank"] is not None else tp["tp"])  # type: ignore[index]
             pos = match.end()
             continue
         match = _ISO.match(text, pos)

@@ -281,8 +281,23 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
     fix = ("Collect every rank's log with its rank (torchrun --tee 3 --log-dir, or srun --label) and the Flight "
            "Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1); if rank 0 works alone before this collective, do that "
            "work before init_process_group or on every rank, or raise the timeout.")
+    if all(_VLLM_WORKER.match(e.text) for e in timeouts):
+        # vLLM's workers print behind their prefix and its driver (the main process, local rank 0 of the engine)
+        # without one: workers that timed out waited for the driver, whose own timeout is not among them
+        title = (f"vLLM's driver (local rank 0) never arrived: its worker{'s' if len(timeouts) > 1 else ''} "
+                 f"{waiter.removeprefix('processes').strip() or ''} timed out waiting in {', '.join(calls[:2])}, and "
+                 "the driver, whose lines carry no worker prefix, reports no timeout").replace("  ", " ")
+        what += (" vLLM's driver runs in the main process without a worker prefix and does work of its own (loading, "
+                 "profiling, building caches) between the collectives its workers wait in.")
+        return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix, local_ranks=(0,),
+                           processes=("vLLM's driver (local rank 0)",),
+                           evidence=evidence_of(timeouts, "a worker timed out waiting", MAX_CASCADE))]
     return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix,
                        evidence=evidence_of(timeouts, "timed out waiting", MAX_CASCADE))]
+
+
+# the prefixes vLLM's worker processes print behind (its driver, the main process, prints none)
+_VLLM_WORKER = re.compile(r"\s*\((?:VllmWorkerProcess|RayWorkerWrapper|RayWorkerVllm|VllmWorker|Worker_\w+) [^)]*pid=\d+")
 
 
 def _waited_s(event: Event) -> float | None:
