@@ -208,3 +208,98 @@ def test_vllms_worker_prefixes_give_the_workers_index_and_its_unprefixed_driver_
     bare = paste.replace("(VllmWorkerProcess pid=3773) ERROR", "ERROR")
     top = diagnose(tmp_path, bare).hypotheses[0]
     assert top.category is Category.LAGGING_RANK and top.culprit_local_ranks == () and "driver" not in top.title
+
+
+def test_the_kernels_oom_kill_summary_alone_is_a_worker_killed_for_host_memory(tmp_path: Path) -> None:
+    # real: hiyouga/LLaMA-Factory#3230 (the kernel log cut inside its oom-kill line, before "Killed process")
+    summary = ("[17798674.377396] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=38e6fab2d82b,"
+               "mems_allowed=0-7,oom_memcg=/docker/38e6,task_memcg=/docker/38e6,task=python,pid=202779,uid=1000")
+    event = one(summary, Kind.WORKER_FAILED)
+    assert event.origin.pid == 202779 and event.data["cgroup"] is True and event.data["signal"] == "SIGKILL"
+    top = diagnose(tmp_path, summary.split(",oom_memcg")[0]).hypotheses[0]
+    assert top.category is Category.RANK_KILLED
+    # a process's own word "oom-kill" in prose is nothing
+    assert not [e for e in events_of("INFO: no oom-kill seen on this node") if e.kind is Kind.WORKER_FAILED]
+
+
+def test_the_raylets_count_of_workers_killed_for_memory_pressure_behind_syslogs_escapes(tmp_path: Path) -> None:
+    # real: vllm-project/vllm#1160 (rsyslog wrote ESC as #033; the message wrapped before its IP)
+    paste = ("#033[2m#033[33m(raylet)#033[0m [2023-09-23 10:00:00] (raylet) node_manager.cc:3007: 2 Workers (tasks /"
+             " actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: abd4"
+             "06d415bd, IP: 10.0.167.26) over the last time period.")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("10.0.167.26",)
+    none = paste.replace("2 Workers (tasks / actors) killed", "0 Workers (tasks / actors) killed")
+    assert not [e for e in events_of(none) if e.kind is Kind.WORKER_FAILED]
+
+
+def test_mpirun_losing_its_daemon_on_a_node_is_that_node_lost(tmp_path: Path) -> None:
+    # real: aws/aws-parallelcluster#301 (the SGE shepherd's connection to the same node died at once)
+    paste = ("--------------------------------------------------------------------------\n"
+             "ORTE has lost communication with its daemon located on node:\n\n"
+             "  hostname:  ip-10-15-20-17.ec2.internal\n\n"
+             "This is usually due to either a failure of the TCP network\n"
+             "connection to the node, or possibly an internal failure of\n"
+             "the daemon itself.\n"
+             "--------------------------------------------------------------------------\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.NETWORK_PARTITION and top.culprit_hosts == ("ip-10-15-20-17.ec2.internal",)
+    # the daemons that never started are the launch's failure, as before
+    unstarted = "ORTE was unable to reliably start one or more daemons.\n"
+    assert diagnose(tmp_path, unstarted).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_torchruns_signal_exception_alone_is_the_job_ended_from_outside(tmp_path: Path) -> None:
+    # real: THUDM/ChatGLM2-6B#262 (the terminal closed: SIGHUP, the paste keeps the traceback's end)
+    paste = ("raise SignalException(f\"Process {os.getid()} got signal : {sigval}\" ,sigval=sigval)\n"
+             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 81061 got signal: 1\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "SIGHUP" in top.title and "nohup" in top.fix
+    # beside a worker's own crash, the crash comes first
+    crash = ("[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n" + paste)
+    assert diagnose(tmp_path, crash).hypotheses[0].category is not Category.RANK_KILLED
+
+
+def test_c10d_client_warnings_the_workers_ran_past_and_the_script_the_interpreter_could_not_open(
+        tmp_path: Path) -> None:
+    # real: meta-llama/llama#720 (Windows: 10049 for the name's first address, then the script was not there)
+    warning = ("[W C:\\b\\abs\\work\\torch\\csrc\\distributed\\c10d\\socket.cpp:601] [c10d] The client socket has "
+               "failed to connect to [Adam]:29500 (system error: 10049 - The requested address is not valid in its "
+               "context.).\n")
+    rest = ("D:\\anaconda3\\envs\\llama_env\\python.exe: can't open file 'example_completion.py': [Errno 2] No such "
+            "file or directory\n"
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 2) local_rank: 0 (pid: 39992) of "
+            "binary: D:\\anaconda3\\envs\\llama_env\\python.exe\n")
+    event = one(rest.splitlines()[0], Kind.EXCEPTION)
+    assert event.data["type"] == "FileNotFoundError" and "example_completion.py" in str(event.data["message"])
+    top = diagnose(tmp_path, warning * 2 + rest).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_local_ranks == (0,)
+    # the warnings alone, nothing run after them: the store could not be reached
+    assert diagnose(tmp_path, warning * 2).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_a_store_port_the_system_refuses_and_ncclS_graph_capture_refusal(tmp_path: Path) -> None:
+    # real: KimMeen/Time-LLM#26 (a port of 97: below 1024)
+    denied = ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+              "address. The server socket has failed to bind to [::]:97 (errno: 13 - Permission denied). The server "
+              "socket has failed to bind to 0.0.0.0:97 (errno: 13 - Permission denied).")
+    top = diagnose(tmp_path, denied).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and "permission denied" in top.title and "1024" in top.fix
+    # real: InternLM/lmdeploy#2433 (NCCL built for CUDA 11.0 under a CUDA graph): no duplicate GPU is suggested
+    graph = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
+             "2395, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\n"
+             "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
+             "NCCL cannot be captured in a graph if either it wasn't built with CUDA runtime >= 11.3 or if the "
+             "installed CUDA driver < R465.\n")
+    codes = [h.code for h in diagnose(tmp_path, graph).hypotheses]
+    assert codes[0] == "A028" and "A016" not in codes
+    bare = graph.replace("NCCL cannot be captured in a graph if either it wasn't built with CUDA runtime >= 11.3 or "
+                         "if the installed CUDA driver < R465.\n", "")
+    assert diagnose(tmp_path, bare).hypotheses[0].category is Category.DUPLICATE_GPU
+
+
+def test_the_cuda_stub_driver_is_named_as_such(tmp_path: Path) -> None:
+    # real: horovod/horovod#3625 (the toolkit's stubs directory before the driver's libcuda.so)
+    line = "c940b4ae7a81:95:95 [1] NCCL WARN Cuda failure 'CUDA driver is a stub library'"
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "stub" in top.title and "stubs" in top.fix

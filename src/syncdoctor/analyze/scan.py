@@ -211,6 +211,11 @@ ANCHORS: tuple[bytes, ...] = (
     b" - Init",  # NCCL's communicator line cut after ``- Init`` (before START or COMPLETE): which process, which GPU
     b"EADDRINUSE",  # the store's listen failure broken after its first line: port: 29500, …, name: EADDRINUSE, message: …
     b"Match incoming connection",  # Open MPI's verbose btl_tcp: Match incoming connection from [[j,1],1] ADDR with …
+    b"oom-kill:",  # the kernel's summary of an OOM kill: oom-kill:constraint=CONSTRAINT_MEMCG,…,task=python,pid=202779
+    b"lost communication with its daemon",  # mpirun: ORTE has lost communication with its daemon located on node:
+    b"can't open file",  # the interpreter: python3: can't open file 'train.py': [Errno 2] No such file or directory
+    b"captured in a graph",  # NCCL's Last error: NCCL cannot be captured in a graph if either it wasn't built with …
+    b"memory pressure",  # Ray's raylet: 2 Workers (tasks / actors) killed due to memory pressure (OOM), … IP: 10.0.167.26)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

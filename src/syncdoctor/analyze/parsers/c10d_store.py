@@ -204,6 +204,12 @@ def _errors(line: Line) -> list[Event]:
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None, "error": "Address already in use"})]
+    if "server socket" in body and ("errno: 13 - Permission denied" in body or "name: EACCES" in body):
+        # a port below 1024 for a user without the right to bind it: the store cannot listen there either
+        bound = _LISTEN_PORT.search(body)
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None,
+            "error": "Permission denied"})]
     match = _LIBUV_IN_USE.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

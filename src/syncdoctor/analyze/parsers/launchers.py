@@ -42,7 +42,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "Match incoming connection", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "MPICH ERROR [Rank")
 
@@ -67,6 +67,9 @@ _LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
 _AGENT_SIGNAL = re.compile(r"Received (?:(?P<count>\d+)|Signals\.(?P<sig>SIG[A-Z]+)) death signal")
 # DeepSpeed's launcher itself was signalled (its sigkill_handler): ``Main process received SIGTERM, exiting``
 _DS_MAIN_SIGNAL = re.compile(r"Main process received (?P<sig>SIG\w+), exiting")
+# torchrun's agent raising on the signal it got, where the paste keeps only its traceback's last line:
+# ``torch.distributed.elastic.multiprocessing.api.SignalException: Process 81061 got signal: 1``
+_SIGNAL_EXCEPTION = re.compile(r"SignalException: Process \d+ got sig(?:nal|val) ?: ?(?P<num>\d{1,2})\b")
 # Horovod's gloo runner (horovodrun, elastic): ``The first process to do so was:`` / ``Process name: worker-1[0]`` /
 # ``Exit code: 137``
 _HOROVOD_FIRST = re.compile(r"^Process name: (?P<host>[A-Za-z0-9][\w.\-]{0,252})\[(?P<local>\d{1,4})\]\s*$")
@@ -213,6 +216,11 @@ class _InboundFollower:
 
     def finish(self) -> list[Event]:
         local = self.fields.get("Local host") or None
+        if _MPI_LOST_DAEMON in self.head.body:
+            node = self.fields.get("hostname") or None
+            return [make_event(Kind.LAUNCH_UNREACHABLE, self.head, data={
+                "error": "mpirun lost communication with its daemon", "via": "Open MPI", "lost": True,
+                **({"host": node} if node else {})})]
         if _MPI_UNCONNECTED in self.head.body:  # this host could not open a TCP connection to that one
             remote = self.fields.get("Remote host") or None
             if remote is None:
@@ -239,7 +247,7 @@ class _InboundFollower:
 
 
 _INBOUND_FIELD = re.compile(r"(?P<key>Local host|Local PID|Peer hostname|Peer host|Remote host|Source IP of socket|"
-                            r"Known IPs of peer):"
+                            r"Known IPs of peer|hostname):"
                             r"\s*(?P<value>.*)$")
 _INBOUND_PEER = re.compile(r"(?P<host>[\w.\-]+)(?:\s*\(\[\[\d+,\d+\],(?P<rank>\d+)\]\))?")
 _IP_LIKE = re.compile(r"[0-9a-fA-F.:%\w\-]{2,60}")
@@ -251,10 +259,14 @@ _MPI_DISCONNECT = "peer process has unexpectedly disconnected"
 # and when a process or daemon could not connect to another (help-oob-tcp.txt / help-mpi-btl-tcp.txt): ``A process or
 # daemon was unable to complete a TCP connection`` / ``to another process:`` then ``Local host:``, ``Remote host:``
 _MPI_UNCONNECTED = "unable to complete a TCP connection"
+# and when mpirun lost a node's daemon (help-errmgr-base.txt): ``ORTE has lost communication with its daemon located
+# on node:`` then ``hostname:  ip-10-15-20-17`` (the node went down, or its network)
+_MPI_LOST_DAEMON = "has lost communication with its daemon"
 
 
 def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | None:
-    if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body or _MPI_UNCONNECTED in line.body:
+    if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body or _MPI_UNCONNECTED in line.body or \
+            _MPI_LOST_DAEMON in line.body:
         return _InboundFollower(line)
     match = _OMPI_FIRST.search(line.body)
     if match and match["code"] is None:
@@ -428,6 +440,10 @@ def parse(line: Line) -> list[Event]:
     match = _DS_MAIN_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]
+    match = _SIGNAL_EXCEPTION.search(body)
+    if match:
+        return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": signal_name(-int(match["num"])),
+                                                           "source": "torchrun"})]
     match = _OMPI_FIRST.search(body)
     if match and match["code"] is not None:
         code = int(match["code"])

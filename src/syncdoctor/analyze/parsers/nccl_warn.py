@@ -50,7 +50,9 @@ KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", 
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "Duplicate GPU detected", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
             "Unable to allocate shared memory", "Got completion", "completed with error", "Failed to CUDA calloc",
-            "Failed to CUDA malloc")
+            "Failed to CUDA malloc", "captured in a graph")
+# NCCL refusing a CUDA graph capture its build or the driver cannot do (misc/strongstream.cc, 2.15+; ncclInvalidUsage)
+_GRAPH_CAPTURE = "NCCL cannot be captured in a graph"
 
 # ibv_wc_status values that matter here (nccl:src/include/ibvcore.h)
 IB_STATUS = {
@@ -381,7 +383,7 @@ def parse(line: Line) -> list[Event]:
     unreachable = _ofi_unreachable(line, body, None)  # the plugin's WARN repeated by 'Last error:'
     if unreachable:
         return unreachable
-    if _SHM.search(body) or _SHM_OLD.search(body) or _CUDA_ALLOC.search(body):
+    if _SHM.search(body) or _SHM_OLD.search(body) or _CUDA_ALLOC.search(body) or _GRAPH_CAPTURE in body:
         return _warn(line, body, Origin(), "WARN")  # NCCL's WARN repeated by 'Last error:' (often on its own line)
     if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty
         return [make_event(Kind.INTERFACE_MISSING, line, data={

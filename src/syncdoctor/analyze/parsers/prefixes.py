@@ -125,6 +125,8 @@ _ANSI_REMAINS = re.compile(r"(?:^|(?<=\s))\[(?:\d{1,3};)*\d{1,3}m")
 # where a bare reset is left too, every code lost its escape byte: ``[36m(RayWorker pid=1)[0m [rank0]:…``
 _ANSI_BARE = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 _ANSI_CARET = re.compile(r"\^\[\[[0-9;?]{0,12}[A-Za-z]")
+# rsyslog's escape of control characters (journald forwarded to syslog, a cloud's log agent): ESC as ``#033``
+_ANSI_SYSLOG = re.compile(r"#033\[[0-9;?]{0,12}[A-Za-z]")
 _FENCE = re.compile(r"^\s*(?:>\s?)*(?:```|~~~)[\w+-]*\s*")
 _QUOTE = re.compile(r"^(?:>\s?)+")
 _AUTOLINK = re.compile(r"\[([^\[\]]{1,200})\]\((?:https?://|mailto:)[^()\s]{0,300}\)")
@@ -140,6 +142,8 @@ def clean(text: str) -> str:
         text = _ANSI_REMAINS.sub("", text)
         if "^[[" in text:  # the escape byte written in caret notation (a terminal's `cat -v`, less, a copy of it)
             text = _ANSI_CARET.sub("", text)
+        if "#033[" in text:
+            text = _ANSI_SYSLOG.sub("", text)
         if "[0m" in text:
             text = _ANSI_BARE.sub("", text)
     if text[:1] in (">", "`", "~", " ") or "```" in text:

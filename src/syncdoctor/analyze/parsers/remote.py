@@ -36,7 +36,8 @@ __all__ = ["KEYWORDS", "actor_fields", "parse", "wants_actor_fields"]
 KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permission denied (publickey",
             "unable to reliably start", "route a message to the specified daemon", "daemon has unexpectedly failed",
             "lost communication with a remote daemon", "A worker died or was killed", "has failed",
-            "was not reachable via ssh", "The actor is dead because", "Running ray stop on", "Memory on the node (IP: ")
+            "was not reachable via ssh", "The actor is dead because", "Running ray stop on", "Memory on the node (IP: ",
+            "killed due to memory pressure")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
 _SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
@@ -110,8 +111,19 @@ _RAY_MEMORY = re.compile(r"Memory on the node \(IP: (?P<ip>[\w.:\-]{2,64}), ID: 
                          r"(?:[^)]*?\bpid=(?P<pid>\d{1,10}))?")
 
 
+# the raylet's summary of the same kills (2.x): ``node_manager.cc:3007: 2 Workers (tasks / actors) killed due to memory
+# pressure (OOM), 0 Workers crashed due to other reasons at node (ID: abd4…, IP: 10.0.167.26) over the last time
+# period.`` (a paste may wrap it before the IP)
+_RAY_PRESSURE = re.compile(r"(?:(?P<count>\d+) Workers? \(tasks / ?actors\) )?killed due to memory pressure \(OOM\)"
+                           r"(?:[^\n]*?\bIP: (?P<ip>[\w.:\-]{2,64})\))?")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    match = _RAY_PRESSURE.search(body)
+    if match and match["count"] != "0":
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["ip"]) if match["ip"] else None, data={
+            "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True})]
     match = _RAY_MEMORY.search(body)
     if match:
         pid = int(match["pid"]) if match["pid"] else None

@@ -32,7 +32,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("oom_kill event", "oom-kill event", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
+KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event")
 
 _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
@@ -46,6 +46,10 @@ _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\
 _PALS = re.compile(r"\b(?:rank (?P<rank>\d+)|(?P<shepherd>shepherd)) (?:died from signal (?P<sig>\d+)|exited with code "
                    r"(?P<code>\d+))")
 _KERNEL_OOM = re.compile(r"(?P<cgroup>Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)")
+# the kernel's summary line before (or instead of, where a paste is cut) the kill (4.19+): ``oom-kill:constraint=
+# CONSTRAINT_MEMCG,nodemask=(null),cpuset=…,mems_allowed=0-7,oom_memcg=…,task_memcg=…,task=python,pid=202779,uid=1000``
+_KERNEL_OOM_SUMMARY = re.compile(r"\boom-kill:constraint=(?P<constraint>CONSTRAINT_\w+)"
+                                 r"(?:[^\n]*?,task=(?P<comm>[^,\s]+),pid=(?P<pid>\d+))?")
 _OOMKILLED = re.compile(r"\bOOMKilled\b")
 # DLRover's job manager: ``job-edljob-worker-13 status change: Running to Failed by the event MODIFIED. Exit reason is
 # Deleted`` (Deleted, OOMKilled, Evicted, …)
@@ -90,6 +94,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={
             "source": "kernel", "exitcode": -9, "signal": "SIGKILL", "oom": True, "command": match["comm"],
             "cgroup": bool(match["cgroup"])})]
+    match = _KERNEL_OOM_SUMMARY.search(body)
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])) if match["pid"] else None,
+                           data={"source": "kernel", "exitcode": -9, "signal": "SIGKILL", "oom": True,
+                                 "command": match["comm"], "cgroup": match["constraint"] == "CONSTRAINT_MEMCG"})]
     match = _SLURM_CANCELLED.search(body)
     if match:
         why = (match["why"] or "scancel").strip().lower()

@@ -24,6 +24,7 @@ from syncdoctor.analyze.parsers.torchrun import signal_name
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "parse", "wants_frames"]
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
+            "can't open file",
             "Process received signal", "] Signal: ", "Segfault encountered", "received at time=", "CUresult error",
             "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `")
 
@@ -42,6 +43,10 @@ _OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>
 _SHARER = re.compile(r"Process (?P<pid>\d+) has (?P<size>[\d.]+ ?[KMGT]?i?B) memory in use")
 _CAPACITY = re.compile(r"has a total capac?i?ty of (?P<size>[\d.]+ ?[KMGT]?i?B)")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
+# the interpreter itself, before any code ran: ``/usr/bin/python3: can't open file 'train.py': [Errno 2] No such file
+# or directory`` (a launcher started it in another directory, a path the other nodes do not have)
+_NO_SCRIPT = re.compile(r"\bpython[\w.]*(?:\.exe)?: can't open file ['\"](?P<path>[^'\"]+)['\"]: \[Errno (?P<errno>\d+)\] "
+                        r"(?P<error>.+)")
 # UCX's signal handler (Open MPI / HPC-X, NCCL's UCX plugin): [host:pid :thread:tid] Caught signal 7 (Bus error: …)
 _UCX_SIGNAL = re.compile(r"(?:^\[(?P<host>[\w.\-]+):(?P<pid>\d+) *:\d+:\d+\] )?Caught signal (?P<num>\d+) "
                          r"\((?P<what>[^:)]+)")
@@ -219,6 +224,12 @@ def parse(line: Line) -> list[Event]:
         if found[0].endswith("ChildFailedError"):
             return []  # the launcher's summary, read by the torchrun parser
         return _exception_events(line, found[0], found[1], [])
+    unopened = _NO_SCRIPT.search(body)
+    if unopened:  # the interpreter could not open the script it was given: that process ends at once (exit code 2)
+        return [make_event(Kind.EXCEPTION, line, data={
+            "type": "FileNotFoundError" if unopened["errno"] == "2" else "OSError",
+            "message": f"can't open file '{unopened['path'][:200]}': {unopened['error'].strip()[:100]}",
+            "source": "interpreter"})]
     fatal = _FATAL.search(body)
     if fatal:
         what = fatal["what"].strip()

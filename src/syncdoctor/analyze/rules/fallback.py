@@ -221,9 +221,11 @@ def _agents_aftermath(event: Event, signal: Event) -> bool:
     15``), cut or whole, also in a Rich box; after Slurm's cancellation, srun's ``Job step aborted: Waiting up to 32
     seconds for job step to finish.``, ``forcing job termination``, the step's tasks exiting and slurmstepd unable
     to tell srun."""
-    if event.ref.source != signal.ref.source or event.ref.line <= signal.ref.line:
+    if event.ref.source != signal.ref.source:
         return False
     text = f"{event.text} {event.data.get('type', '')} {event.data.get('message', '')}"
+    if event.ref.line <= signal.ref.line:  # the traceback's own lines above its SignalException
+        return "SignalException" in text
     return "Traceback (most" in text or "SignalException" in text or \
         "got signal" in text or (signal.data.get("source") == "slurm" and _SRUN_AFTER.search(text) is not None)
 

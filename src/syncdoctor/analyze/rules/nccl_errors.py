@@ -168,8 +168,9 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
                     "NCCL_P2P_LEVEL) makes NCCL use shared memory instead while it is fixed.") if transport else None)
     usage = [e for e in tl.of(Kind.NCCL_ERROR) if "invalid usage" in str(e.data.get("error", "")).lower()
              or e.data.get("code") == "ncclInvalidUsage"]
-    if usage and not dup:
-        # NCCL's WARN line (not in the inputs) would say which misuse; two ranks on one GPU is the common one
+    if usage and not dup and not any("captured in a graph" in e.text for e in tl.events):
+        # NCCL's WARN line (not in the inputs) would say which misuse; two ranks on one GPU is the common one (a
+        # graph capture NCCL's build cannot do is its own words' reason, quoted as they are)
         where = attribute(usage, tl)
         out.append(hypothesis(
             tl, Category.DUPLICATE_GPU, 0.45,

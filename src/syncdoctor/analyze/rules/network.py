@@ -579,6 +579,9 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
 
 
 def network_partition(tl: Timeline) -> list[Hypothesis]:
+    lost = _daemon_lost(tl)
+    if lost:
+        return lost
     ranks = tl.ranks
     if not ranks:
         return []
@@ -603,6 +606,26 @@ def network_partition(tl: Timeline) -> list[Hypothesis]:
     evidence += evidence_of([ranks[r].of(*TIMEOUT_KINDS)[0] for r in timed], "timed out", MAX_CASCADE)
     return [hypothesis(tl, Category.NETWORK_PARTITION, 0.75, title, culprits=culprits, hosts=hosts_with,
                        affected=[r for r in timed if r not in culprits], what=what, evidence=evidence)]
+
+
+def _daemon_lost(tl: Timeline) -> list[Hypothesis]:
+    """mpirun lost its daemon on a node while the job ran (``ORTE has lost communication with its daemon located on
+    node: hostname: …``): the node went down or lost its network, and mpirun ended the job."""
+    events = [e for e in tl.of(Kind.LAUNCH_UNREACHABLE) if e.data.get("lost") and e.data.get("host")]
+    if not events:
+        return []
+    hosts = sorted({str(e.data["host"]) for e in events})
+    title = (f"mpirun lost its daemon on {', '.join(hosts[:4])}: that node went down or lost its network, and the job "
+             "was ended")
+    what = ("Open MPI's mpirun keeps a TCP connection to a daemon (orted, prted) on every node. It broke for "
+            f"{', '.join(hosts[:4])}: the node rebooted, crashed or was reclaimed, its network went down, or the daemon "
+            "itself died (killed by the OOM killer with the ranks it started). mpirun cannot recover and ends the job.")
+    fix = (f"Look at {', '.join(hosts[:4])} at that time: its uptime and kernel log (a reboot, the OOM killer, a NIC "
+           "going down), the cloud's or scheduler's events (an instance reclaimed or failed); keep it out of the "
+           "next job until it checks out (`syncdoctor check` there).")
+    culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
+    return [hypothesis(tl, Category.NETWORK_PARTITION, 0.75, title, culprits=culprits, hosts=hosts, what=what,
+                       fix=fix, evidence=evidence_of(events, "mpirun lost the node's daemon", MAX_CASCADE))]
 
 
 def _watch_unreachable(tl: Timeline) -> list[Hypothesis]:

@@ -92,6 +92,17 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                  "is not running, or does not match the driver's version.")
         fix = ("Start nvidia-fabricmanager on that node (`systemctl status nvidia-fabricmanager`; its version must be "
                "the driver's), then check `nvidia-smi -q | grep -i fabric`.")
+    if any("stub library" in m for m in messages):  # cudaErrorStubLibrary: no driver at all behind libcuda.so
+        title = (f"{where.text or 'a process'} loaded CUDA's stub driver library instead of the real driver (CUDA "
+                 "driver is a stub library): no GPU work can run there, the GPU itself is not at fault")
+        what = ("The libcuda.so the process loaded is the link-time stub the CUDA toolkit ships (its lib64/stubs "
+                "directory), found before the driver's own library: a LD_LIBRARY_PATH that lists the stubs directory, "
+                "or a container started without the NVIDIA runtime, which mounts the driver's libcuda.so.")
+        fix = ("Remove the CUDA toolkit's stubs directory from LD_LIBRARY_PATH (and from ld.so.conf), and run "
+               "containers with the NVIDIA runtime (--gpus all); `ldconfig -p | grep libcuda` should show the "
+               "driver's library.")
+        return [*out, hypothesis(tl, Category.GPU_ERROR, 0.8, title, affected=affected, what=what, fix=fix,
+                                 evidence=evidence_of(events, "the stub driver", 6), where=where)]
     rejected = not hardware and any(_REJECTED.search(m) for m in messages) and all(
         _REJECTED.search(m) or "nhandled" in m for m in messages)  # NCCL's 'unhandled cuda error' says no more
     if rejected:

@@ -137,10 +137,26 @@ def _raised_elsewhere(tl: Timeline) -> set[Ref]:
             if e.data.get("frames") and not any(w in " ".join(str(f) for f in e.data["frames"]) for w in _STORE_FRAMES)}
 
 
+# c10d's client warns for each address of the store's name it could not use and tries the next (Windows' 10049 for
+# the name's IPv6 address, errno 97/99 on Linux): ``[W …socket.cpp:601] [c10d] The client socket has failed to
+# connect to [Adam]:29500 (system error: 10049 - …)``
+_CLIENT_WARNING = re.compile(r"\[W[^\]]*socket\.cpp:\d+\] \[c10d\] The client socket has failed to connect")
+
+
+def _connected_after_all(tl: Timeline, event: Event) -> bool:
+    """A warning of c10d's client for one address of the store's name, after which the launcher's workers ran and
+    one of them exited with an error of its own (torchrun's record of its exit code, the rendezvous behind it): the
+    client reached the store by another address."""
+    if not _CLIENT_WARNING.search(event.text):
+        return False
+    return any(e.ref.source == event.ref.source and e.ref.line > event.ref.line and e.data.get("exitcode") not in (None, 0)
+               and e.data.get("source") in ("agent", "torchrun") for e in tl.of(Kind.WORKER_FAILED))
+
+
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     elsewhere = _raised_elsewhere(tl)
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")
-             and e.ref not in elsewhere]
+             and e.ref not in elsewhere and not _connected_after_all(tl, e)]
     store += [e for e in tl.of(Kind.EXCEPTION) if _store_connect_failed(e)]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not unroutable(str(e.data.get("peer_addr") or "")) and
@@ -506,7 +522,7 @@ _DIALLED = re.compile(r"\bdial tcp \[?(?P<host>[\w.\-:]+?)\]?:\d{1,5}: (?:[\w ]+
 def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
     """mpirun, pdsh or horovodrun could not reach a node over ssh (its name does not resolve, port 22 is
     closed, the keys are refused), or Open MPI's daemons could not start there: no rank started on it."""
-    events = tl.of(Kind.LAUNCH_UNREACHABLE)
+    events = [e for e in tl.of(Kind.LAUNCH_UNREACHABLE) if not e.data.get("lost")]  # a node lost later: partition
     if not events:
         return []
     hosts = sorted({str(e.data["host"]) for e in events if e.data.get("host")})
@@ -579,6 +595,15 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
                                where=where, evidence=evidence_of(events, note, 4), what=what, fix=fix)]
     ports = sorted({int(e.data["store_port"]) for e in events if e.data.get("store_port")})
     port = f"port {', '.join(map(str, ports))}" if ports else "its port"
+    if all(e.data.get("error") == "Permission denied" for e in events):
+        title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: "
+                 "permission denied (a port below 1024 needs root)")
+        what = ("The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; the system refused it (errno 13): "
+                "ports below 1024 are reserved for root, so a MASTER_PORT such as 97 (a value padded or cut by a "
+                "script) cannot be used by a user's job.")
+        return [hypothesis(tl, Category.PORT_IN_USE, 0.8, title, where=where, what=what,
+                           fix="Use a MASTER_PORT between 1024 and 65535 (29500 by default), the same on every node.",
+                           evidence=evidence_of(events, "the store may not listen there", 4))]
     title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: the "
              "port is taken (another job on that host, or a process left over from an earlier run)")
     what = ("The rank that serves the c10d store (rank 0, or torchrun's agent) binds MASTER_ADDR:MASTER_PORT; the "
