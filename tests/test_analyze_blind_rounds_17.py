@@ -303,3 +303,21 @@ def test_the_cuda_stub_driver_is_named_as_such(tmp_path: Path) -> None:
     line = "c940b4ae7a81:95:95 [1] NCCL WARN Cuda failure 'CUDA driver is a stub library'"
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.GPU_ERROR and "stub" in top.title and "stubs" in top.fix
+
+
+def test_ncclS_ring_and_channel_lines_give_the_rank_of_the_process_that_prints_them(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#37325 (NCCL 2.4.8 on AzureML: the shm failure of the process whose ring line is 39[7])
+    ring = "eee7653100000Z:8602:9146 [7] NCCL INFO Ring 00 : 39[7] -> 88[0] via direct shared memory"
+    event = one(ring, Kind.NCCL_CHANNEL)
+    assert event.data["comm_rank"] == 39 and event.data["net"] is False
+    received = one("node-a:14605:14688 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0",
+                   Kind.NCCL_CHANNEL)
+    assert received.data["comm_rank"] == 0 and received.data["peer_rank"] == 1 and received.data["net"] is True
+    warn = ("eee7653100000Z:8602:9146 [7] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+            "nccl-shm-recv-b3d6 (size 9637888)")
+    top = diagnose(tmp_path, ring + "\n" + warn).hypotheses[0]
+    assert top.category is Category.SHM_EXHAUSTED and top.culprit_ranks == (39,)
+    # a process whose lines give it two ranks (two communicators) is given none
+    other = ring.replace("Ring 00 : 39[7] -> 88[0]", "Ring 01 : 3[7] -> 4[0]")
+    top = diagnose(tmp_path, ring + "\n" + other + "\n" + warn).hypotheses[0]
+    assert top.category is Category.SHM_EXHAUSTED and top.culprit_ranks == ()

@@ -56,6 +56,7 @@ class Kind(str, enum.Enum):
     NCCL_NET = "nccl_net"  # NET/IB : Using [0]mlx5_0:1/IB ... / NET/Socket : Using [0]eth0:addr / Using network X
     NCCL_INIT = "nccl_init"  # comm ... rank R nranks N ... Init COMPLETE
     NCCL_INIT_START = "nccl_init_start"  # ncclCommInitRank comm ... rank R nranks N cudaDev D busId B ... Init START
+    NCCL_CHANNEL = "nccl_channel"  # Ring 00 : 39[7] -> 88[0] via direct shared memory: this process's rank in a comm
     NCCL_ENV = "nccl_env"  # NCCL_SOCKET_IFNAME set by environment to eth0
     # NCCL WARN
     NCCL_WARN = "nccl_warn"  # any other WARN

@@ -215,6 +215,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"lost communication with its daemon",  # mpirun: ORTE has lost communication with its daemon located on node:
     b"can't open file",  # the interpreter: python3: can't open file 'train.py': [Errno 2] No such file or directory
     b"captured in a graph",  # NCCL's Last error: NCCL cannot be captured in a graph if either it wasn't built with …
+    b"] via ",  # NCCL's rings and channels: Ring 00 : 39[7] -> 88[0] via direct shared memory (the process's rank)
     b"memory pressure",  # Ray's raylet: 2 Workers (tasks / actors) killed due to memory pressure (OOM), … IP: 10.0.167.26)
 )
 

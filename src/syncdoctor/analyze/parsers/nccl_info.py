@@ -31,10 +31,15 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
 __all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "split_endpoint"]
 
-KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE", " - Init",
+KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE", " - Init", "] via ",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
             "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak")
 
+# a communicator's ring or channel to the next rank, one line per channel (2.3-2.30): ``Ring 00 : 39[7] -> 88[0] via
+# direct shared memory``, ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC``, ``Channel 00/0 : 8[0] -> 0[0] [receive] via
+# NET/IB/0``: the rank of the process that prints it in that communicator
+_CHANNEL = re.compile(r"\b(?:Ring|Channel) \d{1,3}(?:/\d{1,3})? : (?P<a>\d{1,7})\[[0-9a-fx]{1,16}\] -> (?P<b>\d{1,7})"
+                      r"\[[0-9a-fx]{1,16}\](?: \[(?P<dir>send|receive)\])? via ")
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+cuda(?P<cuda>[\d.]+))?")
 _BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)(?P<rest>(?: \[\d+\]\S+)*)")
 _LEGACY_IFACE = re.compile(r"\bNET : Using interface (?P<endpoint>\S+)")  # NCCL 2.3-2.4: one line per interface
@@ -122,6 +127,13 @@ def parse(line: Line) -> list[Event]:
     if match:
         events.append(make_event(Kind.NCCL_VERSION, line, origin=origin, data={
             "version": match["version"], "cuda": match["cuda"]}))
+    match = _CHANNEL.search(message)
+    if match and prefix is not None and prefix.host and prefix.pid is not None:
+        # the sender's rank comes first; a network channel's receiving side names its peer first
+        mine, peer = (match["b"], match["a"]) if match["dir"] == "receive" else (match["a"], match["b"])
+        events.append(make_event(Kind.NCCL_CHANNEL, line, origin=origin, data={
+            "comm_rank": int(mine), "peer_rank": int(peer), "net": message[match.end():].startswith("NET")}))
+        return events
     match = _BOOTSTRAP.search(message)
     if match:
         ifname, addr = split_endpoint(match["endpoint"])

@@ -138,8 +138,9 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
                                "every host, or map the hostname to the host's cluster address in /etc/hosts.")]
     if not culprit_lines and not remote_only:
         return _loopback_chosen(tl)
+    across = any(e.data.get("net") for e in tl.of(Kind.NCCL_CHANNEL))  # a channel over the network: other hosts
     if not remote_only and not unhosted and _nothing_failed_to_connect(tl) and set(tl.hosts) == set(culprit_lines) \
-            and len(culprit_lines) == 1:
+            and len(culprit_lines) == 1 and not across:
         # one host, whose ranks reach each other over loopback, and no connection failed: not the cause, unless the
         # user chose the loopback for NCCL's sockets, which no job across hosts can use
         return _loopback_chosen(tl)
