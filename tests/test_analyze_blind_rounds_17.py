@@ -131,6 +131,8 @@ def test_the_stores_listen_failure_wrapped_twice_still_names_the_port_in_use(tmp
              "name: EADDRINUSE, message: address already in use\n"
              "ERROR Backend worker is gone and cannot be restarted; stopping the API server")
     assert one("name: EADDRINUSE, message: address already in use", Kind.STORE_ERROR).data["store_port"] is None
+    # a terminal's wrap at 120 columns cuts inside "name": its end still says it
+    assert one("ame: EADDRINUSE, message: address already in use", Kind.STORE_ERROR).data["what"] == "listen"
     assert diagnose(tmp_path, paste).hypotheses[0].category is Category.PORT_IN_USE
     # a connect refused in libuv's words is no port in use
     assert not [e for e in events_of("name: ECONNREFUSED, message: connection refused") if e.kind is Kind.STORE_ERROR]
