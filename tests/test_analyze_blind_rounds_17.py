@@ -323,3 +323,68 @@ def test_ncclS_ring_and_channel_lines_give_the_rank_of_the_process_that_prints_t
     other = ring.replace("Ring 00 : 39[7] -> 88[0]", "Ring 01 : 3[7] -> 4[0]")
     top = diagnose(tmp_path, ring + "\n" + other + "\n" + warn).hypotheses[0]
     assert top.category is Category.SHM_EXHAUSTED and top.culprit_ranks == ()
+
+
+def test_intels_gpu_drivers_resetting_a_hung_job_is_the_gpus_error(tmp_path: Path) -> None:
+    # real: intel/llm-scaler#595 (two Arc B70 with tensor parallelism; the kernel's log only)
+    dmesg = ("[Tue Aug  4 20:51:21 2026] xe 0000:2b:00.0: [drm] Tile0: GT0: Timedout job: seqno=1484958, "
+             "lrc_seqno=1484958, guc_id=0, flags=0x73 in no process [-1]\n"
+             "[Tue Aug  4 20:51:21 2026] xe 0000:2b:00.0: [drm] Tile0: GT0: reset started\n")
+    event = one(dmesg.splitlines()[0], Kind.GPU_ERROR)
+    assert event.data["pci"] == "0000:2b:00.0" and event.data["hardware"] is True and event.origin.pid is None
+    assert diagnose(tmp_path, dmesg).hypotheses[0].category is Category.GPU_ERROR
+    i915 = "i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:85dffffb, in python [4242]"
+    assert one(i915, Kind.GPU_ERROR).origin.pid == 4242
+    # the driver's routine words are nothing
+    assert not events_of("xe 0000:2b:00.0: [drm] Tile0: GT0: reset done")
+
+
+def test_ascends_ei0002_names_the_group_peer_it_waited_for_and_its_code_is_no_host(tmp_path: Path) -> None:
+    # real: vllm-project/vllm-ascend#3413 (RL with graph compilation: one rank of a 32-rank group never arrived)
+    line = ("EI0002: [PID: 2969] 2025-10-11-15:09:34.713.335 The wait execution of the Notify register times out. "
+            "Reason: The Notify register has not received the Notify record from remote rank: [24]. base "
+            "information: [streamID:[109], taskID[38], taskType[Notify Wait], tag[AllReduce_group_name_1654]]")
+    event = one(line, Kind.GLOO_TIMEOUT)
+    assert event.data["group_peer"] == 24 and event.data["transport"] == "hccl" and event.origin.host is None
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and "remote rank 24 of its group" in top.title
+    assert top.culprit_ranks == ()
+
+
+def test_a_workers_sigkill_with_the_stores_root_gone_names_that_root(tmp_path: Path) -> None:
+    # real: hiyouga/LLaMA-Factory#2012 (ZeRO-2 Mixtral: DeepSpeed's launcher saw -9; rank 6 lost rank 0's store)
+    paste = ("RuntimeError: [6] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value "
+             "store by key '0', but store->get('0') got error: Broken pipe. This may indicate a possible application "
+             "crash on rank 0 or a network set up issue.\n"
+             "[2023-12-27 11:01:09,316] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
+             "'--local_rank=7'] exits with return code = -9\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_ranks == (0,)
+    # the launcher's -9 alone names no rank
+    top = diagnose(tmp_path, paste.splitlines()[1]).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_ranks == ()
+
+
+_HCCL = "[ERROR] HCCL(2717288,python3):2025-07-23-03:47:57.070.463 [hccl_socket.cc:100] [2717288]"
+
+
+def test_ascend_hccls_own_port_its_npu_nic_and_its_link_to_a_peer_that_never_came(tmp_path: Path) -> None:
+    # real: vllm-project/vllm-ascend#1955 (the listen on HCCL's port failed; the other ranks' links then timed out)
+    listen = (_HCCL + "[HcclSocket][Listen] socket type[1], listen on ip[192.168.20.160] and specific port[16666] fail."
+              " Please check the port status and whether the port is been using by other process.")
+    event = one(listen, Kind.STORE_ERROR)
+    assert event.data["store_port"] == 16666 and event.origin.host == "192.168.20.160"
+    top = diagnose(tmp_path, listen).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and top.culprit_hosts == ("192.168.20.160",)
+    # real: vllm-project/vllm-ascend#1815 (the NPU's RDMA NIC did not start first: the listen failed after it)
+    rdma = (_HCCL + "[Init][RDMA]errNo[0x000000000500000b] ra rdma init failed, devid[0] ip[192.168.20.160], "
+            "notifyType[1], return[19]")
+    top = diagnose(tmp_path, rdma + "\n" + listen).hypotheses[0]
+    assert top.category is Category.IB_PORT_DOWN and "NPU0" in top.title
+    assert "A029" not in [h.code for h in diagnose(tmp_path, rdma + "\n" + listen).hypotheses]
+    # real: vllm-project/vllm-ascend#10591 (rank 7's link to rank 15 of the group timed out: 15 never came)
+    link = (_HCCL + "[InitChannelStage][RunFailed]Transport init error! createLink para:rank[7]-localUserrank[7]-"
+            "localIpAddr[80.5.5.39/7], remoteRank[15]-remoteUserrank[15]-remoteIpAddr[80.5.5.67/7]")
+    assert one(link, Kind.GLOO_TIMEOUT).data["group_peer"] == 15
+    top = diagnose(tmp_path, link).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and "remote rank 15" in top.title

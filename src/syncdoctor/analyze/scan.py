@@ -216,6 +216,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"can't open file",  # the interpreter: python3: can't open file 'train.py': [Errno 2] No such file or directory
     b"captured in a graph",  # NCCL's Last error: NCCL cannot be captured in a graph if either it wasn't built with …
     b"] via ",  # NCCL's rings and channels: Ring 00 : 39[7] -> 88[0] via direct shared memory (the process's rank)
+    b"Timedout job",  # Intel's xe driver: xe 0000:2b:00.0: [drm] Tile0: GT0: Timedout job: seqno=…, guc_id=0
+    b"GPU HANG",  # Intel's i915 driver: i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:…, in python [1234]
+    b"Notify record from remote rank",  # Ascend HCCL's EI0002: … has not received the Notify record from remote rank: [24]
+    b"specific port[",  # Ascend HCCL: listen on ip[192.168.20.160] and specific port[16666] fail
+    b"Transport init error",  # Ascend HCCL: Transport init error! createLink para:rank[7]-…, remoteRank[15]-…
+    b"rdma init failed",  # Ascend HCCL: ra rdma init failed, devid[0] ip[192.168.20.148] (the NPU's NIC did not start)
     b"memory pressure",  # Ray's raylet: 2 Workers (tasks / actors) killed due to memory pressure (OOM), … IP: 10.0.167.26)
 )
 

@@ -54,7 +54,7 @@ __all__ = ["KEYWORDS", "parse"]
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
             "Error: Port could not be cast", "network addresses of", "ving ncclUniqueId", "wait timeout after", "Wait timeout for name", "waitForInput", "client socket", "store based barrier", "C10d store",
-            "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "DistNetworkError", "got 0 bytes",
+            "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
@@ -168,6 +168,10 @@ _GLOO_BIND = re.compile(r"pair\.cc:\d+\] (?:bind|listen): Address already in use
 # name: EADDRINUSE, message: address already in use``, or its last part alone where the paste wraps it again
 _LIBUV_IN_USE = re.compile(r"^\W*(?:port: (?P<port>\d{1,5}), useIpv6: \w+, code: -98,\s*)?name: EADDRINUSE\b"
                            r"|\bEADDRINUSE, message: address already in use")  # (a wrap may cut inside "name")
+# Ascend HCCL's own listening socket (its plog): ``[HcclSocket][Listen] socket type[1], listen on ip[192.168.20.160]
+# and specific port[16666] fail. Please check the port status and whether the port is been using by other process.``
+_HCCL_LISTEN = re.compile(r"listen on ip\[(?P<ip>[^\]\s]{2,64})\] and specific port\[(?P<port>\d{1,5})\] fail")
+_HCCL_RDMA = re.compile(r"ra rdma init failed, devid\[(?P<dev>\d{1,3})\] ip\[(?P<ip>[^\]\s]{2,64})\]")
 _ACCELERATE_PORT = re.compile(r"Tried to launch distributed communication on port `?(?P<port>\d+)`?, but another "
                               r"process is utilizing it")
 
@@ -197,6 +201,15 @@ def _errors(line: Line) -> list[Event]:
     if _GLOO_BIND.search(body):
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "source": "gloo-bind", "store_port": None, "error": "Address already in use"})]
+    match = _HCCL_RDMA.search(body)
+    if match:  # the NPU's RDMA NIC could not start (HCCP): its listen and links fail after it
+        return [make_event(Kind.IB_DEVICE_UNAVAILABLE, line, origin=Origin(host=match["ip"]), data={
+            "message": body.strip()[:200], "dev": f"npu{match['dev']}", "library": "HCCL"})]
+    match = _HCCL_LISTEN.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, origin=Origin(host=match["ip"]), data={
+            "what": "listen", "source": "hccl-listen", "store_port": int(match["port"]), "listen_ip": match["ip"],
+            "error": "HCCL could not listen"})]
     match = _ACCELERATE_PORT.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

@@ -33,6 +33,8 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 __all__ = ["KEYWORDS", "MeshFollower", "PairFollower", "follow", "is_loopback", "parse"]
 
 KEYWORDS = (
+    "Notify record from remote rank",
+    "Transport init error",
     "hostname can't be empty",
     "ss_family",
     "Timed out waiting",
@@ -92,6 +94,10 @@ def _gloo_source(body: str) -> dict[str, str]:
     return {"gloo_source": f"{match['file']}:{match['line']}"} if match else {}
 
 
+_HCCL_LINK = re.compile(r"createLink para:rank\[\d{1,7}\][^,]*, remoteRank\[(?P<peer>\d{1,7})\]")
+_NOTIFY_PEER = re.compile(r"Notify record from remote rank: ?\[(?P<peer>\d{1,7})\]")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     events: list[Event] = []
@@ -101,6 +107,19 @@ def parse(line: Line) -> list[Event]:
             "ms": int(match["ms"]), "direction": match["dir"], "transport": "gloo", **_gloo_source(body)}))
     elif "Application timeout caused pair closure" in body:
         events.append(make_event(Kind.GLOO_TIMEOUT, line, data={"pair_closure": True, "transport": "gloo"}))
+    elif "Transport init error" in body and (link := _HCCL_LINK.search(body)):
+        # Ascend HCCL could not set up the link to a peer of the group within its timeout (HCCL_CONNECT_TIMEOUT):
+        # ``Transport init error! createLink para:rank[7]-localUserrank[7]-localIpAddr[…], remoteRank[15]-…``; its
+        # detector then says whether the network had trouble or the peer simply never came
+        events.append(make_event(Kind.GLOO_TIMEOUT, line, data={
+            "transport": "hccl", "group_peer": int(link["peer"]), "link": True}))
+    elif "Notify record from remote rank" in body:
+        # Ascend's HCCL waiting on a peer's signal (EI0002): ``The wait execution of the Notify register times out.
+        # Reason: The Notify register has not received the Notify record from remote rank: [24].`` (a rank of that
+        # group, which may be a sub-group)
+        awaited = _NOTIFY_PEER.search(body)
+        events.append(make_event(Kind.GLOO_TIMEOUT, line, data={
+            "transport": "hccl", **({"group_peer": int(awaited["peer"])} if awaited else {})}))
     elif "Remote Rank did not send the data in time" in body:
         # Ascend's HCCL (torch_npu), its collective's wait: ``EI0006: … Getting socket times out. Reason: Remote
         # Rank did not send the data in time. Please check the reason for the rank being stuck``

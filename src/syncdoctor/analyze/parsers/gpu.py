@@ -32,7 +32,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported",
-            " failed: ")
+            " failed: ", "Timedout job", "GPU HANG")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
@@ -68,6 +68,23 @@ _AMDGPU_FAULT = re.compile(r"amdgpu(?: (?P<pci>[0-9a-fA-F:.]{7,}))?: amdgpu: \[\
                            r"(?P<comm>\S+) pid (?P<pid>\d+)")
 
 
+# Intel's kernel drivers (xe, i915) on a GPU job that hung: ``xe 0000:2b:00.0: [drm] Tile0: GT0: Timedout job:
+# seqno=…, guc_id=0, flags=0x73 in python [1234]``, ``i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:…, in python
+# [1234]`` (the driver then resets the GPU: its work is lost)
+_INTEL_HANG = re.compile(r"\b(?:xe|i915) (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): \[drm\] "
+                         r"(?:[^\n]*?(?P<what>Timedout job|GPU HANG)[^\n]*?)(?: in (?P<comm>[\w.\-]+) \[(?P<pid>\d+)\])?$")
+
+
+def _intel(line: Line) -> list[Event] | None:
+    match = _INTEL_HANG.search(line.body)
+    if match is None:
+        return None
+    pid = int(match["pid"]) if match["pid"] and match["pid"] != "-1" else None
+    return [make_event(Kind.GPU_ERROR, line, origin=Origin(pid=pid) if pid else None, data={
+        "message": f"GPU job hung and was reset by the {match.group(0).split(' ', 1)[0]} driver ({match['what']})",
+        "pci": match["pci"], "hardware": True, "source": "intel-drm"})]
+
+
 def _rocm(line: Line) -> list[Event] | None:
     match = _ROCM.search(line.body)
     if match:
@@ -89,6 +106,10 @@ def parse(line: Line) -> list[Event]:
         rocm = _rocm(line)
         if rocm is not None:
             return rocm
+    if "Timedout job" in body or "GPU HANG" in body:
+        intel = _intel(line)
+        if intel is not None:
+            return intel
     match = _GPU_AT.search(body)
     if match:
         return [make_event(Kind.GPU_PCI, line, data={"pci": match["pci"].lower()})]

@@ -365,6 +365,10 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             where = replace(where, ranks=tuple(trained))
         if not where.ranks and (task := _srun_task_rank(tl, events)):
             where = replace(where, ranks=task)
+        if signal == "SIGKILL" and not where.ranks and not where.local_ranks and (root := _store_root_gone(tl)):
+            # the ranks fetching a communicator's id lost the store's connection: the store's process, that root's
+            # (rank 0 in the usual launch), is the one that was killed
+            where = replace(where, ranks=root)
         if not where.hosts and not where.processes and (batch := _batch_host(tl, events)):
             where = replace(where, hosts=(batch,))
         affected = _others_failed(tl, set(where.ranks))
@@ -645,6 +649,9 @@ def _device_not_opened(tl: Timeline) -> list[Hypothesis]:
     devices = sorted({str(e.data["dev"]).strip("'\".,") for e in events})
     title = (f"NCCL could not open the RDMA device{'s' if len(devices) > 1 else ''} {', '.join(devices)}"
              f"{' on ' + where.text if where.text else ''}: a NIC of that host is unusable")
+    if all(e.data.get("library") == "HCCL" for e in events):
+        title = (f"Ascend HCCL could not start the RDMA NIC of {', '.join(d.upper() for d in devices)}"
+                 f"{' on ' + where.text if where.text else ''}: the port is down or the NIC is not configured")
     what = ("NCCL found the device but ibv_open_device failed: the port or HCA is down, or the container was given "
             "its name but not its device file (a device plugin or cgroup that admits fewer uverbs devices). The "
             "host then has fewer NICs than its peers: NCCL stops on the mismatch, or with NCCL_IGNORE_NET_MISMATCH "
@@ -655,3 +662,13 @@ def _device_not_opened(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.IB_PORT_DOWN, 0.6, title, affected=_others_failed(tl, set(where.ranks)),
                        what=what, fix=fix, evidence=evidence_of(events, "the device could not be opened", 4),
                        where=where)]
+
+
+def _store_root_gone(tl: Timeline) -> tuple[int, ...]:
+    """The rank whose ncclUniqueId the others were fetching from the store when its connection broke (``store->get('0')
+    got error: Broken pipe``), when they name one: the process that served the store went away."""
+    roots = {int(e.data["waiting_for"]) for e in tl.of(Kind.STORE_ERROR)
+             if e.data.get("what") == "nccl-unique-id" and e.data.get("waiting_for") is not None
+             and any(w in str(e.data.get("error", "")) for w in ("reset by peer", "Broken pipe", "closed by peer",
+                                                                 "got 0 bytes"))}
+    return tuple(sorted(roots)) if len(roots) == 1 else ()

@@ -281,6 +281,14 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
     fix = ("Collect every rank's log with its rank (torchrun --tee 3 --log-dir, or srun --label) and the Flight "
            "Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1); if rank 0 works alone before this collective, do that "
            "work before init_process_group or on every rank, or raise the timeout.")
+    awaited = sorted({int(e.data["group_peer"]) for e in timeouts if e.data.get("group_peer") is not None})
+    if awaited:  # Ascend HCCL's EI0002 names the peer whose signal never came, by its rank in that group
+        title = (f"another rank never arrived: {waiter} timed out waiting for remote rank "
+                 f"{', '.join(map(str, awaited[:4]))} of its group (HCCL's numbering in that group, which may be a "
+                 "sub-group of the job)")
+        what += (f" HCCL says which peer it waited for: remote rank {', '.join(map(str, awaited[:4]))} of the "
+                 "communication group, whose own log says what it was doing (an error before, a slow compile, a "
+                 "step the others did not take).")
     if all(_VLLM_WORKER.match(e.text) for e in timeouts):
         # vLLM's workers print behind their prefix and its driver (the main process, local rank 0 of the engine)
         # without one: workers that timed out waited for the driver, whose own timeout is not among them

@@ -580,6 +580,15 @@ _OWN_SOCKETS = {
         "and bind fails. It is not the store's port.",
         "Run fewer processes per host or more threads per process, widen the ephemeral range (sysctl "
         "net.ipv4.ip_local_port_range), stop leftover processes of earlier runs (`ss -tanp`)."),
+    "hccl-listen": (
+        0.7, "Ascend HCCL could not listen on its port on {where}: the port is held, or the address is not this "
+             "host's", "HCCL's listen failed",
+        "HCCL listens on a port of its own per device (16666 and up, on the NPU NIC's address) for the links "
+        "between ranks; listening failed: another process holds the port (the processes of an earlier run still "
+        "alive, a second job on the NPUs), or the address is not up on this host. The link timeouts that follow on "
+        "the other ranks are its consequence.",
+        "Stop the leftover processes on that host (`ss -ltnp | grep 1666`, `npu-smi info` for the processes on the "
+        "NPUs) before restarting, and check the NPU NICs' addresses (`hccn_tool -i 0 -ip -g`)."),
 }
 
 
@@ -588,6 +597,10 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "listen"]
     if not events:
         return []
+    nics_down = {e.origin.host for e in tl.of(Kind.IB_DEVICE_UNAVAILABLE)}
+    events = [e for e in events if not (e.data.get("source") == "hccl-listen" and e.origin.host in nics_down)]
+    if not events:
+        return []  # HCCL could not listen on a NIC that had not started: the NIC's failure, not a port
     where = attribute(events, tl)
     for source, (confidence, title, note, what, fix) in _OWN_SOCKETS.items():
         if all(e.data.get("source") == source for e in events):
