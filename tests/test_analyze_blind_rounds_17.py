@@ -312,9 +312,13 @@ def test_ncclS_ring_and_channel_lines_give_the_rank_of_the_process_that_prints_t
     ring = "eee7653100000Z:8602:9146 [7] NCCL INFO Ring 00 : 39[7] -> 88[0] via direct shared memory"
     event = one(ring, Kind.NCCL_CHANNEL)
     assert event.data["comm_rank"] == 39 and event.data["net"] is False
-    received = one("node-a:14605:14688 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0",
+    received = one("node-a:14605:14688 [0] NCCL INFO Ring 01 : 2[b2000] -> 5[3d000] [receive] via NET/IB/0",
                    Kind.NCCL_CHANNEL)
-    assert received.data["comm_rank"] == 0 and received.data["peer_rank"] == 1 and received.data["net"] is True
+    assert received.data["comm_rank"] == 5 and received.data["peer_rank"] == 2 and received.data["net"] is True
+    # 2.7+ with the GRAPH subsystem: the process's rank between its ring neighbours
+    assert one("node-a:1:2 [0] NCCL INFO Ring 00 : 3 -> 4 -> 5", Kind.NCCL_CHANNEL).data["comm_rank"] == 4
+    # 2.7+'s channel lines, tens of thousands in a large job, are not scanned for (a communicator line gives the rank)
+    assert not events_of("node-a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC")
     warn = ("eee7653100000Z:8602:9146 [7] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
             "nccl-shm-recv-b3d6 (size 9637888)")
     top = diagnose(tmp_path, ring + "\n" + warn).hypotheses[0]

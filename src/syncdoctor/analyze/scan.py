@@ -215,7 +215,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"lost communication with its daemon",  # mpirun: ORTE has lost communication with its daemon located on node:
     b"can't open file",  # the interpreter: python3: can't open file 'train.py': [Errno 2] No such file or directory
     b"captured in a graph",  # NCCL's Last error: NCCL cannot be captured in a graph if either it wasn't built with …
-    b"] via ",  # NCCL's rings and channels: Ring 00 : 39[7] -> 88[0] via direct shared memory (the process's rank)
+    b"INFO Ring ",  # NCCL's rings: Ring 00 : 39[7] -> 88[0] via direct shared memory, Ring 00 : 3 -> 4 -> 5 (its rank)
     b"Timedout job",  # Intel's xe driver: xe 0000:2b:00.0: [drm] Tile0: GT0: Timedout job: seqno=…, guc_id=0
     b"GPU HANG",  # Intel's i915 driver: i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:…, in python [1234]
     b"Notify record from remote rank",  # Ascend HCCL's EI0002: … has not received the Notify record from remote rank: [24]

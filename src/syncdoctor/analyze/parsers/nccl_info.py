@@ -31,15 +31,19 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
 __all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "split_endpoint"]
 
-KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE", " - Init", "] via ",
+KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE", " - Init", "INFO Ring ",
             "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
             "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak")
 
-# a communicator's ring or channel to the next rank, one line per channel (2.3-2.30): ``Ring 00 : 39[7] -> 88[0] via
-# direct shared memory``, ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC``, ``Channel 00/0 : 8[0] -> 0[0] [receive] via
-# NET/IB/0``: the rank of the process that prints it in that communicator
-_CHANNEL = re.compile(r"\b(?:Ring|Channel) \d{1,3}(?:/\d{1,3})? : (?P<a>\d{1,7})\[[0-9a-fx]{1,16}\] -> (?P<b>\d{1,7})"
-                      r"\[[0-9a-fx]{1,16}\](?: \[(?P<dir>send|receive)\])? via ")
+# a communicator's ring to the next rank, one line per ring (2.3-2.6): ``Ring 00 : 39[7] -> 88[0] via direct shared
+# memory`` (2.3-2.4 without the devices; the network's ``[receive]`` side names the peer first, 2.3's network line
+# says no side and is left), and 2.10+'s ``Ring 00 : 3 -> 4 -> 5``: the rank of the process
+# that prints it in that communicator. (2.7+'s ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC`` says the same, but a job
+# prints tens of thousands of them: no anchor reads them, and its communicator's own line gives the rank.)
+_CHANNEL = re.compile(r"\bRing \d{1,3} : (?P<a>\d{1,7})(?:\[[0-9a-fx]{1,16}\])? -> (?P<b>\d{1,7})"
+                      r"(?:\[[0-9a-fx]{1,16}\])?(?: \[(?P<dir>send|receive)\])? via (?P<via>\S+)"
+                      # 2.10+ (NCCL_DEBUG_SUBSYS with GRAPH): ``Ring 00 : 3 -> 4 -> 5``, the process's rank in the middle
+                      r"|\bRing \d{1,3} : \d{1,7} -> (?P<mid>\d{1,7}) -> \d{1,7}\s*$")
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)(?P<suffix>[^+\s]*)(?:\+cuda(?P<cuda>[\d.]+))?")
 _BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?(?P<endpoint>\S+)(?P<rest>(?: \[\d+\]\S+)*)")
 _LEGACY_IFACE = re.compile(r"\bNET : Using interface (?P<endpoint>\S+)")  # NCCL 2.3-2.4: one line per interface
@@ -130,9 +134,15 @@ def parse(line: Line) -> list[Event]:
     match = _CHANNEL.search(message)
     if match and prefix is not None and prefix.host and prefix.pid is not None:
         # the sender's rank comes first; a network channel's receiving side names its peer first
-        mine, peer = (match["b"], match["a"]) if match["dir"] == "receive" else (match["a"], match["b"])
+        if match["mid"] is not None:
+            mine, peer = match["mid"], None
+        elif match["via"].startswith("NET") and match["dir"] is None:
+            return events  # 2.3's network ring says neither which side printed it
+        else:
+            mine, peer = (match["b"], match["a"]) if match["dir"] == "receive" else (match["a"], match["b"])
         events.append(make_event(Kind.NCCL_CHANNEL, line, origin=origin, data={
-            "comm_rank": int(mine), "peer_rank": int(peer), "net": message[match.end():].startswith("NET")}))
+            "comm_rank": int(mine), "peer_rank": int(peer) if peer is not None else None,
+            "net": (match["via"] or "").startswith("NET")}))
         return events
     match = _BOOTSTRAP.search(message)
     if match:
