@@ -392,3 +392,30 @@ def test_ascend_hccls_own_port_its_npu_nic_and_its_link_to_a_peer_that_never_cam
     assert one(link, Kind.GLOO_TIMEOUT).data["group_peer"] == 15
     top = diagnose(tmp_path, link).hypotheses[0]
     assert top.category is Category.LAGGING_RANK and "remote rank 15" in top.title
+
+
+def test_no_break_spaces_of_a_web_pages_copy_read_as_spaces(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#2047 (the log as the merged PR's text carries it: every space a no-break space)
+    lines = ["VM-16-2-ubuntu:6682:6682 [0] NCCL INFO Bootstrap: Using lo:127.0.0.1<0>",
+             "VM-16-2-ubuntu:6682:6688 [0] NCCL INFO ncclOsSocketStartConnect: connect to 127.0.0.1<52243> returned "
+             "Connection refused, retrying (1/34) after sleep for 100 msec"]
+    paste = "\n".join(line.replace(" ", "\u00a0") for line in lines)
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and top.culprit_hosts == ("VM-16-2-ubuntu",)
+    assert diagnose(tmp_path, "\n".join(lines)).hypotheses[0].category is Category.LOOPBACK_ADDRESS
+
+
+def test_slurm_losing_a_node_is_the_job_ended_from_outside_on_that_node(tmp_path: Path) -> None:
+    # real: huggingface/m4-logs tr_141 (training and validation went on normally until then)
+    paste = ("** Finished validation **\n"
+             "srun: error: Node failure on jean-zay-iam37\n"
+             "srun: Job step aborted: Waiting up to 62 seconds for job step to finish.\n"
+             "slurmstepd: error: *** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT 2023-03-06T03:17:51 DUE TO NODE "
+             "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n")
+    event = one(paste.splitlines()[3], Kind.AGENT_SIGNAL)
+    assert event.data["reason"] == "node failure" and event.origin.host == "jean-zay-iam17"
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("jean-zay-iam37",)
+    # a worker's own crash before it is that crash
+    crash = "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n" + paste
+    assert diagnose(tmp_path, crash).hypotheses[0].category is not Category.RANK_KILLED

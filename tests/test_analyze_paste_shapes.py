@@ -1,7 +1,8 @@
 """The same log in the shapes pastes and collectors give it reads the same. Every case of the real corpus whose
 lines show the cause, and whose category analyze gets right, is read again after each change a paste or a log
 pipeline makes to all its lines: Windows line ends, a quoted reply (``> ``), a markdown code block indented by
-four spaces (or a list item's), colour codes around the level words, a collector's timestamp before each line
+four spaces (or a list item's), colour codes around the level words, no-break spaces for every space (a copy of a
+rendered page), a collector's timestamp before each line
 (``kubectl logs --timestamps``), a terminal's hard wrap, a blank line after every line (a copy from a web page or a
 remote desktop). The category of the top hypothesis must stay the same.
 The undoing itself (syncdoctor.analyze.paste) is tested on plain bytes below."""
@@ -41,6 +42,10 @@ def wrapped(text: str) -> str:
     return "".join(line[i:i + 120] + "\n" for line in _lines(text) for i in range(0, max(len(line), 1), 120))
 
 
+def nonbreaking(text: str) -> str:
+    return text.replace(" ", "\u00a0")  # a copy from a rendered page (a PR's text, a wiki) with no-break spaces
+
+
 def spaced(text: str) -> str:
     return "".join(f"{line}\n\n" for line in _lines(text))
 
@@ -74,7 +79,7 @@ def right_cases() -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(("shape", "allowed"), [
-    (crlf, 0), (quoted, 0), (indented, 0), (coloured, 0),
+    (crlf, 0), (quoted, 0), (indented, 0), (coloured, 0), (nonbreaking, 0),
     # a collector's timestamps stand beside the log's own, which some readings compare (a heartbeat's age), and
     # before a fence or a tool's own report header: a few cases may read otherwise
     (stamped, 0.01),

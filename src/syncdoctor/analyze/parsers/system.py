@@ -58,8 +58,9 @@ _POD_FAILED = re.compile(r"(?P<pod>[A-Za-z0-9][\w.\-]{0,252}) status change: \w+
 _POD_KILLED = ("Deleted", "OOMKilled", "Evicted")  # reasons whose processes were killed from outside
 # Slurm ending the job or step from outside: ``*** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO
 # TIME LIMIT ***`` (also ``DUE TO PREEMPTION``, ``DUE TO NODE FAILURE``, or ``… CANCELLED AT … ***`` for scancel)
+_SRUN_NODE_FAILURE = re.compile(r"srun: error: Node failure on (?P<host>[\w.\-]+)")
 _SLURM_CANCELLED = re.compile(r"(?:\*\*\* )?(?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<host>\S+) CANCELLED AT \S+"
-                              r"(?: DUE TO (?P<why>[A-Z ]+?))?(?: \*\*\*|\s*$)")  # a paste may eat the stars
+                              r"(?: DUE TO (?P<why>[A-Z ]+?))?(?:, SEE [A-Z ]+)?(?: \*\*\*|\s*$)")  # a paste may eat the stars
 # the kubelet evicting a pod: ``The node was low on resource: memory. Container pytorch was using 61Gi, …``
 _EVICTED = re.compile(r"The node was low on resource: (?P<resource>[\w-]+)")
 _EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?)\s*137\b", re.IGNORECASE)
@@ -99,6 +100,10 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])) if match["pid"] else None,
                            data={"source": "kernel", "exitcode": -9, "signal": "SIGKILL", "oom": True,
                                  "command": match["comm"], "cgroup": match["constraint"] == "CONSTRAINT_MEMCG"})]
+    match = _SRUN_NODE_FAILURE.search(body)
+    if match:  # Slurm lost a node of the step (down, unreachable): it ends the whole step from outside
+        return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=match["host"]), data={
+            "source": "slurm", "reason": "node failure", "node_failed": True})]
     match = _SLURM_CANCELLED.search(body)
     if match:
         why = (match["why"] or "scancel").strip().lower()

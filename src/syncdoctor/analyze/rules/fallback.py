@@ -244,6 +244,18 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
     title = (f"the launcher{' on ' + where.text if where.text else ''} was stopped by "
              f"{', '.join(names) or 'a signal'}: the job was ended from outside, not by a failing worker")
     reasons = sorted({str(e.data["reason"]) for e in signals if e.data.get("source") == "slurm"})
+    failed = [e for e in signals if e.data.get("node_failed") and e.origin.host]
+    if failed:  # the node Slurm lost is the one to look at, not the one whose step daemon reported the cancel
+        where = attribute(failed, tl)
+        title = (f"Slurm lost node {', '.join(where.hosts)} (node failure) and cancelled the job: it was ended from "
+                 "outside, not by a failing worker")
+        what = ("Slurm's controller lost contact with that node (it crashed, rebooted, lost its network, or its slurmd "
+                "died) and ended the job step on every node. No worker's failure is in these lines.")
+        fix = (f"Look at {', '.join(where.hosts)} at that time: `sinfo -R` and `scontrol show node` for the reason "
+               "Slurm recorded, its kernel log (a crash, Xid, the OOM killer); drain it and requeue the job "
+               "(`--requeue`, or a checkpoint to resume from).")
+        return [hypothesis(tl, Category.RANK_KILLED, 0.6, title, hosts=where.hosts, what=what, fix=fix,
+                           evidence=evidence_of(failed + [e for e in signals if e not in failed], "Slurm's record", 4))]
     if reasons:
         title = (f"Slurm cancelled the job{' on ' + where.text if where.text else ''} ({', '.join(reasons)}): it was "
                  "ended from outside, not by a failing worker")
