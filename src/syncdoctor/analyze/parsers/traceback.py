@@ -40,8 +40,8 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<fu
 _OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
                   r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capac?i?ty))?")  # PyTorch 2.1: "capacty"
 # PyTorch >= 2.1 lists every process on the GPU that ran out: several means ranks share one device
-_SHARER = re.compile(r"Process (?P<pid>\d+) has (?P<size>[\d.]+ ?[KMGT]?i?B) memory in use")
-_CAPACITY = re.compile(r"has a total capac?i?ty of (?P<size>[\d.]+ ?[KMGT]?i?B)")
+_SHARER = re.compile(r"Process (?P<pid>\d{1,10}) has (?P<size>\d{1,12}(?:\.\d{1,6})? ?[KMGT]?i?B) memory in use")
+_CAPACITY = re.compile(r"has a total capac?i?ty of (?P<size>\d{1,12}(?:\.\d{1,6})? ?[KMGT]?i?B)")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 # the interpreter itself, before any code ran: ``/usr/bin/python3: can't open file 'train.py': [Errno 2] No such file
 # or directory`` (a launcher started it in another directory, a path the other nodes do not have)
