@@ -206,6 +206,9 @@ def test_vllms_worker_prefixes_give_the_workers_index_and_its_unprefixed_driver_
              "recent call last):\n")
     top = diagnose(tmp_path, paste).hypotheses[0]
     assert top.category is Category.LAGGING_RANK and top.culprit_local_ranks == (0,) and "driver" in top.title
+    # from 0.8 rank 0 is a worker with a prefix of its own: a worker's timeout there says nothing of a driver
+    v1 = paste.replace("(VllmWorkerProcess pid=3773) ERROR", "(VllmWorker rank=1 pid=3773) ERROR")
+    assert "driver" not in diagnose(tmp_path, v1).hypotheses[0].title
     # the same timeout printed by a process of no worker prefix names nobody
     bare = paste.replace("(VllmWorkerProcess pid=3773) ERROR", "ERROR")
     top = diagnose(tmp_path, bare).hypotheses[0]

@@ -304,8 +304,9 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(timeouts, "timed out waiting", MAX_CASCADE))]
 
 
-# the prefixes vLLM's worker processes print behind (its driver, the main process, prints none)
-_VLLM_WORKER = re.compile(r"\s*\((?:VllmWorkerProcess|RayWorkerWrapper|RayWorkerVllm|VllmWorker|Worker_\w+) [^)]*pid=\d+")
+# the prefixes vLLM's (0.4-0.7) worker processes print behind; its driver, the engine's own process and local rank 0,
+# prints none (from 0.8 every worker, rank 0 too, is a process of its own with a prefix naming its rank)
+_VLLM_WORKER = re.compile(r"\s*\((?:VllmWorkerProcess|RayWorkerWrapper|RayWorkerVllm) [^)]*pid=\d+")
 
 
 def _waited_s(event: Event) -> float | None:
