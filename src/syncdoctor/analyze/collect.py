@@ -18,7 +18,7 @@ from syncdoctor.analyze.inputs import MAX_LINE, Source, iter_blocks, open_source
 from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
 from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
-from syncdoctor.analyze.paste import double_spaced, unquoted, unspaced
+from syncdoctor.analyze.paste import double_spaced, plain_spaces, unquoted, unspaced
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.textlog import read_text
 from syncdoctor.errors import InputError
@@ -127,12 +127,12 @@ def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scan
         _read_json_doc(source, stream, head, out, origin, scanner)
     elif kind == "jsonl":
         _read_jsonl(source, stream, head, out)
-    elif ras.looks_like_ras_text(unquoted(head[:8192]).replace(b"\xc2\xa0", b" ").decode("utf-8", "replace")):
+    elif ras.looks_like_ras_text(plain_spaces(unquoted(head[:8192])).decode("utf-8", "replace")):
         # the report, then the same bytes (and whatever follows) as a log: a paste often puts the ranks' own
         # lines (a watchdog timeout) after ncclras's output
         rest = stream.read(_MAX_RAS_TEXT + 1 - len(head)) if len(head) <= _MAX_RAS_TEXT else b""
         data = head + rest
-        report = unquoted(data[:_MAX_RAS_TEXT]).replace(b"\xc2\xa0", b" ")  # a rendered page's no-break spaces
+        report = plain_spaces(unquoted(data[:_MAX_RAS_TEXT]))
         if double_spaced(report):
             report = unspaced(report)
         out.events.extend(ras.parse_text(report.decode("utf-8", "replace"), source.name))

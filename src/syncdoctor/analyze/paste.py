@@ -12,8 +12,8 @@ import re
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "paste_margin", "unquoted", "unspaced", "unwrap", "without_margin",
-           "wrap_width"]
+__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "paste_margin", "plain_spaces", "unquoted", "unspaced",
+           "unwrap", "without_margin", "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 _LEAD = re.compile(rb"[ \t>]*")
@@ -181,3 +181,9 @@ def unspaced(block: bytes) -> bytes:
         if _blank(lines[i]) and not _blank(lines[i - 1]) and lines[i - 1] != FILLER_BYTES and i + 1 < len(lines):
             lines[i] = FILLER_BYTES
     return b"\n".join(lines)
+
+
+def plain_spaces(block: bytes) -> bytes:
+    """``block`` with the no-break spaces of a rendered page's copy (``NCCL\u00a0WARN``, UTF-8 ``c2 a0``) as plain
+    spaces, so that the scanner's words and the parsers' patterns see them."""
+    return block.replace(b"\xc2\xa0", b" ") if b"\xc2\xa0" in block else block

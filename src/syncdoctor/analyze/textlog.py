@@ -20,6 +20,7 @@ from syncdoctor.analyze.paste import (
     FILLER_BYTES,
     double_spaced,
     paste_margin,
+    plain_spaces,
     unspaced,
     unwrap,
     without_margin,
@@ -299,8 +300,7 @@ def read_text(
         # first: a search for the pair costs a second per GB)
         if b"\r" in block and b"\r\n" in block:
             block = block.replace(b"\r\n", b"\n")
-        if b"\xc2\xa0" in block:  # no-break spaces from a web page's rendering (``NCCL\u00a0WARN``): plain spaces
-            block = block.replace(b"\xc2\xa0", b" ")
+        block = plain_spaces(block)
         if b"\x1b" in block:  # colour codes inside the words the scanner looks for (``NCCL \x1b[33mWARN``)
             block = ANSI_BYTES.sub(b"", block)
         if margin is None:

@@ -179,8 +179,8 @@ def _maps(events: Sequence[Event]) -> tuple[dict[tuple[str, int], int], dict[tup
         if int(event.data.get("nranks", 0)) == largest and event.origin.host and event.origin.pid is not None:
             by_host_pid.setdefault((event.origin.host, event.origin.pid), int(event.data["comm_rank"]))
     if not inits:
-        # without a communicator's own line, its ring and channel lines: a process whose lines all give it one rank
-        # (a process in several communicators holds several, and is left alone)
+        # without a communicator's own line, its ring lines: a process whose lines all give it one rank (a process in
+        # several communicators holds several, and is left alone)
         held: dict[tuple[str, int], set[int]] = defaultdict(set)
         for event in events:
             if event.kind is Kind.NCCL_CHANNEL and event.origin.host and event.origin.pid is not None:

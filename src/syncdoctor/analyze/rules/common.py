@@ -13,7 +13,7 @@ from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
 __all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "continuation",
-           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "look_at"]
+           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "look_at", "socket_transport", "unique_id_roots_gone"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
 CONTINUATION_LINES = 6  # an exception's message goes on for a few lines after its first
@@ -200,3 +200,21 @@ def unroutable(addr: str) -> bool:
     """Loopback or link-local: an address no other host can reach (``network.advertised_loopback`` reads a peer
     that advertised it: A008, or A007 for a link-local address on no container's bridge)."""
     return is_loopback(addr) or is_link_local(addr)
+
+
+def socket_transport(tl: Timeline) -> list[Event]:
+    """NCCL's lines that say it uses TCP sockets for its network (``NET/Socket : Using …``, ``Using network
+    Socket``)."""
+    return [e for e in tl.of(Kind.NCCL_NET) if e.data.get("network") == "Socket" or e.data.get("net") == "Socket"]
+
+
+_STORE_GONE = ("reset by peer", "Broken pipe", "closed by peer", "got 0 bytes")
+
+
+def unique_id_roots_gone(tl: Timeline) -> list[int]:
+    """The ranks whose ``ncclUniqueId`` the others were fetching from the store when its connection broke
+    (``store->get('0') got error: Broken pipe``): the root's process, which serves the store in the usual launch,
+    went away."""
+    return sorted({int(e.data["waiting_for"]) for e in tl.of(Kind.STORE_ERROR)
+                   if e.data.get("what") == "nccl-unique-id" and e.data.get("waiting_for") is not None
+                   and any(w in str(e.data.get("error", "")) for w in _STORE_GONE)})

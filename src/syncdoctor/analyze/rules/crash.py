@@ -19,6 +19,7 @@ from syncdoctor.analyze.rules.common import (
     evidence_of,
     fmt_ranks,
     hypothesis,
+    unique_id_roots_gone,
 )
 from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
 from syncdoctor.analyze.rules.phrases import Reading, read_as
@@ -179,9 +180,7 @@ def _peer_unknown(tl: Timeline) -> list[Hypothesis]:
     if not lost or any(e.kind in TIMEOUT_KINDS for e in tl.events):
         return []  # with timeouts, who waited for whom is the progress rules' question
     where = attribute(lost, tl)
-    roots = sorted({int(e.data["waiting_for"]) for e in tl.of(Kind.STORE_ERROR)
-                    if e.data.get("what") == "nccl-unique-id" and e.data.get("waiting_for") is not None
-                    and any(w in str(e.data.get("error", "")) for w in _STORE_GONE)})
+    roots = unique_id_roots_gone(tl)
     if roots:
         return [_unique_id_root_gone(tl, roots, lost, where.text)]
     title = (f"{where.text or 'a process'} lost its connection to a peer the inputs do not name: the process there "
@@ -196,9 +195,6 @@ def _peer_unknown(tl: Timeline) -> list[Hypothesis]:
                        fix="Collect every rank's log (torchrun --log-dir) and the kernel logs of the hosts "
                            "(`dmesg -T`: OOM killer, NIC errors) around that time; with NCCL_DEBUG=WARN the peer's "
                            "address is in the WARN line.")]
-
-
-_STORE_GONE = ("reset by peer", "Broken pipe", "closed by peer", "got 0 bytes")
 
 
 def _unique_id_root_gone(tl: Timeline, roots: list[int], lost: list[Event], who: str) -> Hypothesis:

@@ -18,6 +18,7 @@ from syncdoctor.analyze.rules.common import (
     hypothesis,
     ip_of,
     is_link_local,
+    socket_transport,
 )
 from syncdoctor.analyze.timeline import ERROR_KINDS, TIMEOUT_KINDS, Timeline
 from syncdoctor.units import format_duration
@@ -538,7 +539,7 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
         elif event.data.get("net") == "Socket" and host not in networks:
             networks[host] = ("Socket", event)
     unavailable = tl.of(Kind.IB_DEVICE_UNAVAILABLE)
-    sockets = [e for e in tl.of(Kind.NCCL_NET) if e.data.get("network") == "Socket" or e.data.get("net") == "Socket"]
+    sockets = socket_transport(tl)
     if unavailable and sockets and len(networks) < 2:
         # one host's paste: an IB device NCCL could not open, then 'Using network Socket'
         where = attribute(unavailable, tl)

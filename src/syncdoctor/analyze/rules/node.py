@@ -23,6 +23,8 @@ from syncdoctor.analyze.rules.common import (
     evidence_of,
     fmt_ranks,
     hypothesis,
+    socket_transport,
+    unique_id_roots_gone,
 )
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
@@ -39,7 +41,7 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
 
 
 # CUDA's words for a call it refused (cudaErrorInvalidValue, cudaErrorNotSupported), not for a fault of the GPU
-_REJECTED = re.compile(r"invalid argument|operation not supported|not supported")
+_REJECTED = re.compile(r"invalid argument|not supported")
 
 
 def _no_such_device(event: Event) -> bool:
@@ -365,10 +367,11 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             where = replace(where, ranks=tuple(trained))
         if not where.ranks and (task := _srun_task_rank(tl, events)):
             where = replace(where, ranks=task)
-        if signal == "SIGKILL" and not where.ranks and not where.local_ranks and (root := _store_root_gone(tl)):
+        roots = unique_id_roots_gone(tl) if signal == "SIGKILL" and not where.ranks and not where.local_ranks else []
+        if len(roots) == 1:
             # the ranks fetching a communicator's id lost the store's connection: the store's process, that root's
             # (rank 0 in the usual launch), is the one that was killed
-            where = replace(where, ranks=root)
+            where = replace(where, ranks=tuple(roots))
         if not where.hosts and not where.processes and (batch := _batch_host(tl, events)):
             where = replace(where, hosts=(batch,))
         affected = _others_failed(tl, set(where.ranks))
@@ -642,8 +645,7 @@ def _device_not_opened(tl: Timeline) -> list[Hypothesis]:
     (nothing says it fell back to sockets, which the socket rule reads): one NIC of that host is unusable (down, or
     not passed into the container), so its channels there lead nowhere or the hosts disagree on their NICs."""
     events = [e for e in tl.of(Kind.IB_DEVICE_UNAVAILABLE) if e.data.get("dev")]
-    sockets = [e for e in tl.of(Kind.NCCL_NET) if e.data.get("network") == "Socket" or e.data.get("net") == "Socket"]
-    if not events or sockets:
+    if not events or socket_transport(tl):
         return []
     where = attribute(events, tl)
     devices = sorted({str(e.data["dev"]).strip("'\".,") for e in events})
@@ -662,13 +664,3 @@ def _device_not_opened(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.IB_PORT_DOWN, 0.6, title, affected=_others_failed(tl, set(where.ranks)),
                        what=what, fix=fix, evidence=evidence_of(events, "the device could not be opened", 4),
                        where=where)]
-
-
-def _store_root_gone(tl: Timeline) -> tuple[int, ...]:
-    """The rank whose ncclUniqueId the others were fetching from the store when its connection broke (``store->get('0')
-    got error: Broken pipe``), when they name one: the process that served the store went away."""
-    roots = {int(e.data["waiting_for"]) for e in tl.of(Kind.STORE_ERROR)
-             if e.data.get("what") == "nccl-unique-id" and e.data.get("waiting_for") is not None
-             and any(w in str(e.data.get("error", "")) for w in ("reset by peer", "Broken pipe", "closed by peer",
-                                                                 "got 0 bytes"))}
-    return tuple(sorted(roots)) if len(roots) == 1 else ()

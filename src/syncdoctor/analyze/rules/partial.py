@@ -292,9 +292,9 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
     if all(_VLLM_WORKER.match(e.text) for e in timeouts):
         # vLLM's workers print behind their prefix and its driver (the main process, local rank 0 of the engine)
         # without one: workers that timed out waited for the driver, whose own timeout is not among them
-        title = (f"vLLM's driver (local rank 0) never arrived: its worker{'s' if len(timeouts) > 1 else ''} "
-                 f"{waiter.removeprefix('processes').strip() or ''} timed out waiting in {', '.join(calls[:2])}, and "
-                 "the driver, whose lines carry no worker prefix, reports no timeout").replace("  ", " ")
+        workers = f"its worker{'s' if len(timeouts) > 1 else ''}" + (f" ({where.text})" if where.text else "")
+        title = (f"vLLM's driver (local rank 0) never arrived: {workers} timed out waiting in {', '.join(calls[:2])}, "
+                 "and the driver, whose lines carry no worker prefix, reports no timeout")
         what += (" vLLM's driver runs in the main process without a worker prefix and does work of its own (loading, "
                  "profiling, building caches) between the collectives its workers wait in.")
         return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix, local_ranks=(0,),
