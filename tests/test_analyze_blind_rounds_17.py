@@ -119,6 +119,9 @@ def test_nccl_socket_ifname_set_to_the_loopback_in_a_failed_jobs_paste(tmp_path:
     alone = paste.replace("axa:3048391:3048566 [0] NCCL INFO net.cc:79 -> 3\n", "").replace(
         "axa:3048391:3048566 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo\n", "")
     assert not [h for h in diagnose(tmp_path, alone).hypotheses if h.category is Category.LOOPBACK_ADDRESS]
+    # "^lo" excludes the loopback: the user did not choose it
+    excluded = paste.replace("set by environment to lo", "set by environment to ^lo,docker")
+    assert not [h for h in diagnose(tmp_path, excluded).hypotheses if h.category is Category.LOOPBACK_ADDRESS]
     # NCCL_SOCKET_IFNAME=lo with no error anywhere: a job on one node that works
     quiet = paste.replace("axa:3048391:3048566 [0] NCCL INFO net.cc:79 -> 3\n", "")
     assert not [h for h in diagnose(tmp_path, quiet).hypotheses if h.category is Category.LOOPBACK_ADDRESS]

@@ -182,7 +182,7 @@ def _loopback_chosen(tl: Timeline) -> list[Hypothesis]:
     failure: right within one node, and the cause of every connection across hosts failing. Said at a confidence
     under the other readings: the lines do not say that the job spans hosts."""
     chosen = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_SOCKET_IFNAME"
-              and str(e.data.get("value", "")).strip("=^ ").split(",")[0] in ("lo", "lo0")]
+              and _names_loopback(str(e.data.get("value", "")))]
     on_lo = [e for e in tl.of(Kind.NCCL_BOOTSTRAP, Kind.NCCL_NET)
              if any(is_loopback(str(a)) for a in [e.data.get("addr"), *(e.data.get("addrs") or ())] if a)]
     if not chosen or not on_lo or not any(e.kind in ERROR_KINDS or e.kind is Kind.ERROR_LINE for e in tl.events):
@@ -198,6 +198,13 @@ def _loopback_chosen(tl: Timeline) -> list[Hypothesis]:
            "interface alias), the same on every host.")
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.4, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(chosen[:1], "set by the user") + evidence_of(on_lo[:2], "sockets on lo"))]
+
+
+def _names_loopback(value: str) -> bool:
+    """An NCCL_SOCKET_IFNAME that picks the loopback: ``lo`` or ``=lo`` (exactly), first of its list; ``^lo…`` is
+    the opposite, every interface but those."""
+    value = value.strip()
+    return not value.startswith("^") and value.lstrip("=").split(",")[0].strip() in ("lo", "lo0")
 
 
 def _container_socket_device(tl: Timeline, by_host: dict[str, list[Event]], unhosted: list[Event],
