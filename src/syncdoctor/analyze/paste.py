@@ -186,4 +186,5 @@ def unspaced(block: bytes) -> bytes:
 def plain_spaces(block: bytes) -> bytes:
     """``block`` with the no-break spaces of a rendered page's copy (``NCCL\u00a0WARN``, UTF-8 ``c2 a0``) as plain
     spaces, so that the scanner's words and the parsers' patterns see them."""
-    return block.replace(b"\xc2\xa0", b" ") if b"\xc2\xa0" in block else block
+    # memchr for the one byte first: a search for the pair runs at about 1 GB/s, a second per GB of log
+    return block.replace(b"\xc2\xa0", b" ") if b"\xa0" in block and b"\xc2\xa0" in block else block
