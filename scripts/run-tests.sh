@@ -2,7 +2,7 @@
 # The suite in two streams at once: the lab's real multi-host jobs (marked slow: most of their time is spent
 # waiting on timeouts and thresholds, not on the CPU) and everything else (parsers, rules, the corpus, reports).
 # The second stream's output is kept in a file and printed after the first's. Then the tests that measure the CPU
-# share of their own threads (marked alone) run by themselves. The exit status is the worst of the three runs
+# share of their own threads, or the watcher's timing within a bound (marked alone), run by themselves. The exit status is the worst of the three runs
 # (pytest's 5, nothing collected, is no failure). Arguments go to every pytest run (PYTEST_ARGS of the Makefile).
 set -u
 PY=${PY:-.venv/bin/python}

@@ -63,6 +63,9 @@ def _late_rank_named_alone(stdout: str, events_file: Path, framework: str) -> No
     assert all(t.count("syncdoctor-watch-sampler") == 1 for t in threads.values()), threads
 
 
+# the late rank must be named within a bound of seconds: another test process on the same two cores (make test's
+# second stream) skewed it once into a stall of every rank (W104) in a clean-clone run
+@pytest.mark.alone
 def test_lightning_ddp_on_cpu_late_rank_is_named(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
     out = subprocess.run([sys.executable, str(DATA / "lightning_late.py"), str(LATE_STEP), str(LATE_S)],
@@ -71,6 +74,7 @@ def test_lightning_ddp_on_cpu_late_rank_is_named(tmp_path: Path) -> None:
     _late_rank_named_alone(out.stdout, events, "lightning")
 
 
+@pytest.mark.alone  # the same bound as Lightning's, above
 def test_accelerate_launch_late_rank_is_named(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",

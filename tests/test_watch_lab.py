@@ -176,6 +176,9 @@ def test_different_op_at_the_same_point_is_a_mismatch(lab_factory, tmp_path: Pat
     assert latency <= WARN_S + LATENCY_S
 
 
+# the first failing rank lingers a few seconds for rank 3's heartbeat to go quiet: on two busy cores it once stopped
+# before (W108, rank 0's connection error, in a clean-clone run)
+@pytest.mark.alone
 def test_sigkilled_rank_is_named_by_the_first_rank_to_fail(lab_factory, tmp_path: Path) -> None:
     """gloo peers fail at once ("Connection reset by peer") and torchrun ends the job: the first rank to fail
     lingers and names rank 3 (host1), which vanished without an error.
