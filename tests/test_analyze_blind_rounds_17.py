@@ -425,3 +425,35 @@ def test_slurm_losing_a_node_is_the_job_ended_from_outside_on_that_node(tmp_path
     # a worker's own crash before it is that crash
     crash = "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n" + paste
     assert diagnose(tmp_path, crash).hypotheses[0].category is not Category.RANK_KILLED
+
+
+def _gloo_timeout_at(rank: int, outer: tuple[str, int], inner: tuple[str, int]) -> str:
+    return "".join(f"[rank{rank}]: {line}\n" for line in [
+        "Traceback (most recent call last):",
+        f'  File "/w/workload.py", line {outer[1]}, in {outer[0]}', f"    {inner[0]}()",
+        f'  File "/w/workload.py", line {inner[1]}, in {inner[0]}', "    dist.all_reduce(t)",
+        '  File "/x/torch/distributed/distributed_c10d.py", line 2050, in all_reduce', "    work.wait()",
+        "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms "
+        "for recv operation to complete"])
+
+
+def test_a_host_cut_off_mid_step_is_the_partition_not_a_desync_of_its_rank(tmp_path: Path) -> None:
+    # the lab's cut link (tests/test_analyze_e2e.py::test_cut_link), once caught mid-step in a clean-clone run: rank 2
+    # stopped in the step's gradient all-reduce while the others had gone on to the metric's
+    from syncdoctor.analyze import analyze_paths
+
+    for host in ("host0", "host1", "host2"):
+        (tmp_path / host).mkdir()
+    (tmp_path / "host0" / "rank0.log").write_text(_gloo_timeout_at(0, ("_train", 429), ("reduce_metric", 351)))
+    (tmp_path / "host1" / "rank1.log").write_text(_gloo_timeout_at(1, ("_train", 429), ("reduce_metric", 351)))
+    (tmp_path / "host2" / "rank2.log").write_text(
+        _gloo_timeout_at(2, ("backward", 316), ("all_reduce_gradients", 321)))
+    top = analyze_paths([str(tmp_path)]).diagnosis.hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and top.culprit_ranks == (2,)  # nothing says it was cut off
+    (tmp_path / "host2" / "agent.log").write_text(
+        "[W socket.cpp:601] [c10d] The client socket has timed out after 5s while trying to connect to (10.0.0.1, "
+        "29400).\n")
+    hypotheses = analyze_paths([str(tmp_path)]).diagnosis.hypotheses
+    assert hypotheses[0].category is Category.NETWORK_PARTITION and hypotheses[0].culprit_hosts == ("host2",)
+    desync = next(h for h in hypotheses if h.category is Category.COLLECTIVE_DESYNC)
+    assert desync.confidence < hypotheses[0].confidence and "cut off" in desync.what

@@ -229,11 +229,26 @@ def _from_call_sites(tl: Timeline) -> list[Hypothesis]:
         what += (f" But rank{'s' if len(absent) > 1 else ''} {fmt_ranks(absent)} never arrived at all: a rank "
                  "waiting in another group (or in a send or receive) for it is blocked at another place too, "
                  "without any desync.")
+    elif _cut_off(tl, culprits):
+        # the odd ranks are those of the hosts that alone lost the store: a link cut mid-step leaves them in the
+        # step's previous collective while the others finished it, a place of its own without any desync
+        confidence = 0.6
+        what += (" But the odd ranks' hosts alone could not reach the rendezvous store either: a host cut off in the "
+                 "middle of a step stops in another collective than the others, without any desync.")
     return [hypothesis(tl, Category.COLLECTIVE_DESYNC, confidence, title, culprits=culprits,
                        affected=[r for r in claims if r not in culprits], what=what,
                        evidence=evidence_of([sites[r] for r in culprits], "waiting at another call site")
                        + evidence_of([sites[r] for r in claims if r not in culprits], f"waiting at {majority}",
                                      MAX_CASCADE))]
+
+
+def _cut_off(tl: Timeline, ranks: set[int] | list[int]) -> bool:
+    """The hosts of ``ranks`` are the only ones whose store connections failed (timed out or refused), and some
+    other host's were fine: those hosts lost the network (the partition rule's reading)."""
+    lost = {e.origin.host for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") in ("socket-timeout", "connect")
+            and e.origin.host and not e.data.get("at_shutdown")}
+    hosts = {tl.rank_host(r) for r in ranks}
+    return bool(lost) and None not in hosts and hosts == lost and len(lost) < len(tl.hosts)
 
 
 def _from_watch(tl: Timeline) -> list[Hypothesis]:
