@@ -53,6 +53,7 @@ from syncdoctor.analyze.rules.node import (
 )
 from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
 from syncdoctor.analyze.rules.setup import (
+    build_lacks_backend,
     nccl_plugin_mismatch,
     nccl_version_mismatch,
     net_plugin_error,
@@ -92,6 +93,7 @@ RULES: tuple[Rule, ...] = (
     ib_port_down,
     nccl_version_mismatch,
     nccl_plugin_mismatch,
+    build_lacks_backend,
     peer_unreachable,
     rendezvous_timeout,
     rendezvous_closed,

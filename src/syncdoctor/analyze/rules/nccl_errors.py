@@ -221,7 +221,13 @@ def _stuck_after_timeout(tl: Timeline, stuck: list[Event]) -> bool:
     watchdog's last progress is its line's time less the seconds it was stuck, with a minute of slack."""
     timeouts = [e.time for e in tl.of(*TIMEOUT_KINDS) if e.time is not None]
     since = [e.time - float(e.data.get("seconds") or 0) for e in stuck if e.time is not None]
-    return bool(timeouts and since) and min(timeouts) <= min(since) + 60
+    if timeouts and since:
+        return min(timeouts) <= min(since) + 60
+    # without times: a timeout the same process reported above the monitor's line in the same file (a watchdog
+    # already stuck reports no timeout; the rank unknown on one of the two lines counts as the same)
+    return any(t.ref.source == e.ref.source and t.ref.line < e.ref.line
+               and (None in (t.origin.rank, e.origin.rank) or t.origin.rank == e.origin.rank)
+               for e in stuck for t in tl.of(*TIMEOUT_KINDS))
 
 
 def watchdog_stuck(tl: Timeline) -> list[Hypothesis]:

@@ -138,7 +138,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
                            fix="export GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME=<the NIC on the cluster network> on "
                                "every host, or map the hostname to the host's cluster address in /etc/hosts.")]
     if not culprit_lines and not remote_only:
-        return _loopback_chosen(tl)
+        return _loopback_chosen(tl) or _virtual_socket_device(tl)
     across = any(e.data.get("net") for e in tl.of(Kind.NCCL_CHANNEL))  # a channel over the network: other hosts
     if not remote_only and not unhosted and _nothing_failed_to_connect(tl) and set(tl.hosts) == set(culprit_lines) \
             and len(culprit_lines) == 1 and not across:
@@ -198,6 +198,43 @@ def _loopback_chosen(tl: Timeline) -> list[Hypothesis]:
            "interface alias), the same on every host.")
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.4, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(chosen[:1], "set by the user") + evidence_of(on_lo[:2], "sockets on lo"))]
+
+
+def _virtual_socket_device(tl: Timeline) -> list[Hypothesis]:
+    """NCCL's socket transport lists the loopback or a container's interface among its devices, beside a real NIC
+    (``NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:…``, ``[1]veth8739016:fe80::…``), in inputs where no connection
+    failed: NCCL spreads its connections over every device listed (lo alone is a host with nothing else, a job on
+    one node), and the ones over lo or a veth reach no other host, so a job
+    across hosts hangs or fails at its first collective there. Said at a low confidence (the lines say neither that
+    the job spans hosts nor that it hung), above only an unexplained timeout; a channel over the network in the
+    inputs (the job does span hosts) raises it."""
+    listed: list[tuple[Event, list[str]]] = []
+    for event in tl.of(Kind.NCCL_NET):
+        if event.data.get("net") != "Socket":
+            continue
+        pairs = list(zip(event.data.get("ifnames") or (), event.data.get("addrs") or (), strict=False))
+        names = [f"{i} ({a})" for i, a in pairs if _virtual(str(i)) or is_loopback(str(a))]
+        if names and len(names) < len(pairs):  # beside a real NIC: lo alone is a host with no other interface
+            listed.append((event, names))
+    failed = [e for e in tl.events if e.kind in ERROR_KINDS and e.kind not in TIMEOUT_KINDS]
+    if not listed or failed:
+        return []
+    events = [e for e, _ in listed]
+    where = attribute(events, tl)
+    shown = ", ".join(dict.fromkeys(n for _e, names in listed for n in names))
+    across = any(e.data.get("net") for e in tl.of(Kind.NCCL_CHANNEL))
+    title = (f"NCCL's socket transport uses {shown} as a device{' on ' + where.text if where.text else ''}: "
+             "connections over it reach no other host, so a job across hosts hangs there")
+    what = ("Without NCCL_SOCKET_IFNAME (or with one that admits them), NCCL's socket transport takes every "
+            "interface it finds as a device and spreads its connections over them: the loopback (127.0.0.1), a "
+            "Docker bridge or a container's veth (often with only an IPv6 link-local fe80:: address) lead to no other "
+            "host. Within one node NCCL does not use the network and nothing happens; across nodes the first "
+            "collective over such a device never completes." + ("" if across else
+            " The inputs do not say that this job spans hosts, nor that it failed: the cause only if it did."))
+    fix = ("export NCCL_SOCKET_IFNAME=<the NIC on the cluster network, e.g. eth0 or bond0> (or "
+           "NCCL_SOCKET_IFNAME=^lo,docker,veth,br-) on every host, and GLOO_SOCKET_IFNAME the same.")
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.5 if across else 0.35, title, what=what, fix=fix,
+                       where=where, evidence=evidence_of(events, "a socket device that reaches no other host", 4))]
 
 
 def _names_loopback(value: str) -> bool:

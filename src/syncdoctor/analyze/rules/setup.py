@@ -28,7 +28,7 @@ from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "pci_tree_unreadable", "peer_unreachable",
+__all__ = ["build_lacks_backend", "nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "pci_tree_unreadable", "peer_unreachable",
            "rendezvous_closed", "rendezvous_timeout", "store_port_taken", "topology_file"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
@@ -712,3 +712,59 @@ def rendezvous_closed(tl: Timeline) -> list[Hypothesis]:
            "are still running.")
     return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.5, title, where=where, what=what, fix=fix,
                        evidence=evidence_of(events, "the rendezvous was closed", MAX_CASCADE))]
+
+
+# PyTorch's own refusals when the build or the machine lacks what the job asked for
+_NOT_BUILT = re.compile(
+    r"Distributed package doesn't have (?P<backend>NCCL|MPI|UCC|Gloo) built in"
+    r"|(?P<libuv>use_libuv was requested but PyTorch was buil[dt] without libuv support)"
+    r"|(?P<nogpu>ProcessGroupNCCL is only supported with GPUs, no GPUs found)")
+
+
+def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
+    """PyTorch refused the job's choice because its build or the machine lacks it: ``Distributed package doesn't
+    have NCCL built in`` (the Windows and macOS wheels and CPU-only builds have no NCCL; MPI needs a source build),
+    ``use_libuv was requested but PyTorch was build without libuv support`` (Windows wheels of 2.4+, whose
+    TCPStore defaults to libuv), ``ProcessGroupNCCL is only supported with GPUs, no GPUs found`` (a process that
+    sees no GPU). A configuration of every process, not one rank's fault: the worker's exit after it is its
+    consequence."""
+    found: list[tuple[Event, re.Match[str]]] = []
+    for event in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE, Kind.STORE_ERROR):
+        match = _NOT_BUILT.search(str(event.data.get("message") or event.text))
+        if match is not None and "raise " not in event.text:  # a rendered traceback's source line is no error
+            found.append((event, match))
+    if not found:
+        return []
+    events = [e for e, _ in found]
+    match = found[0][1]
+    where = attribute(events, tl)
+    on = f" on {where.text}" if where.text else ""
+    if match["libuv"]:
+        title = f"this PyTorch build has no libuv (Windows wheels of 2.4+), and the store was asked to use it{on}"
+        what = ("From PyTorch 2.4 the TCPStore uses libuv by default, but the Windows wheels are built without it; "
+                "torchrun and init_process_group fail before any rank connects.")
+        fix = ("Set USE_LIBUV=0 in the environment of the launcher (torchrun, accelerate launch), or pass "
+               "use_libuv=0 in the init_method URL (tcp://host:port?use_libuv=0); a single-process run needs no store.")
+    elif match["nogpu"]:
+        title = f"the NCCL backend was asked for by a process that sees no GPU{on}"
+        what = ("ProcessGroupNCCL needs a CUDA device: this process saw none (CUDA_VISIBLE_DEVICES empty or wrong, a "
+                "container started without --gpus / the device plugin's resource, a driver that did not load, or a "
+                "CPU-only build of PyTorch).")
+        fix = ("Check `nvidia-smi` and `python -c 'import torch; print(torch.cuda.device_count())'` in the same "
+               "environment (container, Slurm step with --gpus), or use backend='gloo' for CPU-only processes.")
+    else:
+        backend = match["backend"]
+        title = f"this PyTorch build has no {backend}, and the job asked for the {backend.lower()} backend{on}"
+        if backend == "NCCL":
+            what = ("NCCL exists for Linux only: the Windows and macOS builds of PyTorch, and CPU-only builds, have no "
+                    "NCCL, so init_process_group('nccl') fails in every process before any connection is made.")
+            fix = ("On Windows or macOS use backend='gloo' (Accelerate and trainers that pick NCCL need it set, or "
+                   "run single-process); on Linux install the CUDA build of PyTorch (torch.cuda.nccl.version() "
+                   "answers), or run in WSL2 or a Linux container.")
+        else:
+            what = (f"The {backend} backend is only in builds that were compiled with it (MPI: a build from source "
+                    "against the cluster's MPI); the wheels from pip and conda do not have it.")
+            fix = (f"Use backend='nccl' or 'gloo', or build PyTorch from source with {backend} (USE_{backend.upper()}=1) "
+                   "against the cluster's library.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.7, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "PyTorch refused", 3))]

@@ -1,0 +1,81 @@
+"""Readings added in the session of the forty-sixth blind harvest (the r49* cases of the real corpus), one behaviour
+per test, each with the look-alike it must not catch. Lines are written as the tools print them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste
+from syncdoctor.analyze.model import Category
+
+diagnose = diagnose_paste
+
+_AGENT_EXIT = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 3124) of binary: python"
+
+
+def test_a_build_without_nccl_is_the_configuration_not_the_worker_that_exited(tmp_path: Path) -> None:
+    # real: kohya-ss/sd-scripts#1147 (Windows, accelerate launch with the nccl backend), mmsegmentation#1787
+    paste = ("│ ❱ 1013 │   │   │   │   raise RuntimeError(\"Distributed package doesn't have NCCL \" \"built in\")   │\n"
+             "RuntimeError: Distributed package doesn't have NCCL built in\n" + _AGENT_EXIT)
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "has no NCCL" in top.title
+    assert "backend='gloo'" in top.fix and top.confidence > 0.6
+    # the rendered traceback's source line alone (the raise, not the error) is not the refusal
+    alone = diagnose(tmp_path, "raise RuntimeError(\"Distributed package doesn't have NCCL built in\")\n" + _AGENT_EXIT)
+    assert not alone.hypotheses or "has no NCCL" not in alone.hypotheses[0].title
+    # another exception of the worker stays its own crash
+    other = diagnose(tmp_path, "RuntimeError: CUDA error: device-side assert triggered\n" + _AGENT_EXIT)
+    assert "has no NCCL" not in other.hypotheses[0].title
+
+
+def test_a_windows_store_without_libuv_and_a_process_without_a_gpu_are_named(tmp_path: Path) -> None:
+    # real: pytorch#139990, fluxgym#82 (2.4+'s Windows wheels: "was build" as PyTorch spells it)
+    libuv = "RuntimeError: use_libuv was requested but PyTorch was build without libuv support"
+    top = diagnose(tmp_path, libuv).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "no libuv" in top.title and "USE_LIBUV=0" in top.fix
+    nogpu = "ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!"
+    top = diagnose(tmp_path, nogpu).hypotheses[0]
+    assert "sees no GPU" in top.title and "nvidia-smi" in top.fix
+    # the MPI backend on a wheel: built from source only
+    top = diagnose(tmp_path, "RuntimeError: Distributed package doesn't have MPI built in").hypotheses[0]
+    assert "has no MPI" in top.title and "USE_MPI=1" in top.fix
+
+
+_SOCKET_LO = ("kubeflow-pytorch-gpu-dist-job-master-0:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> "
+              "[1]eth0:192.168.4.230<0>")
+_SOCKET_VETH = ("m5-autorl-test01:47324:48509 [0] NCCL INFO NET/Socket : Using [0]bond0:172.27.231.79<0> "
+                "[1]veth8739016:fe80::5804:edff:fe5b:6570%veth8739016<0>")
+
+
+def test_a_socket_device_on_the_loopback_or_a_veth_is_named_when_nothing_else_failed(tmp_path: Path) -> None:
+    # real: kubeflow/pytorch-operator#202 (EKS, NCCL hangs where gloo works), Oneflow-Inc/libai#415 (a veth's
+    # link-local address as the second socket device)
+    for line, shown in ((_SOCKET_LO, "lo (127.0.0.1)"), (_SOCKET_VETH, "veth8739016 (fe80::")):
+        top = diagnose(tmp_path, line + "\n" + line.split(" NCCL INFO")[0] + " NCCL INFO Using network Socket").hypotheses[0]
+        assert top.category is Category.LOOPBACK_ADDRESS and shown in top.title
+        assert top.confidence < 0.4 and "NCCL_SOCKET_IFNAME" in top.fix
+    # only real NICs: nothing to say
+    plain = _SOCKET_VETH.split(" [1]")[0]
+    assert not diagnose(tmp_path, plain).hypotheses
+    # a failure of another kind in the inputs is read by its own rule, the socket device is not offered
+    crash = _SOCKET_LO + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    assert all(h.category is not Category.LOOPBACK_ADDRESS for h in diagnose(tmp_path, crash).hypotheses)
+
+
+def test_a_heartbeat_monitor_below_the_same_ranks_timeout_is_the_timeouts_consequence(tmp_path: Path) -> None:
+    # real: NVIDIA-NeMo/NeMo#9563 (no timestamps: the order of the lines in the one file is the order of events)
+    timeout = ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=1363596, OpType=BROADCAST, NumelIn=5158880, NumelOut=5158880, Timeout(ms)=1800000) "
+               "ran for 1800047 milliseconds before timing out.")
+    stuck = ("[rank1]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 1] [PG 0 Rank 1] ProcessGroupNCCL's watchdog got stuck "
+             "for 600 seconds without making progress in monitoring enqueued collectives.")
+    hyps = diagnose(tmp_path, timeout + "\n" + stuck).hypotheses
+    assert hyps[0].category is not Category.WATCHDOG_STUCK
+    assert any(h.category is Category.WATCHDOG_STUCK and h.confidence <= 0.2 for h in hyps)
+    # the monitor's line above the timeout: the watchdog hung first, it stays the reading
+    top = diagnose(tmp_path, stuck + "\n" + timeout).hypotheses[0]
+    assert top.category is Category.WATCHDOG_STUCK and top.confidence >= 0.6
+    # another rank's timeout above it says nothing of this rank's watchdog
+    other = timeout.replace("[rank1]", "[rank0]").replace("[Rank 1]", "[Rank 0]")
+    top = diagnose(tmp_path, other + "\n" + stuck).hypotheses[0]
+    assert top.category is Category.WATCHDOG_STUCK and top.confidence >= 0.6
