@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste
-from syncdoctor.analyze.model import Category
+from analyze_helpers import diagnose_paste, events_of, one
+from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
 
@@ -79,3 +79,40 @@ def test_a_heartbeat_monitor_below_the_same_ranks_timeout_is_the_timeouts_conseq
     other = timeout.replace("[rank1]", "[rank0]").replace("[Rank 1]", "[Rank 0]")
     top = diagnose(tmp_path, other + "\n" + stuck).hypotheses[0]
     assert top.category is Category.WATCHDOG_STUCK and top.confidence >= 0.6
+
+
+def test_nccls_ib_size_check_on_the_sending_side_is_a_desync(tmp_path: Path) -> None:
+    # NCCL's net_ib.cc (2.12+ with the peer, 2.4-2.11 without): the IB twin of the socket's "message truncated"
+    new = ("node1:1234:5678 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : req 0/1 tag 7 peer 10.0.0.2<49736> "
+           "collective mismatch error, local size 1048576 remote size 524288")
+    event = one(new, Kind.COLLECTIVE_MISMATCH)
+    assert event.data["sent_bytes"] == 1048576 and event.data["posted_bytes"] == 524288
+    assert event.data["peer_addr"] == "10.0.0.2"
+    top = diagnose(tmp_path, new).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and "10.0.0.2" in top.title
+    assert "1048576 bytes against 524288" in top.what
+    old = ("node1:1234:5678 [0] NCCL WARN NET/IB : collective mismatch error local size 65536 remote 32768 "
+           "addr 7f5a2c000000 rkey 1a2b seq 3/3")
+    assert one(old, Kind.COLLECTIVE_MISMATCH).data["posted_bytes"] == 32768
+    # the same transport's other sanity check (an invalid slot, no sizes to compare) is no desync
+    other = "node1:1234:5678 [0] NCCL WARN NET/IB : req 0/1 tag 7 peer 10.0.0.2<49736> posted incorrect receive info"
+    assert not [e for e in events_of(other) if e.kind is Kind.COLLECTIVE_MISMATCH]
+
+
+def test_cuda_parts_that_do_not_fit_are_no_faulty_gpu(tmp_path: Path) -> None:
+    # real: InternLM/lmdeploy#1108 (a driver for CUDA 11.7 under an 11.8 runtime from pip); the field's other two:
+    # a build without the GPU's architecture, PTX from a newer compiler
+    for message, said, fix in (
+            ("CUDA driver version is insufficient for CUDA runtime version", "driver is older", "Upgrade the driver"),
+            ("no kernel image is available for execution on the device", "no code for this GPU's architecture",
+             "TORCH_CUDA_ARCH_LIST"),
+            ("the provided PTX was compiled with an unsupported toolchain.", "newer CUDA than the driver",
+             "Upgrade the driver")):
+        line = f"gpu-a:1234:5678 [0] init.cc:1234 NCCL WARN Cuda failure '{message}'"
+        top = diagnose(tmp_path, line).hypotheses[0]
+        assert top.category is Category.GPU_ERROR and said in top.title and "not at fault" in top.title
+        assert fix in (top.fix or "") and "gpu-a" in top.title
+    # a fault of the GPU itself keeps its reading
+    fault = "gpu-a:1234:5678 [0] enqueue.cc:1234 NCCL WARN Cuda failure 'an illegal memory access was encountered'"
+    top = diagnose(tmp_path, fault).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "not at fault" not in top.title

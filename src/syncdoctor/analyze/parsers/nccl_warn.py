@@ -139,6 +139,11 @@ _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?inter
 # (NCCL 2.4 printed it without the peer; a paste may cut it after "truncated :")
 _TRUNCATED = re.compile(r"(?:peer (?P<peer>\S+) )?message truncated(?: : receiving (?P<got>\d+) bytes instead of "
                         r"(?P<want>\d+))?")
+# NCCL's IB transport finding the receiver's posted buffer smaller than what this rank sends: 2.12+'s ``NET/IB : req
+# 0/1 tag 7 peer 10.0.0.2<49736> collective mismatch error, local size 1048576 remote size 524288`` (net_ib.cc),
+# 2.4-2.11's ``NET/IB : collective mismatch error local size 1048576 remote 524288 addr … rkey … seq …/…``
+_IB_MISMATCH = re.compile(r"(?:peer (?P<peer>\S+) )?collective mismatch error,? local size (?P<local>\d+) remote"
+                          r"(?: size)? (?P<remote>-?\d+)")
 # NCCL 2.4-2.7's argument check across ranks (init.cc): ``Mismatched collective detected, please check your
 # collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL …``
 _MISMATCHED = re.compile(r"Mismatched collective detected(?:.*?at and around rank (?P<rank>\d+))?")
@@ -270,6 +275,11 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         sizes = {"received_bytes": int(match["got"]), "expected_bytes": int(match["want"])} if match["got"] else {}
         return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
             "source": "nccl-truncated", **sizes, "sides": [], **_peer(match["peer"])})]
+    match = _IB_MISMATCH.search(message)
+    if match:  # this rank sends more than its peer's collective posted: the ranks ran different collectives
+        return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
+            "source": "nccl-ib-size", "sent_bytes": int(match["local"]), "posted_bytes": int(match["remote"]),
+            "sides": [], **_peer(match["peer"])})]
     if "Call to bind failed" in message and "in use" in message:  # NCCL's own listening socket (socket.cc)
         return [make_event(Kind.STORE_ERROR, line, origin=origin, data={
             "what": "listen", "source": "nccl-bind", "error": "Address already in use"})]

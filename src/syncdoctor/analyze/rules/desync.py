@@ -153,7 +153,8 @@ def _from_model_check(tl: Timeline) -> list[Hypothesis]:
 
 def _from_size_check(tl: Timeline) -> list[Hypothesis]:
     detections = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH)
-                  if e.data.get("source") in ("gloo-size", "shape-check", "nccl-truncated", "nccl-check")]
+                  if e.data.get("source") in ("gloo-size", "shape-check", "nccl-truncated", "nccl-ib-size",
+                                              "nccl-check")]
     if not detections:
         return []
     detectors = sorted({e.origin.rank for e in detections if e.origin.rank is not None})
@@ -171,6 +172,10 @@ def _from_size_check(tl: Timeline) -> list[Hypothesis]:
                 + (f" from {', '.join(peers)}" if peers else ""))
         if "received_bytes" in sizes:
             what += f" ({sizes['received_bytes']} bytes instead of {sizes['expected_bytes']})"
+        elif "sent_bytes" in sizes:  # NCCL's IB transport checks on the sending side
+            what = (f"{who[:1].upper()}{who[1:]} had more to send than its peer"
+                    + (f" ({', '.join(peers)})" if peers else "")
+                    + f" posted to receive ({sizes['sent_bytes']} bytes against {sizes['posted_bytes']})")
         what += ": its peer was in a different collective."
     if quiet:
         what += (f" Rank{'s' if len(quiet) > 1 else ''} {fmt_ranks(quiet)} logged no error of its own, so it most "
@@ -187,7 +192,7 @@ def _from_size_check(tl: Timeline) -> list[Hypothesis]:
     for rank in quiet:
         evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],
                                 "no error of its own")
-    if any(e.data.get("source") == "nccl-truncated" for e in detections):
+    if any(e.data.get("source") in ("nccl-truncated", "nccl-ib-size") for e in detections):
         what += (" (NCCL prints this when the ranks call collectives of different sizes or kinds, and also when "
                  "hosts run different NCCL versions.)")
     return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.8 if quiet else 0.6, title, culprits=quiet,

@@ -44,6 +44,27 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
 _REJECTED = re.compile(r"invalid argument|not supported")
 
 
+# CUDA's errors for parts that do not fit together (cudaErrorInsufficientDriver, cudaErrorNoKernelImageForDevice,
+# cudaErrorUnsupportedPtxVersion): the words in the message, the title, what it means and the fix
+_MISMATCHED_BUILD = (
+    ("driver version is insufficient", "the GPU driver is older than the CUDA runtime the program was built with",
+     "CUDA's runtime (in the PyTorch or NCCL wheel, or the container image) needs a newer driver than the host has: "
+     "every CUDA call fails there, whatever the GPU.",
+     "Upgrade the driver on that host, or install the build for the CUDA version the driver supports (nvidia-smi "
+     "shows it, top right); in containers, an image whose CUDA is not newer than the host's driver."),
+    ("no kernel image is available", "the binaries hold no code for this GPU's architecture",
+     "The PyTorch, NCCL or extension build in use was compiled without this GPU's architecture (a new GPU such as "
+     "Blackwell's sm_120 with a build for older ones, or an old GPU a release dropped): its kernels cannot run there.",
+     "Install a build that includes this architecture (for Blackwell, PyTorch's cu128 wheels or newer), or rebuild "
+     "the extension with TORCH_CUDA_ARCH_LIST naming it; `python -c 'import torch; print(torch.cuda.get_arch_list())'`"
+     " lists what the build holds."),
+    ("unsupported toolchain", "code compiled by a newer CUDA than the driver knows",
+     "PTX in a library was produced by a newer CUDA compiler than the host's driver supports: the driver cannot "
+     "compile it for the GPU.",
+     "Upgrade the driver on that host, or use builds made with the CUDA version the driver supports."),
+)
+
+
 def _no_such_device(event: Event) -> bool:
     message = str(event.data.get("message", ""))
     return "invalid device ordinal" in message or "busy or unavailable" in message
@@ -105,6 +126,13 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                "driver's library.")
         return [*out, hypothesis(tl, Category.GPU_ERROR, 0.8, title, affected=affected, what=what, fix=fix,
                                  evidence=evidence_of(events, "the stub driver", 6), where=where)]
+    mismatch = None if hardware else next((m for m in _MISMATCHED_BUILD if any(m[0] in msg for msg in messages)), None)
+    if mismatch is not None:  # the CUDA parts installed do not fit together or this GPU: no fault of the GPU
+        _words, said, what, fix = mismatch
+        title = (f"{said}{' on ' + where.text if where.text else ''}: the CUDA software does not fit, the GPU itself "
+                 "is not at fault")
+        return [*out, hypothesis(tl, Category.GPU_ERROR, 0.8, title, affected=affected, what=what, fix=fix,
+                                 evidence=evidence_of(events, "CUDA refused", 6), where=where)]
     rejected = not hardware and any(_REJECTED.search(m) for m in messages) and all(
         _REJECTED.search(m) or "nhandled" in m for m in messages)  # NCCL's 'unhandled cuda error' says no more
     if rejected:
