@@ -116,3 +116,14 @@ def test_cuda_parts_that_do_not_fit_are_no_faulty_gpu(tmp_path: Path) -> None:
     fault = "gpu-a:1234:5678 [0] enqueue.cc:1234 NCCL WARN Cuda failure 'an illegal memory access was encountered'"
     top = diagnose(tmp_path, fault).hypotheses[0]
     assert top.category is Category.GPU_ERROR and "not at fault" not in top.title
+
+
+def test_srun_naming_a_signal_with_its_core_dump_is_that_tasks_death(tmp_path: Path) -> None:
+    # srun adds "(core dumped)" after the signal when the task dumped core
+    event = one("srun: error: node-3: task 5: Segmentation fault (core dumped)", Kind.WORKER_FAILED)
+    assert event.data["signal"] == "SIGSEGV" and event.data["tasks"] == "5" and event.origin.host == "node-3"
+    top = diagnose(tmp_path, "srun: error: node-3: task 5: Segmentation fault (core dumped)").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "node-3" in top.title
+    # a user's text after the line is no part of it unless marked as a note
+    assert not [e for e in events_of("srun: error: node-3: task 5: Segmentation fault (core dumped) twice today")
+                if e.kind is Kind.WORKER_FAILED]
