@@ -127,3 +127,69 @@ def test_srun_naming_a_signal_with_its_core_dump_is_that_tasks_death(tmp_path: P
     # a user's text after the line is no part of it unless marked as a note
     assert not [e for e in events_of("srun: error: node-3: task 5: Segmentation fault (core dumped) twice today")
                 if e.kind is Kind.WORKER_FAILED]
+
+
+def test_paddles_store_retries_and_launcher_wait_are_an_unreachable_peer(tmp_path: Path) -> None:
+    # real: PaddlePaddle/Paddle#48421 and PaddleSeg#2766 (the host's own address worked out as 0.1.68.146)
+    retry = ("I1127 21:34:05.015228 3935673 tcp_utils.cc:107] Retry to connect to 0.1.68.146:63314 while the server "
+             "is not yet listening.")
+    event = one(retry, Kind.STORE_ERROR)
+    assert event.data["store_host"] == "0.1.68.146" and event.data["store_port"] == 63314 and event.data["retrying"]
+    top = diagnose(tmp_path, retry).hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "0.1.68.146:63314" in top.title
+    assert "0.0.0.0/8" in top.what
+    wait = ("server not ready, wait 3 sec to retry...\n"
+            "not ready endpoints:['0.1.68.146:38149', '0.1.68.146:35087', '0.1.68.146:56455']")
+    top = diagnose(tmp_path, wait).hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "the other trainers 0.1.68.146" in top.title
+    # a routable address is said without the 0.0.0.0/8 note
+    top = diagnose(tmp_path, retry.replace("0.1.68.146", "10.2.3.4")).hypotheses[0]
+    assert "10.2.3.4:63314" in top.title and "0.0.0.0/8" not in top.what
+    # the launcher's list when every endpoint answered is empty: nothing waited for
+    assert not [e for e in events_of("not ready endpoints:[]") if e.kind is Kind.STORE_ERROR]
+
+
+_JOINED = ("> > [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0. [0] NCCL INFO NCCL_IB_HCA set to "
+           "mlx5_0:1,mlx5_1:1 [0] NCCL INFO NET/IB : No device found. [0] NCCL INFO NET/Socket : Using "
+           "[0]eth0:10.47.14.218<0> [0] NCCL INFO Using network Socket")
+
+
+def test_nccl_lines_run_together_without_their_host_are_read_apart(tmp_path: Path) -> None:
+    # real: hiyouga/LlamaFactory#6111 (a quoted reply whose newlines were lost; the prefix cut to "[0]")
+    envs = [e for e in events_of(_JOINED) if e.kind is Kind.NCCL_ENV]
+    assert [e.data["name"] for e in envs] == ["NCCL_IB_DISABLE", "NCCL_IB_HCA"]  # one line, two events kept
+    # a whole prefix before "[0] NCCL" is that line's own, not a second line
+    whole = ("node1:11:22 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0:1 node1:11:22 [0] NCCL INFO NET/Socket : Using "
+             "[0]eth0:10.0.0.1<0> node1:11:22 [0] NCCL INFO Using network Socket")
+    events = events_of(whole)
+    assert {e.origin.host for e in events} == {"node1"}
+    assert [e.data["name"] for e in events if e.kind is Kind.NCCL_ENV] == ["NCCL_IB_HCA"]
+
+
+def test_ib_asked_for_by_nccl_ib_hca_but_sockets_used_is_the_fallback(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, _JOINED).hypotheses[0]
+    assert top.category is Category.SOCKET_FALLBACK and "NCCL_IB_HCA asks for mlx5_0:1,mlx5_1:1" in top.title
+    assert "/dev/infiniband" in (top.fix or "")
+    # IB found and used: nothing to say
+    used = _JOINED.replace("NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB ;").replace(
+        "Using network Socket", "Using network IB")
+    assert all(h.category is not Category.SOCKET_FALLBACK for h in diagnose(tmp_path, used).hypotheses)
+    # "^mlx5_0" excludes NICs: nobody asked for IB
+    excluded = _JOINED.replace("set to mlx5_0:1,mlx5_1:1", "set to ^mlx5_0:1")
+    assert all(h.category is not Category.SOCKET_FALLBACK for h in diagnose(tmp_path, excluded).hypotheses)
+
+
+def test_a_peer_refused_at_libvirts_bridge_is_named_by_the_other_host(tmp_path: Path) -> None:
+    # real: horovod/horovod#414 (Open MPI's TCP transport dialled virbr0's 192.168.122.1)
+    line = ("[centos01][[32355,1],2][btl_tcp_endpoint.c:796:mca_btl_tcp_endpoint_complete_connect] connect() to "
+            "192.168.122.1 failed: Connection refused (111)")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and "libvirt" in top.title and "virbr0" in top.fix
+    assert top.culprit_hosts == ()  # the refused process dialled it: it is not the one that gave it
+    # with a second host in the inputs, that one advertised it
+    other = "[centos02][[32355,1],3][btl_tcp_endpoint.c:796:mca_btl_tcp_endpoint_complete_connect] connect() to 10.0.0.1 failed: Connection refused (111)"
+    top = diagnose(tmp_path, line + "\n" + other).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and top.culprit_hosts == ("centos02",)
+    # a VM's own address on libvirt's network (not the bridge's .1) is just an unreachable peer
+    vm = line.replace("192.168.122.1 failed", "192.168.122.57 failed")
+    assert diagnose(tmp_path, vm).hypotheses[0].category is Category.PEER_UNREACHABLE

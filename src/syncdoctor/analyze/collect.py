@@ -169,7 +169,8 @@ def dedup_events(events: Sequence[Event]) -> list[Event]:
     """One event per (kind, file, line, rank), merging the fields found by several parsers or followers."""
     merged: dict[tuple[object, ...], Event] = {}
     for event in events:
-        key: tuple[object, ...] = (event.kind, event.ref.source, event.ref.line, event.origin.rank, event.seq)
+        key: tuple[object, ...] = (event.kind, event.ref.source, event.ref.line, event.origin.rank, event.seq,
+                                   event.data.get("piece"))  # lines a paste ran together: one number, several lines
         if event.ref.line == 0:
             key += (event.text,)
         previous = merged.get(key)

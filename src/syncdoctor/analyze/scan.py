@@ -223,6 +223,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"Transport init error",  # Ascend HCCL: Transport init error! createLink para:rank[7]-…, remoteRank[15]-…
     b"rdma init failed",  # Ascend HCCL: ra rdma init failed, devid[0] ip[192.168.20.148] (the NPU's NIC did not start)
     b"memory pressure",  # Ray's raylet: 2 Workers (tasks / actors) killed due to memory pressure (OOM), … IP: 10.0.167.26)
+    b"not yet listening",  # PaddlePaddle's store client: Retry to connect to 10.0.0.1:63314 while the server is not yet listening.
+    b"not ready endpoints",  # PaddlePaddle's launcher: not ready endpoints:['10.0.0.2:38149', '10.0.0.2:35087']
+    b"_HCA set to",  # NCCL INFO NCCL_IB_HCA set to mlx5_0:1,mlx5_1:1 (net_ib.cc, without "by environment")
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -52,7 +52,9 @@ _PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-
 _RUN_TOGETHER = re.compile(
     rb" (?=[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] (?:NCCL |[\w./\-]{1,200}:\d{1,6} NCCL ))"
     rb"| (?=\[rank\d{1,6}\]:)"
+    rb"| (?P<bare>(?=\[\d{1,4}\] NCCL (?:INFO|WARN) ))"  # a prefix cut to its device by the paste: ``[0] NCCL INFO …``
 )
+_WRITER = re.compile(rb"[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10}$")
 _RANK = re.compile(rb"\[rank\d{1,6}\]:")
 _RUN_MIN = 100  # bytes: a shorter line is one line
 
@@ -72,7 +74,9 @@ def _apart(raw: bytes) -> list[bytes]:
     prefix behind Ray's actor prefix stays with it)."""
     rank = _RANK.search(raw)
     keep = rank.end() if rank else 0
-    cuts = [m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep]
+    # a bare ``[0] NCCL`` right after its own ``host:pid:tid`` is that prefix's end, not another line
+    cuts = [m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep and not (
+        m["bare"] is not None and _WRITER.search(raw, max(0, m.start() - 280), m.start()))]
     if not cuts:
         return [raw]
     return [raw[a:b].strip(b" ") for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
@@ -348,10 +352,12 @@ def read_text(
             if len(raw) > _RUN_MIN and _runs_together(raw):
                 pieces = _apart(raw)
                 if len(pieces) > 1:
-                    for piece in pieces[:-1]:
+                    for index, piece in enumerate(pieces[:-1]):
                         stats.candidates += 1
-                        _add(events, parse_line(make_line(_decode(piece), Ref(source, number), state.file_origin)),
-                             bars)
+                        # the pieces share a line number: each one's events are told apart from the others' (and
+                        # from the last piece's, whose followers may add to them) when duplicates are merged
+                        _add(events, [replace(e, data={**e.data, "piece": index}) for e in parse_line(
+                            make_line(_decode(piece), Ref(source, number), state.file_origin))], bars)
                     raw = pieces[-1]
             line = make_line(_decode(raw), Ref(source, number), state.file_origin)
             stats.candidates += 1

@@ -58,7 +58,8 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
-            ": Name or service not known", ": Name does not resolve")
+            ": Name or service not known", ": Name does not resolve", "while the server is not yet listening",
+            "not ready endpoints:")
 
 # (1.13-2.0 spell it ``retreiving``; a paste may begin after the waiting rank's number)
 _UNIQUE_ID = re.compile(r"(?:\[(?P<rank>\d+)\] is )?setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from "
@@ -98,6 +99,12 @@ _CONNECT = re.compile(
 # delay=5241ms): Connection reset by peer``
 _CLIENT_RETRY = re.compile(r"TCP client failed to connect(?:/validate)? to host \[?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+)"
                            r" - retrying \(try=(?P<try>\d+)[^)]{0,80}\): ?(?P<err>[^\n]{0,200})")
+# PaddlePaddle's store client (paddle/phi/core/distributed/store/tcp_utils.cc): ``Retry to connect to
+# 10.0.0.1:63314 while the server is not yet listening.``; its launcher waiting for the trainers' endpoints
+# (paddle.distributed.fleet's wait_server_ready): ``not ready endpoints:['10.0.0.2:38149', …]``
+_PADDLE_RETRY = re.compile(r"Retry to connect to (?P<host>[^\s:]+|\[[^\]]+\]):(?P<port>\d+) while the server is not yet "
+                           r"listening")
+_PADDLE_WAIT = re.compile(r"not ready endpoints:\s*\[(?P<eps>[^\]]*)\]")
 _RETRY = re.compile(r"The server socket on \[?(?:::ffff:)?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+) has timed out, will retry")
 # a job script's own look-up of the master's name (a container's entrypoint waiting for the master pod's DNS
 # record): busybox's and bind's nslookup, ping; ``(null)``: the variable it looked up was empty
@@ -239,6 +246,19 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "connect", "error": "could not connect to torch_xla's mesh master",
             **({"store_host": match["host"], "store_port": int(match["port"])} if match["host"] else {})})]
+    match = _PADDLE_RETRY.search(body)
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "store_host": match["host"].strip("[]"), "store_port": int(match["port"]),
+            "error": "the store's server is not listening there, retrying", "retrying": True, "source": "paddle"})]
+    match = _PADDLE_WAIT.search(body)
+    endpoints = [e.strip(" '\"") for e in match["eps"].split(",") if e.strip(" '\"")] if match else []
+    if endpoints:
+        hosts = sorted({e.rpartition(":")[0] for e in endpoints if ":" in e})
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "store_host": hosts[0] if len(hosts) == 1 else None,
+            "error": f"the launcher waits for endpoints that do not answer: {', '.join(endpoints[:4])}",
+            "retrying": True, "source": "paddle-launch", "endpoints": endpoints[:16]})]
     match = _RETRY.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

@@ -32,7 +32,7 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 __all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "split_endpoint"]
 
 KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE", " - Init", "INFO Ring ",
-            "set by environment to", "NET : Using interface", "Connection closed by localRank", " -> ",
+            "set by environment to", "_HCA set to", "NET : Using interface", "Connection closed by localRank", " -> ",
             "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak")
 
 # a communicator's ring to the next rank, one line per ring (2.3-2.6): ``Ring 00 : 39[7] -> 88[0] via direct shared
@@ -65,7 +65,8 @@ _PLUGIN_NONE = re.compile(r"NET/Plugin ?: ?(?:Could not find: \S+\. Using intern
 # …``): the process uses that plugin, unless it also warns that the plugin failed and falls back to sockets
 PLUGIN_NETS = ("NET/OFI", "NET/AWS", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB")  # the plugins' own words
 _PLUGIN_INFO = re.compile(rf"(?P<plugin>{'|'.join(map(re.escape, PLUGIN_NETS))})\b")
-_ENV = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*)$")
+# (net_ib.cc reports its HCA list as ``NCCL_IB_HCA set to mlx5_0:1,mlx5_1:1``, without "by environment")
+_ENV = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>.*)$")
 _INIT = re.compile(r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)")
 _INIT_FIELDS = {
     "nvml_dev": re.compile(r"nvmlDev (-?\d+)"),

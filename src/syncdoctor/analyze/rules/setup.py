@@ -177,7 +177,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                          | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
         errors = sorted({str(e.data.get("error") or (e.data.get("message") if e.kind is Kind.EXCEPTION else None)
                              or "timed out") for e in events})
-        what_store = " the store (MASTER_ADDR:MASTER_PORT)" if store else " a peer"
+        what_store = (" the other trainers" if store and all(e.data.get("source") == "paddle-launch" for e in store)
+                      else " the store (MASTER_ADDR:MASTER_PORT)" if store else " a peer")
         title = (f"{where.text or 'a process'} could not connect to{what_store}"
                  + (f" {', '.join(targets[:3])}" if targets else "") + f" ({'; '.join(errors)[:80]})")
         what = ("A connection every rank needs could not be opened: a firewall between the hosts, a wrong "
@@ -194,6 +195,11 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         if bridged:
             what += (f" {', '.join(bridged)} is in 172.17.0.0/16, Docker's default bridge network: a container "
                      "without host networking advertised its own bridge address, which no other host can reach.")
+        nowhere = sorted(p for p in peers if _no_host_address(p))
+        if nowhere:
+            what += (f" {', '.join(nowhere[:3])} is in 0.0.0.0/8, an address no host has: the address the launcher "
+                     "worked out for a host is wrong (a resolver or interface set up oddly); give the hosts' addresses "
+                     "explicitly (MASTER_ADDR, Paddle's --ips, the node's IP in the launcher's arguments).")
         # a connect that NCCL (before 2.19) was still retrying when the paste ends: it had not given up yet
         retrying = all(e.data.get("retrying") for e in events)
         if retrying:
@@ -331,7 +337,7 @@ _BRIDGE_FIX = ("Run the containers with host networking (docker run --network=ho
 
 # the gateway of a Docker network, the host's own interface on it (docker0 is 172.17.0.1, user-defined networks
 # 172.18.0.1 and up): a process that advertises it for its sockets gets refused connections from the other hosts
-_GATEWAY = re.compile(r"^172\.(?:1[7-9]|2\d|3[01])\.0\.1$")
+_GATEWAY = re.compile(r"^172\.(?:1[7-9]|2\d|3[01])\.0\.1$|^192\.168\.122\.1$")  # Docker's networks, libvirt's virbr0
 
 
 def _bridge_gateway(tl: Timeline, refused: list[Event]) -> list[Hypothesis]:
@@ -344,16 +350,34 @@ def _bridge_gateway(tl: Timeline, refused: list[Event]) -> list[Hypothesis]:
         return []
     where = attribute(at, tl)
     addrs = sorted({str(e.data.get("peer_addr") or e.data.get("remote_addr")) for e in at})
-    title = (f"a peer advertised a Docker network's own address ({', '.join(addrs[:2])}): "
-             f"{where.text or 'a process'} was refused there")
-    what = ("That address is a Docker network's gateway, the host's own docker0 (172.17.0.1) or br-… interface: the "
-            "process that gave it to its peers picked that interface for its sockets (NCCL, gloo and UCX take the "
-            "first one that is up), and from another host it leads to that host's own bridge, where nothing listens.")
-    fix = ("Set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME, or UCX_NET_DEVICES under Open MPI with UCX) to the "
-           "interface that joins the hosts, on every host (`syncdoctor check` lists them); or exclude the bridges "
-           "(NCCL_SOCKET_IFNAME=^docker0,br-,lo).")
-    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what, fix=fix, where=where,
+    libvirt = all(a.startswith("192.168.122.") for a in addrs)
+    title = (f"a peer advertised {'libvirt' if libvirt else 'a Docker network'}'s own bridge address "
+             f"({', '.join(addrs[:2])}): {where.text or 'a process'} was refused there")
+    what = ("That address is a virtual bridge's gateway on the host itself: Docker's docker0 (172.17.0.1) or a br-… "
+            "network's, or libvirt's virbr0 (192.168.122.1), which every host with that software has. The process "
+            "that gave it to its peers picked that interface for its sockets (NCCL, gloo, UCX and Open MPI's TCP "
+            "transport take the interfaces that are up), and from another host it leads to that host's own bridge, "
+            "where nothing listens.")
+    fix = ("Set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME; under Open MPI, --mca btl_tcp_if_include <the NIC> and "
+           "UCX_NET_DEVICES with UCX) to the interface that joins the hosts, on every host (`syncdoctor check` lists "
+           "them); or exclude the bridges (NCCL_SOCKET_IFNAME=^docker0,br-,virbr,lo; btl_tcp_if_exclude "
+           "lo,docker0,virbr0).")
+    # the process refused dialled the address; the one that advertised it is its peer: with two hosts in the
+    # inputs, the other one
+    writers = {e.origin.host for e in tl.events if e.origin.host}
+    others = sorted(writers - set(where.hosts)) if where.hosts else []
+    culprits = sorted(tl.hosts.get(others[0], ())) if len(others) == 1 else []
+    if len(others) == 1:
+        title += f"; {others[0]}, the other host, gave it"
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what, fix=fix, culprits=culprits,
+                       hosts=others if len(others) == 1 else [], affected=where.ranks,
                        evidence=evidence_of(at, "refused at a bridge's gateway", 4))]
+
+
+def _no_host_address(addr: str) -> bool:
+    """An IPv4 address in 0.0.0.0/8 ("this network"): a source address only, never a host's to connect to."""
+    ip = ip_of(addr)
+    return isinstance(ip, ipaddress.IPv4Address) and ip in ipaddress.IPv4Network("0.0.0.0/8")
 
 
 def _docker_bridge(addr: str) -> bool:
