@@ -193,3 +193,37 @@ def test_a_peer_refused_at_libvirts_bridge_is_named_by_the_other_host(tmp_path: 
     # a VM's own address on libvirt's network (not the bridge's .1) is just an unreachable peer
     vm = line.replace("192.168.122.1 failed", "192.168.122.57 failed")
     assert diagnose(tmp_path, vm).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+_BAD_IF = ("WARNING: An invalid value was given for btl_tcp_if_include.  This\nvalue will be ignored.\n"
+           "  Local host: node211\n  Value:      em1\n  Message:    {message}\n")
+
+
+def test_open_mpis_interface_list_naming_an_interface_a_host_lacks_is_a_missing_interface(tmp_path: Path) -> None:
+    # real: horovod/horovod#2159 (em1 on one host, eno1 on the other)
+    paste = _BAD_IF.format(message="Unknown interface name") + (
+        "\nAt least one pair of MPI processes are unable to reach each other for\nMPI communications.")
+    event = one(paste, Kind.INTERFACE_MISSING)
+    assert event.data["ifname"] == "em1" and event.origin.host == "node211"
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISSING and top.culprit_hosts == ("node211",)
+    assert "em1" in top.title and "10.0.0.0/24" in (top.fix or "")
+    # the same warning for another reason (a malformed subnet) names no missing interface
+    other = _BAD_IF.format(message="Invalid specification (missing \"/\")")
+    assert not [e for e in events_of(other) if e.kind is Kind.INTERFACE_MISSING]
+
+
+def test_two_machines_with_one_host_name_are_named(tmp_path: Path) -> None:
+    # real: horovod/horovod#148 (both servers called node1; NCCL set up CUDA IPC between them)
+    lines = ("node1:18225:18239 [0] INFO NET : Using interface eth1:100.102.32.176<0>\n"
+             "node1:18226:18240 [1] INFO NET : Using interface eth1:100.102.32.176<0>\n"
+             "node1:22671:22795 [1] INFO NET : Using interface eth1:100.102.32.175<0>\n"
+             "node1:22671:22795 [1] INFO 1 -> 0 via P2P/IPC\n")
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert "both called node1" in top.title and "NCCL_HOSTID" in (top.fix or "")
+    # one machine, its processes on one address: nothing
+    one_machine = lines.replace("100.102.32.175", "100.102.32.176")
+    assert all("both called" not in h.title for h in diagnose(tmp_path, one_machine).hypotheses)
+    # one process printing two addresses (a second communicator on another NIC's address) is no second machine
+    one_process = lines.replace("node1:22671:22795", "node1:18225:18239")
+    assert all("both called" not in h.title for h in diagnose(tmp_path, one_process).hypotheses)

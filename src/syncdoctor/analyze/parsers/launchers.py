@@ -42,7 +42,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "MPICH ERROR [Rank")
 
@@ -216,6 +216,14 @@ class _InboundFollower:
 
     def finish(self) -> list[Event]:
         local = self.fields.get("Local host") or None
+        bad = _MPI_BAD_IF.search(self.head.body)
+        if bad is not None:  # an interface list naming an interface this host does not have: ignored there
+            value = self.fields.get("Value") or None
+            if value is None or "nknown interface" not in self.fields.get("Message", ""):
+                return []
+            return [make_event(Kind.INTERFACE_MISSING, self.head, origin=Origin(host=local) if local else None, data={
+                "ifname": value, "transport": "mpi", "param": bad["param"],
+                "message": self.fields.get("Message", "")[:120]})]
         if _MPI_LOST_DAEMON in self.head.body:
             node = self.fields.get("hostname") or None
             return [make_event(Kind.LAUNCH_UNREACHABLE, self.head, data={
@@ -247,7 +255,7 @@ class _InboundFollower:
 
 
 _INBOUND_FIELD = re.compile(r"(?P<key>Local host|Local PID|Peer hostname|Peer host|Remote host|Source IP of socket|"
-                            r"Known IPs of peer|hostname):"
+                            r"Known IPs of peer|hostname|Value|Message):"
                             r"\s*(?P<value>.*)$")
 _INBOUND_PEER = re.compile(r"(?P<host>[\w.\-]+)(?:\s*\(\[\[\d+,\d+\],(?P<rank>\d+)\]\))?")
 _IP_LIKE = re.compile(r"[0-9a-fA-F.:%\w\-]{2,60}")
@@ -262,11 +270,15 @@ _MPI_UNCONNECTED = "unable to complete a TCP connection"
 # and when mpirun lost a node's daemon (help-errmgr-base.txt): ``ORTE has lost communication with its daemon located
 # on node:`` then ``hostname:  ip-10-15-20-17`` (the node went down, or its network)
 _MPI_LOST_DAEMON = "has lost communication with its daemon"
+# and when an interface list names an interface the host lacks (help-mpi-btl-tcp.txt, help-oob-tcp.txt):
+# ``WARNING: An invalid value was given for btl_tcp_if_include.  This`` then ``Local host:``, ``Value:``, ``Message:
+# Unknown interface name`` (the value is ignored there: Open MPI uses every interface)
+_MPI_BAD_IF = re.compile(r"invalid value was given for (?P<param>(?:btl|oob)_tcp_if_(?:in|ex)clude)")
 
 
 def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | None:
     if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body or _MPI_UNCONNECTED in line.body or \
-            _MPI_LOST_DAEMON in line.body:
+            _MPI_LOST_DAEMON in line.body or _MPI_BAD_IF.search(line.body):
         return _InboundFollower(line)
     match = _OMPI_FIRST.search(line.body)
     if match and match["code"] is None:

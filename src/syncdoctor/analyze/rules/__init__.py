@@ -54,6 +54,7 @@ from syncdoctor.analyze.rules.node import (
 from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
 from syncdoctor.analyze.rules.setup import (
     build_lacks_backend,
+    host_name_shared,
     nccl_plugin_mismatch,
     nccl_version_mismatch,
     net_plugin_error,
@@ -94,6 +95,7 @@ RULES: tuple[Rule, ...] = (
     nccl_version_mismatch,
     nccl_plugin_mismatch,
     build_lacks_backend,
+    host_name_shared,
     peer_unreachable,
     rendezvous_timeout,
     rendezvous_closed,

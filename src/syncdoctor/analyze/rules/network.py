@@ -297,9 +297,32 @@ def _link_local_address(tl: Timeline, by_host: dict[str, list[Event]], others: l
 
 def interface_missing(tl: Timeline) -> list[Hypothesis]:
     events = tl.of(Kind.INTERFACE_MISSING)
-    gloo = [e for e in events if e.data.get("transport") != "nccl"]
+    gloo = [e for e in events if e.data.get("transport") not in ("nccl", "mpi")]
     nccl = [e for e in events if e.data.get("transport") == "nccl"]
-    return (_gloo_interface_missing(tl, gloo) if gloo else []) + (_nccl_interface_missing(tl, nccl) if nccl else [])
+    mpi = [e for e in events if e.data.get("transport") == "mpi"]
+    return ((_gloo_interface_missing(tl, gloo) if gloo else []) + (_nccl_interface_missing(tl, nccl) if nccl else [])
+            + (_mpi_interface_missing(tl, mpi) if mpi else []))
+
+
+def _mpi_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """Open MPI's ``An invalid value was given for btl_tcp_if_include`` with ``Unknown interface name``: the list
+    names an interface this host does not have (hosts that name their NICs differently: em1, eno1, ens…); Open MPI
+    ignores the value there and tries every interface, and its processes cannot reach each other."""
+    hosts = sorted({e.origin.host for e in events if e.origin.host})
+    names = sorted({str(e.data.get("ifname")) for e in events})
+    params = sorted({str(e.data.get("param")) for e in events})
+    title = (f"Open MPI's {', '.join(params)} names {', '.join(names)}, which does not exist on "
+             f"{', '.join(hosts) or 'a host'}: the setting is ignored there and its processes cannot reach the others")
+    what = (f"{', '.join(params)} tells Open MPI's TCP transport which interfaces to use; on {', '.join(hosts) or 'that host'} "
+            f"no interface is called {', '.join(names)} (hosts often name their NICs differently: em1, eno1, ens…), so "
+            "Open MPI ignores the setting there and uses every interface, bridges included, and the processes cannot "
+            "reach each other.")
+    fix = ("Name interfaces that exist on every host, or give a subnet instead of a name (--mca btl_tcp_if_include "
+           "10.0.0.0/24, and the same for oob_tcp_if_include), which fits whatever each host calls its NIC; with "
+           "horovodrun, --network-interface takes the names.")
+    culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
+    return [hypothesis(tl, Category.INTERFACE_MISSING, 0.85, title, culprits=culprits, hosts=hosts, what=what,
+                       fix=fix, evidence=evidence_of(events, "interface not found", 4))]
 
 
 def _waiting(tl: Timeline, ranks: list[int]) -> list[int]:

@@ -28,7 +28,7 @@ from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["build_lacks_backend", "nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "pci_tree_unreadable", "peer_unreachable",
+__all__ = ["build_lacks_backend", "host_name_shared", "nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "pci_tree_unreadable", "peer_unreachable",
            "rendezvous_closed", "rendezvous_timeout", "store_port_taken", "topology_file"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
@@ -792,3 +792,33 @@ def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
                    "against the cluster's library.")
     return [hypothesis(tl, Category.UNRECOGNISED, 0.7, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(events, "PyTorch refused", 3))]
+
+
+def host_name_shared(tl: Timeline) -> list[Hypothesis]:
+    """Processes under one host name that bootstrap from different addresses on the same interface (``node1:18225
+    … Using interface eth1:100.102.32.176``, ``node1:22671 … eth1:100.102.32.175``): two machines with one name.
+    NCCL takes the processes of one host for one machine (before it hashed the boot id too, and NVSHMEM still), so
+    it sets up shared memory or CUDA IPC between processes on different machines, which fails or hangs."""
+    seen: dict[tuple[str, str], dict[str, Event]] = defaultdict(dict)
+    for event in tl.of(Kind.NCCL_BOOTSTRAP):
+        host, addr, ifname = event.origin.host, str(event.data.get("addr") or ""), str(event.data.get("ifname") or "")
+        if not host or not addr or not ifname or event.origin.pid is None or unroutable(addr):
+            continue
+        seen[(host, ifname)].setdefault(addr, event)
+    shared = {key: addrs for key, addrs in seen.items() if len(addrs) > 1
+              and len({e.origin.pid for e in addrs.values()}) > 1}
+    if not shared:
+        return []
+    (host, ifname), addrs = sorted(shared.items())[0]
+    shown = ", ".join(sorted(addrs)[:3])
+    title = (f"two machines are both called {host}: its processes use {shown} on {ifname}, so NCCL takes processes "
+             "of different machines for one host")
+    what = ("NCCL groups processes by host name to decide which of them share a machine (NCCL before it added the boot "
+            "id to that hash, and NVSHMEM and DeepEP still do); with two machines of the same name it sets up shared "
+            "memory, P2P or CUDA IPC between processes that are not on one machine, and that fails (an IPC handle "
+            "that cannot be opened, a /dev/shm segment that is not there) or hangs.")
+    fix = ("Give every machine its own host name (hostnamectl set-hostname; in containers, --hostname or the pod's "
+           "own name), or set NCCL_HOSTID to a different value on each machine.")
+    events = list(addrs.values())
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.6, title, what=what, fix=fix, hosts=[host],
+                       evidence=evidence_of(events, "one host name, another address", 4))]
