@@ -227,3 +227,59 @@ def test_two_machines_with_one_host_name_are_named(tmp_path: Path) -> None:
     # one process printing two addresses (a second communicator on another NIC's address) is no second machine
     one_process = lines.replace("node1:22671:22795", "node1:18225:18239")
     assert all("both called" not in h.title for h in diagnose(tmp_path, one_process).hypotheses)
+
+
+def test_a_socket_device_on_a_bridge_is_no_cause_for_a_job_on_one_machine(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#1320 (all_reduce_perf -g 2: one process, two GPUs; the bridges listed do not matter)
+    paste = ("#  Rank  0 Group  0 Pid    149 on     llm207 device  0 [0x56] NVIDIA A100-SXM4-80GB\n"
+             "#  Rank  1 Group  0 Pid    149 on     llm207 device  1 [0x57] NVIDIA A100-SXM4-80GB\n"
+             "llm207:149:157 [1] NCCL INFO NET/Socket : Using [0]eno1:172.17.120.207<0> [1]br-30d1aa8d4e26:172.31.0.1<0>\n"
+             "llm207:149:157 [1] NCCL INFO Using network Socket\n")
+    assert all(h.category is not Category.LOOPBACK_ADDRESS for h in diagnose(tmp_path, paste).hypotheses)
+    # without the table, one process driving two GPUs says the same
+    alone = "\n".join(paste.splitlines()[2:]) + "\nllm207:149:156 [0] NCCL INFO Using network Socket\n"
+    assert all(h.category is not Category.LOOPBACK_ADDRESS for h in diagnose(tmp_path, alone).hypotheses)
+    # a second host in nccl-tests' table: the job spans machines, the bridge is a suspect again
+    across = paste.replace("#  Rank  1 Group  0 Pid    149 on     llm207", "#  Rank  1 Group  0 Pid    233 on     llm208")
+    assert diagnose(tmp_path, across).hypotheses[0].category is Category.LOOPBACK_ADDRESS
+
+
+def test_paddles_trainers_that_never_listened_are_ranks_that_never_joined(tmp_path: Path) -> None:
+    # real: PaddleOCR#6455 (the launch run on 10.36.10.41 only), Paddle#44966 (two hosts given --ips in two orders)
+    paste = ("server not ready, wait 3 sec to retry...\n"
+             "not ready endpoints:['10.36.10.40:6070', '10.36.10.40:6071', '10.36.10.41:6073']\n"
+             "server not ready, wait 3 sec to retry...\n"
+             "not ready endpoints:['10.36.10.40:6070', '10.36.10.40:6071']\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_NEVER_JOINED and top.culprit_hosts == ("10.36.10.40",)  # the last list
+    assert "--ips" in (top.fix or "")
+    # an address no host has is the unreachable peer instead (Paddle#48421)
+    nowhere = paste.replace("10.36.10.4", "0.1.68.14")
+    assert diagnose(tmp_path, nowhere).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_ucx_completion_errors_read_as_ib_statuses(tmp_path: Path) -> None:
+    # real: openucx/ucx#6000 (RoCE, HPC-X under Open MPI), ucx#2684 (the older verbs transport's words)
+    mlx5 = ("[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE (synd 0x15 "
+            "vend 0x81 hw_synd 0/0)")
+    event = one(mlx5, Kind.IB_COMPLETION_ERROR)
+    assert event.data["status"] == 12 and event.data["vendor_err"] == 129 and event.data["hca"] == "mlx5_0:1"
+    assert event.origin.host == "compute001"
+    top = diagnose(tmp_path, mlx5).hypotheses[0]
+    assert top.category is Category.IB_UNREACHABLE_AT_INIT and "compute001" in top.title
+    older = "[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63   FATAL: send completion with error: transport retry counter exceeded"
+    assert one(older, Kind.IB_COMPLETION_ERROR).data["status"] == 12
+    flushed = mlx5.replace("Transport retry count exceeded", "WR flushed because QP in error state")
+    assert one(flushed, Kind.IB_COMPLETION_ERROR).data["status"] == 5
+    # the same words without UCX's syndrome are no completion (a log quoting the error in prose)
+    assert not [e for e in events_of("we saw Transport retry count exceeded on mlx5_0:1/RoCE yesterday")
+                if e.kind is Kind.IB_COMPLETION_ERROR]
+
+
+def test_nvshmems_queue_pair_refused_by_the_nic_is_a_queue_pair_failure(tmp_path: Path) -> None:
+    # real: NVIDIA/nvshmem#45 (NVSHMEM_IB_TRAFFIC_CLASS set on an InfiniBand link; DeepEP's IBGDA transport)
+    line = ("15:35:48.149 /opt/nvshmem/nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:1393: non-zero status: 121 "
+            "Error in mlx5dv_devx_obj_modify for INIT2RTR_QP with syndrome 764216")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.IB_MODIFY_QP and top.title.startswith("NVSHMEM")
+    assert "NVSHMEM_IB_TRAFFIC_CLASS" in (top.fix or "")

@@ -227,6 +227,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"not ready endpoints",  # PaddlePaddle's launcher: not ready endpoints:['10.0.0.2:38149', '10.0.0.2:35087']
     b"_HCA set to",  # NCCL INFO NCCL_IB_HCA set to mlx5_0:1,mlx5_1:1 (net_ib.cc, without "by environment")
     b"invalid value was given",  # Open MPI: WARNING: An invalid value was given for btl_tcp_if_include.  This
+    b" (synd 0x",  # UCX: ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE (synd 0x15 vend 0x81 …)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -38,13 +38,14 @@ from dataclasses import dataclass, field
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event, masked
+from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
 from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
 KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
-            "UCX  ERROR", "MPICH ERROR [Rank")
+            "UCX  ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -311,6 +312,34 @@ _BTL_CONNECT = re.compile(r"connect\(\) to (?P<addr>[\w.:\-]+) failed: (?P<err>[
 # connect error: Endpoint timeout``
 _UCX_EP = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+) ?:\d+\]\s+)?\S+:\d+\s+(?:TL_UCP|UCX)\s+ERROR\s+ucp returned "
                      r"connect error: (?P<err>[^\n]+?)\s*$")
+# UCX's mlx5 transport reporting a completion with error (uct/ib/mlx5/ib_mlx5_log.c): ``[compute001:31180:0:31180]
+# ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE (synd 0x15 vend 0x81 hw_synd 0/0)``, and the
+# older ``Error on QP 0x1510 wqe[0]: Transport retry count exceeded (synd 0x15 vend 0x81) opcode SEND``: the
+# words are the syndrome's, mapped here to the verbs status NCCL prints (vend 0x81 is NCCL's vendor error 129)
+_UCX_COMPLETION = re.compile(
+    r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+(?::\d+)?\]\s+)?(?:\S+:\d+\s+)?(?:Error on QP 0x[0-9a-f]+ wqe\[\d+\]: )?"
+    r"(?P<what>Local length|Local QP operation|Local protection|WR flushed because QP in error state|Memory window bind|"
+    r"Bad response|Local access|Invalid request|Remote access|Remote QP|Transport retry count exceeded|"
+    r"Receive-no-ready retry count exceeded|Remote side aborted)(?: on (?P<hca>[\w.\-]+:\d+)/(?P<link>\w+))? "
+    r"\(synd 0x[0-9a-f]+ vend 0x(?P<vend>[0-9a-f]+)")
+_UCX_STATUS = {"Local length": 1, "Local QP operation": 2, "Local protection": 4,
+               "WR flushed because QP in error state": 5, "Memory window bind": 6, "Bad response": 7,
+               "Local access": 8, "Invalid request": 9, "Remote access": 10, "Remote QP": 11,
+               "Transport retry count exceeded": 12, "Receive-no-ready retry count exceeded": 13,
+               "Remote side aborted": 16}
+# older UCX's verbs transport (rc_verbs_iface.c, ud_verbs.c): ``[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63
+# FATAL: send completion with error: transport retry counter exceeded`` (ibv_wc_status_str's words)
+_UCX_VERBS_COMPLETION = re.compile(
+    r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+(?::\d+)?\]\s+)?\S+\.c:\d+\s+FATAL: (?:send|receive|recv) completion with "
+    r"error: (?P<what>local protection error|Work Request Flushed Error|remote access error|"
+    r"transport retry counter exceeded|RNR retry counter exceeded)", re.IGNORECASE)
+_UCX_VERBS_STATUS = {"local protection error": 4, "work request flushed error": 5, "remote access error": 10,
+                     "transport retry counter exceeded": 12, "rnr retry counter exceeded": 13}
+# NVSHMEM's IBGDA transport (DeepEP's low-latency kernels) failing to move a queue pair to its next state:
+# ``ibgda.cpp:1393: non-zero status: 121 Error in mlx5dv_devx_obj_modify for INIT2RTR_QP with syndrome 764216`` (the
+# INIT-to-RTR step applies the peer's address, GID index and traffic class)
+_DEVX_MODIFY = re.compile(r"(?:non-zero status: (?P<status>\d+) )?Error in mlx5dv_devx_obj_modify for "
+                          r"(?P<step>[A-Z0-9]+_QP)(?: with syndrome (?P<synd>\d+))?")
 _UCX_CONNECT = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+\]\s+)?\S+:\d+\s+UCX\s+ERROR\s+connect\(fd=\d+, "
                           r"dest_addr=\[?(?P<addr>[\w.:%\-]+?)\]?:(?P<port>\d+)\) failed: (?P<err>[^\n]+?)\s*$")
 _BTL_RESET = re.compile(r"(?:readv|recv|send|writev) failed: (?P<err>Connection reset by peer|Broken pipe|Connection "
@@ -369,6 +398,25 @@ def parse(line: Line) -> list[Event]:
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
         return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
             "error": match["err"].strip(), "transport": "ucx"})]
+    match = _UCX_COMPLETION.search(body) if "(synd 0x" in body else None
+    if match:  # the NIC completed a work request with an error: the status NCCL would print for it
+        status = _UCX_STATUS[match["what"]]
+        origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
+            "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
+            "vendor_err": int(match["vend"], 16), "hca": match["hca"], "transport": "ucx"})]
+    match = _DEVX_MODIFY.search(body) if "mlx5dv_devx_obj_modify" in body else None
+    if match:
+        return [make_event(Kind.IB_MODIFY_QP, line, data={
+            "errno": None, "error": f"{match['step']} refused by the NIC (syndrome {match['synd'] or '?'})",
+            "gid_index": None, "dev": None, "transport": "nvshmem", "step": match["step"]})]
+    match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
+    if match:
+        status = _UCX_VERBS_STATUS[match["what"].lower()]
+        origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
+            "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
+            "vendor_err": None, "hca": None, "transport": "ucx"})]
     match = _UCX_CONNECT.search(body)
     if match:  # MPI's (or a plugin's) transport could not open a connection to the address a peer advertised
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None

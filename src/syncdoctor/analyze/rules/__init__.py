@@ -64,6 +64,7 @@ from syncdoctor.analyze.rules.setup import (
     rendezvous_timeout,
     store_port_taken,
     topology_file,
+    trainers_never_ready,
 )
 from syncdoctor.analyze.rules.stall import collective_stalled
 from syncdoctor.analyze.timeline import Timeline
@@ -100,6 +101,7 @@ RULES: tuple[Rule, ...] = (
     rendezvous_timeout,
     rendezvous_closed,
     store_port_taken,
+    trainers_never_ready,
     topology_file,
     pci_tree_unreadable,
     net_plugin_error,

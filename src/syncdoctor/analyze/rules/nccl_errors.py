@@ -140,7 +140,14 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
             fix = "ibv_modify_qp ETIMEDOUT: the NICs are not cross-rail connected; export NCCL_CROSS_NIC=0."
         else:
             fix = None
-        out += _simple(tl, Kind.IB_MODIFY_QP, Category.IB_MODIFY_QP, "NCCL could not connect IB queue pairs", fix)
+        who = "NCCL"
+        if all(e.data.get("transport") == "nvshmem" for e in qp):  # DeepEP's and NVSHMEM's own IB transport
+            who = "NVSHMEM"
+            fix = ("NVSHMEM could not move its queue pairs to the ready state (INIT to RTR applies the peer's address, "
+                   "the GID index and the traffic class): check NVSHMEM_IB_GID_INDEX (RoCE: the RoCEv2 IPv4 GID, "
+                   "show_gids) and NVSHMEM_IB_TRAFFIC_CLASS (RoCE only; unset it on InfiniBand), and that the NICs "
+                   "are the ones its transport supports (IBGDA: mlx5).")
+        out += _simple(tl, Kind.IB_MODIFY_QP, Category.IB_MODIFY_QP, f"{who} could not connect IB queue pairs", fix)
     out += _simple(tl, Kind.SHM_FAILURE, Category.SHM_EXHAUSTED, "NCCL could not allocate /dev/shm segments")
     out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
                    "NCCL could not register memory with the NIC (memlock limit)")

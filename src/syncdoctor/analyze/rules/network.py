@@ -217,7 +217,7 @@ def _virtual_socket_device(tl: Timeline) -> list[Hypothesis]:
         if names and len(names) < len(pairs):  # beside a real NIC: lo alone is a host with no other interface
             listed.append((event, names))
     failed = [e for e in tl.events if e.kind in ERROR_KINDS and e.kind not in TIMEOUT_KINDS]
-    if not listed or failed:
+    if not listed or failed or _on_one_machine(tl):
         return []
     events = [e for e, _ in listed]
     where = attribute(events, tl)
@@ -235,6 +235,18 @@ def _virtual_socket_device(tl: Timeline) -> list[Hypothesis]:
            "NCCL_SOCKET_IFNAME=^lo,docker,veth,br-) on every host, and GLOO_SOCKET_IFNAME the same.")
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.5 if across else 0.35, title, what=what, fix=fix,
                        where=where, evidence=evidence_of(events, "a socket device that reaches no other host", 4))]
+
+
+def _on_one_machine(tl: Timeline) -> bool:
+    """The whole job is on one machine: nccl-tests' table of every rank (``#  Rank  1 Group  0 Pid 149 on llm207
+    device  1``) names one host, or one process drives several GPUs and no other process is in the inputs (``-g 2``).
+    NCCL does not use the network within one machine."""
+    table = [e for e in tl.of(Kind.PROCESS_MAP) if e.data.get("source") == "nccl-tests"]
+    if table and len({e.origin.host for e in table}) == 1:
+        return True
+    nccl = [e for e in tl.events if e.kind.name.startswith("NCCL_") and e.origin.pid is not None]
+    processes = {(e.origin.host, e.origin.pid) for e in nccl}
+    return len(processes) == 1 and len({e.origin.device for e in nccl if e.origin.device is not None}) > 1
 
 
 def _names_loopback(value: str) -> bool:

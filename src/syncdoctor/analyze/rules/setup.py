@@ -28,8 +28,9 @@ from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["build_lacks_backend", "host_name_shared", "nccl_plugin_mismatch", "nccl_version_mismatch", "net_plugin_error", "pci_tree_unreadable", "peer_unreachable",
-           "rendezvous_closed", "rendezvous_timeout", "store_port_taken", "topology_file"]
+__all__ = ["build_lacks_backend", "host_name_shared", "nccl_plugin_mismatch", "nccl_version_mismatch",
+           "net_plugin_error", "pci_tree_unreadable", "peer_unreachable", "rendezvous_closed", "rendezvous_timeout",
+           "store_port_taken", "topology_file", "trainers_never_ready"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
                 "connection abort", "Proxy Call", "could not complete")  # ECONNABORTED: WSL and Docker bridges drop a connect half-way
@@ -156,7 +157,8 @@ def _connected_after_all(tl: Timeline, event: Event) -> bool:
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     elsewhere = _raised_elsewhere(tl)
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")
-             and e.ref not in elsewhere and not _connected_after_all(tl, e)]
+             and e.ref not in elsewhere and not _connected_after_all(tl, e)
+             and not (e.data.get("source") == "paddle-launch" and not _nowhere_endpoints(e))]  # trainers_never_ready
     store += [e for e in tl.of(Kind.EXCEPTION) if _store_connect_failed(e)]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not unroutable(str(e.data.get("peer_addr") or "")) and
@@ -822,3 +824,38 @@ def host_name_shared(tl: Timeline) -> list[Hypothesis]:
     events = list(addrs.values())
     return [hypothesis(tl, Category.UNRECOGNISED, 0.6, title, what=what, fix=fix, hosts=[host],
                        evidence=evidence_of(events, "one host name, another address", 4))]
+
+
+def _nowhere_endpoints(event: Event) -> list[str]:
+    return [str(ep) for ep in event.data.get("endpoints") or () if _no_host_address(str(ep).rpartition(":")[0])]
+
+
+def trainers_never_ready(tl: Timeline) -> list[Hypothesis]:
+    """PaddlePaddle's launcher waiting for the other trainers' endpoints (``not ready endpoints:['10.36.10.40:6070',
+    …]``, again every 3 s): the list shrinks as trainers start listening; the last one of each file names those that
+    never did. Their processes never started (the launcher not run on that host) or wait for another job shape (the
+    hosts given ``--ips`` in another order or another list): ranks that never joined, A010. An address no host has
+    (0.0.0.0/8) is the unreachable peer instead (:func:`peer_unreachable`)."""
+    waits = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("source") == "paddle-launch" and e.data.get("endpoints")]
+    if not waits or any(_nowhere_endpoints(e) for e in waits):
+        return []
+    last: dict[str, Event] = {}
+    for event in waits:
+        last[event.ref.source] = event  # in the order of the lines: the latest list of each file
+    endpoints = sorted({str(ep) for e in last.values() for ep in e.data.get("endpoints") or ()})
+    hosts = sorted({ep.rpartition(":")[0] for ep in endpoints if ":" in ep})
+    waiting = sorted({e.origin.host for e in last.values() if e.origin.host})
+    title = (f"the trainers at {', '.join(endpoints[:4])}{' …' if len(endpoints) > 4 else ''} never started listening: "
+             "the launcher waited for them" + (f" on {', '.join(waiting)}" if waiting else ""))
+    what = ("PaddlePaddle's launcher waits until every trainer of the job listens on its endpoint (host:port) before "
+            "the ranks exchange their NCCL ids; these never did. Their processes were not started (the launch command "
+            "run on some hosts only), or they wait for a job of another shape: each host must be given the same "
+            "--ips (or --nnodes and master), in the same order, so that each computes the same endpoints and its own "
+            "place among them.")
+    fix = (f"Start the same launch command on {', '.join(hosts[:3]) or 'every host'}, with the same --ips list in the "
+           "same order everywhere (or --master and --nnodes), and check that each host's address in it is its own.")
+    if len(last) > 1:
+        what += (" Each host here waits for an endpoint of the other: both think they hold the same place, the "
+                 "--ips lists differing in order or content.")
+    return [hypothesis(tl, Category.RANK_NEVER_JOINED, 0.7, title, what=what, fix=fix, hosts=hosts,
+                       evidence=evidence_of(list(last.values()), "still not ready", 4))]
