@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from syncdoctor.watch.local import capture_stack, process_state
-from syncdoctor.watch.postmortem import diagnose_failure, is_peer_error
+from syncdoctor.watch.postmortem import diagnose_failure, is_peer_error, unheard_when_store_lost
 from syncdoctor.watch.records import RankRecord, Signature
 from syncdoctor.watch.sampler import Sampler
 
@@ -231,3 +231,22 @@ def test_the_jobs_own_store_keeps_its_timeout() -> None:
     own.shorten_timeout(1.0)
     assert own.store.timeouts == [datetime.timedelta(seconds=5), datetime.timedelta(seconds=1)]
     assert job2.timeouts == []
+
+
+def test_postmortem_when_the_store_went_away_before_a_silent_rank_could_be_judged() -> None:
+    # the first failing rank's linger lost the store (its host's agent ended the job) a moment after the peers'
+    # connection errors: rank 3, SIGKILLed, had said nothing yet and its heartbeat was not yet old
+    reset = "RuntimeError: [/x/pair.cc:537] Read error [10.0.0.2]:4242: Connection reset by peer."
+    records = {0: _rec(0, "host0", "failed", reset, 1), 1: _rec(1, "host0", "failed", reset, 2),
+               2: _rec(2, "host1", "failed", reset, 3), 3: _rec(3, "host1", "running")}
+    assert unheard_when_store_lost(records) == {3}
+    (event,) = diagnose_failure(records, {3}, 4, unheard=True)
+    assert (event.code, event.status, event.ranks) == ("W105", "warning", (3,))
+    assert "store went away" in event.title
+    # a rank that failed of an error of its own names the origin: nobody is taken as silent
+    own = {**records, 1: _rec(1, "host0", "failed", "ValueError: bad batch", 2)}
+    assert unheard_when_store_lost(own) == set()
+    (event,) = diagnose_failure(own, set(), 4)
+    assert event.code == "W108" and event.ranks == (1,)
+    # nobody failed yet: nothing to take as silent
+    assert unheard_when_store_lost({r: _rec(r, "host0", "running") for r in range(2)}) == set()

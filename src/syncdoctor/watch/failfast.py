@@ -21,7 +21,7 @@ from syncdoctor.watch.config import WatchConfig
 from syncdoctor.watch.events import Event
 from syncdoctor.watch.keys import JobKeys, ScopedStore
 from syncdoctor.watch.local import Identity, process_state
-from syncdoctor.watch.postmortem import diagnose_failure
+from syncdoctor.watch.postmortem import diagnose_failure, unheard_when_store_lost
 from syncdoctor.watch.reader import RecordReader
 from syncdoctor.watch.records import RankRecord, decode_record
 from syncdoctor.watch.sinks import JsonlSink, LogSink, Sink, StoreSink, read_store_events
@@ -73,14 +73,16 @@ def exit_now(code: int) -> None:
 
 def linger(store: ScopedStore, keys: JobKeys, me: Identity, config: WatchConfig, *,
            on_sigterm: Callable[[int, Any], None], clock: Callable[[], float] = time.monotonic,
-           sleep: Callable[[float], None] = time.sleep, wall_clock: Callable[[], float] = time.time) -> None:
+           sleep: Callable[[float], None] = time.sleep, wall_clock: Callable[[], float] = time.time,
+           ended: Callable[[], bool] = lambda: False) -> None:
     """The first rank to fail watches the others up to ``config.exit_linger_s``, then reports the rank that
     died first (log, store, events file). On the main thread, a SIGTERM meanwhile goes to ``on_sigterm``
-    instead of ending the process at once.
+    instead of ending the process at once; ``ended`` says whether one came (its launcher is ending this host's
+    workers).
     """
     with sigterm_deferred(on_sigterm):
         events, store_ok = watch_the_others(store, keys, me, config.exit_linger_s, config.interval_s, clock=clock,
-                                            sleep=sleep, wall_clock=wall_clock)
+                                            sleep=sleep, wall_clock=wall_clock, ended=ended)
         sinks: list[Sink] = [LogSink()]
         if store_ok:
             sinks.append(StoreSink(store, keys))
@@ -113,18 +115,22 @@ def sigterm_deferred(on_sigterm: Callable[[int, Any], None]) -> Iterator[bool]:
 
 def watch_the_others(store: ScopedStore, keys: JobKeys, me: Identity, linger_s: float, interval_s: float, *,
                      clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                     wall_clock: Callable[[], float] = time.time) -> tuple[list[Event], bool]:
+                     wall_clock: Callable[[], float] = time.time,
+                     ended: Callable[[], bool] = lambda: False) -> tuple[list[Event], bool]:
     """:func:`linger`'s watch: the events naming the rank that died first, and whether the store stayed
     reachable.
 
     A rank is taken as vanished when its heartbeat stops for 1.5 intervals without a goodbye, or at
     once when it runs on this host and its process is gone. If the store goes away meanwhile (its
-    host's agent ends the job), the diagnosis uses the last records read.
+    host's agent ends the job), the diagnosis uses the last records read; when every failure read so far
+    is a peer's connection error, the ranks of other hosts that said nothing by then are taken as the ones
+    that vanished (a warning), those of this host only when its launcher had not begun ending them.
     """
     world = me.world_size
     reader = RecordReader(store, keys, world)
     started = clock()
     deadline = started + linger_s
+    hard_deadline = deadline + _LINGER_GRACE_S
     settle = min(linger_s, 1.5 * interval_s + 0.3)
     relayed = False  # records relayed by node leaders arrive up to an interval later: settle longer
     seen: dict[int, tuple[int, float]] = {}
@@ -152,6 +158,11 @@ def watch_the_others(store: ScopedStore, keys: JobKeys, me: Identity, linger_s: 
                    and process_state(records[r].pid) in ("gone", "zombie")}
         if now - started >= settle:
             silent |= {r for r in range(world) if r not in records}  # died before publishing
+        if now >= deadline and store_ok:
+            # a rank first read after the linger began (a node leader's relay arriving late) has not yet been still
+            # for ``settle``: wait for that, a little past the linger at most
+            pending = [seen[r][1] + settle for r in running if r not in silent and r in seen]
+            deadline = min(max([deadline, *pending]), hard_deadline)
         if not store_ok or (now - started >= settle and len(silent) == len(running)) or now >= deadline:
             break
         if running and silent and len(silent) == len(running) and all(
@@ -160,7 +171,18 @@ def watch_the_others(store: ScopedStore, keys: JobKeys, me: Identity, linger_s: 
             break  # every silent rank is a dead process on this host: no need to wait
         sleep(0.2)
     reported = reported_events(store, keys) if store_ok else []
-    return diagnose_failure(records, silent, world, wall=wall_clock(), reported=reported), store_ok
+    # the store lost with nobody seen to vanish yet: the ranks that said nothing (see unheard_when_store_lost)
+    unheard = set() if store_ok or silent else unheard_when_store_lost(records)
+    # a rank of this host whose process is still there did not vanish: it is only slow to say so; and once this
+    # host's launcher is ending its workers (a SIGTERM came), a node-mate gone without a word was ended by it
+    unheard = {r for r in unheard if records[r].host_key != me.host_key
+               or (not ended() and process_state(records[r].pid) in ("gone", "zombie"))}
+    return diagnose_failure(records, silent | unheard, world, wall=wall_clock(), reported=reported,
+                            unheard=bool(unheard)), store_ok
+
+
+_LINGER_GRACE_S = 1.0  # past exit_linger_s, for a rank whose record the linger first read late (torchrun's SIGKILL
+# follows its SIGTERM by 30 s)
 
 
 def reported_events(store: ScopedStore, keys: JobKeys) -> list[dict[str, object]]:

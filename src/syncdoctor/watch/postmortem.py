@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from syncdoctor.watch.events import HANG_CODES, Event
 from syncdoctor.watch.records import RankRecord, format_ranks
 
-__all__ = ["PEER_ERRORS", "diagnose_failure", "is_peer_error"]
+__all__ = ["PEER_ERRORS", "diagnose_failure", "is_peer_error", "unheard_when_store_lost"]
 
 PEER_ERRORS = (
     "connection closed by peer", "connection reset by peer", "broken pipe", "socket timeout",
@@ -32,6 +33,17 @@ def is_peer_error(text: str | None) -> bool:
     return any(pattern in lowered for pattern in PEER_ERRORS)
 
 
+def unheard_when_store_lost(records: Mapping[int, RankRecord]) -> set[int]:
+    """The ranks to take as silent when the store went away (its host's agent ending the job) before a silent rank
+    could be told from a slow one: when every rank that failed so far failed of a peer's connection error, the
+    ranks that said nothing (still ``running``) are where a peer died. None when a rank failed of an error of its
+    own (that one names the origin)."""
+    failed = [r for r in records.values() if r.state == "failed"]
+    if not failed or not all(is_peer_error(r.error) for r in failed):
+        return set()
+    return {r.rank for r in records.values() if r.state in ("running", "starting")}
+
+
 def diagnose_failure(
     records: Mapping[int, RankRecord],
     silent: set[int],
@@ -39,15 +51,21 @@ def diagnose_failure(
     *,
     wall: float = 0.0,
     reported: Sequence[Mapping[str, Any]] = (),
+    unheard: bool = False,
 ) -> list[Event]:
     """Events naming the rank(s) that started a crash cascade.
 
     ``records``: the latest record of every rank; ``silent``: ranks whose heartbeat stopped while they were
     still ``running`` (no goodbye) during the linger window; ``reported``: events the job's monitor already
     raised and did not resolve (JSON form). When the ranks fail of a problem already reported (a late rank
-    that made the others time out), that event is recalled instead of a weaker guess.
+    that made the others time out), that event is recalled instead of a weaker guess. ``unheard``: the silent
+    ranks were only not heard from when the store went away (:func:`unheard_when_store_lost`): a warning.
     """
     events = _diagnose(records, silent, world_size, wall)
+    if unheard and events and events[0].code in ("W105", "W106"):
+        first = events[0]
+        events[0] = replace(first, status="warning", title=first.title + " (the store went away before their "
+                            "heartbeats could be judged: they had said nothing by then)")
     hangs = [e for e in reported if e.get("code") in HANG_CODES]
     if not hangs:
         return events
