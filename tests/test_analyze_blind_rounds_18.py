@@ -283,3 +283,74 @@ def test_nvshmems_queue_pair_refused_by_the_nic_is_a_queue_pair_failure(tmp_path
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.IB_MODIFY_QP and top.title.startswith("NVSHMEM")
     assert "NVSHMEM_IB_TRAFFIC_CLASS" in (top.fix or "")
+
+
+def test_ucxs_failed_work_request_index_dates_a_retry_exceeded(tmp_path: Path) -> None:
+    # real: StanfordLegion/legion#1650 (wqe[1069]: traffic had flowed, packets dropped later), openucx/ucx#6000
+    # (wqe[0] on every queue pair during MPI_Init: the NICs never reached each other)
+    late = ("[cn355:11558:0:11678] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend "
+            "0x81 hw_synd 0/0)\n[cn355:11558:0:11678] ib_mlx5_log.c:171  RC QP 0x1cc0 wqe[1069]: SEND --e [inl len 84]\n")
+    assert one(late, Kind.IB_COMPLETION_ERROR).data["wqe"] == 1069
+    assert diagnose(tmp_path, late).hypotheses[0].category is Category.IB_LINK_FAILURE
+    first = late.replace("wqe[1069]", "wqe[0]")
+    assert diagnose(tmp_path, first).hypotheses[0].category is Category.IB_UNREACHABLE_AT_INIT
+    # no index below it: the phase stays unknown (at init, at a lower confidence)
+    alone = late.splitlines()[0]
+    top = diagnose(tmp_path, alone).hypotheses[0]
+    assert top.category is Category.IB_UNREACHABLE_AT_INIT and top.confidence < 0.85
+
+
+def test_ucxs_queue_pair_modify_refused_is_a_queue_pair_failure(tmp_path: Path) -> None:
+    # real: openucx/ucx#4986 (UCX_IB_SL=2, a service level the subnet does not map)
+    line = ("[1586174287.331106] [clx-hercules-015:32494:0]     ib_mlx5_dv.c:217  UCX  ERROR "
+            "mlx5dv_devx_qp_modify(503) failed, syndrome 0: Invalid argument")
+    event = one(line, Kind.IB_MODIFY_QP)
+    assert event.data["errno"] == 22
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.IB_MODIFY_QP and top.title.startswith("UCX") and "UCX_IB_SL" in (top.fix or "")
+
+
+def test_tensorflows_out_of_memory_under_horovod_is_that_ranks_oom(tmp_path: Path) -> None:
+    # real: horovod/horovod#1152 (GPT-2 on TensorFlow, rank 1's allocation)
+    line = ("[1,1]<stderr>:tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor "
+            "with shape[2,1023,50257] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc")
+    assert one(line, Kind.CUDA_OOM).data["gpu"] == 0
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_ranks == (1,)
+    # TensorFlow's other resource errors are no GPU memory
+    other = line.replace("OOM when allocating tensor with", "Ran out of threads for")
+    assert not [e for e in events_of(other) if e.kind is Kind.CUDA_OOM]
+
+
+def test_the_kernels_record_of_a_segfault_is_that_process_crash(tmp_path: Path) -> None:
+    # real: Project-HAMi/HAMi#1055 (workers crashing inside the vGPU library; dmesg pasted)
+    line = ("[1835488.737042] python[3864703]: segfault at 0 ip 00007efeb76ad8a2 sp 00007ffd19dc5450 error 4 in "
+            "libvgpu.so[7efeb767e000+38000]")
+    event = one(line, Kind.FATAL_SIGNAL)
+    assert event.origin.pid == 3864703 and event.data["library"] == "libvgpu.so"
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "3864703" in top.title
+    gp = "traps: python[1234] general protection fault ip:7f00 sp:7ffd error:0 in libc.so.6[7f00+1000]"
+    assert one(gp, Kind.FATAL_SIGNAL).origin.pid == 1234
+
+
+def test_a_store_at_127_0_1_1_is_the_hosts_own_name_on_loopback(tmp_path: Path) -> None:
+    # real: yeyupiaoling/PPASR#142 (--master 127.0.1.1 from `hostname -i`; the second host retried forever)
+    retry = ("I0224 13:50:30.278173 1512912 tcp_utils.cc:107] Retry to connect to 127.0.1.1:63917 while the server is "
+             "not yet listening.")
+    top = diagnose(tmp_path, retry).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and "127.0.1.1:63917" in top.title and "hostname -I" in (top.fix or "")
+    # 127.0.0.1 is the usual single-machine store: no such reading
+    local = retry.replace("127.0.1.1", "127.0.0.1")
+    assert all(h.category is not Category.LOOPBACK_ADDRESS for h in diagnose(tmp_path, local).hypotheses)
+
+
+def test_an_exclusion_list_that_lets_nccl_take_the_loopback_is_said(tmp_path: Path) -> None:
+    # real: aws/deep-learning-containers#3964 and kubeflow/mpi-operator#57 (NCCL_SOCKET_IFNAME=^docker0, bootstrap on lo)
+    paste = ("9dc3329bb310:48:48 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker0\n"
+             "9dc3329bb310:48:48 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
+             "9dc3329bb310:48:48 [0] include/alloc.h:125 NCCL WARN Cuda failure 500 'named symbol not found'\n")
+    hyps = diagnose(tmp_path, paste).hypotheses
+    assert hyps[0].category is Category.GPU_ERROR and "missing from the driver" in hyps[0].title
+    lo = next(h for h in hyps if h.category is Category.LOOPBACK_ADDRESS)
+    assert "^docker0" in lo.title and "does not name lo" in lo.title and lo.confidence < 0.5

@@ -228,6 +228,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"_HCA set to",  # NCCL INFO NCCL_IB_HCA set to mlx5_0:1,mlx5_1:1 (net_ib.cc, without "by environment")
     b"invalid value was given",  # Open MPI: WARNING: An invalid value was given for btl_tcp_if_include.  This
     b" (synd 0x",  # UCX: ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE (synd 0x15 vend 0x81 …)
+    b"segfault at",  # the kernel: python[3864703]: segfault at 0 ip 00007efeb76ad8a2 sp … error 4 in libvgpu.so[…]
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

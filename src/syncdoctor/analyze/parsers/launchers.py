@@ -34,7 +34,7 @@ until the report's end, then parses the whole.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event, masked
@@ -277,7 +277,36 @@ _MPI_LOST_DAEMON = "has lost communication with its daemon"
 _MPI_BAD_IF = re.compile(r"invalid value was given for (?P<param>(?:btl|oob)_tcp_if_(?:in|ex)clude)")
 
 
-def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | None:
+# the line UCX prints below a completion error: the work request that failed, by its index on the queue pair
+# (``RC QP 0x1cc0 wqe[1069]: SEND --e …``, ``DCI QP 0x14e4 wqe[0]: SEND s-e …``)
+_UCX_WQE = re.compile(r"\bQP 0x[0-9a-f]+ wqe\[(?P<wqe>\d+)\]")
+
+
+@dataclass
+class _WqeFollower:
+    """The line after UCX's completion error: the index of the work request that failed on its queue pair. Above
+    0, the queue pair had carried traffic before (the failure came late); 0, it was its first."""
+
+    head: Line
+    max_lines: int = 1
+    wqe: int | None = None
+
+    def feed(self, line: Line) -> bool:
+        match = _UCX_WQE.search(line.body)
+        if match:
+            self.wqe = int(match["wqe"])
+        return False
+
+    def finish(self) -> list[Event]:
+        if self.wqe is None:
+            return []
+        return [replace(event, data={**event.data, "wqe": self.wqe}) for event in parse(self.head)
+                if event.kind is Kind.IB_COMPLETION_ERROR]
+
+
+def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | _WqeFollower | None:
+    if "(synd 0x" in line.body and _UCX_COMPLETION.search(line.body) and not _UCX_WQE.search(line.body):
+        return _WqeFollower(line)
     if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body or _MPI_UNCONNECTED in line.body or \
             _MPI_LOST_DAEMON in line.body or _MPI_BAD_IF.search(line.body):
         return _InboundFollower(line)
@@ -340,6 +369,11 @@ _UCX_VERBS_STATUS = {"local protection error": 4, "work request flushed error": 
 # INIT-to-RTR step applies the peer's address, GID index and traffic class)
 _DEVX_MODIFY = re.compile(r"(?:non-zero status: (?P<status>\d+) )?Error in mlx5dv_devx_obj_modify for "
                           r"(?P<step>[A-Z0-9]+_QP)(?: with syndrome (?P<synd>\d+))?")
+# and UCX's own: ``ib_mlx5_dv.c:217  UCX  ERROR mlx5dv_devx_qp_modify(503) failed, syndrome 0: Invalid argument``
+_UCX_DEVX_MODIFY = re.compile(r"mlx5dv_devx_(?:qp|obj)_modify\((?P<code>\d+)\) failed, syndrome (?P<synd>\w+): "
+                              r"(?P<err>[A-Za-z][\w ]{2,60})")
+_ERRNO_WORDS = {"Invalid argument": 22, "Connection timed out": 110, "Operation not permitted": 1,
+                "Cannot allocate memory": 12}
 _UCX_CONNECT = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+\]\s+)?\S+:\d+\s+UCX\s+ERROR\s+connect\(fd=\d+, "
                           r"dest_addr=\[?(?P<addr>[\w.:%\-]+?)\]?:(?P<port>\d+)\) failed: (?P<err>[^\n]+?)\s*$")
 _BTL_RESET = re.compile(r"(?:readv|recv|send|writev) failed: (?P<err>Connection reset by peer|Broken pipe|Connection "
@@ -402,9 +436,17 @@ def parse(line: Line) -> list[Event]:
     if match:  # the NIC completed a work request with an error: the status NCCL would print for it
         status = _UCX_STATUS[match["what"]]
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
+        wqe = _UCX_WQE.search(body)
         return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
             "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
-            "vendor_err": int(match["vend"], 16), "hca": match["hca"], "transport": "ucx"})]
+            "vendor_err": int(match["vend"], 16), "hca": match["hca"], "transport": "ucx",
+            **({"wqe": int(wqe["wqe"])} if wqe else {})})]
+    match = _UCX_DEVX_MODIFY.search(body) if "mlx5dv_devx_" in body else None
+    if match:
+        text = match["err"].strip()
+        return [make_event(Kind.IB_MODIFY_QP, line, data={
+            "errno": _ERRNO_WORDS.get(text), "error": f"{text} (syndrome {match['synd']})", "gid_index": None,
+            "dev": None, "transport": "ucx"})]
     match = _DEVX_MODIFY.search(body) if "mlx5dv_devx_obj_modify" in body else None
     if match:
         return [make_event(Kind.IB_MODIFY_QP, line, data={

@@ -33,8 +33,14 @@ from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
-            "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event")
+            "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
+            "segfault at ", "general protection fault")
 
+# the kernel's record of a process that died of a fault (dmesg, journalctl -k): ``python[3862819]: segfault at 0 ip
+# 00007efeb76ad8a2 sp 00007ffd19dc5450 error 4 in libvgpu.so[7efeb767e000+38000]``, ``traps: python[1234] general
+# protection fault ip:7f… sp:7f… error:0 in libc.so.6[…]``: that pid's own crash, and the library it was in
+_KERNEL_FAULT = re.compile(r"(?P<comm>[\w.\-]{1,32})\[(?P<pid>\d+)\]:? (?P<what>segfault at [0-9a-f]+|general protection "
+                           r"fault)\b(?:[^\n]*? in (?P<lib>[^\[\s]+)\[)?")
 _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
                         r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
 _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
@@ -90,6 +96,12 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=rank), data={
             "source": "pals", "signal": signal_name(-number) if number else None,
             "exitcode": -number if number else int(match["code"]), "node": bool(match["shepherd"])})]
+    match = _KERNEL_FAULT.search(body) if ("segfault at" in body or "protection fault" in body) else None
+    if match:
+        where = f" in {match['lib']}" if match["lib"] else ""
+        return [make_event(Kind.FATAL_SIGNAL, line, origin=Origin(pid=int(match["pid"])), data={
+            "signal": "SIGSEGV", "what": f"{match['what']}{where} ({match['comm']})", "source": "kernel",
+            **({"library": match["lib"]} if match["lib"] else {})})]
     match = _KERNEL_OOM.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={

@@ -124,7 +124,16 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
     oom = _OOM.search(message)
     if oom or (short == "OutOfMemoryError" and not exc_type.startswith("ray.")):  # Ray's: host memory, its monitor
         events.append(make_event(Kind.CUDA_OOM, line, data=oom_data(message)))
+    elif short == "ResourceExhaustedError" and "OOM when allocating" in message:  # TensorFlow's (Horovod jobs)
+        gpu = _TF_DEVICE.search(message)
+        events.append(make_event(Kind.CUDA_OOM, line, data={
+            "tried": None, "gpu": int(gpu["gpu"]) if gpu else None, "source": "tensorflow"}))
     return events
+
+
+# TensorFlow's out-of-memory error names the device it allocated on: ``OOM when allocating tensor with
+# shape[2,1023,50257] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc``
+_TF_DEVICE = re.compile(r"/device:GPU:(?P<gpu>\d+)")
 
 
 def _under_a_frame(body: str) -> bool:

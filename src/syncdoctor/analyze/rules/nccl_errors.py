@@ -32,6 +32,12 @@ def _phase(tl: Timeline, errors: list[Event]) -> tuple[str, str]:
     reached = [seq for s in tl.ranks.values() for seq in s.reached.values()]
     if reached and max(reached) <= 1:
         return "init", "no collective had completed yet"
+    wqes = [int(e.data["wqe"]) for e in errors if e.data.get("wqe") is not None]  # UCX: the failed request's index
+    if wqes and max(wqes) > 0:
+        return "late", (f"the failed work request was number {max(wqes)} on its queue pair: traffic had flowed over it "
+                        "before")
+    if wqes:
+        return "init", "each failed work request was the first on its queue pair"
     changed = sorted({str(e.data.get("event")) for e in tl.of(Kind.IB_ASYNC_EVENT)
                       if e.origin.host in {err.origin.host for err in errors}})
     if changed:
@@ -147,6 +153,12 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
                    "the GID index and the traffic class): check NVSHMEM_IB_GID_INDEX (RoCE: the RoCEv2 IPv4 GID, "
                    "show_gids) and NVSHMEM_IB_TRAFFIC_CLASS (RoCE only; unset it on InfiniBand), and that the NICs "
                    "are the ones its transport supports (IBGDA: mlx5).")
+        elif all(e.data.get("transport") == "ucx" for e in qp):  # Open MPI's or HPC-X's UCX
+            who = "UCX"
+            fix = ("UCX could not move its queue pairs to the ready state (the address, GID index, service level and "
+                   "traffic class are applied then): check UCX_IB_GID_INDEX (RoCE: the RoCEv2 IPv4 GID, show_gids), "
+                   "UCX_IB_SL and UCX_IB_TRAFFIC_CLASS against what the fabric allows (an SL the subnet manager does "
+                   "not map is refused with EINVAL), the same on every host.")
         out += _simple(tl, Kind.IB_MODIFY_QP, Category.IB_MODIFY_QP, f"{who} could not connect IB queue pairs", fix)
     out += _simple(tl, Kind.SHM_FAILURE, Category.SHM_EXHAUSTED, "NCCL could not allocate /dev/shm segments")
     out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,

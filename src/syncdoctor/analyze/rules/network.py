@@ -140,7 +140,11 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     if not culprit_lines and not remote_only:
         return _loopback_chosen(tl) or _virtual_socket_device(tl)
     across = any(e.data.get("net") for e in tl.of(Kind.NCCL_CHANNEL))  # a channel over the network: other hosts
-    if not remote_only and not unhosted and _nothing_failed_to_connect(tl) and set(tl.hosts) == set(culprit_lines) \
+    # ranks unknown: the hosts of the lines, when all the host advertised is the loopback (a veth's or a link-local
+    # address in a one-host paste still says what the others would have dialled)
+    writers = set(tl.hosts) or ({e.origin.host for e in tl.events if e.origin.host}
+                                if flagged and all(is_loopback(a) for _i, a in flagged) else set())
+    if not remote_only and not unhosted and _nothing_failed_to_connect(tl) and writers == set(culprit_lines) \
             and len(culprit_lines) == 1 and not across:
         # one host, whose ranks reach each other over loopback, and no connection failed: not the cause, unless the
         # user chose the loopback for NCCL's sockets, which no job across hosts can use
@@ -182,14 +186,17 @@ def _loopback_chosen(tl: Timeline) -> list[Hypothesis]:
     failure: right within one node, and the cause of every connection across hosts failing. Said at a confidence
     under the other readings: the lines do not say that the job spans hosts."""
     chosen = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_SOCKET_IFNAME"
-              and _names_loopback(str(e.data.get("value", "")))]
+              and (_names_loopback(str(e.data.get("value", ""))) or _admits_loopback(str(e.data.get("value", ""))))]
     on_lo = [e for e in tl.of(Kind.NCCL_BOOTSTRAP, Kind.NCCL_NET)
              if any(is_loopback(str(a)) for a in [e.data.get("addr"), *(e.data.get("addrs") or ())] if a)]
     if not chosen or not on_lo or not any(e.kind in ERROR_KINDS or e.kind is Kind.ERROR_LINE for e in tl.events):
         return []
     where = attribute(on_lo, tl)
-    title = (f"NCCL_SOCKET_IFNAME=lo: NCCL on {where.text or 'this host'} uses the loopback (127.0.0.1) for its "
+    value = str(chosen[0].data.get("value", "")).strip()
+    title = (f"NCCL_SOCKET_IFNAME={value}: NCCL on {where.text or 'this host'} uses the loopback (127.0.0.1) for its "
              "sockets, which no other host can reach: the cause if the job spans more than this host")
+    if _admits_loopback(value):
+        title += " (an exclusion list that does not name lo lets NCCL take it)"
     what = ("NCCL advertises the address of the interface NCCL_SOCKET_IFNAME names to every other rank (its bootstrap, "
             "and its data when it has no IB); the loopback's is 127.0.0.1, which means each peer's own machine. Within "
             "one node that works; across nodes no connection can form, and init fails or hangs.")
@@ -247,6 +254,13 @@ def _on_one_machine(tl: Timeline) -> bool:
     nccl = [e for e in tl.events if e.kind.name.startswith("NCCL_") and e.origin.pid is not None]
     processes = {(e.origin.host, e.origin.pid) for e in nccl}
     return len(processes) == 1 and len({e.origin.device for e in nccl if e.origin.device is not None}) > 1
+
+
+def _admits_loopback(value: str) -> bool:
+    """An exclusion list (``^docker0``) that does not exclude the loopback: NCCL (2.3.5+) then considers lo with the
+    other interfaces, and on a host whose only other interfaces it excluded, bootstraps on it."""
+    value = value.strip()
+    return value.startswith("^") and not any(part.strip().startswith("lo") for part in value[1:].split(","))
 
 
 def _names_loopback(value: str) -> bool:

@@ -58,6 +58,12 @@ _MISMATCHED_BUILD = (
      "Install a build that includes this architecture (for Blackwell, PyTorch's cu128 wheels or newer), or rebuild "
      "the extension with TORCH_CUDA_ARCH_LIST naming it; `python -c 'import torch; print(torch.cuda.get_arch_list())'`"
      " lists what the build holds."),
+    ("named symbol not found", "a function the CUDA library looked for is missing from the driver",
+     "CUDA's driver does not have a function that NCCL or the CUDA runtime asked for (cudaErrorSymbolNotFound, 500): "
+     "most often the driver is older than what those libraries were built for (a container image newer than the "
+     "host's driver), or a library of another CUDA release is loaded first.",
+     "Use an image or build made for the host driver's CUDA version (nvidia-smi shows it), or upgrade the driver; "
+     "check LD_LIBRARY_PATH for a libnccl or libcudart of another release."),
     ("unsupported toolchain", "code compiled by a newer CUDA than the driver knows",
      "PTX in a library was produced by a newer CUDA compiler than the host's driver supports: the driver cannot "
      "compile it for the GPU.",

@@ -225,6 +225,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                               what=what, evidence=evidence,
                               processes=where.processes, local_ranks=where.local_ranks))
         out += _bridge_gateway(tl, [e for e in nccl + gloo if "refused" in str(e.data.get("error", "")).lower()])
+        out += _store_on_hostname_loopback(tl, [e for e in store if str(e.data.get("store_host") or "")
+                                                .startswith("127.0.1.")])
     if not out:
         out += _reset_while_connecting(tl)
     out += _launch_unreachable(tl)
@@ -374,6 +376,26 @@ def _bridge_gateway(tl: Timeline, refused: list[Event]) -> list[Hypothesis]:
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what, fix=fix, culprits=culprits,
                        hosts=others if len(others) == 1 else [], affected=where.ranks,
                        evidence=evidence_of(at, "refused at a bridge's gateway", 4))]
+
+
+def _store_on_hostname_loopback(tl: Timeline, store: list[Event]) -> list[Hypothesis]:
+    """The store's address is 127.0.1.1: the address Debian and Ubuntu give a host's own name in /etc/hosts (what
+    ``hostname -i`` prints there). Taken for MASTER_ADDR (or Paddle's --master), it leads every other host to itself:
+    the processes on the store's host connect, the others retry until their timeout."""
+    if not store:
+        return []
+    where = attribute(store, tl)
+    addrs = sorted({str(e.data["store_host"]) + (f":{e.data['store_port']}" if e.data.get("store_port") else "")
+                    for e in store})
+    title = (f"the store's address {', '.join(addrs[:2])} is the loopback Debian and Ubuntu give a host's own name: "
+             f"{where.text or 'a process'} on another host cannot reach it")
+    what = ("127.0.1.1 is how /etc/hosts maps the machine's own host name on Debian and Ubuntu (`hostname -i` prints "
+            "it); used as the store's address, it means each host itself, so only the processes on the store's own "
+            "host connect and the others wait until their timeout.")
+    fix = ("Give MASTER_ADDR (Paddle: --master) the store host's address on the cluster network (`hostname -I`, "
+           "`ip -br addr`), or map the host name to that address in /etc/hosts on every host.")
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(store, "the store at 127.0.1.1", 4))]
 
 
 def _no_host_address(addr: str) -> bool:
