@@ -288,10 +288,12 @@ class _WqeFollower:
     0, the queue pair had carried traffic before (the failure came late); 0, it was its first."""
 
     head: Line
-    max_lines: int = 1
+    max_lines: int = 2  # a blank line between them (a paste that doubles every line end)
     wqe: int | None = None
 
     def feed(self, line: Line) -> bool:
+        if not line.body.strip():
+            return True
         match = _UCX_WQE.search(line.body)
         if match:
             self.wqe = int(match["wqe"])
