@@ -354,3 +354,43 @@ def test_an_exclusion_list_that_lets_nccl_take_the_loopback_is_said(tmp_path: Pa
     assert hyps[0].category is Category.GPU_ERROR and "missing from the driver" in hyps[0].title
     lo = next(h for h in hyps if h.category is Category.LOOPBACK_ADDRESS)
     assert "^docker0" in lo.title and "does not name lo" in lo.title and lo.confidence < 0.5
+
+
+def test_the_stores_listen_failure_with_its_code_and_no_name_is_a_port_in_use(tmp_path: Path) -> None:
+    # real: ServiceNow/PipelineRL#27 (several vLLM instances on one host picked one port; the paste cut at "-9")
+    cut = ("RuntimeError: The server socket has failed to listen on any local network address. port: 46571, "
+           "useIpv6: 0, code: -9")
+    event = one(cut, Kind.STORE_ERROR)
+    assert event.data["store_port"] == 46571 and event.data["cut"]
+    top = diagnose(tmp_path, cut).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and top.confidence == 0.6 and "cut the code" in top.what
+    whole = cut.replace("code: -9", "code: -98")
+    assert diagnose(tmp_path, whole).hypotheses[0].confidence == 0.8
+    # another code (EBADF, -9, followed by its name) is no port in use
+    assert not [e for e in events_of(cut + ", name: EBADF, message: bad file descriptor") if e.kind is Kind.STORE_ERROR]
+
+
+def test_a_process_group_without_a_backend_for_the_device_is_the_configuration(tmp_path: Path) -> None:
+    # real: intel/torch-xpu-ops#1328 (torchtune on Aurora: oneCCL's bindings could not load for XPU)
+    paste = ("UserWarning: Warning: Cannot load xpu CCL. CCL doesn't work for XPU device due to libintel-ext-pt-gpu.so: "
+             "cannot open shared object file: No such file or directory\n"
+             "[rank0]: RuntimeError: No backend type associated with device type xpu\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "no backend for xpu" in top.title and "xccl" in (top.fix or "")
+
+
+def test_slingshot_systems_own_setup_errors_are_named(tmp_path: Path) -> None:
+    # real: OLCF's Frontier guide (MPI_Init after torch changed the CPU binding) and ALCF's Aurora known issues
+    nic = ("MPICH ERROR: Unable to use a NIC_POLICY of 'NUMA'. Rank 4 is not confined to a single NUMA node.  There "
+           "are 4 numa_nodes detected (rc=0).\nMPICH ERROR [Rank 0] [job id 2853270.0] [Fri Dec 13 13:41:36 2024] "
+           "[frontier05084] - Abort(2665871) (rank 0 in comm 0): Fatal error in PMPI_Init_thread: Other MPI error")
+    top = diagnose(tmp_path, nic).hypotheses[0]
+    assert "NIC policy NUMA to rank 4" in top.title and top.culprit_ranks == (4,) and "mpi4py" in (top.fix or "")
+    cxi = ("libfabric:16642:1701636928::cxi:core:cxip_cq_eq_progress():531<warn> x4204c1s3b0n0: Cassini Event Queue "
+           "overflow detected.")
+    top = diagnose(tmp_path, cxi).hypotheses[0]
+    assert "event queue overflowed" in top.title and top.culprit_hosts == ("x4204c1s3b0n0",)
+    assert "FI_CXI_DEFAULT_CQ_SIZE" in (top.fix or "")
+    # Cray MPICH's abort alone (another reason) names its rank's failure, not a NIC policy
+    alone = nic.split("\n", 1)[1]
+    assert all("NIC policy" not in h.title for h in diagnose(tmp_path, alone).hypotheses)

@@ -229,6 +229,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"invalid value was given",  # Open MPI: WARNING: An invalid value was given for btl_tcp_if_include.  This
     b" (synd 0x",  # UCX: ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE (synd 0x15 vend 0x81 …)
     b"segfault at",  # the kernel: python[3864703]: segfault at 0 ip 00007efeb76ad8a2 sp … error 4 in libvgpu.so[…]
+    b"failed to listen",  # the store (2.4+): The server socket has failed to listen on any local network address. port: …
+    b"Event Queue overflow",  # libfabric CXI (Slingshot): cxip_cq_eq_progress():531<warn> x4204c1s3b0n0: Cassini Event Queue overflow detected.
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

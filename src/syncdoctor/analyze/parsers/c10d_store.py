@@ -59,7 +59,7 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
             ": Name or service not known", ": Name does not resolve", "while the server is not yet listening",
-            "not ready endpoints:")
+            "not ready endpoints:", "failed to listen on any local")
 
 # (1.13-2.0 spell it ``retreiving``; a paste may begin after the waiting rank's number)
 _UNIQUE_ID = re.compile(r"(?:\[(?P<rank>\d+)\] is )?setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from "
@@ -175,6 +175,8 @@ _GLOO_BIND = re.compile(r"pair\.cc:\d+\] (?:bind|listen): Address already in use
 # name: EADDRINUSE, message: address already in use``, or its last part alone where the paste wraps it again
 _LIBUV_IN_USE = re.compile(r"^\W*(?:port: (?P<port>\d{1,5}), useIpv6: \w+, code: -98,\s*)?name: EADDRINUSE\b"
                            r"|\bEADDRINUSE, message: address already in use")  # (a wrap may cut inside "name")
+# the same message whole on one line, or cut inside its code (``… port: 46571, useIpv6: 0, code: -9``)
+_LIBUV_CODE = re.compile(r"listen on any local network address\. port: (?P<port>\d{1,5}), useIpv6: \w+, code: -(?P<code>\d+)\b")
 # Ascend HCCL's own listening socket (its plog): ``[HcclSocket][Listen] socket type[1], listen on ip[192.168.20.160]
 # and specific port[16666] fail. Please check the port status and whether the port is been using by other process.``
 _HCCL_LISTEN = re.compile(r"listen on ip\[(?P<ip>[^\]\s]{2,64})\] and specific port\[(?P<port>\d{1,5})\] fail")
@@ -231,6 +233,12 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None,
             "error": "Permission denied"})]
+    match = _LIBUV_CODE.search(body) if "server socket" in body else None
+    if match and (match["code"] == "98" or (match["code"] == "9" and match.end() >= len(body.rstrip()))):
+        # 2.4+'s listen failure with its code and no name: -98 is EADDRINUSE; a paste cut at "-9" most often was
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "listen", "store_port": int(match["port"]), "error": "Address already in use",
+            **({"cut": True} if match["code"] == "9" else {})})]
     match = _LIBUV_IN_USE.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

@@ -45,7 +45,8 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
 KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
-            "UCX  ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify")
+            "UCX  ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
+            "Event Queue overflow")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -279,6 +280,7 @@ _MPI_BAD_IF = re.compile(r"invalid value was given for (?P<param>(?:btl|oob)_tcp
 
 # the line UCX prints below a completion error: the work request that failed, by its index on the queue pair
 # (``RC QP 0x1cc0 wqe[1069]: SEND --e …``, ``DCI QP 0x14e4 wqe[0]: SEND s-e …``)
+_CXI_HOST = re.compile(r"<warn> (?P<host>[\w.\-]+): Cassini Event Queue overflow")
 _UCX_WQE = re.compile(r"\bQP 0x[0-9a-f]+ wqe\[(?P<wqe>\d+)\]")
 
 
@@ -443,6 +445,10 @@ def parse(line: Line) -> list[Event]:
             "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
             "vendor_err": int(match["vend"], 16), "hca": match["hca"], "transport": "ucx",
             **({"wqe": int(wqe["wqe"])} if wqe else {})})]
+    if "Event Queue overflow" in body:  # libfabric's CXI provider (HPE Slingshot): read by rules.setup
+        host = _CXI_HOST.search(body)
+        return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=host["host"]) if host else None, data={
+            "word": "overflow", "message": body.strip()[:300]})]
     match = _UCX_DEVX_MODIFY.search(body) if "mlx5dv_devx_" in body else None
     if match:
         text = match["err"].strip()

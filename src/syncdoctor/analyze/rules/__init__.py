@@ -55,6 +55,7 @@ from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
 from syncdoctor.analyze.rules.setup import (
     build_lacks_backend,
     host_name_shared,
+    hpc_fabric_setup,
     nccl_plugin_mismatch,
     nccl_version_mismatch,
     net_plugin_error,
@@ -97,6 +98,7 @@ RULES: tuple[Rule, ...] = (
     nccl_plugin_mismatch,
     build_lacks_backend,
     host_name_shared,
+    hpc_fabric_setup,
     peer_unreachable,
     rendezvous_timeout,
     rendezvous_closed,

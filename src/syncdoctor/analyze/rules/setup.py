@@ -28,7 +28,7 @@ from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["build_lacks_backend", "host_name_shared", "nccl_plugin_mismatch", "nccl_version_mismatch",
+__all__ = ["build_lacks_backend", "host_name_shared", "hpc_fabric_setup", "nccl_plugin_mismatch", "nccl_version_mismatch",
            "net_plugin_error", "pci_tree_unreadable", "peer_unreachable", "rendezvous_closed", "rendezvous_timeout",
            "store_port_taken", "topology_file", "trainers_never_ready"]
 
@@ -673,8 +673,11 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     fix = (f"Find what holds it (`ss -ltnp | grep {ports[0] if ports else 29500}`) and stop it, or give each job "
            "its own MASTER_PORT (torchrun --master-port, or a port derived from SLURM_JOB_ID; --rdzv-endpoint "
            "host:0 picks a free one).")
-    return [hypothesis(tl, Category.PORT_IN_USE, 0.8, title, where=where, what=what, fix=fix,
-                       evidence=evidence_of(events, "the store's port is taken", 4))]
+    if all(e.data.get("cut") for e in events):  # the paste cut the code after "-9": -98 most often, -99 maybe
+        what += (" (The paste cut the code after '-9': -98 is a port in use, -99 an address this host does not have; "
+                 "the first is by far the more common.)")
+    return [hypothesis(tl, Category.PORT_IN_USE, 0.6 if all(e.data.get("cut") for e in events) else 0.8, title,
+                       where=where, what=what, fix=fix, evidence=evidence_of(events, "the store's port is taken", 4))]
 
 
 def _ran(tl: Timeline) -> bool:
@@ -766,7 +769,8 @@ def rendezvous_closed(tl: Timeline) -> list[Hypothesis]:
 _NOT_BUILT = re.compile(
     r"Distributed package doesn't have (?P<backend>NCCL|MPI|UCC|Gloo) built in"
     r"|(?P<libuv>use_libuv was requested but PyTorch was buil[dt] without libuv support)"
-    r"|(?P<nogpu>ProcessGroupNCCL is only supported with GPUs, no GPUs found)")
+    r"|(?P<nogpu>ProcessGroupNCCL is only supported with GPUs, no GPUs found)"
+    r"|No backend type associated with device type (?P<device>\w+)")
 
 
 def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
@@ -793,6 +797,17 @@ def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
                 "torchrun and init_process_group fail before any rank connects.")
         fix = ("Set USE_LIBUV=0 in the environment of the launcher (torchrun, accelerate launch), or pass "
                "use_libuv=0 in the init_method URL (tcp://host:port?use_libuv=0); a single-process run needs no store.")
+    elif match["device"]:
+        device = match["device"]
+        title = (f"the process group has no backend for {device} tensors{on}: init_process_group was given none for "
+                 "that device")
+        what = (f"A collective was called on {device} tensors and the process group holds no backend for that device "
+                "type: backend='gloo' (CPU only) with GPU tensors, a backend string that names none for it, or the "
+                "library that provides it not loaded (XPU: oneCCL's bindings, which need Intel's extension; Ascend: "
+                "torch_npu).")
+        fix = ("Name a backend for the device in init_process_group (backend='nccl' for CUDA, 'xccl' or 'ccl' for XPU, "
+               "'hccl' for Ascend, or 'cpu:gloo,cuda:nccl'), and check that its library loads (its import warnings "
+               "above the error say why not).")
     elif match["nogpu"]:
         title = f"the NCCL backend was asked for by a process that sees no GPU{on}"
         what = ("ProcessGroupNCCL needs a CUDA device: this process saw none (CUDA_VISIBLE_DEVICES empty or wrong, a "
@@ -814,7 +829,8 @@ def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
                     "against the cluster's MPI); the wheels from pip and conda do not have it.")
             fix = (f"Use backend='nccl' or 'gloo', or build PyTorch from source with {backend} (USE_{backend.upper()}=1) "
                    "against the cluster's library.")
-    return [hypothesis(tl, Category.UNRECOGNISED, 0.7, title, what=what, fix=fix, where=where,
+    # above the crash the same exception makes (0.8): the configuration is the cause, the exit its consequence
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(events, "PyTorch refused", 3))]
 
 
@@ -881,3 +897,46 @@ def trainers_never_ready(tl: Timeline) -> list[Hypothesis]:
                  "--ips lists differing in order or content.")
     return [hypothesis(tl, Category.RANK_NEVER_JOINED, 0.7, title, what=what, fix=fix, hosts=hosts,
                        evidence=evidence_of(list(last.values()), "still not ready", 4))]
+
+
+# Cray MPICH's NIC selection at MPI_Init (Frontier, Aurora, Perlmutter): ``MPICH ERROR: Unable to use a NIC_POLICY of
+# 'NUMA'. Rank 4 is not confined to a single NUMA node.``; libfabric's CXI provider (HPE Slingshot): ``cxip_cq_eq_
+# progress():531<warn> x4204c1s3b0n0: Cassini Event Queue overflow detected.``
+_CRAY_NIC = re.compile(r"Unable to use a NIC_POLICY of '(?P<policy>\w+)'\. Rank (?P<rank>\d+) is not confined")
+_CXI_OVERFLOW = re.compile(r"(?:(?P<host>[\w.\-]+): )?Cassini Event Queue overflow")
+
+
+def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
+    """Errors of an HPE Slingshot system's own stack, with their fixes: Cray MPICH refusing its NIC policy for a rank
+    not bound to one NUMA node (the CPU binding, or a library imported before MPI that changed it), and the CXI
+    provider's event queue overflowing (too many messages at once for the queue sizes configured)."""
+    out: list[Hypothesis] = []
+    nic = [(e, m) for e in tl.events if e.kind in (Kind.ERROR_LINE, Kind.EXCEPTION)
+           and (m := _CRAY_NIC.search(str(e.data.get("message") or e.text))) is not None]
+    if nic:
+        match = nic[0][1]
+        rank = int(match["rank"])
+        title = (f"Cray MPICH could not apply its NIC policy {match['policy']} to rank {rank}: the rank is not bound to "
+                 "one NUMA node, so MPI_Init failed")
+        what = ("With MPICH_OFI_NIC_POLICY=NUMA, Cray MPICH gives each rank the NIC of the NUMA node it is bound to; a "
+                "rank whose CPUs span several NUMA nodes has none, and MPI_Init aborts (every rank of the job). The "
+                "binding comes from the launcher (srun --cpu-bind, --gpu-bind) or is changed by a library imported "
+                "before MPI starts (importing torch before mpi4py on Frontier).")
+        fix = ("Bind each rank to one NUMA node (srun --cpu-bind=closest or a map per GPU), import mpi4py (MPI_Init) "
+               "before torch, or set MPICH_OFI_NIC_POLICY to another policy (BLOCK, ROUND-ROBIN).")
+        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, culprits=[rank],
+                              evidence=evidence_of([e for e, _ in nic], "MPICH refused the NIC policy", 4)))
+    overflow = [(e, m) for e in tl.events if (m := _CXI_OVERFLOW.search(e.text)) is not None]
+    if overflow:
+        hosts = sorted({m["host"] for _e, m in overflow if m["host"]})
+        title = ("the Slingshot NIC's event queue overflowed (libfabric CXI: Cassini Event Queue overflow)"
+                 + (f" on {', '.join(hosts[:3])}" if hosts else "") + ": more messages at once than its queues hold")
+        what = ("HPE Slingshot's CXI provider posts completions to an event queue; a burst of messages (many ranks "
+                "sending to one, large all-to-alls, many small messages) filled it and the provider had to recover, "
+                "which stalls or fails the communication (MPI, NCCL or RCCL over aws-ofi).")
+        fix = ("Raise the CXI queue sizes (FI_CXI_DEFAULT_CQ_SIZE=131072, FI_CXI_RX_MATCH_MODE=hybrid or software, "
+               "FI_CXI_OFLOW_BUF_SIZE), as the site's documentation for the system advises, and spread the burst "
+               "(fewer ranks per message target).")
+        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.5, title, what=what, fix=fix, hosts=hosts,
+                              evidence=evidence_of([e for e, _ in overflow], "the CXI provider's overflow", 4)))
+    return out
