@@ -446,8 +446,8 @@ def parse(line: Line) -> list[Event]:
             "vendor_err": int(match["vend"], 16), "hca": match["hca"], "transport": "ucx",
             **({"wqe": int(wqe["wqe"])} if wqe else {})})]
     if "Event Queue overflow" in body:  # libfabric's CXI provider (HPE Slingshot): read by rules.setup
-        host = _CXI_HOST.search(body)
-        return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=host["host"]) if host else None, data={
+        named = _CXI_HOST.search(body)
+        return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=named["host"]) if named else None, data={
             "word": "overflow", "message": body.strip()[:300]})]
     match = _UCX_DEVX_MODIFY.search(body) if "mlx5dv_devx_" in body else None
     if match:
