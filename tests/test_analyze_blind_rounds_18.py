@@ -340,6 +340,10 @@ def test_a_store_at_127_0_1_1_is_the_hosts_own_name_on_loopback(tmp_path: Path) 
              "not yet listening.")
     top = diagnose(tmp_path, retry).hypotheses[0]
     assert top.category is Category.LOOPBACK_ADDRESS and "127.0.1.1:63917" in top.title and "hostname -I" in (top.fix or "")
+    assert top.confidence < 0.6 and "if the job spans hosts" in top.title  # one process's lines: maybe one machine
+    spans = "node2: " + retry + "\nnode1: " + retry.replace("1512912", "1498980")  # a line from each of two hosts
+    top = diagnose(tmp_path, spans).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and top.confidence == 0.8
     # 127.0.0.1 is the usual single-machine store: no such reading
     local = retry.replace("127.0.1.1", "127.0.0.1")
     assert all(h.category is not Category.LOOPBACK_ADDRESS for h in diagnose(tmp_path, local).hypotheses)

@@ -387,14 +387,18 @@ def _store_on_hostname_loopback(tl: Timeline, store: list[Event]) -> list[Hypoth
     where = attribute(store, tl)
     addrs = sorted({str(e.data["store_host"]) + (f":{e.data['store_port']}" if e.data.get("store_port") else "")
                     for e in store})
+    # more than one host in the inputs: the job spans hosts, and the address cannot work; one host's lines alone
+    # may be a job on one machine whose store simply did not start (then the unreachable store says it)
+    spans = len({e.origin.host for e in tl.events if e.origin.host}) > 1
     title = (f"the store's address {', '.join(addrs[:2])} is the loopback Debian and Ubuntu give a host's own name: "
-             f"{where.text or 'a process'} on another host cannot reach it")
+             f"{where.text or 'a process'} on another host cannot reach it"
+             + ("" if spans else " (the cause if the job spans hosts)"))
     what = ("127.0.1.1 is how /etc/hosts maps the machine's own host name on Debian and Ubuntu (`hostname -i` prints "
             "it); used as the store's address, it means each host itself, so only the processes on the store's own "
             "host connect and the others wait until their timeout.")
     fix = ("Give MASTER_ADDR (Paddle: --master) the store host's address on the cluster network (`hostname -I`, "
            "`ip -br addr`), or map the host name to that address in /etc/hosts on every host.")
-    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what, fix=fix, where=where,
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8 if spans else 0.55, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(store, "the store at 127.0.1.1", 4))]
 
 
