@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event, masked
-from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
+from syncdoctor.analyze.parsers.nccl_warn import ERRNO_OF_WORDS, IB_STATUS
 from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
@@ -280,7 +280,6 @@ _MPI_BAD_IF = re.compile(r"invalid value was given for (?P<param>(?:btl|oob)_tcp
 
 # the line UCX prints below a completion error: the work request that failed, by its index on the queue pair
 # (``RC QP 0x1cc0 wqe[1069]: SEND --e …``, ``DCI QP 0x14e4 wqe[0]: SEND s-e …``)
-_CXI_HOST = re.compile(r"<warn> (?P<host>[\w.\-]+): Cassini Event Queue overflow")
 _UCX_WQE = re.compile(r"\bQP 0x[0-9a-f]+ wqe\[(?P<wqe>\d+)\]")
 
 
@@ -306,6 +305,15 @@ class _WqeFollower:
             return []
         return [replace(event, data={**event.data, "wqe": self.wqe}) for event in parse(self.head)
                 if event.kind is Kind.IB_COMPLETION_ERROR]
+
+
+def _ucx_completion(line: Line, match: re.Match[str], status: int, *, vendor_err: int | None = None,
+                    hca: str | None = None, wqe: int | None = None) -> list[Event]:
+    """The IB completion error UCX reported (either transport's words), as the verbs status NCCL prints."""
+    origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
+    return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
+        "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
+        "vendor_err": vendor_err, "hca": hca, "transport": "ucx", **({"wqe": wqe} if wqe is not None else {})})]
 
 
 def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | _WqeFollower | None:
@@ -376,8 +384,9 @@ _DEVX_MODIFY = re.compile(r"(?:non-zero status: (?P<status>\d+) )?Error in mlx5d
 # and UCX's own: ``ib_mlx5_dv.c:217  UCX  ERROR mlx5dv_devx_qp_modify(503) failed, syndrome 0: Invalid argument``
 _UCX_DEVX_MODIFY = re.compile(r"mlx5dv_devx_(?:qp|obj)_modify\((?P<code>\d+)\) failed, syndrome (?P<synd>\w+): "
                               r"(?P<err>[A-Za-z][\w ]{2,60})")
-_ERRNO_WORDS = {"Invalid argument": 22, "Connection timed out": 110, "Operation not permitted": 1,
-                "Cannot allocate memory": 12}
+# libfabric's CXI provider (HPE Slingshot) naming the node whose NIC's event queue overflowed: ``cxip_cq_eq_progress():
+# 531<warn> x4204c1s3b0n0: Cassini Event Queue overflow detected.``
+_CXI_OVERFLOW = re.compile(r"<warn> (?P<host>[\w.\-]+): Cassini Event Queue overflow")
 _UCX_CONNECT = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+\]\s+)?\S+:\d+\s+UCX\s+ERROR\s+connect\(fd=\d+, "
                           r"dest_addr=\[?(?P<addr>[\w.:%\-]+?)\]?:(?P<port>\d+)\) failed: (?P<err>[^\n]+?)\s*$")
 _BTL_RESET = re.compile(r"(?:readv|recv|send|writev) failed: (?P<err>Connection reset by peer|Broken pipe|Connection "
@@ -438,22 +447,18 @@ def parse(line: Line) -> list[Event]:
             "error": match["err"].strip(), "transport": "ucx"})]
     match = _UCX_COMPLETION.search(body) if "(synd 0x" in body else None
     if match:  # the NIC completed a work request with an error: the status NCCL would print for it
-        status = _UCX_STATUS[match["what"]]
-        origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
         wqe = _UCX_WQE.search(body)
-        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
-            "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
-            "vendor_err": int(match["vend"], 16), "hca": match["hca"], "transport": "ucx",
-            **({"wqe": int(wqe["wqe"])} if wqe else {})})]
+        return _ucx_completion(line, match, _UCX_STATUS[match["what"]], vendor_err=int(match["vend"], 16),
+                               hca=match["hca"], wqe=int(wqe["wqe"]) if wqe else None)
     if "Event Queue overflow" in body:  # libfabric's CXI provider (HPE Slingshot): read by rules.setup
-        named = _CXI_HOST.search(body)
+        named = _CXI_OVERFLOW.search(body)
         return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=named["host"]) if named else None, data={
-            "word": "overflow", "message": body.strip()[:300]})]
+            "word": "overflow", "message": body.strip()[:300], "source": "cxi-overflow"})]
     match = _UCX_DEVX_MODIFY.search(body) if "mlx5dv_devx_" in body else None
     if match:
         text = match["err"].strip()
         return [make_event(Kind.IB_MODIFY_QP, line, data={
-            "errno": _ERRNO_WORDS.get(text), "error": f"{text} (syndrome {match['synd']})", "gid_index": None,
+            "errno": ERRNO_OF_WORDS.get(text), "error": f"{text} (syndrome {match['synd']})", "gid_index": None,
             "dev": None, "transport": "ucx"})]
     match = _DEVX_MODIFY.search(body) if "mlx5dv_devx_obj_modify" in body else None
     if match:
@@ -462,11 +467,7 @@ def parse(line: Line) -> list[Event]:
             "gid_index": None, "dev": None, "transport": "nvshmem", "step": match["step"]})]
     match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
     if match:
-        status = _UCX_VERBS_STATUS[match["what"].lower()]
-        origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
-        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
-            "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
-            "vendor_err": None, "hca": None, "transport": "ucx"})]
+        return _ucx_completion(line, match, _UCX_VERBS_STATUS[match["what"].lower()])
     match = _UCX_CONNECT.search(body)
     if match:  # MPI's (or a plugin's) transport could not open a connection to the address a peer advertised
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None

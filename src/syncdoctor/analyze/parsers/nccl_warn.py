@@ -79,7 +79,8 @@ _MODIFY_QP = re.compile(
     r"Call to ibv_modify_qp failed with (?:(?P<errno>\d+)(?: (?P<err>[^,]+))?|error (?P<err_only>[^,]+?)"
     r"(?: errno (?P<errno2>\d+))?(?:,|$))"
 )
-_ERRNO = {"Invalid argument": 22, "Connection timed out": 110, "Operation not permitted": 1,
+# errno names as strerror prints them, for messages that give the words only
+ERRNO_OF_WORDS = {"Invalid argument": 22, "Connection timed out": 110, "Operation not permitted": 1,
           "No such device": 19, "Cannot allocate memory": 12}
 _GID_INDEX = re.compile(r"GID index (?P<gid>-?\d+)")
 _ON_DEV = re.compile(r"on dev (?P<dev>[\w.\-]+(?::\d+)?)")
@@ -240,7 +241,7 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         dev = _ON_DEV.search(message)
         text = (match["err"] or match["err_only"] or "").strip()
         return [make_event(Kind.IB_MODIFY_QP, line, origin=origin, data={
-            "errno": int(match["errno"] or match["errno2"]) if (match["errno"] or match["errno2"]) else _ERRNO.get(text),
+            "errno": int(match["errno"] or match["errno2"]) if (match["errno"] or match["errno2"]) else ERRNO_OF_WORDS.get(text),
             "error": text,
             "gid_index": int(gid["gid"]) if gid else None, "dev": dev["dev"] if dev else None})]
     match = _MEMLOCK.search(message)

@@ -45,7 +45,8 @@ _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? 
                         r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
 _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40}?)"
-                   r"(?: \(core dumped\))?\s*(?:$|\s(?:<-|#|//).*$)")  # srun adds "(core dumped)" after a signal  # a note a user added after it: "Killed   <- the victim"
+                   r"(?: \(core dumped\))?"  # srun adds it after a signal when the task dumped core
+                   r"\s*(?:$|\s(?:<-|#|//).*$)")  # a note a user added after it: "Killed   <- the victim"
 # HPE PALS (the PBS launcher of Aurora, Polaris, Sunspot): ``x1921c7s1b0n0: rank 12 died from signal 9``,
 # ``x1921c7s1b0n0: rank 3 exited with code 1``, and the node's own agent: ``x4502c0s0b0n0: shepherd died from
 # signal 9`` (a node lost: every rank on it)

@@ -13,7 +13,8 @@ from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
 __all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "continuation",
-           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "look_at", "socket_transport", "unique_id_roots_gone"]
+           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "look_at", "socket_transport", "unique_id_roots_gone",
+           "writer_hosts"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
 CONTINUATION_LINES = 6  # an exception's message goes on for a few lines after its first
@@ -200,6 +201,11 @@ def unroutable(addr: str) -> bool:
     """Loopback or link-local: an address no other host can reach (``network.advertised_loopback`` reads a peer
     that advertised it: A008, or A007 for a link-local address on no container's bridge)."""
     return is_loopback(addr) or is_link_local(addr)
+
+
+def writer_hosts(tl: Timeline) -> set[str]:
+    """Every host a line of the inputs names as its writer (also those of processes whose rank is unknown)."""
+    return {e.origin.host for e in tl.events if e.origin.host}
 
 
 def socket_transport(tl: Timeline) -> list[Event]:

@@ -20,6 +20,7 @@ from syncdoctor.analyze.rules.common import (
     fmt_ranks,
     hypothesis,
     unique_id_roots_gone,
+    writer_hosts,
 )
 from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
 from syncdoctor.analyze.rules.phrases import Reading, read_as
@@ -336,7 +337,7 @@ def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], li
     closing = [e for e in tl.of(Kind.PEER_CLOSED)
                if e.data.get("service") and e.data.get("closed_local_rank") in culprits and e.origin.host]
     hosts = sorted({str(e.origin.host) for e in closing})
-    every_host = {h for h in (tl.rank_host(r) for r in tl.ranks) if h} | {e.origin.host for e in tl.events if e.origin.host}
+    every_host = {h for h in (tl.rank_host(r) for r in tl.ranks) if h} | writer_hosts(tl)
     if len(hosts) != 1 or len(every_host) != 1:
         return [], []
     return hosts, closing

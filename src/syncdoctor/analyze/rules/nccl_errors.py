@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.rules.common import attribute, evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.common import attribute, evidence_of, fmt_ranks, hypothesis, writer_hosts
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["INIT_WINDOW_S", "ib_retry_exceeded", "local_nccl_failures", "watchdog_stuck"]
@@ -122,7 +122,7 @@ def _simple(tl: Timeline, kind: Kind, category: Category, make_title: str, fix: 
     hosts = sorted({e.origin.host for e in events if e.origin.host})
     if not hosts and kind is Kind.DUPLICATE_GPU:
         # two processes on one GPU share a host: the only one the inputs name (NCCL's prefixes), where there is one
-        named_hosts = {e.origin.host for e in tl.events if e.origin.host}
+        named_hosts = writer_hosts(tl)
         hosts = sorted(named_hosts) if len(named_hosts) == 1 else []
     where = f" on {', '.join(hosts)}" if hosts else ""
     who = f" (ranks {fmt_ranks(sorted(own))})" if own else ""

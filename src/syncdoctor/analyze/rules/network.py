@@ -19,6 +19,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_link_local,
     socket_transport,
+    writer_hosts,
 )
 from syncdoctor.analyze.timeline import ERROR_KINDS, TIMEOUT_KINDS, Timeline
 from syncdoctor.units import format_duration
@@ -139,11 +140,10 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
                                "every host, or map the hostname to the host's cluster address in /etc/hosts.")]
     if not culprit_lines and not remote_only:
         return _loopback_chosen(tl) or _virtual_socket_device(tl)
-    across = any(e.data.get("net") for e in tl.of(Kind.NCCL_CHANNEL))  # a channel over the network: other hosts
+    across = _channel_over_network(tl)
     # ranks unknown: the hosts of the lines, when all the host advertised is the loopback (a veth's or a link-local
     # address in a one-host paste still says what the others would have dialled)
-    writers = set(tl.hosts) or ({e.origin.host for e in tl.events if e.origin.host}
-                                if flagged and all(is_loopback(a) for _i, a in flagged) else set())
+    writers = set(tl.hosts) or (writer_hosts(tl) if flagged and all(is_loopback(a) for _i, a in flagged) else set())
     if not remote_only and not unhosted and _nothing_failed_to_connect(tl) and writers == set(culprit_lines) \
             and len(culprit_lines) == 1 and not across:
         # one host, whose ranks reach each other over loopback, and no connection failed: not the cause, unless the
@@ -211,8 +211,8 @@ def _virtual_socket_device(tl: Timeline) -> list[Hypothesis]:
     """NCCL's socket transport lists the loopback or a container's interface among its devices, beside a real NIC
     (``NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:…``, ``[1]veth8739016:fe80::…``), in inputs where no connection
     failed: NCCL spreads its connections over every device listed (lo alone is a host with nothing else, a job on
-    one node), and the ones over lo or a veth reach no other host, so a job
-    across hosts hangs or fails at its first collective there. Said at a low confidence (the lines say neither that
+    one node), and the ones over lo or a veth reach no other host, so a job across hosts hangs or fails at its first
+    collective there. Said at a low confidence (the lines say neither that
     the job spans hosts nor that it hung), above only an unexplained timeout; a channel over the network in the
     inputs (the job does span hosts) raises it."""
     listed: list[tuple[Event, list[str]]] = []
@@ -229,7 +229,7 @@ def _virtual_socket_device(tl: Timeline) -> list[Hypothesis]:
     events = [e for e, _ in listed]
     where = attribute(events, tl)
     shown = ", ".join(dict.fromkeys(n for _e, names in listed for n in names))
-    across = any(e.data.get("net") for e in tl.of(Kind.NCCL_CHANNEL))
+    across = _channel_over_network(tl)
     title = (f"NCCL's socket transport uses {shown} as a device{' on ' + where.text if where.text else ''}: "
              "connections over it reach no other host, so a job across hosts hangs there")
     what = ("Without NCCL_SOCKET_IFNAME (or with one that admits them), NCCL's socket transport takes every "
@@ -242,6 +242,11 @@ def _virtual_socket_device(tl: Timeline) -> list[Hypothesis]:
            "NCCL_SOCKET_IFNAME=^lo,docker,veth,br-) on every host, and GLOO_SOCKET_IFNAME the same.")
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.5 if across else 0.35, title, what=what, fix=fix,
                        where=where, evidence=evidence_of(events, "a socket device that reaches no other host", 4))]
+
+
+def _channel_over_network(tl: Timeline) -> bool:
+    """An NCCL channel over the network in the inputs: the job spans hosts."""
+    return any(e.data.get("net") for e in tl.of(Kind.NCCL_CHANNEL))
 
 
 def _on_one_machine(tl: Timeline) -> bool:

@@ -44,30 +44,48 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
 _REJECTED = re.compile(r"invalid argument|not supported")
 
 
-# CUDA's errors for parts that do not fit together (cudaErrorInsufficientDriver, cudaErrorNoKernelImageForDevice,
-# cudaErrorUnsupportedPtxVersion): the words in the message, the title, what it means and the fix
+# CUDA's errors for software that does not fit the machine (cudaErrorStubLibrary, cudaErrorInsufficientDriver,
+# cudaErrorNoKernelImageForDevice, cudaErrorSymbolNotFound, cudaErrorUnsupportedPtxVersion): the words in the
+# message, the title ({who}: where it happened, or "a process"; {on}: " on " and that place, if known), what it means,
+# the fix and the evidence's note. None is a fault of the GPU.
+_NOT_THE_GPU = " the GPU itself is not at fault"
+_MISFIT = ": the CUDA software does not fit," + _NOT_THE_GPU
 _MISMATCHED_BUILD = (
-    ("driver version is insufficient", "the GPU driver is older than the CUDA runtime the program was built with",
+    ("stub library",  # no driver at all behind libcuda.so
+     "{who} loaded CUDA's stub driver library instead of the real driver (CUDA driver is a stub library): no GPU work "
+     "can run there," + _NOT_THE_GPU,
+     "The libcuda.so the process loaded is the link-time stub the CUDA toolkit ships (its lib64/stubs directory), "
+     "found before the driver's own library: a LD_LIBRARY_PATH that lists the stubs directory, or a container started "
+     "without the NVIDIA runtime, which mounts the driver's libcuda.so.",
+     "Remove the CUDA toolkit's stubs directory from LD_LIBRARY_PATH (and from ld.so.conf), and run containers with "
+     "the NVIDIA runtime (--gpus all); `ldconfig -p | grep libcuda` should show the driver's library.",
+     "the stub driver"),
+    ("driver version is insufficient", "the GPU driver is older than the CUDA runtime the program was built with{on}"
+     + _MISFIT,
      "CUDA's runtime (in the PyTorch or NCCL wheel, or the container image) needs a newer driver than the host has: "
      "every CUDA call fails there, whatever the GPU.",
      "Upgrade the driver on that host, or install the build for the CUDA version the driver supports (nvidia-smi "
-     "shows it, top right); in containers, an image whose CUDA is not newer than the host's driver."),
-    ("no kernel image is available", "the binaries hold no code for this GPU's architecture",
+     "shows it, top right); in containers, an image whose CUDA is not newer than the host's driver.",
+     "CUDA refused"),
+    ("no kernel image is available", "the binaries hold no code for this GPU's architecture{on}" + _MISFIT,
      "The PyTorch, NCCL or extension build in use was compiled without this GPU's architecture (a new GPU such as "
      "Blackwell's sm_120 with a build for older ones, or an old GPU a release dropped): its kernels cannot run there.",
      "Install a build that includes this architecture (for Blackwell, PyTorch's cu128 wheels or newer), or rebuild "
      "the extension with TORCH_CUDA_ARCH_LIST naming it; `python -c 'import torch; print(torch.cuda.get_arch_list())'`"
-     " lists what the build holds."),
-    ("named symbol not found", "a function the CUDA library looked for is missing from the driver",
+     " lists what the build holds.",
+     "CUDA refused"),
+    ("named symbol not found", "a function the CUDA library looked for is missing from the driver{on}" + _MISFIT,
      "CUDA's driver does not have a function that NCCL or the CUDA runtime asked for (cudaErrorSymbolNotFound, 500): "
      "most often the driver is older than what those libraries were built for (a container image newer than the "
      "host's driver), or a library of another CUDA release is loaded first.",
      "Use an image or build made for the host driver's CUDA version (nvidia-smi shows it), or upgrade the driver; "
-     "check LD_LIBRARY_PATH for a libnccl or libcudart of another release."),
-    ("unsupported toolchain", "code compiled by a newer CUDA than the driver knows",
+     "check LD_LIBRARY_PATH for a libnccl or libcudart of another release.",
+     "CUDA refused"),
+    ("unsupported toolchain", "code compiled by a newer CUDA than the driver knows{on}" + _MISFIT,
      "PTX in a library was produced by a newer CUDA compiler than the host's driver supports: the driver cannot "
      "compile it for the GPU.",
-     "Upgrade the driver on that host, or use builds made with the CUDA version the driver supports."),
+     "Upgrade the driver on that host, or use builds made with the CUDA version the driver supports.",
+     "CUDA refused"),
 )
 
 
@@ -121,24 +139,12 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                  "is not running, or does not match the driver's version.")
         fix = ("Start nvidia-fabricmanager on that node (`systemctl status nvidia-fabricmanager`; its version must be "
                "the driver's), then check `nvidia-smi -q | grep -i fabric`.")
-    if any("stub library" in m for m in messages):  # cudaErrorStubLibrary: no driver at all behind libcuda.so
-        title = (f"{where.text or 'a process'} loaded CUDA's stub driver library instead of the real driver (CUDA "
-                 "driver is a stub library): no GPU work can run there, the GPU itself is not at fault")
-        what = ("The libcuda.so the process loaded is the link-time stub the CUDA toolkit ships (its lib64/stubs "
-                "directory), found before the driver's own library: a LD_LIBRARY_PATH that lists the stubs directory, "
-                "or a container started without the NVIDIA runtime, which mounts the driver's libcuda.so.")
-        fix = ("Remove the CUDA toolkit's stubs directory from LD_LIBRARY_PATH (and from ld.so.conf), and run "
-               "containers with the NVIDIA runtime (--gpus all); `ldconfig -p | grep libcuda` should show the "
-               "driver's library.")
-        return [*out, hypothesis(tl, Category.GPU_ERROR, 0.8, title, affected=affected, what=what, fix=fix,
-                                 evidence=evidence_of(events, "the stub driver", 6), where=where)]
     mismatch = None if hardware else next((m for m in _MISMATCHED_BUILD if any(m[0] in msg for msg in messages)), None)
-    if mismatch is not None:  # the CUDA parts installed do not fit together or this GPU: no fault of the GPU
-        _words, said, what, fix = mismatch
-        title = (f"{said}{' on ' + where.text if where.text else ''}: the CUDA software does not fit, the GPU itself "
-                 "is not at fault")
+    if mismatch is not None:  # the CUDA software does not fit the machine: no fault of the GPU
+        _words, template, what, fix, note = mismatch
+        title = template.format(who=where.text or "a process", on=f" on {where.text}" if where.text else "")
         return [*out, hypothesis(tl, Category.GPU_ERROR, 0.8, title, affected=affected, what=what, fix=fix,
-                                 evidence=evidence_of(events, "CUDA refused", 6), where=where)]
+                                 evidence=evidence_of(events, note, 6), where=where)]
     rejected = not hardware and any(_REJECTED.search(m) for m in messages) and all(
         _REJECTED.search(m) or "nhandled" in m for m in messages)  # NCCL's 'unhandled cuda error' says no more
     if rejected:

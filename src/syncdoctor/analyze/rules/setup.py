@@ -22,6 +22,7 @@ from syncdoctor.analyze.rules.common import (
     hypothesis,
     ip_of,
     unroutable,
+    writer_hosts,
 )
 from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.rules.partial import timed_out_forming
@@ -368,8 +369,7 @@ def _bridge_gateway(tl: Timeline, refused: list[Event]) -> list[Hypothesis]:
            "lo,docker0,virbr0).")
     # the process refused dialled the address; the one that advertised it is its peer: with two hosts in the
     # inputs, the other one
-    writers = {e.origin.host for e in tl.events if e.origin.host}
-    others = sorted(writers - set(where.hosts)) if where.hosts else []
+    others = sorted(writer_hosts(tl) - set(where.hosts)) if where.hosts else []
     culprits = sorted(tl.hosts.get(others[0], ())) if len(others) == 1 else []
     if len(others) == 1:
         title += f"; {others[0]}, the other host, gave it"
@@ -389,7 +389,7 @@ def _store_on_hostname_loopback(tl: Timeline, store: list[Event]) -> list[Hypoth
                     for e in store})
     # more than one host in the inputs: the job spans hosts, and the address cannot work; one host's lines alone
     # may be a job on one machine whose store simply did not start (then the unreachable store says it)
-    spans = len({e.origin.host for e in tl.events if e.origin.host}) > 1
+    spans = len(writer_hosts(tl)) > 1
     title = (f"the store's address {', '.join(addrs[:2])} is the loopback Debian and Ubuntu give a host's own name: "
              f"{where.text or 'a process'} on another host cannot reach it"
              + ("" if spans else " (the cause if the job spans hosts)"))
@@ -677,10 +677,11 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     fix = (f"Find what holds it (`ss -ltnp | grep {ports[0] if ports else 29500}`) and stop it, or give each job "
            "its own MASTER_PORT (torchrun --master-port, or a port derived from SLURM_JOB_ID; --rdzv-endpoint "
            "host:0 picks a free one).")
-    if all(e.data.get("cut") for e in events):  # the paste cut the code after "-9": -98 most often, -99 maybe
+    cut = all(e.data.get("cut") for e in events)  # the paste cut the code after "-9": -98 most often, -99 maybe
+    if cut:
         what += (" (The paste cut the code after '-9': -98 is a port in use, -99 an address this host does not have; "
                  "the first is by far the more common.)")
-    return [hypothesis(tl, Category.PORT_IN_USE, 0.6 if all(e.data.get("cut") for e in events) else 0.8, title,
+    return [hypothesis(tl, Category.PORT_IN_USE, 0.6 if cut else 0.8, title,
                        where=where, what=what, fix=fix, evidence=evidence_of(events, "the store's port is taken", 4))]
 
 
@@ -907,7 +908,6 @@ def trainers_never_ready(tl: Timeline) -> list[Hypothesis]:
 # 'NUMA'. Rank 4 is not confined to a single NUMA node.``; libfabric's CXI provider (HPE Slingshot): ``cxip_cq_eq_
 # progress():531<warn> x4204c1s3b0n0: Cassini Event Queue overflow detected.``
 _CRAY_NIC = re.compile(r"Unable to use a NIC_POLICY of '(?P<policy>\w+)'\. Rank (?P<rank>\d+) is not confined")
-_CXI_OVERFLOW = re.compile(r"(?:(?P<host>[\w.\-]+): )?Cassini Event Queue overflow")
 
 
 def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
@@ -930,9 +930,9 @@ def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
                "before torch, or set MPICH_OFI_NIC_POLICY to another policy (BLOCK, ROUND-ROBIN).")
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, culprits=[rank],
                               evidence=evidence_of([e for e, _ in nic], "MPICH refused the NIC policy", 4)))
-    overflow = [(e, m) for e in tl.events if (m := _CXI_OVERFLOW.search(e.text)) is not None]
+    overflow = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "cxi-overflow"]  # parsers.launchers
     if overflow:
-        hosts = sorted({m["host"] for _e, m in overflow if m["host"]})
+        hosts = sorted({e.origin.host for e in overflow if e.origin.host})
         title = ("the Slingshot NIC's event queue overflowed (libfabric CXI: Cassini Event Queue overflow)"
                  + (f" on {', '.join(hosts[:3])}" if hosts else "") + ": more messages at once than its queues hold")
         what = ("HPE Slingshot's CXI provider posts completions to an event queue; a burst of messages (many ranks "
@@ -942,5 +942,5 @@ def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
                "FI_CXI_OFLOW_BUF_SIZE), as the site's documentation for the system advises, and spread the burst "
                "(fewer ranks per message target).")
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.5, title, what=what, fix=fix, hosts=hosts,
-                              evidence=evidence_of([e for e, _ in overflow], "the CXI provider's overflow", 4)))
+                              evidence=evidence_of(overflow, "the CXI provider's overflow", 4)))
     return out
