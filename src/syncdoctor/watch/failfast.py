@@ -73,16 +73,14 @@ def exit_now(code: int) -> None:
 
 def linger(store: ScopedStore, keys: JobKeys, me: Identity, config: WatchConfig, *,
            on_sigterm: Callable[[int, Any], None], clock: Callable[[], float] = time.monotonic,
-           sleep: Callable[[float], None] = time.sleep, wall_clock: Callable[[], float] = time.time,
-           ended: Callable[[], bool] = lambda: False) -> None:
+           sleep: Callable[[float], None] = time.sleep, wall_clock: Callable[[], float] = time.time) -> None:
     """The first rank to fail watches the others up to ``config.exit_linger_s``, then reports the rank that
     died first (log, store, events file). On the main thread, a SIGTERM meanwhile goes to ``on_sigterm``
-    instead of ending the process at once; ``ended`` says whether one came (its launcher is ending this host's
-    workers).
+    instead of ending the process at once.
     """
     with sigterm_deferred(on_sigterm):
         events, store_ok = watch_the_others(store, keys, me, config.exit_linger_s, config.interval_s, clock=clock,
-                                            sleep=sleep, wall_clock=wall_clock, ended=ended)
+                                            sleep=sleep, wall_clock=wall_clock)
         sinks: list[Sink] = [LogSink()]
         if store_ok:
             sinks.append(StoreSink(store, keys))
@@ -115,8 +113,7 @@ def sigterm_deferred(on_sigterm: Callable[[int, Any], None]) -> Iterator[bool]:
 
 def watch_the_others(store: ScopedStore, keys: JobKeys, me: Identity, linger_s: float, interval_s: float, *,
                      clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                     wall_clock: Callable[[], float] = time.time,
-                     ended: Callable[[], bool] = lambda: False) -> tuple[list[Event], bool]:
+                     wall_clock: Callable[[], float] = time.time) -> tuple[list[Event], bool]:
     """:func:`linger`'s watch: the events naming the rank that died first, and whether the store stayed
     reachable.
 
@@ -124,7 +121,7 @@ def watch_the_others(store: ScopedStore, keys: JobKeys, me: Identity, linger_s: 
     once when it runs on this host and its process is gone. If the store goes away meanwhile (its
     host's agent ends the job), the diagnosis uses the last records read; when every failure read so far
     is a peer's connection error, the ranks of other hosts that said nothing by then are taken as the ones
-    that vanished (a warning), those of this host only when its launcher had not begun ending them.
+    that vanished (a warning); this host's ranks are judged by their processes, as in the loop.
     """
     world = me.world_size
     reader = RecordReader(store, keys, world)
@@ -171,12 +168,10 @@ def watch_the_others(store: ScopedStore, keys: JobKeys, me: Identity, linger_s: 
             break  # every silent rank is a dead process on this host: no need to wait
         sleep(0.2)
     reported = reported_events(store, keys) if store_ok else []
-    # the store lost with nobody seen to vanish yet: the ranks that said nothing (see unheard_when_store_lost)
-    unheard = set() if store_ok or silent else unheard_when_store_lost(records)
-    # a rank of this host whose process is still there did not vanish: it is only slow to say so; and once this
-    # host's launcher is ending its workers (a SIGTERM came), a node-mate gone without a word was ended by it
-    unheard = {r for r in unheard if records[r].host_key != me.host_key
-               or (not ended() and process_state(records[r].pid) in ("gone", "zombie"))}
+    # the store lost with nobody seen to vanish yet: the other hosts' ranks that said nothing (see
+    # unheard_when_store_lost); this host's were judged by their processes in the loop (a gone one is silent already)
+    unheard = set() if store_ok or silent else {r for r in unheard_when_store_lost(records)
+                                                 if records[r].host_key != me.host_key}
     return diagnose_failure(records, silent | unheard, world, wall=wall_clock(), reported=reported,
                             unheard=bool(unheard)), store_ok
 

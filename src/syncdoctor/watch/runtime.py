@@ -417,7 +417,7 @@ class Watcher:
             if publisher.fail_order == 1 and self.config.exit_linger_s > 0 and exc_type is not KeyboardInterrupt:
                 assert self.identity is not None  # the first rank to fail names the one that died first
                 failfast.linger(self.store, self.keys, self.identity, self.config, on_sigterm=self._defer_sigterm,
-                                clock=self.clock, ended=lambda: self._sigterm_pending)
+                                clock=self.clock)
 
     def _defer_sigterm(self, signum: int, frame: Any) -> None:
         self._sigterm_pending = True
