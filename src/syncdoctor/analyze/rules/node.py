@@ -142,7 +142,9 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
     mismatch = None if hardware else next((m for m in _MISMATCHED_BUILD if any(m[0] in msg for msg in messages)), None)
     if mismatch is not None:  # the CUDA software does not fit the machine: no fault of the GPU
         _words, template, what, fix, note = mismatch
-        title = template.format(who=where.text or "a process", on=f" on {where.text}" if where.text else "")
+        # replace, not format: a host name read from the inputs may hold braces
+        title = template.replace("{who}", where.text or "a process").replace(
+            "{on}", f" on {where.text}" if where.text else "")
         return [*out, hypothesis(tl, Category.GPU_ERROR, 0.8, title, affected=affected, what=what, fix=fix,
                                  evidence=evidence_of(events, note, 6), where=where)]
     rejected = not hardware and any(_REJECTED.search(m) for m in messages) and all(
