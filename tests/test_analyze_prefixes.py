@@ -60,6 +60,22 @@ def test_a_pipelines_timestamp_before_a_launchers_prefix(line, host, rank, body)
     assert (prefix.origin.host, prefix.origin.rank) == (host, rank) and prefix.body.startswith(body)
 
 
+@pytest.mark.parametrize(("line", "host", "body"), [
+    ("deepspeed-worker-2-1  | worker-0: Killed", "worker-0", "Killed"),  # the pdsh host after it names the host
+    ("trainer_1  | RuntimeError: x", "trainer_1", "RuntimeError: x"),
+    # a container named by container_name: no number, a dash or an underscore, two spaces of padding
+    ("mistralrs-headnode  | Error: Address already in use (os error 98)", "mistralrs-headnode", "Error: Address"),
+    ("gpu_worker  | RuntimeError: x", "gpu_worker", "RuntimeError: x"),
+    # a table's first column is none
+    ("loss      | 0.53 | 0.41", None, "loss      | 0.53"),
+    ("train-loss | 0.53", None, "train-loss | 0.53"),
+    ("epoch  | 3", None, "epoch  | 3"),
+])
+def test_docker_compose_service_prefix(line, host, body) -> None:
+    prefix = split_prefix(line)
+    assert prefix.origin.host == host and prefix.body.startswith(body)
+
+
 def test_glog_severity_and_file() -> None:
     prefix = split_prefix("[W1129 13:48:08.317968026 socket.cpp:207] [c10d] The hostname of the client socket")
     assert prefix.severity == "warning" and prefix.glog_file == "socket.cpp:207"

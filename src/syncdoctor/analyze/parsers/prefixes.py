@@ -18,7 +18,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``[pod/trainer-worker-0/pytorch] ``   ``kubectl logs --prefix``: the pod, read as the host
 ``(RayWorkerWrapper pid=11305, ip=…)`` Ray's actor prefix: pid and host address
 ``Aug 26 15:28:16 node7 kernel: ``    syslog / ``journalctl``: the time and the host
-``trainer-worker-1  | ``               ``docker compose logs``: the service, the host unless a prefix after it names one
+``trainer-worker-1  | ``               ``docker compose logs``: the service (or container name), the host unless a prefix after it names one
 ``logs/rank_3.node2.log:``            ``grep -H`` over log files: the file's name, read as below
 ====================================  =========================================================
 
@@ -70,8 +70,11 @@ _GREP = re.compile(r"(?P<file>[\w.\-/]{1,200}\.(?:log|txt|out|err))(?::\d{1,9})?
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
                        r"^E[EIHLZ]\d{4}$|"  # Ascend CANN's error codes: EI0002: …, EE9999: …
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
-# docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container
-_COMPOSE = re.compile(r"(?P<svc>[A-Za-z][\w.\-]{0,100}[-_]\d{1,4}) +\| ")
+# docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container;
+# a container named by ``container_name`` has no number (``mistralrs-headnode  | ``): then a dash or an underscore
+# in the name and two spaces of padding, so a table's first column (``loss     | 0.5``) is not taken for one
+_COMPOSE = re.compile(r"(?P<svc>[A-Za-z][\w.\-]{0,100}[-_]\d{1,4}) +\| "
+                      r"|(?P<named>(?=[A-Za-z0-9.]*[-_])[A-Za-z][\w.\-]{0,100}[A-Za-z0-9]) {2,}\| ")
 # a platform's pod or node name in brackets before the line's own stamp (Alibaba PAI-DLC, some job schedulers):
 # "[dlc1mtq58q0821ib-master-0] [2026-03-30 19:24:42,731] torch.distributed…": a DNS label with a dash and a digit
 _BRACKET_HOST = re.compile(r"\[(?P<host>(?=[a-z0-9-]*-)(?=[a-z-]*[0-9])(?!rank)[a-z][a-z0-9-]{1,61}[a-z0-9])\] "
@@ -217,7 +220,7 @@ def split_prefix(text: str) -> Prefix:
     compose = None
     match = _COMPOSE.match(text)
     if match:
-        compose, pos = match["svc"], match.end()
+        compose, pos = match["svc"] or match["named"], match.end()
         start = pos
     for _ in range(_MAX_PREFIXES):
         match = _RANK.match(text, pos)
