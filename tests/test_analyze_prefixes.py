@@ -76,6 +76,21 @@ def test_docker_compose_service_prefix(line, host, body) -> None:
     assert prefix.origin.host == host and prefix.body.startswith(body)
 
 
+@pytest.mark.parametrize(("line", "host", "pid", "body"), [
+    ("[1652739463.054681] [cn0022:4071024:0]        ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed",
+     "cn0022", 4071024, "ib_iface.c:1035 UCX  ERROR"),
+    ("[compute001:31180:0:31180] ib_mlx5_log.c:143  Transport retry count exceeded", "compute001", 31180, "ib_mlx5_log"),
+    ("[c5e62fb2396d:1618 :0]  tl_ucp_ep.c:43  TL_UCP ERROR ucp returned", "c5e62fb2396d", 1618, "tl_ucp_ep.c:43"),
+    # UCX's signal handler has no source file after it: its parser reads that form
+    ("[gpu1:12:0:12] Caught signal 11 (Segmentation fault)", None, None, "[gpu1:12:0:12] Caught"),
+    # a bracketed list of numbers is none
+    ("[1:2:3] loss 0.5 train.c:12 x", None, None, "[1:2:3]"),
+])
+def test_ucx_prefix(line, host, pid, body) -> None:
+    prefix = split_prefix(line)
+    assert (prefix.origin.host, prefix.origin.pid) == (host, pid) and prefix.body.startswith(body)
+
+
 def test_glog_severity_and_file() -> None:
     prefix = split_prefix("[W1129 13:48:08.317968026 socket.cpp:207] [c10d] The hostname of the client socket")
     assert prefix.severity == "warning" and prefix.glog_file == "socket.cpp:207"

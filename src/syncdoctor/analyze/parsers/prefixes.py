@@ -18,6 +18,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``[pod/trainer-worker-0/pytorch] ``   ``kubectl logs --prefix``: the pod, read as the host
 ``(RayWorkerWrapper pid=11305, ip=…)`` Ray's actor prefix: pid and host address
 ``Aug 26 15:28:16 node7 kernel: ``    syslog / ``journalctl``: the time and the host
+``[1652739463.05] [cn22:4071:0] ``   UCX's and UCC's log prefix: the host and the pid
 ``trainer-worker-1  | ``               ``docker compose logs``: the service (or container name), the host unless a prefix after it names one
 ``logs/rank_3.node2.log:``            ``grep -H`` over log files: the file's name, read as below
 ====================================  =========================================================
@@ -79,6 +80,11 @@ _COMPOSE = re.compile(r"(?P<svc>[A-Za-z][\w.\-]{0,100}[-_]\d{1,4}) +\| "
 # "[dlc1mtq58q0821ib-master-0] [2026-03-30 19:24:42,731] torch.distributed…": a DNS label with a dash and a digit
 _BRACKET_HOST = re.compile(r"\[(?P<host>(?=[a-z0-9-]*-)(?=[a-z-]*[0-9])(?!rank)[a-z][a-z0-9-]{1,61}[a-z0-9])\] "
                            r"(?=\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} )")
+# UCX's (and UCC's) log prefix, ``[1652739463.054681] [cn0022:4071024:0]        ib_iface.c:1035 UCX  ERROR …``: the
+# epoch stamp (not read: a clock no other prefix shares), then the host, the pid and UCX's thread index, before the
+# source file that logged; the older form without the stamp, ``[compute001:31180:0:31180] ib_mlx5_log.c:143 …``
+_UCX = re.compile(r"(?:\[\d{9,10}\.\d{1,9}\] +)?\[(?P<host>[A-Za-z0-9][\w.\-]{0,62}):(?P<pid>\d{1,10}) ?:\d{1,6}(?::\d{1,10})?\]"
+                  r"\s+(?=[\w.]{1,60}\.(?:c|cc|cpp|h):\d{1,6}\s)")
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
 _RAY = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?(?:rank=(?P<rank>\d{1,6}) )?pid=(?P<pid>\d{1,10})"
                   r"(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
@@ -277,6 +283,11 @@ def split_prefix(text: str) -> Prefix:
             match = _BRACKET_HOST.match(text, pos)
             if match:
                 host = match["host"]
+                pos = match.end()
+                continue
+            match = _UCX.match(text, pos)
+            if match:
+                host, pid = match["host"], int(match["pid"])
                 pos = match.end()
                 continue
             match = _PDSH.match(text, pos)
