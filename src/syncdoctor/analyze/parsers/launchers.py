@@ -46,7 +46,7 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
-            "Event Queue overflow")
+            "Event Queue overflow", "ping failed on ")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -387,6 +387,10 @@ _UCX_DEVX_MODIFY = re.compile(r"mlx5dv_devx_(?:qp|obj)_modify\((?P<code>\d+)\) f
 # libfabric's CXI provider (HPE Slingshot) naming the node whose NIC's event queue overflowed: ``cxip_cq_eq_progress():
 # 531<warn> x4204c1s3b0n0: Cassini Event Queue overflow detected.``
 _CXI_OVERFLOW = re.compile(r"<warn> (?P<host>[\w.\-]+): Cassini Event Queue overflow")
+# HPE's PALS launcher (mpiexec on Aurora, Polaris) pings the job's nodes: ``ping failed on x4304c1s6b0n0: No reply
+# from x4307c2s6b0n0.hostmgmt2307.cm.aurora.alcf.anl.gov after 87s``: the node that did not reply is down or cut off
+# (the first, the one that asked); its name without the management domain
+_PALS_PING = re.compile(r"ping failed on (?P<asker>[\w.\-]+): No reply from (?P<host>[A-Za-z0-9][\w\-]*)[\w.\-]* after (?P<s>\d+)s")
 _UCX_CONNECT = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+\]\s+)?\S+:\d+\s+UCX\s+ERROR\s+connect\(fd=\d+, "
                           r"dest_addr=\[?(?P<addr>[\w.:%\-]+?)\]?:(?P<port>\d+)\) failed: (?P<err>[^\n]+?)\s*$")
 _BTL_RESET = re.compile(r"(?:readv|recv|send|writev) failed: (?P<err>Connection reset by peer|Broken pipe|Connection "
@@ -454,6 +458,11 @@ def parse(line: Line) -> list[Event]:
         named = _CXI_OVERFLOW.search(body)
         return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=named["host"]) if named else None, data={
             "word": "overflow", "message": body.strip()[:300], "source": "cxi-overflow"})]
+    match = _PALS_PING.search(body) if "ping failed on " in body else None
+    if match:  # an error line of the node that did not reply (read by no rule but the fallback, which quotes it)
+        return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=match["host"]), data={
+            "word": "failed", "message": body.strip()[:300], "source": "pals-ping", "asker": match["asker"],
+            "seconds": int(match["s"])})]
     match = _UCX_DEVX_MODIFY.search(body) if "mlx5dv_devx_" in body else None
     if match:
         text = match["err"].strip()
