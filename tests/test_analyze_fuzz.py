@@ -109,6 +109,8 @@ json_values = st.recursive(
 
 @settings(max_examples=200, deadline=None)
 @given(json_values)
+@example({"kind": False, "ranks": "0\x1f"})  # str.strip takes \x1f, int() does not
+@example({"kind": False, "ranks": "--3"})
 def test_structured_parsers_never_raise(value) -> None:
     if isinstance(value, dict):
         watch_events.parse_record(value, Ref("w", 1))

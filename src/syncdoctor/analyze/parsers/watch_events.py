@@ -34,8 +34,11 @@ def _int_list(value: Any) -> list[int]:
         return []
     if isinstance(value, int):
         return [value]
-    if isinstance(value, str) and value.strip().lstrip("-").isdecimal():
-        return [int(value)]
+    if isinstance(value, str) and len(value) < 32:
+        try:  # int() strips fewer characters than str.strip (not \x1c-\x1f), and refuses "--3"
+            return [int(value.strip())]
+        except ValueError:
+            return []
     if isinstance(value, (list, tuple)):
         return [v for item in value[:4096] for v in _int_list(item)]
     return []
