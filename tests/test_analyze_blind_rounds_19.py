@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyze_helpers import diagnose_paste, one
+from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Category, Kind
+from syncdoctor.analyze.parsers.prefixes import split_prefix
 
 diagnose = diagnose_paste
 
@@ -21,3 +23,27 @@ def test_a_launchers_ping_without_reply_names_the_silent_node(tmp_path: Path) ->
     # another "ping failed" (a health check's own words) names no node
     other = diagnose(tmp_path, "ERROR: ping failed on gpu-3: timeout").hypotheses[0]
     assert other.culprit_hosts != ("gpu-3",) or "No reply" in other.title
+
+
+def test_an_unplaced_first_error_takes_the_one_host_the_other_errors_name(tmp_path: Path) -> None:
+    # real: openucx/ucx#6049 (the kernel's line has no host; UCX's, beside it, names b2294)
+    kernel = ("[2605244.823409] mlx5_core 0000:61:00.0: mlx5_cmd_check:795:(pid 53945): ALLOC_UAR(0x802) op_mod(0x0) "
+              "failed, status limits exceeded(0x8), syndrome (0x5a7939)")
+    ucx = ("[1608298882.555115] [b2294:54275:0]          ib_md.c:1678 UCX  ERROR ibv_open_device(mlx5_0) failed: "
+           "Cannot allocate memory")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "dmesg.txt").write_text(kernel + "\n")
+    (tmp_path / "a" / "log.txt").write_text(ucx + "\n")
+    found = [h for h in analyze_paths([str(tmp_path / "a")]).diagnosis.hypotheses if h.category is Category.UNRECOGNISED]
+    assert found and found[0].culprit_hosts == ("b2294",) and "ALLOC_UAR" in found[0].title
+    assert found[0].confidence == 0.25  # borrowed, not its own: no firmer than an error without a place
+    # two hosts named by the others: none borrowed
+    two = kernel + "\n" + ucx + "\n" + ucx.replace("b2294", "b2295")
+    quoted = [h for h in diagnose(tmp_path, two).hypotheses if h.category is Category.UNRECOGNISED][0]
+    assert quoted.culprit_hosts == ()
+
+
+def test_an_ascend_error_code_is_no_host() -> None:
+    for code in ("EJ0001", "EI0002", "EE9999"):
+        assert split_prefix(f"{code}: The HCCP process is still running").origin.host is None
+    assert split_prefix("gpu-01: RuntimeError: x").origin.host == "gpu-01"

@@ -69,7 +69,7 @@ _STAMPED_HOST = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*$")
 # ``grep -H`` (``-r``, several files) over log files: ``rank_604.s12gn3064.4031852.log:`` (``-n``: ``…log:12:``)
 _GREP = re.compile(r"(?P<file>[\w.\-/]{1,200}\.(?:log|txt|out|err))(?::\d{1,9})?:(?=\S)")
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
-                       r"^E[EIHLZ]\d{4}$|"  # Ascend CANN's error codes: EI0002: …, EE9999: …
+                       r"^E[A-Z]\d{4}$|"  # Ascend CANN's error codes: EI0002: …, EE9999: …
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
 # docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container;
 # a container named by ``container_name`` has no number (``mistralrs-headnode  | ``): then a dash or an underscore

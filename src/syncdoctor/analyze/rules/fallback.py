@@ -52,19 +52,29 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     if signals and all(e.kind is Kind.AGENT_SIGNAL or _agents_aftermath(e, signals[0]) for e in errors):
         return _stopped_from_outside(tl, signals)
     first = errors[0]
-    where = attribute([first], tl)
-    known = bool(where.ranks or where.hosts or where.processes)
+    own = attribute([first], tl)
+    known = bool(own.ranks or own.hosts or own.processes)
+    where = own if known else _one_place(errors, tl)
     text = first.text.strip()
     title = f"an error no rule explains{' on ' + where.text if where.text else ''}: {text[:140]}"
     what = (f"{len(errors)} line{'s' if len(errors) > 1 else ''} look{'' if len(errors) > 1 else 's'} like an error, "
             "and none matches a failure syncdoctor knows. The first is quoted; the next ones are in the evidence. "
             + ("The line names where it happened." if known else
-               "It does not say which rank or host wrote it: the logs of every rank, with their file names or "
+               f"It does not say which rank or host wrote it; the other error lines name {where.text}." if where.text
+               else "It does not say which rank or host wrote it: the logs of every rank, with their file names or "
                "prefixes, would."))
     quoted = hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, what=what,
                         evidence=evidence_of(errors, "error, not explained", 8), where=where)
     return [*(_read_from_words(tl, errors) or _cut_before_its_error(tl, errors) or _its_own_exception(tl, errors)),
             quoted]
+
+
+def _one_place(errors: list[Event], tl: Timeline) -> Attribution:
+    """For a first error whose line names no place: the one host the error lines name, when they all name the
+    same (a kernel log's line beside the library's, a paste whose first line lost its prefix); else nothing. The
+    confidence stays that of an error without a place."""
+    placed = attribute(errors, tl)
+    return replace(placed, processes=()) if len(placed.hosts) == 1 and len(placed.ranks) <= 1 else Attribution()
 
 
 def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
