@@ -39,7 +39,7 @@ def test_an_unplaced_first_error_takes_the_one_host_the_other_errors_name(tmp_pa
     assert found[0].confidence == 0.25  # borrowed, not its own: no firmer than an error without a place
     # two hosts named by the others: none borrowed
     two = kernel + "\n" + ucx + "\n" + ucx.replace("b2294", "b2295")
-    quoted = [h for h in diagnose(tmp_path, two).hypotheses if h.category is Category.UNRECOGNISED][0]
+    quoted = next(h for h in diagnose(tmp_path, two).hypotheses if h.category is Category.UNRECOGNISED)
     assert quoted.culprit_hosts == ()
 
 
