@@ -47,3 +47,45 @@ def test_an_ascend_error_code_is_no_host() -> None:
     for code in ("EJ0001", "EI0002", "EE9999"):
         assert split_prefix(f"{code}: The HCCP process is still running").origin.host is None
     assert split_prefix("gpu-01: RuntimeError: x").origin.host == "gpu-01"
+
+
+_ORDINAL = "{host}: Test CUDA failure common.cu:941 'invalid device ordinal'\n .. {host} pid {pid}: Test failure common.cu:891\n"
+
+
+def test_nccl_tests_echo_lines_are_not_the_rest_of_a_wrapped_line(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl-tests#263 (each failure line one length, each followed by its echo)
+    paste = "# Using devices\n" + "".join(_ORDINAL.format(host=h, pid=p) for h, p in
+                                           (("g0010", 888386), ("g0010", 888385), ("g0016", 3645592)))
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert "invalid device ordinal" in top.title and set(top.culprit_hosts) == {"g0010", "g0016"}
+    assert top.category is Category.RANK_CRASHED
+
+
+def test_mpiruns_first_failed_process_names_the_rank_of_the_one_error(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl-tests#165 (both ranks on a one-GPU VM; rank 1 asked for GPU 1)
+    summary = ("mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+               "the job to be terminated. The first process to do so was:\n\n"
+               "  Process name: [[25735,1],1]\n  Exit code:    2\n")
+    top = diagnose(tmp_path, _ORDINAL.format(host="vm1", pid=9972) + summary).hypotheses[0]
+    assert top.culprit_ranks == (1,) and top.culprit_hosts == ("vm1",)
+    # two processes' errors: mpirun's first does not say which of them
+    two = _ORDINAL.format(host="vm1", pid=9972) + _ORDINAL.format(host="vm2", pid=9973) + summary
+    assert diagnose(tmp_path, two).hypotheses[0].culprit_ranks == ()
+
+
+def test_a_virtual_interface_listed_after_the_nic_nccl_bootstraps_on_is_not_the_advertised_address(
+        tmp_path: Path) -> None:
+    # real: ray-project/ray#13953 (older NCCL lists every interface; it bootstraps on the first, ens3)
+    boot = ("ip-1:754:754 [0] NCCL INFO Bootstrap : Using [0]ens3:172.31.10.221<0> "
+            "[1]veth804f9b9:fe80::f4f3:4bff:fee6:7ee%veth804f9b9<0>\n")
+    dup = "ip-1:754:882 [0] init.cc:573 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1d0\n"
+    top = diagnose(tmp_path, boot + dup).hypotheses[0]
+    assert top.category is Category.DUPLICATE_GPU
+    assert all(h.category is not Category.LOOPBACK_ADDRESS or h.confidence <= 0.35
+               for h in diagnose(tmp_path, boot + dup).hypotheses)
+    # the veth first: the address the peers were given
+    first = boot.replace("[0]ens3:172.31.10.221<0> [1]veth804f9b9:fe80::f4f3:4bff:fee6:7ee%veth804f9b9<0>",
+                         "[0]veth804f9b9:fe80::f4f3:4bff:fee6:7ee%veth804f9b9<0> [1]ens3:172.31.10.221<0>")
+    hyps = diagnose(tmp_path, first + dup).hypotheses
+    assert any(h.category in (Category.LOOPBACK_ADDRESS, Category.INTERFACE_MISMATCH) and h.confidence > 0.35
+               for h in hyps)

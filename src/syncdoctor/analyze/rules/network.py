@@ -107,6 +107,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
             culprit_lines[event.origin.host].append(event)
         else:
             unhosted.append(event)
+    bootstrap_on_a_nic = True  # every bootstrap line that lists an unreachable interface lists a real NIC first
     for event in tl.of(Kind.NCCL_BOOTSTRAP):
         endpoints = [(str(event.data.get("ifname", "")), str(event.data.get("addr", "")))]
         endpoints += [tuple(e) for e in event.data.get("also") or ()]
@@ -114,6 +115,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         if bad:
             (culprit_lines[event.origin.host] if event.origin.host else unhosted).append(event)
             flagged += bad[:1]  # the first interface listed is the one NCCL bootstraps on
+            bootstrap_on_a_nic &= bad[0] != endpoints[0]
     if remote_only and not culprit_lines and not inferred and not unhosted:
         # a connection to loopback failed, and a pasted /etc/hosts or getent line maps a host's name to 127.x:
         # that host advertises it (a hosts line alone, with nothing failing, proves nothing)
@@ -138,7 +140,10 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
                            where=where,
                            fix="export GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME=<the NIC on the cluster network> on "
                                "every host, or map the hostname to the host's cluster address in /etc/hosts.")]
-    if not culprit_lines and not remote_only:
+    later_only = bootstrap_on_a_nic and not inferred and not bridged and _nothing_failed_to_connect(tl)
+    if not remote_only and (not culprit_lines or later_only):
+        # nothing unreachable was advertised, or only an interface listed after the NIC NCCL bootstraps on, and no
+        # connection failed: at most a socket device beside the NIC
         return _loopback_chosen(tl) or _virtual_socket_device(tl)
     across = _channel_over_network(tl)
     # ranks unknown: the hosts of the lines, when all the host advertised is the loopback (a veth's or a link-local

@@ -200,6 +200,9 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
     failed = _the_one_worker_failed_after(tl, events) if not (where.ranks or where.local_ranks) else None
     if failed is not None:
         where = replace(where, local_ranks=(failed,), processes=(*where.processes, f"local rank {failed}"))
+    mpi = _the_one_rank_mpirun_names(tl, events) if not where.ranks else None
+    if mpi is not None:
+        where = replace(where, ranks=(mpi,), processes=())
     title = (f"{where.text or 'a process'} asked for a GPU that does not exist there (invalid device ordinal): more "
              "processes per node than visible GPUs, or a device index from the global rank")
     what = ("CUDA has no device with that index in this process: --nproc_per_node (or the tasks per node) larger than "
@@ -345,6 +348,17 @@ def _the_one_worker_failed_after(tl: Timeline, events: list[Event]) -> int | Non
         return next(iter(locals_))
     gpus = {int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None}
     return next(iter(gpus)) if len(gpus) == 1 and 0 not in gpus and not locals_ else None
+
+
+def _the_one_rank_mpirun_names(tl: Timeline, events: list[Event]) -> int | None:
+    """The rank mpirun names as the first process that failed (``Process name: [[25735,1],1]``), after ``events``
+    in the same file, when those events are one process's (one line, or one host and pid) and mpirun names one."""
+    if len({(e.origin.host, e.origin.pid, e.ref.source) for e in events}) != 1 and len(events) != 1:
+        return None
+    first, source = events[0].ref.line, events[0].ref.source
+    ranks = {e.origin.rank for e in tl.of(Kind.WORKER_FAILED) if e.data.get("source") == "mpirun"
+             and e.origin.rank is not None and e.ref.source == source and e.ref.line > first}
+    return next(iter(ranks)) if len(ranks) == 1 else None
 
 
 def _after_network_failure(tl: Timeline, event: Event) -> bool:
