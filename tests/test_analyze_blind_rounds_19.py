@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, one
+from analyze_helpers import diagnose_paste, events_of, one
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Category, Kind
 from syncdoctor.analyze.parsers.prefixes import split_prefix
@@ -89,3 +89,39 @@ def test_a_virtual_interface_listed_after_the_nic_nccl_bootstraps_on_is_not_the_
     hyps = diagnose(tmp_path, first + dup).hypotheses
     assert any(h.category in (Category.LOOPBACK_ADDRESS, Category.INTERFACE_MISMATCH) and h.confidence > 0.35
                for h in hyps)
+
+
+def test_ucx_15s_verbs_completion_error_without_fatal_and_libmlx5s_dump(tmp_path: Path) -> None:
+    # real: openucx/ucx#3564 (GPUDirect RDMA blocked by PCIe ACS: a local protection error)
+    paste = ("mlx5:  got completion with error:\n00000000 00000000 00000000 00000000\n"
+             "00000000 02005104 0a00061e 000164d2\n"
+             "rc_verbs_iface.c:67   send completion with error: local protection error\n")
+    event = one("rc_verbs_iface.c:67   send completion with error: local protection error", Kind.IB_COMPLETION_ERROR)
+    assert event.data["status"] == 4 and event.data["transport"] == "ucx"
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.IB_COMPLETION and top.culprit_hosts == ()  # libmlx5's "mlx5:" is no host
+    # a line that only mentions completions is none
+    assert not [e for e in events_of("waiting for send completion with error handling enabled")
+                if e.kind is Kind.IB_COMPLETION_ERROR]
+
+
+def test_ucx_error_lines_with_one_space_are_read(tmp_path: Path) -> None:
+    # real: openucx/ucx#9908 (an issue's rendering keeps one space between UCX and ERROR; a list bullet before it)
+    paste = ("- [1716594409.541480] [gpu1:1581047:0] sock.c:323 UCX ERROR connect(fd=87, dest_addr=172.17.0.1:47133) "
+             "failed: Connection refused\n[gpu1:1581048] pml_ucx.c:419 Error: ucp_ep_create(proc=9) failed: "
+             "Destination is unreachable\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and "172.17.0.1" in top.title
+
+
+def test_ucx_address_version_mismatch_is_two_ucx_releases_not_the_crash_after_it(tmp_path: Path) -> None:
+    # real: openucx/ucx#6675 (built with UCX 1.9, the system's 1.8 loaded)
+    paste = ("[1618778295.702469] [jedi063:22469:0]        address.c:917  UCX  ERROR address version mismatch: "
+             "expected 0, actual 12\n[jedi063:22469:0:22472] Caught signal 11 (Segmentation fault: invalid "
+             "permissions for mapped object at address 0x7f625c145c98)\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.NCCL_VERSION_MISMATCH and "UCX releases" in top.title
+    assert top.culprit_hosts == () and "ucx_info -v" in (top.fix or "")
+    # the segfault alone stays the crash
+    alone = paste.split("\n", 1)[1]
+    assert diagnose(tmp_path, alone).hypotheses[0].category is Category.RANK_CRASHED

@@ -45,7 +45,7 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
 KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
-            "UCX  ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
+            "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
             "Event Queue overflow", "ping failed on ")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
@@ -369,9 +369,10 @@ _UCX_STATUS = {"Local length": 1, "Local QP operation": 2, "Local protection": 4
                "Transport retry count exceeded": 12, "Receive-no-ready retry count exceeded": 13,
                "Remote side aborted": 16}
 # older UCX's verbs transport (rc_verbs_iface.c, ud_verbs.c): ``[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63
-# FATAL: send completion with error: transport retry counter exceeded`` (ibv_wc_status_str's words)
+# FATAL: send completion with error: transport retry counter exceeded`` (ibv_wc_status_str's words; UCX 1.5's
+# without ``FATAL:``, after libmlx5's dump of the completion, ``mlx5:  got completion with error:``)
 _UCX_VERBS_COMPLETION = re.compile(
-    r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+(?::\d+)?\]\s+)?\S+\.c:\d+\s+FATAL: (?:send|receive|recv) completion with "
+    r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+(?::\d+)?\]\s+)?\S+\.c:\d+\s+(?:FATAL: )?(?:send|receive|recv) completion with "
     r"error: (?P<what>local protection error|Work Request Flushed Error|remote access error|"
     r"transport retry counter exceeded|RNR retry counter exceeded)", re.IGNORECASE)
 _UCX_VERBS_STATUS = {"local protection error": 4, "work request flushed error": 5, "remote access error": 10,
@@ -387,6 +388,9 @@ _UCX_DEVX_MODIFY = re.compile(r"mlx5dv_devx_(?:qp|obj)_modify\((?P<code>\d+)\) f
 # libfabric's CXI provider (HPE Slingshot) naming the node whose NIC's event queue overflowed: ``cxip_cq_eq_progress():
 # 531<warn> x4204c1s3b0n0: Cassini Event Queue overflow detected.``
 _CXI_OVERFLOW = re.compile(r"<warn> (?P<host>[\w.\-]+): Cassini Event Queue overflow")
+# UCX refusing a peer's worker address packed by another UCX release (address.c): ``[1618778295.702469]
+# [jedi063:22469:0] address.c:917  UCX  ERROR address version mismatch: expected 0, actual 12``
+_UCX_ADDRESS_VERSION = re.compile(r"UCX\s+ERROR\s+address version mismatch: expected (?P<expected>\d+), actual (?P<actual>\d+)")
 # HPE's PALS launcher (mpiexec on Aurora, Polaris) pings the job's nodes: ``ping failed on x4304c1s6b0n0: No reply
 # from x4307c2s6b0n0.hostmgmt2307.cm.aurora.alcf.anl.gov after 87s``: the node that did not reply is down or cut off
 # (the first, the one that asked); its name without the management domain
@@ -458,6 +462,11 @@ def parse(line: Line) -> list[Event]:
         named = _CXI_OVERFLOW.search(body)
         return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=named["host"]) if named else None, data={
             "word": "overflow", "message": body.strip()[:300], "source": "cxi-overflow"})]
+    match = _UCX_ADDRESS_VERSION.search(body) if "address version mismatch" in body else None
+    if match:  # read by rules.setup
+        return [make_event(Kind.ERROR_LINE, line, data={
+            "word": "mismatch", "message": body.strip()[:300], "source": "ucx-address-version",
+            "expected": int(match["expected"]), "actual": int(match["actual"])})]
     match = _PALS_PING.search(body) if "ping failed on " in body else None
     if match:  # an error line of the node that did not reply (read by no rule but the fallback, which quotes it)
         return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=match["host"]), data={

@@ -67,7 +67,34 @@ def nccl_version_mismatch(tl: Timeline) -> list[Hypothesis]:
 
 def nccl_plugin_mismatch(tl: Timeline) -> list[Hypothesis]:
     """Hosts that load different NCCL network plugins (one the vendor's IB/SHARP plugin, another the internal
-    transport): they cannot build the same connections, and the collectives across them hang or fail."""
+    transport): they cannot build the same connections, and the collectives across them hang or fail. UCX's
+    refusal of a peer's address packed by another UCX release says the same of UCX."""
+    return _plugins_that_differ(tl) + _ucx_releases_that_differ(tl)
+
+
+def _ucx_releases_that_differ(tl: Timeline) -> list[Hypothesis]:
+    """UCX's ``address version mismatch``: a peer's worker address in another release's format (two UCX builds in
+    one job, or a build and the system's libucx found first on LD_LIBRARY_PATH); the crash after it is its
+    consequence."""
+    refused = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "ucx-address-version"]  # parsers.launchers
+    if not refused:
+        return []
+    where = attribute(refused, tl)
+    title = (f"the job's processes run different UCX releases: {where.text or 'a process'} could not read a peer's "
+             f"address (UCX address version mismatch: expected {refused[0].data.get('expected')}, actual "
+             f"{refused[0].data.get('actual')})")
+    what = ("UCX packs each process's worker address in its own release's format; a process that reads one packed by "
+            "another release refuses it, and the connection (then often the process) fails. Two UCX installations "
+            "are in use: hosts with different ones, or one process that loads the system's libucx instead of the one "
+            "the MPI or NCCL plugin was built against.")
+    fix = ("Use one UCX on every host: `ucx_info -v` on each, `ldd` on the MPI library or NCCL plugin to see which "
+           "libucp.so it loads, and LD_LIBRARY_PATH pointing at the same installation everywhere.")
+    # the process that refused a peer's address names neither side as the odd one: no culprit
+    return [hypothesis(tl, Category.NCCL_VERSION_MISMATCH, 0.8, title, what=what, fix=fix,
+                       evidence=evidence_of(refused, "UCX release differs", 4))]
+
+
+def _plugins_that_differ(tl: Timeline) -> list[Hypothesis]:
     by_plugin: dict[str, dict[str, Event]] = defaultdict(dict)
     for event in tl.of(Kind.NCCL_NET):
         plugin = event.data.get("plugin")
