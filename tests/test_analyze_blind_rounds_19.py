@@ -57,8 +57,10 @@ def test_nccl_tests_echo_lines_are_not_the_rest_of_a_wrapped_line(tmp_path: Path
     paste = "# Using devices\n" + "".join(_ORDINAL.format(host=h, pid=p) for h, p in
                                            (("g0010", 888386), ("g0010", 888385), ("g0016", 3645592)))
     top = diagnose(tmp_path, paste).hypotheses[0]
-    assert "invalid device ordinal" in top.title and set(top.culprit_hosts) == {"g0010", "g0016"}
-    assert top.category is Category.RANK_CRASHED
+    # read apart, the failures are several processes' on two hosts: the launch, not one rank's crash
+    assert "invalid device ordinal" in top.title and "g0010, g0016" in top.title
+    assert top.category is Category.UNRECOGNISED and "more processes than there are GPUs" in top.title
+    assert top.culprit_hosts == () and "nvidia-smi -L" in (top.fix or "")
 
 
 def test_mpiruns_first_failed_process_names_the_rank_of_the_one_error(tmp_path: Path) -> None:
@@ -125,3 +127,16 @@ def test_ucx_address_version_mismatch_is_two_ucx_releases_not_the_crash_after_it
     # the segfault alone stays the crash
     alone = paste.split("\n", 1)[1]
     assert diagnose(tmp_path, alone).hypotheses[0].category is Category.RANK_CRASHED
+
+
+def test_nvshmem_skipping_a_nic_that_is_not_mlx5_is_named(tmp_path: Path) -> None:
+    # real: deepseek-ai/DeepEP#202 (Alibaba eRDMA; NVSHMEM's IBGDA transport drives mlx5 NICs only)
+    warn = "WARN: device erdma_0 is not enumerated as an mlx5 device. Skipping..."
+    assert one(warn, Kind.ERROR_LINE).data["dev"] == "erdma_0"
+    failed = ("/sgl-workspace/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: init failed for "
+              "transport: IBGDA")
+    top = diagnose(tmp_path, "Allocating buffer size: 2115.111296 MB ...\n" + warn + "\n" + failed).hypotheses[0]
+    assert "IBGDA" in top.title and "erdma_0 is not a Mellanox mlx5 device" in top.title and top.confidence == 0.75
+    assert "NVSHMEM_IB_ENABLE_IBGDA=0" in (top.fix or "")
+    # the warning alone: a lead (a host with an mlx5 NIC too warns for its other one, and works)
+    assert diagnose(tmp_path, warn).hypotheses[0].confidence == 0.3

@@ -46,7 +46,7 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
-            "Event Queue overflow", "ping failed on ")
+            "Event Queue overflow", "ping failed on ", "as an mlx5 device")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -391,6 +391,10 @@ _CXI_OVERFLOW = re.compile(r"<warn> (?P<host>[\w.\-]+): Cassini Event Queue over
 # UCX refusing a peer's worker address packed by another UCX release (address.c): ``[1618778295.702469]
 # [jedi063:22469:0] address.c:917  UCX  ERROR address version mismatch: expected 0, actual 12``
 _UCX_ADDRESS_VERSION = re.compile(r"UCX\s+ERROR\s+address version mismatch: expected (?P<expected>\d+), actual (?P<actual>\d+)")
+# NVSHMEM's GPU-initiated transport (IBGDA, DeepEP's low-latency kernels) skipping an RDMA NIC that is not a
+# Mellanox mlx5 (Alibaba's eRDMA, AWS's EFA, Broadcom's): ``WARN: device erdma_0 is not enumerated as an mlx5 device.
+# Skipping...``
+_NOT_MLX5 = re.compile(r"device (?P<dev>[\w.\-]+) is not enumerated as an mlx5 device")
 # HPE's PALS launcher (mpiexec on Aurora, Polaris) pings the job's nodes: ``ping failed on x4304c1s6b0n0: No reply
 # from x4307c2s6b0n0.hostmgmt2307.cm.aurora.alcf.anl.gov after 87s``: the node that did not reply is down or cut off
 # (the first, the one that asked); its name without the management domain
@@ -467,6 +471,10 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.ERROR_LINE, line, data={
             "word": "mismatch", "message": body.strip()[:300], "source": "ucx-address-version",
             "expected": int(match["expected"]), "actual": int(match["actual"])})]
+    match = _NOT_MLX5.search(body) if "as an mlx5 device" in body else None
+    if match:  # read by rules.setup
+        return [make_event(Kind.ERROR_LINE, line, data={
+            "word": "WARN", "message": body.strip()[:300], "source": "nvshmem-not-mlx5", "dev": match["dev"]})]
     match = _PALS_PING.search(body) if "ping failed on " in body else None
     if match:  # an error line of the node that did not reply (read by no rule but the fallback, which quotes it)
         return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=match["host"]), data={

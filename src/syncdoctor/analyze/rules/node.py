@@ -215,9 +215,17 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
                 "same device, or a process of an earlier run still alive. The GPU itself is not at fault.")
     fix = ("Use torch.cuda.set_device(int(os.environ['LOCAL_RANK'])), start as many processes per node as it has "
            "GPUs (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES in the job's environment.")
-    # no such GPU: that process failed at start-up (A003), its device assignment the cause; a GPU another process
-    # holds in exclusive mode is two ranks on one GPU (A016)
+    # no such GPU: that process failed at start-up (A003), its device assignment the cause; several processes (on
+    # several hosts) that all did: the job's launch configuration, no one rank's failure (A028); a GPU another
+    # process holds in exclusive mode is two ranks on one GPU (A016)
     busy = all("busy or unavailable" in str(e.data.get("message", "")) for e in events)
+    several = len(where.ranks) > 1 or len(where.hosts) > 1 or len(
+        {(e.origin.host, e.origin.pid) for e in events if e.origin.pid is not None}) > 1
+    if several and not busy:
+        title = (f"the launch starts more processes than there are GPUs: {where.text or 'several processes'} asked for "
+                 "GPUs that do not exist there (invalid device ordinal)")
+        return [hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, affected=where.ranks,
+                           evidence=evidence_of(events, "no such device", 6))]
     return [hypothesis(tl, Category.DUPLICATE_GPU if busy else Category.RANK_CRASHED, 0.9, title, where=where,
                        what=what, fix=fix, evidence=evidence_of(events, "no such device", 6))]
 

@@ -937,6 +937,30 @@ def trainers_never_ready(tl: Timeline) -> list[Hypothesis]:
 _CRAY_NIC = re.compile(r"Unable to use a NIC_POLICY of '(?P<policy>\w+)'\. Rank (?P<rank>\d+) is not confined")
 
 
+def _ibgda_without_mlx5(tl: Timeline) -> list[Hypothesis]:
+    """NVSHMEM skipped the host's RDMA NICs as not mlx5 ones: its GPU-initiated transport (IBGDA, which DeepEP's
+    low-latency kernels need) drives Mellanox NICs only. The cause when NVSHMEM's own start failed after it (0.75);
+    a lead otherwise (a host with another NIC that is mlx5 warns too, and works)."""
+    skipped = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "nvshmem-not-mlx5"]  # parsers.launchers
+    if not skipped:
+        return []
+    first = min(e.ref.line for e in skipped)
+    failed = [e for e in tl.events if e.ref.line > first and "nvshmem" in e.text.lower()
+              and re.search(r"\binit fa|failed|error", e.text, re.I)]
+    devices = sorted({str(e.data.get("dev")) for e in skipped})
+    where = attribute(skipped, tl)
+    title = (f"NVSHMEM's GPU-initiated transport (IBGDA) found no mlx5 NIC{' on ' + where.text if where.text else ''}: "
+             f"{', '.join(devices[:4])} {'is not a' if len(devices) == 1 else 'are not'} Mellanox mlx5 "
+             "device" + ("s" if len(devices) > 1 else ""))
+    what = ("NVSHMEM's IBGDA transport (DeepEP's low-latency and internode kernels) drives the NIC from the GPU "
+            "through mlx5's direct verbs; other RDMA NICs (Alibaba eRDMA, AWS EFA, Broadcom, Intel) are skipped, and "
+            "with none left IBGDA does not start." + ("" if failed else " NVSHMEM's start is not shown failing here."))
+    fix = ("On such hosts use a transport their NIC supports (NVSHMEM_IB_ENABLE_IBGDA=0 with the IB RC or libfabric "
+           "transport; DeepEP's normal, NCCL-based kernels instead of the low-latency ones), or run on mlx5 NICs.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.75 if failed else 0.3, title, what=what, fix=fix, hosts=where.hosts,
+                       evidence=evidence_of(skipped, "not an mlx5 NIC", 3) + evidence_of(failed, "NVSHMEM failed", 2))]
+
+
 def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
     """Errors of an HPE Slingshot system's own stack, with their fixes: Cray MPICH refusing its NIC policy for a rank
     not bound to one NUMA node (the CPU binding, or a library imported before MPI that changed it), and the CXI
@@ -957,6 +981,7 @@ def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
                "before torch, or set MPICH_OFI_NIC_POLICY to another policy (BLOCK, ROUND-ROBIN).")
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, culprits=[rank],
                               evidence=evidence_of([e for e, _ in nic], "MPICH refused the NIC policy", 4)))
+    out += _ibgda_without_mlx5(tl)
     overflow = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "cxi-overflow"]  # parsers.launchers
     if overflow:
         hosts = sorted({e.origin.host for e in overflow if e.origin.host})
