@@ -140,3 +140,18 @@ def test_nvshmem_skipping_a_nic_that_is_not_mlx5_is_named(tmp_path: Path) -> Non
     assert "NVSHMEM_IB_ENABLE_IBGDA=0" in (top.fix or "")
     # the warning alone: a lead (a host with an mlx5 NIC too warns for its other one, and works)
     assert diagnose(tmp_path, warn).hypotheses[0].confidence == 0.3
+
+
+def test_a_dead_hca_in_the_kernel_log_and_nccls_resiliency_failover_are_a_nic_that_failed(tmp_path: Path) -> None:
+    # real: charmplusplus/charm#2635 (Frontera: a ConnectX's firmware stopped), NVIDIA/nccl#2157 (a port taken down)
+    kernel = ("[198542.853543] mlx5_core 0000:5e:00.0: device's health compromised - reached miss count\n"
+              "[198542.918249] mlx5_core 0000:5e:00.0: synd 0x7: irisc not responding\n")
+    top = diagnose(tmp_path, kernel).hypotheses[0]
+    assert top.category is Category.IB_PORT_DOWN and "0000:5e:00.0" in top.title and "firmware" in top.title
+    failover = ("[2026-05-04 19:55:27] GPU-606:534134:535429 [1] transport/net_ib/p2p_resiliency.cc:325 NCCL WARN "
+                "NET/IB: ncclIbResiliencyHandleDeviceFailure: Device 0 marked as failed. Initiating recovery? Yes "
+                "(send comm=0x7f03e8086000, outstanding=1)")
+    top = diagnose(tmp_path, failover).hypotheses[0]
+    assert top.category is Category.IB_PORT_DOWN and top.culprit_hosts == ("GPU-606",)
+    # the driver's other health lines (a recovered firmware, a reset) are no failure
+    assert not [e for e in events_of("[1.2] mlx5_core 0000:5e:00.0: health poll restored") if e.kind is Kind.IB_ASYNC_EVENT]

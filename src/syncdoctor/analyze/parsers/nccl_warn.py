@@ -106,6 +106,9 @@ _ASYNC = re.compile(
     r" ?: ?(?P<event>[^,(]+?)\s*(?:\(\d+\))?\s*(?:,|$)"
     r"|NET/IB ?: ?(?:(?P<dev2>[\w.\-]+:\d+) )?(?P<gid>GID table changed)"
 )
+# NCCL 2.29+'s IB resiliency failing over from a NIC that failed under it: ``NET/IB: ncclIbResiliencyHandleDeviceFailure:
+# Device 0 marked as failed. Initiating recovery? Yes (send comm=0x…``
+_RESILIENCY = re.compile(r"ncclIbResiliencyHandleDeviceFailure: Device (?P<dev>\d+) marked as failed")
 _DEVICE_DOWN = re.compile(
     r"Call to ibv_open_device failed|NET/IB ?: ?Unable to open device (?P<dev>\S+)|NET/IB ?: ?No device found|"
     r"Failed to open libibverbs"
@@ -235,6 +238,10 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         event = "GID table change" if match["gid"] else match["event"].strip()
         return [make_event(Kind.IB_ASYNC_EVENT, line, origin=origin, data={
             "event": event, "dev": match["dev"] or match["dev2"], "fatal": "fatal event" in message})]
+    match = _RESILIENCY.search(message)
+    if match:
+        return [make_event(Kind.IB_ASYNC_EVENT, line, origin=origin, data={
+            "event": "device marked as failed", "dev": match["dev"], "fatal": True, "source": "resiliency"})]
     match = _MODIFY_QP.search(message)
     if match:
         gid = _GID_INDEX.search(message)

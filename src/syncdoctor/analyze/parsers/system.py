@@ -19,7 +19,8 @@
   with code 137`` (Docker): 137 is 128 + 9, SIGKILL.
 
 Each is a ``worker_failed`` event (``source`` slurm, kernel or kubernetes; ``oom`` when the line says that
-memory was the reason), read by the same rules as the launchers' reports.
+memory was the reason), read by the same rules as the launchers' reports. The kernel's mlx5 driver finding the HCA's
+firmware dead (``mlx5_core 0000:5e:00.0: device's health compromised``) is an ``ib_async_event``.
 """
 
 from __future__ import annotations
@@ -34,13 +35,16 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
-            "segfault at ", "general protection fault")
+            "segfault at ", "general protection fault", "health compromised")
 
 # the kernel's record of a process that died of a fault (dmesg, journalctl -k): ``python[3862819]: segfault at 0 ip
 # 00007efeb76ad8a2 sp 00007ffd19dc5450 error 4 in libvgpu.so[7efeb767e000+38000]``, ``traps: python[1234] general
 # protection fault ip:7f… sp:7f… error:0 in libc.so.6[…]``: that pid's own crash, and the library it was in
 _KERNEL_FAULT = re.compile(r"(?P<comm>[\w.\-]{1,32})\[(?P<pid>\d+)\]:? (?P<what>segfault at [0-9a-f]+|general protection "
                            r"fault)\b(?:[^\n]*? in (?P<lib>[^\[\s]+)\[)?")
+# the kernel's mlx5 driver finding the HCA's firmware dead (its health poll): ``mlx5_core 0000:5e:00.0: device's health
+# compromised - reached miss count`` (then a dump ending ``synd 0x7: irisc not responding``): the NIC failed
+_MLX5_HEALTH = re.compile(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): device's health compromised")
 _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
                         r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
 _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
@@ -97,6 +101,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=rank), data={
             "source": "pals", "signal": signal_name(-number) if number else None,
             "exitcode": -number if number else int(match["code"]), "node": bool(match["shepherd"])})]
+    match = _MLX5_HEALTH.search(body) if "health compromised" in body else None
+    if match:  # read by rules.node as an HCA that failed
+        return [make_event(Kind.IB_ASYNC_EVENT, line, data={
+            "event": "HCA health compromised (its firmware stopped responding)", "dev": match["pci"], "fatal": True,
+            "source": "kernel"})]
     match = _KERNEL_FAULT.search(body) if ("segfault at" in body or "protection fault" in body) else None
     if match:
         where = f" in {match['lib']}" if match["lib"] else ""

@@ -684,7 +684,7 @@ def ib_completion_error(tl: Timeline) -> list[Hypothesis]:
 # ibv_event_type_str() names of the asynchronous events that mean a failure; the others (port active, GID
 # table change, LID change, SM change, client reregistration, communication established) are information
 _FAILED_EVENTS = ("port error", "catastrophic", "CQ error", "work queue error", "path migration error",
-                  "device fatal")
+                  "device fatal", "marked as failed", "health compromised")
 
 
 def ib_port_down(tl: Timeline) -> list[Hypothesis]:
@@ -695,7 +695,9 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
     where = attribute(events, tl)
     kinds = sorted({str(e.data.get("event")) for e in events})
     affected = _others_failed(tl, set(where.ranks))
-    title = f"the InfiniBand port or HCA of {where.text or 'a host'} failed ({', '.join(kinds)})"
+    devices = sorted({str(e.data["dev"]) for e in events if e.data.get("dev")})
+    title = (f"the InfiniBand port or HCA of {where.text or 'a host'} failed ({', '.join(kinds)}"
+             f"{'; device ' + ', '.join(devices[:3]) if devices else ''})")
     what = (f"NCCL got asynchronous IB events ({', '.join(kinds)}) on {where.text or 'a host'}: the link under the "
             "job went down there, and the other hosts' transfers to it fail or time out (often as retry-exceeded, "
             "status 12).")
