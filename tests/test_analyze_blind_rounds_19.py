@@ -155,3 +155,93 @@ def test_a_dead_hca_in_the_kernel_log_and_nccls_resiliency_failover_are_a_nic_th
     assert top.category is Category.IB_PORT_DOWN and top.culprit_hosts == ("GPU-606",)
     # the driver's other health lines (a recovered firmware, a reset) are no failure
     assert not [e for e in events_of("[1.2] mlx5_core 0000:5e:00.0: health poll restored") if e.kind is Kind.IB_ASYNC_EVENT]
+
+
+def test_a_container_on_dockers_default_bridge_is_named_when_its_sockets_fail(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#1381 (two machines, each a container on the default bridge: eth0 172.17.0.3)
+    boot = ("c39f5cf046aa:4533:4533 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.3<0>\n"
+            "c39f5cf046aa:4533:4667 [0] NCCL INFO NET/Socket : Using [0]eth0:172.17.0.3<0>\n")
+    failed = "c39f5cf046aa:4533:4667 [0] NCCL INFO misc/socket.cc:568 -> 2\n"
+    top = diagnose(tmp_path, boot + failed).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and "default bridge" in top.title and "172.17.0.3" in top.title
+    assert "--network=host" in (top.fix or "")
+    # nothing failed: a container that works on its own machine
+    assert all("default bridge" not in h.title for h in diagnose(tmp_path, boot).hypotheses)
+    # a host named like a person's machine, on 172.17 (a site's own subnet): not read as a container
+    named = (boot + failed).replace("c39f5cf046aa", "gpu-node-07")
+    assert all("default bridge" not in h.title for h in diagnose(tmp_path, named).hypotheses)
+
+
+def test_cray_mpich_without_its_gpu_transport_layer_is_the_build(tmp_path: Path) -> None:
+    # real: CSCS's Alps docs, ALCF's Polaris (appfl#258)
+    line = ("MPICH ERROR [Rank 0] [job id 410301.1] [Thu Feb 13 12:42:18 2025] [nid005414] - Abort(-1) (rank 0 in comm "
+            "0): MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked")
+    top = diagnose(tmp_path, line + "\n (Other MPI error)").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "GTL" in top.title and "MPICH_GPU_SUPPORT_ENABLED" in top.fix
+    assert top.culprit_ranks == (0,) and top.confidence == 0.85
+    # another reason for the same abort stays that rank's failure
+    other = line.replace("GPU_SUPPORT_ENABLED is requested, but GTL library is not linked", "Other MPI error")
+    assert "GTL" not in diagnose(tmp_path, other).hypotheses[0].title
+
+
+def test_efas_unresponsive_receiver_is_a_peer_that_could_not_be_reached(tmp_path: Path) -> None:
+    # real: gnosia93/training-on-eks (the security group did not allow the instances' own traffic)
+    warn = ("[2026-01-01 12:08:32] node-0:194:710 [0] int cm_req_handle_error_entry(nccl_net_ofi_context_t*, fid_cq*, "
+            "fi_cq_err_entry*, uint16_t):46 NCCL WARN NET/OFI Request 0x7f456c222f60 completed with error. RC: 103. "
+            "Error: 4126 (Unresponsive receiver (reachable by EFA device but handshake failed))")
+    event = one(warn, Kind.NCCL_WARN)
+    assert (event.origin.host, event.origin.pid) == ("node-0", 194)  # the plugin's function signature read past
+    top = diagnose(tmp_path, warn + "\nnode-0:194:710 [0] NCCL INFO transport/net.cc:753 -> 6").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "security group" in top.title
+    assert top.culprit_hosts == ("node-0",)
+    # another EFA error stays the plugin's own failure
+    other = warn.replace("Error: 4126 (Unresponsive receiver (reachable by EFA device but handshake failed))",
+                         "Error: 12 (Cannot allocate memory)")
+    assert diagnose(tmp_path, other).hypotheses[0].category is Category.UNRECOGNISED
+
+
+def test_vllms_start_up_memory_check_reads_as_memory(tmp_path: Path) -> None:
+    # real: aws-samples/aws-do-eks#79 (--gpu-memory-utilization 0.98 above what NCCL and EFA left free)
+    paste = ("ValueError: Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than desired GPU memory "
+             "utilization (0.98, 174.78 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+             "processes.")
+    assert diagnose(tmp_path, paste).hypotheses[0].category is Category.RANK_OUT_OF_MEMORY
+    assert diagnose(tmp_path, "ValueError: Free memory on device cuda:7 is fine").hypotheses[0].category \
+        is not Category.RANK_OUT_OF_MEMORY
+
+
+def test_a_peer_address_on_another_private_network_is_the_peers_interface(tmp_path: Path) -> None:
+    # real: gpustack/gpustack#2275 (the other node advertised 172.21.0.1, a Docker network's bridge)
+    paste = ("gpu:77952:77952 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to {peer}<57093> failed : "
+             "Software caused connection abort\n"
+             "gpu:77952:77952 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ens3\n"
+             "gpu:77952:77952 [0] NCCL INFO Bootstrap : Using ens3:172.16.0.16<0>\n")
+    top = diagnose(tmp_path, paste.format(peer="172.21.0.1")).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH and "container network's bridge" in top.title
+    assert top.confidence == 0.8 and "NCCL_SOCKET_IFNAME" in (top.fix or "")
+    # another network, no bridge's address: a lead below the failed connection
+    hyps = diagnose(tmp_path, paste.format(peer="10.20.3.4")).hypotheses
+    assert hyps[0].category is Category.PEER_UNREACHABLE
+    assert any(h.category is Category.INTERFACE_MISMATCH and h.confidence == 0.55 for h in hyps)
+    # the same network (a /16 of one cloud network): nothing of the kind
+    same = diagnose(tmp_path, paste.format(peer="172.16.5.9")).hypotheses
+    assert all(h.category is not Category.INTERFACE_MISMATCH for h in same)
+
+
+def test_abseils_error_line_before_init_google_is_an_error_line(tmp_path: Path) -> None:
+    # real: Lightning-AI/pytorch-lightning#20244 (a Kaggle TPU VM's TPU_PROCESS_ADDRESSES=local)
+    line = ("E0000 00:00:1725383433.302361    2870 common_lib.cc:818] Could not set metric server port: "
+            "INVALID_ARGUMENT: Could not find SliceBuilder port 8476 in any of the 0 ports provided in "
+            "`tpu_process_addresses`=\"local\"")
+    assert one(line, Kind.ERROR_LINE).data["word"] == "glog ERROR"
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.UNRECOGNISED
+    # at severity I it is no error
+    assert not [e for e in events_of(line.replace("E0000", "I0000")) if e.kind is Kind.ERROR_LINE]
+
+
+def test_kunluns_device_address_window_reads_as_peer_access(tmp_path: Path) -> None:
+    # real: baidu/vLLM-Kunlun#382 and #420 (P800: every tensor-parallel run above one device fails)
+    paste = ("[XCCL][util.cpp:346] dev 0 addr_window not properly set\n"
+             "[XCCL][init.cpp:1227] host 10.0.0.5 addr_window check failed\n"
+             "ValueError: [INVALID PARAMETER]: error code= 1(at .../torch_xmlir/csrc/new_xccl/XCCLUtils.hpp:53)\n")
+    assert diagnose(tmp_path, paste).hypotheses[0].category is Category.PEER_ACCESS

@@ -233,6 +233,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Event Queue overflow",  # libfabric CXI (Slingshot): cxip_cq_eq_progress():531<warn> x4204c1s3b0n0: Cassini Event Queue overflow detected.
     b"as an mlx5 device",  # NVSHMEM's IBGDA: WARN: device erdma_0 is not enumerated as an mlx5 device. Skipping...
     b"health compromised",  # the kernel: mlx5_core 0000:5e:00.0: device's health compromised - reached miss count
+    b"INVALID_ARGUMENT",  # abseil's status (libtpu, XLA, gRPC): E0000 00:00:1725383433.302361 2870 common_lib.cc:818] … INVALID_ARGUMENT: …
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -47,10 +47,12 @@ _BENIGN = re.compile(
 
 
 # a glog line at severity E (error) or F (fatal) from a native program (a fabric daemon, XLA, gRPC):
-# ``E0312 10:11:12.123456    1054 fastrak_gpumem_manager.cc:200] Number of GPUs …`` (also with its time cut);
-# a traceback's lines under torch elastic's prefix of that form begin with a space and are not errors of their own
+# ``E0312 10:11:12.123456    1054 fastrak_gpumem_manager.cc:200] Number of GPUs …`` (also with its time cut), and
+# abseil's form before InitGoogle, no date and the epoch for a time (libtpu, XLA): ``E0000 00:00:1725383433.302361
+# 2870 common_lib.cc:818] …``; a traceback's lines under torch elastic's prefix of that form begin with a space and
+# are not errors of their own
 _GLOG_ERROR = re.compile(
-    r"(?:^|[\s>|])(?P<sev>[EF])(?:0[1-9]|1[0-2])[0-3]\d(?: \d\d:\d\d:\d\d\.\d{1,9} +\d+)? +"
+    r"(?:^|[\s>|])(?P<sev>[EF])(?:(?:0[1-9]|1[0-2])[0-3]\d|0000)(?: (?:\d\d:\d\d:\d\d|00:00:\d{10})\.\d{1,9} +\d+)? +"
     r"[\w./\-]{1,200}\.(?:cc|cpp|cxx|c|h|hpp|py|go|rs):\d{1,6}\] (?=\S)"
 )
 

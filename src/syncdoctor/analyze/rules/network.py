@@ -144,7 +144,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     if not remote_only and (not culprit_lines or later_only):
         # nothing unreachable was advertised, or only an interface listed after the NIC NCCL bootstraps on, and no
         # connection failed: at most a socket device beside the NIC
-        return _loopback_chosen(tl) or _virtual_socket_device(tl)
+        return _loopback_chosen(tl) or _default_bridge_container(tl) or _virtual_socket_device(tl)
     across = _channel_over_network(tl)
     # ranks unknown: the hosts of the lines, when all the host advertised is the loopback (a veth's or a link-local
     # address in a one-host paste still says what the others would have dialled)
@@ -184,6 +184,40 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
                        affected=affected, what=what, fix=fix, evidence=evidence)]
+
+
+# Docker's default bridge network: a container on it gets an address of 172.17.0.0/16 on its eth0, private to its
+# machine (another machine's containers have the same addresses), and the container's ID as its host name
+_DOCKER_DEFAULT_BRIDGE = ipaddress.ip_network("172.17.0.0/16")
+_CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
+
+
+def _default_bridge_container(tl: Timeline) -> list[Hypothesis]:
+    """NCCL in a container on Docker's default bridge network (its host name a container ID, its bootstrap address
+    in 172.17.0.0/16 on the container's own eth0) and a connection or socket error: the address it advertises
+    reaches nothing outside its machine. The cause if the job spans machines, which one container's lines do not
+    show (0.6)."""
+    boots = [e for e in tl.of(Kind.NCCL_BOOTSTRAP) if e.origin.host and _CONTAINER_ID.fullmatch(e.origin.host)
+             and not _virtual(str(e.data.get("ifname", ""))) and (ip := ip_of(str(e.data.get("addr", "")))) is not None
+             and ip in _DOCKER_DEFAULT_BRIDGE]
+    failed = [e for e in tl.events if e.kind in _CONNECTING or (e.kind is Kind.NCCL_ERROR and "system error" in
+                                                                   str(e.data.get("error", "")))]
+    if not boots or not failed:
+        return []
+    hosts = sorted({str(e.origin.host) for e in boots})
+    addrs = sorted({str(e.data.get("addr")) for e in boots})
+    title = (f"NCCL runs in a container on Docker's default bridge network ({', '.join(hosts[:3])}, a container ID, "
+             f"advertises {', '.join(addrs[:3])}): an address no other machine can reach, the cause if the job spans "
+             "machines")
+    what = ("A container on Docker's default bridge gets an address of 172.17.0.0/16 that only its own machine routes "
+            "(every machine's containers have the same ones); NCCL bootstraps on it, and the other machines' ranks "
+            "cannot connect (an 'unhandled system error' in NCCL's sockets). Mapped ports do not help: NCCL listens "
+            "on ports it picks at run time.")
+    fix = ("Start the containers with --network=host (and --ipc=host), or on a network the machines share (an "
+           "overlay or macvlan network), and set NCCL_SOCKET_IFNAME (GLOO_SOCKET_IFNAME too) to its interface.")
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.6, title, what=what, fix=fix, hosts=hosts,
+                       evidence=evidence_of(boots, "the container's bridge address", 3)
+                       + evidence_of(failed, "then failed", 3))]
 
 
 def _loopback_chosen(tl: Timeline) -> list[Hypothesis]:
@@ -537,7 +571,7 @@ def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
         if host and host not in per_host and addr and not is_loopback(addr):
             per_host[host] = ("", _subnet(addr), event)
     if len(per_host) < 2:
-        return _gloo_no_error(tl)
+        return _gloo_no_error(tl) or _dialled_another_network(tl, per_host)
     subnets = Counter(subnet for _, subnet, _ in per_host.values() if subnet)
     ifnames = Counter(ifname for ifname, _, _ in per_host.values() if ifname)
     odd: dict[str, str] = {}
@@ -564,6 +598,49 @@ def interface_mismatch(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.75 if failing else 0.5, title, culprits=culprits,
                        hosts=hosts, evidence=evidence, root_cause=failing)]
+
+
+_DOCKER_NETWORKS = ipaddress.ip_network("172.16.0.0/12")
+
+
+def _network16(addr: str) -> ipaddress.IPv4Network | None:
+    ip = ip_of(addr)
+    return ipaddress.IPv4Network(f"{ip}/16", strict=False) if isinstance(ip, ipaddress.IPv4Address) else None
+
+
+def _dialled_another_network(tl: Timeline, per_host: dict[str, tuple[str, str | None, Event]]) -> list[Hypothesis]:
+    """One host's lines: its NCCL bootstraps on one private network and failed to connect to a peer's address on
+    another (``Bootstrap : Using ens3:172.16.0.16``, then ``socketStartConnect: Connect to 172.21.0.1<57093>
+    failed``): the peer advertised an address of another interface (a second NIC, a container network's bridge),
+    which this host does not route to. Compared by /16, so hosts of one cloud network in different /24 subnets are
+    not taken for it; loopback and link-local peers are A008's."""
+    if len(per_host) != 1:
+        return []
+    host, (ifname, _, boot) = next(iter(per_host.items()))
+    own = _network16(str(boot.data.get("addr", "")))
+    if own is None or not own.is_private:
+        return []
+    failed = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED) if (peer := _network16(str(e.data.get("peer_addr") or "")))
+              is not None and peer.is_private and peer != own and not is_loopback(str(e.data.get("peer_addr")))
+              and not is_link_local(str(e.data.get("peer_addr")))]
+    if not failed:
+        return []
+    peers = sorted({str(e.data.get("peer_addr")) for e in failed})
+    title = (f"{host} ({ifname or 'its interface'} {boot.data.get('addr')}) could not connect to "
+             f"{', '.join(peers[:3])}, an address on another network: the peer advertised another interface's address")
+    what = ("NCCL connects to the address each peer advertised. This host bootstraps on one private network, and the "
+            "peer's address is on another it has no route to: the peer's NCCL picked another interface (a second NIC, "
+            "a container network's bridge such as 172.18-172.31.0.1), or the hosts are on networks that do not reach "
+            "each other.")
+    fix = ("Set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to the interface of the network every host shares, on "
+           "every host, and check that each host's address on it reaches the others (ping, nc).")
+    # a gateway address of Docker's networks (172.17-172.31.x.1, the host's side of a bridge): the peer advertised
+    # its bridge, as sure a cause as a refused connection to docker0's 172.17.0.1
+    bridge = any(ipaddress.ip_address(p) in _DOCKER_NETWORKS and p.endswith(".0.1") for p in peers)
+    if bridge:
+        title += " (a container network's bridge)"
+    return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.8 if bridge else 0.55, title, what=what, fix=fix,
+                       evidence=evidence_of([boot], "this host's address") + evidence_of(failed, "a peer elsewhere", 3))]
 
 
 def gloo_no_error(event: Event) -> bool:

@@ -53,11 +53,17 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
                 r"|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
-                r"|OUT_OF_DEVICE_MEMORY|out of device memory", _I)),
+                r"|OUT_OF_DEVICE_MEMORY|out of device memory"
+                # vLLM's start-up check: ``Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than
+                # desired GPU memory utilization (0.98, 174.78 GiB)``
+                r"|free memory on device\b[^\n]{0,80}\bless than desired", _I)),
     (Category.DUPLICATE_GPU, "two ranks on one GPU",
      re.compile(r"duplicate GPU|both on CUDA device|same (?:GPU|CUDA device|device)\b[^\n]{0,30}\b(?:rank|process)", _I)),
+    # (Baidu Kunlun's XCCL/BKCL: ``dev 0 addr_window not properly set``, ``host … addr_window check failed``: the
+    # window through which the devices reach each other's memory)
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
-     re.compile(r"peer access is not supported|cudaErrorPeerAccess|peer mapping resources|\bP2P\b[^\n]{0,20}\bnot supported", _I)),
+     re.compile(r"peer access is not supported|cudaErrorPeerAccess|peer mapping resources|\bP2P\b[^\n]{0,20}\bnot supported"
+                r"|\baddr_window (?:not properly set|check failed)", _I)),
     (Category.GPU_ERROR, "a fault of the GPU",
      re.compile(r"illegal memory access|illegal address|memory access fault|\bECC\b|\bXid\b|fallen off the bus"
                 r"|HW Exception|GPU hang|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"

@@ -528,6 +528,9 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
     mixed = _plugin_on_some(tl, events, plugin)
     if mixed:
         return mixed
+    unanswered = [e for e in events if _EFA_UNRESPONSIVE.search(str(e.data.get("message", "")))]
+    if unanswered:
+        return _efa_peer_unresponsive(tl, unanswered)
     title = f"{plugin} failed{' on ' + where.text if where.text else ''}: {message[:100]}"
     what = (f"NCCL's inter-node transport is {plugin}, and it reported an error of its own: the provider library, "
             "the device or its configuration failed (the library and NCCL versions, the device's driver, the "
@@ -546,6 +549,29 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
                "groups or trees, SHARP_COLL_SAT_LOCK_BATCH_SIZE) with the fabric's administrators.")
     return [hypothesis(tl, Category.UNRECOGNISED, 0.55, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(events, "the network plugin's error", 4))]
+
+
+# libfabric's EFA provider: ``NET/OFI Request 0x… completed with error. RC: 103. Error: 4126 (Unresponsive receiver
+# (reachable by EFA device but handshake failed))``: the peer's device is there, but it never answered the handshake
+_EFA_UNRESPONSIVE = re.compile(r"Error: 4126\b|Unresponsive receiver", re.I)
+
+
+def _efa_peer_unresponsive(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """EFA reached a peer's device but the handshake got no answer: the instances' security group (or a network
+    ACL) does not let their traffic in, the peer process is gone, or it runs another libfabric. A connection that
+    could not be made (A023), its likeliest cause the security group."""
+    where = attribute(events, tl)
+    title = (f"{where.text or 'a process'} got no answer from a peer over EFA (libfabric error 4126, unresponsive "
+             "receiver): the instances cannot talk to each other, most often their security group")
+    what = ("The EFA device found the peer's address, but the peer never completed the handshake. On AWS that is "
+            "almost always the security group: EFA needs every instance's inbound and outbound traffic allowed from "
+            "the group itself. A peer process that had already exited, or one with another libfabric or aws-ofi-nccl, "
+            "reads the same.")
+    fix = ("Give the instances a security group with a rule allowing all inbound and all outbound traffic to and "
+           "from the same group (EFA's requirement), check the subnet's network ACL, and run `fi_pingpong -p efa` "
+           "between two instances before the job.")
+    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.7, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "no answer from the peer", 4))]
 
 
 def _plugin_on_some(tl: Timeline, failed: list[Event], plugin: str) -> list[Hypothesis]:
@@ -982,6 +1008,19 @@ def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, culprits=[rank],
                               evidence=evidence_of([e for e, _ in nic], "MPICH refused the NIC policy", 4)))
     out += _ibgda_without_mlx5(tl)
+    gtl = [e for e in tl.events if e.kind in (Kind.ERROR_LINE, Kind.EXCEPTION)
+           and "GTL library is not linked" in str(e.data.get("message") or e.text)]
+    if gtl:
+        title = ("Cray MPICH was asked for GPU buffers (MPICH_GPU_SUPPORT_ENABLED=1) but the program is not linked with "
+                 "its GPU transport layer (GTL), so MPI_Init aborted")
+        what = ("With MPICH_GPU_SUPPORT_ENABLED=1 Cray MPICH moves GPU memory itself through its GTL library, which "
+                "the program (or mpi4py, or the container's MPI) must be linked with; without it every rank aborts at "
+                "start-up.")
+        fix = ("Link with the GTL (load the GPU's craype-accel module when building, or add -lmpi_gtl_cuda / "
+               "-lmpi_gtl_hsa; for mpi4py or a container, preload libmpi_gtl_*.so), or unset "
+               "MPICH_GPU_SUPPORT_ENABLED when no MPI call passes GPU buffers.")
+        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, where=attribute(gtl, tl),
+                              evidence=evidence_of(gtl, "MPICH has no GPU support linked", 3)))
     overflow = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "cxi-overflow"]  # parsers.launchers
     if overflow:
         hosts = sorted({e.origin.host for e in overflow if e.origin.host})
