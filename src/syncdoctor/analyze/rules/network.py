@@ -200,9 +200,11 @@ def _default_bridge_container(tl: Timeline) -> list[Hypothesis]:
     boots = [e for e in tl.of(Kind.NCCL_BOOTSTRAP) if e.origin.host and _CONTAINER_ID.fullmatch(e.origin.host)
              and not _virtual(str(e.data.get("ifname", ""))) and (ip := ip_of(str(e.data.get("addr", "")))) is not None
              and ip in _DOCKER_DEFAULT_BRIDGE]
+    if not boots:
+        return []
     failed = [e for e in tl.events if e.kind in _CONNECTING or (e.kind is Kind.NCCL_ERROR and "system error" in
                                                                    str(e.data.get("error", "")))]
-    if not boots or not failed:
+    if not failed:
         return []
     hosts = sorted({str(e.origin.host) for e in boots})
     addrs = sorted({str(e.data.get("addr")) for e in boots})

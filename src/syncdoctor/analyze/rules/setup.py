@@ -970,9 +970,9 @@ def _ibgda_without_mlx5(tl: Timeline) -> list[Hypothesis]:
     skipped = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "nvshmem-not-mlx5"]  # parsers.launchers
     if not skipped:
         return []
-    first = min(e.ref.line for e in skipped)
-    failed = [e for e in tl.events if e.ref.line > first and "nvshmem" in e.text.lower()
-              and re.search(r"\binit fa|failed|error", e.text, re.I)]
+    first = {(e.ref.source, e.ref.line) for e in skipped}
+    failed = [e for e in tl.events if any(e.ref.source == src and e.ref.line > line for src, line in first)
+              and "nvshmem" in e.text.lower() and re.search(r"\binit fa|failed|error", e.text, re.I)]
     devices = sorted({str(e.data.get("dev")) for e in skipped})
     where = attribute(skipped, tl)
     title = (f"NVSHMEM's GPU-initiated transport (IBGDA) found no mlx5 NIC{' on ' + where.text if where.text else ''}: "
@@ -988,9 +988,10 @@ def _ibgda_without_mlx5(tl: Timeline) -> list[Hypothesis]:
 
 
 def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
-    """Errors of an HPE Slingshot system's own stack, with their fixes: Cray MPICH refusing its NIC policy for a rank
-    not bound to one NUMA node (the CPU binding, or a library imported before MPI that changed it), and the CXI
-    provider's event queue overflowing (too many messages at once for the queue sizes configured)."""
+    """Errors of an HPC system's own stack, with their fixes: Cray MPICH refusing its NIC policy for a rank not bound
+    to one NUMA node (the CPU binding, or a library imported before MPI that changed it), or GPU buffers without its
+    GPU transport layer linked; NVSHMEM's GPU-initiated transport on NICs that are not mlx5; the CXI provider's event
+    queue overflowing (HPE Slingshot: too many messages at once for the queue sizes configured)."""
     out: list[Hypothesis] = []
     nic = [(e, m) for e in tl.events if e.kind in (Kind.ERROR_LINE, Kind.EXCEPTION)
            and (m := _CRAY_NIC.search(str(e.data.get("message") or e.text))) is not None]
