@@ -245,3 +245,27 @@ def test_kunluns_device_address_window_reads_as_peer_access(tmp_path: Path) -> N
              "[XCCL][init.cpp:1227] host 10.0.0.5 addr_window check failed\n"
              "ValueError: [INVALID PARAMETER]: error code= 1(at .../torch_xmlir/csrc/new_xccl/XCCLUtils.hpp:53)\n")
     assert diagnose(tmp_path, paste).hypotheses[0].category is Category.PEER_ACCESS
+
+
+def test_multi_node_nvlink_without_imex_is_the_setup_not_the_gpu(tmp_path: Path) -> None:
+    # real: a GB300 NVL72 runbook (the IMEX channel device missing on 17 of 18 nodes)
+    warn = ("pega01:1234:1234 [0] NCCL WARN MNNVL (cliqueSize 72) is available but not working on this system. Check "
+            "the IMEX channel configuration (/dev/nvidia-caps-imex-channels). Set NCCL_MNNVL_ENABLE=0 to ignore this "
+            "issue.\npega01:1234:1234 [0] NCCL WARN Cuda failure 800 'operation not permitted'\n")
+    top = diagnose(tmp_path, warn).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "MNNVL" in top.title and "channel device" in top.title
+    assert "nvidia-imex-ctl -N" in (top.fix or "") and top.confidence == 0.85
+    # 2.25's wording names the IMEX service
+    old = "NCCL WARN MNNVL (cliqueSize 4) is available but not supported on this system. Check the IMEX configuration."
+    assert "IMEX service" in diagnose(tmp_path, old).hypotheses[0].title
+    # error 800 alone stays a CUDA error
+    alone = "pega01:1234:1234 [0] NCCL WARN Cuda failure 800 'operation not permitted'"
+    assert diagnose(tmp_path, alone).hypotheses[0].category is Category.GPU_ERROR
+
+
+def test_an_invalid_device_ordinal_in_a_frameworks_own_words_reads_as_that_processs_start_up(tmp_path: Path) -> None:
+    # real: MindSpore's FAQ (device_id above the GPUs CUDA_VISIBLE_DEVICES leaves)
+    line = ("[ERROR] DEVICE [mindspore/ccsrc/runtime/device/gpu/cuda_driver.cc:245] SetDevice] SetDevice for id:7 "
+            "failed, ret[101], invalid device ordinal.")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "GPU index that does not exist" in top.title

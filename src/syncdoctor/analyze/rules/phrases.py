@@ -76,6 +76,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"(?:found|detected|encountered)\b|\b(?:loss|grad(?:ient)?s?(?: norm)?) (?:is|was|became|contains?) "
                 r"(?:a )?(?:NaN|Inf|non-finite)\b|non-finite (?:loss|grad)", _I)),
     # a kernel's assertion on the program's own values (an index or a loss input out of range), not the GPU's fault
+    # a device index the process does not have, in a framework's own words (MindSpore: ``SetDevice for id:7 failed,
+    # ret[101], invalid device ordinal``): more processes than GPUs visible, that process's start-up failure
+    (Category.RANK_CRASHED, "a GPU index that does not exist in that process (more processes than visible GPUs)",
+     re.compile(r"invalid device ordinal", _I)),
     (Category.RANK_CRASHED, "a device-side assertion of the program's own (a value out of range)",
      re.compile(r"device-side assert|\bAssertion `[^`\n]{1,300}` failed", _I)),
     (Category.COLLECTIVE_DESYNC, "ranks that disagree on a collective",

@@ -987,6 +987,39 @@ def _ibgda_without_mlx5(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(skipped, "not an mlx5 NIC", 3) + evidence_of(failed, "NVSHMEM failed", 2))]
 
 
+# NCCL on a multi-node NVLink system (GB200/GB300 NVL72) whose IMEX service or channel is not set up: ``MNNVL
+# (cliqueSize 72) is available but not working on this system. Check the IMEX channel configuration
+# (/dev/nvidia-caps-imex-channels).`` (2.27.3+; ``… Check the IMEX configuration (nvidia-imex-ctl -N)``; 2.25-2.27.2
+# ``… is available but not supported on this system. Check the IMEX configuration.``)
+_MNNVL = re.compile(r"MNNVL \(cliqueSize (?P<size>\d+)\) is available but not (?:working|supported) on this system"
+                    r"(?:\. Check the (?P<what>IMEX channel configuration|IMEX configuration))?")
+
+
+def _mnnvl_not_working(tl: Timeline) -> list[Hypothesis]:
+    """NCCL found a multi-node NVLink domain but could not share memory across it (IMEX): the node's IMEX channel
+    device or daemon is not set up. The CUDA error after it (``Cuda failure 800 'operation not permitted'``) is its
+    consequence, not a GPU that failed."""
+    found = [(e, m) for e in tl.of(Kind.NCCL_WARN) if (m := _MNNVL.search(str(e.data.get("message", "")))) is not None]
+    if not found:
+        return []
+    events = [e for e, _ in found]
+    where = attribute(events, tl)
+    channel = any(m["what"] == "IMEX channel configuration" for _, m in found)
+    title = (f"NCCL's multi-node NVLink (MNNVL, {found[0][1]['size']} GPUs) is not usable"
+             f"{' on ' + where.text if where.text else ''}: the IMEX "
+             + ("channel device (/dev/nvidia-caps-imex-channels) is missing" if channel else "service is not set up"))
+    what = ("On an NVLink domain across nodes (GB200/GB300 NVL72) NCCL shares GPU memory between nodes through IMEX; "
+            "it found the domain, but exporting or importing a fabric handle failed. The IMEX daemon is not running "
+            "or its nodes list is wrong, or the channel device was not created (or not passed into the container), "
+            "and CUDA refuses the operation ('operation not permitted', error 800). The GPUs are not at fault.")
+    fix = ("On every node: the nvidia-imex service running with all the domain's nodes in its nodes_config "
+           "(`nvidia-imex-ctl -N` shows them connected), and /dev/nvidia-caps-imex-channels/channel0 created (mknod, "
+           "or the GPU operator's IMEX setting) and passed into the container; NCCL_MNNVL_ENABLE=0 runs without "
+           "multi-node NVLink meanwhile.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, hosts=where.hosts,
+                       evidence=evidence_of(events, "MNNVL not usable", 4))]
+
+
 def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
     """Errors of an HPC system's own stack, with their fixes: Cray MPICH refusing its NIC policy for a rank not bound
     to one NUMA node (the CPU binding, or a library imported before MPI that changed it), or GPU buffers without its
@@ -1008,7 +1041,7 @@ def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
                "before torch, or set MPICH_OFI_NIC_POLICY to another policy (BLOCK, ROUND-ROBIN).")
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, culprits=[rank],
                               evidence=evidence_of([e for e, _ in nic], "MPICH refused the NIC policy", 4)))
-    out += _ibgda_without_mlx5(tl)
+    out += _ibgda_without_mlx5(tl) + _mnnvl_not_working(tl)
     gtl = [e for e in tl.events if e.kind in (Kind.ERROR_LINE, Kind.EXCEPTION)
            and "GTL library is not linked" in str(e.data.get("message") or e.text)]
     if gtl:
