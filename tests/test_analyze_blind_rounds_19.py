@@ -269,3 +269,35 @@ def test_an_invalid_device_ordinal_in_a_frameworks_own_words_reads_as_that_proce
             "failed, ret[101], invalid device ordinal.")
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.RANK_CRASHED and "GPU index that does not exist" in top.title
+
+
+def test_rays_memory_monitor_read_from_the_end_of_its_message(tmp_path: Path) -> None:
+    # real: TideDra/lmm-r1#71 (a paste that begins after the kill's first line)
+    tail = ("Refer to the documentation on how to address the out of memory issue: "
+            "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more "
+            "memory on this node or reducing task parallelism by requesting more CPUs per task. Set max_restarts and "
+            "max_task_retries to enable retry when the task crashes due to OOM.")
+    top = diagnose(tmp_path, "95412   14.05   ray::LLMRayActor\n" + tail).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "memory monitor" in top.title
+    # with the kill's own line, that line places it (the tail adds no host-less second report)
+    kill = ("(raylet) node_manager.cc:3277: 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
+            "crashed due to other reasons at node (ID: 8289f87b, IP: 172.24.0.226) over the last time period.\n")
+    top = diagnose(tmp_path, kill + "(raylet) " + tail).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("172.24.0.226",)
+
+
+def test_nccl_ras_per_rank_lines_pasted_alone_name_the_rank_behind(tmp_path: Path) -> None:
+    # real: MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark#117 (two lines of ncclras quoted in a comment)
+    paste = "Rank 1 has launched up to operation 288686 — Rank 0 has launched up to operation 288685."
+    assert [e.origin.rank for e in events_of(paste) if e.kind is Kind.RAS] == [1, 0]
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (0,) and top.affected_ranks == (1,)
+    # every rank at one operation: nothing behind
+    same = "  Rank 1 has launched up to operation 640 -- GPU 1\n  Rank 0 has launched up to operation 640 -- GPU 0\n"
+    assert not diagnose(tmp_path, same).hypotheses
+
+
+def test_cray_mpichs_gtl_abort_echoed_without_its_banner(tmp_path: Path) -> None:
+    # real: ALCF's Polaris docs (conda's mpi4py loaded after torch)
+    paste = "aborting job:\nMPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked\n"
+    assert "GTL" in diagnose(tmp_path, paste).hypotheses[0].title

@@ -2,7 +2,7 @@
 
 Line parsers (``KEYWORDS`` + ``parse(line)``): :mod:`.torch_watchdog`, :mod:`.torch_detail`, :mod:`.gloo`,
 :mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.system`, :mod:`.gpu`, :mod:`.hosts`, :mod:`.ddp`,
-:mod:`.traceback`, :mod:`.fr_trace`; :mod:`.bars` (progress bars, on the lines other anchors select and before a timeout); :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
+:mod:`.traceback`, :mod:`.fr_trace`, :mod:`.ras` (a RAS listing's per-rank line); :mod:`.bars` (progress bars, on the lines other anchors select and before a timeout); :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
 blocks are read by followers (``follow(line)``): tracebacks, torchrun's failure table, desync reports, the
 Flight Recorder analyser's report,
 ``py-spy dump`` stacks.
@@ -31,6 +31,7 @@ from syncdoctor.analyze.parsers import (
     nccl_tests,
     nccl_warn,
     pyspy,
+    ras,
     remote,
     system,
     torch_detail,
@@ -45,7 +46,7 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "LOOK_ABOVE", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace)
+                system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace, ras)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow, fr_trace.follow)
 # events that the lines above their own complete, where a paste left out the block's head: (whether an event wants

@@ -46,7 +46,7 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
-            "Event Queue overflow", "ping failed on ", "as an mlx5 device")
+            "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -471,6 +471,9 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.ERROR_LINE, line, data={
             "word": "mismatch", "message": body.strip()[:300], "source": "ucx-address-version",
             "expected": int(match["expected"]), "actual": int(match["actual"])})]
+    if "GTL library is not linked" in body and "MPICH ERROR" not in body:  # the abort's echo: read by rules.setup
+        return [make_event(Kind.ERROR_LINE, line, data={"word": "not linked", "message": body.strip()[:300],
+                                                        "source": "cray-gtl"})]
     match = _NOT_MLX5.search(body) if "as an mlx5 device" in body else None
     if match:  # read by rules.setup
         return [make_event(Kind.ERROR_LINE, line, data={

@@ -17,10 +17,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
-from syncdoctor.analyze.parsers.base import clip
+from syncdoctor.analyze.parsers.base import Line, clip, make_event
 from syncdoctor.analyze.paste import FILLER
 
-__all__ = ["looks_like_ras_json", "looks_like_ras_text", "parse_json", "parse_text"]
+__all__ = ["KEYWORDS", "looks_like_ras_json", "looks_like_ras_text", "parse", "parse_json", "parse_text"]
+
+# a line of a MISMATCH listing (2.24+), also quoted alone: ``Rank 1 has launched up to operation 288686 -- GPU 0
+# managed by process 4242 on node spark-1``: where each listed rank got to, read line by line (rules.progress
+# compares them)
+KEYWORDS = ("launched up to operation",)
+_RANK_LAUNCHED = re.compile(r"\bRank (?P<rank>\d{1,7}) has launched up to operation (?P<op>\d{1,20})")
 
 _ISSUE = re.compile(r"^(?:#(?P<comm>\d+-\d+) \((?P<hash>[0-9a-f]+)\) )?(?P<issue>[A-Z][A-Z_]{2,20})\s*$")
 _PROCESS = re.compile(r"Process (?P<pid>\d+) on node (?P<node>\S+) managing GPU (?P<gpu>\d+)")
@@ -34,6 +40,13 @@ _COMM_ROW = re.compile(r"^\s*(?P<group>\d+)\s+(?P<comms>\d+)\s+(?P<nodes>\d+)\s+
 # MISMATCH: "30 ranks have launched up to operation 640" / "2 ranks have launched up to operation 641", then the
 # ranks of the smaller group, which may be ahead of the others or behind them
 _LAUNCHED = re.compile(r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
+
+
+def parse(line: Line) -> list[Event]:
+    """Each ``Rank N has launched up to operation M`` on the line (a paste may run two together)."""
+    return [make_event(Kind.RAS, line, origin=Origin(rank=int(m["rank"])), data={
+        "issue": "LAUNCHED", "ranks": [int(m["rank"])], "operation": int(m["op"])})
+        for m in _RANK_LAUNCHED.finditer(line.body)]
 
 
 def looks_like_ras_text(head: str) -> bool:

@@ -387,6 +387,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
     tables = {e.ref.source for e in reports if e.data.get("source") == "summary"}
     reports = [e for e in reports if not (e.data.get("source") == "record" and e.ref.source in tables)
                and not (_exit_code_only(e) and _own_error_before(tl, e))]
+    if any(e.data.get("source") == "ray-memory-monitor" and not e.data.get("tail") for e in reports):
+        reports = [e for e in reports if not e.data.get("tail")]  # the kill's own line says where; its tail does not
     placements = [e for e in reports if e.data.get("placement")]
     known = {(e.ref.source, e.origin.local_rank) for e in reports if not e.data.get("unknown_exit")}
     for event in reports:

@@ -594,7 +594,32 @@ def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:
             out.append(hypothesis(tl, Category.LAGGING_RANK, 0.7, title, culprits=ranks,
                                   what="RAS collective counts: these ranks are behind.",
                                   evidence=evidence_of([event], "NCCL RAS")))
-    return out
+    return out + ([] if out else _ras_ranks_launched(tl))
+
+
+def _ras_ranks_launched(tl: Timeline) -> list[Hypothesis]:
+    """RAS's per-rank lines of a mismatch pasted without its report (``Rank 1 has launched up to operation 288686``,
+    ``Rank 0 has launched up to operation 288685``): the ranks at the lowest operation are behind the others."""
+    launched = [e for e in tl.of(Kind.RAS) if e.data.get("issue") == "LAUNCHED"]
+    reached: dict[int, int] = {}
+    for event in launched:
+        rank, op = event.origin.rank, int(event.data.get("operation") or 0)
+        if rank is not None:
+            reached[rank] = max(reached.get(rank, 0), op)
+    if len(set(reached.values())) < 2:
+        return []
+    low = min(reached.values())
+    behind = sorted(r for r, op in reached.items() if op == low)
+    ahead = sorted(r for r in reached if r not in behind)
+    title = (f"NCCL RAS: rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} launched up to operation {low}, "
+             f"behind rank{'s' if len(ahead) > 1 else ''} {fmt_ranks(ahead)} (up to {max(reached.values())}): "
+             f"{'they' if len(behind) > 1 else 'it'} never reached the collective the others wait in")
+    return [hypothesis(tl, Category.LAGGING_RANK, 0.75, title, culprits=behind, affected=ahead,
+                       what="NCCL's RAS counts the collectives each rank launched on the communicator; the ranks at the "
+                            "lower count stopped before the one the others are in.",
+                       fix="See what the ranks behind are doing instead (py-spy dump, the Flight Recorder: "
+                           "TORCH_NCCL_DUMP_ON_TIMEOUT=1).",
+                       evidence=evidence_of(launched, "NCCL RAS", 6))]
 
 
 def _from_chains(tl: Timeline, graph: Chains) -> list[Hypothesis]:
