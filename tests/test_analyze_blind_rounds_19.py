@@ -301,3 +301,11 @@ def test_cray_mpichs_gtl_abort_echoed_without_its_banner(tmp_path: Path) -> None
     # real: ALCF's Polaris docs (conda's mpi4py loaded after torch)
     paste = "aborting job:\nMPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked\n"
     assert "GTL" in diagnose(tmp_path, paste).hypotheses[0].title
+
+
+def test_an_endpoint_without_a_host_reads_as_an_address_that_cannot_be_reached(tmp_path: Path) -> None:
+    # real: aws-samples/aws-do-eks#62 (the leader's DNS name not yet resolved: an empty data-parallel address)
+    top = diagnose(tmp_path, "  ValueError: Invalid zmq path: tcp://:29550").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE
+    assert diagnose(tmp_path, "ValueError: Invalid zmq path: tcp://10.0.0.1:29550x").hypotheses[0].category \
+        is not Category.PEER_UNREACHABLE

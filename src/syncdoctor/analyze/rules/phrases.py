@@ -114,7 +114,10 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|transport init error\b[^\n]{0,80}\bCreate Dest error|\bEI0009\b"
                 r"|host not found|unknown host|getaddrinfo|could not resolve|failed to resolve|connection timed\b"  # "timed" alone: cut short by the paste
                 r"|software caused connection abort"
-                r"|\bconnect: resource temporarily unavailable", _I)),  # EAGAIN: the peer's listen backlog is full
+                r"|\bconnect: resource temporarily unavailable"  # EAGAIN: the peer's listen backlog is full
+                # an endpoint with no host at all (an address variable that was empty: ``Invalid zmq path:
+                # tcp://:29550``, ``init_method=tcp://:29500``)
+                r"|\btcp://:\d{1,5}\b", _I)),
     (Category.RANK_KILLED, "a process killed (SIGKILL)",
      re.compile(r"\bSIGKILL\b|signal 9\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",
