@@ -309,3 +309,28 @@ def test_an_endpoint_without_a_host_reads_as_an_address_that_cannot_be_reached(t
     assert top.category is Category.PEER_UNREACHABLE
     assert diagnose(tmp_path, "ValueError: Invalid zmq path: tcp://10.0.0.1:29550x").hypotheses[0].category \
         is not Category.PEER_UNREACHABLE
+
+
+def test_rays_out_of_memory_error_is_the_memory_monitors_kill_not_the_gpus(tmp_path: Path) -> None:
+    # real: OpenRLHF/OpenRLHF#332 (host RAM at the first optimizer step of ZeRO-3 with CPU offload)
+    paste = ("Traceback (most recent call last):\n  File \"train_ppo_ray.py\", line 9, in <module>\n"
+             "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "host RAM" in top.title
+    # torch's own OutOfMemoryError stays the GPU's
+    gpu = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert diagnose(tmp_path, gpu).hypotheses[0].category is Category.RANK_OUT_OF_MEMORY
+
+
+_PADDLE_DIAL = ("W0327 13:29:53.085911   296 gen_comm_id_helper.cc:120] connect addr=127.0.0.1:6071 failed 1 times "
+                "with reason: Connection refused retry after 0.5 seconds\n")
+_PADDLE_LISTEN = "I0327 13:21:36.202080   758 gen_comm_id_helper.cc:181] Server listening on: {addr}:6070 successful.\n"
+
+
+def test_a_paddle_trainer_dialling_loopback_while_others_listen_on_the_network(tmp_path: Path) -> None:
+    # real: PaddlePaddle/PaddleDetection#7998 (one host launched with --ips naming itself 127.0.0.1)
+    top = diagnose(tmp_path, _PADDLE_DIAL + _PADDLE_LISTEN.format(addr="10.19.174.228")).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS and "10.19.174.228" in top.title and "--ips" in (top.fix or "")
+    # every trainer on loopback: a job on one machine, retrying until its peer listens (no store blamed)
+    one_machine = diagnose(tmp_path, _PADDLE_DIAL + _PADDLE_LISTEN.format(addr="127.0.0.1")).hypotheses
+    assert all(h.category not in (Category.LOOPBACK_ADDRESS, Category.PEER_UNREACHABLE) for h in one_machine)

@@ -59,7 +59,7 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
             ": Name or service not known", ": Name does not resolve", "while the server is not yet listening",
-            "not ready endpoints:", "failed to listen on any local")
+            "not ready endpoints:", "failed to listen on any local", "] connect addr=", "Server listening on: ")
 
 # (1.13-2.0 spell it ``retreiving``; a paste may begin after the waiting rank's number)
 _UNIQUE_ID = re.compile(r"(?:\[(?P<rank>\d+)\] is )?setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from "
@@ -104,6 +104,12 @@ _CLIENT_RETRY = re.compile(r"TCP client failed to connect(?:/validate)? to host 
 # (paddle.distributed.fleet's wait_server_ready): ``not ready endpoints:['10.0.0.2:38149', …]``
 _PADDLE_RETRY = re.compile(r"Retry to connect to (?P<host>[^\s:]+|\[[^\]]+\]):(?P<port>\d+) while the server is not yet "
                            r"listening")
+# PaddlePaddle exchanging NCCL's unique id between its trainers (gen_comm_id_helper.cc): the trainer that dials,
+# ``connect addr=127.0.0.1:6071 failed 1 times with reason: Connection refused retry after 0.5 seconds``, and the one
+# that listens, ``Server listening on: 10.19.174.228:6070 successful.`` (its endpoint, as the launcher gave it)
+_PADDLE_ID_CONNECT = re.compile(r"gen_comm_id_helper\.cc:\d+\] connect addr=(?P<host>[^\s:]+):(?P<port>\d+) failed "
+                                r"(?P<times>\d+) times with reason: (?P<err>[^\n]{1,120}?)(?: retry after|$)")
+_PADDLE_ID_LISTEN = re.compile(r"gen_comm_id_helper\.cc:\d+\] Server listening on: (?P<host>[^\s:]+):(?P<port>\d+)")
 _PADDLE_WAIT = re.compile(r"not ready endpoints:\s*\[(?P<eps>[^\]]*)\]")
 _RETRY = re.compile(r"The server socket on \[?(?:::ffff:)?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+) has timed out, will retry")
 # a job script's own look-up of the master's name (a container's entrypoint waiting for the master pod's DNS
@@ -254,6 +260,16 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "connect", "error": "could not connect to torch_xla's mesh master",
             **({"store_host": match["host"], "store_port": int(match["port"])} if match["host"] else {})})]
+    match = _PADDLE_ID_CONNECT.search(body) if "connect addr=" in body else None
+    if match:  # read by rules.setup (a trainer's endpoint at a loopback address in a job across hosts)
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "connect", "store_host": match["host"], "store_port": int(match["port"]),
+            "error": match["err"].strip(), "retrying": True, "source": "paddle-comm-id"})]
+    match = _PADDLE_ID_LISTEN.search(body) if "Server listening on: " in body else None
+    if match:
+        return [make_event(Kind.STORE_ENDPOINT, line, data={
+            "store_host": match["host"], "store_port": int(match["port"]), "source": "paddle-comm-id",
+            "listening": True})]
     match = _PADDLE_RETRY.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

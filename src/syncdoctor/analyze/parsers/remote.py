@@ -37,7 +37,8 @@ KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permiss
             "unable to reliably start", "route a message to the specified daemon", "daemon has unexpectedly failed",
             "lost communication with a remote daemon", "A worker died or was killed", "has failed",
             "was not reachable via ssh", "The actor is dead because", "Running ray stop on", "Memory on the node (IP: ",
-            "killed due to memory pressure", "address the out of memory issue: ")
+            "killed due to memory pressure", "address the out of memory issue: ",
+            "OutOfMemoryError: Task was killed")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
 _SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
@@ -120,6 +121,9 @@ _RAY_PRESSURE = re.compile(r"(?:(?P<count>\d+) Workers? \(tasks / ?actors\) )?ki
 
 # the end of the same message, after the node's top memory users (a paste cut before its first line keeps it):
 # ``Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/…/ray-oom-prevention.html``
+# what the killed task (or its caller) raises: ``ray.exceptions.OutOfMemoryError: Task was killed due to the node
+# running low on memory.``
+_RAY_OOM_RAISED = re.compile(r"OutOfMemoryError: Task was killed due to the node running low on memory")
 _RAY_OOM_DOC = re.compile(r"address the out of memory issue: \S*ray-oom-prevention")
 
 
@@ -135,6 +139,9 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["ip"], pid=pid), data={
             "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True,
             **({"worker_pid": pid} if pid else {})})]
+    if "OutOfMemoryError: Task was killed" in body and _RAY_OOM_RAISED.search(body):  # the task's own exception for it
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True, "tail": True})]
     if "address the out of memory issue: " in body and _RAY_OOM_DOC.search(body):
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True, "tail": True})]

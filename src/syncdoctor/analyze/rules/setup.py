@@ -13,6 +13,7 @@ import re
 from collections import defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
+from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.parsers.nccl_info import PLUGIN_NETS
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
@@ -187,6 +188,9 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")
              and e.ref not in elsewhere and not _connected_after_all(tl, e)
              and not (e.data.get("source") == "paddle-launch" and not _nowhere_endpoints(e))]  # trainers_never_ready
+    # Paddle's NCCL-id exchange retries each dial until the peer listens: only its loopback endpoints are read
+    dialled = [e for e in store if e.data.get("source") == "paddle-comm-id"]
+    store = [e for e in store if e.data.get("source") != "paddle-comm-id"]
     store += [e for e in tl.of(Kind.EXCEPTION) if _store_connect_failed(e)]
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not unroutable(str(e.data.get("peer_addr") or "")) and
@@ -255,6 +259,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         out += _bridge_gateway(tl, [e for e in nccl + gloo if "refused" in str(e.data.get("error", "")).lower()])
         out += _store_on_hostname_loopback(tl, [e for e in store if str(e.data.get("store_host") or "")
                                                 .startswith("127.0.1.")])
+
+    out += _paddle_endpoint_on_loopback(tl, dialled)
     if not out:
         out += _reset_while_connecting(tl)
     out += _launch_unreachable(tl)
@@ -337,7 +343,7 @@ _WRAPPED_LINES = 4  # a quoted warning re-flowed by the paste onto the next line
 def _named_store(tl: Timeline) -> Event | None:
     """The store's address as another line of the paste names it (MASTER_ADDR=, --master_addr, torchelastic's
     "will connect to TCPStore server at"), when they all name one host."""
-    named = tl.of(Kind.STORE_ENDPOINT)
+    named = [e for e in tl.of(Kind.STORE_ENDPOINT) if not e.data.get("listening")]  # not a Paddle trainer's own
     hosts = {str(e.data.get("store_host")) for e in named}
     return named[-1] if len(hosts) == 1 else None
 
@@ -403,6 +409,28 @@ def _bridge_gateway(tl: Timeline, refused: list[Event]) -> list[Hypothesis]:
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what, fix=fix, culprits=culprits,
                        hosts=others if len(others) == 1 else [], affected=where.ranks,
                        evidence=evidence_of(at, "refused at a bridge's gateway", 4))]
+
+
+def _paddle_endpoint_on_loopback(tl: Timeline, dialled: list[Event]) -> list[Hypothesis]:
+    """PaddlePaddle's trainers dial each other's endpoints to pass NCCL's id; one dials a loopback endpoint while
+    another trainer of the job listens on a routable address: the job spans hosts, and a host's endpoints were given
+    as 127.0.0.1 (``--ips=127.0.0.1,…`` on one host, or its name resolving to loopback), which the other hosts
+    cannot reach. A dial of a loopback endpoint alone is a job on one machine retrying until its peer listens."""
+    dialled = [e for e in dialled if is_loopback(str(e.data.get("store_host")))]
+    listening = [e for e in tl.of(Kind.STORE_ENDPOINT) if e.data.get("source") == "paddle-comm-id"
+                 and not is_loopback(str(e.data.get("store_host")))]
+    if not dialled or not listening:
+        return []
+    title = (f"a PaddlePaddle trainer dials its peer at {dialled[0].data.get('store_host')} while the job's other "
+             f"trainers listen on {listening[0].data.get('store_host')}: one host's endpoints were given as loopback")
+    what = ("Paddle's launcher builds every trainer's endpoint from --ips (or from the address the host's name "
+            "resolves to); a host listed as 127.0.0.1, or whose name maps to loopback, gives the other hosts an "
+            "address that leads back to themselves, and NCCL's id exchange, then its init, hangs.")
+    fix = ("Pass every host's cluster address in --ips, the same list on every host (`hostname -I`), and map each "
+           "host's name to that address in /etc/hosts rather than to 127.0.0.1.")
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.75, title, what=what, fix=fix,
+                       evidence=evidence_of(dialled, "dialled a loopback endpoint", 3)
+                       + evidence_of(listening, "another trainer's endpoint", 2))]
 
 
 def _store_on_hostname_loopback(tl: Timeline, store: list[Event]) -> list[Hypothesis]:
