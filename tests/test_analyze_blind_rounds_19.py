@@ -334,3 +334,17 @@ def test_a_paddle_trainer_dialling_loopback_while_others_listen_on_the_network(t
     # every trainer on loopback: a job on one machine, retrying until its peer listens (no store blamed)
     one_machine = diagnose(tmp_path, _PADDLE_DIAL + _PADDLE_LISTEN.format(addr="127.0.0.1")).hypotheses
     assert all(h.category not in (Category.LOOPBACK_ADDRESS, Category.PEER_UNREACHABLE) for h in one_machine)
+
+
+def test_sruns_step_aborted_just_before_slurms_cancellation_is_its_aftermath(tmp_path: Path) -> None:
+    # real: bigscience's Jean Zay experiments (a 16-node benchmark ended at its time limit, srun's line first)
+    paste = ("srun: Job step aborted: Waiting up to 62 seconds for job step to finish.\n"
+             "slurmstepd: error: *** STEP 1999616.0 ON r6i4n5 CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***\n"
+             "slurmstepd: error: *** JOB 1999616 ON r6i4n5 CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***\n"
+             "Main process received SIGTERM, exiting\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "time limit" in (top.title + (top.fix or "")).lower()
+    # srun's line far above the cancellation (a step that failed on its own earlier) is not taken for its aftermath
+    srun, rest = paste.split("\n", 1)
+    far = srun + "\n" + "iteration 1 done\n" * 8 + rest
+    assert "ended from outside" not in diagnose(tmp_path, far).hypotheses[0].title

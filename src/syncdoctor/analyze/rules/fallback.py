@@ -234,12 +234,14 @@ def _agents_aftermath(event: Event, signal: Event) -> bool:
     if event.ref.source != signal.ref.source:
         return False
     text = f"{event.text} {event.data.get('type', '')} {event.data.get('message', '')}"
-    if event.ref.line <= signal.ref.line:  # the traceback's own lines above its SignalException
-        return "SignalException" in text
-    return "Traceback (most" in text or "SignalException" in text or \
-        "got signal" in text or (signal.data.get("source") == "slurm" and _SRUN_AFTER.search(text) is not None)
+    slurm = signal.data.get("source") == "slurm" and _SRUN_AFTER.search(text) is not None
+    if event.ref.line <= signal.ref.line:  # the traceback's own lines above its SignalException; srun's lines
+        # race slurmstepd's in the step's output and may come just before its CANCELLED line
+        return "SignalException" in text or (slurm and signal.ref.line - event.ref.line <= _RACE_LINES)
+    return "Traceback (most" in text or "SignalException" in text or "got signal" in text or slurm
 
 
+_RACE_LINES = 5
 # (the tasks of a cancelled step exit, and slurmstepd can no longer report it to srun)
 _SRUN_AFTER = re.compile(r"Job step aborted: Waiting up to \d+ seconds|forcing job termination|Failed to send "
                          r"MESSAGE_TASK_EXIT|tasks? [\d,\-]+: (?:Exited with exit code|Terminated|Killed)")
