@@ -348,3 +348,26 @@ def test_sruns_step_aborted_just_before_slurms_cancellation_is_its_aftermath(tmp
     srun, rest = paste.split("\n", 1)
     far = srun + "\n" + "iteration 1 done\n" * 8 + rest
     assert "ended from outside" not in diagnose(tmp_path, far).hypotheses[0].title
+
+
+def test_accelerates_shape_mismatch_message_below_its_exception_reads_as_a_desync(tmp_path: Path) -> None:
+    # real: Accelerate's debug-mode guide (a broadcast of [1, 5] on one process, [1, 2, 5] on the other)
+    paste = ("accelerate.utils.operations.DistributedOperationException:\n\nCannot apply desired operation due to shape "
+             "mismatches. All shapes across devices must be valid.\n\nOperation: `accelerate.utils.operations.broadcast`"
+             "\nInput shapes:\n  - Process 0: [1, 5]\n  - Process 1: [1, 2, 5]\n")
+    assert diagnose(tmp_path, paste).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+
+
+def test_a_ras_report_ties_its_one_missing_rank_to_its_one_unreachable_process(tmp_path: Path) -> None:
+    # real: NCCL's RAS documentation (a process stopped: INCOMPLETE, then DEAD)
+    report = ("Communicators... (2.05s)\n=============\n\nGroup     Comms     Nodes     Ranks     Ranks     Ranks    Status  "
+              "Errors\n    #  in group  per comm  per node  per comm  in group\n    0         1         4       7-8        "
+              "32        32   RUNNING  INCOMPLETE\n\nErrors\n======\n\nINCOMPLETE\n  Missing communicator data from 1 job "
+              "process\n  Process 3487984 on node 172.16.64.213 managing GPU 5\n\n#0-0 (cf264af53edbe986) INCOMPLETE\n"
+              "  Missing communicator data from 1 rank\n  The missing rank: 21\n")
+    top = diagnose(tmp_path, report).hypotheses[0]
+    assert top.culprit_ranks == (21,) and top.culprit_hosts == ("172.16.64.213",)
+    # two processes unreachable: which one is rank 21 is not said
+    two = report + ("\nDEAD\n  1 job process is considered dead (unreachable via the RAS network)\n"
+                    "  Process 3487990 on node 172.16.64.214 managing GPU 1\n")
+    assert "172.16.64.213" not in diagnose(tmp_path, two).hypotheses[0].culprit_hosts

@@ -33,7 +33,10 @@ _ERROR = re.compile(
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"
     r"\bAddress already in use\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b"
     # an RDMA stack that sees no device: ibv_devinfo's words, libibverbs's provider that does not match the kernel's
-    r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b)"
+    r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b"
+    # a multi-line exception's message on its own line (Accelerate's ``Cannot apply desired operation due to shape
+    # mismatches.`` below ``DistributedOperationException:``)
+    r"|\bdue to shape mismatch(?:es)?\b)"
 )
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
 _HANG = re.compile(r"\bsuspects a hang\b")

@@ -85,7 +85,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.COLLECTIVE_DESYNC, "ranks that disagree on a collective",
      re.compile(r"mismatch between collectives|collective (?:operation )?mismatch|mismatched collective"
                 r"|received data size doesn't match|(?:shapes?|sizes?) (?:do not|don't|does not) match across ranks"
-                r"|inconsistent [^\n]{0,30}across ranks", _I)),
+                r"|inconsistent [^\n]{0,30}across ranks"
+                # Accelerate's debug mode: ``Cannot apply desired operation due to shape mismatches. All shapes
+                # across devices must be valid.``
+                r"|due to shape mismatches", _I)),
     (Category.NCCL_VERSION_MISMATCH, "NCCL versions that differ",
      re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b", _I)),
     # (UCX's address handle for a queue pair's connect: ``ibv_create_ah(… sgid_index=3 …) for RC DEVX QP connect on

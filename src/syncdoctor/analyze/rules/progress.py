@@ -575,8 +575,13 @@ def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:
         ranks = [r for r in (event.data.get("ranks") or []) if isinstance(r, int)]
         if issue in ("INCOMPLETE", "DEAD") and (ranks or event.origin.rank is not None):
             ranks = ranks or [event.origin.rank]
+            # RAS names the missing rank by its communicator and the process by its node, in two entries: one rank
+            # missing and one process unreachable are the same one
+            nodes = {str(e.origin.host) for e in tl.of(Kind.RAS) if e.data.get("issue") in ("INCOMPLETE", "DEAD")
+                     and e.origin.host}
             title = f"NCCL RAS: rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} {issue.lower()}"
             out.append(hypothesis(tl, Category.LAGGING_RANK, 0.8 if issue == "DEAD" else 0.7, title, culprits=ranks,
+                                  hosts=sorted(nodes) if len(ranks) == 1 and len(nodes) == 1 else None,
                                   what="NCCL's RAS could not reach these processes (hung, stopped or dead).",
                                   evidence=evidence_of([event], "NCCL RAS")))
         elif issue == "MISMATCH" and ranks and event.data.get("ahead"):
