@@ -371,3 +371,16 @@ def test_a_ras_report_ties_its_one_missing_rank_to_its_one_unreachable_process(t
     two = report + ("\nDEAD\n  1 job process is considered dead (unreachable via the RAS network)\n"
                     "  Process 3487990 on node 172.16.64.214 managing GPU 1\n")
     assert "172.16.64.213" not in diagnose(tmp_path, two).hypotheses[0].culprit_hosts
+
+
+def test_mpiruns_daemon_missing_on_the_remote_path_is_the_install_not_the_network(tmp_path: Path) -> None:
+    # real: Horovod's troubleshooting guide (a non-interactive ssh shell without Open MPI on its PATH)
+    orte = ("--------------------------------------------------------------------------\n"
+            "ORTE was unable to reliably start one or more daemons.\nThis usually is caused by:\n")
+    top = diagnose(tmp_path, "bash: orted: command not found\n" + orte).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "PATH" in top.title and "--prefix" in (top.fix or "")
+    # ORTE's banner alone stays a node the launcher could not start on
+    assert diagnose(tmp_path, orte).hypotheses[0].category is Category.PEER_UNREACHABLE
+    # another program not found is an error line, not this reading
+    other = diagnose(tmp_path, "bash: nvidia-smi: command not found").hypotheses[0]
+    assert other.category is Category.UNRECOGNISED and "PATH" not in other.title

@@ -238,6 +238,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"GTL library",  # Cray MPICH: MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked
     b"Server listening on: ",  # PaddlePaddle's gen_comm_id_helper.cc:181] Server listening on: 10.19.174.228:6070 successful.
     b"] connect addr=",  # PaddlePaddle's gen_comm_id_helper.cc:120] connect addr=127.0.0.1:6071 failed 1 times with reason: …
+    b": command not found",  # a shell that did not find a program: bash: orted: command not found (mpirun's remote shell)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

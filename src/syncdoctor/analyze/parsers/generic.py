@@ -36,7 +36,9 @@ _ERROR = re.compile(
     r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b"
     # a multi-line exception's message on its own line (Accelerate's ``Cannot apply desired operation due to shape
     # mismatches.`` below ``DistributedOperationException:``)
-    r"|\bdue to shape mismatch(?:es)?\b)"
+    r"|\bdue to shape mismatch(?:es)?\b"
+    # a shell that did not find a program (``bash: orted: command not found`` from a launcher's remote shell)
+    r"|: command not found\b)"
 )
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
 _HANG = re.compile(r"\bsuspects a hang\b")

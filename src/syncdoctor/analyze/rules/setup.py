@@ -652,12 +652,30 @@ def _retried_then_joined(tl: Timeline, event: Event) -> bool:
 _DIALLED = re.compile(r"\bdial tcp \[?(?P<host>[\w.\-:]+?)\]?:\d{1,5}: (?:[\w ]+: )?(?:connection|i/o timeout|no route)")
 
 
+# a remote shell that did not find the launcher's daemon: ``bash: orted: command not found``, ``prted: command not
+# found``, ``hydra_pmi_proxy: No such file or directory``
+_DAEMON_NOT_FOUND = re.compile(r"\b(?:orted|prted|hydra_pmi_proxy): (?:command not found|No such file or directory)")
+
+
 def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
     """mpirun, pdsh or horovodrun could not reach a node over ssh (its name does not resolve, port 22 is
     closed, the keys are refused), or Open MPI's daemons could not start there: no rank started on it."""
     events = [e for e in tl.of(Kind.LAUNCH_UNREACHABLE) if not e.data.get("lost")]  # a node lost later: partition
     if not events:
         return []
+    missing = [e for e in tl.of(Kind.ERROR_LINE) if _DAEMON_NOT_FOUND.search(e.text)]
+    if missing:  # the remote shell ran, and did not find the launcher's daemon: where it is installed, not the network
+        title = ("the launcher's daemon is not on the other nodes' PATH (" + missing[0].text.strip()[:80] + "): "
+                 "mpirun could not start its processes there")
+        what = ("mpirun starts its daemon (Open MPI's orted or prted, MPICH's hydra_pmi_proxy) on each node through a "
+                "non-interactive ssh shell, which did not find it: Open MPI is installed elsewhere there, or only the "
+                "login shell's startup files put it on PATH.")
+        fix = ("Run mpirun with --prefix /path/to/openmpi (or configure Open MPI with --enable-orterun-prefix-by-"
+               "default), install it at the same path on every node, or set PATH and LD_LIBRARY_PATH in the shell's "
+               "non-interactive startup (~/.bashrc before its interactive check); `ssh HOST which orted` shows it.")
+        return [hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix,
+                           evidence=evidence_of(missing, "the daemon was not found", 2)
+                           + evidence_of(events, "the launcher could not start it", 2))]
     hosts = sorted({str(e.data["host"]) for e in events if e.data.get("host")})
     errors = sorted({str(e.data.get("error")) for e in events if e.data.get("host") or len(events) == 1})
     dialled = sorted({m["host"] for e in tl.of(Kind.ERROR_LINE) if (m := _DIALLED.search(e.text))})
