@@ -384,3 +384,19 @@ def test_mpiruns_daemon_missing_on_the_remote_path_is_the_install_not_the_networ
     # another program not found is an error line, not this reading
     other = diagnose(tmp_path, "bash: nvidia-smi: command not found").hypotheses[0]
     assert other.category is Category.UNRECOGNISED and "PATH" not in other.title
+
+
+def test_an_invalid_gid_index_in_any_words_reads_as_the_queue_pair_setup(tmp_path: Path) -> None:
+    # real: a DGX Spark cluster guide (NCCL_IB_GID_INDEX=3 on a port without that GID)
+    assert diagnose(tmp_path, "NCCL WARN NET/IB : Invalid GID index 3").hypotheses[0].category is Category.IB_MODIFY_QP
+    assert diagnose(tmp_path, "NCCL WARN NET/IB : GID index 3 out of range").hypotheses[0].category \
+        is Category.IB_MODIFY_QP
+
+
+def test_nccls_no_ib_device_warning_alone_is_the_socket_fallback_lead(tmp_path: Path) -> None:
+    # real: the same guide (the mlx5 driver not loaded on a node: NCCL goes on over sockets)
+    top = diagnose(tmp_path, "NCCL WARN NET/IB : No device found\nibstat: No InfiniBand devices found").hypotheses[0]
+    assert top.category is Category.SOCKET_FALLBACK and top.confidence == 0.35
+    # a device NCCL found but could not open needs its fallback line to be said so
+    other = "NCCL WARN NET/IB : Unable to open device mlx5_1"
+    assert all(h.category is not Category.SOCKET_FALLBACK for h in diagnose(tmp_path, other).hypotheses)

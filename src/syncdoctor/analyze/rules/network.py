@@ -722,7 +722,9 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
             networks[host] = ("Socket", event)
     unavailable = tl.of(Kind.IB_DEVICE_UNAVAILABLE)
     sockets = socket_transport(tl)
-    if unavailable and sockets and len(networks) < 2:
+    # NCCL's own ``NET/IB : No device found`` WARN says it goes on over sockets, whether or not its next line is kept
+    no_device = bool(unavailable) and all("No device found" in str(e.data.get("message") or e.text) for e in unavailable)
+    if unavailable and (sockets or no_device) and len(networks) < 2:
         # one host's paste: an IB device NCCL could not open, then 'Using network Socket'
         where = attribute(unavailable, tl)
         # no RDMA library, or no HCA at all (``NET/IB : No device found``): nothing says the host has IB NICs

@@ -93,8 +93,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b", _I)),
     # (UCX's address handle for a queue pair's connect: ``ibv_create_ah(… sgid_index=3 …) for RC DEVX QP connect on
     # mlx5_bond_0 failed: Connection timed out``: the GID or the route to the peer, as for modify_qp)
+    # (a GID index the port does not have, the usual reason: ``NET/IB : Invalid GID index 3``)
     (Category.IB_MODIFY_QP, "an IB queue pair that could not be set up",
-     re.compile(r"ibv_modify_qp|modify_qp|ibv_create_ah\b[^\n]{0,300}\bQP connect", _I)),
+     re.compile(r"ibv_modify_qp|modify_qp|ibv_create_ah\b[^\n]{0,300}\bQP connect"
+                r"|\binvalid GID index\b|\bGID index \d+ (?:is )?(?:invalid|out of range|not valid)", _I)),
     # at initialisation unless the inputs show collectives ran before (rules.fallback then says late, A012)
     (Category.IB_UNREACHABLE_AT_INIT, "IB/RoCE NICs that could not reach each other (retries exceeded)",
      re.compile(r"transport retry counter exceeded|retry count exceeded|RETRY_EXC(?:_ERR)?\b", _I)),
