@@ -139,10 +139,9 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["ip"], pid=pid), data={
             "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True,
             **({"worker_pid": pid} if pid else {})})]
-    if "OutOfMemoryError: Task was killed" in body and _RAY_OOM_RAISED.search(body):  # the task's own exception for it
-        return [make_event(Kind.WORKER_FAILED, line, data={
-            "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True, "tail": True})]
-    if "address the out of memory issue: " in body and _RAY_OOM_DOC.search(body):
+    # the killed task's own exception, or the message's end: a kill the memory monitor's first line (cut) placed
+    if ("OutOfMemoryError: Task was killed" in body and _RAY_OOM_RAISED.search(body)) or \
+            ("address the out of memory issue: " in body and _RAY_OOM_DOC.search(body)):
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True, "tail": True})]
     match = _RAY_STOP.search(body)

@@ -1066,6 +1066,24 @@ def _mnnvl_not_working(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "MNNVL not usable", 4))]
 
 
+def _gtl_not_linked(tl: Timeline) -> list[Hypothesis]:
+    """Cray MPICH asked for GPU buffers without its GPU transport layer linked: MPI_Init aborts on every rank (the
+    build, not the rank whose abort is shown; that rank is still named)."""
+    gtl = [e for e in tl.events if e.kind in (Kind.ERROR_LINE, Kind.EXCEPTION)
+           and "GTL library is not linked" in str(e.data.get("message") or e.text)]
+    if not gtl:
+        return []
+    title = ("Cray MPICH was asked for GPU buffers (MPICH_GPU_SUPPORT_ENABLED=1) but the program is not linked with "
+             "its GPU transport layer (GTL), so MPI_Init aborted")
+    what = ("With MPICH_GPU_SUPPORT_ENABLED=1 Cray MPICH moves GPU memory itself through its GTL library, which the "
+            "program (or mpi4py, or the container's MPI) must be linked with; without it every rank aborts at start-up.")
+    fix = ("Link with the GTL (load the GPU's craype-accel module when building, or add -lmpi_gtl_cuda / -lmpi_gtl_hsa; "
+           "for mpi4py or a container, preload libmpi_gtl_*.so), or unset MPICH_GPU_SUPPORT_ENABLED when no MPI call "
+           "passes GPU buffers.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, where=attribute(gtl, tl),
+                       evidence=evidence_of(gtl, "MPICH has no GPU support linked", 3))]
+
+
 def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
     """Errors of an HPC system's own stack, with their fixes: Cray MPICH refusing its NIC policy for a rank not bound
     to one NUMA node (the CPU binding, or a library imported before MPI that changed it), or GPU buffers without its
@@ -1087,20 +1105,7 @@ def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
                "before torch, or set MPICH_OFI_NIC_POLICY to another policy (BLOCK, ROUND-ROBIN).")
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, culprits=[rank],
                               evidence=evidence_of([e for e, _ in nic], "MPICH refused the NIC policy", 4)))
-    out += _ibgda_without_mlx5(tl) + _mnnvl_not_working(tl)
-    gtl = [e for e in tl.events if e.kind in (Kind.ERROR_LINE, Kind.EXCEPTION)
-           and "GTL library is not linked" in str(e.data.get("message") or e.text)]
-    if gtl:
-        title = ("Cray MPICH was asked for GPU buffers (MPICH_GPU_SUPPORT_ENABLED=1) but the program is not linked with "
-                 "its GPU transport layer (GTL), so MPI_Init aborted")
-        what = ("With MPICH_GPU_SUPPORT_ENABLED=1 Cray MPICH moves GPU memory itself through its GTL library, which "
-                "the program (or mpi4py, or the container's MPI) must be linked with; without it every rank aborts at "
-                "start-up.")
-        fix = ("Link with the GTL (load the GPU's craype-accel module when building, or add -lmpi_gtl_cuda / "
-               "-lmpi_gtl_hsa; for mpi4py or a container, preload libmpi_gtl_*.so), or unset "
-               "MPICH_GPU_SUPPORT_ENABLED when no MPI call passes GPU buffers.")
-        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, where=attribute(gtl, tl),
-                              evidence=evidence_of(gtl, "MPICH has no GPU support linked", 3)))
+    out += _ibgda_without_mlx5(tl) + _mnnvl_not_working(tl) + _gtl_not_linked(tl)
     overflow = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "cxi-overflow"]  # parsers.launchers
     if overflow:
         hosts = sorted({e.origin.host for e in overflow if e.origin.host})
