@@ -153,6 +153,11 @@ def test_a_dead_hca_in_the_kernel_log_and_nccls_resiliency_failover_are_a_nic_th
                 "(send comm=0x7f03e8086000, outstanding=1)")
     top = diagnose(tmp_path, failover).hypotheses[0]
     assert top.category is Category.IB_PORT_DOWN and top.culprit_hosts == ("GPU-606",)
+    # the same in the source's later wording, and its giving up when every NIC failed
+    for later in ("GPU-606:1:2 [1] p2p_resiliency.cc:325 NCCL WARN NET/IB: Device 0 marked as failed. Initiating recovery? No",
+                  "GPU-606:1:2 [1] p2p_resiliency.cc:99 NCCL WARN NET/IB: Fatal error. Detected 2 failed devices out of 2 "
+                  "devices on the send communicator (comm=0x7f). No more devices"):
+        assert diagnose(tmp_path, later).hypotheses[0].category is Category.IB_PORT_DOWN
     # the driver's other health lines (a recovered firmware, a reset) are no failure
     assert not [e for e in events_of("[1.2] mlx5_core 0000:5e:00.0: health poll restored") if e.kind is Kind.IB_ASYNC_EVENT]
 
@@ -400,3 +405,33 @@ def test_nccls_no_ib_device_warning_alone_is_the_socket_fallback_lead(tmp_path: 
     # a device NCCL found but could not open needs its fallback line to be said so
     other = "NCCL WARN NET/IB : Unable to open device mlx5_1"
     assert all(h.category is not Category.SOCKET_FALLBACK for h in diagnose(tmp_path, other).hypotheses)
+
+
+def test_nics_of_two_link_types_are_the_configuration(tmp_path: Path) -> None:
+    # from NCCL's source (2.26+, transport/net_ib/connect.cc)
+    line = ("gpu-3:71:90 [0] transport/net_ib/connect.cc:987 NCCL WARN NET/IB : Attempted to connect incompatible "
+            "devices: [0]mlx5_0:1/IB and [1]mlx5_2:1/RoCE. Try selecting NICs of only one link type using NCCL_IB_HCA")
+    top = diagnose(tmp_path, line + "\ngpu-3:71:90 [0] NCCL INFO transport/net.cc:890 -> 3").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "two link types" in top.title and "NCCL_IB_HCA" in (top.fix or "")
+    remote = line.replace("Attempted to connect incompatible devices: [0]mlx5_0:1/IB and [1]mlx5_2:1/RoCE",
+                          "Remote RoCE device is incompatible with the local [0]mlx5_0:1/IB")
+    assert "two link types" in diagnose(tmp_path, remote).hypotheses[0].title
+
+
+def test_nccls_own_checks_of_versions_and_of_the_driver(tmp_path: Path) -> None:
+    # from NCCL's source (init.cc): two ranks' releases as version codes, and the driver below NCCL's minimum
+    line = "h1:1:2 [0] init.cc:100 NCCL WARN Mismatched NCCL version detected : rank 3 version 22703 rank 0 version 22805"
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.NCCL_VERSION_MISMATCH and "2.27.3" in top.title and "2.28.5" in top.title
+    driver = "h1:1:2 [0] init.cc:100 NCCL WARN CUDA Driver version found is 11040. Minimum requirement is 12000"
+    top = diagnose(tmp_path, driver).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "not at fault" in top.title and "driver is older" in top.title
+
+
+def test_ranks_that_see_different_numbers_of_nics_name_a_nic_missing(tmp_path: Path) -> None:
+    # from NCCL's source (2.30, init.cc)
+    line = ("h1:1:2 [0] init.cc:1339 NCCL WARN Detected mixed local Net device counts across ranks (min 4, max 8). Set "
+            "NCCL_IGNORE_NET_MISMATCH=1 to ignore this check")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.IB_PORT_DOWN and "4 on some, 8 on others" in top.title
+    assert "ls /dev/infiniband" in (top.fix or "")

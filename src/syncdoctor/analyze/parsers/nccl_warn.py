@@ -106,9 +106,25 @@ _ASYNC = re.compile(
     r" ?: ?(?P<event>[^,(]+?)\s*(?:\(\d+\))?\s*(?:,|$)"
     r"|NET/IB ?: ?(?:(?P<dev2>[\w.\-]+:\d+) )?(?P<gid>GID table changed)"
 )
+# init's check that every rank runs one release (2.23+): ``Mismatched NCCL version detected : rank 3 version 22703
+# rank 0 version 22805`` (NCCL's version codes), and its check of the driver (2.13+): ``CUDA Driver version found is 11040. Minimum
+# requirement is 12000``
+_RANKS_VERSION = re.compile(r"Mismatched NCCL version detected : rank (?P<r1>\d+) version (?P<v1>\d+) rank (?P<r2>\d+) "
+                            r"version (?P<v2>\d+)")
+_DRIVER_TOO_OLD = re.compile(r"CUDA Driver version found is (?P<found>\d+)\. Minimum requirement is (?P<need>\d+)")
+
+
+def _release(code: int) -> str:
+    """NCCL's version code as its release: 22703 is 2.27.3 (the check came in 2.23, after the code's change in 2.9)."""
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+
+
 # NCCL 2.29+'s IB resiliency failing over from a NIC that failed under it: ``NET/IB: ncclIbResiliencyHandleDeviceFailure:
-# Device 0 marked as failed. Initiating recovery? Yes (send comm=0x…``
-_RESILIENCY = re.compile(r"ncclIbResiliencyHandleDeviceFailure: Device (?P<dev>\d+) marked as failed")
+# Device 0 marked as failed. Initiating recovery? Yes (send comm=0x…`` (the function's name not in every release's
+# message), and giving up when none is left: ``NET/IB: Fatal error. Detected 2 failed devices out of 2 devices on the
+# send communicator``
+_RESILIENCY = re.compile(r"(?:NET/IB: ?|ncclIbResiliencyHandleDeviceFailure: )Device (?P<dev>\d+) marked as failed"
+                         r"|NET/IB: ?Fatal error\. Detected (?P<failed>\d+) failed devices? out of (?P<of>\d+)")
 _DEVICE_DOWN = re.compile(
     r"Call to ibv_open_device failed|NET/IB ?: ?Unable to open device (?P<dev>\S+)|NET/IB ?: ?No device found|"
     r"Failed to open libibverbs"
@@ -240,8 +256,10 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
             "event": event, "dev": match["dev"] or match["dev2"], "fatal": "fatal event" in message})]
     match = _RESILIENCY.search(message)
     if match:
+        event = ("device marked as failed" if match["dev"] is not None else
+                 f"{match['failed']} of {match['of']} NICs marked as failed")
         return [make_event(Kind.IB_ASYNC_EVENT, line, origin=origin, data={
-            "event": "device marked as failed", "dev": match["dev"], "fatal": True, "source": "resiliency"})]
+            "event": event, "dev": match["dev"], "fatal": True, "source": "resiliency"})]
     match = _MODIFY_QP.search(message)
     if match:
         gid = _GID_INDEX.search(message)
@@ -359,6 +377,16 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     if _NO_POLLOUT.search(message):
         return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=origin, data={
             "error": "connect timed out (the socket never became writable: no POLLOUT)"})]
+    match = _RANKS_VERSION.search(message)
+    if match:  # init's check of every rank's NCCL (2.x): two ranks' releases, as NCCL's version codes
+        return [make_event(Kind.NCCL_VERSION, line, origin=origin, data={
+            "version": _release(int(match["v1"])), "cuda": None, "place": f"rank {match['r1']}",
+            "peer_version": _release(int(match["v2"])), "peer_addr": f"rank {match['r2']}"})]
+    match = _DRIVER_TOO_OLD.search(message)
+    if match:  # NCCL's own check of the CUDA driver: read with the other CUDA software that does not fit
+        return [make_event(Kind.GPU_ERROR, line, origin=origin, data={
+            "message": f"CUDA driver version is insufficient for this NCCL (driver {match['found']}, NCCL needs "
+                       f"{match['need']})", "hardware": False, "source": "nccl"})]
     match = _PEER_VERSION.search(message)
     if match:  # RAS (2.24+): this process and the peer run different NCCL releases
         peer = _peer(match["peer"])

@@ -693,7 +693,7 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.IB_ASYNC_EVENT)
               if any(word.lower() in str(e.data.get("event", "")).lower() for word in _FAILED_EVENTS)]
     if not events:
-        return _device_not_opened(tl)
+        return _device_not_opened(tl) or _net_counts_differ(tl)
     where = attribute(events, tl)
     kinds = sorted({str(e.data.get("event")) for e in events})
     affected = _others_failed(tl, set(where.ranks))
@@ -706,6 +706,30 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.IB_PORT_DOWN, 0.9, title, affected=affected, what=what,
                        evidence=evidence_of(events, "IB async event", MAX_CASCADE),
                        where=where)]
+
+
+# NCCL 2.30's check that every rank sees as many NICs: ``Detected mixed local Net device counts across ranks (min 4,
+# max 8). Set NCCL_IGNORE_NET_MISMATCH=1 to …``
+_NET_COUNTS = re.compile(r"Detected mixed local Net device counts across ranks \(min (?P<min>\d+), max (?P<max>\d+)\)")
+
+
+def _net_counts_differ(tl: Timeline) -> list[Hypothesis]:
+    """Ranks that see different numbers of NICs: on some host a NIC is down, or was not given to the container
+    (the device plugin's allocation), so NCCL would build rails that lead nowhere; it stops unless told to ignore it."""
+    found = [(e, m) for e in tl.of(Kind.NCCL_WARN) if (m := _NET_COUNTS.search(str(e.data.get("message", ""))))]
+    if not found:
+        return []
+    events = [e for e, _ in found]
+    low, high = found[0][1]["min"], found[0][1]["max"]
+    where = attribute(events, tl)
+    title = (f"the ranks do not see the same number of NICs ({low} on some, {high} on others): a NIC is down or "
+             "missing on a host")
+    what = ("NCCL compared the network devices each rank found and they differ: a port down or an HCA that failed on "
+            "one host, or a container given fewer RDMA devices than the others (the device plugin's allocation).")
+    fix = ("Find the host with fewer NICs (`ibv_devinfo` or `ibstat` on each; `ls /dev/infiniband` in each container), "
+           "bring its ports up or give the container every NIC; NCCL_IGNORE_NET_MISMATCH=1 only hides it.")
+    return [hypothesis(tl, Category.IB_PORT_DOWN, 0.6, title, what=what, fix=fix, hosts=where.hosts,
+                       evidence=evidence_of(events, "NIC counts differ", 3))]
 
 
 def _device_not_opened(tl: Timeline) -> list[Hypothesis]:

@@ -43,7 +43,7 @@ def nccl_version_mismatch(tl: Timeline) -> list[Hypothesis]:
     by_place: dict[str, dict[str, Event]] = defaultdict(dict)
     for event in tl.of(Kind.NCCL_VERSION):
         version = str(event.data.get("version") or "")
-        place = _host_of_file(tl, event) or event.origin.host or event.ref.source
+        place = str(event.data.get("place") or "") or _host_of_file(tl, event) or event.origin.host or event.ref.source
         if version:
             by_place[version].setdefault(place, event)
         if event.data.get("peer_version"):  # RAS compared this process with a peer: the peer's release too
@@ -55,7 +55,8 @@ def nccl_version_mismatch(tl: Timeline) -> list[Hypothesis]:
     others = [v for v, _ in ranked[1:]]
     places = sorted(odd)
     hosts = [p for p in places if "/" not in p and "\\" not in p]
-    title = (f"{', '.join(places)} run{'s' if len(places) == 1 else ''} NCCL {odd_version} while the other hosts run "
+    kind = "ranks" if all(p.startswith("rank ") for p in places) else "hosts"  # init's check names two ranks
+    title = (f"{', '.join(places)} run{'s' if len(places) == 1 else ''} NCCL {odd_version} while the other {kind} run "
              f"NCCL {', '.join(others)}")
     what = ("The hosts of one job must run the same NCCL (and the same net plugin): "
             + "; ".join(f"NCCL {v} on {', '.join(sorted(p))}" for v, p in sorted(by_place.items())) + ".")
@@ -1066,6 +1067,31 @@ def _mnnvl_not_working(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "MNNVL not usable", 4))]
 
 
+# NCCL 2.26+ refusing to connect NICs of different link layers: ``NET/IB : Attempted to connect incompatible devices:
+# [0]mlx5_0:1/IB and [1]mlx5_2:1/RoCE. Try selecting NICs of only one link type using NCCL_IB_HCA``, ``NET/IB : Remote
+# RoCE device is incompatible with the local [0]mlx5_0:1/IB. …``
+_LINK_LAYERS = re.compile(r"NET/IB ?: (?:Attempted to connect incompatible devices|Remote \w+ device is incompatible with "
+                          r"the local)")
+
+
+def _link_layers_mixed(tl: Timeline) -> list[Hypothesis]:
+    """NCCL's IB transport asked to connect an InfiniBand NIC with a RoCE (Ethernet) one, on one host or across two:
+    the NICs it was given are of two link types. The configuration (NCCL_IB_HCA), not a NIC that failed."""
+    events = [e for e in tl.of(Kind.NCCL_WARN) if _LINK_LAYERS.search(str(e.data.get("message", "")))]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    title = (f"NCCL was given NICs of two link types (InfiniBand and RoCE){' on ' + where.text if where.text else ''}: "
+             "it cannot connect them")
+    what = ("NCCL's IB transport connects NICs of one link layer only; a host whose NCCL_IB_HCA list (or whose "
+            "detected NICs) mixes InfiniBand and Ethernet (RoCE) ports, or hosts that differ, stop at connection setup "
+            "with an internal error.")
+    fix = ("Set NCCL_IB_HCA on every host to the NICs of the fabric the job runs on (`ibv_devinfo` shows each port's "
+           "link_layer), the same link type everywhere.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix, hosts=where.hosts,
+                       evidence=evidence_of(events, "NICs of two link types", 3))]
+
+
 def _gtl_not_linked(tl: Timeline) -> list[Hypothesis]:
     """Cray MPICH asked for GPU buffers without its GPU transport layer linked: MPI_Init aborts on every rank (the
     build, not the rank whose abort is shown; that rank is still named)."""
@@ -1105,7 +1131,7 @@ def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
                "before torch, or set MPICH_OFI_NIC_POLICY to another policy (BLOCK, ROUND-ROBIN).")
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, culprits=[rank],
                               evidence=evidence_of([e for e, _ in nic], "MPICH refused the NIC policy", 4)))
-    out += _ibgda_without_mlx5(tl) + _mnnvl_not_working(tl) + _gtl_not_linked(tl)
+    out += _ibgda_without_mlx5(tl) + _mnnvl_not_working(tl) + _gtl_not_linked(tl) + _link_layers_mixed(tl)
     overflow = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "cxi-overflow"]  # parsers.launchers
     if overflow:
         hosts = sorted({e.origin.host for e in overflow if e.origin.host})
