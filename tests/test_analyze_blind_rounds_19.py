@@ -435,3 +435,22 @@ def test_ranks_that_see_different_numbers_of_nics_name_a_nic_missing(tmp_path: P
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.IB_PORT_DOWN and "4 on some, 8 on others" in top.title
     assert "ls /dev/infiniband" in (top.fix or "")
+
+
+def test_nccl_refusing_the_jobs_own_setup_says_what_to_change(tmp_path: Path) -> None:
+    # from NCCL's source (bootstrap.cc, init.cc, net.cc, socket.cc); real: two corpus pastes of the rank refusal
+    cases = {
+        "Bootstrap Root : mismatch in info from procs, nranks 8 vs 16, nroots 1 vs 1, iroot 0 vs 0, offset 0 vs 0":
+            ("different world sizes (8 and 16 ranks)", "MASTER_PORT"),
+        "Invalid rank requested : 8/8": ("rank 8 of a communicator of 8 ranks", "NODE_RANK"),
+        "Failed to initialize any NET plugin": ("any network transport", "Unset NCCL_NET"),
+        "Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>":
+            ("NCCL_COMM_ID", "host:port"),
+    }
+    for message, (title, fix) in cases.items():
+        top = diagnose(tmp_path, f"h1:1:2 [0] init.cc:1 NCCL WARN {message}").hypotheses[0]
+        assert top.category is Category.UNRECOGNISED and title in top.title and fix in (top.fix or ""), message
+        assert "(GPU 0 (pid 1) on h1)" in top.title
+    # the same words outside NCCL's WARN (a user's own print) are no refusal of NCCL's
+    user = diagnose(tmp_path, "ERROR: Bootstrap Root : mismatch in info from procs, nranks 8 vs 16").hypotheses
+    assert all("world sizes" not in h.title for h in user)

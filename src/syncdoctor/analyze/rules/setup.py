@@ -1092,6 +1092,53 @@ def _link_layers_mixed(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "NICs of two link types", 3))]
 
 
+# NCCL refusing how it was set up (init.cc, bootstrap.cc, net.cc): the words, the title (``{m[...]}`` from the match),
+# what it means and the fix
+_NCCL_REFUSALS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
+    (re.compile(r"Bootstrap Root : mismatch in info from procs, nranks (?P<a>\d+) vs (?P<b>\d+)"),
+     "the processes of one communicator were started with different world sizes ({a} and {b} ranks)",
+     "NCCL's bootstrap root got ranks that disagree on the communicator's size: two jobs share one NCCL_COMM_ID or "
+     "MASTER_ADDR:MASTER_PORT, or the launch gave the hosts different WORLD_SIZE (nnodes, nproc_per_node).",
+     "Give every process of the job the same world size (the same --nnodes and --nproc_per_node on every host) and "
+     "each job its own MASTER_PORT."),
+    (re.compile(r"Invalid rank requested : (?P<a>\d+)/(?P<b>\d+)"),
+     "a process asked for rank {a} of a communicator of {b} ranks: RANK is not below WORLD_SIZE",
+     "The rank a process passes must be below the world size: the launch's rank arithmetic (node rank times processes "
+     "per node, plus the local rank) or a WORLD_SIZE smaller than the processes started.",
+     "Check RANK and WORLD_SIZE as each process sees them (torchrun sets both; by hand, RANK = NODE_RANK * "
+     "nproc_per_node + LOCAL_RANK) and that --nnodes and --node_rank agree across the hosts."),
+    (re.compile(r"Failed to initialize any NET plugin"),
+     "NCCL could not start any network transport: the NCCL_NET it was told to use is not there",
+     "NCCL_NET names the one network NCCL may use (IB, Socket, or a plugin such as AWS Libfabric); when that one fails "
+     "to load or finds no device, none is left, and the communicator cannot reach other hosts.",
+     "Unset NCCL_NET (NCCL then picks what works), or load the plugin it names (its module, LD_LIBRARY_PATH, "
+     "NCCL_NET_PLUGIN) on every host; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET shows why it failed."),
+    (re.compile(r"Invalid NCCL_COMM_ID, please use format"),
+     "NCCL_COMM_ID is not an address NCCL can use",
+     "NCCL_COMM_ID must be <ipv4>:<port>, [<ipv6>]:<port> or <hostname>:<port>; the value given is none of them.",
+     "Set NCCL_COMM_ID to the bootstrap root's address and a free port (host:port), or unset it and let PyTorch "
+     "pass NCCL's unique id through its store."),
+)
+
+
+def _nccl_refused_setup(tl: Timeline) -> list[Hypothesis]:
+    """NCCL refusing the job's own setup in its words (A028, with what it means and the fix)."""
+    out: list[Hypothesis] = []
+    for pattern, template, what, fix in _NCCL_REFUSALS:
+        found = [(e, m) for e in tl.of(Kind.NCCL_WARN) if (m := pattern.search(str(e.data.get("message", ""))))]
+        if not found:
+            continue
+        events = [e for e, _ in found]
+        where = attribute(events, tl)
+        title = template
+        for name, value in found[0][1].groupdict().items():  # replace, not format: values read from a log
+            title = title.replace("{" + name + "}", str(value))
+        title += f" ({where.text})" if where.text else ""
+        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix, hosts=where.hosts,
+                              evidence=evidence_of(events, "NCCL refused the setup", 3)))
+    return out
+
+
 def _gtl_not_linked(tl: Timeline) -> list[Hypothesis]:
     """Cray MPICH asked for GPU buffers without its GPU transport layer linked: MPI_Init aborts on every rank (the
     build, not the rank whose abort is shown; that rank is still named)."""
@@ -1132,6 +1179,7 @@ def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, culprits=[rank],
                               evidence=evidence_of([e for e, _ in nic], "MPICH refused the NIC policy", 4)))
     out += _ibgda_without_mlx5(tl) + _mnnvl_not_working(tl) + _gtl_not_linked(tl) + _link_layers_mixed(tl)
+    out += _nccl_refused_setup(tl)
     overflow = [e for e in tl.of(Kind.ERROR_LINE) if e.data.get("source") == "cxi-overflow"]  # parsers.launchers
     if overflow:
         hosts = sorted({e.origin.host for e in overflow if e.origin.host})
