@@ -172,7 +172,9 @@ class LabJob:
             for child in children:
                 with contextlib.suppress(psutil.Error):
                     rank = child.environ().get("RANK")
-                    if rank is not None and os.path.basename(child.cmdline()[0]) != "sh":
+                    # a child between fork and exec (or exiting) has no command line yet: the next poll sees it
+                    command = child.cmdline()
+                    if rank is not None and command and os.path.basename(command[0]) != "sh":
                         pids[int(rank)] = child.pid
         return dict(sorted(pids.items()))
 
