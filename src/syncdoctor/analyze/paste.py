@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from syncdoctor.analyze.parsers.nccl_tests import ECHO
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
@@ -81,8 +82,6 @@ _MIN_WRAPPED = 2
 _LINE_NUMBER = re.compile(r"\[?\d{1,9}\]?[:|]? +")  # a log viewer's line number: ``[80747] [rank4]:[E321 …``
 # Python logging's default format, ``%(levelname)s:%(name)s:%(message)s``: ``INFO:root:…``, ``WARNING:torch.distributed…:``
 _PYTHON_LOGGING = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,200}:")
-# nccl-tests' echo of a failure, `` .. g0010 pid 888386: Test failure common.cu:891``, below a line of one length
-_TEST_ECHO = re.compile(r" *\.\. [\w.-]{1,100} pid \d{1,10}: ")
 
 
 def _starts_a_line(text: str, numbered: bool = True) -> bool:
@@ -97,7 +96,8 @@ def _starts_a_line(text: str, numbered: bool = True) -> bool:
             or origin.local_rank is not None:
         return True
     body = prefix.body
-    if _PYTHON_LOGGING.match(body) or _TEST_ECHO.match(body):
+    # (nccl-tests' echo of a failure below its failure line, `` .. g0010 pid 888386: Test failure common.cu:891``)
+    if _PYTHON_LOGGING.match(body) or ECHO.match(body.lstrip()):
         return True
     exception = exception_of(body)
     if exception is not None and "." not in exception[0] and exception[0][:1].islower():

@@ -316,6 +316,13 @@ def _ucx_completion(line: Line, match: re.Match[str], status: int, *, vendor_err
         "vendor_err": vendor_err, "hca": hca, "transport": "ucx", **({"wqe": wqe} if wqe is not None else {})})]
 
 
+def _marked(line: Line, source: str, word: str, origin: Origin | None = None, **data: object) -> list[Event]:
+    """An error line of a format the rules select by its ``source`` (no kind of its own: the fallback quotes it
+    where no rule reads it)."""
+    return [make_event(Kind.ERROR_LINE, line, origin=origin, data={
+        "word": word, "message": line.body.strip()[:300], "source": source, **data})]
+
+
 def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | _WqeFollower | None:
     if "(synd 0x" in line.body and _UCX_COMPLETION.search(line.body) and not _UCX_WQE.search(line.body):
         return _WqeFollower(line)
@@ -464,25 +471,20 @@ def parse(line: Line) -> list[Event]:
                                hca=match["hca"], wqe=int(wqe["wqe"]) if wqe else None)
     if "Event Queue overflow" in body:  # libfabric's CXI provider (HPE Slingshot): read by rules.setup
         named = _CXI_OVERFLOW.search(body)
-        return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=named["host"]) if named else None, data={
-            "word": "overflow", "message": body.strip()[:300], "source": "cxi-overflow"})]
+        return _marked(line, "cxi-overflow", "overflow", Origin(host=named["host"]) if named else None)
     match = _UCX_ADDRESS_VERSION.search(body) if "address version mismatch" in body else None
     if match:  # read by rules.setup
-        return [make_event(Kind.ERROR_LINE, line, data={
-            "word": "mismatch", "message": body.strip()[:300], "source": "ucx-address-version",
-            "expected": int(match["expected"]), "actual": int(match["actual"])})]
+        return _marked(line, "ucx-address-version", "mismatch", expected=int(match["expected"]),
+                       actual=int(match["actual"]))
     if "GTL library is not linked" in body and "MPICH ERROR" not in body:  # the abort's echo: read by rules.setup
-        return [make_event(Kind.ERROR_LINE, line, data={"word": "not linked", "message": body.strip()[:300],
-                                                        "source": "cray-gtl"})]
+        return _marked(line, "cray-gtl", "not linked")
     match = _NOT_MLX5.search(body) if "as an mlx5 device" in body else None
     if match:  # read by rules.setup
-        return [make_event(Kind.ERROR_LINE, line, data={
-            "word": "WARN", "message": body.strip()[:300], "source": "nvshmem-not-mlx5", "dev": match["dev"]})]
+        return _marked(line, "nvshmem-not-mlx5", "WARN", dev=match["dev"])
     match = _PALS_PING.search(body) if "ping failed on " in body else None
     if match:  # an error line of the node that did not reply (read by no rule but the fallback, which quotes it)
-        return [make_event(Kind.ERROR_LINE, line, origin=Origin(host=match["host"]), data={
-            "word": "failed", "message": body.strip()[:300], "source": "pals-ping", "asker": match["asker"],
-            "seconds": int(match["s"])})]
+        return _marked(line, "pals-ping", "failed", Origin(host=match["host"]), asker=match["asker"],
+                       seconds=int(match["s"]))
     match = _UCX_DEVX_MODIFY.search(body) if "mlx5dv_devx_" in body else None
     if match:
         text = match["err"].strip()

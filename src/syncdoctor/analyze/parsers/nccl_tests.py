@@ -16,14 +16,15 @@ import re
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["KEYWORDS", "parse"]
+__all__ = ["ECHO", "KEYWORDS", "parse"]
 
 KEYWORDS = ("Rank ", "Test NCCL failure", "Test CUDA failure", "Test failure")
 
 _TABLE = re.compile(r"#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
                     r"device\s+(?P<device>\d+)")
 _FAILURE = re.compile(r"(?:(?P<host>[\w.-]+): |^)Test (?P<what>NCCL |CUDA )?failure (?P<where>\S+:\d+)(?: '(?P<msg>[^']*)'?)?")
-_ECHO = re.compile(r"\.\. (?P<host>[\w.-]+) pid (?P<pid>\d+): Test failure (?P<where>\S+:\d+)")
+# the echo of a failure, `` .. fengyun pid 3164639: Test failure common.cu:844`` (a line of its own, also for paste)
+ECHO = re.compile(r"\.\. (?P<host>[\w.-]+) pid (?P<pid>\d+): Test failure (?P<where>\S+:\d+)")
 
 
 def parse(line: Line) -> list[Event]:
@@ -34,7 +35,7 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.PROCESS_MAP, line, origin=Origin(rank=int(match["rank"]), host=match["host"],
                                                                  device=int(match["device"])),
                            data={"source": "nccl-tests", "pid": int(match["pid"])})]
-    match = _ECHO.search(body)
+    match = ECHO.search(body)
     if match:
         return [make_event(Kind.NCCL_ERROR, line, origin=Origin(host=match["host"]), data={
             "source": "nccl-tests", "error": "test failure", "where": match["where"], "pid": int(match["pid"])})]

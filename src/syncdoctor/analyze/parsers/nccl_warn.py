@@ -81,7 +81,7 @@ _MODIFY_QP = re.compile(
 )
 # errno names as strerror prints them, for messages that give the words only
 ERRNO_OF_WORDS = {"Invalid argument": 22, "Connection timed out": 110, "Operation not permitted": 1,
-          "No such device": 19, "Cannot allocate memory": 12}
+                  "No such device": 19, "Cannot allocate memory": 12}
 _GID_INDEX = re.compile(r"GID index (?P<gid>-?\d+)")
 _ON_DEV = re.compile(r"on dev (?P<dev>[\w.\-]+(?::\d+)?)")
 _MEMLOCK = re.compile(
@@ -107,8 +107,8 @@ _ASYNC = re.compile(
     r"|NET/IB ?: ?(?:(?P<dev2>[\w.\-]+:\d+) )?(?P<gid>GID table changed)"
 )
 # init's check that every rank runs one release (2.23+): ``Mismatched NCCL version detected : rank 3 version 22703
-# rank 0 version 22805`` (NCCL's version codes), and its check of the driver (2.13+): ``CUDA Driver version found is 11040. Minimum
-# requirement is 12000``
+# rank 0 version 22805`` (NCCL's version codes), and its check of the driver (2.13+): ``CUDA Driver version found is
+# 11040. Minimum requirement is 12000``
 _RANKS_VERSION = re.compile(r"Mismatched NCCL version detected : rank (?P<r1>\d+) version (?P<v1>\d+) rank (?P<r2>\d+) "
                             r"version (?P<v2>\d+)")
 _DRIVER_TOO_OLD = re.compile(r"CUDA Driver version found is (?P<found>\d+)\. Minimum requirement is (?P<need>\d+)")

@@ -347,11 +347,8 @@ def _the_one_worker_failed_after(tl: Timeline, events: list[Event]) -> int | Non
     the same file (torchrun's table names the failed worker's local rank; DeepSpeed's report does not), else the
     GPU the message names when it is not 0 (a process on ``cuda:N`` of several visible GPUs: local rank N, the
     launchers' convention; GPU 0 may be any process that sees one GPU)."""
-    first = min((e.ref.line for e in events), default=0)
-    sources = {e.ref.source for e in events}
-    locals_ = {int(e.data["local_rank"]) for e in tl.of(Kind.WORKER_FAILED)
-               if e.ref.source in sources and e.ref.line > first and e.data.get("local_rank") is not None
-               and e.data.get("signal") != "SIGKILL"}
+    locals_ = {int(e.data["local_rank"]) for e in _reports_after(tl, events)
+               if e.data.get("local_rank") is not None and e.data.get("signal") != "SIGKILL"}
     if len(locals_) == 1:
         return next(iter(locals_))
     gpus = {int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None}
@@ -363,10 +360,16 @@ def _the_one_rank_mpirun_names(tl: Timeline, events: list[Event]) -> int | None:
     in the same file, when those events are one process's (one line, or one host and pid) and mpirun names one."""
     if len({(e.origin.host, e.origin.pid, e.ref.source) for e in events}) != 1 and len(events) != 1:
         return None
-    first, source = events[0].ref.line, events[0].ref.source
-    ranks = {e.origin.rank for e in tl.of(Kind.WORKER_FAILED) if e.data.get("source") == "mpirun"
-             and e.origin.rank is not None and e.ref.source == source and e.ref.line > first}
+    ranks = {e.origin.rank for e in _reports_after(tl, events)
+             if e.data.get("source") == "mpirun" and e.origin.rank is not None}
     return next(iter(ranks)) if len(ranks) == 1 else None
+
+
+def _reports_after(tl: Timeline, events: list[Event]) -> list[Event]:
+    """The launchers' reports of failed workers below the first of ``events``, in the files they are in."""
+    first = min((e.ref.line for e in events), default=0)
+    sources = {e.ref.source for e in events}
+    return [e for e in tl.of(Kind.WORKER_FAILED) if e.ref.source in sources and e.ref.line > first]
 
 
 def _after_network_failure(tl: Timeline, event: Event) -> bool:
