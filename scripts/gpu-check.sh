@@ -6,7 +6,11 @@
 #   3. a 1-rank NCCL job whose all_reduce outlives a 5 s timeout (scripts/gpu_nccl_timeout.py): real
 #      watchdog lines, the dump on timeout, the watcher's event before it;
 #   4. NCCL_SOCKET_IFNAME naming no interface: real NCCL WARN lines;
-#   5. `syncdoctor analyze` on 2-4; 6. `syncdoctor probe --backend nccl --local 1 --quick`;
+#   5. failures one GPU can produce (scripts/gpu_failures.py): two ranks on one GPU, more ranks than GPUs, NCCL_NET
+#      naming a missing or absent transport, an NCCL_COMM_ID that is no address, no GPU visible, NCCL set up with
+#      the GPU's memory full, a device-side assert met by the watchdog, an NCCL_ALGO NCCL does not know, IPv6 sockets
+#      asked for, the loopback interface named;
+#   5b. `syncdoctor analyze` on 2-5; 6. `syncdoctor probe --backend nccl --local 1 --quick`;
 #   7. benchmarks/bench_watch_overhead.py with a core per rank.
 # Usage: sh scripts/gpu-check.sh OUTDIR [BENCH_SECONDS]   (python3 must have torch with CUDA, rich, psutil)
 #   PARTS="diag timeout analyze bench" runs only those steps (default: all); BENCH_ARGS adds benchmark options.
@@ -15,7 +19,7 @@
 set -u
 OUT=${1:?usage: gpu-check.sh OUTDIR [BENCH_SECONDS]}
 BENCH_S=${2:-170}
-PARTS=${PARTS:-"facts check diag timeout ifname analyze probe bench"}
+PARTS=${PARTS:-"facts check diag timeout ifname failures analyze probe bench"}
 want() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d)
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 DIAG_OUT="$W"
@@ -67,9 +71,33 @@ NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=nosuch0 timeout 60 $PY -m torch.distributed.r
 grep -a -v 'NCCL INFO' "$W/ifname.log" | cut -c1-600 | tail -30 >>"$S"
 
 fi
+if want failures; then
+step "failures one GPU can produce (scripts/gpu_failures.py)"
+port=29620
+fail() {  # fail NAME NPROC MODE [VAR=VALUE...]: one torchrun job of gpu_failures.py, bounded
+    name=$1 nproc=$2 mode=$3; shift 3
+    port=$((port + 1))
+    env NCCL_DEBUG=INFO "$@" timeout ${FAIL_JOB_S:-90} $PY -m torch.distributed.run --nproc-per-node "$nproc" \
+        --master-port $port scripts/gpu_failures.py "$mode" >"$W/fail-$name.log" 2>&1
+    echo "exit $?" >>"$W/fail-$name.log"
+    echo "--- $name: $*" >>"$S"; grep -a -v 'NCCL INFO' "$W/fail-$name.log" | cut -c1-400 | tail -25 >>"$S"
+}
+fail dupgpu 2 dupgpu
+fail ordinal 2 ordinal
+fail netnosuch 1 plain NCCL_NET=nosuch
+fail netib 1 plain NCCL_NET=IB
+fail commid 1 plain NCCL_COMM_ID=notanaddress
+fail nogpu 1 plain CUDA_VISIBLE_DEVICES=
+fail oom 1 oom
+fail assert 1 assert
+fail algo 1 plain NCCL_ALGO=nosuch
+fail family6 1 plain NCCL_SOCKET_FAMILY=AF_INET6
+fail iflo 1 plain NCCL_SOCKET_IFNAME=lo
+
+fi
 if want analyze; then
 step analyze
-for case in diag timeout ifname; do
+for case in diag timeout ifname $(cd "$W" && ls fail-*.log 2>/dev/null | sed 's/[.]log$//'); do
     [ -f "$W/$case.log" ] || continue
     extra=""
     [ "$case" = timeout ] && extra="$W/dumps"

@@ -91,6 +91,7 @@ class Kind(str, enum.Enum):
     FR_STATUS = "fr_status"  # one Flight Recorder dump's per-group status (one event per group)
     WATCH = "watch"  # a syncdoctor watch event
     RAS = "ras"  # an NCCL RAS error or warning
+    HCCL_HEARTBEAT = "hccl_heartbeat"  # Ascend HCCL's cluster heartbeat: a rank lost (its process exited) or stuck
 
 
 @dataclass(frozen=True, slots=True)

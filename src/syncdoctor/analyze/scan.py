@@ -239,6 +239,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"Server listening on: ",  # PaddlePaddle's gen_comm_id_helper.cc:181] Server listening on: 10.19.174.228:6070 successful.
     b"] connect addr=",  # PaddlePaddle's gen_comm_id_helper.cc:120] connect addr=127.0.0.1:6071 failed 1 times with reason: …
     b": command not found",  # a shell that did not find a program: bash: orted: command not found (mpirun's remote shell)
+    b"between ranks",  # Ascend HCCL (EI0005): The arguments for collective communication are inconsistent between ranks:…
+    b"ParameterConflict",  # HCCL's plog: [InitChannelStage][ParameterConflict]CMD information tag check fail. local[…]
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

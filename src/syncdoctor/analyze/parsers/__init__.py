@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from syncdoctor.analyze.model import Event, Origin, Ref
+from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import (
     bars,
     c10d_store,
@@ -24,6 +24,7 @@ from syncdoctor.analyze.parsers import (
     generic,
     gloo,
     gpu,
+    hccl,
     horovod,
     hosts,
     launchers,
@@ -46,7 +47,7 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "LOOK_ABOVE", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace, ras)
+                system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace, ras, hccl)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow, fr_trace.follow)
 # events that the lines above their own complete, where a paste left out the block's head: (whether an event wants
@@ -96,11 +97,22 @@ def parse_line(line: Line) -> list[Event]:
     for parser, keywords in _KEYWORDS:
         if keywords.search(body):
             events.extend(parser.parse(line))
+    if len(events) > 1:
+        events = _writer_shared(line, events)
     # a progress bar drawn just before an error on the same line (its last state: what was still running)
     bar = bars.bar_events(line)
     # never silent: an error-looking line nothing else understood is kept as such (the A028 fallback); a
     # progress bar on the line is no explanation of an error after it
     return events + bar if events else bar + generic.parse(line)
+
+
+def _writer_shared(line: Line, events: list[Event]) -> list[Event]:
+    """NCCL's ``host:pid:tid [dev]`` prefix is read by its WARN parser, not as the line's prefix: the events other
+    parsers find in the same WARN's message (a CUDA error, a peer that closed) were written by that process too."""
+    told = next((e.origin for e in events if e.kind is Kind.NCCL_WARN and e.origin != line.origin), None)
+    if told is None:
+        return events
+    return [replace(e, origin=told) if e.origin == line.origin else e for e in events]
 
 
 def start_followers(line: Line) -> list[Follower]:

@@ -18,7 +18,12 @@
   agent's node in the KFD topology (the CPUs come first), not a rank or a device index.
 
 A ``device-side assert triggered`` is the program's (an index out of range), not the GPU's: it is left to the
-exception the traceback parser reads. NCCL's ``Cuda failure 700 '…'`` is read by :mod:`.nccl_warn`.
+exception the traceback parser reads. Where no Python traceback comes, because PyTorch's NCCL watchdog met the
+error first and aborted the process (``[PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread
+terminated with exception: CUDA error: device-side assert triggered``, then SIGABRT), that line is the rank's own
+exception; so is the kernel's assertion above it (``IndexKernel.cu:111: operator(): block: [0,0,0], thread:
+[0,0,0] Assertion `… "index out of bounds"` failed.``). NCCL's ``Cuda failure 700 '…'`` is read by
+:mod:`.nccl_warn`.
 """
 
 from __future__ import annotations
@@ -27,12 +32,13 @@ import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported",
-            " failed: ", "Timedout job", "GPU HANG")
+            " failed: ", "Timedout job", "GPU HANG", "Assertion `")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
@@ -59,6 +65,12 @@ _SMI = re.compile(r"Unable to determine the device handle for GPU ?(?P<pci>[0-9A
 _AER = re.compile(r"\bnvidia (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): (?:AER: )?(?P<msg>"
                   r"(?:AER: )?can't recover.*|.*severity=Uncorrected.*|.*device recovery failed.*)$")
 _HARDWARE = ("ECC", "fallen off the bus", "Xid", "uncorrectable", "ECC_UNCORRECTABLE", "HARDWARE")
+# a CUDA kernel's own assertion (ATen's bounds checks, a custom kernel's assert): ``/pytorch/aten/src/ATen/native/
+# cuda/IndexKernel.cu:111: operator(): block: [0,0,0], thread: [0,0,0] Assertion `… "index out of bounds"` failed.``
+_KERNEL_ASSERT = re.compile(r"(?P<file>[\w.\-]+\.cuh?):(?P<line>\d+): [^\n]{0,200}?block: \[[\d,]+\], thread: \[[\d,]+\] "
+                            r"Assertion `(?P<expr>[^`\n]{1,300})` failed")
+_BOUNDS = re.compile(r'"(?P<what>[a-z][\w ]{2,60})"\s*$')  # ATen's assertions end with their words in quotes
+_WATCHDOG_ENDED = "watchdog thread terminated with exception: "
 _PROGRAM = ("device-side assert", "out of memory", "OUT_OF_MEMORY", "invalid device ordinal", "no kernel image", "busy or unavailable")
 
 
@@ -100,8 +112,36 @@ def _rocm(line: Line) -> list[Event] | None:
     return None
 
 
+def _kernel_assert(line: Line) -> list[Event] | None:
+    match = _KERNEL_ASSERT.search(line.body)
+    if match is None:
+        return None
+    words = _BOUNDS.search(match["expr"])
+    return [make_event(Kind.EXCEPTION, line, data={
+        "type": "device-side assert", "source": "cuda-kernel", "where": f"{match['file']}:{match['line']}",
+        "message": (f"a CUDA kernel's assertion failed: {words['what'] if words else match['expr'][:160]} "
+                    f"({match['file']}:{match['line']}), a value of the program's own out of range")})]
+
+
+def _program_error(line: Line, message: str) -> list[Event]:
+    """A CUDA error of the program's own (a device-side assert, an out-of-memory, a device index) that PyTorch's
+    NCCL watchdog met first: it ends the process with SIGABRT and no Python traceback, so this line is the rank's
+    own exception. Elsewhere the traceback's exception line carries it."""
+    body = line.body
+    if _WATCHDOG_ENDED not in body:
+        return []
+    _, rank = parse_pg_prefix(body)
+    origin = Origin(rank=rank) if rank is not None and line.origin.rank is None else None
+    return [make_event(Kind.EXCEPTION, line, origin=origin, data={
+        "type": "c10::DistBackendError", "message": f"CUDA error: {message}", "source": "watchdog"})]
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    if "Assertion `" in body:
+        asserted = _kernel_assert(line)
+        if asserted is not None:
+            return asserted
     if "by GPU node-" in body or "page fault (" in body:
         rocm = _rocm(line)
         if rocm is not None:
@@ -138,7 +178,7 @@ def parse(line: Line) -> list[Event]:
         return []
     message = match["msg"].strip() if "msg" in match.groupdict() else match["name"]
     if any(word in message for word in _PROGRAM):
-        return []
+        return _program_error(line, message)
     if "ECC error" in body and "ECC" not in message:
         message = body[body.find("ECC"):][:160]
     return [make_event(Kind.GPU_ERROR, line, data={

@@ -113,6 +113,20 @@ def _from_rankless_exception(tl: Timeline) -> list[Hypothesis]:
                        + evidence_of(stops[:3], "the launcher stopping the others"))]
 
 
+def _its_unprefixed_exception(tl: Timeline, report: Event) -> Event | None:
+    """A worker's own exception printed without its rank (a node's console with no rank prefixes), above the
+    launcher's record of that worker's failure, when that record is the only failure with an exit code of its own
+    in that file (the others stopped by the launcher's SIGTERM, or none): the exception is that worker's."""
+    source = report.ref.source
+    failed = {(e.data.get("local_rank"), e.data.get("pid") or e.data.get("worker_pid")) for e in tl.of(Kind.WORKER_FAILED)
+              if e.ref.source == source and e.data.get("signal") not in ("SIGTERM", "SIGKILL")}
+    if len({local for local, _ in failed}) != 1:
+        return None
+    own = [e for e in tl.unattributed if e.kind is Kind.EXCEPTION and e.ref.source == source
+           and e.ref.line < report.ref.line and not is_comm_exception(e) and not _launchers_own(e)]
+    return own[0] if own else None
+
+
 def _launchers_own(exception: Event) -> bool:
     """A traceback of torchrun's agent itself (its rendezvous, its store), not of a worker."""
     frames = " ".join(str(f) for f in exception.data.get("frames") or ())
@@ -217,12 +231,18 @@ def _unique_id_root_gone(tl: Timeline, roots: list[int], lost: list[Event], who:
 
 def rank_crashed(tl: Timeline) -> list[Hypothesis]:
     found: list[tuple[int, Event]] = []
+    told: set[int] = set()  # ranks whose own error is an exception printed without its rank
     for rank, state in sorted(tl.ranks.items()):
         if _explained_by_mismatch(state):
             continue
         own = _own_failure(state)
         if own is None:
             continue
+        if own.kind is Kind.WORKER_FAILED and state.outcome == "exited":
+            adopted = _its_unprefixed_exception(tl, own)
+            if adopted is not None:
+                own = adopted
+                told.add(rank)
         first = state.first_failure
         # a rank whose first failure was a peer's (timeout, closed connection) and that crashed afterwards
         # while cleaning up is a victim, not a cause
@@ -298,14 +318,19 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             confidence -= 0.15  # the rank is sure; what its error means is read from its words only
         if len(culprits) > max(2, len(tl.ranks) // 2):
             confidence -= 0.2  # everyone failing alike is more likely a shared cause than one culprit
-        if all(tl.ranks[rank].outcome == "exited" for rank in culprits):
+        if all(tl.ranks[rank].outcome == "exited" and rank not in told for rank in culprits):
             # a launcher's record of a non-zero exit is all there is: the rank is a lead, its failure unread
             confidence = min(confidence, 0.55)
         evidence = evidence_of(own_lines, "the rank's own failure")
+        fix = None
         if category in worded and verb == said[category]:
             evidence += evidence_of([c for e in own_lines for c in continuation(tl, e)], "its message goes on", 3)
+            if verb.endswith(DEVICE_ASSERT):
+                asserted = _kernel_assertions(tl, own_lines)
+                evidence += evidence_of(asserted, "the kernel's assertion", 2)
+                what += "".join(f" {e.data['message'][:1].upper()}{e.data['message'][1:]}." for e in asserted[:1])
+                fix = DEVICE_ASSERT_FIX
         evidence += evidence_of(cascade, "secondary: a peer was gone", MAX_CASCADE)
-        fix = None
         if category is Category.SHM_EXHAUSTED and verb == SIGBUS_VERB:
             what += " " + SIGBUS_WHAT
             fix = SHM_FIX
@@ -326,6 +351,22 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         hypotheses.append(hypothesis(tl, category, confidence, title, culprits=sorted(culprits), affected=affected,
                                      what=what, fix=fix, evidence=evidence, hosts=hosts or None))
     return hypotheses
+
+
+DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"
+DEVICE_ASSERT_FIX = ("Find the value out of range on that rank's data: the kernel's assertion says which check "
+                     "failed (an index, a class label not below the number of classes, a token id not below the "
+                     "vocabulary size). Rerun with CUDA_LAUNCH_BLOCKING=1 to raise it at the kernel that asserted; "
+                     "the GPU and the network are not at fault.")
+
+
+def _kernel_assertions(tl: Timeline, own: list[Event]) -> list[Event]:
+    """The CUDA kernel's own ``Assertion `…` failed`` lines (parsers.gpu) of the rank or of no rank, in the files of
+    its error and above it: which check the device-side assert was."""
+    ranks = {e.origin.rank for e in own}
+    first = {e.ref.source: e.ref.line for e in sorted(own, key=lambda e: -e.ref.line)}
+    return [e for e in tl.of(Kind.EXCEPTION) if e.data.get("source") == "cuda-kernel"
+            and e.origin.rank in ranks | {None} and e.ref.line <= first.get(e.ref.source, -1)]
 
 
 def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], list[Event]]:

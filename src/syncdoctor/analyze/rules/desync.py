@@ -154,7 +154,7 @@ def _from_model_check(tl: Timeline) -> list[Hypothesis]:
 def _from_size_check(tl: Timeline) -> list[Hypothesis]:
     detections = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH)
                   if e.data.get("source") in ("gloo-size", "shape-check", "nccl-truncated", "nccl-ib-size",
-                                              "nccl-check")]
+                                              "nccl-check", "hccl-check")]
     if not detections:
         return []
     detectors = sorted({e.origin.rank for e in detections if e.origin.rank is not None})
@@ -164,9 +164,14 @@ def _from_size_check(tl: Timeline) -> list[Hypothesis]:
            attribute(detections, tl).text or "a process")
     peers = sorted({str(e.data["peer_addr"]) for e in detections if e.data.get("peer_addr")})
     near = sorted({int(e.data["near_rank"]) for e in detections if e.data.get("near_rank") is not None})
-    if all(e.data.get("source") == "nccl-check" for e in detections):
-        what = ("NCCL's own check found ranks calling different collectives (kind, size, type or root) at the same "
-                "point" + (f", at and around rank {fmt_ranks(near)}" if near else "") + ".")
+    own_check = {str(e.data.get("source")) for e in detections} in ({"nccl-check"}, {"hccl-check"})
+    if own_check:
+        library = "HCCL" if detections[0].data.get("source") == "hccl-check" else "NCCL"
+        what = (f"{library}'s own check found ranks calling different collectives (kind, size, type or root) at the "
+                "same point" + (f", at and around rank {fmt_ranks(near)}" if near else "") + "")
+        sides = [e for e in detections if e.data.get("local")]
+        what += "".join(f" ({e.data['what']}: {e.data['local']} here, {e.data['remote']} on the peer)" for e in sides[:2])
+        what += "."
     else:
         what = (f"{who[:1].upper()}{who[1:]} received a message of another size than the collective it was in"
                 + (f" from {', '.join(peers)}" if peers else ""))
@@ -183,8 +188,7 @@ def _from_size_check(tl: Timeline) -> list[Hypothesis]:
         title = (f"collective desync: rank{'s' if len(quiet) > 1 else ''} {fmt_ranks(quiet)} most likely issued a "
                  f"different collective; rank {fmt_ranks(detectors)} detected the size mismatch")
     else:
-        label = "mismatched collective" if all(e.data.get("source") == "nccl-check" for e in detections) else \
-            "size mismatch"
+        label = "mismatched collective" if own_check else "size mismatch"
         title = (f"collective desync detected by {who} ({label}"
                  + (f" with {', '.join(peers)}" if peers else "") + (f"; NCCL points at rank {fmt_ranks(near)}"
                                                                      if near else "") + "); the culprit is not named")

@@ -32,6 +32,8 @@ def _phase(tl: Timeline, errors: list[Event]) -> tuple[str, str]:
     reached = [seq for s in tl.ranks.values() for seq in s.reached.values()]
     if reached and max(reached) <= 1:
         return "init", "no collective had completed yet"
+    if any(e.data.get("stage") == "execution" for e in errors):
+        return "late", "HCCL reported it while the operators ran (its task execution stage), after the links were set up"
     wqes = [int(e.data["wqe"]) for e in errors if e.data.get("wqe") is not None]  # UCX: the failed request's index
     if wqes and max(wqes) > 0:
         return "late", (f"the failed work request was number {max(wqes)} on its queue pair: traffic had flowed over it "
@@ -73,7 +75,7 @@ def _peer_hosts(tl: Timeline, errors: list[Event]) -> Counter[str]:
 
 
 def ib_retry_exceeded(tl: Timeline) -> list[Hypothesis]:
-    errors = [e for e in tl.of(Kind.IB_COMPLETION_ERROR) if int(e.data.get("status", -1)) in _RETRY_STATUSES]
+    errors = [e for e in tl.of(Kind.IB_COMPLETION_ERROR) if e.data.get("status") in _RETRY_STATUSES]
     if not errors:
         return []
     phase, why = _phase(tl, errors)

@@ -122,7 +122,8 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
     messages = sorted({str(e.data.get("message") or "") for e in events if e.data.get("message")})
     xids = sorted({int(e.data["xid"]) for e in events if e.data.get("xid") is not None})
     what_failed = "; ".join(messages[:3]) or (f"Xid {', '.join(map(str, xids))}" if xids else "a CUDA error")
-    title = f"the GPU of {where.text or 'a rank'} failed: {what_failed[:120]}"
+    whose = where.text if where.text.startswith("GPU ") else f"the GPU of {where.text or 'a rank'}"
+    title = f"{whose} failed: {what_failed[:120]}"
     affected = _others_failed(tl, set(where.ranks))
     what = (f"{where.text or 'A process'} hit {what_failed}"
             + (" (a hardware fault: ECC or Xid)" if hardware else "")
@@ -200,6 +201,10 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
     failed = _the_one_worker_failed_after(tl, events) if not (where.ranks or where.local_ranks) else None
     if failed is not None:
         where = replace(where, local_ranks=(failed,), processes=(*where.processes, f"local rank {failed}"))
+        ranks = {e.origin.rank for e in _reports_after(tl, events) if e.data.get("local_rank") == failed
+                 and e.data.get("source") == "summary" and e.origin.rank is not None}
+        if len(ranks) == 1:  # torchrun's table gives that worker's global rank beside its local one
+            where = replace(where, ranks=tuple(ranks), local_ranks=(), processes=())
     mpi = _the_one_rank_mpirun_names(tl, events) if not where.ranks else None
     if mpi is not None:
         where = replace(where, ranks=(mpi,), processes=())
@@ -347,10 +352,12 @@ def _the_one_worker_failed_after(tl: Timeline, events: list[Event]) -> int | Non
     the same file (torchrun's table names the failed worker's local rank; DeepSpeed's report does not), else the
     GPU the message names when it is not 0 (a process on ``cuda:N`` of several visible GPUs: local rank N, the
     launchers' convention; GPU 0 may be any process that sees one GPU)."""
-    locals_ = {int(e.data["local_rank"]) for e in _reports_after(tl, events)
-               if e.data.get("local_rank") is not None and e.data.get("signal") != "SIGKILL"}
-    if len(locals_) == 1:
-        return next(iter(locals_))
+    reports = [e for e in _reports_after(tl, events)
+               if e.data.get("local_rank") is not None and e.data.get("signal") not in ("SIGKILL", "SIGTERM")]
+    locals_ = {int(e.data["local_rank"]) for e in reports}
+    first = {int(e.data["local_rank"]) for e in reports if e.data.get("root_cause")}
+    if len(locals_) == 1 or len(first) == 1:  # (SIGTERM: the launcher stopping the others; the table's root cause)
+        return next(iter(locals_ if len(locals_) == 1 else first))
     gpus = {int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None}
     return next(iter(gpus)) if len(gpus) == 1 and 0 not in gpus and not locals_ else None
 
@@ -666,15 +673,17 @@ def ib_completion_error(tl: Timeline) -> list[Hypothesis]:
         return []
     by_status: dict[int, list[Event]] = defaultdict(list)
     for event in events:
-        by_status[int(event.data.get("status", -1))].append(event)
+        status = event.data.get("status")
+        by_status[int(status) if status is not None else -1].append(event)  # -1: a report without its status
     out = []
     for status, group in sorted(by_status.items()):
         where = attribute(group, tl)
         name = IB_STATUS.get(status, str(group[0].data.get("status_text") or "an error"))
         vendor = sorted({int(e.data["vendor_err"]) for e in group if e.data.get("vendor_err") is not None})
-        title = (f"InfiniBand completion error {status} ({name}) on {where.text or 'a host'}"
+        title = (f"InfiniBand completion error {f'{status} ' if status >= 0 else ''}({name}) on {where.text or 'a host'}"
                  + (f", vendor err {', '.join(map(str, vendor))}" if vendor else ""))
-        what = f"The NIC reported status {status} ({name}) for a transfer."
+        what = f"The NIC reported status {status} ({name}) for a transfer." if status >= 0 else \
+            f"The NIC reported an error completion ({name}) for a transfer; the report does not give its status."
         if status == 4:
             what += (" A local protection error: the NIC could not access the memory it was given, in practice "
                      "the GPU's memory through GPUDirect RDMA, blocked by PCIe ACS or the IOMMU.")
@@ -759,3 +768,36 @@ def _device_not_opened(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.IB_PORT_DOWN, 0.6, title, affected=_others_failed(tl, set(where.ranks)),
                        what=what, fix=fix, evidence=evidence_of(events, "the device could not be opened", 4),
                        where=where)]
+
+
+def hccl_heartbeat(tl: Timeline) -> list[Hypothesis]:
+    """Ascend HCCL's cluster heartbeat naming a rank by its server and id (``Cluster Exception Location[IP/ID]:
+    [90.90.92.240/1] … ExceptionType:[Heartbeat Lost Occurred]``): a lost heartbeat is that rank's process gone (it
+    exited, or its network went down) and the others' collective timeouts follow from it; ``Stuck Occurred`` is a
+    rank whose host process or device task stopped making progress while the others wait for it."""
+    out: list[Hypothesis] = []
+    for lost, category, verb in ((True, Category.RANK_CRASHED, "lost its heartbeat: its process exited, or its "
+                                  "network went down"),
+                                 (False, Category.LAGGING_RANK, "stopped making progress (HCCL's heartbeat: Stuck "
+                                  "Occurred): its host process or its device task hangs")):
+        events = [e for e in tl.of(Kind.HCCL_HEARTBEAT) if bool(e.data.get("lost")) is lost
+                  and (lost or e.data.get("stuck"))]
+        if not events:
+            continue
+        ranks = sorted({int(e.data["rank"]) for e in events})
+        hosts = sorted({str(e.data["host"]) for e in events if e.data.get("host")})
+        who = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}" + (f" on {', '.join(hosts)}" if hosts else "")
+        affected = sorted(r for r, s in tl.ranks.items() if r not in ranks and s.first_failure is not None)
+        what = (f"HCCL's heartbeat between the ranks of the job reported {who} ({events[0].data.get('exception')}). "
+                + ("A rank whose heartbeat stops has ended (an exception, a kill, the OOM killer) or lost its network; "
+                   "the collectives of the others then time out waiting for it (EI0002, EI0006): those are the "
+                   "cascade." if lost else
+                   "HCCL counts each rank's operators; this rank's stopped moving while the others entered the "
+                   "collective and wait for it (a hang in its own code, its data loading, or its device's task)."))
+        fix = ("Read that rank's own log (its plog under ~/ascend/log, its traceback) for how it ended, and the "
+               "host's kernel log (`dmesg -T`) for the OOM killer or a device fault." if lost else
+               "See what that rank's process is doing (py-spy dump, msprof, its plog) and why its operators stopped; "
+               "HCCL_EXEC_TIMEOUT only sets how long the others wait.")
+        out.append(hypothesis(tl, category, 0.85, f"{who} {verb}", culprits=ranks, affected=affected, what=what,
+                              fix=fix, hosts=hosts or None, evidence=evidence_of(events, "HCCL's heartbeat", 4)))
+    return out

@@ -80,6 +80,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # ret[101], invalid device ordinal``): more processes than GPUs visible, that process's start-up failure
     (Category.RANK_CRASHED, "a GPU index that does not exist in that process (more processes than visible GPUs)",
      re.compile(r"invalid device ordinal", _I)),
+    # no GPU at all in that process: CUDA_VISIBLE_DEVICES empty, a container started without its GPUs
+    (Category.RANK_CRASHED, "no GPU visible to that process (CUDA_VISIBLE_DEVICES empty, or a container started "
+     "without its GPUs)", re.compile(r"No CUDA GPUs are available|no CUDA-capable device is detected", _I)),
     (Category.RANK_CRASHED, "a device-side assertion of the program's own (a value out of range)",
      re.compile(r"device-side assert|\bAssertion `[^`\n]{1,300}` failed", _I)),
     (Category.COLLECTIVE_DESYNC, "ranks that disagree on a collective",

@@ -1133,10 +1133,23 @@ def _nccl_refused_setup(tl: Timeline) -> list[Hypothesis]:
         title = template
         for name, value in found[0][1].groupdict().items():  # replace, not format: values read from a log
             title = title.replace("{" + name + "}", str(value))
+        if template.startswith("NCCL could not start any network transport") and _ib_without_devices(tl, events):
+            title = ("NCCL could not start any network transport: NCCL_NET names IB, and NCCL's IB transport found no "
+                     "InfiniBand or RoCE device on this host")
+            fix = ("Unset NCCL_NET where the hosts have no InfiniBand/RoCE NIC (NCCL then uses its sockets), or give "
+                   "the container the NICs (/dev/infiniband, the rdma devices; `ibv_devinfo` inside it lists them).")
         title += f" ({where.text})" if where.text else ""
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix, hosts=where.hosts,
                               evidence=evidence_of(events, "NCCL refused the setup", 3)))
     return out
+
+
+def _ib_without_devices(tl: Timeline, events: list[Event]) -> bool:
+    """NCCL's IB transport reporting no NIC (``NET/IB : Using [RO]; OOB eth0:…`` with no device listed) in the files
+    of ``events``: the transport NCCL_NET asked for found nothing."""
+    sources = {e.ref.source for e in events}
+    return any(e.data.get("net") == "IB" and e.data.get("devices") == [] and e.ref.source in sources
+               for e in tl.of(Kind.NCCL_NET))
 
 
 def _gtl_not_linked(tl: Timeline) -> list[Hypothesis]:

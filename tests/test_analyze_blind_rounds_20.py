@@ -1,0 +1,126 @@
+"""Readings added in the session of the fifty-sixth blind harvest (the r59* cases of the real corpus): Ascend HCCL's
+own failure reports, in the formats its fault-diagnosis guide documents (hicann/hccl, docs/en/user_guide/
+fault_diagnosis), one behaviour per test, each with the look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste, events_of, one
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category, Kind
+
+diagnose = diagnose_paste
+
+_LOST = ("    Cluster Exception Location[IP/ID]:[90.90.92.240/1], Arrival Time:[Thu Nov 28 11:56:34 2024], "
+         "Discoverer:[90.90.92.240/0], ExceptionType:[Heartbeat Lost Occurred], Possible Reason:1. Process has exited, "
+         "2. Network Disconnected")
+_STUCK = ("[ERROR]HCCL(1219039,all_reduce_test):2025-10-23-21:05:09.859.568[task_exception_handler.cc:610] [1219039]"
+          "[TaskExecStage][HeartbeatAbnormal]Cluster Exception Location[IP/ID]:[127.10.0.1/1], Arrival Time:[Thu Oct 23 "
+          "21:03:19 2025], ExceptionType:[Stuck Occurred], Possible Reason:1.Host process is stuck, 2.Device task is stuck")
+
+
+def test_a_lost_heartbeat_names_the_rank_whose_process_ended(tmp_path: Path) -> None:
+    event = one(_LOST, Kind.HCCL_HEARTBEAT)
+    assert (event.data["rank"], event.data["host"], event.data["lost"]) == (1, "90.90.92.240", True)
+    top = diagnose(tmp_path, _LOST).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (1,)
+    assert top.culprit_hosts == ("90.90.92.240",) and "lost its heartbeat" in top.title
+
+
+def test_a_stuck_heartbeat_is_a_late_rank(tmp_path: Path) -> None:
+    event = one(_STUCK, Kind.HCCL_HEARTBEAT)
+    assert event.origin.pid == 1219039 and event.data["stuck"] and not event.data["lost"]
+    top = diagnose(tmp_path, _STUCK).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (1,) and "Stuck Occurred" in top.title
+
+
+def test_a_heartbeat_of_another_kind_names_no_culprit(tmp_path: Path) -> None:
+    line = _LOST.replace("Heartbeat Lost Occurred", "Link Down")
+    assert one(line, Kind.HCCL_HEARTBEAT).data["exception"] == "Link Down"
+    assert not [h for h in diagnose(tmp_path, line).hypotheses if h.culprit_ranks == (1,)]
+
+
+def _task(pid: int, rank: int, op: str) -> str:
+    head = f"    [ERROR] HCCL({pid},all_reduce_test):2025-10-24-11:18:29.499.235 [task_exception_handler.cc:908] [{pid}]"
+    return "\n".join((
+        f"{head}[TaskExecStage][Timeout][Host]Task run failed, base information is streamID:[2], taskID[21], "
+        f"tag[{op}_127.10.0.1%enp_60000_0_1761275812718970], AlgType(level 0-1-2):[fullmesh-ring-NHR].",
+        f"{head}[TaskExecStage][Timeout][Host]Task run failed, groupRank information is group:[127.10.0.1%enp_60000_0_"
+        f"1761275812718970], user define information[], rankSize[4], rankId[{rank}].",
+        f"{head}[TaskExecStage][Timeout][Host]Task run failed, opData information is timeStamp:[2025-10-24-11:16:55.493"
+        f".816], deviceId[{rank}], index[21], count[256], reduceType[sum], dataType[float32]."))
+
+
+def test_timed_out_tasks_are_tied_to_ranks_by_pid_and_compared(tmp_path: Path) -> None:
+    for rank, op in ((0, "AllReduce"), (1, "AllGather"), (2, "AllReduce")):
+        (tmp_path / f"plog{rank}.txt").write_text(_task(2111665 + rank, rank, op) + "\n")
+    analysis = analyze_paths([str(tmp_path)])
+    timeouts = analysis.timeline.of(Kind.WATCHDOG_TIMEOUT)
+    assert sorted((e.origin.rank, e.op) for e in timeouts) == [(0, "allreduce"), (1, "allgather"), (2, "allreduce")]
+    top = analysis.diagnosis.hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and top.culprit_ranks == (1,)
+
+
+def test_the_same_collective_timing_out_everywhere_is_no_desync(tmp_path: Path) -> None:
+    for rank in range(3):
+        (tmp_path / f"plog{rank}.txt").write_text(_task(2111665 + rank, rank, "AllReduce") + "\n")
+    assert Category.COLLECTIVE_DESYNC not in {h.category for h in analyze_paths([str(tmp_path)]).diagnosis.hypotheses}
+
+
+def test_a_task_that_failed_without_timing_out_is_no_timeout() -> None:
+    line = _task(7, 0, "AllReduce").splitlines()[0].replace("[Timeout]", "[Error]")
+    assert not [e for e in events_of(line) if e.kind is Kind.WATCHDOG_TIMEOUT]
+
+
+def test_the_consistency_check_is_a_desync_in_hccls_words(tmp_path: Path) -> None:
+    count = ("EI0005: 2024-04-24-06:32:27.781.599 The arguments for collective communication are inconsistent between "
+             "ranks:parameter count, local end 16512, remote end 8320")
+    conflict = ("[ERROR] HCCL(3743927,all_reduce_test):2025-10-25-16:11:16.831.640 [rank_consistentcy_checker.cc:429] "
+                "[3743951][InitChannelStage][ParameterConflict]CMD information tag check fail. local[AllGather_127.10."
+                "0.1%enp_60000_0_1761379874757928], remote[AllReduce_127.10.0.1%enp_60000_0_1761379874757928]")
+    assert one(count, Kind.COLLECTIVE_MISMATCH).data["local"] == "16512"
+    assert one(conflict, Kind.COLLECTIVE_MISMATCH).origin.pid == 3743927
+    top = diagnose(tmp_path, count + "\n" + conflict).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and "HCCL's own check" in top.what and "16512" in top.what
+
+
+def test_roce_completion_errors_while_operators_ran_are_a_late_link_failure(tmp_path: Path) -> None:
+    hccp = ("[ERROR] HCCP(2040034,alltoall_test):2025-09-15-08:38:12.776.650 [ra_hdc_lite.c:794]tid:2040458,"
+            "ra_hdc_lite_period_poll_cqe : [create][ra_hdc_period_poll]failed CQE status[12], wr[0]")
+    beat = ("[ERROR] HCCL(2040034,alltoall_test):2025-09-15-08:38:13.607.432 [heartbeat.cc:1229] [2040666][TaskExecStage]"
+            "[HeartbeatAbnormal][ROCE CQE ERROR]cqe error status[12], time:[2025-09-15 08:38:12.776654],localInfo{server"
+            "[127.10.0.1],deviceId[127.10.0.1],deviceIp[127.11.0.1]}, remoteIP{server[127.10.0.2],deviceId[127.10.0.2],"
+            "deviceIp[127.11.0.2]}")
+    event = one(beat, Kind.IB_COMPLETION_ERROR)
+    assert (event.data["status"], event.data["peer_addr"], event.data["stage"]) == (12, "127.10.0.2", "execution")
+    assert one(hccp, Kind.IB_COMPLETION_ERROR).data["stage"] is None
+    top = diagnose(tmp_path, hccp + "\n" + beat).hypotheses[0]
+    assert top.category is Category.IB_LINK_FAILURE and "late in training" in top.title
+
+
+def test_a_console_cqe_report_without_its_status_is_still_read(tmp_path: Path) -> None:
+    line = ("[PID: 3448331] 2025-12-04-21:59:08.232.310 Execution Error ROCE CQE(EI0013): An error CQE occurred during "
+            "operator execution. Local information: server 127.0.0.1, device ID 0, device IP 127.10.0.1. Peer "
+            "information: server 127.0.0.2, device ID 1, device IP 127.10.0.2.")
+    event = one(line, Kind.IB_COMPLETION_ERROR)
+    assert event.data["status"] is None and event.data["peer_addr"] == "127.0.0.2" and event.origin.pid == 3448331
+    top = diagnose(tmp_path, line).hypotheses[0]  # no status: a completion error, never a crash of the rule
+    assert top.category is Category.IB_COMPLETION and "status" not in top.title
+
+
+def test_device_memory_for_queue_pairs_is_out_of_memory(tmp_path: Path) -> None:
+    line = ("[PID: 2103452] 2025-11-03-20:18:46.447.213 Resource_Error_Insufficient_Device_Memory(EI0011): Failed to "
+            "allocate [size: [0.25MB, 3MB], Affected by QP depth configuration.] bytes of NPU memory.")
+    event = one(line, Kind.CUDA_OOM)
+    assert event.origin.pid == 2103452 and event.data["source"] == "hccl"
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.RANK_OUT_OF_MEMORY
+
+
+def test_the_agents_the_root_never_heard_from_never_joined(tmp_path: Path) -> None:
+    line = ('    [ERROR] HCCL(1041085,all_reduce_test):2025-11-21-01:20:01.630.122 [topoinfo_exchange_base.cc:145] '
+            '[1041085][InitGroupStage][RanktableDetect] TopoDetect ERROR occur !!! fault_type[1], fault_info["Failed to '
+            'connect agent[1,3,5,7,]"]')
+    assert one(line, Kind.STORE_ERROR).data["missing_ranks"] == [1, 3, 5, 7]
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_NEVER_JOINED and top.culprit_ranks == (1, 3, 5, 7)
