@@ -97,6 +97,13 @@ def test_roce_completion_errors_while_operators_ran_are_a_late_link_failure(tmp_
     assert one(hccp, Kind.IB_COMPLETION_ERROR).data["stage"] is None
     top = diagnose(tmp_path, hccp + "\n" + beat).hypotheses[0]
     assert top.category is Category.IB_LINK_FAILURE and "late in training" in top.title
+    # the console's report of the same failure, without its status, does not outrank it
+    console = ("[PID: 2040034] 2025-09-15-08:38:12.900.000 Execution Error ROCE CQE(EI0013): An error CQE occurred "
+               "during operator execution. Local information: server 127.10.0.1, device ID 0, device IP 127.11.0.1. "
+               "Peer information: server 127.10.0.2, device ID 1, device IP 127.11.0.2.")
+    (tmp_path / "more").mkdir()
+    top = diagnose(tmp_path / "more", "\n".join((console, hccp, beat))).hypotheses[0]
+    assert top.category is Category.IB_LINK_FAILURE
 
 
 def test_a_console_cqe_report_without_its_status_is_still_read(tmp_path: Path) -> None:
@@ -124,3 +131,23 @@ def test_the_agents_the_root_never_heard_from_never_joined(tmp_path: Path) -> No
     assert one(line, Kind.STORE_ERROR).data["missing_ranks"] == [1, 3, 5, 7]
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.RANK_NEVER_JOINED and top.culprit_ranks == (1, 3, 5, 7)
+
+
+_STALL = ("[2021-02-02 03:23:51. 70957: W /tmp/horovod/common/stall_inspector.cc:105] One or more tensors were submitted "
+          "to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than "
+          "60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset "
+          "of ranks is submitting tensors, which will cause deadlock.")
+
+
+def test_horovods_stall_warning_alone_is_a_lead(tmp_path: Path) -> None:
+    # real: horovod/horovod#1271 (the warning pasted without its list; the ranks' gradient names differed)
+    event = one(_STALL, Kind.MONITORED_BARRIER)
+    assert event.data["head"] and event.data["tensors"] == []
+    top = diagnose(tmp_path, _STALL).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and top.confidence < 0.5 and top.culprit_ranks == ()
+
+
+def test_horovods_stall_warning_with_its_list_names_the_missing_rank(tmp_path: Path) -> None:
+    listed = _STALL + "\nMissing ranks:\n3: [DistributedGradientTape_Allreduce/cond_1/HorovodAllreduce_grads_0]\n"
+    top = diagnose(tmp_path, listed).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (3,)

@@ -241,6 +241,7 @@ ANCHORS: tuple[bytes, ...] = (
     b": command not found",  # a shell that did not find a program: bash: orted: command not found (mpirun's remote shell)
     b"between ranks",  # Ascend HCCL (EI0005): The arguments for collective communication are inconsistent between ranks:…
     b"ParameterConflict",  # HCCL's plog: [InitChannelStage][ParameterConflict]CMD information tag check fail. local[…]
+    b"remainder of ranks",  # Horovod's stall warning: … by subset of ranks and are waiting for remainder of ranks for …
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -10,6 +10,8 @@ ranks and are waiting for remainder of ranks for more than 60 seconds.`` and the
   a rank and the tensors it has not submitted), read by :func:`follow`, a row alone when its tensors are
   Horovod's; ``Stalled ranks:`` then ``6: [horovod_allreduce.0, …]`` (seen with 0.18, PyTorch's names) the same.
 
+The warning's first line alone (a paste cut before its list) is an event without tensors (``head``).
+
 One ``monitored_barrier`` event per line or block (``source`` horovod), with its ``tensors``, each with the
 ranks it names ``ready`` or ``missing``; the rule (:mod:`syncdoctor.analyze.rules.progress`) works out who is late, or whether the ranks
 submitted different tensors (a desync).
@@ -25,7 +27,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "MissingRanks", "follow", "parse"]
 
-KEYWORDS = ("ready ranks:", "missing ranks:", "Horovod", "talled ranks:")
+KEYWORDS = ("ready ranks:", "missing ranks:", "Horovod", "talled ranks:", "remainder of ranks")
 
 _LISTED = re.compile(r"(?P<op>[\w./:\-]+)?\s*\[(?P<which>ready|missing) ranks: (?P<ranks>\d+(?:\s*,\s*\d+)*)\s*\]")
 _MISSING_ROW = re.compile(r"^\s*(?P<rank>\d+): \[(?P<ops>[^\]]*)\]?")
@@ -44,6 +46,9 @@ def parse(line: Line) -> list[Event]:
             "tensors": [{"tensor": row["ops"].split(",")[0].strip()[:160], "missing": [int(row["rank"])]}]})]
     tensors = [{"tensor": (match["op"] or "")[:160], match["which"]: _ranks(match["ranks"])}
                for match in _LISTED.finditer(line.body)][:64]
+    if not tensors and "waiting for remainder of ranks" in line.body:  # the warning's head, its list not in the paste
+        return [make_event(Kind.MONITORED_BARRIER, line, data={
+            "source": "horovod", "role": "horovod", "failed_ranks": [], "tensors": [], "head": True})]
     if not tensors:
         return []
     return [make_event(Kind.MONITORED_BARRIER, line, data={

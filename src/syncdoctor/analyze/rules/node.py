@@ -669,6 +669,9 @@ def ib_completion_error(tl: Timeline) -> list[Hypothesis]:
     if any(e.data.get("status") != 5 for e in every):
         # status 5 (flushed) follows the queue pair's first error: that one is the finding
         events = [e for e in events if e.data.get("status") != 5]
+    if any(e.data.get("status") is not None for e in every):
+        # a report without its status (HCCL's console EI0013) beside one with it is the same failure
+        events = [e for e in events if e.data.get("status") is not None]
     if not events:
         return []
     by_status: dict[int, list[Event]] = defaultdict(list)

@@ -80,6 +80,8 @@ def from_horovod(tl: Timeline) -> list[Hypothesis]:
     if not events:
         return []
     tensors = [t for e in events for t in e.data.get("tensors") or ()]
+    if not tensors:
+        return _horovod_stall_unlisted(tl, events)
     missing = sorted({int(r) for t in tensors for r in t.get("missing") or ()})
     ready_sets = {tuple(t["ready"]) for t in tensors if t.get("ready")}
     evidence = evidence_of(events, "Horovod's stall inspector", MAX_CASCADE)
@@ -124,6 +126,21 @@ def from_horovod(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.LAGGING_RANK, 0.85, title, culprits=missing, affected=waiting, what=what,
                        evidence=evidence, fix=look_at(tl, [r for r in missing if r in tl.ranks])
                        if any(r in tl.ranks for r in missing) else None)]
+
+
+def _horovod_stall_unlisted(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """Horovod's stall warning without the list of tensors and ranks under it (a paste cut after its first line): some
+    ranks wait for tensors others have not submitted; Horovod's own words put different tensors first."""
+    title = ("Horovod's stall inspector: some ranks have waited over a minute for tensors the others did not submit "
+             "(different tensors on different ranks, or some ranks late); the list that names them is not in the inputs")
+    what = ("Horovod matches tensors by name across ranks. Its warning means the ranks did not submit the same ones: a "
+            "rank-dependent branch, tensors named differently on each rank (a graph built differently, such as a "
+            "batch-norm's conditional gradients), a different number of batches, or a rank that is late or stuck.")
+    fix = ("Print the names each rank submits (or set HOROVOD_STALL_CHECK_TIME_SECONDS lower and keep the whole "
+           "warning: its 'Missing ranks' list names who lacks what), and make every rank submit the same tensors in "
+           "the same order.")
+    return [hypothesis(tl, Category.COLLECTIVE_DESYNC, 0.45, title, what=what, fix=fix,
+                       evidence=evidence_of(events, "Horovod's stall inspector", 2))]
 
 
 def from_exit_barrier(tl: Timeline) -> list[Hypothesis]:
