@@ -9,7 +9,7 @@
 #   5. failures one GPU can produce (scripts/gpu_failures.py): two ranks on one GPU, more ranks than GPUs, NCCL_NET
 #      naming a missing or absent transport, an NCCL_COMM_ID that is no address, no GPU visible, NCCL set up with
 #      the GPU's memory full, a device-side assert met by the watchdog, an NCCL_ALGO NCCL does not know, IPv6 sockets
-#      asked for, the loopback interface named;
+#      asked for, the loopback interface named, a training step out of memory; five again without NCCL_DEBUG;
 #   5b. `syncdoctor analyze` on 2-5; 6. `syncdoctor probe --backend nccl --local 1 --quick`;
 #   7. benchmarks/bench_watch_overhead.py with a core per rank.
 # Usage: sh scripts/gpu-check.sh OUTDIR [BENCH_SECONDS]   (python3 must have torch with CUDA, rich, psutil)
@@ -77,7 +77,7 @@ port=29620
 fail() {  # fail NAME NPROC MODE [VAR=VALUE...]: one torchrun job of gpu_failures.py, bounded
     name=$1 nproc=$2 mode=$3; shift 3
     port=$((port + 1))
-    env NCCL_DEBUG=INFO "$@" timeout ${FAIL_JOB_S:-90} $PY -m torch.distributed.run --nproc-per-node "$nproc" \
+    env ${FAIL_ENV:-NCCL_DEBUG=INFO} "$@" timeout ${FAIL_JOB_S:-90} $PY -m torch.distributed.run --nproc-per-node "$nproc" \
         --master-port $port scripts/gpu_failures.py "$mode" >"$W/fail-$name.log" 2>&1
     echo "exit $?" >>"$W/fail-$name.log"
     echo "--- $name: $*" >>"$S"; grep -a -v 'NCCL INFO' "$W/fail-$name.log" | cut -c1-400 | tail -25 >>"$S"
@@ -93,6 +93,15 @@ fail assert 1 assert
 fail algo 1 plain NCCL_ALGO=nosuch
 fail family6 1 plain NCCL_SOCKET_FAMILY=AF_INET6
 fail iflo 1 plain NCCL_SOCKET_IFNAME=lo
+fail trainoom 1 trainoom
+# the same failures as most jobs log them: without NCCL_DEBUG
+FAIL_ENV="-u NCCL_DEBUG"
+fail dupgpu-quiet 2 dupgpu
+fail netib-quiet 1 plain NCCL_NET=IB
+fail oom-quiet 1 oom
+fail assert-quiet 1 assert
+fail trainoom-quiet 1 trainoom
+FAIL_ENV=
 
 fi
 if want analyze; then

@@ -8,7 +8,9 @@ environment each mode needs (``NCCL_NET``, ``NCCL_COMM_ID``, ``CUDA_VISIBLE_DEVI
 - ``plain``: one rank, init and an all_reduce (the failure comes from the environment the check script sets);
 - ``oom``: one rank that holds nearly all GPU memory before NCCL sets up its communicator;
 - ``assert``: one rank whose kernel trips a device-side assert while an all_reduce is queued behind it, and
-  the main thread sleeps, so PyTorch's watchdog is the first to see the CUDA error.
+  the main thread sleeps, so PyTorch's watchdog is the first to see the CUDA error;
+- ``trainoom``: one rank that asks for more GPU memory than there is after its first all_reduce (PyTorch's
+  ``torch.OutOfMemoryError`` in a training step).
 
 The logs are what these runs print (torch's, NCCL's, torchrun's own lines); they feed ``syncdoctor analyze``
 and become test data. Needs CUDA.
@@ -46,5 +48,7 @@ if mode == "assert":
     dist.all_reduce(t)
     time.sleep(30)  # the watchdog polls the work's event and meets the CUDA error first
     torch.cuda.synchronize()
+if mode == "trainoom":
+    _ = torch.empty(torch.cuda.mem_get_info(device)[1] * 2, dtype=torch.uint8, device=device)
 dist.destroy_process_group()
 print("done", flush=True)

@@ -74,9 +74,17 @@ def test_last_error_line_is_read_as_the_nccl_warning_it_repeats(tmp_path) -> Non
     assert hypothesis.category is Category.DUPLICATE_GPU and "0/1" in hypothesis.title
 
 
-def test_last_error_without_a_known_message_adds_nothing(tmp_path) -> None:
+def test_last_error_without_a_known_message_is_nccls_warn(tmp_path) -> None:
+    # the line after PyTorch's 'Last error:' is NCCL's last WARN message (ncclGetLastError), whatever it says: a
+    # rule that reads NCCL's WARN lines reads it too (a GPU recording without NCCL_DEBUG: docs/gpu-checks.md)
     text = "RuntimeError: NCCL error in: x.cpp:1, internal error, NCCL version 2.21.5\nLast error:\nsomething new\n"
     analysis = analyze_paths([str(_write(tmp_path, text))])
+    (echo,) = [e for e in analysis.timeline.events if e.data.get("last_error")]
+    assert echo.kind is Kind.NCCL_WARN and echo.data["message"] == "something new"
+    # a traceback's line after it is not NCCL's
+    text = "RuntimeError: NCCL error in: x.cpp:1, internal error\nLast error:\nTraceback (most recent call last):\n"
+    (tmp_path / "b").mkdir()
+    analysis = analyze_paths([str(_write(tmp_path / "b", text))])
     assert not [e for e in analysis.timeline.events if e.data.get("last_error")]
 
 

@@ -99,9 +99,46 @@ def test_a_healthy_job_on_loopback_is_quiet() -> None:
 
 def test_nccl_228_warn_lines_carry_a_timestamp_before_the_prefix() -> None:
     analysis = analyze_paths([str(GPU / "commid")])
-    warns = analysis.timeline.of(Kind.NCCL_WARN)
+    warns = [w for w in analysis.timeline.of(Kind.NCCL_WARN) if not w.data.get("last_error")]
     assert warns and all(w.origin.host == "vm" and w.origin.pid == 773 for w in warns)
     assert all(w.text.startswith("[2026-12-04 10:01:21] vm:773:773 [0] ") for w in warns)
+
+
+def test_a_training_step_out_of_memory() -> None:
+    _, root = root_of("trainoom")
+    assert root.category is Category.RANK_OUT_OF_MEMORY and root.culprit_ranks == (0,) and "279.60 GiB" in root.what
+
+
+# --- the same failures without NCCL_DEBUG, as most jobs log them ---------------------------------------------
+
+def test_quiet_two_ranks_on_one_gpu_from_interleaved_tracebacks() -> None:
+    # both processes wrote their traceback at once: "torch.distributedtorch.distributed..DistBackendError…" and
+    # "…both on CUDA device 60NCCL error in: …" on the lines PyTorch's 'Last error:' leads
+    _, root = root_of("dupgpu-quiet")
+    assert root.category is Category.DUPLICATE_GPU and set(root.culprit_ranks) == {0, 1}
+
+
+def test_quiet_nccl_net_ib_read_from_pytorchs_last_error() -> None:
+    analysis, root = root_of("netib-quiet")
+    assert root.category is Category.UNRECOGNISED and "network transport" in root.title
+    (warn,) = analysis.timeline.of(Kind.NCCL_WARN)  # the echo after 'Last error:' is NCCL's WARN
+    assert warn.data["last_error"] and warn.data["message"] == "Failed to initialize any NET plugin"
+
+
+def test_quiet_nccl_setup_out_of_memory_names_the_rank_from_torchruns_table() -> None:
+    analysis, root = root_of("oom-quiet")
+    assert root.category is Category.RANK_OUT_OF_MEMORY and root.culprit_ranks == (0,)
+    # NCCL's result code under PyTorch's DistBackendError is not the rank's own exception
+    assert not any(h.category is Category.RANK_CRASHED and h.confidence > root.confidence
+                   for h in analysis.diagnosis.hypotheses)
+
+
+@pytest.mark.parametrize(("case", "category"), [("assert-quiet", Category.RANK_CRASHED),
+                                                ("trainoom-quiet", Category.RANK_OUT_OF_MEMORY)])
+def test_quiet_recordings_read_as_with_nccls_info(case: str, category: Category) -> None:
+    _, root = root_of(case)
+    _, loud = root_of(case.removesuffix("-quiet"))
+    assert root.category is category is loud.category and root.culprit_ranks == loud.culprit_ranks == (0,)
 
 
 # --- the readings, with plain lines --------------------------------------------------------------------------

@@ -403,7 +403,7 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     if _NO_FAMILY.search(message):  # the WARN itself (2.8+), not only PyTorch's echo of it
         return [make_event(Kind.INTERFACE_MISSING, line, origin=origin, data={
             "ifname": None, "transport": "nccl", "where": "socket", "message": message[:300]})]
-    if level != "WARN":
+    if level not in ("WARN", "LAST"):  # LAST: PyTorch's echo of NCCL's last WARN after its 'Last error:'
         return []
     return [make_event(Kind.NCCL_WARN, line, origin=origin, data={"message": message[:300]})]
 

@@ -122,8 +122,12 @@ def _its_unprefixed_exception(tl: Timeline, report: Event) -> Event | None:
               if e.ref.source == source and e.data.get("signal") not in ("SIGTERM", "SIGKILL")}
     if len({local for local, _ in failed}) != 1:
         return None
-    own = [e for e in tl.unattributed if e.kind is Kind.EXCEPTION and e.ref.source == source
-           and e.ref.line < report.ref.line and not is_comm_exception(e) and not _launchers_own(e)]
+    above = [e for e in tl.unattributed if e.ref.source == source and e.ref.line < report.ref.line]
+    if any(e.kind is Kind.CUDA_OOM for e in above):
+        return None  # out of GPU memory: rules.node reads it, with the launcher's record of the worker
+    # (NCCL's result code under PyTorch's DistBackendError, ``ncclUnhandledCudaError: …``, is that error's own line)
+    own = [e for e in above if e.kind is Kind.EXCEPTION and not is_comm_exception(e) and not _launchers_own(e)
+           and not str(e.data.get("type", "")).startswith("nccl")]
     return own[0] if own else None
 
 

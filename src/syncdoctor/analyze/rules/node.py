@@ -19,6 +19,7 @@ from syncdoctor.analyze.rules.common import (
     SHM_FIX,
     SIGBUS_VERB,
     SIGBUS_WHAT,
+    Attribution,
     attribute,
     evidence_of,
     fmt_ranks,
@@ -200,11 +201,7 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
     where = attribute(events, tl)
     failed = _the_one_worker_failed_after(tl, events) if not (where.ranks or where.local_ranks) else None
     if failed is not None:
-        where = replace(where, local_ranks=(failed,), processes=(*where.processes, f"local rank {failed}"))
-        ranks = {e.origin.rank for e in _reports_after(tl, events) if e.data.get("local_rank") == failed
-                 and e.data.get("source") == "summary" and e.origin.rank is not None}
-        if len(ranks) == 1:  # torchrun's table gives that worker's global rank beside its local one
-            where = replace(where, ranks=tuple(ranks), local_ranks=(), processes=())
+        where = _the_worker(tl, events, where, failed)
     mpi = _the_one_rank_mpirun_names(tl, events) if not where.ranks else None
     if mpi is not None:
         where = replace(where, ranks=(mpi,), processes=())
@@ -321,7 +318,7 @@ def gpu_out_of_memory(tl: Timeline) -> list[Hypothesis]:
     failed = _the_one_worker_failed_after(tl, events)
     if failed is not None and not (where.ranks or where.local_ranks):
         # the launcher's record of the one worker that failed, or the GPU it ran on: the process these lines came from
-        where = replace(where, local_ranks=(failed,), processes=(*where.processes, f"local rank {failed}"))
+        where = _the_worker(tl, events, where, failed)
     sharers = shared_gpu(events)
     if sharers and not where.hosts:  # the processes it lists are NCCL's ``host:pid`` processes of one host
         places = {tl.pid_place(pid)[0] for pid in sharers} - {None}
@@ -360,6 +357,16 @@ def _the_one_worker_failed_after(tl: Timeline, events: list[Event]) -> int | Non
         return next(iter(locals_ if len(locals_) == 1 else first))
     gpus = {int(e.data["gpu"]) for e in events if e.data.get("gpu") is not None}
     return next(iter(gpus)) if len(gpus) == 1 and 0 not in gpus and not locals_ else None
+
+
+def _the_worker(tl: Timeline, events: list[Event], where: Attribution, local: int) -> Attribution:
+    """``where`` with the worker of local rank ``local`` the launcher reported failed after ``events``: its global
+    rank where torchrun's table gives it beside the local one, else the local rank."""
+    ranks = {e.origin.rank for e in _reports_after(tl, events) if e.data.get("local_rank") == local
+             and e.data.get("source") == "summary" and e.origin.rank is not None}
+    if len(ranks) == 1:
+        return replace(where, ranks=tuple(r for r in ranks if r is not None), local_ranks=(), processes=())
+    return replace(where, local_ranks=(local,), processes=(*where.processes, f"local rank {local}"))
 
 
 def _the_one_rank_mpirun_names(tl: Timeline, events: list[Event]) -> int | None:
