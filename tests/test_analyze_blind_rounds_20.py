@@ -151,3 +151,70 @@ def test_horovods_stall_warning_with_its_list_names_the_missing_rank(tmp_path: P
     listed = _STALL + "\nMissing ranks:\n3: [DistributedGradientTape_Allreduce/cond_1/HorovodAllreduce_grads_0]\n"
     top = diagnose(tmp_path, listed).hypotheses[0]
     assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (3,)
+
+
+# --- the fifty-seventh round (r60*): more of HCCL's guide and MindSpore's -------------------------------------
+
+def _entry(pid: int, rank: int, when: str) -> str:
+    return (f"    [INFO] HCCL({pid},all_reduce_test):2025-11-20-{when} [op_base.cc:1293] [{pid}]Entry-HcclCommInitRootInfoInner"
+            f":ranks[4], rank[{rank}], rootinfo: host ip[127.10.0.1] port[60000] nicDeploy[1] identifier[127.10.0.1%enp_"
+            f"60000_0_1763610996711234], deviceLogicId[{rank}]")
+
+
+def test_a_rank_entering_the_communicators_set_up_minutes_late_never_joined(tmp_path: Path) -> None:
+    lines = [_entry(3079955, 3, "11:59:56.716.583")] + [_entry(3079952 + r, r, "11:56:36.711.546") for r in range(3)]
+    event = one(lines[0], Kind.PROCESS_MAP)
+    assert event.origin.rank == 3 and event.data["entered"] is not None
+    top = diagnose(tmp_path, "\n".join(lines)).hypotheses[0]
+    assert top.category is Category.RANK_NEVER_JOINED and top.culprit_ranks == (3,) and "200 s after" in top.title
+
+
+def test_ranks_entering_within_a_minute_are_on_time(tmp_path: Path) -> None:
+    lines = [_entry(3079955, 3, "11:57:06.716.583")] + [_entry(3079952 + r, r, "11:56:36.711.546") for r in range(3)]
+    assert not diagnose(tmp_path, "\n".join(lines)).hypotheses
+
+
+def test_an_agent_that_cannot_reach_the_root_server(tmp_path: Path) -> None:
+    line = ("[ERROR] HCCL(7988,all_reduce_test):2025-03-19-04:16:13.978.995 [topoinfo_exchange_agent.cc:41] [7988]"
+            "[TopoInfoExchangeAgent][Setup]TopoExchangeAgent: connect server[127.10.0.1 : 60000] failed")
+    event = one(line, Kind.STORE_ERROR)
+    assert (event.data["store_host"], event.data["store_port"]) == ("127.10.0.1", 60000)
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "HCCL's root" in top.title and "MASTER_ADDR" not in top.title
+
+
+def test_a_rank_table_giving_two_ranks_one_device(tmp_path: Path) -> None:
+    line = ('EI0004: The ranktable is invalid,Reason:[The ranktable config devId is inconsistent with the local devId.]. '
+            'Please check the configured ranktable. [{"server_count":"1","server_list":[{"device":[{"device_id":"1",'
+            '"device_ip":"192.168.100.101","rank_id":"0"},{"device_id":"1","device_ip":"192.168.101.101","rank_id":"1"},'
+            '{"device_id":"2","device_ip":"192.168.102.101","rank_id":"2"}],"host_nic_ip":"reserve","server_id":"10.0.0.1"}]}]')
+    event = one(line, Kind.DUPLICATE_GPU)
+    assert (event.data["ranks"], event.data["device"]) == ([0, 1], 1)
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.DUPLICATE_GPU
+    # the same device id on two servers is no conflict
+    two = ('EI0004: The ranktable is invalid,Reason:[x]. [{"server_list":[{"device":[{"device_id":"0","device_ip":"a",'
+           '"rank_id":"0"}],"server_id":"s1"},{"device":[{"device_id":"0","device_ip":"b","rank_id":"1"}],"server_id":"s2"}]}]')
+    assert not [e for e in events_of(two) if e.kind is Kind.DUPLICATE_GPU]
+
+
+def test_an_sdma_copy_failure_is_the_devices_of_that_rank(tmp_path: Path) -> None:
+    lines = ("[ERROR] RUNTIME(57096,python3.10):2025-05-12-20:55:44.705.025 [task_info.cc:1170]57288 PrintSdmaErrorInfoFor"
+             "FftsPlusTask:fftsplus task execute failed, dev_id=0, stream_id=50, task_id=21, context_id=18, thread_id=0, "
+             "err_type=4[fftsplus sdma error]\n" + _task(57096, 0, "AllGather"))
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and top.culprit_ranks == (0,) and "SDMA" in top.title
+
+
+def test_mindsporess_heartbeat_and_consistency_forms(tmp_path: Path) -> None:
+    beat = "        serverId[10.0.0.7], deviceId[0], Heartbeat Lost Occurred, Possible Reason: 1. Process has exited"
+    event = one(beat, Kind.HCCL_HEARTBEAT)
+    assert (event.data["rank"], event.data["host"], event.data["lost"]) == (0, "10.0.0.7", True)
+    check = ("EI0005: The arguments for collective communication are inconsistent between ranks: tag [HcomAllReduce_66294"
+             "21139219749105_0], parameter [count], local [9556480], remote [9555712]")
+    assert one(check, Kind.COLLECTIVE_MISMATCH).data["remote"] == "9555712"
+
+
+def test_hccls_address_checks_are_read_in_their_words(tmp_path: Path) -> None:
+    line = ("[ERROR] HCCL(144905,python):2025-04-20-00:26:54.435.048 [config.cc:413] [145735][InitGroupStage]"
+            "[RanktableCheck]rank[0] device ip family[2] is not same as others[10].")
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.INTERFACE_MISMATCH

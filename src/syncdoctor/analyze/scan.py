@@ -242,6 +242,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"between ranks",  # Ascend HCCL (EI0005): The arguments for collective communication are inconsistent between ranks:…
     b"ParameterConflict",  # HCCL's plog: [InitChannelStage][ParameterConflict]CMD information tag check fail. local[…]
     b"remainder of ranks",  # Horovod's stall warning: … by subset of ranks and are waiting for remainder of ranks for …
+    b"Heartbeat Lost",  # HCCL's heartbeat in MindSpore's console: serverId[10.0.0.1], deviceId[0], Heartbeat Lost Occurred
+    b"ranktable is invalid",  # Ascend (EI0004): The ranktable is invalid,Reason:[…]. … [{"server_count":"1",…}] (the table)
+    b"HcclCommInitRootInfo",  # HCCL INFO, once per rank and communicator: Entry-HcclCommInitRootInfoInner:ranks[4], rank[3], …
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

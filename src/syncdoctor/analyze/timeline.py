@@ -51,6 +51,7 @@ COMM_ERROR_WORDS = (
     "Horovod has been shut down", "failed to pass monitoredBarrier", "received errors while waiting",
     "ProcessGroupNCCL", "gloo", "Gloo", "store based barrier", "Unable to find address", "collective mismatch",
     "Detected mismatch between collectives", "OPS function error: Hccl",
+    "collective communication initialization failed",  # MindSpore: the HCCL communicator could not be set up
 )
 # an MPI library aborting in a communication call (Cray MPICH: ``Fatal error in PMPI_Recv: Other MPI error``): its
 # peer is gone, not its own fault (``PMPI_Init`` and the like are its own)

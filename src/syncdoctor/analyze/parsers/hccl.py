@@ -18,12 +18,25 @@ The formats are those HCCL's fault-diagnosis guide documents (hicann/hccl, docs/
   status[12]`` and the console's ``Execution Error ROCE CQE(EI0013): … Peer information: server 127.0.0.2, …``;
 * device memory (EI0011): ``Resource_Error_Insufficient_Device_Memory(EI0011): Failed to allocate … of NPU memory``;
 * the root's topology exchange at init: ``TopoDetect ERROR occur !!! fault_type[1], fault_info["Failed to connect
-  agent[1,3,5,7,]"]``: those ranks never connected.
+  agent[1,3,5,7,]"]``: those ranks never connected; an agent that could not reach the root's server:
+  ``TopoExchangeAgent: connect server[127.10.0.1 : 60000] failed``;
+* each rank entering the communicator's set-up, at INFO: ``Entry-HcclCommInitRootInfoInner:ranks[4], rank[3], rootinfo:
+  host ip[127.10.0.1] port[60000] …`` (when it came: a rank far behind the others never joins in time);
+* the device's DMA engine failing a copy (EI0012): ``Execution_Error_SDMA(EI0012): SDMA memory copy task exception
+  occurred``, the runtime's ``… fftsplus task execute failed, dev_id=0, …, err_type=4[fftsplus sdma error]`` (a buffer
+  not allocated, too small or freed: the program's, not a peer's);
+* a rank table that gives two ranks of one server the same device: ``EI0004: The ranktable is invalid,Reason:[…]. …
+  [{"server_count":"1","server_list":[{"device":[{"device_id":"1","device_ip":"…","rank_id":"0"},{"device_id":"1",
+  …,"rank_id":"1"}, …]`` (the table quoted after the error);
+* MindSpore's older forms: the heartbeat's ``serverId[10.0.0.1], deviceId[0], Heartbeat Lost Occurred``, the
+  consistency check's ``inconsistent between ranks: tag [HcomAllReduce_…], parameter [count], local [9556480], remote
+  [9555712]``.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event, normalize_op
@@ -32,12 +45,14 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Cluster Exception Location", "Task run failed", "cqe error status", "failed CQE status", "Error ROCE CQE",
             "Error_Insufficient_Device_Memory", "inconsistent between ranks", "ParameterConflict",
-            "Failed to connect agent[")
+            "Failed to connect agent[", "Heartbeat Lost Occurred", "Error_SDMA", "] failed",
+            "Entry-HcclCommInitRootInfoInner", "sdma error]", "ranktable is invalid")
 
 _PLOG = re.compile(r"\[(?:ERROR|WARNING|EVENT|INFO)\] ?(?:HCCL|HCCP|ROCE|RUNTIME|GE)\((?P<pid>\d{1,10}),[^)]{0,80}\):")
 _CONSOLE_PID = re.compile(r"\[PID: (?P<pid>\d{1,10})\]")
 _HEARTBEAT = re.compile(r"Cluster Exception Location\[IP/ID\]:\[(?P<ip>[^/\]\s]{1,64})/(?P<id>\d{1,7})\]"
-                        r"[^\n]{0,200}?ExceptionType:\[(?P<type>[^\]]{1,60})\]")
+                        r"[^\n]{0,200}?ExceptionType:\[(?P<type>[^\]]{1,60})\]"
+                        r"|serverId\[(?P<ip2>[^\]\s]{1,64})\], deviceId\[(?P<id2>\d{1,7})\], (?P<type2>Heartbeat Lost Occurred)")
 _TASK = re.compile(r"Task run failed, base information is [^\n]{0,200}?tag\[(?P<op>[A-Za-z]{2,40})_(?P<group>[^\]]{1,200})\]")
 _GROUP_RANK = re.compile(r"groupRank information is group:\[(?P<group>[^\]]{0,200})\][^\n]{0,200}?rankSize\[(?P<size>\d{1,7})\], "
                          r"rankId\[(?P<rank>\d{1,7})\]")
@@ -46,7 +61,15 @@ _CQE = re.compile(r"cqe error status\[(?P<status>\d{1,3})\][^\n]{0,300}?remoteIP
 _EI0013 = re.compile(r"ROCE CQE\(EI0013\)[^\n]{0,300}?Peer information: server (?P<peer>[^,\s]{1,64})")
 _MEMORY = re.compile(r"\(EI0011\): Failed to allocate (?P<size>\[[^\n]{0,80}?\]|\S{1,40}) bytes of NPU memory")
 _INCONSISTENT = re.compile(r"inconsistent between ranks: ?parameter (?P<what>[\w ]{1,40}), local end (?P<local>\S{1,60}), "
-                           r"remote end (?P<remote>\S{1,60})")
+                           r"remote end (?P<remote>\S{1,60})"
+                           r"|inconsistent between ranks: ?(?:tag \[[^\]]{0,200}\], )?parameter \[(?P<what2>[\w ]{1,40})\], "
+                           r"local \[(?P<local2>[^\]]{1,60})\], remote \[(?P<remote2>[^\]]{1,60})\]")
+_AGENT = re.compile(r"connect server\[(?P<host>[^\]\s]{1,64}) ?: ?(?P<port>\d{1,5})\] failed")
+_ENTRY = re.compile(r"Entry-HcclCommInitRootInfoInner:ranks\[(?P<size>\d{1,7})\], rank\[(?P<rank>\d{1,7})\][^\n]{0,200}?"
+                    r"identifier\[(?P<comm>[^\]]{1,200})\]")
+_SDMA = re.compile(r"Error_SDMA\(EI0012\): (?P<msg>[^.\n]{1,160})|err_type=\d{1,3}\[(?P<runtime>fftsplus sdma error)\]")
+_TABLE_DEVICE = re.compile(r'\{"device_id":\s?"(?P<dev>\d{1,4})",[^{}]{0,200}?"rank_id":\s?"(?P<rank>\d{1,7})"\}')
+_PLOG_TIME = re.compile(r"\):(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)-(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.(?P<ms>\d{3})")
 _CONFLICT = re.compile(r"\[ParameterConflict\]CMD information (?P<what>\w{1,20}) check fail\. local\[(?P<local>[^\]]{0,200})\], "
                        r"remote\[(?P<remote>[^\]]{0,200})\]")
 _AGENTS = re.compile(r"Failed to connect agent\[(?P<ranks>[\d, ]{1,4000})\]")
@@ -57,15 +80,57 @@ def _writer(body: str) -> Origin | None:
     return Origin(pid=int(match["pid"])) if match else None
 
 
+def _plog_time(body: str) -> float | None:
+    """Seconds since the epoch of a plog line's ``):2025-11-20-11:59:56.716.583`` (the host's clock, read as UTC)."""
+    match = _PLOG_TIME.search(body)
+    if match is None:
+        return None
+    try:
+        stamp = datetime(int(match["y"]), int(match["mo"]), int(match["d"]), int(match["h"]), int(match["mi"]),
+                         int(match["s"]), int(match["ms"]) * 1000, tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return stamp.timestamp()
+
+
+def _device_twice(body: str) -> tuple[list[int], int] | None:
+    """The ranks a quoted rank table gives one device of one server, and that device (each server's list apart)."""
+    for server in body.split('"device":[')[1:]:
+        held: dict[int, list[int]] = {}
+        for match in _TABLE_DEVICE.finditer(server.split("]", 1)[0]):
+            held.setdefault(int(match["dev"]), []).append(int(match["rank"]))
+        twice = next(((ranks, dev) for dev, ranks in held.items() if len(ranks) > 1), None)
+        if twice is not None:
+            return sorted(twice[0]), twice[1]
+    return None
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     origin = _writer(body)
     match = _HEARTBEAT.search(body)
     if match:
-        kind = match["type"].strip()
+        kind = (match["type"] or match["type2"]).strip()
         return [make_event(Kind.HCCL_HEARTBEAT, line, origin=origin, data={
-            "rank": int(match["id"]), "host": match["ip"], "exception": kind,
+            "rank": int(match["id"] or match["id2"]), "host": match["ip"] or match["ip2"], "exception": kind,
             "lost": "Lost" in kind, "stuck": "Stuck" in kind})]
+    match = _ENTRY.search(body)
+    if match and origin is not None:
+        when = _plog_time(body)
+        return [make_event(Kind.PROCESS_MAP, line, origin=Origin(pid=origin.pid, rank=int(match["rank"])), data={
+            "source": "hccl-init", "group": match["comm"],
+            "rank_size": int(match["size"]), "entered": when})]
+    match = _AGENT.search(body) if "connect server[" in body else None
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, origin=origin, data={
+            "what": "connect", "store_host": match["host"], "store_port": int(match["port"]), "source": "hccl",
+            "error": "HCCL's agent could not reach the root's topology server"})]
+    match = _SDMA.search(body)
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, origin=origin, data={
+            "message": f"an SDMA memory copy on the NPU failed ({'EI0012: ' + match['msg'].strip() if match['msg'] else match['runtime']})",
+            "hardware": False,
+            "source": "hccl"})]
     match = _TASK.search(body)
     if match and "[Timeout]" in body:
         return [make_event(Kind.WATCHDOG_TIMEOUT, line, origin=origin, group=match["group"], op=normalize_op(match["op"]),
@@ -88,8 +153,15 @@ def parse(line: Line) -> list[Event]:
             "tried": match["size"].strip("[]")[:60], "gpu": None, "source": "hccl"})]
     match = _INCONSISTENT.search(body) or _CONFLICT.search(body)
     if match:
+        found = {key: value for key, value in match.groupdict().items() if value}
         return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
-            "source": "hccl-check", "what": match["what"].strip(), "local": match["local"], "remote": match["remote"]})]
+            "source": "hccl-check", "what": (found.get("what") or found.get("what2") or "").strip(),
+            "local": found.get("local") or found.get("local2"), "remote": found.get("remote") or found.get("remote2")})]
+    if "ranktable is invalid" in body:
+        twice = _device_twice(body)
+        if twice is not None:
+            return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={
+                "ranks": twice[0], "device": twice[1], "source": "hccl-ranktable"})]
     match = _AGENTS.search(body)
     if match:
         ranks = sorted({int(r) for r in re.findall(r"\d+", match["ranks"])})[:4096]

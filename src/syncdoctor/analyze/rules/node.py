@@ -29,8 +29,8 @@ from syncdoctor.analyze.rules.common import (
 )
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
-__all__ = ["dataloader_cause", "dataloader_worker_lost", "gpu_error", "gpu_out_of_memory", "ib_completion_error",
-           "ib_port_down", "worker_killed"]
+__all__ = ["dataloader_cause", "dataloader_worker_lost", "gpu_error", "gpu_out_of_memory", "hccl_heartbeat",
+           "hccl_late_entry", "ib_completion_error", "ib_port_down", "worker_killed"]
 
 _RETRY = (12, 13)  # retry counters exceeded: A011/A012 (nccl_errors.py)
 _SYMPTOMS = (Kind.PEER_CLOSED, Kind.NCCL_ERROR, *TIMEOUT_KINDS)
@@ -811,3 +811,38 @@ def hccl_heartbeat(tl: Timeline) -> list[Hypothesis]:
         out.append(hypothesis(tl, category, 0.85, f"{who} {verb}", culprits=ranks, affected=affected, what=what,
                               fix=fix, hosts=hosts or None, evidence=evidence_of(events, "HCCL's heartbeat", 4)))
     return out
+
+
+_LATE_ENTRY_S = 60.0  # HCCL_CONNECT_TIMEOUT is 120 s by default; a minute apart is already far
+
+
+def hccl_late_entry(tl: Timeline) -> list[Hypothesis]:
+    """Ranks entering HCCL's communicator set-up (``Entry-HcclCommInitRootInfoInner:ranks[4], rank[3], …`` at INFO)
+    minutes after the others: the others wait for them HCCL_CONNECT_TIMEOUT (120 s by default) and give up; the late
+    ones were held up before (loading, a slow node, a launcher that started them late)."""
+    entries = [e for e in tl.of(Kind.PROCESS_MAP) if e.data.get("source") == "hccl-init"
+               and e.data.get("entered") is not None and e.origin.rank is not None]
+    if len({e.origin.rank for e in entries}) < 2:
+        return []
+    first: dict[int, float] = {}
+    for event in entries:
+        rank = int(event.origin.rank)  # type: ignore[arg-type]
+        first[rank] = min(first.get(rank, float("inf")), float(event.data["entered"]))
+    start = min(first.values())
+    late = sorted(r for r, t in first.items() if t - start > _LATE_ENTRY_S)
+    if not late or len(late) == len(first):
+        return []
+    behind = max(first[r] for r in late) - start
+    who = f"rank{'s' if len(late) > 1 else ''} {fmt_ranks(late)}"
+    title = (f"{who} entered HCCL's communicator set-up {behind:.0f} s after the others: they wait for "
+             f"{'them' if len(late) > 1 else 'it'} HCCL_CONNECT_TIMEOUT (120 s by default), then give up")
+    what = ("Every rank of a communicator must reach its set-up within HCCL_CONNECT_TIMEOUT of the others. "
+            f"{who[:1].upper()}{who[1:]} came too late: what ran before it on that rank (loading data or a model, a "
+            "compile, a slow or busy node, a launcher that started it late) held it up.")
+    fix = ("Find what delays that rank before the communicator is created (its own log up to that point), or raise "
+           "HCCL_CONNECT_TIMEOUT on every rank to cover it.")
+    late_lines = [e for e in entries if e.origin.rank in late]
+    return [hypothesis(tl, Category.RANK_NEVER_JOINED, 0.7, title, culprits=late,
+                       affected=sorted(r for r in first if r not in late), what=what, fix=fix,
+                       evidence=evidence_of(late_lines, "entered late", 3)
+                       + evidence_of([e for e in entries if e.origin.rank not in late], "entered on time", 2))]

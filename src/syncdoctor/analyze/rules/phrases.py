@@ -105,6 +105,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"transport retry counter exceeded|retry count exceeded|RETRY_EXC(?:_ERR)?\b", _I)),
     (Category.IB_PORT_DOWN, "an IB port or device that failed",
      re.compile(r"IBV_EVENT_PORT_ERR|IBV_EVENT_DEVICE_FATAL|local catastrophic|\bport error\b", _I)),
+    # Ascend HCCL's own checks of the ranks' addresses: ``rank[0] device ip family[2] is not same as others[10].``
+    # (IPv4 on one, IPv6 on the rest), ``… Do not configure ranks belonging to different physical superpod ID info a
+    # single logical superpod ID`` (a virtual NIC that cannot reach the other superpod)
+    (Category.INTERFACE_MISMATCH, "ranks whose addresses are of different kinds or networks",
+     re.compile(r"\bip family\[\d+\] is not same as others|different physical superpod ID", _I)),
     (Category.INTERFACE_MISSING, "a network interface that does not exist",
      re.compile(r"no (?:socket )?interface found|unable to find (?:address|interface)"
                 r"|(?:interface|ifname)\b[^\n]{0,60}\b(?:not found|no such|does not exist)", _I)),

@@ -213,6 +213,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         errors = sorted({str(e.data.get("error") or (e.data.get("message") if e.kind is Kind.EXCEPTION else None)
                              or "timed out") for e in events})
         what_store = (" the other trainers" if store and all(e.data.get("source") == "paddle-launch" for e in store)
+                      else " HCCL's root (the topology server of the communicator's first rank)"
+                      if store and all(e.data.get("source") == "hccl" for e in store)
                       else " the store (MASTER_ADDR:MASTER_PORT)" if store else " a peer")
         title = (f"{where.text or 'a process'} could not connect to{what_store}"
                  + (f" {', '.join(targets[:3])}" if targets else "") + f" ({'; '.join(errors)[:80]})")
