@@ -42,22 +42,25 @@ def test_the_cases_whose_lines_show_the_cause(rows) -> None:
     shown = totals([r for r in rows if r.in_log])
     assert shown.cases >= 40
     wrong = [f"{r.case}: expected {r.expected}, got {r.got} ({r.title})" for r in rows if r.in_log and not r.category_ok]
-    assert shown.category / shown.cases >= 0.95, wrong  # 1125 of 1183 measured (docs/analyze.md)
+    # 1168 of 1229 measured (95.0%, docs/analyze.md); the floor a point below it, as for every case below (95.1%
+    # before the fifty-sixth and fifty-seventh rounds, whose Ascend and configuration cases added three misses)
+    assert shown.category / shown.cases >= 0.94, wrong
     culprits = [r.case for r in rows if r.in_log and r.culprit_ok is False]
-    # 312 of 349 measured (89.4%): the issue's 90% was reached until the thirty-ninth round (250 of 277), whose
+    # 326 of 365 measured (89.3%): the issue's 90% was reached until the thirty-ninth round (250 of 277), whose
     # cases name culprits from their threads' reading of a model check or of which process was the driver
     assert shown.culprit / shown.culprit_cases >= 0.88, culprits
 
 
 def test_every_case(rows) -> None:
     # including pastes cut before the error or whose cause only the discussion knows: a regression guard at
-    # the measured level (docs/analyze.md: 1267 of 1635, 77.5%, culprits 330 of 420, 78.6%, after fifty-five blind
-    # harvests, the last five's 161 cases with 54 whose cause only the thread knows; 1156 of 1474 after fifty; 1071 of 1344, 79.7%, after forty-five,
+    # the measured level (docs/analyze.md: 1314 of 1706, 77.0%, culprits 345 of 444, 77.7%, after fifty-seven blind
+    # harvests, the last two's 71 cases with 25 whose cause only the thread knows; 1267 of 1635, 77.5%, after
+    # fifty-five; 1156 of 1474 after fifty; 1071 of 1344, 79.7%, after forty-five,
     # the last ones' pastes mostly partial, many with a cause only their thread knows: 15 of the thirtieth's 22,
     # which took the level from 82.5% to 81.0% with the code unchanged on the others), not a target; the
     # culprits only a thread names (a rank in an extra collective the paste shows as a lone timeout) keep the
     # second below the 90% the cases whose lines show them reach. The floors sit a point below the measured
     # level (one case reading otherwise must not turn CI red; a change that loses several does)
     every = totals(rows)
-    assert every.category / every.cases >= 0.77
+    assert every.category / every.cases >= 0.76
     assert every.culprit / every.culprit_cases >= 0.77  # the culprits named by their threads only
