@@ -23,7 +23,7 @@ from syncdoctor.analyze.rules.common import (
     writer_hosts,
 )
 from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
-from syncdoctor.analyze.rules.phrases import Reading, read_as
+from syncdoctor.analyze.rules.phrases import DEVICE_ASSERT, Reading, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
 __all__ = ["ddp_unused_parameters", "rank_crashed"]
@@ -118,9 +118,9 @@ def _its_unprefixed_exception(tl: Timeline, report: Event) -> Event | None:
     launcher's record of that worker's failure, when that record is the only failure with an exit code of its own
     in that file (the others stopped by the launcher's SIGTERM, or none): the exception is that worker's."""
     source = report.ref.source
-    failed = {(e.data.get("local_rank"), e.data.get("pid") or e.data.get("worker_pid")) for e in tl.of(Kind.WORKER_FAILED)
+    failed = {e.data.get("local_rank") for e in tl.of(Kind.WORKER_FAILED)
               if e.ref.source == source and e.data.get("signal") not in ("SIGTERM", "SIGKILL")}
-    if len({local for local, _ in failed}) != 1:
+    if len(failed) != 1:
         return None
     above = [e for e in tl.unattributed if e.ref.source == source and e.ref.line < report.ref.line]
     if any(e.kind is Kind.CUDA_OOM for e in above):
@@ -357,7 +357,6 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
     return hypotheses
 
 
-DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"
 DEVICE_ASSERT_FIX = ("Find the value out of range on that rank's data: the kernel's assertion says which check "
                      "failed (an index, a class label not below the number of classes, a token id not below the "
                      "vocabulary size). Rerun with CUDA_LAUNCH_BLOCKING=1 to raise it at the kernel that asserted; "
@@ -367,10 +366,12 @@ DEVICE_ASSERT_FIX = ("Find the value out of range on that rank's data: the kerne
 def _kernel_assertions(tl: Timeline, own: list[Event]) -> list[Event]:
     """The CUDA kernel's own ``Assertion `…` failed`` lines (parsers.gpu) of the rank or of no rank, in the files of
     its error and above it: which check the device-side assert was."""
-    ranks = {e.origin.rank for e in own}
-    first = {e.ref.source: e.ref.line for e in sorted(own, key=lambda e: -e.ref.line)}
-    return [e for e in tl.of(Kind.EXCEPTION) if e.data.get("source") == "cuda-kernel"
-            and e.origin.rank in ranks | {None} and e.ref.line <= first.get(e.ref.source, -1)]
+    ranks = {e.origin.rank for e in own} | {None}
+    first: dict[str, int] = {}
+    for event in own:
+        first[event.ref.source] = min(first.get(event.ref.source, event.ref.line), event.ref.line)
+    return [e for e in tl.of(Kind.EXCEPTION) if e.data.get("source") == "cuda-kernel" and e.origin.rank in ranks
+            and e.ref.source in first and e.ref.line <= first[e.ref.source]]
 
 
 def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], list[Event]]:

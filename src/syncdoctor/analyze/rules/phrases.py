@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from syncdoctor.analyze.model import Category
 
-__all__ = ["Reading", "read_as", "strongest"]
+__all__ = ["DEVICE_ASSERT", "Reading", "read_as", "strongest"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class Reading:
 
 
 _I = re.IGNORECASE
+DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
 # (category, what the words say, the words); causes first, in the order they are tried on a line
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PORT_IN_USE, "a port already in use",
@@ -83,7 +84,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # no GPU at all in that process: CUDA_VISIBLE_DEVICES empty, a container started without its GPUs
     (Category.RANK_CRASHED, "no GPU visible to that process (CUDA_VISIBLE_DEVICES empty, or a container started "
      "without its GPUs)", re.compile(r"No CUDA GPUs are available|no CUDA-capable device is detected", _I)),
-    (Category.RANK_CRASHED, "a device-side assertion of the program's own (a value out of range)",
+    (Category.RANK_CRASHED, DEVICE_ASSERT,
      re.compile(r"device-side assert|\bAssertion `[^`\n]{1,300}` failed", _I)),
     (Category.COLLECTIVE_DESYNC, "ranks that disagree on a collective",
      re.compile(r"mismatch between collectives|collective (?:operation )?mismatch|mismatched collective"
