@@ -218,3 +218,79 @@ def test_hccls_address_checks_are_read_in_their_words(tmp_path: Path) -> None:
     line = ("[ERROR] HCCL(144905,python):2025-04-20-00:26:54.435.048 [config.cc:413] [145735][InitGroupStage]"
             "[RanktableCheck]rank[0] device ip family[2] is not same as others[10].")
     assert diagnose(tmp_path, line).hypotheses[0].category is Category.INTERFACE_MISMATCH
+
+
+# --- the fifty-eighth round (r61*) ---------------------------------------------------------------------------
+
+def test_a_glog_files_header_names_its_machine(tmp_path: Path) -> None:
+    # real: PaddlePaddle/Paddle#12510 (paddle_pserver2's glog file)
+    text = ("Log file created at: 2018/08/02 16:09:21\nRunning on machine: yq01-ecom-nova0843.yq01.baidu.com\n"
+            "Log line format: [IWEF]mmdd hh:mm:ss.uuuuuu threadid file:line] msg\n"
+            "F0802 16:09:21.460726  3821 LightNetwork.cpp:186] Check failed: bind(socket_, (struct sockaddr *)&serv_addr, "
+            "sizeof(serv_addr)) >= 0 ERROR on binding 10.182.19.12: Address already in use [98]\n")
+    top = diagnose(tmp_path, text).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and top.culprit_hosts == ("yq01-ecom-nova0843.yq01.baidu.com",)
+    # the words alone, without glog's header, name no machine
+    (tmp_path / "b").mkdir()
+    assert diagnose(tmp_path / "b", text.split("\n", 2)[2]).hypotheses[0].culprit_hosts == ()
+
+
+def test_rays_autoscaler_taking_nodes_away_from_outside(tmp_path: Path) -> None:
+    # real: NovaSky-AI/SkyRL#1688 (KubeRay pods terminated mid-run)
+    lines = "\n".join(f"(autoscaler +44m27s) Instance k-{n} (node IP: 10.1.140.{n}) will be terminated soon (reason: "
+                      "kubernetes-pod-termination)." for n in (1, 2))
+    event = one(lines.splitlines()[0], Kind.WORKER_FAILED)
+    assert (event.origin.host, event.data["reason"], event.data["ip"]) == ("k-1", "kubernetes-pod-termination", "10.1.140.1")
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("k-1", "k-2")
+    assert "were taken down from outside (reason: kubernetes-pod-termination)" in top.title
+    assert "kubectl get events" in top.fix
+
+
+def test_an_idle_node_scaled_down_is_no_failure() -> None:
+    line = "(autoscaler +2m) Instance k-3 (node IP: 10.1.1.3) will be terminated soon (reason: idle)."
+    assert not [e for e in events_of(line) if e.kind is Kind.WORKER_FAILED]
+
+
+def test_no_interface_on_the_subnet_of_a_peers_link_local_address(tmp_path: Path) -> None:
+    # real: AWS Neuron's runtime troubleshooting guide (an NCCL-derived bootstrap); NCCL's socket code says the same
+    lines = ("No interface found in the same subnet as remote address fe80::1461:22ff:fe33:b471<45015>\n"
+             "No usable listening interface found\n")
+    assert one(lines.splitlines()[0], Kind.NCCL_WARN)
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH and "fe80::1461:22ff:fe33:b471" in top.title
+    # a routable address on another subnet is no link-local advertisement
+    (tmp_path / "b").mkdir()
+    other = "No interface found in the same subnet as remote address 10.8.0.7<45015>\n"
+    assert not [h for h in diagnose(tmp_path / "b", other).hypotheses if "link-local" in h.title]
+
+
+def test_a_neuron_device_the_driver_gives_up_on(tmp_path: Path) -> None:
+    line = ("NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR instance-id=i-0592464924bd45322 hostname=ip-172-31-61-252 nd-id=0 "
+            "nc-id=0 serial-num=19fcda00f5ff6eb9 action=TERMINATE_INSTANCE")
+    event = one(line, Kind.GPU_ERROR)
+    assert event.origin.host == "ip-172-31-61-252" and event.data["hardware"]
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and top.culprit_hosts == ("ip-172-31-61-252",)
+    assert "TERMINATE_INSTANCE" in top.title
+
+
+def test_mindspores_group_root_that_never_published_its_id(tmp_path: Path) -> None:
+    line = ("RuntimeError: Communicator of group xxx inited: failed. Result: Init communicator for group xxx exception "
+            "info: Failed to fetch the unique id of the collective lib from the meta server node. Maybe the root rank "
+            "process of this group has exited or has not executed to QueryUniqueID step.")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT
+
+
+def test_rccl_naming_the_kernels_iommu_setting(tmp_path: Path) -> None:
+    # real: ROCm's GPU cluster networking guide (troubleshooting; its helper labelled it A028, three earlier labels of
+    # RCCL's iommu warning A017: read as peer access, with the kernel setting as its fix)
+    lines = 'NCCL WARN hipIpcGetMemHandle failed : invalid argument\n\nNCCL WARN Missing "iommu=pt"\n'
+    found = diagnose(tmp_path, lines).hypotheses
+    assert found[0].category is Category.PEER_ACCESS and "iommu=pt" in found[0].title and "GRUB" in found[0].fix
+    assert [h.category for h in found].count(Category.PEER_ACCESS) == 1  # the IPC failure is its evidence
+    # without RCCL's word on the kernel, the failed IPC is read as before
+    (tmp_path / "b").mkdir()
+    alone = diagnose(tmp_path / "b", "NCCL WARN hipIpcGetMemHandle failed : invalid argument\n").hypotheses
+    assert not any("iommu" in h.title for h in alone)

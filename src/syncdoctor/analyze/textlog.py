@@ -57,6 +57,17 @@ _RUN_TOGETHER = re.compile(
 _WRITER = re.compile(rb"[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10}$")
 _RANK = re.compile(rb"\[rank\d{1,6}\]:")
 _RUN_MIN = 100  # bytes: a shorter line is one line
+# glog's file header (PaddlePaddle, TensorFlow, Caffe, gRPC's C++ logs): ``Log file created at: 2018/08/02 16:09:21``,
+# ``Running on machine: yq01-ecom-nova0843.yq01.baidu.com``, ``Log line format: [IWEF]mmdd hh:mm:ss.uuuuuu …``
+_GLOG_MACHINE = re.compile(rb"(?:^|\n)Running on machine: (?P<host>[A-Za-z0-9][\w.-]{0,252})\r?\n")
+
+
+def _glog_machine(head: bytes) -> str | None:
+    """The machine a glog file's header names, in the first lines of the input (its header comes first)."""
+    if b"Log file created at: " not in head[:200]:
+        return None
+    match = _GLOG_MACHINE.search(head[:600])
+    return match["host"].decode("ascii", "replace") if match else None
 
 
 def _runs_together(raw: bytes) -> bool:
@@ -309,6 +320,9 @@ def read_text(
             block = ANSI_BYTES.sub(b"", block)
         if margin is None:
             margin = paste_margin(block)
+            host = _glog_machine(block) if file_origin.host is None else None
+            if host is not None:  # a glog file's header names its machine: every line of the file is from there
+                file_origin = state.file_origin = replace(file_origin, host=host)
         block = without_margin(block, margin)
         if spaced is None:
             spaced = double_spaced(block)

@@ -52,6 +52,7 @@ COMM_ERROR_WORDS = (
     "ProcessGroupNCCL", "gloo", "Gloo", "store based barrier", "Unable to find address", "collective mismatch",
     "Detected mismatch between collectives", "OPS function error: Hccl",
     "collective communication initialization failed",  # MindSpore: the HCCL communicator could not be set up
+    "fetch the unique id of the collective lib",  # MindSpore: the group's root never published the communicator's id
 )
 # an MPI library aborting in a communication call (Cray MPICH: ``Fatal error in PMPI_Recv: Other MPI error``): its
 # peer is gone, not its own fault (``PMPI_Init`` and the like are its own)

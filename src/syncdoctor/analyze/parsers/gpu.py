@@ -38,7 +38,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported",
-            " failed: ", "Timedout job", "GPU HANG", "Assertion `")
+            " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
@@ -112,6 +112,26 @@ def _rocm(line: Line) -> list[Event] | None:
     return None
 
 
+# AWS Neuron's driver (Trainium, Inferentia) reporting an accelerator it cannot recover, with what to do:
+# ``NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR instance-id=i-0592… hostname=ip-172-31-61-252 nd-id=0 nc-id=0 … action=
+# TERMINATE_INSTANCE``
+_NEURON_HW = re.compile(r"NEURON_HW_ERR=(?P<err>\w{3,60}?_UNCORRECTABLE_ERROR)\b(?P<rest>[^\n]{0,400})")
+_NEURON_FIELD = re.compile(r"\b(?P<key>hostname|nd-id|action)=(?P<value>\S{1,253})")
+
+
+def _neuron(line: Line) -> list[Event] | None:
+    match = _NEURON_HW.search(line.body)
+    if match is None:
+        return None
+    fields = {m["key"]: m["value"] for m in _NEURON_FIELD.finditer(match["rest"])}
+    action = fields.get("action")
+    return [make_event(Kind.GPU_ERROR, line, origin=Origin(host=fields["hostname"]) if "hostname" in fields else None,
+                       data={"message": f"{match['err']} on a Neuron device" + (f" (nd-id {fields['nd-id']})"
+                                                                                if "nd-id" in fields else "")
+                             + (f": the driver says {action}" if action else ""),
+                             "hardware": True, "source": "neuron"})]
+
+
 def _kernel_assert(line: Line) -> list[Event] | None:
     match = _KERNEL_ASSERT.search(line.body)
     if match is None:
@@ -138,6 +158,10 @@ def _program_error(line: Line, message: str) -> list[Event]:
 
 def parse(line: Line) -> list[Event]:
     body = line.body
+    if "NEURON_HW_ERR=" in body:
+        neuron = _neuron(line)
+        if neuron is not None:
+            return neuron
     if "Assertion `" in body:
         asserted = _kernel_assert(line)
         if asserted is not None:

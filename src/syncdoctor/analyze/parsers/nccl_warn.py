@@ -50,7 +50,7 @@ KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", 
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "Duplicate GPU detected", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
             "Unable to allocate shared memory", "Got completion", "completed with error", "Failed to CUDA calloc",
-            "Failed to CUDA malloc", "captured in a graph")
+            "Failed to CUDA malloc", "captured in a graph", "in the same subnet as remote")
 # NCCL refusing a CUDA graph capture its build or the driver cannot do (misc/strongstream.cc, 2.15+; ncclInvalidUsage)
 _GRAPH_CAPTURE = "NCCL cannot be captured in a graph"
 
@@ -196,6 +196,11 @@ _NCCL_CODE = re.compile(r"\b(?P<code>nccl(?:SystemError|RemoteError|InternalErro
 _NCCL_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)")
 _NO_FAMILY = re.compile(r"address\s+with family \d+ is neither AF_INET")
 # NCCL <= 2.3 (include/socket.h): no interface was found, so the address family stayed unset and socket() failed
+# NCCL's socket code (and the bootstraps derived from it: RCCL, AWS Neuron's) finding no local interface on the
+# subnet of the address a peer sent: ``Net : No interface found in the same subnet as remote address
+# fe80::1461:22ff:fe33:b471<45015>`` (a link-local address the peer advertised, reachable on its own link only)
+NO_SUBNET = re.compile(r"No interface found in the same subnet as remote address (?P<addr>[0-9A-Za-z.:%\[\]-]{2,64}?)"
+                       r"(?:<(?P<port>\d{1,5})>)?\s*$")
 _NO_FAMILY_OLD = re.compile(r"Socket creation failed ?: ?Address family not supported")
 
 
@@ -424,7 +429,8 @@ def parse(line: Line) -> list[Event]:
     if pair:
         return [make_event(Kind.DUPLICATE_GPU, line, data={
             "ranks": pair[0], "device": pair[1]})]
-    if ("Got completion" in body and _IB.search(body)) or _NO_FAMILY_OLD.search(body):  # copied without its prefix
+    if ("Got completion" in body and _IB.search(body)) or _NO_FAMILY_OLD.search(body) or \
+            ("same subnet as remote" in body and NO_SUBNET.search(body)):  # copied without its prefix
         return _warn(line, body, Origin(), "WARN")
     unreachable = _ofi_unreachable(line, body, None)  # the plugin's WARN repeated by 'Last error:'
     if unreachable:

@@ -38,7 +38,7 @@ KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permiss
             "lost communication with a remote daemon", "A worker died or was killed", "has failed",
             "was not reachable via ssh", "The actor is dead because", "Running ray stop on", "Memory on the node (IP: ",
             "killed due to memory pressure", "address the out of memory issue: ",
-            "OutOfMemoryError: Task was killed")
+            "OutOfMemoryError: Task was killed", "be terminated soon (reason: ")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
 _SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
@@ -102,6 +102,11 @@ def actor_fields(line: Line, event: Event, above: list[str]) -> list[Event]:
 # Ray's autoscaler taking a node down (``ray kill-random-node``, a scale-down, ``ray down``): ``NodeUpdater:
 # i-0baab8b79abe4649d: Running ray stop on 34.222.57.174...``, after ``kill_node: Shutdown worker i-0baab8b79abe4649d``
 _RAY_STOP = re.compile(r"NodeUpdater: (?P<node>\S+?): Running ray stop on (?P<ip>[\w.\-:]+?)\.{0,3}\s*$")
+# and its notice of a node taken away from outside (KubeRay's pod deleted or evicted, a spot instance preempted):
+# ``(autoscaler +44m27s) Instance k-1a5e56fa0001 (node IP: 10.1.140.199) will be terminated soon (reason:
+# kubernetes-pod-termination).`` (an idle node scaled down is no failure: only these reasons are read)
+_RAY_TERMINATED = re.compile(r"Instance (?P<node>[\w.\-]{1,253}) \(node IP: (?P<ip>[\w.:\-]{2,64})\) will be terminated soon "
+                             r"\(reason: (?P<reason>[^)]{0,80}?(?:terminat|preempt|evict|interrupt|spot)[^)]{0,80})\)")
 
 
 # Ray's memory monitor killing a worker for the node's memory (raylet, 2.x; the task then raises
@@ -144,6 +149,11 @@ def parse(line: Line) -> list[Event]:
             ("address the out of memory issue: " in body and _RAY_OOM_DOC.search(body)):
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True, "tail": True})]
+    match = _RAY_TERMINATED.search(body) if "be terminated soon" in body else None
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["node"]), data={
+            "source": "ray-autoscaler", "exitcode": -9, "signal": "SIGKILL", "deleted": True, "node": match["node"],
+            "ip": match["ip"], "reason": match["reason"].strip()})]
     match = _RAY_STOP.search(body)
     if match:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["ip"]), data={

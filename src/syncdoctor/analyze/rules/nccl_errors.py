@@ -10,6 +10,7 @@ within ``INIT_WINDOW_S`` seconds of ``Init COMPLETE`` on the same host's clock.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
@@ -72,6 +73,26 @@ def _peer_hosts(tl: Timeline, errors: list[Event]) -> Counter[str]:
         if peer and peer != error.origin.host:
             votes[peer] += 1
     return votes
+
+
+# RCCL (ROCm) naming the kernel setting its GPU-to-GPU IPC needs, beside ``hipIpcGetMemHandle failed : invalid
+# argument``: ``NCCL WARN Missing "iommu=pt"``
+_IOMMU = re.compile(r'Missing "?iommu=pt"?')
+
+
+def _iommu_not_passthrough(tl: Timeline, warned: list[Event], ipc: list[Event]) -> Hypothesis:
+    """RCCL saying the kernel runs without IOMMU passthrough: its IPC between the GPUs of a host fails (A017)."""
+    where = attribute(warned, tl)
+    title = ("the host's kernel runs without IOMMU passthrough (iommu=pt), which RCCL's peer access between GPUs "
+             f"needs{' (' + where.text + ')' if where.text else ''}")
+    what = ("With the IOMMU translating every device access, AMD GPUs cannot map each other's memory through HIP IPC; "
+            "RCCL checks the kernel's command line and says so (its IPC handle calls then fail with invalid argument, "
+            "or its peer-to-peer transfers hang).")
+    fix = ("Add iommu=pt (with amd_iommu=on where the firmware needs it) to the kernel command line of every node "
+           "(GRUB) and reboot; meanwhile NCCL_P2P_DISABLE=1 lets RCCL go through host memory.")
+    return hypothesis(tl, Category.PEER_ACCESS, 0.85, title, what=what, fix=fix, hosts=where.hosts,
+                      evidence=evidence_of(warned, "RCCL names the kernel setting", 2)
+                      + evidence_of(ipc, "the IPC that failed", 2))
 
 
 def ib_retry_exceeded(tl: Timeline) -> list[Hypothesis]:
@@ -174,13 +195,17 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
         # NCCL numbers them in the communicator that found it: the job's ranks where that is the default group
         out += _simple(tl, Kind.DUPLICATE_GPU, Category.DUPLICATE_GPU, title, named={r for p in pairs for r in p})
     peer = tl.of(Kind.PEER_ACCESS)
+    iommu = [e for e in tl.of(Kind.NCCL_WARN) if _IOMMU.search(str(e.data.get("message", "")))]
+    if iommu:
+        out.append(_iommu_not_passthrough(tl, iommu, peer))
+        peer = []
     custom = any(e.data.get("source") == "custom-allreduce" for e in peer)
     transport = peer and all(e.data.get("source") == "p2p-transport" for e in peer)
     title = ("NCCL's peer-to-peer transport between GPUs of one host failed to set up (" +
              str(peer[0].data.get("message") or "a CUDA call") + "): CUDA peer access or IPC between them"
              if transport else "CUDA peer access is not supported between the GPUs"
              + (" (the engine's custom all-reduce kernel needs it)" if custom else ""))
-    out += _simple(tl, Kind.PEER_ACCESS, Category.PEER_ACCESS, title,
+    out += [] if not peer else _simple(tl, Kind.PEER_ACCESS, Category.PEER_ACCESS, title,
                    fix=("Disable the custom all-reduce (vLLM and SGLang: --disable-custom-all-reduce): it needs CUDA "
                         "peer access between the GPUs, which these GPUs or this machine (PCIe topology, a VM, the "
                         "IOMMU) do not give; NCCL then does the all-reduce.") if custom else

@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
+from syncdoctor.analyze.parsers.nccl_warn import NO_SUBNET
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
     attribute,
@@ -99,6 +100,14 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         if peer and (is_loopback(peer) or is_link_local(peer)):
             remote_only.append(event)
             flagged.append(("", peer))
+    for event in tl.of(Kind.NCCL_WARN):
+        # NCCL's socket code given a peer's address that no local interface shares a subnet with: a link-local one
+        # (fe80::, 169.254.x.x) was advertised by that peer
+        unmatched = NO_SUBNET.search(str(event.data.get("message", ""))) if "same subnet" in str(
+            event.data.get("message", "")) else None
+        if unmatched and is_link_local(unmatched["addr"].strip("[]").split("%", 1)[0]):
+            remote_only.append(event)
+            flagged.append(("", unmatched["addr"]))
     unhosted: list[Event] = []
     bridged = _container_interface_failures(tl, culprit_lines, unhosted, remote_only, flagged)
     for event in tl.of(Kind.GLOO_LOOPBACK):

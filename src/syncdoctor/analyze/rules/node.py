@@ -460,6 +460,7 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
         affected = _others_failed(tl, set(where.ranks))
         tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
         who = (where.text or "a worker") + (f" (srun task {', '.join(tasks)})" if tasks else "")
+        deleted_fix: str | None = None
         evicted = sorted({str(e.data["evicted"]) for e in events if e.data.get("evicted")})
         own = _own_error_of_vanished(tl, events) if signal == "vanished" else None
         if own is not None:  # it wrote an error of its own before Ray lost it: it died of that, not in silence
@@ -484,8 +485,15 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                     "out or lose their connection to it.")
             category, confidence = Category.RANK_KILLED, 0.9
         elif signal == "SIGKILL" and any(e.data.get("deleted") for e in events):
-            title = (f"{who} was taken down from outside (its pod deleted or its node stopped): the job was not "
-                     "ended by a failing worker")
+            reasons = sorted({str(e.data["reason"]) for e in events if e.data.get("reason")})
+            several = len(where.hosts) + len(where.ranks) > 1
+            title = (f"{who} {'were' if several else 'was'} taken down from outside ("
+                     + (f"reason: {', '.join(reasons)[:80]}" if reasons else "its pod deleted or its node stopped")
+                     + "): the job was not ended by a failing worker")
+            deleted_fix = ("Find who removed the node from the cluster's events (`kubectl get events`, the autoscaler's "
+                           "log, the cloud's preemption notices) and keep the job's pods from being evicted or "
+                           "preempted (a PodDisruptionBudget, on-demand nodes, priority); restart from the last "
+                           "checkpoint.")
             what = (f"The job's controller reports {who} removed (kubectl delete, a node drained, scaled down or "
                     "stopped by the cluster's autoscaler, a preemption): its processes were killed without an error of "
                     "their own, and its peers then time out or lose their connection to it.")
@@ -516,7 +524,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                               evidence=(evidence_of([own], "its own error") if own is not None else [])
                               + evidence_of(events, "Ray lost it" if signal == "vanished" else f"killed by {signal}", 6),
                               where=where,
-                              fix=None if signal == "SIGKILL" else _VANISHED_FIX if signal == "vanished" else SHM_FIX))
+                              fix=(deleted_fix if deleted_fix and signal == "SIGKILL" else None if signal == "SIGKILL"
+                                   else _VANISHED_FIX if signal == "vanished" else SHM_FIX)))
     return out
 
 

@@ -120,7 +120,10 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"RendezvousTimeoutError|rendezvous\b[^\n]{0,60}\b(?:timed out|timeout)|waiting for clients"
                 r"|store[_ ]based[_ ]barrier|timed out initializing process group"
                 # Slurm's PMIx exchange between the job's nodes (srun --mpi=pmix): slurmstepd's fence timed out
-                r"|pmixp_coll\w*[^\n]{0,120}\bcollective timeout", _I)),
+                r"|pmixp_coll\w*[^\n]{0,120}\bcollective timeout"
+                # MindSpore's dynamic cluster: a group's root never published its id (``Failed to fetch the unique id
+                # of the collective lib from the meta server node. Maybe the root rank process … has exited``)
+                r"|fetch the unique id of the collective lib", _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"
