@@ -294,3 +294,58 @@ def test_rccl_naming_the_kernels_iommu_setting(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     alone = diagnose(tmp_path / "b", "NCCL WARN hipIpcGetMemHandle failed : invalid argument\n").hypotheses
     assert not any("iommu" in h.title for h in alone)
+
+
+# --- the fifty-ninth round (r62*) ----------------------------------------------------------------------------
+
+def test_a_transfer_engine_that_cannot_register_its_buffers_with_the_nic(tmp_path: Path) -> None:
+    # real: kvcache-ai/Mooncake#1382 (the memlock limit against an 80 GiB segment)
+    line = "E0115 11:22:06.866998 3663955 rdma_context.cpp:257] Failed to register memory 0x7f7186000000: Cannot allocate memory [12]"
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.MEMLOCK_LIMIT
+    # another allocation that failed is no registration with the NIC
+    (tmp_path / "b").mkdir()
+    other = "E0115 11:22:06.866998 3663955 buffer.cpp:57] Failed to allocate buffer: Cannot allocate memory [12]"
+    assert Category.MEMLOCK_LIMIT not in {h.category for h in diagnose(tmp_path / "b", other).hypotheses}
+
+
+def test_a_time_limit_with_many_launchers_between_sruns_abort_and_the_cancel(tmp_path: Path) -> None:
+    # real: bigscience-workshop/bigscience 1809655 (64 nodes: their launchers' lines between srun's and slurmstepd's)
+    lines = (["srun: Job step aborted: Waiting up to 62 seconds for job step to finish."]
+             + [f"Killing subprocess {4000 + n}\nMain process received SIGTERM, exiting" for n in range(30)]
+             + ["slurmstepd: error: *** JOB 1809655 ON r6i4n3 CANCELLED AT 2021-05-24T09:50:34 DUE TO TIME LIMIT ***"])
+    top = diagnose(tmp_path, "\n".join(lines)).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "time limit" in top.title
+    # as far before it with the job's own output in between (no launcher stopping): another step's abort
+    (tmp_path / "b").mkdir()
+    other = "\n".join([lines[0], *(f"iteration {n} done" for n in range(60)), lines[-1]])
+    assert "ended from outside" not in diagnose(tmp_path / "b", other).hypotheses[0].title
+
+
+def test_the_launchers_own_traceback_is_no_workers_failure(tmp_path: Path) -> None:
+    # real: deepspeedai/DeepSpeed#4459 (DeepSpeed's elastic agent against a newer PyTorch)
+    text = "\n".join((
+        "rogpt1: Traceback (most recent call last):",
+        'rogpt1:   File "/opt/conda/lib/python3.10/site-packages/deepspeed/launcher/launch.py", line 308, in main',
+        "rogpt1:     agent.run()",
+        'rogpt1:   File "/opt/conda/lib/python3.10/site-packages/torch/distributed/elastic/agent/server/api.py", line 556, '
+        "in _rendezvous",
+        "rogpt1:     self._set_master_addr_port(",
+        "rogpt1: TypeError: DSElasticAgent._set_master_addr_port() takes 3 positional arguments but 4 were given"))
+    found = diagnose(tmp_path, text).hypotheses
+    assert found[0].category is Category.UNRECOGNISED and found[0].culprit_hosts == ("rogpt1",)
+    assert Category.RANK_CRASHED not in {h.category for h in found}
+    # the same exception raised in the program's own code is its own failure
+    (tmp_path / "b").mkdir()
+    own = text.replace("deepspeed/launcher/launch.py", "work/train.py").replace("torch/distributed/elastic/agent/server/"
+                                                                                  "api.py", "work/model.py")
+    assert diagnose(tmp_path / "b", own).hypotheses[0].category is Category.RANK_CRASHED
+
+
+def test_an_error_in_a_chinese_locales_words_is_not_silence(tmp_path: Path) -> None:
+    # real: deepspeedai/DeepSpeed PR#5878 (pdsh's remote bash in a Chinese locale: a syntax error near "(")
+    line = "server22: bash: -c: 行 0: 未预期的符号“(”附近有语法错误"
+    event = one(line, Kind.ERROR_LINE)
+    assert event.data["word"] == "错误"
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.culprit_hosts == ("server22",)
+    assert not [e for e in events_of("server22: 训练开始 (training started)") if e.kind is Kind.ERROR_LINE]

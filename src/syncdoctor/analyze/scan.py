@@ -246,6 +246,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"ranktable is invalid",  # Ascend (EI0004): The ranktable is invalid,Reason:[…]. … [{"server_count":"1",…}] (the table)
     b"be terminated soon (reason: ",  # Ray's autoscaler: Instance k-1a5e (node IP: 10.1.140.199) will be terminated soon (reason: kubernetes-pod-termination)
     b"in the same subnet as remote",  # NCCL's (and Neuron's) socket code: No interface found in the same subnet as remote address fe80::…
+    "错误".encode(),  # "error" in a Chinese locale's messages (bash: -c: 行 0: 未预期的符号“(”附近有语法错误)
+    "失败".encode(),  # "failed" in a Chinese locale's messages
     b"HcclCommInitRootInfo",  # HCCL INFO, once per rank and communicator: Entry-HcclCommInitRootInfoInner:ranks[4], rank[3], …
 )
 

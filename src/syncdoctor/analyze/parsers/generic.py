@@ -38,7 +38,9 @@ _ERROR = re.compile(
     # mismatches.`` below ``DistributedOperationException:``)
     r"|\bdue to shape mismatch(?:es)?\b"
     # a shell that did not find a program (``bash: orted: command not found`` from a launcher's remote shell)
-    r"|: command not found\b)"
+    r"|: command not found\b"
+    # a system in a Chinese locale (bash, glibc, Python's own messages translated): 错误 "error", 失败 "failed"
+    r"|错误|失败)"
 )
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
 _HANG = re.compile(r"\bsuspects a hang\b")

@@ -63,6 +63,9 @@ _BANNER = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|(?:\*\*\* |^ ?)(?P<sig
 # __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed.``, UCX's ``[jazz03:140564:0:140564]
 # arbiter.c:236  Assertion `(group)->arbiter == (arbiter)' failed`` (its prefix: host, pid, thread)
 _ASSERTION = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+:\d+\]\s+.*?)?Assertion `(?P<expr>[^']{1,300})' failed")
+# the launchers' own code: torchrun's agent and entry point, DeepSpeed's and Accelerate's launchers
+_LAUNCHER_PATHS = ("distributed/elastic/agent/", "torch/distributed/run.py", "deepspeed/launcher/",
+                   "deepspeed/elasticity/", "accelerate/commands/launch")
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
 _FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
                   "Floating point exception": "SIGFPE"}
@@ -117,6 +120,8 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
         if user:
             # where the program called into the library: tells which collective a rank was in
             data["call_site"] = " > ".join(user[-2:])
+        if any(marker in path for path, _ in frames for marker in _LAUNCHER_PATHS):
+            data["launcher"] = True  # raised inside the launcher (its agent, its rendezvous), not in a worker's code
         api = next((text for path, text in frames if path.endswith("distributed_c10d.py")), None)
         if api is not None:  # the torch.distributed call it was blocked in: all_reduce, recv, send...
             data["collective"] = api.rsplit(" in ", 1)[-1].strip()

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
+from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind, Ref
 from syncdoctor.analyze.rules.common import (
     Attribution,
     attribute,
@@ -49,7 +49,9 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     if not errors:
         return _store_name_lead(tl)
     signals = [e for e in errors if e.kind is Kind.AGENT_SIGNAL]
-    if signals and all(e.kind is Kind.AGENT_SIGNAL or _agents_aftermath(e, signals[0]) for e in errors):
+    stops = [e.ref for e in tl.events if e.kind is Kind.AGENT_SIGNAL and e.data.get("source") != "slurm"]
+    if signals and all(e.kind is Kind.AGENT_SIGNAL or any(_agents_aftermath(e, s, stops) for s in signals)
+                       for e in errors):
         return _stopped_from_outside(tl, signals)
     first = errors[0]
     own = attribute([first], tl)
@@ -84,8 +86,9 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
     if first is None or is_comm_exception(first) or first.data.get("type") in _NOT_OWN:
         return []
     frames = " ".join(str(f) for f in first.data.get("frames") or ())
-    if "elastic/" in frames or _LIBRARY_WAIT.search(frames) or _PLUMBING.search(str(first.data.get("message"))):
-        return []
+    if "elastic/" in frames or first.data.get("launcher") or _LIBRARY_WAIT.search(frames) or \
+            _PLUMBING.search(str(first.data.get("message"))):
+        return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
     where = attribute([first], tl)
     known = bool(where.ranks or where.hosts or where.processes)
     raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
@@ -226,22 +229,27 @@ def _store_name_lead(tl: Timeline) -> list[Hypothesis]:
 _LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 
-def _agents_aftermath(event: Event, signal: Event) -> bool:
+def _agents_aftermath(event: Event, signal: Event, stops: Sequence[Ref] = ()) -> bool:
     """What the launcher prints after its own death signal: its traceback (``SignalException: Process N got signal:
     15``), cut or whole, also in a Rich box; after Slurm's cancellation, srun's ``Job step aborted: Waiting up to 32
     seconds for job step to finish.``, ``forcing job termination``, the step's tasks exiting and slurmstepd unable
-    to tell srun."""
+    to tell srun. ``stops``: where the launchers' own signal lines are (on many nodes they come between srun's
+    line and slurmstepd's, each with its lines stopping its workers, up to one per GPU of its node: those do not count
+    against how close the two must be)."""
     if event.ref.source != signal.ref.source:
         return False
     text = f"{event.text} {event.data.get('type', '')} {event.data.get('message', '')}"
     slurm = signal.data.get("source") == "slurm" and _SRUN_AFTER.search(text) is not None
     if event.ref.line <= signal.ref.line:  # the traceback's own lines above its SignalException; srun's lines
         # race slurmstepd's in the step's output and may come just before its CANCELLED line
-        return "SignalException" in text or (slurm and signal.ref.line - event.ref.line <= _RACE_LINES)
+        between = sum(1 for ref in stops if ref.source == event.ref.source and event.ref.line < ref.line < signal.ref.line)
+        return "SignalException" in text or (slurm and signal.ref.line - event.ref.line
+                                             <= _RACE_LINES + _STOP_LINES * between)
     return "Traceback (most" in text or "SignalException" in text or "got signal" in text or slurm
 
 
 _RACE_LINES = 5
+_STOP_LINES = 8  # a launcher's lines after its own signal: its signal line and one per worker it stops
 # (the tasks of a cancelled step exit, and slurmstepd can no longer report it to srun)
 _SRUN_AFTER = re.compile(r"Job step aborted: Waiting up to \d+ seconds|forcing job termination|Failed to send "
                          r"MESSAGE_TASK_EXIT|tasks? [\d,\-]+: (?:Exited with exit code|Terminated|Killed)")

@@ -47,7 +47,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # a verbs queue the NIC could not pin memory for (UCX: ibv_create_cq(cqe=4096) failed: Cannot allocate memory)
                 r"|ibv_create_(?:cq|qp|srq)\b[^\n]{0,60}(?:Cannot allocate memory|ENOMEM)"
                 # EFA's provider could not register the receive buffers it posts (the memlock limit, 64 kB by default)
-                r"|Failure to post internal receive buffers", _I)),
+                r"|Failure to post internal receive buffers"
+                # a transfer engine registering its buffers with the NIC (Mooncake: ``Failed to register memory
+                # 0x7f71…: Cannot allocate memory [12]``)
+                r"|Failed to register memory\b[^\n]{0,80}(?:Cannot allocate memory|ENOMEM)", _I)),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm"
                 r"|\bproviders? for name shm\b|\bshm provider\b", _I)),  # libfabric's shm provider (oneCCL, EFA)
