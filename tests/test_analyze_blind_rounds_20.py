@@ -349,3 +349,46 @@ def test_an_error_in_a_chinese_locales_words_is_not_silence(tmp_path: Path) -> N
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.UNRECOGNISED and top.culprit_hosts == ("server22",)
     assert not [e for e in events_of("server22: 训练开始 (training started)") if e.kind is Kind.ERROR_LINE]
+
+
+# --- the sixtieth round (r63*, documentation read with fetch alone) --------------------------------------------
+
+def test_slurms_own_memory_accounting_killing_the_job(tmp_path: Path) -> None:
+    # real: the University of Bern's HPC documentation (Slurm's jobacct_gather enforcing --mem)
+    lines = ("slurmstepd: error: Job 41176 exceeded memory limit (3940736 > 2068480), being killed\n"
+             "slurmstepd: error: Exceeded job memory limit\n"
+             "slurmstepd: error: *** JOB 41176 ON fnode01 CANCELLED AT 2016-11-30T10:21:37 ***\n")
+    event = one(lines.splitlines()[0], Kind.WORKER_FAILED)
+    assert event.data["oom"] and event.data["step"] == "41176" and event.data["enforcer"] == "slurm-accounting"
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("fnode01",)  # the job's node, slurmstepd's
+    assert "by Slurm" in top.title
+    # the kernel's OOM killer in the job's cgroup, as slurmstepd reports it, is said so
+    (tmp_path / "b").mkdir()
+    cgroup = ("slurmstepd: error: Detected 1 oom_kill event in StepId=41176.batch. Some of the step tasks have been "
+              "OOM Killed.\nslurmstepd: error: *** JOB 41176 ON fnode01 CANCELLED AT 2016-11-30T10:21:37 ***\n")
+    assert "kernel's OOM killer" in diagnose(tmp_path / "b", cgroup).hypotheses[0].title
+    assert not [e for e in events_of("slurmstepd: error: Job 41176 exceeded time limit, being killed")
+                if e.kind is Kind.WORKER_FAILED and e.data.get("oom")]
+
+
+def test_the_launchers_daemon_without_its_libraries_on_the_other_nodes(tmp_path: Path) -> None:
+    # real: Open MPI's documentation (the Intel compiler's runtime not on the nodes' non-interactive library path)
+    lines = ("prted: error while loading shared libraries: libimf.so: cannot open shared object file: No such file or "
+             "directory\nA daemon (pid 11893) died unexpectedly with status 127 while\nattempting to launch so we are "
+             "aborting.\n")
+    top = diagnose(tmp_path, lines).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "libimf.so" in top.title and "LD_LIBRARY_PATH" in top.fix
+    # the program's own missing library is no daemon's
+    (tmp_path / "b").mkdir()
+    own = "python: error while loading shared libraries: libpython3.10.so.1.0: cannot open shared object file\n"
+    assert not any("daemon" in h.title for h in diagnose(tmp_path / "b", own).hypotheses)
+
+
+def test_a_connect_that_failed_with_a_numeric_errno(tmp_path: Path) -> None:
+    # real: Open MPI's TCP documentation (errno 113: no route to that peer's address)
+    line = "btl_tcp_endpoint.c:572:mca_btl_tcp_endpoint_complete_connect: connect() failed with errno=113"
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.PEER_UNREACHABLE
+    (tmp_path / "b").mkdir()
+    other = "btl_tcp_endpoint.c:572:mca_btl_tcp_endpoint_complete_connect: connect() failed with errno=12"
+    assert diagnose(tmp_path / "b", other).hypotheses[0].category is not Category.PEER_UNREACHABLE

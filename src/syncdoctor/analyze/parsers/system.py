@@ -1,7 +1,8 @@
 """What the scheduler, the kernel and the container runtime say when they end a worker. Pure: no I/O.
 
 * Slurm's step daemon: ``slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0. Some of the step tasks
-  have been OOM Killed.`` (``oom-kill event(s) in step 1234.0 cgroup`` in Slurm < 21.08): the cgroup's memory
+  have been OOM Killed.`` (``oom-kill event(s) in step 1234.0 cgroup`` in Slurm < 21.08; ``Job 41176 exceeded memory
+  limit (3940736 > 2068480), being killed`` where Slurm's accounting enforces it): the cgroup's memory
   limit was hit and the kernel killed a task;
 * srun: ``srun: error: node12: task 3: Killed``, ``srun: error: node12: tasks 0-3: Exited with exit code 1``,
   ``… task 5: Segmentation fault``, ``… task 0: Out Of Memory`` (the step's cgroup OOM killer) (the task is SLURM_PROCID: the rank when srun starts one task per GPU, the
@@ -35,7 +36,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
-            "segfault at ", "general protection fault", "health compromised")
+            "segfault at ", "general protection fault", "health compromised", ", being killed")
 
 # the kernel's record of a process that died of a fault (dmesg, journalctl -k): ``python[3862819]: segfault at 0 ip
 # 00007efeb76ad8a2 sp 00007ffd19dc5450 error 4 in libvgpu.so[7efeb767e000+38000]``, ``traps: python[1234] general
@@ -47,6 +48,10 @@ _KERNEL_FAULT = re.compile(r"(?P<comm>[\w.\-]{1,32})\[(?P<pid>\d+)\]:? (?P<what>
 _MLX5_HEALTH = re.compile(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): device's health compromised")
 _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? in (?:StepId=|step )"
                         r"(?P<step>[\w+]+(?:\.[\w+]+)*)")
+# the same for Slurm's memory accounting without cgroups' OOM killer (jobacct_gather): ``slurmstepd: error: Job 41176
+# exceeded memory limit (3940736 > 2068480), being killed`` (also ``Step 41176.0 exceeded …``)
+_SLURM_MEMORY = re.compile(r"(?:Job|Step) (?P<step>\d+(?:\.\w+)?) exceeded memory limit \((?P<used>\d+) > (?P<limit>\d+)\), "
+                           r"being killed")
 _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40}?)"
                    r"(?: \(core dumped\))?"  # srun adds it after a signal when the task dumped core
@@ -82,9 +87,12 @@ _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fau
 def parse(line: Line) -> list[Event]:
     body = line.body
     match = _SLURM_OOM.search(body)
-    if match:
+    accounting = None if match else _SLURM_MEMORY.search(body) if "exceeded memory limit" in body else None
+    if match or accounting:  # (the kernel's OOM killer in the job's cgroup, or Slurm's own accounting)
+        step = (match or accounting)["step"]  # type: ignore[index]
         return [make_event(Kind.WORKER_FAILED, line, data={
-            "source": "slurm", "exitcode": -9, "signal": "SIGKILL", "oom": True, "step": match["step"]})]
+            "source": "slurm", "exitcode": -9, "signal": "SIGKILL", "oom": True, "step": step,
+            **({"enforcer": "slurm-accounting"} if accounting else {})})]
     match = _SRUN.search(body)
     if match:
         oom = match["what"].strip().lower() == "out of memory"  # the step's cgroup OOM killer took it

@@ -505,7 +505,9 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                     "node alive. The worker leaves no error of its own; its peers then time out or lose it.")
             category, confidence = Category.RANK_KILLED, 0.9
         elif signal == "SIGKILL" and any(e.data.get("oom") for e in events):
-            title = f"{who} was killed by the kernel's OOM killer: host or container memory, not GPU memory"
+            title = (f"{who} was killed for memory by Slurm (the job's memory limit, --mem): host memory, not GPU memory"
+                     if all(e.data.get("enforcer") == "slurm-accounting" for e in events) else
+                     f"{who} was killed by the kernel's OOM killer: host or container memory, not GPU memory")
             what = (f"{'The kernel' if any(e.data.get('source') == 'kernel' for e in events) else 'The scheduler or the container runtime'} "
                     f"says {who} was killed for memory: the host's RAM or the job's memory limit (a cgroup: "
                     "Slurm's --mem, a container limit) ran out. SIGKILL cannot be caught, so the worker leaves no "
@@ -634,8 +636,9 @@ def _task_numbers(text: str) -> list[int]:
 def _batch_host(tl: Timeline, events: list[Event]) -> str | None:
     """The host of a Slurm job's batch step (``StepId=N.batch``, whose oom_kill line names no host): the node
     slurmstepd names for the job (``*** JOB N ON g002 CANCELLED …``), where the batch script runs."""
-    jobs = {str(e.data["step"]).split(".")[0] for e in events
-            if str(e.data.get("step") or "").endswith(".batch") and e.origin.host is None}
+    # (the job's own step, as Slurm's memory accounting names it: ``Job 41176 exceeded memory limit``, is the batch one)
+    jobs = {str(e.data["step"]).split(".")[0] for e in events if e.origin.host is None and e.data.get("step")
+            and (str(e.data["step"]).endswith(".batch") or "." not in str(e.data["step"]))}
     hosts = {e.origin.host for e in tl.events if e.data.get("source") == "slurm" and e.origin.host
              and str(e.data.get("step") or "") in jobs}
     return hosts.pop() if len(hosts) == 1 else None

@@ -137,7 +137,10 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bconnect: resource temporarily unavailable"  # EAGAIN: the peer's listen backlog is full
                 # an endpoint with no host at all (an address variable that was empty: ``Invalid zmq path:
                 # tcp://:29550``, ``init_method=tcp://:29500``)
-                r"|\btcp://:\d{1,5}\b", _I)),
+                r"|\btcp://:\d{1,5}\b"
+                # a connect that failed with its errno as a number: EHOSTUNREACH, ECONNREFUSED, ENETUNREACH (Open MPI's
+                # ``mca_btl_tcp_endpoint_complete_connect: connect() failed with errno=113``)
+                r"|\bconnect\(\)[^\n]{0,80}\berrno[= ]?(?:113|111|101)\b", _I)),
     (Category.RANK_KILLED, "a process killed (SIGKILL)",
      re.compile(r"\bSIGKILL\b|signal 9\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",

@@ -657,19 +657,25 @@ _DIALLED = re.compile(r"\bdial tcp \[?(?P<host>[\w.\-:]+?)\]?:\d{1,5}: (?:[\w ]+
 
 # a remote shell that did not find the launcher's daemon: ``bash: orted: command not found``, ``prted: command not
 # found``, ``hydra_pmi_proxy: No such file or directory``
-_DAEMON_NOT_FOUND = re.compile(r"\b(?:orted|prted|hydra_pmi_proxy): (?:command not found|No such file or directory)")
+_DAEMON_NOT_FOUND = re.compile(r"\b(?:orted|prted|hydra_pmi_proxy): (?:command not found|No such file or directory"
+                               # or found, without the libraries it links (the compiler's runtime, CUDA's): ``prted: error
+                               # while loading shared libraries: libimf.so: cannot open shared object file: …``
+                               r"|(?P<lib>error while loading shared libraries: [\w.+\-]{1,80}))")
 
 
 def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
     """mpirun, pdsh or horovodrun could not reach a node over ssh (its name does not resolve, port 22 is
     closed, the keys are refused), or Open MPI's daemons could not start there: no rank started on it."""
     events = [e for e in tl.of(Kind.LAUNCH_UNREACHABLE) if not e.data.get("lost")]  # a node lost later: partition
-    if not events:
+    found = [(e, m) for e in tl.of(Kind.ERROR_LINE) if (m := _DAEMON_NOT_FOUND.search(e.text))]
+    if not events and not found:
         return []
-    missing = [e for e in tl.of(Kind.ERROR_LINE) if _DAEMON_NOT_FOUND.search(e.text)]
+    missing = [e for e, _ in found]
     if missing:  # the remote shell ran, and did not find the launcher's daemon: where it is installed, not the network
-        title = ("the launcher's daemon is not on the other nodes' PATH (" + missing[0].text.strip()[:80] + "): "
-                 "mpirun could not start its processes there")
+        libraries = found[0][1]["lib"] is not None
+        title = ("the launcher's daemon " + ("cannot load its libraries on the other nodes (" if libraries else
+                                             "is not on the other nodes' PATH (")
+                 + found[0][1].group(0) + "): mpirun could not start its processes there")
         what = ("mpirun starts its daemon (Open MPI's orted or prted, MPICH's hydra_pmi_proxy) on each node through a "
                 "non-interactive ssh shell, which did not find it: Open MPI is installed elsewhere there, or only the "
                 "login shell's startup files put it on PATH.")
