@@ -34,6 +34,7 @@ from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
 from syncdoctor.analyze.rules.crash import ddp_unused_parameters, rank_crashed
 from syncdoctor.analyze.rules.desync import collective_desync
 from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error, words_over_a_weak_verdict
+from syncdoctor.analyze.rules.hccl import hccl_heartbeat, hccl_late_entry
 from syncdoctor.analyze.rules.nccl_errors import ib_retry_exceeded, local_nccl_failures, watchdog_stuck
 from syncdoctor.analyze.rules.network import (
     advertised_loopback,
@@ -47,8 +48,6 @@ from syncdoctor.analyze.rules.node import (
     dataloader_worker_lost,
     gpu_error,
     gpu_out_of_memory,
-    hccl_heartbeat,
-    hccl_late_entry,
     ib_completion_error,
     ib_port_down,
     worker_killed,
