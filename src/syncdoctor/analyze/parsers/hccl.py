@@ -108,29 +108,65 @@ def _device_twice(body: str) -> tuple[list[int], int] | None:
 def parse(line: Line) -> list[Event]:
     body = line.body
     origin = _writer(body)
-    match = _HEARTBEAT.search(body)
+    # each reading behind a substring test of its own words before its regex (the keyword ``] failed`` hands this
+    # parser many lines that are none of HCCL's)
+    match = _HEARTBEAT.search(body) if "Cluster Exception" in body or "Heartbeat Lost" in body else None
     if match:
         kind = (match["type"] or match["type2"]).strip()
         return [make_event(Kind.HCCL_HEARTBEAT, line, origin=origin, data={
             "rank": int(match["id"] or match["id2"]), "host": match["ip"] or match["ip2"], "exception": kind,
             "lost": "Lost" in kind, "stuck": "Stuck" in kind})]
-    match = _ENTRY.search(body)
+    match = _ENTRY.search(body) if "Entry-HcclCommInit" in body else None
     if match and origin is not None:
-        when = _plog_time(body)
         return [make_event(Kind.PROCESS_MAP, line, origin=Origin(pid=origin.pid, rank=int(match["rank"])), data={
-            "source": "hccl-init", "group": match["comm"],
-            "rank_size": int(match["size"]), "entered": when})]
+            "source": "hccl-init", "group": match["comm"], "rank_size": int(match["size"]), "entered": _plog_time(body)})]
     match = _AGENT.search(body) if "connect server[" in body else None
     if match:
         return [make_event(Kind.STORE_ERROR, line, origin=origin, data={
             "what": "connect", "store_host": match["host"], "store_port": int(match["port"]), "source": "hccl",
             "error": "HCCL's agent could not reach the root's topology server"})]
-    match = _SDMA.search(body)
+    match = _SDMA.search(body) if "SDMA" in body or "sdma" in body else None
     if match:
+        what = f"EI0012: {match['msg'].strip()}" if match["msg"] else match["runtime"]
         return [make_event(Kind.GPU_ERROR, line, origin=origin, data={
-            "message": f"an SDMA memory copy on the NPU failed ({'EI0012: ' + match['msg'].strip() if match['msg'] else match['runtime']})",
-            "hardware": False,
-            "source": "hccl"})]
+            "message": f"an SDMA memory copy on the NPU failed ({what})", "hardware": False, "source": "hccl"})]
+    if "Task run failed" in body:
+        return _task(line, body, origin)
+    match = (_CQE.search(body) if "CQE" in body or "cqe" in body else None) or \
+        (_EI0013.search(body) if "EI0013" in body else None)
+    if match:
+        groups = match.groupdict()
+        status = groups.get("status") or groups.get("status2")
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
+            "status": int(status) if status else None, "status_text": "RoCE completion error (HCCL)",
+            "peer_addr": groups.get("peer"), "library": "HCCL",
+            "stage": "execution" if "TaskExecStage" in body or "during operator execution" in body else None})]
+    match = _MEMORY.search(body) if "EI0011" in body else None
+    if match:
+        return [make_event(Kind.CUDA_OOM, line, origin=origin, data={
+            "tried": match["size"].strip("[]")[:60], "gpu": None, "source": "hccl"})]
+    match = (_INCONSISTENT.search(body) if "between ranks" in body else None) or \
+        (_CONFLICT.search(body) if "ParameterConflict" in body else None)
+    if match:
+        found = {key: value for key, value in match.groupdict().items() if value}
+        return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
+            "source": "hccl-check", "what": (found.get("what") or found.get("what2") or "").strip(),
+            "local": found.get("local") or found.get("local2"), "remote": found.get("remote") or found.get("remote2")})]
+    twice = _device_twice(body) if "ranktable is invalid" in body else None
+    if twice is not None:
+        return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={
+            "ranks": twice[0], "device": twice[1], "source": "hccl-ranktable"})]
+    match = _AGENTS.search(body) if "connect agent[" in body else None
+    if match:
+        ranks = sorted({int(r) for r in re.findall(r"\d+", match["ranks"])})[:4096]
+        return [make_event(Kind.STORE_ERROR, line, origin=origin, data={
+            "missing_ranks": ranks, "what": "hccl-topology-exchange", "library": "HCCL"})]
+    return []
+
+
+def _task(line: Line, body: str, origin: Origin | None) -> list[Event]:
+    """A collective's task that timed out on a rank, in its three lines: its op and group (``tag[AllReduce_…]``),
+    which rank that pid is (``groupRank information … rankId[1]``); the third (its op data) adds nothing read here."""
     match = _TASK.search(body)
     if match and "[Timeout]" in body:
         return [make_event(Kind.WATCHDOG_TIMEOUT, line, origin=origin, group=match["group"], op=normalize_op(match["op"]),
@@ -139,32 +175,4 @@ def parse(line: Line) -> list[Event]:
     if match and origin is not None:  # which rank of the group this pid is
         return [make_event(Kind.PROCESS_MAP, line, origin=Origin(pid=origin.pid, rank=int(match["rank"])), data={
             "source": "hccl", "group": match["group"], "rank_size": int(match["size"])})]
-    match = _CQE.search(body) or _EI0013.search(body)
-    if match:
-        groups = match.groupdict()
-        status = groups.get("status") or groups.get("status2")
-        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
-            "status": int(status) if status else None, "status_text": "RoCE completion error (HCCL)",
-            "peer_addr": groups.get("peer"), "library": "HCCL",
-            "stage": "execution" if "TaskExecStage" in body or "during operator execution" in body else None})]
-    match = _MEMORY.search(body)
-    if match:
-        return [make_event(Kind.CUDA_OOM, line, origin=origin, data={
-            "tried": match["size"].strip("[]")[:60], "gpu": None, "source": "hccl"})]
-    match = _INCONSISTENT.search(body) or _CONFLICT.search(body)
-    if match:
-        found = {key: value for key, value in match.groupdict().items() if value}
-        return [make_event(Kind.COLLECTIVE_MISMATCH, line, origin=origin, data={
-            "source": "hccl-check", "what": (found.get("what") or found.get("what2") or "").strip(),
-            "local": found.get("local") or found.get("local2"), "remote": found.get("remote") or found.get("remote2")})]
-    if "ranktable is invalid" in body:
-        twice = _device_twice(body)
-        if twice is not None:
-            return [make_event(Kind.DUPLICATE_GPU, line, origin=origin, data={
-                "ranks": twice[0], "device": twice[1], "source": "hccl-ranktable"})]
-    match = _AGENTS.search(body)
-    if match:
-        ranks = sorted({int(r) for r in re.findall(r"\d+", match["ranks"])})[:4096]
-        return [make_event(Kind.STORE_ERROR, line, origin=origin, data={
-            "missing_ranks": ranks, "what": "hccl-topology-exchange", "library": "HCCL"})]
     return []
