@@ -392,3 +392,60 @@ def test_a_connect_that_failed_with_a_numeric_errno(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     other = "btl_tcp_endpoint.c:572:mca_btl_tcp_endpoint_complete_connect: connect() failed with errno=12"
     assert diagnose(tmp_path / "b", other).hypotheses[0].category is not Category.PEER_UNREACHABLE
+
+
+# --- the sixty-first round (r64*, merge commits and committed logs read with fetch alone) -------------------------
+
+_RECORD = """[{n}]:
+  time      : 2026-05-19_18:21:02
+  host      : devgpu020
+  rank      : {rank} (local_rank: {rank})
+  exitcode  : 1 (pid: 32170{rank}0)
+  error_file: /tmp/torchelastic_4l2j/none_s7/attempt_0/{rank}/error.json
+  traceback : Traceback (most recent call last):
+    File "/w/torchtitan/trainer.py", line 733, in train_step
+      loss = self.forward_backward_step(
+  torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {size} MiB. GPU {rank} has a total capacity of 178.35 GiB
+"""
+_STOPPED = """[{n}]:
+  time      : 2026-05-19_18:21:02
+  host      : devgpu020
+  rank      : {rank} (local_rank: {rank})
+  exitcode  : -15 (pid: 32170{rank}0)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 32170{rank}0
+"""
+
+
+def test_a_traceback_inside_torchruns_failure_record_is_that_workers(tmp_path: Path) -> None:
+    # real: torchtitan's experiment logs (workers started with @record: their error_file's traceback in the table)
+    table = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" + "=" * 60 + "\ntrain FAILED\n"
+             + "-" * 60 + "\nFailures:\n" + _STOPPED.format(n=1, rank=0) + _RECORD.format(n=2, rank=2, size=20)
+             + _RECORD.format(n=3, rank=3, size=1536) + "-" * 60 + "\nRoot Cause (first observed failure):\n"
+             + _RECORD.format(n=0, rank=5, size=200) + "=" * 60 + "\n")
+    top = diagnose(tmp_path, table).hypotheses[0]
+    assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_ranks == (2, 3, 5)
+    # without an error_file the lines after a record are not its worker's
+    (tmp_path / "b").mkdir()
+    loose = table.replace("error_file: /tmp/torchelastic_4l2j/none_s7/attempt_0/3/error.json", "error_file: <N/A>")
+    assert 3 not in diagnose(tmp_path / "b", loose).hypotheses[0].culprit_ranks
+
+
+def test_nccl_algo_that_leaves_no_algorithm_for_a_collective(tmp_path: Path) -> None:
+    # real: torchtitan's experiment logs (NCCL_ALGO=Tree, NCCL 2.29.7: the seed's broadcast at init)
+    line = ("[2026-05-19 22:51:56] devgpu020:2243607:2243607 [0] enqueue.cc:1971 NCCL WARN Error : no algorithm/protocol "
+            "available for function Broadcast with datatype ncclInt8. NCCL_ALGO was set to Tree.")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.title.startswith("NCCL_ALGO=Tree leaves NCCL no way to run Broadcast")
+    assert "Unset NCCL_ALGO" in top.fix
+
+
+def test_a_zeromq_socket_that_cannot_bind(tmp_path: Path) -> None:
+    # real: NVIDIA-NeMo/RL (vLLM's message queue probing a port, then binding it after another process took it)
+    line = "zmq.error.ZMQError: Address already in use (addr='tcp://10.65.1.9:7000')"
+    event = one(line, Kind.STORE_ERROR)
+    assert (event.origin.host, event.data["store_port"], event.data["source"]) == ("10.65.1.9", 7000, "zmq")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and top.culprit_hosts == ("10.65.1.9",) and "ZeroMQ" in top.title
+    wildcard = one("zmq.error.ZMQError: Address already in use (addr='tcp://*:5555')", Kind.STORE_ERROR)
+    assert wildcard.origin.host is None

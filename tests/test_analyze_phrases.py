@@ -91,18 +91,19 @@ def test_reading_never_fails_and_prefers_a_cause(texts: list[str]) -> None:
 
 
 def test_the_fallback_names_what_the_words_say_above_the_bare_quote(tmp_path: Path) -> None:
-    # ZeroMQ's socket in an inference engine's worker: a format no parser reads
+    # an inference engine's own words about its server's port: a format no parser reads (ZeroMQ's own error,
+    # ``ZMQError: Address already in use (addr=…)``, is read since: tests/test_analyze_blind_rounds_20.py)
     paste = """Traceback (most recent call last):
-  File "/venv/lib/python3.11/site-packages/zmq/sugar/socket.py", line 311, in bind
-    super().bind(addr)
-zmq.error.ZMQError: Address already in use (addr='tcp://*:5557')
+  File "/venv/lib/python3.11/site-packages/engine/rollout/server.py", line 311, in start
+    self._serve(port)
+RuntimeError: could not start the rollout server: port 5557 is already in use
 """
     hypotheses = diagnose_paste(tmp_path, paste).hypotheses
     assert [h.category for h in hypotheses[:2]] == [Category.PORT_IN_USE, Category.UNRECOGNISED]
     top = hypotheses[0]
     assert "a port already in use" in top.title and "take it as a lead" in top.what
     assert top.confidence < 0.5 and hypotheses[1].confidence < top.confidence
-    assert any("Address already in use" in e.text for e in top.evidence)
+    assert any("port 5557 is already in use" in e.text for e in top.evidence)
 
 
 def test_the_fallback_keeps_a_line_whose_words_say_nothing_unrecognised(tmp_path: Path) -> None:
@@ -128,8 +129,8 @@ OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 mill
 
 def test_a_worker_error_without_its_rank_naming_its_cause_gets_that_cause(tmp_path: Path) -> None:
     paste = """Traceback (most recent call last):
-  File "/venv/lib/python3.11/site-packages/zmq/sugar/socket.py", line 311, in bind
-zmq.error.ZMQError: Address already in use (addr='tcp://*:5557')
+  File "/venv/lib/python3.11/site-packages/engine/rollout/server.py", line 311, in start
+RuntimeError: could not start the rollout server: port 5557 is already in use
 [2025-01-02 10:00:01,000] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 4242 closing \
 signal SIGTERM
 """

@@ -434,6 +434,30 @@ def _outcome(events: Sequence[Event], terminated_pids: set[int]) -> tuple[str, E
     return "silent", None, signal, exitcode
 
 
+def _in_failure_records(events: list[Event]) -> list[Event]:
+    """The traceback torchrun copies into a failed worker's record of its failure table (from the worker's
+    ``error_file``, with ``@record``): its lines carry no rank, and are that record's worker's."""
+    spans: dict[str, list[tuple[int, int, Origin]]] = defaultdict(list)
+    for event in events:
+        lines = event.data.get("record_lines") if event.kind is Kind.WORKER_FAILED else None
+        if lines and event.origin.rank is not None and event.data.get("error_file") not in (None, "<N/A>"):
+            spans[event.ref.source].append((int(lines[0]), int(lines[1]), event.origin))
+    if not spans:
+        return events
+    out = []
+    for event in events:
+        if event.origin.rank is None and event.kind in _RECORDED and event.ref.source in spans:
+            worker = next((o for start, end, o in spans[event.ref.source] if start < event.ref.line <= end), None)
+            if worker is not None:
+                event = replace(event, origin=event.origin.filled_from(
+                    Origin(rank=worker.rank, local_rank=worker.local_rank, host=worker.host)))
+        out.append(event)
+    return out
+
+
+_RECORDED = (Kind.EXCEPTION, Kind.CUDA_OOM, Kind.FATAL_SIGNAL, Kind.GPU_ERROR, Kind.NCCL_ERROR, Kind.ERROR_LINE)
+
+
 def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
                    file_ranks: Mapping[int, str | None] | None = None) -> Timeline:
     """Attribute every event to a rank and host where possible and summarise each rank.
@@ -445,7 +469,7 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     all_events = list(events) + fr_events
     maps = _maps(all_events)
     first_node = _first_node_consoles(all_events)
-    resolved = [_resolve(_local_is_global(event, first_node), maps) for event in all_events]
+    resolved = _in_failure_records([_resolve(_local_is_global(event, first_node), maps) for event in all_events])
     resolved.sort(key=lambda e: (e.ref.source, e.ref.line))
     resolved = _drop_status_timeouts(_pair_groups(_drop_failed_work(resolved)))
     world = _world_size(resolved, dumps)

@@ -187,6 +187,10 @@ _LIBUV_CODE = re.compile(r"listen on any local network address\. port: (?P<port>
 # and specific port[16666] fail. Please check the port status and whether the port is been using by other process.``
 _HCCL_LISTEN = re.compile(r"listen on ip\[(?P<ip>[^\]\s]{2,64})\] and specific port\[(?P<port>\d{1,5})\] fail")
 _HCCL_RDMA = re.compile(r"ra rdma init failed, devid\[(?P<dev>\d{1,3})\] ip\[(?P<ip>[^\]\s]{2,64})\]")
+# ZeroMQ's bind refused (the message queues vLLM and SGLang set up between their ranks and engines):
+# ``zmq.error.ZMQError: Address already in use (addr='tcp://10.65.1.9:7000')``: that host's port is taken
+_ZMQ_BIND = re.compile(r"ZMQError: Address already in use \(addr='tcp://(?P<host>\[[^\]]{2,64}\]|[^:'\s]{1,253}):"
+                       r"(?P<port>\d{1,5})'\)")
 _ACCELERATE_PORT = re.compile(r"Tried to launch distributed communication on port `?(?P<port>\d+)`?, but another "
                               r"process is utilizing it")
 
@@ -225,6 +229,12 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, origin=Origin(host=match["ip"]), data={
             "what": "listen", "source": "hccl-listen", "store_port": int(match["port"]), "listen_ip": match["ip"],
             "error": "HCCL could not listen"})]
+    match = _ZMQ_BIND.search(body) if "ZMQError" in body else None
+    if match:
+        host = match["host"].strip("[]")
+        return [make_event(Kind.STORE_ERROR, line, origin=None if host in ("*", "0.0.0.0", "::") else Origin(host=host),
+                           data={"what": "listen", "source": "zmq", "store_port": int(match["port"]),
+                                 "error": "address already in use"})]
     match = _ACCELERATE_PORT.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

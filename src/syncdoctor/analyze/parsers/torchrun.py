@@ -82,42 +82,45 @@ class FailureTable:
 
     head: Line
     max_lines: int = 400
-    records: list[tuple[Line, dict[str, str], bool]] = field(default_factory=list)
+    records: list[tuple[Line, dict[str, str], bool, tuple[int, int]]] = field(default_factory=list)
     current: dict[str, str] | None = None
     current_line: Line | None = None
+    current_start: int = 0  # the line of the record's ``[N]:``: with the last line before the next, its extent
     pending: list[str] = field(default_factory=list)  # keys read on lines of their own, waiting for values
     root_section: bool = False
     started: bool = False
     last: int = 0  # the last line number fed: the table's extent
 
-    def _close(self) -> None:
+    def _close(self, end: int) -> None:
         if self.current is not None and self.current_line is not None and "rank" in self.current:
-            self.records.append((self.current_line, self.current, self.root_section))
+            self.records.append((self.current_line, self.current, self.root_section, (self.current_start, end)))
         self.current = None
         self.current_line = None
         self.pending = []
 
     def feed(self, line: Line) -> bool:
-        self.last = line.ref.line
+        before, self.last = self.last, line.ref.line
         body = line.body.rstrip()
         stripped = body.strip()
         if stripped.startswith("====="):
             if self.started and self.root_section:
-                self._close()
+                self._close(before)
                 return False
             self.started = True
             return True
-        if stripped.startswith("Root Cause"):
-            self._close()
-            self.root_section = True
-            self.started = True
+        if stripped.startswith(("Root Cause", "-----")):
+            self._close(before)  # (the rule between the sections ends the last record of the first)
+            if stripped.startswith("Root Cause"):
+                self.root_section = True
+                self.started = True
             return True
         if stripped.startswith("Failures:"):
             self.started = True
             return True
         if re.fullmatch(r"\[\d+\]:", stripped):
-            self._close()
+            self._close(before)
             self.current = {}
+            self.current_start = line.ref.line
             return True
         if self.current is None:
             return True  # titles, section rules, <NO_OTHER_FAILURES>
@@ -142,9 +145,9 @@ class FailureTable:
         return True  # traceback continuation lines
 
     def finish(self) -> list[Event]:
-        self._close()
+        self._close(self.last)
         events = []
-        for line, record, root in self.records:
+        for line, record, root, extent in self.records:
             rank_match = _RANK.match(record.get("rank", ""))
             exit_match = _EXIT.match(record.get("exitcode", ""))
             if not rank_match:
@@ -164,6 +167,7 @@ class FailureTable:
                 "error_file": record.get("error_file"),
                 "traceback": traceback[:200],
                 "table_lines": [self.head.ref.line, self.last],
+                "record_lines": list(extent),  # the record's lines: a traceback in them is this worker's (error_file)
             }
             origin = Origin(
                 rank=int(rank_match["rank"]),

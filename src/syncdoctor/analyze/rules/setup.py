@@ -726,6 +726,14 @@ def _store_shared(tl: Timeline, events: list[Event], crowded: list[tuple[int, in
 
 # a port in use that is not the store's: a library's own listening socket (confidence, title, evidence note, what, fix)
 _OWN_SOCKETS = {
+    "zmq": (
+        0.75, "a ZeroMQ socket of the job could not bind on {where}: the address is in use",
+        "ZeroMQ's bind failed",
+        "Serving engines (vLLM, SGLang) and their trainers pass messages between ranks and engines over ZeroMQ "
+        "sockets bound to fixed or probed ports; the port was taken on that host: another instance or job there, a "
+        "process left from an earlier run, or two ranks that probed the same free port and raced to bind it.",
+        "Stop what holds the port (`ss -ltnp`), give each instance on a host its own port range, or upgrade past "
+        "the engine's port-probing race (bind and keep the socket instead of probing, then binding)."),
     "nccl-bind": (
         0.75, "NCCL could not bind its socket on {where}: the address is in use", "NCCL's bind failed",
         "NCCL listens on a port of its own for the bootstrap and the socket transport; binding it failed because the "
@@ -1121,6 +1129,15 @@ _NCCL_REFUSALS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
      "to load or finds no device, none is left, and the communicator cannot reach other hosts.",
      "Unset NCCL_NET (NCCL then picks what works), or load the plugin it names (its module, LD_LIBRARY_PATH, "
      "NCCL_NET_PLUGIN) on every host; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET shows why it failed."),
+    # enqueue.cc: the algorithms and protocols NCCL_ALGO / NCCL_PROTO leave cannot run this collective
+    (re.compile(r"no algorithm/protocol available for function (?P<a>\w+)(?: with datatype (?P<b>\w+))?"
+                r"[^\n]*?\bNCCL_(?P<v>ALGO|PROTO) was set to (?P<c>[^\s.]+)"),
+     "NCCL_{v}={c} leaves NCCL no way to run {a}",
+     "NCCL_ALGO and NCCL_PROTO restrict the algorithms and protocols NCCL may choose; not every collective, data type "
+     "or topology has one of those left (Tree runs all-reduces only), so the first collective that has none fails "
+     "with invalid usage.",
+     "Unset NCCL_ALGO and NCCL_PROTO (NCCL picks per collective), or list enough of them (NCCL_ALGO=Ring,Tree); "
+     "restrict them per collective with the ^ or per-op syntax of NCCL 2.24+ instead of one value for all."),
     (re.compile(r"Invalid NCCL_COMM_ID, please use format"),
      "NCCL_COMM_ID is not an address NCCL can use",
      "NCCL_COMM_ID must be <ipv4>:<port>, [<ipv6>]:<port> or <hostname>:<port>; the value given is none of them.",
