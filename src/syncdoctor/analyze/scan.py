@@ -217,6 +217,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"captured in a graph",  # NCCL's Last error: NCCL cannot be captured in a graph if either it wasn't built with …
     b"INFO Ring ",  # NCCL's rings: Ring 00 : 39[7] -> 88[0] via direct shared memory, Ring 00 : 3 -> 4 -> 5 (its rank)
     b"Timedout job",  # Intel's xe driver: xe 0000:2b:00.0: [drm] Tile0: GT0: Timedout job: seqno=…, guc_id=0
+    b"No space left",  # ENOSPC in a line with no error word: a warning's "…: No space left on device [28]"
+    b"quota exceeded",  # EDQUOT: Disk quota exceeded (a checkpoint or a cache on a shared file system)
+    b"been revoked",  # salloc: Job allocation 235454 has been revoked. (Slurm took the allocation back)
     b"GPU HANG",  # Intel's i915 driver: i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:…, in python [1234]
     b"Notify record from remote rank",  # Ascend HCCL's EI0002: … has not received the Notify record from remote rank: [24]
     b"specific port[",  # Ascend HCCL: listen on ip[192.168.20.160] and specific port[16666] fail

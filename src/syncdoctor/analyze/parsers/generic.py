@@ -28,6 +28,9 @@ _ERROR = re.compile(
     # ENOMEM in a library's words (libfabric's EFA provider: ``… err: Cannot allocate memory (-12)``), and libfabric's
     # completion error (``<warn> err: 5, message: Invalid address``)
     r"\bCannot allocate memory\b|\berr: -?\d{1,5}, message: |"
+    # ENOSPC and EDQUOT in a warning's words (a library shrinking what it asked for: ``… exceeds device max_mr_size,
+    # shrink it to 68719476736: No space left on device [28]``)
+    r"\bNo space left on device\b|\bDisk quota exceeded\b|"
     # (oneCCL's level between bars: ``|CCL_ERROR|``); the words of a failure on a line without an error word
     # (a runtime's own wording)
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"

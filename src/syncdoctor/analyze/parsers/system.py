@@ -36,7 +36,8 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
-            "segfault at ", "general protection fault", "health compromised", ", being killed")
+            "segfault at ", "general protection fault", "health compromised", ", being killed",
+            "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked")
 
 # the kernel's record of a process that died of a fault (dmesg, journalctl -k): ``python[3862819]: segfault at 0 ip
 # 00007efeb76ad8a2 sp 00007ffd19dc5450 error 4 in libvgpu.so[7efeb767e000+38000]``, ``traps: python[1234] general
@@ -77,6 +78,13 @@ _POD_KILLED = ("Deleted", "OOMKilled", "Evicted")  # reasons whose processes wer
 _SRUN_NODE_FAILURE = re.compile(r"srun: error: Node failure on (?P<host>[\w.\-]+)")
 _SLURM_CANCELLED = re.compile(r"(?:\*\*\* )?(?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<host>\S+) CANCELLED AT \S+"
                               r"(?: DUE TO (?P<why>[A-Z ]+?))?(?:, SEE [A-Z ]+)?(?: \*\*\*|\s*$)")  # a paste may eat the stars
+# Slurm ending a job for reasons of its own: ``srun: PrologSlurmctld failed, job killed`` (the controller's prolog; on
+# clouds, creating the nodes), slurmd's ``error: [job 42] prolog failed status=1:0`` (a node's prolog: Slurm drains the
+# node), salloc's ``Prolog failure on node k003-006``, srun's ``error: Task launch for 23.0 failed on node hpc: Job
+# prolog failed``; srun's ``error: Job allocation 42 has been revoked`` (the controller took the allocation back)
+_SLURM_PROLOG = re.compile(r"\bPrologSlurmctld failed|\[job \d+\] prolog failed|\bProlog failure on node "
+                           r"(?P<node>[\w.\-]+)|(?:failed on node (?P<on>[\w.\-]+): )?\bJob prolog failed")
+_SLURM_REVOKED = re.compile(r"\bJob allocation (?P<id>\d+) has been revoked")
 # the kubelet evicting a pod: ``The node was low on resource: memory. Container pytorch was using 61Gi, …``
 _EVICTED = re.compile(r"The node was low on resource: (?P<resource>[\w-]+)")
 _EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?)\s*137\b", re.IGNORECASE)
@@ -139,6 +147,15 @@ def parse(line: Line) -> list[Event]:
         why = (match["why"] or "scancel").strip().lower()
         return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "reason": why, "step": match["id"]})]
+    match = _SLURM_PROLOG.search(body) if "rolog" in body else None
+    if match:
+        node = match["node"] or match["on"]
+        return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=node) if node else None,
+                           data={"source": "slurm", "reason": "prolog failed"})]
+    match = _SLURM_REVOKED.search(body) if "revoked" in body else None
+    if match:
+        return [make_event(Kind.AGENT_SIGNAL, line, data={"source": "slurm", "reason": "allocation revoked",
+                                                          "step": match["id"]})]
     match = _POD_FAILED.search(body)
     if match:  # an elastic job's controller (DLRover) on a pod it watches: why it left Running
         reason = match["reason"]

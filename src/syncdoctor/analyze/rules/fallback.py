@@ -251,7 +251,8 @@ def _agents_aftermath(event: Event, signal: Event, stops: Sequence[Ref] = ()) ->
 _RACE_LINES = 5
 _STOP_LINES = 8  # a launcher's lines after its own signal: its signal line and one per worker it stops
 # (the tasks of a cancelled step exit, and slurmstepd can no longer report it to srun)
-_SRUN_AFTER = re.compile(r"Job step aborted: Waiting up to \d+ seconds|forcing job termination|Failed to send "
+_SRUN_AFTER = re.compile(r"Job step aborted: Waiting up to \d+ seconds|forcing job termination|Timed out waiting for "
+                         r"job step to complete|Failed to send "
                          r"MESSAGE_TASK_EXIT|tasks? [\d,\-]+: (?:Exited with exit code|Terminated|Killed)")
 
 
@@ -276,6 +277,17 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
                "(`--requeue`, or a checkpoint to resume from).")
         return [hypothesis(tl, Category.RANK_KILLED, 0.6, title, hosts=where.hosts, what=what, fix=fix,
                            evidence=evidence_of(failed + [e for e in signals if e not in failed], "Slurm's record", 4))]
+    if "prolog failed" in reasons:  # before any task ran: nothing of the training is at fault
+        title = (f"Slurm's prolog failed{' on ' + where.text if where.text else ''} and Slurm killed the job before "
+                 "its tasks ran: a problem of the nodes or the scheduler, not of the training")
+        what = ("A prolog script (PrologSlurmctld on the controller, which on cloud clusters creates or resumes the "
+                "nodes; or Prolog on a node) exited non-zero, so Slurm killed the job and revoked its allocation. No "
+                "task started.")
+        fix = ("Read the controller's log (slurmctld.log; on cloud clusters the resume log: quota, zone capacity, "
+               "placement, permissions) or the node's slurmd.log for the prolog's error; `sinfo -R` lists nodes "
+               "drained for a prolog error. Resubmit once the nodes are back.")
+        return [hypothesis(tl, Category.RANK_KILLED, 0.5, title, hosts=where.hosts, what=what, fix=fix,
+                           evidence=evidence_of(signals, "Slurm's record", 4))]
     if reasons:
         title = (f"Slurm cancelled the job{' on ' + where.text if where.text else ''} ({', '.join(reasons)}): it was "
                  "ended from outside, not by a failing worker")
