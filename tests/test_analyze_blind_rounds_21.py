@@ -43,3 +43,85 @@ def test_enospc_in_a_warning_is_an_error_line_and_not_silence(tmp_path: Path) ->
     assert one("W0717 18:50:08 cache.cc:10] Disk quota exceeded while writing /ckpt/step_100", Kind.ERROR_LINE)
     # a free-space report names the words without an error
     assert not [e for e in events_of("df: 12G used, no space left warnings: none") if e.kind is Kind.ERROR_LINE]
+
+
+_JAX_CONNECT = """Traceback (most recent call last):
+  File "/root/train.py", line 89, in main
+    jax.distributed.initialize(coordinator_address="localhost", num_processes=4, process_id=0)
+  File "/opt/jax/_src/distributed.py", line 95, in initialize
+    self.client.connect()
+jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: PjRT_Client_Connect. Timed out task names:
+/job:jax_worker/replica:0/task:3
+/job:jax_worker/replica:0/task:1
+/job:jax_worker/replica:0/task:2
+
+Additional GRPC error information from remote target unknown_target_for_coordination_leader while calling /tensorflow.CoordinationService/Barrier:
+"""
+
+
+def test_jax_initialize_timing_out_names_the_processes_that_never_connected(tmp_path: Path) -> None:
+    event = one(_JAX_CONNECT, Kind.COORDINATION)
+    assert event.data["barrier"] == "PjRT_Client_Connect" and event.data["absent_tasks"] == [1, 2, 3]
+    top = diagnose(tmp_path, _JAX_CONNECT).hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and top.culprit_ranks == (1, 2, 3)
+    assert "never connected to JAX's coordinator" in top.title and "process_id" in top.fix
+
+
+def test_a_later_barrier_in_the_newer_words_names_its_absent_tasks_and_the_count(tmp_path: Path) -> None:
+    paste = ("jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: 0_async_write_complete."
+             "0.1. This usually happens because a task triggered the barrier too early or too slowly. Please look at "
+             "the task logs (both timed out and first task) to debug further.\n# of tasks that reached the barrier: "
+             "14/16.\nThe first task at the barrier: /job:jax_worker/replica:0/task:13. Some timed out task names:\n"
+             "/job:jax_worker/replica:0/task:6\n/job:jax_worker/replica:0/task:9\n\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and top.culprit_ranks == (6, 9)  # not 13, the first there
+    assert "0_async_write_complete.0.1" in top.title and "14 of 16 arrived" in top.title
+    # gRPC's record of the same error: the names on one line, "\n" written out between them
+    record = ('{"created":"@1706211255.37","description":"Error received from peer ipv4:10.142.0.55:8476","grpc_message":'
+              '"Barrier timed out. Barrier_id: multihost_broadcast_sync0. Timed out task names:\\n/job:jax_worker/'
+              'replica:0/task:3\\n/job:jax_worker/replica:0/task:0\\n","grpc_status":4}')
+    assert one(record, Kind.COORDINATION).data["absent_tasks"] == [0, 3]
+
+
+def test_a_task_whose_heartbeat_the_service_lost_is_the_crash(tmp_path: Path) -> None:
+    line = ("jaxlib.xla_extension.XlaRuntimeError: UNAVAILABLE: Task /job:jax_worker/replica:0/task:5 heartbeat "
+            "timeout. This indicates that the remote task has failed, got preempted, or crashed unexpectedly.")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (5,) and "heartbeats" in top.title
+    # a task named in other words (a device string) is no lost task, and a barrier named elsewhere no timeout
+    assert not events_of("Using device /job:jax_worker/replica:0/task:5/device:GPU:0")
+    assert not [e for e in events_of("logging: barrier timed out? no") if e.kind is Kind.COORDINATION]
+
+
+def test_cuda_not_initialized_on_an_nvswitch_host_names_the_fabric_manager(tmp_path: Path) -> None:
+    warning = ("/opt/conda/lib/python3.9/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: "
+               "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+               "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized "
+               "(Triggered internally at /opt/conda/c10/cuda/CUDAFunctions.cpp:109.)")
+    assert one(warning, Kind.GPU_ERROR).data["message"] == "CUDA could not start: system not yet initialized (error 802)"
+    journal = ("Feb 24 09:28:28 ip-172-31-92-157 nv-fabricmanager[1507]: fabric manager NVIDIA GPU driver interface "
+               "version 535.183.01 don't match with driver version 535.161.08. Please update with matching NVIDIA "
+               "driver package.")
+    top = diagnose(tmp_path, journal + "\n" + warning).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and top.culprit_hosts == ("ip-172-31-92-157",)
+    assert "fabric manager" in top.title and "not at fault" in top.title and "nvidia-fabricmanager" in top.fix
+    # another CUDA initialization warning keeps its own words (no fabric manager in its title)
+    other = warning.replace("Error 802: system not yet initialized", "Error 999: unknown error")
+    assert "fabric manager" not in diagnose(tmp_path, other).hypotheses[0].title
+
+
+def test_intels_engine_reset_and_a_lost_level_zero_device_are_the_gpus_failure(tmp_path: Path) -> None:
+    paste = ("xe 0000:2c:00.0: [drm] GT0: Engine reset: engine_class=ccs, logical_mask: 0x1, guc_id=3\n"
+             "xe 0000:17:00.0: [drm] Xe device coredump has been created\n"
+             "RuntimeError: level_zero backend failed with error: 20 (UR_RESULT_ERROR_DEVICE_LOST)\n")
+    assert one(paste.splitlines()[0], Kind.GPU_ERROR).data["pci"] == "0000:2c:00.0"
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "DEVICE_LOST" in top.title
+    assert not [e for e in events_of("xe 0000:2c:00.0: [drm] GT0: engine_class=ccs enabled") if e.kind is Kind.GPU_ERROR]
+
+
+def test_a_checks_expected_but_got_words_are_an_error_line(tmp_path: Path) -> None:
+    line = "NET/OFI Unexpected number of remote rails for dev 0. Expected 3 but got 2"
+    assert one(line, Kind.ERROR_LINE)
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.UNRECOGNISED
+    assert not [e for e in events_of("step 10: loss expected to fall, but it got flatter") if e.kind is Kind.ERROR_LINE]

@@ -92,6 +92,7 @@ class Kind(str, enum.Enum):
     WATCH = "watch"  # a syncdoctor watch event
     RAS = "ras"  # an NCCL RAS error or warning
     HCCL_HEARTBEAT = "hccl_heartbeat"  # Ascend HCCL's cluster heartbeat: a rank lost (its process exited) or stuck
+    COORDINATION = "coordination"  # XLA's coordination service (JAX, TF): a barrier's absent tasks, a task lost
 
 
 @dataclass(frozen=True, slots=True)

@@ -219,7 +219,12 @@ ANCHORS: tuple[bytes, ...] = (
     b"Timedout job",  # Intel's xe driver: xe 0000:2b:00.0: [drm] Tile0: GT0: Timedout job: seqno=…, guc_id=0
     b"No space left",  # ENOSPC in a line with no error word: a warning's "…: No space left on device [28]"
     b"quota exceeded",  # EDQUOT: Disk quota exceeded (a checkpoint or a cache on a shared file system)
-    b"been revoked",  # salloc: Job allocation 235454 has been revoked. (Slurm took the allocation back)
+    b"reached the barrier",  # XLA's coordination service: # of tasks that reached the barrier: 8/16.
+    b"been revoked",
+    b"CUDA initialization",  # PyTorch's warning that CUDA could not start: … Error 802: system not yet initialized
+    b" but got ",  # a check's words without an error word: NET/OFI … Expected 3 but got 2
+    b"Engine reset:",  # Intel's xe driver resetting a hung engine: xe 0000:2c:00.0: [drm] GT0: Engine reset: engine_class=ccs
+    b"interface version",  # the fabric manager's journal: … driver interface version 535.183.01 don't match with …  # salloc: Job allocation 235454 has been revoked. (Slurm took the allocation back)
     b"GPU HANG",  # Intel's i915 driver: i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:…, in python [1234]
     b"Notify record from remote rank",  # Ascend HCCL's EI0002: … has not received the Notify record from remote rank: [24]
     b"specific port[",  # Ascend HCCL: listen on ip[192.168.20.160] and specific port[16666] fail

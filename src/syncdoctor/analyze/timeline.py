@@ -53,6 +53,8 @@ COMM_ERROR_WORDS = (
     "Detected mismatch between collectives", "OPS function error: Hccl",
     "collective communication initialization failed",  # MindSpore: the HCCL communicator could not be set up
     "fetch the unique id of the collective lib",  # MindSpore: the group's root never published the communicator's id
+    "Barrier timed out",  # XLA's coordination service (JAX): a barrier some tasks never reached
+    "heartbeat timeout. This indicates",  # … and a task it lost
 )
 # an MPI library aborting in a communication call (Cray MPICH: ``Fatal error in PMPI_Recv: Other MPI error``): its
 # peer is gone, not its own fault (``PMPI_Init`` and the like are its own)

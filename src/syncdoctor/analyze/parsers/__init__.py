@@ -2,10 +2,11 @@
 
 Line parsers (``KEYWORDS`` + ``parse(line)``): :mod:`.torch_watchdog`, :mod:`.torch_detail`, :mod:`.gloo`,
 :mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.system`, :mod:`.gpu`, :mod:`.hosts`, :mod:`.ddp`,
-:mod:`.traceback`, :mod:`.fr_trace`, :mod:`.ras` (a RAS listing's per-rank line); :mod:`.bars` (progress bars, on the lines other anchors select and before a timeout); :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
+:mod:`.traceback`, :mod:`.fr_trace`, :mod:`.ras` (a RAS listing's per-rank line), :mod:`.hccl`, :mod:`.coordination`
+(XLA's coordination service); :mod:`.bars` (progress bars, on the lines other anchors select and before a timeout); :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
 blocks are read by followers (``follow(line)``): tracebacks, torchrun's failure table, desync reports, the
 Flight Recorder analyser's report,
-``py-spy dump`` stacks.
+``py-spy dump`` stacks, the task names below a coordination-service barrier's timeout.
 Whole-record parsers: :mod:`.flight_recorder`, :mod:`.watch_events`, :mod:`.ras`. Line prefixes and file
 names: :mod:`.prefixes`.
 """
@@ -19,6 +20,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import (
     bars,
     c10d_store,
+    coordination,
     ddp,
     fr_trace,
     generic,
@@ -47,9 +49,10 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "LOOK_ABOVE", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace, ras, hccl)
+                system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace, ras, hccl, coordination)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
-            nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow, fr_trace.follow)
+            nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow, fr_trace.follow,
+            coordination.follow)
 # events that the lines above their own complete, where a paste left out the block's head: (whether an event wants
 # them, how it reads them: the event's line, the event, the same writer's lines above it nearest first -> the
 # event's replacement, or nothing to keep it as it is)

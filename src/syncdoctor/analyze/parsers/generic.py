@@ -31,6 +31,9 @@ _ERROR = re.compile(
     # ENOSPC and EDQUOT in a warning's words (a library shrinking what it asked for: ``… exceeds device max_mr_size,
     # shrink it to 68719476736: No space left on device [28]``)
     r"\bNo space left on device\b|\bDisk quota exceeded\b|"
+    # a check's words on a line of their own (aws-ofi-nccl: ``NET/OFI Unexpected number of remote rails for dev 0.
+    # Expected 3 but got 2``)
+    r"\b[Ee]xpected [\w.\-]{1,40} but got [\w.\-]{1,40}|"
     # (oneCCL's level between bars: ``|CCL_ERROR|``); the words of a failure on a line without an error word
     # (a runtime's own wording)
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"

@@ -38,7 +38,8 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported",
-            " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR")
+            " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
+            "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
@@ -83,8 +84,20 @@ _AMDGPU_FAULT = re.compile(r"amdgpu(?: (?P<pci>[0-9a-fA-F:.]{7,}))?: amdgpu: \[\
 # Intel's kernel drivers (xe, i915) on a GPU job that hung: ``xe 0000:2b:00.0: [drm] Tile0: GT0: Timedout job:
 # seqno=…, guc_id=0, flags=0x73 in python [1234]``, ``i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:…, in python
 # [1234]`` (the driver then resets the GPU: its work is lost)
+# ``xe 0000:2c:00.0: [drm] GT0: Engine reset: engine_class=ccs, logical_mask: 0x1, guc_id=3`` (the compute engine)
 _INTEL_HANG = re.compile(r"\b(?:xe|i915) (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): \[drm\] "
-                         r"(?:[^\n]*?(?P<what>Timedout job|GPU HANG)[^\n]*?)(?: in (?P<comm>[\w.\-]+) \[(?P<pid>\d+)\])?$")
+                         r"(?:[^\n]*?(?P<what>Timedout job|GPU HANG|Engine reset)[^\n]*?)(?: in (?P<comm>[\w.\-]+) "
+                         r"\[(?P<pid>\d+)\])?$")
+# Intel's Level Zero (oneAPI's unified runtime, through PyTorch's XPU backend or oneCCL) losing the device, as after
+# such a reset: ``RuntimeError: level_zero backend failed with error: 20 (UR_RESULT_ERROR_DEVICE_LOST)``
+_DEVICE_LOST = re.compile(r"\b(?:UR|ZE)_RESULT_ERROR_DEVICE_LOST\b")
+# CUDA that could not start: PyTorch's warning ``UserWarning: CUDA initialization: Unexpected error from
+# cudaGetDeviceCount(). … Error 802: system not yet initialized (Triggered internally at …)``; and the NVSwitch
+# fabric manager refusing a driver of another version (its journal): ``nv-fabricmanager[1507]: fabric manager NVIDIA
+# GPU driver interface version 535.183.01 don't match with driver version 535.161.08. Please update …``
+_CUDA_INIT = re.compile(r"CUDA initialization: [^\n]{0,300}?\bError (?P<code>\d{1,4}): (?P<msg>[a-z][\w ,'\-]{2,100}?)"
+                        r"\s*(?:\(|\.|$)")
+_FM_VERSION = re.compile(r"fabric manager NVIDIA GPU driver interface version (?P<fm>[\d.]{3,20}) don")
 
 
 def _intel(line: Line) -> list[Event] | None:
@@ -93,7 +106,9 @@ def _intel(line: Line) -> list[Event] | None:
         return None
     pid = int(match["pid"]) if match["pid"] and match["pid"] != "-1" else None
     return [make_event(Kind.GPU_ERROR, line, origin=Origin(pid=pid) if pid else None, data={
-        "message": f"GPU job hung and was reset by the {match.group(0).split(' ', 1)[0]} driver ({match['what']})",
+        "message": f"GPU job hung and was reset by the {match.group(0).split(' ', 1)[0]} driver ({match['what']})"
+        if match["what"] != "Engine reset" else
+        f"the {match.group(0).split(' ', 1)[0]} driver reset the GPU's engine (its work is lost)",
         "pci": match["pci"], "hardware": True, "source": "intel-drm"})]
 
 
@@ -170,10 +185,22 @@ def parse(line: Line) -> list[Event]:
         rocm = _rocm(line)
         if rocm is not None:
             return rocm
-    if "Timedout job" in body or "GPU HANG" in body:
+    if "Timedout job" in body or "GPU HANG" in body or "Engine reset:" in body:
         intel = _intel(line)
         if intel is not None:
             return intel
+    if "ERROR_DEVICE_LOST" in body and _DEVICE_LOST.search(body):
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": "the GPU was lost (Level Zero: DEVICE_LOST)", "source": "level-zero"})]
+    match = _CUDA_INIT.search(body) if "CUDA initialization: " in body else None
+    if match:  # (a warning: PyTorch goes on without CUDA, and the job fails later or runs on the CPU)
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": f"CUDA could not start: {match['msg'].strip()} (error {match['code']})", "source": "cuda-init"})]
+    match = _FM_VERSION.search(body) if "driver interface version" in body else None
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": f"the fabric manager ({match['fm']}) refused a driver of another version: system not yet "
+                       "initialized", "source": "fabric-manager"})]
     match = _GPU_AT.search(body)
     if match:
         return [make_event(Kind.GPU_PCI, line, data={"pci": match["pci"].lower()})]

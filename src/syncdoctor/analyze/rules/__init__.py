@@ -19,6 +19,7 @@ module                what it tells apart                                       
                       than retries, an IB port or HCA that went down                          A026, A027
 :mod:`.setup`         NCCL versions that differ, a peer or store nobody reaches, a            A022-A024
                       rendezvous or store that timed out waiting
+:mod:`.coordination`  XLA's coordination service (JAX): a barrier's absent tasks, a task lost  A024, A003
 :mod:`.fallback`      an error no rule explains (never silent), and the unexplained lines;   A028, any
                       what its words name (:mod:`.phrases`: a port in use, a GPU fault…)
 ====================  =====================================================================  ==========
@@ -31,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
+from syncdoctor.analyze.rules.coordination import coordination_service
 from syncdoctor.analyze.rules.crash import ddp_unused_parameters, rank_crashed
 from syncdoctor.analyze.rules.desync import collective_desync
 from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error, words_over_a_weak_verdict
@@ -95,6 +97,7 @@ RULES: tuple[Rule, ...] = (
     worker_killed,
     hccl_heartbeat,
     hccl_late_entry,
+    coordination_service,
     ib_completion_error,
     ib_port_down,
     nccl_version_mismatch,

@@ -97,7 +97,8 @@ def _no_such_device(event: Event) -> bool:
 
 def _fabric_manager(events: list[Event]) -> bool:
     """``system not yet initialized``: on NVSwitch systems (HGX) CUDA waits for nvidia-fabricmanager."""
-    return any("system not yet initialized" in str(e.data.get("message", "")) for e in events)
+    return any("system not yet initialized" in str(e.data.get("message", "")) or e.data.get("source") == "fabric-manager"
+               for e in events)
 
 
 def _unhandled_cuda(event: Event) -> bool:
@@ -141,6 +142,10 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                  "is not running, or does not match the driver's version.")
         fix = ("Start nvidia-fabricmanager on that node (`systemctl status nvidia-fabricmanager`; its version must be "
                "the driver's), then check `nvidia-smi -q | grep -i fabric`.")
+        if not hardware:
+            title = (f"CUDA on {where.text or 'a node'} is not initialized (system not yet initialized, error 802): "
+                     "the NVSwitch fabric manager is not running or does not match the driver; the GPU itself is "
+                     "not at fault")
     mismatch = None if hardware else next((m for m in _MISMATCHED_BUILD if any(m[0] in msg for msg in messages)), None)
     if mismatch is not None:  # the CUDA software does not fit the machine: no fault of the GPU
         _words, template, what, fix, note = mismatch
