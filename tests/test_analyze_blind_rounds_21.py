@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyze_helpers import diagnose_paste, events_of, one
+from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
@@ -125,3 +126,76 @@ def test_a_checks_expected_but_got_words_are_an_error_line(tmp_path: Path) -> No
     assert one(line, Kind.ERROR_LINE)
     assert diagnose(tmp_path, line).hypotheses[0].category is Category.UNRECOGNISED
     assert not [e for e in events_of("step 10: loss expected to fall, but it got flatter") if e.kind is Kind.ERROR_LINE]
+
+
+# --- the sixty-third round (r66*) ---------------------------------------------------------------------------------
+
+
+def test_a_py_spy_stack_pasted_without_its_headers_is_read(tmp_path: Path) -> None:
+    (tmp_path / "tp0.txt").write_text("all_reduce (torch/distributed/distributed_c10d.py:3075)\n"
+                                      "  _all_reduce_attn_groups (hiradix_cache.py:196)\n"
+                                      "  check_prefetch_progress (hiradix_cache.py:1373)\n")
+    (tmp_path / "tp1.txt").write_text("broadcast (torch/distributed/distributed_c10d.py:2974)\n"
+                                      "  broadcast_pyobj (utils/common.py:1437)\n")
+    analysis = analyze_paths([str(tmp_path)])
+    stacks = analysis.timeline.of(Kind.STACK_DUMP)
+    assert sorted(str(e.op) for e in stacks) == ["allreduce", "broadcast"]
+    assert "hiradix_cache.py:196" in str(next(e for e in stacks if e.op == "allreduce").data["where"])
+    assert analysis.diagnosis.hypotheses[0].category is Category.COLLECTIVE_DESYNC
+    # a warning printed from that file (path:line: Category) and a frame of another module start no stack
+    assert not [e for e in events_of("/opt/torch/distributed/distributed_c10d.py:4631: UserWarning: No device id "
+                                     "is provided via init_process_group") if e.kind is Kind.STACK_DUMP]
+    assert not [e for e in events_of("train_step (trainer.py:88)\n  main (run.py:12)") if e.kind is Kind.STACK_DUMP]
+
+
+def test_vllms_logger_prefix_is_taken_off_and_its_expected_error_notice_is_no_error(tmp_path: Path) -> None:
+    paste = ("INFO 06-11 19:21:45 [ray_distributed_executor.py:128] Shutting down Ray distributed executor. If you see "
+             "error log from logging.cc regarding SIGTERM received, please ignore because this is the expected "
+             "termination process in Ray.\n"
+             "(RayWorkerWrapper pid=1320, ip=192.168.11.16) ERROR 06-11 19:21:45 [worker_base.py:622] Traceback (most "
+             "recent call last):\n"
+             "(RayWorkerWrapper pid=1320, ip=192.168.11.16) ERROR 06-11 19:21:45 [worker_base.py:622]   File "
+             "\"/workspace/vllm/worker/worker.py\", line 190, in init_device\n"
+             "(RayWorkerWrapper pid=1320, ip=192.168.11.16) ERROR 06-11 19:21:45 [worker_base.py:622]     "
+             "torch.cuda.set_device(self.device)\n"
+             "(RayWorkerWrapper pid=1320, ip=192.168.11.16) ERROR 06-11 19:21:45 [worker_base.py:622] RuntimeError: "
+             "CUDA error: invalid device ordinal\n")
+    analysis = analyze_paths([str(_write(tmp_path, paste))])
+    assert not [e for e in analysis.timeline.of(Kind.ERROR_LINE) if "please ignore" in e.text]
+    exception = next(e for e in analysis.timeline.of(Kind.EXCEPTION, Kind.GPU_ERROR) if e.origin.pid == 1320)
+    assert exception.origin.host == "192.168.11.16"
+    top = analysis.diagnosis.hypotheses[0]
+    assert "invalid device ordinal" in top.title and top.culprit_hosts == ("192.168.11.16",), top.title
+
+
+def test_gins_doca_failure_is_named_with_its_own_fix(tmp_path: Path) -> None:
+    line = ("worker-0:862519:862553 [0] transport/net_ib/gdaki/gin_host_gdaki.cc:431 (gdakiConnectQp) NCCL WARN DOCA "
+            "failure 21")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "GIN over DOCA GPUNetIO" in top.title
+    assert "NCCL_GIN_TYPE" in top.fix and top.culprit_hosts == ("worker-0",)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "paste.txt"
+    path.write_text(text)
+    return path
+
+
+def test_a_frame_logged_at_error_is_never_silence_and_no_noise_beside_a_verdict(tmp_path: Path) -> None:
+    frames = ('(RayWorkerWrapper pid=26165) ERROR 08-16 05:39:57 worker_base.py:382]   File "/usr/lib/python3.10/torch/'
+              'distributed/distributed_c10d.py", line 2220, in all_reduce [repeated 6x across cluster]\n'
+              '(RayWorkerWrapper pid=26165) ERROR 08-16 05:39:57 worker_base.py:382]     work = group.allreduce([tensor],'
+              ' opts) [repeated 6x across cluster]\n')
+    event = one(frames.splitlines()[0], Kind.ERROR_LINE)
+    assert event.data["logged"] and event.origin.pid == 26165
+    top = diagnose(tmp_path, frames).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.culprit_processes
+    # beside a reading, such lines are not listed as unexplained
+    with_cause = frames + ("(RayWorkerWrapper pid=26165) ERROR 08-16 05:39:58 worker_base.py:382] RuntimeError: CUDA "
+                           "driver error: system not yet initialized\n")
+    diagnosis = diagnose(tmp_path, with_cause)
+    assert "fabric manager" in diagnosis.hypotheses[0].title
+    assert not [e for e in diagnosis.unexplained if "work = group.allreduce" in e.text]
+    # torch elastic's E-level prefix spells no level: its traceback lines stay no errors of their own
+    assert not events_of('E0724 19:33:34.565000 1288 torch/distributed/elastic/multiprocessing/api.py:702]     x = 1')

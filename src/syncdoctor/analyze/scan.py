@@ -217,14 +217,6 @@ ANCHORS: tuple[bytes, ...] = (
     b"captured in a graph",  # NCCL's Last error: NCCL cannot be captured in a graph if either it wasn't built with …
     b"INFO Ring ",  # NCCL's rings: Ring 00 : 39[7] -> 88[0] via direct shared memory, Ring 00 : 3 -> 4 -> 5 (its rank)
     b"Timedout job",  # Intel's xe driver: xe 0000:2b:00.0: [drm] Tile0: GT0: Timedout job: seqno=…, guc_id=0
-    b"No space left",  # ENOSPC in a line with no error word: a warning's "…: No space left on device [28]"
-    b"quota exceeded",  # EDQUOT: Disk quota exceeded (a checkpoint or a cache on a shared file system)
-    b"reached the barrier",  # XLA's coordination service: # of tasks that reached the barrier: 8/16.
-    b"been revoked",
-    b"CUDA initialization",  # PyTorch's warning that CUDA could not start: … Error 802: system not yet initialized
-    b" but got ",  # a check's words without an error word: NET/OFI … Expected 3 but got 2
-    b"Engine reset:",  # Intel's xe driver resetting a hung engine: xe 0000:2c:00.0: [drm] GT0: Engine reset: engine_class=ccs
-    b"interface version",  # the fabric manager's journal: … driver interface version 535.183.01 don't match with …  # salloc: Job allocation 235454 has been revoked. (Slurm took the allocation back)
     b"GPU HANG",  # Intel's i915 driver: i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:…, in python [1234]
     b"Notify record from remote rank",  # Ascend HCCL's EI0002: … has not received the Notify record from remote rank: [24]
     b"specific port[",  # Ascend HCCL: listen on ip[192.168.20.160] and specific port[16666] fail
@@ -257,6 +249,16 @@ ANCHORS: tuple[bytes, ...] = (
     "错误".encode(),  # "error" in a Chinese locale's messages (bash: -c: 行 0: 未预期的符号“(”附近有语法错误)
     "失败".encode(),  # "failed" in a Chinese locale's messages
     b"HcclCommInitRootInfo",  # HCCL INFO, once per rank and communicator: Entry-HcclCommInitRootInfoInner:ranks[4], rank[3], …
+    # the sixty-second and sixty-third rounds (r65*, r66*)
+    b"No space left",  # ENOSPC in a line with no error word: a warning's "…: No space left on device [28]"
+    b"quota exceeded",  # EDQUOT: Disk quota exceeded (a checkpoint or a cache on a shared file system)
+    b"reached the barrier",  # XLA's coordination service: # of tasks that reached the barrier: 8/16.
+    b"distributed_c10d.py:",  # a py-spy stack pasted without its headers: all_reduce (torch/distributed/distributed_c10d.py:3075)
+    b"been revoked",  # salloc: Job allocation 235454 has been revoked. (Slurm took the allocation back)
+    b"Engine reset:",  # Intel's xe driver resetting a hung engine: xe 0000:2c:00.0: [drm] GT0: Engine reset: engine_class=ccs
+    b"interface version",  # the fabric manager's journal: … driver interface version 535.183.01 don't match with …
+    b"CUDA initialization",  # PyTorch's warning that CUDA could not start: … Error 802: system not yet initialized
+    b" but got ",  # a check's words without an error word: NET/OFI … Expected 3 but got 2
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

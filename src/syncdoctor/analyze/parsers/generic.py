@@ -48,6 +48,7 @@ _ERROR = re.compile(
     # a system in a Chinese locale (bash, glibc, Python's own messages translated): 错误 "error", 失败 "failed"
     r"|错误|失败)"
 )
+_SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
 _HANG = re.compile(r"\bsuspects a hang\b")
 _BENIGN = re.compile(
@@ -55,7 +56,10 @@ _BENIGN = re.compile(
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
     r"ErrorCode\.|retry(?! count)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
     # ProcessGroupNCCL's note beside a timeout that the Flight Recorder was off (2.6+): no failure of its own
-    r"Stack trace of the failed collective not found"
+    r"Stack trace of the failed collective not found|"
+    # a line that says its error words are expected (vLLM's Ray executor: "If you see error log from logging.cc
+    # regarding SIGTERM received, please ignore because this is the expected termination process in Ray.")
+    r"\bplease ignore because this is the expected\b"
 )
 
 
@@ -75,6 +79,14 @@ def parse(line: Line) -> list[Event]:
     match = _ERROR.search(body)
     glog = None if match else _GLOG_ERROR.search(body)
     hang = _HANG.search(body)  # (stands even where the line says it keeps retrying)
+    if hang is None and match is None and glog is None and line.severity in ("error", "fatal") and body.strip() \
+            and _SPELLED_LEVEL.search(line.text, 0, max(0, len(line.text) - len(body))):
+        # a line its program logged at ERROR, the level spelled out in its prefix, whose own words say nothing (a
+        # traceback's frame under vLLM's logger prefix, the exception cut off): an error by the program's account,
+        # never silence; only the fallback reads it (``logged``), the report does not list it beside a hypothesis.
+        # (torch elastic's ``E0724 …]`` traceback lines are no errors of their own: its failure table is read.)
+        return [make_event(Kind.ERROR_LINE, line, data={"word": f"logged at {line.severity.upper()}",
+                                                        "message": body.strip()[:300], "logged": True})]
     if hang is None and ((match is None and glog is None) or _BENIGN.search(body)):
         return []
     found = hang or match

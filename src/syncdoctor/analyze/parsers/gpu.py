@@ -36,7 +36,7 @@ from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
             "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version")
@@ -192,6 +192,9 @@ def parse(line: Line) -> list[Event]:
     if "ERROR_DEVICE_LOST" in body and _DEVICE_LOST.search(body):
         return [make_event(Kind.GPU_ERROR, line, data={
             "message": "the GPU was lost (Level Zero: DEVICE_LOST)", "source": "level-zero"})]
+    if "CUDA driver error: system not yet initialized" in body:  # the driver API's words for 802 (symmetric memory)
+        return [make_event(Kind.GPU_ERROR, line, data={"message": "system not yet initialized (CUDA driver error)",
+                                                       "source": "cuda-driver"})]
     match = _CUDA_INIT.search(body) if "CUDA initialization: " in body else None
     if match:  # (a warning: PyTorch goes on without CUDA, and the job fails later or runs on the CPU)
         return [make_event(Kind.GPU_ERROR, line, data={

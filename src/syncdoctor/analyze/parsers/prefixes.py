@@ -108,6 +108,12 @@ _PYLOG = re.compile(
     r"(?P<sev>[IWEF])(?P<md>\d{3,4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.(?P<f>\d{1,9}) "
     r"(?P<pid>\d+) (?P<file>[^\]]{1,300}:\d{1,6})\][ ]?"
 )
+# vLLM's logger (also SGLang's and LMCache's that copy it): ``ERROR 06-11 19:21:45 [worker_base.py:622] `` (0.6+),
+# ``INFO 03-14 10:11:12 worker.py:123] `` (before); its date has no year
+_VLLM_LOG = re.compile(
+    r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+    r"(?:\.(?P<f>\d{1,6}))? \[?(?P<file>[\w.\-]{1,100}\.py):\d{1,6}\] "
+)
 _NCCL = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\] )?"
     r"(?P<host>[A-Za-z0-9_.\-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,4})\] "
@@ -132,6 +138,7 @@ _NCCL_BARE = re.compile(
     r"(?P<level>INFO|WARN|ABORT)\b ?"
 )
 _SEVERITY = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
+_LEVELS = {"DEBUG": "", "INFO": "info", "WARNING": "warning", "ERROR": "error", "CRITICAL": "fatal"}
 # what pasting a log into an issue or a chat does to it: colour codes (or their remains once the ESC byte is
 # lost), markdown fences, inline code, quotes and emphasis, and GitHub's autolinks of ``launch.py:318``
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -325,6 +332,15 @@ def split_prefix(text: str) -> Prefix:
             if pos == start and not stamped:  # a log pipeline's stamp (kubectl --timestamps, ts): the line after it
                 stamped = True
                 start = match.end()
+            pos = match.end()
+            continue
+        match = _VLLM_LOG.match(text, pos)
+        if match:
+            g = match.groupdict()
+            severity = severity or _LEVELS[g["lvl"]]
+            value = _year_less(int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"]), g["f"])
+            if value is not None and time is None:
+                time, time_text = value, text[match.start("mo"):match.end("f") if g["f"] else match.end("s")]
             pos = match.end()
             continue
         match = _GLOG.match(text, pos) or _PYLOG.match(text, pos)

@@ -7,6 +7,10 @@ without a line: ``    ncclProxyProgress (libnccl.so.2)``); ``--locals`` adds ``A
 lines further in. Only the main thread is read: the training loop runs there. On Linux the main thread's id
 is the process id, printed in decimal (older releases printed the pthread id in hex: no pid then).
 
+A dump pasted without its headers (a stack copied on its own, its innermost frame at the margin and the callers
+indented below it: ``all_reduce (torch/distributed/distributed_c10d.py:3075)`` then ``  _sync (trainer.py:196)``) is
+read from a first frame in ``torch.distributed``'s collectives: no thread or pid then.
+
 A main thread inside ``torch.distributed`` (or DeepSpeed's comm layer) waits in that collective; one anywhere
 else is doing something of its own, and when the others wait, that is where it is stuck.
 """
@@ -76,7 +80,7 @@ class StackFollower:
         if not self.frames:
             return []
         collective, where, backward = classify(self.frames)
-        pid = int(self.tid) if self.tid.isdecimal() else None
+        pid = int(self.tid) if self.tid.isdecimal() else None  # (a stack without its headers: none)
         origin = Origin(pid=pid) if pid is not None else None
         return [make_event(Kind.STACK_DUMP, self.head, origin=origin, op=collective, data={
             "thread": self.tid, "status": self.status, "collective": collective, "where": where,
@@ -84,8 +88,16 @@ class StackFollower:
             "frames": [f"{path}{f':{line}' if line else ''} in {func}" for func, path, line in self.frames[:40]]})]
 
 
+# a stack pasted without its headers: the innermost frame, a collective's, at the margin
+_HEADLESS = re.compile(r"^(?P<func>[A-Za-z_][\w.]{0,120}) \((?P<file>[^()\s]{0,300}?torch/distributed/distributed_c10d\.py)"
+                       r":(?P<line>\d+)\)\s*$")
+
+
 def follow(line: Line) -> StackFollower | None:
     match = _THREAD.match(line.body.strip())
-    if match is None:
+    if match is not None:
+        return StackFollower(line, match["tid"], match["status"])
+    head = _HEADLESS.match(line.body) if ".py:" in line.body else None
+    if head is None:
         return None
-    return StackFollower(line, match["tid"], match["status"])
+    return StackFollower(line, "", "", frames=[(head["func"], head["file"], int(head["line"]))])

@@ -46,8 +46,10 @@ AFTERMATH = ("Some NCCL operations have failed or timed out", "To avoid data inc
 
 
 def is_aftermath(event: Event) -> bool:
-    """One of ProcessGroupNCCL's lines after its watchdog caught a failed or timed-out collective."""
-    return event.kind is Kind.ERROR_LINE and any(words in event.text for words in AFTERMATH)
+    """One of ProcessGroupNCCL's lines after its watchdog caught a failed or timed-out collective; or a line whose
+    only sign of an error is the level its program logged it at (a traceback's frame at ERROR)."""
+    return event.kind is Kind.ERROR_LINE and (bool(event.data.get("logged")) or any(words in event.text
+                                                                                     for words in AFTERMATH))
 
 
 def fmt_ranks(ranks: Iterable[int]) -> str:

@@ -539,7 +539,10 @@ def pci_tree_unreadable(tl: Timeline) -> list[Hypothesis]:
 
 
 # network plugins' own warnings: aws-ofi-nccl (EFA, libfabric), Google's TCPX/TCPXO (FasTrak) and gIB plugins
-_PLUGIN_WARNS = (*PLUGIN_NETS, "SHARP ")
+# NCCL 2.28+'s GPU-initiated networking over DOCA GPUNetIO (GDAKI): ``transport/net_ib/gdaki/gin_host_gdaki.cc:431
+# (gdakiConnectQp) NCCL WARN DOCA failure 21``
+_DOCA = "DOCA failure"
+_PLUGIN_WARNS = (*PLUGIN_NETS, "SHARP ", _DOCA)
 
 
 def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
@@ -556,6 +559,9 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
     sharp = message.startswith("SHARP ")
     if sharp:
         plugin = "the SHARP (CollNet) plugin"
+    doca = message.startswith(_DOCA)
+    if doca:
+        plugin = "NCCL's GPU-initiated networking (GIN over DOCA GPUNetIO)"
     mixed = _plugin_on_some(tl, events, plugin)
     if mixed:
         return mixed
@@ -578,6 +584,14 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
         fix = ("Run without SHARP to confirm (NCCL_COLLNET_ENABLE=0: NCCL then reduces over the NICs), then check "
                "the SHARP aggregation manager and the job's SHARP resource limits (SHARP_COLL_* settings: fewer "
                "groups or trees, SHARP_COLL_SAT_LOCK_BATCH_SIZE) with the fabric's administrators.")
+    if doca:  # the device API's network path: the GPU drives the NIC's queue pairs itself
+        what = ("NCCL's GIN lets kernels drive the NIC directly; its DOCA GPUNetIO backend (GDAKI) could not set up "
+                "or connect its queue pairs on that NIC, so the communicator's device-side network could not be built "
+                "(a RoCE port without the GRH addressing it needs, a GID index, DOCA or firmware versions NCCL does not "
+                "support). The errors after it follow from it.")
+        fix = ("Check the NIC for GIN: on RoCE a GID with its GRH (NCCL_IB_GID_INDEX), the DOCA, driver and firmware "
+               "versions NCCL's release notes list; NCCL_GIN_TYPE chooses another GIN backend (the proxy), and "
+               "NCCL_GIN_ENABLE=0 turns GIN off where the program can run without NCCL's device API.")
     return [hypothesis(tl, Category.UNRECOGNISED, 0.55, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(events, "the network plugin's error", 4))]
 
