@@ -199,3 +199,18 @@ def test_a_frame_logged_at_error_is_never_silence_and_no_noise_beside_a_verdict(
     assert not [e for e in diagnosis.unexplained if "work = group.allreduce" in e.text]
     # torch elastic's E-level prefix spells no level: its traceback lines stay no errors of their own
     assert not events_of('E0724 19:33:34.565000 1288 torch/distributed/elastic/multiprocessing/api.py:702]     x = 1')
+
+
+# --- the sixty-fourth round (r67*) --------------------------------------------------------------------------------
+
+
+def test_nvshmems_bootstrap_without_an_interface_names_its_own_settings(tmp_path: Path) -> None:
+    line = ("/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.8/main_nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:"
+            "bootstrap_net_init:160: No socket interface found")
+    assert one(line, Kind.INTERFACE_MISSING).data["transport"] == "nvshmem"
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISSING and "NVSHMEM" in top.title
+    assert "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME" in top.fix and "NCCL_SOCKET_IFNAME" not in top.fix
+    # another line of that function is no missing interface
+    assert not [e for e in events_of("bootstrap_uid.cpp:bootstrap_net_init:120: using interface eth0")
+                if e.kind is Kind.INTERFACE_MISSING]

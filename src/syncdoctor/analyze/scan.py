@@ -259,6 +259,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"interface version",  # the fabric manager's journal: … driver interface version 535.183.01 don't match with …
     b"CUDA initialization",  # PyTorch's warning that CUDA could not start: … Error 802: system not yet initialized
     b" but got ",  # a check's words without an error word: NET/OFI … Expected 3 but got 2
+    b"bootstrap_net_init",  # NVSHMEM's bootstrap: …bootstrap_uid.cpp:bootstrap_net_init:160: No socket interface found
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

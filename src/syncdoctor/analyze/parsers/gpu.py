@@ -105,11 +105,13 @@ def _intel(line: Line) -> list[Event] | None:
     if match is None:
         return None
     pid = int(match["pid"]) if match["pid"] and match["pid"] != "-1" else None
+    driver = match.group(0).split(" ", 1)[0]
+    if match["what"] == "Engine reset":
+        message = f"the {driver} driver reset the GPU's engine (its work is lost)"
+    else:
+        message = f"GPU job hung and was reset by the {driver} driver ({match['what']})"
     return [make_event(Kind.GPU_ERROR, line, origin=Origin(pid=pid) if pid else None, data={
-        "message": f"GPU job hung and was reset by the {match.group(0).split(' ', 1)[0]} driver ({match['what']})"
-        if match["what"] != "Engine reset" else
-        f"the {match.group(0).split(' ', 1)[0]} driver reset the GPU's engine (its work is lost)",
-        "pci": match["pci"], "hardware": True, "source": "intel-drm"})]
+        "message": message, "pci": match["pci"], "hardware": True, "source": "intel-drm"})]
 
 
 def _rocm(line: Line) -> list[Event] | None:

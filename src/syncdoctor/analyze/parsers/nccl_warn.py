@@ -50,7 +50,7 @@ KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", 
             "ncclInvalidUsage", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "Duplicate GPU detected", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
             "Unable to allocate shared memory", "Got completion", "completed with error", "Failed to CUDA calloc",
-            "Failed to CUDA malloc", "captured in a graph", "in the same subnet as remote")
+            "Failed to CUDA malloc", "captured in a graph", "in the same subnet as remote", "bootstrap_net_init")
 # NCCL refusing a CUDA graph capture its build or the driver cannot do (misc/strongstream.cc, 2.15+; ncclInvalidUsage)
 _GRAPH_CAPTURE = "NCCL cannot be captured in a graph"
 
@@ -154,6 +154,9 @@ _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<atte
 _CLOSED = re.compile(r"Connection closed by remote peer(?: (?P<peer>\S+))?")
 _RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? failed ?: ?(?:Connection reset by peer|Broken pipe)")
 _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
+# NVSHMEM's UID bootstrap (a copy of NCCL's), without a WARN: ``…/bootstrap/uid/bootstrap_uid.cpp:bootstrap_net_init:160:
+# No socket interface found`` (NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME matched nothing, or the address family has none)
+_NVSHMEM_NO_IFACE = re.compile(r"bootstrap_net_init:\d{1,6}: No socket interface found")
 # net socket transport (socket.cc / socket.h): ``Net : peer 10.0.0.2<12345> message truncated : receiving 1048576
 # bytes instead of 65536``
 # (NCCL 2.4 printed it without the peer; a paste may cut it after "truncated :")
@@ -437,6 +440,9 @@ def parse(line: Line) -> list[Event]:
         return unreachable
     if _SHM.search(body) or _SHM_OLD.search(body) or _CUDA_ALLOC.search(body) or _GRAPH_CAPTURE in body:
         return _warn(line, body, Origin(), "WARN")  # NCCL's WARN repeated by 'Last error:' (often on its own line)
+    if "bootstrap_net_init" in body and _NVSHMEM_NO_IFACE.search(body):  # NVSHMEM's copy of NCCL's bootstrap
+        return [make_event(Kind.INTERFACE_MISSING, line, data={
+            "ifname": None, "transport": "nvshmem", "where": "Bootstrap", "message": body.strip()[:300]})]
     if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "nccl", "where": "socket", "message": body.strip()[:300]})]

@@ -58,8 +58,8 @@ def coordination_service(tl: Timeline) -> list[Hypothesis]:
                "jax.distributed.initialize() without arguments and let it read the launcher's); check that the "
                "coordinator's port is reachable from every host.")
     else:
-        title = (f"{who} never reached the coordination service's barrier {', '.join(names) or ''}{arrived}; "
-                 "the others gave up waiting").replace("barrier  (", "barrier (").replace("barrier ;", "barrier;")
+        named = f" {', '.join(names)}" if names else ""
+        title = f"{who} never reached the coordination service's barrier{named}{arrived}; the others gave up waiting"
         what = ("A barrier of XLA's coordination service (JAX's multihost sync, a checkpointer's commit) waits for "
                 "every process of the job. The tasks named (JAX's process_id) did not arrive in time: they crashed "
                 "or hang earlier, or were slower than the barrier's timeout (a checkpoint write, loading, a "

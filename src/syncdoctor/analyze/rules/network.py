@@ -378,11 +378,28 @@ def _link_local_address(tl: Timeline, by_host: dict[str, list[Event]], others: l
 
 def interface_missing(tl: Timeline) -> list[Hypothesis]:
     events = tl.of(Kind.INTERFACE_MISSING)
-    gloo = [e for e in events if e.data.get("transport") not in ("nccl", "mpi")]
+    gloo = [e for e in events if e.data.get("transport") not in ("nccl", "mpi", "nvshmem")]
     nccl = [e for e in events if e.data.get("transport") == "nccl"]
     mpi = [e for e in events if e.data.get("transport") == "mpi"]
+    nvshmem = [e for e in events if e.data.get("transport") == "nvshmem"]
     return ((_gloo_interface_missing(tl, gloo) if gloo else []) + (_nccl_interface_missing(tl, nccl) if nccl else [])
-            + (_mpi_interface_missing(tl, mpi) if mpi else []))
+            + (_mpi_interface_missing(tl, mpi) if mpi else []) + (_nvshmem_interface_missing(tl, nvshmem) if nvshmem
+                                                                  else []))
+
+
+def _nvshmem_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """NVSHMEM's UID bootstrap (its copy of NCCL's) found no socket interface: its own settings, not NCCL's."""
+    where = attribute(events, tl)
+    title = (f"NVSHMEM's bootstrap found no socket interface{' on ' + where.text if where.text else ''}: NVSHMEM "
+             "could not start")
+    what = ("NVSHMEM's UID bootstrap looks for an interface by NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME and the address "
+            "family NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY; none matched (a name that does not exist there, or a family the "
+            "interfaces have no address of, such as AF_INET6 on a host without IPv6), so NVSHMEM's initialisation "
+            "failed.")
+    fix = ("Set NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME to an interface that exists on every node (`ip -br addr`) and "
+           "NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY to the family it has an address of (AF_INET for IPv4).")
+    return [hypothesis(tl, Category.INTERFACE_MISSING, 0.8, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "NVSHMEM found no socket interface", 4))]
 
 
 def _mpi_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
