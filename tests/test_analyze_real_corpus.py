@@ -42,19 +42,21 @@ def test_the_cases_whose_lines_show_the_cause(rows) -> None:
     shown = totals([r for r in rows if r.in_log])
     assert shown.cases >= 40
     wrong = [f"{r.case}: expected {r.expected}, got {r.got} ({r.title})" for r in rows if r.in_log and not r.category_ok]
-    # 1220 of 1289 measured (94.6%, docs/analyze.md); the floor a point below it, as for every case below (95.1%
-    # before the fifty-sixth to sixty-first rounds, whose Ascend, Neuron and configuration cases added eleven misses)
+    # 1259 of 1337 measured (94.2%, docs/analyze.md; 1220 of 1289, 94.6%, before the sixty-second to sixty-fourth
+    # rounds); the floor under it, as for every case below (95.1% before the fifty-sixth to sixty-first rounds,
+    # whose Ascend, Neuron and configuration cases added eleven misses)
     assert shown.category / shown.cases >= 0.94, wrong
     culprits = [r.case for r in rows if r.in_log and r.culprit_ok is False]
-    # 336 of 378 measured (88.9%): the issue's 90% was reached until the thirty-ninth round (250 of 277), whose
+    # 343 of 389 measured (88.2%; 336 of 378 before the sixty-second round): the issue's 90% was reached until the thirty-ninth round (250 of 277), whose
     # cases name culprits from their threads' reading of a model check or of which process was the driver
     assert shown.culprit / shown.culprit_cases >= 0.88, culprits
 
 
 def test_every_case(rows) -> None:
     # including pastes cut before the error or whose cause only the discussion knows: a regression guard at
-    # the measured level (docs/analyze.md: 1376 of 1796, 76.6%, culprits 356 of 461, 77.2%, after sixty-one blind
-    # harvests, the last six's 161 cases with 55 whose cause only the thread knows; 1267 of 1635, 77.5%, after
+    # the measured level (docs/analyze.md: 1416 of 1867, 75.8%, culprits 363 of 474, 76.6%, after sixty-four blind
+    # harvests, the last three's 71 cases with 23 whose cause only the thread knows, most pastes cut where a search's
+    # excerpt ended; 1376 of 1796, 76.6%, culprits 356 of 461, 77.2%, after sixty-one; 1267 of 1635, 77.5%, after
     # fifty-five; 1156 of 1474 after fifty; 1071 of 1344, 79.7%, after forty-five,
     # the last ones' pastes mostly partial, many with a cause only their thread knows: 15 of the thirtieth's 22,
     # which took the level from 82.5% to 81.0% with the code unchanged on the others), not a target; the
@@ -62,5 +64,5 @@ def test_every_case(rows) -> None:
     # second below the 90% the cases whose lines show them reach. The floors sit a point below the measured
     # level (one case reading otherwise must not turn CI red; a change that loses several does)
     every = totals(rows)
-    assert every.category / every.cases >= 0.76
+    assert every.category / every.cases >= 0.75
     assert every.culprit / every.culprit_cases >= 0.76  # the culprits named by their threads only
