@@ -96,10 +96,10 @@ def parse(line: Line) -> list[Event]:
     body = line.body
     match = _SLURM_OOM.search(body)
     accounting = None if match else _SLURM_MEMORY.search(body) if "exceeded memory limit" in body else None
-    if match or accounting:  # (the kernel's OOM killer in the job's cgroup, or Slurm's own accounting)
-        step = (match or accounting)["step"]  # type: ignore[index]
+    memory = match or accounting  # the kernel's OOM killer in the job's cgroup, or Slurm's own accounting
+    if memory:
         return [make_event(Kind.WORKER_FAILED, line, data={
-            "source": "slurm", "exitcode": -9, "signal": "SIGKILL", "oom": True, "step": step,
+            "source": "slurm", "exitcode": -9, "signal": "SIGKILL", "oom": True, "step": memory["step"],
             **({"enforcer": "slurm-accounting"} if accounting else {})})]
     match = _SRUN.search(body)
     if match:
