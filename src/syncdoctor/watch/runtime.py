@@ -89,6 +89,7 @@ class Watcher:
         self._counter_marks = True  # step marks read the groups' sequence numbers until that fails once
         self._store_failing = False
         self._sample_failing = False
+        self._sampling = threading.Lock()  # one progress reading at a time (sampler, publisher, exit paths)
         self._aborting = False
         self._abort_code: int | None = None
         self._sigterm_pending = False
@@ -247,7 +248,18 @@ class Watcher:
                     self._sample_failing = True
                     logger.warning("syncdoctor.watch: cannot read collective progress: %s", exc)
 
-    def _sample(self, c10d: Any) -> None:
+    def _sample(self, c10d: Any, wait_s: float = -1.0) -> bool:
+        """One progress reading into the sampler; False when another thread's reading held the lock past
+        ``wait_s`` (-1: wait for it)."""
+        if not self._sampling.acquire(timeout=wait_s):
+            return False
+        try:
+            self._read_progress(c10d)
+        finally:
+            self._sampling.release()
+        return True
+
+    def _read_progress(self, c10d: Any) -> None:
         source = self.source
         if source is None:
             source = self.source = FlightRecorderSource(self.directory, p2p=self.p2p)
@@ -275,7 +287,23 @@ class Watcher:
             from torch.distributed import distributed_c10d as c10d
 
             if c10d.is_initialized():
-                self._sample(c10d)
+                self._sample(c10d, wait_s=1.0)
+        except Exception:
+            pass
+
+    def _refresh_progress(self) -> None:
+        """Publisher thread, before a publication: when the sampler has not read progress for two of its
+        intervals (a starved or delayed thread), read it here, so that a record whose heartbeat moves does
+        not carry a reading taken seconds ago (in a collective the rank has long left: a hang to the
+        monitor). Never waits for a reading under way; never raises."""
+        age = self.sampler.reading_age_s(self.clock())
+        if age is None or age <= 2 * self.config.sample_interval_s or self._stop.is_set():
+            return
+        try:
+            from torch.distributed import distributed_c10d as c10d
+
+            if c10d.is_initialized():
+                self._sample(c10d, wait_s=0.0)
         except Exception:
             pass
 
@@ -300,6 +328,7 @@ class Watcher:
                     if not self._attach():
                         delay = min(self.config.interval_s, 0.1)
                         continue
+                self._refresh_progress()
                 self._publish()
                 self._poll_control()
                 self._watch_lease()

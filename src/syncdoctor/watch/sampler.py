@@ -142,6 +142,11 @@ class Sampler:
         with self._lock:
             return None if self._quiet_since is None else max(0.0, now - self._quiet_since)
 
+    def reading_age_s(self, now: float) -> float | None:
+        """Seconds since the last reading was observed (``None`` before the first)."""
+        with self._lock:
+            return None if self._last is None else max(0.0, now - self._last)
+
     def step_age_s(self, now: float) -> float | None:
         with self._lock:
             return None if self._step_at is None else max(0.0, now - self._step_at)
