@@ -106,6 +106,13 @@ def _read_pickle(source: Source, stream: BinaryIO, head: bytes, out: Collected, 
         out.notes.append(f"{source.name}: {exc}")
 
 
+def _watch_event_first(head: bytes) -> bool:
+    """Whether a file of one object per line starts with a watch event: a log whose first lines are a trainer's
+    metric dicts (``{'loss': 0.9, 'epoch': 0.25}``, Hugging Face's Trainer) is read as text, not skipped."""
+    first = head.lstrip().partition(b"\n")[0]
+    return watch_events.parse_line(first[:MAX_LINE].decode("utf-8", "replace"), Ref("", 1)) is not None
+
+
 def _read_jsonl(source: Source, stream: BinaryIO, head: bytes, out: Collected) -> None:
     number = 0
     for block in iter_blocks(stream, prefix=head):
@@ -125,7 +132,7 @@ def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scan
         _read_pickle(source, stream, head, out, origin)
     elif kind == "json":
         _read_json_doc(source, stream, head, out, origin, scanner)
-    elif kind == "jsonl":
+    elif kind == "jsonl" and _watch_event_first(head):
         _read_jsonl(source, stream, head, out)
     elif ras.looks_like_ras_text(plain_spaces(unquoted(head[:8192])).decode("utf-8", "replace")):
         # the report, then the same bytes (and whatever follows) as a log: a paste often puts the ranks' own

@@ -146,6 +146,15 @@ class Timeline:
                     ranks[origin.pid].add(origin.rank)
         return {pid: (tuple(sorted(h)), tuple(sorted(ranks[pid]))) for pid, h in hosts.items()}
 
+    def sole_rank(self, host: str, pid: int) -> int | None:
+        """The rank of process ``pid`` on ``host`` where the inputs name one rank on that host and no other
+        process there (a UCX ``[host:pid:0]`` line beside that process's ``MPICH ERROR [Rank N] … [host]``)."""
+        ranks = self.hosts.get(host) or ()
+        if len(ranks) != 1 or {h for p, (hs, _) in self._pid_places.items() if p != pid for h in hs} & {host}:
+            return None
+        state = self.ranks.get(ranks[0])
+        return ranks[0] if state is not None and set(state.pids) <= {pid} else None
+
     def hosts_of(self, ranks: Iterable[int]) -> tuple[str, ...]:
         return tuple(sorted({h for h in (self.rank_host(r) for r in ranks) if h}))
 

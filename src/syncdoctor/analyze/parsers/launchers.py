@@ -46,7 +46,12 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
-            "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked")
+            "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked",
+            "ailed for slice", "Too many errors found in local RNIC", "ailed to modify QP to",
+            # a failed slice's line cut before its start (below): the status words that carry an anchor
+            "): local protection error", "): remote access error", "): Work Request Flushed Error",
+            "): remote operation error", "): remote invalid request error", "): local length error", "UCX error: ",
+            "|CCL_ERROR| ")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -65,7 +70,9 @@ _MPICH_EXIT = re.compile(r"=\s+EXIT CODE: (?P<code>\d+)")
 _MPICH_RANK = re.compile(r"=\s+(?:RANK (?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING AT (?P<host>\S+)")
 _SPAWN = re.compile(r"process (?P<index>\d+) terminated with (?:signal (?P<sig>SIG\w+)|exit code (?P<code>-?\d+))")
 _LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
-# torchrun's agent: "Received 1 death signal" (1.9-2.2), "Received Signals.SIGTERM death signal" (2.3+)
+# torchrun's agent: "Received 1 death signal" (1.9-2.2), "Received Signals.SIGTERM death signal" (2.3+): the number is
+# the signal's (an f-string of signal.Signals, an IntEnum, printed its number before Python 3.11: 1 is SIGHUP, a
+# closed terminal; 15 SIGTERM; 2 SIGINT)
 _AGENT_SIGNAL = re.compile(r"Received (?:(?P<count>\d+)|Signals\.(?P<sig>SIG[A-Z]+)) death signal")
 # DeepSpeed's launcher itself was signalled (its sigkill_handler): ``Main process received SIGTERM, exiting``
 _DS_MAIN_SIGNAL = re.compile(r"Main process received (?P<sig>SIG\w+), exiting")
@@ -384,6 +391,42 @@ _UCX_VERBS_COMPLETION = re.compile(
     r"transport retry counter exceeded|RNR retry counter exceeded)", re.IGNORECASE)
 _UCX_VERBS_STATUS = {"local protection error": 4, "work request flushed error": 5, "remote access error": 10,
                      "transport retry counter exceeded": 12, "rnr retry counter exceeded": 13}
+# ibv_wc_status_str()'s words for a failed completion, as RDMA libraries that print them verbatim write them
+# (Mooncake's transfer engine: ``Worker: Process failed for slice (opcode: 1, …, local_nic: mlx5_bond_2, peer_nic:
+# 10.0.2.98:15992@mlx5_bond_1, dest_rkey: 2146656, retry_cnt: 0): local protection error``)
+_WC_STATUS_WORDS = {"local length error": 1, "local QP operation error": 2, "local protection error": 4,
+                    "Work Request Flushed Error": 5, "memory management operation error": 6, "bad response error": 7,
+                    "local access error": 8, "remote invalid request error": 9, "remote access error": 10,
+                    "remote operation error": 11, "transport retry counter exceeded": 12,
+                    "RNR retry counter exceeded": 13, "remote aborted error": 16, "fatal error": 19,
+                    "response timeout error": 20, "general error": 21}
+# (a line cut before its start keeps the slice's fields: ``…f00, local_nic: mlx5_bond_2, …, retry_cnt: 0): local
+# protection error``)
+_SLICE_FAILED = re.compile(
+    r"(?:[Pp]rocess failed for slice \(|(?=[^()\n]{0,400}local_nic: ))(?P<inside>[^()\n]{0,400})\): (?P<what>"
+    + "|".join(map(re.escape, _WC_STATUS_WORDS)) + r")", re.IGNORECASE)
+_LOCAL_NIC = re.compile(r"local_nic: (?P<dev>[\w.\-]+)")
+# and the NIC it then gives up on: ``Too many errors found in local RNIC 10.0.2.69:15858@mlx5_bond_2, mark it inactive``
+_RNIC_INACTIVE = re.compile(r"Too many errors found in local RNIC (?P<host>[\w.\-]+):\d+@(?P<dev>[\w.\-]+)")
+# a queue pair refused its next state, in the words of RDMA programs other than NCCL and UCX (Mooncake's handshake,
+# a glog PLOG: ``[Handshake] Failed to modify QP to RTR, check mtu, gid, peer lid, peer qp num: Connection timed out
+# [110]``; others: ``Failed to modify QP to RTR: reason: Invalid argument``)
+_QP_STATE_FAILED = re.compile(r"[Ff]ailed to modify QP to (?P<state>RTR|RTS|INIT)\b(?P<rest>[^\n]{0,200})")
+_ERRNO_TAIL = re.compile(r"(?::| reason:) (?P<err>[A-Z][a-z][\w ]{2,40}?)\s*(?:\[(?P<errno>\d+)\])?\s*$|\[(?P<only>\d+)\]\s*$")
+# a UCX status a program built on UCX reports in its own words (NIXL's ucx_utils.cpp under vLLM's and LMCache's KV
+# transfer: ``W0613 08:28:11.555796 7053 ucx_utils.cpp:43] Unexpected UCX error: Endpoint timeout``): UCX's strings of
+# the statuses that mean the peer could not be reached (ucs_status_string)
+_UCX_STATUS_WORDS = re.compile(r"\bUCX error: (?P<err>Endpoint timeout|Destination is unreachable|Connection reset by "
+                               r"remote peer)")
+# Intel oneCCL's key-value store (its bootstrap) finding no interface for the host's address (internal_kvs.cpp):
+# ``2025:02:17-17:20:51:( 2399) |CCL_ERROR| internal_kvs.cpp:289 fill_local_host_ip: can't find interface  to get host
+# IP`` (CCL_KVS_IFACE names none there, or the container has only loopback)
+_CCL_NO_IFACE = re.compile(r"\|CCL_ERROR\|[^\n]{0,80}fill_local_host_ip: can't find interface")
+# UCX registering a buffer with the NIC and refused for memory (uct/ib/base/ib_md.c): ``[nid001192:11838:0] ib_md.c:325
+# UCX ERROR ibv_reg_mr(address=0xabcf12c0, length=26400, access=0xf) failed: Cannot allocate memory``: the locked-memory
+# limit, or the NIC's registration cache
+_UCX_REG_MR = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+\]\s+)?\S+:\d+\s+UCX\s+ERROR\s+ibv_reg_mr\([^)]{0,200}\) "
+                         r"failed: Cannot allocate memory")
 # NVSHMEM's IBGDA transport (DeepEP's low-latency kernels) failing to move a queue pair to its next state:
 # ``ibgda.cpp:1393: non-zero status: 121 Error in mlx5dv_devx_obj_modify for INIT2RTR_QP with syndrome 764216`` (the
 # INIT-to-RTR step applies the peer's address, GID index and traffic class)
@@ -447,8 +490,9 @@ def _mpi_transport(line: Line) -> list[Event] | None:
 
 # Cray MPICH's own fatal error, one line per aborting rank: ``MPICH ERROR [Rank 0] [job id 123] [Thu Jan 30 22:35:30
 # 2025] [x3006c0s19b1n0] - Abort(-1) (rank 0 in comm 0): MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL
-# library is not linked``: that rank's own error, on that host
-_MPICH_ABORT = re.compile(r"MPICH ERROR \[Rank (?P<rank>\d+)\] \[job id [^\]]*\] \[[^\]]*\] \[(?P<host>[\w.\-]+)\] - "
+# library is not linked``: that rank's own error, on that host (older releases add a field before the host: ``[Mon Feb
+# 15 14:58:48 2021] [unknown] [nid001192] - Abort(672797967)``)
+_MPICH_ABORT = re.compile(r"MPICH ERROR \[Rank (?P<rank>\d+)\] \[job id [^\]]*\] (?:\[[^\]]{0,80}\] ){1,3}?\[(?P<host>[\w.\-]+)\] - "
                           r"Abort\((?P<code>-?\d+)\)(?: \(rank \d+ in comm \d+\))?:? ?(?P<msg>.*)")
 
 
@@ -459,6 +503,16 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.EXCEPTION, line, origin=Origin(rank=int(match["rank"]), host=match["host"]), data={
             "type": "MPI_Abort", "message": match["msg"].strip()[:300], "source": "cray-mpich",
             "exitcode": int(match["code"])})]
+    if "fill_local_host_ip" in body and _CCL_NO_IFACE.search(body):
+        return [make_event(Kind.INTERFACE_MISSING, line, data={
+            "ifname": None, "transport": "oneccl", "where": "KVS", "message": body.strip()[:300]})]
+    match = _UCX_STATUS_WORDS.search(body) if "UCX error: " in body else None
+    if match:  # the program's UCX endpoint to its peer failed: not reachable in time, or gone
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, data={"error": match["err"], "transport": "ucx"})]
+    match = _UCX_REG_MR.search(body) if "ibv_reg_mr(" in body else None  # (a UCX ERROR line: see KEYWORDS)
+    if match:
+        origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
+        return [make_event(Kind.MEMLOCK_FAILURE, line, origin=origin, data={"call": "ibv_reg_mr", "transport": "ucx"})]
     match = _UCX_EP.search(body)
     if match:  # UCC/UCX could not connect an endpoint to a peer process (its address not reachable in time)
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
@@ -499,6 +553,28 @@ def parse(line: Line) -> list[Event]:
     match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
     if match:
         return _ucx_completion(line, match, _UCX_VERBS_STATUS[match["what"].lower()])
+    if "ailed for slice" in body or "local_nic: " in body:  # (see KEYWORDS)
+        match = _SLICE_FAILED.search(body)
+        if match:  # a transfer engine's completion with error (Mooncake): the status NCCL would print for it
+            status = next(v for k, v in _WC_STATUS_WORDS.items() if k.lower() == match["what"].lower())
+            nic = _LOCAL_NIC.search(match["inside"])
+            return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
+                "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
+                "vendor_err": None, "hca": nic["dev"] if nic else None, "transport": "mooncake"})]
+    match = _RNIC_INACTIVE.search(body) if "Too many errors found in local RNIC" in body else None
+    if match:  # the NIC's host, for the completion errors above (their lines do not name it)
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=Origin(host=match["host"]), data={
+            "status": None, "status_text": "too many errors, NIC marked inactive", "opcode": None,
+            "vendor_err": None, "hca": match["dev"], "transport": "mooncake"})]
+    match = _QP_STATE_FAILED.search(body) if "ailed to modify QP to" in body else None
+    if match:
+        tail = _ERRNO_TAIL.search(match["rest"])
+        words = (tail["err"] or "").strip() if tail else ""
+        number = (tail["errno"] or tail["only"]) if tail else None
+        return [make_event(Kind.IB_MODIFY_QP, line, data={
+            "errno": int(number) if number else ERRNO_OF_WORDS.get(words), "error": words or f"to {match['state']}",
+            "gid_index": None, "dev": None,
+            "transport": "mooncake" if "[Handshake]" in body or "peer qp num" in body else "verbs"})]
     match = _UCX_CONNECT.search(body)
     if match:  # MPI's (or a plugin's) transport could not open a connection to the address a peer advertised
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
@@ -577,8 +653,8 @@ def parse(line: Line) -> list[Event]:
             "last_local_rank": int(local["local"]) if local else None})]
     match = _AGENT_SIGNAL.search(body)
     if match:
-        return [make_event(Kind.AGENT_SIGNAL, line, data={"count": int(match["count"]) if match["count"] else 1,
-                                                           **({"signal": match["sig"]} if match["sig"] else {})})]
+        sig = match["sig"] or signal_name(-int(match["count"]))
+        return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": sig} if sig else {})]
     match = _DS_MAIN_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]

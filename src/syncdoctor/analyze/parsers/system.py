@@ -37,8 +37,12 @@ __all__ = ["KEYWORDS", "parse"]
 KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
             "segfault at ", "general protection fault", "health compromised", ", being killed",
-            "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked")
+            "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
+            "abort () at ")
 
+# gdb's backtrace of a process that aborted (``bt`` on a core dump or a live one): ``#1  0x00007ffff7c4b859 in __GI_abort ()
+# at abort.c:79`` (an uncaught C++ exception's ``std::terminate`` above it, a failed check's abort)
+_GDB_ABORT = re.compile(r"^\s*#\d{1,3}\s+(?:0x[0-9a-f]+ in )?(?:__GI_)?abort \(\) at ")
 # the kernel's record of a process that died of a fault (dmesg, journalctl -k): ``python[3862819]: segfault at 0 ip
 # 00007efeb76ad8a2 sp 00007ffd19dc5450 error 4 in libvgpu.so[7efeb767e000+38000]``, ``traps: python[1234] general
 # protection fault ip:7f… sp:7f… error:0 in libc.so.6[…]``: that pid's own crash, and the library it was in
@@ -57,6 +61,8 @@ _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40}?)"
                    r"(?: \(core dumped\))?"  # srun adds it after a signal when the task dumped core
                    r"\s*(?:$|\s(?:<-|#|//).*$)")  # a note a user added after it: "Killed   <- the victim"
+# the same line cut by a paste after ``task`` (``srun: error: nid006190: task``): the host failed, how is lost
+_SRUN_CUT = re.compile(r"srun: error: (?P<host>[A-Za-z][\w.\-]*): tasks?(?: (?P<tasks>[\d,\-\[\]]+):?)?\s*$")
 # HPE PALS (the PBS launcher of Aurora, Polaris, Sunspot): ``x1921c7s1b0n0: rank 12 died from signal 9``,
 # ``x1921c7s1b0n0: rank 3 exited with code 1``, and the node's own agent: ``x4502c0s0b0n0: shepherd died from
 # signal 9`` (a node lost: every rank on it)
@@ -110,6 +116,14 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
             "unknown_exit": code is None, **({"oom": True} if oom else {})})]
+    match = _SRUN_CUT.search(body) if "srun: error: " in body else None
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
+            "source": "slurm", "exitcode": None, "signal": None, "tasks": (match["tasks"] or "").strip(),
+            "unknown_exit": True})]
+    if "abort () at " in body and _GDB_ABORT.search(body):
+        return [make_event(Kind.FATAL_SIGNAL, line, data={
+            "signal": "SIGABRT", "what": "abort() in a debugger's backtrace", "source": "gdb"})]
     match = _PALS.search(body)
     if match:
         number = int(match["sig"]) if match["sig"] else None

@@ -94,6 +94,10 @@ def attribute(events: Iterable[Event], tl: Timeline | None = None) -> Attributio
             host, rank = tl.pid_place(origin.pid)
             if host is not None:
                 origin = replace(origin, host=host, rank=rank)
+        elif tl is not None and origin.pid is not None and origin.host and origin.rank is None:
+            sole = tl.sole_rank(origin.host, origin.pid)
+            if sole is not None:
+                origin = replace(origin, rank=sole)
         if origin.host and origin.host not in hosts:
             hosts.append(origin.host)
         if origin.rank is not None:

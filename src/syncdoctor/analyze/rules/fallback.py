@@ -83,13 +83,16 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
     """A Python exception of the program's own (not a lost connection, a timeout or the launcher's), the first
     error of the inputs: the process that raised it failed of it. A little above the bare quote."""
     first = next((e for e in errors if e.kind is Kind.EXCEPTION), None)
-    if first is None or is_comm_exception(first) or first.data.get("type") in _NOT_OWN:
+    if first is None or is_comm_exception(first) or first.data.get("type") in _NOT_OWN or \
+            str(first.data.get("type") or "").lower().startswith("nccl"):  # ncclInternalError: NCCL's own report
         return []
     frames = " ".join(str(f) for f in first.data.get("frames") or ())
     if "elastic/" in frames or first.data.get("launcher") or _LIBRARY_WAIT.search(frames) or \
             _PLUMBING.search(str(first.data.get("message"))):
         return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
     where = attribute([first], tl)
+    if not (where.ranks or where.hosts or where.processes):
+        where = _exit_reported_after(tl, first) or where
     known = bool(where.ranks or where.hosts or where.processes)
     raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
     title = f"{where.text or 'a process'} failed with an error of its own ({raised})"
@@ -99,6 +102,16 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
     return [hypothesis(tl, Category.RANK_CRASHED, 0.36 if known else 0.26, title, what=what, where=where,
                        evidence=evidence_of([first], "its own error", 1),
                        fix="Fix the error its traceback shows; the other processes' failures are its consequence.")]
+
+
+def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
+    """Where an exception whose lines name no place was raised: the one host a launcher then reports a worker
+    exiting with an error code on, in the same output (``srun: error: node-0: task 7: Exited with exit code 1``
+    after the traceback); not a signal's report (srun's ``Terminated`` are the others it ended)."""
+    after = [e for e in tl.of(Kind.WORKER_FAILED) if e.ref.source == raised.ref.source and e.ref.line > raised.ref.line
+             and e.origin.host and not e.data.get("signal") and e.data.get("exitcode") not in (None, 0)]
+    hosts = {e.origin.host for e in after}
+    return attribute(after[:1], tl) if len(hosts) == 1 else None
 
 
 # a message about the job's plumbing: a communication library's own error, a launcher's variable not set
@@ -295,7 +308,14 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
             "preemption, scancel, a Kubernetes pod deleted or evicted), a closed terminal (SIGHUP), or a user. No "
             "worker's failure is in these lines.")
     fix = ("Check the scheduler's record of the job (sacct -j JOB, `kubectl describe pod`), its time limit, and "
-           "run the launcher under nohup/tmux when it is started from a terminal.")
+           "run the launcher under tmux or setsid when it is started from a terminal.")
+    if names == ["SIGHUP"]:
+        what = ("The launcher received SIGHUP: the terminal or ssh session it was started from closed. torchrun "
+                "installs its own handler for SIGHUP, so `nohup` does not protect it: it stops its workers. No "
+                "worker's failure is in these lines.")
+        fix = ("Start the job detached from the terminal: inside tmux or screen, with `setsid` (`setsid nohup torchrun "
+               "… > train.log 2>&1 &`), or as a batch job (sbatch, a Kubernetes Job); then resume from the last "
+               "checkpoint.")
     return [hypothesis(tl, Category.RANK_KILLED, 0.45, title, hosts=where.hosts, what=what, fix=fix,
                        evidence=evidence_of(signals, "the launcher's own signal", 4))]
 

@@ -141,6 +141,8 @@ def _simple(tl: Timeline, kind: Kind, category: Category, make_title: str, fix: 
     if not events:
         return []
     own = {e.origin.rank for e in events if e.origin.rank is not None}
+    found = attribute(events, tl)  # without ranks: the processes as NCCL's prefix names them (pid, GPU)
+    own |= set(found.ranks)  # a process the inputs place by its pid
     ranks = sorted(own | set(named))
     hosts = sorted({e.origin.host for e in events if e.origin.host})
     if not hosts and kind is Kind.DUPLICATE_GPU:
@@ -149,7 +151,6 @@ def _simple(tl: Timeline, kind: Kind, category: Category, make_title: str, fix: 
         hosts = sorted(named_hosts) if len(named_hosts) == 1 else []
     where = f" on {', '.join(hosts)}" if hosts else ""
     who = f" (ranks {fmt_ranks(sorted(own))})" if own else ""
-    found = attribute(events, tl)  # without ranks: the processes as NCCL's prefix names them (pid, GPU)
     if not ranks and found.processes:
         who = f" ({', '.join(found.processes[:3])}{' ...' if len(found.processes) > 3 else ''})"
     return [hypothesis(tl, category, confidence, make_title + where + who, culprits=ranks, hosts=hosts, fix=fix,
@@ -176,6 +177,15 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
                    "the GID index and the traffic class): check NVSHMEM_IB_GID_INDEX (RoCE: the RoCEv2 IPv4 GID, "
                    "show_gids) and NVSHMEM_IB_TRAFFIC_CLASS (RoCE only; unset it on InfiniBand), and that the NICs "
                    "are the ones its transport supports (IBGDA: mlx5).")
+        elif all(e.data.get("transport") in ("mooncake", "verbs") for e in qp):  # an RDMA program's own words
+            mooncake = all(e.data.get("transport") == "mooncake" for e in qp)
+            who = "Mooncake's transfer engine" if mooncake else "an RDMA program"
+            fix = ("The queue pair could not reach the ready-to-receive state (it applies the peer's address, GID, "
+                   "MTU and queue pair number): ETIMEDOUT there means the peer's NIC is not reachable from this NIC "
+                   "(another rail or subnet: pair the NICs that share a network), EINVAL a wrong GID index or MTU" +
+                   ("; check the NIC lists both sides use (SGLang: --disaggregation-ib-device), MC_GID_INDEX and "
+                    "MC_MTU, and that the handshake gave the peer's NIC path (an empty one is Mooncake's bug)."
+                    if mooncake else "."))
         elif all(e.data.get("transport") == "ucx" for e in qp):  # Open MPI's or HPC-X's UCX
             who = "UCX"
             fix = ("UCX could not move its queue pairs to the ready state (the address, GID index, service level and "
@@ -184,8 +194,17 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
                    "not map is refused with EINVAL), the same on every host.")
         out += _simple(tl, Kind.IB_MODIFY_QP, Category.IB_MODIFY_QP, f"{who} could not connect IB queue pairs", fix)
     out += _simple(tl, Kind.SHM_FAILURE, Category.SHM_EXHAUSTED, "NCCL could not allocate /dev/shm segments")
-    out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
-                   "NCCL could not register memory with the NIC (memlock limit)")
+    memlock = tl.of(Kind.MEMLOCK_FAILURE)
+    if memlock and all(e.data.get("transport") == "ucx" for e in memlock):  # MPI's UCX (Open MPI, MPICH, HPC-X)
+        out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
+                       "UCX could not register memory with the NIC (memlock limit or registration cache)",
+                       fix=("Raise the locked-memory limit where the ranks start (`ulimit -l unlimited`; limits.conf, "
+                            "the container's --ulimit memlock=-1, srun/mpirun propagate it); where it is already "
+                            "unlimited, UCX's registration cache is the one that ran out: UCX_IB_REG_METHODS=direct "
+                            "registers each buffer instead (slower)."))
+    else:
+        out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
+                       "NCCL could not register memory with the NIC (memlock limit)")
     dup = tl.of(Kind.DUPLICATE_GPU)
     if not dup:
         out += _same_gpu_at_init(tl)

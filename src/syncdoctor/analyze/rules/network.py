@@ -378,13 +378,29 @@ def _link_local_address(tl: Timeline, by_host: dict[str, list[Event]], others: l
 
 def interface_missing(tl: Timeline) -> list[Hypothesis]:
     events = tl.of(Kind.INTERFACE_MISSING)
-    gloo = [e for e in events if e.data.get("transport") not in ("nccl", "mpi", "nvshmem")]
+    gloo = [e for e in events if e.data.get("transport") not in ("nccl", "mpi", "nvshmem", "oneccl")]
     nccl = [e for e in events if e.data.get("transport") == "nccl"]
     mpi = [e for e in events if e.data.get("transport") == "mpi"]
     nvshmem = [e for e in events if e.data.get("transport") == "nvshmem"]
+    oneccl = [e for e in events if e.data.get("transport") == "oneccl"]
     return ((_gloo_interface_missing(tl, gloo) if gloo else []) + (_nccl_interface_missing(tl, nccl) if nccl else [])
             + (_mpi_interface_missing(tl, mpi) if mpi else []) + (_nvshmem_interface_missing(tl, nvshmem) if nvshmem
-                                                                  else []))
+                                                                  else [])
+            + (_oneccl_interface_missing(tl, oneccl) if oneccl else []))
+
+
+def _oneccl_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """Intel oneCCL's key-value store found no interface to take the host's address from: its own setting."""
+    where = attribute(events, tl)
+    title = (f"oneCCL found no network interface for its bootstrap (KVS){' on ' + where.text if where.text else ''}: "
+             "oneCCL could not start")
+    what = ("oneCCL's key-value store, which its ranks meet through, takes the host's address from an interface "
+            "(CCL_KVS_IFACE, else the first usable one); none was found: the name given does not exist there, or the "
+            "container or namespace has only loopback.")
+    fix = ("Set CCL_KVS_IFACE to an interface that exists on every node (`ip -br addr`), and FI_TCP_IFACE for "
+           "libfabric's TCP provider the same; in a container, give it the host's network (--network=host).")
+    return [hypothesis(tl, Category.INTERFACE_MISSING, 0.8, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "oneCCL found no interface", 4))]
 
 
 def _nvshmem_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:

@@ -646,13 +646,20 @@ def _batch_host(tl: Timeline, events: list[Event]) -> str | None:
             and (str(e.data["step"]).endswith(".batch") or "." not in str(e.data["step"]))}
     hosts = {e.origin.host for e in tl.events if e.data.get("source") == "slurm" and e.origin.host
              and str(e.data.get("step") or "") in jobs}
+    if not jobs and any(e.data.get("step") for e in events if e.origin.host is None):
+        # a job step's kill (``StepId=9178265.0``): the one host srun then reports a task of failing on, not
+        # counting the tasks it terminated itself (``srun: error: nid006190: task`` cut by the paste counts)
+        hosts = {e.origin.host for e in tl.of(Kind.WORKER_FAILED) if e.data.get("source") == "slurm"
+                 and e.origin.host and "tasks" in e.data and e.data.get("signal") != "SIGTERM"}
     return hosts.pop() if len(hosts) == 1 else None
 
 
 def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
-    """The ranks of the srun tasks ``events`` name, where srun's reports show several tasks on one host, or an MPI
-    library names its ranks: srun then started a task per process, and a task's number (SLURM_PROCID) is its rank.
-    With one task per host (torchrun under srun) the number is the node's, and nothing is claimed."""
+    """The ranks of the srun tasks ``events`` name, where srun's reports show several tasks on one host, an MPI
+    library names its ranks, or srun reports one host and no other launcher speaks in the inputs: srun then started
+    a task per process, and a task's number (SLURM_PROCID) is its rank. With one task per host (several hosts each
+    reporting one task, or another launcher's agent in the inputs: torchrun under srun) the number is the node's, and
+    nothing is claimed."""
     numbers = {n for e in events if e.data.get("tasks") for n in _task_numbers(str(e.data["tasks"]))}
     if not numbers:
         return ()
@@ -663,7 +670,14 @@ def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
     # several tasks on one host, or an MPI library's own rank in the inputs (Cray MPICH's ``MPICH ERROR [Rank 0]``:
     # srun started the MPI processes themselves, one task per rank)
     mpi = any(e.data.get("source") == "cray-mpich" for e in tl.events)
-    return tuple(sorted(numbers)) if mpi or any(len(tasks) > 1 for tasks in per_host.values()) else ()
+    if mpi or any(len(tasks) > 1 for tasks in per_host.values()):
+        return tuple(sorted(numbers))
+    # one task per host: each of several hosts reporting a single task (tasks 0 and 1 on two nodes), or another
+    # launcher's agent speaking (torchrun under srun: a task is a node's agent); else srun started the processes
+    agent = any((e.kind is Kind.AGENT_SIGNAL and e.data.get("source") != "slurm") or
+                (e.kind in (Kind.WORKER_FAILED, Kind.WORKER_TERMINATED) and e.data.get("source") not in ("slurm", None))
+                for e in tl.events)
+    return () if agent or len(per_host) > 1 else tuple(sorted(numbers))
 
 
 def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
@@ -680,6 +694,10 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
     what = (f"The launcher reports {where.text or 'a worker'} dead ({', '.join(how)}). A worker that dies takes "
             "the job down: the others lose their connection to it or time out. Its own output (above the "
             "launcher's report, or in its log file) says why: a traceback, a segfault in an extension, an abort.")
+    if all(e.data.get("source") == "gdb" for e in events):
+        what = ("A debugger's backtrace shows the process aborting (abort(), SIGABRT): an uncaught C++ exception "
+                "(std::terminate above it) or a failed check in a library; the frames above abort() name the library "
+                "and the call. Its peers then lose their connection to it or time out.")
     return hypothesis(tl, Category.RANK_CRASHED, 0.6, title, affected=affected, what=what,
                       evidence=evidence_of(events, "the launcher's report", 6),
                       where=where,
@@ -689,6 +707,9 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
 
 def ib_completion_error(tl: Timeline) -> list[Hypothesis]:
     every = tl.of(Kind.IB_COMPLETION_ERROR)
+    # a report without its status that names its host (Mooncake's ``Too many errors found in local RNIC
+    # 10.0.2.69:15858@mlx5_bond_2``) places the completions of that NIC whose lines name no host
+    placing = [e for e in every if e.data.get("status") is None and e.origin.host]
     events = [e for e in every if e.data.get("status") not in _RETRY]
     if any(e.data.get("status") != 5 for e in every):
         # status 5 (flushed) follows the queue pair's first error: that one is the finding
@@ -705,6 +726,9 @@ def ib_completion_error(tl: Timeline) -> list[Hypothesis]:
     out = []
     for status, group in sorted(by_status.items()):
         where = attribute(group, tl)
+        if not where.ranks and not where.hosts and placing:
+            nics = {e.data.get("hca") for e in group}
+            where = attribute(group + [e for e in placing if None in nics or e.data.get("hca") in nics], tl)
         name = IB_STATUS.get(status, str(group[0].data.get("status_text") or "an error"))
         vendor = sorted({int(e.data["vendor_err"]) for e in group if e.data.get("vendor_err") is not None})
         title = (f"InfiniBand completion error {f'{status} ' if status >= 0 else ''}({name}) on {where.text or 'a host'}"
@@ -716,9 +740,16 @@ def ib_completion_error(tl: Timeline) -> list[Hypothesis]:
                      "the GPU's memory through GPUDirect RDMA, blocked by PCIe ACS or the IOMMU.")
         elif status == 5:
             what += " Work requests flushed: the queue pair was already in error; look for the first error."
+        fix = None
+        if all(e.data.get("transport") == "mooncake" for e in group):
+            what += " Mooncake's transfer engine reported it (and takes a NIC with too many errors out of use)."
+            fix = ("Give each GPU the RDMA NIC on its own PCIe switch (SGLang: --disaggregation-ib-device, Mooncake's "
+                   "device list; `nvidia-smi topo -m` shows the pairs): a NIC behind another switch cannot reach the "
+                   "GPU's memory when PCIe ACS or the IOMMU blocks peer-to-peer; check nvidia-peermem or dmabuf." if
+                   status == 4 else None)
         out.append(hypothesis(tl, Category.IB_COMPLETION, 0.85 if status != 5 else 0.6, title, what=what,
                               evidence=evidence_of(group, f"IB status {status}", 8),
-                              where=where))
+                              where=where, fix=fix))
     return out
 
 

@@ -1209,6 +1209,77 @@ def _gtl_not_linked(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(gtl, "MPICH has no GPU support linked", 3))]
 
 
+# NCCL's topology search finding a PCI link it cannot walk back (graph/paths.cc): ``Failed to find reverse path from
+# remNode 0/41000 nlinks 2 to node 0/61000`` (an ncclInternalError at communicator creation)
+_REVERSE_PATH = re.compile(r"Failed to find reverse path from remNode (?P<rem>[0-9a-fA-F]+/[0-9a-fA-F]+) nlinks \d+ to node (?P<node>[0-9a-fA-F]+/[0-9a-fA-F]+)")
+# Transformer Engine's comm+GEMM overlap (userbuffers) needing CUDA multicast: its assertion, and the CUDA call it makes
+# refused (``userbuffers-host.cpp:208 in function create_communicator_grouped2: CUDA Error: operation not supported``)
+_UB_MULTICAST = re.compile(r"does not support comm\+GEMM overlap with CUDA Multicast|userbuffers[\w\-]*\.cpp:\d+ in function "
+                           r"create_communicator\w*: CUDA Error: operation not supported")
+# Ascend's LCCL (lcal_comm.cpp) refusing more than two ranks over PCIe: ``do not support pcie > 2 rank! rankSize_ = 4``
+# then ``EnablePeerAccess failed!``
+_LCCL_PCIE = re.compile(r"do not support pcie > 2 rank! rankSize_ = (?P<size>\d+)")
+
+
+def _lines_matching(tl: Timeline, pattern: re.Pattern[str]) -> list[tuple[Event, re.Match[str]]]:
+    found = []
+    for event in tl.events:
+        if event.kind in (Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR):
+            match = pattern.search(str(event.data.get("message") or event.text))
+            if match:
+                found.append((event, match))
+    return found
+
+
+def library_setup(tl: Timeline) -> list[Hypothesis]:
+    """Collective libraries refusing the machine they were set up on, in their own words: NCCL's topology search
+    (a PCI path it cannot walk back), Transformer Engine's userbuffers without CUDA multicast, Ascend's LCCL with
+    more than two ranks over PCIe."""
+    out = []
+    reverse = _lines_matching(tl, _REVERSE_PATH)
+    if reverse:
+        events = [e for e, _ in reverse]
+        where = attribute(events, tl)
+        title = (f"NCCL's topology search failed{' on ' + where.text if where.text else ''}: no path back from PCI "
+                 f"device {reverse[0][1]['rem']} to {reverse[0][1]['node']} (the PCI tree NCCL read is inconsistent)")
+        what = ("While it builds its view of the machine NCCL walks the PCI tree between GPUs and NICs in both "
+                "directions; a link it could not walk back stops communicator creation (ncclInternalError). The tree "
+                "it read is wrong or partial: a virtual machine or container that shows part of it, a driver that "
+                "reports it wrongly, a topology file (NCCL_TOPO_FILE) that does not match the machine.")
+        fix = ("Compare `nvidia-smi topo -m` (ROCm: `rocm-smi --showtopo`) with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH; "
+               "unset NCCL_TOPO_FILE or give the machine's own (NCCL_TOPO_DUMP_FILE writes what NCCL saw); upgrade NCCL "
+               "and the driver; in a VM or container expose the whole PCI tree of the GPUs and NICs.")
+        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix, where=where,
+                              evidence=evidence_of(events, "NCCL's topology search", 3)))
+    multicast = _lines_matching(tl, _UB_MULTICAST)
+    if multicast:
+        events = [e for e, _ in multicast]
+        where = attribute(events, tl)
+        title = ("Transformer Engine's comm+GEMM overlap (userbuffers) needs CUDA multicast, which this machine's GPUs, "
+                 f"driver or CUDA do not give{' (' + where.text + ')' if where.text else ''}")
+        what = ("With tensor-parallel communication overlap (tp_comm_overlap, te.initialize_ub) Transformer Engine "
+                "builds its buffers on CUDA multicast objects by default; the device, driver or toolkit refused them "
+                "(operation not supported), on every rank: a GPU without NVSwitch multicast, a driver or CUDA older "
+                "than multicast (CUDA 12.1), a VM or container without it.")
+        fix = ("Set UB_SKIPMC=1 (userbuffers then use CUDA IPC instead of multicast), or turn the overlap off "
+               "(tp_comm_overlap=False); on NVSwitch systems keep the driver, CUDA and the fabric manager current.")
+        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, where=where,
+                              evidence=evidence_of(events, "userbuffers without multicast", 3)))
+    lccl = _lines_matching(tl, _LCCL_PCIE)
+    if lccl:
+        events = [e for e, _ in lccl]
+        where = attribute(events, tl)
+        title = (f"Ascend's LCCL cannot run {lccl[0][1]['size']} ranks over PCIe (it supports two there): peer access "
+                 "between the NPUs failed")
+        what = ("LCCL, the low-latency collective library of Ascend's inference stacks, connects NPUs directly; on cards "
+                "linked by PCIe (not HCCS) it supports at most two ranks, so enabling peer access for more fails.")
+        fix = ("Use HCCL instead of LCCL for this group (the framework's backend setting), or at most two ranks per "
+               "PCIe-linked group (tensor parallel 2).")
+        out.append(hypothesis(tl, Category.PEER_ACCESS, 0.75, title, what=what, fix=fix, where=where,
+                              evidence=evidence_of(events, "LCCL over PCIe", 3)))
+    return out
+
+
 def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
     """Errors of an HPC system's own stack, with their fixes: Cray MPICH refusing its NIC policy for a rank not bound
     to one NUMA node (the CPU binding, or a library imported before MPI that changed it), or GPU buffers without its
