@@ -27,6 +27,10 @@ def test_a_transfer_engines_failed_slice_is_an_ib_completion_error_placed_by_the
     cut = one("f00, local_nic: mlx5_bond_2, peer_nic: 10.0.2.98:15992@mlx5_bond_1, dest_rkey: 2146656, retry_cnt: 0): "
               "remote access error", Kind.IB_COMPLETION_ERROR)
     assert cut.data["status"] == 10
+    # the older engine's fields (no peer, no local NIC): still its status
+    older = one("E0101 worker.cpp:88] Process failed for slice (opcode: 0, source_addr: 0x7f00, length: 4096, dest_addr: "
+                "140012): Work Request Flushed Error", Kind.IB_COMPLETION_ERROR)
+    assert older.data["status"] == 5 and older.data["hca"] is None
     top = diagnose(tmp_path, f"{_SLICE}\n{_INACTIVE}\n").hypotheses[0]
     assert top.category is Category.IB_COMPLETION and "status 4" not in top.title and "local protection" in top.title
     assert top.culprit_hosts == ("10.0.2.69",) and "--disaggregation-ib-device" in top.fix
@@ -203,3 +207,46 @@ def test_srun_tasks_are_ranks_unless_another_launchers_agent_speaks(tmp_path: Pa
              "local_rank: 0 (pid: 12) of binary: /usr/bin/python\n")
     under = diagnose(tmp_path, agent + paste).hypotheses
     assert not [h for h in under if 3 in h.culprit_ranks and "gpu20-15" in h.culprit_hosts], [h.title for h in under]
+
+
+def test_windows_refusing_the_stores_port_in_its_own_language_is_a_port_in_use(tmp_path: Path) -> None:
+    paste = ("[W socket.cpp:436] [c10d] The server socket has failed to bind to [DESKTOP-L9L2GVM]:10086 (system error: "
+             "10048 - 通常每个套接字地址(协议/网络地址/端口)只允许使用一次。).\n"
+             "[E socket.cpp:472] [c10d] The server socket has failed to listen on any local network address.\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and "10086" in top.title
+    # another Windows error on the same line is not a port in use
+    other = paste.replace("10048", "10013").split("\n")[0]
+    assert not [e for e in events_of(other) if e.kind is Kind.STORE_ERROR and "in use" in str(e.data.get("error"))]
+
+
+def test_the_shells_report_of_a_signal_is_a_death_and_a_bus_error_is_dev_shm(tmp_path: Path) -> None:
+    bus = diagnose(tmp_path, "2019-04-16 11:58:14  Initializing global model...\nBus error (core dumped)\n").hypotheses[0]
+    assert bus.category is Category.SHM_EXHAUSTED
+    script = one("./run.sh: line 12:  4242 Segmentation fault      (core dumped) python train.py", Kind.FATAL_SIGNAL)
+    assert script.data["signal"] == "SIGSEGV" and script.origin.pid == 4242
+    # a launcher's report of the same death names it better: the shell's line beside it is not a second death
+    paste = ("/soft/tools/gpu_tile_compact.sh: line 47: 38240 Aborted                 \"$@\"\n"
+             "x4616c3s4b0n0: rank 2355 exited with code 134\nx4616c3s4b0n0: rank 2358 died from signal 15\n")
+    assert diagnose(tmp_path, paste).hypotheses[0].culprit_ranks == (2355,)
+    # the words inside a sentence are no report
+    assert not [e for e in events_of("the loader saw a Bus error (core dumped) in an earlier run") if
+                e.kind is Kind.FATAL_SIGNAL]
+
+
+def test_an_rpc_barrier_that_timed_out_names_the_workers_that_never_answered(tmp_path: Path) -> None:
+    line = ("ERROR:root:Failed to respond to 'global_barrier' in time, got error Followers ['trainer-1', 'trainer-3'] "
+            "timed out in _all_gather after 15.00 seconds. The first exception is RuntimeError('timeout')")
+    event = one(line, Kind.STORE_ERROR)
+    assert event.data["followers"] == ["trainer-1", "trainer-3"] and event.data["source"] == "rpc"
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and "trainer-1, trainer-3" in top.title
+
+
+def test_a_users_ctrl_c_is_the_launcher_stopped_from_outside_and_its_teardown_the_aftermath(tmp_path: Path) -> None:
+    paste = ("Epoch 00000 | Batch 040 | Train Loss: 0.3333 | Time: 9.5225\n^CProcess Process-1:\n"
+             "Called process error Command 'ssh -p 2222 172.31.11.170 python train.py' returned non-zero exit status 255.\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "SIGINT" in top.title and "left behind" in top.fix
+    # a caret inside a line is no terminal's echo
+    assert not [e for e in events_of("x ^C y: Error in regex") if e.kind is Kind.AGENT_SIGNAL]

@@ -260,6 +260,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"CUDA initialization",  # PyTorch's warning that CUDA could not start: … Error 802: system not yet initialized
     b" but got ",  # a check's words without an error word: NET/OFI … Expected 3 but got 2
     b"bootstrap_net_init",  # NVSHMEM's bootstrap: …bootstrap_uid.cpp:bootstrap_net_init:160: No socket interface found
+    # the sixty-seventh round (r70*)
+    b"^C",  # a terminal's echo of Ctrl-C at the start of a line: ^CProcess Process-1: (the user stopped the launcher)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -150,10 +150,18 @@ class Timeline:
         """The rank of process ``pid`` on ``host`` where the inputs name one rank on that host and no other
         process there (a UCX ``[host:pid:0]`` line beside that process's ``MPICH ERROR [Rank N] … [host]``)."""
         ranks = self.hosts.get(host) or ()
-        if len(ranks) != 1 or {h for p, (hs, _) in self._pid_places.items() if p != pid for h in hs} & {host}:
+        if len(ranks) != 1 or self._host_pids.get(host, set()) - {pid}:
             return None
         state = self.ranks.get(ranks[0])
         return ranks[0] if state is not None and set(state.pids) <= {pid} else None
+
+    @cached_property
+    def _host_pids(self) -> dict[str, set[int]]:
+        out: dict[str, set[int]] = defaultdict(set)
+        for pid, (hosts, _ranks) in self._pid_places.items():
+            for host in hosts:
+                out[host].add(pid)
+        return dict(out)
 
     def hosts_of(self, ranks: Iterable[int]) -> tuple[str, ...]:
         return tuple(sorted({h for h in (self.rank_host(r) for r in ranks) if h}))

@@ -59,7 +59,8 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
             ": Name or service not known", ": Name does not resolve", "while the server is not yet listening",
-            "not ready endpoints:", "failed to listen on any local", "] connect addr=", "Server listening on: ")
+            "not ready endpoints:", "failed to listen on any local", "] connect addr=", "Server listening on: ", "system error: 10048",
+            "timed out in _all_gather")
 
 # (1.13-2.0 spell it ``retreiving``; a paste may begin after the waiting rank's number)
 _UNIQUE_ID = re.compile(r"(?:\[(?P<rank>\d+)\] is )?setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from "
@@ -168,6 +169,9 @@ _STORE_LOST = re.compile(r"DistNetworkError: (?:Connection reset by peer|Broken 
 _REMOTE = re.compile(r"remote=\[(?P<host>[^\]\s]{1,253})\]:(?P<port>\d{1,5})")
 
 
+# torch.distributed.rpc's barrier (rpc/api.py, its leader gathering every worker's token at init and shutdown):
+# ``Followers ['worker1', 'worker3'] timed out in _all_gather after 15.00 seconds. The first exception is …``
+_RPC_FOLLOWERS = re.compile(r"Followers \[(?P<names>[^\]]{0,4000})\] timed out in _all_gather after (?P<s>\d+(?:\.\d+)?) seconds")
 # the bare message (before 1.11), also with THD's source location (0.3-0.4): "RuntimeError: Address already in
 # use at /pytorch/torch/lib/THD/process_group/General.cpp:17"
 _BARE_IN_USE = re.compile(r"RuntimeError: Address already in use(?: at \S+)?[\s`'\"]*$")  # a paste's closing backtick
@@ -239,7 +243,8 @@ def _errors(line: Line) -> list[Event]:
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(match["port"]), "error": "another process holds the port"})]
-    if "ddress already in use" in body and ("server socket" in body or _BARE_IN_USE.search(body)):
+    if ("ddress already in use" in body and ("server socket" in body or _BARE_IN_USE.search(body))) or \
+            ("server socket" in body and "system error: 10048" in body):  # Windows' WSAEADDRINUSE, in its language
         bound = _LISTEN_PORT.search(body)
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None, "error": "Address already in use"})]
@@ -376,6 +381,11 @@ def _errors(line: Line) -> list[Event]:
                            else None, data={
             "what": "barrier", "world_size": int(match["world"]), "joined": int(match["joined"]),
             "waiting": bool(match["waiting"])})]
+    match = _RPC_FOLLOWERS.search(body) if "timed out in _all_gather" in body else None
+    if match:  # torch.distributed.rpc's barrier: the workers it names never answered the leader
+        names = re.findall(r"'([^']{1,200})'", match["names"])[:64]
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "rendezvous-timeout", "source": "rpc", "followers": names, "seconds": float(match["s"])})]
     match = _CLIENTS.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

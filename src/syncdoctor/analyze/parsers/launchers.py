@@ -51,7 +51,7 @@ KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection
             # a failed slice's line cut before its start (below): the status words that carry an anchor
             "): local protection error", "): remote access error", "): Work Request Flushed Error",
             "): remote operation error", "): remote invalid request error", "): local length error", "UCX error: ",
-            "|CCL_ERROR| ")
+            "|CCL_ERROR| ", "^C")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -400,11 +400,9 @@ _WC_STATUS_WORDS = {"local length error": 1, "local QP operation error": 2, "loc
                     "remote operation error": 11, "transport retry counter exceeded": 12,
                     "RNR retry counter exceeded": 13, "remote aborted error": 16, "fatal error": 19,
                     "response timeout error": 20, "general error": 21}
-# (a line cut before its start keeps the slice's fields: ``…f00, local_nic: mlx5_bond_2, …, retry_cnt: 0): local
-# protection error``)
-_SLICE_FAILED = re.compile(
-    r"(?:[Pp]rocess failed for slice \(|(?=[^()\n]{0,400}local_nic: ))(?P<inside>[^()\n]{0,400})\): (?P<what>"
-    + "|".join(map(re.escape, _WC_STATUS_WORDS)) + r")", re.IGNORECASE)
+# The status is found first, then the slice's fields in the 400 characters before it (a line cut before its start
+# keeps them: ``…f00, local_nic: mlx5_bond_2, …, retry_cnt: 0): local protection error``)
+_SLICE_STATUS = re.compile(r"\): (?P<what>" + "|".join(map(re.escape, _WC_STATUS_WORDS)) + r")", re.IGNORECASE)
 _LOCAL_NIC = re.compile(r"local_nic: (?P<dev>[\w.\-]+)")
 # and the NIC it then gives up on: ``Too many errors found in local RNIC 10.0.2.69:15858@mlx5_bond_2, mark it inactive``
 _RNIC_INACTIVE = re.compile(r"Too many errors found in local RNIC (?P<host>[\w.\-]+):\d+@(?P<dev>[\w.\-]+)")
@@ -553,14 +551,16 @@ def parse(line: Line) -> list[Event]:
     match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
     if match:
         return _ucx_completion(line, match, _UCX_VERBS_STATUS[match["what"].lower()])
-    if "ailed for slice" in body or "local_nic: " in body:  # (see KEYWORDS)
-        match = _SLICE_FAILED.search(body)
-        if match:  # a transfer engine's completion with error (Mooncake): the status NCCL would print for it
-            status = next(v for k, v in _WC_STATUS_WORDS.items() if k.lower() == match["what"].lower())
-            nic = _LOCAL_NIC.search(match["inside"])
-            return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
-                "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
-                "vendor_err": None, "hca": nic["dev"] if nic else None, "transport": "mooncake"})]
+    match = _SLICE_STATUS.search(body) if ("ailed for slice" in body or "local_nic: " in body) and "): " in body else None
+    inside = body[max(0, match.start() - 400):match.start()] if match else ""  # the slice's fields, before the status
+    fields = inside.rpartition("for slice (")[2] if "for slice (" in inside else inside.rpartition("local_nic: ")[2]
+    if match and ("for slice (" in inside or "local_nic: " in inside) and "(" not in fields and ")" not in fields:
+        # a transfer engine's completion with error (Mooncake): the status NCCL would print for it
+        status = next(v for k, v in _WC_STATUS_WORDS.items() if k.lower() == match["what"].lower())
+        nic = _LOCAL_NIC.search(inside)
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
+            "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
+            "vendor_err": None, "hca": nic["dev"] if nic else None, "transport": "mooncake"})]
     match = _RNIC_INACTIVE.search(body) if "Too many errors found in local RNIC" in body else None
     if match:  # the NIC's host, for the completion errors above (their lines do not name it)
         return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=Origin(host=match["host"]), data={
@@ -658,6 +658,8 @@ def parse(line: Line) -> list[Event]:
     match = _DS_MAIN_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]
+    if body.lstrip().startswith("^C"):  # a terminal's echo of Ctrl-C: the user interrupted what ran in the foreground
+        return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": "SIGINT", "source": "terminal"})]
     match = _SIGNAL_EXCEPTION.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": signal_name(-int(match["num"])),

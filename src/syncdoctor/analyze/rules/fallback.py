@@ -258,6 +258,8 @@ def _agents_aftermath(event: Event, signal: Event, stops: Sequence[Ref] = ()) ->
         between = sum(1 for ref in stops if ref.source == event.ref.source and event.ref.line < ref.line < signal.ref.line)
         return "SignalException" in text or (slurm and signal.ref.line - event.ref.line
                                              <= _RACE_LINES + _STOP_LINES * between)
+    if signal.data.get("source") == "terminal":  # after a user's Ctrl-C: the interrupted programs tearing down
+        return True
     return "Traceback (most" in text or "SignalException" in text or "got signal" in text or slurm
 
 
@@ -309,6 +311,13 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
             "worker's failure is in these lines.")
     fix = ("Check the scheduler's record of the job (sacct -j JOB, `kubectl describe pod`), its time limit, and "
            "run the launcher under tmux or setsid when it is started from a terminal.")
+    if names == ["SIGINT"] and all(e.data.get("source") == "terminal" for e in signals):
+        what = ("A user pressed Ctrl-C (the terminal's ^C) and the launcher stopped its workers; whatever ran on other "
+                "hosts through ssh or a remote launcher may be left running. If the job had stopped making progress "
+                "before, that hang is the problem, and these lines do not show it.")
+        fix = ("If it hung, run it again with `syncdoctor watch` (it names the rank that stops and where) or "
+               "NCCL_DEBUG=INFO and a timeout; after a Ctrl-C, check the other hosts for processes left behind (`pgrep "
+               "-af python`) before the next launch.")
     if names == ["SIGHUP"]:
         what = ("The launcher received SIGHUP: the terminal or ssh session it was started from closed. torchrun "
                 "installs its own handler for SIGHUP, so `nohup` does not protect it: it stops its workers. No "

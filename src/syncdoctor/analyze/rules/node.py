@@ -438,6 +438,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
     for event in tl.of(Kind.FATAL_SIGNAL):  # a signal the process itself reported, where no rank says whose
         if event.origin.rank is not None and event.origin.rank in tl.ranks:
             continue  # the crash rule has it
+        if event.data.get("source") == "shell" and reports:
+            continue  # a wrapper script's shell reporting the death a launcher reports too (with its rank or host)
         if event.data.get("signal") == "SIGBUS":
             killed["SIGBUS"].append(event)
         elif _watchdog_abort(tl, event):

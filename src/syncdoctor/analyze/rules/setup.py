@@ -872,6 +872,13 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
         title = title.replace("the others never arrived", "rank 1 never arrived")
     if all(e.data.get("waiting") for e in events):  # still waiting when the paste ends: it has not timed out yet
         title = title.replace(" before the timeout; ", " so far; ").replace("never arrived", "had not arrived")
+    followers = sorted({str(n) for e in events for n in e.data.get("followers") or ()})
+    if followers:  # torch.distributed.rpc's barrier names the workers that never answered
+        title = (f"the RPC group's barrier timed out: worker{'s' if len(followers) > 1 else ''} "
+                 f"{', '.join(followers[:8])} never answered its leader")
+        what = ("torch.distributed.rpc gathers a token from every worker at init and shutdown (its _all_gather); the "
+                "workers named never answered within the timeout: they never started, hang, crashed, or cannot reach "
+                "the leader (their address, a firewall). Their own logs say which.")
     return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.6 if all(e.data.get("waiting") for e in events) else 0.7,
                        title, affected=waiting, culprits=missing,
                        what=what + (f" Ranks {fmt_ranks(waiting)} waited." if waiting else ""),
@@ -1221,11 +1228,13 @@ _UB_MULTICAST = re.compile(r"does not support comm\+GEMM overlap with CUDA Multi
 _LCCL_PCIE = re.compile(r"do not support pcie > 2 rank! rankSize_ = (?P<size>\d+)")
 
 
-def _lines_matching(tl: Timeline, pattern: re.Pattern[str]) -> list[tuple[Event, re.Match[str]]]:
+def _lines_matching(tl: Timeline, needle: str, pattern: re.Pattern[str]) -> list[tuple[Event, re.Match[str]]]:
+    """The error lines whose text holds ``needle`` (a substring test first) and matches ``pattern``."""
     found = []
     for event in tl.events:
         if event.kind in (Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR):
-            match = pattern.search(str(event.data.get("message") or event.text))
+            text = str(event.data.get("message") or event.text)
+            match = pattern.search(text) if needle in text else None
             if match:
                 found.append((event, match))
     return found
@@ -1236,7 +1245,7 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
     (a PCI path it cannot walk back), Transformer Engine's userbuffers without CUDA multicast, Ascend's LCCL with
     more than two ranks over PCIe."""
     out = []
-    reverse = _lines_matching(tl, _REVERSE_PATH)
+    reverse = _lines_matching(tl, "reverse path", _REVERSE_PATH)
     if reverse:
         events = [e for e, _ in reverse]
         where = attribute(events, tl)
@@ -1251,7 +1260,7 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
                "and the driver; in a VM or container expose the whole PCI tree of the GPUs and NICs.")
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix, where=where,
                               evidence=evidence_of(events, "NCCL's topology search", 3)))
-    multicast = _lines_matching(tl, _UB_MULTICAST)
+    multicast = _lines_matching(tl, "CUDA ", _UB_MULTICAST)
     if multicast:
         events = [e for e, _ in multicast]
         where = attribute(events, tl)
@@ -1265,7 +1274,7 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
                "(tp_comm_overlap=False); on NVSwitch systems keep the driver, CUDA and the fabric manager current.")
         out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, where=where,
                               evidence=evidence_of(events, "userbuffers without multicast", 3)))
-    lccl = _lines_matching(tl, _LCCL_PCIE)
+    lccl = _lines_matching(tl, "pcie > 2", _LCCL_PCIE)
     if lccl:
         events = [e for e, _ in lccl]
         where = attribute(events, tl)
@@ -1273,8 +1282,8 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
                  "between the NPUs failed")
         what = ("LCCL, the low-latency collective library of Ascend's inference stacks, connects NPUs directly; on cards "
                 "linked by PCIe (not HCCS) it supports at most two ranks, so enabling peer access for more fails.")
-        fix = ("Use HCCL instead of LCCL for this group (the framework's backend setting), or at most two ranks per "
-               "PCIe-linked group (tensor parallel 2).")
+        fix = ("Run at most two ranks per group of PCIe-linked cards (tensor parallel 2), or use a collective backend "
+               "that supports more there (HCCL).")
         out.append(hypothesis(tl, Category.PEER_ACCESS, 0.75, title, what=what, fix=fix, where=where,
                               evidence=evidence_of(events, "LCCL over PCIe", 3)))
     return out
