@@ -250,3 +250,18 @@ def test_a_users_ctrl_c_is_the_launcher_stopped_from_outside_and_its_teardown_th
     assert top.category is Category.RANK_KILLED and "SIGINT" in top.title and "left behind" in top.fix
     # a caret inside a line is no terminal's echo
     assert not [e for e in events_of("x ^C y: Error in regex") if e.kind is Kind.AGENT_SIGNAL]
+
+
+_TABLE = "".join(f"#  Rank {r:2d} Group  0 Pid {63755 if r < 2 else 914454:6d} on {'gpu-b' if r < 2 else 'gpu-a'} device  "
+                 f"{r % 2} [0x1b] NVIDIA GeForce RTX 4090\n" for r in range(4))
+_CLOSED = ("gpu-b:63755:63755 [0] NCCL INFO Bootstrap : Using eno1:10.102.0.233<0>\n"
+           "gpu-b:63755:63768 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer "
+           "10.102.0.232<40318>\n")
+
+
+def test_a_peer_address_no_line_names_is_the_one_host_whose_address_is_not_known(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, _TABLE + _CLOSED).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_hosts == ("gpu-a",), top.title
+    # a job whose ranks the inputs do not all place may have other hosts: the address stays an address
+    larger = "gpu-b:63755:63755 [0] NCCL INFO comm 0x55d1 rank 0 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE\n"
+    assert diagnose(tmp_path, _TABLE + larger + _CLOSED).hypotheses[0].culprit_hosts == ("10.102.0.232",)

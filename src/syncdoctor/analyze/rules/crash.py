@@ -148,7 +148,7 @@ def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
         peer = str(event.data.get("peer_addr") or "")
         if not peer:
             continue
-        name = by_addr.get(peer, peer)
+        name = by_addr.get(peer) or _only_host_left(tl, peer) or peer
         host = event.origin.host or ""
         if host and name.split(".", 1)[0] == host.split(".", 1)[0]:
             name = host  # the same machine, named with its domain: another process of that host went away
@@ -189,6 +189,22 @@ def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.RANK_CRASHED, 0.6 if len(reporting_hosts) > 1 else 0.5, title, culprits=culprits,
                        hosts=(peer,), affected=reporters, what=what, fix=fix,
                        evidence=evidence_of(events, f"lost {peer}", MAX_CASCADE))]
+
+
+def _only_host_left(tl: Timeline, addr: str) -> str | None:
+    """The host an address no line names belongs to, by elimination: where the inputs place every rank of the
+    world on a host (nccl-tests' device table, NCCL's prefixes), the one host whose addresses are not known while the
+    others' are, none of them ``addr`` (``Connection closed by remote peer 10.102.0.232`` seen on 10.102.0.233, in a
+    job of two hosts)."""
+    world = tl.stated_world_size or tl.world_size
+    if not world or world > 65536 or any(tl.rank_host(r) is None for r in range(world)):
+        return None
+    hosts = {h for h in (tl.rank_host(r) for r in range(world)) if h}
+    known = {h for h in hosts if tl.host_addrs.get(h)}
+    if any(addr in tl.host_addrs.get(h, ()) for h in known):
+        return None
+    left = hosts - known
+    return left.pop() if len(left) == 1 and known else None
 
 
 def _peer_unknown(tl: Timeline) -> list[Hypothesis]:
