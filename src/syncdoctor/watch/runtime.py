@@ -281,13 +281,14 @@ class Watcher:
             source.settle()
             self._check_flight_recorder(c10d, source)
 
-    def _sample_now(self) -> None:
-        """One synchronous progress reading (for final records); never raises."""
+    def _sample_now(self, wait_s: float = 1.0) -> None:
+        """One synchronous progress reading (for final records, and the publisher's refresh), waiting at most
+        ``wait_s`` for a reading under way on another thread; never raises."""
         try:
             from torch.distributed import distributed_c10d as c10d
 
             if c10d.is_initialized():
-                self._sample(c10d, wait_s=1.0)
+                self._sample(c10d, wait_s=wait_s)
         except Exception:
             pass
 
@@ -297,15 +298,8 @@ class Watcher:
         not carry a reading taken seconds ago (in a collective the rank has long left: a hang to the
         monitor). Never waits for a reading under way; never raises."""
         age = self.sampler.reading_age_s(self.clock())
-        if age is None or age <= 2 * self.config.sample_interval_s or self._stop.is_set():
-            return
-        try:
-            from torch.distributed import distributed_c10d as c10d
-
-            if c10d.is_initialized():
-                self._sample(c10d, wait_s=0.0)
-        except Exception:
-            pass
+        if age is not None and age > 2 * self.config.sample_interval_s and not self._stop.is_set():
+            self._sample_now(wait_s=0.0)
 
     def _entered_from(self, raw: Any) -> dict[str, int]:
         """A step mark's ``{group: entered}`` from what the training thread read (see :meth:`_mark`)."""
