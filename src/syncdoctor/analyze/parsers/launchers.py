@@ -73,7 +73,7 @@ _LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
 # torchrun's agent: "Received 1 death signal" (1.9-2.2), "Received Signals.SIGTERM death signal" (2.3+): the number is
 # the signal's (an f-string of signal.Signals, an IntEnum, printed its number before Python 3.11: 1 is SIGHUP, a
 # closed terminal; 15 SIGTERM; 2 SIGINT)
-_AGENT_SIGNAL = re.compile(r"Received (?:(?P<count>\d+)|Signals\.(?P<sig>SIG[A-Z]+)) death signal")
+_AGENT_SIGNAL = re.compile(r"Received (?:(?P<num>\d{1,3})|Signals\.(?P<sig>SIG[A-Z]+)) death signal")
 # DeepSpeed's launcher itself was signalled (its sigkill_handler): ``Main process received SIGTERM, exiting``
 _DS_MAIN_SIGNAL = re.compile(r"Main process received (?P<sig>SIG\w+), exiting")
 # torchrun's agent raising on the signal it got, where the paste keeps only its traceback's last line:
@@ -389,8 +389,6 @@ _UCX_VERBS_COMPLETION = re.compile(
     r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+(?::\d+)?\]\s+)?\S+\.c:\d+\s+(?:FATAL: )?(?:send|receive|recv) completion with "
     r"error: (?P<what>local protection error|Work Request Flushed Error|remote access error|"
     r"transport retry counter exceeded|RNR retry counter exceeded)", re.IGNORECASE)
-_UCX_VERBS_STATUS = {"local protection error": 4, "work request flushed error": 5, "remote access error": 10,
-                     "transport retry counter exceeded": 12, "rnr retry counter exceeded": 13}
 # ibv_wc_status_str()'s words for a failed completion, as RDMA libraries that print them verbatim write them
 # (Mooncake's transfer engine: ``Worker: Process failed for slice (opcode: 1, …, local_nic: mlx5_bond_2, peer_nic:
 # 10.0.2.98:15992@mlx5_bond_1, dest_rkey: 2146656, retry_cnt: 0): local protection error``)
@@ -400,6 +398,8 @@ _WC_STATUS_WORDS = {"local length error": 1, "local QP operation error": 2, "loc
                     "remote operation error": 11, "transport retry counter exceeded": 12,
                     "RNR retry counter exceeded": 13, "remote aborted error": 16, "fatal error": 19,
                     "response timeout error": 20, "general error": 21}
+# (lower case: the words' case differs between libraries)
+_WC_STATUS = {words.lower(): status for words, status in _WC_STATUS_WORDS.items()}
 # The status is found first, then the slice's fields in the 400 characters before it (a line cut before its start
 # keeps them: ``…f00, local_nic: mlx5_bond_2, …, retry_cnt: 0): local protection error``)
 _SLICE_STATUS = re.compile(r"\): (?P<what>" + "|".join(map(re.escape, _WC_STATUS_WORDS)) + r")", re.IGNORECASE)
@@ -550,13 +550,13 @@ def parse(line: Line) -> list[Event]:
             "gid_index": None, "dev": None, "transport": "nvshmem", "step": match["step"]})]
     match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
     if match:
-        return _ucx_completion(line, match, _UCX_VERBS_STATUS[match["what"].lower()])
+        return _ucx_completion(line, match, _WC_STATUS[match["what"].lower()])
     match = _SLICE_STATUS.search(body) if ("ailed for slice" in body or "local_nic: " in body) and "): " in body else None
     inside = body[max(0, match.start() - 400):match.start()] if match else ""  # the slice's fields, before the status
     fields = inside.rpartition("for slice (")[2] if "for slice (" in inside else inside.rpartition("local_nic: ")[2]
     if match and ("for slice (" in inside or "local_nic: " in inside) and "(" not in fields and ")" not in fields:
         # a transfer engine's completion with error (Mooncake): the status NCCL would print for it
-        status = next(v for k, v in _WC_STATUS_WORDS.items() if k.lower() == match["what"].lower())
+        status = _WC_STATUS[match["what"].lower()]
         nic = _LOCAL_NIC.search(inside)
         return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
             "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
@@ -653,7 +653,7 @@ def parse(line: Line) -> list[Event]:
             "last_local_rank": int(local["local"]) if local else None})]
     match = _AGENT_SIGNAL.search(body)
     if match:
-        sig = match["sig"] or signal_name(-int(match["count"]))
+        sig = match["sig"] or signal_name(-int(match["num"]))
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": sig} if sig else {})]
     match = _DS_MAIN_SIGNAL.search(body)
     if match:

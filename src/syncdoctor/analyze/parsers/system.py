@@ -30,7 +30,7 @@ import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
-from syncdoctor.analyze.parsers.torchrun import signal_name, signal_number
+from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name, signal_number
 
 __all__ = ["KEYWORDS", "parse"]
 
@@ -43,10 +43,8 @@ KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: e
 # the shell reporting a command it ran killed by a signal: ``Bus error (core dumped)`` (interactive), ``./run.sh: line 12:
 #  4242 Segmentation fault      (core dumped) python train.py`` (a script): at the line's start, or after the script's
 # prefix, never inside a sentence
-_SHELL_SIGNAL = re.compile(r"^\s*(?:[^\s:]{1,200}: line \d+: +(?P<pid>\d+) )?(?P<what>Bus error|Segmentation fault|Aborted|"
-                           r"Floating point exception)(?:\s+\(core dumped\))?(?:\s{2,}\S.*|\s*)$")
-_SHELL_SIGNALS = {"Bus error": "SIGBUS", "Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT",
-                  "Floating point exception": "SIGFPE"}
+_SHELL_SIGNAL = re.compile(r"^\s*(?:[^\s:]{1,200}: line \d+: +(?P<pid>\d+) )?(?P<what>" + "|".join(SIGNAL_WORDS)
+                           + r")(?:\s+\(core dumped\))?(?:\s{2,}\S.*|\s*)$")
 # gdb's backtrace of a process that aborted (``bt`` on a core dump or a live one): ``#1  0x00007ffff7c4b859 in __GI_abort ()
 # at abort.c:79`` (an uncaught C++ exception's ``std::terminate`` above it, a failed check's abort)
 _GDB_ABORT = re.compile(r"^\s*#\d{1,3}\s+(?:0x[0-9a-f]+ in )?(?:__GI_)?abort \(\) at ")
@@ -131,7 +129,7 @@ def parse(line: Line) -> list[Event]:
     match = _SHELL_SIGNAL.search(body) if len(body) < 600 else None
     if match:
         return [make_event(Kind.FATAL_SIGNAL, line, origin=Origin(pid=int(match["pid"])) if match["pid"] else None, data={
-            "signal": _SHELL_SIGNALS[match["what"]], "what": f"{match['what']} (the shell's report)", "source": "shell"})]
+            "signal": SIGNAL_WORDS[match["what"]], "what": f"{match['what']} (the shell's report)", "source": "shell"})]
     if "abort () at " in body and _GDB_ABORT.search(body):
         return [make_event(Kind.FATAL_SIGNAL, line, data={
             "signal": "SIGABRT", "what": "abort() in a debugger's backtrace", "source": "gdb"})]

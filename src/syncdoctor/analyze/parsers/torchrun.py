@@ -32,7 +32,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.prefixes import parse_iso_time
 
-__all__ = ["KEYWORDS", "FailureTable", "drop_records_inside_tables", "follow", "parse", "signal_name",
+__all__ = ["KEYWORDS", "SIGNAL_WORDS", "FailureTable", "drop_records_inside_tables", "follow", "parse", "signal_name",
            "signal_number"]
 
 KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first observed failure)", "received by PID")
@@ -52,6 +52,9 @@ _FLAT_RECORD = re.compile(r"^\s*rank\s*:?\s*(?P<rank>\d+)\s*\(local[_ ]rank:\s*(
                           r"(?P<code>-?\d+)(?:\s*\(pid:\s*(?P<pid>\d+)\))?")
 _RANK = re.compile(r"(?P<rank>-?\d+)(?: \(local_rank: (?P<local>-?\d+)\))?")
 _EXIT = re.compile(r"(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?")
+# strsignal()'s words for the fatal signals, as shells, faulthandler and launchers print them
+SIGNAL_WORDS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
+                "Floating point exception": "SIGFPE"}
 _SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
             11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
 

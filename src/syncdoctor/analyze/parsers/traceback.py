@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
-from syncdoctor.analyze.parsers.torchrun import signal_name
+from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name
 
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "parse", "wants_frames"]
 
@@ -67,8 +67,6 @@ _ASSERTION = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+:\d+\]\s+.*?)?
 _LAUNCHER_PATHS = ("distributed/elastic/agent/", "torch/distributed/run.py", "deepspeed/launcher/",
                    "deepspeed/elasticity/", "accelerate/commands/launch")
 _LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "/torch/", "/runpy.py")
-_FATAL_SIGNALS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
-                  "Floating point exception": "SIGFPE"}
 _FATAL_NUMBERS = (4, 6, 7, 8, 11)  # SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV
 
 
@@ -247,7 +245,7 @@ def parse(line: Line) -> list[Event]:
     fatal = _FATAL.search(body)
     if fatal:
         what = fatal["what"].strip()
-        signal = next((sig for name, sig in _FATAL_SIGNALS.items() if what.startswith(name)), None)
+        signal = next((sig for name, sig in SIGNAL_WORDS.items() if what.startswith(name)), None)
         return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": (fatal["what"] or "").strip()})]
     ompi = _OMPI_SIGNAL.search(body)
     if ompi and (ompi["num"] is None or int(ompi["num"]) in _FATAL_NUMBERS):
