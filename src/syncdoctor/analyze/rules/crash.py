@@ -197,9 +197,10 @@ def _only_host_left(tl: Timeline, addr: str) -> str | None:
     others' are, none of them ``addr`` (``Connection closed by remote peer 10.102.0.232`` seen on 10.102.0.233, in a
     job of two hosts)."""
     world = tl.stated_world_size or tl.world_size
-    if not world or world > 65536 or any(tl.rank_host(r) is None for r in range(world)):
+    placed = [tl.rank_host(r) for r in range(world)] if world and world <= 65536 else [None]
+    if None in placed:
         return None
-    hosts = {h for h in (tl.rank_host(r) for r in range(world)) if h}
+    hosts = {h for h in placed if h}
     known = {h for h in hosts if tl.host_addrs.get(h)}
     if any(addr in tl.host_addrs.get(h, ()) for h in known):
         return None

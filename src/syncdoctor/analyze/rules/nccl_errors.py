@@ -195,16 +195,14 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
         out += _simple(tl, Kind.IB_MODIFY_QP, Category.IB_MODIFY_QP, f"{who} could not connect IB queue pairs", fix)
     out += _simple(tl, Kind.SHM_FAILURE, Category.SHM_EXHAUSTED, "NCCL could not allocate /dev/shm segments")
     memlock = tl.of(Kind.MEMLOCK_FAILURE)
-    if memlock and all(e.data.get("transport") == "ucx" for e in memlock):  # MPI's UCX (Open MPI, MPICH, HPC-X)
-        out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
-                       "UCX could not register memory with the NIC (memlock limit or registration cache)",
-                       fix=("Raise the locked-memory limit where the ranks start (`ulimit -l unlimited`; limits.conf, "
-                            "the container's --ulimit memlock=-1, srun/mpirun propagate it); where it is already "
-                            "unlimited, UCX's registration cache is the one that ran out: UCX_IB_REG_METHODS=direct "
-                            "registers each buffer instead (slower)."))
-    else:
-        out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
-                       "NCCL could not register memory with the NIC (memlock limit)")
+    ucx = bool(memlock) and all(e.data.get("transport") == "ucx" for e in memlock)  # MPI's UCX (Open MPI, MPICH, HPC-X)
+    out += _simple(tl, Kind.MEMLOCK_FAILURE, Category.MEMLOCK_LIMIT,
+                   "UCX could not register memory with the NIC (memlock limit or registration cache)" if ucx else
+                   "NCCL could not register memory with the NIC (memlock limit)",
+                   fix=("Raise the locked-memory limit where the ranks start (`ulimit -l unlimited`; limits.conf, the "
+                        "container's --ulimit memlock=-1, srun/mpirun propagate it); where it is already unlimited, "
+                        "UCX's registration cache is the one that ran out: UCX_IB_REG_METHODS=direct registers each "
+                        "buffer instead (slower).") if ucx else None)
     dup = tl.of(Kind.DUPLICATE_GPU)
     if not dup:
         out += _same_gpu_at_init(tl)

@@ -378,44 +378,47 @@ def _link_local_address(tl: Timeline, by_host: dict[str, list[Event]], others: l
 
 def interface_missing(tl: Timeline) -> list[Hypothesis]:
     events = tl.of(Kind.INTERFACE_MISSING)
-    gloo = [e for e in events if e.data.get("transport") not in ("nccl", "mpi", "nvshmem", "oneccl")]
+    gloo = [e for e in events if e.data.get("transport") not in ("nccl", "mpi", *_LIBRARY_BOOTSTRAPS)]
     nccl = [e for e in events if e.data.get("transport") == "nccl"]
     mpi = [e for e in events if e.data.get("transport") == "mpi"]
-    nvshmem = [e for e in events if e.data.get("transport") == "nvshmem"]
-    oneccl = [e for e in events if e.data.get("transport") == "oneccl"]
-    return ((_gloo_interface_missing(tl, gloo) if gloo else []) + (_nccl_interface_missing(tl, nccl) if nccl else [])
-            + (_mpi_interface_missing(tl, mpi) if mpi else []) + (_nvshmem_interface_missing(tl, nvshmem) if nvshmem
-                                                                  else [])
-            + (_oneccl_interface_missing(tl, oneccl) if oneccl else []))
+    out = ((_gloo_interface_missing(tl, gloo) if gloo else []) + (_nccl_interface_missing(tl, nccl) if nccl else [])
+           + (_mpi_interface_missing(tl, mpi) if mpi else []))
+    for transport in _LIBRARY_BOOTSTRAPS:
+        own = [e for e in events if e.data.get("transport") == transport]
+        out += _library_interface_missing(tl, own, transport) if own else []
+    return out
 
 
-def _oneccl_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
-    """Intel oneCCL's key-value store found no interface to take the host's address from: its own setting."""
+# libraries with a bootstrap of their own, and so settings of their own: (what found nothing, the library, what
+# happened, what to change, the evidence's note)
+_LIBRARY_BOOTSTRAPS = {
+    "nvshmem": (
+        "NVSHMEM's bootstrap found no socket interface", "NVSHMEM",
+        "NVSHMEM's UID bootstrap looks for an interface by NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME and the address family "
+        "NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY; none matched (a name that does not exist there, or a family the interfaces "
+        "have no address of, such as AF_INET6 on a host without IPv6), so NVSHMEM's initialisation failed.",
+        "Set NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME to an interface that exists on every node (`ip -br addr`) and "
+        "NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY to the family it has an address of (AF_INET for IPv4).",
+        "NVSHMEM found no socket interface"),
+    "oneccl": (
+        "oneCCL found no network interface for its bootstrap (KVS)", "oneCCL",
+        "oneCCL's key-value store, which its ranks meet through, takes the host's address from an interface "
+        "(CCL_KVS_IFACE, else the first usable one); none was found: the name given does not exist there, or the "
+        "container or namespace has only loopback.",
+        "Set CCL_KVS_IFACE to an interface that exists on every node (`ip -br addr`), and FI_TCP_IFACE for "
+        "libfabric's TCP provider the same; in a container, give it the host's network (--network=host).",
+        "oneCCL found no interface"),
+}
+
+
+def _library_interface_missing(tl: Timeline, events: list[Event], transport: str) -> list[Hypothesis]:
+    """A library's own bootstrap (NVSHMEM's UID bootstrap, oneCCL's key-value store) found no interface: its own
+    settings, not NCCL's."""
+    head, library, what, fix, note = _LIBRARY_BOOTSTRAPS[transport]
     where = attribute(events, tl)
-    title = (f"oneCCL found no network interface for its bootstrap (KVS){' on ' + where.text if where.text else ''}: "
-             "oneCCL could not start")
-    what = ("oneCCL's key-value store, which its ranks meet through, takes the host's address from an interface "
-            "(CCL_KVS_IFACE, else the first usable one); none was found: the name given does not exist there, or the "
-            "container or namespace has only loopback.")
-    fix = ("Set CCL_KVS_IFACE to an interface that exists on every node (`ip -br addr`), and FI_TCP_IFACE for "
-           "libfabric's TCP provider the same; in a container, give it the host's network (--network=host).")
+    title = f"{head}{' on ' + where.text if where.text else ''}: {library} could not start"
     return [hypothesis(tl, Category.INTERFACE_MISSING, 0.8, title, what=what, fix=fix, where=where,
-                       evidence=evidence_of(events, "oneCCL found no interface", 4))]
-
-
-def _nvshmem_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
-    """NVSHMEM's UID bootstrap (its copy of NCCL's) found no socket interface: its own settings, not NCCL's."""
-    where = attribute(events, tl)
-    title = (f"NVSHMEM's bootstrap found no socket interface{' on ' + where.text if where.text else ''}: NVSHMEM "
-             "could not start")
-    what = ("NVSHMEM's UID bootstrap looks for an interface by NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME and the address "
-            "family NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY; none matched (a name that does not exist there, or a family the "
-            "interfaces have no address of, such as AF_INET6 on a host without IPv6), so NVSHMEM's initialisation "
-            "failed.")
-    fix = ("Set NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME to an interface that exists on every node (`ip -br addr`) and "
-           "NVSHMEM_BOOTSTRAP_UID_SOCK_FAMILY to the family it has an address of (AF_INET for IPv4).")
-    return [hypothesis(tl, Category.INTERFACE_MISSING, 0.8, title, what=what, fix=fix, where=where,
-                       evidence=evidence_of(events, "NVSHMEM found no socket interface", 4))]
+                       evidence=evidence_of(events, note, 4))]
 
 
 def _mpi_interface_missing(tl: Timeline, events: list[Event]) -> list[Hypothesis]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import defaultdict
+from collections.abc import Callable
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
 from syncdoctor.analyze.parsers.gloo import is_loopback
@@ -1240,52 +1241,53 @@ def _lines_matching(tl: Timeline, needle: str, pattern: re.Pattern[str]) -> list
     return found
 
 
+def _library_refused(tl: Timeline, found: list[tuple[Event, re.Match[str]]], category: Category, confidence: float,
+                     title: Callable[[re.Match[str], str], str], what: str, fix: str, note: str) -> list[Hypothesis]:
+    """One hypothesis over the lines ``found`` (their first match and place make the title)."""
+    if not found:
+        return []
+    events = [event for event, _ in found]
+    where = attribute(events, tl)
+    return [hypothesis(tl, category, confidence, title(found[0][1], where.text), what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, note, 3))]
+
+
 def library_setup(tl: Timeline) -> list[Hypothesis]:
     """Collective libraries refusing the machine they were set up on, in their own words: NCCL's topology search
     (a PCI path it cannot walk back), Transformer Engine's userbuffers without CUDA multicast, Ascend's LCCL with
     more than two ranks over PCIe."""
-    out = []
-    reverse = _lines_matching(tl, "reverse path", _REVERSE_PATH)
-    if reverse:
-        events = [e for e, _ in reverse]
-        where = attribute(events, tl)
-        title = (f"NCCL's topology search failed{' on ' + where.text if where.text else ''}: no path back from PCI "
-                 f"device {reverse[0][1]['rem']} to {reverse[0][1]['node']} (the PCI tree NCCL read is inconsistent)")
-        what = ("While it builds its view of the machine NCCL walks the PCI tree between GPUs and NICs in both "
-                "directions; a link it could not walk back stops communicator creation (ncclInternalError). The tree "
-                "it read is wrong or partial: a virtual machine or container that shows part of it, a driver that "
-                "reports it wrongly, a topology file (NCCL_TOPO_FILE) that does not match the machine.")
-        fix = ("Compare `nvidia-smi topo -m` (ROCm: `rocm-smi --showtopo`) with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH; "
-               "unset NCCL_TOPO_FILE or give the machine's own (NCCL_TOPO_DUMP_FILE writes what NCCL saw); upgrade NCCL "
-               "and the driver; in a VM or container expose the whole PCI tree of the GPUs and NICs.")
-        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix, where=where,
-                              evidence=evidence_of(events, "NCCL's topology search", 3)))
-    multicast = _lines_matching(tl, "CUDA ", _UB_MULTICAST)
-    if multicast:
-        events = [e for e, _ in multicast]
-        where = attribute(events, tl)
-        title = ("Transformer Engine's comm+GEMM overlap (userbuffers) needs CUDA multicast, which this machine's GPUs, "
-                 f"driver or CUDA do not give{' (' + where.text + ')' if where.text else ''}")
-        what = ("With tensor-parallel communication overlap (tp_comm_overlap, te.initialize_ub) Transformer Engine "
-                "builds its buffers on CUDA multicast objects by default; the device, driver or toolkit refused them "
-                "(operation not supported), on every rank: a GPU without NVSwitch multicast, a driver or CUDA older "
-                "than multicast (CUDA 12.1), a VM or container without it.")
-        fix = ("Set UB_SKIPMC=1 (userbuffers then use CUDA IPC instead of multicast), or turn the overlap off "
-               "(tp_comm_overlap=False); on NVSwitch systems keep the driver, CUDA and the fabric manager current.")
-        out.append(hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, where=where,
-                              evidence=evidence_of(events, "userbuffers without multicast", 3)))
-    lccl = _lines_matching(tl, "pcie > 2", _LCCL_PCIE)
-    if lccl:
-        events = [e for e, _ in lccl]
-        where = attribute(events, tl)
-        title = (f"Ascend's LCCL cannot run {lccl[0][1]['size']} ranks over PCIe (it supports two there): peer access "
-                 "between the NPUs failed")
-        what = ("LCCL, the low-latency collective library of Ascend's inference stacks, connects NPUs directly; on cards "
-                "linked by PCIe (not HCCS) it supports at most two ranks, so enabling peer access for more fails.")
-        fix = ("Run at most two ranks per group of PCIe-linked cards (tensor parallel 2), or use a collective backend "
-               "that supports more there (HCCL).")
-        out.append(hypothesis(tl, Category.PEER_ACCESS, 0.75, title, what=what, fix=fix, where=where,
-                              evidence=evidence_of(events, "LCCL over PCIe", 3)))
+    out = _library_refused(
+        tl, _lines_matching(tl, "reverse path", _REVERSE_PATH), Category.UNRECOGNISED, 0.8,
+        lambda m, on: (f"NCCL's topology search failed{' on ' + on if on else ''}: no path back from PCI device "
+                       f"{m['rem']} to {m['node']} (the PCI tree NCCL read is inconsistent)"),
+        "While it builds its view of the machine NCCL walks the PCI tree between GPUs and NICs in both directions; a "
+        "link it could not walk back stops communicator creation (ncclInternalError). The tree it read is wrong or "
+        "partial: a virtual machine or container that shows part of it, a driver that reports it wrongly, a topology "
+        "file (NCCL_TOPO_FILE) that does not match the machine.",
+        "Compare `nvidia-smi topo -m` (ROCm: `rocm-smi --showtopo`) with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH; unset "
+        "NCCL_TOPO_FILE or give the machine's own (NCCL_TOPO_DUMP_FILE writes what NCCL saw); upgrade NCCL and the "
+        "driver; in a VM or container expose the whole PCI tree of the GPUs and NICs.",
+        "NCCL's topology search")
+    out += _library_refused(
+        tl, _lines_matching(tl, "CUDA ", _UB_MULTICAST), Category.UNRECOGNISED, 0.85,
+        lambda m, on: ("Transformer Engine's comm+GEMM overlap (userbuffers) needs CUDA multicast, which this "
+                       f"machine's GPUs, driver or CUDA do not give{' (' + on + ')' if on else ''}"),
+        "With tensor-parallel communication overlap (tp_comm_overlap, te.initialize_ub) Transformer Engine builds its "
+        "buffers on CUDA multicast objects by default; the device, driver or toolkit refused them (operation not "
+        "supported), on every rank: a GPU without NVSwitch multicast, a driver or CUDA older than multicast (CUDA "
+        "12.1), a VM or container without it.",
+        "Set UB_SKIPMC=1 (userbuffers then use CUDA IPC instead of multicast), or turn the overlap off "
+        "(tp_comm_overlap=False); on NVSwitch systems keep the driver, CUDA and the fabric manager current.",
+        "userbuffers without multicast")
+    out += _library_refused(
+        tl, _lines_matching(tl, "pcie > 2", _LCCL_PCIE), Category.PEER_ACCESS, 0.75,
+        lambda m, on: (f"Ascend's LCCL cannot run {m['size']} ranks over PCIe (it supports two there): peer access "
+                       "between the NPUs failed"),
+        "LCCL, the low-latency collective library of Ascend's inference stacks, connects NPUs directly; on cards linked "
+        "by PCIe (not HCCS) it supports at most two ranks, so enabling peer access for more fails.",
+        "Run at most two ranks per group of PCIe-linked cards (tensor parallel 2), or use a collective backend that "
+        "supports more there (HCCL).",
+        "LCCL over PCIe")
     return out
 
 
