@@ -432,6 +432,29 @@ def test_ranks_stuck_in_a_transport_hang_are_not_called_late_elsewhere() -> None
     assert "completed on ranks 0-1 but not on ranks 2-3" in events[0].title
 
 
+def test_a_rank_stuck_in_a_collective_its_peers_completed_is_not_late_in_the_next() -> None:
+    """A link cut while every rank is in group 1's all_reduce #3 (a metric): rank 1's last chunk is lost, its
+    peers complete #3 and enter group 0's #8, where they wait for rank 1. Rank 1's wait in #3 reads 0.6 s
+    shorter than theirs (each is known to a sampling interval), so theirs crosses the threshold first: still
+    a transport hang of #3 with rank 1 stuck inside it, never rank 1 late for #8 (seen once in CI)."""
+    job = Job()
+    job.all_done(7)
+    job.enter([0, 2, 3], 8, AR)
+    for r in (0, 2, 3):
+        job.ranks[r].stalled = 0.6
+        job.ranks[r].extra = {"1": GroupProgress("1", 3, 3)}
+    job.ranks[1].extra = {"1": GroupProgress("1", 3, 2, 0.0, AR, 3)}
+    events = []
+    for _ in range(12):
+        g = job.ranks[1].extra["1"]
+        job.ranks[1].extra["1"] = GroupProgress("1", 3, 2, (g.stalled_s or 0) + 0.5, AR, 3)
+        events += job.tick(0.5)
+        job.answer_stacks("reduce_metric")
+    assert codes(events) == [("W104", "warning")], [e.title for e in events]
+    assert events[0].group == "1" and events[0].seq == 3 and events[0].ranks == ()
+    assert "completed on ranks 0,2-3 but not on rank 1" in events[0].title, events[0].title
+
+
 def test_a_record_older_than_the_peers_completion_is_no_evidence_of_a_hang() -> None:
     """Rank 1's last record still shows it inside #8, its peers' newer records show #8 done: wait for a
     newer record from rank 1 before calling it a hang (it arrives and says done)."""

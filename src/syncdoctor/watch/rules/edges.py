@@ -31,6 +31,13 @@ class Graph:
     hung: dict[int, Condition]  # rank -> the hang or mismatch it is stuck in
     inside: dict[int, str]  # rank -> an operation it is in that every side entered (not hung yet)
     roots: set[int] = field(default_factory=set)  # ranks that are roots of a wait this cycle
+    inside_waited: dict[int, float] = field(default_factory=dict)  # rank -> how long that operation has waited
+
+    def note_inside(self, rank: int, text: str, waited: float) -> None:
+        """``rank`` is inside an operation every side entered, not hung yet, which has waited ``waited``."""
+        if rank not in self.inside:
+            self.inside[rank] = text
+            self.inside_waited[rank] = waited
 
 
 def seen_before(ctx: Context, graph: Graph, ranks: Iterable[int]) -> bool:
@@ -117,7 +124,7 @@ def _judge(ctx: Context, graph: Graph, gw: _GroupWait,
     if waited < ctx.config.warn_s:
         text = f"{op}, which every member entered (not completed for {waited:.1f} s)"
         for rank in gw.alive_waiting:
-            graph.inside.setdefault(rank, text)
+            graph.note_inside(rank, text, waited)
         return []
     if any(ctx.live.get(r) != "alive" or ctx.silent(r) for r in gw.members):
         for rank in gw.members:
@@ -238,8 +245,8 @@ def channel_waits(ctx: Context, graph: Graph) -> list[Condition]:
                 graph.hung[rank] = graph.hung[peer] = cond
             continue
         where = "to" if kind == "send" else "from"
-        graph.inside.setdefault(
+        graph.note_inside(
             rank, f"{kind} #{number} {where} rank {peer} in group {group}, which rank {peer} posted "
-                  f"(not finished for {waited:.1f} s)"
+                  f"(not finished for {waited:.1f} s)", min(waited, theirs)
         )
     return conditions

@@ -212,6 +212,8 @@ def _late(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], chain: 
                 if waited >= config.warn_s:  # held for the stack only: look again soon, not an interval later
                     ctx.due_in(config.interval_s / 4)
         per_rank[str(rank)] = info
+    if _stuck_inside(ctx, graph, late, waited):
+        ready = False
     affected = root.affected
     steps = sorted(ctx.steps(affected))
     kinds = sorted({str(info["busy"]) for info in per_rank.values() if info.get("busy")})
@@ -257,6 +259,26 @@ def _late(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], chain: 
         waited_s=waited, detail=detail, key=incident, at=snap.wall,
     )
     return [Condition(event, ready=ready and waited >= config.warn_s and seen)]
+
+
+def _stuck_inside(ctx: Context, graph: Graph, late: tuple[int, ...], waited: float) -> bool:
+    """Whether a late rank is inside an operation every side entered that began waiting about when the others
+    began waiting for the rank (within a publication interval: each wait is known to a sampling interval).
+
+    Such a rank is no straggler: it arrived where its peers already were and is stuck there with them. In a
+    job with a gradient group and a metric group, a link cut while every rank is in the metric all_reduce can
+    leave one rank inside it (its last chunk lost) while its peers completed it and wait for that rank in the
+    next gradient all_reduce: that rank's wait and its peers' begin within milliseconds of each other, and
+    either may cross the threshold first. The late-rank event is held (looked at again when that operation
+    reaches the threshold) until that operation is a transport hang or a mismatch of its own, which then names
+    the root, or completes. The hold lasts at most that interval.
+    """
+    margin = ctx.config.interval_s
+    inside = [graph.inside_waited[r] for r in late if r in graph.inside_waited]
+    if not inside or max(inside) < waited - margin:
+        return False
+    ctx.due_in(max(ctx.config.sample_interval_s, ctx.config.warn_s - max(inside)))
+    return True
 
 
 @dataclass(frozen=True)
