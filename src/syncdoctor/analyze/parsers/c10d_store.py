@@ -53,7 +53,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
-            "Error: Port could not be cast", "network addresses of", "ving ncclUniqueId", "wait timeout after", "Wait timeout for name", "waitForInput", "client socket", "store based barrier", "C10d store",
+            "Error: Port could not be cast", "network addresses of", "ving ncclUniqueId", "wait timeout after", "Wait timeout for name", "Wait timeout for key", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
@@ -74,7 +74,10 @@ _RESOLVE = re.compile(r"(?:(?P<family>IPv[46]) )?network addresses of \((?P<host
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-\[\]%]{1,253}$")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)"
                    # Caffe2's store handlers (file, Redis): "Wait timeout for name(s): allreduce_0_cw_op/1"
-                   r"|Wait timeout for name\(s\): (?P<names>.+)")
+                   r"|Wait timeout for name\(s\): (?P<names>.+)"
+                   # gloo's own rendezvous stores (file, Redis, Horovod's HTTP store: gloo::IoException): its keys
+                   # are the ranks whose addresses it waited for, ``Wait timeout for key(s): 0``
+                   r"|Wait timeout for key\(s\): (?P<gloo>[\w, /\[\]-]{1,300})")
 # the C++ frame under a bare "RuntimeError: Socket Timeout" (1.x-2.0): the store wait that ran out, keys unnamed
 _DO_WAIT = re.compile(r"Exception raised from doWait at \S*TCPStore\.cpp")
 # the timeout (``Timed out initializing process group in store based barrier on rank: 3, for key: …``) and, every
@@ -371,7 +374,13 @@ def _errors(line: Line) -> list[Event]:
         return events
     match = _WAIT.search(body)
     if match:
-        keys = (match["keys"] or match["names"]).strip()[:300]
+        keys = (match["keys"] or match["names"] or match["gloo"]).strip()[:300]
+        if match["gloo"]:
+            # gloo's full-mesh setup: the ranks whose addresses did not arrive in time, often a setup that
+            # outlasted the store's timeout at scale (Horovod's 30 s at 50 hosts), not ranks that never started
+            return [make_event(Kind.STORE_ERROR, line, data={
+                "what": "rendezvous-timeout", "source": "gloo", "keys": keys,
+                "awaited": [int(k) for k in re.split(r"[,\s\[\]]+", keys) if k.isdecimal()][:64]})]
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "wait", "ms": int(match["ms"]) if match["ms"] else None, "keys": keys,
             "missing_ranks": _key_ranks(keys)})]

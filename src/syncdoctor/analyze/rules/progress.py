@@ -466,7 +466,7 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         culprits, who = [], f"one of ranks {fmt_ranks(unseen)}"
         confidence = 0.35
     busy = bar or phase
-    burst = busy is None and unseen == [0] and _burst_without_rank_0(tl, waits)
+    burst = busy is None and len(unseen) == 1 and _burst_without(tl, waits, unseen[0])
     if busy is not None:
         # a process worked alone while they waited; bars are drawn (and evaluation run) by the main process
         # unless a prefix says otherwise
@@ -475,7 +475,7 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
             culprits, who = [drawer], f"rank {drawer}"
         confidence = round(max(confidence, 0.45) + (0.15 if bar is not None else 0.05), 2)
     elif burst:
-        # every other rank timed out in one burst of one stream, rank 0 alone is not in it: had it waited
+        # every other rank timed out in one burst of one stream, this rank alone is not in it: had it waited
         # too, its line would stand among theirs
         confidence = 0.4
     else:
@@ -483,7 +483,7 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         # whether they were late or timed out too, so the unexplained timeout (A019) comes first
         confidence = min(confidence, 0.25)
     if burst:
-        absent = ("rank 0 is missing from the burst of their timeouts in the same output, where its own line "
+        absent = (f"rank {unseen[0]} is missing from the burst of their timeouts in the same output, where its own line "
                   "would stand had it waited too")
     elif culprits:
         absent = f"no line of the inputs comes from {'them' if len(culprits) > 1 else 'it'}"
@@ -535,12 +535,14 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
                        fix=fix, evidence=evidence)]
 
 
-def _burst_without_rank_0(tl: Timeline, waits: dict[int, list[Event]]) -> bool:
-    """Ranks 1 to N-1 (two or more) all timed out, in the same collective where the lines say which, their first
-    timeout lines are a burst of one file (a console where every rank writes), and that output goes on after
-    it: rank 0 is the one rank of the range with no line there."""
+def _burst_without(tl: Timeline, waits: dict[int, list[Event]], missing: int) -> bool:
+    """The other ranks of 0 to N (two or more) all timed out, in the same collective where the lines say which,
+    their first timeout lines are a burst of one file (a console where every rank writes), and that output goes
+    on after it: ``missing``, rank 0 or a rank between two that waited, is the one rank of the range with no line
+    there. Watchdogs of one collective fire within a second of each other, so a rank that timed out too would
+    have its line in the burst or just after it."""
     firsts = [events[0] for events in waits.values() if events]
-    if len(firsts) < 2 or sorted(waits) != list(range(1, len(waits) + 1)) or len(firsts) != len(waits):
+    if len(firsts) < 2 or sorted([*waits, missing]) != list(range(len(waits) + 1)) or len(firsts) != len(waits):
         return False
     if len({e.ref.source for e in firsts}) != 1 or any(e.kind not in TIMEOUT_KINDS for e in firsts):
         return False
@@ -549,10 +551,15 @@ def _burst_without_rank_0(tl: Timeline, waits: dict[int, list[Event]]) -> bool:
         return False
     if len({e.seq for e in firsts}) != 1:
         return False
-    # and the output went on after it with lines that are not the waiting ranks' own (a paste cut right after
-    # the timeouts, or the waiting ranks' follow-up lines alone, may simply have left rank 0's line out)
     source, last = firsts[0].ref.source, lines[-1]
-    return any(e.ref.source == source and e.ref.line > last and e.origin.rank not in waits for e in tl.events)
+    after = [e for e in tl.events if e.ref.source == source and e.ref.line > last]
+    if missing == 0:
+        # and the output went on after it with lines that are not the waiting ranks' own (a paste cut right after
+        # the timeouts, or the waiting ranks' follow-up lines alone, may simply have left rank 0's line out)
+        return any(e.origin.rank not in waits for e in after)
+    # a rank inside the range: the output went on (the waiting ranks' follow-ups will do: the
+    # missing rank's timeout, had it come, would stand among them)
+    return bool(after)
 
 
 def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:

@@ -880,6 +880,16 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
         what = ("torch.distributed.rpc gathers a token from every worker at init and shutdown (its _all_gather); the "
                 "workers named never answered within the timeout: they never started, hang, crashed, or cannot reach "
                 "the leader (their address, a firewall). Their own logs say which.")
+    awaited = sorted({int(r) for e in events if e.data.get("source") == "gloo" for r in e.data.get("awaited") or ()})
+    if any(e.data.get("source") == "gloo" for e in events):  # gloo's own store, its full mesh being set up
+        title = ("gloo's rendezvous timed out: " + (f"the address{'es' if len(awaited) > 1 else ''} of rank"
+                 f"{'s' if len(awaited) > 1 else ''} {fmt_ranks(awaited)}" if awaited else "the peers' addresses")
+                 + " did not arrive in its store in time")
+        what = ("gloo sets up a connection between every pair of ranks through a key-value store: each rank writes "
+                "its address under its rank number and waits for the others'. The keys named did not arrive before "
+                "the timeout: those ranks started late or failed before the setup, or the setup outlasted the "
+                "timeout (at tens of hosts Horovod's 30 s default is too short: HOROVOD_GLOO_TIMEOUT_SECONDS or "
+                "horovodrun --gloo-timeout-seconds; torch: init_process_group(timeout=...)).")
     return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.6 if all(e.data.get("waiting") for e in events) else 0.7,
                        title, affected=waiting, culprits=missing,
                        what=what + (f" Ranks {fmt_ranks(waiting)} waited." if waiting else ""),
