@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, one
+from analyze_helpers import diagnose_paste, events_of, one, timeline_of
 from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
@@ -53,3 +53,37 @@ def test_a_rank_missing_from_the_middle_of_a_burst_of_timeouts_is_the_one_that_n
                                                   "SeqNum=367201", "[Rank 3] Watchdog caught collective operation "
                                                   "timeout: WorkNCCL(SeqNum=367202")
     assert diagnose(tmp_path, mixed).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+
+
+_R40A = ("[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+         "OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800013 milliseconds before timing out.\n"
+         "pod-a:227:287 [0] NCCL INFO [Service thread] Connection closed by localRank 1\n"
+         "pod-a:228:286 [1] NCCL INFO [Service thread] Connection closed by localRank 1\n"
+         "pod-a:228:280 [0] NCCL INFO comm 0x55e51d238c10 rank 1 nranks 2 cudaDev 1 busId 1a000 - Abort COMPLETE\n")
+
+
+def test_the_one_process_no_line_places_holds_the_one_rank_the_world_has_left(tmp_path: Path) -> None:
+    timeline = timeline_of(tmp_path, _R40A)
+    assert timeline.pid_place(227) == ("pod-a", 0)
+    top = diagnose(tmp_path, _R40A).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (0,), top.title
+    assert top.title.startswith("rank 0 arrived late: rank 1 had timed out")
+    # a world of three with two processes unplaced: either could hold either rank
+    three = _R40A.replace("nranks 2", "nranks 3") + "pod-a:229:290 [2] NCCL INFO [Service thread] Connection closed by localRank 1\n"
+    assert timeline_of(tmp_path, three).pid_place(227) == ("pod-a", None)
+    # a process holding two ranks (threads): nothing to eliminate
+    threads = _R40A + "pod-a:228:281 [1] NCCL INFO comm 0x55e51d238c20 rank 0 nranks 2 cudaDev 0 busId 1b000 - Abort COMPLETE\n"
+    assert timeline_of(tmp_path, threads).pid_place(227) == ("pod-a", None)
+
+
+def test_open_mpis_single_copy_refused_is_read_and_said_to_be_harmless_by_itself(tmp_path: Path) -> None:
+    cma = "".join(f"[1,{r}]<stderr>:[8311b4012d34:15393{r}] Read -1, expected 131072, errno = 1\n" for r in (5, 7, 3))
+    top = diagnose(tmp_path, cma).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "CMA" in top.title and "EPERM" in top.title, top.title
+    assert "SYS_PTRACE" in top.fix and "btl_vader_single_copy_mechanism=none" in top.fix and top.confidence <= 0.3
+    # beside a real failure it is not the lead
+    crash = cma + "[1,3]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert diagnose(tmp_path, crash).hypotheses[0].category is Category.GPU_ERROR
+    # a non-zero errno is an error line; errno 0 is none
+    assert one("[host:1] shmem attach failed? errno = 13", Kind.ERROR_LINE)
+    assert not [e for e in events_of("[host:1] Read 4096, expected 4096, errno = 0") if e.kind is Kind.ERROR_LINE]

@@ -262,6 +262,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"bootstrap_net_init",  # NVSHMEM's bootstrap: …bootstrap_uid.cpp:bootstrap_net_init:160: No socket interface found
     # the sixty-seventh round (r70*)
     b"^C",  # a terminal's echo of Ctrl-C at the start of a line: ^CProcess Process-1: (the user stopped the launcher)
+    b"errno = ",  # a system call's failure in a library's own words: Open MPI's ``Read -1, expected 131072, errno = 1``
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -231,6 +231,7 @@ def _maps(events: Sequence[Event]) -> tuple[dict[tuple[str, int], int], dict[tup
         if len(ranks) == 1:
             by_pid.setdefault(pid, next(iter(ranks)))
     _one_crash_one_rank(events, by_host_pid)
+    _last_process_left(events, by_host_pid)
     for (host, _pid), rank in by_host_pid.items():
         rank_host.setdefault(rank, host)
     return by_host_pid, by_local, by_pid, rank_host
@@ -248,6 +249,35 @@ def _one_crash_one_rank(events: Sequence[Event], by_host_pid: dict[tuple[str, in
         return
     ((host, pid),), ((rank, named_host),) = crashed, named
     if host and pid is not None and named_host in (None, host) and rank is not None:
+        by_host_pid.setdefault((host, pid), rank)
+
+
+def _last_process_left(events: Sequence[Event], by_host_pid: dict[tuple[str, int], int]) -> None:
+    """``(host, pid) -> rank`` by elimination: a communicator's line states the world (``nranks N``, the largest
+    seen), every rank of it but one is placed on a process of its own, and NCCL's ``host:pid`` prefix shows exactly one
+    process more: that process holds the remaining rank (rank 0's service thread reporting ``Connection closed by
+    localRank 1`` beside rank 1's ``comm … rank 1 nranks 2 … Abort COMPLETE``)."""
+    comms = [e for e in events if e.kind in (Kind.NCCL_INIT, Kind.NCCL_INIT_START) and e.data.get("nranks")]
+    world = max((int(e.data["nranks"]) for e in comms), default=0)
+    if not 2 <= world <= 4096:
+        return
+    held: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for key, rank in by_host_pid.items():
+        held[key].add(rank)
+    for event in comms:
+        if int(event.data["nranks"]) == world and event.origin.host and event.origin.pid is not None:
+            held[(event.origin.host, event.origin.pid)].add(int(event.data["comm_rank"]))
+    ranks = {rank for owned in held.values() for rank in owned}
+    if any(len(owned) != 1 for owned in held.values()) or len(ranks) != len(held) or len(ranks) != world - 1 \
+            or not ranks <= set(range(world)):
+        return  # a process holding several ranks, or ranks the world does not have: nothing to eliminate
+    placed = held
+    others = {(e.origin.host, e.origin.pid) for e in events if e.origin.host and e.origin.pid is not None} - set(placed)
+    if len(others) != 1:
+        return
+    ((host, pid),) = others
+    if host is not None and pid is not None:
+        (rank,) = set(range(world)) - ranks
         by_host_pid.setdefault((host, pid), rank)
 
 

@@ -45,6 +45,8 @@ _ERROR = re.compile(
     r"|\bdue to shape mismatch(?:es)?\b"
     # a shell that did not find a program (``bash: orted: command not found`` from a launcher's remote shell)
     r"|: command not found\b"
+    # a system call's non-zero errno in a library's words (Open MPI's ``Read -1, expected 131072, errno = 1``)
+    r"|\berrno = [1-9]\d{0,3}\b"
     # a system in a Chinese locale (bash, glibc, Python's own messages translated): 错误 "error", 失败 "failed"
     r"|错误|失败)"
 )

@@ -370,9 +370,11 @@ def _from_late_arrival(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     confidence = 0.8 if named_peer else 0.65
     if len(late) > len(timed_out):
         confidence -= 0.2  # most ranks lost a peer: more likely one peer's failure than many late ranks
-    title = (f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} arrived late: ranks {fmt_ranks(timed_out)} had "
+    title = (f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} arrived late: rank{'s' if len(timed_out) > 1 else ''} "
+             f"{fmt_ranks(timed_out)} had "
              f"timed out waiting and left, so {'they' if len(ranks) > 1 else 'it'} found the connection closed")
-    what = (f"Ranks {fmt_ranks(timed_out)} timed out in a collective. Rank{'s' if len(ranks) > 1 else ''} "
+    what = (f"Rank{'s' if len(timed_out) > 1 else ''} {fmt_ranks(timed_out)} timed out in a collective. "
+            f"Rank{'s' if len(ranks) > 1 else ''} "
             f"{fmt_ranks(ranks)} did not time out: {'their' if len(ranks) > 1 else 'its'} only error is a connection "
             "closed or reset by a peer, which is what a rank sees when it enters the collective after its peers "
             "gave up and exited. The ranks that timed out were alive and waiting until then, so the late rank is "

@@ -1237,6 +1237,9 @@ _UB_MULTICAST = re.compile(r"does not support comm\+GEMM overlap with CUDA Multi
 # Ascend's LCCL (lcal_comm.cpp) refusing more than two ranks over PCIe: ``do not support pcie > 2 rank! rankSize_ = 4``
 # then ``EnablePeerAccess failed!``
 _LCCL_PCIE = re.compile(r"do not support pcie > 2 rank! rankSize_ = (?P<size>\d+)")
+# Open MPI's shared-memory transport copying between two local processes with CMA (process_vm_readv/writev) refused:
+# ``[host:153937] Read -1, expected 131072, errno = 1`` (btl vader, 3.x-4.x), ``Wrote -1, …``
+_CMA = re.compile(r"\b(?:Read|Wrote) -1, expected (?P<size>\d{1,12}), errno = (?P<errno>[1-9]\d{0,3})\b")
 
 
 def _lines_matching(tl: Timeline, needle: str, pattern: re.Pattern[str]) -> list[tuple[Event, re.Match[str]]]:
@@ -1298,6 +1301,19 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
         "Run at most two ranks per group of PCIe-linked cards (tensor parallel 2), or use a collective backend that "
         "supports more there (HCCL).",
         "LCCL over PCIe")
+    out += _library_refused(
+        tl, _lines_matching(tl, "errno = ", _CMA), Category.UNRECOGNISED, 0.3,
+        lambda m, on: ("Open MPI's shared-memory transport could not copy between two local processes with CMA "
+                       f"(process_vm_readv: errno {m['errno']}{', EPERM' if m['errno'] == '1' else ''})"
+                       f"{' on ' + on if on else ''}: a container or kernel that forbids it"),
+        "Open MPI's shared-memory transport (btl vader) copies large messages between processes of one machine in one "
+        "step with Linux's cross-memory attach (process_vm_readv), which needs ptrace rights over the peer: a container "
+        "without CAP_SYS_PTRACE, or kernel.yama.ptrace_scope above 1, refuses it (errno 1, EPERM) and Open MPI prints "
+        "this for every copy. Horovod's documentation calls it harmless in an unprivileged container (the copy falls "
+        "back to the two-step path); it is the cause only when nothing else failed, so read the other errors first.",
+        "Run the container with --cap-add=SYS_PTRACE (or --privileged), or turn the single copy off "
+        "(OMPI_MCA_btl_vader_single_copy_mechanism=none); on a host, check /proc/sys/kernel/yama/ptrace_scope.",
+        "Open MPI's single copy refused")
     return out
 
 
