@@ -87,3 +87,16 @@ def test_open_mpis_single_copy_refused_is_read_and_said_to_be_harmless_by_itself
     # a non-zero errno is an error line; errno 0 is none
     assert one("[host:1] shmem attach failed? errno = 13", Kind.ERROR_LINE)
     assert not [e for e in events_of("[host:1] Read 4096, expected 4096, errno = 0") if e.kind is Kind.ERROR_LINE]
+
+
+def test_cudas_limit_of_peers_is_a_peer_access_limit_not_a_faulty_gpu(tmp_path: Path) -> None:
+    line = ("2019-07-25 09:33:34.093469: W tensorflow/core/common_runtime/gpu/gpu_device.cc:1597] Unable to enable peer "
+            "access between device ordinals 0 and 9, status: Internal: failed to enable peer access from 0x7f76d46da2c0 "
+            "to 0x7f76b4713830: CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources exhausted\n")
+    assert one(line, Kind.PEER_ACCESS).data["cuda_error"] == 711
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.PEER_ACCESS and "TOO_MANY_PEERS" in top.title and "one process per GPU" in top.fix
+    # another driver error name stays a GPU's error
+    other = line.replace("CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources exhausted",
+                         "CUDA_ERROR_ECC_UNCORRECTABLE: uncorrectable ECC error encountered")
+    assert diagnose(tmp_path, other).hypotheses[0].category is Category.GPU_ERROR

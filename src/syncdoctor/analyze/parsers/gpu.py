@@ -215,6 +215,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, origin=Origin(host=quoted["host"]) if quoted else None, data={
             "xid": int(match["xid"]), "pci": match["pci"], "message": body[match.end():].strip(" ,")[:160],
             "hardware": True, "source": "xid"})]
+    if "TOO_MANY_PEERS" in body or "peer mapping resources exhausted" in body:
+        # CUDA's limit of peers per device (8 on most GPUs): peer access to one more GPU refused, no fault of a GPU
+        # (TensorFlow: ``Unable to enable peer access between device ordinals 0 and 9 … CUDA_ERROR_TOO_MANY_PEERS``)
+        return [make_event(Kind.PEER_ACCESS, line, data={"cuda_error": 711, "message": body.strip()[:200],
+                                                          "source": "too-many-peers"})]
     if "peer access is not supported" in body and "Cuda failure" not in body:  # a kernel of the program's own that needs P2P (custom all-reduce)
         source = "custom-allreduce" if "custom_all_reduce" in body or "custom all" in body.lower() else "cuda"
         return [make_event(Kind.PEER_ACCESS, line, data={"cuda_error": 217, "message": body.strip()[:200],

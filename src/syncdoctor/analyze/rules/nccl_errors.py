@@ -218,6 +218,15 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
         peer = []
     custom = any(e.data.get("source") == "custom-allreduce" for e in peer)
     transport = peer and all(e.data.get("source") == "p2p-transport" for e in peer)
+    if peer and all(e.data.get("source") == "too-many-peers" for e in peer):
+        out += _simple(tl, Kind.PEER_ACCESS, Category.PEER_ACCESS,
+                       "CUDA refused peer access to one GPU more than its limit of peers (CUDA_ERROR_TOO_MANY_PEERS): "
+                       "more GPUs in one process or group than a GPU can map directly",
+                       fix=("A GPU can enable peer access to a limited number of others (8 on most): with more GPUs "
+                            "in one process (TensorFlow's MirroredStrategy over 10 GPUs), use one process per GPU "
+                            "(NCCL then connects them itself), or fewer GPUs per process; NCCL_P2P_LEVEL or "
+                            "NCCL_P2P_DISABLE=1 keeps NCCL off direct peer access meanwhile."), confidence=0.6)
+        peer = []
     title = ("NCCL's peer-to-peer transport between GPUs of one host failed to set up (" +
              str(peer[0].data.get("message") or "a CUDA call") + "): CUDA peer access or IPC between them"
              if transport else "CUDA peer access is not supported between the GPUs"
