@@ -50,8 +50,10 @@ def _run_until(lab: Any, tmp_path: Path, shape: str, faults: list[dict[str, Any]
         time.sleep(0.3)
     time.sleep(0.3)
     events = _events(events_file)
+    ended = job.poll()
     job.kill()
-    assert done(events), f"events: {[(e['code'], e['status'], e['ranks']) for e in events]}"
+    assert done(events), (f"events: {[(e['code'], e['status'], e['ranks']) for e in events]}; the job "
+                          f"{'had ended (' + str(ended) + ')' if ended is not None else 'still ran'}")
     return job, events
 
 
@@ -136,7 +138,9 @@ def test_pipeline_with_data_parallel_replicas(lab_factory, tmp_path: Path) -> No
 
 def test_hsdp_over_a_two_dimensional_mesh(lab_factory, tmp_path: Path) -> None:
     faults = [{"rank": 5, "kind": "late", "at": 5, "seconds": LATE_S, "where": "forward"}]
-    job, events = _run_until(lab_factory(2), tmp_path, "hsdp", faults, 30,
+    # steps enough for the monitor to see the late rank arrive before the job ends (the loop stops at the
+    # resolution): with 30, a CI run under load ended its 25 steps after the arrival before a monitor cycle saw it
+    job, events = _run_until(lab_factory(2), tmp_path, "hsdp", faults, 120,
                              lambda evs: any(e["code"] == "W101" and e["status"] == "resolved" for e in evs))
     first = _check_first(job, events, 5, 5)
     assert first["detail"]["chain"] and "all_gather" in first["title"]  # the shard group's parameter gather
