@@ -133,6 +133,10 @@ def test_split_nccl_rejects_non_nccl() -> None:
     ("logs/nid001234.rank-4.log", Origin(rank=4, host="nid001234")),
     ("logs/train.log", Origin()),
     ("logs/frank5.log", Origin()),
+    ("logs/rank2/stdout.log", Origin(rank=2)),
+    ("logs/Rank_3-node1/out.txt", Origin(rank=3)),
+    # a longer directory name that mentions a rank describes the run, not the writer
+    ("cases/loop-rank2-absent-timeout/log.txt", Origin()),
 ])
 def test_origin_from_path(path, expected) -> None:
     assert origin_from_path(path) == expected

@@ -24,7 +24,8 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ====================================  =========================================================
 
 File names: ``rank3.log``, ``rank_3``, ``rank-3``, ``nccl_trace_rank_3``, ``attempt_0/3/stderr.log``
-(torchrun's log dir: local rank 3), and a directory or file part naming a host (``host1``, ``node-07``,
+(torchrun's log dir: local rank 3), a directory named for a rank (``rank3/``, ``rank_3-node1/``; not a longer name
+that mentions one, ``run-without-rank3-fix/``), and a directory or file part naming a host (``host1``, ``node-07``,
 ``worker3``, ``nid001234``, ``gpu-12``).
 """
 
@@ -429,6 +430,9 @@ _PATH_RANK = (
     re.compile(r"(?:^|[^a-z])rank[_\-.]?(\d{1,6})(?!\d)", re.IGNORECASE),
     re.compile(r"^(?:nccl|comm_lib)_trace_rank_(\d{1,6})", re.IGNORECASE),
 )
+# a directory names a rank only by its own name (``logs/rank2/stdout.log``, ``rank_3-node1/``), not by a word inside a
+# longer name (``run-without-rank2-fix/``: a description, not the writer)
+_DIR_RANK = re.compile(r"^rank[_\-.]?(\d{1,6})(?:$|[_\-.])", re.IGNORECASE)
 _PATH_ATTEMPT = re.compile(r"^attempt_\d+$")
 _PATH_HOST = re.compile(
     r"^(?:host|node|worker|nid|gpu|compute|server|machine|trainer)[-_]?[A-Za-z]*\d+[A-Za-z0-9\-]*$",
@@ -455,7 +459,7 @@ def origin_from_path(path: str) -> Origin:
         local_rank = int(parts[-2])
     for part in reversed(parts[:-1]):
         if rank is None:
-            match = _PATH_RANK[0].search(part)
+            match = _DIR_RANK.match(part)
             if match:
                 rank = int(match[1])
         if host is None and _PATH_HOST.match(part):
