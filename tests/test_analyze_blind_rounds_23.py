@@ -76,7 +76,7 @@ def test_the_one_process_no_line_places_holds_the_one_rank_the_world_has_left(tm
     assert timeline_of(tmp_path, threads).pid_place(227) == ("pod-a", None)
 
 
-def test_open_mpis_single_copy_refused_is_read_and_said_to_be_harmless_by_itself(tmp_path: Path) -> None:
+def test_open_mpis_single_copy_refused_is_read_and_led_by_any_other_failure(tmp_path: Path) -> None:
     cma = "".join(f"[1,{r}]<stderr>:[8311b4012d34:15393{r}] Read -1, expected 131072, errno = 1\n" for r in (5, 7, 3))
     top = diagnose(tmp_path, cma).hypotheses[0]
     assert top.category is Category.UNRECOGNISED and "CMA" in top.title and "EPERM" in top.title, top.title

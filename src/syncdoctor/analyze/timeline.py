@@ -271,8 +271,7 @@ def _last_process_left(events: Sequence[Event], by_host_pid: dict[tuple[str, int
     if any(len(owned) != 1 for owned in held.values()) or len(ranks) != len(held) or len(ranks) != world - 1 \
             or not ranks <= set(range(world)):
         return  # a process holding several ranks, or ranks the world does not have: nothing to eliminate
-    placed = held
-    others = {(e.origin.host, e.origin.pid) for e in events if e.origin.host and e.origin.pid is not None} - set(placed)
+    others = {(e.origin.host, e.origin.pid) for e in events if e.origin.host and e.origin.pid is not None} - set(held)
     if len(others) != 1:
         return
     ((host, pid),) = others

@@ -1309,8 +1309,8 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
         "Open MPI's shared-memory transport (btl vader) copies large messages between processes of one machine in one "
         "step with Linux's cross-memory attach (process_vm_readv), which needs ptrace rights over the peer: a container "
         "without CAP_SYS_PTRACE, or kernel.yama.ptrace_scope above 1, refuses it (errno 1, EPERM) and Open MPI prints "
-        "this for every copy. Horovod's documentation calls it harmless in an unprivileged container (the copy falls "
-        "back to the two-step path); it is the cause only when nothing else failed, so read the other errors first.",
+        "this for every copy. Horovod's documentation says it can be ignored in an unprivileged container; it is the "
+        "cause only when nothing else failed, so read the other errors first.",
         "Run the container with --cap-add=SYS_PTRACE (or --privileged), or turn the single copy off "
         "(OMPI_MCA_btl_vader_single_copy_mechanism=none); on a host, check /proc/sys/kernel/yama/ptrace_scope.",
         "Open MPI's single copy refused")
