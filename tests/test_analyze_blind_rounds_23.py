@@ -100,3 +100,63 @@ def test_cudas_limit_of_peers_is_a_peer_access_limit_not_a_faulty_gpu(tmp_path: 
     other = line.replace("CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources exhausted",
                          "CUDA_ERROR_ECC_UNCORRECTABLE: uncorrectable ECC error encountered")
     assert diagnose(tmp_path, other).hypotheses[0].category is Category.GPU_ERROR
+
+
+def test_a_store_barrier_timeout_cut_before_its_counts_is_still_the_group_that_could_not_form(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "timed out initializing process group in store based barrier on rank\n").hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT
+    with_rank = one("RuntimeError: Timed out initializing process group in store based barrier on rank: 3", Kind.STORE_ERROR)
+    assert with_rank.origin.rank == 3 and with_rank.data["what"] == "barrier"
+    # the barrier's progress line while it still waits is not a timeout of it
+    assert not [e for e in events_of("Waiting for the store based barrier to be ready") if e.kind is Kind.STORE_ERROR]
+
+
+def test_gdb_stopping_a_process_on_a_fatal_signal_is_its_death(tmp_path: Path) -> None:
+    bus = ('Thread 787 "imagenet_fake_d" received signal SIGBUS, Bus error.\n'
+           "[Switching to Thread 0x7f45d7dff640 (LWP 3925)]\n"
+           "0x00007f6b59544f3b in ncclShmOpen(char*, unsigned long, void**, void**, int, void**) () from "
+           "/usr/local/lib/python3.10/dist-packages/jaxlib/xla_extension.so\n")
+    event = one(bus.splitlines()[0], Kind.FATAL_SIGNAL)
+    assert event.data["signal"] == "SIGBUS" and event.data["source"] == "gdb"
+    assert diagnose(tmp_path, bus).hypotheses[0].category is Category.SHM_EXHAUSTED
+    assert one("Program terminated with signal SIGSEGV, Segmentation fault.", Kind.FATAL_SIGNAL).data["signal"] == "SIGSEGV"
+    # gdb stops on signals a program survives too
+    assert not [e for e in events_of('Thread 3 "python" received signal SIGPIPE, Broken pipe.')
+                if e.kind is Kind.FATAL_SIGNAL]
+
+
+def test_an_evaluations_unfinished_bar_before_the_timeout_names_the_evaluating_rank(tmp_path: Path) -> None:
+    paste = ("Evaluating:   0%|          | 0/161 [00:00<?, ?batch/s]\n"
+             "[rank1]:[E826 23:04:17.605065165 ProcessGroupNCCL.cpp:688] [Rank 1] Watchdog caught collective operation "
+             "timeout: WorkNCCL(SeqNum=520804, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+             "600005 milliseconds before timing out.\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (0,) and "an evaluation" in top.title
+    # a training bar is no evaluation, and a finished evaluation bar held nobody
+    for bar in ("Epoch 3/75:  40%|####      | 466/1165 [03:42<05:33,  2.10batch/s]",
+                "Evaluating: 100%|##########| 161/161 [01:10<00:00,  2.29batch/s]"):
+        other = diagnose(tmp_path, paste.replace(paste.splitlines()[0], bar)).hypotheses[0]
+        assert "an evaluation" not in other.title and other.confidence < top.confidence, other.title
+
+
+def test_tensorflows_group_of_another_size_is_a_desync(tmp_path: Path) -> None:
+    line = ("2019-11-04 16:59:38.489335: W tensorflow/core/common_runtime/base_collective_executor.cc:216] "
+            "BaseCollectiveExecutor::StartAbort Internal: Collective Op  has group_size 8 and group_key2 but that group "
+            "has size 4\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and "expects 8 members in group 2" in top.title
+    assert "TF_CONFIG" in top.fix
+
+
+def test_ms_mpi_finding_no_address_inside_the_netmask_is_the_wrong_subnet(tmp_path: Path) -> None:
+    paste = ("[0] fatal error\nFatal error in MPI_Comm_split: Other MPI error, error stack:\n"
+             "[ch3:sock] rank 0 unable to connect to rank 19 using business card <port=55198 description=\"10.35.1.20 "
+             "KESHIKI20 \" shm_host=KESHIKI20 shm_queue=6880:1256 >\n"
+             "unable to connect to 10.35.1.20 KESHIKI20  on port 55198, no endpoint matches the netmask "
+             "10.37.0.0/255.255.0.0\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH and "10.37.0.0/255.255.0.0" in top.title
+    assert "MPICH_NETMASK" in top.fix
+    # a refused connection without the netmask is not a subnet mismatch
+    refused = paste.replace(", no endpoint matches the netmask 10.37.0.0/255.255.0.0", " (errno 10061)")
+    assert diagnose(tmp_path, refused).hypotheses[0].category is not Category.INTERFACE_MISMATCH

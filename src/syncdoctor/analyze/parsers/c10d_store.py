@@ -86,6 +86,7 @@ _BARRIER = re.compile(
     r"(?P<waiting>Waiting in )?store based barrier (?:on|to initialize process group for) rank:? (?P<rank>\d+)"
     r".{0,160}?world_size=(?P<world>\d+), (?:num_workers_joined|worker_count)=(?P<joined>\d+)"
 )
+_BARRIER_CUT = re.compile(r"[Tt]imed out initializing process group in store based barrier(?: on rank:? ?(?P<rank>\d+))?")
 _CLIENTS = re.compile(r"Timed out after (?P<s>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients "
                       r"joined")
 _RDZV = re.compile(r"\b(?P<kind>Rendezvous(?:Timeout|Connection|Closed)Error)\b")
@@ -390,6 +391,11 @@ def _errors(line: Line) -> list[Event]:
                            else None, data={
             "what": "barrier", "world_size": int(match["world"]), "joined": int(match["joined"]),
             "waiting": bool(match["waiting"])})]
+    match = _BARRIER_CUT.search(body) if "store based barrier" in body else None
+    if match:  # the timeout's line cut before its rank and counts (a paste, a title): how many joined is lost
+        rank = int(match["rank"]) if match["rank"] else None
+        return [make_event(Kind.STORE_ERROR, line, origin=Origin(rank=rank) if rank is not None and
+                           line.origin.rank is None else None, data={"what": "barrier", "waiting": False})]
     match = _RPC_FOLLOWERS.search(body) if "timed out in _all_gather" in body else None
     if match:  # torch.distributed.rpc's barrier: the workers it names never answered the leader
         names = re.findall(r"'([^']{1,200})'", match["names"])[:64]

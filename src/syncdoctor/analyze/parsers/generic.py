@@ -47,6 +47,10 @@ _ERROR = re.compile(
     r"|: command not found\b"
     # a system call's non-zero errno in a library's words (Open MPI's ``Read -1, expected 131072, errno = 1``)
     r"|\berrno = [1-9]\d{0,3}\b"
+    # MS-MPI's sockets finding none of a peer's addresses inside the netmask the job allows
+    r"|\bno endpoint matches the netmask\b"
+    # TensorFlow's collective executor aborting (``BaseCollectiveExecutor::StartAbort Internal: …``)
+    r"|\bStartAbort\b"
     # a system in a Chinese locale (bash, glibc, Python's own messages translated): 错误 "error", 失败 "failed"
     r"|错误|失败)"
 )

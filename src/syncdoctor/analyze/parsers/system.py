@@ -38,7 +38,8 @@ KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: e
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
             "segfault at ", "general protection fault", "health compromised", ", being killed",
             "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
-            "abort () at ", "Bus error", "Segmentation fault", "Aborted", "Floating point exception")
+            "abort () at ", "Bus error", "Segmentation fault", "Aborted", "Floating point exception",
+            "received signal SIG", "terminated with signal SIG")
 
 # the shell reporting a command it ran killed by a signal: ``Bus error (core dumped)`` (interactive), ``./run.sh: line 12:
 #  4242 Segmentation fault      (core dumped) python train.py`` (a script): at the line's start, or after the script's
@@ -48,6 +49,11 @@ _SHELL_SIGNAL = re.compile(r"^\s*(?:[^\s:]{1,200}: line \d+: +(?P<pid>\d+) )?(?P
 # gdb's backtrace of a process that aborted (``bt`` on a core dump or a live one): ``#1  0x00007ffff7c4b859 in __GI_abort ()
 # at abort.c:79`` (an uncaught C++ exception's ``std::terminate`` above it, a failed check's abort)
 _GDB_ABORT = re.compile(r"^\s*#\d{1,3}\s+(?:0x[0-9a-f]+ in )?(?:__GI_)?abort \(\) at ")
+# gdb stopping a process on a fatal signal (a live one: ``Thread 787 "python" received signal SIGBUS, Bus error.``,
+# ``Program received signal SIGSEGV, Segmentation fault.``; a core file: ``Program terminated with signal SIGABRT,
+# Aborted.``): gdb also stops on signals a program survives (SIGPIPE, SIGUSR1), which are left alone
+_GDB_SIGNAL = re.compile(r"^\s*(?:Thread \d{1,9}(?: \"[^\"]{0,64}\")?|Program) (?:received|terminated with) signal "
+                         r"(?P<sig>SIG(?:BUS|SEGV|ABRT|FPE|ILL)), (?P<what>[A-Za-z ]{1,40})")
 # the kernel's record of a process that died of a fault (dmesg, journalctl -k): ``python[3862819]: segfault at 0 ip
 # 00007efeb76ad8a2 sp 00007ffd19dc5450 error 4 in libvgpu.so[7efeb767e000+38000]``, ``traps: python[1234] general
 # protection fault ip:7f… sp:7f… error:0 in libc.so.6[…]``: that pid's own crash, and the library it was in
@@ -130,6 +136,10 @@ def parse(line: Line) -> list[Event]:
     if match:
         return [make_event(Kind.FATAL_SIGNAL, line, origin=Origin(pid=int(match["pid"])) if match["pid"] else None, data={
             "signal": SIGNAL_WORDS[match["what"]], "what": f"{match['what']} (the shell's report)", "source": "shell"})]
+    match = _GDB_SIGNAL.search(body) if " signal SIG" in body else None
+    if match:
+        return [make_event(Kind.FATAL_SIGNAL, line, data={
+            "signal": match["sig"], "what": f"{match['what'].strip()} (stopped in a debugger)", "source": "gdb"})]
     if "abort () at " in body and _GDB_ABORT.search(body):
         return [make_event(Kind.FATAL_SIGNAL, line, data={
             "signal": "SIGABRT", "what": "abort() in a debugger's backtrace", "source": "gdb"})]

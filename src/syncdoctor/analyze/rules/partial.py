@@ -15,6 +15,7 @@ dumps of :mod:`.progress` (which calls these):
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import (
@@ -388,6 +389,10 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     return best or running
 
 
+# a bar's words that name an evaluation (``Evaluating``, ``Eval``, ``Validation``, ``val``, ``Testing``)
+_EVAL_BAR = re.compile(r"^(?:[\w ]{0,20}\b)?(?:[Ee]val(?:uat(?:e|ing|ion))?|[Vv]al(?:id(?:at(?:e|ing|ion))?)?|[Tt]est(?:ing)?)\b")
+
+
 def busy_phase(tl: Timeline, waits: list[Event]) -> Event | None:
     """A line saying a process was evaluating or writing a checkpoint among the last lines before the first
     timeout of its input (within ten lines), from no rank that waited: many trainers evaluate (pycocotools' COCO
@@ -398,6 +403,12 @@ def busy_phase(tl: Timeline, waits: list[Event]) -> Event | None:
         first[event.ref.source] = min(first.get(event.ref.source, event.ref.line), event.ref.line)
     near = [e for e in tl.of(Kind.WORK_PHASE) if e.ref.source in first and
             0 < first[e.ref.source] - e.ref.line <= 10 and (e.origin.rank is None or e.origin.rank not in waiting)]
+    # an evaluation's own bar, unfinished, says the same (``Evaluating:   0%|…| 0/161 [00:00<?, ?batch/s]`` drawn by
+    # rank 0 just before rank 1's timeout; its elapsed time is the last redraw pasted, not how long it ran)
+    near += [replace(e, kind=Kind.WORK_PHASE, data={"phase": "evaluation", "desc": e.data.get("desc")})
+             for e in tl.of(Kind.PROGRESS_BAR) if e.ref.source in first and 0 < first[e.ref.source] - e.ref.line <= 10
+             and (e.origin.rank is None or e.origin.rank not in waiting) and _EVAL_BAR.search(str(e.data.get("desc") or ""))
+             and (e.data.get("total") is None or float(e.data.get("n") or 0) < float(e.data["total"]))]
     return max(near, key=lambda e: e.ref.line, default=None)
 
 

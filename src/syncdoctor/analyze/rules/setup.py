@@ -1239,6 +1239,14 @@ _UB_MULTICAST = re.compile(r"does not support comm\+GEMM overlap with CUDA Multi
 _LCCL_PCIE = re.compile(r"do not support pcie > 2 rank! rankSize_ = (?P<size>\d+)")
 # Open MPI's shared-memory transport copying between two local processes with CMA (process_vm_readv/writev) refused:
 # ``[host:153937] Read -1, expected 131072, errno = 1`` (btl vader, 3.x-4.x), ``Wrote -1, …``
+# TensorFlow's collective ops finding a group registered with another size than the op's (base_collective_executor,
+# collective_param_resolver): ``Collective Op  has group_size 8 and group_key2 but that group has size 4``
+_TF_GROUP = re.compile(r"Collective Op\s+\S{0,120}\s*has group_size (?P<want>\d{1,6}) and group_key ?(?P<key>\d{1,9}) but that "
+                       r"group has size (?P<size>\d{1,6})")
+# MS-MPI's sockets (ch3:sock) finding none of a peer's advertised addresses inside the job's netmask (MPICH_NETMASK):
+# ``unable to connect to 10.35.1.20 KESHIKI20  on port 55198, no endpoint matches the netmask 10.37.0.0/255.255.0.0``
+_NETMASK = re.compile(r"unable to connect to (?P<addr>[\d.]{7,15})\b[^,\n]{0,200}, no endpoint matches the netmask "
+                      r"(?P<mask>[\d.]{7,15}/[\d.]{7,15})|no endpoint matches the netmask (?P<mask2>[\d.]{7,15}/[\d.]{7,15})")
 _CMA = re.compile(r"\b(?:Read|Wrote) -1, expected (?P<size>\d{1,12}), errno = (?P<errno>[1-9]\d{0,3})\b")
 
 
@@ -1314,6 +1322,28 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
         "Run the container with --cap-add=SYS_PTRACE (or --privileged), or turn the single copy off "
         "(OMPI_MCA_btl_vader_single_copy_mechanism=none); on a host, check /proc/sys/kernel/yama/ptrace_scope.",
         "Open MPI's single copy refused")
+    out += _library_refused(
+        tl, _lines_matching(tl, "group_size", _TF_GROUP), Category.COLLECTIVE_DESYNC, 0.75,
+        lambda m, on: (f"TensorFlow's workers disagree on a collective group{' (' + on + ')' if on else ''}: an op "
+                       f"expects {m['want']} members in group {m['key']}, the group was formed with {m['size']}"),
+        "TensorFlow's collective ops (MultiWorkerMirroredStrategy, CollectiveAllReduce) name a group by key and size; a "
+        "member that registered the group with another size than the op's was built from another view of the job: "
+        "workers started with different cluster specs (TF_CONFIG's worker list), different numbers of GPUs visible, "
+        "or different code or strategy.",
+        "Give every worker the same TF_CONFIG cluster (the same worker list, each its own task index) and the same "
+        "number of visible GPUs, from the same code and strategy.",
+        "a collective group of another size")
+    out += _library_refused(
+        tl, _lines_matching(tl, "netmask", _NETMASK), Category.INTERFACE_MISMATCH, 0.75,
+        lambda m, on: ("MPI could not reach its peers: the addresses they advertise"
+                       + (f" ({m['addr']})" if m["addr"] else "") + " lie outside the netmask the job allows ("
+                       + (m["mask"] or m["mask2"]) + ")" + (f"; {on}" if on else "")),
+        "MS-MPI's sockets connect only to a peer's addresses inside the netmask the job was given (MPICH_NETMASK); "
+        "every address the peers advertise lies outside it, so no connection is attempted: the hosts' addresses are on "
+        "another subnet than the one named, or the peers advertise the wrong interface's address.",
+        "Set MPICH_NETMASK (mpiexec -env MPICH_NETMASK NET/MASK) to the subnet the hosts share, or make each host "
+        "advertise its address on that subnet; compare `ipconfig` on the hosts with the addresses in the error.",
+        "no address inside the netmask")
     return out
 
 
