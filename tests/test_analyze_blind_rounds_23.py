@@ -160,3 +160,15 @@ def test_ms_mpi_finding_no_address_inside_the_netmask_is_the_wrong_subnet(tmp_pa
     # a refused connection without the netmask is not a subnet mismatch
     refused = paste.replace(", no endpoint matches the netmask 10.37.0.0/255.255.0.0", " (errno 10061)")
     assert diagnose(tmp_path, refused).hypotheses[0].category is not Category.INTERFACE_MISMATCH
+
+
+def test_an_operation_a_library_could_not_do_is_an_error_line_even_without_an_error_word(tmp_path: Path) -> None:
+    for text in ("[ch3:sock] rank 0 unable to connect to rank 19 using business card <port=55198>",
+                 "[host3] unable to establish a connection to 10.1.0.7:5555 within 30 s",
+                 "curl: (6) Could not resolve host: master-0.job.svc"):
+        assert one(text, Kind.ERROR_LINE)
+    assert diagnose(tmp_path, "[ch3:sock] rank 0 unable to connect to rank 19\n").hypotheses  # never silent
+    # words of a failure about no system operation are not
+    for text in ("Could not estimate the number of tokens of the input, floating-point operations will not be computed",
+                 "You cannot use this tokenizer with padding", "unable to determine the number of GPUs per node: 8 assumed"):
+        assert not [e for e in events_of(text) if e.kind is Kind.ERROR_LINE], text

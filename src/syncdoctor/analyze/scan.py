@@ -264,6 +264,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"^C",  # a terminal's echo of Ctrl-C at the start of a line: ^CProcess Process-1: (the user stopped the launcher)
     b"errno = ",  # a system call's failure in a library's own words: Open MPI's ``Read -1, expected 131072, errno = 1``
     b"endpoint matches the netmask",  # MS-MPI: unable to connect to 10.35.1.20 H20 on port 55198, no endpoint matches …
+    b"nable to ", b"annot ", b"ould not ",  # an operation a library could not do: unable to connect, cannot open, …
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -51,6 +51,10 @@ _ERROR = re.compile(
     r"|\bno endpoint matches the netmask\b"
     # TensorFlow's collective executor aborting (``BaseCollectiveExecutor::StartAbort Internal: …``)
     r"|\bStartAbort\b"
+    # a system operation a library says it could not do, in words without an error word (MS-MPI's ``rank 0 unable to
+    # connect to rank 19``, ``cannot open shared object file``, ``could not resolve host``)
+    r"|\b(?:[Uu]nable to|[Cc]annot|[Cc]ould not) (?:connect|open|create|allocate|resolve|bind|listen|register|map|"
+    r"attach|mount|read|write|send|recv|receive|reach|initiali[sz]e|init|load|start|spawn|launch|establish|set up)\b"
     # a system in a Chinese locale (bash, glibc, Python's own messages translated): 错误 "error", 失败 "failed"
     r"|错误|失败)"
 )
