@@ -172,3 +172,18 @@ def test_an_operation_a_library_could_not_do_is_an_error_line_even_without_an_er
     for text in ("Could not estimate the number of tokens of the input, floating-point operations will not be computed",
                  "You cannot use this tokenizer with padding", "unable to determine the number of GPUs per node: 8 assumed"):
         assert not [e for e in events_of(text) if e.kind is Kind.ERROR_LINE], text
+
+
+def test_a_line_saying_the_evaluations_data_is_being_built_is_the_evaluation_phase(tmp_path: Path) -> None:
+    paste = ("I0310 00:05:11.208833 139903355844416 logging_logger.py:49] Constructing tf.data.Dataset wmt14_translate "
+             "for split validation, from /data/wmt/wmt14_translate/de-en/1.0.0\n" + "".join(
+                 f"[E ProcessGroupNCCL.cpp:821] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL("
+                 f"SeqNum=94, OpType=BROADCAST, Timeout(ms)=1800000) ran for 180030{r} milliseconds before timing out.\n"
+                 for r in (2, 7, 6)))
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (0,) and "an evaluation" in top.title
+    loading = "Loading the validation set from /data/val\n" + paste.split("\n", 1)[1]
+    assert "an evaluation" in diagnose(tmp_path, loading).hypotheses[0].title
+    # the training split is no evaluation
+    train = paste.replace("for split validation", "for split train")
+    assert "an evaluation" not in diagnose(tmp_path, train).hypotheses[0].title

@@ -32,14 +32,19 @@ __all__ = ["BAR_MARKERS", "bar_events", "bar_key", "parse"]
 # not a line parser's keywords (a log of bar redraws would make every line a candidate): the parsers read a bar
 # on a line another anchor selected (``… 66.12it/s][E ProcessGroupNCCL…``), and the reader looks for these in the
 # lines just before a timeout (:func:`syncdoctor.analyze.textlog.read_text`)
-BAR_MARKERS = (b"/s]", b"s/it", b"it/s,", b"valuat", b"aving ", b"rocessing ")
+BAR_MARKERS = (b"/s]", b"s/it", b"it/s,", b"valuat", b"aving ", b"rocessing ", b"for split ", b"alidation ", b"test set",
+               b"test data", b"eval set", b"eval data")
 _TEXT_MARKERS = tuple(marker.decode() for marker in BAR_MARKERS)
 
 # a line that says the process is evaluating (pycocotools' ``Running per image evaluation...``, ``Evaluate
 # annotation type *bbox*``, ``Accumulating evaluation results...``; mmengine's and the trainers' ``Evaluating``):
 # most trainers evaluate on rank 0 alone while the others wait in the next collective
 _EVALUATING = re.compile(r"\b(?:Evaluating|Evaluate annotation type|Running per image evaluation|"
-                         r"Accumulating evaluation results|Running evaluation|Start(?:ing)? evaluation)\b")
+                         r"Accumulating evaluation results|Running evaluation|Start(?:ing)? evaluation|"
+                         # the evaluation's data being built (TensorFlow Datasets' ``Constructing tf.data.Dataset
+                         # wmt14_translate for split validation``, ``Loading the validation set``)
+                         r"for split (?:validation|test|eval)|(?:[Ll]oading|[Bb]uilding|[Cc]onstructing|[Pp]reparing) "
+                         r"(?:the )?(?:validation|evaluation|eval|test) (?:set|data|dataset|split))\b")
 # a line that says it is writing a checkpoint (the HF Trainer's ``Saving model checkpoint to out/checkpoint-500``,
 # ``Saving latest checkpoint …``, Lightning's ``saving model to …``, Accelerate's ``Saving current state to …``):
 # often rank 0 alone, and a save that outlasts the timeout is the classic straggler (a few words may come
