@@ -12,6 +12,7 @@ import ipaddress
 import re
 from collections import defaultdict
 from collections.abc import Callable
+from typing import NamedTuple
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
 from syncdoctor.analyze.parsers.gloo import is_loopback
@@ -1237,8 +1238,6 @@ _UB_MULTICAST = re.compile(r"does not support comm\+GEMM overlap with CUDA Multi
 # Ascend's LCCL (lcal_comm.cpp) refusing more than two ranks over PCIe: ``do not support pcie > 2 rank! rankSize_ = 4``
 # then ``EnablePeerAccess failed!``
 _LCCL_PCIE = re.compile(r"do not support pcie > 2 rank! rankSize_ = (?P<size>\d+)")
-# Open MPI's shared-memory transport copying between two local processes with CMA (process_vm_readv/writev) refused:
-# ``[host:153937] Read -1, expected 131072, errno = 1`` (btl vader, 3.x-4.x), ``Wrote -1, …``
 # TensorFlow's collective ops finding a group registered with another size than the op's (base_collective_executor,
 # collective_param_resolver): ``Collective Op  has group_size 8 and group_key2 but that group has size 4``
 _TF_GROUP = re.compile(r"Collective Op\s+\S{0,120}\s*has group_size (?P<want>\d{1,6}) and group_key ?(?P<key>\d{1,9}) but that "
@@ -1247,6 +1246,8 @@ _TF_GROUP = re.compile(r"Collective Op\s+\S{0,120}\s*has group_size (?P<want>\d{
 # ``unable to connect to 10.35.1.20 KESHIKI20  on port 55198, no endpoint matches the netmask 10.37.0.0/255.255.0.0``
 _NETMASK = re.compile(r"unable to connect to (?P<addr>[\d.]{7,15})\b[^,\n]{0,200}, no endpoint matches the netmask "
                       r"(?P<mask>[\d.]{7,15}/[\d.]{7,15})|no endpoint matches the netmask (?P<mask2>[\d.]{7,15}/[\d.]{7,15})")
+# Open MPI's shared-memory transport copying between two local processes with CMA (process_vm_readv/writev) refused:
+# ``[host:153937] Read -1, expected 131072, errno = 1`` (btl vader, 3.x-4.x), ``Wrote -1, …``
 _CMA = re.compile(r"\b(?:Read|Wrote) -1, expected (?P<size>\d{1,12}), errno = (?P<errno>[1-9]\d{0,3})\b")
 
 
@@ -1262,23 +1263,34 @@ def _lines_matching(tl: Timeline, needle: str, pattern: re.Pattern[str]) -> list
     return found
 
 
-def _library_refused(tl: Timeline, found: list[tuple[Event, re.Match[str]]], category: Category, confidence: float,
-                     title: Callable[[re.Match[str], str], str], what: str, fix: str, note: str) -> list[Hypothesis]:
-    """One hypothesis over the lines ``found`` (their first match and place make the title)."""
+class _Refusal(NamedTuple):
+    """A library refusing the machine, in its own words: the lines that hold ``needle`` and match ``pattern``, and
+    what the hypothesis over them says (its title from the first match and the lines' place)."""
+
+    needle: str
+    pattern: re.Pattern[str]
+    category: Category
+    confidence: float
+    title: Callable[[re.Match[str], str], str]
+    what: str
+    fix: str
+    note: str
+
+
+def _library_refused(tl: Timeline, refusal: _Refusal) -> list[Hypothesis]:
+    """One hypothesis over the lines ``refusal`` matches, if any."""
+    found = _lines_matching(tl, refusal.needle, refusal.pattern)
     if not found:
         return []
     events = [event for event, _ in found]
     where = attribute(events, tl)
-    return [hypothesis(tl, category, confidence, title(found[0][1], where.text), what=what, fix=fix, where=where,
-                       evidence=evidence_of(events, note, 3))]
+    return [hypothesis(tl, refusal.category, refusal.confidence, refusal.title(found[0][1], where.text),
+                       what=refusal.what, fix=refusal.fix, where=where, evidence=evidence_of(events, refusal.note, 3))]
 
 
-def library_setup(tl: Timeline) -> list[Hypothesis]:
-    """Collective libraries refusing the machine they were set up on, in their own words: NCCL's topology search
-    (a PCI path it cannot walk back), Transformer Engine's userbuffers without CUDA multicast, Ascend's LCCL with
-    more than two ranks over PCIe."""
-    out = _library_refused(
-        tl, _lines_matching(tl, "reverse path", _REVERSE_PATH), Category.UNRECOGNISED, 0.8,
+_REFUSALS = (
+    _Refusal(
+        "reverse path", _REVERSE_PATH, Category.UNRECOGNISED, 0.8,
         lambda m, on: (f"NCCL's topology search failed{' on ' + on if on else ''}: no path back from PCI device "
                        f"{m['rem']} to {m['node']} (the PCI tree NCCL read is inconsistent)"),
         "While it builds its view of the machine NCCL walks the PCI tree between GPUs and NICs in both directions; a "
@@ -1288,9 +1300,9 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
         "Compare `nvidia-smi topo -m` (ROCm: `rocm-smi --showtopo`) with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH; unset "
         "NCCL_TOPO_FILE or give the machine's own (NCCL_TOPO_DUMP_FILE writes what NCCL saw); upgrade NCCL and the "
         "driver; in a VM or container expose the whole PCI tree of the GPUs and NICs.",
-        "NCCL's topology search")
-    out += _library_refused(
-        tl, _lines_matching(tl, "CUDA ", _UB_MULTICAST), Category.UNRECOGNISED, 0.85,
+        "NCCL's topology search"),
+    _Refusal(
+        "CUDA ", _UB_MULTICAST, Category.UNRECOGNISED, 0.85,
         lambda m, on: ("Transformer Engine's comm+GEMM overlap (userbuffers) needs CUDA multicast, which this "
                        f"machine's GPUs, driver or CUDA do not give{' (' + on + ')' if on else ''}"),
         "With tensor-parallel communication overlap (tp_comm_overlap, te.initialize_ub) Transformer Engine builds its "
@@ -1299,18 +1311,18 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
         "12.1), a VM or container without it.",
         "Set UB_SKIPMC=1 (userbuffers then use CUDA IPC instead of multicast), or turn the overlap off "
         "(tp_comm_overlap=False); on NVSwitch systems keep the driver, CUDA and the fabric manager current.",
-        "userbuffers without multicast")
-    out += _library_refused(
-        tl, _lines_matching(tl, "pcie > 2", _LCCL_PCIE), Category.PEER_ACCESS, 0.75,
+        "userbuffers without multicast"),
+    _Refusal(
+        "pcie > 2", _LCCL_PCIE, Category.PEER_ACCESS, 0.75,
         lambda m, on: (f"Ascend's LCCL cannot run {m['size']} ranks over PCIe (it supports two there): peer access "
                        "between the NPUs failed"),
         "LCCL, the low-latency collective library of Ascend's inference stacks, connects NPUs directly; on cards linked "
         "by PCIe (not HCCS) it supports at most two ranks, so enabling peer access for more fails.",
         "Run at most two ranks per group of PCIe-linked cards (tensor parallel 2), or use a collective backend that "
         "supports more there (HCCL).",
-        "LCCL over PCIe")
-    out += _library_refused(
-        tl, _lines_matching(tl, "errno = ", _CMA), Category.UNRECOGNISED, 0.3,
+        "LCCL over PCIe"),
+    _Refusal(
+        "errno = ", _CMA, Category.UNRECOGNISED, 0.3,
         lambda m, on: ("Open MPI's shared-memory transport could not copy between two local processes with CMA "
                        f"(process_vm_readv: errno {m['errno']}{', EPERM' if m['errno'] == '1' else ''})"
                        f"{' on ' + on if on else ''}: a container or kernel that forbids it"),
@@ -1321,9 +1333,9 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
         "cause only when nothing else failed, so read the other errors first.",
         "Run the container with --cap-add=SYS_PTRACE (or --privileged), or turn the single copy off "
         "(OMPI_MCA_btl_vader_single_copy_mechanism=none); on a host, check /proc/sys/kernel/yama/ptrace_scope.",
-        "Open MPI's single copy refused")
-    out += _library_refused(
-        tl, _lines_matching(tl, "group_size", _TF_GROUP), Category.COLLECTIVE_DESYNC, 0.75,
+        "Open MPI's single copy refused"),
+    _Refusal(
+        "group_size", _TF_GROUP, Category.COLLECTIVE_DESYNC, 0.75,
         lambda m, on: (f"TensorFlow's workers disagree on a collective group{' (' + on + ')' if on else ''}: an op "
                        f"expects {m['want']} members in group {m['key']}, the group was formed with {m['size']}"),
         "TensorFlow's collective ops (MultiWorkerMirroredStrategy, CollectiveAllReduce) name a group by key and size; a "
@@ -1332,9 +1344,9 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
         "or different code or strategy.",
         "Give every worker the same TF_CONFIG cluster (the same worker list, each its own task index) and the same "
         "number of visible GPUs, from the same code and strategy.",
-        "a collective group of another size")
-    out += _library_refused(
-        tl, _lines_matching(tl, "netmask", _NETMASK), Category.INTERFACE_MISMATCH, 0.75,
+        "a collective group of another size"),
+    _Refusal(
+        "netmask", _NETMASK, Category.INTERFACE_MISMATCH, 0.75,
         lambda m, on: ("MPI could not reach its peers: the addresses they advertise"
                        + (f" ({m['addr']})" if m["addr"] else "") + " lie outside the netmask the job allows ("
                        + (m["mask"] or m["mask2"]) + ")" + (f"; {on}" if on else "")),
@@ -1343,8 +1355,16 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
         "another subnet than the one named, or the peers advertise the wrong interface's address.",
         "Set MPICH_NETMASK (mpiexec -env MPICH_NETMASK NET/MASK) to the subnet the hosts share, or make each host "
         "advertise its address on that subnet; compare `ipconfig` on the hosts with the addresses in the error.",
-        "no address inside the netmask")
-    return out
+        "no address inside the netmask"),
+)
+
+
+def library_setup(tl: Timeline) -> list[Hypothesis]:
+    """Collective and communication libraries refusing the machine they were set up on, in their own words (the
+    table above): NCCL's topology search (a PCI path it cannot walk back), Transformer Engine's userbuffers without
+    CUDA multicast, Ascend's LCCL with more than two ranks over PCIe, Open MPI's single copy between local processes,
+    TensorFlow's collective group of another size, MS-MPI's netmask."""
+    return [hypothesis for refusal in _REFUSALS for hypothesis in _library_refused(tl, refusal)]
 
 
 def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:
