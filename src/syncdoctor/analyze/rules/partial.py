@@ -344,6 +344,18 @@ _EARLY_SEQ = 16  # collectives a job runs before its training loop (the barriers
 # waited, however much longer, it is what held them (a dataset's tokenisation belongs to the job's start: the
 # early window above)
 _SOLO_WORK = re.compile(r"[Ee]val|[Vv]alidat|[Gg]enerat|[Pp]redict|[Ss]aving|[Ii]nference")
+# of those, a bar's words that name an evaluation as a word of their own (``Evaluating``, ``Eval``, ``Validation``,
+# ``val``, ``Testing``): such a bar, unfinished just before the timeouts, is an evaluation phase however short its
+# last redraw (busy_phase)
+_EVAL_BAR = re.compile(r"^(?:[\w ]{0,20}\b)?(?:[Ee]val(?:uat(?:e|ing|ion))?|[Vv]al(?:id(?:at(?:e|ing|ion))?)?|[Tt]est(?:ing)?)\b")
+
+
+def _first_lines(waits: list[Event]) -> dict[str, int]:
+    """Each input's line of its first wait."""
+    first: dict[str, int] = {}
+    for event in waits:
+        first[event.ref.source] = min(first.get(event.ref.source, event.ref.line), event.ref.line)
+    return first
 
 
 def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
@@ -361,9 +373,7 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     Bars of the waiting ranks do not count."""
     waiting = {e.origin.rank for e in waits if e.origin.rank is not None}
     spans = [(e.ref.source, s) for e in waits if (s := _waited_s(e)) is not None]
-    first: dict[str, int] = {}
-    for event in waits:
-        first[event.ref.source] = min(first.get(event.ref.source, event.ref.line), event.ref.line)
+    first = _first_lines(waits)
     best = None
     running = None  # a bar still running as the others timed out, drawn on the line of the first timeout or just before
     # ... in a job that had not begun its training loop: the others timed out in one of its first collectives, so a
@@ -389,25 +399,22 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     return best or running
 
 
-# a bar's words that name an evaluation (``Evaluating``, ``Eval``, ``Validation``, ``val``, ``Testing``)
-_EVAL_BAR = re.compile(r"^(?:[\w ]{0,20}\b)?(?:[Ee]val(?:uat(?:e|ing|ion))?|[Vv]al(?:id(?:at(?:e|ing|ion))?)?|[Tt]est(?:ing)?)\b")
-
-
 def busy_phase(tl: Timeline, waits: list[Event]) -> Event | None:
     """A line saying a process was evaluating or writing a checkpoint among the last lines before the first
     timeout of its input (within ten lines), from no rank that waited: many trainers evaluate (pycocotools' COCO
     evaluation, a validation loop) and save on rank 0 alone while the others wait in the next collective."""
     waiting = {e.origin.rank for e in waits if e.origin.rank is not None}
-    first: dict[str, int] = {}
-    for event in waits:
-        first[event.ref.source] = min(first.get(event.ref.source, event.ref.line), event.ref.line)
-    near = [e for e in tl.of(Kind.WORK_PHASE) if e.ref.source in first and
-            0 < first[e.ref.source] - e.ref.line <= 10 and (e.origin.rank is None or e.origin.rank not in waiting)]
+    first = _first_lines(waits)
+
+    def before(event: Event) -> bool:  # within ten lines before its input's first wait, from no rank that waited
+        return event.ref.source in first and 0 < first[event.ref.source] - event.ref.line <= 10 and \
+            (event.origin.rank is None or event.origin.rank not in waiting)
+
+    near = [e for e in tl.of(Kind.WORK_PHASE) if before(e)]
     # an evaluation's own bar, unfinished, says the same (``Evaluating:   0%|…| 0/161 [00:00<?, ?batch/s]`` drawn by
     # rank 0 just before rank 1's timeout; its elapsed time is the last redraw pasted, not how long it ran)
     near += [replace(e, kind=Kind.WORK_PHASE, data={"phase": "evaluation", "desc": e.data.get("desc")})
-             for e in tl.of(Kind.PROGRESS_BAR) if e.ref.source in first and 0 < first[e.ref.source] - e.ref.line <= 10
-             and (e.origin.rank is None or e.origin.rank not in waiting) and _EVAL_BAR.search(str(e.data.get("desc") or ""))
+             for e in tl.of(Kind.PROGRESS_BAR) if before(e) and _EVAL_BAR.search(str(e.data.get("desc") or ""))
              and (e.data.get("total") is None or float(e.data.get("n") or 0) < float(e.data["total"]))]
     return max(near, key=lambda e: e.ref.line, default=None)
 
