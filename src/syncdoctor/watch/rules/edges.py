@@ -10,15 +10,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from syncdoctor.watch.records import P2P, GroupProgress, P2PProgress, Signature
 from syncdoctor.watch.rules.context import SYMMETRIC, Blocked, Condition, Context
 from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
 from syncdoctor.watch.waitgraph import Op, Wait
 
-__all__ = ["Graph", "channel_waits", "group_waits", "seen_before"]
+__all__ = ["Graph", "Inside", "channel_waits", "group_waits", "seen_before"]
 
 _OPPOSITE = {"send": "recv", "recv": "send"}
+
+
+class Inside(NamedTuple):
+    """An operation a rank is in that every side entered: what it is, and how long it has waited."""
+
+    text: str
+    waited_s: float
 
 
 @dataclass
@@ -29,15 +37,12 @@ class Graph:
     signatures: dict[Wait, Signature | None]
     members: dict[str, tuple[int, ...]]
     hung: dict[int, Condition]  # rank -> the hang or mismatch it is stuck in
-    inside: dict[int, str]  # rank -> an operation it is in that every side entered (not hung yet)
+    inside: dict[int, Inside]  # rank -> an operation it is in that every side entered (not hung yet)
     roots: set[int] = field(default_factory=set)  # ranks that are roots of a wait this cycle
-    inside_waited: dict[int, float] = field(default_factory=dict)  # rank -> how long that operation has waited
 
     def note_inside(self, rank: int, text: str, waited: float) -> None:
         """``rank`` is inside an operation every side entered, not hung yet, which has waited ``waited``."""
-        if rank not in self.inside:
-            self.inside[rank] = text
-            self.inside_waited[rank] = waited
+        self.inside.setdefault(rank, Inside(text, waited))
 
 
 def seen_before(ctx: Context, graph: Graph, ranks: Iterable[int]) -> bool:

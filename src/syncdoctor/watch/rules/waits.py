@@ -191,7 +191,7 @@ def _late(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], chain: 
         if rec is not None and rec.step is not None:
             info["step"] = rec.step
         if rank in graph.inside:
-            info["inside"] = graph.inside[rank]
+            info["inside"] = graph.inside[rank].text
         asked = state.stack_asked.get(rank)
         stack = snap.stacks.get(rank)
         if config.stacks and asked is not None and stack is not None and stack.gen >= asked[0]:
@@ -274,7 +274,7 @@ def _stuck_inside(ctx: Context, graph: Graph, late: tuple[int, ...], waited: flo
     the root, or completes. The hold lasts at most that interval.
     """
     margin = ctx.config.interval_s
-    inside = [graph.inside_waited[r] for r in late if r in graph.inside_waited]
+    inside = [graph.inside[r].waited_s for r in late if r in graph.inside]
     if not inside or max(inside) < waited - margin:
         return False
     ctx.due_in(max(ctx.config.sample_interval_s, ctx.config.warn_s - max(inside)))
