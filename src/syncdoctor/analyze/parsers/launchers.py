@@ -486,6 +486,27 @@ def _mpi_transport(line: Line) -> list[Event] | None:
     return None
 
 
+def _failed_slice(line: Line) -> list[Event] | None:
+    """A transfer engine's completion with error (Mooncake's failed slice): the status NCCL would print for it, and
+    the local NIC from the slice's fields in the 400 characters before the status (which a cut line may keep alone)."""
+    body = line.body
+    match = _SLICE_STATUS.search(body)
+    if match is None:
+        return None
+    inside = body[max(0, match.start() - 400):match.start()]
+    opened = "for slice (" if "for slice (" in inside else "local_nic: " if "local_nic: " in inside else None
+    if opened is None:
+        return None
+    fields = inside.rpartition(opened)[2]
+    if "(" in fields or ")" in fields:
+        return None  # the status closes some other parenthesis than the slice's
+    status = _WC_STATUS[match["what"].lower()]
+    nic = _LOCAL_NIC.search(inside)
+    return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
+        "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
+        "vendor_err": None, "hca": nic["dev"] if nic else None, "transport": "mooncake"})]
+
+
 # Cray MPICH's own fatal error, one line per aborting rank: ``MPICH ERROR [Rank 0] [job id 123] [Thu Jan 30 22:35:30
 # 2025] [x3006c0s19b1n0] - Abort(-1) (rank 0 in comm 0): MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL
 # library is not linked``: that rank's own error, on that host (older releases add a field before the host: ``[Mon Feb
@@ -551,16 +572,10 @@ def parse(line: Line) -> list[Event]:
     match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
     if match:
         return _ucx_completion(line, match, _WC_STATUS[match["what"].lower()])
-    match = _SLICE_STATUS.search(body) if ("ailed for slice" in body or "local_nic: " in body) and "): " in body else None
-    inside = body[max(0, match.start() - 400):match.start()] if match else ""  # the slice's fields, before the status
-    fields = inside.rpartition("for slice (")[2] if "for slice (" in inside else inside.rpartition("local_nic: ")[2]
-    if match and ("for slice (" in inside or "local_nic: " in inside) and "(" not in fields and ")" not in fields:
-        # a transfer engine's completion with error (Mooncake): the status NCCL would print for it
-        status = _WC_STATUS[match["what"].lower()]
-        nic = _LOCAL_NIC.search(inside)
-        return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
-            "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
-            "vendor_err": None, "hca": nic["dev"] if nic else None, "transport": "mooncake"})]
+    slice_failed = _failed_slice(line) if ("ailed for slice" in body or "local_nic: " in body) and "): " in body \
+        else None
+    if slice_failed:
+        return slice_failed
     match = _RNIC_INACTIVE.search(body) if "Too many errors found in local RNIC" in body else None
     if match:  # the NIC's host, for the completion errors above (their lines do not name it)
         return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=Origin(host=match["host"]), data={
