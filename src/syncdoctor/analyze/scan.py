@@ -265,6 +265,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"errno = ",  # a system call's failure in a library's own words: Open MPI's ``Read -1, expected 131072, errno = 1``
     b"endpoint matches the netmask",  # MS-MPI: unable to connect to 10.35.1.20 H20 on port 55198, no endpoint matches …
     b"nable to ", b"annot ", b"ould not ",  # an operation a library could not do: unable to connect, cannot open, …
+    # the seventy-second round (r75*)
+    b"BUG: ", b"lockup", b"LOCKUP", b"blocked for more than", b"Kernel panic",  # the kernel: a stuck CPU or task
+    b"smashing", b"double free", b"corrupted", b"bad_alloc",  # the C library and the C++ runtime aborting a process
+    b"hung", b"stuck",  # a program saying it stopped moving: NCCL operation hung on rank 3
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

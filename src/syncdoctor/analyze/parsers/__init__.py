@@ -57,7 +57,8 @@ _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.fo
 # them, how it reads them: the event's line, the event, the same writer's lines above it nearest first -> the
 # event's replacement, or nothing to keep it as it is)
 LOOK_ABOVE = ((traceback.wants_frames, lambda line, _event, above: traceback.headless(line, above)),
-              (remote.wants_actor_fields, remote.actor_fields))
+              (remote.wants_actor_fields, remote.actor_fields),
+              (torchrun.wants_record_fields, torchrun.record_fields))
 MAX_PARSE = 4096  # characters of a line handed to the parsers
 _WHAT = re.compile(r"^what\(\): +")
 _PG_RANK = re.compile(r"\[(?:PG [^\]]{0,200}? )?Rank (?P<rank>\d{1,7})\]")
@@ -91,6 +92,13 @@ def make_line(text: str, ref: Ref, file_origin: Origin) -> Line:
 _KEYWORDS = tuple((parser, re.compile("|".join(re.escape(k) for k in parser.KEYWORDS))) for parser in LINE_PARSERS)
 
 
+# what parsers read from a line that may be an error's too: where things are, how they are configured
+_FACTS = frozenset({
+    Kind.STORE_ENDPOINT, Kind.NCCL_ENV, Kind.NCCL_VERSION, Kind.NCCL_BOOTSTRAP, Kind.NCCL_NET, Kind.NCCL_INIT,
+    Kind.NCCL_INIT_START, Kind.NCCL_CHANNEL, Kind.PROCESS_MAP, Kind.GPU_PCI, Kind.WORK_PHASE, Kind.TRAINING_DONE,
+})
+
+
 def parse_line(line: Line) -> list[Event]:
     """Every event any parser finds in ``line``."""
     body = line.body
@@ -104,9 +112,12 @@ def parse_line(line: Line) -> list[Event]:
         events = _writer_shared(line, events)
     # a progress bar drawn just before an error on the same line (its last state: what was still running)
     bar = bars.bar_events(line)
-    # never silent: an error-looking line nothing else understood is kept as such (the A028 fallback); a
-    # progress bar on the line is no explanation of an error after it
-    return events + bar if events else bar + generic.parse(line)
+    # never silent: an error-looking line nothing else understood is kept as such (the A028 fallback), and so is one
+    # that other parsers only read a fact from (a launcher's ``Error: failed to run torchrun … --master_addr=…``: the
+    # store's address); a progress bar on the line is no explanation of an error after it
+    if events and not all(e.kind in _FACTS for e in events):
+        return events + bar
+    return events + bar + generic.parse(line)
 
 
 def _writer_shared(line: Line, events: list[Event]) -> list[Event]:

@@ -56,7 +56,31 @@ _ERROR = re.compile(
     r"|\b(?:[Uu]nable to|[Cc]annot|[Cc]ould not) (?:connect|open|create|allocate|resolve|bind|listen|register|map|"
     r"attach|mount|read|write|send|recv|receive|reach|initiali[sz]e|init|load|start|spawn|launch|establish|set up)\b"
     # a system in a Chinese locale (bash, glibc, Python's own messages translated): 错误 "error", 失败 "failed"
-    r"|错误|失败)"
+    r"|错误|失败"
+    # a wait that ran out, in any program's words (``Timed out while waiting for active ethernet core``, ``RPC call to
+    # sample_tokens timed out``, ``NCCL collective timeout: WorkNCCL(…)``, ``dispatch NVL receiver timeout, channel: 9``);
+    # an option's value is none (``collective timeout: 1800``, ``read timeout to 30 s``)
+    r"|\b(?:[Tt]imed|TIMED)[ -]?(?:out|OUT)\b"
+    r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
+    r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat) [Tt]imeout\b"
+    r"(?![ ]?(?:[=:(][ ]?\d|\d|(?:to|of|is|set|value|for|in|must|should|can|may)\b|[(]s[)]|s\b|seconds?\b|ms\b))"
+    # c10's location of the exception it just printed (the ``what():`` before it lost from a paste)
+    r"|^Exception raised from \w"
+    # a debugger's backtrace of a process that aborted (``#1  0x… in abort () from /lib64/libc.so.6``)
+    r"|#\d{1,3} +(?:0x[0-9a-fA-F]{1,16} in )?(?:__GI_)?(?:abort|raise) \("
+    # an error named in CamelCase words (Ascend HCCL's ``Communication_Error_Get_Socket(EI0006)``) and Ascend CANN's
+    # error codes (``EI0006``, ``EE9999``), not an option's name in capitals (``TORCH_NCCL_ASYNC_ERROR_HANDLING``)
+    r"|[a-z]_Error(?:_[A-Z]|\b)|(?:^|[\s(\[])E[A-Z]\d{4}(?=[\s):\]]|$)"
+    # a refused or broken connection, and Python's OSError format (``[Errno 111] Connection refused``)
+    r"|\bConnection (?:refused|reset by peer)\b|\bBroken pipe\b|\[Errno [1-9]\d{0,3}\]"
+    # the kernel's reports of a CPU or a task that stopped moving (a process stuck in the kernel: a file system, a
+    # driver), and its own failures
+    r"|\bBUG: |\bsoft lockup\b|\bhard LOCKUP\b|\bblocked for more than \d{1,6} seconds\b|\bKernel panic\b"
+    # the C library and the C++ runtime aborting a process (heap corruption, a failed allocation)
+    r"|\bstack smashing detected\b|\bdouble free\b|\bcorrupted (?:size|top size|double-linked list|unsorted chunks)\b"
+    r"|\b(?:malloc|free|realloc)\(\): (?:invalid|corrupted)|\bstd::bad_alloc\b"
+    # a program saying it stopped moving (``NCCL operation hung on rank 3``, ``the trainer is stuck``)
+    r"|\bhung\b|\b(?:is|are|was|were|got|gets|been|seems?|appears?|remains?) stuck\b(?![-_]))"
 )
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)

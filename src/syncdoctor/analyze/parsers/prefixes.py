@@ -176,6 +176,10 @@ def clean(text: str) -> str:
         stripped = text.strip()
         if len(stripped) > 2 and stripped[0] == "`" and stripped[-1] in "`.":
             text = stripped.strip("`.") if stripped.endswith("`.") else stripped.strip("`")
+        elif stripped[:1] == "`" and stripped.count("`") == 1:  # an inline code span opened here, closed lines below
+            text = stripped[1:]
+    elif text.endswith("`") and text.count("`") == 1:  # … and closed at the end of a line below
+        text = text[:-1]
     if "](" in text:
         for _ in range(4):
             changed = _AUTOLINK.sub(r"\1", text)

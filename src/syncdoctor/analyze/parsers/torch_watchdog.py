@@ -80,10 +80,12 @@ def parse_work(text: str) -> dict[str, str] | None:
     at = text.rfind("WorkNCCL(")
     if at < 0 or ")" in text[at:].replace("(ms)", ""):
         return None
-    fields = [(m["key"], m["value"].strip()) for m in _FIELD.finditer(text[at + len("WorkNCCL("):])]
-    if fields and not text.rstrip().endswith(","):
-        fields.pop()  # cut inside its value
-    return dict(fields) if fields else None
+    rest = text[at + len("WorkNCCL("):].rstrip()
+    matches = list(_FIELD.finditer(rest))
+    if matches and matches[-1].end() >= len(rest):
+        matches.pop()  # cut inside its value (``SeqNum=55574, Op``: cut in the next key, the number is whole)
+    fields = {m["key"]: m["value"].strip() for m in matches}
+    return fields or None
 
 
 def _int(value: str | None) -> int | None:

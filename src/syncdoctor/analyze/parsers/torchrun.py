@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
@@ -196,15 +196,19 @@ def follow(line: Line) -> FailureTable | None:
 # a record of the failure table quoted without its header (a partial paste): "traceback : Signal 9 (SIGKILL)
 # received by PID 1235", or the exit code line alone, "exitcode  : -9 (SIGKILL)" / "exitcode: -9"
 _RECORD_SIGNAL = re.compile(r"Signal (?P<num>\d+) \((?P<sig>SIG\w+)\) received by PID (?P<pid>\d+|\w+)")
-_RECORD_EXIT = re.compile(r"^\s*exitcode\s*: (?P<code>-\d+)(?: \((?P<sig>SIG\w+)\)| \(pid: (?P<pid>\d+)\))?\s*$")
+# (a positive code, a worker that exited with an error, only with its pid: ``exitcode  : 1 (pid: 132514)``)
+_RECORD_EXIT = re.compile(r"^\s*exitcode\s*: (?:(?P<code>-\d+)(?: \((?P<sig>SIG\w+)\)| \(pid: (?P<pid>\d+)\))?|"
+                          r"(?P<error>[1-9]\d{0,2}) \(pid: (?P<epid>\d+)\))\s*$")
+# the record's fields above its exit code (``  host      : node1`` / ``  rank      : 1 (local_rank: 1)``)
+_ABOVE_FIELD = re.compile(r"^\s*(?:rank\s*: (?P<rank>\d{1,7}) \(local_rank: (?P<local>\d{1,5})\)|host\s*: (?P<host>\S{1,253}))\s*$")
 
 
 def parse(line: Line) -> list[Event]:
     body = line.body
     match = _RECORD_SIGNAL.search(body) or _RECORD_EXIT.search(body)
     if match:  # the table's own follower reads these in a whole table too; the rule keeps the table's
-        pid = match.groupdict().get("pid")
-        code = -int(match["num"]) if "num" in match.groupdict() else int(match["code"])
+        pid = match.groupdict().get("pid") or match.groupdict().get("epid")
+        code = -int(match["num"]) if "num" in match.groupdict() else int(match["code"] or match["error"])
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(pid)) if pid and pid.isdecimal() else None,
                            data={"source": "record", "exitcode": code, "signal": signal_name(code)})]
     match = _AGENT_FAILED.search(body)
@@ -220,6 +224,31 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={
             "worker_pid": int(match["pid"]), "signal": match["sig"]})]
     return []
+
+
+def wants_record_fields(event: Event) -> bool:
+    """A record's exit code read without its table, its rank not known: the record's fields above it say it."""
+    return event.kind is Kind.WORKER_FAILED and event.data.get("source") == "record" and event.origin.rank is None
+
+
+def record_fields(line: Line, event: Event, above: list[str]) -> list[Event] | None:
+    """``event`` with the rank, local rank and host of its record's lines just above it (``rank      : 1
+    (local_rank: 1)``, ``host      : node1``), where the paste kept them; nothing when it did not."""
+    rank = local = None
+    host = None
+    for body in above[:3]:
+        match = _ABOVE_FIELD.match(body)
+        if match is None:
+            break
+        if match["rank"]:
+            rank, local = int(match["rank"]), int(match["local"])
+        elif match["host"]:
+            host = match["host"]
+    if rank is None:
+        return None
+    origin = replace(event.origin, rank=rank, local_rank=local,
+                     host=host if host and host not in ("localhost", "localhost.localdomain") else event.origin.host)
+    return [replace(event, origin=origin, data={**event.data, "local_rank": local, "table_host": host})]
 
 
 def drop_records_inside_tables(events: list[Event]) -> list[Event]:

@@ -81,7 +81,9 @@ _IOMMU = re.compile(r'Missing "?iommu=pt"?')
 
 
 def _iommu_not_passthrough(tl: Timeline, warned: list[Event], ipc: list[Event]) -> Hypothesis:
-    """RCCL saying the kernel runs without IOMMU passthrough: its IPC between the GPUs of a host fails (A017)."""
+    """RCCL saying the kernel runs without IOMMU passthrough: its IPC between the GPUs of a host fails (A017). RCCL
+    prints it at every start on such a host; without a failure of that IPC it is a lead, not the verdict (a network
+    plugin's own error beside it is read first)."""
     where = attribute(warned, tl)
     title = ("the host's kernel runs without IOMMU passthrough (iommu=pt), which RCCL's peer access between GPUs "
              f"needs{' (' + where.text + ')' if where.text else ''}")
@@ -90,7 +92,7 @@ def _iommu_not_passthrough(tl: Timeline, warned: list[Event], ipc: list[Event]) 
             "or its peer-to-peer transfers hang).")
     fix = ("Add iommu=pt (with amd_iommu=on where the firmware needs it) to the kernel command line of every node "
            "(GRUB) and reboot; meanwhile NCCL_P2P_DISABLE=1 lets RCCL go through host memory.")
-    return hypothesis(tl, Category.PEER_ACCESS, 0.85, title, what=what, fix=fix, hosts=where.hosts,
+    return hypothesis(tl, Category.PEER_ACCESS, 0.85 if ipc else 0.35, title, what=what, fix=fix, hosts=where.hosts,
                       evidence=evidence_of(warned, "RCCL names the kernel setting", 2)
                       + evidence_of(ipc, "the IPC that failed", 2))
 

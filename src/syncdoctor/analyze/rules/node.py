@@ -765,7 +765,7 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.IB_ASYNC_EVENT)
               if any(word.lower() in str(e.data.get("event", "")).lower() for word in _FAILED_EVENTS)]
     if not events:
-        return _device_not_opened(tl) or _net_counts_differ(tl)
+        return _device_not_opened(tl) or _net_counts_differ(tl) or _net_lists_differ(tl)
     where = attribute(events, tl)
     kinds = sorted({str(e.data.get("event")) for e in events})
     affected = _others_failed(tl, set(where.ranks))
@@ -802,6 +802,42 @@ def _net_counts_differ(tl: Timeline) -> list[Hypothesis]:
            "bring its ports up or give the container every NIC; NCCL_IGNORE_NET_MISMATCH=1 only hides it.")
     return [hypothesis(tl, Category.IB_PORT_DOWN, 0.6, title, what=what, fix=fix, hosts=where.hosts,
                        evidence=evidence_of(events, "NIC counts differ", 3))]
+
+
+def _net_lists_differ(tl: Timeline) -> list[Hypothesis]:
+    """The hosts' ``NET/IB : Using [0]mlx5_0:1/IB …`` lists: a host that lists fewer of the same NICs than another
+    (``mlx5_7`` missing on one of two) has one down or not given to it (NCCL lists only the ports that are up), so
+    the channels its peers route over that NIC lead nowhere; the job hangs at its first connections or runs slower.
+    A lead (0.45): another failure in the logs is read first."""
+    listed: dict[str, tuple[frozenset[str], Event]] = {}
+    for event in tl.of(Kind.NCCL_NET):
+        devices = event.data.get("devices")
+        host = event.origin.host
+        if host and event.data.get("net") == "IB" and isinstance(devices, list) and devices:
+            listed.setdefault(host, (frozenset(str(d).split("/")[0] for d in devices), event))
+    if len(listed) < 2:
+        return []
+    most = max(len(names) for names, _ in listed.values())
+    widest = next(names for names, _ in listed.values() if len(names) == most)
+    short = {host: (names, event) for host, (names, event) in listed.items() if names < widest}
+    if not short or (len(short) > 1 and len(short) * 2 >= len(listed)) or \
+            any(not names <= widest for names, _ in listed.values()):
+        return []  # most hosts list fewer, or the lists are not of the same NICs: a configuration, not a NIC down
+    events = [event for _, event in short.values()]
+    where = attribute(events, tl)
+    missing = sorted(set().union(*(widest - names for names, _ in short.values())))
+    title = (f"{', '.join(sorted(short))} use{'s' if len(short) == 1 else ''} fewer InfiniBand NICs than the other "
+             f"hosts ({', '.join(missing[:4])} missing): a port down or a NIC not given to {'it' if len(short) == 1 else 'them'}")
+    what = ("NCCL lists the IB ports it can use on each host; one host lists fewer of the same NICs than its peers: "
+            "the missing port is down (or flapping), its HCA failed, or the container or VM was not given it. Peers "
+            "that route channels through that NIC wait at the first connections (an init hang), or the job runs "
+            "on fewer rails.")
+    fix = (f"On {', '.join(sorted(short))}: `ibstat` / `rdma link` for {missing[0]} (state, physical state, link "
+           "flaps in `dmesg`), reseat or replace the cable or HCA, or pass every RDMA device into the container; "
+           "meanwhile NCCL_IB_HCA can restrict every host to the NICs all of them have.")
+    return [hypothesis(tl, Category.IB_PORT_DOWN, 0.45, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "lists fewer NICs", 3)
+                       + evidence_of([listed[h][1] for h in listed if h not in short][:1], "the NICs of a peer"))]
 
 
 def _device_not_opened(tl: Timeline) -> list[Hypothesis]:

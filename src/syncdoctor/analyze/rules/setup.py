@@ -544,7 +544,10 @@ def pci_tree_unreadable(tl: Timeline) -> list[Hypothesis]:
 # NCCL 2.28+'s GPU-initiated networking over DOCA GPUNetIO (GDAKI): ``transport/net_ib/gdaki/gin_host_gdaki.cc:431
 # (gdakiConnectQp) NCCL WARN DOCA failure 21``
 _DOCA = "DOCA failure"
-_PLUGIN_WARNS = (*PLUGIN_NETS, "SHARP ", _DOCA)
+# the UCX network plugin of nccl-rdma-sharp-plugins (and RCCL's build of it) checking its UCX calls: ``ucx_plugin.c:498
+# NCCL WARN Failed: UCX error ucx_plugin.c:498 '-5' Invalid parameter``
+_UCX_PLUGIN = "Failed: UCX error"
+_PLUGIN_WARNS = (*PLUGIN_NETS, "SHARP ", _DOCA, _UCX_PLUGIN)
 
 
 def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
@@ -564,6 +567,9 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
     doca = message.startswith(_DOCA)
     if doca:
         plugin = "NCCL's GPU-initiated networking (GIN over DOCA GPUNetIO)"
+    ucx = message.startswith(_UCX_PLUGIN)
+    if ucx:
+        plugin = "the UCX network plugin (nccl-rdma-sharp-plugins)"
     mixed = _plugin_on_some(tl, events, plugin)
     if mixed:
         return mixed
@@ -594,6 +600,11 @@ def net_plugin_error(tl: Timeline) -> list[Hypothesis]:
         fix = ("Check the NIC for GIN: on RoCE a GID with its GRH (NCCL_IB_GID_INDEX), the DOCA, driver and firmware "
                "versions NCCL's release notes list; NCCL_GIN_TYPE chooses another GIN backend (the proxy), and "
                "NCCL_GIN_ENABLE=0 turns GIN off where the program can run without NCCL's device API.")
+    if ucx:  # the plugin's transport over UCX: a UCX call failed (a memory registration, an endpoint)
+        fix = ("Run the same job with NCCL's own IB transport (unset NCCL_PLUGIN_P2P, or NCCL_NET=IB) or the plugin's "
+               "verbs transport (NCCL_PLUGIN_P2P=ib) to confirm it is the UCX path; then check UCX's version and "
+               "transports (`ucx_info -d`, UCX_LOG_LEVEL=info), and GPUDirect RDMA on the host (nvidia-peermem; on "
+               "ROCm, HSA_FORCE_FINE_GRAIN_PCIE and the amdgpu peer-memory support).")
     return [hypothesis(tl, Category.UNRECOGNISED, 0.55, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(events, "the network plugin's error", 4))]
 
@@ -1249,6 +1260,10 @@ _NETMASK = re.compile(r"unable to connect to (?P<addr>[\d.]{7,15})\b[^,\n]{0,200
 # Open MPI's shared-memory transport copying between two local processes with CMA (process_vm_readv/writev) refused:
 # ``[host:153937] Read -1, expected 131072, errno = 1`` (btl vader, 3.x-4.x), ``Wrote -1, …``
 _CMA = re.compile(r"\b(?:Read|Wrote) -1, expected (?P<size>\d{1,12}), errno = (?P<errno>[1-9]\d{0,3})\b")
+# Accelerate's check of consumer GPUs without peer access, made when its state is built outside ``accelerate launch``
+# (``NotImplementedError: Using RTX 4000 series doesn't support faster communication broadband via P2P or IB. Please
+# set `NCCL_P2P_DISABLE="1"` and `NCCL_IB_DISABLE="1" or use `accelerate launch` …``)
+_RTX4000 = re.compile(r"Using RTX 4000 series doesn.t support faster communication")
 
 
 def _lines_matching(tl: Timeline, needle: str, pattern: re.Pattern[str]) -> list[tuple[Event, re.Match[str]]]:
@@ -1321,6 +1336,16 @@ _REFUSALS = (
         "Run at most two ranks per group of PCIe-linked cards (tensor parallel 2), or use a collective backend that "
         "supports more there (HCCL).",
         "LCCL over PCIe"),
+    _Refusal(
+        "RTX 4000", _RTX4000, Category.PEER_ACCESS, 0.8,
+        lambda m, on: ("Accelerate refused to start on RTX 4000-series GPUs with NCCL's peer-to-peer and InfiniBand "
+                       f"transports on{' (' + on + ')' if on else ''}: those cards have no peer access"),
+        "Consumer RTX 40xx GPUs have no peer-to-peer access between them, and NCCL's P2P transport fails or hangs there; "
+        "Accelerate checks for them when its state is built and raises unless NCCL_P2P_DISABLE and NCCL_IB_DISABLE are "
+        "set, which `accelerate launch` does itself and torchrun, deepspeed or python do not.",
+        "Set NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1 in the environment of every rank (or start with `accelerate "
+        "launch`); the ranks then exchange through host memory.",
+        "Accelerate's RTX 4000 check"),
     _Refusal(
         "errno = ", _CMA, Category.UNRECOGNISED, 0.3,
         lambda m, on: ("Open MPI's shared-memory transport could not copy between two local processes with CMA "
