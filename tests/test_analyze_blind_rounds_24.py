@@ -167,3 +167,38 @@ def test_an_inline_code_span_over_several_lines_is_taken_off_the_lines(tmp_path:
     assert 13 in diagnose(tmp_path, closed).hypotheses[0].culprit_ranks
     # a line that only quotes a name in backticks keeps them
     assert "`train.py`" in events_of("Error: could not open `train.py` for reading")[0].text
+
+
+def _ompi_connect(host: str, addr: str, error: str) -> str:
+    return ("--------------------------------------------------------------------------\n"
+            "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This\nshould not happen.\n\n"
+            "Your Open MPI job may now hang or fail.\n\n"
+            f"  Local host: {host}\n  PID:        24783\n  Message:    connect() to {addr}:1026 failed\n"
+            f"  Error:      {error}\n"
+            "--------------------------------------------------------------------------\n")
+
+
+def test_open_mpis_failed_tcp_connect_names_the_address_it_dialled(tmp_path: Path) -> None:
+    local = diagnose(tmp_path, _ompi_connect("pi02", "169.254.140.13", "Resource temporarily unavailable (11)"))
+    top = local.hypotheses[0]
+    assert top.category is Category.INTERFACE_MISMATCH and "169.254.140.13" in top.title, top.title
+    assert "btl_tcp_if_include" in top.fix
+    quiet = diagnose(tmp_path, _ompi_connect("node-a", "10.7.0.188", "Operation now in progress (115)")).hypotheses[0]
+    assert quiet.category is Category.INTERFACE_MISMATCH and quiet.confidence == 0.5 and "no answer" in quiet.title
+    assert "node-a" in quiet.title and "firewall" in quiet.title
+    # a refused connection is a peer that is not there (or a firewall that says so), not this reading
+    refused = diagnose(tmp_path, _ompi_connect("node-a", "10.7.0.188", "Connection refused (111)")).hypotheses
+    assert all("no answer" not in h.title for h in refused)
+
+
+def test_a_failed_completion_with_its_verbs_status_in_any_rdma_programs_words(tmp_path: Path) -> None:
+    line = ("[rdma/providers/ib/rdma_data_channel_impl_ib.cc:186] pollOnce - channel_id: 1, CQE error, wr_id=0, "
+            "status=5 (Work Request Flushed Error)")
+    event = [e for e in events_of(line) if e.kind is Kind.IB_COMPLETION_ERROR]
+    assert len(event) == 1 and event[0].data["status"] == 5
+    assert diagnose(tmp_path, line + "\n").hypotheses[0].category is Category.IB_COMPLETION
+    twelve = "rdma_engine.cc:88] completion error on qp 0x1c: status: 12"
+    assert [e.data["status"] for e in events_of(twelve) if e.kind is Kind.IB_COMPLETION_ERROR] == [12]
+    # a status that is no verbs status, or no error
+    assert not [e for e in events_of("CQE error, wr_id=0, status=77") if e.kind is Kind.IB_COMPLETION_ERROR]
+    assert not [e for e in events_of("completion queue polled, status=0 ok") if e.kind is Kind.IB_COMPLETION_ERROR]

@@ -51,7 +51,9 @@ KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection
             # a failed slice's line cut before its start (below): the status words that carry an anchor
             "): local protection error", "): remote access error", "): Work Request Flushed Error",
             "): remote operation error", "): remote invalid request error", "): local length error", "UCX error: ",
-            "|CCL_ERROR| ", "^C")
+            "|CCL_ERROR| ", "^C",
+            # a failed completion in an RDMA program's own words, its verbs status a number (below)
+            "CQE error", "ompletion error", "WC error", "wc error")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -245,6 +247,14 @@ class _InboundFollower:
             return [make_event(Kind.NCCL_CONNECT_FAILED, self.head, origin=Origin(host=local) if local else None,
                                data={"error": "could not complete a TCP connection (a firewall on the remote host?)",
                                      "peer_addr": remote, "transport": "mpi"})]
+        if _MPI_CONNECT_FAIL in self.head.body:  # this process's TCP transport could not reach a peer's address
+            dialled = _MPI_DIALLED.search(self.fields.get("Message", ""))
+            if dialled is None:
+                return []
+            return [make_event(Kind.NCCL_CONNECT_FAILED, self.head, origin=Origin(host=local) if local else None,
+                               data={"error": (self.fields.get("Error") or "connect failed")[:120],
+                                     "peer_addr": dialled["addr"], "peer_port": int(dialled["port"]),
+                                     "transport": "mpi"})]
         if _MPI_DISCONNECT in self.head.body:  # the peer process went away: a lost connection, with the peer's host
             gone = self.fields.get("Peer host") or None
             if gone is None:
@@ -264,7 +274,7 @@ class _InboundFollower:
 
 
 _INBOUND_FIELD = re.compile(r"(?P<key>Local host|Local PID|Peer hostname|Peer host|Remote host|Source IP of socket|"
-                            r"Known IPs of peer|hostname|Value|Message):"
+                            r"Known IPs of peer|hostname|Value|Message|Error):"
                             r"\s*(?P<value>.*)$")
 _INBOUND_PEER = re.compile(r"(?P<host>[\w.\-]+)(?:\s*\(\[\[\d+,\d+\],(?P<rank>\d+)\]\))?")
 _IP_LIKE = re.compile(r"[0-9a-fA-F.:%\w\-]{2,60}")
@@ -276,6 +286,11 @@ _MPI_DISCONNECT = "peer process has unexpectedly disconnected"
 # and when a process or daemon could not connect to another (help-oob-tcp.txt / help-mpi-btl-tcp.txt): ``A process or
 # daemon was unable to complete a TCP connection`` / ``to another process:`` then ``Local host:``, ``Remote host:``
 _MPI_UNCONNECTED = "unable to complete a TCP connection"
+# and when an MPI process's TCP transport could not connect to a peer process (help-mpi-btl-tcp.txt, client connect
+# fail): ``WARNING: Open MPI failed to TCP connect to a peer MPI process.  This`` then ``Local host:``, ``PID:``,
+# ``Message:    connect() to 169.254.140.13:1026 failed``, ``Error:      No route to host (113)``
+_MPI_CONNECT_FAIL = "failed to TCP connect to a peer MPI process"
+_MPI_DIALLED = re.compile(r"connect\(\) to \[?(?P<addr>[0-9a-fA-F.:]{2,45}?)\]?:(?P<port>\d{1,5}) failed")
 # and when mpirun lost a node's daemon (help-errmgr-base.txt): ``ORTE has lost communication with its daemon located
 # on node:`` then ``hostname:  ip-10-15-20-17`` (the node went down, or its network)
 _MPI_LOST_DAEMON = "has lost communication with its daemon"
@@ -334,6 +349,7 @@ def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollowe
     if "(synd 0x" in line.body and _UCX_COMPLETION.search(line.body) and not _UCX_WQE.search(line.body):
         return _WqeFollower(line)
     if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body or _MPI_UNCONNECTED in line.body or \
+            _MPI_CONNECT_FAIL in line.body or \
             _MPI_LOST_DAEMON in line.body or _MPI_BAD_IF.search(line.body):
         return _InboundFollower(line)
     match = _OMPI_FIRST.search(line.body)
@@ -398,6 +414,11 @@ _WC_STATUS_WORDS = {"local length error": 1, "local QP operation error": 2, "loc
                     "remote operation error": 11, "transport retry counter exceeded": 12,
                     "RNR retry counter exceeded": 13, "remote aborted error": 16, "fatal error": 19,
                     "response timeout error": 20, "general error": 21}
+# a failed completion in an RDMA program's own words, with the verbs status as a number (UCCL's transfer engine:
+# ``[rdma/providers/ib/rdma_data_channel_impl_ib.cc:186] pollOnce - channel_id: 1, CQE error, wr_id=0, status=5 (Work
+# Request Flushed Error)``; others: ``completion error … status: 12``)
+_CQE_STATUS = re.compile(r"\b(?:CQE|[Cc]ompletion|WC|wc)\b[^\n]{0,40}?\berror\b[^\n]{0,120}?\bstatus\s?[=:]\s?(?P<status>\d{1,2})\b"
+                         r"(?:\s?\((?P<what>[A-Za-z][\w ]{2,60})\))?")
 # (lower case: the words' case differs between libraries)
 _WC_STATUS = {words.lower(): status for words, status in _WC_STATUS_WORDS.items()}
 # The status is found first, then the slice's fields in the 400 characters before it (a line cut before its start
@@ -572,6 +593,12 @@ def parse(line: Line) -> list[Event]:
     match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
     if match:
         return _ucx_completion(line, match, _WC_STATUS[match["what"].lower()])
+    match = _CQE_STATUS.search(body) if "status" in body else None
+    if match and 1 <= int(match["status"]) <= 21:
+        status = int(match["status"])
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
+            "status": status, "status_text": IB_STATUS.get(status, match["what"] or f"status {status}"),
+            "opcode": None, "vendor_err": None, "hca": None, "transport": "rdma"})]
     slice_failed = _failed_slice(line) if ("ailed for slice" in body or "local_nic: " in body) and "): " in body \
         else None
     if slice_failed:

@@ -365,6 +365,10 @@ def _link_local_address(tl: Timeline, by_host: dict[str, list[Event]], others: l
             "caused connection abort', refused, or a timeout).")
     fix = ("export NCCL_SOCKET_IFNAME=<the NIC on the cluster network, e.g. eth0 or ens5> (and GLOO_SOCKET_IFNAME) on "
            "every host; `syncdoctor check` lists each host's interfaces and addresses.")
+    if any(e.data.get("transport") == "mpi" for e in others):  # Open MPI's TCP transport dialled it
+        fix = ("Restrict Open MPI's TCP transports to the cluster network on every host: mpirun --mca btl_tcp_if_include "
+               "<the NIC or its subnet, e.g. 192.168.1.0/24> --mca oob_tcp_if_include <the same> (or btl_tcp_if_exclude "
+               "lo,<the link-local interface>); " + fix)
     evidence = []
     for host in hosts:
         evidence += evidence_of(by_host[host][:3], f"{host} advertises a link-local address")
@@ -580,17 +584,31 @@ def _mpi_no_route(tl: Timeline) -> list[Hypothesis]:
     """Open MPI's TCP transport found no route to an address a peer announced: it dials every interface of the
     peer (a bridge, a second NIC, a management network), and one of them is on a network this host cannot reach.
     A refused or timed-out connection may be a firewall or a dead peer (the unreachable-peer rule reads those)."""
-    events = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED) if e.data.get("transport") == "mpi"
-              and any(word in str(e.data.get("error", "")) for word in ("No route to host", "unreachable"))]
-    if not events:
+    mpi = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED) if e.data.get("transport") == "mpi"]
+    events = [e for e in mpi if any(word in str(e.data.get("error", "")) for word in ("No route to host", "unreachable"))]
+    # a connection that never completed (EINPROGRESS, ETIMEDOUT, EAGAIN: nothing answered): the same, or a firewall
+    silent = [e for e in mpi if e not in events and _NO_ANSWER.search(str(e.data.get("error", "")))]
+    if not events and not silent:
         return []
-    where = attribute(events, tl)
-    addrs = sorted({str(e.data["peer_addr"]) for e in events if e.data.get("peer_addr")})
+    where = attribute(events or silent, tl)
+    addrs = sorted({str(e.data["peer_addr"]) for e in events or silent if e.data.get("peer_addr")})
+    if not events:
+        title = (f"Open MPI's TCP transport{' on ' + where.text if where.text else ''} got no answer from "
+                 f"{', '.join(addrs[:3]) or 'an address a peer announced'}: an interface the peers announce that this "
+                 "host does not reach, or a firewall between them")
+        return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.5, title, what=_MPI_WHAT,
+                           fix=_MPI_FIX + " If the address is the peer's cluster address, open the ports between the "
+                           "hosts (btl_tcp_port_min_v4 and btl_tcp_port_range_v4 fix the range).", where=where,
+                           evidence=evidence_of(silent, "no answer from the address a peer announced", 4))]
     title = (f"Open MPI's TCP transport{' on ' + where.text if where.text else ''} has no route to "
              f"{', '.join(addrs[:3]) or 'an address a peer announced'}: it tries every interface the peers announce, "
              "and that one is on a network this host does not reach")
     return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.8, title, what=_MPI_WHAT, fix=_MPI_FIX, where=where,
                        evidence=evidence_of(events, "no route to the address a peer announced", 4))]
+
+
+_NO_ANSWER = re.compile(r"Operation now in progress|Connection timed out|timed out|Resource temporarily unavailable"
+                        r"|\((?:110|115|11)\)")
 
 
 _MPI_WHAT = ("Open MPI's TCP transport (btl_tcp) uses every interface it finds. An address present on several hosts "
