@@ -30,11 +30,34 @@ diagnose = diagnose_paste
     "what():  std::bad_alloc",
     "NCCL operation hung on rank 3",
     "[TP5] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+    "nvidia-smi: No devices were found",
+    "Exception in thread Thread-3:",
+    "Worker 3 died unexpectedly",
+    "Connection to 10.0.0.2 closed by remote host.",
+    "packet_write_wait: Connection to 10.0.0.5 port 22: Broken pipe",
+    "[1] Abort: got signal 15",
+    "application called MPI_Abort(MPI_COMM_WORLD, 1) - process 3",
+    "zsh: illegal hardware instruction  python train.py",
+    "pytorch-worker-1   0/1     CrashLoopBackOff   5    10m",
+    "pytorch-worker-2   0/1     Evicted            0    3h",
+    "  Warning  FailedScheduling  0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
 ])
 def test_a_wait_that_ran_out_or_an_abort_in_any_programs_words_is_never_silence(tmp_path: Path, line: str) -> None:
     assert [e.kind for e in events_of(line)] == [Kind.ERROR_LINE], line
     top = diagnose(tmp_path, line + "\n").hypotheses[0]
     assert top.category is Category.UNRECOGNISED and line.strip("* ")[:30] in top.title
+
+
+@pytest.mark.parametrize("line", ["CUDA driver version is insufficient for CUDA runtime version",
+                                  "The NVIDIA driver on your system is too old (found version 10020)."])
+def test_a_driver_older_than_the_cuda_runtime_is_cuda_software_that_does_not_fit(tmp_path: Path, line: str) -> None:
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "not at fault" in top.title, top.title
+
+
+def test_the_nccl_backend_without_gpus_in_its_own_words_alone(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "ProcessGroupNCCL is only supported with GPUs, no GPUs found!\n").hypotheses[0]
+    assert "sees no GPU" in top.title and top.confidence >= 0.8, top.title
 
 
 @pytest.mark.parametrize("line", ["connect to 10.0.0.1 port 29500: Connection refused", "[Errno 111] Connection refused"])
@@ -54,6 +77,9 @@ def test_a_refused_connection_in_any_words_is_a_peer_that_could_not_be_reached(t
     "The trainer got stuck-detection enabled: stuck_timeout=600",
     "Setting up the heartbeat timeout to 60 s",
     "Corrupted files are skipped",
+    "Warning: Permanently added 'node2' (ECDSA) to the list of known hosts.",
+    "the old driver's support for GPUs found in 2016 was dropped",
+    "Backoff limit set to 4; eviction policy: none",
 ])
 def test_an_options_timeout_or_a_waiting_frame_is_no_error(line: str) -> None:
     assert not [e for e in events_of(line) if e.kind is Kind.ERROR_LINE], line

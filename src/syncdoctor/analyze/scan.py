@@ -269,6 +269,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"BUG: ", b"lockup", b"LOCKUP", b"blocked for more than", b"Kernel panic",  # the kernel: a stuck CPU or task
     b"smashing", b"double free", b"corrupted", b"bad_alloc",  # the C library and the C++ runtime aborting a process
     b"hung", b"stuck",  # a program saying it stopped moving: NCCL operation hung on rank 3
+    b"nsufficient", b"CUDA-capable", b"devices were found", b"is too old", b"no GPU", b"No GPU",  # CUDA refusing
+    b"died", b"roken pipe", b"llegal instruction", b"llegal hardware",  # a death, a remote shell's lost connection
+    b"BackOff", b"ErrImagePull", b"Evicted",  # Kubernetes: a failing container, a pod removed
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -80,7 +80,18 @@ _ERROR = re.compile(
     r"|\bstack smashing detected\b|\bdouble free\b|\bcorrupted (?:size|top size|double-linked list|unsorted chunks)\b"
     r"|\b(?:malloc|free|realloc)\(\): (?:invalid|corrupted)|\bstd::bad_alloc\b"
     # a program saying it stopped moving (``NCCL operation hung on rank 3``, ``the trainer is stuck``)
-    r"|\bhung\b|\b(?:is|are|was|were|got|gets|been|seems?|appears?|remains?) stuck\b(?![-_]))"
+    r"|\bhung\b|\b(?:is|are|was|were|got|gets|been|seems?|appears?|remains?) stuck\b(?![-_])"
+    # CUDA and the driver refusing to start (cudaErrorInsufficientDriver, cudaErrorNoDevice; nvidia-smi's and
+    # PyTorch's words for no GPU or an old driver)
+    r"|\bdriver version is insufficient\b|\bno CUDA-capable device\b|\bNo devices were found\b"
+    r"|\bdriver on your system is too old\b|\b[Nn]o GPUs? (?:were )?(?:found|available|detected)\b"
+    # a thread's exception header (its traceback below may be cut), a process or worker that died, a remote shell's
+    # connection closed by the other side, MPI's and MPICH's abort, an illegal instruction (zsh's words too)
+    r"|^\s*Exception in thread [^\s:]{1,80}:|\bdied\b|\bclosed by remote host\b|(?:\b|_)Abort\(|\bAbort: "
+    r"|\b[Ii]llegal (?:hardware )?instruction\b"
+    # Kubernetes: a pod's container failing or its pod removed, and a pod that cannot be scheduled on a GPU node
+    r"|\b(?:CrashLoopBackOff|ImagePullBackOff|ErrImagePull|Evicted|OOMKilled)\b|\bFailedScheduling\b"
+    r"|\bInsufficient nvidia\.com/gpu\b)"
 )
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)

@@ -73,6 +73,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|HW Exception|GPU hang|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"
                 r"|CUDA_ERROR_ILLEGAL|amdgpu\b[^\n]{0,60}\b(?:error|fault)|GPU is lost|GPU lost"
                 r"|\b(?:Cuda|HIP) failure\b", _I)),
+    # the CUDA software that does not fit the host's driver (cudaErrorInsufficientDriver; PyTorch's own words): a
+    # GPU runtime's failure whose cure is the driver, not the GPU
+    (Category.GPU_ERROR, "a GPU driver older than the CUDA runtime (the GPU itself is not at fault)",
+     re.compile(r"driver version is insufficient|driver on your system is too old", _I)),
     # a training framework's own check of its numbers (Megatron's rerun state machine, NeMo, a trainer's
     # loss check): the rank whose loss or gradients went non-finite stopped, the others then time out
     (Category.RANK_CRASHED, "a NaN or Inf the program's own check caught",
