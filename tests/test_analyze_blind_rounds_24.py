@@ -19,7 +19,7 @@ diagnose = diagnose_paste
     "Device 0: Timed out while waiting for active ethernet core (x=24,y=25) to become active again.",
     "RPC call to sample_tokens timed out",
     "DeepEP dispatch NVL receiver timeout, channel: 9, RDMA: 1, nvl: 3, src RDMA: 0",
-    "Exception raised from ncclCommWatchdog at /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
+    "  Exception raised from ncclCommWatchdog at /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
     "1389 (most recent call first):",
     "#1  0x000014753985ae05 in abort () from /lib64/libc.so.6",
     "Communication_Error_Get_Socket(EI0006)",
@@ -80,6 +80,7 @@ def test_a_refused_connection_in_any_words_is_a_peer_that_could_not_be_reached(t
     "Warning: Permanently added 'node2' (ECDSA) to the list of known hosts.",
     "the old driver's support for GPUs found in 2016 was dropped",
     "Backoff limit set to 4; eviction policy: none",
+    "prefix cache: Evicted 3 blocks, hit rate 0.92",
 ])
 def test_an_options_timeout_or_a_waiting_frame_is_no_error(line: str) -> None:
     assert not [e for e in events_of(line) if e.kind is Kind.ERROR_LINE], line

@@ -65,7 +65,7 @@ _ERROR = re.compile(
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat) [Tt]imeout\b"
     r"(?![ ]?(?:[=:(][ ]?\d|\d|(?:to|of|is|set|value|for|in|must|should|can|may)\b|[(]s[)]|s\b|seconds?\b|ms\b))"
     # c10's location of the exception it just printed (the ``what():`` before it lost from a paste)
-    r"|^Exception raised from \w"
+    r"|^\s*Exception raised from \w"
     # a debugger's backtrace of a process that aborted (``#1  0x… in abort () from /lib64/libc.so.6``)
     r"|#\d{1,3} +(?:0x[0-9a-fA-F]{1,16} in )?(?:__GI_)?(?:abort|raise) \("
     # an error named in CamelCase words (Ascend HCCL's ``Communication_Error_Get_Socket(EI0006)``) and Ascend CANN's
@@ -90,7 +90,9 @@ _ERROR = re.compile(
     r"|^\s*Exception in thread [^\s:]{1,80}:|\bdied\b|\bclosed by remote host\b|(?:\b|_)Abort\(|\bAbort: "
     r"|\b[Ii]llegal (?:hardware )?instruction\b"
     # Kubernetes: a pod's container failing or its pod removed, and a pod that cannot be scheduled on a GPU node
-    r"|\b(?:CrashLoopBackOff|ImagePullBackOff|ErrImagePull|Evicted|OOMKilled)\b|\bFailedScheduling\b"
+    r"|\b(?:CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled)\b|\bFailedScheduling\b"
+    # (``Evicted`` as a pod's status in a table's column or as its reason, not a cache's count of evicted entries)
+    r"|(?:^|\s\s)Evicted(?:\s\s|\s*$)|\bReason:\s+Evicted\b"
     r"|\bInsufficient nvidia\.com/gpu\b)"
 )
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
