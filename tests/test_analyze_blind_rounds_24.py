@@ -41,6 +41,16 @@ diagnose = diagnose_paste
     "pytorch-worker-1   0/1     CrashLoopBackOff   5    10m",
     "pytorch-worker-2   0/1     Evicted            0    3h",
     "  Warning  FailedScheduling  0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+    "ining-demo/0 [default0]:[rank0]: Exception: Simulating a crash at step 10!",
+    "[GRP-MBP:1234] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,",
+    "Your application will now abort().",
+    "1 job process is considered dead (unreachable via the RAS network)",
+    "Encountered 3 communication timeouts while gathering communicator data",
+    "localhost: Permission denied, please try again.",
+    "[PG ID 0 PG GUID 0 Rank 3] Process group watchdog thread terminated with excepti",
+    "[PG ID 0 PG GUID 0(default_pg) Rank 3] Work timeout is detected by watchdog",
+    "[NeMo E 2025-01-01 10:00:00 straggler_det_callback:101] Detected stragglers. Terminating training...",
+    "[drm] Tile0: GT0: Check job timeout: seqno=4, lrc_seqno=4, guc_id=2, not started",
 ])
 def test_a_wait_that_ran_out_or_an_abort_in_any_programs_words_is_never_silence(tmp_path: Path, line: str) -> None:
     assert [e.kind for e in events_of(line)] == [Kind.ERROR_LINE], line
@@ -53,6 +63,13 @@ def test_a_wait_that_ran_out_or_an_abort_in_any_programs_words_is_never_silence(
 def test_a_driver_older_than_the_cuda_runtime_is_cuda_software_that_does_not_fit(tmp_path: Path, line: str) -> None:
     top = diagnose(tmp_path, line + "\n").hypotheses[0]
     assert top.category is Category.GPU_ERROR and "not at fault" in top.title, top.title
+
+
+def test_a_cgroups_oom_kill_reason_alone_is_the_oom_killer(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "OOM kill reason: user cgroup memory upper bound was met or exceeded\n").hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "OOM killer" in top.title, top.title
+    # mpirun's daemon lost, its block cut after the first line: never silence
+    assert diagnose(tmp_path, "ORTE has lost communication with its daemon located on node:\n").hypotheses
 
 
 def test_the_nccl_backend_without_gpus_in_its_own_words_alone(tmp_path: Path) -> None:
@@ -81,6 +98,8 @@ def test_a_refused_connection_in_any_words_is_a_peer_that_could_not_be_reached(t
     "the old driver's support for GPUs found in 2016 was dropped",
     "Backoff limit set to 4; eviction policy: none",
     "prefix cache: Evicted 3 blocks, hit rate 0.92",
+    "  job timeout: 3600",
+    "No Exception handler registered; using the default",
 ])
 def test_an_options_timeout_or_a_waiting_frame_is_no_error(line: str) -> None:
     assert not [e for e in events_of(line) if e.kind is Kind.ERROR_LINE], line

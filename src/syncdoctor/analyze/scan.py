@@ -272,6 +272,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"nsufficient", b"CUDA-capable", b"devices were found", b"is too old", b"no GPU", b"No GPU",  # CUDA refusing
     b"died", b"roken pipe", b"llegal instruction", b"llegal hardware",  # a death, a remote shell's lost connection
     b"BackOff", b"ErrImagePull", b"Evicted",  # Kubernetes: a failing container, a pod removed
+    b"OOM kill", b"stragglers",  # a cgroup's OOM kill reason; NeMo's straggler detection stopping the job
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

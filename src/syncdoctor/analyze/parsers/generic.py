@@ -62,7 +62,7 @@ _ERROR = re.compile(
     # an option's value is none (``collective timeout: 1800``, ``read timeout to 30 s``)
     r"|\b(?:[Tt]imed|TIMED)[ -]?(?:out|OUT)\b"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
-    r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat) [Tt]imeout\b"
+    r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"
     r"(?![ ]?(?:[=:(][ ]?\d|\d|(?:to|of|is|set|value|for|in|must|should|can|may)\b|[(]s[)]|s\b|seconds?\b|ms\b))"
     # c10's location of the exception it just printed (the ``what():`` before it lost from a paste)
     r"|^\s*Exception raised from \w"
@@ -93,7 +93,15 @@ _ERROR = re.compile(
     r"|\b(?:CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled)\b|\bFailedScheduling\b"
     # (``Evicted`` as a pod's status in a table's column or as its reason, not a cache's count of evicted entries)
     r"|(?:^|\s\s)Evicted(?:\s\s|\s*$)|\bReason:\s+Evicted\b"
-    r"|\bInsufficient nvidia\.com/gpu\b)"
+    r"|\bInsufficient nvidia\.com/gpu\b"
+    # an exception line whose type is the bare ``Exception`` (``raise Exception("…")``), behind a prefix no parser
+    # knows; MPI's error handler and launchers' words for a process that ended badly; a peer a monitor gave up on
+    r"|\bException(?=: )|\bMPI_ERRORS_ARE_FATAL\b|\bBAD TERMINATION\b|\bwill now (?:abort|be terminated)\b"
+    r"|\b(?:considered|marked) dead\b|\bcommunication timeouts?\b|\blost communication\b|\bOOM[ -]kill"
+    # PyTorch's watchdog in its own words when the head of its message is lost (``Process group watchdog thread
+    # terminated with exception``, ``Work timeout is detected by watchdog``), a remote shell refusing a login, and
+    # NeMo's straggler detection stopping the job
+    r"|\bwatchdog thread terminated\b|\btimeout is detected\b|\bPermission denied\b|\bDetected stragglers\b)"
 )
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
