@@ -1338,8 +1338,8 @@ _REFUSALS = (
         "LCCL over PCIe"),
     _Refusal(
         "RTX 4000", _RTX4000, Category.PEER_ACCESS, 0.8,
-        lambda m, on: ("Accelerate refused to start on RTX 4000-series GPUs with NCCL's peer-to-peer and InfiniBand "
-                       f"transports on{' (' + on + ')' if on else ''}: those cards have no peer access"),
+        lambda m, on: (f"Accelerate refused to start{' on ' + on if on else ''}: RTX 4000-series GPUs have no peer "
+                       "access, and NCCL's peer-to-peer and InfiniBand transports were left on"),
         "Consumer RTX 40xx GPUs have no peer-to-peer access between them, and NCCL's P2P transport fails or hangs there; "
         "Accelerate checks for them when its state is built and raises unless NCCL_P2P_DISABLE and NCCL_IB_DISABLE are "
         "set, which `accelerate launch` does itself and torchrun, deepspeed or python do not.",
