@@ -232,6 +232,9 @@ def test_open_mpis_failed_tcp_connect_names_the_address_it_dialled(tmp_path: Pat
     quiet = diagnose(tmp_path, _ompi_connect("node-a", "10.7.0.188", "Operation now in progress (115)")).hypotheses[0]
     assert quiet.category is Category.INTERFACE_MISMATCH and quiet.confidence == 0.5 and "no answer" in quiet.title
     assert "node-a" in quiet.title and "firewall" in quiet.title
+    # a container bridge's default address, the same on every host running Docker or libvirt: the peers announce it
+    bridge = diagnose(tmp_path, _ompi_connect("node1", "172.17.0.1", "Operation now in progress (115)")).hypotheses[0]
+    assert bridge.category is Category.INTERFACE_MISMATCH and "docker0" in bridge.title and bridge.confidence == 0.75
     # a refused connection is a peer that is not there (or a firewall that says so), not this reading
     refused = diagnose(tmp_path, _ompi_connect("node-a", "10.7.0.188", "Connection refused (111)")).hypotheses
     assert all("no answer" not in h.title for h in refused)
