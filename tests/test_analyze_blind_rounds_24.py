@@ -51,6 +51,11 @@ diagnose = diagnose_paste
     "[PG ID 0 PG GUID 0(default_pg) Rank 3] Work timeout is detected by watchdog",
     "[NeMo E 2025-01-01 10:00:00 straggler_det_callback:101] Detected stragglers. Terminating training...",
     "[drm] Tile0: GT0: Check job timeout: seqno=4, lrc_seqno=4, guc_id=2, not started",
+    "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+    "FAILED: train.py",
+    "torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts left; will restart",
+    "gloo::EnforceNotMet",
+    "kernel: nfs: server nas01 not responding, still trying",
 ])
 def test_a_wait_that_ran_out_or_an_abort_in_any_programs_words_is_never_silence(tmp_path: Path, line: str) -> None:
     assert [e.kind for e in events_of(line)] == [Kind.ERROR_LINE], line
@@ -70,6 +75,13 @@ def test_a_cgroups_oom_kill_reason_alone_is_the_oom_killer(tmp_path: Path) -> No
     assert top.category is Category.RANK_KILLED and "OOM killer" in top.title, top.title
     # mpirun's daemon lost, its block cut after the first line: never silence
     assert diagnose(tmp_path, "ORTE has lost communication with its daemon located on node:\n").hypotheses
+
+
+@pytest.mark.parametrize("line", ["NaN detected in loss at step 1200", "loss is nan, stopping training"])
+def test_a_nan_a_programs_own_check_stopped_on_is_that_process_stopping(tmp_path: Path, line: str) -> None:
+    assert [e.kind for e in events_of(line)] == [Kind.ERROR_LINE]
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "NaN" in top.title, top.title
 
 
 def test_the_nccl_backend_without_gpus_in_its_own_words_alone(tmp_path: Path) -> None:
@@ -100,6 +112,8 @@ def test_a_refused_connection_in_any_words_is_a_peer_that_could_not_be_reached(t
     "prefix cache: Evicted 3 blocks, hit rate 0.92",
     "  job timeout: 3600",
     "No Exception handler registered; using the default",
+    "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.5",
+    "grad_norm: NaN (skipped by the scaler)",
 ])
 def test_an_options_timeout_or_a_waiting_frame_is_no_error(line: str) -> None:
     assert not [e for e in events_of(line) if e.kind is Kind.ERROR_LINE], line

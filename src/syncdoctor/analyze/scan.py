@@ -273,6 +273,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"died", b"roken pipe", b"llegal instruction", b"llegal hardware",  # a death, a remote shell's lost connection
     b"BackOff", b"ErrImagePull", b"Evicted",  # Kubernetes: a failing container, a pod removed
     b"OOM kill", b"stragglers",  # a cgroup's OOM kill reason; NeMo's straggler detection stopping the job
+    b"AILED", b"EnforceNotMet", b"NaN", b"oss is nan", b"not responding",  # FAILED in capitals; gloo's check; NaNs
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -101,7 +101,12 @@ _ERROR = re.compile(
     # PyTorch's watchdog in its own words when the head of its message is lost (``Process group watchdog thread
     # terminated with exception``, ``Work timeout is detected by watchdog``), a remote shell refusing a login, and
     # NeMo's straggler detection stopping the job
-    r"|\bwatchdog thread terminated\b|\btimeout is detected\b|\bPermission denied\b|\bDetected stragglers\b)"
+    r"|\bwatchdog thread terminated\b|\btimeout is detected\b|\bPermission denied\b|\bDetected stragglers\b"
+    # an exception type named for a failure (``torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:``),
+    # gloo's failed check alone, a NaN or Inf a program's own check stopped on, and a server the kernel lost (``nfs:
+    # server nas01 not responding, still trying``: the processes reading from it hang)
+    r"|\b[A-Z]\w*(?:Failed|Failure)(?=: )|\bEnforceNotMet\b|\b(?:NaN|Inf)s? (?:detected|found|encountered)\b"
+    r"|\bloss (?:is|was|became) (?:nan|NaN|inf)\b|\bnot responding\b)"
 )
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)

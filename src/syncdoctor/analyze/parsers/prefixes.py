@@ -72,6 +72,9 @@ _GREP = re.compile(r"(?P<file>[\w.\-/]{1,200}\.(?:log|txt|out|err))(?::\d{1,9})?
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
                        r"^E[A-Z]\d{4}$|"  # Ascend CANN's error codes: EI0002: …, EE9999: …
                        r"^mlx\d(?:_\d+)?$|"  # libmlx5's own messages: ``mlx5:  got completion with error:``
+                       # a Python exception's qualified type whatever its name ends in (``torch._dynamo.exc.
+                       # BackendCompilerFailed: …``): lower-case modules, then a class in CamelCase
+                       r"(?-i:^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][a-z]\w*$)|"  # (its case counts)
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
 # docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container;
 # a container named by ``container_name`` has no number (``mistralrs-headnode  | ``): then a dash or an underscore
