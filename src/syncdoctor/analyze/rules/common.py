@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -12,7 +13,8 @@ from syncdoctor.analyze.timeline import Timeline
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
-__all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "continuation",
+__all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "bridge_gateway",
+           "continuation",
            "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "look_at", "socket_transport", "unique_id_roots_gone",
            "writer_hosts"]
 
@@ -195,6 +197,20 @@ def ip_of(addr: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return ipaddress.ip_address(addr.split("%")[0])
     except ValueError:
         return None
+
+
+# the gateway of a Docker network, the host's own interface on it (docker0 is 172.17.0.1, user-defined networks
+# 172.18.0.1 and up), and libvirt's virbr0: an address every host with that software has, never a peer's to dial
+_BRIDGE_GATEWAY = re.compile(r"^172\.(?:1[7-9]|2\d|3[01])\.0\.1$|^192\.168\.122\.1$")
+
+
+def bridge_gateway(addr: str) -> str | None:
+    """What bridge ``addr`` is the gateway of (``Docker's docker0``, ``a Docker network's``, ``libvirt's virbr0``),
+    or None."""
+    if not _BRIDGE_GATEWAY.match(addr):
+        return None
+    return "libvirt's virbr0" if addr.startswith("192.168.") else "Docker's docker0" if addr == "172.17.0.1" else \
+        "a Docker network's bridge"
 
 
 def is_link_local(addr: str) -> bool:

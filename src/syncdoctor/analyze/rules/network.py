@@ -14,6 +14,7 @@ from syncdoctor.analyze.parsers.nccl_warn import NO_SUBNET
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
     attribute,
+    bridge_gateway,
     evidence_of,
     fmt_ranks,
     hypothesis,
@@ -593,13 +594,13 @@ def _mpi_no_route(tl: Timeline) -> list[Hypothesis]:
     where = attribute(events or silent, tl)
     addrs = sorted({str(e.data["peer_addr"]) for e in events or silent if e.data.get("peer_addr")})
     if not events:
-        bridges = [a for a in addrs if a in _BRIDGE_DEFAULTS]
+        bridges = [(a, bridge) for a in addrs if (bridge := bridge_gateway(a))]
         title = (f"Open MPI's TCP transport{' on ' + where.text if where.text else ''} got no answer from "
                  f"{', '.join(addrs[:3]) or 'an address a peer announced'}: an interface the peers announce that this "
                  "host does not reach, or a firewall between them")
         if bridges:  # a container bridge's default address, the same on every host that runs Docker or libvirt
             title = (f"Open MPI's TCP transport{' on ' + where.text if where.text else ''} dialled "
-                     f"{', '.join(f'{a} ({_BRIDGE_DEFAULTS[a]})' for a in bridges[:2])}, a bridge every such host has: "
+                     f"{', '.join(f'{a} ({bridge})' for a, bridge in bridges[:2])}, a bridge every such host has: "
                      "the peers announce their container bridges")
         return [hypothesis(tl, Category.INTERFACE_MISMATCH, 0.75 if bridges else 0.5, title, what=_MPI_WHAT,
                            fix=_MPI_FIX + " If the address is the peer's cluster address, open the ports between the "
@@ -612,8 +613,6 @@ def _mpi_no_route(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "no route to the address a peer announced", 4))]
 
 
-# the addresses container bridges take by default: the same on every host, so a peer's is never the one to dial
-_BRIDGE_DEFAULTS = {"172.17.0.1": "Docker's docker0", "192.168.122.1": "libvirt's virbr0"}
 _NO_ANSWER = re.compile(r"Operation now in progress|Connection timed out|timed out|Resource temporarily unavailable"
                         r"|\((?:110|115|11)\)")
 

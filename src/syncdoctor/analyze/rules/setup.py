@@ -20,6 +20,7 @@ from syncdoctor.analyze.parsers.nccl_info import PLUGIN_NETS
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
     attribute,
+    bridge_gateway,
     evidence_of,
     fmt_ranks,
     hypothesis,
@@ -378,17 +379,13 @@ _BRIDGE_FIX = ("Run the containers with host networking (docker run --network=ho
                "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to an interface whose address the other hosts reach.")
 
 
-# the gateway of a Docker network, the host's own interface on it (docker0 is 172.17.0.1, user-defined networks
-# 172.18.0.1 and up): a process that advertises it for its sockets gets refused connections from the other hosts
-_GATEWAY = re.compile(r"^172\.(?:1[7-9]|2\d|3[01])\.0\.1$|^192\.168\.122\.1$")  # Docker's networks, libvirt's virbr0
-
-
 def _bridge_gateway(tl: Timeline, refused: list[Event]) -> list[Hypothesis]:
     """Peers' connections refused at a Docker network's gateway address (``Connect to 172.18.0.1<49273> failed :
     Connection refused``; UCX's ``connect(…, dest_addr=172.17.0.1:42887) failed``): the peer advertised its
     docker0 or br-… interface (A008), the interface NCCL, gloo or UCX picked first."""
-    at = [e for e in refused if _GATEWAY.match(str(e.data.get("peer_addr") or e.data.get("remote_addr") or "")
-                                                .rsplit("<", 1)[0].rsplit(":", 1)[0].strip("[]"))]
+    # (a bridge's gateway: a process that advertises it for its sockets gets refused connections from other hosts)
+    at = [e for e in refused if bridge_gateway(str(e.data.get("peer_addr") or e.data.get("remote_addr") or "")
+                                               .rsplit("<", 1)[0].rsplit(":", 1)[0].strip("[]"))]
     if not at:
         return []
     where = attribute(at, tl)
