@@ -199,8 +199,6 @@ _RECORD_SIGNAL = re.compile(r"Signal (?P<num>\d+) \((?P<sig>SIG\w+)\) received b
 # (a positive code, a worker that exited with an error, only with its pid: ``exitcode  : 1 (pid: 132514)``)
 _RECORD_EXIT = re.compile(r"^\s*exitcode\s*: (?:(?P<code>-\d+)(?: \((?P<sig>SIG\w+)\)| \(pid: (?P<pid>\d+)\))?|"
                           r"(?P<error>[1-9]\d{0,2}) \(pid: (?P<epid>\d+)\))\s*$")
-# the record's fields above its exit code (``  host      : node1`` / ``  rank      : 1 (local_rank: 1)``)
-_ABOVE_FIELD = re.compile(r"^\s*(?:rank\s*: (?P<rank>\d{1,7}) \(local_rank: (?P<local>\d{1,5})\)|host\s*: (?P<host>\S{1,253}))\s*$")
 
 
 def parse(line: Line) -> list[Event]:
@@ -236,14 +234,18 @@ def record_fields(line: Line, event: Event, above: list[str]) -> list[Event] | N
     (local_rank: 1)``, ``host      : node1``), where the paste kept them; nothing when it did not."""
     rank = local = None
     host = None
-    for body in above[:3]:
-        match = _ABOVE_FIELD.match(body)
-        if match is None:
+    for body in above[:3]:  # the table's own fields, read as its follower reads them
+        match = _FIELD.match(body)
+        if match is None or match["key"] not in ("rank", "host"):
             break
-        if match["rank"]:
-            rank, local = int(match["rank"]), int(match["local"])
-        elif match["host"]:
-            host = match["host"]
+        value = match["value"].strip()
+        ranked = _RANK.fullmatch(value) if match["key"] == "rank" else None
+        if ranked is not None and ranked["local"] is not None:
+            rank, local = int(ranked["rank"]), int(ranked["local"])
+        elif match["key"] == "host" and value:
+            host = value
+        else:
+            break
     if rank is None:
         return None
     origin = replace(event.origin, rank=rank, local_rank=local,
