@@ -329,13 +329,20 @@ class _WqeFollower:
                 if event.kind is Kind.IB_COMPLETION_ERROR]
 
 
+def _completion_error(line: Line, status: int | None, words: str, transport: str, *, hca: str | None = None,
+                      vendor_err: int | None = None, origin: Origin | None = None, wqe: int | None = None) -> list[Event]:
+    """An IB completion error an RDMA library other than NCCL reported, as the verbs status NCCL prints (its words
+    where NCCL names none)."""
+    return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
+        "status": status, "status_text": IB_STATUS.get(status, words) if status is not None else words, "opcode": None,
+        "vendor_err": vendor_err, "hca": hca, "transport": transport, **({"wqe": wqe} if wqe is not None else {})})]
+
+
 def _ucx_completion(line: Line, match: re.Match[str], status: int, *, vendor_err: int | None = None,
                     hca: str | None = None, wqe: int | None = None) -> list[Event]:
     """The IB completion error UCX reported (either transport's words), as the verbs status NCCL prints."""
     origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
-    return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
-        "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
-        "vendor_err": vendor_err, "hca": hca, "transport": "ucx", **({"wqe": wqe} if wqe is not None else {})})]
+    return _completion_error(line, status, match["what"], "ucx", hca=hca, vendor_err=vendor_err, origin=origin, wqe=wqe)
 
 
 def _marked(line: Line, source: str, word: str, origin: Origin | None = None, **data: object) -> list[Event]:
@@ -521,11 +528,19 @@ def _failed_slice(line: Line) -> list[Event] | None:
     fields = inside.rpartition(opened)[2]
     if "(" in fields or ")" in fields:
         return None  # the status closes some other parenthesis than the slice's
-    status = _WC_STATUS[match["what"].lower()]
     nic = _LOCAL_NIC.search(inside)
-    return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
-        "status": status, "status_text": IB_STATUS.get(status, match["what"]), "opcode": None,
-        "vendor_err": None, "hca": nic["dev"] if nic else None, "transport": "mooncake"})]
+    return _completion_error(line, _WC_STATUS[match["what"].lower()], match["what"], "mooncake",
+                             hca=nic["dev"] if nic else None)
+
+
+def _cqe_error(line: Line) -> list[Event] | None:
+    """A failed completion in an RDMA program's own words with its verbs status as a number (UCCL's ``CQE error,
+    wr_id=0, status=5 (Work Request Flushed Error)``); a number that is no verbs status reads as nothing."""
+    match = _CQE_STATUS.search(line.body)
+    if match is None or not 1 <= int(match["status"]) <= 21:
+        return None
+    status = int(match["status"])
+    return _completion_error(line, status, match["what"] or f"status {status}", "rdma")
 
 
 # Cray MPICH's own fatal error, one line per aborting rank: ``MPICH ERROR [Rank 0] [job id 123] [Thu Jan 30 22:35:30
@@ -593,21 +608,17 @@ def parse(line: Line) -> list[Event]:
     match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
     if match:
         return _ucx_completion(line, match, _WC_STATUS[match["what"].lower()])
-    match = _CQE_STATUS.search(body) if "status" in body else None
-    if match and 1 <= int(match["status"]) <= 21:
-        status = int(match["status"])
-        return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
-            "status": status, "status_text": IB_STATUS.get(status, match["what"] or f"status {status}"),
-            "opcode": None, "vendor_err": None, "hca": None, "transport": "rdma"})]
+    completed = _cqe_error(line) if "status" in body else None
+    if completed:
+        return completed
     slice_failed = _failed_slice(line) if ("ailed for slice" in body or "local_nic: " in body) and "): " in body \
         else None
     if slice_failed:
         return slice_failed
     match = _RNIC_INACTIVE.search(body) if "Too many errors found in local RNIC" in body else None
     if match:  # the NIC's host, for the completion errors above (their lines do not name it)
-        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=Origin(host=match["host"]), data={
-            "status": None, "status_text": "too many errors, NIC marked inactive", "opcode": None,
-            "vendor_err": None, "hca": match["dev"], "transport": "mooncake"})]
+        return _completion_error(line, None, "too many errors, NIC marked inactive", "mooncake", hca=match["dev"],
+                                 origin=Origin(host=match["host"]))
     match = _QP_STATE_FAILED.search(body) if "ailed to modify QP to" in body else None
     if match:
         tail = _ERRNO_TAIL.search(match["rest"])
