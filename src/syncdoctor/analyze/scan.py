@@ -274,6 +274,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"BackOff", b"ErrImagePull", b"Evicted",  # Kubernetes: a failing container, a pod removed
     b"OOM kill", b"stragglers",  # a cgroup's OOM kill reason; NeMo's straggler detection stopping the job
     b"AILED", b"EnforceNotMet", b"NaN", b"oss is nan", b"not responding",  # FAILED in capitals; gloo's check; NaNs
+    # the sweep of gloo's sources (r80*): a pair's socket the peer closed, ``Socket (unexpectedly) closed [addr]:port``
+    b" closed [",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

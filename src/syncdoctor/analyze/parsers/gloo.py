@@ -51,12 +51,21 @@ KEYWORDS = (
     "op.preamble.length",
     "connect [",
     "send the data in time",
+    " closed [",
+    "Broken pipe",
+    "timeout [",
 )
 
 _TIMEOUT = re.compile(r"Timed out waiting (?P<ms>\d+)ms for (?P<dir>send|recv) operation")
 _ADDR = r"\[(?P<addr>[0-9A-Fa-f:.%\w]+)\]:(?P<port>\d+)"
-_CLOSED = re.compile(r"Connection closed by peer " + _ADDR)
-_RESET = re.compile(r"Read error " + _ADDR + r": Connection reset by peer")
+# (pair.cc's ``Socket closed [addr]:port``, ``Socket unexpectedly closed …``: IO on a pair whose socket the peer closed)
+_CLOSED = re.compile(r"(?:Connection closed by peer|Socket (?:unexpectedly )?closed) " + _ADDR)
+# (a write to a peer that went away: ``writev [10.0.0.2]:41235: Broken pipe``)
+_RESET = re.compile(r"(?:Read error|writev) " + _ADDR + r": (?:Connection reset by peer|Broken pipe)")
+# a pair's own timeout in sync mode (bound buffers: ``buffer.cc:76] Read timeout [127.0.0.1]:32444``, PyTorch 0.4
+# and gloo's own algorithms): the peer at that address never sent (or read) its part in time
+_PAIR_TIMEOUT = re.compile(r"\b(?P<dir>Read|Write) timeout " + _ADDR)
+_CONNECT_TIMEOUT = re.compile(r"\bConnect timeout " + _ADDR)
 _DEBUG = re.compile(
     r"failed to connect, willRetry=(?P<retry>\d), retry=(?P<n>\d+), retryLimit=(?P<limit>\d+), rank=(?P<rank>\d+), "
     r"size=(?P<size>\d+), local=\[(?P<local>[^\]]+)\]:\d+, remote=\[(?P<remote>[^\]]+)\]:(?P<rport>\d+)\S*, "
@@ -105,6 +114,10 @@ def parse(line: Line) -> list[Event]:
     if match:
         events.append(make_event(Kind.GLOO_TIMEOUT, line, data={
             "ms": int(match["ms"]), "direction": match["dir"], "transport": "gloo", **_gloo_source(body)}))
+    elif (pair_timeout := _PAIR_TIMEOUT.search(body)) is not None:
+        events.append(make_event(Kind.GLOO_TIMEOUT, line, data={
+            "direction": "recv" if pair_timeout["dir"] == "Read" else "send", "transport": "gloo",
+            "peer_addr": pair_timeout["addr"], **_gloo_source(body)}))
     elif "Application timeout caused pair closure" in body:
         events.append(make_event(Kind.GLOO_TIMEOUT, line, data={"pair_closure": True, "transport": "gloo"}))
     elif "Transport init error" in body and (link := _HCCL_LINK.search(body)):
@@ -148,6 +161,10 @@ def parse(line: Line) -> list[Event]:
         events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data={
             "error": pair["error"].strip()[:200], "final": True, "remote_addr": pair["addr"],
             "remote_port": int(pair["port"]), "loopback_remote": is_loopback(pair["addr"]), **_gloo_source(body)}))
+    elif (connect := _CONNECT_TIMEOUT.search(body)) is not None:  # the pair's connect ran out of time
+        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data={
+            "error": "Connect timeout", "final": True, "remote_addr": connect["addr"],
+            "remote_port": int(connect["port"]), "loopback_remote": is_loopback(connect["addr"]), **_gloo_source(body)}))
     else:
         closed = _CLOSED.search(body) or _RESET.search(body)
         if closed:

@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
+from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
     attribute,
@@ -307,6 +308,14 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
         what += (f" HCCL says which peer it waited for: remote rank {', '.join(map(str, awaited[:4]))} of the "
                  "communication group, whose own log says what it was doing (an error before, a slow compile, a "
                  "step the others did not take).")
+    peers = sorted({str(e.data["peer_addr"]) for e in timeouts if e.data.get("peer_addr")})
+    hosts: tuple[str, ...] = ()
+    if peers:  # gloo's pair timeout (sync mode) names the address of the process that never sent or read its part
+        title = (f"another rank never arrived: {waiter} timed out waiting for the process at "
+                 f"{', '.join(peers[:4])} (gloo's connection to it), and the inputs do not say which rank that is")
+        what += (f" gloo says whom it waited for: the process at {', '.join(peers[:4])}, whose own log says what it "
+                 "was doing (an error before, fewer batches than the others, a step the others did not take).")
+        hosts = tuple(p for p in peers if not is_loopback(p))
     if all(_VLLM_WORKER.match(e.text) for e in timeouts):
         # vLLM's workers print behind their prefix and its driver (the main process, local rank 0 of the engine)
         # without one: workers that timed out waited for the driver, whose own timeout is not among them
@@ -318,7 +327,7 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
         return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix, local_ranks=(0,),
                            processes=("vLLM's driver (local rank 0)",),
                            evidence=evidence_of(timeouts, "a worker timed out waiting", MAX_CASCADE))]
-    return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix,
+    return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix, hosts=hosts or None,
                        evidence=evidence_of(timeouts, "timed out waiting", MAX_CASCADE))]
 
 

@@ -77,6 +77,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # GPU runtime's failure whose cure is the driver, not the GPU
     (Category.GPU_ERROR, "a GPU driver older than the CUDA runtime (the GPU itself is not at fault)",
      re.compile(r"driver version is insufficient|driver on your system is too old", _I)),
+    # NVML (nvidia-smi, NCCL's nvmlwrap) after a driver update the host was not rebooted for: the kernel module
+    # loaded is the old one, the library the new one
+    (Category.GPU_ERROR, "a GPU driver whose kernel module and library differ (updated without a reboot; the GPU "
+     "itself is not at fault)", re.compile(r"Driver/library version mismatch", _I)),
     # a training framework's own check of its numbers (Megatron's rerun state machine, NeMo, a trainer's
     # loss check): the rank whose loss or gradients went non-finite stopped, the others then time out
     (Category.RANK_CRASHED, "a NaN or Inf the program's own check caught",
