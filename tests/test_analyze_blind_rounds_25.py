@@ -59,3 +59,79 @@ def test_nvmls_driver_library_mismatch_is_a_driver_updated_without_a_reboot(tmp_
     top = diagnose(tmp_path, line + "\n").hypotheses[0]
     assert top.category is Category.GPU_ERROR and "without a reboot" in top.title, top.title
 
+
+
+def test_an_abort_after_glooss_size_check_is_the_checks_end_not_a_crash_of_its_own(tmp_path: Path) -> None:
+    paste = ("terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+             "  what(): [enforce fail at .../gloo/transport/tcp/pair.cc:456]\n"
+             "           op.preamble.length <= op.nbytes. 4368 vs 2832.\n"
+             "           Received data size doesn't match expected size.\n"
+             "Fatal Python error: Aborted\n")
+    assert diagnose(tmp_path, paste).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+    # an abort with no check above it stays a crash
+    alone = diagnose(tmp_path, "Fatal Python error: Aborted\n").hypotheses[0]
+    assert alone.category is Category.RANK_CRASHED, alone.title
+
+
+@pytest.mark.parametrize("paste", [
+    "r0 | MPI_Allreduce returned error code 15: b'MPI_ERR_TRUNCATE: message truncated' - aborting\n",
+    "MPI_Waitany, MPI error 782: Message truncated, error stack:\n"
+    "Message from rank 3 and tag 1 truncated; 1020000 bytes received but buffer size is 48\n",
+])
+def test_mpis_truncated_receive_is_ranks_whose_calls_disagree(tmp_path: Path, paste: str) -> None:
+    assert diagnose(tmp_path, paste).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+
+
+def test_nccls_bootstrap_message_truncated_is_not_read_as_a_desync(tmp_path: Path) -> None:
+    line = ("compute-2:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4\n")
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.UNRECOGNISED
+
+
+_SLOTS = ("There are not enough slots available in the system to satisfy the 2 slots\n"
+          "that were requested by the application:\n  python\n\n"
+          "Either request fewer slots for your application, or make more slots available\nfor use.\n")
+
+
+@pytest.mark.parametrize(("paste", "words"), [
+    (_SLOTS, "refused to start 2 processes"),
+    ("mpirun was unable to find the specified executable file, and therefore\ndid not launch the job.\n",
+     "could not start the program"),
+    ("mpirun was unable to launch the specified application as it could not access\nor execute an executable:\n",
+     "could not start the program"),
+    ("prterun was unable to launch the specified application as it lacked\npermissions to execute an executable:\n",
+     "could not start the program"),
+])
+def test_open_mpi_refusing_to_start_the_job_says_why(tmp_path: Path, paste: str, words: str) -> None:
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and words in top.title and top.confidence >= 0.75, top.title
+    assert top.fix
+
+
+def test_open_mpis_two_settings_that_exclude_each_other_are_a_lead(tmp_path: Path) -> None:
+    paste = ("Two mutually-exclusive MCA variables were specified.  This can result\n"
+             "in undefined behavior, such as ignoring the components that the MCA\n"
+             "variables are supposed to affect.\n\n  1st MCA variable: btl_tcp_if_include\n"
+             "    Source of value: environment\n  2nd MCA variable: btl_tcp_if_exclude\n"
+             "    Source of value: file (/usr/local/etc/openmpi-mca-params.conf:61)\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "exclude each other" in top.title and top.confidence < 0.5
+    # Open MPI's note that the slots were enough is no error
+    assert not diagnose(tmp_path, "Using 4 slots on node1\n").hypotheses
+
+
+_BAR = "     46/300       9.2G      1.329      2093        640:  78%|███████▊  | 126/162 [00:59<00:16,  2.14it/s]"
+
+
+@pytest.mark.parametrize("glued", ["[rank1]: Traceback (most recent call last):", "Traceback (most recent call last):"])
+def test_a_traceback_glued_behind_a_progress_bars_redraw_is_read_as_a_traceback(tmp_path: Path, glued: str) -> None:
+    frames = ("[rank1]:   File \"/src/ultralytics/utils/tal.py\", line 139, in get_pos_mask\n"
+              "[rank1]:     mask_in_gts = self.select_candidates_in_gts(anc_points, gt_bboxes)\n")
+    if not glued.startswith("[rank1]"):
+        frames = frames.replace("[rank1]:", "")
+    top = diagnose(tmp_path, _BAR + glued + "\n" + frames).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "tal.py" in top.title, top.title
+    if glued.startswith("[rank1]"):
+        assert top.culprit_ranks == (1,)
+    # a bar and another writer's warning on one line stay together (the rules read the bar beside the wait)
+    warning = _BAR + "[rank1]:[W516 14:34:56.853 socket.cpp:464] [c10d] waitForInput: poll returned 0, likely a timeout"
+    assert any(e.kind is Kind.PROGRESS_BAR for e in events_of(warning))

@@ -276,6 +276,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"AILED", b"EnforceNotMet", b"NaN", b"oss is nan", b"not responding",  # FAILED in capitals; gloo's check; NaNs
     # the sweep of gloo's sources (r80*): a pair's socket the peer closed, ``Socket (unexpectedly) closed [addr]:port``
     b" closed [",
+    # Open MPI refusing to start a job, or warning of two settings that exclude each other (r80*)
+    b"enough slots", b"mutually-exclusive MCA",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -53,7 +53,12 @@ _RUN_TOGETHER = re.compile(
     rb" (?=[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] (?:NCCL |[\w./\-]{1,200}:\d{1,6} NCCL ))"
     rb"| (?=\[rank\d{1,6}\]:)"
     rb"| (?P<bare>(?=\[\d{1,4}\] NCCL (?:INFO|WARN) ))"  # a prefix cut to its device by the paste: ``[0] NCCL INFO …``
+    # a progress bar's last redraw with no line end, then another writer's traceback (``… 2.14it/s][rank1]:
+    # Traceback (most recent call last):``), which its reader needs at the start of a line (a bar before any other
+    # line stays on it: the rules read the two together)
+    rb"|(?:(?<=/s\])|(?<=s/it\]))(?=(?:\[rank\d{1,6}\]: ?)?Traceback \(most recent call last\))"
 )
+_BAR_THEN = re.compile(rb"(?:/s|s/it)\](?:\[rank\d{1,6}\]: ?)?Traceback \(")
 _WRITER = re.compile(rb"[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10}$")
 _RANK = re.compile(rb"\[rank\d{1,6}\]:")
 _RUN_MIN = 100  # bytes: a shorter line is one line
@@ -71,20 +76,22 @@ def _glog_machine(head: bytes) -> str | None:
 
 
 def _runs_together(raw: bytes) -> bool:
-    """Cheap first look (bytes.find) for a second writer's prefix in a line: NCCL's word twice, or a rank prefix
-    twice."""
+    """Cheap first look (bytes.find) for a second writer's prefix in a line: NCCL's word twice, a rank prefix
+    twice, or a progress bar's redraw right before a traceback."""
     first = raw.find(b" NCCL ")
     if first >= 0 and raw.find(b" NCCL ", first + 6) >= 0:
         return True
     first = raw.find(b"[rank")
-    return first >= 0 and raw.find(b" [rank", first + 5) >= 0
+    if first >= 0 and raw.find(b" [rank", first + 5) >= 0:
+        return True
+    return b"Traceback (" in raw and _BAR_THEN.search(raw) is not None
 
 
 def _apart(raw: bytes) -> list[bytes]:
     """The lines run together in ``raw``, cut before each writer's prefix after the first line's own (a rank
-    prefix behind Ray's actor prefix stays with it)."""
+    prefix behind Ray's actor prefix stays with it; one right behind a progress bar's redraw is another writer's)."""
     rank = _RANK.search(raw)
-    keep = rank.end() if rank else 0
+    keep = rank.end() if rank and not raw[:rank.start()].endswith((b"/s]", b"s/it]")) else 0
     # a bare ``[0] NCCL`` right after its own ``host:pid:tid`` is that prefix's end, not another line
     cuts = [m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep and not (
         m["bare"] is not None and _WRITER.search(raw, max(0, m.start() - 280), m.start()))]

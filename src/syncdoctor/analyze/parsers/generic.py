@@ -106,7 +106,12 @@ _ERROR = re.compile(
     # gloo's failed check alone, a NaN or Inf a program's own check stopped on, and a server the kernel lost (``nfs:
     # server nas01 not responding, still trying``: the processes reading from it hang)
     r"|\b[A-Z]\w*(?:Failed|Failure)(?=: )|\bEnforceNotMet\b|\b(?:NaN|Inf)s? (?:detected|found|encountered)\b"
-    r"|\bloss (?:is|was|became) (?:nan|NaN|inf)\b|\bnot responding\b)"
+    r"|\bloss (?:is|was|became) (?:nan|NaN|inf)\b|\bnot responding\b"
+    # Open MPI refusing to start the job (help-orte-rmaps-base.txt, help-orterun.txt, PRRTE's): fewer slots than
+    # processes, a program it cannot find or run; and two of its settings that exclude each other (one may be
+    # ignored: a file's btl_tcp_if_exclude beside the environment's btl_tcp_if_include)
+    r"|\bnot enough slots available\b|\bunable to (?:find the specified executable|launch the specified application)\b"
+    r"|\bmutually-exclusive MCA variables\b)"
 )
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)

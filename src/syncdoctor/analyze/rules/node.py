@@ -564,11 +564,14 @@ def _watchdog_abort(tl: Timeline, event: Event) -> bool:
     """SIGABRT after a watchdog timeout in the same output (or before it, for the process that timed out): PyTorch
     takes the process down itself once a collective timed out (``To avoid data inconsistency, we are taking the
     entire process down``: an uncaught exception, ``terminate called``, abort), so the abort is the timeout's end,
-    not a crash of its own."""
+    not a crash of its own. So is one after a size check that failed above it (gloo's ``op.preamble.length <=
+    op.nbytes`` thrown as ``gloo::EnforceNotMet``, uncaught: ``terminate called``, ``Fatal Python error: Aborted``):
+    the desync rule has that check."""
     if event.data.get("signal") != "SIGABRT":
         return False
     timeouts = [e for e in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT) if e.ref.source == event.ref.source]
-    if any(e.ref.line < event.ref.line for e in timeouts):
+    checks = [e for e in tl.of(Kind.COLLECTIVE_MISMATCH) if e.ref.source == event.ref.source]
+    if any(e.ref.line < event.ref.line for e in timeouts + checks):
         return True
     # a paste that puts the launcher's record first: the process it names timed out itself (its local rank is
     # the number of a rank whose timeout is in that output, the first node's numbering, and it names no other)

@@ -103,7 +103,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|inconsistent [^\n]{0,30}across ranks"
                 # Accelerate's debug mode: ``Cannot apply desired operation due to shape mismatches. All shapes
                 # across devices must be valid.``
-                r"|due to shape mismatches", _I)),
+                r"|due to shape mismatches"
+                # MPI's receive of a bigger message than its buffer (MPI_ERR_TRUNCATE; MPICH: ``Message from rank 3
+                # and tag 1 truncated; 1020000 bytes received but buffer size is 48``): the ranks' calls disagree
+                # (not NCCL's bootstrap ``Message truncated : received 256 bytes instead of 4``, whose causes differ)
+                r"|\bMPI_ERR_TRUNCATE\b|\bmessage truncated\b(?!\s*: r)|\btruncated; \d+ bytes received but buffer size", _I)),
     (Category.NCCL_VERSION_MISMATCH, "NCCL versions that differ",
      re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b", _I)),
     # (UCX's address handle for a queue pair's connect: ``ibv_create_ah(… sgid_index=3 …) for RC DEVX QP connect on

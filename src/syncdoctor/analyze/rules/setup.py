@@ -1261,6 +1261,15 @@ _CMA = re.compile(r"\b(?:Read|Wrote) -1, expected (?P<size>\d{1,12}), errno = (?
 # (``NotImplementedError: Using RTX 4000 series doesn't support faster communication broadband via P2P or IB. Please
 # set `NCCL_P2P_DISABLE="1"` and `NCCL_IB_DISABLE="1" or use `accelerate launch` …``)
 _RTX4000 = re.compile(r"Using RTX 4000 series doesn.t support faster communication")
+# Open MPI (ORTE and PRRTE) refusing to start the job: ``There are not enough slots available in the system to satisfy
+# the 2 slots`` (help-orte-rmaps-base.txt: -H host without ``:N``, a hostfile without ``slots=N``), ``mpirun was unable
+# to find the specified executable file`` and ``… was unable to launch the specified application as it could not access
+# or execute an executable`` (help-orterun.txt), and two of its settings that exclude each other (help-mca-var.txt:
+# ``Two mutually-exclusive MCA variables were specified``)
+_SLOTS = re.compile(r"not enough slots available in the system to satisfy the (?P<n>\d+)\s+slots")
+_EXECUTABLE = re.compile(r"unable to (?:find the specified executable|launch the specified application as it "
+                         r"(?:could not (?:access|find)|lacked\b))")
+_MCA_EXCLUSIVE = re.compile(r"Two mutually-exclusive MCA variables were specified")
 
 
 def _lines_matching(tl: Timeline, needle: str, pattern: re.Pattern[str]) -> list[tuple[Event, re.Match[str]]]:
@@ -1368,6 +1377,38 @@ _REFUSALS = (
         "number of visible GPUs, from the same code and strategy.",
         "a collective group of another size"),
     _Refusal(
+        "enough slots", _SLOTS, Category.UNRECOGNISED, 0.8,
+        lambda m, on: (f"Open MPI refused to start {m['n']} processes: the hosts it was given offer fewer slots "
+                       f"(a host named without its count, -H host instead of -H host:N){' (' + on + ')' if on else ''}"),
+        "mpirun places each process in a slot of the hosts it is given; a host named without a count (-H localhost, "
+        "horovodrun -H host, a hostfile line without slots=N) offers one slot (or its cores' count, by release), so a "
+        "job asking for more processes than the slots is refused before any starts.",
+        "Give each host its number of processes: -H host1:4,host2:4 (horovodrun -np 8 -H host1:4,host2:4), or "
+        "`host1 slots=4` in the hostfile; --oversubscribe lets more processes than slots run on purpose.",
+        "Open MPI's slots"),
+    _Refusal(
+        "specified ", _EXECUTABLE, Category.UNRECOGNISED, 0.75,
+        lambda m, on: ("mpirun could not start the program: it found no executable by that name, or could not run it, "
+                       f"on a node{' (' + on + ')' if on else ''}"),
+        "mpirun starts the program named on its command line on every node it was given; on one of them that path or "
+        "name is not there (the script or Python not installed at the same place, a relative path from another working "
+        "directory, a PATH that differs in a non-interactive shell) or is not executable.",
+        "Use the same absolute paths on every node (a shared file system or the same environment), start Python "
+        "explicitly (mpirun -np 4 python train.py), and pass the environment with -x PATH -x LD_LIBRARY_PATH; the "
+        "block names the executable and the node.",
+        "Open MPI could not start the program"),
+    _Refusal(
+        "mutually-exclusive", _MCA_EXCLUSIVE, Category.UNRECOGNISED, 0.3,
+        lambda m, on: ("Open MPI was given two settings that exclude each other (its block names them and where each "
+                       f"comes from){' (' + on + ')' if on else ''}: one of them may be ignored"),
+        "Open MPI warns when two MCA variables that cannot both hold are set (btl_tcp_if_include beside "
+        "btl_tcp_if_exclude, two component lists): which one wins is undefined, so an interface list the job relies on "
+        "may be dropped. One often comes from a file the user never wrote (a container image's "
+        "openmpi-mca-params.conf) and the other from the environment (OMPI_MCA_*) or mpirun's --mca.",
+        "Keep one of the two: remove the line the block names from the file (openmpi-mca-params.conf), or unset the "
+        "OMPI_MCA_ variable or --mca option; `ompi_info --all --parsable | grep <name>` shows each value's source.",
+        "two MCA settings that exclude each other"),
+    _Refusal(
         "netmask", _NETMASK, Category.INTERFACE_MISMATCH, 0.75,
         lambda m, on: ("MPI could not reach its peers: the addresses they advertise"
                        + (f" ({m['addr']})" if m["addr"] else "") + " lie outside the netmask the job allows ("
@@ -1385,7 +1426,8 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
     """Collective and communication libraries refusing the machine they were set up on, in their own words (the
     table above): NCCL's topology search (a PCI path it cannot walk back), Transformer Engine's userbuffers without
     CUDA multicast, Ascend's LCCL with more than two ranks over PCIe, Open MPI's single copy between local processes,
-    TensorFlow's collective group of another size, MS-MPI's netmask."""
+    TensorFlow's collective group of another size, Open MPI's slots, executable and exclusive settings, MS-MPI's
+    netmask."""
     return [hypothesis for refusal in _REFUSALS for hypothesis in _library_refused(tl, refusal)]
 
 
