@@ -135,3 +135,43 @@ def test_a_traceback_glued_behind_a_progress_bars_redraw_is_read_as_a_traceback(
     # a bar and another writer's warning on one line stay together (the rules read the bar beside the wait)
     warning = _BAR + "[rank1]:[W516 14:34:56.853 socket.cpp:464] [c10d] waitForInput: poll returned 0, likely a timeout"
     assert any(e.kind is Kind.PROGRESS_BAR for e in events_of(warning))
+
+
+def test_nccls_cuda_failure_711_is_the_limit_of_peers_not_a_faulty_gpu(tmp_path: Path) -> None:
+    line = ("[2025-06-20 02:14:03] ubuntu:33207:33207 [0] allocator.cc:79 NCCL WARN Cuda failure 711 'peer mapping "
+            "resources exhausted'\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.PEER_ACCESS and "limit of peers" in top.title, top.title
+    # another CUDA failure of NCCL's stays the GPU's
+    other = line.replace("711 'peer mapping resources exhausted'", "700 'an illegal memory access was encountered'")
+    assert diagnose(tmp_path, other).hypotheses[0].category is Category.GPU_ERROR
+
+
+_STALL = ("[1,0]<stderr>:[2021-02-10 17:39:53.403710: W horovod/common/stall_inspector.cc:105] One or more tensors "
+          "were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of "
+          "ranks for more than 60 seconds.\n[1,0]<stderr>:Missing ranks:\n")
+
+
+def test_horovod_ranks_that_each_lack_a_tensor_the_other_submitted_are_a_desync(tmp_path: Path) -> None:
+    rows = ("[1,0]<stderr>:0: [broadcast.noname.3765, broadcast.noname.3873]\n[1,0]<stderr>:1: [broadcast.noname.3873]\n"
+            "[1,0]<stderr>:2: [broadcast.noname.3765]\n[1,0]<stderr>:3: [broadcast.noname.3765]\n")
+    top = diagnose(tmp_path, _STALL + rows).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and "rank 0 lacks broadcast.noname.3765 and 1 more" in top.title
+    # a rank that lacks everything the others submitted is late, not in another collective
+    late = "[1,0]<stderr>:2: [allreduce.grad.0, allreduce.grad.1]\n[1,0]<stderr>:3: [allreduce.grad.1]\n"
+    top = diagnose(tmp_path, _STALL + late).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (2, 3), top.title
+    # a row cut before its ``]`` loses its last name (which the cut may have shortened into another tensor's)
+    cut = "[1,0]<stderr>:2: [allreduce.grad.0, allreduce.gr\n[1,0]<stderr>:3: [allreduce.grad.0, allreduce.grad.1]\n"
+    assert diagnose(tmp_path, _STALL + cut).hypotheses[0].category is Category.LAGGING_RANK
+
+
+def test_tensorflows_cuda_diagnostics_name_the_host_of_the_rank_whose_gpu_would_not_start(tmp_path: Path) -> None:
+    paste = ("[1,1]<stderr>:2018-07-24 15:55:16.245577: E tensorflow/stream_executor/cuda/cuda_driver.cc:397] failed "
+             "call to cuInit: CUDA_ERROR_UNKNOWN\n"
+             "[1,1]<stderr>:2018-07-24 15:55:16.245601: I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:163] "
+             "retrieving CUDA diagnostic information for host: ywlhk13\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and top.culprit_ranks == (1,) and top.culprit_hosts == ("ywlhk13",)
+    # the host alone, without a tag, is a fact of that process only
+    assert one(paste.splitlines()[1].split("<stderr>:", 1)[1], Kind.PROCESS_MAP).origin.rank is None

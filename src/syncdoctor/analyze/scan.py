@@ -278,6 +278,8 @@ ANCHORS: tuple[bytes, ...] = (
     b" closed [",
     # Open MPI refusing to start a job, or warning of two settings that exclude each other (r80*)
     b"enough slots", b"mutually-exclusive MCA",
+    # TensorFlow naming the host whose GPU would not start (cuda_diagnostics.cc, after ``failed call to cuInit``)
+    b"diagnostic information for host",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

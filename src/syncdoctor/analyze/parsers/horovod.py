@@ -55,6 +55,15 @@ def parse(line: Line) -> list[Event]:
         "source": "horovod", "role": "horovod", "failed_ranks": [], "tensors": tensors})]
 
 
+def _names(row: re.Match[str]) -> list[str]:
+    """The tensors of a ``N: [a, b]`` row (its first 16); a row cut before its ``]`` loses its last name, which
+    the cut may have shortened into another tensor's."""
+    names = [name.strip()[:160] for name in row["ops"].split(",") if name.strip()]
+    if not row.group(0).rstrip().endswith("]") and len(names) > 1:
+        names = names[:-1]
+    return names[:16]
+
+
 @dataclass
 class MissingRanks:
     """``Missing ranks:`` and its ``N: [tensors]`` rows (Horovod 0.20+)."""
@@ -68,7 +77,7 @@ class MissingRanks:
         match = _MISSING_ROW.match(_MPI_TAG.sub("", line.text, count=1)) or _MISSING_ROW.match(line.body)
         if not match:  # (the body: after a collector's timestamp and the tag)
             return False
-        self.rows.append((int(match["rank"]), match["ops"].split(",")[0].strip()[:160]))
+        self.rows += [(int(match["rank"]), name) for name in _names(match)]
         return True
 
     def finish(self) -> list[Event]:

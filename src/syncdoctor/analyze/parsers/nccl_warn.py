@@ -346,6 +346,11 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
     if match and (match["code"] == "217" or "peer access" in message):
         return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
             "cuda_error": int(match["code"]), "message": match["msg"].strip()})]
+    if match and (match["code"] == "711" or "peer mapping resources exhausted" in message):
+        # cudaErrorTooManyPeers: one GPU asked to map more peers than CUDA allows (8 on most), a process driving more
+        # GPUs than that (nccl-tests -g 10), no fault of a GPU
+        return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
+            "cuda_error": 711, "message": match["msg"].strip()[:160], "source": "too-many-peers"})]
     match = _GPU.search(message)
     if (match and "out of memory" in match["msg"]) or _CUDA_ALLOC.search(message):
         # NCCL could not allocate its buffers: the GPU's memory is full (``Failed to CUDA calloc async 1920 bytes``:

@@ -10,6 +10,10 @@ line per process as it joins: where two processes print the same global rank and
 and the Trainer disagree on the number of nodes or tasks (:func:`syncdoctor.analyze.rules.progress.
 rank_never_joined`).
 
+TensorFlow's note of the host whose GPU would not start (``cuda_diagnostics.cc:163] retrieving CUDA diagnostic
+information for host: ywlhk13``, printed right after ``failed call to cuInit``): that process's host, which a Horovod
+or MPI tag on the line ties to its rank.
+
 Other frameworks' end-of-training lines (the HF Trainer's ``Training completed. Do not forget to share your
 model``) are not read: each line read needs a scanner anchor of its own, a pass over every input
 (docs/performance.md), and no pasted failure of that shape was found.
@@ -19,12 +23,12 @@ from __future__ import annotations
 
 import re
 
-from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("fit` stopped", "GLOBAL_RANK: ")
+KEYWORDS = ("fit` stopped", "GLOBAL_RANK: ", "diagnostic information for host")
 
 _DONE = re.compile(r"`?Trainer\.fit`? stopped: `?(?P<why>max_(?:epochs|steps|time)=[^`\s]*)`? reached")
 
@@ -33,7 +37,13 @@ _JOINING = re.compile(r"[Ii]nitializing (?:ddp|distributed|world)(?: \(\w+\))?: 
                       r"MEMBER: (?P<member>\d+)/(?P<world>\d+)")
 
 
+_TF_HOST = re.compile(r"retrieving CUDA diagnostic information for host: (?P<host>[A-Za-z0-9][\w.\-]{0,252})\s*$")
+
+
 def parse(line: Line) -> list[Event]:
+    tf_host = _TF_HOST.search(line.body)
+    if tf_host is not None:
+        return [make_event(Kind.PROCESS_MAP, line, origin=Origin(host=tf_host["host"]), data={"source": "tensorflow"})]
     joining = _JOINING.search(line.body)
     if joining is not None:
         return [make_event(Kind.PROCESS_MAP, line, data={

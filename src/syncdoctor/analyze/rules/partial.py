@@ -103,9 +103,11 @@ def from_horovod(tl: Timeline) -> list[Hypothesis]:
     for t in tensors:
         for rank in t.get("missing") or ():
             lacks.setdefault(int(rank), set()).add(str(t.get("tensor") or ""))
-    if len(lacks) > 1 and all(not (lacks[a] & lacks[b]) for a in lacks for b in lacks if a < b):
-        # each rank lacks a tensor another one submitted, and none lacks the same: nobody is merely late, the ranks
-        # are in different collectives (a rank-dependent branch around a broadcast, an extra batch)
+    if any(lacks[a] - lacks[b] and lacks[b] - lacks[a] for a in lacks for b in lacks if a < b):
+        # two ranks each lack a tensor the other submitted: neither is merely late (a late rank lacks all that the
+        # others submitted), the ranks are in different collectives (a rank-dependent branch around a broadcast, an
+        # extra batch, tensors named automatically in a different order: ``broadcast.noname.3765`` on some ranks,
+        # ``broadcast.noname.3873`` on others)
         ranks = sorted(lacks)
         sides = "; ".join(f"rank {r} lacks {sorted(lacks[r])[0]}" + (f" and {len(lacks[r]) - 1} more"
                                                                        if len(lacks[r]) > 1 else "")

@@ -1266,7 +1266,7 @@ _RTX4000 = re.compile(r"Using RTX 4000 series doesn.t support faster communicati
 # to find the specified executable file`` and ``… was unable to launch the specified application as it could not access
 # or execute an executable`` (help-orterun.txt), and two of its settings that exclude each other (help-mca-var.txt:
 # ``Two mutually-exclusive MCA variables were specified``)
-_SLOTS = re.compile(r"not enough slots available in the system to satisfy the (?P<n>\d+)\s+slots")
+_SLOTS = re.compile(r"not enough slots available in the system to satisfy the (?P<n>\d+)\b")
 _EXECUTABLE = re.compile(r"unable to (?:find the specified executable|launch the specified application as it "
                          r"(?:could not (?:access|find)|lacked\b))")
 _MCA_EXCLUSIVE = re.compile(r"Two mutually-exclusive MCA variables were specified")
