@@ -175,3 +175,27 @@ def test_tensorflows_cuda_diagnostics_name_the_host_of_the_rank_whose_gpu_would_
     assert top.category is Category.GPU_ERROR and top.culprit_ranks == (1,) and top.culprit_hosts == ("ywlhk13",)
     # the host alone, without a tag, is a fact of that process only
     assert one(paste.splitlines()[1].split("<stderr>:", 1)[1], Kind.PROCESS_MAP).origin.rank is None
+
+
+@pytest.mark.parametrize("line", [
+    "tensorflow.python.framework.errors_impl.FailedPreconditionError: Mismatched ALLREDUCE CPU/GPU device selection: "
+    "One rank specified device GPU, but another rank specified device CPU.",
+    "RuntimeError: Mismatched allreduce tensor shapes: One rank sent a tensor of rank 2, but another rank sent a tensor "
+    "of rank 1.",
+    "Mismatched data types: One rank had type float32, but another rank had type float16.",
+    "RuntimeError: Mismatched MPI operations: One rank did an allreduce, but another rank did an allgather.",
+])
+def test_horovods_coordinator_finding_the_ranks_requests_different_is_a_desync(tmp_path: Path, line: str) -> None:
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC, top.title
+    assert not top.culprit_ranks  # "a tensor of rank 2" is its number of dimensions, not a rank
+
+
+def test_horovod_shut_down_on_the_others_is_another_rank_that_failed_first(tmp_path: Path) -> None:
+    line = ("RuntimeError: Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt "
+            "to allreduce, allgather or broadcast a tensor after one of the ranks finished execution.\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "Horovod shut down" in top.title, top.title
+    # a rank named in an error's words is still taken as the one it is about
+    named = diagnose(tmp_path, "RuntimeError: NCCL communicator was aborted on rank 3.\n").hypotheses[0]
+    assert named.culprit_ranks == (3,), named.title

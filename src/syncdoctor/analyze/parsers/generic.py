@@ -111,7 +111,9 @@ _ERROR = re.compile(
     # processes, a program it cannot find or run; and two of its settings that exclude each other (one may be
     # ignored: a file's btl_tcp_if_exclude beside the environment's btl_tcp_if_include)
     r"|\bnot enough slots available\b|\bunable to (?:find the specified executable|launch the specified application)\b"
-    r"|\bmutually-exclusive MCA variables\b)"
+    r"|\bmutually-exclusive MCA variables\b"
+    # Horovod's coordinator finding the ranks' requests different (``Mismatched data types: One rank had type …``)
+    r"|\bMismatched\b[^\n:]{0,80}: One rank\b)"
 )
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)

@@ -149,7 +149,8 @@ def _cut_before_its_error(tl: Timeline, errors: list[Event]) -> list[Hypothesis]
 
 
 # a rank an error line is about, in its words: ``… on rank 3 at iteration #3``, ``: Rank 3, node gpu-7, device 3``
-_NAMED = re.compile(r"\b(?:on|from|at|of) rank (?P<rank>\d{1,6})\b(?! *(?:and|or|,|-|/)\s*\d)"
+# (not a tensor's number of dimensions: Horovod's ``One rank sent a tensor of rank 2, but another …``)
+_NAMED = re.compile(r"(?<!tensor )\b(?:on|from|at|of) rank (?P<rank>\d{1,6})\b(?! *(?:and|or|,|-|/)\s*\d)"
                     r"|(?:^|[:\]] ?)Rank (?P<rank2>\d{1,6}), node (?P<node>[\w.-]{1,100}),", re.I)
 
 

@@ -107,7 +107,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # MPI's receive of a bigger message than its buffer (MPI_ERR_TRUNCATE; MPICH: ``Message from rank 3
                 # and tag 1 truncated; 1020000 bytes received but buffer size is 48``): the ranks' calls disagree
                 # (not NCCL's bootstrap ``Message truncated : received 256 bytes instead of 4``, whose causes differ)
-                r"|\bMPI_ERR_TRUNCATE\b|\bmessage truncated\b(?!\s*: r)|\btruncated; \d+ bytes received but buffer size", _I)),
+                r"|\bMPI_ERR_TRUNCATE\b|\bmessage truncated\b(?!\s*: r)|\btruncated; \d+ bytes received but buffer size"
+                # Horovod's coordinator comparing the ranks' requests (controller.cc: ``Mismatched ALLREDUCE CPU/GPU
+                # device selection: One rank specified device GPU, but another rank specified device CPU.``, ``…
+                # tensor shapes``, ``Mismatched data types``, ``Mismatched MPI operations``, root ranks, process sets)
+                r"|\bMismatched\b[^\n:]{0,80}: One rank\b", _I)),
     (Category.NCCL_VERSION_MISMATCH, "NCCL versions that differ",
      re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b", _I)),
     # (UCX's address handle for a queue pair's connect: ``ibv_create_ah(… sgid_index=3 …) for RC DEVX QP connect on
@@ -158,6 +162,10 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_CRASHED, "a process that crashed",
      re.compile(r"segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGBUS\b|\bSIGFPE\b|\bSIGILL\b|core dumped|bus error"
                 r"|\bAborted\b|terminate called|terminating (?:with|due to) uncaught exception", _I)),
+    # Horovod's own words on every rank once one failed or finished early (``Horovod has been shut down. This was
+    # caused by an exception on one of the ranks or an attempt to allreduce … after one of the ranks finished``)
+    (Category.RANK_CRASHED, "another rank that failed or finished first (Horovod shut down on the others)",
+     re.compile(r"Horovod has been shut down", _I)),
 )
 # a bare "timed out" is no outcome of its own here: a download, a health check or a collective may have timed
 # out, and the rules that read collective timeouts know their formats; such a line stays unrecognised (A028)
