@@ -199,3 +199,15 @@ def test_horovod_shut_down_on_the_others_is_another_rank_that_failed_first(tmp_p
     # a rank named in an error's words is still taken as the one it is about
     named = diagnose(tmp_path, "RuntimeError: NCCL communicator was aborted on rank 3.\n").hypotheses[0]
     assert named.culprit_ranks == (3,), named.title
+
+
+@pytest.mark.parametrize("line", [
+    "2023-Aug-01 16:12:43.0204 332066:332417 [18] bootstrap.cc:106 CCOM WARN Call to accept failed : Too many open files",
+    "node1:12345:12400 [0] misc/socket.cc:600 NCCL WARN socketTryAccept: exceeded error retry count (16), Too many open "
+    "files",
+    "OSError: [Errno 24] Too many open files: '/dev/shm/torch_123_456'",
+])
+def test_a_process_out_of_file_descriptors_says_to_raise_the_open_files_limit(tmp_path: Path, line: str) -> None:
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "file descriptors" in top.title, top.title
+    assert top.fix and "ulimit -n" in top.fix

@@ -1270,13 +1270,18 @@ _SLOTS = re.compile(r"not enough slots available in the system to satisfy the (?
 _EXECUTABLE = re.compile(r"unable to (?:find the specified executable|launch the specified application as it "
                          r"(?:could not (?:access|find)|lacked\b))")
 _MCA_EXCLUSIVE = re.compile(r"Two mutually-exclusive MCA variables were specified")
+# a process out of file descriptors (EMFILE): each peer connection is a socket, and the bootstrap's accept, a store's
+# server or a data loader runs out first (``Call to accept failed : Too many open files``, gloo's ``listen: Too many
+# open files``, Python's ``OSError: [Errno 24] Too many open files``)
+_NOFILE = re.compile(r"Too many open files|\bEMFILE\b|\[Errno 24\]")
 
 
 def _lines_matching(tl: Timeline, needle: str, pattern: re.Pattern[str]) -> list[tuple[Event, re.Match[str]]]:
-    """The error lines whose text holds ``needle`` (a substring test first) and matches ``pattern``."""
+    """The error lines (NCCL's WARN lines too) whose text holds ``needle`` (a substring test first) and matches
+    ``pattern``."""
     found = []
     for event in tl.events:
-        if event.kind in (Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR):
+        if event.kind in (Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.NCCL_WARN):
             text = str(event.data.get("message") or event.text)
             match = pattern.search(text) if needle in text else None
             if match:
@@ -1409,6 +1414,19 @@ _REFUSALS = (
         "OMPI_MCA_ variable or --mca option; `ompi_info --all --parsable | grep <name>` shows each value's source.",
         "two MCA settings that exclude each other"),
     _Refusal(
+        "", _NOFILE, Category.UNRECOGNISED, 0.6,
+        lambda m, on: (f"a process ran out of file descriptors (Too many open files){' on ' + on if on else ''}: the "
+                       "open-files limit (ulimit -n) is too low for its sockets"),
+        "Every connection to a peer is a socket, and a process of a large job holds many (NCCL's and the collective "
+        "libraries' bootstrap and proxies, one or more per peer and channel; the store's server, one per client; data "
+        "loader workers sharing tensors through file descriptors). Past the open-files limit (often 1024 by default, "
+        "lower in some containers) the next accept, connect or open fails with EMFILE and the process stops.",
+        "Raise the open-files limit where the processes start: `ulimit -n 1048576` in the job script, `nofile` in "
+        "/etc/security/limits.conf, the container's --ulimit nofile=1048576:1048576, systemd's LimitNOFILE for a "
+        "service; check it inside the job (`ulimit -n` in the same launch). For data loaders, "
+        "torch.multiprocessing.set_sharing_strategy('file_system') also helps.",
+        "out of file descriptors"),
+    _Refusal(
         "netmask", _NETMASK, Category.INTERFACE_MISMATCH, 0.75,
         lambda m, on: ("MPI could not reach its peers: the addresses they advertise"
                        + (f" ({m['addr']})" if m["addr"] else "") + " lie outside the netmask the job allows ("
@@ -1426,8 +1444,8 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
     """Collective and communication libraries refusing the machine they were set up on, in their own words (the
     table above): NCCL's topology search (a PCI path it cannot walk back), Transformer Engine's userbuffers without
     CUDA multicast, Ascend's LCCL with more than two ranks over PCIe, Open MPI's single copy between local processes,
-    TensorFlow's collective group of another size, Open MPI's slots, executable and exclusive settings, MS-MPI's
-    netmask."""
+    TensorFlow's collective group of another size, Open MPI's slots, executable and exclusive settings, a process
+    out of file descriptors, MS-MPI's netmask."""
     return [hypothesis for refusal in _REFUSALS for hypothesis in _library_refused(tl, refusal)]
 
 
