@@ -211,3 +211,14 @@ def test_a_process_out_of_file_descriptors_says_to_raise_the_open_files_limit(tm
     top = diagnose(tmp_path, line + "\n").hypotheses[0]
     assert top.category is Category.UNRECOGNISED and "file descriptors" in top.title, top.title
     assert top.fix and "ulimit -n" in top.fix
+
+
+@pytest.mark.parametrize("line", ["worker-1: bash: line 0: cd: /home/user/project: No such file or directory",
+                                  "worker-1: /usr/bin/python3: No module named deepspeed",
+                                  "/bin/bash: line 1: /usr/sbin/sshd: No such file or directory"])
+def test_a_path_or_module_missing_on_a_node_is_never_silence(tmp_path: Path, line: str) -> None:
+    assert [e.kind for e in events_of(line)] == [Kind.ERROR_LINE], line
+    assert diagnose(tmp_path, line + "\n").hypotheses
+    # gdb's note for a frame whose source it lacks is no error
+    gdb = "78\t../sysdeps/unix/syscall-template.S: No such file or directory."
+    assert not events_of(gdb) and not diagnose(tmp_path, gdb + "\n").hypotheses

@@ -280,6 +280,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"enough slots", b"mutually-exclusive MCA",
     # TensorFlow naming the host whose GPU would not start (cuda_diagnostics.cc, after ``failed call to cuInit``)
     b"diagnostic information for host",
+    # a path or a module missing on a node (a launcher's remote shell: ``cd: /home/user/project: No such file or
+    # directory``; ``python3: No module named deepspeed``)
+    b"such file or directory", b"o module named",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -45,6 +45,10 @@ _ERROR = re.compile(
     r"|\bdue to shape mismatch(?:es)?\b"
     # a shell that did not find a program (``bash: orted: command not found`` from a launcher's remote shell)
     r"|: command not found\b"
+    # a path or a module that is not there (``bash: line 0: cd: /home/user/project: No such file or directory`` from a
+    # launcher's remote shell on a node without that directory, ``/usr/bin/python3: No module named deepspeed``: the
+    # nodes' environments differ)
+    r"|\bNo such file or directory\b|\bNo module named\b"
     # a system call's non-zero errno in a library's words (Open MPI's ``Read -1, expected 131072, errno = 1``)
     r"|\berrno = [1-9]\d{0,3}\b"
     # MS-MPI's sockets finding none of a peer's addresses inside the netmask the job allows
@@ -126,7 +130,10 @@ _BENIGN = re.compile(
     r"Stack trace of the failed collective not found|"
     # a line that says its error words are expected (vLLM's Ray executor: "If you see error log from logging.cc
     # regarding SIGTERM received, please ignore because this is the expected termination process in Ray.")
-    r"\bplease ignore because this is the expected\b"
+    r"\bplease ignore because this is the expected\b|"
+    # gdb showing a frame whose source it does not have (``78\t../sysdeps/unix/syscall-template.S: No such file or
+    # directory.``): the debugger's note, not the process's error
+    r"^\s*\d+\s+\S+\.(?:S|s|c|cc|cpp|cxx|h|hpp|cu|py): No such file or directory\.?\s*$"
 )
 
 
