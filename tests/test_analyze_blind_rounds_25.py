@@ -94,6 +94,11 @@ _SLOTS = ("There are not enough slots available in the system to satisfy the 2 s
 
 @pytest.mark.parametrize(("paste", "words"), [
     (_SLOTS, "refused to start 2 processes"),
+    ("There are not enough slots available in the system to satisfy the 16\nslots that were requested by the "
+     "application:\n", "refused to start 16 processes"),
+    ("There are not enough slots on the nodes in your allocation to satisfy your request to launch on a 8 "
+     "process-per-node basis - only 4 slots were available on node1\n", "refused to start the processes"),
+    ("The requested number of processes exceeds the allocated\nnumber of slots.\n", "refused to start the processes"),
     ("mpirun was unable to find the specified executable file, and therefore\ndid not launch the job.\n",
      "could not start the program"),
     ("mpirun was unable to launch the specified application as it could not access\nor execute an executable:\n",
@@ -222,3 +227,38 @@ def test_a_path_or_module_missing_on_a_node_is_never_silence(tmp_path: Path, lin
     # gdb's note for a frame whose source it lacks is no error
     gdb = "78\t../sysdeps/unix/syscall-template.S: No such file or directory."
     assert not events_of(gdb) and not diagnose(tmp_path, gdb + "\n").hypotheses
+
+
+_ABORT = "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\n"
+
+
+@pytest.mark.parametrize("tail", ["with errorcode 1.\n\nNOTE: invoking MPI_ABORT causes Open MPI to kill all MPI "
+                                  "processes.\n", "  Proc:       [[60146,1],3]\n  Errorcode:  1\n"])
+def test_open_mpis_mpi_abort_notice_names_the_rank_that_called_it(tmp_path: Path, tail: str) -> None:
+    top = diagnose(tmp_path, _ABORT + tail).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,), top.title
+    # cut after its first line: quoted, never silence; a communicator's own rank is not the job's
+    assert diagnose(tmp_path, _ABORT).hypotheses
+    other = "MPI_ABORT was invoked on rank 0 in communicator MPI COMMUNICATOR 4 CREATE FROM 0\nwith errorcode 15.\n"
+    assert not diagnose(tmp_path, other).hypotheses[0].culprit_ranks
+
+
+def test_an_abort_after_the_processs_own_error_is_that_errors_end(tmp_path: Path) -> None:
+    paste = ("r0 | MPI_Allreduce returned error code 15: b'MPI_ERR_TRUNCATE: message truncated' - aborting\n"
+             "MPI_ABORT was invoked on rank 0 in communicator MPI COMMUNICATOR 4 CREATE FROM 0\nwith errorcode 15.\n")
+    assert diagnose(tmp_path, paste).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+
+
+@pytest.mark.parametrize(("paste", "category", "words"), [
+    ("It appears as if there is not enough space for /dev/shm/vader_segment.node1.0 (the shared-memory backing\n"
+     "file). It is likely that your MPI job will now either abort or experience\n", Category.SHM_EXHAUSTED, "shared"),
+    ('The rsh PLS component was not able to find the executable "orted" in\nyour PATH or in the directory where\n',
+     Category.UNRECOGNISED, "daemon"),
+    ("A critical communication path was lost to:\n\n  My name:      [[5001,0],0]\n", Category.UNRECOGNISED, "lost"),
+    ("Some of the requested hosts are not included in the current allocation for the\napplication:\n",
+     Category.UNRECOGNISED, "allocation"),
+])
+def test_open_mpis_other_fatal_notices_are_never_silence(tmp_path: Path, paste: str, category: Category,
+                                                         words: str) -> None:
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is category and words in top.title, top.title

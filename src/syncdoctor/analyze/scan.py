@@ -283,6 +283,13 @@ ANCHORS: tuple[bytes, ...] = (
     # a path or a module missing on a node (a launcher's remote shell: ``cd: /home/user/project: No such file or
     # directory``; ``python3: No module named deepspeed``)
     b"such file or directory", b"o module named",
+    # Open MPI's notice of a process that called MPI_Abort (help-mpi-api.txt)
+    b"MPI_ABORT was invoked",
+    # Open MPI's other refusals to start and its lost daemons (help-orte-rmaps-*.txt, help-orterun.txt, help-plm-rsh.txt,
+    # help-opal-shmem-mmap.txt): an allocation too small, hosts outside it, its daemon not found, its shared-memory
+    # backing file without room, a daemon's connection lost
+    b"n your allocation", b"exceeds the allocated", b"current allocation", b"able to find the executable",
+    b"shared-memory backing", b"communication path was lost",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

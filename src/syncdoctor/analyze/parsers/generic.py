@@ -115,6 +115,11 @@ _ERROR = re.compile(
     # processes, a program it cannot find or run; and two of its settings that exclude each other (one may be
     # ignored: a file's btl_tcp_if_exclude beside the environment's btl_tcp_if_include)
     r"|\bnot enough slots available\b|\bunable to (?:find the specified executable|launch the specified application)\b"
+    # (and an allocation too small or not holding the hosts asked for, its daemon not found on a node, its
+    # shared-memory backing file without room, a component that did not load, a daemon's connection lost)
+    r"|\bnot enough (?:slots|nodes) (?:on the nodes )?in your allocation\b|\bnumber of processes exceeds the allocated\b"
+    r"|\bnot included in the current allocation\b|\bnot able to find the executable\b|\bnot enough space for\b"
+    r"|\bunable to be opened\b|\bcommunication path was lost\b"
     r"|\bmutually-exclusive MCA variables\b"
     # Horovod's coordinator finding the ranks' requests different (``Mismatched data types: One rank had type …``)
     r"|\bMismatched\b[^\n:]{0,80}: One rank\b)"

@@ -53,7 +53,7 @@ KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection
             "): remote operation error", "): remote invalid request error", "): local length error", "UCX error: ",
             "|CCL_ERROR| ", "^C",
             # a failed completion in an RDMA program's own words, its verbs status a number (below)
-            "CQE error", "ompletion error", "WC error", "wc error")
+            "CQE error", "ompletion error", "WC error", "wc error", "MPI_ABORT was invoked")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -352,13 +352,16 @@ def _marked(line: Line, source: str, word: str, origin: Origin | None = None, **
         "word": word, "message": line.body.strip()[:300], "source": source, **data})]
 
 
-def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollower | _WqeFollower | None:
+def follow_mpi(line: Line) -> (_OmpiFollower | _NoticedFollower | _InboundFollower | _WqeFollower | _AbortFollower
+                             | None):
     if "(synd 0x" in line.body and _UCX_COMPLETION.search(line.body) and not _UCX_WQE.search(line.body):
         return _WqeFollower(line)
     if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body or _MPI_UNCONNECTED in line.body or \
             _MPI_CONNECT_FAIL in line.body or \
             _MPI_LOST_DAEMON in line.body or _MPI_BAD_IF.search(line.body):
         return _InboundFollower(line)
+    if "MPI_ABORT was invoked" in line.body and (abort := _OMPI_ABORT.search(line.body)) and not abort["code"]:
+        return _AbortFollower(line, abort)
     match = _OMPI_FIRST.search(line.body)
     if match and match["code"] is None:
         follower = _OmpiFollower(line)
@@ -374,6 +377,47 @@ def follow_mpi(line: Line) -> _OmpiFollower | _NoticedFollower | _InboundFollowe
         return _NoticedFollower(line, int(cut["rank"]), int(cut["pid"]), cut["host"])
     return None
 
+
+# Open MPI's (and PRRTE's) notice that a process called MPI_Abort (help-mpi-api.txt): ``MPI_ABORT was invoked on rank 3
+# in communicator MPI_COMM_WORLD`` then ``with errorcode 1.`` (on one line when a paste joined them); a rank of
+# another communicator (``MPI COMMUNICATOR 4 CREATE FROM 0``) is that communicator's, not the job's
+_OMPI_ABORT = re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d{1,7}) in communicator (?P<comm>.+?)\s*"
+                         r"(?:with errorcode (?P<code>-?\d{1,10})\.?\s*)?$")
+
+
+def _mpi_abort(line: Line, match: re.Match[str], code: int | None) -> list[Event]:
+    """A process that called MPI_Abort with ``code``: its own error (above it, in its output) is why, and Open MPI
+    then kills the others. Without its code (the block cut after its first line) the line is quoted as an error."""
+    if code is None:
+        return [make_event(Kind.ERROR_LINE, line, data={"message": line.body.strip()[:300]})]
+    world = match["comm"] == "MPI_COMM_WORLD"
+    return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"])) if world else None, data={
+        "source": "mpi-abort", "exitcode": code, "signal": None, "communicator": match["comm"],
+        **({} if world else {"comm_rank": int(match["rank"])})})]
+
+
+@dataclass
+class _AbortFollower:
+    """Open MPI's MPI_ABORT notice, its errorcode on the next line (``with errorcode 1.``; PRRTE's ``  Errorcode:
+    1`` under ``  Proc: [[60146,1],0]``)."""
+
+    head: Line
+    match: re.Match[str]
+    max_lines: int = 3
+    code: int | None = None
+
+    def feed(self, line: Line) -> bool:
+        found = _ABORT_CODE.search(line.body)
+        if found:
+            self.code = int(found["code"])
+            return False
+        return bool(line.body.strip()) and "Proc:" in line.body  # PRRTE's process line comes first
+
+    def finish(self) -> list[Event]:
+        return _mpi_abort(self.head, self.match, self.code)
+
+
+_ABORT_CODE = re.compile(r"^\s*(?:with errorcode|Errorcode:)\s+(?P<code>-?\d{1,10})\b")
 
 # Open MPI's summary, when the paste stops before its "Process name:" block says which one
 _OMPI_NONZERO = re.compile(r"(?P<count>\d+) process(?:es)? returned\s*(?:a non-zero exit code)?\s*$"
@@ -637,6 +681,9 @@ def parse(line: Line) -> list[Event]:
         mpi = _mpi_transport(line)
         if mpi is not None:
             return mpi
+    match = _OMPI_ABORT.search(body) if "MPI_ABORT was invoked" in body else None
+    if match and match["code"]:  # the errorcode on the same line (a paste that joined the block's lines)
+        return _mpi_abort(line, match, int(match["code"]))
     if _OMPI_NONZERO.search(body) and "Process name" not in body:
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "mpirun-summary", "exitcode": None, "signal": None, "unknown_exit": True})]

@@ -580,9 +580,10 @@ def _watchdog_abort(tl: Timeline, event: Event) -> bool:
 
 
 def _exit_code_only(report: Event) -> bool:
-    """A report that says only that a process failed: Open MPI's summary, srun's ``Exited with exit code N``."""
+    """A report that says only that a process failed: Open MPI's summary, srun's ``Exited with exit code N``, a
+    process's MPI_Abort."""
     source = report.data.get("source")
-    return source == "mpirun-summary" or (source == "slurm" and not report.data.get("signal")
+    return source in ("mpirun-summary", "mpi-abort") or (source == "slurm" and not report.data.get("signal")
                                           and report.data.get("exitcode") is not None)
 
 

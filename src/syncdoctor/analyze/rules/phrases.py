@@ -52,7 +52,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # 0x7f71…: Cannot allocate memory [12]``)
                 r"|Failed to register memory\b[^\n]{0,80}(?:Cannot allocate memory|ENOMEM)", _I)),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
-     re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm"
+     re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm|shared-memory backing"
                 r"|\bproviders? for name shm\b|\bshm provider\b", _I)),  # libfabric's shm provider (oneCCL, EFA)
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"

@@ -680,8 +680,10 @@ _DIALLED = re.compile(r"\bdial tcp \[?(?P<host>[\w.\-:]+?)\]?:\d{1,5}: (?:[\w ]+
 
 
 # a remote shell that did not find the launcher's daemon: ``bash: orted: command not found``, ``prted: command not
-# found``, ``hydra_pmi_proxy: No such file or directory``
-_DAEMON_NOT_FOUND = re.compile(r"\b(?:orted|prted|hydra_pmi_proxy): (?:command not found|No such file or directory"
+# found``, ``hydra_pmi_proxy: No such file or directory``; Open MPI's own ``The rsh PLS component was not able to find
+# the executable "orted" in`` (help-plm-rsh.txt, and a singleton's in help-ess-base.txt)
+_DAEMON_NOT_FOUND = re.compile(r"not able to find the executable \"(?:orted|prted)\"|"
+                               r"\b(?:orted|prted|hydra_pmi_proxy): (?:command not found|No such file or directory"
                                # or found, without the libraries it links (the compiler's runtime, CUDA's): ``prted: error
                                # while loading shared libraries: libimf.so: cannot open shared object file: …``
                                r"|(?P<lib>error while loading shared libraries: [\w.+\-]{1,80}))")
@@ -1266,7 +1268,8 @@ _RTX4000 = re.compile(r"Using RTX 4000 series doesn.t support faster communicati
 # to find the specified executable file`` and ``… was unable to launch the specified application as it could not access
 # or execute an executable`` (help-orterun.txt), and two of its settings that exclude each other (help-mca-var.txt:
 # ``Two mutually-exclusive MCA variables were specified``)
-_SLOTS = re.compile(r"not enough slots available in the system to satisfy the (?P<n>\d+)\b")
+_SLOTS = re.compile(r"not enough slots available in the system to satisfy the (?P<n>\d+)\b|not enough (?:slots|nodes) "
+                    r"(?:on the nodes )?in your allocation|number of processes exceeds the allocated")
 _EXECUTABLE = re.compile(r"unable to (?:find the specified executable|launch the specified application as it "
                          r"(?:could not (?:access|find)|lacked\b))")
 _MCA_EXCLUSIVE = re.compile(r"Two mutually-exclusive MCA variables were specified")
@@ -1382,14 +1385,17 @@ _REFUSALS = (
         "number of visible GPUs, from the same code and strategy.",
         "a collective group of another size"),
     _Refusal(
-        "enough slots", _SLOTS, Category.UNRECOGNISED, 0.8,
-        lambda m, on: (f"Open MPI refused to start {m['n']} processes: the hosts it was given offer fewer slots "
-                       f"(a host named without its count, -H host instead of -H host:N){' (' + on + ')' if on else ''}"),
+        "", _SLOTS, Category.UNRECOGNISED, 0.8,
+        lambda m, on: (f"Open MPI refused to start {m['n'] + ' processes' if m['n'] else 'the processes'}: the hosts "
+                       "or the allocation it was given offer fewer slots (a host named without its count, -H host "
+                       f"instead of -H host:N; a scheduler's allocation smaller than -np){' (' + on + ')' if on else ''}"),
         "mpirun places each process in a slot of the hosts it is given; a host named without a count (-H localhost, "
-        "horovodrun -H host, a hostfile line without slots=N) offers one slot (or its cores' count, by release), so a "
-        "job asking for more processes than the slots is refused before any starts.",
+        "horovodrun -H host, a hostfile line without slots=N) offers one slot (or its cores' count, by release), and "
+        "under a scheduler the slots are the allocation's tasks (Slurm's --ntasks, --ntasks-per-node), so a job asking "
+        "for more processes than the slots is refused before any starts.",
         "Give each host its number of processes: -H host1:4,host2:4 (horovodrun -np 8 -H host1:4,host2:4), or "
-        "`host1 slots=4` in the hostfile; --oversubscribe lets more processes than slots run on purpose.",
+        "`host1 slots=4` in the hostfile; under Slurm ask for as many tasks as -np (or leave -np out); "
+        "--oversubscribe lets more processes than slots run on purpose.",
         "Open MPI's slots"),
     _Refusal(
         "specified ", _EXECUTABLE, Category.UNRECOGNISED, 0.75,
