@@ -262,3 +262,22 @@ def test_open_mpis_other_fatal_notices_are_never_silence(tmp_path: Path, paste: 
                                                          words: str) -> None:
     top = diagnose(tmp_path, paste).hypotheses[0]
     assert top.category is category and words in top.title, top.title
+
+
+def test_mpichs_own_abort_is_quoted_with_the_rank_it_names(tmp_path: Path) -> None:
+    line = ("Abort(1091215) on node 3 (rank 3 in comm 0): Fatal error in PMPI_Init: Other MPI error, error stack:")
+    event = one(line, Kind.ERROR_LINE)
+    assert event.origin.rank == 3
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "rank 3" in top.title, top.title
+    # a rank of another communicator is not the job's
+    assert one(line.replace("in comm 0", "in comm 4"), Kind.ERROR_LINE).origin.rank is None
+
+
+@pytest.mark.parametrize("line", [
+    "[mpiexec@node1] HYDT_bscu_wait_for_completion (tools/bootstrap/utils/bscu_wait.c:75): one of the processes "
+    "terminated badly; aborting",
+    "[cli_1]: aborting job:",
+])
+def test_mpichs_hydra_ending_the_job_is_never_silence(tmp_path: Path, line: str) -> None:
+    assert diagnose(tmp_path, line + "\n").hypotheses

@@ -120,6 +120,9 @@ _ERROR = re.compile(
     r"|\bnot enough (?:slots|nodes) (?:on the nodes )?in your allocation\b|\bnumber of processes exceeds the allocated\b"
     r"|\bnot included in the current allocation\b|\bnot able to find the executable\b|\bnot enough space for\b"
     r"|\bunable to be opened\b|\bcommunication path was lost\b"
+    # MPICH's Hydra and its PMI client ending the job (``one of the processes terminated badly; aborting``, ``[cli_1]:
+    # aborting job:``)
+    r"|\bterminated badly\b|\baborting job\b"
     r"|\bmutually-exclusive MCA variables\b"
     # Horovod's coordinator finding the ranks' requests different (``Mismatched data types: One rank had type …``)
     r"|\bMismatched\b[^\n:]{0,80}: One rank\b)"

@@ -53,7 +53,7 @@ KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection
             "): remote operation error", "): remote invalid request error", "): local length error", "UCX error: ",
             "|CCL_ERROR| ", "^C",
             # a failed completion in an RDMA program's own words, its verbs status a number (below)
-            "CQE error", "ompletion error", "WC error", "wc error", "MPI_ABORT was invoked")
+            "CQE error", "ompletion error", "WC error", "wc error", "MPI_ABORT was invoked", "Abort(")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
@@ -593,6 +593,11 @@ def _cqe_error(line: Line) -> list[Event] | None:
 # 15 14:58:48 2021] [unknown] [nid001192] - Abort(672797967)``)
 _MPICH_ABORT = re.compile(r"MPICH ERROR \[Rank (?P<rank>\d+)\] \[job id [^\]]*\] (?:\[[^\]]{0,80}\] ){1,3}?\[(?P<host>[\w.\-]+)\] - "
                           r"Abort\((?P<code>-?\d+)\)(?: \(rank \d+ in comm \d+\))?:? ?(?P<msg>.*)")
+# MPICH's own abort, without Cray's prefix (MPIR_Handle_fatal_error): ``Abort(1091215) on node 3 (rank 3 in comm 0):
+# Fatal error in PMPI_Init: Other MPI error, error stack:`` (comm 0 is MPI_COMM_WORLD; the node is the rank's number
+# among the job's processes in these releases, not a host): the error line, with the rank it names
+_MPICH_PLAIN_ABORT = re.compile(r"\bAbort\((?P<code>-?\d{1,12})\) on node \d{1,7} \(rank (?P<rank>\d{1,7}) in comm "
+                                r"(?P<comm>\d{1,10})\):? ?(?P<msg>.*)")
 
 
 def parse(line: Line) -> list[Event]:
@@ -602,6 +607,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.EXCEPTION, line, origin=Origin(rank=int(match["rank"]), host=match["host"]), data={
             "type": "MPI_Abort", "message": match["msg"].strip()[:300], "source": "cray-mpich",
             "exitcode": int(match["code"])})]
+    match = _MPICH_PLAIN_ABORT.search(body) if "Abort(" in body and "MPICH ERROR" not in body else None
+    if match:  # MPI's own fatal error (a setup the library refused, more often than a crash): quoted with its rank
+        world = match["comm"] == "0"
+        return [make_event(Kind.ERROR_LINE, line, origin=Origin(rank=int(match["rank"])) if world else None, data={
+            "message": body.strip()[:300], "source": "mpich-abort"})]
     if "fill_local_host_ip" in body and _CCL_NO_IFACE.search(body):
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "oneccl", "where": "KVS", "message": body.strip()[:300]})]
