@@ -281,3 +281,12 @@ def test_mpichs_own_abort_is_quoted_with_the_rank_it_names(tmp_path: Path) -> No
 ])
 def test_mpichs_hydra_ending_the_job_is_never_silence(tmp_path: Path, line: str) -> None:
     assert diagnose(tmp_path, line + "\n").hypotheses
+
+
+def test_a_nic_drivers_link_down_is_never_silence_and_an_ib_ones_is_its_port_down(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "mlx5_core 0000:3b:00.0 ib0: Link down\n").hypotheses[0]
+    assert top.category is Category.IB_PORT_DOWN, top.title
+    ethernet = diagnose(tmp_path, "i40e 0000:3b:00.0 eth0: NIC Link is Down\n").hypotheses[0]
+    assert ethernet.category is Category.UNRECOGNISED  # an Ethernet NIC's: quoted, not taken for InfiniBand
+    # a link that came up is no error
+    assert not diagnose(tmp_path, "mlx5_core 0000:3b:00.0 ib0: Link up\n").hypotheses

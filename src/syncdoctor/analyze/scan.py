@@ -290,6 +290,8 @@ ANCHORS: tuple[bytes, ...] = (
     # backing file without room, a daemon's connection lost
     b"n your allocation", b"exceeds the allocated", b"current allocation", b"able to find the executable",
     b"shared-memory backing", b"communication path was lost",
+    # a NIC driver's link down in the kernel's log (``mlx5_core 0000:3b:00.0 ib0: Link down``, ``NIC Link is Down``)
+    b"Link down", b"Link is Down",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

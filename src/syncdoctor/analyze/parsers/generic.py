@@ -123,6 +123,9 @@ _ERROR = re.compile(
     # MPICH's Hydra and its PMI client ending the job (``one of the processes terminated badly; aborting``, ``[cli_1]:
     # aborting job:``)
     r"|\bterminated badly\b|\baborting job\b"
+    # the kernel's NIC drivers reporting a link down (``mlx5_core 0000:3b:00.0 ib0: Link down``, ``i40e …: NIC Link is
+    # Down``)
+    r"|\bLink (?:is )?[Dd]own\b"
     r"|\bmutually-exclusive MCA variables\b"
     # Horovod's coordinator finding the ranks' requests different (``Mismatched data types: One rank had type …``)
     r"|\bMismatched\b[^\n:]{0,80}: One rank\b)"

@@ -124,7 +124,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.IB_UNREACHABLE_AT_INIT, "IB/RoCE NICs that could not reach each other (retries exceeded)",
      re.compile(r"transport retry counter exceeded|retry count exceeded|RETRY_EXC(?:_ERR)?\b", _I)),
     (Category.IB_PORT_DOWN, "an IB port or device that failed",
-     re.compile(r"IBV_EVENT_PORT_ERR|IBV_EVENT_DEVICE_FATAL|local catastrophic|\bport error\b", _I)),
+     re.compile(r"IBV_EVENT_PORT_ERR|IBV_EVENT_DEVICE_FATAL|local catastrophic|\bport error\b"
+                # an InfiniBand or RDMA NIC's driver reporting its link down (``mlx5_core 0000:3b:00.0 ib0: Link down``)
+                r"|(?:\bmlx[45]_\w+|\bib\d{1,3}\b|\bhfi1\b|\bbnxt_re\b)[^\n]{0,80}\bLink (?:is )?down\b", _I)),
     # Ascend HCCL's own checks of the ranks' addresses: ``rank[0] device ip family[2] is not same as others[10].``
     # (IPv4 on one, IPv6 on the rest), ``… Do not configure ranks belonging to different physical superpod ID info a
     # single logical superpod ID`` (a virtual NIC that cannot reach the other superpod)
