@@ -290,3 +290,16 @@ def test_a_nic_drivers_link_down_is_never_silence_and_an_ib_ones_is_its_port_dow
     assert ethernet.category is Category.UNRECOGNISED  # an Ethernet NIC's: quoted, not taken for InfiniBand
     # a link that came up is no error
     assert not diagnose(tmp_path, "mlx5_core 0000:3b:00.0 ib0: Link up\n").hypotheses
+
+
+@pytest.mark.parametrize(("line", "category", "words"), [
+    ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", Category.GPU_ERROR,
+     "not at fault"),
+    ("amdgpu 0000:c1:00.0: amdgpu: GPU reset begin!", Category.GPU_ERROR, "fault of the GPU"),
+    ("2024-Jan-01 00:00:00.000 1234:5678 ERROR TDRV:dmem_alloc_internal Failed to alloc DEVICE memory: 1048576",
+     Category.RANK_OUT_OF_MEMORY, "out of memory"),
+])
+def test_rocm_and_neuron_words_for_a_gpu_that_cannot_run_the_job(tmp_path: Path, line: str, category: Category,
+                                                                  words: str) -> None:
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is category and words in top.title, top.title

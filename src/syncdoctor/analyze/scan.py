@@ -292,6 +292,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"shared-memory backing", b"communication path was lost",
     # a NIC driver's link down in the kernel's log (``mlx5_core 0000:3b:00.0 ib0: Link down``, ``NIC Link is Down``)
     b"Link down", b"Link is Down",
+    # a GPU driver resetting a hung GPU (``amdgpu: GPU reset begin!``)
+    b"GPU reset",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

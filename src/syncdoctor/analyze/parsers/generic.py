@@ -126,6 +126,9 @@ _ERROR = re.compile(
     # the kernel's NIC drivers reporting a link down (``mlx5_core 0000:3b:00.0 ib0: Link down``, ``i40e …: NIC Link is
     # Down``)
     r"|\bLink (?:is )?[Dd]own\b"
+    # ROCm's errors by name (``hipErrorNoBinaryForGpu: Unable to find code object …``) and a GPU driver resetting a hung
+    # GPU (``amdgpu 0000:c1:00.0: amdgpu: GPU reset begin!``)
+    r"|\bhipError[A-Z]\w+|\bGPU reset\b"
     r"|\bmutually-exclusive MCA variables\b"
     # Horovod's coordinator finding the ranks' requests different (``Mismatched data types: One rank had type …``)
     r"|\bMismatched\b[^\n:]{0,80}: One rank\b)"

@@ -56,7 +56,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bproviders? for name shm\b|\bshm provider\b", _I)),  # libfabric's shm provider (oneCCL, EFA)
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
-                r"|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
+                r"|CUBLAS_STATUS_ALLOC_FAILED|failed to alloc(?:ate)? [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
                 r"|OUT_OF_DEVICE_MEMORY|out of device memory"
                 # vLLM's start-up check: ``Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than
                 # desired GPU memory utilization (0.98, 174.78 GiB)``
@@ -70,13 +70,18 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\baddr_window (?:not properly set|check failed)", _I)),
     (Category.GPU_ERROR, "a fault of the GPU",
      re.compile(r"illegal memory access|illegal address|memory access fault|\bECC\b|\bXid\b|fallen off the bus"
-                r"|HW Exception|GPU hang|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"
+                r"|HW Exception|GPU hang|GPU reset|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"
                 r"|CUDA_ERROR_ILLEGAL|amdgpu\b[^\n]{0,60}\b(?:error|fault)|GPU is lost|GPU lost"
                 r"|\b(?:Cuda|HIP) failure\b", _I)),
     # the CUDA software that does not fit the host's driver (cudaErrorInsufficientDriver; PyTorch's own words): a
     # GPU runtime's failure whose cure is the driver, not the GPU
     (Category.GPU_ERROR, "a GPU driver older than the CUDA runtime (the GPU itself is not at fault)",
      re.compile(r"driver version is insufficient|driver on your system is too old", _I)),
+    # a build without code for this GPU's architecture (CUDA's ``no kernel image is available for execution on the
+    # device``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all current devices!``)
+    (Category.GPU_ERROR, "binaries without code for this GPU's architecture (the GPU itself is not at fault)",
+     re.compile(r"no kernel image is available|hipErrorNoBinaryForGpu|Unable to find code object for all current "
+                r"devices", _I)),
     # NVML (nvidia-smi, NCCL's nvmlwrap) after a driver update the host was not rebooted for: the kernel module
     # loaded is the old one, the library the new one
     (Category.GPU_ERROR, "a GPU driver whose kernel module and library differ (updated without a reboot; the GPU "
