@@ -303,3 +303,9 @@ def test_rocm_and_neuron_words_for_a_gpu_that_cannot_run_the_job(tmp_path: Path,
                                                                   words: str) -> None:
     top = diagnose(tmp_path, line + "\n").hypotheses[0]
     assert top.category is category and words in top.title, top.title
+
+
+def test_rays_autoscaler_unable_to_place_the_jobs_gpus_is_never_silence(tmp_path: Path) -> None:
+    line = "(autoscaler +1m2s) Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0}"
+    assert [e.kind for e in events_of(line)] == [Kind.ERROR_LINE]
+    assert diagnose(tmp_path, line + "\n").hypotheses

@@ -129,6 +129,9 @@ _ERROR = re.compile(
     # ROCm's errors by name (``hipErrorNoBinaryForGpu: Unable to find code object …``) and a GPU driver resetting a hung
     # GPU (``amdgpu 0000:c1:00.0: amdgpu: GPU reset begin!``)
     r"|\bhipError[A-Z]\w+|\bGPU reset\b"
+    # Ray's autoscaler unable to place what the job asked for (``Warning: The following resource request cannot be
+    # scheduled right now: {'GPU': 8.0}``): the job waits for GPUs the cluster does not have
+    r"|\bcannot be scheduled\b"
     r"|\bmutually-exclusive MCA variables\b"
     # Horovod's coordinator finding the ranks' requests different (``Mismatched data types: One rank had type …``)
     r"|\bMismatched\b[^\n:]{0,80}: One rank\b)"
