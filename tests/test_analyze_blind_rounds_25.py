@@ -309,3 +309,9 @@ def test_rays_autoscaler_unable_to_place_the_jobs_gpus_is_never_silence(tmp_path
     line = "(autoscaler +1m2s) Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0}"
     assert [e.kind for e in events_of(line)] == [Kind.ERROR_LINE]
     assert diagnose(tmp_path, line + "\n").hypotheses
+
+
+def test_ncclremoteerror_in_its_own_words_is_a_peer_that_went_away(tmp_path: Path) -> None:
+    line = "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "lost its connection" in top.title, top.title

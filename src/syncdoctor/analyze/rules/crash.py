@@ -212,7 +212,7 @@ def _peer_unknown(tl: Timeline) -> list[Hypothesis]:
     """Connections closed or reset, or ncclRemoteError, and no line says by whom (an address masked before
     pasting, or PyTorch's summary only): a peer went away or the network between failed."""
     lost = [e for e in tl.events if e.kind is Kind.PEER_CLOSED or
-            (e.kind is Kind.NCCL_ERROR and "remote" in str(e.data.get("error", "")) + str(e.data.get("code", "")))]
+            (e.kind is Kind.NCCL_ERROR and "remote" in (str(e.data.get("error", "")) + str(e.data.get("code", ""))).lower())]
     if not lost or any(e.kind in TIMEOUT_KINDS for e in tl.events):
         return []  # with timeouts, who waited for whom is the progress rules' question
     where = attribute(lost, tl)
