@@ -315,3 +315,11 @@ def test_ncclremoteerror_in_its_own_words_is_a_peer_that_went_away(tmp_path: Pat
     line = "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.RANK_CRASHED and "lost its connection" in top.title, top.title
+
+
+def test_ncclsystemerror_by_its_code_alone_reads_as_its_words_do(tmp_path: Path) -> None:
+    code = "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n"
+    words = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
+             "1691, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.17.1\n")
+    by_code, by_words = (diagnose(tmp_path, text).hypotheses[0] for text in (code, words))
+    assert by_code.category is by_words.category is Category.PEER_UNREACHABLE, by_code.title

@@ -272,7 +272,9 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     out += _launch_unreachable(tl)
     if not out:
         out += _store_gone_at_shutdown(tl)
-    system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", ""))]
+    # (its words, ``unhandled system error``, or its code alone: ``ncclSystemError: System call (e.g. socket, malloc) …``)
+    system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", "")).lower()
+              or e.data.get("code") == "ncclSystemError"]
     if system and not out and not _ran(tl) and not _topology_failed(tl):
         said = _system_error_in_words(tl, system)
         if said is not None:
