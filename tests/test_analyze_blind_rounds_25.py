@@ -323,3 +323,11 @@ def test_ncclsystemerror_by_its_code_alone_reads_as_its_words_do(tmp_path: Path)
              "1691, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.17.1\n")
     by_code, by_words = (diagnose(tmp_path, text).hypotheses[0] for text in (code, words))
     assert by_code.category is by_words.category is Category.PEER_UNREACHABLE, by_code.title
+
+
+def test_ncclunhandledcudaerror_by_its_code_alone_is_a_cuda_call_that_failed(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "ncclUnhandledCudaError: Call to CUDA function failed.\n").hypotheses[0]
+    assert top.category is Category.GPU_ERROR, top.title
+    # its Last error: line says which, and out of memory is the GPU's memory, not a fault
+    paste = "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'\n"
+    assert diagnose(tmp_path, paste).hypotheses[0].category is Category.RANK_OUT_OF_MEMORY
