@@ -331,3 +331,11 @@ def test_ncclunhandledcudaerror_by_its_code_alone_is_a_cuda_call_that_failed(tmp
     # its Last error: line says which, and out of memory is the GPU's memory, not a fault
     paste = "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'\n"
     assert diagnose(tmp_path, paste).hypotheses[0].category is Category.RANK_OUT_OF_MEMORY
+
+
+def test_a_srun_task_that_exited_with_a_shells_128_plus_9_was_killed(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "srun: error: node1: task 0: Exited with exit code 137\n").hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "exit code 137" in top.title, top.title
+    # an ordinary exit code stays the task's own failure
+    own = diagnose(tmp_path, "srun: error: node1: task 0: Exited with exit code 1\n").hypotheses[0]
+    assert own.category is Category.RANK_CRASHED, own.title

@@ -30,7 +30,7 @@ import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
-from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name, signal_number
+from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, shell_signal_name, signal_name, signal_number
 
 __all__ = ["KEYWORDS", "parse"]
 
@@ -124,6 +124,8 @@ def parse(line: Line) -> list[Event]:
         signal = "SIGKILL" if oom else _SRUN_SIGNALS.get(match["what"])
         number = signal_number(signal)
         code = int(match["code"]) if match["code"] else (-number if number else None)
+        if match["code"] and signal is None:  # a task that is a shell reports its child's death as 128 + N (137: SIGKILL)
+            signal = shell_signal_name(code)
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
             "unknown_exit": code is None, **({"oom": True} if oom else {})})]

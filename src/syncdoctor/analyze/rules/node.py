@@ -521,7 +521,10 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                     "traceback; its peers then time out or lose their connection to it.")
             category, confidence = Category.RANK_KILLED, 0.9
         elif signal == "SIGKILL":
-            title = f"{who} was killed by SIGKILL (exit code -9): most often the host's OOM killer"
+            codes = sorted({int(e.data["exitcode"]) for e in events if isinstance(e.data.get("exitcode"), int)
+                            and int(e.data["exitcode"]) > 128})  # a shell's 128 + 9, as the launcher said it
+            said = f"exit code {codes[0]}" if len(codes) == 1 else "exit code -9"
+            title = f"{who} was killed by SIGKILL ({said}): most often the host's OOM killer"
             what = (f"The launcher reports {who} killed by SIGKILL, and no error of its own: "
                     "SIGKILL cannot be caught, so the worker leaves no traceback. The kernel's out-of-memory killer "
                     "(host RAM, not GPU memory), a container memory limit or the scheduler sent it.")
