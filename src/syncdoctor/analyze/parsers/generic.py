@@ -115,6 +115,7 @@ _ERROR = re.compile(
     # processes, a program it cannot find or run; and two of its settings that exclude each other (one may be
     # ignored: a file's btl_tcp_if_exclude beside the environment's btl_tcp_if_include)
     r"|\bnot enough slots available\b|\bunable to (?:find the specified executable|launch the specified application)\b"
+    r"|\bmutually-exclusive MCA variables\b"
     # (and an allocation too small or not holding the hosts asked for, its daemon not found on a node, its
     # shared-memory backing file without room, a component that did not load, a daemon's connection lost)
     r"|\bnot enough (?:slots|nodes) (?:on the nodes )?in your allocation\b|\bnumber of processes exceeds the allocated\b"
@@ -132,7 +133,6 @@ _ERROR = re.compile(
     # Ray's autoscaler unable to place what the job asked for (``Warning: The following resource request cannot be
     # scheduled right now: {'GPU': 8.0}``): the job waits for GPUs the cluster does not have
     r"|\bcannot be scheduled\b"
-    r"|\bmutually-exclusive MCA variables\b"
     # Horovod's coordinator finding the ranks' requests different (``Mismatched data types: One rank had type …``)
     r"|\bMismatched\b[^\n:]{0,80}: One rank\b)"
 )

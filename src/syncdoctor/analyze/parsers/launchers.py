@@ -53,7 +53,9 @@ KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection
             "): remote operation error", "): remote invalid request error", "): local length error", "UCX error: ",
             "|CCL_ERROR| ", "^C",
             # a failed completion in an RDMA program's own words, its verbs status a number (below)
-            "CQE error", "ompletion error", "WC error", "wc error", "MPI_ABORT was invoked", "Abort(")
+            "CQE error", "ompletion error", "WC error", "wc error",
+            # Open MPI's notice of a process that called MPI_Abort, MPICH's own abort (below)
+            "MPI_ABORT was invoked", "Abort(")
 
 _DEEPSPEED = re.compile(r"(?P<cmd>\[.*?\])?\s*exits with return code = (?P<code>-?\d+)")
 # MosaicML Composer's launcher (composer.cli.launcher): ``Rank 2 crashed with exit code -7.``
