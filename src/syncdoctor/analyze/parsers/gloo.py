@@ -107,6 +107,14 @@ _HCCL_LINK = re.compile(r"createLink para:rank\[\d{1,7}\][^,]*, remoteRank\[(?P<
 _NOTIFY_PEER = re.compile(r"Notify record from remote rank: ?\[(?P<peer>\d{1,7})\]")
 
 
+def _pair_connect_failed(line: Line, match: re.Match[str], error: str) -> Event:
+    """A pair's own failed connect to the peer at ``match``'s address (``connect [addr]:port: …``, ``Connect timeout
+    [addr]:port``)."""
+    return make_event(Kind.GLOO_CONNECT_FAILED, line, data={
+        "error": error, "final": True, "remote_addr": match["addr"], "remote_port": int(match["port"]),
+        "loopback_remote": is_loopback(match["addr"]), **_gloo_source(line.body)})
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     events: list[Event] = []
@@ -158,13 +166,9 @@ def parse(line: Line) -> list[Event]:
             data["loopback_remote"] = is_loopback(remote["addr"])
         events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data=data))
     elif (pair := _PAIR_CONNECT.search(body)) is not None:  # pair.cc before connectFullMesh said it (<= 1.x)
-        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data={
-            "error": pair["error"].strip()[:200], "final": True, "remote_addr": pair["addr"],
-            "remote_port": int(pair["port"]), "loopback_remote": is_loopback(pair["addr"]), **_gloo_source(body)}))
+        events.append(_pair_connect_failed(line, pair, pair["error"].strip()[:200]))
     elif (connect := _CONNECT_TIMEOUT.search(body)) is not None:  # the pair's connect ran out of time
-        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data={
-            "error": "Connect timeout", "final": True, "remote_addr": connect["addr"],
-            "remote_port": int(connect["port"]), "loopback_remote": is_loopback(connect["addr"]), **_gloo_source(body)}))
+        events.append(_pair_connect_failed(line, connect, "Connect timeout"))
     else:
         closed = _CLOSED.search(body) or _RESET.search(body)
         if closed:
