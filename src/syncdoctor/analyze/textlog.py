@@ -49,6 +49,8 @@ _PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-
                      rb"(?:[: ][^\n$#%]{0,80})?\]?\s?[$#%] ")
 # a paste whose newlines were lost (a page's rendered text copied, markdown joining the lines of an unfenced paste):
 # log lines run together on one line, each still behind its writer's prefix; read apart, at the same line number
+_BAR_ENDS = (b"/s]", b"s/it]")  # the end of a progress bar's rate field: ``2.14it/s]``, ``43.23s/it]``
+_TRACEBACK_NEXT = rb"(?:\[rank\d{1,6}\]: ?)?Traceback \(most recent call last\)"  # behind its rank prefix or not
 _RUN_TOGETHER = re.compile(
     rb" (?=[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] (?:NCCL |[\w./\-]{1,200}:\d{1,6} NCCL ))"
     rb"| (?=\[rank\d{1,6}\]:)"
@@ -56,9 +58,9 @@ _RUN_TOGETHER = re.compile(
     # a progress bar's last redraw with no line end, then another writer's traceback (``… 2.14it/s][rank1]:
     # Traceback (most recent call last):``), which its reader needs at the start of a line (a bar before any other
     # line stays on it: the rules read the two together)
-    rb"|(?:(?<=/s\])|(?<=s/it\]))(?=(?:\[rank\d{1,6}\]: ?)?Traceback \(most recent call last\))"
+    rb"|(?:(?<=/s\])|(?<=s/it\]))(?=" + _TRACEBACK_NEXT + rb")"
 )
-_BAR_THEN = re.compile(rb"(?:/s|s/it)\](?:\[rank\d{1,6}\]: ?)?Traceback \(")
+_BAR_THEN = re.compile(rb"(?:/s|s/it)\]" + _TRACEBACK_NEXT)
 _WRITER = re.compile(rb"[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10}$")
 _RANK = re.compile(rb"\[rank\d{1,6}\]:")
 _RUN_MIN = 100  # bytes: a shorter line is one line
@@ -91,7 +93,7 @@ def _apart(raw: bytes) -> list[bytes]:
     """The lines run together in ``raw``, cut before each writer's prefix after the first line's own (a rank
     prefix behind Ray's actor prefix stays with it; one right behind a progress bar's redraw is another writer's)."""
     rank = _RANK.search(raw)
-    keep = rank.end() if rank and not raw[:rank.start()].endswith((b"/s]", b"s/it]")) else 0
+    keep = rank.end() if rank and not raw[:rank.start()].endswith(_BAR_ENDS) else 0
     # a bare ``[0] NCCL`` right after its own ``host:pid:tid`` is that prefix's end, not another line
     cuts = [m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep and not (
         m["bare"] is not None and _WRITER.search(raw, max(0, m.start() - 280), m.start()))]
