@@ -17,7 +17,17 @@ from pathlib import Path
 import pytest
 
 from syncdoctor.analyze import analyze_paths
-from syncdoctor.analyze.paste import FILLER, double_spaced, paste_margin, unspaced, unwrap, wrap_width
+from syncdoctor.analyze.paste import (
+    FILLER,
+    double_spaced,
+    json_records,
+    paste_margin,
+    records_text,
+    unjsoned,
+    unspaced,
+    unwrap,
+    wrap_width,
+)
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "analyze" / "real"
 
@@ -59,6 +69,16 @@ def stamped(text: str) -> str:
                    for n, line in enumerate(_lines(text)))
 
 
+def cri(text: str) -> str:  # a container runtime's own file (/var/log/pods/…): its stamp, the stream, F (whole)
+    return "".join(f"2024-05-01T12:{n // 60 % 60:02d}:{n % 60:02d}.123456789Z stderr F {line}\n"
+                   for n, line in enumerate(_lines(text)))
+
+
+def docker_json(text: str) -> str:  # Docker's json-file driver: each line a record that holds it
+    return "".join(json.dumps({"log": line + "\n", "stream": "stderr", "time": f"2024-05-01T12:00:{n % 60:02d}Z"})
+                   + "\n" for n, line in enumerate(_lines(text)))
+
+
 def _category(path: Path) -> str:
     hypotheses = analyze_paths([str(path)]).diagnosis.hypotheses
     return hypotheses[0].code if hypotheses else "-"
@@ -82,7 +102,7 @@ def right_cases() -> list[tuple[str, str, str]]:
     (crlf, 0), (quoted, 0), (indented, 0), (coloured, 0), (nonbreaking, 0),
     # a collector's timestamps stand beside the log's own, which some readings compare (a heartbeat's age), and
     # before a fence or a tool's own report header: a few cases may read otherwise
-    (stamped, 0.01),
+    (stamped, 0.01), (cri, 0.01), (docker_json, 0),
     # a terminal's hard wrap at 120 columns: joined again where two different lines end exactly there and go on
     # in lines of no prefix; a paste with one long line, or a continuation that starts like a line of its own (a
     # rank, a time), is not (15 of 600)
@@ -192,3 +212,37 @@ def test_a_blank_line_after_every_line_is_a_filler_line() -> None:
     # a log as written, with a blank line here and there, or too short to tell, is not double spaced
     assert not double_spaced(b"a\nb\n\nc\nd\n\ne\nf\ng\n")
     assert not double_spaced(b"a\n\nb\n\nc\n\n")
+
+
+def test_a_collector_s_json_records_are_read_as_the_lines_they_hold(tmp_path: Path) -> None:
+    oom = "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    docker = [json.dumps({"log": "step 1\n", "stream": "stdout"}), json.dumps({"log": oom + "\n", "stream": "stderr"}),
+              json.dumps({"log": "\x1b[31mERROR\x1b[0m bye\n", "stream": "stderr"})]
+    block = ("\n".join(docker) + "\n").encode()
+    assert json_records(block)
+    assert unjsoned(block).decode().splitlines() == ["step 1", oom, "\x1b[31mERROR\x1b[0m bye"]
+    # a trainer's metric dicts are no records (no field holds a line), nor is a log with a JSON line or two
+    assert not json_records(b'{"loss": 0.9, "epoch": 0.25}\n{"loss": 0.8, "epoch": 0.5}\n{"loss": 0.7}\n')
+    assert not json_records(b"step 1\nstep 2\n" + docker[1].encode() + b"\nstep 3\nstep 4\n")
+    # the host a record names, a level down (Kubernetes' metadata) or two (Cloud Logging's resource labels)
+    gcp = {"textPayload": "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+                          "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+           "resource": {"labels": {"pod_name": "trainer-worker-2"}}}
+    assert records_text([gcp]) == (b"trainer-worker-2: Traceback (most recent call last):\n"
+                                   b'trainer-worker-2:   File "t.py", line 3, in <module>\n'
+                                   b"trainer-worker-2: RuntimeError: CUDA error: an illegal memory access was "
+                                   b"encountered\n")
+    assert records_text({"loss": 0.9}) is None and records_text([gcp, {"loss": 1}]) is None
+    for name, data in [("docker.log", block), ("gcp.json", json.dumps([gcp, {"textPayload": "step 2"}]).encode()),
+                       ("one.json", json.dumps({"level": "error", "msg": oom}).encode()),
+                       ("fluent.log", (json.dumps({"message": oom, "kubernetes": {"pod_name": "llama-worker-1"}})
+                                       + "\n").encode())]:
+        path = tmp_path / name
+        path.write_bytes(data)
+        top = analyze_paths([str(path)]).diagnosis.hypotheses[0]
+        if name == "gcp.json":
+            assert (top.code, top.culprit_hosts) == ("A021", ("trainer-worker-2",)), name
+        else:
+            assert (top.code, top.culprit_ranks) == ("A004", (3,)), name
+        if name == "fluent.log":
+            assert top.culprit_hosts == ("llama-worker-1",)

@@ -10,15 +10,23 @@ import io
 import json
 import logging
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from syncdoctor.analyze.inputs import MAX_LINE, Source, iter_blocks, open_source, sniff
 from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
 from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
-from syncdoctor.analyze.paste import double_spaced, plain_spaces, unquoted, unspaced
+from syncdoctor.analyze.paste import (
+    double_spaced,
+    json_records,
+    plain_spaces,
+    records_text,
+    unjsoned,
+    unquoted,
+    unspaced,
+)
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.textlog import read_text
 from syncdoctor.errors import InputError
@@ -76,6 +84,10 @@ def _read_json_doc(source: Source, stream: BinaryIO, head: bytes, out: Collected
         out.events.extend(ras.parse_json(doc, source.name))
     elif isinstance(doc, (dict, list)) and _watch_records(doc, source.name, out):
         pass
+    elif (text := records_text(doc)) is not None:  # a log collector's records (one, or a list): the lines they hold
+        stats = read_text(iter_blocks(io.BytesIO(text)), source.name, origin, out.events, scanner)
+        out.bytes_read += stats.bytes
+        out.lines_read += stats.lines
     else:
         out.notes.append(f"{source.name}: JSON that is neither a Flight Recorder dump nor a RAS report; skipped")
 
@@ -125,9 +137,36 @@ def _read_jsonl(source: Source, stream: BinaryIO, head: bytes, out: Collected) -
     out.lines_read += number
 
 
+class _Unjsoned(io.RawIOBase):
+    """A log of a collector's JSON records (Docker's json-file, a structured logger) read as the lines they hold
+    (:func:`paste.unjsoned`, block by block)."""
+
+    def __init__(self, blocks: Iterator[bytes]) -> None:
+        self._blocks = blocks
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:  # a writable buffer (memoryview)
+        while not self._pending:
+            block = next(self._blocks, None)
+            if block is None:
+                return 0
+            self._pending = unjsoned(block)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+
 def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scanner, origin: Origin) -> None:
     head = stream.read(_HEAD)
     kind = sniff(head)
+    if kind == "jsonl" and not _watch_event_first(head) and json_records(head):
+        stream = io.BufferedReader(_Unjsoned(iter_blocks(stream, prefix=head)))
+        head = stream.read(_HEAD)
+        kind = sniff(head)
     if kind == "pickle":
         _read_pickle(source, stream, head, out, origin)
     elif kind == "json":

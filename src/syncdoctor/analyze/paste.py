@@ -1,20 +1,22 @@
 """What pasting does to every line of a log alike, undone before its lines are read. Pure: bytes in, bytes out.
 
-A log reaches ``analyze`` through a terminal, a chat, an issue or a log pipeline: colour codes, a margin every
-line shares (a markdown code block indented by four spaces or inside a list item, a quoted reply), lines hard
+A log reaches ``analyze`` through a terminal, a chat, an issue or a log pipeline: colour codes, each line a JSON
+record of a log collector (Docker's ``{"log": …}``, a structured logger's ``{"msg": …}``, Cloud Logging's
+``{"textPayload": …}``), a margin every line shares (a markdown code block indented by four spaces or inside a list item, a quoted reply), lines hard
 wrapped at the terminal's width, a blank line after every line (a copy from a web page or a remote desktop). Line counts are kept, so that evidence still cites the line where a thing is.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from syncdoctor.analyze.parsers.nccl_tests import ECHO
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "paste_margin", "plain_spaces", "unquoted", "unspaced",
-           "unwrap", "without_margin", "wrap_width"]
+__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "json_records", "paste_margin", "plain_spaces", "records_text", "unjsoned", "unquoted",
+           "unspaced", "unwrap", "without_margin", "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 _LEAD = re.compile(rb"[ \t>]*")
@@ -190,3 +192,78 @@ def plain_spaces(block: bytes) -> bytes:
     spaces, so that the scanner's words and the parsers' patterns see them."""
     # memchr for the one byte first: a search for the pair runs at about 1 GB/s, a second per GB of log
     return block.replace(b"\xc2\xa0", b" ") if b"\xa0" in block and b"\xc2\xa0" in block else block
+
+
+_RECORD_KEYS = ("log", "message", "msg", "textPayload", "MESSAGE")  # where collectors put the line the program wrote
+_HOST_KEYS = ("hostname", "host", "pod_name", "pod", "nodename", "_HOSTNAME")
+_MIN_RECORDS = 3  # lines of a paste's first block that are such records, before each line is read as one
+
+
+def _record(line: bytes) -> tuple[str, str] | None:
+    """The text a collector's JSON record holds, and the host it names ("" when none); None when not one."""
+    if not line.startswith(b"{"):
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:  # cut, or not JSON
+        return None
+    return _held(record)
+
+
+def _held(record: object) -> tuple[str, str] | None:
+    if not isinstance(record, dict):
+        return None
+    text = next((record[k] for k in _RECORD_KEYS if isinstance(record.get(k), str)), None)
+    if text is None:
+        return None
+    return text, _host(record, 3)
+
+
+def _host(record: dict, depth: int) -> str:
+    """The host a record names, looked for in its fields and, ``depth`` levels down, in the objects they hold
+    (Kubernetes' ``{"kubernetes": {"pod_name": …}}``, Cloud Logging's ``{"resource": {"labels": …}}``)."""
+    for key in _HOST_KEYS:
+        if isinstance(record.get(key), str) and record[key].strip():
+            return record[key].strip()
+    if depth > 1:
+        for value in record.values():
+            if isinstance(value, dict) and (host := _host(value, depth - 1)):
+                return host
+    return ""
+
+
+def json_records(block: bytes) -> bool:
+    """A log whose lines are a collector's JSON records, from its first block: at least three of its first lines
+    are, and as many as are not."""
+    lines = [line.strip() for line in _head(block, _WRAP_SAMPLE) if line.strip()][:_MIN_RECORDS * 20]
+    records = sum(1 for line in lines if _record(line) is not None)
+    return records >= min(_MIN_RECORDS, len(lines)) > 0 and records * 2 >= len(lines)
+
+
+def _lines(text: str, host: str) -> list[bytes]:
+    return [f"{host}: {piece}".encode() if host and piece.strip() else piece.encode()
+            for piece in text.rstrip("\n").split("\n")]
+
+
+def records_text(doc: object) -> bytes | None:
+    """The lines a JSON document of collector records holds (one record, or a list of them: Cloud Logging's
+    download), ``host: ``-prefixed as :func:`unjsoned` writes them; None when it is not such a document."""
+    records = doc if isinstance(doc, list) else [doc]
+    held = [found for record in records if (found := _held(record)) is not None]
+    if not held or len(held) < len(records):
+        return None
+    return b"".join(line + b"\n" for text, host in held for line in _lines(text, host))
+
+
+def unjsoned(block: bytes) -> bytes:
+    """``block`` with each record replaced by the text it holds, after its host as a ``host: `` prefix where the
+    record names one (as pdsh writes). A line that is no record stays. A record that holds several lines (a
+    traceback in one event) becomes those lines: the line numbers after it count them."""
+    out = []
+    for line in block.split(b"\n"):
+        found = _record(line.strip())
+        if found is None:
+            out.append(line)
+            continue
+        out.extend(_lines(*found))
+    return b"\n".join(out)

@@ -9,7 +9,8 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``[1,3]<stdout>:``                    Open MPI ``--tag-output``: job id, rank
 ``Tue Nov 10 10:05:04 2020[3]<stderr>:`` horovodrun (Gloo), also ``…2020[1,3]<stderr>:`` (mpirun
                                       ``--timestamp-output``): the time (optional) and the rank
-``2024-05-01T12:00:00.123Z``          a log collector's timestamp (ISO 8601)
+``2024-05-01T12:00:00.123Z``          a log collector's timestamp (ISO 8601); after it, a container
+                                      runtime's stream and tag (``stderr F ``, /var/log/pods)
 ``[E1129 12:59:46.221 file.cpp:67]``  c10 (glog-style) log prefix: severity, month-day, time
 ``E1129 12:59:46.221000 1234 f.py:1]`` torch elastic's Python log format: severity, time, pid
 ``host:pid:tid [dev] NCCL INFO``      NCCL's own prefix (optionally ``[YYYY-MM-DD HH:MM:SS] `` first)
@@ -90,6 +91,9 @@ _BRACKET_HOST = re.compile(r"\[(?P<host>(?=[a-z0-9-]*-)(?=[a-z-]*[0-9])(?!rank)[
 # source file that logged; the older form without the stamp, ``[compute001:31180:0:31180] ib_mlx5_log.c:143 …``
 _UCX = re.compile(r"(?:\[\d{9,10}\.\d{1,9}\] +)?\[(?P<host>[A-Za-z0-9][\w.\-]{0,62}):(?P<pid>\d{1,10}) ?:\d{1,6}(?::\d{1,10})?\]"
                   r"\s+(?=[\w.]{1,60}\.(?:c|cc|cpp|h):\d{1,6}\s)")
+# a container runtime's own log file (/var/log/pods, /var/log/containers: CRI's format) after its stamp: the stream
+# and whether the line is whole (F) or a part cut at 16 KiB (P), ``2024-05-01T10:00:00.123456789Z stderr F …``
+_CRI = re.compile(r"(?:stdout|stderr) [PF] ")
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
 _RAY = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?(?:rank=(?P<rank>\d{1,6}) )?pid=(?P<pid>\d{1,10})"
                   r"(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
@@ -337,10 +341,12 @@ def split_prefix(text: str) -> Prefix:
             value = _year_less(int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"]), g["f"])
             if value is not None and time is None:
                 time, time_text = value, match.group(0).strip(" []")
+            end = match.end()
             if pos == start and not stamped:  # a log pipeline's stamp (kubectl --timestamps, ts): the line after it
                 stamped = True
-                start = match.end()
-            pos = match.end()
+                cri = _CRI.match(text, end)
+                start = end = cri.end() if cri else end
+            pos = end
             continue
         match = _VLLM_LOG.match(text, pos)
         if match:
