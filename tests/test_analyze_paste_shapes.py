@@ -23,6 +23,7 @@ from syncdoctor.analyze.paste import (
     json_records,
     paste_margin,
     records_text,
+    strings_text,
     unjsoned,
     unspaced,
     unwrap,
@@ -246,3 +247,26 @@ def test_a_collector_s_json_records_are_read_as_the_lines_they_hold(tmp_path: Pa
             assert (top.code, top.culprit_ranks) == ("A004", (3,)), name
         if name == "fluent.log":
             assert top.culprit_hosts == ("llama-worker-1",)
+
+
+def test_a_json_document_of_no_known_kind_is_read_as_the_strings_it_holds(tmp_path: Path) -> None:
+    # torchelastic's error file (TORCHELASTIC_ERROR_FILE, under its log dir's attempt_0/<local rank>/): the
+    # message is an object, the traceback a string in it
+    error = {"message": {"message": "RuntimeError: CUDA error: an illegal memory access was encountered",
+                         "extraInfo": {"py_callstack": "Traceback (most recent call last):\n  File \"train.py\", "
+                                                       "line 88, in main\n    loss.backward()\nRuntimeError: CUDA "
+                                                       "error: an illegal memory access was encountered\n",
+                                       "timestamp": "1714557600"}}}
+    assert strings_text(error).decode().splitlines()[:3] == [
+        "RuntimeError: CUDA error: an illegal memory access was encountered", "Traceback (most recent call last):",
+        '  File "train.py", line 88, in main']
+    folder = tmp_path / "attempt_0" / "3"
+    folder.mkdir(parents=True)
+    (folder / "error.json").write_text(json.dumps(error))
+    analysis = analyze_paths([str(folder / "error.json")])
+    top = analysis.diagnosis.hypotheses[0]
+    assert (top.code, top.culprit_local_ranks) == ("A021", (3,))
+    assert any("its strings read as lines" in note for note in analysis.collected.notes)
+    # one that holds no error: no hypothesis, and no traceback either
+    (tmp_path / "config.json").write_text(json.dumps({"model": "llama", "lr": 3e-4, "tags": ["a", "b"]}))
+    assert analyze_paths([str(tmp_path / "config.json")]).diagnosis.hypotheses == ()

@@ -23,6 +23,7 @@ from syncdoctor.analyze.paste import (
     json_records,
     plain_spaces,
     records_text,
+    strings_text,
     unjsoned,
     unquoted,
     unspaced,
@@ -86,7 +87,11 @@ def _read_json_doc(source: Source, stream: BinaryIO, head: bytes, out: Collected
         pass
     elif (text := records_text(doc)) is not None:  # a log collector's records (one, or a list): the lines they hold
         stats = read_text(iter_blocks(io.BytesIO(text)), source.name, origin, out.events, scanner)
-        out.bytes_read += stats.bytes
+        out.lines_read += stats.lines
+    elif text := strings_text(doc):  # torchelastic's error file, an object some tool printed: the text it holds
+        out.notes.append(f"{source.name}: JSON that is neither a Flight Recorder dump nor a RAS report; its strings "
+                         f"read as lines")
+        stats = read_text(iter_blocks(io.BytesIO(text)), source.name, origin, out.events, scanner)
         out.lines_read += stats.lines
     else:
         out.notes.append(f"{source.name}: JSON that is neither a Flight Recorder dump nor a RAS report; skipped")

@@ -15,7 +15,7 @@ from syncdoctor.analyze.parsers.nccl_tests import ECHO
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "json_records", "paste_margin", "plain_spaces", "records_text", "unjsoned", "unquoted",
+__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "json_records", "paste_margin", "plain_spaces", "records_text", "strings_text", "unjsoned", "unquoted",
            "unspaced", "unwrap", "without_margin", "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
@@ -253,6 +253,26 @@ def records_text(doc: object) -> bytes | None:
     if not held or len(held) < len(records):
         return None
     return b"".join(line + b"\n" for text, host in held for line in _lines(text, host))
+
+
+_MAX_STRINGS = 100_000  # the strings read from one JSON document of no known kind
+
+
+def strings_text(doc: object) -> bytes:
+    """The text a JSON document of no kind known to analyze holds: its strings in document order, one line per
+    line of each (torchelastic's error file, ``{"message": {"message": …, "extraInfo": {"py_callstack": …}}}``; an
+    object some tool printed). Bounded: the first :data:`_MAX_STRINGS` strings."""
+    out: list[str] = []
+    stack = [doc]
+    while stack and len(out) < _MAX_STRINGS:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item.rstrip("\n"))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return "".join(text + "\n" for text in out if text.strip()).encode("utf-8", "replace")
 
 
 def unjsoned(block: bytes) -> bytes:
