@@ -9,13 +9,15 @@ import platform
 import random
 import re
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze import analyze_paths, inputs
 from syncdoctor.analyze.inputs import Source, expand, iter_blocks, open_source, sniff
 from syncdoctor.analyze.model import Kind, Origin
 from syncdoctor.analyze.scan import _WINDOW, ANCHORS, Scanner, hyperscan_available, libc_memmem_available
@@ -252,3 +254,55 @@ def test_lines_the_fallback_calls_errors_are_scanned(line: str) -> None:
     assert parse_line(make_line(line, Ref("f", 1), Origin()))
     for backend in _available_backends():
         assert Scanner(backend=backend).line_starts(line.encode() + b"\n") == [0], backend
+
+
+def _bundle(tmp_path: Path) -> dict[str, bytes]:
+    return {"job/node1/rank3.log": b"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+            "job/node2/rank0.log.gz": gzip.compress(b"step 1\nstep 2\n"),
+            "job/README": b"nothing\n"}
+
+
+@pytest.mark.parametrize("kind", ["tar", "tar.gz", "zip"])
+def test_an_archive_s_files_are_inputs_of_their_own(tmp_path: Path, kind: str) -> None:
+    files = _bundle(tmp_path)
+    path = tmp_path / f"logs.{kind}"
+    if kind == "zip":
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:  # deflated: no text shows
+            for name, data in files.items():
+                archive.writestr(name, data)
+    else:
+        with tarfile.open(path, "w:gz" if kind == "tar.gz" else "w") as archive:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+    analysis = analyze_paths([str(path)])
+    assert list(analysis.collected.sources) == [f"{path}!{name}" for name in files]
+    top = analysis.diagnosis.hypotheses[0]
+    assert (top.code, top.culprit_ranks, top.culprit_hosts) == ("A004", (3,), ("node1",))
+    assert analysis.collected.lines_read == 4  # the gzip'd member decompressed
+    assert top.evidence[0].ref.source == f"{path}!job/node1/rank3.log"
+
+
+def test_a_corrupt_or_bounded_archive_keeps_what_was_read(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "logs.tar"
+    with tarfile.open(path, "w") as archive:
+        for name, data in _bundle(tmp_path).items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    data = path.read_bytes()
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(data[:1024 + 512 + 10])  # the first member whole, the second's data cut
+    analysis = analyze_paths([str(cut)])
+    assert analysis.diagnosis.hypotheses[0].code == "A004"
+    assert any("read stopped early" in note for note in analysis.collected.notes)
+    monkeypatch.setattr(inputs, "MAX_MEMBER_BYTES", 10)  # a member that expands past the bound is cut there
+    collected = analyze_paths([str(path)]).collected
+    # the first file's cut line, the gzip'd one's ten bytes no stream (a note), the third file whole
+    assert collected.lines_read == 2
+    assert [note.split(":")[0].rpartition("!")[2] for note in collected.notes] == ["job/node2/rank0.log.gz"]
+    zipped = tmp_path / "bad.zip"
+    zipped.write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    analysis = analyze_paths([str(zipped)])
+    assert analysis.diagnosis.hypotheses == () and any("zip" in note for note in analysis.collected.notes)

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO
 
-from syncdoctor.analyze.inputs import MAX_LINE, Source, iter_blocks, open_source, sniff
+from syncdoctor.analyze.inputs import MAX_LINE, Source, archive_members, iter_blocks, open_source, sniff
 from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
 from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
@@ -196,6 +196,20 @@ def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scan
         out.lines_read += stats.lines
 
 
+def _read_members(members: Iterator[tuple[Source, BinaryIO]], out: Collected, scanner: Scanner) -> None:
+    """An archive's files, each an input of its own: its name (``logs.tar.gz!node1/rank3.log``) read as a path."""
+    out.sources.pop()  # the archive itself: its files are named instead
+    for member, stream in members:
+        origin = origin_from_path(member.name.partition("!")[2])
+        out.sources.append(member.name)
+        if origin.rank is not None:
+            out.file_ranks.setdefault(origin.rank, origin.host)
+        try:
+            _read_source(member, stream, out, scanner, origin)
+        except (OSError, EOFError, zlib.error) as exc:  # this file cut or corrupt: the archive's next one is read
+            out.notes.append(f"{member.name}: read stopped early ({exc}); using what was read")
+
+
 def collect(sources: Sequence[Source], *, stdin: BinaryIO | None = None, scanner: Scanner | None = None) -> Collected:
     """Read ``sources`` in order; see the module docstring."""
     scanner = scanner or Scanner()
@@ -207,7 +221,11 @@ def collect(sources: Sequence[Source], *, stdin: BinaryIO | None = None, scanner
             out.file_ranks.setdefault(origin.rank, origin.host)
         try:
             with open_source(source, stdin=stdin) as stream:
-                _read_source(source, stream, out, scanner, origin)
+                members = archive_members(source, stream)
+                if members is None:
+                    _read_source(source, stream, out, scanner, origin)
+                else:
+                    _read_members(members, out, scanner)
         except InputError as exc:
             out.notes.append(str(exc))
         except (OSError, EOFError, zlib.error) as exc:

@@ -5,6 +5,9 @@ bounded blocks. Does I/O (reads files and stdin), nothing else.
   (recursively, sorted), globs (``logs/**/*.log``) and ``-`` for stdin.
 * :func:`open_source` opens one, transparently decompressing gzip (recognised by its magic bytes, not by
   the name), and :func:`sniff` tells a Flight Recorder pickle, a JSON document, JSON lines and text apart.
+* :func:`archive_members` reads a tar (plain, gzip'd) or zip archive's files one after the other as inputs of
+  their own (``logs.tar.gz!node1/rank3.log``), without writing anything to disk; bounded in members and in the
+  bytes each one gives (an archive is untrusted input: a zip bomb stops at the bound).
 * :func:`iter_blocks` reads a stream once in blocks that end at a line boundary; a line longer than
   ``max_line`` bytes is cut there and the rest of it skipped, so memory stays bounded whatever the input
   (a 10 GB log, a file without newlines, binary junk).
@@ -18,6 +21,8 @@ import gzip
 import io
 import os
 import sys
+import tarfile
+import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +34,7 @@ __all__ = [
     "BLOCK_SIZE",
     "MAX_LINE",
     "Source",
+    "archive_members",
     "expand",
     "iter_blocks",
     "open_source",
@@ -97,7 +103,7 @@ def expand(paths: Sequence[str]) -> list[Source]:
 
 
 @contextlib.contextmanager
-def open_source(source: Source, stdin: BinaryIO | None = None) -> Iterator[BinaryIO]:
+def open_source(source: Source, stdin: BinaryIO | None = None) -> Iterator[io.BufferedReader]:
     """Open ``source`` for binary reading, decompressing gzip. Raises InputError when it cannot be read."""
     try:
         raw: BinaryIO
@@ -112,13 +118,89 @@ def open_source(source: Source, stdin: BinaryIO | None = None) -> Iterator[Binar
         raise InputError(f"cannot read {source.name}: {exc.strerror or exc}") from exc
     try:
         head = buffered.peek(2)[:2]
-        stream: BinaryIO = (
-            gzip.GzipFile(fileobj=buffered, mode="rb") if head == b"\x1f\x8b" else buffered  # type: ignore[assignment]
+        # (buffered again when gzip'd: what it holds is looked at before it is read, a tar archive's header)
+        stream: io.BufferedReader = (
+            io.BufferedReader(gzip.GzipFile(fileobj=buffered, mode="rb"), 1 << 16)
+            if head == b"\x1f\x8b" else buffered
         )
         yield stream
     finally:
         if source.path is not None:
             buffered.close()
+
+
+MAX_MEMBERS = 100_000  # files read from one archive
+MAX_MEMBER_BYTES = 16 << 30  # bytes read from one file of an archive (what a bomb expands to is cut there)
+
+
+class _Capped(io.RawIOBase):
+    """At most ``limit`` bytes of ``stream``: a member of an untrusted archive cannot expand without end."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self._stream = stream
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._left <= 0:
+            return 0
+        try:
+            data = self._stream.read(min(len(buffer), self._left))
+        except (tarfile.TarError, zipfile.BadZipFile) as exc:  # cut or corrupt: an input that stopped early
+            raise OSError(str(exc)) from exc
+        buffer[:len(data)] = data
+        self._left -= len(data)
+        return len(data)
+
+
+def _member(stream: BinaryIO) -> BinaryIO:
+    """A member's bytes, capped, gzip'd members (``rank3.log.gz``) decompressed."""
+    buffered = io.BufferedReader(_Capped(stream, MAX_MEMBER_BYTES))
+    if buffered.peek(2)[:2] == b"\x1f\x8b":
+        return io.BufferedReader(_Capped(gzip.GzipFile(fileobj=buffered, mode="rb"), MAX_MEMBER_BYTES))  # type: ignore[arg-type]
+    return buffered
+
+
+def archive_members(source: Source, stream: io.BufferedReader) -> Iterator[tuple[Source, BinaryIO]] | None:
+    """The regular files of a tar or zip archive ``stream`` (recognised by content, not by name), each with a
+    :class:`Source` named ``archive!member``, in the archive's order; None when ``stream`` is no archive. Reading
+    stops at :data:`MAX_MEMBERS`. A corrupt archive raises OSError or EOFError (``tarfile.ReadError``,
+    ``zipfile.BadZipFile`` as OSError) once the members before it are read."""
+    head = stream.peek(512)[:512]
+    if head[:4] == b"PK\x03\x04" and source.path is not None:
+        return _zip_members(source)
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return _tar_members(source, stream)
+    return None
+
+
+def _zip_members(source: Source) -> Iterator[tuple[Source, BinaryIO]]:
+    try:
+        archive = zipfile.ZipFile(source.path)  # type: ignore[arg-type]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+        raise OSError(f"not a readable zip archive: {exc}") from exc
+    with archive:
+        for info in [i for i in archive.infolist() if not i.is_dir()][:MAX_MEMBERS]:
+            try:
+                with archive.open(info) as member:
+                    yield Source(f"{source.name}!{info.filename}", source.path), _member(member)  # type: ignore[arg-type]
+            except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:  # encrypted, unknown method
+                raise OSError(f"{info.filename}: {exc}") from exc
+
+
+def _tar_members(source: Source, stream: BinaryIO) -> Iterator[tuple[Source, BinaryIO]]:
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as archive:  # a stream: each member read once, in order
+            for count, info in enumerate(archive):
+                if count >= MAX_MEMBERS:
+                    break
+                member = archive.extractfile(info) if info.isfile() else None
+                if member is not None:
+                    yield Source(f"{source.name}!{info.name}", source.path), _member(member)  # type: ignore[arg-type]
+    except tarfile.TarError as exc:
+        raise OSError(f"not a readable tar archive: {exc}") from exc
 
 
 def sniff(head: bytes) -> str:
