@@ -294,6 +294,32 @@ ANCHORS: tuple[bytes, ...] = (
     b"Link down", b"Link is Down",
     # a GPU driver resetting a hung GPU (``amdgpu: GPU reset begin!``)
     b"GPU reset",
+    # NCCL's INFO that it found no IB device (a container without /dev/infiniband), where IB was asked for
+    b"No device found",
+    # torchrun's agent's SignalException message without its type (``Process 107 got signal: 15``)
+    b" got signal: ",
+    # HiSilicon's RoCE driver's error completion (``hns_roce_lite_handle_error_cqe(630) : error cqe status: 0x15``)
+    b"rror cqe status",
+    # HCCL's op-retry handshake answered by another program on its port (``Recv unmatched ack [138…] expect [64]``)
+    b"unmatched ack",
+    # Google's RxDM finding fewer GPU-NIC pairs than GPUs (``Number of GPUs detected in the PCI tree 7 is not equal …``)
+    b"in the PCI tree",
+    # DCGM's health check naming a GPU's Xid by its index (``Detected XID 79 for GPU 3``)
+    b"Detected XID",
+    # Slurm's memory limit in srun's and slurmstepd's words (``srun: Exceeded job memory limit``), the kubelet evicting
+    # a pod over its own storage limits (``Pod ephemeral local storage usage exceeds …``, ``Container pytorch exceeded
+    # its local ephemeral storage limit``, ``Usage of EmptyDir volume "dshm" exceeds the limit``)
+    b"xceeded job memory", b"xceeded step memory", b"ephemeral local storage", b"local ephemeral storage",
+    b"Usage of EmptyDir",
+    # a program's CUDA check (``GPUassert: …``), PyTorch without a usable GPU or built without its architecture, a
+    # systemd service that failed, Open MPI direct-launched without Slurm's PMI, srun ending a step by force
+    b"GPUassert", b"CUDA initialization: ", b"is not compatible with the current PyTorch", b"/FAILURE",
+    b"PMI support", b"Force Terminated",
+    # a node or process a monitor gave up on (Ray's GCS: ``… has been marked dead because the detector has missed too
+    # many heartbeats``)
+    b"marked dead", b"considered dead",
+    # NCCL's result code for an argument it refused, alone (``ncclInvalidArgument: Invalid value for an argument.``)
+    b"ncclInvalidArgument",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -99,6 +99,7 @@ _CONNECT = re.compile(
 )
 
 
+_ANY_ADDRESS = re.compile(r"failed to connect to any network address of \((?P<host>[^,\s()]{1,253}), (?P<port>\d{1,5})\)")
 # the store client's retries (TCPStore.cpp, 2.2+; a warning until the timeout):
 # ``TCP client failed to connect/validate to host 100.64.0.1:59782 - retrying (try=6, timeout=1800000ms,
 # delay=5241ms): Connection reset by peer``
@@ -411,14 +412,20 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "socket-timeout",
                                                           "ms": int(match["ms"]) if match["ms"] else None})]
     match = _CONNECT.search(body)
-    if match:
-        host = match["host"] or match["host2"]
-        port = match["port"] or match["port2"]
-        found: dict[str, object] = {"what": "connect", "error": match["err"] or "timeout"}
+    every = _ANY_ADDRESS.search(body) if match is None and "any network address of (" in body else None
+    if match or every:
+        # socket.cpp's summary after each address it tried (2.x): ``The client socket has failed to connect to any
+        # network address of (node-0, 29500).``, on its own line where the per-address ones were warnings not kept
+        host = (match["host"] or match["host2"]) if match else every["host"]  # type: ignore[index]
+        port = (match["port"] or match["port2"]) if match else every["port"]  # type: ignore[index]
+        found: dict[str, object] = {"what": "connect", "error": (match["err"] if match else None) or
+                                    ("timeout" if match else "no address of the store could be connected to")}
         if host:
             found["store_host"] = host.strip()
         if port:
             found["store_port"] = int(port)
+        if every:
+            found["summary"] = True  # (the per-address errors, where kept, say why)
         return [make_event(Kind.STORE_ERROR, line, data=found)]
     if "connection to the C10d store has failed" in body:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect"})]

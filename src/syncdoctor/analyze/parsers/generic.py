@@ -101,6 +101,19 @@ _ERROR = re.compile(
     # an exception line whose type is the bare ``Exception`` (``raise Exception("…")``), behind a prefix no parser
     # knows; MPI's error handler and launchers' words for a process that ended badly; a peer a monitor gave up on
     r"|\bException(?=: )|\bMPI_ERRORS_ARE_FATAL\b|\bBAD TERMINATION\b|\bwill now (?:abort|be terminated)\b"
+    # (libfabric's EFA provider refusing its settings: ``… Application will abort().``)
+    r"|\b[Aa]pplication will abort\b"
+    # (Google's RxDM for GPUDirect-TCPX(O) finding fewer GPU-NIC pairs than GPUs before it stops)
+    r"|\bGPUs detected in the PCI tree \d{1,3} is not equal\b"
+    # a program's own CUDA check (``GPUassert: misaligned address attn.cu 214``, the common macro's words), PyTorch
+    # finding no usable GPU at start-up (``UserWarning: CUDA initialization: CUDA unknown error - this may be due to
+    # an incorrectly set up environment``) or built without this GPU's architecture, systemd's failed service
+    # (``nvidia-fabricmanager.service: Main process exited, code=exited, status=1/FAILURE``)
+    r"|\bGPUassert: |\bCUDA initialization: [^\n]{0,40}\berror\b|\bis not compatible with the current PyTorch "
+    r"installation\b|\bstatus=\d{1,3}/FAILURE\b"
+    # Open MPI direct-launched by srun without Slurm's PMI (``… but OMPI was not built with SLURM's PMI support and
+    # therefore cannot execute.``); srun ending a step by force (``srun: Force Terminated StepId=4817263.0``)
+    r"|\bnot built with SLURM's PMI support\b|\bForce Terminated (?:StepId=|job step)"
     r"|\b(?:considered|marked) dead\b|\bcommunication timeouts?\b|\blost communication\b|\bOOM[ -]kill"
     # PyTorch's watchdog in its own words when the head of its message is lost (``Process group watchdog thread
     # terminated with exception``, ``Work timeout is detected by watchdog``), a remote shell refusing a login, and
@@ -154,6 +167,11 @@ _BENIGN = re.compile(
 )
 
 
+# warnings that are the failure itself: PyTorch finding no usable GPU at start-up, or built without this GPU's
+# architecture (both a ``UserWarning``; what fails next is the program's first use of the GPU)
+_WARNED = re.compile(r"CUDA initialization: [^\n]{0,40}\berror\b|is not compatible with the current PyTorch installation")
+
+
 # a glog line at severity E (error) or F (fatal) from a native program (a fabric daemon, XLA, gRPC):
 # ``E0312 10:11:12.123456    1054 fastrak_gpumem_manager.cc:200] Number of GPUs …`` (also with its time cut), and
 # abseil's form before InitGoogle, no date and the epoch for a time (libtpu, XLA): ``E0000 00:00:1725383433.302361
@@ -178,7 +196,7 @@ def parse(line: Line) -> list[Event]:
         # (torch elastic's ``E0724 …]`` traceback lines are no errors of their own: its failure table is read.)
         return [make_event(Kind.ERROR_LINE, line, data={"word": f"logged at {line.severity.upper()}",
                                                         "message": body.strip()[:300], "logged": True})]
-    if hang is None and ((match is None and glog is None) or _BENIGN.search(body)):
+    if hang is None and ((match is None and glog is None) or (_BENIGN.search(body) and not _WARNED.search(body))):
         return []
     found = hang or match
     word = found.group(0)[:40] if found else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")

@@ -37,7 +37,7 @@ from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
-            "Unable to determine the device handle", "GPU is lost", "AER:", "peer access is not supported",
+            "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
             "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version")
 
@@ -51,6 +51,8 @@ _CUDA_CALL = re.compile(r"\bcuda[A-Z]\w{2,40}(?:\(\))? failed(?: with error)?:? 
                         r"[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
+# DCGM's health check (dcgmi health, its diagnostics): ``Detected XID 79 for GPU 3``
+_DCGM_XID = re.compile(r"Detected XID (?P<xid>\d{1,3}) for GPU (?P<gpu>\d{1,3})")
 # a kernel line quoted inside another tool's line (an alert: "Xid errors on instance: h, Error: May 19 07:08:57 h
 # kernel: [680111.6] NVRM: Xid …"): the host of its syslog header
 _SYSLOG_HOST = re.compile(r"\b[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d (?P<host>[A-Za-z0-9][\w.-]{0,62}) kernel: ")
@@ -59,8 +61,12 @@ _SYSLOG_HOST = re.compile(r"\b[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d (?P<host
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})")
 # nvidia-smi on a GPU the driver lost: ``Unable to determine the device handle for GPU0000:03:00.0: Unknown Error``,
 # ``GPU 00000000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU``
-_SMI = re.compile(r"Unable to determine the device handle for GPU ?(?P<pci>[0-9A-Fa-f:.]+): (?P<msg>.+?)\s*$"
-                  r"|GPU (?P<pci2>[0-9A-Fa-f:.]+): GPU is lost")
+_SMI = re.compile(r"Unable to determine the device handle for (?i:GPU) ?(?P<pci>[0-9A-Fa-f:.]+): (?P<msg>.+?)\s*$"
+                  r"|GPU (?P<pci2>[0-9A-Fa-f:.]+): GPU is lost"
+                  # the driver's own line beside its Xid 79 (``NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.``)
+                  # and DCGM's health check (``GPU 3 has fallen off the bus``)
+                  r"|GPU (?:(?P<pci3>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): |(?P<index>\d{1,3}) )?"
+                  r"(?:GPU )?has fallen off the bus")
 # the kernel's PCIe error reporting about the GPU's own function: ``nvidia 0000:03:00.0: AER: can't recover (no
 # error_detected callback)``, ``nvidia 0000:3b:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal) …``
 _AER = re.compile(r"\bnvidia (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): (?:AER: )?(?P<msg>"
@@ -209,6 +215,11 @@ def parse(line: Line) -> list[Event]:
     match = _GPU_AT.search(body)
     if match:
         return [make_event(Kind.GPU_PCI, line, data={"pci": match["pci"].lower()})]
+    match = _DCGM_XID.search(body) if "XID" in body else None
+    if match:  # DCGM's health check naming the GPU by its index
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "xid": int(match["xid"]), "gpu": int(match["gpu"]), "message": body.strip()[:160], "hardware": True,
+            "source": "dcgm"})]
     match = _XID.search(body)
     if match:
         quoted = _SYSLOG_HOST.search(body[:match.start()]) if line.origin.host is None else None
@@ -226,9 +237,12 @@ def parse(line: Line) -> list[Event]:
                                                           "source": source})]
     match = _SMI.search(body)
     if match:
+        fallen = match["msg"] is None and match["pci2"] is None
         return [make_event(Kind.GPU_ERROR, line, data={
-            "pci": match["pci"] or match["pci2"], "message": (match["msg"] or "GPU is lost").strip()[:160],
-            "hardware": True, "source": "nvidia-smi"})]
+            "pci": match["pci"] or match["pci2"] or match["pci3"],
+            "message": (match["msg"] or ("GPU has fallen off the bus" if fallen else "GPU is lost")).strip()[:160],
+            "hardware": True, "source": "nvidia-smi" if not fallen else "driver",
+            **({"gpu": int(match["index"])} if match["index"] else {})})]
     match = _AER.search(body)
     if match:
         return [make_event(Kind.GPU_ERROR, line, data={

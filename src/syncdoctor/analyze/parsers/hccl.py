@@ -15,7 +15,12 @@ The formats are those HCCL's fault-diagnosis guide documents (hicann/hccl, docs/
   ranks:parameter count, local end 16512, remote end 8320`` and ``[ParameterConflict]CMD information tag check fail.
   local[AllGather_…], remote[AllReduce_…]``;
 * RoCE completion errors: ``[ROCE CQE ERROR]cqe error status[12], … remoteIP{server[127.10.0.2],…}``, ``failed CQE
-  status[12]`` and the console's ``Execution Error ROCE CQE(EI0013): … Peer information: server 127.0.0.2, …``;
+  status[12]`` and the console's ``Execution Error ROCE CQE(EI0013): … Peer information: server 127.0.0.2, …``
+  (without a status: in HCCL an error completion is RoCE's retransmissions run out, its guide says); the RoCE
+  driver's own ``hns_roce_lite_handle_error_cqe(630) : error cqe status: 0x15`` in its hardware's numbering (0x15:
+  transport retry exceeded, ibv status 12);
+* the op-retry link's handshake answered by another program (``[OpRetryConnection][RecvAckTag] Recv unmatched ack
+  [1381978191] expect [64]``): a port of HCCL's range (60000-60015 by default) held by another process;
 * device memory (EI0011): ``Resource_Error_Insufficient_Device_Memory(EI0011): Failed to allocate … of NPU memory``;
 * the root's topology exchange at init: ``TopoDetect ERROR occur !!! fault_type[1], fault_info["Failed to connect
   agent[1,3,5,7,]"]``: those ranks never connected; an agent that could not reach the root's server:
@@ -43,7 +48,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event, normalize_op
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("Cluster Exception Location", "Task run failed", "cqe error status", "failed CQE status", "Error ROCE CQE",
+KEYWORDS = ("Cluster Exception Location", "Task run failed", "cqe error status", "error cqe status", "Recv unmatched ack", "failed CQE status", "Error ROCE CQE",
             "Error_Insufficient_Device_Memory", "inconsistent between ranks", "ParameterConflict",
             "Failed to connect agent[", "Heartbeat Lost Occurred", "Error_SDMA", "] failed",
             "Entry-HcclCommInitRootInfoInner", "sdma error]", "ranktable is invalid")
@@ -58,6 +63,12 @@ _GROUP_RANK = re.compile(r"groupRank information is group:\[(?P<group>[^\]]{0,20
                          r"rankId\[(?P<rank>\d{1,7})\]")
 _CQE = re.compile(r"cqe error status\[(?P<status>\d{1,3})\][^\n]{0,300}?remoteIP\{server\[(?P<peer>[^\]\s]{1,64})\]"
                   r"|failed CQE status\[(?P<status2>\d{1,3})\]")
+# HiSilicon's RoCE driver (hns_roce, user space ``hns_roce_lite``) dumping the completion's own status, in its
+# hardware's numbering: ``hns_roce_lite_handle_error_cqe(630) : error cqe status: 0x15``
+_HNS_CQE = re.compile(r"error cqe status: ?0x(?P<hex>[0-9a-fA-F]{1,2})\b")
+# that numbering (the kernel's hns_roce_hw_v2.h) as the verbs' ibv_wc_status the other rules read
+_HNS_STATUS = {0x01: 1, 0x02: 2, 0x04: 4, 0x05: 5, 0x06: 6, 0x10: 7, 0x11: 8, 0x12: 9, 0x13: 10, 0x14: 11, 0x15: 12,
+               0x16: 13, 0x22: 16, 0x23: 21}
 _EI0013 = re.compile(r"ROCE CQE\(EI0013\)[^\n]{0,300}?Peer information: server (?P<peer>[^,\s]{1,64})")
 _MEMORY = re.compile(r"\(EI0011\): Failed to allocate (?P<size>\[[^\n]{0,80}?\]|\S{1,40}) bytes of NPU memory")
 _INCONSISTENT = re.compile(r"inconsistent between ranks: ?parameter (?P<what>[\w ]{1,40}), local end (?P<local>\S{1,60}), "
@@ -132,15 +143,28 @@ def parse(line: Line) -> list[Event]:
             "message": f"an SDMA memory copy on the NPU failed ({what})", "hardware": False, "source": "hccl"})]
     if "Task run failed" in body:
         return _task(line, body, origin)
+    if "Recv unmatched ack" in body:  # the op-retry link's server answered as another program: its port was taken
+        return [make_event(Kind.STORE_ERROR, line, origin=origin, data={
+            "what": "listen", "source": "hccl-opretry", "store_port": None, "error": "Recv unmatched ack"})]
+    match = _HNS_CQE.search(body) if "error cqe status" in body else None
+    if match:
+        hardware = int(match["hex"], 16)
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
+            "status": _HNS_STATUS.get(hardware), "status_text": f"RoCE completion error, hns status 0x{match['hex']}",
+            "library": "HCCL"})]
     match = (_CQE.search(body) if "CQE" in body or "cqe" in body else None) or \
         (_EI0013.search(body) if "EI0013" in body else None)
     if match:
         groups = match.groupdict()
         status = groups.get("status") or groups.get("status2")
+        stage = "execution" if "TaskExecStage" in body or "during operator execution" in body else None
+        if status is None:  # the console's EI0013: in HCCL an ERROR CQE is RoCE's retransmissions run out (its guide)
+            return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
+                "status": 12, "assumed": True, "peer_addr": groups.get("peer"), "library": "HCCL", "stage": stage,
+                "status_text": "HCCL's ERROR CQE (EI0013): RoCE's retransmissions ran out"})]
         return [make_event(Kind.IB_COMPLETION_ERROR, line, origin=origin, data={
-            "status": int(status) if status else None, "status_text": "RoCE completion error (HCCL)",
-            "peer_addr": groups.get("peer"), "library": "HCCL",
-            "stage": "execution" if "TaskExecStage" in body or "during operator execution" in body else None})]
+            "status": int(status), "status_text": "RoCE completion error (HCCL)",
+            "peer_addr": groups.get("peer"), "library": "HCCL", "stage": stage})]
     match = _MEMORY.search(body) if "EI0011" in body else None
     if match:
         return [make_event(Kind.CUDA_OOM, line, origin=origin, data={

@@ -43,7 +43,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
             "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked",
@@ -82,7 +82,9 @@ _AGENT_SIGNAL = re.compile(r"Received (?:(?P<num>\d{1,3})|Signals\.(?P<sig>SIG[A
 _DS_MAIN_SIGNAL = re.compile(r"Main process received (?P<sig>SIG\w+), exiting")
 # torchrun's agent raising on the signal it got, where the paste keeps only its traceback's last line:
 # ``torch.distributed.elastic.multiprocessing.api.SignalException: Process 81061 got signal: 1``
-_SIGNAL_EXCEPTION = re.compile(r"SignalException: Process \d+ got sig(?:nal|val) ?: ?(?P<num>\d{1,2})\b")
+_SIGNAL_EXCEPTION = re.compile(r"SignalException: Process \d+ got sig(?:nal|val) ?: ?(?P<num>\d{1,2})\b"
+                               # its message alone, under a caller's ``Message:`` heading (Flyte's report)
+                               r"|^\s*Process \d{1,10} got signal: (?P<bare>\d{1,2})\s*$")
 # Horovod's gloo runner (horovodrun, elastic): ``The first process to do so was:`` / ``Process name: worker-1[0]`` /
 # ``Exit code: 137``
 _HOROVOD_FIRST = re.compile(r"^Process name: (?P<host>[A-Za-z0-9][\w.\-]{0,252})\[(?P<local>\d{1,4})\]\s*$")
@@ -489,7 +491,11 @@ _ERRNO_TAIL = re.compile(r"(?::| reason:) (?P<err>[A-Z][a-z][\w ]{2,40}?)\s*(?:\
 # transfer: ``W0613 08:28:11.555796 7053 ucx_utils.cpp:43] Unexpected UCX error: Endpoint timeout``): UCX's strings of
 # the statuses that mean the peer could not be reached (ucs_status_string)
 _UCX_STATUS_WORDS = re.compile(r"\bUCX error: (?P<err>Endpoint timeout|Destination is unreachable|Connection reset by "
-                               r"remote peer)")
+                               r"remote peer)"
+                               # UCX's own when no error handler takes it (ucp_ep.c): ``ep 0x7f2e…: error 'Endpoint
+                               # timeout' on rc_mlx5/mlx5_0:1 will not be handled since no error callback is installed``
+                               r"|\bep 0x[0-9a-f]{1,16}: error '(?P<err2>Endpoint timeout|Destination is unreachable|"
+                               r"Connection reset by remote peer)' on ")
 # Intel oneCCL's key-value store (its bootstrap) finding no interface for the host's address (internal_kvs.cpp):
 # ``2025:02:17-17:20:51:( 2399) |CCL_ERROR| internal_kvs.cpp:289 fill_local_host_ip: can't find interface  to get host
 # IP`` (CCL_KVS_IFACE names none there, or the container has only loopback)
@@ -617,9 +623,10 @@ def parse(line: Line) -> list[Event]:
     if "fill_local_host_ip" in body and _CCL_NO_IFACE.search(body):
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "oneccl", "where": "KVS", "message": body.strip()[:300]})]
-    match = _UCX_STATUS_WORDS.search(body) if "UCX error: " in body else None
+    match = _UCX_STATUS_WORDS.search(body) if "UCX error: " in body or "error '" in body else None
     if match:  # the program's UCX endpoint to its peer failed: not reachable in time, or gone
-        return [make_event(Kind.NCCL_CONNECT_FAILED, line, data={"error": match["err"], "transport": "ucx"})]
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, data={"error": match["err"] or match["err2"],
+                                                                 "transport": "ucx"})]
     match = _UCX_REG_MR.search(body) if "ibv_reg_mr(" in body else None  # (a UCX ERROR line: see KEYWORDS)
     if match:
         origin = Origin(host=match["host"], pid=int(match["pid"])) if match["host"] else None
@@ -774,7 +781,7 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": "SIGINT", "source": "terminal"})]
     match = _SIGNAL_EXCEPTION.search(body)
     if match:
-        return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": signal_name(-int(match["num"])),
+        return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": signal_name(-int(match["num"] or match["bare"])),
                                                            "source": "torchrun"})]
     match = _OMPI_FIRST.search(body)
     if match and match["code"] is not None:

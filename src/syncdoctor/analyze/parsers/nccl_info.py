@@ -7,8 +7,8 @@ in NCCL 2.7-2.30:
 * ``Bootstrap : Using eth0:10.10.6.118<0>`` (<= 2.23), ``Bootstrap: Using …`` (2.24+),
   ``Bootstrap : Using [0]ens192f1:10.150.178.134<0>`` (<= 2.7), IPv6 ``ib0:fe80::…%ib0<0>``
 * ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.10.6.118<0>``,
-  ``NET/Socket : Using [0]ens7:10.128.0.32<0> [1]…``, ``Using network IB`` / ``Socket`` / a plugin (``NET/IB :
-  No device found.`` is not read: ``Using network Socket`` says the same)
+  ``NET/Socket : Using [0]ens7:10.128.0.32<0> [1]…``, ``Using network IB`` / ``Socket`` / a plugin; ``NET/IB :
+  No device found.`` (no network chosen yet: a plugin may follow, else sockets)
 * ``[ncclCommInitRank ]comm 0x… rank 3 nranks 16 cudaDev 3 [nvmlDev 3 ]busId 1b000 [commId 0x… ][parent 0x…
   …]- Init COMPLETE`` (the function name since 2.21, commId since 2.16, nvmlDev again since 2.18; 2.28 names
   ``ncclCommInitRankConfig`` and, for splits, ``parent 0x… splitCount 1 color … key 0``)
@@ -57,6 +57,7 @@ _IB = re.compile(r"NET/IB ?: Using (?P<devices>.*?);? ?OOB (?P<oob>\S+)")
 _IB_DEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+):(?P<port>\d+)(?::\d+)*/(?P<link>IB|RoCE)")
 _SOCKET = re.compile(r"NET/Socket ?: Using (?P<devices>.+)")
 _SOCKET_DEV = re.compile(r"\[\d+\](?P<endpoint>\S+)")
+_NO_IB = re.compile(r"NET/IB ?: ?No device found")  # at INFO (a WARN since 2.x is nccl_warn's)
 _NETWORK = re.compile(r"Using (?:network|internal Network) (?P<net>\w+)")  # "internal Network": NCCL 2.2-2.3
 _PLUGIN_LOADED = re.compile(r"NET/Plugin ?: ?Loaded (?:net|coll) plugin (?P<name>.+?)\s*$|Plugin Path ?: ?(?P<path>\S+)")
 _PLUGIN_NONE = re.compile(r"NET/Plugin ?: ?(?:Could not find: \S+\. Using internal|No plugin found|Using internal "
@@ -208,6 +209,8 @@ def parse(line: Line) -> list[Event]:
     match = _NETWORK.search(message)
     if match:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"network": match["net"]}))
+    elif _NO_IB.search(message):  # no network chosen yet: a plugin (EFA's) may follow, else sockets
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"no_ib_device": True}))
     match = _PLUGIN_INFO.match(message)
     if match and prefix is not None:  # the plugin at work in this process (its own INFO lines)
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"plugin_at_work": match["plugin"]}))

@@ -47,7 +47,7 @@ from syncdoctor.analyze.parsers.prefixes import split_nccl
 __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 
 KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
-            "ncclInvalidUsage", "ncclUnhandledCudaError", "remote process exited", "unhandled system error", "unhandled cuda error",
+            "ncclInvalidUsage", "ncclUnhandledCudaError", "ncclInvalidArgument", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "Duplicate GPU detected", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
             "Unable to allocate shared memory", "Got completion", "completed with error", "Failed to CUDA calloc",
             "Failed to CUDA malloc", "captured in a graph", "in the same subnet as remote", "bootstrap_net_init")

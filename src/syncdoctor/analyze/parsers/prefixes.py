@@ -76,7 +76,8 @@ _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:s
                        # a Python exception's qualified type whatever its name ends in (``torch._dynamo.exc.
                        # BackendCompilerFailed: …``): lower-case modules, then a class in CamelCase
                        r"(?-i:^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][a-z]\w*$)|"  # (its case counts)
-                       r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*)$", re.I)
+                       # (and a systemd unit: ``nvidia-fabricmanager.service: Main process exited, …``)
+                       r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*|service|socket|mount|timer)$", re.I)
 # docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container;
 # a container named by ``container_name`` has no number (``mistralrs-headnode  | ``): then a dash or an underscore
 # in the name and two spaces of padding, so a table's first column (``loss     | 0.5``) is not taken for one

@@ -34,7 +34,8 @@ from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, shell_signal_name,
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("oom_kill event", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
+KEYWORDS = ("oom_kill event", "marked dead", "its local ephemeral storage", "ephemeral local storage usage", "Usage of EmptyDir volume",
+            "Exceeded job memory", "Exceeded step memory", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
             "segfault at ", "general protection fault", "health compromised", ", being killed",
             "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
@@ -67,7 +68,10 @@ _SLURM_OOM = re.compile(r"Detected (?P<count>\d+) oom[_-]kill event(?:s|\(s\))? 
 # the same for Slurm's memory accounting without cgroups' OOM killer (jobacct_gather): ``slurmstepd: error: Job 41176
 # exceeded memory limit (3940736 > 2068480), being killed`` (also ``Step 41176.0 exceeded …``)
 _SLURM_MEMORY = re.compile(r"(?:Job|Step) (?P<step>\d+(?:\.\w+)?) exceeded memory limit \((?P<used>\d+) > (?P<limit>\d+)\), "
-                           r"being killed")
+                           r"being killed"
+                           # srun's and slurmstepd's words for the same (``srun: Exceeded job memory limit``,
+                           # ``slurmstepd: error: Exceeded step memory limit at some point.``)
+                           r"|\bExceeded (?:job|step) memory limit\b")
 _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40}?)"
                    r"(?: \(core dumped\))?"  # srun adds it after a signal when the task dumped core
@@ -92,6 +96,11 @@ _POD_FAILED = re.compile(r"(?P<pod>[A-Za-z0-9][\w.\-]{0,252}) status change: \w+
 _POD_KILLED = ("Deleted", "OOMKilled", "Evicted")  # reasons whose processes were killed from outside
 # Slurm ending the job or step from outside: ``*** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO
 # TIME LIMIT ***`` (also ``DUE TO PREEMPTION``, ``DUE TO NODE FAILURE``, or ``… CANCELLED AT … ***`` for scancel)
+# Ray's control store giving up on a node (gcs_health_check_manager; printed by every driver and worker): ``The node
+# with node id: 8f205b… and ip: 10.128.0.103 has been marked dead because the detector has missed too many heartbeats
+# from it.`` (``and address: … and node name: …`` in newer releases): its raylet stopped, the workers on it are gone
+_RAY_NODE_DEAD = re.compile(r"The node with node id: \w+ and (?:ip|address): (?P<ip>[\w.:\-]+?)(?: and node name: \S+)? "
+                            r"has been marked dead because the detector has missed too many heartbeats")
 _SRUN_NODE_FAILURE = re.compile(r"srun: error: Node failure on (?P<host>[\w.\-]+)")
 _SLURM_CANCELLED = re.compile(r"(?:\*\*\* )?(?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<host>\S+) CANCELLED AT \S+"
                               r"(?: DUE TO (?P<why>[A-Z ]+?))?(?:, SEE [A-Z ]+)?(?: \*\*\*|\s*$)")  # a paste may eat the stars
@@ -104,6 +113,11 @@ _SLURM_PROLOG = re.compile(r"\bPrologSlurmctld failed|\[job \d+\] prolog failed|
 _SLURM_REVOKED = re.compile(r"\bJob allocation (?P<id>\d+) has been revoked")
 # the kubelet evicting a pod: ``The node was low on resource: memory. Container pytorch was using 61Gi, …``
 _EVICTED = re.compile(r"The node was low on resource: (?P<resource>[\w-]+)")
+# the kubelet evicting a pod over a limit of the pod's own (pkg/kubelet/eviction): ``Pod ephemeral local storage usage
+# exceeds the total limit of containers 40Gi.``, ``Container pytorch exceeded its local ephemeral storage limit
+# "20Gi".``, ``Usage of EmptyDir volume "dshm" exceeds the limit "16Gi".`` (the volume mounted at /dev/shm)
+_EVICTED_LIMIT = re.compile(r"Pod ephemeral local storage usage exceeds the total limit|exceeded its local ephemeral "
+                            r"storage limit|Usage of EmptyDir volume \"(?P<volume>[^\"]{1,63})\" exceeds the limit")
 _EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?)\s*137\b", re.IGNORECASE)
 _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
                  "Aborted": "SIGABRT", "Bus error": "SIGBUS"}
@@ -112,11 +126,11 @@ _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fau
 def parse(line: Line) -> list[Event]:
     body = line.body
     match = _SLURM_OOM.search(body)
-    accounting = None if match else _SLURM_MEMORY.search(body) if "exceeded memory limit" in body else None
+    accounting = None if match else _SLURM_MEMORY.search(body) if "xceeded " in body else None
     memory = match or accounting  # the kernel's OOM killer in the job's cgroup, or Slurm's own accounting
     if memory:
         return [make_event(Kind.WORKER_FAILED, line, data={
-            "source": "slurm", "exitcode": -9, "signal": "SIGKILL", "oom": True, "step": memory["step"],
+            "source": "slurm", "exitcode": -9, "signal": "SIGKILL", "oom": True, "step": memory["step"] or "",
             **({"enforcer": "slurm-accounting"} if accounting else {})})]
     match = _SRUN.search(body)
     if match:
@@ -177,6 +191,10 @@ def parse(line: Line) -> list[Event]:
     if match:  # Slurm lost a node of the step (down, unreachable): it ends the whole step from outside
         return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "reason": "node failure", "node_failed": True})]
+    match = _RAY_NODE_DEAD.search(body) if "marked dead" in body else None
+    if match:  # (the line's own prefix names the process that printed it, not the node it is about)
+        return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=match["ip"]), data={
+            "source": "ray", "reason": "node failure", "node_failed": True})]
     match = _SLURM_CANCELLED.search(body)
     if match:
         why = (match["why"] or "scancel").strip().lower()
@@ -203,6 +221,12 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": match["resource"] == "memory",
             "evicted": match["resource"]})]
+    match = _EVICTED_LIMIT.search(body) if "xceed" in body else None
+    if match:
+        volume = match["volume"]
+        return [make_event(Kind.WORKER_FAILED, line, data={
+            "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": False,
+            "evicted": f'its emptyDir volume "{volume}"' if volume else "ephemeral-storage", "over_limit": True})]
     if _OOMKILLED.search(body):
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": True})]

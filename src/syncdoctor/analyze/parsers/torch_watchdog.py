@@ -11,7 +11,8 @@
   40231 PG status: last enqueued work: 40267, last completed work: 40230`` (2.6+; also a timeout of that work
   where no timeout line at all is in the inputs).
 * ``Received a dump signal due to a collective timeout from  rank 13 …`` (or ``from this local rank``).
-* ``Heartbeat monitor timed out! …`` and ``ProcessGroupNCCL's watchdog got stuck for 600 seconds …``.
+* ``Heartbeat monitor timed out! …`` and ``ProcessGroupNCCL's watchdog got stuck for 600 seconds …`` (2.2: ``NCCL
+  monitor thread timeout. Basically, this could be due to CUDA or NCCL calls being unexpectedly blocking, …``).
 * a watchdog line whose ``WorkNCCL(…)`` was wrapped onto the next lines (a re-flowed paste, also inside its own
   words: ``… Watchdog caught`` / ``collective operation timeout: WorkNCCL(…``) is joined with them (:func:`follow`);
   one cut before it is still a timeout, without its fields.
@@ -38,6 +39,7 @@ KEYWORDS = (
     "dump signal",
     "Heartbeat monitor",
     "watchdog got stuck",
+    "monitor thread timeout",
     "in blocking wait",
     "Caught collective operation timeout",
     "Timeout(ms)=",  # the message pasted from its WorkNCCL(…) on
@@ -162,7 +164,9 @@ def parse(line: Line) -> list[Event]:
             data["last_enqueued"] = int(work["enqueued"])
             data["last_completed"] = int(work["completed"])
         events.append(make_event(Kind.DUMP_SIGNAL, line, origin=Origin(rank=rank), group=group, data=data))
-    if "Heartbeat monitor timed out" in body or "watchdog got stuck" in body:
+    # (2.2's words for the same: ``[Rank 4] NCCL monitor thread timeout. Basically, this could be due to CUDA or NCCL
+    # calls being unexpectedly blocking, …``)
+    if "Heartbeat monitor timed out" in body or "watchdog got stuck" in body or "NCCL monitor thread timeout" in body:
         stuck = _STUCK.search(body)
         events.append(make_event(
             Kind.HEARTBEAT_TIMEOUT, line, origin=Origin(rank=rank), group=group,

@@ -261,9 +261,16 @@ def _agents_aftermath(event: Event, signal: Event, stops: Sequence[Ref] = ()) ->
                                              <= _RACE_LINES + _STOP_LINES * between)
     if signal.data.get("source") == "terminal":  # after a user's Ctrl-C: the interrupted programs tearing down
         return True
-    return "Traceback (most" in text or "SignalException" in text or "got signal" in text or slurm
+    if signal.data.get("source") == "ray" and _RAY_AFTER.search(text):  # the actors of the node Ray lost
+        return True
+    return "Traceback (most" in text or "SignalException" in text or "got signal" in text or slurm or \
+        _KIND_OF_ERROR.match(str(event.data.get("message") or event.text)) is not None
 
 
+# an orchestrator's word on the failure it reports after the error's message (Flyte: ``Message:`` / ``Process 107 got
+# signal: 15`` / ``User error.``)
+_KIND_OF_ERROR = re.compile(r"\s*(?:User|System) error\.?\s*$")
+_RAY_AFTER = re.compile(r"\b[Aa]ctor\b|ray\.exceptions|Ray(?:Actor|Task|System)Error|\braylet\b")
 _RACE_LINES = 5
 _STOP_LINES = 8  # a launcher's lines after its own signal: its signal line and one per worker it stops
 # (the tasks of a cancelled step exit, and slurmstepd can no longer report it to srun)
@@ -288,11 +295,17 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
                  "outside, not by a failing worker")
         what = ("Slurm's controller lost contact with that node (it crashed, rebooted, lost its network, or its slurmd "
                 "died) and ended the job step on every node. No worker's failure is in these lines.")
+        if all(e.data.get("source") == "ray" for e in failed):
+            title = (f"Ray lost node {', '.join(where.hosts)} (its heartbeats stopped) and the workers on it with it: "
+                     "the node was shut down, crashed or cut off, not a failing worker")
+            what = ("Ray's control store marked that node dead after it missed too many heartbeats: its raylet stopped "
+                    "(the machine shut down or was preempted, the raylet was killed, often by the OOM killer) or its "
+                    "network was cut. The workers on it died with it, and the others then fail or hang waiting.")
         fix = (f"Look at {', '.join(where.hosts)} at that time: `sinfo -R` and `scontrol show node` for the reason "
                "Slurm recorded, its kernel log (a crash, Xid, the OOM killer); drain it and requeue the job "
                "(`--requeue`, or a checkpoint to resume from).")
         return [hypothesis(tl, Category.RANK_KILLED, 0.6, title, hosts=where.hosts, what=what, fix=fix,
-                           evidence=evidence_of(failed + [e for e in signals if e not in failed], "Slurm's record", 4))]
+                           evidence=evidence_of(failed + [e for e in signals if e not in failed], "the node lost", 4))]
     if "prolog failed" in reasons:  # before any task ran: nothing of the training is at fault
         title = (f"Slurm's prolog failed{' on ' + where.text if where.text else ''} and Slurm killed the job before "
                  "its tasks ran: a problem of the nodes or the scheduler, not of the training")

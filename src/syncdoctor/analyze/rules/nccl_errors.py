@@ -98,10 +98,14 @@ def _iommu_not_passthrough(tl: Timeline, warned: list[Event], ipc: list[Event]) 
 
 
 def ib_retry_exceeded(tl: Timeline) -> list[Hypothesis]:
-    errors = [e for e in tl.of(Kind.IB_COMPLETION_ERROR) if e.data.get("status") in _RETRY_STATUSES]
+    every = tl.of(Kind.IB_COMPLETION_ERROR)
+    # HCCL's console EI0013 says retransmissions ran out without the status: beside a completion that gives
+    # its status, that one says what failed
+    told = any(e.data.get("status") is not None and not e.data.get("assumed") for e in every)
+    errors = [e for e in every if e.data.get("status") in _RETRY_STATUSES and not (told and e.data.get("assumed"))]
     if not errors:
         return []
-    phase, why = _phase(tl, errors)
+    phase, why = _phase(tl, errors + [e for e in every if e.data.get("stage") and e not in errors])  # (EI0013's stage)
     reporters = sorted({e.origin.host for e in errors if e.origin.host})
     votes = _peer_hosts(tl, errors)
     suspects = [host for host, count in votes.items() if count >= 2 and host not in reporters] or \

@@ -817,11 +817,17 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
                            where=where,
                            fix="Run the container with the RDMA devices (--device=/dev/infiniband, --cap-add=IPC_LOCK, "
                                "--network=host) and the rdma-core libraries; check `ibv_devinfo` inside it.")]
-    asked = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_IB_HCA"
-             and not str(e.data.get("value", "")).lstrip("=").startswith("^")]
-    used = {str(e.data["network"]) for e in tl.of(Kind.NCCL_NET) if e.data.get("network")}
-    if asked and sockets and used <= {"Socket"}:
-        return _asked_for_ib(tl, asked, sockets)
+    asked = [e for e in tl.of(Kind.NCCL_ENV) if (e.data.get("name") == "NCCL_IB_HCA"
+             and not str(e.data.get("value", "")).lstrip("=").startswith("^"))
+             or (e.data.get("name") == "NCCL_IB_DISABLE" and str(e.data.get("value", "")).strip(" =.") == "0")]
+    asked.sort(key=lambda e: e.data.get("name") != "NCCL_IB_HCA")  # the NICs it names, where it does, first
+    nets = tl.of(Kind.NCCL_NET)
+    used = {str(e.data["network"]) for e in nets if e.data.get("network")}
+    # NCCL's INFO ``NET/IB : No device found.``, where no plugin takes over (EFA's prints the same first)
+    none = [e for e in nets if e.data.get("no_ib_device")] if not any(
+        e.data.get("plugin_at_work") or e.data.get("plugin") not in (None, "internal") for e in nets) else []
+    if asked and (sockets or none) and used <= {"Socket"}:
+        return _asked_for_ib(tl, asked, sockets or none)
     if len(networks) < 2:
         return []
     socket_hosts = sorted(h for h, (net, _) in networks.items() if net == "Socket")
@@ -839,21 +845,24 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
 
 
 def _asked_for_ib(tl: Timeline, asked: list[Event], sockets: list[Event]) -> list[Hypothesis]:
-    """NCCL_IB_HCA names the InfiniBand or RoCE NICs to use, and NCCL still uses TCP sockets: it found none of them
-    (``NET/IB : No device found``). Whoever set it expects IB there; across hosts, sockets are slow at best, and
+    """NCCL_IB_HCA names the InfiniBand or RoCE NICs to use (or NCCL_IB_DISABLE=0 asks for them), and NCCL still uses
+    TCP sockets: it found none of them (``NET/IB : No device found``). Whoever set it expects IB there; across hosts, sockets are slow at best, and
     hosts that did find their NICs cannot connect to this one."""
     where = attribute(sockets, tl)
     hcas = str(asked[0].data.get("value", "")).strip().rstrip(".")[:80]
-    title = (f"NCCL_IB_HCA asks for {hcas}, but NCCL{' on ' + where.text if where.text else ''} found no InfiniBand "
-             "device and uses TCP sockets")
-    what = ("NCCL_IB_HCA lists the IB or RoCE NICs NCCL should use, so the hosts are meant to talk over RDMA; NCCL "
+    ask = (f"NCCL_IB_HCA asks for {hcas}" if asked[0].data.get("name") == "NCCL_IB_HCA"
+           else "NCCL_IB_DISABLE=0 asks for InfiniBand")
+    title = f"{ask}, but NCCL{' on ' + where.text if where.text else ''} found no InfiniBand device and uses TCP sockets"
+    what = ("NCCL_IB_HCA (or NCCL_IB_DISABLE=0) says NCCL should use IB or RoCE NICs, so the hosts are meant to talk over RDMA; NCCL "
             "found none of them usable and took its TCP socket transport instead: RDMA is not enabled there (the "
             "driver or rdma-core not loaded, a container without /dev/infiniband), or the names do not match the "
             "host's (`ibv_devices`). Training across nodes then runs at TCP speed, or fails where other hosts use IB.")
     fix = ("On that host, `ibv_devinfo` must list the NICs NCCL_IB_HCA names (port state ACTIVE); in containers add "
            "--device=/dev/infiniband --cap-add=IPC_LOCK (Kubernetes: the RDMA device plugin's resource) and the "
            "rdma-core libraries; then NCCL's INFO line says `Using network IB`.")
-    return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.6, title, what=what, fix=fix, where=where,
+    # NCCL_IB_DISABLE=0 is its default, set by many templates: a weaker ask than NICs named
+    confidence = 0.6 if asked[0].data.get("name") == "NCCL_IB_HCA" else 0.45
+    return [hypothesis(tl, Category.SOCKET_FALLBACK, confidence, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(asked[:1], "IB asked for") + evidence_of(sockets[:2], "sockets used"))]
 
 

@@ -484,6 +484,16 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                     "of causes starts with SIGKILL from the kernel's OOM killer (host RAM, not GPU memory), then "
                     "`ray stop --force` and a crash in native code (SIGSEGV). Its peers then fail or time out.")
             category, confidence = Category.RANK_KILLED, 0.55
+        elif signal == "SIGKILL" and evicted and all(e.data.get("over_limit") for e in events if e.data.get("evicted")):
+            title = f"{who} was evicted by the kubelet: the pod wrote more than its limit allows to {', '.join(evicted)}"
+            what = (f"Kubernetes evicted the pod of {who}: it used more of {', '.join(evicted)} than the pod's limit "
+                    "(an emptyDir's sizeLimit, such as the volume mounted at /dev/shm that NCCL and the data loaders "
+                    "fill, or ephemeral-storage: logs, checkpoints, caches written inside the container). Its peers "
+                    "then time out or lose their connection to it.")
+            deleted_fix = ("Raise the limit the message names (the emptyDir's sizeLimit, resources.limits.ephemeral-storage) "
+                   "or write less there: checkpoints and caches to a mounted volume, fewer data-loader workers for "
+                   "/dev/shm.")
+            category, confidence = Category.RANK_KILLED, 0.9
         elif signal == "SIGKILL" and evicted:
             title = (f"{who} was evicted by the kubelet: the node ran low on {', '.join(evicted)}"
                      + (" (host memory, not GPU memory)" if "memory" in evicted else ""))

@@ -81,7 +81,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # device``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all current devices!``)
     (Category.GPU_ERROR, "binaries without code for this GPU's architecture (the GPU itself is not at fault)",
      re.compile(r"no kernel image is available|hipErrorNoBinaryForGpu|Unable to find code object for all current "
-                r"devices", _I)),
+                # PyTorch's warning at start-up that it was built without this architecture (``NVIDIA H200 with CUDA
+                # capability sm_90 is not compatible with the current PyTorch installation``)
+                r"devices|with CUDA capability sm_\d{2,3}\w? is not compatible with the current PyTorch", _I)),
     # NVML (nvidia-smi, NCCL's nvmlwrap) after a driver update the host was not rebooted for: the kernel module
     # loaded is the old one, the library the new one
     (Category.GPU_ERROR, "a GPU driver whose kernel module and library differ (updated without a reboot; the GPU "

@@ -213,8 +213,9 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                          | {f"rank {e.data['peer_rank']}" for e in nccl if e.data.get("peer_rank") is not None}
                          | {str(e.data["peer_addr"]) for e in nccl if e.data.get("peer_addr")}
                          | {str(e.data["remote_addr"]) for e in gloo if e.data.get("remote_addr")})
+        told = [e for e in events if not e.data.get("summary")]  # socket.cpp's summary after the addresses' errors
         errors = sorted({str(e.data.get("error") or (e.data.get("message") if e.kind is Kind.EXCEPTION else None)
-                             or "timed out") for e in events})
+                             or "timed out") for e in (told or events)})
         what_store = (" the other trainers" if store and all(e.data.get("source") == "paddle-launch" for e in store)
                       else " HCCL's root (the topology server of the communicator's first rank)"
                       if store and all(e.data.get("source") == "hccl" for e in store)
@@ -785,6 +786,16 @@ _OWN_SOCKETS = {
         "the other ranks are its consequence.",
         "Stop the leftover processes on that host (`ss -ltnp | grep 1666`, `npu-smi info` for the processes on the "
         "NPUs) before restarting, and check the NPU NICs' addresses (`hccn_tool -i 0 -ip -g`)."),
+    "hccl-opretry": (
+        0.7, "Ascend HCCL's op-retry link on {where} reached another program on its port: a port of HCCL's range is "
+             "held by another process", "the handshake was not HCCL's",
+        "HCCL's op-retry links connect to a server each rank listens on, in a port range of its own (60000-60015 by "
+        "default); the answer to the handshake was not the one expected, so another program was listening there: "
+        "the kernel gave one of those ports to another process as an ephemeral port, or a service of the node uses "
+        "it. The link setup then fails on that rank.",
+        "Reserve HCCL's ports so the kernel does not hand them out (`sysctl -w net.ipv4.ip_local_reserved_ports="
+        "60000-60015`), or move HCCL to a free range with HCCL_IF_BASE_PORT and reserve that one; `ss -ltnp` shows "
+        "what holds them."),
 }
 
 
@@ -1275,6 +1286,16 @@ _SLOTS = re.compile(r"not enough slots available in the system to satisfy the (?
 _EXECUTABLE = re.compile(r"unable to (?:find the specified executable|launch the specified application as it "
                          r"(?:could not (?:access|find)|lacked\b))")
 _MCA_EXCLUSIVE = re.compile(r"Two mutually-exclusive MCA variables were specified")
+# libfabric's EFA provider told to use the NIC's RDMA where it has none (``FI_EFA_USE_DEVICE_RDMA=1 was set by user,
+# but EFA device has no rdma-read capability.  Application will abort().``, prov/efa)
+# Google's receive data path manager for GPUDirect-TCPX(O) (RxDM, A3 and A3 Mega) pairing each GPU with a NIC: ``Number
+# of GPUs detected in the PCI tree 7 is not equal to the actual number of GPUs reported by CUDA 8``
+_RXDM_GPUS = re.compile(r"Number of GPUs detected in the PCI tree (?P<pci>\d{1,3}) is not equal to the actual number of "
+                        r"GPUs reported by CUDA (?P<cuda>\d{1,3})")
+# Open MPI started by srun directly where it was built without Slurm's PMI (ess_hnp / ess_singleton's help text)
+_OMPI_NO_PMI = re.compile(r"direct launched using \"srun\", but OMPI was not built with SLURM's PMI support"
+                          r"|OMPI was not built with SLURM's PMI support")
+_EFA_NO_RDMA = re.compile(r"FI_EFA_USE_DEVICE_RDMA=1 was set by user, but EFA device has no rdma-(?P<op>read|write)")
 # a process out of file descriptors (EMFILE): each peer connection is a socket, and the bootstrap's accept, a store's
 # server or a data loader runs out first (``Call to accept failed : Too many open files``, gloo's ``listen: Too many
 # open files``, Python's ``OSError: [Errno 24] Too many open files``)
@@ -1434,6 +1455,40 @@ _REFUSALS = (
         "service; check it inside the job (`ulimit -n` in the same launch). For data loaders, "
         "torch.multiprocessing.set_sharing_strategy('file_system') also helps.",
         "out of file descriptors"),
+    _Refusal(
+        "PMI support", _OMPI_NO_PMI, Category.UNRECOGNISED, 0.8,
+        lambda m, on: ("Open MPI was started by srun directly, but this Open MPI was built without Slurm's PMI: its "
+                       f"processes cannot find each other and stop{' (' + on + ')' if on else ''}"),
+        "srun can start an MPI program's processes itself (direct launch) only where the MPI library talks to Slurm's "
+        "process-management interface (PMI-2 or PMIx); this Open MPI was built without it, so each process finds no "
+        "job around it and Open MPI refuses to run.",
+        "Start the processes with mpirun inside the allocation (salloc/sbatch, then `mpirun -np N …`), or use an Open "
+        "MPI built with Slurm's PMI (--with-pmix, --with-slurm) and run `srun --mpi=pmix` (`srun --mpi=list` shows "
+        "what Slurm offers; `ompi_info | grep -i pmi` what Open MPI has).",
+        "Open MPI without Slurm's PMI"),
+    _Refusal(
+        "in the PCI tree", _RXDM_GPUS, Category.UNRECOGNISED, 0.8,
+        lambda m, on: (f"GPUDirect-TCPX(O)'s receive daemon (RxDM) found {m['pci']} GPUs in the PCI tree where CUDA "
+                       f"reports {m['cuda']}{' (' + on + ')' if on else ''}: it could not pair every GPU with its NIC "
+                       "and stopped, so the ranks' connections through it are refused"),
+        "On Google Cloud's A3 machines the RxDM container moves each GPU's network traffic through the NIC beside it "
+        "on the PCIe tree; it walks that tree and stops when it finds fewer GPU-NIC pairs than CUDA has GPUs: a GPU "
+        "NIC's slot taken by another network (an extra gVNIC network on the node pool), a NIC not given to the VM, or "
+        "a GPU missing from the tree. NCCL's connections through the daemon are then refused on every rank.",
+        "Give the node pool exactly the GPU NICs the machine type expects (on A3 Mega, 8 GPU networks besides the "
+        "primary gVNIC; remove additional networks), and check `nvidia-smi topo -m` and the NICs inside the VM "
+        "against CUDA's GPU count before starting the daemon.",
+        "RxDM's GPU count"),
+    _Refusal(
+        "FI_EFA_USE_DEVICE_RDMA", _EFA_NO_RDMA, Category.UNRECOGNISED, 0.8,
+        lambda m, on: (f"libfabric's EFA provider was told to use the NIC's RDMA (FI_EFA_USE_DEVICE_RDMA=1), but this "
+                       f"EFA device has no RDMA {m['op']}{' (' + on + ')' if on else ''}: it aborts the process"),
+        "FI_EFA_USE_DEVICE_RDMA=1 forces libfabric's EFA provider to move data with the NIC's RDMA read (GPUDirect "
+        "RDMA); only some instance types' EFA devices have it (p4d and later, trn1), and on the others the provider "
+        "refuses and aborts before NCCL (aws-ofi-nccl) can run.",
+        "Unset FI_EFA_USE_DEVICE_RDMA (the provider then uses RDMA where the device has it), or run on an instance "
+        "type whose EFA supports RDMA read; `fi_info -p efa -v` shows the device's capabilities.",
+        "EFA without RDMA"),
     _Refusal(
         "netmask", _NETMASK, Category.INTERFACE_MISMATCH, 0.75,
         lambda m, on: ("MPI could not reach its peers: the addresses they advertise"

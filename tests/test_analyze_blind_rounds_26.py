@@ -1,0 +1,192 @@
+"""Readings added in the session of the eightieth blind harvest (the r83* cases of the real corpus): HPC and cloud
+pages, schedulers, less mined frameworks, non-English threads and non-NVIDIA stacks; one behaviour per test, each
+with the look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste, one
+from syncdoctor.analyze.model import Category, Kind
+
+diagnose = diagnose_paste
+
+_NO_IB = "node013:37715:38896 [0] NCCL INFO NET/IB : No device found.\n"
+_IB_ASKED = "node013:37715:38896 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+
+
+def test_no_ib_device_where_the_job_asked_for_ib_is_a_socket_fallback(tmp_path: Path) -> None:
+    assert one(_NO_IB, Kind.NCCL_NET).data == {"no_ib_device": True}
+    top = diagnose(tmp_path, _NO_IB + _IB_ASKED).hypotheses[0]
+    assert top.category is Category.SOCKET_FALLBACK and top.title.startswith("NCCL_IB_DISABLE=0 asks for InfiniBand")
+    assert "node013" in top.title
+    # NCCL's INFO alone (a machine without IB NICs: nothing asked for them) and under EFA's plugin, which prints the
+    # same line before it takes over, say nothing of a failure
+    assert diagnose(tmp_path, _NO_IB).hypotheses == ()
+    efa = "node013:37715:38896 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)\n"
+    assert diagnose(tmp_path, _NO_IB + _IB_ASKED + efa).hypotheses == ()
+
+
+def test_the_agents_signal_in_a_callers_report_is_the_job_stopped_from_outside(tmp_path: Path) -> None:
+    report = ('      File ".../torch/distributed/elastic/multiprocessing/api.py", line 62, in _terminate_process_handler\n'
+              '        raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)\n\n'
+              "Message:\n\n    Process 107 got signal: 15\n\nUser error.\n")
+    assert one("    Process 107 got signal: 15", Kind.AGENT_SIGNAL).data["signal"] == "SIGTERM"
+    top = diagnose(tmp_path, report).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "SIGTERM" in top.title
+    # a line that merely mentions a signal is none
+    assert diagnose(tmp_path, "Process 107 got signal: 15 handlers installed, continuing\n").hypotheses == ()
+
+
+_HNS = ("[ERROR] ROCE(2040034,alltoall_test):2025-09-15-08:38:12.776.612 [hns_roce_lite.c:630]"
+        "hns_roce_lite_handle_error_cqe(630) : error cqe status: 0x{}\n")
+_EI0013 = ("[PID: 3448331] 2025-12-04-21:59:08.232.310 Execution Error ROCE CQE(EI0013): An error CQE occurred during "
+           "operator execution. Local information: server 127.0.0.1, device ID 0, device IP 127.10.0.1. Peer "
+           "information: server 127.0.0.2, device ID 1, device IP 127.10.0.2.\n")
+
+
+def test_the_roce_drivers_own_status_is_read_in_the_verbs_numbering(tmp_path: Path) -> None:
+    assert one(_HNS.format("15"), Kind.IB_COMPLETION_ERROR).data["status"] == 12
+    assert one(_HNS.format("16"), Kind.IB_COMPLETION_ERROR).data["status"] == 13
+    assert one(_HNS.format("04"), Kind.IB_COMPLETION_ERROR).data["status"] == 4
+    # HCCL's console line says the operators were running: the retransmissions ran out late, a link's failure
+    top = diagnose(tmp_path, _HNS.format("15") + _EI0013).hypotheses[0]
+    assert top.category is Category.IB_LINK_FAILURE and "0x15" in top.title
+    protection = diagnose(tmp_path, _HNS.format("04") + _EI0013).hypotheses
+    assert protection[0].category is Category.IB_COMPLETION and "error 4 (local protection" in protection[0].title
+    assert all(h.category is not Category.IB_LINK_FAILURE for h in protection)  # EI0013 is that one failure
+
+
+def test_hccls_error_cqe_alone_is_retransmissions_run_out(tmp_path: Path) -> None:
+    event = one(_EI0013, Kind.IB_COMPLETION_ERROR)
+    assert (event.data["status"], event.data["assumed"], event.data["stage"]) == (12, True, "execution")
+    assert diagnose(tmp_path, _EI0013).hypotheses[0].category is Category.IB_LINK_FAILURE
+    # without the stage (at set-up): the NICs cannot reach each other
+    setup = _EI0013.replace(" during operator execution", "")
+    assert diagnose(tmp_path, setup).hypotheses[0].category in (Category.IB_UNREACHABLE_AT_INIT,)
+
+
+def test_hccls_op_retry_handshake_answered_by_another_program_is_a_port_taken(tmp_path: Path) -> None:
+    line = "[OpRetryConnection][RecvAckTag] Recv unmatched ack  [1381978191] expect [64]\n"
+    assert one(line, Kind.STORE_ERROR).data["source"] == "hccl-opretry"
+    top = diagnose(tmp_path, line + "call trace: hcclRet -> 4\n").hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and "60000-60015" in top.fix
+    assert diagnose(tmp_path, "[OpRetryConnection][RecvAckTag] Recv ack [64] expect [64]\n").hypotheses == ()
+
+
+def test_efa_refusing_device_rdma_it_does_not_have(tmp_path: Path) -> None:
+    line = ("FI_EFA_USE_DEVICE_RDMA=1 was set by user, but EFA device has no rdma-read capability.  Application will "
+            "abort().\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.confidence >= 0.8 and "RDMA read" in top.title
+    assert "Unset FI_EFA_USE_DEVICE_RDMA" in top.fix
+    assert diagnose(tmp_path, "FI_EFA_USE_DEVICE_RDMA=1 was set by user\n").hypotheses == ()
+
+
+def test_tcpxos_receive_daemon_counting_fewer_gpus_than_cuda(tmp_path: Path) -> None:
+    paste = ("Number of GPUs detected in the PCI tree 7 is not equal to the actual number of GPUs reported by CUDA 8\n"
+             "connect() error: 111: Connection refused\nORTE was unable to reliably start one or more daemons\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "7 GPUs in the PCI tree where CUDA reports 8" in top.title
+    # the same counts agreeing are no failure
+    assert diagnose(tmp_path, "Number of GPUs detected in the PCI tree 8 equals CUDA's 8\n").hypotheses == ()
+
+
+# ---- a sweep of PyTorch's c10d messages and of what Slurm, Kubernetes, CUDA, DCGM and UCX print around a job ----
+
+def test_socket_cpps_summary_alone_names_the_store_it_could_not_reach(tmp_path: Path) -> None:
+    line = ("[E1205 10:31:02.123456789 socket.cpp:957] [c10d] The client socket has failed to connect to any network "
+            "address of (node-0, 29500).\n")
+    event = one(line, Kind.STORE_ERROR)
+    assert (event.data["store_host"], event.data["store_port"], event.data["summary"]) == ("node-0", 29500, True)
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "node-0:29500" in top.title
+    # beside a per-address error, that one says why (the summary's words are left out of the title)
+    both = diagnose(tmp_path, line + "[W socket.cpp:601] [c10d] The client socket has failed to connect to "
+                    "[node-0]:29500 (errno: 113 - No route to host).\n").hypotheses[0]
+    assert "No route to host" in both.title and "no address of the store" not in both.title
+
+
+def test_the_2_2_monitor_thread_timeout_is_the_watchdog_stuck(tmp_path: Path) -> None:
+    line = ("[rank4]:[F ProcessGroupNCCL.cpp:1213] [Rank 4] NCCL monitor thread timeout. Basically, this could be due "
+            "to CUDA or NCCL calls being unexpectedly blocking, especially when your program enters a deadlock state "
+            "in watchdog or destructors. If you see this error, please file a bug to PyTorch.\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.WATCHDOG_STUCK and top.culprit_ranks == (4,)
+
+
+def test_nccls_invalid_argument_code_alone_is_never_silent(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "ncclInvalidArgument: Invalid value for an argument.\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "ncclInvalidArgument" in top.title
+
+
+def test_slurms_memory_limit_in_sruns_and_slurmstepds_words(tmp_path: Path) -> None:
+    for line in ("srun: Exceeded job memory limit\n", "slurmstepd: error: Exceeded step memory limit at some point.\n"):
+        event = one(line, Kind.WORKER_FAILED)
+        assert (event.data["oom"], event.data["signal"]) == (True, "SIGKILL")
+        top = diagnose(tmp_path, line).hypotheses[0]
+        assert top.category is Category.RANK_KILLED and "host memory" in top.title
+    assert diagnose(tmp_path, "srun: job memory limit is 64G\n").hypotheses == ()
+
+
+def test_a_pod_evicted_over_its_own_limits(tmp_path: Path) -> None:
+    shm = 'Message:          Usage of EmptyDir volume "dshm" exceeds the limit "16Gi".\n'
+    top = diagnose(tmp_path, shm).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and '"dshm"' in top.title and "sizeLimit" in top.fix
+    storage = diagnose(tmp_path, "Pod ephemeral local storage usage exceeds the total limit of containers 40Gi.\n")
+    assert storage.hypotheses[0].category is Category.RANK_KILLED and "ephemeral-storage" in storage.hypotheses[0].title
+    # the node running low stays the node's reading
+    node = diagnose(tmp_path, "The node was low on resource: ephemeral-storage.\n").hypotheses[0]
+    assert "the node ran low" in node.title
+
+
+def test_a_gpu_fallen_off_the_bus_in_the_drivers_and_dcgms_words(tmp_path: Path) -> None:
+    for line, gpu in (("[Sat Dec  5 01:12:44 2026] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.", None),
+                      ("GPU 3 has fallen off the bus", 3), ("Detected XID 79 for GPU 3", 3),
+                      ("Unable to determine the device handle for gpu 0000:3b:00.0: GPU is lost.  Reboot the system to "
+                       "recover this GPU", None)):
+        event = one(line, Kind.GPU_ERROR)
+        assert event.data["hardware"] is True and event.data.get("gpu") == gpu, line
+        assert diagnose(tmp_path, line + "\n").hypotheses[0].category is Category.GPU_ERROR
+
+
+def test_startup_warnings_that_are_the_failure(tmp_path: Path) -> None:
+    arch = ("UserWarning: NVIDIA H200 with CUDA capability sm_90 is not compatible with the current PyTorch "
+            "installation. The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80.\n")
+    top = diagnose(tmp_path, arch).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "architecture" in top.title
+    init = ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: CUDA unknown "
+            "error - this may be due to an incorrectly set up environment, e.g. changing env variable "
+            "CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.\n")
+    assert diagnose(tmp_path, init).hypotheses  # never silent
+    # other user warnings stay none
+    assert diagnose(tmp_path, "UserWarning: barrier(): using the device under current context.\n").hypotheses == ()
+
+
+def test_open_mpi_direct_launched_without_slurms_pmi(tmp_path: Path) -> None:
+    line = ('The application appears to have been direct launched using "srun", but OMPI was not built with SLURM\'s '
+            "PMI support and therefore cannot execute.\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.confidence >= 0.8 and "srun --mpi=pmix" in top.fix
+
+
+def test_ucx_endpoint_errors_no_handler_took(tmp_path: Path) -> None:
+    line = ("[1796433164.218734] [gpu-node-07:123456:0]          ucp_ep.c:1660 UCX  ERROR ep 0x7f2e6c01a040: error "
+            "'Endpoint timeout' on rc_mlx5/mlx5_0:1 will not be handled since no error callback is installed\n")
+    assert one(line, Kind.NCCL_CONNECT_FAILED).data["error"] == "Endpoint timeout"
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_ray_losing_a_node_is_the_node_gone_and_its_actors_with_it(tmp_path: Path) -> None:
+    paste = ("2022-02-15 16:53:52,096\tWARNING worker.py:1462 -- The node with node id: 8f205b and ip: 10.128.0.103 "
+             "has been marked dead because the detector has missed too many heartbeats from it.\n"
+             "(BackendExecutor pid=5126, ip=10.128.0.32) 2022-02-15 16:53:52,097\tERROR utils.py:42 -- The actor died "
+             "unexpectedly before finishing this task.\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("10.128.0.103",)
+    assert top.title.startswith("Ray lost node 10.128.0.103")
+
+
+def test_a_systemd_unit_is_no_host(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "nvidia-fabricmanager.service: Main process exited, code=exited, status=1/FAILURE\n")
+    assert top.hypotheses and not top.hypotheses[0].culprit_hosts
