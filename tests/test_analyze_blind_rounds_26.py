@@ -190,3 +190,37 @@ def test_ray_losing_a_node_is_the_node_gone_and_its_actors_with_it(tmp_path: Pat
 def test_a_systemd_unit_is_no_host(tmp_path: Path) -> None:
     top = diagnose(tmp_path, "nvidia-fabricmanager.service: Main process exited, code=exited, status=1/FAILURE\n")
     assert top.hypotheses and not top.hypotheses[0].culprit_hosts
+
+
+def test_slurms_cancellation_by_a_signal_and_a_node_srun_lost(tmp_path: Path) -> None:
+    signal = ("slurmstepd: error: *** JOB 4817263 ON gpu-node-07 CANCELLED AT 2026-12-05T01:12:44 DUE to SIGNAL "
+              "Terminated ***\n")
+    assert one(signal, Kind.AGENT_SIGNAL).data["reason"] == "signal terminated"
+    assert diagnose(tmp_path, signal).hypotheses[0].category is Category.RANK_KILLED
+    lost = diagnose(tmp_path, "srun: error: Cannot communicate with node gpu-node-07.  Aborting job.\n").hypotheses[0]
+    assert lost.category is Category.RANK_KILLED and lost.culprit_hosts == ("gpu-node-07",)
+    # a node named by its index in the step is no host
+    assert one("srun: error: Cannot communicate with node 3.  Aborting job.", Kind.AGENT_SIGNAL).origin.host is None
+
+
+def test_a_pods_exit_code_137_in_the_operators_words(tmp_path: Path) -> None:
+    line = ("  Warning  Error  50s  pytorchjob-controller  Error pod llm-ft-worker-3 container pytorch exitCode: 137 "
+            "terminated message:\n")
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.RANK_KILLED
+    assert diagnose(tmp_path, "Error pod llm-ft-worker-3 container pytorch exitCode: 1 terminated\n").hypotheses[0] \
+        .category is not Category.RANK_KILLED
+
+
+def test_the_cuda_runtimes_error_by_its_name_and_words(tmp_path: Path) -> None:
+    line = "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorInvalidDevicePointer: invalid device pointer\n"
+    assert one(line, Kind.GPU_ERROR).data["message"] == "invalid device pointer"
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.GPU_ERROR
+    oom = "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorMemoryAllocation: out of memory\n"
+    assert diagnose(tmp_path, oom).hypotheses[0].category is Category.RANK_OUT_OF_MEMORY
+
+
+def test_a_container_runtime_refusing_an_image_for_a_newer_cuda(tmp_path: Path) -> None:
+    line = ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a "
+            "newer version, or use an earlier cuda container: unknown\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "driver older than the CUDA runtime" in top.title

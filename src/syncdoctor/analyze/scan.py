@@ -320,6 +320,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"marked dead", b"considered dead",
     # NCCL's result code for an argument it refused, alone (``ncclInvalidArgument: Invalid value for an argument.``)
     b"ncclInvalidArgument",
+    # a pod's exit code in Kubeflow's operator's event (``… container pytorch exitCode: 137 terminated message:``)
+    b"exitCode: 137",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -36,7 +36,7 @@ from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
             "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version")
@@ -50,6 +50,9 @@ _CUDA = re.compile(r"(?:CUDA error|HIP error|Triton Error \[CUDA\]|cuda runtime 
 _CUDA_CALL = re.compile(r"\bcuda[A-Z]\w{2,40}(?:\(\))? failed(?: with error)?:? (?P<msg>(?:an? |unspecified |misaligned )"
                         r"[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
+# the runtime's error by its name, then its words (CuPy's ``CUDARuntimeError: cudaErrorInvalidDevicePointer: invalid
+# device pointer``, Numba's, a program's own check)
+_CUDA_NAMED = re.compile(r"\bcudaError(?!None\b|NotReady\b)[A-Z]\w{2,40}: (?P<msg>[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
 # DCGM's health check (dcgmi health, its diagnostics): ``Detected XID 79 for GPU 3``
 _DCGM_XID = re.compile(r"Detected XID (?P<xid>\d{1,3}) for GPU (?P<gpu>\d{1,3})")
@@ -248,7 +251,8 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "pci": match["pci"], "message": f"PCIe error the driver could not recover from ({match['msg'].strip()[:120]})",
             "hardware": True, "source": "pcie-aer"})]
-    match = _CUDA.search(body) or _DRIVER.search(body) or _CUDA_CALL.search(body)
+    match = _CUDA.search(body) or _DRIVER.search(body) or _CUDA_CALL.search(body) or \
+        (_CUDA_NAMED.search(body) if "cudaError" in body else None)
     if not match:
         return []
     message = match["msg"].strip() if "msg" in match.groupdict() else match["name"]

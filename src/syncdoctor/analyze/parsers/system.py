@@ -34,7 +34,7 @@ from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, shell_signal_name,
 
 __all__ = ["KEYWORDS", "parse"]
 
-KEYWORDS = ("oom_kill event", "marked dead", "its local ephemeral storage", "ephemeral local storage usage", "Usage of EmptyDir volume",
+KEYWORDS = ("oom_kill event", "marked dead", "Cannot communicate with node", "exitCode: 137", "its local ephemeral storage", "ephemeral local storage usage", "Usage of EmptyDir volume",
             "Exceeded job memory", "Exceeded step memory", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
             "segfault at ", "general protection fault", "health compromised", ", being killed",
@@ -101,9 +101,12 @@ _POD_KILLED = ("Deleted", "OOMKilled", "Evicted")  # reasons whose processes wer
 # from it.`` (``and address: … and node name: …`` in newer releases): its raylet stopped, the workers on it are gone
 _RAY_NODE_DEAD = re.compile(r"The node with node id: \w+ and (?:ip|address): (?P<ip>[\w.:\-]+?)(?: and node name: \S+)? "
                             r"has been marked dead because the detector has missed too many heartbeats")
-_SRUN_NODE_FAILURE = re.compile(r"srun: error: Node failure on (?P<host>[\w.\-]+)")
+_SRUN_NODE_FAILURE = re.compile(r"srun: error: Node failure on (?P<host>[\w.\-]+)"
+                                # srun losing a node of its step (its index in the step, or a name)
+                                r"|srun: error: Cannot communicate with node (?P<node>[\w.\-]+)\.\s+Aborting job")
 _SLURM_CANCELLED = re.compile(r"(?:\*\*\* )?(?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<host>\S+) CANCELLED AT \S+"
-                              r"(?: DUE TO (?P<why>[A-Z ]+?))?(?:, SEE [A-Z ]+)?(?: \*\*\*|\s*$)")  # a paste may eat the stars
+                              # (a signal's: ``DUE to SIGNAL Terminated``, as slurmstepd writes it)
+                              r"(?: DUE (?:TO|to) (?P<why>[A-Z ]+?|SIGNAL [A-Za-z ]+?))?(?:, SEE [A-Z ]+)?(?: \*\*\*|\s*$)")
 # Slurm ending a job for reasons of its own: ``srun: PrologSlurmctld failed, job killed`` (the controller's prolog; on
 # clouds, creating the nodes), slurmd's ``error: [job 42] prolog failed status=1:0`` (a node's prolog: Slurm drains the
 # node), salloc's ``Prolog failure on node k003-006``, srun's ``error: Task launch for 23.0 failed on node hpc: Job
@@ -118,7 +121,7 @@ _EVICTED = re.compile(r"The node was low on resource: (?P<resource>[\w-]+)")
 # "20Gi".``, ``Usage of EmptyDir volume "dshm" exceeds the limit "16Gi".`` (the volume mounted at /dev/shm)
 _EVICTED_LIMIT = re.compile(r"Pod ephemeral local storage usage exceeds the total limit|exceeded its local ephemeral "
                             r"storage limit|Usage of EmptyDir volume \"(?P<volume>[^\"]{1,63})\" exceeds the limit")
-_EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?)\s*137\b", re.IGNORECASE)
+_EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?|exitCode:)\s*137\b", re.IGNORECASE)
 _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
                  "Aborted": "SIGABRT", "Bus error": "SIGBUS"}
 
@@ -189,7 +192,8 @@ def parse(line: Line) -> list[Event]:
                                  "command": match["comm"], "cgroup": match["constraint"] == "CONSTRAINT_MEMCG"})]
     match = _SRUN_NODE_FAILURE.search(body)
     if match:  # Slurm lost a node of the step (down, unreachable): it ends the whole step from outside
-        return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=match["host"]), data={
+        host = match["host"] or (match["node"] if not match["node"].isdigit() else None)
+        return [make_event(Kind.AGENT_SIGNAL, line, origin=Origin(host=host), data={
             "source": "slurm", "reason": "node failure", "node_failed": True})]
     match = _RAY_NODE_DEAD.search(body) if "marked dead" in body else None
     if match:  # (the line's own prefix names the process that printed it, not the node it is about)

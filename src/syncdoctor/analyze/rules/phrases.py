@@ -76,7 +76,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # the CUDA software that does not fit the host's driver (cudaErrorInsufficientDriver; PyTorch's own words): a
     # GPU runtime's failure whose cure is the driver, not the GPU
     (Category.GPU_ERROR, "a GPU driver older than the CUDA runtime (the GPU itself is not at fault)",
-     re.compile(r"driver version is insufficient|driver on your system is too old", _I)),
+     re.compile(r"driver version is insufficient|driver on your system is too old"
+                # the NVIDIA container runtime refusing an image built for a newer CUDA (``nvidia-container-cli:
+                # requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version``)
+                r"|unsatisfied condition: cuda ?>= ?[\d.]+", _I)),
     # a build without code for this GPU's architecture (CUDA's ``no kernel image is available for execution on the
     # device``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all current devices!``)
     (Category.GPU_ERROR, "binaries without code for this GPU's architecture (the GPU itself is not at fault)",
