@@ -3,6 +3,7 @@ across block boundaries; junk and truncated files."""
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import platform
@@ -306,3 +307,26 @@ def test_a_corrupt_or_bounded_archive_keeps_what_was_read(tmp_path: Path, monkey
     zipped.write_bytes(b"PK\x03\x04" + b"\0" * 100)
     analysis = analyze_paths([str(zipped)])
     assert analysis.diagnosis.hypotheses == () and any("zip" in note for note in analysis.collected.notes)
+
+
+@pytest.mark.parametrize(("name", "encode"), [
+    ("utf16le.log", lambda t: codecs.BOM_UTF16_LE + t.encode("utf-16-le")),  # PowerShell's `>` and Out-File
+    ("utf16be.log", lambda t: codecs.BOM_UTF16_BE + t.encode("utf-16-be")),
+    ("bom.log", lambda t: codecs.BOM_UTF8 + t.encode()),  # Notepad's UTF-8: the mark before the first prefix
+    ("utf16.log.gz", lambda t: gzip.compress(codecs.BOM_UTF16_LE + t.encode("utf-16-le"))),
+])
+def test_a_log_in_utf16_or_with_a_byte_order_mark_is_read(tmp_path: Path, name: str, encode) -> None:
+    text = ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\r\n"
+            "[rank0]: café ✓ step 10\r\n" * 2000)  # past one read of the decoder, a character split across reads
+    path = tmp_path / name
+    path.write_bytes(encode(text))
+    analysis = analyze_paths([str(path)])
+    top = analysis.diagnosis.hypotheses[0]
+    assert (top.code, top.culprit_ranks) == ("A004", (3,))
+    assert analysis.collected.lines_read == 4000
+
+
+def test_a_utf16_stream_decodes_what_it_is_given_in_pieces() -> None:
+    data = codecs.BOM_UTF16_LE + "é✓ line\n".encode("utf-16-le") * 10_000
+    with open_source(Source("-"), stdin=io.BytesIO(data)) as stream:
+        assert stream.read() == "é✓ line\n".encode() * 10_000

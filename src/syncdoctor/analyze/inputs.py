@@ -15,6 +15,7 @@ bounded blocks. Does I/O (reads files and stdin), nothing else.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import glob
 import gzip
@@ -23,10 +24,11 @@ import os
 import sys
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from syncdoctor.errors import InputError, UsageError
 
@@ -123,10 +125,47 @@ def open_source(source: Source, stdin: BinaryIO | None = None) -> Iterator[io.Bu
             io.BufferedReader(gzip.GzipFile(fileobj=buffered, mode="rb"), 1 << 16)
             if head == b"\x1f\x8b" else buffered
         )
-        yield stream
+        yield as_utf8(stream)
     finally:
         if source.path is not None:
             buffered.close()
+
+
+class _Utf16(io.RawIOBase):
+    """A UTF-16 stream (PowerShell's ``>`` and ``Out-File`` write logs so) as UTF-8, decoded as it is read."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._decoder = codecs.getincrementaldecoder("utf-16")("replace")  # (the BOM says which byte order)
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            chunk = self._stream.read(1 << 16)
+            self._pending = self._decoder.decode(chunk, final=not chunk).encode("utf-8")
+            if not chunk:
+                break
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+
+def as_utf8(stream: io.BufferedReader[Any]) -> io.BufferedReader[Any]:
+    """``stream`` as UTF-8 bytes: a UTF-16 log (its byte-order mark first) decoded, UTF-8's own mark skipped (it would
+    stand before the first line's prefix). Anything else as it is."""
+    try:
+        mark = stream.peek(3)[:3]
+    except (OSError, EOFError, zlib.error):  # a cut or corrupt gzip: its reader says so where it is read
+        return stream
+    if mark[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return io.BufferedReader(_Utf16(stream), 1 << 16)
+    if mark == codecs.BOM_UTF8:
+        stream.read(3)
+    return stream
 
 
 MAX_MEMBERS = 100_000  # files read from one archive
@@ -159,8 +198,8 @@ def _member(stream: BinaryIO) -> BinaryIO:
     """A member's bytes, capped, gzip'd members (``rank3.log.gz``) decompressed."""
     buffered = io.BufferedReader(_Capped(stream, MAX_MEMBER_BYTES))
     if buffered.peek(2)[:2] == b"\x1f\x8b":
-        return io.BufferedReader(_Capped(gzip.GzipFile(fileobj=buffered, mode="rb"), MAX_MEMBER_BYTES))  # type: ignore[arg-type]
-    return buffered
+        return as_utf8(io.BufferedReader(_Capped(gzip.GzipFile(fileobj=buffered, mode="rb"), MAX_MEMBER_BYTES)))  # type: ignore[arg-type]
+    return as_utf8(buffered)
 
 
 def archive_members(source: Source, stream: io.BufferedReader) -> Iterator[tuple[Source, BinaryIO]] | None:
