@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, one
+from analyze_helpers import diagnose_paste, events_of, one
 from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
@@ -224,3 +224,42 @@ def test_a_container_runtime_refusing_an_image_for_a_newer_cuda(tmp_path: Path) 
             "newer version, or use an earlier cuda container: unknown\n")
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.GPU_ERROR and "driver older than the CUDA runtime" in top.title
+
+
+# ---- the eighty-first round (r84*) ----
+
+def test_a_rank_waiting_in_a_main_process_first_barrier_while_the_main_process_maps(tmp_path: Path) -> None:
+    # real: huggingface/trl#1902 (the bar's last redraw and rank 1's store warning on one line, the traceback cut)
+    paste = ("Map:  17%|███████       | 281398/1652614 [09:56<53:07, 430.16 examples/s][rank1]:[W socket.cpp:432] "
+             "[c10d] While waitForInput, poolFD failed with (errno: 0 - Success).\n"
+             "Traceback (most recent call last):\n"
+             '  File "/data1/dpo/dpo_qwen2.py", line 245, in <module>\n    dpo_trainer = DPOTrainer(\n'
+             '  File "/site-packages/trl/trainer/dpo_trainer.py", line 527, in __init__\n'
+             "    with PartialState().local_main_process_first():\n"
+             '  File "/site-packages/accelerate/state.py", line 523, in local_main_process_first\n'
+             "    yield from self._goes_first(self.is_lo\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (0,) and "Map" in top.title
+    # the same wait without the barrier in its traceback says nothing of what the main process was doing
+    plain = paste.replace("local_main_process_first", "prepare_dataset").replace("_goes_first", "_prepare")
+    assert diagnose(tmp_path, plain).hypotheses[0].category is not Category.LAGGING_RANK
+
+
+def test_a_bar_glued_to_a_ranks_line_is_read_apart(tmp_path: Path) -> None:
+    line = ("Map:  17%|███      | 281398/1652614 [09:56<53:07, 430.16 examples/s][rank1]:[W socket.cpp:432] [c10d] "
+            "While waitForInput, poolFD failed with (errno: 0 - Success).")
+    kinds = {(e.kind, e.origin.rank) for e in events_of(line)}
+    assert (Kind.PROGRESS_BAR, None) in kinds and (Kind.STORE_ERROR, 1) in kinds
+
+
+def test_a_line_number_a_journal_host_and_a_loguru_level_before_the_line(tmp_path: Path) -> None:
+    oom = "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    for paste in (f"    12\t{oom}\n",  # cat -n
+                  f"2024-05-01 10:00:00.123 | ERROR    | __main__:train:88 - {oom}\n"):  # loguru
+        assert diagnose(tmp_path, paste).hypotheses[0].culprit_ranks == (3,), paste
+    journal = ("2024-05-01T10:00:00+0000 gpu-node-07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen "
+               "off the bus.\n")
+    assert diagnose(tmp_path, journal).hypotheses[0].culprit_hosts == ("gpu-node-07",)
+    # a logger's words after a stamp are no host (no digit in them)
+    logged = f"2024-05-01T10:00:00+0000 INFO root: {oom}\n"
+    assert "INFO" not in diagnose(tmp_path, logged).hypotheses[0].culprit_hosts

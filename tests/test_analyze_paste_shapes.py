@@ -270,3 +270,7 @@ def test_a_json_document_of_no_known_kind_is_read_as_the_strings_it_holds(tmp_pa
     # one that holds no error: no hypothesis, and no traceback either
     (tmp_path / "config.json").write_text(json.dumps({"model": "llama", "lr": 3e-4, "tags": ["a", "b"]}))
     assert analyze_paths([str(tmp_path / "config.json")]).diagnosis.hypotheses == ()
+    # nor one whose strings merely mention errors, without a field for a program's output (a run's notes, a config)
+    notes = {"why": "rank 1's store wait timed out: RuntimeError: Socket Timeout", "category": "A001"}
+    (tmp_path / "notes.json").write_text(json.dumps(notes))
+    assert analyze_paths([str(tmp_path / "notes.json")]).diagnosis.hypotheses == ()

@@ -256,22 +256,30 @@ def records_text(doc: object) -> bytes | None:
 
 
 _MAX_STRINGS = 100_000  # the strings read from one JSON document of no known kind
+_LOG_FIELDS = frozenset({"message", "msg", "log", "logs", "error", "errors", "traceback", "py_callstack", "exception",
+                         "stderr", "stdout", "output", "textpayload"})
 
 
 def strings_text(doc: object) -> bytes:
     """The text a JSON document of no kind known to analyze holds: its strings in document order, one line per
     line of each (torchelastic's error file, ``{"message": {"message": …, "extraInfo": {"py_callstack": …}}}``; an
-    object some tool printed). Bounded: the first :data:`_MAX_STRINGS` strings."""
+    object some tool printed), where some field of it is named for a program's output (``message``, ``error``,
+    ``traceback``, ``stderr``…); else nothing (a config, a metrics file). Bounded: the first :data:`_MAX_STRINGS`
+    strings."""
     out: list[str] = []
     stack = [doc]
+    logged = False  # a field that holds a program's output (a config's or a metric file's strings are not read)
     while stack and len(out) < _MAX_STRINGS:
         item = stack.pop()
         if isinstance(item, str):
             out.append(item.rstrip("\n"))
         elif isinstance(item, dict):
+            logged = logged or any(str(key).lower() in _LOG_FIELDS for key in item)
             stack.extend(reversed(list(item.values())))
         elif isinstance(item, list):
             stack.extend(reversed(item))
+    if not logged:
+        return b""
     return "".join(text + "\n" for text in out if text.strip()).encode("utf-8", "replace")
 
 

@@ -51,16 +51,17 @@ _PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-
 # log lines run together on one line, each still behind its writer's prefix; read apart, at the same line number
 _BAR_ENDS = (b"/s]", b"s/it]")  # the end of a progress bar's rate field: ``2.14it/s]``, ``43.23s/it]``
 _TRACEBACK_NEXT = rb"(?:\[rank\d{1,6}\]: ?)?Traceback \(most recent call last\)"  # behind its rank prefix or not
+_AFTER_BAR = rb"(?:" + _TRACEBACK_NEXT + rb"|\[rank\d{1,6}\]:)"  # (or any line behind a rank prefix)
 _RUN_TOGETHER = re.compile(
     rb" (?=[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] (?:NCCL |[\w./\-]{1,200}:\d{1,6} NCCL ))"
     rb"| (?=\[rank\d{1,6}\]:)"
     rb"| (?P<bare>(?=\[\d{1,4}\] NCCL (?:INFO|WARN) ))"  # a prefix cut to its device by the paste: ``[0] NCCL INFO …``
     # a progress bar's last redraw with no line end, then another writer's traceback (``… 2.14it/s][rank1]:
-    # Traceback (most recent call last):``), which its reader needs at the start of a line (a bar before any other
-    # line stays on it: the rules read the two together)
-    rb"|(?:(?<=/s\])|(?<=s/it\]))(?=" + _TRACEBACK_NEXT + rb")"
+    # Traceback (most recent call last):``) or line (``… 430.16 examples/s][rank1]:[W socket.cpp:432] …``), which its
+    # reader needs at the start of a line (a bar before any other line stays on it: the rules read the two together)
+    rb"|(?:(?<=/s\])|(?<=s/it\]))(?=" + _AFTER_BAR + rb")"
 )
-_BAR_THEN = re.compile(rb"(?:/s|s/it)\]" + _TRACEBACK_NEXT)
+_BAR_THEN = re.compile(rb"(?:/s|s/it)\]" + _AFTER_BAR)
 _WRITER = re.compile(rb"[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10}$")
 _RANK = re.compile(rb"\[rank\d{1,6}\]:")
 _RUN_MIN = 100  # bytes: a shorter line is one line
@@ -79,14 +80,14 @@ def _glog_machine(head: bytes) -> str | None:
 
 def _runs_together(raw: bytes) -> bool:
     """Cheap first look (bytes.find) for a second writer's prefix in a line: NCCL's word twice, a rank prefix
-    twice, or a progress bar's redraw right before a traceback."""
+    twice, or a progress bar's redraw right before a traceback or a rank's line."""
     first = raw.find(b" NCCL ")
     if first >= 0 and raw.find(b" NCCL ", first + 6) >= 0:
         return True
     first = raw.find(b"[rank")
     if first >= 0 and raw.find(b" [rank", first + 5) >= 0:
         return True
-    return b"Traceback (" in raw and _BAR_THEN.search(raw) is not None
+    return (b"Traceback (" in raw or b"][rank" in raw) and _BAR_THEN.search(raw) is not None
 
 
 def _apart(raw: bytes) -> list[bytes]:

@@ -91,7 +91,10 @@ _CLIENTS = re.compile(r"Timed out after (?P<s>\d+) seconds waiting for clients\.
                       r"joined")
 _RDZV = re.compile(r"\b(?P<kind>Rendezvous(?:Timeout|Connection|Closed)Error)\b")
 _SOCKET = re.compile(r"waitForInput: (?:socket .{0,300}? timed out after (?P<ms>\d+)ms|poll for socket .{0,300}? "
-                     r"returned 0, likely a timeout)")
+                     r"returned 0, likely a timeout)"
+                     # 2.0-2.2's words as the store's wait ends (then ``Socket Timeout``): ``While waitForInput,
+                     # poolFD failed with (errno: 0 - Success).``
+                     r"|While waitForInput, poolFD failed with")
 _CONNECT = re.compile(
     r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s)(?: while trying to connect(?: to \((?P<host>[^,\s]+)"
     r"(?:, (?P<port>\d+)\))?)?)?"  # the port, the address, the rest may be cut off by a wrapped line

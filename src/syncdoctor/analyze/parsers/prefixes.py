@@ -92,6 +92,14 @@ _BRACKET_HOST = re.compile(r"\[(?P<host>(?=[a-z0-9-]*-)(?=[a-z-]*[0-9])(?!rank)[
 # source file that logged; the older form without the stamp, ``[compute001:31180:0:31180] ib_mlx5_log.c:143 …``
 _UCX = re.compile(r"(?:\[\d{9,10}\.\d{1,9}\] +)?\[(?P<host>[A-Za-z0-9][\w.\-]{0,62}):(?P<pid>\d{1,10}) ?:\d{1,6}(?::\d{1,10})?\]"
                   r"\s+(?=[\w.]{1,60}\.(?:c|cc|cpp|h):\d{1,6}\s)")
+# ``cat -n`` / ``nl``'s line number before each line (right-aligned, then a tab): the paste's numbering, no rank
+_CAT_N = re.compile(r" {0,8}\d{1,9}\t")
+# after a collector's or journalctl's ISO stamp (``journalctl -o short-iso``), the host and the program as syslog
+# writes them: ``2024-05-01T10:00:00+0000 gpu-node-07 kernel: …`` (a host with a digit: not a logger's words)
+_ISO_SYSLOG = re.compile(r"(?P<host>[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_.-]*) [A-Za-z][\w./@-]{0,40}(?:\[\d{1,10}\])?: ")
+# loguru's default format after its stamp (``2024-05-01 10:00:00.123 | ERROR    | __main__:train:88 - …``): its
+# level, then where it was logged
+_LOGURU = re.compile(r" ?\| (?P<lvl>TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| [\w.<>\-]{1,200}:[\w.<>\-]{1,200}:\d{1,6} - ")
 # a container runtime's own log file (/var/log/pods, /var/log/containers: CRI's format) after its stamp: the stream
 # and whether the line is whole (F) or a part cut at 16 KiB (P), ``2024-05-01T10:00:00.123456789Z stderr F …``
 _CRI = re.compile(r"(?:stdout|stderr) [PF] ")
@@ -278,6 +286,10 @@ def split_prefix(text: str) -> Prefix:
             pos = match.end()
             continue
         if pos == start:
+            match = _CAT_N.match(text, pos) if pos == 0 else None
+            if match:
+                pos = start = match.end()
+                continue
             match = _RANK_CUT.match(text, pos) if rank is None else None
             if match:
                 rank = int(match[1])
@@ -347,6 +359,14 @@ def split_prefix(text: str) -> Prefix:
                 stamped = True
                 cri = _CRI.match(text, end)
                 start = end = cri.end() if cri else end
+                logged = _LOGURU.match(text, end)
+                if logged:
+                    severity = severity or _LEVELS.get(logged["lvl"], "")
+                    start = end = logged.end()
+                journal = None if logged or host else _ISO_SYSLOG.match(text, end)
+                if journal:
+                    host = journal["host"]
+                    start = end = journal.end()
             pos = end
             continue
         match = _VLLM_LOG.match(text, pos)

@@ -361,6 +361,19 @@ _SOLO_WORK = re.compile(r"[Ee]val|[Vv]alidat|[Gg]enerat|[Pp]redict|[Ss]aving|[Ii
 _EVAL_BAR = re.compile(r"^(?:[\w ]{0,20}\b)?(?:[Ee]val(?:uat(?:e|ing|ion))?|[Vv]al(?:id(?:at(?:e|ing|ion))?)?|[Tt]est(?:ing)?)\b")
 
 
+# a framework's barrier that holds every process but the main one until it has done a piece of work alone (Accelerate's
+# main_process_first / local_main_process_first, Transformers' and YOLO's torch_distributed_zero_first, Lightning's
+# rank_zero_first): a traceback through it is a process that waited there for the main process
+_FIRST_BARRIER = re.compile(r"\b(?:local_)?main_process_first\b|\b_goes_first\b|\bzero_first\b|\brank_zero_first\b")
+
+
+def first_barrier_sources(tl: Timeline) -> set[str]:
+    """The inputs holding a traceback that passes through such a barrier (its frames or their source lines)."""
+    return {e.ref.source for e in tl.of(Kind.STACK_DUMP, Kind.EXCEPTION)
+            if _FIRST_BARRIER.search(" ".join(str(x) for x in [*(e.data.get("frames") or ()),
+                                                                *(e.data.get("sources") or ())]))}
+
+
 def _first_lines(waits: list[Event]) -> dict[str, int]:
     """Each input's line of its first wait."""
     first: dict[str, int] = {}
@@ -391,6 +404,9 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     # training loop's own bar (stuck with its process, its last redraw long before) cannot be the one
     early = any(e.seq is not None and e.seq <= _EARLY_SEQ for e in waits) and all(e.seq is None or e.seq <= _EARLY_SEQ
                                                                                   for e in waits)
+    # ... or whose waits passed through a barrier that holds them until the main process has done its work alone
+    barriers = first_barrier_sources(tl)
+    early = early or any(e.ref.source in barriers for e in waits)
     for bar in tl.of(Kind.PROGRESS_BAR):
         if (bar.origin.rank if bar.origin.rank is not None else 0) in waiting:
             continue  # (a bar without a prefix is the main process's: rank 0's)

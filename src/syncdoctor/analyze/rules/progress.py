@@ -30,6 +30,7 @@ from syncdoctor.analyze.rules.partial import (
     bar_words,
     busy_bar,
     busy_phase,
+    first_barrier_sources,
     from_exit_barrier,
     from_horovod,
     from_rankless,
@@ -427,9 +428,11 @@ _LOOPBACK_STORE = ("remote=[localhost]", "remote=[127.", "remote=[::1]")
 def _store_waits(tl: Timeline) -> list[Event]:
     """Store operations that waited out their timeout for a key (not for a store they could not reach): a wait
     that names its keys, and a socket to a store on the same machine that timed out."""
+    barriers = first_barrier_sources(tl)  # (a wait in a barrier for the main process: the store is its own)
     return [e for e in tl.of(Kind.STORE_ERROR) if e.origin.rank is not None and (
         e.data.get("what") == "wait" or
-        (e.data.get("what") == "socket-timeout" and any(word in e.text for word in _LOOPBACK_STORE)))]
+        (e.data.get("what") == "socket-timeout" and (any(word in e.text for word in _LOOPBACK_STORE)
+                                                     or e.ref.source in barriers)))]
 
 
 def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
@@ -439,7 +442,8 @@ def _from_unseen(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     rank 0 if it is among them (it alone evaluates, writes checkpoints, prepares data: the usual straggler),
     at a confidence that says the logs are incomplete."""
     waits = {r: tl.ranks[r].of(*TIMEOUT_KINDS)[:1] for r in _timed_out(tl)}
-    for event in _store_waits(tl):
+    # (a rank's wait that says how long it lasted before one that does not: a bar is measured against it)
+    for event in sorted(_store_waits(tl), key=lambda e: not isinstance(e.data.get("ms"), int)):
         waits.setdefault(int(event.origin.rank), [event])  # type: ignore[arg-type]
     if not waits:
         return from_rankless(tl)
