@@ -263,3 +263,54 @@ def test_a_line_number_a_journal_host_and_a_loguru_level_before_the_line(tmp_pat
     # a logger's words after a stamp are no host (no digit in them)
     logged = f"2024-05-01T10:00:00+0000 INFO root: {oom}\n"
     assert "INFO" not in diagnose(tmp_path, logged).hypotheses[0].culprit_hosts
+
+
+# ---- a sweep of Accelerate's, Lightning's, Transformers', Megatron's, torchtitan's, NeMo's, vLLM's, SGLang's and
+# Ray's messages ----
+
+def test_a_trainers_own_words_for_a_signal_it_caught(tmp_path: Path) -> None:
+    for line, sig in (("[rank: 2] Received SIGTERM: 15", "SIGTERM"), ("Handling auto-requeue signal: 10", "SIGUSR1"),
+                      ("Detected KeyboardInterrupt, attempting graceful shutdown ...", "SIGINT"),
+                      ("[exiting program after receiving SIGTERM.] datetime: 2026-12-05 01:14:07", "SIGTERM"),
+                      ("[NeMo I 2026-12-05 01:58:09 preemption:87] Received signal 15, initiating graceful stop",
+                       "SIGTERM"),
+                      ("[NeMo I 2026-12-05 01:58:10 preemption:67] Preemption detected, saving checkpoint and exiting",
+                       "SIGTERM"),
+                      ("[2026-12-05 01:59:00] SIGTERM received on node_rank 1; waiting for the rank-0 ShutdownReq",
+                       "SIGTERM")):
+        assert one(line, Kind.AGENT_SIGNAL).data["signal"] == sig, line
+        top = diagnose(tmp_path, line + "\n").hypotheses[0]
+        assert top.category is Category.RANK_KILLED and sig in top.title, line
+    assert diagnose(tmp_path, "Received SIGTERM handler installed for graceful exits\n").hypotheses == ()
+
+
+def test_sglangs_scheduler_ended_by_a_signal_or_its_own_code(tmp_path: Path) -> None:
+    killed = one("[2026-12-05 01:47:14] Scheduler or DataParallelController 39127 terminated with -9",
+                 Kind.WORKER_FAILED)
+    assert (killed.origin.pid, killed.data["signal"]) == (39127, "SIGKILL")
+    exited = diagnose(tmp_path, "[2026-12-05 01:31:29] Scheduler or DataParallelController 39122 terminated with 1\n")
+    assert exited.hypotheses[0].category is Category.UNRECOGNISED  # never silent
+
+
+def test_serving_engines_and_rays_failures_are_never_silent(tmp_path: Path) -> None:
+    for line in ("(APIServer pid=47001) WARNING 12-05 01:52:40 [core_client.py:869] [shutdown] MPClient: engine core "
+                 "exited unexpectedly; starting cleanup",
+                 "(EngineCore_DP0 pid=47102) INFO 12-05 01:45:12 [shm_broadcast.py:764] No available shared memory "
+                 "broadcast block found in 60 seconds.",
+                 "[2026-12-05 01:49:27 TP5] Found rank divergence for 1 events(s)! local hash: 7f3a9c21be04d6e1",
+                 "[2026-12-05 01:55:03 TP0] Lost connection with prefill instance (bootstrap_addr: 10.1.2.4:8998)",
+                 "2026-12-05 01:52:30,441\tWARNING nccl_ras.py:842 -- Possible NCCL hang detected! 1 of 3 communicators "
+                 "have made no progress over 120 seconds.",
+                 'The worker group requires {"GPU": 16} but the cluster only has a maximum of {"GPU": 8} resources.',
+                 "The local object store is full of objects that are still in scope and cannot be evicted."):
+        assert diagnose(tmp_path, line + "\n").hypotheses, line
+    oom = ("(raylet) Task _map_task failed due to oom. There are infinite oom retries remaining, so the task will be "
+           "retried. Error: 1 worker(s) were killed due to the node running low on memory.\n")
+    assert diagnose(tmp_path, oom).hypotheses[0].category is Category.RANK_KILLED
+
+
+def test_megatrons_non_finite_check_names_the_rank_and_node(tmp_path: Path) -> None:
+    line = ("WARNING:megatron.core.rerun_state_machine:Rank 12, node node-3, device 4, iteration 4512: Unexpected result "
+            "inf (message='found Inf in local grad norm')\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (12,) and top.culprit_hosts == ("node-3",)

@@ -322,6 +322,14 @@ ANCHORS: tuple[bytes, ...] = (
     b"ncclInvalidArgument",
     # a pod's exit code in Kubeflow's operator's event (``… container pytorch exitCode: 137 terminated message:``)
     b"exitCode: 137",
+    # a trainer's own words for a signal it caught (Lightning, Megatron, NeMo, SGLang: ``Received SIGTERM: 15``,
+    # ``Handling auto-requeue signal: 10``, ``Preemption detected, saving checkpoint and exiting``, …)
+    b"Received SIG", b"auto-requeue signal", b"graceful shutdown", b"after receiving SIG", b"initiating graceful stop",
+    b"Preemption detected", b"received on node_rank",
+    # serving engines' and Ray's words for a failure around the job, and Megatron's non-finite check (generic.py)
+    b"engine core exited", b"shared memory broadcast block", b"rank divergence", b"Lost connection with prefill",
+    b"Possible NCCL hang", b"only has a maximum of", b"object store is full", b"failed due to oom",
+    b"Unexpected result", b"terminated with ",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["parse"]
@@ -114,6 +114,16 @@ _ERROR = re.compile(
     # Open MPI direct-launched by srun without Slurm's PMI (``… but OMPI was not built with SLURM's PMI support and
     # therefore cannot execute.``); srun ending a step by force (``srun: Force Terminated StepId=4817263.0``)
     r"|\bnot built with SLURM's PMI support\b|\bForce Terminated (?:StepId=|job step)"
+    # serving engines' and Ray's words for a failure around the job: vLLM's engine core gone (``MPClient: engine core
+    # exited unexpectedly``) or a broadcast nobody read (``No available shared memory broadcast block found in 60
+    # seconds``: workers stuck), SGLang's ranks diverging or its prefill peer lost, Ray's NCCL hang check, a worker
+    # group larger than the cluster, its object store full, a task killed for host memory; Megatron's rerun state
+    # machine finding a non-finite value (``Rank 12, node node-3, device 4, iteration 4512: Unexpected result inf``)
+    r"|\bengine core exited unexpectedly\b|\bNo available shared memory broadcast block found\b"
+    r"|\bFound rank divergence\b|\bLost connection with prefill instance\b|\bPossible NCCL hang detected\b"
+    r"|\bbut the cluster only has a maximum of\b|\bobject store is full\b|\bfailed due to oom\b"
+    r"|\bUnexpected result (?:nan|inf)\b|\bfound (?:NaN|Inf) in\b"
+    r"|\b(?:Scheduler|DataParallelController|Detokenizer\w*) \d{1,10} terminated with [1-9]\d{0,2}\b"
     r"|\b(?:considered|marked) dead\b|\bcommunication timeouts?\b|\blost communication\b|\bOOM[ -]kill"
     # PyTorch's watchdog in its own words when the head of its message is lost (``Process group watchdog thread
     # terminated with exception``, ``Work timeout is detected by watchdog``), a remote shell refusing a login, and
@@ -169,7 +179,8 @@ _BENIGN = re.compile(
 
 # warnings that are the failure itself: PyTorch finding no usable GPU at start-up, or built without this GPU's
 # architecture (both a ``UserWarning``; what fails next is the program's first use of the GPU)
-_WARNED = re.compile(r"CUDA initialization: [^\n]{0,40}\berror\b|is not compatible with the current PyTorch installation")
+_WARNED = re.compile(r"CUDA initialization: [^\n]{0,40}\berror\b|is not compatible with the current PyTorch installation"
+                     r"|\bfailed due to oom\b")  # (Ray retries the task: the kill happened all the same)
 
 
 # a glog line at severity E (error) or F (fatal) from a native program (a fabric daemon, XLA, gRPC):
@@ -200,4 +211,10 @@ def parse(line: Line) -> list[Event]:
         return []
     found = hang or match
     word = found.group(0)[:40] if found else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")
-    return [make_event(Kind.ERROR_LINE, line, data={"word": word, "message": body.strip()[:300]})]
+    place = _RERUN_PLACE.search(body) if "iteration" in body else None  # (the rank and node Megatron's check names)
+    origin = Origin(rank=int(place["rank"]), host=place["host"]) if place and line.origin.rank is None else None
+    return [make_event(Kind.ERROR_LINE, line, origin=origin, data={"word": word, "message": body.strip()[:300]})]
+
+
+# Megatron's rerun state machine naming where its check failed: ``Rank 12, node node-3, device 4, iteration 4512: …``
+_RERUN_PLACE = re.compile(r"\bRank (?P<rank>\d{1,6}), node (?P<host>[\w.\-]{1,253}), device \d{1,3}, iteration")

@@ -43,7 +43,8 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
+KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with -", "graceful shutdown",
+            "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
             "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked",
@@ -80,6 +81,21 @@ _LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
 _AGENT_SIGNAL = re.compile(r"Received (?:(?P<num>\d{1,3})|Signals\.(?P<sig>SIG[A-Z]+)) death signal")
 # DeepSpeed's launcher itself was signalled (its sigkill_handler): ``Main process received SIGTERM, exiting``
 _DS_MAIN_SIGNAL = re.compile(r"Main process received (?P<sig>SIG\w+), exiting")
+# a trainer stopping on a signal it caught, in its own words: Lightning's (``[rank: 2] Received SIGTERM: 15``,
+# ``Handling auto-requeue signal: 10``: Slurm's warning before the time limit, ``Detected KeyboardInterrupt,
+# attempting graceful shutdown ...``), Megatron's (``[exiting program after receiving SIGTERM.] datetime: …``), NeMo's
+# (``Received signal 15, initiating graceful stop``, ``Preemption detected, saving checkpoint and exiting``) and
+# SGLang's (``SIGTERM received on node_rank 1; waiting for …``)
+_TRAINER_SIGNAL = re.compile(r"\bReceived (?P<sig>SIG[A-Z]{2,6}): \d{1,2}\s*$|\bHandling auto-requeue signal: (?P<requeue>\d{1,2})"
+                             r"|(?P<interrupt>Detected KeyboardInterrupt, attempting graceful shutdown)"
+                             r"|\[exiting program after receiving (?P<sig2>SIG[A-Z]{2,6})\.\]"
+                             r"|\bReceived signal (?P<num>\d{1,2}), initiating graceful stop"
+                             r"|(?P<preempted>Preemption detected, saving checkpoint and exiting)"
+                             r"|\b(?P<sig3>SIG[A-Z]{2,6}) received on node_rank \d{1,6}\b")
+# SGLang's launcher finding a scheduler process gone (``Scheduler or DataParallelController 39127 terminated with
+# -9``): its pid and how it ended (a negative code: the signal)
+_SGLANG_CHILD = re.compile(r"\b(?:Scheduler or DataParallelController|Scheduler|DataParallelController|Detokenizer"
+                           r"(?:Manager)?) (?P<pid>\d{1,10}) terminated with (?P<code>-?\d{1,3})\b")
 # torchrun's agent raising on the signal it got, where the paste keeps only its traceback's last line:
 # ``torch.distributed.elastic.multiprocessing.api.SignalException: Process 81061 got signal: 1``
 _SIGNAL_EXCEPTION = re.compile(r"SignalException: Process \d+ got sig(?:nal|val) ?: ?(?P<num>\d{1,2})\b"
@@ -777,6 +793,22 @@ def parse(line: Line) -> list[Event]:
     match = _DS_MAIN_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]
+    match = _SGLANG_CHILD.search(body) if " terminated with -" in body else None
+    if match:  # (a process ended by a signal; one that exited with a code of its own is an error line, generic.py)
+        code = int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={
+            "source": "sglang", "exitcode": code, "signal": signal_name(code) if code < 0 else None})]
+    match = _TRAINER_SIGNAL.search(body) if "ignal" in body or "SIG" in body or "reempt" in body or "Interrupt" in body \
+        else None
+    if match:
+        sig = (match["sig"] or match["sig2"] or match["sig3"] or ("SIGINT" if match["interrupt"] else None)
+               or ("SIGUSR1" if match["requeue"] == "10" else None)  # (Slurm's --signal=SIGUSR1@90, on Linux)
+               or (signal_name(-int(match["num"] or match["requeue"])) if match["num"] or match["requeue"] else None)
+               or "SIGTERM")  # a preemption notice: the scheduler's SIGTERM
+        reason = "requeue" if match["requeue"] else "preemption" if match["preempted"] else None
+        return [make_event(Kind.AGENT_SIGNAL, line, data={
+            "signal": sig, "source": "terminal" if match["interrupt"] else "trainer",
+            **({"reason": reason} if reason else {})})]
     if body.lstrip().startswith("^C"):  # a terminal's echo of Ctrl-C: the user interrupted what ran in the foreground
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": "SIGINT", "source": "terminal"})]
     match = _SIGNAL_EXCEPTION.search(body)

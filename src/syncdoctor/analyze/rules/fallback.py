@@ -285,8 +285,9 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
     (A025) by the launcher on the scheduler's, a terminal's or a user's signal."""
     where = attribute(signals, tl)
     names = sorted({str(e.data["signal"]) for e in signals if e.data.get("signal")})
-    title = (f"the launcher{' on ' + where.text if where.text else ''} was stopped by "
-             f"{', '.join(names) or 'a signal'}: the job was ended from outside, not by a failing worker")
+    trainer = all(e.data.get("source") == "trainer" for e in signals)  # the training script's own words for it
+    title = (f"the {'training process' if trainer else 'launcher'}{' on ' + where.text if where.text else ''} was "
+             f"stopped by {', '.join(names) or 'a signal'}: the job was ended from outside, not by a failing worker")
     reasons = sorted({str(e.data["reason"]) for e in signals if e.data.get("source") == "slurm"})
     failed = [e for e in signals if e.data.get("node_failed") and e.origin.host]
     if failed:  # the node Slurm lost is the one to look at, not the one whose step daemon reported the cancel

@@ -41,7 +41,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?(?:taken|occupied)"
                 r"|\b(?:address|port)\b[^\n]{0,40}\b(?:been|is|are) (?:already )?bound(?: already)?\b|\balready bound\b", _I)),
     (Category.RANK_KILLED, "the kernel's or the container's OOM killer",
-     re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory", _I)),
+     re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory"
+                # Ray's memory monitor killing a task for host memory (``Task _map_task failed due to oom. … 1
+                # worker(s) were killed due to the node running low on memory``)
+                r"|\bfailed due to oom\b|\bkilled due to the node running low on memory\b", _I)),
     (Category.MEMLOCK_LIMIT, "memory the NIC could not register (the memlock limit)",
      re.compile(r"ibv_reg_mr|\bRLIMIT_MEMLOCK\b|\bmemlock\b|locked memory|fi_mr_reg|register memory region"
                 # a verbs queue the NIC could not pin memory for (UCX: ibv_create_cq(cqe=4096) failed: Cannot allocate memory)
