@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from analyze_helpers import diagnose_paste, events_of, one
 from syncdoctor.analyze.model import Category, Kind
 
@@ -314,3 +316,28 @@ def test_megatrons_non_finite_check_names_the_rank_and_node(tmp_path: Path) -> N
             "inf (message='found Inf in local grad norm')\n")
     top = diagnose(tmp_path, line).hypotheses[0]
     assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (12,) and top.culprit_hosts == ("node-3",)
+
+
+@pytest.mark.parametrize("message", [
+    "RuntimeError: Only 8 GPUs are available, but 16 are required.",
+    "ValueError: World size (16) is larger than the number of available GPUs (8) in this node.",
+    "ValueError: tp_size=6 must be divisible by dcp_size=4.",
+    "RuntimeError: Model replicas must have an equal number of parameters.",
+])
+def test_a_frameworks_check_of_the_jobs_setup_is_a_setup_error(tmp_path: Path, message: str) -> None:
+    paste = 'Traceback (most recent call last):\n  File "serve.py", line 12, in <module>\n    main()\n' + message + "\n"
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title, top.title
+    # a program's own failure as it ran stays its own (a crash)
+    own = paste.replace(message, "IndexError: list index out of range")
+    assert diagnose(tmp_path, own).hypotheses[0].category is Category.RANK_CRASHED
+
+
+def test_vllms_worker_ended_by_a_signal(tmp_path: Path) -> None:
+    line = ("(EngineCore_DP0 pid=47102) ERROR 12-05 01:48:02 [multiproc_executor.py:404] Worker proc VllmWorker-3 died "
+            "unexpectedly (exit code: -9), shutting down executor.\n")
+    event = one(line, Kind.WORKER_FAILED)
+    assert (event.origin.local_rank, event.data["signal"]) == (3, "SIGKILL")
+    assert diagnose(tmp_path, line).hypotheses[0].category is Category.RANK_KILLED
+    # without its code, the worker's own error above says why
+    assert not [e for e in events_of(line.replace(" (exit code: -9)", "")) if e.kind is Kind.WORKER_FAILED]

@@ -43,7 +43,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with -", "graceful shutdown",
+KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with -", "died unexpectedly (exit code", "graceful shutdown",
             "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
@@ -92,6 +92,10 @@ _TRAINER_SIGNAL = re.compile(r"\bReceived (?P<sig>SIG[A-Z]{2,6}): \d{1,2}\s*$|\b
                              r"|\bReceived signal (?P<num>\d{1,2}), initiating graceful stop"
                              r"|(?P<preempted>Preemption detected, saving checkpoint and exiting)"
                              r"|\b(?P<sig3>SIG[A-Z]{2,6}) received on node_rank \d{1,6}\b")
+# vLLM's multiprocess executor finding a worker gone (``Worker proc VllmWorker-3 died unexpectedly (exit code: -9),
+# shutting down executor.``): the worker's index (its rank in the engine's group) and how it ended
+_VLLM_WORKER_DIED = re.compile(r"\bWorker proc (?P<name>[\w.\-]{1,80}?)(?:-(?P<index>\d{1,4}))? died unexpectedly"
+                               r"(?: \(exit code: (?P<code>-?\d{1,3})\))?")
 # SGLang's launcher finding a scheduler process gone (``Scheduler or DataParallelController 39127 terminated with
 # -9``): its pid and how it ended (a negative code: the signal)
 _SGLANG_CHILD = re.compile(r"\b(?:Scheduler or DataParallelController|Scheduler|DataParallelController|Detokenizer"
@@ -793,6 +797,12 @@ def parse(line: Line) -> list[Event]:
     match = _DS_MAIN_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]
+    match = _VLLM_WORKER_DIED.search(body) if "died unexpectedly (exit code" in body else None
+    if match and match["code"]:  # (without its code, the worker's own error above it says why: an error line)
+        died = int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["index"])) if match["index"]
+                           else None, data={"source": "vllm", "exitcode": died,
+                                            "signal": signal_name(died) if died < 0 else None})]
     match = _SGLANG_CHILD.search(body) if " terminated with -" in body else None
     if match:  # (a process ended by a signal; one that exited with a code of its own is an error line, generic.py)
         code = int(match["code"])
