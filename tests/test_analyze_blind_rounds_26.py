@@ -341,3 +341,10 @@ def test_vllms_worker_ended_by_a_signal(tmp_path: Path) -> None:
     assert diagnose(tmp_path, line).hypotheses[0].category is Category.RANK_KILLED
     # without its code, the worker's own error above says why
     assert not [e for e in events_of(line.replace(" (exit code: -9)", "")) if e.kind is Kind.WORKER_FAILED]
+
+
+def test_a_ranks_setup_check_behind_its_prefix_names_the_rank(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "[rank0]: RuntimeError: world_size (12) is not divisible by 8\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.culprit_ranks == (0,) and "setup" in top.title
+    assert diagnose(tmp_path, "[rank3]: IndexError: list index out of range\n").hypotheses[0].category \
+        is Category.RANK_CRASHED

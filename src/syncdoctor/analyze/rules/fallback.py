@@ -20,7 +20,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
 )
-from syncdoctor.analyze.rules.phrases import read_as, strongest
+from syncdoctor.analyze.rules.phrases import SETUP_CHECK, read_as, strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 
 __all__ = ["error_events", "unexplained", "unrecognised_error", "words_over_a_weak_verdict"]
@@ -91,7 +91,7 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
             _PLUMBING.search(str(first.data.get("message"))):
         return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
     where = attribute([first], tl)
-    if _SETUP_CHECK.search(str(first.data.get("message"))):  # a framework refusing the job's shape or resources
+    if SETUP_CHECK.search(str(first.data.get("message"))):  # a framework refusing the job's shape or resources
         raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:160]
         return [hypothesis(tl, Category.UNRECOGNISED, 0.36, f"{where.text or 'a process'} stopped on a check of the "
                            f"job's setup ({raised})", where=where, evidence=evidence_of([first], "the check", 1),
@@ -129,17 +129,6 @@ def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
 _PLUMBING = re.compile(r"Rendezvous|\blibuv\b|TCPStore|\bc10d\b|process group|\b(?:one)?CCL\b|\bNCCL\b|\bgloo\b|\bHCCL\b|\bMPI\b|"
                        r"^'(?:RANK|LOCAL_RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_WORLD_SIZE)'$", re.I)
 # exceptions that are the job's plumbing, not the program's own failure
-# a framework's check of the job's shape or resources, in its words: the parallel sizes, the ranks, the GPUs the job
-# asked for against those there are (``Only 8 GPUs are available, but 16 are required``, ``World size (16) is larger
-# than the number of available GPUs (8) in this node``, ``tp_size=6 must be divisible by dcp_size=4``, ``Model
-# replicas must have an equal number of parameters``): the job's setup, not the program failing as it ran
-_SETUP_CHECK = re.compile(
-    r"\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than|greater than|equal to|the same)"
-    r"|\b(?:is|are) not (?:divisible by|equal to)\b|\bdoes not match (?:the )?(?:world|pp|tp|dp|ep)[_ ]?size\b"
-    r"|\b(?:GPUs?|devices?) (?:are|is) available, but \d+ (?:are|is) required\b"
-    r"|\bis larger than the number of available GPUs\b|\bexceeds the total number of available GPUs\b"
-    r"|\bNot enough resources to allocate\b|\bmust have an equal number of parameters\b"
-    r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b", re.I)
 _NOT_OWN = ("ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "TimeoutError",
             "KeyboardInterrupt", "SystemExit")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from syncdoctor.analyze.model import Category
 
-__all__ = ["DEVICE_ASSERT", "Reading", "read_as", "strongest"]
+__all__ = ["DEVICE_ASSERT", "SETUP_CHECK", "Reading", "read_as", "strongest"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,13 @@ class Reading:
 
 
 _I = re.IGNORECASE
+SETUP_CHECK = re.compile(
+    r"\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than|greater than|equal to|the same)"
+    r"|\b(?:is|are) not (?:divisible by|equal to)\b|\bdoes not match (?:the )?(?:world|pp|tp|dp|ep)[_ ]?size\b"
+    r"|\b(?:GPUs?|devices?) (?:are|is) available, but \d+ (?:are|is) required\b"
+    r"|\bis larger than the number of available GPUs\b|\bexceeds the total number of available GPUs\b"
+    r"|\bNot enough resources to allocate\b|\bmust have an equal number of parameters\b"
+    r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b", _I)
 DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
 # (category, what the words say, the words); causes first, in the order they are tried on a line
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
@@ -148,6 +155,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.INTERFACE_MISSING, "a network interface that does not exist",
      re.compile(r"no (?:socket )?interface found|unable to find (?:address|interface)"
                 r"|(?:interface|ifname)\b[^\n]{0,60}\b(?:not found|no such|does not exist)", _I)),
+    # a framework's check of the job's shape or resources, in its words: the parallel sizes against the world size,
+    # the GPUs it asked for against those there (``Only 8 GPUs are available, but 16 are required``, ``World size
+    # (16) is larger than the number of available GPUs (8) in this node``, ``world_size (12) is not divisible by 8``,
+    # ``Model replicas must have an equal number of parameters``): the job's setup, not the program failing as it ran
+    (Category.UNRECOGNISED, "a check of the job's setup (its parallel sizes, or the GPUs it asks for against those "
+     "there)", SETUP_CHECK),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RENDEZVOUS_TIMEOUT, "a rendezvous or store barrier that did not gather everyone",
