@@ -173,7 +173,8 @@ _BENIGN = re.compile(
     r"\bplease ignore because this is the expected\b|"
     # gdb showing a frame whose source it does not have (``78\t../sysdeps/unix/syscall-template.S: No such file or
     # directory.``): the debugger's note, not the process's error
-    r"^\s*\d+\s+\S+\.(?:S|s|c|cc|cpp|cxx|h|hpp|cu|py): No such file or directory\.?\s*$"
+    # (its number taken off as a line number's, ``cat -n``'s form)
+    r"^\s*(?:\d+\s+)?\S+\.(?:S|s|c|cc|cpp|cxx|h|hpp|cu|py): No such file or directory\.?\s*$"
 )
 
 
