@@ -348,3 +348,14 @@ def test_a_ranks_setup_check_behind_its_prefix_names_the_rank(tmp_path: Path) ->
     assert top.category is Category.UNRECOGNISED and top.culprit_ranks == (0,) and "setup" in top.title
     assert diagnose(tmp_path, "[rank3]: IndexError: list index out of range\n").hypotheses[0].category \
         is Category.RANK_CRASHED
+
+
+@pytest.mark.parametrize("line", ["GPU 3 had memory errors and row remappings are pending",
+                                  "60 or more retired pages have been detected in GPU 3.",
+                                  "GPU 3's NvLink link 5 is currently down",
+                                  "Detected 12 CRC Flit NvLink errors on GPU 3's NVLink (should be 0)",
+                                  "Fabric Manager training has not started."])
+def test_a_gpu_failing_dcgms_health_check(tmp_path: Path, line: str) -> None:
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "health check" in top.title
+    assert diagnose(tmp_path, "GPU 3 row remapping: none pending, 0 retired pages\n").hypotheses == ()

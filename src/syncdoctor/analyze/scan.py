@@ -330,6 +330,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"engine core exited", b"shared memory broadcast block", b"rank divergence", b"Lost connection with prefill",
     b"Possible NCCL hang", b"only has a maximum of", b"object store is full", b"failed due to oom",
     b"Unexpected result", b"terminated with ",
+    # a GPU failing DCGM's or nvidia-smi's health check
+    b"row remapping", b"retired page", b"faulty memory elements", b"is currently down", b"NvLinks are up",
+    b"CRC Flit", b"Fabric Manager training",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -124,6 +124,10 @@ _ERROR = re.compile(
     r"|\bbut the cluster only has a maximum of\b|\bobject store is full\b|\bfailed due to oom\b"
     r"|\bUnexpected result (?:nan|inf)\b|\bfound (?:NaN|Inf) in\b"
     r"|\b(?:Scheduler|DataParallelController|Detokenizer\w*) \d{1,10} terminated with [1-9]\d{0,2}\b"
+    # a GPU failing DCGM's or nvidia-smi's health check (rules.phrases reads which)
+    r"|\brow remappings? (?:are )?pending\b|\bretired pages? (?:has|have) been detected\b|\bfaulty memory elements\b"
+    r"|\bNvLink (?:link|port) \d{1,3} is currently down\b|\bNvLinks are up out of the expected\b"
+    r"|\bCRC Flit NvLink errors\b|\bFabric Manager training has not started\b"
     r"|\b(?:considered|marked) dead\b|\bcommunication timeouts?\b|\blost communication\b|\bOOM[ -]kill"
     # PyTorch's watchdog in its own words when the head of its message is lost (``Process group watchdog thread
     # terminated with exception``, ``Work timeout is detected by watchdog``), a remote shell refusing a login, and

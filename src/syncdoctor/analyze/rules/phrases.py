@@ -97,6 +97,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # PyTorch's warning at start-up that it was built without this architecture (``NVIDIA H200 with CUDA
                 # capability sm_90 is not compatible with the current PyTorch installation``)
                 r"devices|with CUDA capability sm_\d{2,3}\w? is not compatible with the current PyTorch", _I)),
+    # a GPU failing its health check in DCGM's or nvidia-smi's words: its memory (rows to remap, pages retired, faulty
+    # elements), its NVLinks down or erring, its fabric not trained (HGX: NVSwitch's fabric manager)
+    (Category.GPU_ERROR, "a GPU's memory, NVLink or fabric failing its health check",
+     re.compile(r"row remappings? (?:are )?pending|retired pages? (?:has|have) been detected|faulty memory elements"
+                r"|NvLink (?:link|port) \d{1,3} is currently down|NvLinks are up out of the expected"
+                r"|CRC Flit NvLink errors|Fabric Manager training has not started", _I)),
     # NVML (nvidia-smi, NCCL's nvmlwrap) after a driver update the host was not rebooted for: the kernel module
     # loaded is the old one, the library the new one
     (Category.GPU_ERROR, "a GPU driver whose kernel module and library differ (updated without a reboot; the GPU "
