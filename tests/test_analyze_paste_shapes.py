@@ -274,3 +274,16 @@ def test_a_json_document_of_no_known_kind_is_read_as_the_strings_it_holds(tmp_pa
     notes = {"why": "rank 1's store wait timed out: RuntimeError: Socket Timeout", "category": "A001"}
     (tmp_path / "notes.json").write_text(json.dumps(notes))
     assert analyze_paths([str(tmp_path / "notes.json")]).diagnosis.hypotheses == ()
+
+
+def test_a_terminals_redraws_before_an_error_on_the_same_line(tmp_path: Path) -> None:
+    # a progress bar redrawn with carriage returns for an hour, then a rank's error written after its last redraw:
+    # one line of 300 kB whose text the terminal showed last is the bar's last redraw and the error
+    bar = "".join(f"Epoch 1: {i % 100:3d}%|#####     | {i}/5000 [00:{i % 60:02d}<00:10, 12.34it/s]\r" for i in range(5000))
+    path = tmp_path / "train.log"
+    path.write_text("start\n" + bar + "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    top = analyze_paths([str(path)]).diagnosis.hypotheses[0]
+    assert (top.code, top.culprit_ranks) == ("A021", (1,))
+    # a line that only ends in a carriage return keeps its words
+    path.write_text("[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\r\n\r")
+    assert analyze_paths([str(path)]).diagnosis.hypotheses[0].culprit_ranks == (2,)

@@ -70,6 +70,14 @@ _RUN_MIN = 100  # bytes: a shorter line is one line
 _GLOG_MACHINE = re.compile(rb"(?:^|\n)Running on machine: (?P<host>[A-Za-z0-9][\w.-]{0,252})\r?\n")
 
 
+def _redrawn(raw: bytes) -> bytes:
+    """A line a terminal redrew with carriage returns (a progress bar's thousands of redraws, then whatever was written
+    after the last one): the last redraw and what follows it, which is what the terminal showed; the two run together
+    as a bar glued to the next writer's line (read apart below). A line that merely ends in ``\r`` keeps its text."""
+    pieces = [piece for piece in raw.split(b"\r") if piece.strip()]
+    return b"".join(pieces[-2:]) if len(pieces) > 1 else (pieces[0] if pieces else b"")
+
+
 def _glog_machine(head: bytes) -> str | None:
     """The machine a glog file's header names, in the first lines of the input (its header comes first)."""
     if b"Log file created at: " not in head[:200]:
@@ -353,6 +361,8 @@ def read_text(
             if end == -1:
                 end = len(block)
             raw = block[start:end]
+            if b"\r" in raw:  # a terminal's redraws (a progress bar's ``\r``): what it showed last, after the last one
+                raw = _redrawn(raw)
             if prompt_end >= 0:  # each gap is looked at once: the scope moves on with the lines read
                 if _blank_line(block, prompt_end, start):
                     prompt_end, state.file_origin = -1, file_origin
