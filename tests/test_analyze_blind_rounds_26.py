@@ -10,6 +10,7 @@ import pytest
 
 from analyze_helpers import diagnose_paste, events_of, one
 from syncdoctor.analyze.model import Category, Kind
+from syncdoctor.analyze.rules.phrases import strongest
 
 diagnose = diagnose_paste
 
@@ -359,3 +360,35 @@ def test_a_gpu_failing_dcgms_health_check(tmp_path: Path, line: str) -> None:
     top = diagnose(tmp_path, line + "\n").hypotheses[0]
     assert top.category is Category.GPU_ERROR and "health check" in top.title
     assert diagnose(tmp_path, "GPU 3 row remapping: none pending, 0 retired pages\n").hypotheses == ()
+
+
+def test_any_cause_in_words_ranks_before_an_outcome() -> None:
+    # each category's first entry is its place among the causes, and every cause comes before any outcome (the
+    # place of a cause far down the list had been compared with the number of categories, not of entries)
+    ucx = ("ib_device.c:1171 UCX  ERROR   ibv_create_ah(dlid=49152 sl=0 port=1 sgid_index=3) for RC DEVX QP connect on "
+           "mlx5_bond_0 failed: Connection timed out")
+    found = strongest([ucx, "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."])
+    assert found is not None and found[0] == 0 and found[1].category is Category.IB_MODIFY_QP
+
+
+@pytest.mark.parametrize(("line", "category"), [
+    ("EI0008: [PID: 48213] 2026-12-05-01:55:02.135.732 The HCCL versions are inconsistent: tag [AllGather_10.1.2.3%eth0"
+     "_60000_0_1], local_version [8.0.RC3], remote_version [8.0.RC2]", Category.NCCL_VERSION_MISMATCH),
+    ("EI0004: [PID: 48213] 2026-12-05-01:55:02.135.732 The ranktable or rank is invalid,Reason:[The device id in "
+     "ranktable is duplicated].", Category.DUPLICATE_GPU),
+    ("EJ0002: [PID: 48213] 2026-12-05-01:55:02.135.732 The network port is down.Suggest: run hccn_tool -i 3 -link -g",
+     Category.IB_PORT_DOWN),
+    ("EI0011: [PID: 48213] 2026-12-05-01:55:02.135.732 Failed to allocate [209715200] bytes of NPU memory.",
+     Category.RANK_OUT_OF_MEMORY),
+    ("EI0013: [PID: 48213] 2026-12-05-01:55:02.135.732 An error CQE occurred during operator execution. Local "
+     "information: server 10.1.2.3, device ID 2. Peer information: server 10.1.2.4, device ID 3.",
+     Category.IB_LINK_FAILURE),
+    ("EZ9999[PID: 48213] 2026-12-05-01:55:02.817.613 (EZ9999):  Kernel task happen error, retCode=0x25, [aicore "
+     "timeout].", Category.GPU_ERROR),
+    ("E39999: Inner Error!", Category.UNRECOGNISED),
+    ("W1205 02:11:10.120612 48301 comm_task_manager.cc:170] Find timeout start but not finish task:group_key:pp_group_1,"
+     "group_ranks:[1, 5],global_rank:5,local_rank:1", Category.UNEXPLAINED_TIMEOUT),
+])
+def test_ascend_codes_at_a_lines_start_and_paddles_watchdog(tmp_path: Path, line: str, category: Category) -> None:
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is category and not top.culprit_hosts, (line, top.title)

@@ -333,6 +333,11 @@ ANCHORS: tuple[bytes, ...] = (
     # a GPU failing DCGM's or nvidia-smi's health check
     b"row remapping", b"retired page", b"faulty memory elements", b"is currently down", b"NvLinks are up",
     b"CRC Flit", b"Fabric Manager training",
+    # Ascend CANN's console error codes at a line's start, before their message (``EI0008: [PID: 48213] … The HCCL
+    # versions are inconsistent``; EI: HCCL, EJ: its NIC, EE/EZ/E3: the runtime's internal errors)
+    b"EI00", b"EJ00", b"EE99", b"EZ99", b"E3999",
+    # PaddlePaddle's communication watchdog (``Find timeout start but not finish task:group_key:…``)
+    b"Find timeout ",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

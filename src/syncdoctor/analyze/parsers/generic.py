@@ -128,6 +128,8 @@ _ERROR = re.compile(
     r"|\brow remappings? (?:are )?pending\b|\bretired pages? (?:has|have) been detected\b|\bfaulty memory elements\b"
     r"|\bNvLink (?:link|port) \d{1,3} is currently down\b|\bNvLinks are up out of the expected\b"
     r"|\bCRC Flit NvLink errors\b|\bFabric Manager training has not started\b"
+    # PaddlePaddle's communication watchdog finding a collective past its timeout (comm_task_manager.cc)
+    r"|\bFind timeout (?:init but not start|start but not finish) task\b"
     r"|\b(?:considered|marked) dead\b|\bcommunication timeouts?\b|\blost communication\b|\bOOM[ -]kill"
     # PyTorch's watchdog in its own words when the head of its message is lost (``Process group watchdog thread
     # terminated with exception``, ``Work timeout is detected by watchdog``), a remote shell refusing a login, and

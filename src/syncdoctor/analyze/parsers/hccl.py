@@ -51,7 +51,7 @@ __all__ = ["KEYWORDS", "parse"]
 KEYWORDS = ("Cluster Exception Location", "Task run failed", "cqe error status", "error cqe status", "Recv unmatched ack", "failed CQE status", "Error ROCE CQE",
             "Error_Insufficient_Device_Memory", "inconsistent between ranks", "ParameterConflict",
             "Failed to connect agent[", "Heartbeat Lost Occurred", "Error_SDMA", "] failed",
-            "Entry-HcclCommInitRootInfoInner", "sdma error]", "ranktable is invalid")
+            "Entry-HcclCommInitRootInfoInner", "sdma error]", "ranktable is invalid", "EI0011: ", "EI0012: ", "EI0013: ")
 
 _PLOG = re.compile(r"\[(?:ERROR|WARNING|EVENT|INFO)\] ?(?:HCCL|HCCP|ROCE|RUNTIME|GE)\((?P<pid>\d{1,10}),[^)]{0,80}\):")
 _CONSOLE_PID = re.compile(r"\[PID: (?P<pid>\d{1,10})\]")
@@ -69,8 +69,11 @@ _HNS_CQE = re.compile(r"error cqe status: ?0x(?P<hex>[0-9a-fA-F]{1,2})\b")
 # that numbering (the kernel's hns_roce_hw_v2.h) as the verbs' ibv_wc_status the other rules read
 _HNS_STATUS = {0x01: 1, 0x02: 2, 0x04: 4, 0x05: 5, 0x06: 6, 0x10: 7, 0x11: 8, 0x12: 9, 0x13: 10, 0x14: 11, 0x15: 12,
                0x16: 13, 0x22: 16, 0x23: 21}
-_EI0013 = re.compile(r"ROCE CQE\(EI0013\)[^\n]{0,300}?Peer information: server (?P<peer>[^,\s]{1,64})")
-_MEMORY = re.compile(r"\(EI0011\): Failed to allocate (?P<size>\[[^\n]{0,80}?\]|\S{1,40}) bytes of NPU memory")
+# (the console's ``Execution Error ROCE CQE(EI0013): …`` and the code at the line's start, ``EI0013: [PID: …] An error CQE
+# occurred during operator execution. … Peer information: server 10.1.2.4, …``)
+_EI0013 = re.compile(r"(?:ROCE CQE\(EI0013\)|\bEI0013: )[^\n]{0,300}?Peer information: server (?P<peer>[^,\s]{1,64})")
+_MEMORY = re.compile(r"(?:\(EI0011\):|\bEI0011: [^\n]{0,80}?) Failed to allocate (?P<size>\[[^\n]{0,80}?\]|\S{1,40}) bytes of NPU "
+                     r"memory")
 _INCONSISTENT = re.compile(r"inconsistent between ranks: ?parameter (?P<what>[\w ]{1,40}), local end (?P<local>\S{1,60}), "
                            r"remote end (?P<remote>\S{1,60})"
                            r"|inconsistent between ranks: ?(?:tag \[[^\]]{0,200}\], )?parameter \[(?P<what2>[\w ]{1,40})\], "
@@ -78,7 +81,8 @@ _INCONSISTENT = re.compile(r"inconsistent between ranks: ?parameter (?P<what>[\w
 _AGENT = re.compile(r"connect server\[(?P<host>[^\]\s]{1,64}) ?: ?(?P<port>\d{1,5})\] failed")
 _ENTRY = re.compile(r"Entry-HcclCommInitRootInfoInner:ranks\[(?P<size>\d{1,7})\], rank\[(?P<rank>\d{1,7})\][^\n]{0,200}?"
                     r"identifier\[(?P<comm>[^\]]{1,200})\]")
-_SDMA = re.compile(r"Error_SDMA\(EI0012\): (?P<msg>[^.\n]{1,160})|err_type=\d{1,3}\[(?P<runtime>fftsplus sdma error)\]")
+_SDMA = re.compile(r"Error_SDMA\(EI0012\): (?P<msg>[^.\n]{1,160})|err_type=\d{1,3}\[(?P<runtime>fftsplus sdma error)\]"
+                   r"|\bEI0012: [^\n]{0,80}?(?P<msg2>SDMA memory copy task exception occurred)")
 _TABLE_DEVICE = re.compile(r'\{"device_id":\s?"(?P<dev>\d{1,4})",[^{}]{0,200}?"rank_id":\s?"(?P<rank>\d{1,7})"\}')
 _PLOG_TIME = re.compile(r"\):(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)-(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.(?P<ms>\d{3})")
 _CONFLICT = re.compile(r"\[ParameterConflict\]CMD information (?P<what>\w{1,20}) check fail\. local\[(?P<local>[^\]]{0,200})\], "
@@ -138,7 +142,7 @@ def parse(line: Line) -> list[Event]:
             "error": "HCCL's agent could not reach the root's topology server"})]
     match = _SDMA.search(body) if "SDMA" in body or "sdma" in body else None
     if match:
-        what = f"EI0012: {match['msg'].strip()}" if match["msg"] else match["runtime"]
+        what = f"EI0012: {(match['msg'] or match['msg2']).strip()}" if match["msg"] or match["msg2"] else match["runtime"]
         return [make_event(Kind.GPU_ERROR, line, origin=origin, data={
             "message": f"an SDMA memory copy on the NPU failed ({what})", "hardware": False, "source": "hccl"})]
     if "Task run failed" in body:

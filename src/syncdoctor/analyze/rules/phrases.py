@@ -72,7 +72,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # desired GPU memory utilization (0.98, 174.78 GiB)``
                 r"|free memory on device\b[^\n]{0,80}\bless than desired", _I)),
     (Category.DUPLICATE_GPU, "two ranks on one GPU",
-     re.compile(r"duplicate GPU|both on CUDA device|same (?:GPU|CUDA device|device)\b[^\n]{0,30}\b(?:rank|process)", _I)),
+     re.compile(r"duplicate GPU|both on CUDA device|same (?:GPU|CUDA device|device)\b[^\n]{0,30}\b(?:rank|process)"
+                # Ascend HCCL's rank table giving two ranks one NPU (``EI0004: … The device id in ranktable is duplicated``)
+                r"|device id in ranktable is duplicated", _I)),
     # (Baidu Kunlun's XCCL/BKCL: ``dev 0 addr_window not properly set``, ``host … addr_window check failed``: the
     # window through which the devices reach each other's memory)
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
@@ -97,6 +99,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # PyTorch's warning at start-up that it was built without this architecture (``NVIDIA H200 with CUDA
                 # capability sm_90 is not compatible with the current PyTorch installation``)
                 r"devices|with CUDA capability sm_\d{2,3}\w? is not compatible with the current PyTorch", _I)),
+    # an Ascend NPU's kernel that timed out or faulted (``EZ9999 … Kernel task happen error, retCode=0x25, [aicore
+    # timeout]``, ``[aicore exception]``): the device's failure, as a CUDA kernel's on a GPU
+    (Category.GPU_ERROR, "an NPU kernel that timed out or faulted", re.compile(r"\[aicore (?:timeout|exception)\]", _I)),
     # a GPU failing its health check in DCGM's or nvidia-smi's words: its memory (rows to remap, pages retired, faulty
     # elements), its NVLinks down or erring, its fabric not trained (HGX: NVSwitch's fabric manager)
     (Category.GPU_ERROR, "a GPU's memory, NVLink or fabric failing its health check",
@@ -139,7 +144,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # tensor shapes``, ``Mismatched data types``, ``Mismatched MPI operations``, root ranks, process sets)
                 r"|\bMismatched\b[^\n:]{0,80}: One rank\b", _I)),
     (Category.NCCL_VERSION_MISMATCH, "NCCL versions that differ",
-     re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b", _I)),
+     re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b"
+                # Ascend HCCL's link set-up finding another version on the peer (``EI0008: … The HCCL versions are
+                # inconsistent: tag […], local_version [8.0.RC3], remote_version [8.0.RC2]``)
+                r"|HCCL versions are inconsistent", _I)),
     # (UCX's address handle for a queue pair's connect: ``ibv_create_ah(… sgid_index=3 …) for RC DEVX QP connect on
     # mlx5_bond_0 failed: Connection timed out``: the GID or the route to the peer, as for modify_qp)
     # (a GID index the port does not have, the usual reason: ``NET/IB : Invalid GID index 3``)
@@ -152,7 +160,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.IB_PORT_DOWN, "an IB port or device that failed",
      re.compile(r"IBV_EVENT_PORT_ERR|IBV_EVENT_DEVICE_FATAL|local catastrophic|\bport error\b"
                 # an InfiniBand or RDMA NIC's driver reporting its link down (``mlx5_core 0000:3b:00.0 ib0: Link down``)
-                r"|(?:\bmlx[45]_\w+|\bib\d{1,3}\b|\bhfi1\b|\bbnxt_re\b)[^\n]{0,80}\bLink (?:is )?down\b", _I)),
+                r"|(?:\bmlx[45]_\w+|\bib\d{1,3}\b|\bhfi1\b|\bbnxt_re\b)[^\n]{0,80}\bLink (?:is )?down\b"
+                # Ascend's NPU NIC (RoCE) port down (``EJ0002: … The network port is down.Suggest: run hccn_tool -i 3
+                # -link -g``)
+                r"|\bEJ0002\b[^\n]{0,80}\bnetwork port is down", _I)),
     # Ascend HCCL's own checks of the ranks' addresses: ``rank[0] device ip family[2] is not same as others[10].``
     # (IPv4 on one, IPv6 on the rest), ``… Do not configure ranks belonging to different physical superpod ID info a
     # single logical superpod ID`` (a virtual NIC that cannot reach the other superpod)
@@ -191,6 +202,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # a connect that failed with its errno as a number: EHOSTUNREACH, ECONNREFUSED, ENETUNREACH (Open MPI's
                 # ``mca_btl_tcp_endpoint_complete_connect: connect() failed with errno=113``)
                 r"|\bconnect\(\)[^\n]{0,80}\berrno[= ]?(?:113|111|101)\b", _I)),
+    # PaddlePaddle's communication watchdog (comm_task_manager.cc): ``Find timeout start but not finish task:group_key:
+    # pp_group_1,group_ranks:[1, 5],global_rank:5,…``, ``Find timeout init but not start task:…``: a collective that
+    # ran out its timeout, the rank that held it not said
+    (Category.UNEXPLAINED_TIMEOUT, "a collective that timed out (PaddlePaddle's communication watchdog)",
+     re.compile(r"Find timeout (?:init but not start|start but not finish) task", _I)),
     (Category.RANK_KILLED, "a process killed (SIGKILL)",
      re.compile(r"\bSIGKILL\b|signal 9\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",
@@ -226,12 +242,15 @@ def strongest(texts: Iterable[str]) -> tuple[int, Reading] | None:
     """The index and reading of the line that best names the failure: the first that names a cause (in the
     order of :data:`_CAUSES`: the most specific words), else the first that names an outcome."""
     best: tuple[int, int, Reading] | None = None  # (tier rank, index, reading)
-    order = {category: n for n, (category, _, _) in enumerate(_CAUSES)}
+    order: dict[Category, int] = {}
+    for n, (category, _, _) in enumerate(_CAUSES):  # a category's first entry: its place among the causes
+        order.setdefault(category, n)
     for index, text in enumerate(texts):
         reading = read_as(text)
         if reading is None:
             continue
-        rank = order.get(reading.category, len(order)) if reading.cause else len(order) + 1
+        # (every cause before any outcome: an outcome ranks after the last of the causes' places)
+        rank = order.get(reading.category, len(_CAUSES)) if reading.cause else len(_CAUSES) + 1
         if best is None or rank < best[0]:
             best = (rank, index, reading)
     return (best[1], best[2]) if best else None
