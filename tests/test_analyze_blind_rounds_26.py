@@ -392,3 +392,18 @@ def test_any_cause_in_words_ranks_before_an_outcome() -> None:
 def test_ascend_codes_at_a_lines_start_and_paddles_watchdog(tmp_path: Path, line: str, category: Category) -> None:
     top = diagnose(tmp_path, line + "\n").hypotheses[0]
     assert top.category is category and not top.culprit_hosts, (line, top.title)
+
+
+def test_paddles_store_and_launchers_in_their_words(tmp_path: Path) -> None:
+    store = diagnose(tmp_path, "ValueError: (InvalidArgument) Network 10.1.2.3:6170 cannot be connected.\n")
+    assert store.hypotheses[0].category is Category.PEER_UNREACHABLE
+    for line in ("ValueError: (InvalidArgument) TCPStore timeouted and not all workers got ready.",
+                 "SystemError: (Fatal) _timeout:900 elapsed:901 (elapsed > _timeout)=1 (at /paddle/paddle/phi/core/"
+                 "distributed/store/tcp_store.cc:392)"):
+        assert diagnose(tmp_path, line + "\n").hypotheses[0].category is Category.RENDEZVOUS_TIMEOUT, line
+    for line, rank in (("ERROR 2026-12-05 01:52:10,413 launch_utils.py:667] ABORT!!! Out of all 16 trainers, the "
+                        "trainer process with rank=[11] was aborted. Please check its log.", 11),
+                       ("[2026-12-05 01:52:10,414] [   ERROR] manager.py:105 - ERROR rank 5 error with exit code 1, "
+                        "check log for detail.", 5)):
+        top = diagnose(tmp_path, line + "\n").hypotheses[0]
+        assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (rank,), line

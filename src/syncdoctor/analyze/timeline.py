@@ -463,8 +463,10 @@ def _outcome(events: Sequence[Event], terminated_pids: set[int]) -> tuple[str, E
         pid = next((e.origin.pid for e in exits if e.origin.pid is not None), None)
         stopped_by_agent = pid is not None and pid in terminated_pids
         return ("terminated" if stopped_by_agent else "killed"), exits[0], signal, exitcode
-    if not failures and not signal and exitcode is not None and exitcode > 0:
-        # the launcher's record of a non-zero exit is all the inputs have (the worker's own output is elsewhere)
+    if not failures and not signal and ((exitcode is not None and exitcode > 0)
+                                        or (exitcode is None and any(r.data.get("nonzero") for r in exits))):
+        # the launcher's record of a non-zero exit is all the inputs have (the worker's own output is elsewhere; a
+        # launcher may say it failed without its code: PaddlePaddle's ``… with rank=[11] was aborted``)
         return "exited", exits[0], signal, exitcode
     if first is not None:
         kinds = {e.kind for e in failures}

@@ -43,7 +43,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with -", "died unexpectedly (exit code", "graceful shutdown",
+KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with -", "died unexpectedly (exit code", "was aborted", "error with exit code", "graceful shutdown",
             "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
@@ -96,6 +96,11 @@ _TRAINER_SIGNAL = re.compile(r"\bReceived (?P<sig>SIG[A-Z]{2,6}): \d{1,2}\s*$|\b
 # shutting down executor.``): the worker's index (its rank in the engine's group) and how it ended
 _VLLM_WORKER_DIED = re.compile(r"\bWorker proc (?P<name>[\w.\-]{1,80}?)(?:-(?P<index>\d{1,4}))? died unexpectedly"
                                r"(?: \(exit code: (?P<code>-?\d{1,3})\))?")
+# PaddlePaddle's launchers naming the trainer that failed: fleetrun's ``ABORT!!! Out of all 16 trainers, the trainer
+# process with rank=[11] was aborted.`` and the new launcher's ``ERROR rank 5 error with exit code 1, check log for
+# detail.``
+_PADDLE_ABORTED = re.compile(r"the trainer process with rank=\[(?P<ranks>\d{1,6}(?:, ?\d{1,6}){0,63})\] was aborted"
+                             r"|\bERROR rank (?P<rank>\d{1,6}) error with exit code (?P<code>-?\d{1,3})")
 # SGLang's launcher finding a scheduler process gone (``Scheduler or DataParallelController 39127 terminated with
 # -9``): its pid and how it ended (a negative code: the signal)
 _SGLANG_CHILD = re.compile(r"\b(?:Scheduler or DataParallelController|Scheduler|DataParallelController|Detokenizer"
@@ -797,6 +802,14 @@ def parse(line: Line) -> list[Event]:
     match = _DS_MAIN_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]
+    match = _PADDLE_ABORTED.search(body) if "was aborted" in body or "error with exit code" in body else None
+    if match:
+        ranks = [int(r) for r in match["ranks"].split(",")] if match["ranks"] else [int(match["rank"])]
+        paddle_code = int(match["code"]) if match["code"] else None
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=rank), data={
+            "source": "paddle", "exitcode": paddle_code,
+            "signal": signal_name(paddle_code) if paddle_code is not None and paddle_code < 0 else None,
+            **({"nonzero": True} if paddle_code is None else {})}) for rank in ranks]
     match = _VLLM_WORKER_DIED.search(body) if "died unexpectedly (exit code" in body else None
     if match and match["code"]:  # (without its code, the worker's own error above it says why: an error line)
         died = int(match["code"])

@@ -187,7 +187,10 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|pmixp_coll\w*[^\n]{0,120}\bcollective timeout"
                 # MindSpore's dynamic cluster: a group's root never published its id (``Failed to fetch the unique id
                 # of the collective lib from the meta server node. Maybe the root rank process … has exited``)
-                r"|fetch the unique id of the collective lib", _I)),
+                r"|fetch the unique id of the collective lib"
+                # PaddlePaddle's TCPStore waiting out its timeout (``TCPStore timeouted and not all workers got ready``,
+                # ``(Fatal) _timeout:900 elapsed:901 (elapsed > _timeout)=1 (at …/tcp_store.cc:392)``)
+                r"|TCPStore timeouted|\(elapsed > _timeout\)", _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"
@@ -201,7 +204,9 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\btcp://:\d{1,5}\b"
                 # a connect that failed with its errno as a number: EHOSTUNREACH, ECONNREFUSED, ENETUNREACH (Open MPI's
                 # ``mca_btl_tcp_endpoint_complete_connect: connect() failed with errno=113``)
-                r"|\bconnect\(\)[^\n]{0,80}\berrno[= ]?(?:113|111|101)\b", _I)),
+                r"|\bconnect\(\)[^\n]{0,80}\berrno[= ]?(?:113|111|101)\b"
+                # PaddlePaddle's store client (``(InvalidArgument) Network 10.1.2.3:6170 cannot be connected.``)
+                r"|\bNetwork [\w.:\-\[\]]{1,80} cannot be connected\b", _I)),
     # PaddlePaddle's communication watchdog (comm_task_manager.cc): ``Find timeout start but not finish task:group_key:
     # pp_group_1,group_ranks:[1, 5],global_rank:5,…``, ``Find timeout init but not start task:…``: a collective that
     # ran out its timeout, the rank that held it not said
