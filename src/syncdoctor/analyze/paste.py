@@ -283,13 +283,29 @@ def strings_text(doc: object) -> bytes:
     return "".join(text + "\n" for text in out if text.strip()).encode("utf-8", "replace")
 
 
+def _whole(lines: list[bytes]) -> list[tuple[str, str] | None] | None:
+    """Every line's record, the block parsed as one JSON array (one call into the C parser instead of one per line:
+    about ten times faster); None where some line is not a whole record (then each is parsed alone)."""
+    kept = [line for line in lines if line.strip()]
+    if not kept or not all(line.lstrip().startswith(b"{") for line in kept):
+        return None
+    try:
+        docs = json.loads(b"[" + b",".join(kept) + b"]")
+    except ValueError:
+        return None
+    found = iter(docs)
+    return [_held(next(found)) if line.strip() else None for line in lines]
+
+
 def unjsoned(block: bytes) -> bytes:
     """``block`` with each record replaced by the text it holds, after its host as a ``host: `` prefix where the
     record names one (as pdsh writes). A line that is no record stays. A record that holds several lines (a
     traceback in one event) becomes those lines: the line numbers after it count them."""
+    lines = block.split(b"\n")
+    whole = _whole(lines)
     out = []
-    for line in block.split(b"\n"):
-        found = _record(line.strip())
+    for index, line in enumerate(lines):
+        found = whole[index] if whole is not None else _record(line.strip())
         if found is None:
             out.append(line)
             continue
