@@ -407,3 +407,12 @@ def test_paddles_store_and_launchers_in_their_words(tmp_path: Path) -> None:
                         "check log for detail.", 5)):
         top = diagnose(tmp_path, line + "\n").hypotheses[0]
         assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (rank,), line
+
+
+@pytest.mark.parametrize("line", [
+    "The actor died because its node has died. Node Id: dae8173a69c4863c3a71baec03269043e5f22d725f2fb4bbdd16ac80",
+    "ray.exceptions.NodeDiedError: Task failed due to the node (where this task was running) was dead or unavailable.",
+])
+def test_rays_words_for_a_node_gone_under_its_workers(tmp_path: Path, line: str) -> None:
+    top = diagnose(tmp_path, line + "\n").hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "node that went away" in top.title

@@ -212,6 +212,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # ran out its timeout, the rank that held it not said
     (Category.UNEXPLAINED_TIMEOUT, "a collective that timed out (PaddlePaddle's communication watchdog)",
      re.compile(r"Find timeout (?:init but not start|start but not finish) task", _I)),
+    # Ray's words for a node that went away under its workers (``The actor died because its node has died. Node Id:
+    # …``, ``NodeDiedError: Task failed due to the node (where this task was running) was dead or unavailable``): the
+    # machine shut down, preempted or cut off, its workers with it
+    (Category.RANK_KILLED, "a node that went away under its workers (Ray)",
+     re.compile(r"died because its node has died|\bnode \(where this task was running\) was dead\b", _I)),
     (Category.RANK_KILLED, "a process killed (SIGKILL)",
      re.compile(r"\bSIGKILL\b|signal 9\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",
