@@ -20,7 +20,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
 )
-from syncdoctor.analyze.rules.phrases import SETUP_CHECK, read_as, strongest
+from syncdoctor.analyze.rules.phrases import read_as, strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 
 __all__ = ["error_events", "unexplained", "unrecognised_error", "words_over_a_weak_verdict"]
@@ -91,17 +91,6 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
             _PLUMBING.search(str(first.data.get("message"))):
         return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
     where = attribute([first], tl)
-    if SETUP_CHECK.search(str(first.data.get("message"))):  # a framework refusing the job's shape or resources
-        raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:160]
-        return [hypothesis(tl, Category.UNRECOGNISED, 0.36, f"{where.text or 'a process'} stopped on a check of the "
-                           f"job's setup ({raised})", where=where, evidence=evidence_of([first], "the check", 1),
-                           what=("A framework checked the job's shape before it ran (its parallel sizes against the "
-                                 "world size, the GPUs it asked for against those the node has, the model on each "
-                                 "rank) and refused it: a setup error, not the program failing as it trained."),
-                           fix=("Make the sizes the message names agree: the launch's processes and nodes with the "
-                                "parallel sizes, the GPUs each node exposes (CUDA_VISIBLE_DEVICES, the scheduler's "
-                                "allocation) with what the job asks for, the same model and configuration on every "
-                                "rank."))]
     if not (where.ranks or where.hosts or where.processes):
         where = _exit_reported_after(tl, first) or where
     known = bool(where.ranks or where.hosts or where.processes)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from syncdoctor.analyze.model import Category
 
-__all__ = ["DEVICE_ASSERT", "SETUP_CHECK", "Reading", "read_as", "strongest"]
+__all__ = ["DEVICE_ASSERT", "Reading", "read_as", "strongest"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Reading:
 
 
 _I = re.IGNORECASE
-SETUP_CHECK = re.compile(
+_SETUP_CHECK = re.compile(
     r"\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than|greater than|equal to|the same)"
     r"|\b(?:is|are) not (?:divisible by|equal to)\b|\bdoes not match (?:the )?(?:world|pp|tp|dp|ep)[_ ]?size\b"
     r"|\b(?:GPUs?|devices?) (?:are|is) available, but \d+ (?:are|is) required\b"
@@ -177,7 +177,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # (16) is larger than the number of available GPUs (8) in this node``, ``world_size (12) is not divisible by 8``,
     # ``Model replicas must have an equal number of parameters``): the job's setup, not the program failing as it ran
     (Category.UNRECOGNISED, "a check of the job's setup (its parallel sizes, or the GPUs it asks for against those "
-     "there)", SETUP_CHECK),
+     "there)", _SETUP_CHECK),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RENDEZVOUS_TIMEOUT, "a rendezvous or store barrier that did not gather everyone",
