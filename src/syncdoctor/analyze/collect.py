@@ -12,9 +12,17 @@ import logging
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from syncdoctor.analyze.inputs import MAX_LINE, Source, archive_members, iter_blocks, open_source, sniff
+from syncdoctor.analyze.inputs import (
+    MAX_LINE,
+    Source,
+    archive_members,
+    chunks_stream,
+    iter_blocks,
+    open_source,
+    sniff,
+)
 from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
 from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
@@ -142,34 +150,12 @@ def _read_jsonl(source: Source, stream: BinaryIO, head: bytes, out: Collected) -
     out.lines_read += number
 
 
-class _Unjsoned(io.RawIOBase):
-    """A log of a collector's JSON records (Docker's json-file, a structured logger) read as the lines they hold
-    (:func:`paste.unjsoned`, block by block)."""
-
-    def __init__(self, blocks: Iterator[bytes]) -> None:
-        self._blocks = blocks
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:  # a writable buffer (memoryview)
-        while not self._pending:
-            block = next(self._blocks, None)
-            if block is None:
-                return 0
-            self._pending = unjsoned(block)
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
-
-
 def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scanner, origin: Origin) -> None:
     head = stream.read(_HEAD)
     kind = sniff(head)
     if kind == "jsonl" and not _watch_event_first(head) and json_records(head):
-        stream = io.BufferedReader(_Unjsoned(iter_blocks(stream, prefix=head)))
+        # a collector's records (Docker's json-file, a structured logger): the lines they hold, block by block
+        stream = chunks_stream(unjsoned(block) for block in iter_blocks(stream, prefix=head))
         head = stream.read(_HEAD)
         kind = sniff(head)
     if kind == "pickle":

@@ -37,6 +37,7 @@ __all__ = [
     "MAX_LINE",
     "Source",
     "archive_members",
+    "chunks_stream",
     "expand",
     "iter_blocks",
     "open_source",
@@ -131,12 +132,11 @@ def open_source(source: Source, stdin: BinaryIO | None = None) -> Iterator[io.Bu
             buffered.close()
 
 
-class _Utf16(io.RawIOBase):
-    """A UTF-16 stream (PowerShell's ``>`` and ``Out-File`` write logs so) as UTF-8, decoded as it is read."""
+class _Chunks(io.RawIOBase):
+    """Bytes made piece by piece (a decoder's, a transform's of each block) read as a stream."""
 
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-        self._decoder = codecs.getincrementaldecoder("utf-16")("replace")  # (the BOM says which byte order)
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
         self._pending = b""
 
     def readable(self) -> bool:
@@ -144,14 +144,27 @@ class _Utf16(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         while not self._pending:
-            chunk = self._stream.read(1 << 16)
-            self._pending = self._decoder.decode(chunk, final=not chunk).encode("utf-8")
-            if not chunk:
-                break
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._pending = chunk
         size = min(len(buffer), len(self._pending))
         buffer[:size] = self._pending[:size]
         self._pending = self._pending[size:]
         return size
+
+
+def chunks_stream(chunks: Iterator[bytes]) -> io.BufferedReader[Any]:
+    """A buffered stream over ``chunks``, read as they come (bounded: one chunk held at a time)."""
+    return io.BufferedReader(_Chunks(chunks), 1 << 16)
+
+
+def _utf16_as_utf8(stream: BinaryIO) -> Iterator[bytes]:
+    """A UTF-16 stream (PowerShell's ``>`` and ``Out-File`` write logs so) as UTF-8, decoded as it is read."""
+    decoder = codecs.getincrementaldecoder("utf-16")("replace")  # (the BOM says which byte order)
+    while chunk := stream.read(1 << 16):
+        yield decoder.decode(chunk).encode("utf-8")
+    yield decoder.decode(b"", final=True).encode("utf-8")
 
 
 def as_utf8(stream: io.BufferedReader[Any]) -> io.BufferedReader[Any]:
@@ -162,7 +175,7 @@ def as_utf8(stream: io.BufferedReader[Any]) -> io.BufferedReader[Any]:
     except (OSError, EOFError, zlib.error):  # a cut or corrupt gzip: its reader says so where it is read
         return stream
     if mark[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        return io.BufferedReader(_Utf16(stream), 1 << 16)
+        return chunks_stream(_utf16_as_utf8(stream))
     if mark == codecs.BOM_UTF8:
         stream.read(3)
     return stream
