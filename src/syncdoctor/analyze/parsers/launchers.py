@@ -515,12 +515,11 @@ _ERRNO_TAIL = re.compile(r"(?::| reason:) (?P<err>[A-Z][a-z][\w ]{2,40}?)\s*(?:\
 # a UCX status a program built on UCX reports in its own words (NIXL's ucx_utils.cpp under vLLM's and LMCache's KV
 # transfer: ``W0613 08:28:11.555796 7053 ucx_utils.cpp:43] Unexpected UCX error: Endpoint timeout``): UCX's strings of
 # the statuses that mean the peer could not be reached (ucs_status_string)
-_UCX_STATUS_WORDS = re.compile(r"\bUCX error: (?P<err>Endpoint timeout|Destination is unreachable|Connection reset by "
-                               r"remote peer)"
+_UCX_UNREACHED = r"Endpoint timeout|Destination is unreachable|Connection reset by remote peer"
+_UCX_STATUS_WORDS = re.compile(rf"\bUCX error: (?P<err>{_UCX_UNREACHED})"
                                # UCX's own when no error handler takes it (ucp_ep.c): ``ep 0x7f2e…: error 'Endpoint
                                # timeout' on rc_mlx5/mlx5_0:1 will not be handled since no error callback is installed``
-                               r"|\bep 0x[0-9a-f]{1,16}: error '(?P<err2>Endpoint timeout|Destination is unreachable|"
-                               r"Connection reset by remote peer)' on ")
+                               rf"|\bep 0x[0-9a-f]{{1,16}}: error '(?P<err2>{_UCX_UNREACHED})' on ")
 # Intel oneCCL's key-value store (its bootstrap) finding no interface for the host's address (internal_kvs.cpp):
 # ``2025:02:17-17:20:51:( 2399) |CCL_ERROR| internal_kvs.cpp:289 fill_local_host_ip: can't find interface  to get host
 # IP`` (CCL_KVS_IFACE names none there, or the container has only loopback)
