@@ -123,7 +123,6 @@ _ERROR = re.compile(
     r"|\bFound rank divergence\b|\bLost connection with prefill instance\b|\bPossible NCCL hang detected\b"
     r"|\bbut the cluster only has a maximum of\b|\bobject store is full\b|\bfailed due to oom\b"
     r"|\bUnexpected result (?:nan|inf)\b|\bfound (?:NaN|Inf) in\b"
-    r"|\b(?:Scheduler|DataParallelController|Detokenizer\w*) \d{1,10} terminated with [1-9]\d{0,2}\b"
     # a GPU failing DCGM's or nvidia-smi's health check (rules.phrases reads which)
     r"|\brow remappings? (?:are )?pending\b|\bretired pages? (?:has|have) been detected\b|\bfaulty memory elements\b"
     r"|\bNvLink (?:link|port) \d{1,3} is currently down\b|\bNvLinks are up out of the expected\b"

@@ -43,7 +43,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with -", "died unexpectedly (exit code", "was aborted", "error with exit code", "graceful shutdown",
+KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with ", "died unexpectedly (exit code", "was aborted", "error with exit code", "graceful shutdown",
             "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
@@ -815,11 +815,13 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["index"])) if match["index"]
                            else None, data={"source": "vllm", "exitcode": died,
                                             "signal": signal_name(died) if died < 0 else None})]
-    match = _SGLANG_CHILD.search(body) if " terminated with -" in body else None
-    if match:  # (a process ended by a signal; one that exited with a code of its own is an error line, generic.py)
+    match = _SGLANG_CHILD.search(body) if " terminated with " in body else None
+    if match and int(match["code"]) < 0:  # a process ended by a signal
         code = int(match["code"])
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={
-            "source": "sglang", "exitcode": code, "signal": signal_name(code) if code < 0 else None})]
+            "source": "sglang", "exitcode": code, "signal": signal_name(code)})]
+    if match and match["code"] != "0":  # one that exited with a code of its own (its error above says why): quoted
+        return [make_event(Kind.ERROR_LINE, line, data={"word": match.group(0)[:40], "message": body.strip()[:300]})]
     match = _TRAINER_SIGNAL.search(body) if "ignal" in body or "SIG" in body or "reempt" in body or "Interrupt" in body \
         else None
     if match:
