@@ -94,16 +94,17 @@ _OOMKILLED = re.compile(r"\bOOMKilled\b")
 _POD_FAILED = re.compile(r"(?P<pod>[A-Za-z0-9][\w.\-]{0,252}) status change: \w+ to Failed by the event \w+\. "
                          r"Exit reason is (?P<reason>\w+)")
 _POD_KILLED = ("Deleted", "OOMKilled", "Evicted")  # reasons whose processes were killed from outside
-# Slurm ending the job or step from outside: ``*** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO
-# TIME LIMIT ***`` (also ``DUE TO PREEMPTION``, ``DUE TO NODE FAILURE``, or ``… CANCELLED AT … ***`` for scancel)
 # Ray's control store giving up on a node (gcs_health_check_manager; printed by every driver and worker): ``The node
 # with node id: 8f205b… and ip: 10.128.0.103 has been marked dead because the detector has missed too many heartbeats
 # from it.`` (``and address: … and node name: …`` in newer releases): its raylet stopped, the workers on it are gone
 _RAY_NODE_DEAD = re.compile(r"The node with node id: \w+ and (?:ip|address): (?P<ip>[\w.:\-]+?)(?: and node name: \S+)? "
                             r"has been marked dead because the detector has missed too many heartbeats")
+# srun losing a node of the step (``srun: error: Node failure on gpu12``): Slurm ends the whole step from outside
 _SRUN_NODE_FAILURE = re.compile(r"srun: error: Node failure on (?P<host>[\w.\-]+)"
                                 # srun losing a node of its step (its index in the step, or a name)
                                 r"|srun: error: Cannot communicate with node (?P<node>[\w.\-]+)\.\s+Aborting job")
+# Slurm ending the job or step from outside: ``*** JOB 1234 ON node12 CANCELLED AT 2024-01-01T00:00:00 DUE TO
+# TIME LIMIT ***`` (also ``DUE TO PREEMPTION``, ``DUE TO NODE FAILURE``, or ``… CANCELLED AT … ***`` for scancel)
 _SLURM_CANCELLED = re.compile(r"(?:\*\*\* )?(?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<host>\S+) CANCELLED AT \S+"
                               # (a signal's: ``DUE to SIGNAL Terminated``, as slurmstepd writes it)
                               r"(?: DUE (?:TO|to) (?P<why>[A-Z ]+?|SIGNAL [A-Za-z ]+?))?(?:, SEE [A-Z ]+)?(?: \*\*\*|\s*$)")

@@ -1286,8 +1286,6 @@ _SLOTS = re.compile(r"not enough slots available in the system to satisfy the (?
 _EXECUTABLE = re.compile(r"unable to (?:find the specified executable|launch the specified application as it "
                          r"(?:could not (?:access|find)|lacked\b))")
 _MCA_EXCLUSIVE = re.compile(r"Two mutually-exclusive MCA variables were specified")
-# libfabric's EFA provider told to use the NIC's RDMA where it has none (``FI_EFA_USE_DEVICE_RDMA=1 was set by user,
-# but EFA device has no rdma-read capability.  Application will abort().``, prov/efa)
 # Google's receive data path manager for GPUDirect-TCPX(O) (RxDM, A3 and A3 Mega) pairing each GPU with a NIC: ``Number
 # of GPUs detected in the PCI tree 7 is not equal to the actual number of GPUs reported by CUDA 8``
 _RXDM_GPUS = re.compile(r"Number of GPUs detected in the PCI tree (?P<pci>\d{1,3}) is not equal to the actual number of "
@@ -1295,6 +1293,8 @@ _RXDM_GPUS = re.compile(r"Number of GPUs detected in the PCI tree (?P<pci>\d{1,3
 # Open MPI started by srun directly where it was built without Slurm's PMI (ess_hnp / ess_singleton's help text)
 _OMPI_NO_PMI = re.compile(r"direct launched using \"srun\", but OMPI was not built with SLURM's PMI support"
                           r"|OMPI was not built with SLURM's PMI support")
+# libfabric's EFA provider told to use the NIC's RDMA where it has none (``FI_EFA_USE_DEVICE_RDMA=1 was set by user,
+# but EFA device has no rdma-read capability.  Application will abort().``, prov/efa)
 _EFA_NO_RDMA = re.compile(r"FI_EFA_USE_DEVICE_RDMA=1 was set by user, but EFA device has no rdma-(?P<op>read|write)")
 # a process out of file descriptors (EMFILE): each peer connection is a socket, and the bootstrap's accept, a store's
 # server or a data loader runs out first (``Call to accept failed : Too many open files``, gloo's ``listen: Too many
