@@ -2,8 +2,10 @@
 
 A log reaches ``analyze`` through a terminal, a chat, an issue or a log pipeline: colour codes, each line a JSON
 record of a log collector (Docker's ``{"log": …}``, a structured logger's ``{"msg": …}``, Cloud Logging's
-``{"textPayload": …}``), a margin every line shares (a markdown code block indented by four spaces or inside a list item, a quoted reply), lines hard
-wrapped at the terminal's width, a blank line after every line (a copy from a web page or a remote desktop). Line counts are kept, so that evidence still cites the line where a thing is.
+``{"textPayload": …}``), a margin every line shares (a markdown code block indented by four spaces or inside a list
+item, a quoted reply), lines hard wrapped at the terminal's width, a blank line after every line (a copy from a web
+page or a remote desktop). Line counts are kept, so that evidence still cites the line where a thing is (a record
+that holds several lines aside).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from syncdoctor.analyze.parsers.nccl_tests import ECHO
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "json_records", "paste_margin", "plain_spaces", "records_text", "strings_text", "unjsoned", "unquoted",
-           "unspaced", "unwrap", "without_margin", "wrap_width"]
+__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "json_records", "paste_margin", "plain_spaces",
+           "records_text", "strings_text", "unjsoned", "unquoted", "unspaced", "unwrap", "without_margin", "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 _LEAD = re.compile(rb"[ \t>]*")

@@ -846,15 +846,15 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
 
 def _asked_for_ib(tl: Timeline, asked: list[Event], sockets: list[Event]) -> list[Hypothesis]:
     """NCCL_IB_HCA names the InfiniBand or RoCE NICs to use (or NCCL_IB_DISABLE=0 asks for them), and NCCL still uses
-    TCP sockets: it found none of them (``NET/IB : No device found``). Whoever set it expects IB there; across hosts, sockets are slow at best, and
-    hosts that did find their NICs cannot connect to this one."""
+    TCP sockets: it found none of them (``NET/IB : No device found``). Whoever set it expects IB there; across hosts,
+    sockets are slow at best, and hosts that did find their NICs cannot connect to this one."""
     where = attribute(sockets, tl)
     hcas = str(asked[0].data.get("value", "")).strip().rstrip(".")[:80]
     ask = (f"NCCL_IB_HCA asks for {hcas}" if asked[0].data.get("name") == "NCCL_IB_HCA"
            else "NCCL_IB_DISABLE=0 asks for InfiniBand")
     title = f"{ask}, but NCCL{' on ' + where.text if where.text else ''} found no InfiniBand device and uses TCP sockets"
-    what = ("NCCL_IB_HCA (or NCCL_IB_DISABLE=0) says NCCL should use IB or RoCE NICs, so the hosts are meant to talk over RDMA; NCCL "
-            "found none of them usable and took its TCP socket transport instead: RDMA is not enabled there (the "
+    what = ("NCCL_IB_HCA (or NCCL_IB_DISABLE=0) says NCCL should use IB or RoCE NICs, so the hosts are meant to talk "
+            "over RDMA; NCCL found none of them usable and took its TCP socket transport instead: RDMA is not enabled there (the "
             "driver or rdma-core not loaded, a container without /dev/infiniband), or the names do not match the "
             "host's (`ibv_devices`). Training across nodes then runs at TCP speed, or fails where other hosts use IB.")
     fix = ("On that host, `ibv_devinfo` must list the NICs NCCL_IB_HCA names (port state ACTIVE); in containers add "
