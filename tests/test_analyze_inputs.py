@@ -330,3 +330,16 @@ def test_a_utf16_stream_decodes_what_it_is_given_in_pieces() -> None:
     data = codecs.BOM_UTF16_LE + "é✓ line\n".encode("utf-16-le") * 10_000
     with open_source(Source("-"), stdin=io.BytesIO(data)) as stream:
         assert stream.read() == "é✓ line\n".encode() * 10_000
+
+
+def test_a_zip_whose_directory_names_a_version_zipfile_does_not_know_is_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "logs.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("node1/rank3.log", "[rank3]: torch.OutOfMemoryError: CUDA out of memory.\n")
+    data = bytearray(path.read_bytes())
+    central = data.index(b"PK\x01\x02")
+    data[central + 6:central + 8] = (110).to_bytes(2, "little")  # "version needed to extract": 11.0
+    path.write_bytes(bytes(data))
+    analysis = analyze_paths([str(path)])  # zipfile raises NotImplementedError here: a note, not a traceback
+    assert analysis.diagnosis.hypotheses == ()
+    assert any("not a readable zip archive" in note for note in analysis.collected.notes), analysis.collected.notes

@@ -231,14 +231,15 @@ def archive_members(source: Source, stream: io.BufferedReader) -> Iterator[tuple
 def _zip_members(source: Source) -> Iterator[tuple[Source, BinaryIO]]:
     try:
         archive = zipfile.ZipFile(source.path)  # type: ignore[arg-type]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, EOFError) as exc:
+        # (a corrupt directory can also read as a version or a method zipfile does not know)
         raise OSError(f"not a readable zip archive: {exc}") from exc
     with archive:
         for info in [i for i in archive.infolist() if not i.is_dir()][:MAX_MEMBERS]:
             try:
                 with archive.open(info) as member:
                     yield Source(f"{source.name}!{info.filename}", source.path), _member(member)  # type: ignore[arg-type]
-            except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:  # encrypted, unknown method
+            except (zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError) as exc:  # encrypted, unknown method
                 raise OSError(f"{info.filename}: {exc}") from exc
 
 
