@@ -287,3 +287,12 @@ def test_a_terminals_redraws_before_an_error_on_the_same_line(tmp_path: Path) ->
     # a line that only ends in a carriage return keeps its words
     path.write_text("[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\r\n\r")
     assert analyze_paths([str(path)]).diagnosis.hypotheses[0].culprit_ranks == (2,)
+
+
+def test_a_record_nested_past_the_parsers_depth_is_no_record(tmp_path: Path) -> None:
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    path = tmp_path / "docker.log"
+    path.write_text('{"log": "step 1\\n"}\n' * 3 + deep + "\n" + json.dumps({"log": "[rank3]: torch.OutOfMemoryError: "
+                                                                              "CUDA out of memory.\n"}) + "\n")
+    top = analyze_paths([str(path)]).diagnosis.hypotheses[0]  # (a RecursionError had ended the run)
+    assert (top.code, top.culprit_ranks) == ("A004", (3,))

@@ -207,7 +207,7 @@ def _record(line: bytes) -> tuple[str, str] | None:
         return None
     try:
         record = json.loads(line)
-    except ValueError:  # cut, or not JSON
+    except (ValueError, RecursionError):  # cut, not JSON, or nested past the parser's depth
         return None
     return _held(record)
 
@@ -293,7 +293,7 @@ def _whole(lines: list[bytes]) -> list[tuple[str, str] | None] | None:
         return None
     try:
         docs = json.loads(b"[" + b",".join(kept) + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     found = iter(docs)
     return [_held(next(found)) if line.strip() else None for line in lines]
