@@ -289,6 +289,22 @@ def test_a_terminals_redraws_before_an_error_on_the_same_line(tmp_path: Path) ->
     assert analyze_paths([str(path)]).diagnosis.hypotheses[0].culprit_ranks == (2,)
 
 
+@pytest.mark.parametrize("before", [
+    "x" * 5000,  # a run of output without a line break (a logger's repr of a tensor, a list of shard names)
+    "step 12 " * 1200,
+    "y" * 70_000,  # past one read's line length too
+])
+def test_an_error_after_a_long_run_of_output_on_its_line(tmp_path: Path, before: str) -> None:
+    # the parsers see a line's first 4 kB: an error after them was silent; the head and the tail are read
+    path = tmp_path / "train.log"
+    path.write_text(before + " [rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    top = analyze_paths([str(path)]).diagnosis.hypotheses[0]
+    assert top.code == "A021"
+    # and the writer's prefix at the head of such a line still names the rank of an error at its tail
+    path.write_text("[rank5]: " + before + " RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert analyze_paths([str(path)]).diagnosis.hypotheses[0].culprit_ranks == (5,)
+
+
 def test_a_record_nested_past_the_parsers_depth_is_no_record(tmp_path: Path) -> None:
     deep = '{"a":' * 100_000 + "1" + "}" * 100_000
     path = tmp_path / "docker.log"

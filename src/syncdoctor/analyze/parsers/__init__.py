@@ -59,7 +59,8 @@ _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.fo
 LOOK_ABOVE = ((traceback.wants_frames, lambda line, _event, above: traceback.headless(line, above)),
               (remote.wants_actor_fields, remote.actor_fields),
               (torchrun.wants_record_fields, torchrun.record_fields))
-MAX_PARSE = 4096  # characters of a line handed to the parsers
+MAX_PARSE = 4096  # characters of a line handed to the parsers: its head and its tail where it is longer
+_ELIDED = " … "
 _WHAT = re.compile(r"^what\(\): +")
 _PG_RANK = re.compile(r"\[(?:PG [^\]]{0,200}? )?Rank (?P<rank>\d{1,7})\]")
 _NCCL_INFO_WORDS = re.compile("|".join(re.escape(k) for k in nccl_info.KEYWORDS))
@@ -68,8 +69,10 @@ _NCCL_INFO_WORDS = re.compile("|".join(re.escape(k) for k in nccl_info.KEYWORDS)
 def make_line(text: str, ref: Ref, file_origin: Origin) -> Line:
     """A :class:`Line` from decoded text: prefixes split off, origin completed from the file's."""
     text = clean(text.rstrip("\r\n"))
-    if len(text) > MAX_PARSE:
-        text = text[:MAX_PARSE]
+    if len(text) > MAX_PARSE:  # the head holds the writer's prefix; an error after a long run of output (a
+        # progress bar's redraws, a list of tensors) is in the tail
+        half = (MAX_PARSE - len(_ELIDED)) // 2
+        text = text[:half] + _ELIDED + text[-half:]
     prefix = split_prefix(text)
     origin = prefix.origin
     if origin.rank is None and prefix.body.lstrip().startswith(("[", "what():")):
