@@ -65,6 +65,9 @@ _ERROR = re.compile(
     # sample_tokens timed out``, ``NCCL collective timeout: WorkNCCL(…)``, ``dispatch NVL receiver timeout, channel: 9``);
     # an option's value is none (``collective timeout: 1800``, ``read timeout to 30 s``)
     r"|\b(?:[Tt]imed|TIMED)[ -]?(?:out|OUT)\b"
+    # an exception class named for a wait or an abort, without an error word (PaddlePaddle's ``FSTimeOut: …``,
+    # ``FSShellCmdAborted: …``)
+    r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"
     r"(?![ ]?(?:[=:(][ ]?\d|\d|(?:to|of|is|set|value|for|in|must|should|can|may)\b|[(]s[)]|s\b|seconds?\b|ms\b))"

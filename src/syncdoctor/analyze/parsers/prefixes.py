@@ -75,7 +75,7 @@ _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:s
                        r"^mlx\d(?:_\d+)?$|"  # libmlx5's own messages: ``mlx5:  got completion with error:``
                        # a Python exception's qualified type whatever its name ends in (``torch._dynamo.exc.
                        # BackendCompilerFailed: …``): lower-case modules, then a class in CamelCase
-                       r"(?-i:^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][a-z]\w*$)|"  # (its case counts)
+                       r"(?-i:^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][A-Z0-9_]*[a-z]\w*$)|"  # (its case counts; ``FSTimeOut``)
                        # (and a systemd unit: ``nvidia-fabricmanager.service: Main process exited, …``)
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*|service|socket|mount|timer)$", re.I)
 # docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container;

@@ -31,6 +31,11 @@ KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "F
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
 )
+# the line that ends a traceback's frames is its exception whatever the class is named (PaddlePaddle's ``paddle.
+# distributed.fleet.utils.fs.FSTimeOut: …``): a class's name in CamelCase, its module before it; not Paddle's
+# ``EnforceNotMet``, its C++ checks' failure (read as c10's ``enforce fail`` is: an error no rule explains)
+_ENDING_EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}(?!EnforceNotMet\b)[A-Z][A-Z0-9_]*[a-z]\w*)"
+                               r"(?::[ ]?(?P<msg>.*))?$")
 # the driver API's out-of-memory, from allocators that call it themselves: torch_memory_saver (SGLang, verl)
 # ``[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create``
 _DRIVER_OOM = re.compile(r"CUresult error\s+result=2\b|\bCUDA_ERROR_OUT_OF_MEMORY\b")
@@ -178,6 +183,8 @@ class TracebackFollower:
             self.sources[-1] = body.strip()[:200]
             return True  # a frame's source line with its indentation stripped
         self.ended = True
+        if found is None and self.frames and (ending := _ENDING_EXCEPTION.match(body.strip())):
+            found = (ending["type"], ending["msg"] or "")
         if found and not found[0].endswith("ChildFailedError"):  # the launcher's own traceback
             self.events = _exception_events(line, found[0], found[1], self.frames)
         return False
