@@ -42,3 +42,30 @@ def test_an_exception_named_for_a_wait_or_an_abort_on_a_line_alone_is_never_sile
         assert hypotheses[0].culprit_hosts == (), line
     # an option named for a timeout is no error
     assert diagnose(tmp_path, "SocketTimeout: 30\nRequestTimeout: 10s\nRequestTimeout= 10\n").hypotheses == ()
+
+
+_DCP = ("[rank0]: torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([3, 7])\n"
+        "[rank0]: Traceback (most recent call last): (RANK 3)\n"
+        '[rank0]:   File "/usr/lib/python3.11/site-packages/torch/distributed/checkpoint/filesystem.py", line 655, in '
+        "write_data\n"
+        '[rank0]:     with open(path, "wb") as f:\n'
+        "[rank0]: OSError: [Errno 28] No space left on device: '/ckpt/step-1200/__3_0.distcp'\n"
+        "[rank0]: Traceback (most recent call last): (RANK 7)\n"
+        '[rank0]:   File "/usr/lib/python3.11/site-packages/torch/distributed/checkpoint/utils.py", line 192, in '
+        "reduce_scatter\n"
+        "[rank0]:     local_data = map_fun()\n"
+        "[rank0]: OSError: [Errno 28] No space left on device: '/ckpt/step-1200/__7_0.distcp'\n")
+
+
+def test_a_distributed_checkpoints_report_names_the_ranks_that_failed_not_the_one_that_printed_it(
+        tmp_path: Path) -> None:
+    # torch.distributed.checkpoint gathers every rank's failure to its coordinator, which raises them as one
+    top = diagnose(tmp_path, _DCP).hypotheses[0]
+    assert (top.category, top.culprit_ranks) == (Category.RANK_CRASHED, (3, 7))
+    assert "No space left on device" in top.what and "__7_0.distcp" in top.what
+    # the summary line alone (the paste cut before the ranks' tracebacks) still names them
+    top = diagnose(tmp_path, _DCP.splitlines(keepends=True)[0]).hypotheses[0]
+    assert (top.category, top.culprit_ranks) == (Category.RANK_CRASHED, (3, 7))
+    # a traceback that merely follows the coordinator's own error is the coordinator's
+    own = "[rank0]: Traceback (most recent call last):\n" + "".join(_DCP.splitlines(keepends=True)[2:5])
+    assert diagnose(tmp_path, own).hypotheses[0].culprit_ranks == (0,)

@@ -23,7 +23,7 @@ from syncdoctor.analyze.inputs import (
     open_source,
     sniff,
 )
-from syncdoctor.analyze.model import Event, FrDump, Origin, Ref
+from syncdoctor.analyze.model import Event, FrDump, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import flight_recorder, ras, watch_events
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
 from syncdoctor.analyze.paste import (
@@ -235,4 +235,15 @@ def dedup_events(events: Sequence[Event]) -> list[Event]:
             data = {**event.data, **previous.data}
             merged[key] = replace(previous, data=data, op=previous.op or event.op, group=previous.group or event.group,
                                   text=event.text if len(event.text) > len(previous.text) else previous.text)
-    return list(merged.values())
+    # a rank's error that another rank printed for it (a distributed checkpoint's report): the line's reading as
+    # the printer's own error goes
+    reported = {(e.ref.source, e.ref.line, e.data["reported_by"]) for e in merged.values()
+                if e.kind is Kind.EXCEPTION and "reported_by" in e.data}
+    if not reported:
+        return list(merged.values())
+    # and the report's summary line for a rank whose own error it also printed
+    told = {(e.ref.source, e.origin.rank) for e in merged.values()
+            if e.kind is Kind.EXCEPTION and "reported_by" in e.data and not e.data.get("report")}
+    return [e for e in merged.values() if not (e.kind is Kind.EXCEPTION and (
+        ("reported_by" not in e.data and (e.ref.source, e.ref.line, e.origin.rank) in reported)
+        or (e.data.get("report") and (e.ref.source, e.origin.rank) in told)))]

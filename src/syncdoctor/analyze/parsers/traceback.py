@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
@@ -128,6 +128,15 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
         api = next((text for path, text in frames if path.endswith("distributed_c10d.py")), None)
         if api is not None:  # the torch.distributed call it was blocked in: all_reduce, recv, send...
             data["collective"] = api.rsplit(" in ", 1)[-1].strip()
+    failed = _DCP_RANKS.search(message) if short == "CheckpointException" else None
+    if failed is not None:
+        # the coordinator of a distributed checkpoint reports the ranks whose step failed (each one's traceback
+        # follows as ``Traceback (most recent call last): (RANK 3)``): those ranks failed, not the one that printed it
+        reporter = line.origin.describe()
+        return [replace(make_event(Kind.EXCEPTION, line, data={  # (the frames are the reporter's: not kept)
+            "type": exc_type, "message": f"its part of a distributed checkpoint failed (reported by {reporter})",
+            "reported_by": line.origin.rank, "report": True}), origin=Origin(rank=rank))
+            for rank in sorted({int(r) for r in re.findall(r"\d+", failed["ranks"])})[:64]]
     events = [make_event(Kind.EXCEPTION, line, data=data)]
     oom = _OOM.search(message)
     if oom or (short == "OutOfMemoryError" and not exc_type.startswith("ray.")):  # Ray's: host memory, its monitor
@@ -139,6 +148,10 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
     return events
 
 
+# torch.distributed.checkpoint's report of the ranks whose part failed: ``CheckpointException ranks:dict_keys([3, 7])``,
+# then each one's traceback, headed ``Traceback (most recent call last): (RANK 3)``
+_DCP_RANKS = re.compile(r"ranks:dict_keys\(\[(?P<ranks>[\d, ]{1,2000})\]\)")
+_DCP_RANK = re.compile(r"Traceback \(most recent call last\): \(RANK (?P<rank>\d{1,7})\)")
 # TensorFlow's out-of-memory error names the device it allocated on: ``OOM when allocating tensor with
 # shape[2,1023,50257] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc``
 _TF_DEVICE = re.compile(r"/device:GPU:(?P<gpu>\d+)")
@@ -187,6 +200,10 @@ class TracebackFollower:
             found = (ending["type"], ending["msg"] or "")
         if found and not found[0].endswith("ChildFailedError"):  # the launcher's own traceback
             self.events = _exception_events(line, found[0], found[1], self.frames)
+            told = _DCP_RANK.search(self.head.body)
+            if told is not None:  # a failed rank's traceback in a distributed checkpoint's report: that rank's error
+                self.events = [replace(e, origin=Origin(rank=int(told["rank"])), data={
+                    **e.data, "reported_by": e.origin.rank}) for e in self.events]
         return False
 
     def finish(self) -> list[Event]:
