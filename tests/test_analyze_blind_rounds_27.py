@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, events_of
+from analyze_helpers import diagnose_paste, events_of, one
 from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
@@ -69,3 +69,150 @@ def test_a_distributed_checkpoints_report_names_the_ranks_that_failed_not_the_on
     # a traceback that merely follows the coordinator's own error is the coordinator's
     own = "[rank0]: Traceback (most recent call last):\n" + "".join(_DCP.splitlines(keepends=True)[2:5])
     assert diagnose(tmp_path, own).hypotheses[0].culprit_ranks == (0,)
+
+
+def test_nixls_ucx_without_cuda_and_mooncakes_missing_gid_name_the_setup(tmp_path: Path) -> None:
+    # real: NVIDIA cosmos post-training's troubleshooting page (two UCX copies, the first without CUDA) and
+    # sgl-project/sglang#30737 (Mooncake on a bonded RoCE NIC)
+    ucx = ("W ucx_utils.cpp:628] 8 NVIDIA GPU(s) were detected, but UCX CUDA support was not found!\n"
+           "E ucx_utils.cpp:582] VRAM memory is detected as host by UCX...\n")
+    top = diagnose(tmp_path, ucx).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "no CUDA support" in top.title and top.confidence >= 0.7
+    assert "UCX_TLS" in top.fix
+    gid = ("Decode transfer failed ... KVTransferError: Failed to get kvcache from prefill instance, it might be dead\n"
+           "GID is NULL, please check your GID index by specifying MC_GID_INDEX\n")
+    top = diagnose(tmp_path, gid).hypotheses[0]
+    assert top.category is Category.IB_MODIFY_QP and "MC_GID_INDEX" in top.fix
+    # a NIXL line without a date at its level is an error at E, not at I or W
+    assert [e.kind for e in events_of("E nixl_agent.cpp:120] createXferReq failed") if e.kind is Kind.ERROR_LINE]
+    assert not [e for e in events_of("I nixl_agent.cpp:120] created agent") if e.kind is Kind.ERROR_LINE]
+
+
+def test_kubernetes_events_of_a_pod_ended_from_outside(tmp_path: Path) -> None:
+    oom = "  Warning  SystemOOM  4m  kubelet  System OOM encountered, victim process: python, pid: 48213\n"
+    top = diagnose(tmp_path, oom).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and "OOM killer" in top.title and "48213" in top.title
+    for event, words in (
+            ("  Warning  Terminated  1m  kubelet  Pod was terminated in response to imminent node shutdown.\n",
+             "node shutdown"),
+            ("  Warning  Preempting  10s  kubelet  Preempted in order to admit critical pod\n", "preempted"),
+            ("  Warning  MPIJobEvicted  47s  mpi-job-controller  2/4 workers are evicted\n", "evicted"),
+            ("  Normal   TaintManagerEviction  30s  taint-eviction-controller  Marking for deletion Pod "
+             "default/llama-ft-worker-5\n", "not ready")):
+        top = diagnose(tmp_path, event).hypotheses[0]
+        assert top.category is Category.RANK_KILLED and words in top.title, event
+    top = diagnose(tmp_path, "  Normal   EvictedDueToNodeFailures  0s  kueue-admission  Workload was evicted as "
+                             "there was no replacement for unhealthy node(s): node-3\n").hypotheses[0]
+    assert (top.category, top.culprit_hosts) == (Category.RANK_KILLED, ("node-3",))
+    # the scheduler's events of a pod that never ran stay out of it
+    assert diagnose(tmp_path, "  Normal   Scheduled  5s  default-scheduler  Successfully assigned default/pod-0 "
+                              "to node-1\n").hypotheses == ()
+
+
+def test_nvmls_gpu_lost_in_a_callers_words_is_a_gpu_failure(tmp_path: Path) -> None:
+    line = ("I1205 03:59:12.004511       1 health.go:92] unable to get device handle from UUID: ERROR_GPU_IS_LOST; "
+            "marking it as unhealthy\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "GPU is lost" in top.title
+
+
+_IB_RETRY = """--------------------------------------------------------------------------
+The InfiniBand retry count between two MPI processes has been
+exceeded.  "Retry count" is defined in the InfiniBand spec 1.2
+(section 12.7.38):
+
+    The total number of times that the sender wishes the receiver to
+    retry timeout, packet sequence, etc. errors before posting a
+    completion error.
+
+This error typically means that there is something awry within the
+InfiniBand fabric itself.  You should note the hosts on which this
+error has occurred; it has been observed that rebooting or removing a
+particular host from the job can sometimes resolve this issue.
+
+Two MCA parameters can be used to control Open MPI's behavior with
+respect to the retry count:
+
+* btl_openib_ib_retry_count - The number of times the sender will
+  attempt to retry (defaulted to 7, the maximum value).
+* btl_openib_ib_timeout - The local ACK timeout parameter (defaulted
+  to 20).  The actual timeout value used is calculated as:
+
+     4.096 microseconds * (2^btl_openib_ib_timeout)
+
+  See the InfiniBand spec 1.2 (section 12.7.34) for more details.
+
+Below is some information about the host that raised the error and the
+peer to which it was connected:
+
+  Local host:   node-3
+  Local device: mlx5_0
+  Peer host:    node-4
+
+You may need to consult with your system administrator to get this
+problem fixed.
+--------------------------------------------------------------------------
+"""
+
+
+def test_open_mpis_openib_retry_blocks_are_ib_completion_errors_of_their_host(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, _IB_RETRY).hypotheses[0]
+    assert top.code in ("A011", "A012") and "status 12" in top.title and top.culprit_hosts == ("node-3",)
+    rnr = ('The OpenFabrics "receiver not ready" retry count on a per-peer\nconnection between two MPI processes has '
+           "been exceeded.\n\n  Local host:   node-7\n  Local device: mlx5_1\n  Peer host:    node-2\n")
+    completion = one(rnr.splitlines()[0], Kind.IB_COMPLETION_ERROR)
+    assert completion.data["status"] == 13
+    assert diagnose(tmp_path, rnr).hypotheses[0].culprit_hosts == ("node-7",)
+
+
+def test_open_mpis_summary_of_the_first_process_that_ended_badly(tmp_path: Path) -> None:
+    # help-orterun.txt's proc-exit-no-sync: wrapped before the node
+    improper = ("mpirun has exited due to process rank 3 with PID 12345 on\n"
+                "node node-3 exiting improperly. There are three reasons this could occur:\n")
+    top = diagnose(tmp_path, improper).hypotheses[0]
+    assert (top.category, top.culprit_ranks, top.culprit_hosts) == (Category.RANK_CRASHED, (3,), ("node-3",))
+    assert "exited improperly" in top.what
+    aborted = ('prterun has exited due to process rank 5 with PID 2211 on node gpu-7 calling\n'
+               '"abort". This may have caused other processes in the application to be\n')
+    top = diagnose(tmp_path, aborted).hypotheses[0]
+    assert (top.culprit_ranks, top.culprit_hosts) == ((5,), ("gpu-7",)) and "called abort" in top.what
+    # a rank's own error above it says why: that error is the reading, on that rank
+    own = "[3]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered\n" + improper
+    top = diagnose(tmp_path, own).hypotheses[0]
+    assert (top.category, top.culprit_ranks) == (Category.GPU_ERROR, (3,))
+
+
+def test_intel_mpis_hydra_names_the_host_whose_proxy_ended_badly(tmp_path: Path) -> None:
+    line = ("[mpiexec@node-0] wait_proxies_to_terminate (../../../../../src/pm/i_hydra/mpiexec/intel/i_mpiexec.c:537): "
+            "downstream from host node-3 {}\n")
+    top = diagnose(tmp_path, line.format("was killed by signal 9 (Killed)")).hypotheses[0]
+    assert (top.category, top.culprit_hosts) == (Category.RANK_KILLED, ("node-3",))
+    top = diagnose(tmp_path, line.format("exited with status 1")).hypotheses[0]
+    assert (top.category, top.culprit_hosts) == (Category.RANK_CRASHED, ("node-3",))
+    # a proxy that exited cleanly is nothing
+    assert not [e for e in events_of(line.format("exited with status 0")) if e.kind is Kind.WORKER_FAILED]
+
+
+def test_ucc_and_mpi_words_for_a_failure_are_never_silent(tmp_path: Path) -> None:
+    timeout = ("[1733370072.123456] [node-3:12345:1]   ucc_schedule.h:251  UCC  WARN  timeout 1800 sec. has expired on "
+               "coll_type allreduce, team_size 16\n")
+    event = one(timeout, Kind.BLOCKING_WAIT_TIMEOUT)
+    assert (event.op, event.data["timeout_ms"], event.origin.host) == ("allreduce", 1_800_000, "node-3")
+    assert diagnose(tmp_path, timeout).hypotheses
+    lines = {
+        "[node-3:12345] *** MPI_ERR_TRUNCATE: message truncated": Category.COLLECTIVE_DESYNC,
+        '  --> Returned "Unreachable" (-12) instead of "Success" (0)': Category.PEER_UNREACHABLE,
+        "[mpiexec@node-0] HYDU_sock_get_iface_ip (lib/utils/sock.c:110): unable to get host address for node-17":
+            Category.PEER_UNREACHABLE,
+        "MPI startup(): PMI server not found. Please set I_MPI_PMI_LIBRARY variable if it is not a singleton case.":
+            Category.UNRECOGNISED,
+        "Attempted destruction of AsyncWork before work has completed, terminating the program.": Category.UNRECOGNISED,
+        "E1205 03:41:12.345678 12345 torch/csrc/distributed/c10d/UCCUtils.cpp:41] (oob_allgather) Caught exception in "
+        "Store Operation .. [Socket Timeout]": None,
+    }
+    for line, category in lines.items():
+        hypotheses = diagnose(tmp_path, line + "\n").hypotheses
+        assert hypotheses, line
+        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
+    # a note that merely says a program terminates is none
+    assert diagnose(tmp_path, "Limitations: terminating the program is not supported\n").hypotheses == ()

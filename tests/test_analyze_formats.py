@@ -41,6 +41,9 @@ def rows() -> list[tuple[str, str, str]]:
 
 def test_the_page_has_its_rows() -> None:
     assert len(rows()) >= 100
+    # and says how many (the count had drifted from the table while rows were added)
+    stated = re.search(r"^(\d+) rows\.", DOC.read_text(), re.M)
+    assert stated is not None and int(stated[1]) == len(rows())
 
 
 @pytest.mark.parametrize(("where", "example", "event"), rows(), ids=[r[0] for r in rows()])

@@ -338,6 +338,23 @@ ANCHORS: tuple[bytes, ...] = (
     b"EI00", b"EJ00", b"EE99", b"EZ99", b"E3999",
     # PaddlePaddle's communication watchdog (``Find timeout start but not finish task:group_key:…``)
     b"Find timeout ",
+    # NIXL's UCX without CUDA support, Mooncake's RoCE GID not found
+    b"UCX CUDA support", b"detected as host by UCX", b"GID is NULL",
+    # Kubernetes' events for a pod's processes ended from outside (the node's OOM killer, a shutdown, a preemption,
+    # an eviction)
+    b"System OOM encountered", b"imminent node shutdown", b"admit critical pod", b"Marking for deletion Pod",
+    b"workers are evicted", b"unhealthy node(s)",
+    # Open MPI's openib transport giving up on a connection (retry count, receiver not ready)
+    b"retry count between two MPI", b"retry count on a per-peer",
+    # Open MPI's summary naming the first process that ended badly without a signal
+    b"exited due to process rank",
+    # UCC's collective timeout; its store exchange failing under PyTorch's ProcessGroupUCC
+    b"has expired on coll_type", b"Caught exception in Store Operation",
+    # an MPI error class (Open MPI's error handler prints it on a line of its own)
+    b"MPI_ERR_",
+    # Intel MPI's Hydra naming the host whose proxy ended badly; MPI's words for a failed start
+    b"downstream from host", b"instead of \"Success\"", b"unable to get host address", b"PMI server not found",
+    b"terminating the program",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -67,6 +67,19 @@ _ERROR = re.compile(
     r"|\b(?:[Tt]imed|TIMED)[ -]?(?:out|OUT)\b"
     # an exception class named for a wait or an abort, without an error word (PaddlePaddle's ``FSTimeOut: …``,
     # ``FSShellCmdAborted: …``)
+    # a library that cannot use the hardware as set up, in its words (NIXL's UCX without CUDA, Mooncake's RoCE GID)
+    r"|\bUCX CUDA support was not found\b|\bdetected as host by UCX\b|\bGID is NULL\b"
+    # PyTorch's ProcessGroupUCC: its out-of-band exchange through the store failed (``(oob_allgather) Caught exception
+    # in Store Operation .. [Socket Timeout]``)
+    r"|\bCaught exception in Store Operation\b"
+    # an MPI error class on a line of its own (Open MPI's error handler: ``[node-3:12345] *** MPI_ERR_TRUNCATE: message
+    # truncated``)
+    r"|\bMPI_ERR_[A-Z_]{2,30}\b"
+    # Open MPI's MPI_Init failure (``--> Returned "Unreachable" (-12) instead of "Success" (0)``), Hydra not resolving
+    # a host, Intel MPI started without its PMI, a library ending the process itself (ProcessGroupMPI's ``Attempted
+    # destruction of AsyncWork before work has completed, terminating the program.``)
+    r"|\bReturned \"\w[\w ]{0,40}\" \(-?\d{1,4}\) instead of \"Success\"|\bunable to get host address\b"
+    r"|\bPMI server not found\b|, terminating the program\b"
     r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"
@@ -195,10 +208,11 @@ _WARNED = re.compile(r"CUDA initialization: [^\n]{0,40}\berror\b|is not compatib
 # a glog line at severity E (error) or F (fatal) from a native program (a fabric daemon, XLA, gRPC):
 # ``E0312 10:11:12.123456    1054 fastrak_gpumem_manager.cc:200] Number of GPUs …`` (also with its time cut), and
 # abseil's form before InitGoogle, no date and the epoch for a time (libtpu, XLA): ``E0000 00:00:1725383433.302361
-# 2870 common_lib.cc:818] …``; a traceback's lines under torch elastic's prefix of that form begin with a space and
+# 2870 common_lib.cc:818] …``; NIXL's without any date or time (``E ucx_utils.cpp:582] VRAM memory is detected as host by
+# UCX...``); a traceback's lines under torch elastic's prefix of that form begin with a space and
 # are not errors of their own
 _GLOG_ERROR = re.compile(
-    r"(?:^|[\s>|])(?P<sev>[EF])(?:(?:0[1-9]|1[0-2])[0-3]\d|0000)(?: (?:\d\d:\d\d:\d\d|00:00:\d{10})\.\d{1,9} +\d+)? +"
+    r"(?:^|[\s>|])(?P<sev>[EF])(?:(?:0[1-9]|1[0-2])[0-3]\d|0000|(?=[ ]\w))(?: (?:\d\d:\d\d:\d\d|00:00:\d{10})\.\d{1,9} +\d+)? +"
     r"[\w./\-]{1,200}\.(?:cc|cpp|cxx|c|h|hpp|py|go|rs):\d{1,6}\] (?=\S)"
 )
 

@@ -39,7 +39,7 @@ __all__ = ["KEYWORDS", "parse"]
 KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
-            "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version")
+            "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
@@ -70,6 +70,9 @@ _SMI = re.compile(r"Unable to determine the device handle for (?i:GPU) ?(?P<pci>
                   # and DCGM's health check (``GPU 3 has fallen off the bus``)
                   r"|GPU (?:(?P<pci3>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): |(?P<index>\d{1,3}) )?"
                   r"(?:GPU )?has fallen off the bus")
+# NVML's code for a GPU the driver lost, as its callers print it (the Kubernetes device plugin's health check: ``unable to
+# get device handle from UUID: ERROR_GPU_IS_LOST; marking it as unhealthy``; DCGM; nvidia-smi's ``NVML_ERROR_GPU_IS_LOST``)
+_NVML_LOST = re.compile(r"\b(?:NVML_)?ERROR_GPU_IS_LOST\b(?:[^\n]{0,80}?(?P<uuid>GPU-[0-9a-f]{8}-[0-9a-f-]{27}))?")
 # the kernel's PCIe error reporting about the GPU's own function: ``nvidia 0000:03:00.0: AER: can't recover (no
 # error_detected callback)``, ``nvidia 0000:3b:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal) …``
 _AER = re.compile(r"\bnvidia (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): (?:AER: )?(?P<msg>"
@@ -238,6 +241,10 @@ def parse(line: Line) -> list[Event]:
         source = "custom-allreduce" if "custom_all_reduce" in body or "custom all" in body.lower() else "cuda"
         return [make_event(Kind.PEER_ACCESS, line, data={"cuda_error": 217, "message": body.strip()[:200],
                                                           "source": source})]
+    if "GPU_IS_LOST" in body and (lost := _NVML_LOST.search(body)):  # NVML's code, in its callers' words
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "pci": None, "message": "GPU is lost (NVML: ERROR_GPU_IS_LOST)", "hardware": True, "source": "nvml",
+            **({"uuid": lost["uuid"]} if lost["uuid"] else {})})]
     match = _SMI.search(body)
     if match:
         fallen = match["msg"] is None and match["pci2"] is None

@@ -37,13 +37,13 @@ import re
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
-from syncdoctor.analyze.parsers.base import Line, make_event, masked
+from syncdoctor.analyze.parsers.base import Line, make_event, masked, normalize_op
 from syncdoctor.analyze.parsers.nccl_warn import ERRNO_OF_WORDS, IB_STATUS
 from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, signal_number
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
-KEYWORDS = ("btl_tcp", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with ", "died unexpectedly (exit code", "was aborted", "error with exit code", "graceful shutdown",
+KEYWORDS = ("btl_tcp", "exited due to process rank", "downstream from host", "has expired on coll_type", "retry count between two MPI", "retry count on a per-peer", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with ", "died unexpectedly (exit code", "was aborted", "error with exit code", "graceful shutdown",
             "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
@@ -224,6 +224,52 @@ class _NoticedFollower:
             "mpi_rank": self.rank, "worker_pid": self.pid})]
 
 
+# Intel MPI's Hydra (mpiexec.hydra) on a node whose proxy ended badly: ``[mpiexec@node-0] wait_proxies_to_terminate
+# (…/i_mpiexec.c:537): downstream from host node-3 exited with status 1`` (or ``was killed by signal 9 (Killed)``)
+_HYDRA_DOWNSTREAM = re.compile(r"downstream from host (?P<host>[\w.\-]{1,253}) (?:exited with status (?P<code>\d{1,3})"
+                               r"|was killed by signal (?P<sig>\d{1,2}))")
+# UCC's collective timeout (ucc_schedule.h, UCC_WARN after UCX's prefix): ``UCC  WARN  timeout 1800 sec. has expired on
+# coll_type allreduce, team_size 16``
+_UCC_TIMEOUT = re.compile(r"timeout (?P<s>\d{1,7}) sec\. has expired on coll_type (?P<op>\w{1,40})(?:, team_size (?P<n>\d{1,7}))?")
+# Open MPI's (ORTE's, PRRTE's) summary when the first process to fail did not exit on a signal (help-orterun.txt,
+# proc-exit-no-sync and proc-exit-no-sync-unknown): ``mpirun has exited due to process rank 3 with PID 12345 on`` /
+# ``node node-3 exiting improperly. There are three reasons this could occur:`` (or ``… calling "abort". This may have
+# caused other processes``); wrapped there, on one line where a paste joined them
+_OMPI_EXITED = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun|prte|\S+) has exited due to process rank (?P<rank>\d{1,7}) "
+                          r"with PID (?P<pid>\d{1,10}) on(?:\s+node (?P<host>[\w.\-]+)(?:\s+(?P<how>exiting "
+                          r"improperly|calling(?: \"abort\")?))?)?")
+_OMPI_EXITED_NODE = re.compile(r"^\s*node (?P<host>[\w.\-]+)(?:\s+(?P<how>exiting improperly|calling(?: \"abort\")?))?")
+
+
+def _ompi_exited(line: Line, rank: int, pid: int, host: str | None, how: str | None) -> list[Event]:
+    """The process Open MPI names as the first to end badly: that rank failed (its own error, above, says why)."""
+    return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=rank, host=host, pid=pid), data={
+        "source": "mpirun", "exitcode": None, "signal": None, "unknown_exit": True, "mpi_rank": rank,
+        "worker_pid": pid, "nonzero": True, "how": "called abort" if how and how.startswith("calling") else "exited improperly"})]
+
+
+@dataclass
+class _ExitedFollower:
+    """The node of :data:`_OMPI_EXITED`, wrapped onto the next line."""
+
+    head: Line
+    rank: int
+    pid: int
+    max_lines: int = 2
+    host: str | None = None
+    how: str | None = None
+
+    def feed(self, line: Line) -> bool:
+        match = _OMPI_EXITED_NODE.match(line.body)
+        if match:
+            self.host, self.how = match["host"], match["how"]
+        return False
+
+    def finish(self) -> list[Event]:
+        host = None if self.host is None or masked(self.host) else self.host
+        return _ompi_exited(self.head, self.rank, self.pid, host, self.how)
+
+
 _NOTICED_CUT = re.compile(r"noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+) "
                           r"exited on\s*$")
 _NOTICED_SIGNAL = re.compile(r"signal (?P<sig>\d+)(?: \([^)]*\))?\.?$")
@@ -284,6 +330,13 @@ class _InboundFollower:
                                data={"error": (self.fields.get("Error") or "connect failed")[:120],
                                      "peer_addr": dialled["addr"], "peer_port": int(dialled["port"]),
                                      "transport": "mpi"})]
+        if _MPI_IB_RETRY in self.head.body or _MPI_IB_RNR in self.head.body:  # the fabric gave up on a connection
+            retry = _MPI_IB_RETRY in self.head.body
+            events = _completion_error(
+                self.head, 12 if retry else 13, "", "mpi", hca=self.fields.get("Local device") or None,
+                origin=Origin(host=local) if local else None)
+            across = self.fields.get("Peer host") or None
+            return [replace(e, data={**e.data, "peer_addr": across}) for e in events] if across else events
         if _MPI_DISCONNECT in self.head.body:  # the peer process went away: a lost connection, with the peer's host
             gone = self.fields.get("Peer host") or None
             if gone is None:
@@ -302,7 +355,7 @@ class _InboundFollower:
         return [make_event(Kind.MPI_TRANSPORT, self.head, origin=Origin(host=local) if local else None, data=data)]
 
 
-_INBOUND_FIELD = re.compile(r"(?P<key>Local host|Local PID|Peer hostname|Peer host|Remote host|Source IP of socket|"
+_INBOUND_FIELD = re.compile(r"(?P<key>Local host|Local PID|Local device|Peer hostname|Peer host|Remote host|Source IP of socket|"
                             r"Known IPs of peer|hostname|Value|Message|Error):"
                             r"\s*(?P<value>.*)$")
 _INBOUND_PEER = re.compile(r"(?P<host>[\w.\-]+)(?:\s*\(\[\[\d+,\d+\],(?P<rank>\d+)\]\))?")
@@ -312,6 +365,12 @@ _IP_LIKE = re.compile(r"[0-9a-fA-F.:%\w\-]{2,60}")
 # Open MPI's help text when a peer process went away: ``An MPI communication peer process has unexpectedly
 # disconnected.`` then ``Local host:``, ``Local PID:``, ``Peer host:`` (read by the same follower)
 _MPI_DISCONNECT = "peer process has unexpectedly disconnected"
+# and Open MPI's openib transport giving up on a connection (help-mpi-btl-openib.txt, Open MPI 1.x-4.x): ``The
+# InfiniBand retry count between two MPI processes has been`` / ``exceeded.`` (a completion with status 12), ``The
+# OpenFabrics "receiver not ready" retry count on a per-peer`` (status 13), then ``Local host:``, ``Local device:``,
+# ``Peer host:``
+_MPI_IB_RETRY = "retry count between two MPI processes has been"
+_MPI_IB_RNR = "\"receiver not ready\" retry count on a per-peer"
 # and when a process or daemon could not connect to another (help-oob-tcp.txt / help-mpi-btl-tcp.txt): ``A process or
 # daemon was unable to complete a TCP connection`` / ``to another process:`` then ``Local host:``, ``Remote host:``
 _MPI_UNCONNECTED = "unable to complete a TCP connection"
@@ -382,9 +441,11 @@ def _marked(line: Line, source: str, word: str, origin: Origin | None = None, **
 
 
 def follow_mpi(line: Line) -> (_OmpiFollower | _NoticedFollower | _InboundFollower | _WqeFollower | _AbortFollower
-                             | None):
+                             | _ExitedFollower | None):
     if "(synd 0x" in line.body and _UCX_COMPLETION.search(line.body) and not _UCX_WQE.search(line.body):
         return _WqeFollower(line)
+    if _MPI_IB_RETRY in line.body or _MPI_IB_RNR in line.body:  # (the spec quoted and the advice before the hosts)
+        return _InboundFollower(line, max_lines=48)
     if _BTL_INBOUND in line.body or _MPI_DISCONNECT in line.body or _MPI_UNCONNECTED in line.body or \
             _MPI_CONNECT_FAIL in line.body or \
             _MPI_LOST_DAEMON in line.body or _MPI_BAD_IF.search(line.body):
@@ -404,6 +465,8 @@ def follow_mpi(line: Line) -> (_OmpiFollower | _NoticedFollower | _InboundFollow
     cut = _NOTICED_CUT.search(line.body)
     if cut:
         return _NoticedFollower(line, int(cut["rank"]), int(cut["pid"]), cut["host"])
+    if "exited due to process rank" in line.body and (exited := _OMPI_EXITED.search(line.body)) and not exited["host"]:
+        return _ExitedFollower(line, int(exited["rank"]), int(exited["pid"]))
     return None
 
 
@@ -752,6 +815,24 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"]), host=host),
                            data={"source": "mpirun", "exitcode": -number, "signal": signal_name(-number),
                                  "mpi_rank": int(match["rank"])})]
+    match = _HYDRA_DOWNSTREAM.search(body) if "downstream from host" in body else None
+    if match:  # Intel MPI's Hydra: the proxy on that host ended badly (a process there failed, or was killed)
+        killed_by = int(match["sig"]) if match["sig"] else None
+        status = int(match["code"]) if match["code"] else None
+        if killed_by is None and not status:
+            return []
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
+            "source": "mpiexec", "exitcode": -killed_by if killed_by else status, "nonzero": True,
+            "signal": signal_name(-killed_by) if killed_by else None})]
+    match = _UCC_TIMEOUT.search(body) if "has expired on coll_type" in body else None
+    if match:  # UCC's own collective timeout (PyTorch's ProcessGroupUCC, Open MPI's coll/ucc), after UCX's prefix
+        return [make_event(Kind.BLOCKING_WAIT_TIMEOUT, line, op=normalize_op(match["op"]), data={
+            "timeout_ms": int(match["s"]) * 1000, "source": "ucc",
+            **({"team_size": int(match["n"])} if match["n"] else {})})]
+    match = _OMPI_EXITED.search(body) if "exited due to process rank" in body else None
+    if match and match["host"]:  # (its node on the next line: read by the follower)
+        return _ompi_exited(line, int(match["rank"]), int(match["pid"]),
+                            None if masked(match["host"]) else match["host"], match["how"])
     match = _OMPI_CUT.search(body)
     if match:
         host = None if match["host"] is None or masked(match["host"]) else match["host"]

@@ -37,6 +37,8 @@ __all__ = ["KEYWORDS", "parse"]
 KEYWORDS = ("oom_kill event", "marked dead", "Cannot communicate with node", "exitCode: 137", "its local ephemeral storage", "ephemeral local storage usage", "Usage of EmptyDir volume",
             "Exceeded job memory", "Exceeded step memory", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
+            "System OOM encountered", "imminent node shutdown", "admit critical pod", "Marking for deletion Pod",
+            "workers are evicted", "unhealthy node(s)",
             "segfault at ", "general protection fault", "health compromised", ", being killed",
             "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
             "abort () at ", "Bus error", "Segmentation fault", "Aborted", "Floating point exception",
@@ -122,6 +124,19 @@ _EVICTED = re.compile(r"The node was low on resource: (?P<resource>[\w-]+)")
 # "20Gi".``, ``Usage of EmptyDir volume "dshm" exceeds the limit "16Gi".`` (the volume mounted at /dev/shm)
 _EVICTED_LIMIT = re.compile(r"Pod ephemeral local storage usage exceeds the total limit|exceeded its local ephemeral "
                             r"storage limit|Usage of EmptyDir volume \"(?P<volume>[^\"]{1,63})\" exceeds the limit")
+# the kubelet's and Kubernetes' controllers' events for a pod's processes ended from outside (``kubectl describe`` or
+# ``kubectl get events``): ``SystemOOM … System OOM encountered, victim process: python, pid: 48213`` (the node's
+# kernel OOM killer), ``Pod was terminated in response to imminent node shutdown.``, ``Preempted in order to admit
+# critical pod``, the taint manager's ``Marking for deletion Pod default/llama-ft-worker-5`` (its node not ready),
+# MPI Operator's ``MPIJobEvicted … 2/4 workers are evicted``, Kueue's ``Workload was evicted as there was no
+# replacement for unhealthy node(s): node-3``
+_POD_ENDED = re.compile(
+    r"System OOM encountered, victim process: (?P<comm>[^,\s]{1,64}), pid: (?P<pid>\d{1,10})"
+    r"|(?P<shutdown>Pod was terminated in response to imminent node shutdown)"
+    r"|(?P<preempted>Preempted in order to admit critical pod)"
+    r"|TaintManagerEviction\s.*?Marking for deletion Pod (?:[\w.\-]+/)?(?P<pod>[\w.\-]{1,253})"
+    r"|(?P<evicted>\d{1,6})/\d{1,6} workers are evicted"
+    r"|no replacement for unhealthy node\(s\): (?P<nodes>[\w.\-]{1,253}(?:, ?[\w.\-]{1,253}){0,15})")
 _EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?|exitCode:)\s*137\b", re.IGNORECASE)
 _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
                  "Aborted": "SIGABRT", "Bus error": "SIGBUS"}
@@ -232,6 +247,21 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": False,
             "evicted": f'its emptyDir volume "{volume}"' if volume else "ephemeral-storage", "over_limit": True})]
+    match = _POD_ENDED.search(body) if ("System OOM" in body or "Pod" in body or "evicted" in body
+                                        or "critical pod" in body or "unhealthy node" in body) else None
+    if match:
+        if match["pid"]:
+            return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={
+                "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": True,
+                "worker_pid": int(match["pid"])})]
+        # evicted, preempted, its node shut down or gone: its processes were ended without an error of their own
+        host = match["pod"] or (match["nodes"].split(",")[0].strip() if match["nodes"] else None)
+        reason = ("pod evicted" if match["evicted"] else "node shutdown" if match["shutdown"] else
+                  "preempted for a critical pod" if match["preempted"] else
+                  "its node not ready" if match["pod"] else "its node unhealthy")
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=host) if host else None, data={
+            "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": False, "deleted": True,
+            "reason": reason})]
     if _OOMKILLED.search(body):
         return [make_event(Kind.WORKER_FAILED, line, data={
             "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": True})]

@@ -449,8 +449,10 @@ def _describe(rank: int, state: RankState, event: Event) -> str:
     if event.kind is Kind.FATAL_SIGNAL:
         return f"Rank {rank} died of {event.data.get('signal') or event.data.get('what') or 'a fatal signal'}."
     if state.outcome == "exited":
-        return (f"Rank {rank} exited with code {state.exitcode}; its own output (a traceback, an error message) is "
-                "not in the inputs.")
+        how = (f"exited with code {state.exitcode}" if state.exitcode is not None else
+               str(event.data.get("how") or "exited with a non-zero code") if event.kind is Kind.WORKER_FAILED else
+               "exited with a non-zero code")
+        return (f"Rank {rank} {how}; its own output (a traceback, an error message) is not in the inputs.")
     signal = state.exit_signal or "a signal"
     return (f"Rank {rank} was killed by {signal} (exit code {state.exitcode}) without an error of its own in the "
             "logs.")

@@ -197,6 +197,8 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # HCCL (Ascend): ``EI0009 … Transport init error. Reason: [Create][DestLink]Create Dest error! … remote_ip_addr[…]``
                 r"|transport init error\b[^\n]{0,80}\bCreate Dest error|\bEI0009\b"
                 r"|host not found|unknown host|getaddrinfo|could not resolve|failed to resolve|connection timed\b"  # "timed" alone: cut short by the paste
+                # Hydra not resolving a host of the job's list; Open MPI's MPI_Init that could not reach a peer
+                r"|unable to get host address for|\bReturned \"Unreachable\""
                 r"|software caused connection abort"
                 r"|\bconnect: resource temporarily unavailable"  # EAGAIN: the peer's listen backlog is full
                 # an endpoint with no host at all (an address variable that was empty: ``Invalid zmq path:

@@ -1265,6 +1265,14 @@ _LCCL_PCIE = re.compile(r"do not support pcie > 2 rank! rankSize_ = (?P<size>\d+
 # collective_param_resolver): ``Collective Op  has group_size 8 and group_key2 but that group has size 4``
 _TF_GROUP = re.compile(r"Collective Op\s+\S{0,120}\s*has group_size (?P<want>\d{1,6}) and group_key ?(?P<key>\d{1,9}) but that "
                        r"group has size (?P<size>\d{1,6})")
+# NIXL (the KV-cache transfer of vLLM, SGLang and Dynamo) over a UCX without CUDA support: ``W ucx_utils.cpp:628] 8 NVIDIA
+# GPU(s) were detected, but UCX CUDA support was not found!``, ``E ucx_utils.cpp:582] VRAM memory is detected as host by
+# UCX...`` (a UCX built without CUDA, or a second UCX copy loaded first)
+_UCX_NO_CUDA = re.compile(r"(?:(?P<gpus>\d{1,3}) NVIDIA GPU\(s\) were detected, but )?UCX CUDA support was not found"
+                          r"|VRAM memory is detected as host by UCX")
+# Mooncake's transfer engine (prefill/decode KV transfer) finding no RoCE GID for its NIC: ``GID is NULL, please check
+# your GID index by specifying MC_GID_INDEX``
+_MC_GID = re.compile(r"GID is NULL, please check your GID index(?: by specifying (?P<var>\w+))?")
 # MS-MPI's sockets (ch3:sock) finding none of a peer's advertised addresses inside the job's netmask (MPICH_NETMASK):
 # ``unable to connect to 10.35.1.20 KESHIKI20  on port 55198, no endpoint matches the netmask 10.37.0.0/255.255.0.0``
 _NETMASK = re.compile(r"unable to connect to (?P<addr>[\d.]{7,15})\b[^,\n]{0,200}, no endpoint matches the netmask "
@@ -1500,6 +1508,28 @@ _REFUSALS = (
         "Set MPICH_NETMASK (mpiexec -env MPICH_NETMASK NET/MASK) to the subnet the hosts share, or make each host "
         "advertise its address on that subnet; compare `ipconfig` on the hosts with the addresses in the error.",
         "no address inside the netmask"),
+    _Refusal(
+        "UCX", _UCX_NO_CUDA, Category.UNRECOGNISED, 0.75,
+        lambda m, on: (f"the UCX that NIXL loaded has no CUDA support{' on ' + on if on else ''}: GPU memory is taken "
+                       "for host memory, so GPU-to-GPU transfers fail or hang"),
+        "NIXL (the KV-cache and weight transfer under vLLM, SGLang and Dynamo) moves GPU memory with UCX; the UCX it "
+        "found was built without CUDA, or a second UCX copy (a wheel's own beside the container's HPC-X) was loaded "
+        "first, so the GPU buffers it registers are treated as host memory: the transfer crashes in the registration "
+        "or stalls at the first exchange.",
+        "Load one UCX built with CUDA: check `ucx_info -v` and `ldd` of the NIXL plugin, remove the second copy from "
+        "LD_LIBRARY_PATH (or point UCX_HOME/LD_LIBRARY_PATH at the CUDA-enabled one) and set UCX_TLS to include "
+        "cuda_copy,cuda_ipc.",
+        "UCX without CUDA"),
+    _Refusal(
+        "GID is NULL", _MC_GID, Category.IB_MODIFY_QP, 0.7,
+        lambda m, on: (f"Mooncake's transfer engine found no RoCE GID for its NIC{' on ' + on if on else ''}: its "
+                       "RDMA queue pairs cannot be set up, so KV-cache transfers between instances fail"),
+        "On RoCE a queue pair is addressed by a GID of the port; Mooncake picks one itself unless told which, and found "
+        "none usable (a bonded NIC, a GID table with only link-local or IPv6 entries, a port without an address), so "
+        "no connection to a peer instance comes up and the other side reports it dead.",
+        "Set MC_GID_INDEX to the port's RoCE v2 IPv4 GID (`show_gids`, or `ibv_devinfo -v`), the same index NCCL_IB_GID_"
+        "INDEX would take; check that the NIC named for the engine has an address.",
+        "Mooncake's GID"),
 )
 
 
