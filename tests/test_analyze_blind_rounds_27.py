@@ -216,3 +216,24 @@ def test_ucc_and_mpi_words_for_a_failure_are_never_silent(tmp_path: Path) -> Non
         assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
     # a note that merely says a program terminates is none
     assert diagnose(tmp_path, "Limitations: terminating the program is not supported\n").hypotheses == ()
+
+
+def test_the_coordination_services_unhealthy_tasks_are_the_ones_it_lost(tmp_path: Path) -> None:
+    # newer XLA's words for tasks that stopped sending heartbeats, the names below it (or in gRPC's one-line record)
+    below = ("E1205 04:02:11.000000 1 coordination_service.cc:543] UNAVAILABLE: The following tasks are unhealthy "
+             "(stopped sending heartbeats):\n/job:jax_worker/replica:0/task:3\n"
+             "The tasks have crashed. Check the task logs for an earlier error to debug further.\n")
+    top = diagnose(tmp_path, below).hypotheses[0]
+    assert (top.category, top.culprit_ranks) == (Category.RANK_CRASHED, (3,))
+    record = ("UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):\\n"
+              "/job:jax_worker/replica:0/task:5\\nThe tasks have crashed.\n")
+    assert [e.data["task"] for e in events_of(record) if e.kind is Kind.COORDINATION] == [5]
+
+
+def test_a_status_at_a_lines_start_is_an_error_not_a_word_inside_it(tmp_path: Path) -> None:
+    for line in ("ABORTED: Incarnation ID mismatch: expecting 84123 but got 12093. This means the remote task has "
+                 "restarted.", "FAILED_PRECONDITION: The task is already disconnected: /job:jax_worker/replica:0/task:0",
+                 "DEADLINE_EXCEEDED: Deadline Exceeded"):
+        assert diagnose(tmp_path, line + "\n").hypotheses, line
+    # the same word inside a sentence, or a status that is no failure, is none
+    assert diagnose(tmp_path, "the job's INTERNAL: flag is set\nOK: all 16 tasks connected\n").hypotheses == ()

@@ -355,6 +355,11 @@ ANCHORS: tuple[bytes, ...] = (
     # Intel MPI's Hydra naming the host whose proxy ended badly; MPI's words for a failed start
     b"downstream from host", b"instead of \"Success\"", b"unable to get host address", b"PMI server not found",
     b"terminating the program",
+    # XLA's coordination service naming the tasks it lost (newer releases' words)
+    b"tasks are unhealthy",
+    # an absl/gRPC status at a line's start (XLA, JAX, torch_xla, gRPC)
+    b"INVALID_ARGUMENT: ", b"ABORTED: ", b"FAILED_PRECONDITION: ", b"UNAVAILABLE: ", b"DEADLINE_EXCEEDED: ",
+    b"RESOURCE_EXHAUSTED: ", b"INTERNAL: ", b"DATA_LOSS: ",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

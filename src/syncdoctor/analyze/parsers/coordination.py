@@ -24,13 +24,17 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "TaskNames", "follow", "parse"]
 
-KEYWORDS = ("Barrier timed out", "heartbeat timeout. This indicates", "tasks that reached the barrier")
+KEYWORDS = ("Barrier timed out", "heartbeat timeout. This indicates", "tasks that reached the barrier",
+            "tasks are unhealthy")
 
 _TASK = re.compile(r"/job:(?P<job>[\w\-]{1,64})/replica:\d{1,6}/task:(?P<task>\d{1,7})")
 _BARRIER = re.compile(r"Barrier timed out\. (?:Barrier_id|Id): (?P<id>[^\s.][^\s]{0,200}?)\.?(?:\s|$|\\n)")
 _REACHED = re.compile(r"# of tasks that reached the barrier: (?P<reached>\d{1,7})/(?P<total>\d{1,7})")
 _LOST = re.compile(r"Task /job:[\w\-]{1,64}/replica:\d{1,6}/task:(?P<task>\d{1,7}) heartbeat timeout\. This indicates")
-_NAMES = "imed out task names:"  # "Timed out task names:" and "Some timed out task names:"
+_NAMES = "imed out task names:"
+# newer releases' report of the tasks it lost, the names below it (or on the line, in gRPC's record): ``UNAVAILABLE: The
+# following tasks are unhealthy (stopped sending heartbeats):`` then ``/job:jax_worker/replica:0/task:3``
+_UNHEALTHY = "tasks are unhealthy (stopped sending heartbeats):"  # "Timed out task names:" and "Some timed out task names:"
 _TASK_LINE = re.compile(r"^\s*/job:[\w\-]{1,64}/replica:\d{1,6}/task:(?P<task>\d{1,7})\s*$")
 _MAX_TASKS = 4096
 
@@ -41,6 +45,10 @@ def parse(line: Line) -> list[Event]:
         lost = _LOST.search(body)
         if lost:
             return [make_event(Kind.COORDINATION, line, data={"task": int(lost["task"]), "lost": True})]
+    if _UNHEALTHY in body:  # the names on this line (gRPC's record), or below it (its follower)
+        at = body.find(_UNHEALTHY)
+        tasks = sorted({int(m["task"]) for m in _TASK.finditer(body, at)})[:_MAX_TASKS]
+        return [make_event(Kind.COORDINATION, line, data={"task": task, "lost": True}) for task in tasks]
     if body.rstrip().endswith(_NAMES):  # the names follow on the next lines: its follower gives the event
         return []
     return _barrier(line)
@@ -85,5 +93,17 @@ class TaskNames:
         return [replace(event, data={**event.data, "absent_tasks": sorted(set(self.tasks))[:_MAX_TASKS]})]
 
 
+@dataclass
+class UnhealthyTasks(TaskNames):
+    """The task names below ``The following tasks are unhealthy (stopped sending heartbeats):``: each one lost."""
+
+    def finish(self) -> list[Event]:
+        return [make_event(Kind.COORDINATION, self.head, data={"task": task, "lost": True})
+                for task in sorted(set(self.tasks))[:_MAX_TASKS]]
+
+
 def follow(line: Line) -> TaskNames | None:
-    return TaskNames(line) if line.body.rstrip().endswith(_NAMES) else None
+    body = line.body.rstrip()
+    if body.endswith(_UNHEALTHY):
+        return UnhealthyTasks(line)
+    return TaskNames(line) if body.endswith(_NAMES) else None

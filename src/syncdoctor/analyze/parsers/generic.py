@@ -80,6 +80,10 @@ _ERROR = re.compile(
     # destruction of AsyncWork before work has completed, terminating the program.``)
     r"|\bReturned \"\w[\w ]{0,40}\" \(-?\d{1,4}\) instead of \"Success\"|\bunable to get host address\b"
     r"|\bPMI server not found\b|, terminating the program\b"
+    # an absl/gRPC status at a line's start, the way XLA, JAX, torch_xla and gRPC print a failed call's status
+    # (``DEADLINE_EXCEEDED: Barrier timed out``, ``ABORTED: Incarnation ID mismatch``, ``FAILED_PRECONDITION: …``)
+    r"|^\s*(?:INVALID_ARGUMENT|ABORTED|FAILED_PRECONDITION|UNAVAILABLE|DEADLINE_EXCEEDED|RESOURCE_EXHAUSTED|INTERNAL"
+    r"|DATA_LOSS): (?=\S)"
     r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"
