@@ -237,3 +237,18 @@ def test_a_status_at_a_lines_start_is_an_error_not_a_word_inside_it(tmp_path: Pa
         assert diagnose(tmp_path, line + "\n").hypotheses, line
     # the same word inside a sentence, or a status that is no failure, is none
     assert diagnose(tmp_path, "the job's INTERNAL: flag is set\nOK: all 16 tasks connected\n").hypotheses == ()
+
+
+def test_a_libraries_own_words_for_gpu_memory_and_for_sizes_that_do_not_divide(tmp_path: Path) -> None:
+    # ColossalAI's Gemini, DeepSpeed's pipeline: found by the sweep of the parallel-training libraries
+    oom = "[rank1]: RuntimeError: Adjust layout failed! No enough CUDA memory! Need 2147483648, freed 1073741824\n"
+    top = diagnose(tmp_path, oom).hypotheses[0]
+    assert (top.category, top.culprit_ranks) == (Category.RANK_OUT_OF_MEMORY, (1,))
+    for line in ("[rank0]: RuntimeError: num_stages (3) must divide distributed world size (16)\n",
+                 "AssertionError: The global group size can't be evenly divided by the subgroup size.\n"):
+        assert diagnose(tmp_path, line).hypotheses[0].category is Category.UNRECOGNISED, line
+    # a size check without those words stays the program's own error, and host memory is not GPU memory
+    assert diagnose(tmp_path, "AssertionError: Number of microbatch should be larger than number of stages\n"
+                    ).hypotheses[0].category is Category.RANK_CRASHED
+    assert diagnose(tmp_path, "RuntimeError: not enough host memory to pin 4 GiB\n").hypotheses[0].category \
+        is not Category.RANK_OUT_OF_MEMORY

@@ -39,6 +39,8 @@ _SETUP_CHECK = re.compile(
     r"|\b(?:GPUs?|devices?) (?:are|is) available, but \d+ (?:are|is) required\b"
     r"|\bis larger than the number of available GPUs\b|\bexceeds the total number of available GPUs\b"
     r"|\bNot enough resources to allocate\b|\bmust have an equal number of parameters\b"
+    # (DeepSpeed's ``num_stages (3) must divide distributed world size (16)``, ColossalAI's ``can't be evenly divided``)
+    r"|\bmust divide (?:the )?(?:distributed )?world[_ ]size\b|\bca(?:n'?t|nnot) be evenly divided\b"
     r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b", _I)
 DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
 # (category, what the words say, the words); causes first, in the order they are tried on a line
@@ -66,6 +68,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bproviders? for name shm\b|\bshm provider\b", _I)),  # libfabric's shm provider (oneCCL, EFA)
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
+                # ColossalAI's Gemini and others in their own words (``No enough CUDA memory!``)
+                r"|\b(?:no|not) enough (?:CUDA|GPU|device) memory\b"
                 r"|CUBLAS_STATUS_ALLOC_FAILED|failed to alloc(?:ate)? [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
                 r"|OUT_OF_DEVICE_MEMORY|out of device memory"
                 # vLLM's start-up check: ``Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than
