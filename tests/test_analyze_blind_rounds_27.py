@@ -252,3 +252,30 @@ def test_a_libraries_own_words_for_gpu_memory_and_for_sizes_that_do_not_divide(t
                     ).hypotheses[0].category is Category.RANK_CRASHED
     assert diagnose(tmp_path, "RuntimeError: not enough host memory to pin 4 GiB\n").hypotheses[0].category \
         is not Category.RANK_OUT_OF_MEMORY
+
+
+def _xid(number: str, rest: str) -> str:
+    return f"[Thu Dec  5 03:00:00 2026] NVRM: Xid (PCI:0000:3b:00): {number}, pid=1234, name=python, {rest}\n"
+
+
+def test_an_xid_is_named_by_what_it_means_and_what_to_do(tmp_path: Path) -> None:
+    # after NVIDIA's Xid catalogue: the number says whose fault it most often is and what to do
+    top = diagnose(tmp_path, _xid("79", "GPU has fallen off the bus.")).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "Xid 79, the GPU fell off the bus" in top.title
+    assert "reboot" in top.fix and top.confidence == 0.9
+    top = diagnose(tmp_path, _xid("48", "An uncorrectable double bit error (DBE) has been detected on GPU.")).hypotheses[0]
+    assert "double-bit ECC" in top.title and "nvidia-smi -r" in top.fix
+    top = diagnose(tmp_path, _xid("74", "NVLink: fatal error detected on link 3(0x0)")).hypotheses[0]
+    assert "NVLink" in top.title and "nvlink -e" in top.fix
+    # a kernel of the program's own that faulted follows the code, not the node
+    top = diagnose(tmp_path, _xid("13", "Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address")
+                   ).hypotheses[0]
+    assert "follows the program" in top.fix and top.confidence < 0.9
+    # the driver's cleanup after a process ended is no GPU fault: a lead, not a verdict, unless it names its cause
+    top = diagnose(tmp_path, _xid("45", "Ch 00000008")).hypotheses[0]
+    assert top.confidence < 0.5 and "cleaned up" in top.title
+    top = diagnose(tmp_path, _xid("45", "Ch 00000001 caused by previous Xid 149")).hypotheses[0]
+    assert "Xid 149" in top.title and top.confidence == 0.9
+    # an Xid the table does not hold is named by its number
+    assert diagnose(tmp_path, _xid("999", "something new")).hypotheses[0].title.endswith("Xid 999: pid=1234, "
+                                                                                          "name=python, something new")

@@ -29,12 +29,13 @@ exception; so is the kernel's assertion above it (``IndexKernel.cu:111: operator
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 
-__all__ = ["KEYWORDS", "parse"]
+__all__ = ["KEYWORDS", "XIDS", "Xid", "parse"]
 
 KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
@@ -78,6 +79,70 @@ _NVML_LOST = re.compile(r"\b(?:NVML_)?ERROR_GPU_IS_LOST\b(?:[^\n]{0,80}?(?P<uuid
 _AER = re.compile(r"\bnvidia (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): (?:AER: )?(?P<msg>"
                   r"(?:AER: )?can't recover.*|.*severity=Uncorrected.*|.*device recovery failed.*)$")
 _HARDWARE = ("ECC", "fallen off the bus", "Xid", "uncorrectable", "ECC_UNCORRECTABLE", "HARDWARE")
+_CAUSED_BY = re.compile(r"caused by previous Xid (\d{1,3})(?!\d)")
+
+
+class Xid(NamedTuple):
+    """What an Xid of NVIDIA's driver says, in our words after NVIDIA's Xid catalogue (docs.nvidia.com/deploy/
+    xid-errors): what happened, whose fault it most often is (``program``: a kernel of the program's own faulted,
+    it follows the code; ``after``: the driver cleaning up after a process that ended or faulted, a consequence;
+    ``memory``, ``bus``, ``nvlink``, ``firmware``: the node's), and what to do."""
+
+    what: str
+    fault: str
+    action: str
+
+
+_FOLLOWS_CODE = ("it follows the program, not the node: run the failing step under compute-sanitizer or with "
+                 "CUDA_LAUNCH_BLOCKING=1; only if it stays on one GPU whatever runs there, test that GPU (`dcgmi diag "
+                 "-r 3`)")
+_ECC = ("reset the GPU before it runs again (`nvidia-smi -r`, or reboot), check `nvidia-smi -q -d ECC,ROW_REMAPPER` "
+        "and keep the node out of the job if it repeats")
+_GSP = ("reset the GPU or reboot the node, and update the driver; if it repeats on that node, drain it and report it "
+        "to the vendor")
+_NVLINK = ("check the links on both ends (`nvidia-smi nvlink -s`, `nvidia-smi nvlink -e`) and, on NVSwitch systems, "
+           "nvidia-fabricmanager; reset the GPUs, and drain the node if the link stays down or keeps counting errors")
+XIDS: dict[int, Xid] = {
+    13: Xid("a graphics engine exception: a kernel faulted (an address out of range, an illegal instruction)",
+            "program", _FOLLOWS_CODE),
+    31: Xid("a GPU memory page fault (MMU fault): a kernel read or wrote an address it does not own", "program",
+            _FOLLOWS_CODE),
+    43: Xid("the GPU stopped processing a process's work after that process hit an error (it follows an Xid 13 or 31, "
+            "or a process that faulted)", "after", "read the error before it: the GPU itself is most often fine"),
+    45: Xid("the driver cleaned up a process's GPU work because the process ended (killed, crashed, stopped) or an "
+            "earlier error forced it", "after",
+            "find why that process ended (an OOM kill, a signal, an earlier Xid): the GPU itself is most often fine"),
+    48: Xid("an uncorrectable double-bit ECC error in the GPU's memory", "memory", _ECC),
+    61: Xid("the GPU's internal micro-controller hit a breakpoint (firmware)", "firmware", _GSP),
+    62: Xid("the GPU's internal micro-controller halted (firmware)", "firmware", _GSP),
+    63: Xid("a row of the GPU's memory was marked for remapping (or a page retired) after ECC errors; a GPU reset "
+            "activates it", "memory", "reset the GPU when it is idle; if such events repeat, drain the node"),
+    64: Xid("remapping a row of the GPU's memory (retiring a page) failed", "memory",
+            "drain the node: the GPU's memory cannot be repaired in place and needs service"),
+    74: Xid("an NVLink error between this GPU and another (a link down, CRC or replay errors)", "nvlink", _NVLINK),
+    79: Xid("the GPU fell off the bus: the host lost it on PCIe (power, heat, the slot, the card)", "bus",
+            "drain and reboot the node; check its power and cooling, the PCIe slot and the card (`dmesg -T | grep -i "
+            "aer`), and keep it out until `dcgmi diag -r 3` passes"),
+    92: Xid("a high rate of single-bit ECC errors in the GPU's memory", "memory",
+            "watch `nvidia-smi -q -d ECC`; drain the node if the count keeps rising"),
+    94: Xid("a contained ECC error: the process that used that memory was stopped, the GPU goes on", "memory",
+            "restart the job (the GPU is usable); reset the GPU when idle to remap the row, drain if it repeats"),
+    95: Xid("an uncontained ECC error: every process on that GPU was stopped", "memory", _ECC),
+    109: Xid("a context switch timeout: the GPU did not switch away from a process's work in time", "program",
+             "a kernel that runs too long or hangs, or the driver: update the driver; if it follows one GPU, test it"),
+    119: Xid("the GPU's system processor (GSP) did not answer the driver in time", "firmware", _GSP),
+    120: Xid("the GPU's system processor (GSP) reported an error", "firmware", _GSP),
+    140: Xid("an unrecovered ECC error in the GPU's memory", "memory", _ECC),
+    144: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
+    145: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
+    146: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
+    147: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
+    148: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
+    149: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
+    150: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
+    154: Xid("the driver names the recovery this GPU needs (a GPU reset, a node reboot)", "firmware",
+             "do what the line asks (reset the GPU, reboot the node) before the GPU runs again"),
+}
 # a CUDA kernel's own assertion (ATen's bounds checks, a custom kernel's assert): ``/pytorch/aten/src/ATen/native/
 # cuda/IndexKernel.cu:111: operator(): block: [0,0,0], thread: [0,0,0] Assertion `… "index out of bounds"` failed.``
 _KERNEL_ASSERT = re.compile(r"(?P<file>[\w.\-]+\.cuh?):(?P<line>\d+): [^\n]{0,200}?block: \[[\d,]+\], thread: \[[\d,]+\] "
@@ -223,15 +288,20 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_PCI, line, data={"pci": match["pci"].lower()})]
     match = _DCGM_XID.search(body) if "XID" in body else None
     if match:  # DCGM's health check naming the GPU by its index
+        xid = XIDS.get(int(match["xid"]))
         return [make_event(Kind.GPU_ERROR, line, data={
-            "xid": int(match["xid"]), "gpu": int(match["gpu"]), "message": body.strip()[:160], "hardware": True,
-            "source": "dcgm"})]
+            "xid": int(match["xid"]), "gpu": int(match["gpu"]), "message": body.strip()[:160],
+            "hardware": xid is None or xid.fault not in ("program", "after"), "source": "dcgm"})]
     match = _XID.search(body)
     if match:
         quoted = _SYSLOG_HOST.search(body[:match.start()]) if line.origin.host is None else None
+        # newer drivers name the Xid a cleanup follows (``45, pid=…, Ch 00000001 caused by previous Xid 149``)
+        cause = _CAUSED_BY.search(body, match.end())
+        told = [XIDS.get(int(match["xid"]))] + ([XIDS.get(int(cause[1]))] if cause else [])
         return [make_event(Kind.GPU_ERROR, line, origin=Origin(host=quoted["host"]) if quoted else None, data={
             "xid": int(match["xid"]), "pci": match["pci"], "message": body[match.end():].strip(" ,")[:160],
-            "hardware": True, "source": "xid"})]
+            "hardware": any(x is None or x.fault not in ("program", "after") for x in told), "source": "xid",
+            **({"caused_by": int(cause[1])} if cause else {})})]
     if "TOO_MANY_PEERS" in body or "peer mapping resources exhausted" in body:
         # CUDA's limit of peers per device (8 on most GPUs): peer access to one more GPU refused, no fault of a GPU
         # (TensorFlow: ``Unable to enable peer access between device ordinals 0 and 9 … CUDA_ERROR_TOO_MANY_PEERS``)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.parsers.gpu import XIDS
 from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
@@ -122,10 +123,22 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
             where = replace(where, hosts=hosts)
     hardware = any(e.data.get("hardware") for e in events)
     messages = sorted({str(e.data.get("message") or "") for e in events if e.data.get("message")})
-    xids = sorted({int(e.data["xid"]) for e in events if e.data.get("xid") is not None})
+    xids = sorted({int(e.data["xid"]) for e in events if e.data.get("xid") is not None}
+                  | {int(e.data["caused_by"]) for e in events if e.data.get("caused_by") is not None})
     what_failed = "; ".join(messages[:3]) or (f"Xid {', '.join(map(str, xids))}" if xids else "a CUDA error")
     whose = where.text if where.text.startswith("GPU ") else f"the GPU of {where.text or 'a rank'}"
     title = f"{whose} failed: {what_failed[:120]}"
+    known = [(xid, XIDS[xid]) for xid in xids if xid in XIDS]
+    # the Xids that say why, before those that follow another failure (43, 45: the driver cleaning up)
+    telling = [(xid, x) for xid, x in known if x.fault != "after"] or known
+    if telling:
+        first, meaning = telling[0]
+        what_failed = f"Xid {first}, {meaning.what}" + (f" (also Xid {', '.join(str(x) for x, _ in telling[1:3])})"
+                                                        if len(telling) > 1 else "")
+        title = f"{whose} failed: {what_failed[:160]}"
+    elif xids and not what_failed.startswith("Xid"):  # an Xid the table does not hold: its number first
+        what_failed = f"Xid {', '.join(map(str, xids[:3]))}: {what_failed}"
+        title = f"{whose} failed: {what_failed[:120]}"
     affected = _others_failed(tl, set(where.ranks))
     what = (f"{where.text or 'A process'} hit {what_failed}"
             + (" (a hardware fault: ECC or Xid)" if hardware else "")
@@ -176,6 +189,15 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                "NCCL_P2P_DISABLE=1 one at a time, and another NCCL release (pip install nvidia-nccl-cu12==...), the "
                "driver's and the CUDA runtime's versions matching.")
     confidence = 0.9 if hardware else 0.8
+    if telling:
+        fix = "; ".join(dict.fromkeys(f"Xid {xid}: {x.action}" for xid, x in telling[:3])) + "."
+        if all(x.fault == "after" for _, x in telling):
+            # the driver cleaning up after a process that ended or faulted: why it ended is the failure
+            confidence = 0.45
+            title = (f"{whose} reported Xid {telling[0][0]}: the driver cleaned up after a process that ended or "
+                     "faulted; why it ended is the failure, the GPU is most often fine")
+        elif all(x.fault == "program" for _, x in telling):
+            what += " Those Xids most often follow the program's own kernel, not the GPU."
     if not hardware and all(_after_network_failure(tl, e) for e in events):
         # NCCL tearing down its communicators after the NICs gave up touches freed or aborted memory: a CUDA
         # error there is the network failure's doing (the IB rules name that), not the GPU's
