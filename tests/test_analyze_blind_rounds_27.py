@@ -279,3 +279,45 @@ def test_an_xid_is_named_by_what_it_means_and_what_to_do(tmp_path: Path) -> None
     # an Xid the table does not hold is named by its number
     assert diagnose(tmp_path, _xid("999", "something new")).hypotheses[0].title.endswith("Xid 999: pid=1234, "
                                                                                           "name=python, something new")
+
+
+def test_nccl_ras_names_a_dead_peer_and_a_rank_with_no_operation(tmp_path: Path) -> None:
+    # NCCL 2.24+: RAS's own INFO line, its monitor's line, and a mismatch listing with a rank that launched nothing
+    for text in ("node-5:39822:40317 [2] NCCL INFO RAS declaring peer 10.1.2.5<36401> as DEAD; rasDeadPeersHash 0x3f9e\n",
+                 "[2025-01-01 00:00:00] PEER_DEAD: Process 1234 on node 10.1.2.5 managing GPU 3\n"):
+        top = diagnose(tmp_path, "Communicators ... Group =====\n" + text if "PEER_DEAD" in text else text
+                       ).hypotheses[0]
+        assert (top.category, top.culprit_hosts) == (Category.LAGGING_RANK, ("10.1.2.5",)), text
+    listing = ("  Rank 14 has not launched any operations -- GPU 6 managed by process 60431 on node node-7\n"
+               "  Rank 3 has launched up to operation 1182 -- GPU 3 managed by process 51107 on node node-0\n")
+    top = diagnose(tmp_path, listing).hypotheses[0]
+    assert (top.category, top.culprit_ranks) == (Category.LAGGING_RANK, (14,))
+    # RAS's other INFO chatter (a keep-alive that came back, its own start) is none
+    assert diagnose(tmp_path, "node-5:39822:40356 [2] NCCL INFO RAS handling local addRanks request\n").hypotheses == ()
+
+
+_SOCKETS = ("node-7:60431:60981 [3] NCCL INFO NET/IB : No device found.\n"
+            "node-7:60431:60981 [3] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.7<0>\n"
+            "node-7:60431:60981 [3] NCCL INFO Using network Socket\n")
+
+
+def test_a_network_plugin_installed_but_not_loadable_is_a_fall_back_to_sockets(tmp_path: Path) -> None:
+    broken = ("node-7:60431:60981 [3] NCCL INFO NET/Plugin: libnccl-net.so: libfabric.so.1: cannot open shared object "
+              "file: No such file or directory\n")
+    top = diagnose(tmp_path, broken + _SOCKETS).hypotheses[0]
+    assert top.category is Category.SOCKET_FALLBACK and "libfabric.so.1" in top.title and "node-7" in top.title
+    # no plugin installed at all (NCCL's internal transports) and sockets: no failure to name
+    none = "node-7:60431:60981 [3] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
+    assert diagnose(tmp_path, none + _SOCKETS).hypotheses == ()
+
+
+def test_a_zeromq_bind_to_another_hosts_address_is_the_jobs_setup(tmp_path: Path) -> None:
+    # real: ai-dynamo/dynamo#2706, vllm-project/vllm-omni#3577 (a bind address of another node), vllm#42149 (IPv6)
+    for line in ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://172.17.0.5:34762')",
+                 "zmq.error.ZMQError: No such device (addr='tcp://2605:340:cd51:4900:d73:4aba:b23d:2190:21001')"):
+        top = diagnose(tmp_path, line + "\n").hypotheses[0]
+        assert top.category is Category.UNRECOGNISED and "bind" in top.title, line
+    # a client's connect that failed so (c10d's store client) stays what it was
+    connect = ("[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - "
+               "Cannot assign requested address).\n")
+    assert all("bind" not in h.title for h in diagnose(tmp_path, connect).hypotheses)

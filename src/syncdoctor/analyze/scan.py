@@ -360,6 +360,8 @@ ANCHORS: tuple[bytes, ...] = (
     # an absl/gRPC status at a line's start (XLA, JAX, torch_xla, gRPC)
     b"INVALID_ARGUMENT: ", b"ABORTED: ", b"FAILED_PRECONDITION: ", b"UNAVAILABLE: ", b"DEADLINE_EXCEEDED: ",
     b"RESOURCE_EXHAUSTED: ", b"INTERNAL: ", b"DATA_LOSS: ",
+    # NCCL RAS: a rank with no operation yet, a peer declared dead
+    b"not launched any operations", b"RAS declaring peer",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

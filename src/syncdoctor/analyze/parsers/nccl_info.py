@@ -31,9 +31,11 @@ from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
 __all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "split_endpoint"]
 
+# RAS's own INFO line when it gives up on a peer (ras/peers.cc): ``RAS declaring peer 10.1.2.5<36401> as DEAD; …``
+_RAS_DEAD = re.compile(r"RAS declaring peer (?P<peer>\S{1,80}?) as DEAD")
 KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE", " - Init", "INFO Ring ",
             "set by environment to", "_HCA set to", "NET : Using interface", "Connection closed by localRank", " -> ",
-            "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak")
+            "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak", "RAS declaring peer")
 
 # a communicator's ring to the next rank, one line per ring (2.3-2.6): ``Ring 00 : 39[7] -> 88[0] via direct shared
 # memory`` (2.3-2.4 without the devices; the network's ``[receive]`` side names the peer first, 2.3's network line
@@ -62,6 +64,10 @@ _NETWORK = re.compile(r"Using (?:network|internal Network) (?P<net>\w+)")  # "in
 _PLUGIN_LOADED = re.compile(r"NET/Plugin ?: ?Loaded (?:net|coll) plugin (?P<name>.+?)\s*$|Plugin Path ?: ?(?P<path>\S+)")
 _PLUGIN_NONE = re.compile(r"NET/Plugin ?: ?(?:Could not find: \S+\. Using internal|No plugin found|Using internal "
                           r"network plugin)")
+# a network plugin that is installed but could not be loaded, a library it needs missing (2.19+ print dlopen's error):
+# ``NET/Plugin: libnccl-net.so: libfabric.so.1: cannot open shared object file: No such file or directory``
+_PLUGIN_BROKEN = re.compile(r"NET/Plugin ?: ?(?:Plugin load returned \d+ : )?(?P<lib>lib[\w.\-]*\.so[\w.]*): "
+                            r"(?P<dep>[\w.\-/+]+\.so[\w.]*): cannot open shared object file")
 # a network plugin's own INFO lines (aws-ofi-nccl ``NET/OFI Selected Provider is efa``, Google's ``NET/GPUDirectTCPX
 # …``): the process uses that plugin, unless it also warns that the plugin failed and falls back to sockets
 PLUGIN_NETS = ("NET/OFI", "NET/AWS", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB")  # the plugins' own words
@@ -146,6 +152,11 @@ def parse(line: Line) -> list[Event]:
             "comm_rank": int(mine), "peer_rank": int(peer) if peer is not None else None,
             "net": (match["via"] or "").startswith("NET")}))
         return events
+    match = _RAS_DEAD.search(message) if "RAS declaring" in message else None
+    if match:  # RAS (2.24+) gave up on a peer process: no keep-alive from it (hung, dead, or its host cut off)
+        host, _port = split_endpoint(match["peer"])
+        return [make_event(Kind.RAS, line, origin=Origin(host=host or match["peer"]), data={
+            "issue": "DEAD", "ranks": [], "processes": [], "declared_by": origin.host if origin else None})]
     match = _BOOTSTRAP.search(message)
     if match:
         ifname, addr = split_endpoint(match["endpoint"])
@@ -206,6 +217,9 @@ def parse(line: Line) -> list[Event]:
             "plugin": (match["name"] or match["path"]).strip()[:160]}))
     elif _PLUGIN_NONE.search(message):
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"plugin": "internal"}))
+    elif (broken := _PLUGIN_BROKEN.search(message)) is not None:
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={
+            "plugin_broken": broken["lib"], "missing": broken["dep"]}))
     match = _NETWORK.search(message)
     if match:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"network": match["net"]}))

@@ -25,8 +25,10 @@ __all__ = ["KEYWORDS", "looks_like_ras_json", "looks_like_ras_text", "parse", "p
 # a line of a MISMATCH listing (2.24+), also quoted alone: ``Rank 1 has launched up to operation 288686 -- GPU 0
 # managed by process 4242 on node spark-1``: where each listed rank got to, read line by line (rules.progress
 # compares them)
-KEYWORDS = ("launched up to operation",)
-_RANK_LAUNCHED = re.compile(r"\bRank (?P<rank>\d{1,7}) has launched up to operation (?P<op>\d{1,20})")
+KEYWORDS = ("launched up to operation", "not launched any operations")
+# (``Rank 14 has not launched any operations -- GPU 6 …``: none yet, operation 0)
+_RANK_LAUNCHED = re.compile(r"\bRank (?P<rank>\d{1,7}) has (?:launched up to operation (?P<op>\d{1,20})"
+                            r"|not launched any operations)")
 
 _ISSUE = re.compile(r"^(?:#(?P<comm>\d+-\d+) \((?P<hash>[0-9a-f]+)\) )?(?P<issue>[A-Z][A-Z_]{2,20})\s*$")
 _PROCESS = re.compile(r"Process (?P<pid>\d+) on node (?P<node>\S+) managing GPU (?P<gpu>\d+)")
@@ -45,7 +47,7 @@ _LAUNCHED = re.compile(r"(?P<count>\d+) ranks? ha(?:ve|s) launched up to operati
 def parse(line: Line) -> list[Event]:
     """Each ``Rank N has launched up to operation M`` on the line (a paste may run two together)."""
     return [make_event(Kind.RAS, line, origin=Origin(rank=int(m["rank"])), data={
-        "issue": "LAUNCHED", "ranks": [int(m["rank"])], "operation": int(m["op"])})
+        "issue": "LAUNCHED", "ranks": [int(m["rank"])], "operation": int(m["op"] or 0)})
         for m in _RANK_LAUNCHED.finditer(line.body)]
 
 

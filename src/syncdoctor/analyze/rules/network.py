@@ -826,6 +826,9 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
     # NCCL's INFO ``NET/IB : No device found.``, where no plugin takes over (EFA's prints the same first)
     none = [e for e in nets if e.data.get("no_ib_device")] if not any(
         e.data.get("plugin_at_work") or e.data.get("plugin") not in (None, "internal") for e in nets) else []
+    broken = [e for e in nets if e.data.get("plugin_broken")]
+    if broken and sockets and used <= {"Socket"}:
+        return _plugin_not_loaded(tl, broken, sockets)
     if asked and (sockets or none) and used <= {"Socket"}:
         return _asked_for_ib(tl, asked, sockets or none)
     if len(networks) < 2:
@@ -864,6 +867,26 @@ def _asked_for_ib(tl: Timeline, asked: list[Event], sockets: list[Event]) -> lis
     confidence = 0.6 if asked[0].data.get("name") == "NCCL_IB_HCA" else 0.45
     return [hypothesis(tl, Category.SOCKET_FALLBACK, confidence, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(asked[:1], "IB asked for") + evidence_of(sockets[:2], "sockets used"))]
+
+
+def _plugin_not_loaded(tl: Timeline, broken: list[Event], sockets: list[Event]) -> list[Hypothesis]:
+    """A network plugin is installed (NCCL found its library) but could not be loaded, a library it needs missing, and
+    NCCL took its TCP sockets: whoever installed the plugin meant the job to use that fabric (EFA, GPUDirect-TCPX)."""
+    where = attribute(broken + sockets, tl)
+    lib, missing = str(broken[0].data["plugin_broken"]), str(broken[0].data.get("missing"))
+    title = (f"NCCL's network plugin {lib} is installed but could not load ({missing} not found)"
+             f"{' on ' + where.text if where.text else ''}: NCCL uses TCP sockets instead")
+    what = (f"NCCL found the network plugin {lib} but the dynamic loader could not open a library it needs ({missing}), "
+            "so NCCL went on with its own TCP socket transport: the fabric the plugin drives (EFA with aws-ofi-nccl, "
+            "GPUDirect-TCPX/TCPXO, a vendor's) is not used, training across nodes runs at TCP speed, and hosts whose "
+            "plugin did load cannot connect to this one.")
+    fix = (f"Make {missing} findable where the job runs: install the package that provides it (libfabric from the EFA "
+           "installer for aws-ofi-nccl) and add its directory to LD_LIBRARY_PATH (/opt/amazon/efa/lib, the container's "
+           "own); NCCL's INFO must then say `NET/OFI Selected Provider …` or the plugin's name, not `Using network "
+           "Socket`.")
+    return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.7, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(broken[:1], "the plugin that did not load")
+                       + evidence_of(sockets[:2], "sockets used"))]
 
 
 def network_partition(tl: Timeline) -> list[Hypothesis]:

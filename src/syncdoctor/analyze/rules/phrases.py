@@ -176,6 +176,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.INTERFACE_MISSING, "a network interface that does not exist",
      re.compile(r"no (?:socket )?interface found|unable to find (?:address|interface)"
                 r"|(?:interface|ifname)\b[^\n]{0,60}\b(?:not found|no such|does not exist)", _I)),
+    # a ZeroMQ socket told to bind an address that is not this host's (another node's, a stale one: EADDRNOTAVAIL) or an
+    # IPv6 address without brackets, whose first group ZeroMQ reads as an interface's name (vLLM's and SGLang's side
+    # channels, NIXL's handshake: ``ZMQError: Cannot assign requested address (addr='tcp://172.17.0.5:34762')``)
+    (Category.UNRECOGNISED, "an address to bind that is not this host's, or an IPv6 address without brackets (the "
+     "bind address configured for another node)",
+     re.compile(r"ZMQError: (?:Cannot assign requested address|No such device) \(addr='tcp://", _I)),
     # a framework's check of the job's shape or resources, in its words: the parallel sizes against the world size,
     # the GPUs it asked for against those there (``Only 8 GPUs are available, but 16 are required``, ``World size
     # (16) is larger than the number of available GPUs (8) in this node``, ``world_size (12) is not divisible by 8``,

@@ -597,6 +597,24 @@ def _from_watch_and_ras(tl: Timeline) -> list[Hypothesis]:
                                   hosts=sorted(nodes) if len(ranks) == 1 and len(nodes) == 1 else None,
                                   what="NCCL's RAS could not reach these processes (hung, stopped or dead).",
                                   evidence=evidence_of([event], "NCCL RAS")))
+        elif issue == "DEAD" and event.origin.host and not any(
+                e.data.get("issue") in ("INCOMPLETE", "DEAD") and (e.data.get("ranks") or e.origin.rank is not None)
+                for e in tl.of(Kind.RAS)):
+            # a dead peer named by its node alone (RAS's monitor, ``PEER_DEAD: Process … on node …``; NCCL's own
+            # ``RAS declaring peer … as DEAD``): that process stopped answering, the others then wait for it
+            dead = sorted({str(e.origin.host) for e in tl.of(Kind.RAS) if e.data.get("issue") == "DEAD"
+                           and e.origin.host})
+            if dead and dead[0] != str(event.origin.host):
+                continue  # one hypothesis for them all, at the first
+            title = (f"NCCL RAS: the process{'es' if len(dead) > 1 else ''} on {', '.join(dead[:4])} stopped "
+                     "answering (declared dead): hung, crashed, or cut off from the network")
+            out.append(hypothesis(tl, Category.LAGGING_RANK, 0.6, title, hosts=dead, evidence=evidence_of(
+                [e for e in tl.of(Kind.RAS) if e.data.get("issue") == "DEAD"], "NCCL RAS", 4),
+                what=("NCCL's RAS keeps a connection to every process of the job and declares one dead when it stops "
+                      "answering its keep-alives: that process is hung, has died, or its host lost the network; the "
+                      "collectives it belongs to then wait for it."),
+                fix=("Look at that host first: its processes (py-spy dump, `ps`), its kernel log (OOM kills, Xid, NIC "
+                     "link down) and its network; `ncclras` on a live node lists the ranks of that process.")))
         elif issue == "MISMATCH" and ranks and event.data.get("ahead"):
             ops = event.data.get("operations") or []
             title = (f"NCCL RAS: ranks {fmt_ranks(ranks)} launched a collective the other members of the "
