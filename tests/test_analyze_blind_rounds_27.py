@@ -321,3 +321,55 @@ def test_a_zeromq_bind_to_another_hosts_address_is_the_jobs_setup(tmp_path: Path
     connect = ("[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - "
                "Cannot assign requested address).\n")
     assert all("bind" not in h.title for h in diagnose(tmp_path, connect).hypotheses)
+
+
+def test_the_amdgpu_drivers_words_for_a_gpu_that_stopped_or_failed(tmp_path: Path) -> None:
+    lines = {
+        "[ 8123.456789] amdgpu 0000:c1:00.0: amdgpu: ring comp_1.0.0 timeout, signaled seq=1834, emitted seq=1836":
+            "ring (comp_1.0.0) timed out",
+        "[ 8124.010303] amdgpu 0000:c1:00.0: amdgpu: device lost from bus!": "lost from the PCIe bus",
+        "[ 9021.112233] amdgpu 0000:c1:00.0: amdgpu: [gfxhub] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32771)":
+            "page fault",
+        "[   14.001234] amdgpu 0000:dd:00.0: amdgpu: RAS records:512 exceed threshold:448": "bad memory pages",
+        "[76914.152200] amdgpu 0000:1b:00.0: amdgpu: XGMI PCS CRCErr detected": "XGMI link",
+        "[ 8120.111111] amdgpu 0000:c1:00.0: amdgpu: qcm fence wait loop timeout expired": "scheduler firmware",
+    }
+    for line, words in lines.items():
+        top = diagnose(tmp_path, line + "\n").hypotheses[0]
+        assert top.category is Category.GPU_ERROR and words in top.title, line
+    # a ring that timed out and recovered on its own, and the driver's warning before the threshold, are none
+    assert diagnose(tmp_path, "[ 8123.456812] amdgpu 0000:c1:00.0: amdgpu: ring gfx_0.0.0 timeout, but soft recovered\n"
+                    ).hypotheses == ()
+    assert diagnose(tmp_path, "[   14.001235] amdgpu 0000:dd:00.0: amdgpu: RAS records:410 exceeds 90% of threshold:448\n"
+                    ).hypotheses == ()
+
+
+def test_the_kernels_and_the_nic_drivers_words_are_never_silent(tmp_path: Path) -> None:
+    lines = {
+        "[18231.982092] mlx5_core 0000:41:00.0: poll_health:852:(pid 0): device's health compromised - reached miss count":
+            Category.IB_PORT_DOWN,
+        "[    8.951695] mlx5_core 0000:63:00.1: Port module event: module 1, Cable unplugged": Category.IB_PORT_DOWN,
+        "[61100.220040] nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 20034, Fatal, Link 33 LTSSM Fault Up": Category.GPU_ERROR,
+        "[  301.552120] NVRM: API mismatch: the client 'python3' (pid 48812) has the version 535.129.03, but this kernel "
+        "module has the version 550.54.15.": Category.GPU_ERROR,
+        "[60000.330101] bond0: now running without any active interface!": Category.NETWORK_PARTITION,
+        "[  120.310021] TCP: request_sock_TCP: Possible SYN flooding on port 10.1.2.3:29500. Sending cookies.":
+            Category.PEER_UNREACHABLE,
+        "libibverbs: Warning: RLIMIT_MEMLOCK is 65536 bytes.": Category.MEMLOCK_LIMIT,
+        "[rank5]: RuntimeError: unable to write to file </torch_77102_1846612178_0>: No space left on device (28)":
+            Category.SHM_EXHAUSTED,
+        "[500123.400001] python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0":
+            Category.RANK_KILLED,
+        "2026-12-05_03:41:08.777+0000: [E] Lost membership in cluster hpc.cluster. Unmounting file systems.": None,
+        "[400200.111222] nvme nvme1: I/O 842 QID 17 timeout, aborting": None,
+        "filelock._error.Timeout: The file lock '/shared/hf_cache/hub/.locks/a8f1e2.lock' could not be acquired.": None,
+    }
+    for line, category in lines.items():
+        hypotheses = diagnose(tmp_path, line + "\n").hypotheses
+        assert hypotheses, line
+        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
+    # an RDMA stack's usual noise on a host without that NIC, and GPFS's notices, stay silent
+    quiet = ("libibverbs: Warning: couldn't load driver 'libvmw_pvrdma-rdmav34.so': libvmw_pvrdma-rdmav34.so: cannot "
+             "open shared object file: No such file or directory\n"
+             "2026-12-05_03:41:06.500+0000: [N] Request sent to 10.1.2.5 (nsd-01) to expel 10.1.3.14 (node-14)\n")
+    assert diagnose(tmp_path, quiet).hypotheses == ()

@@ -362,6 +362,18 @@ ANCHORS: tuple[bytes, ...] = (
     b"RESOURCE_EXHAUSTED: ", b"INTERNAL: ", b"DATA_LOSS: ",
     # NCCL RAS: a rank with no operation yet, a peer declared dead
     b"not launched any operations", b"RAS declaring peer",
+    # the amdgpu driver: a ring timed out, the GPU lost from the bus, a page fault, too many bad pages, an XGMI link,
+    # the scheduler firmware hung
+    b" timeout, signaled seq", b"device lost from bus", b"page fault (src_id", b"exceed threshold", b"reaches threshold",
+    b"XGMI PCS", b"qcm fence wait loop", b"unrecoverable state",
+    # the kernel's and the NIC drivers' words (see parsers.generic)
+    b"PCI slot is unavailable", b"leak of a command resource", b"Cable unplugged", b"TX timeout",
+    b"transmit timeout", b"admin cmd", b"SXid", b"API mismatch", b"containment event", b"after FLR",
+    b"without any active interface", b"definitely down", b"dropping packet", b"table overflow", b"SYN flooding",
+    b"RLIMIT_MEMLOCK", b"Couldn't ",
+    # the host's storage (see parsers.generic)
+    b"invoked oom-killer", b"read-only", b" QID ", b"in progress operations", b": [E] ", b": [X] ",
+    b"could not be acquired",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

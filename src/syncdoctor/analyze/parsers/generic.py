@@ -84,6 +84,23 @@ _ERROR = re.compile(
     # (``DEADLINE_EXCEEDED: Barrier timed out``, ``ABORTED: Incarnation ID mismatch``, ``FAILED_PRECONDITION: …``)
     r"|^\s*(?:INVALID_ARGUMENT|ABORTED|FAILED_PRECONDITION|UNAVAILABLE|DEADLINE_EXCEEDED|RESOURCE_EXHAUSTED|INTERNAL"
     r"|DATA_LOSS): (?=\S)"
+    # the kernel's and the NIC drivers' words for a failure without an error word: mlx5's health poll, command
+    # timeouts and module events, a TX queue that stopped, EFA's admin queue, an NVSwitch's SXid, the driver and the
+    # library apart, PCIe's containment and a GPU not back after a reset, the host's bond, conntrack and ARP tables,
+    # a listen backlog overflowing, libibverbs's memlock warning, an RDMA test's own words (``Couldn't register MR``)
+    r"|health compromised|\bPCI slot is unavailable\b|\bWill cause a leak of a command resource\b|\bCable unplugged\b"
+    r"|\bTX timeout on queue\b|\btransmit timeout\b|didn't send any completion for admin cmd|\bSXid\b"
+    r"|\bAPI mismatch: the client\b|\bDPC: containment event\b|\bnot ready \d+ms after FLR\b"
+    r"|\bnow running without any active interface\b|\blink status definitely down\b|\btable full, dropping packet\b"
+    r"|\bneighbou?r table overflow\b|\bPossible SYN flooding on port\b|\bRLIMIT_MEMLOCK is \d+ bytes\b"
+    r"|\bCouldn't (?:get context|register MR|connect to|create QP|modify QP|change QP)\b"
+    # the host's storage under a job: the kernel's OOM killer invoked, a file system gone read-only or shut down, an
+    # NVMe command timing out, Lustre losing a server, GPFS's own errors (``2026-12-05_03:41:07.123+0000: [E] Node …
+    # is being expelled``), a file lock another process holds (Hugging Face's cache: ``The file lock '…' could not be
+    # acquired``)
+    r"|\binvoked oom-killer\b|\bRemounting filesystem read-only\b|\bI/O \d+ QID \d+ timeout\b"
+    r"|\bwas lost; in progress operations\b|^(?:\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d\.\d+[+-]\d{4}: )?\[[EX]\] (?=[A-Z])"
+    r"|\bThe file lock '[^']{1,300}' could not be acquired\b"
     r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"
@@ -190,6 +207,9 @@ _HANG = re.compile(r"\bsuspects a hang\b")
 _BENIGN = re.compile(
     r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
+    # libibverbs trying every provider it has a config for, on hosts without most of those NICs (pvrdma, hfi1…): noise;
+    # the NIC the job needs failing is told by its user (NCCL's ``No device found``, ``ibv_open_device failed``)
+    r"libibverbs: Warning: couldn't load driver|"
     r"ErrorCode\.|retry(?! count)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
     # ProcessGroupNCCL's note beside a timeout that the Flight Recorder was off (2.6+): no failure of its own
     r"Stack trace of the failed collective not found|"

@@ -40,7 +40,9 @@ __all__ = ["KEYWORDS", "XIDS", "Xid", "parse"]
 KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
-            "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST")
+            "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST",
+            " timeout, signaled seq", "device lost from bus", "page fault (src_id", "exceed threshold", "reaches threshold",
+            "XGMI PCS", "qcm fence wait loop", "unrecoverable state")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
@@ -191,6 +193,41 @@ def _intel(line: Line) -> list[Event] | None:
         "message": message, "pci": match["pci"], "hardware": True, "source": "intel-drm"})]
 
 
+# the amdgpu kernel driver's own words for a GPU that stopped or failed (drivers/gpu/drm/amd): a ring that timed out
+# (``amdgpu 0000:c1:00.0: amdgpu: ring comp_1.0.0 timeout, signaled seq=1834, emitted seq=1836``; not ``…, but soft
+# recovered``), the GPU gone from PCIe (``device lost from bus!``), a page fault whose process is on the next line
+# (``[gfxhub] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32771)``), too many bad pages (``RAS records:512
+# exceed threshold:448``, ``Saved bad pages 448 reaches threshold value 448``), an XGMI link's errors (``XGMI PCS
+# CRCErr detected``), the scheduler firmware hung (``qcm fence wait loop timeout expired``)
+_AMDGPU = re.compile(r"amdgpu(?: (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d))?: (?:amdgpu: )?(?:"
+                     r"ring (?P<ring>[\w.]{1,40}) timeout(?!, but soft recovered)"
+                     r"|(?P<lost>device lost from bus)"
+                     r"|\[(?P<hub>\w{1,20})\] (?:no-)?retry page fault \(src_id"
+                     r"|(?P<ras>RAS records:\d{1,6} exceeds? threshold|Saved bad pages \d{1,6} reaches threshold)"
+                     r"|(?P<xgmi>XGMI PCS \w{1,40} detected)"
+                     r"|(?P<hws>qcm fence wait loop timeout expired|The cp might be in an unrecoverable state))")
+
+
+def _amdgpu(line: Line) -> list[Event] | None:
+    match = _AMDGPU.search(line.body)
+    if match is None:
+        return None
+    if match["ring"]:
+        message, hardware = f"a GPU ring ({match['ring']}) timed out: the GPU stopped making progress (amdgpu)", False
+    elif match["lost"]:
+        message, hardware = "the GPU was lost from the PCIe bus (amdgpu)", True
+    elif match["hub"]:
+        message, hardware = "GPU page fault (amdgpu)", False
+    elif match["ras"]:
+        message, hardware = "the GPU's bad memory pages reached the driver's threshold (amdgpu RAS): replace it", True
+    elif match["xgmi"]:
+        message, hardware = f"an XGMI link error between GPUs (amdgpu: {match['xgmi']})", True
+    else:
+        message, hardware = "the GPU's scheduler firmware stopped answering (amdgpu HWS hang)", True
+    return [make_event(Kind.GPU_ERROR, line, data={"message": message, "pci": match["pci"], "hardware": hardware,
+                                                  "source": "amdgpu"})]
+
+
 def _rocm(line: Line) -> list[Event] | None:
     match = _ROCM.search(line.body)
     if match:
@@ -203,7 +240,7 @@ def _rocm(line: Line) -> list[Event] | None:
     if match:
         return [make_event(Kind.GPU_ERROR, line, origin=Origin(pid=int(match["pid"])), data={
             "message": "GPU page fault (amdgpu)", "pci": match["pci"], "source": "amdgpu"})]
-    return None
+    return _amdgpu(line) if "amdgpu" in line.body else None
 
 
 # AWS Neuron's driver (Trainium, Inferentia) reporting an accelerator it cannot recover, with what to do:
@@ -260,7 +297,7 @@ def parse(line: Line) -> list[Event]:
         asserted = _kernel_assert(line)
         if asserted is not None:
             return asserted
-    if "by GPU node-" in body or "page fault (" in body:
+    if "by GPU node-" in body or "page fault (" in body or "amdgpu" in body:
         rocm = _rocm(line)
         if rocm is not None:
             return rocm

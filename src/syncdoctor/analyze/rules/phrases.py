@@ -65,7 +65,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|Failed to register memory\b[^\n]{0,80}(?:Cannot allocate memory|ENOMEM)", _I)),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm|shared-memory backing"
-                r"|\bproviders? for name shm\b|\bshm provider\b", _I)),  # libfabric's shm provider (oneCCL, EFA)
+                r"|\bproviders? for name shm\b|\bshm provider\b"  # libfabric's shm provider (oneCCL, EFA)
+                # PyTorch's shared-memory files in /dev/shm (a DataLoader's tensors to the main process) without room:
+                # ``unable to write to file </torch_77102_1846612178_0>: No space left on device (28)``
+                r"|unable to (?:write to|resize|mmap \d+ bytes from) file </torch_\d+_\d+_\d+>[^\n]{0,40}"
+                r"(?:No space left|Cannot allocate memory)", _I)),
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
                 # ColossalAI's Gemini and others in their own words (``No enough CUDA memory!``)
@@ -111,11 +115,18 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.GPU_ERROR, "a GPU's memory, NVLink or fabric failing its health check",
      re.compile(r"row remappings? (?:are )?pending|retired pages? (?:has|have) been detected|faulty memory elements"
                 r"|NvLink (?:link|port) \d{1,3} is currently down|NvLinks are up out of the expected"
-                r"|CRC Flit NvLink errors|Fabric Manager training has not started", _I)),
+                r"|CRC Flit NvLink errors|Fabric Manager training has not started"
+                # an NVSwitch's own error (the fabric between the GPUs of an HGX), a GPU the kernel could not bring
+                # back (``nvidia 0000:2a:00.0: not ready 65535ms after FLR; giving up``)
+                r"|\bSXid\b|\bnvidia [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: (?:not ready \d+ms after FLR|Unable to change "
+                r"power state)", _I)),
     # NVML (nvidia-smi, NCCL's nvmlwrap) after a driver update the host was not rebooted for: the kernel module
     # loaded is the old one, the library the new one
     (Category.GPU_ERROR, "a GPU driver whose kernel module and library differ (updated without a reboot; the GPU "
-     "itself is not at fault)", re.compile(r"Driver/library version mismatch", _I)),
+     "itself is not at fault)", re.compile(r"Driver/library version mismatch"
+                                          # the kernel's words for it (``NVRM: API mismatch: the client 'python3' (pid
+                                          # 48812) has the version 535.129.03, but this kernel module has …``)
+                                          r"|NVRM: API mismatch: the client", _I)),
     # a training framework's own check of its numbers (Megatron's rerun state machine, NeMo, a trainer's
     # loss check): the rank whose loss or gradients went non-finite stopped, the others then time out
     (Category.RANK_CRASHED, "a NaN or Inf the program's own check caught",
@@ -167,7 +178,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|(?:\bmlx[45]_\w+|\bib\d{1,3}\b|\bhfi1\b|\bbnxt_re\b)[^\n]{0,80}\bLink (?:is )?down\b"
                 # Ascend's NPU NIC (RoCE) port down (``EJ0002: … The network port is down.Suggest: run hccn_tool -i 3
                 # -link -g``)
-                r"|\bEJ0002\b[^\n]{0,80}\bnetwork port is down", _I)),
+                r"|\bEJ0002\b[^\n]{0,80}\bnetwork port is down"
+                # the NIC's driver on the NIC itself failing: mlx5's health poll and firmware commands, its module
+                # unplugged, EFA's admin queue, Broadcom's firmware stalled
+                r"|health compromised|PCI slot is unavailable|Will cause a leak of a command resource"
+                r"|Port module event: module \d+, Cable unplugged|didn't send any completion for admin cmd"
+                r"|FW STALL Detected", _I)),
     # Ascend HCCL's own checks of the ranks' addresses: ``rank[0] device ip family[2] is not same as others[10].``
     # (IPv4 on one, IPv6 on the rest), ``… Do not configure ranks belonging to different physical superpod ID info a
     # single logical superpod ID`` (a virtual NIC that cannot reach the other superpod)
@@ -201,6 +217,14 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # PaddlePaddle's TCPStore waiting out its timeout (``TCPStore timeouted and not all workers got ready``,
                 # ``(Fatal) _timeout:900 elapsed:901 (elapsed > _timeout)=1 (at …/tcp_store.cc:392)``)
                 r"|TCPStore timeouted|\(elapsed > _timeout\)", _I)),
+    # a host whose own network went away (its bond's last link down)
+    (Category.NETWORK_PARTITION, "a host whose network went down (its bond's last link)",
+     re.compile(r"now running without any active interface|link status definitely down", _I)),
+    # a host dropping connections itself (its connection-tracking table full, its ARP table overflowing, the store's
+    # listen backlog overflowing on a large job: ``Possible SYN flooding on port 10.1.2.3:29500``)
+    (Category.PEER_UNREACHABLE, "a host that dropped connections (connection tracking full, ARP table overflow, the "
+     "listen backlog of a port overflowing)",
+     re.compile(r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port", _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"
