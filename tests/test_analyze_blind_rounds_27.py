@@ -373,3 +373,15 @@ def test_the_kernels_and_the_nic_drivers_words_are_never_silent(tmp_path: Path) 
              "open shared object file: No such file or directory\n"
              "2026-12-05_03:41:06.500+0000: [N] Request sent to 10.1.2.5 (nsd-01) to expel 10.1.3.14 (node-14)\n")
     assert diagnose(tmp_path, quiet).hypotheses == ()
+
+
+def test_a_peer_advertising_localhost_in_a_long_lines_end_is_read(tmp_path: Path) -> None:
+    # real: vllm-project/vllm#53018 (NIXL's handshake context, the remote host past the evidence's first 400 characters)
+    context = ", ".join(f"'field_{n}': 'cmpl-23c48056-34fc-43fe-aaa7-426c9f953482-{n}'" for n in range(6))
+    line = ("[distributed/.../nixl/base_worker.py:933] NIXL transfer failure: handshake_failed | Context: {"
+            + context + ", 'remote_host': 'localhost', 'remote_port': 5600}\n")
+    top = diagnose(tmp_path, line).hypotheses[0]
+    assert top.category is Category.LOOPBACK_ADDRESS
+    # the same failure with a routable peer is no loopback
+    assert diagnose(tmp_path, line.replace("'localhost'", "'10.1.2.7'")).hypotheses[0].category \
+        is not Category.LOOPBACK_ADDRESS

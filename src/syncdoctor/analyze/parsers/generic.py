@@ -260,7 +260,10 @@ def parse(line: Line) -> list[Event]:
     word = found.group(0)[:40] if found else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")
     place = _RERUN_PLACE.search(body) if "iteration" in body else None  # (the rank and node Megatron's check names)
     origin = Origin(rank=int(place["rank"]), host=place["host"]) if place and line.origin.rank is None else None
-    return [make_event(Kind.ERROR_LINE, line, origin=origin, data={"word": word, "message": body.strip()[:300]})]
+    # (a long line's end too: the words that name its failure may come after what the evidence keeps)
+    return [make_event(Kind.ERROR_LINE, line, origin=origin, data={"word": word, "message": body.strip()[:300],
+                                                                   **({"tail": body.strip()[-200:]} if len(body) > 400
+                                                                      else {})})]
 
 
 # Megatron's rerun state machine naming where its check failed: ``Rank 12, node node-3, device 4, iteration 4512: …``

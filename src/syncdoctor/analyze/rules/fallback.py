@@ -169,7 +169,8 @@ def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = Fals
     """The error lines' own words, when they name a failure (``Address already in use``, ``out of memory``…):
     that category, a little above the bare quote, with the line that says it."""
     unread = [e for e in errors if e.kind in _UNREAD]
-    texts = [" ".join((e.text, str(e.data.get("message", "")), *map(str, e.data.get("frames") or ()))) for e in unread]
+    texts = [" ".join((e.text, str(e.data.get("message", "")), str(e.data.get("tail", "")),
+                       *map(str, e.data.get("frames") or ()))) for e in unread]
     found = strongest(texts)
     if found is None or (causes_only and not found[1].cause):
         return []

@@ -217,6 +217,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # PaddlePaddle's TCPStore waiting out its timeout (``TCPStore timeouted and not all workers got ready``,
                 # ``(Fatal) _timeout:900 elapsed:901 (elapsed > _timeout)=1 (at …/tcp_store.cc:392)``)
                 r"|TCPStore timeouted|\(elapsed > _timeout\)", _I)),
+    # a peer that advertised a loopback address for a connection other hosts must make (vLLM's NIXL handshake failing
+    # with ``'remote_host': 'localhost'`` in its context: the side channel's host left at its default)
+    (Category.LOOPBACK_ADDRESS, "a peer that advertised a loopback address (localhost) to the other hosts",
+     re.compile(r"'remote_host': '(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1)'"
+                r"|\bremote_host=(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3})\b", _I)),
     # a host whose own network went away (its bond's last link down)
     (Category.NETWORK_PARTITION, "a host whose network went down (its bond's last link)",
      re.compile(r"now running without any active interface|link status definitely down", _I)),
