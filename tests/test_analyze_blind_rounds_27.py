@@ -385,3 +385,39 @@ def test_a_peer_advertising_localhost_in_a_long_lines_end_is_read(tmp_path: Path
     # the same failure with a routable peer is no loopback
     assert diagnose(tmp_path, line.replace("'localhost'", "'10.1.2.7'")).hypotheses[0].category \
         is not Category.LOOPBACK_ADDRESS
+
+
+def test_ray_trains_barrier_names_the_ranks_that_never_arrived(tmp_path: Path) -> None:
+    for line, ranks in (("The following ranks are not reaching the collective operation: [5, 7]", (5, 7)),
+                        ("The workers have been waiting for 60.01 s for the following ranks to join the `report` call: "
+                         "[3].", (3,))):
+        top = diagnose(tmp_path, line + "\n").hypotheses[0]
+        assert (top.category, top.culprit_ranks) == (Category.LAGGING_RANK, ranks), line
+        assert top.title.startswith("Ray Train: ")
+
+
+def test_schedulers_health_checkers_and_etcd_in_their_own_words(tmp_path: Path) -> None:
+    lines = {
+        "=>> PBS: job killed: walltime 7230 exceeded limit 7200": Category.RANK_KILLED,
+        "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.": Category.RANK_KILLED,
+        "[FAIL] 0-nvidia-smi: GPU count mismatch: expected=8, detected=7 (severity: ISOLATE)": Category.GPU_ERROR,
+        "GPU 3 requires a reset to recover from a fault. Recovery action: 1 (GPU_RESET).": Category.GPU_ERROR,
+        "ERROR:  nhc:  Health check failed:  check_ib_link_flapping: IB link flapping detected.": Category.IB_PORT_DOWN,
+        "etcd.EtcdConnectionFailed: No more machines in the cluster": None,
+        "etcd.EtcdKeyNotFound: Key not found : /torchelastic/p2p/run_42/rdzv/active_version": None,
+        "35.204s: job.exception f2ZhS6QXnZ7 type=exec severity=0 python: task rank 3 on host node-3 exited (Exit 1)": None,
+        'One or more rank (marked by "!") is stalled for longer than 300 seconds. Will shutdown.': None,
+    }
+    for line, category in lines.items():
+        hypotheses = diagnose(tmp_path, line + "\n").hypotheses
+        assert hypotheses, line
+        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
+    # a health check that passed, Flux's non-fatal exception that names no failure, a logger's dotted name: none
+    quiet = ("[PASS] 0-nvidia-smi: GPU count 8\n"
+             "12.0s: job.exception f2ZhS6QXnZ7 type=cancel severity=1 job canceled by user\n"
+             "torch.distributed.run: Starting elastic_operator with launch configs\n")
+    assert diagnose(tmp_path, quiet).hypotheses == ()
+    # Flux's time since the job started is no host
+    top = diagnose(tmp_path, "35.204s: job.exception f2ZhS6QXnZ7 type=exec severity=0 python: task rank 3 on host node-3 "
+                             "exited (Exit 1)\n").hypotheses[0]
+    assert "35.204s" not in top.culprit_hosts

@@ -374,6 +374,13 @@ ANCHORS: tuple[bytes, ...] = (
     # the host's storage (see parsers.generic)
     b"invoked oom-killer", b"read-only", b" QID ", b"in progress operations", b": [E] ", b": [X] ",
     b"could not be acquired",
+    # Ray Train's barrier naming the ranks that never arrived
+    b"not reaching the collective", b"following ranks to join",
+    # health checkers' verdicts, Flux's job exceptions, Horovod's stall inspector, PBS's and LSF's kills, etcd's errors
+    b"[FAIL] ", b"Health check failed", b" offline", b"ExitCode.CRITICAL", b"count mismatch", b"requires a reset",
+    b"Recovery action", b"memory elements", b"memory mismatch", b"remap limit", b"due to DBEs", b"with a DBE",
+    b"NvLink errors", b"links down", b"link flap", b"HCAs found", b"job.exception", b"is stalled for", b"job killed",
+    b"etcd.Etcd",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -25,7 +25,12 @@ from syncdoctor.analyze.parsers.base import Line, make_event, normalize_op
 
 __all__ = ["KEYWORDS", "MissingBlock", "follow", "parse"]
 
-KEYWORDS = ("ranks joining", "Culprit rank")
+KEYWORDS = ("ranks joining", "Culprit rank", "not reaching the collective", "following ranks to join")
+# Ray Train's barrier of its workers (train v2: ``The following ranks are not reaching the collective operation: [5,
+# 7]``, ``The workers have been waiting for 60.01 s for the following ranks to join the `report` call: [3].``): those
+# ranks never arrived
+_RAY_MISSING = re.compile(r"(?:following ranks are not reaching the collective operation|for the following ranks to join "
+                          r"the `?(?P<call>\w{1,40})`? call): \[(?P<ranks>[\d, ]{1,2000})\]")
 
 _HEAD = re.compile(r"Not all ranks joining collective(?:[,:] sequence number:| for group (?P<group>\S+))? ?(?P<seq>\d+)?")
 _OLD_OP = re.compile(r"\bcollective (?P<op>[\w:]+)")
@@ -98,6 +103,11 @@ def follow(line: Line) -> MissingBlock | None:
 
 
 def parse(line: Line) -> list[Event]:
+    missing = _RAY_MISSING.search(line.body) if "following ranks" in line.body else None
+    if missing is not None:
+        return [make_event(Kind.DESYNC_REPORT, line, op=missing["call"], data={
+            "source": "ray-train", "reporter": None, "not_joined": _ranks(missing["ranks"]), "lagging": [],
+            "joined_not_finished": [], "mismatch": []})]
     culprits = [(int(m["rank"]), m["error"]) for m in _CULPRIT.finditer(line.body)][:64]
     if not culprits:
         return []

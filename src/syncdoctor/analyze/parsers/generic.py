@@ -101,6 +101,18 @@ _ERROR = re.compile(
     r"|\binvoked oom-killer\b|\bRemounting filesystem read-only\b|\bI/O \d+ QID \d+ timeout\b"
     r"|\bwas lost; in progress operations\b|^(?:\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d\.\d+[+-]\d{4}: )?\[[EX]\] (?=[A-Z])"
     r"|\bThe file lock '[^']{1,300}' could not be acquired\b"
+    # health checkers' verdicts (NHC, aznhc, gpud, DCGM, GCM, the HyperPod and ParallelCluster checks), Flux's job
+    # exceptions (severity 0: fatal), Horovod's stall inspector, a scheduler killing the job (PBS, LSF)
+    r"|\[FAIL\] |\bHealth check failed\b|\bMarking \w+ [\w.\-]+ offline\b|\bexit_code: ExitCode\.CRITICAL\b"
+    r"|\bGPU count mismatch\b|\bgpu count mismatch\b|\bGPU (?:\d+ )?requires (?:a )?reset\b|\bRecovery action: \d \("
+    r"|NaN-value memory elements|memory mismatch was detected on GPU|uncorrectable row remap limit"
+    r"|retired (?:pages )?due to DBEs|together with a DBE|\bNvLink errors on GPU\b|\bGPU \d+ has \d+ links down"
+    r"|\bib link flap(?:ping)? detected\b|\bHCAs found, but expected\b"
+    r"|\bjob\.exception \w+ type=\w+ severity=0\b|\bis stalled for longer than \d+ seconds\b"
+    r"|=>> PBS: job killed:|\bTERM_[A-Z_]{3,30}: job killed\b"
+    # a qualified exception class whose name ends in none of the usual words (``etcd.EtcdConnectionFailed: No more
+    # machines in the cluster``, ``etcd.EtcdKeyNotFound: …``): a module path in lower case, then the class
+    r"|^(?:[a-z_][a-z0-9_]*\.)+(?!EnforceNotMet\b)[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*: (?=\S)"
     r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"

@@ -70,12 +70,12 @@ _PDSH = re.compile(r"(?P<host>(?=[A-Za-z0-9_.-]*[0-9.-])[A-Za-z0-9][A-Za-z0-9_.-
 _STAMPED_HOST = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*$")
 # ``grep -H`` (``-r``, several files) over log files: ``rank_604.s12gn3064.4031852.log:`` (``-n``: ``…log:12:``)
 _GREP = re.compile(r"(?P<file>[\w.\-/]{1,200}\.(?:log|txt|out|err))(?::\d{1,9})?:(?=\S)")
-_NOT_HOST = re.compile(r"^\d+(?:\.\d+)?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
+_NOT_HOST = re.compile(r"^\d+(?:\.\d+)?s?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
                        r"^E[A-Z0-9]\d{4}$|"  # Ascend CANN's error codes: EI0002: …, EE9999: …, E39999: …
                        r"^mlx\d(?:_\d+)?$|"  # libmlx5's own messages: ``mlx5:  got completion with error:``
                        # a Python exception's qualified type whatever its name ends in (``torch._dynamo.exc.
                        # BackendCompilerFailed: …``): lower-case modules, then a class in CamelCase
-                       r"(?-i:^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][A-Z0-9_]*[a-z]\w*$)|"  # (its case counts; ``FSTimeOut``)
+                       r"(?-i:^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*\.[A-Z][A-Z0-9_]*[a-z]\w*$)|"  # (its case counts; ``FSTimeOut``)
                        # (and a systemd unit: ``nvidia-fabricmanager.service: Main process exited, …``)
                        r"\.(?:py|cc|cpp|cu|h|hpp|sh|log|txt|json|ya?ml|so(?:\.\d+)*|service|socket|mount|timer)$", re.I)
 # docker compose's service prefix, ``deepspeed-worker-2-1  | `` (v2) or ``worker_1  | `` (v1): the container;

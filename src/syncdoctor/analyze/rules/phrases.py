@@ -119,7 +119,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # an NVSwitch's own error (the fabric between the GPUs of an HGX), a GPU the kernel could not bring
                 # back (``nvidia 0000:2a:00.0: not ready 65535ms after FLR; giving up``)
                 r"|\bSXid\b|\bnvidia [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: (?:not ready \d+ms after FLR|Unable to change "
-                r"power state)", _I)),
+                r"power state)"
+                # health checkers' findings (NHC, aznhc, gpud, DCGM's diagnostics, GCM): a GPU missing, lost or asking
+                # for a reset, its memory failing its test, its NVLinks erring
+                r"|\bGPU count mismatch\b|\bgpu count mismatch\b|\bcheck_gpu_count: Expected to see \d+ but found \d+"
+                r"|\bGPU (?:\d+ )?requires (?:a )?reset\b|Recovery action: \d \((?:GPU_RESET|NODE_REBOOT|DRAIN_AND_RESET)\)"
+                r"|NaN-value memory elements|memory mismatch was detected on GPU|uncorrectable row remap limit"
+                r"|retired (?:pages )?due to DBEs|together with a DBE|\bNvLink errors on GPU\b|\bGPU \d+ has \d+ links down", _I)),
     # NVML (nvidia-smi, NCCL's nvmlwrap) after a driver update the host was not rebooted for: the kernel module
     # loaded is the old one, the library the new one
     (Category.GPU_ERROR, "a GPU driver whose kernel module and library differ (updated without a reboot; the GPU "
@@ -183,7 +189,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # unplugged, EFA's admin queue, Broadcom's firmware stalled
                 r"|health compromised|PCI slot is unavailable|Will cause a leak of a command resource"
                 r"|Port module event: module \d+, Cable unplugged|didn't send any completion for admin cmd"
-                r"|FW STALL Detected", _I)),
+                r"|FW STALL Detected"
+                # health checkers' findings on the NICs: a link that flaps, HCAs or ports missing
+                r"|\bib link flap(?:ping)? detected\b|\bHCAs found, but expected\b|\bport\(s\) are active and\b", _I)),
     # Ascend HCCL's own checks of the ranks' addresses: ``rank[0] device ip family[2] is not same as others[10].``
     # (IPv4 on one, IPv6 on the rest), ``… Do not configure ranks belonging to different physical superpod ID info a
     # single logical superpod ID`` (a virtual NIC that cannot reach the other superpod)
@@ -217,6 +225,12 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # PaddlePaddle's TCPStore waiting out its timeout (``TCPStore timeouted and not all workers got ready``,
                 # ``(Fatal) _timeout:900 elapsed:901 (elapsed > _timeout)=1 (at …/tcp_store.cc:392)``)
                 r"|TCPStore timeouted|\(elapsed > _timeout\)", _I)),
+    # a scheduler other than Slurm ending the job from outside: PBS Pro's ``=>> PBS: job killed: walltime 7230 exceeded
+    # limit 7200``, LSF's ``TERM_RUNLIMIT: job killed after reaching LSF run time limit.`` (and its memory limit,
+    # preemption, owner, administrator)
+    (Category.RANK_KILLED, "the scheduler ending the job (a time or memory limit, a preemption, its owner)",
+     re.compile(r"=>> PBS: job killed: \w+ [\d.]+\w* exceeded limit|\bTERM_(?:RUNLIMIT|MEMLIMIT|PREEMPT|OWNER|ADMIN"
+                r"|CPULIMIT|SWAP|EXTERNAL_SIGNAL|FORCE_OWNER|FORCE_ADMIN|REQUEUE_OWNER|REQUEUE_ADMIN): job killed", _I)),
     # a peer that advertised a loopback address for a connection other hosts must make (vLLM's NIXL handshake failing
     # with ``'remote_host': 'localhost'`` in its context: the side channel's host left at its default)
     (Category.LOOPBACK_ADDRESS, "a peer that advertised a loopback address (localhost) to the other hosts",

@@ -202,6 +202,9 @@ def _from_reports(tl: Timeline) -> list[Hypothesis]:
         of = f" of rank {event.data.get('reporter')}" if event.data.get("reporter") is not None else ""
         title = (f"desync report{of}: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} never joined "
                  f"collective #{event.seq}{f' ({event.op})' if event.op else ''}")
+        if event.data.get("source") == "ray-train":  # Ray Train's barrier of its workers (no sequence number)
+            title = (f"Ray Train: rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} never reached "
+                     f"{f'the `{event.op}` call' if event.op else 'the collective'} the other workers wait in")
         crashed = _its_crash(tl, culprits)
         if crashed:
             signal = crashed[0].data.get("signal")
