@@ -11,6 +11,14 @@ from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
 
+
+def _each_read(tmp_path: Path, lines: dict[str, Category | None]) -> None:
+    """Each line alone gets a hypothesis, of the category given (None: any)."""
+    for line, category in lines.items():
+        hypotheses = diagnose(tmp_path, line + "\n").hypotheses
+        assert hypotheses, line
+        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
+
 _FRAMES = ('Traceback (most recent call last):\n  File "train.py", line 10, in <module>\n    fs.upload(local, remote)\n'
            '  File "/usr/local/lib/python3.10/dist-packages/paddle/distributed/fleet/utils/fs.py", line 1010, in upload\n'
            '    raise FSTimeOut(f"upload time out:{fs_path}")\n')
@@ -210,10 +218,7 @@ def test_ucc_and_mpi_words_for_a_failure_are_never_silent(tmp_path: Path) -> Non
         "E1205 03:41:12.345678 12345 torch/csrc/distributed/c10d/UCCUtils.cpp:41] (oob_allgather) Caught exception in "
         "Store Operation .. [Socket Timeout]": None,
     }
-    for line, category in lines.items():
-        hypotheses = diagnose(tmp_path, line + "\n").hypotheses
-        assert hypotheses, line
-        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
+    _each_read(tmp_path, lines)
     # a note that merely says a program terminates is none
     assert diagnose(tmp_path, "Limitations: terminating the program is not supported\n").hypotheses == ()
 
@@ -364,10 +369,7 @@ def test_the_kernels_and_the_nic_drivers_words_are_never_silent(tmp_path: Path) 
         "[400200.111222] nvme nvme1: I/O 842 QID 17 timeout, aborting": None,
         "filelock._error.Timeout: The file lock '/shared/hf_cache/hub/.locks/a8f1e2.lock' could not be acquired.": None,
     }
-    for line, category in lines.items():
-        hypotheses = diagnose(tmp_path, line + "\n").hypotheses
-        assert hypotheses, line
-        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
+    _each_read(tmp_path, lines)
     # an RDMA stack's usual noise on a host without that NIC, and GPFS's notices, stay silent
     quiet = ("libibverbs: Warning: couldn't load driver 'libvmw_pvrdma-rdmav34.so': libvmw_pvrdma-rdmav34.so: cannot "
              "open shared object file: No such file or directory\n"
@@ -408,10 +410,7 @@ def test_schedulers_health_checkers_and_etcd_in_their_own_words(tmp_path: Path) 
         "35.204s: job.exception f2ZhS6QXnZ7 type=exec severity=0 python: task rank 3 on host node-3 exited (Exit 1)": None,
         'One or more rank (marked by "!") is stalled for longer than 300 seconds. Will shutdown.': None,
     }
-    for line, category in lines.items():
-        hypotheses = diagnose(tmp_path, line + "\n").hypotheses
-        assert hypotheses, line
-        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
+    _each_read(tmp_path, lines)
     # a health check that passed, Flux's non-fatal exception that names no failure, a logger's dotted name: none
     quiet = ("[PASS] 0-nvidia-smi: GPU count 8\n"
              "12.0s: job.exception f2ZhS6QXnZ7 type=cancel severity=1 job canceled by user\n"
