@@ -420,3 +420,15 @@ def test_schedulers_health_checkers_and_etcd_in_their_own_words(tmp_path: Path) 
     top = diagnose(tmp_path, "35.204s: job.exception f2ZhS6QXnZ7 type=exec severity=0 python: task rank 3 on host node-3 "
                              "exited (Exit 1)\n").hypotheses[0]
     assert "35.204s" not in top.culprit_hosts
+
+
+def test_nccl_tests_refusing_or_ending_a_run_is_never_silent(tmp_path: Path) -> None:
+    _each_read(tmp_path, {
+        "node-0: Test timeout (120s) common.cu:523": None,
+        "Invalid number of GPUs: 16 requested but only 8 were found.": Category.UNRECOGNISED,
+        "Incompatible NCCL versions. nccl-tests was compiled with NCCL 23007, but is running with NCCL 22809.": None,
+        "This test requires GIN support, but GIN support is not enabled for this communicator.": None,
+    })
+    # its banner and its results are no error
+    assert diagnose(tmp_path, "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5\n"
+                              "# Avg bus bandwidth    : 187.51\n").hypotheses == ()

@@ -381,6 +381,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"Recovery action", b"memory elements", b"memory mismatch", b"remap limit", b"due to DBEs", b"with a DBE",
     b"NvLink errors", b"links down", b"link flap", b"HCAs found", b"job.exception", b"is stalled for", b"job killed",
     b"etcd.Etcd",
+    # nccl-tests refusing or ending a run
+    b"Test timeout (", b"Invalid number of GPUs", b"Incompatible NCCL versions", b"This test requires",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -113,6 +113,11 @@ _ERROR = re.compile(
     # a qualified exception class whose name ends in none of the usual words (``etcd.EtcdConnectionFailed: No more
     # machines in the cluster``, ``etcd.EtcdKeyNotFound: …``): a module path in lower case, then the class
     r"|^(?:[a-z_][a-z0-9_]*\.)+(?!EnforceNotMet\b)[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*: (?=\S)"
+    # nccl-tests refusing or ending a run (``Test timeout (120s) common.cu:523``, ``Invalid number of GPUs: 16
+    # requested but only 8 were found.``, ``Incompatible NCCL versions. nccl-tests was compiled with NCCL 23007, but is
+    # running with NCCL 22809``, ``This test requires GIN support, but …``)
+    r"|\bTest timeout \(\d+s\)|\bInvalid number of GPUs: \d+ requested\b|\bIncompatible NCCL versions\b"
+    r"|\bThis test requires \w+ support, but\b"
     r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"

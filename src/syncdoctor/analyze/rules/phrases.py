@@ -39,6 +39,8 @@ _SETUP_CHECK = re.compile(
     r"|\b(?:GPUs?|devices?) (?:are|is) available, but \d+ (?:are|is) required\b"
     r"|\bis larger than the number of available GPUs\b|\bexceeds the total number of available GPUs\b"
     r"|\bNot enough resources to allocate\b|\bmust have an equal number of parameters\b"
+    # nccl-tests asked for more GPUs than the node has (``Invalid number of GPUs: 16 requested but only 8 were found.``)
+    r"|\bInvalid number of GPUs: \d+ requested but only \d+ were found\b"
     # (DeepSpeed's ``num_stages (3) must divide distributed world size (16)``, ColossalAI's ``can't be evenly divided``)
     r"|\bmust divide (?:the )?(?:distributed )?world[_ ]size\b|\bca(?:n'?t|nnot) be evenly divided\b"
     r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b", _I)
