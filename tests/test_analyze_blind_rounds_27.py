@@ -233,6 +233,10 @@ def test_the_coordination_services_unhealthy_tasks_are_the_ones_it_lost(tmp_path
     record = ("UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):\\n"
               "/job:jax_worker/replica:0/task:5\\nThe tasks have crashed.\n")
     assert [e.data["task"] for e in events_of(record) if e.kind is Kind.COORDINATION] == [5]
+    # several tasks lost: each one named (the events of one line are told apart by their process)
+    several = below.replace("task:3\n", "task:3\n/job:jax_worker/replica:0/task:5\n")
+    top = diagnose(tmp_path, several).hypotheses[0]
+    assert top.culprit_ranks == (3, 5) and "they failed" in top.title
 
 
 def test_a_status_at_a_lines_start_is_an_error_not_a_word_inside_it(tmp_path: Path) -> None:
@@ -432,3 +436,14 @@ def test_nccl_tests_refusing_or_ending_a_run_is_never_silent(tmp_path: Path) -> 
     # its banner and its results are no error
     assert diagnose(tmp_path, "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5\n"
                               "# Avg bus bandwidth    : 187.51\n").hypotheses == ()
+
+
+def test_numbers_too_long_to_be_ranks_or_xids_are_none(tmp_path: Path) -> None:
+    # found by mutating the sweeps' lines: a list of two thousand digits named a "rank" of that many digits
+    listed = "The following ranks are not reaching the collective operation: [" + "9" * 1990 + ", 4]\n"
+    assert diagnose(tmp_path, listed).hypotheses[0].culprit_ranks == (4,)
+    dcp = ("[rank0]: torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys(["
+           + "9" * 1990 + ", 2])\n")
+    assert diagnose(tmp_path, dcp).hypotheses[0].culprit_ranks == (2,)
+    xid = "NVRM: Xid (PCI:0000:3b:00): " + "9" * 4000 + ", pid=1\n"
+    assert not [e for e in events_of(xid) if e.kind is Kind.GPU_ERROR and e.data.get("xid") is not None]

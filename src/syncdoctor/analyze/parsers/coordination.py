@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from syncdoctor.analyze.model import Event, Kind
+from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["KEYWORDS", "TaskNames", "follow", "parse"]
@@ -48,7 +48,7 @@ def parse(line: Line) -> list[Event]:
     if _UNHEALTHY in body:  # the names on this line (gRPC's record), or below it (its follower)
         at = body.find(_UNHEALTHY)
         tasks = sorted({int(m["task"]) for m in _TASK.finditer(body, at)})[:_MAX_TASKS]
-        return [make_event(Kind.COORDINATION, line, data={"task": task, "lost": True}) for task in tasks]
+        return _lost(line, tasks)
     if body.rstrip().endswith(_NAMES):  # the names follow on the next lines: its follower gives the event
         return []
     return _barrier(line)
@@ -98,8 +98,13 @@ class UnhealthyTasks(TaskNames):
     """The task names below ``The following tasks are unhealthy (stopped sending heartbeats):``: each one lost."""
 
     def finish(self) -> list[Event]:
-        return [make_event(Kind.COORDINATION, self.head, data={"task": task, "lost": True})
-                for task in sorted(set(self.tasks))[:_MAX_TASKS]]
+        return _lost(self.head, sorted(set(self.tasks))[:_MAX_TASKS])
+
+
+def _lost(line: Line, tasks: list[int]) -> list[Event]:
+    """One event per task the service lost, each its own process (events of one line are merged by their process)."""
+    return [make_event(Kind.COORDINATION, line, origin=Origin(rank=task), data={"task": task, "lost": True})
+            for task in tasks]
 
 
 def follow(line: Line) -> TaskNames | None:

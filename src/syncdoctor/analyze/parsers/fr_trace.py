@@ -42,7 +42,8 @@ _CULPRIT = re.compile(r"Culprit rank (?P<rank>\d{1,7}); (?:Error type: )?(?:Matc
 
 
 def _ranks(text: str) -> list[int]:
-    return sorted({int(r) for r in re.findall(r"\d+", text)})
+    """The ranks a list names (a number of more than seven digits is no rank), at most 4096."""
+    return sorted({int(r) for r in re.findall(r"(?<!\d)\d{1,7}(?!\d)", text)})[:4096]
 
 
 def _op(text: str) -> str:

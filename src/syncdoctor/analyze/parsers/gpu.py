@@ -56,7 +56,7 @@ _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
 # the runtime's error by its name, then its words (CuPy's ``CUDARuntimeError: cudaErrorInvalidDevicePointer: invalid
 # device pointer``, Numba's, a program's own check)
 _CUDA_NAMED = re.compile(r"\bcudaError(?!None\b|NotReady\b)[A-Z]\w{2,40}: (?P<msg>[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
-_XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
+_XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d{1,4})(?!\d)")
 # DCGM's health check (dcgmi health, its diagnostics): ``Detected XID 79 for GPU 3``
 _DCGM_XID = re.compile(r"Detected XID (?P<xid>\d{1,3}) for GPU (?P<gpu>\d{1,3})")
 # a kernel line quoted inside another tool's line (an alert: "Xid errors on instance: h, Error: May 19 07:08:57 h

@@ -136,7 +136,7 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
         return [replace(make_event(Kind.EXCEPTION, line, data={  # (the frames are the reporter's: not kept)
             "type": exc_type, "message": f"its part of a distributed checkpoint failed (reported by {reporter})",
             "reported_by": line.origin.rank, "report": True}), origin=Origin(rank=rank))
-            for rank in sorted({int(r) for r in re.findall(r"\d+", failed["ranks"])})[:64]]
+            for rank in sorted({int(r) for r in re.findall(r"(?<!\d)\d{1,7}(?!\d)", failed["ranks"])})[:64]]
     events = [make_event(Kind.EXCEPTION, line, data=data)]
     oom = _OOM.search(message)
     if oom or (short == "OutOfMemoryError" and not exc_type.startswith("ray.")):  # Ray's: host memory, its monitor

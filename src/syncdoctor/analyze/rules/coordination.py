@@ -30,7 +30,8 @@ def coordination_service(tl: Timeline) -> list[Hypothesis]:
         affected = sorted(r for r, s in tl.ranks.items() if r not in lost and s.first_failure is not None)
         out.append(hypothesis(
             tl, Category.RANK_CRASHED, 0.8,
-            f"{who} stopped sending heartbeats to the coordination service: it failed, was preempted or crashed",
+            f"{who} stopped sending heartbeats to the coordination service: {'they' if len(lost) > 1 else 'it'} "
+            f"failed, {'were' if len(lost) > 1 else 'was'} preempted or crashed",
             culprits=lost, affected=affected,
             what=("XLA's coordination service expects a heartbeat from every task (process) of the job; it stopped "
                   f"hearing from {who} and ended the job for everyone. The other processes' errors follow from it."),
