@@ -447,3 +447,23 @@ def test_numbers_too_long_to_be_ranks_or_xids_are_none(tmp_path: Path) -> None:
     assert diagnose(tmp_path, dcp).hypotheses[0].culprit_ranks == (2,)
     xid = "NVRM: Xid (PCI:0000:3b:00): " + "9" * 4000 + ", pid=1\n"
     assert not [e for e in events_of(xid) if e.kind is Kind.GPU_ERROR and e.data.get("xid") is not None]
+
+
+def test_the_fabrics_and_the_gpus_tools_and_serving_stacks_words_are_never_silent(tmp_path: Path) -> None:
+    _each_read(tmp_path, {
+        "Recommendation                  : Cable is unplugged": Category.IB_PORT_DOWN,
+        "   Reason=IB link down mlx5_2 [root@2026-12-05T04:12:33]": Category.IB_PORT_DOWN,
+        "        Reset Required                    : Yes": Category.GPU_ERROR,
+        "   Reason=gres/gpu count reported lower than configured (7 < 8) [slurm@2026-12-05T04:12:33]": Category.GPU_ERROR,
+        "Unable to retrieve NVLink information as all links are inActive": Category.GPU_ERROR,
+        "-E- Links Check finished with errors": None,
+        "   Reason=Not responding [slurm@2026-12-05T04:12:33]": None,
+        "thread 'main' panicked at launcher/src/main.rs:1384:18: --num-shard and CUDA_VISIBLE_DEVICES are not set": None,
+        "[12/05/2026-04:56:31] [TRT-LLM] [C] MpiSession shutdown timeout after 60s; calling MPI_Abort": None,
+        "[rank0]: Parameter at index 73 has been marked as ready twice. This means that multiple autograd engine hooks": None,
+        "[rank1]: torch._dynamo.exc.Unsupported: P2POp mutation": None,
+    })
+    # the same tools' healthy fields are none
+    healthy = ("        Reset Required                    : No\nRecommendation                  : No issue was observed\n"
+               "-I- Links Check                         0          4\n\tLink detected: yes\n")
+    assert diagnose(tmp_path, healthy).hypotheses == ()

@@ -383,6 +383,13 @@ ANCHORS: tuple[bytes, ...] = (
     b"etcd.Etcd",
     # nccl-tests refusing or ending a run
     b"Test timeout (", b"Invalid number of GPUs", b"Incompatible NCCL versions", b"This test requires",
+    # a Rust program's panic, TensorRT-LLM's critical level, DDP's reducer, torch.compile's own exceptions
+    b"panicked at", b"[TRT-LLM] [C]", b"marked as ready twice", b"._dynamo.exc.",
+    # what the fabric's and the GPUs' tools print when something is wrong (ibdiagnet, mlxlink, nvidia-smi, DCGM, Slurm's
+    # node reasons, ethtool)
+    b"-E- ", b"Cable is unplugged", b"Signal not detected", b"No partner detected", b"Bad signal integrity",
+    b"temperature shutdown", b"Unsupported cable", b": Yes", b"links are inActive", b"s NvLink", b"unsuccessfully written",
+    b"needs reset", b"Reason=", b"Link detected: no",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -118,6 +118,20 @@ _ERROR = re.compile(
     # running with NCCL 22809``, ``This test requires GIN support, but …``)
     r"|\bTest timeout \(\d+s\)|\bInvalid number of GPUs: \d+ requested\b|\bIncompatible NCCL versions\b"
     r"|\bThis test requires \w+ support, but\b"
+    # a Rust program's panic (TGI's launcher, Dynamo's runtime: ``thread 'main' panicked at launcher/src/main.rs:1384:18:
+    # …``), TensorRT-LLM's logger at its critical level (``[TRT-LLM] [C] MpiSession shutdown timeout after 60s; calling
+    # MPI_Abort …``), DDP's reducer on a parameter whose gradient hook fired twice (its RuntimeError's text alone)
+    r"|\bthread '[^'\n]{1,100}' panicked at\b|\[TRT-LLM\] \[[CE]\] |\bhas been marked as ready twice\b"
+    # what the fabric's and the GPUs' tools print when something is wrong, pasted beside a job: ibdiagnet's errors
+    # (``-E- Links Check finished with errors``), mlxlink's recommendation for a link that is down, nvidia-smi's fields
+    # asking for a reset (``Reset Required : Yes``) and its NVLinks all down, DCGM's NVSwitch link down and failed peer
+    # writes, a GPU that needs a reset, Slurm's reason for a node taken out (``Reason=Not responding``, ``Reason=gres/gpu
+    # count reported lower than configured``), ethtool's link down
+    r"|^\s*-E- |\bRecommendation\s*: (?:Cable is unplugged|Signal not detected|No partner detected|Bad signal integrity"
+    r"|Module temperature shutdown|Unsupported cable)\b|\b(?:Reset Required|Drain and Reset Recommended|Remapping Failure "
+    r"Occurred)\s*: Yes\b|\ball links are inActive\b|'s NvLink \d+ is down\b|\bunsuccessfully written to by GPU\b"
+    r"|\bneeds reset \(detected\b|\bReason=(?:Not responding|Node unexpectedly rebooted|Kill task failed|gres/gpu count "
+    r"reported lower|[\w:]+ count too low|IB link down|NHC: )|^\s*Link detected: no\b"
     r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"

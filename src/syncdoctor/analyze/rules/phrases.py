@@ -127,7 +127,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bGPU count mismatch\b|\bgpu count mismatch\b|\bcheck_gpu_count: Expected to see \d+ but found \d+"
                 r"|\bGPU (?:\d+ )?requires (?:a )?reset\b|Recovery action: \d \((?:GPU_RESET|NODE_REBOOT|DRAIN_AND_RESET)\)"
                 r"|NaN-value memory elements|memory mismatch was detected on GPU|uncorrectable row remap limit"
-                r"|retired (?:pages )?due to DBEs|together with a DBE|\bNvLink errors on GPU\b|\bGPU \d+ has \d+ links down", _I)),
+                r"|retired (?:pages )?due to DBEs|together with a DBE|\bNvLink errors on GPU\b|\bGPU \d+ has \d+ links down"
+                # nvidia-smi's and DCGM's fields and findings, Slurm's reason for a node with fewer GPUs
+                r"|\b(?:Reset Required|Drain and Reset Recommended|Remapping Failure Occurred)\s*: Yes\b"
+                r"|\ball links are inActive\b|'s NvLink \d+ is down\b|\bunsuccessfully written to by GPU\b"
+                r"|\bneeds reset \(detected\b|\bReason=(?:gres/gpu count reported lower|[\w:]*gpu[\w:]* count too low)", _I)),
     # NVML (nvidia-smi, NCCL's nvmlwrap) after a driver update the host was not rebooted for: the kernel module
     # loaded is the old one, the library the new one
     (Category.GPU_ERROR, "a GPU driver whose kernel module and library differ (updated without a reboot; the GPU "
@@ -193,7 +197,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|Port module event: module \d+, Cable unplugged|didn't send any completion for admin cmd"
                 r"|FW STALL Detected"
                 # health checkers' findings on the NICs: a link that flaps, HCAs or ports missing
-                r"|\bib link flap(?:ping)? detected\b|\bHCAs found, but expected\b|\bport\(s\) are active and\b", _I)),
+                r"|\bib link flap(?:ping)? detected\b|\bHCAs found, but expected\b|\bport\(s\) are active and\b"
+                # mlxlink's recommendation for a link that is down, Slurm's reason for a node whose IB link went down
+                r"|\bRecommendation\s*: (?:Cable is unplugged|Signal not detected|No partner detected|Bad signal integrity"
+                r"|Module temperature shutdown|Unsupported cable)\b|\bReason=IB link down\b", _I)),
     # Ascend HCCL's own checks of the ranks' addresses: ``rank[0] device ip family[2] is not same as others[10].``
     # (IPv4 on one, IPv6 on the rest), ``… Do not configure ranks belonging to different physical superpod ID info a
     # single logical superpod ID`` (a virtual NIC that cannot reach the other superpod)
