@@ -467,3 +467,34 @@ def test_the_fabrics_and_the_gpus_tools_and_serving_stacks_words_are_never_silen
     healthy = ("        Reset Required                    : No\nRecommendation                  : No issue was observed\n"
                "-I- Links Check                         0          4\n\tLink detected: yes\n")
     assert diagnose(tmp_path, healthy).hypotheses == ()
+
+
+def test_neurons_collectives_a_grpc_call_and_cuda_initialization_in_their_words(tmp_path: Path) -> None:
+    _each_read(tmp_path, {
+        "2026-Dec-05 05:10:15.0924 93703:93705 [0] init.cc:655 CCOM WARN Unable to run multi-instance workload.  Ofi "
+        "plugin is not installed or EFA is not enabled": Category.SOCKET_FALLBACK,
+        '2026-12-05 05:13:11.155135: W tensorflow/core/distributed_runtime/rpc/grpc_remote_master.cc:157] RPC failed '
+        'with status = "UNAVAILABLE: Socket closed"': None,
+        "UserWarning: CUDA initialization: CUDA driver initialization failed, you might not have a CUDA gpu.": None,
+        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040).":
+            Category.GPU_ERROR,
+    })
+    # a warning of CUDA's start-up that names no failure is none
+    assert diagnose(tmp_path, "UserWarning: CUDA initialization: Found no NVIDIA driver on your system is expected on "
+                              "this CPU host\n").hypotheses == ()
+
+
+def test_a_worker_torchelastic_finds_stuck_in_the_kernel_never_arrives(tmp_path: Path) -> None:
+    # torch 2.13's agent watching its workers' process state
+    _each_read(tmp_path, {
+        "E1205 05:25:10.123000 1234 torch/distributed/elastic/agent/server/local_elastic_agent.py:554] [default] Worker "
+        "pid=5678 stuck in uninterruptible sleep (D-state) for 300.2s (>= 300.0s); marking worker group UNHEALTHY and "
+        "disabling restarts.": Category.LAGGING_RANK,
+        "E1205 05:25:40.500000 1234 torch/distributed/elastic/multiprocessing/api.py:906] Process 5678 did not exit after "
+        "SIGKILL within 30s; abandoning and continuing teardown. Worker may be in uninterruptible kernel sleep (e.g. "
+        "wedged on GPU/NIC); host may need to be recycled.": Category.LAGGING_RANK,
+    })
+    # the agent's notice when a worker merely entered that state is a warning, no failure yet
+    assert diagnose(tmp_path, "W1205 05:20:10.000000 1234 torch/distributed/elastic/agent/server/local_elastic_agent.py:"
+                              "586] [default] Worker pid=5678 entered uninterruptible sleep (D-state); will mark UNHEALTHY "
+                              "if it remains for 300.0s.\n").hypotheses == ()

@@ -390,6 +390,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"-E- ", b"Cable is unplugged", b"Signal not detected", b"No partner detected", b"Bad signal integrity",
     b"temperature shutdown", b"Unsupported cable", b": Yes", b"links are inActive", b"s NvLink", b"unsuccessfully written",
     b"needs reset", b"Reason=", b"Link detected: no",
+    # AWS Neuron's collectives; a gRPC call that failed (TensorFlow, XRT)
+    b"CCOM WARN", b"RPC failed with status",
+    # a glog line at severity E in October to December (``E0`` covers January to September), torchelastic's D-state
+    b"E10", b"E11", b"E12", b"uninterruptible",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

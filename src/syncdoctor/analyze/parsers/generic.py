@@ -132,6 +132,13 @@ _ERROR = re.compile(
     r"Occurred)\s*: Yes\b|\ball links are inActive\b|'s NvLink \d+ is down\b|\bunsuccessfully written to by GPU\b"
     r"|\bneeds reset \(detected\b|\bReason=(?:Not responding|Node unexpectedly rebooted|Kill task failed|gres/gpu count "
     r"reported lower|[\w:]+ count too low|IB link down|NHC: )|^\s*Link detected: no\b"
+    # AWS Neuron's collectives (``CCOM WARN Unable to run multi-instance workload. Ofi plugin is not installed or EFA is
+    # not enabled``) and a gRPC call that failed in TensorFlow's or XRT's words (``RPC failed with status =
+    # "UNAVAILABLE: Socket closed"``)
+    r"|\bCCOM WARN\b|\bRPC failed with status = \"(?:UNAVAILABLE|DEADLINE_EXCEEDED|ABORTED|INTERNAL)\b"
+    # torchelastic (2.13+) on a worker stuck in the kernel (``Worker pid=5678 stuck in uninterruptible sleep (D-state) for
+    # 300.2s``)
+    r"|\bstuck in uninterruptible sleep\b"
     r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"
@@ -256,7 +263,7 @@ _BENIGN = re.compile(
 
 # warnings that are the failure itself: PyTorch finding no usable GPU at start-up, or built without this GPU's
 # architecture (both a ``UserWarning``; what fails next is the program's first use of the GPU)
-_WARNED = re.compile(r"CUDA initialization: [^\n]{0,40}\berror\b|is not compatible with the current PyTorch installation"
+_WARNED = re.compile(r"CUDA initialization: [^\n]{0,60}\b(?:error|failed|too old)\b|is not compatible with the current PyTorch installation"
                      r"|\bfailed due to oom\b")  # (Ray retries the task: the kill happened all the same)
 
 

@@ -245,6 +245,14 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.LOOPBACK_ADDRESS, "a peer that advertised a loopback address (localhost) to the other hosts",
      re.compile(r"'remote_host': '(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1)'"
                 r"|\bremote_host=(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3})\b", _I)),
+    # torchelastic (2.13+) watching its workers: one stuck in the kernel (uninterruptible sleep, D state) past its bound,
+    # or left unkillable after SIGKILL: a GPU, NIC or file system it waits on hung; that worker never arrives
+    (Category.LAGGING_RANK, "a worker stuck in the kernel (uninterruptible sleep: a GPU, NIC or file system it waits on "
+     "hung; its host may need a reboot)",
+     re.compile(r"stuck in uninterruptible sleep \(D-state\)|did not exit after SIGKILL[^\n]{0,80}uninterruptible", _I)),
+    # AWS Neuron's collectives without EFA (its OFI plugin missing): no traffic between instances at all
+    (Category.SOCKET_FALLBACK, "collectives without the fabric between instances (the OFI plugin or EFA missing)",
+     re.compile(r"Ofi plugin is not installed or EFA is not enabled", _I)),
     # a host whose own network went away (its bond's last link down)
     (Category.NETWORK_PARTITION, "a host whose network went down (its bond's last link)",
      re.compile(r"now running without any active interface|link status definitely down", _I)),
