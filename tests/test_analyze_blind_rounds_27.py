@@ -39,6 +39,8 @@ def test_the_line_that_ends_a_tracebacks_frames_is_its_exception_whatever_its_na
     assert diagnose(tmp_path, enforce).hypotheses[0].category is Category.UNRECOGNISED
     exceptions = [e for e in events_of(_FRAMES + "WARNING: rank 1 saved\n") if e.kind is Kind.EXCEPTION]
     assert exceptions == []
+    # nor is a shell's word after a traceback cut before its exception (``Killed``: the OOM killer's SIGKILL)
+    assert [e for e in events_of(_FRAMES + "Killed\n") if e.kind is Kind.EXCEPTION] == []
 
 
 def test_an_exception_named_for_a_wait_or_an_abort_on_a_line_alone_is_never_silent(tmp_path: Path) -> None:

@@ -196,7 +196,8 @@ class TracebackFollower:
             self.sources[-1] = body.strip()[:200]
             return True  # a frame's source line with its indentation stripped
         self.ended = True
-        if found is None and self.frames and (ending := _ENDING_EXCEPTION.match(body.strip())):
+        if found is None and self.frames and (ending := _ENDING_EXCEPTION.match(body.strip())) \
+                and ("." in ending["type"] or ending["msg"] is not None):  # (a shell's ``Killed`` alone is no class)
             found = (ending["type"], ending["msg"] or "")
         if found and not found[0].endswith("ChildFailedError"):  # the launcher's own traceback
             self.events = _exception_events(line, found[0], found[1], self.frames)
