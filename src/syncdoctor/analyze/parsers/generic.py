@@ -17,8 +17,25 @@ import re
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["parse"]
+__all__ = ["CONNECTIONS_DROPPED", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS", "parse"]
 
+# words for a failure that carry no error word, each an error line here and read for its category by rules.phrases
+# (one list for both): health checkers' and tools' findings on a GPU (NHC, aznhc, gpud, DCGM's diagnostics, GCM,
+# nvidia-smi's fields) and on a NIC (mlx5's health poll and firmware commands, EFA's admin queue, a link that flaps,
+# HCAs missing, mlxlink's recommendation for a link that is down), a host's network gone (its bond's last link) and a
+# host dropping connections (conntrack full, ARP table overflow, a port's listen backlog: ``Possible SYN flooding on
+# port 10.1.2.3:29500``)
+GPU_FINDINGS = (r"GPU count mismatch|gpu count mismatch|GPU (?:\d+ )?requires (?:a )?reset\b|NaN-value memory elements"
+                r"|memory mismatch was detected on GPU|uncorrectable row remap limit|retired (?:pages )?due to DBEs"
+                r"|together with a DBE|NvLink errors on GPU\b|GPU \d+ has \d+ links down"
+                r"|(?:Reset Required|Drain and Reset Recommended|Remapping Failure Occurred)\s*: Yes\b"
+                r"|all links are inActive\b|'s NvLink \d+ is down\b|unsuccessfully written to by GPU\b|needs reset \(detected")
+NIC_FINDINGS = (r"health compromised|PCI slot is unavailable\b|Will cause a leak of a command resource\b"
+                r"|didn't send any completion for admin cmd|ib link flap(?:ping)? detected\b|HCAs found, but expected\b"
+                r"|Recommendation\s*: (?:Cable is unplugged|Signal not detected|No partner detected|Bad signal integrity"
+                r"|Module temperature shutdown|Unsupported cable)\b")
+HOST_NETWORK_DOWN = r"now running without any active interface|link status definitely down"
+CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port"
 _ERROR = re.compile(
     r"(?:\b(?:[A-Z]\w*(?:Error|Exception)|error|ERROR|Error|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Ff]ailure|[Aa]borted|"
     r"[Kk]illed|Segmentation fault|core dumped|Traceback)\b|\|[A-Z]{2,8}_(?:ERROR|FATAL)\||\bexit(?:ed)?(?: with)?(?: code|code|status)[:= ]+-?[1-9]|"
@@ -65,8 +82,6 @@ _ERROR = re.compile(
     # sample_tokens timed out``, ``NCCL collective timeout: WorkNCCL(…)``, ``dispatch NVL receiver timeout, channel: 9``);
     # an option's value is none (``collective timeout: 1800``, ``read timeout to 30 s``)
     r"|\b(?:[Tt]imed|TIMED)[ -]?(?:out|OUT)\b"
-    # an exception class named for a wait or an abort, without an error word (PaddlePaddle's ``FSTimeOut: …``,
-    # ``FSShellCmdAborted: …``)
     # a library that cannot use the hardware as set up, in its words (NIXL's UCX without CUDA, Mooncake's RoCE GID)
     r"|\bUCX CUDA support was not found\b|\bdetected as host by UCX\b|\bGID is NULL\b"
     # PyTorch's ProcessGroupUCC: its out-of-band exchange through the store failed (``(oob_allgather) Caught exception
@@ -88,11 +103,9 @@ _ERROR = re.compile(
     # timeouts and module events, a TX queue that stopped, EFA's admin queue, an NVSwitch's SXid, the driver and the
     # library apart, PCIe's containment and a GPU not back after a reset, the host's bond, conntrack and ARP tables,
     # a listen backlog overflowing, libibverbs's memlock warning, an RDMA test's own words (``Couldn't register MR``)
-    r"|health compromised|\bPCI slot is unavailable\b|\bWill cause a leak of a command resource\b|\bCable unplugged\b"
-    r"|\bTX timeout on queue\b|\btransmit timeout\b|didn't send any completion for admin cmd|\bSXid\b"
+    r"|\bCable unplugged\b|\bTX timeout on queue\b|\btransmit timeout\b|\bSXid\b"
     r"|\bAPI mismatch: the client\b|\bDPC: containment event\b|\bnot ready \d+ms after FLR\b"
-    r"|\bnow running without any active interface\b|\blink status definitely down\b|\btable full, dropping packet\b"
-    r"|\bneighbou?r table overflow\b|\bPossible SYN flooding on port\b|\bRLIMIT_MEMLOCK is \d+ bytes\b"
+    r"|\b(?:" + HOST_NETWORK_DOWN + r")\b|\b(?:" + CONNECTIONS_DROPPED + r")\b|\bRLIMIT_MEMLOCK is \d+ bytes\b"
     r"|\bCouldn't (?:get context|register MR|connect to|create QP|modify QP|change QP)\b"
     # the host's storage under a job: the kernel's OOM killer invoked, a file system gone read-only or shut down, an
     # NVMe command timing out, Lustre losing a server, GPFS's own errors (``2026-12-05_03:41:07.123+0000: [E] Node …
@@ -104,10 +117,7 @@ _ERROR = re.compile(
     # health checkers' verdicts (NHC, aznhc, gpud, DCGM, GCM, the HyperPod and ParallelCluster checks), Flux's job
     # exceptions (severity 0: fatal), Horovod's stall inspector, a scheduler killing the job (PBS, LSF)
     r"|\[FAIL\] |\bHealth check failed\b|\bMarking \w+ [\w.\-]+ offline\b|\bexit_code: ExitCode\.CRITICAL\b"
-    r"|\bGPU count mismatch\b|\bgpu count mismatch\b|\bGPU (?:\d+ )?requires (?:a )?reset\b|\bRecovery action: \d \("
-    r"|NaN-value memory elements|memory mismatch was detected on GPU|uncorrectable row remap limit"
-    r"|retired (?:pages )?due to DBEs|together with a DBE|\bNvLink errors on GPU\b|\bGPU \d+ has \d+ links down"
-    r"|\bib link flap(?:ping)? detected\b|\bHCAs found, but expected\b"
+    r"|\b(?:" + GPU_FINDINGS + r")|\bRecovery action: \d \(|\b(?:" + NIC_FINDINGS + r")"
     r"|\bjob\.exception \w+ type=\w+ severity=0\b|\bis stalled for longer than \d+ seconds\b"
     r"|=>> PBS: job killed:|\bTERM_[A-Z_]{3,30}: job killed\b"
     # a qualified exception class whose name ends in none of the usual words (``etcd.EtcdConnectionFailed: No more
@@ -127,11 +137,8 @@ _ERROR = re.compile(
     # asking for a reset (``Reset Required : Yes``) and its NVLinks all down, DCGM's NVSwitch link down and failed peer
     # writes, a GPU that needs a reset, Slurm's reason for a node taken out (``Reason=Not responding``, ``Reason=gres/gpu
     # count reported lower than configured``), ethtool's link down
-    r"|^\s*-E- |\bRecommendation\s*: (?:Cable is unplugged|Signal not detected|No partner detected|Bad signal integrity"
-    r"|Module temperature shutdown|Unsupported cable)\b|\b(?:Reset Required|Drain and Reset Recommended|Remapping Failure "
-    r"Occurred)\s*: Yes\b|\ball links are inActive\b|'s NvLink \d+ is down\b|\bunsuccessfully written to by GPU\b"
-    r"|\bneeds reset \(detected\b|\bReason=(?:Not responding|Node unexpectedly rebooted|Kill task failed|gres/gpu count "
-    r"reported lower|[\w:]+ count too low|IB link down|NHC: )|^\s*Link detected: no\b"
+    r"|^\s*-E- |\bReason=(?:Not responding|Node unexpectedly rebooted|Kill task failed|gres/gpu count reported lower"
+    r"|[\w:]+ count too low|IB link down|NHC: )|^\s*Link detected: no\b"
     # AWS Neuron's collectives (``CCOM WARN Unable to run multi-instance workload. Ofi plugin is not installed or EFA is
     # not enabled``) and a gRPC call that failed in TensorFlow's or XRT's words (``RPC failed with status =
     # "UNAVAILABLE: Socket closed"``)
@@ -139,6 +146,8 @@ _ERROR = re.compile(
     # torchelastic (2.13+) on a worker stuck in the kernel (``Worker pid=5678 stuck in uninterruptible sleep (D-state) for
     # 300.2s``)
     r"|\bstuck in uninterruptible sleep\b"
+    # an exception class named for a wait or an abort, without an error word (PaddlePaddle's ``FSTimeOut: …``,
+    # ``FSShellCmdAborted: …``)
     r"|\b[A-Z][A-Za-z0-9]*(?:TimeOut|Timeout|Aborted)(?=: (?![\d.]+(?:[mnu]?s|sec|seconds?|min)?$))"
     r"|\b(?:collective|operation|connection|connect|socket|rendezvous|barrier|RPC|request|handshake|receiver|sender|"
     r"forwarder|recv|send|dispatch|combine|wait|read|write|[Ww]atchdog|heartbeat|job) [Tt]imeout\b"

@@ -19,6 +19,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.parsers.generic import (
+    CONNECTIONS_DROPPED,
+    GPU_FINDINGS,
+    HOST_NETWORK_DOWN,
+    NIC_FINDINGS,
+)
 
 __all__ = ["DEVICE_ASSERT", "Reading", "read_as", "strongest"]
 
@@ -122,16 +128,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # back (``nvidia 0000:2a:00.0: not ready 65535ms after FLR; giving up``)
                 r"|\bSXid\b|\bnvidia [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: (?:not ready \d+ms after FLR|Unable to change "
                 r"power state)"
-                # health checkers' findings (NHC, aznhc, gpud, DCGM's diagnostics, GCM): a GPU missing, lost or asking
-                # for a reset, its memory failing its test, its NVLinks erring
-                r"|\bGPU count mismatch\b|\bgpu count mismatch\b|\bcheck_gpu_count: Expected to see \d+ but found \d+"
-                r"|\bGPU (?:\d+ )?requires (?:a )?reset\b|Recovery action: \d \((?:GPU_RESET|NODE_REBOOT|DRAIN_AND_RESET)\)"
-                r"|NaN-value memory elements|memory mismatch was detected on GPU|uncorrectable row remap limit"
-                r"|retired (?:pages )?due to DBEs|together with a DBE|\bNvLink errors on GPU\b|\bGPU \d+ has \d+ links down"
-                # nvidia-smi's and DCGM's fields and findings, Slurm's reason for a node with fewer GPUs
-                r"|\b(?:Reset Required|Drain and Reset Recommended|Remapping Failure Occurred)\s*: Yes\b"
-                r"|\ball links are inActive\b|'s NvLink \d+ is down\b|\bunsuccessfully written to by GPU\b"
-                r"|\bneeds reset \(detected\b|\bReason=(?:gres/gpu count reported lower|[\w:]*gpu[\w:]* count too low)", _I)),
+                # health checkers' and tools' findings (parsers.generic's list), NHC's GPU count, DCGM's recovery
+                # action, Slurm's reason for a node with fewer GPUs
+                r"|\b(?:" + GPU_FINDINGS + r")|\bcheck_gpu_count: Expected to see \d+ but found \d+"
+                r"|Recovery action: \d \((?:GPU_RESET|NODE_REBOOT|DRAIN_AND_RESET)\)"
+                r"|\bReason=(?:gres/gpu count reported lower|[\w:]*gpu[\w:]* count too low)", _I)),
     # NVML (nvidia-smi, NCCL's nvmlwrap) after a driver update the host was not rebooted for: the kernel module
     # loaded is the old one, the library the new one
     (Category.GPU_ERROR, "a GPU driver whose kernel module and library differ (updated without a reboot; the GPU "
@@ -191,16 +192,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # Ascend's NPU NIC (RoCE) port down (``EJ0002: … The network port is down.Suggest: run hccn_tool -i 3
                 # -link -g``)
                 r"|\bEJ0002\b[^\n]{0,80}\bnetwork port is down"
-                # the NIC's driver on the NIC itself failing: mlx5's health poll and firmware commands, its module
-                # unplugged, EFA's admin queue, Broadcom's firmware stalled
-                r"|health compromised|PCI slot is unavailable|Will cause a leak of a command resource"
-                r"|Port module event: module \d+, Cable unplugged|didn't send any completion for admin cmd"
-                r"|FW STALL Detected"
-                # health checkers' findings on the NICs: a link that flaps, HCAs or ports missing
-                r"|\bib link flap(?:ping)? detected\b|\bHCAs found, but expected\b|\bport\(s\) are active and\b"
-                # mlxlink's recommendation for a link that is down, Slurm's reason for a node whose IB link went down
-                r"|\bRecommendation\s*: (?:Cable is unplugged|Signal not detected|No partner detected|Bad signal integrity"
-                r"|Module temperature shutdown|Unsupported cable)\b|\bReason=IB link down\b", _I)),
+                # the NIC itself failing (parsers.generic's list), its module unplugged, Broadcom's firmware stalled,
+                # ports missing, Slurm's reason for a node whose IB link went down
+                r"|" + NIC_FINDINGS + r"|Port module event: module \d+, Cable unplugged|FW STALL Detected"
+                r"|\bport\(s\) are active and\b|\bReason=IB link down\b", _I)),
     # Ascend HCCL's own checks of the ranks' addresses: ``rank[0] device ip family[2] is not same as others[10].``
     # (IPv4 on one, IPv6 on the rest), ``… Do not configure ranks belonging to different physical superpod ID info a
     # single logical superpod ID`` (a virtual NIC that cannot reach the other superpod)
@@ -255,12 +250,12 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"Ofi plugin is not installed or EFA is not enabled", _I)),
     # a host whose own network went away (its bond's last link down)
     (Category.NETWORK_PARTITION, "a host whose network went down (its bond's last link)",
-     re.compile(r"now running without any active interface|link status definitely down", _I)),
+     re.compile(HOST_NETWORK_DOWN, _I)),
     # a host dropping connections itself (its connection-tracking table full, its ARP table overflowing, the store's
     # listen backlog overflowing on a large job: ``Possible SYN flooding on port 10.1.2.3:29500``)
     (Category.PEER_UNREACHABLE, "a host that dropped connections (connection tracking full, ARP table overflow, the "
      "listen backlog of a port overflowing)",
-     re.compile(r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port", _I)),
+     re.compile(CONNECTIONS_DROPPED, _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"
