@@ -135,16 +135,17 @@ XIDS: dict[int, Xid] = {
     119: Xid("the GPU's system processor (GSP) did not answer the driver in time", "firmware", _GSP),
     120: Xid("the GPU's system processor (GSP) reported an error", "firmware", _GSP),
     140: Xid("an unrecovered ECC error in the GPU's memory", "memory", _ECC),
-    144: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
-    145: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
-    146: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
-    147: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
-    148: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
-    149: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
-    150: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK),
+    **{number: Xid("an NVLink error (Blackwell's NVLink reports)", "nvlink", _NVLINK) for number in range(144, 151)},
     154: Xid("the driver names the recovery this GPU needs (a GPU reset, a node reboot)", "firmware",
              "do what the line asks (reset the GPU, reboot the node) before the GPU runs again"),
 }
+
+
+def _hardware(*xids: int) -> bool:
+    """Whether one of these Xids is the node's (an Xid the table does not hold counts as the node's)."""
+    return any(xid not in XIDS or XIDS[xid].fault not in ("program", "after") for xid in xids)
+
+
 # a CUDA kernel's own assertion (ATen's bounds checks, a custom kernel's assert): ``/pytorch/aten/src/ATen/native/
 # cuda/IndexKernel.cu:111: operator(): block: [0,0,0], thread: [0,0,0] Assertion `… "index out of bounds"` failed.``
 _KERNEL_ASSERT = re.compile(r"(?P<file>[\w.\-]+\.cuh?):(?P<line>\d+): [^\n]{0,200}?block: \[[\d,]+\], thread: \[[\d,]+\] "
@@ -325,19 +326,17 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_PCI, line, data={"pci": match["pci"].lower()})]
     match = _DCGM_XID.search(body) if "XID" in body else None
     if match:  # DCGM's health check naming the GPU by its index
-        xid = XIDS.get(int(match["xid"]))
         return [make_event(Kind.GPU_ERROR, line, data={
             "xid": int(match["xid"]), "gpu": int(match["gpu"]), "message": body.strip()[:160],
-            "hardware": xid is None or xid.fault not in ("program", "after"), "source": "dcgm"})]
+            "hardware": _hardware(int(match["xid"])), "source": "dcgm"})]
     match = _XID.search(body)
     if match:
         quoted = _SYSLOG_HOST.search(body[:match.start()]) if line.origin.host is None else None
         # newer drivers name the Xid a cleanup follows (``45, pid=…, Ch 00000001 caused by previous Xid 149``)
         cause = _CAUSED_BY.search(body, match.end())
-        told = [XIDS.get(int(match["xid"]))] + ([XIDS.get(int(cause[1]))] if cause else [])
         return [make_event(Kind.GPU_ERROR, line, origin=Origin(host=quoted["host"]) if quoted else None, data={
             "xid": int(match["xid"]), "pci": match["pci"], "message": body[match.end():].strip(" ,")[:160],
-            "hardware": any(x is None or x.fault not in ("program", "after") for x in told), "source": "xid",
+            "hardware": _hardware(int(match["xid"]), *([int(cause[1])] if cause else [])), "source": "xid",
             **({"caused_by": int(cause[1])} if cause else {})})]
     if "TOO_MANY_PEERS" in body or "peer mapping resources exhausted" in body:
         # CUDA's limit of peers per device (8 on most GPUs): peer access to one more GPU refused, no fault of a GPU
