@@ -235,10 +235,10 @@ _UCC_TIMEOUT = re.compile(r"timeout (?P<s>\d{1,7}) sec\. has expired on coll_typ
 # proc-exit-no-sync and proc-exit-no-sync-unknown): ``mpirun has exited due to process rank 3 with PID 12345 on`` /
 # ``node node-3 exiting improperly. There are three reasons this could occur:`` (or ``… calling "abort". This may have
 # caused other processes``); wrapped there, on one line where a paste joined them
-_OMPI_EXITED = re.compile(r"\b(?:mpirun|mpiexec|orterun|prterun|prte|\S+) has exited due to process rank (?P<rank>\d{1,7}) "
-                          r"with PID (?P<pid>\d{1,10}) on(?:\s+node (?P<host>[\w.\-]+)(?:\s+(?P<how>exiting "
-                          r"improperly|calling(?: \"abort\")?))?)?")
-_OMPI_EXITED_NODE = re.compile(r"^\s*node (?P<host>[\w.\-]+)(?:\s+(?P<how>exiting improperly|calling(?: \"abort\")?))?")
+_OMPI_EXITED_HOW = r"node (?P<host>[\w.\-]+)(?:\s+(?P<how>exiting improperly|calling(?: \"abort\")?))?"
+_OMPI_EXITED = re.compile(r"has exited due to process rank (?P<rank>\d{1,7}) with PID (?P<pid>\d{1,10}) on(?:\s+"
+                          + _OMPI_EXITED_HOW + ")?")
+_OMPI_EXITED_NODE = re.compile(r"^\s*" + _OMPI_EXITED_HOW)
 
 
 def _ompi_exited(line: Line, rank: int, pid: int, host: str | None, how: str | None) -> list[Event]:
