@@ -21,6 +21,7 @@ import pytest
 from syncdoctor.autowatch import PTH_LINE, PTH_NAME
 from syncdoctor.cli.run import option_name, watch_env
 from syncdoctor.errors import UsageError
+from watch_helpers import watcher_said
 
 DATA = Path(__file__).parent / "data" / "autowatch"
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,7 +179,7 @@ def _check_late_rank_named_alone(stdout: str, events_file: Path) -> None:
     late_step = 3
     others_waiting = max(d["at"] for d in lines if d.get("step") == late_step and d["rank"] != 2)
     first = next((e for e in events if e["code"] == "W101"), None)
-    assert first is not None, events
+    assert first is not None, watcher_said(events, stdout)
     assert first["ranks"] == [2], first
     assert not [e for e in events if e["code"] == "W101" and e["ranks"] != [2]], events
     delay = first["at"] - others_waiting

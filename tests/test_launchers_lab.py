@@ -21,6 +21,7 @@ import pytest
 from conftest import requires_root
 from syncdoctor.testing.mpi import mpi_available, mpirun_argv
 from syncdoctor.testing.slurm import SlurmCluster, slurm_available
+from watch_helpers import watcher_said
 
 pytestmark = [requires_root, pytest.mark.slow]
 
@@ -53,7 +54,7 @@ def _late_rank_named_alone(stdout: str, events_file: Path, launcher: str) -> Non
     arrived = [d["at"] for d in lines if d.get("step") == LATE_STEP and d["rank"] != LATE_RANK]
     assert len(arrived) == 3, lines
     first = next((e for e in events if e["code"] == "W101"), None)
-    assert first is not None, events
+    assert first is not None, watcher_said(events, stdout)
     assert first["ranks"] == [LATE_RANK] and first["detail"].get("late", {}).get(str(LATE_RANK)) is not None, first
     assert not [e for e in events if e["code"] == "W101" and e["ranks"] != [LATE_RANK]], events
     late_host = next(d["host"] for d in lines if d.get("rank") == LATE_RANK and "host" in d)
