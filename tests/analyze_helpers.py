@@ -7,7 +7,7 @@ from pathlib import Path
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.api import Analysis
 from syncdoctor.analyze.collect import dedup_events
-from syncdoctor.analyze.model import Diagnosis, Event, Kind, Origin, Ref
+from syncdoctor.analyze.model import Category, Diagnosis, Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.textlog import read_text
@@ -52,3 +52,11 @@ def diagnose_paste(tmp_path: Path, text: str) -> Diagnosis:
 def timeline_of(tmp_path: Path, text: str) -> Timeline:
     """The timeline of ``text`` written to a file (the events after attribution and the timeline's own checks)."""
     return _analyze_paste(tmp_path, text).timeline
+
+
+def each_read(tmp_path: Path, lines: dict[str, Category | None]) -> None:
+    """Each line alone gets a hypothesis, of the category given (None: any)."""
+    for line, category in lines.items():
+        hypotheses = diagnose_paste(tmp_path, line + "\n").hypotheses
+        assert hypotheses, line
+        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)

@@ -6,18 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, events_of, one
+from analyze_helpers import diagnose_paste, each_read, events_of, one
 from syncdoctor.analyze.model import Category, Kind
 
 diagnose = diagnose_paste
 
 
-def _each_read(tmp_path: Path, lines: dict[str, Category | None]) -> None:
-    """Each line alone gets a hypothesis, of the category given (None: any)."""
-    for line, category in lines.items():
-        hypotheses = diagnose(tmp_path, line + "\n").hypotheses
-        assert hypotheses, line
-        assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
 
 _FRAMES = ('Traceback (most recent call last):\n  File "train.py", line 10, in <module>\n    fs.upload(local, remote)\n'
            '  File "/usr/local/lib/python3.10/dist-packages/paddle/distributed/fleet/utils/fs.py", line 1010, in upload\n'
@@ -220,7 +214,7 @@ def test_ucc_and_mpi_words_for_a_failure_are_never_silent(tmp_path: Path) -> Non
         "E1205 03:41:12.345678 12345 torch/csrc/distributed/c10d/UCCUtils.cpp:41] (oob_allgather) Caught exception in "
         "Store Operation .. [Socket Timeout]": None,
     }
-    _each_read(tmp_path, lines)
+    each_read(tmp_path, lines)
     # a note that merely says a program terminates is none
     assert diagnose(tmp_path, "Limitations: terminating the program is not supported\n").hypotheses == ()
 
@@ -375,7 +369,7 @@ def test_the_kernels_and_the_nic_drivers_words_are_never_silent(tmp_path: Path) 
         "[400200.111222] nvme nvme1: I/O 842 QID 17 timeout, aborting": None,
         "filelock._error.Timeout: The file lock '/shared/hf_cache/hub/.locks/a8f1e2.lock' could not be acquired.": None,
     }
-    _each_read(tmp_path, lines)
+    each_read(tmp_path, lines)
     # an RDMA stack's usual noise on a host without that NIC, and GPFS's notices, stay silent
     quiet = ("libibverbs: Warning: couldn't load driver 'libvmw_pvrdma-rdmav34.so': libvmw_pvrdma-rdmav34.so: cannot "
              "open shared object file: No such file or directory\n"
@@ -416,7 +410,7 @@ def test_schedulers_health_checkers_and_etcd_in_their_own_words(tmp_path: Path) 
         "35.204s: job.exception f2ZhS6QXnZ7 type=exec severity=0 python: task rank 3 on host node-3 exited (Exit 1)": None,
         'One or more rank (marked by "!") is stalled for longer than 300 seconds. Will shutdown.': None,
     }
-    _each_read(tmp_path, lines)
+    each_read(tmp_path, lines)
     # a health check that passed, Flux's non-fatal exception that names no failure, a logger's dotted name: none
     quiet = ("[PASS] 0-nvidia-smi: GPU count 8\n"
              "12.0s: job.exception f2ZhS6QXnZ7 type=cancel severity=1 job canceled by user\n"
@@ -429,7 +423,7 @@ def test_schedulers_health_checkers_and_etcd_in_their_own_words(tmp_path: Path) 
 
 
 def test_nccl_tests_refusing_or_ending_a_run_is_never_silent(tmp_path: Path) -> None:
-    _each_read(tmp_path, {
+    each_read(tmp_path, {
         "node-0: Test timeout (120s) common.cu:523": None,
         "Invalid number of GPUs: 16 requested but only 8 were found.": Category.UNRECOGNISED,
         "Incompatible NCCL versions. nccl-tests was compiled with NCCL 23007, but is running with NCCL 22809.": None,
@@ -452,7 +446,7 @@ def test_numbers_too_long_to_be_ranks_or_xids_are_none(tmp_path: Path) -> None:
 
 
 def test_the_fabrics_and_the_gpus_tools_and_serving_stacks_words_are_never_silent(tmp_path: Path) -> None:
-    _each_read(tmp_path, {
+    each_read(tmp_path, {
         "Recommendation                  : Cable is unplugged": Category.IB_PORT_DOWN,
         "   Reason=IB link down mlx5_2 [root@2026-12-05T04:12:33]": Category.IB_PORT_DOWN,
         "        Reset Required                    : Yes": Category.GPU_ERROR,
@@ -472,7 +466,7 @@ def test_the_fabrics_and_the_gpus_tools_and_serving_stacks_words_are_never_silen
 
 
 def test_neurons_collectives_a_grpc_call_and_cuda_initialization_in_their_words(tmp_path: Path) -> None:
-    _each_read(tmp_path, {
+    each_read(tmp_path, {
         "2026-Dec-05 05:10:15.0924 93703:93705 [0] init.cc:655 CCOM WARN Unable to run multi-instance workload.  Ofi "
         "plugin is not installed or EFA is not enabled": Category.SOCKET_FALLBACK,
         '2026-12-05 05:13:11.155135: W tensorflow/core/distributed_runtime/rpc/grpc_remote_master.cc:157] RPC failed '
@@ -488,7 +482,7 @@ def test_neurons_collectives_a_grpc_call_and_cuda_initialization_in_their_words(
 
 def test_a_worker_torchelastic_finds_stuck_in_the_kernel_never_arrives(tmp_path: Path) -> None:
     # torch 2.13's agent watching its workers' process state
-    _each_read(tmp_path, {
+    each_read(tmp_path, {
         "E1205 05:25:10.123000 1234 torch/distributed/elastic/agent/server/local_elastic_agent.py:554] [default] Worker "
         "pid=5678 stuck in uninterruptible sleep (D-state) for 300.2s (>= 300.0s); marking worker group UNHEALTHY and "
         "disabling restarts.": Category.LAGGING_RANK,

@@ -394,6 +394,15 @@ ANCHORS: tuple[bytes, ...] = (
     b"CCOM WARN", b"RPC failed with status",
     # a glog line at severity E in October to December (``E0`` covers January to September), torchelastic's D-state
     b"E10", b"E11", b"E12", b"uninterruptible",
+    # (watchdogs of the training's own, the resiliency extension's health checks and straggler reports, libfabric's
+    # EFA and CXI words, TransformerEngine's userbuffers, the device plugin, the NVSwitch fabric)
+    b"Did not get ", b"has been open for ", b"Was out of section", b"NO progress", b"without progress",
+    b"has not incremented", b"no progress during", b"DISABLED state", b"NVLinkWindowHealthCheck", b"Requires a ",
+    b"link down counter", b"Port state changed", b"STRAGGLER DETECTION", b"becomes unresponsive", b"C_RC_",
+    b"CXI retry handler", b"CXI netdev", b"Message truncated", b"invalid protocol version", b"connection ID in its",
+    b"userbuffers.cu:", b"CE deadlock", b"marked unhealthy", b"as unhealthy",
+    b"fabricmanager daemon", b"imex daemon shutdown", b"NVLink training of fabric", b"fabric manager found but",
+    b"CUDA OOM", b"dropped event", b"EQ drops", b"Invalid VNI", b"RX entries exhausted",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

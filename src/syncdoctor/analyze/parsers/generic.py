@@ -17,7 +17,7 @@ import re
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["CONNECTIONS_DROPPED", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS", "parse"]
+__all__ = ["CONNECTIONS_DROPPED", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS", "NO_PROGRESS", "parse"]
 
 # words for a failure that carry no error word, each an error line here and read for its category by rules.phrases
 # (one list for both): health checkers' and tools' findings on a GPU (NHC, aznhc, gpud, DCGM's diagnostics, GCM,
@@ -29,11 +29,35 @@ GPU_FINDINGS = (r"GPU count mismatch|gpu count mismatch|GPU (?:\d+ )?requires (?
                 r"|memory mismatch was detected on GPU|uncorrectable row remap limit|retired (?:pages )?due to DBEs"
                 r"|together with a DBE|NvLink errors on GPU\b|GPU \d+ has \d+ links down"
                 r"|(?:Reset Required|Drain and Reset Recommended|Remapping Failure Occurred)\s*: Yes\b"
-                r"|all links are inActive\b|'s NvLink \d+ is down\b|unsuccessfully written to by GPU\b|needs reset \(detected")
+                r"|all links are inActive\b|'s NvLink \d+ is down\b|unsuccessfully written to by GPU\b|needs reset \(detected"
+                # NVIDIA's resiliency extension's health checks (``GPU 5: Requires a reset to recover.``, ``GPU 2: NVL
+                # link 11 is in DISABLED state``) and the Kubernetes device plugin taking a GPU out (``'nvidia.com/gpu'
+                # device marked unhealthy: GPU-3f2a…``, ``Marking device GPU-3f2a… as unhealthy: ERROR_UNKNOWN``)
+                r"|GPU \d+: Requires a (?:reset|node reboot) to recover\b|\bNVL link \d+ is in DISABLED state"
+                r"|NVLinkWindowHealthCheck: GPU \d+ unhealthy\b|device marked unhealthy: GPU-|Marking device GPU-[\w\-]+ as unhealthy"
+                r"|unable to get device handle from UUID: \w+; marking it as unhealthy")
 NIC_FINDINGS = (r"health compromised|PCI slot is unavailable\b|Will cause a leak of a command resource\b"
                 r"|didn't send any completion for admin cmd|ib link flap(?:ping)? detected\b|HCAs found, but expected\b"
                 r"|Recommendation\s*: (?:Cable is unplugged|Signal not detected|No partner detected|Bad signal integrity"
-                r"|Module temperature shutdown|Unsupported cable)\b")
+                r"|Module temperature shutdown|Unsupported cable)\b"
+                # the resiliency extension's NIC checks (``NIC device mlx5_3: Port state changed from 4: ACTIVE to 1: DOWN``,
+                # ``GPU 3 NIC/IB mlx5_3 link down counter has been incremented: 0 -> 1``); libfabric's Slingshot (CXI)
+                # provider on a node whose NIC is not up (its retry handler daemon not running, no netdev for the device)
+                r"|Port state changed from \d: ACTIVE to \d: DOWN\b|\blink down counter has been incremented\b"
+                r"|CXI retry handler not running\b|CXI netdev not found\b")
+# a watchdog of the training's own saying a rank made no progress past its bound (a hang; what held it is elsewhere):
+# NVIDIA's resiliency extension's rank monitor (``[Cycle 0] Did not get subsequent heartbeat. Waited 300.00 seconds.``,
+# ``Section 'step' has been open for 612.45 seconds. Timeout is 600.00 seconds.``, ``Was out of section for …``) and its
+# launcher (``Training cycle #3 made NO progress``, ``EARLY TERMINATION: 3 consecutive training cycles without
+# progress``), AXLearn's watchdog (``step has not incremented in the last 600 seconds``, ``Exit due to no progress
+# during training``), TransformerEngine's userbuffers (comm-GEMM overlap) waiting out UB_TIMEOUT for a peer's flag
+# (``[userbuffers.cu:userbuffers_fp16_sum_inplace_gpu_rr_rs:285] [3] Reduce-scatter: SM 2 [0]: expecting 1457 got
+# 1456``, ``pushrecv: CE deadlock DETECTED``)
+NO_PROGRESS = (r"Did not get (?:initial|subsequent) heartbeat\b|\bSection '[^'\n]{1,60}' has been open for [\d.]+ seconds\. "
+               r"Timeout is\b|\bWas out of section for [\d.]+ seconds\. Timeout is\b|\bmade NO progress\b"
+               r"|\bconsecutive training cycles without progress\b|\bstep has not incremented in the last \d+ seconds\b"
+               r"|\bExit due to no progress during training\b|\[userbuffers\.cu:\w{1,80}:\d{1,6}\][^\n]{0,80}: expecting \d+ got \d+"
+               r"|\bCE deadlock DETECTED\b")
 HOST_NETWORK_DOWN = r"now running without any active interface|link status definitely down"
 CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port"
 _ERROR = re.compile(
@@ -118,7 +142,18 @@ _ERROR = re.compile(
     # exceptions (severity 0: fatal), Horovod's stall inspector, a scheduler killing the job (PBS, LSF)
     r"|\[FAIL\] |\bHealth check failed\b|\bMarking \w+ [\w.\-]+ offline\b|\bexit_code: ExitCode\.CRITICAL\b"
     r"|\b(?:" + GPU_FINDINGS + r")|\bRecovery action: \d \(|\b(?:" + NIC_FINDINGS + r")"
-    r"|\bjob\.exception \w+ type=\w+ severity=0\b|\bis stalled for longer than \d+ seconds\b"
+    r"|\bjob\.exception \w+ type=\w+ severity=0\b|\bis stalled for longer than \d+ seconds\b|" + NO_PROGRESS +
+    # a straggler detector's report (the resiliency extension's, through NeMo: ``STRAGGLER DETECTION WARNING: Some GPUs
+    # have worse relative performance. Affected ranks: {StragglerId(rank=13, node='node-3')}``); a program's count of
+    # the CUDA OOMs it caught (OLMo-core's ``3 CUDA OOM errors thrown.``); libfabric's words for a fabric
+    # failure: a peer's NIC that stopped answering (EFA's ``The peer of address fi_addr_efa://… becomes
+    # unresponsive``, CXI's hardware return codes ``C_RC_UNDELIVERABLE``, ``C_RC_PTLTE_NOT_FOUND``), a peer speaking
+    # another version (``received a packet with invalid protocol version``, ``An incoming packet does NOT have
+    # connection ID in its header``), a message bigger than the receive posted (``Message truncated!``), events dropped
+    r"|\bSTRAGGLER DETECTION WARNING\b|\bCUDA OOM\b"
+    r"|\bbecomes unresponsive\b|\bC_RC_(?!OK\b)[A-Z_]{3,30}\b|\breceived a packet with invalid protocol version\b"
+    r"|\bdoes NOT have connection ID in its header\b|\bMessage truncated!|\bEQ \d+ dropped event\b|\bControl EQ drops detected\b"
+    r"|\bRX entries exhausted\b|\bInvalid VNI \d+"
     r"|=>> PBS: job killed:|\bTERM_[A-Z_]{3,30}: job killed\b"
     # a qualified exception class whose name ends in none of the usual words (``etcd.EtcdConnectionFailed: No more
     # machines in the cluster``, ``etcd.EtcdKeyNotFound: …``): a module path in lower case, then the class
@@ -252,12 +287,12 @@ _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
 _HANG = re.compile(r"\bsuspects a hang\b")
 _BENIGN = re.compile(
-    r"error_file:|\b0 errors?\b|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
+    r"error_file:|\b0 errors?\b(?!:)|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
     # libibverbs trying every provider it has a config for, on hosts without most of those NICs (pvrdma, hfi1…): noise;
     # the NIC the job needs failing is told by its user (NCCL's ``No device found``, ``ibv_open_device failed``)
     r"libibverbs: Warning: couldn't load driver|"
-    r"ErrorCode\.|retry(?! count)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
+    r"ErrorCode\.|retry(?! count| handler)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
     # ProcessGroupNCCL's note beside a timeout that the Flight Recorder was off (2.6+): no failure of its own
     r"Stack trace of the failed collective not found|"
     # a line that says its error words are expected (vLLM's Ray executor: "If you see error log from logging.cc

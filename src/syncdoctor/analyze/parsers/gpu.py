@@ -35,12 +35,13 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 
-__all__ = ["KEYWORDS", "XIDS", "Xid", "parse"]
+__all__ = ["FABRIC_DOWN", "KEYWORDS", "XIDS", "Xid", "parse"]
 
 KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
             "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST",
+            "fabricmanager daemon", "imex daemon shutdown", "NVLink training of fabric", "fabric manager found but not active",
             " timeout, signaled seq", "device lost from bus", "page fault (src_id", "exceed threshold", "reaches threshold",
             "XGMI PCS", "qcm fence wait loop", "unrecoverable state")
 
@@ -177,6 +178,14 @@ _DEVICE_LOST = re.compile(r"\b(?:UR|ZE)_RESULT_ERROR_DEVICE_LOST\b")
 # GPU driver interface version 535.183.01 don't match with driver version 535.161.08. Please update …``
 _CUDA_INIT = re.compile(r"CUDA initialization: [^\n]{0,300}?\bError (?P<code>\d{1,4}): (?P<msg>[a-z][\w ,'\-]{2,100}?)"
                         r"\s*(?:\(|\.|$)")
+# the NVSwitch fabric (HGX, GB200 NVL) not up under the GPUs: the kernel driver seeing the fabric manager or the IMEX
+# daemon die (``NVRM: nvidia-fabricmanager daemon shutdown detected, robust channel recovery invoked!``, ``NVRM: Abrupt
+# nvidia-imex daemon shutdown detected, disabled fabric allocations``), the fabric manager's NVLink training not done
+# (``Fabric Manager (…): NVLink training of fabric did not complete.``), and the GPU operator finding it installed but
+# stopped (``fabric manager found but not active``)
+FABRIC_DOWN = "the NVSwitch fabric is not up: "  # (its message's start, read by rules.node)
+_FABRIC_DOWN = re.compile(r"nvidia-fabricmanager daemon shutdown detected|Abrupt nvidia-imex daemon shutdown detected"
+                          r"|NVLink training of fabric did not complete|fabric manager found but not active")
 _FM_VERSION = re.compile(r"fabric manager NVIDIA GPU driver interface version (?P<fm>[\d.]{3,20}) don")
 
 
@@ -321,6 +330,10 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "message": f"the fabric manager ({match['fm']}) refused a driver of another version: system not yet "
                        "initialized", "source": "fabric-manager"})]
+    match = _FABRIC_DOWN.search(body) if "abric" in body or "imex" in body else None
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": f"{FABRIC_DOWN}{match.group(0)}", "source": "fabric-manager"})]
     match = _GPU_AT.search(body)
     if match:
         return [make_event(Kind.GPU_PCI, line, data={"pci": match["pci"].lower()})]

@@ -22,6 +22,11 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``[1652739463.05] [cn22:4071:0] ``   UCX's and UCC's log prefix: the host and the pid
 ``trainer-worker-1  | ``               ``docker compose logs``: the service (or container name), the host unless a prefix after it names one
 ``logs/rank_3.node2.log:``            ``grep -H`` over log files: the file's name, read as below
+``[WARNING] [node-3] [workload:13(5) …]`` NVIDIA's resiliency extension (ft_launcher): the node, the global and
+                                      local rank (after its stamp)
+``libfabric:48213:…::cxi:…<warn> nid1: `` libfabric's log: the pid, and the node CXI's lines name
+``\tnode-3:0\tolmo_core.x:7\tWARNING\t`` OLMo's tab-separated format (after its stamp): the host, the local rank
+``[NeMo W 2026-12-05 06:53:11 f:886]`` NeMo's logger: its level and time
 ====================================  =========================================================
 
 File names: ``rank3.log``, ``rank_3``, ``rank-3``, ``nccl_trace_rank_3``, ``attempt_0/3/stderr.log``
@@ -103,6 +108,26 @@ _LOGURU = re.compile(r" ?\| (?P<lvl>TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITI
 # a container runtime's own log file (/var/log/pods, /var/log/containers: CRI's format) after its stamp: the stream
 # and whether the line is whole (F) or a part cut at 16 KiB (P), ``2024-05-01T10:00:00.123456789Z stderr F …``
 _CRI = re.compile(r"(?:stdout|stderr) [PF] ")
+# NVIDIA's resiliency extension (nvidia-resiliency-ext: ft_launcher, its rank monitors, in-process restart) after its
+# stamp: ``[WARNING] [node-3] [workload:13(5) infra:1(5)] rank_monitor_server.py:497 ``: the level, the node, the
+# workload's global rank and local rank (``?`` where none is known yet) and its launcher's; its log file writes the
+# launcher's (infra) rank before each line as srun -l would, which is no rank of the workload's
+_NVRX = re.compile(r"\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] \[(?P<host>[A-Za-z0-9][\w.\-]{0,252})\] "
+                   r"\[workload:(?P<rank>\d{1,6}|\?)\((?P<local>\d{1,5}|\?)\) infra:(?:\d{1,6}|\?)\((?:\d{1,5}|\?)\)\] "
+                   r"(?:[\w.\-]{1,100}\.py:\d{1,6} )?")
+# libfabric's own log lines (FI_LOG_LEVEL, seen under aws-ofi-nccl and on HPE Slingshot):
+# ``libfabric:48213:1733380292::efa:cq:efa_rdm_cq_process_prov_errno():631<warn> ``: the pid, then the provider's
+# subsystem and function; CXI's (Slingshot) then name the node, ``nid001234: ``
+_LIBFABRIC = re.compile(r"libfabric:(?P<pid>\d{1,10}):\d{0,12}::\w{1,20}:\w{1,30}:\w{1,100}\(\):\d{1,6}"
+                        r"<(?P<lvl>warn|info|debug|trace)> (?:(?P<host>(?=[\w.\-]*\d)[A-Za-z][\w.\-]{0,62}): (?=\S))?")
+# OLMo-core's and OLMo's log format after the stamp, tab-separated: ``\tnode-3:0\tolmo_core.train.trainer:707\tWARNING\t``
+# (the host and the local rank, the logger and its line, the level)
+_OLMO = re.compile(r"\t(?P<host>[A-Za-z0-9][\w.\-]{0,252}):(?P<local>\d{1,5})\t[\w.]{1,200}:\d{1,6}\t"
+                   r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\t")
+# NeMo's logger: ``[NeMo W 2026-12-05 06:53:11 exp_manager:886] `` (its level's letter, the time, where)
+_NEMO = re.compile(r"\[NeMo (?P<sev>[DIWEC]) (?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+                   r" [\w.\-]{1,100}:\d{1,6}\] ")
+_NEMO_LEVELS = {"D": "", "I": "info", "W": "warning", "E": "error", "C": "fatal"}
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
 _RAY = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?(?:rank=(?P<rank>\d{1,6}) )?pid=(?P<pid>\d{1,10})"
                   r"(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
@@ -333,6 +358,37 @@ def split_prefix(text: str) -> Prefix:
                 host = host[len("slurmstepd-"):] if host.startswith("slurmstepd-") and len(host) > 11 else host
                 pos = match.end()
                 continue
+        match = _NVRX.match(text, pos)
+        if match:
+            severity = severity or _LEVELS[match["lvl"]]
+            host = host or match["host"]
+            rank = None if match["rank"] == "?" else int(match["rank"])  # (not its log file's launcher rank)
+            local_rank = local_rank if match["local"] == "?" else int(match["local"])
+            pos = match.end()
+            continue
+        match = _LIBFABRIC.match(text, pos)
+        if match:
+            pid = pid or int(match["pid"])
+            host = host or match["host"]
+            severity = severity or ("warning" if match["lvl"] == "warn" else "")
+            pos = match.end()
+            continue
+        match = _OLMO.match(text, pos) if stamped else None
+        if match:
+            severity = severity or _LEVELS[match["lvl"]]
+            host = host or match["host"]
+            local_rank = int(match["local"]) if local_rank is None else local_rank
+            pos = match.end()
+            continue
+        match = _NEMO.match(text, pos)
+        if match:
+            g = match.groupdict()
+            severity = severity or _NEMO_LEVELS[g["sev"]]
+            value = _year_less(int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"]), None)
+            if value is not None and time is None:
+                time, time_text = value, f"{g['y']}-{g['mo']}-{g['d']} {g['h']}:{g['mi']}:{g['s']}"
+            pos = match.end()
+            continue
         match = _KUBECTL.match(text, pos)
         if match:
             host = host or match["pod"]

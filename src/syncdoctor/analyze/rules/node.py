@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
-from syncdoctor.analyze.parsers.gpu import XIDS
+from syncdoctor.analyze.parsers.gpu import FABRIC_DOWN, XIDS
 from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
@@ -155,7 +155,14 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                  "is not running, or does not match the driver's version.")
         fix = ("Start nvidia-fabricmanager on that node (`systemctl status nvidia-fabricmanager`; its version must be "
                "the driver's), then check `nvidia-smi -q | grep -i fabric`.")
-        if not hardware:
+        fabric = next((str(e.data["message"]) for e in events
+                       if str(e.data.get("message", "")).startswith(FABRIC_DOWN)), None)
+        if fabric is not None and not hardware:  # the fabric's own words: it went down or never came up
+            title = (f"{fabric[len(FABRIC_DOWN):]} on {where.text or 'a node'}: the NVSwitch fabric (the fabric "
+                     "manager or the IMEX daemon) is down under its GPUs; the GPUs themselves are not at fault")
+            what += (f" The NVSwitch fabric is not up ({fabric[len(FABRIC_DOWN):]}): without it the GPUs lose NVLink "
+                     "between them (and across the NVL domain), and CUDA calls fail.")
+        elif not hardware:
             title = (f"CUDA on {where.text or 'a node'} is not initialized (system not yet initialized, error 802): "
                      "the NVSwitch fabric manager is not running or does not match the driver; the GPU itself is "
                      "not at fault")

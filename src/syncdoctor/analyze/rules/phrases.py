@@ -24,6 +24,7 @@ from syncdoctor.analyze.parsers.generic import (
     GPU_FINDINGS,
     HOST_NETWORK_DOWN,
     NIC_FINDINGS,
+    NO_PROGRESS,
 )
 
 __all__ = ["DEVICE_ASSERT", "Reading", "read_as", "strongest"]
@@ -82,6 +83,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
                 # ColossalAI's Gemini and others in their own words (``No enough CUDA memory!``)
                 r"|\b(?:no|not) enough (?:CUDA|GPU|device) memory\b"
+                # a program's own count of the OOMs it caught (OLMo-core's ``3 CUDA OOM errors thrown.``)
+                r"|\bCUDA OOM errors? thrown\b"
                 r"|CUBLAS_STATUS_ALLOC_FAILED|failed to alloc(?:ate)? [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
                 r"|OUT_OF_DEVICE_MEMORY|out of device memory"
                 # vLLM's start-up check: ``Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than
@@ -216,6 +219,14 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # ``Model replicas must have an equal number of parameters``): the job's setup, not the program failing as it ran
     (Category.UNRECOGNISED, "a check of the job's setup (its parallel sizes, or the GPUs it asks for against those "
      "there)", _SETUP_CHECK),
+    # a straggler detector naming the ranks slower than their peers (the resiliency extension through NeMo): in a job
+    # that then timed out, the rank the others waited for
+    (Category.LAGGING_RANK, "a rank slower than its peers (a straggler detector's report)",
+     re.compile(r"STRAGGLER DETECTION WARNING: Some GPUs", _I)),
+    # libfabric's EFA provider receiving what a peer of another version sent: the nodes run different libfabric
+    # (or EFA installer) versions
+    (Category.NCCL_VERSION_MISMATCH, "nodes running different libfabric versions (EFA)",
+     re.compile(r"received a packet with invalid protocol version|does NOT have connection ID in its header", _I)),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RENDEZVOUS_TIMEOUT, "a rendezvous or store barrier that did not gather everyone",
@@ -274,6 +285,13 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bconnect\(\)[^\n]{0,80}\berrno[= ]?(?:113|111|101)\b"
                 # PaddlePaddle's store client (``(InvalidArgument) Network 10.1.2.3:6170 cannot be connected.``)
                 r"|\bNetwork [\w.:\-\[\]]{1,80} cannot be connected\b", _I)),
+    # a watchdog of the training's own (the resiliency extension's rank monitor and launcher, AXLearn's, the
+    # userbuffers of TransformerEngine's comm-GEMM overlap) saying a rank made no progress past its bound
+    (Category.UNEXPLAINED_TIMEOUT, "a rank that made no progress past a watchdog's bound (a hang; what held it is "
+     "not in this line)", re.compile(NO_PROGRESS)),
+    # a peer's NIC that stopped answering over the fabric (libfabric: EFA, Slingshot's CXI): its node or process gone
+    (Category.PEER_UNREACHABLE, "a peer's NIC that stopped answering over the fabric (its node or process gone, or "
+     "the link)", re.compile(r"\bbecomes unresponsive\b|\bC_RC_(?:UNDELIVERABLE|PTLTE_NOT_FOUND)\b")),
     # PaddlePaddle's communication watchdog (comm_task_manager.cc): ``Find timeout start but not finish task:group_key:
     # pp_group_1,group_ranks:[1, 5],global_rank:5,…``, ``Find timeout init but not start task:…``: a collective that
     # ran out its timeout, the rank that held it not said

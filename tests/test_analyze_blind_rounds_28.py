@@ -1,0 +1,156 @@
+"""Readings added in the session of the sweeps of fault-tolerance layers (NVIDIA's resiliency extension, torchft,
+TorchX, Composer), NCCL's network plugins and the fabrics under them (libfabric's EFA and CXI, UCX), NVIDIA's
+cluster software (the container toolkit, the device plugin, the fabric manager, TransformerEngine) and training
+frameworks (OLMo, NeMo, AXLearn); one behaviour per test, each with the look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste, each_read
+from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.parsers.prefixes import split_prefix
+
+diagnose = diagnose_paste
+
+_NVRX = "2026-12-05 06:52:11,204 [WARNING] [node-3] [workload:13(5) infra:1(5)] rank_monitor_server.py:497 "
+
+
+def test_the_resiliency_extensions_prefix_names_the_node_and_the_workloads_rank() -> None:
+    line = split_prefix(_NVRX + "[Cycle 0] Did not get subsequent heartbeat. Waited 300.00 seconds.")
+    assert (line.origin.host, line.origin.rank, line.origin.local_rank, line.severity) == ("node-3", 13, 5, "warning")
+    assert line.body.startswith("[Cycle 0] Did not get")
+    # its log file writes the launcher's rank first, as srun -l would: no rank of the workload's; nor is ``?``
+    line = split_prefix("13: 2026-12-05 06:58:40,120 [ERROR] [node-0] [workload:?(?) infra:13(0)] launcher.py:619 x")
+    assert (line.origin.host, line.origin.rank, line.severity, line.body) == ("node-0", None, "error", "x")
+
+
+def test_libfabrics_olmos_and_nemos_log_formats_are_prefixes() -> None:
+    line = split_prefix("libfabric:91234:1733380292::cxi:core:cxip_query_if_list():554<warn> nid001234: CXI retry "
+                        "handler not running for device: cxi0")
+    assert (line.origin.pid, line.origin.host, line.severity) == (91234, "nid001234", "warning")
+    assert line.body.startswith("CXI retry handler")
+    line = split_prefix("libfabric:48213:1733380292::efa:ep_ctrl:efa_rdm_ep_alloc_rxe():232<warn> RX entries exhausted")
+    assert (line.origin.pid, line.origin.host, line.body) == (48213, None, "RX entries exhausted")
+    line = split_prefix("2026-12-05 07:03:44.518\tnode-0:2\tolmo_core.train.callbacks.gpu_memory_monitor:69\tWARNING\t"
+                        "3 CUDA OOM errors thrown.")
+    assert (line.origin.host, line.origin.local_rank, line.severity) == ("node-0", 2, "warning")
+    line = split_prefix("[NeMo E 2026-12-05 06:58:02 connector:105] Timeout occurred while trying to acquire the lock")
+    assert (line.severity, line.time_text, line.body) == (
+        "error", "2026-12-05 06:58:02", "Timeout occurred while trying to acquire the lock")
+    # a tab inside a line that is not OLMo's layout stays the body's
+    assert split_prefix("2026-12-05 07:03:44\tnode-0\tsomething").origin.host is None
+
+
+def test_a_training_watchdog_saying_a_rank_made_no_progress_is_a_hang_of_that_rank(tmp_path: Path) -> None:
+    for words in ("[Cycle 0] Did not get subsequent heartbeat. Waited 300.00 seconds.",
+                  "[Cycle 2] Did not get initial heartbeat. Waited 1800.00 seconds.",
+                  "[Cycle 1] Section 'step' has been open for 612.45 seconds. Timeout is 600.00 seconds.",
+                  "[Cycle 1] Was out of section for 905.12 seconds. Timeout is 900.00 seconds."):
+        top = diagnose(tmp_path, _NVRX + words + "\n").hypotheses[0]
+        assert (top.category, top.culprit_ranks, top.culprit_hosts) == (Category.UNEXPLAINED_TIMEOUT, (13,), ("node-3",))
+    each_read(tmp_path, {
+        "2026-12-05 06:58:40,120 [ERROR] [node-0] [workload:?(?) infra:0(0)] progress_tracker.py:248 EARLY "
+        "TERMINATION: 3 consecutive training cycles without progress (threshold: 3).": Category.UNEXPLAINED_TIMEOUT,
+        "I1205 07:18:01.004211 140234567 trainer.py:486] Watchdog triggered because step has not incremented in the "
+        "last 600 seconds and the host is idle.": Category.UNEXPLAINED_TIMEOUT,
+        "E1205 07:20:01.123456 140234567 trainer.py:521] Exit due to no progress during training.":
+            Category.UNEXPLAINED_TIMEOUT,
+        # TransformerEngine's userbuffers waiting out UB_TIMEOUT for a peer's flag
+        "[userbuffers.cu:userbuffers_fp16_sum_inplace_gpu_rr_rs:285] [3] Reduce-scatter: SM 2 [0]: expecting 1457 "
+        "got 1456": Category.UNEXPLAINED_TIMEOUT,
+        "[userbuffers.cu:kuserbuffers_pushrecv:2078] pushrecv: CE deadlock DETECTED: 17 (ce_start) != 16 (ce_end)":
+            Category.UNEXPLAINED_TIMEOUT,
+    })
+    # a heartbeat that did arrive, a section's timeout as configured, progress made: no failure
+    assert diagnose(tmp_path, _NVRX + "Got initial heartbeat after 12.0 seconds.\n"
+                    "rank_section_timeouts={'step': 600.0}, made progress: 12000 -> 12200\n").hypotheses == ()
+
+
+def test_health_checks_and_the_device_plugin_taking_a_gpu_or_a_nic_out(tmp_path: Path) -> None:
+    prefix = "2026-12-05 07:02:11,003 [WARNING] [node-7] [workload:?(?) infra:7(0)] health_check.py:415 "
+    for words, category in (("GPU 5: Requires a reset to recover. Terminate GPU processes and reset the GPU.",
+                             Category.GPU_ERROR),
+                            ("GPU 5: Requires a node reboot to recover. Reboot the system.", Category.GPU_ERROR),
+                            ("GPU 2: NVL link 11 is in DISABLED state", Category.GPU_ERROR),
+                            ("NVLinkWindowHealthCheck: GPU 2 unhealthy -- 3 NVLink ports flagged", Category.GPU_ERROR),
+                            ("NIC device mlx5_3: Port state changed from 4: ACTIVE to 1: DOWN. Health check FAILED.",
+                             Category.IB_PORT_DOWN),
+                            ("GPU 3 NIC/IB mlx5_3 link down counter has been incremented: 0 -> 1",
+                             Category.IB_PORT_DOWN)):
+        top = diagnose(tmp_path, prefix + words + "\n").hypotheses[0]
+        assert (top.category, top.culprit_hosts) == (category, ("node-7",)), words
+    each_read(tmp_path, {
+        "I1205 07:01:02.123456       1 server.go:279] 'nvidia.com/gpu' device marked unhealthy: "
+        "GPU-3f2a1c9e-8b7d-4e21-a0c4-5d6e7f809a1b": Category.GPU_ERROR,
+        "I1205 07:01:02.123456       1 health.go:109] Marking device GPU-3f2a1c9e-8b7d-4e21-a0c4-5d6e7f809a1b as "
+        "unhealthy: ERROR_UNKNOWN": Category.GPU_ERROR,
+        "I1205 07:01:02.123456       1 health.go:92] unable to get device handle from UUID: ERROR_NOT_FOUND; marking "
+        "it as unhealthy": Category.GPU_ERROR,
+        "libfabric:91234:1733380292::cxi:core:cxip_query_if_list():554<warn> nid001234: CXI retry handler not running "
+        "for device: cxi0": Category.IB_PORT_DOWN,
+        "libfabric:91234:1733380292::cxi:core:cxip_query_if_list():561<warn> nid001234: CXI netdev not found for "
+        "device: cxi2": Category.IB_PORT_DOWN,
+    })
+    # the device plugin's list of Xids it ignores, and a GPU counted healthy, are no finding
+    assert diagnose(tmp_path, "I1205 07:01:02.123456       1 health.go:64] Ignoring the following XIDs for health "
+                    "checks: [13 31 43 45 68 109]\nGPU 2: NVL link 11 is in ACTIVE state\n").hypotheses == ()
+
+
+def test_the_nvswitch_fabric_down_under_the_gpus_names_the_fabric_not_the_gpu(tmp_path: Path) -> None:
+    for line in ("[ 8231.402117] NVRM: nvidia-fabricmanager daemon shutdown detected, robust channel recovery invoked!",
+                 "[ 9120.774310] NVRM: Abrupt nvidia-imex daemon shutdown detected, disabled fabric allocations",
+                 "Fabric Manager (Cluster UUID: 1f2e3d4c, Clique ID: 32766, Health Mask: 0x2): NVLink training of "
+                 "fabric did not complete.",
+                 "fabric manager found but not active"):
+        top = diagnose(tmp_path, line + "\n").hypotheses[0]
+        assert top.category is Category.GPU_ERROR and "NVSwitch fabric" in top.title, line
+        assert "nvidia-fabricmanager" in top.fix and "802" not in top.title, line
+    # CUDA's error 802 keeps its own title
+    top = diagnose(tmp_path, "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error "
+                   "802: system not yet initialized (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)\n"
+                   ).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "error 802" in top.title
+
+
+def test_libfabrics_words_for_a_peer_gone_another_version_or_a_message_too_big(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        "libfabric:48213:1733380292::efa:ep_ctrl:efa_rdm_cq_process_prov_errno():631<warn> The peer of address "
+        "fi_addr_efa://[fe80::8d2:77ff:fe10:9b3c]:1:1234567 becomes unresponsive": Category.PEER_UNREACHABLE,
+        "libfabric:91234:1733380292::cxi:ep_ctrl:cxip_ep_ctrl_event_req():322<warn> nid001234: Unexpected "
+        "C_EVENT_SEND event rc: C_RC_UNDELIVERABLE": Category.PEER_UNREACHABLE,
+        # (``pid: 0 error:`` is no count of zero errors)
+        "libfabric:91234:1733380292::cxi:ep_data:cxip_report_send_completion():708<warn> nid001234: TXC (0x1f2a:0): "
+        "Request dest_addr: 57 caddr.nic: 0X1F3B caddr.pid: 0 error: 0x7f2e4c0a1b00 (err: 5, C_RC_UNDELIVERABLE)":
+            Category.PEER_UNREACHABLE,
+        "libfabric:48213:1733380292::efa:cq:efa_rdm_cq_populate_src_efa_ep_addr():280<warn> Host "
+        "fi_addr_efa://[fe80::4a7:c1ff:fe3d:2a11]:1:3527394816 received a packet with invalid protocol version 3.":
+            Category.NCCL_VERSION_MISMATCH,
+        "libfabric:48213:1733380292::efa:ep_ctrl:efa_av_reverse_lookup_rdm_conn():109<warn> An incoming packet does "
+        "NOT have connection ID in its header.": Category.NCCL_VERSION_MISMATCH,
+        "libfabric:48213:1733380292::efa:cq:efa_rdm_rxe_report_completion():1158<warn> Message truncated! from peer 3 "
+        "implicit fi_addr: 18446744073709551615 rx_id: 17 incoming message size: 8388608 receiving buffer size: "
+        "4194304": Category.COLLECTIVE_DESYNC,
+        "libfabric:91234:1733380292::cxi:cq:cxip_evtq_progress():416<warn> nid001234: EQ 37 dropped event, rsvd slots "
+        "0, free slots 0": None,
+        "libfabric:48213:1733380292::efa:ep_ctrl:efa_rdm_ep_alloc_rxe():232<warn> RX entries exhausted": None,
+    })
+    # a return code of success, a count of zero errors: nothing
+    assert diagnose(tmp_path, "cxi0: rc C_RC_OK\nfinished with 0 errors\n").hypotheses == ()
+
+
+def test_a_straggler_report_and_a_count_of_ooms_name_their_causes(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        "[NeMo W 2026-12-05 07:04:10 straggler_det_callback:124] STRAGGLER DETECTION WARNING: Some GPUs have worse "
+        "relative performance. Affected ranks: {StragglerId(rank=13, node='node-3')}": Category.LAGGING_RANK,
+        "2026-12-05 07:03:44.518\tnode-0:0\tolmo_core.train.callbacks.gpu_memory_monitor:69\tWARNING\t3 CUDA OOM "
+        "errors thrown.": Category.RANK_OUT_OF_MEMORY,
+    })
+    # a timeout after a straggler report is the straggler's: the cause before the outcome
+    top = diagnose(tmp_path, "[NeMo W 2026-12-05 07:04:10 straggler_det_callback:124] STRAGGLER DETECTION WARNING: "
+                   "Some GPUs have worse relative performance. Affected ranks: {StragglerId(rank=13, node='node-3')}\n"
+                   + _NVRX + "[Cycle 0] Did not get subsequent heartbeat. Waited 300.00 seconds.\n").hypotheses[0]
+    assert top.category is Category.LAGGING_RANK
+    # the detector's own report of no straggler, and a count of retries, are none
+    assert diagnose(tmp_path, "STRAGGLER DETECTION: no stragglers detected\n27 CUDA memory allocation retries.\n"
+                    ).hypotheses == ()
