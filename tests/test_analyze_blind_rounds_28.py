@@ -154,3 +154,11 @@ def test_a_straggler_report_and_a_count_of_ooms_name_their_causes(tmp_path: Path
     # the detector's own report of no straggler, and a count of retries, are none
     assert diagnose(tmp_path, "STRAGGLER DETECTION: no stragglers detected\n27 CUDA memory allocation retries.\n"
                     ).hypotheses == ()
+
+
+def test_a_line_logged_at_critical_is_an_error_by_its_programs_account(tmp_path: Path) -> None:
+    top = diagnose(tmp_path, "2026-12-05 07:03:05,000 [CRITICAL] [node-1] [workload:5(5) infra:5(5)] "
+                   "monitor_process.py:198 target process is terminated, shutting down\n").hypotheses[0]
+    assert (top.category, top.culprit_ranks, top.culprit_hosts) == (Category.UNRECOGNISED, (5,), ("node-1",))
+    # the word inside a message, not the level its logger spelled, is no error
+    assert diagnose(tmp_path, "INFO: log level for the watchdog set to CRITICAL\n").hypotheses == ()

@@ -403,6 +403,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"userbuffers.cu:", b"CE deadlock", b"marked unhealthy", b"as unhealthy",
     b"fabricmanager daemon", b"imex daemon shutdown", b"NVLink training of fabric", b"fabric manager found but",
     b"CUDA OOM", b"dropped event", b"EQ drops", b"Invalid VNI", b"RX entries exhausted",
+    # a line logged at CRITICAL, the level spelled in its prefix (``[CRITICAL] [node-1] … monitor_process.py:198 target
+    # process is terminated, shutting down``): an error by its program's account whatever its words
+    b"CRITICAL",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes
