@@ -162,3 +162,17 @@ def test_a_line_logged_at_critical_is_an_error_by_its_programs_account(tmp_path:
     assert (top.category, top.culprit_ranks, top.culprit_hosts) == (Category.UNRECOGNISED, (5,), ("node-1",))
     # the word inside a message, not the level its logger spelled, is no error
     assert diagnose(tmp_path, "INFO: log level for the watchdog set to CRITICAL\n").hypotheses == ()
+
+
+def test_torch_npus_process_group_reads_as_nccls_does(tmp_path: Path) -> None:
+    # ProcessGroupHCCL is ProcessGroupNCCL's port: its work in blocking wait is a collective that timed out
+    top = diagnose(tmp_path, "[rank1]:[E1205 07:52:40.118204771 ProcessGroupHCCL.cpp:1073] [Rank 1] Work WorkHCCL("
+                   "SeqNum=77, OpType=ALLGATHER, NumelIn=4194304, NumelOut=33554432, Timeout(ms)=1800000) timed out "
+                   "in blocking wait (TORCH_HCCL_BLOCKING_WAIT=1 or HCCL_BLOCKING_WAIT=1).\n").hypotheses[0]
+    assert (top.category, top.affected_ranks) == (Category.UNEXPLAINED_TIMEOUT, (1,))
+    # CANN 8's words for HCCL's wait on a peer's signal (EI0002) name the peer awaited, as the older words do
+    top = diagnose(tmp_path, "EI0002: [PID: 48213] 2026-12-05-08:11:42.503.117 A timeout occurs when the Notify "
+                   "register waits for execution. Waiting peer rank: 12; task information: streamID:[3], "
+                   "taskID[41]; communication operator information: AllReduce\n").hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and "remote rank 12" in top.title
+    assert diagnose(tmp_path, "HCCL INFO: waiting peer rank: 12 ready, connected\n").hypotheses == ()

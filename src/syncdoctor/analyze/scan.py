@@ -406,6 +406,7 @@ ANCHORS: tuple[bytes, ...] = (
     # a line logged at CRITICAL, the level spelled in its prefix (``[CRITICAL] [node-1] … monitor_process.py:198 target
     # process is terminated, shutting down``): an error by its program's account whatever its words
     b"CRITICAL",
+    b"Notify register waits",  # (Ascend HCCL's EI0002 in CANN 8's words)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

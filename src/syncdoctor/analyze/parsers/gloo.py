@@ -34,6 +34,7 @@ __all__ = ["KEYWORDS", "MeshFollower", "PairFollower", "follow", "is_loopback", 
 
 KEYWORDS = (
     "Notify record from remote rank",
+    "Notify register waits for execution",
     "Transport init error",
     "hostname can't be empty",
     "ss_family",
@@ -105,6 +106,8 @@ def _gloo_source(body: str) -> dict[str, str]:
 
 _HCCL_LINK = re.compile(r"createLink para:rank\[\d{1,7}\][^,]*, remoteRank\[(?P<peer>\d{1,7})\]")
 _NOTIFY_PEER = re.compile(r"Notify record from remote rank: ?\[(?P<peer>\d{1,7})\]")
+# (CANN 8's wording: ``A timeout occurs when the Notify register waits for execution. Waiting peer rank: 12; task …``)
+_WAITING_PEER = re.compile(r"Waiting peer rank: ?\[?(?P<peer>\d{1,7})\b")
 
 
 def _pair_connect_failed(line: Line, match: re.Match[str], error: str) -> Event:
@@ -134,11 +137,11 @@ def parse(line: Line) -> list[Event]:
         # detector then says whether the network had trouble or the peer simply never came
         events.append(make_event(Kind.GLOO_TIMEOUT, line, data={
             "transport": "hccl", "group_peer": int(link["peer"]), "link": True}))
-    elif "Notify record from remote rank" in body:
+    elif "Notify record from remote rank" in body or "Notify register waits for execution" in body:
         # Ascend's HCCL waiting on a peer's signal (EI0002): ``The wait execution of the Notify register times out.
         # Reason: The Notify register has not received the Notify record from remote rank: [24].`` (a rank of that
         # group, which may be a sub-group)
-        awaited = _NOTIFY_PEER.search(body)
+        awaited = _NOTIFY_PEER.search(body) or _WAITING_PEER.search(body)
         events.append(make_event(Kind.GLOO_TIMEOUT, line, data={
             "transport": "hccl", **({"group_peer": int(awaited["peer"])} if awaited else {})}))
     elif "Remote Rank did not send the data in time" in body:

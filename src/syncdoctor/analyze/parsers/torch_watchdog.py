@@ -47,7 +47,7 @@ KEYWORDS = (
 )
 
 _PG_PREFIX = re.compile(r"\[(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (?P<rank>\d{1,7})\]")
-_WORK = re.compile(r"WorkNCCL\((?P<fields>[^()]*(?:\([^()]*\)[^()]*)*)\)")
+_WORK = re.compile(r"Work[NH]CCL\((?P<fields>[^()]*(?:\([^()]*\)[^()]*)*)\)")
 _FIELD = re.compile(r"(?P<key>\w+(?:\(ms\))?)=(?P<value>\[[^\]]*\]|[^,)]*)")
 _RAN_FOR = re.compile(r"ran for (?P<ms>\d+) milliseconds")
 _STATUS = re.compile(
@@ -79,7 +79,7 @@ def parse_work(text: str) -> dict[str, str] | None:
     match = _WORK.search(text)
     if match:
         return {m["key"]: m["value"].strip() for m in _FIELD.finditer(match["fields"])}
-    at = text.rfind("WorkNCCL(")
+    at = max(text.rfind("WorkNCCL("), text.rfind("WorkHCCL("))  # (torch_npu's ProcessGroupHCCL: the same work)
     if at < 0 or ")" in text[at:].replace("(ms)", ""):
         return None
     rest = text[at + len("WorkNCCL("):].rstrip()
@@ -128,7 +128,7 @@ def parse(line: Line) -> list[Event]:
             # 1.8-2.0 raised "[Rank 1] Caught collective operation timeout: WorkNCCL(...)" in blocking wait mode
             kind = Kind.WATCHDOG_TIMEOUT if "Watchdog" in body else Kind.BLOCKING_WAIT_TIMEOUT
             events.append(_work_event(kind, line, fields or {}, rank, group))
-    elif body.lstrip().startswith("WorkNCCL(") and "before timing out" in body and _RAN_FOR.search(body):
+    elif body.lstrip().startswith(("WorkNCCL(", "WorkHCCL(")) and "before timing out" in body and _RAN_FOR.search(body):
         # the watchdog's message pasted from its WorkNCCL(…) on (its head cut, or on the line above without a
         # rank): a collective timed out (the timeline drops it where the whole line of that work is there)
         fields = parse_work(body)
@@ -182,7 +182,7 @@ _WHAT = "collective operation timeout"
 def _wrapped(body: str) -> bool:
     """A watchdog line cut before its ``WorkNCCL(…)``: re-flowed by a terminal or an editor, or cut by a paste,
     also inside its own words (``… Watchdog caught`` / ``collective operation timeout: WorkNCCL(…``)."""
-    if "WorkNCCL(" in body:
+    if "WorkNCCL(" in body or "WorkHCCL(" in body:
         return False
     if f"{_CAUGHT} {_WHAT}" in body:
         return True
@@ -203,7 +203,7 @@ def _cut_in_its_first_word(body: str) -> bool:
 def _headless_cut(body: str) -> bool:
     """A watchdog message pasted from its ``WorkNCCL(…)`` on, its ``ran for … before timing out`` wrapped below."""
     text = body.lstrip()
-    return text.startswith("WorkNCCL(") and text.rstrip().endswith(")") and "ran for" not in text
+    return text.startswith(("WorkNCCL(", "WorkHCCL(")) and text.rstrip().endswith(")") and "ran for" not in text
 
 
 @dataclass
