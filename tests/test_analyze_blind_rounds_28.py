@@ -176,3 +176,37 @@ def test_torch_npus_process_group_reads_as_nccls_does(tmp_path: Path) -> None:
                    "taskID[41]; communication operator information: AllReduce\n").hypotheses[0]
     assert top.category is Category.LAGGING_RANK and "remote rank 12" in top.title
     assert diagnose(tmp_path, "HCCL INFO: waiting peer rank: 12 ready, connected\n").hypotheses == ()
+
+
+def test_nvshmems_and_deepeps_words_are_never_silent(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        "/workspace/nvshmem_src/src/host/init/init.cu:386: non-zero status: 7 NVSHMEM requires the same number of PEs "
+        "on all nodes (4 PEs on node-3)": Category.UNRECOGNISED,
+        "/workspace/nvshmem_src/src/modules/transport/ibgda/ibgda.cpp:nvshmemt_init:4558: neither nv_peer_mem, or "
+        "nvidia_peermem detected. Skipping transport.": Category.UNRECOGNISED,
+        "/workspace/nvshmem_src/src/modules/bootstrap/uid/bootstrap_uid.cpp:bootstrap_root:220: UID Bootstrap versions "
+        "not compatible between PEs": Category.NCCL_VERSION_MISMATCH,
+        "/workspace/nvshmem_src/src/modules/bootstrap/uid/bootstrap_uid.cpp:bootstrap_net_init:148: No usable "
+        "listening interface found": Category.INTERFACE_MISSING,
+        "/workspace/nvshmem_src/src/modules/bootstrap/uid/ncclSocket/ncclsocket_socket.cpp:socketStartConnect:479: "
+        "socketStartConnect: exceeded retries (20000)": Category.PEER_UNREACHABLE,
+        # DeepEP's kernels waiting out their bound: an error of no category (the held cases' threads found a library
+        # bug or the RDMA setup behind them, not a late rank)
+        "DeepEP timeout for dispatch receivers, rank 6, responsible_channel = 4, tokens remained: 37":
+            Category.UNRECOGNISED,
+        "Warning: DeepEP timeout for barrier, rank 14, dst_rank 3": Category.UNRECOGNISED,
+        "[12] ibgda_poll_cq timeout:": Category.UNRECOGNISED,
+    })
+    # a status of 0, DeepEP's timeout as configured: nothing
+    assert diagnose(tmp_path, "init.cu:386: non-zero status: 0\nDeepEP: num_max_dispatch_tokens_per_rank=128, "
+                    "timeout=100s\n").hypotheses == ()
+
+
+def test_kubernetes_refusing_a_pod_or_dropping_its_traffic(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        "Dec  5 07:21:03.123: training/llama-70b-worker-3:45678 (ID:12345) <> training/llama-70b-worker-0:29500 "
+        "(ID:23456) Policy denied DROPPED (TCP Flags: SYN)": Category.PEER_UNREACHABLE,
+        "  Warning  OutOfnvidia.com/gpu  4s  kubelet  Node didn't have enough resource: nvidia.com/gpu, requested: 8, "
+        "used: 0, capacity: 4": Category.UNRECOGNISED,
+    })
+    assert diagnose(tmp_path, "Policy allowed FORWARDED (TCP Flags: SYN)\n").hypotheses == ()

@@ -407,6 +407,9 @@ ANCHORS: tuple[bytes, ...] = (
     # process is terminated, shutting down``): an error by its program's account whatever its words
     b"CRITICAL",
     b"Notify register waits",  # (Ascend HCCL's EI0002 in CANN 8's words)
+    # (NVSHMEM and DeepEP, a Kubernetes network policy, a node without the resource a pod asks)
+    b"peermem detected", b"versions not compatible", b"listening interface", b"exceeded retries", b"Policy denied",
+    b"enough resource",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -58,6 +58,10 @@ NO_PROGRESS = (r"Did not get (?:initial|subsequent) heartbeat\b|\bSection '[^'\n
                r"|\bconsecutive training cycles without progress\b|\bstep has not incremented in the last \d+ seconds\b"
                r"|\bExit due to no progress during training\b|\[userbuffers\.cu:\w{1,80}:\d{1,6}\][^\n]{0,80}: expecting \d+ got \d+"
                r"|\bCE deadlock DETECTED\b")
+# DeepEP's kernels and NVSHMEM's proxy and IBGDA waiting out their bound for a peer (an error of no category: the threads
+# behind the held cases found a library bug or the RDMA setup, not a late rank)
+_GPU_COMM_TIMEOUT = (r"\bDeepEP\b[^\n]{0,80}\btimeout(?: for\b| \(|[,:]|\s*$)|\breceived timeout signal from GPU thread"
+                    r"|\bibgda_poll_cq timeout\b")
 HOST_NETWORK_DOWN = r"now running without any active interface|link status definitely down"
 CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port"
 _ERROR = re.compile(
@@ -154,6 +158,18 @@ _ERROR = re.compile(
     r"|\bbecomes unresponsive\b|\bC_RC_(?!OK\b)[A-Z_]{3,30}\b|\breceived a packet with invalid protocol version\b"
     r"|\bdoes NOT have connection ID in its header\b|\bMessage truncated!|\bEQ \d+ dropped event\b|\bControl EQ drops detected\b"
     r"|\bRX entries exhausted\b|\bInvalid VNI \d+"
+    # GPU-initiated communication (MoE expert parallelism): DeepEP's kernels and NVSHMEM's proxy waiting out their
+    # bound for a peer (``DeepEP timeout for dispatch receivers, rank 6, …``, ``Warning: DeepEP timeout for barrier,
+    # rank 14, dst_rank 3``, ``received timeout signal from GPU thread(s) in nvshmemi_proxy_quiet``, ``[12]
+    # ibgda_poll_cq timeout:``); NVSHMEM's error print (``init.cu:386: non-zero status: 7 NVSHMEM requires the same
+    # number of PEs on all nodes``), its transports without GPUDirect RDMA (``neither nv_peer_mem, or nvidia_peermem
+    # detected. Skipping transport.``), its bootstrap (NCCL's socket code: ``No usable listening interface found``,
+    # ``socketStartConnect: exceeded retries (20000)``, ``Connection closed by remote peer``, PEs of other versions);
+    # a Kubernetes network policy dropping the job's traffic (Cilium's ``Policy denied DROPPED``), a node without the
+    # resource a pod asks for (``Node didn't have enough resource: nvidia.com/gpu, requested: 8, …``)
+    r"|" + _GPU_COMM_TIMEOUT + r"|\bnon-zero status: -?[1-9]\d{0,3}\b|\bneither nv_peer_mem,? or nvidia_peermem detected\b"
+    r"|\bNo usable listening interface found\b|\bexceeded (?:retries|timeouts) \(\d+\)|\bConnection closed by remote peer\b"
+    r"|\bUID Bootstrap versions not compatible\b|\bPolicy denied DROPPED\b|\bdidn't have enough resource: "
     r"|=>> PBS: job killed:|\bTERM_[A-Z_]{3,30}: job killed\b"
     # a qualified exception class whose name ends in none of the usual words (``etcd.EtcdConnectionFailed: No more
     # machines in the cluster``, ``etcd.EtcdKeyNotFound: …``): a module path in lower case, then the class

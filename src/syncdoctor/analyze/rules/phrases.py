@@ -48,6 +48,8 @@ _SETUP_CHECK = re.compile(
     r"|\bNot enough resources to allocate\b|\bmust have an equal number of parameters\b"
     # nccl-tests asked for more GPUs than the node has (``Invalid number of GPUs: 16 requested but only 8 were found.``)
     r"|\bInvalid number of GPUs: \d+ requested but only \d+ were found\b"
+    # NVSHMEM's PEs spread unevenly over the nodes (``NVSHMEM requires the same number of PEs on all nodes``)
+    r"|\brequires the same number of PEs on all nodes\b"
     # (DeepSpeed's ``num_stages (3) must divide distributed world size (16)``, ColossalAI's ``can't be evenly divided``)
     r"|\bmust divide (?:the )?(?:distributed )?world[_ ]size\b|\bca(?:n'?t|nnot) be evenly divided\b"
     r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b", _I)
@@ -227,6 +229,15 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # (or EFA installer) versions
     (Category.NCCL_VERSION_MISMATCH, "nodes running different libfabric versions (EFA)",
      re.compile(r"received a packet with invalid protocol version|does NOT have connection ID in its header", _I)),
+    # NVSHMEM's bootstrap between PEs of different NVSHMEM versions
+    (Category.NCCL_VERSION_MISMATCH, "processes of different NVSHMEM versions",
+     re.compile(r"UID Bootstrap versions not compatible between PEs|bootstrap returned an incompatible version", _I)),
+    # NVSHMEM's bootstrap (NCCL's socket code) with no interface to listen on
+    (Category.INTERFACE_MISSING, "no usable network interface to listen on (NVSHMEM's bootstrap)",
+     re.compile(r"No usable listening interface found", _I)),
+    # a Kubernetes network policy (Cilium) dropping the job's traffic between pods
+    (Category.PEER_UNREACHABLE, "a network policy dropping the job's traffic between pods",
+     re.compile(r"\bPolicy denied DROPPED\b", _I)),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RENDEZVOUS_TIMEOUT, "a rendezvous or store barrier that did not gather everyone",
@@ -289,6 +300,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # userbuffers of TransformerEngine's comm-GEMM overlap) saying a rank made no progress past its bound
     (Category.UNEXPLAINED_TIMEOUT, "a rank that made no progress past a watchdog's bound (a hang; what held it is "
      "not in this line)", re.compile(NO_PROGRESS)),
+    # (DeepEP's kernels and NVSHMEM's proxy waiting out their bound, ``GPU_COMM_TIMEOUT``, are errors of no category
+    # here: the held cases' threads found a library bug or the RDMA setup behind them, A028, not a rank that was late)
+    # NVSHMEM's bootstrap connect giving up (NCCL's socket code)
+    (Category.PEER_UNREACHABLE, "a peer that could not be reached (NVSHMEM's bootstrap gave up connecting)",
+     re.compile(r"\bsocket(?:Start|Poll)Connect: exceeded (?:retries|timeouts)\b")),
     # a peer's NIC that stopped answering over the fabric (libfabric: EFA, Slingshot's CXI): its node or process gone
     (Category.PEER_UNREACHABLE, "a peer's NIC that stopped answering over the fabric (its node or process gone, or "
      "the link)", re.compile(r"\bbecomes unresponsive\b|\bC_RC_(?:UNDELIVERABLE|PTLTE_NOT_FOUND)\b")),
