@@ -176,6 +176,10 @@ def test_torch_npus_process_group_reads_as_nccls_does(tmp_path: Path) -> None:
                    "taskID[41]; communication operator information: AllReduce\n").hypotheses[0]
     assert top.category is Category.LAGGING_RANK and "remote rank 12" in top.title
     assert diagnose(tmp_path, "HCCL INFO: waiting peer rank: 12 ready, connected\n").hypotheses == ()
+    # HCCL's EI0005 alone: the ranks called the collective with different arguments
+    top = diagnose(tmp_path, "EI0005: [PID: 48213] 2026-12-05-07:36:27.781.599 The parameters of operator "
+                   "HcomAllReduce are inconsistent between ranks, parameter count is 16512 on local rank\n").hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC
 
 
 def test_nvshmems_and_deepeps_words_are_never_silent(tmp_path: Path) -> None:

@@ -165,6 +165,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"mismatch between collectives|collective (?:operation )?mismatch|mismatched collective"
                 r"|received data size doesn't match|(?:shapes?|sizes?) (?:do not|don't|does not) match across ranks"
                 r"|inconsistent [^\n]{0,30}across ranks"
+                # Ascend HCCL's EI0005 (``The parameters of operator HcomAllReduce are inconsistent between ranks,
+                # parameter count is 16512 on …``; ``The arguments for collective communication are inconsistent
+                # between ranks``)
+                r"|\bare inconsistent between ranks\b"
                 # Accelerate's debug mode: ``Cannot apply desired operation due to shape mismatches. All shapes
                 # across devices must be valid.``
                 r"|due to shape mismatches"
