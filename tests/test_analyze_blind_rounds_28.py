@@ -214,3 +214,42 @@ def test_kubernetes_refusing_a_pod_or_dropping_its_traffic(tmp_path: Path) -> No
         "used: 0, capacity: 4": Category.UNRECOGNISED,
     })
     assert diagnose(tmp_path, "Policy allowed FORWARDED (TCP Flags: SYN)\n").hypotheses == ()
+
+
+def test_the_c_library_the_kernel_and_the_shell_in_their_own_words(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        "free(): invalid pointer": Category.UNRECOGNISED,
+        "malloc(): unsorted double linked list corrupted": Category.UNRECOGNISED,
+        "*** buffer overflow detected ***: terminated": Category.UNRECOGNISED,
+        "train.service: Main process exited, code=dumped, status=11/SEGV": Category.RANK_CRASHED,
+        "train.service: Main process exited, code=killed, status=9/KILL": Category.RANK_KILLED,
+        "[183492.104001] Out of memory and no killable processes...": Category.RANK_KILLED,
+        "/opt/jobs/launch.sh: line 5: ulimit: max locked memory: cannot modify limit: Operation not permitted":
+            Category.MEMLOCK_LIMIT,
+        "socket.gaierror: [Errno -2] Name or service not known": Category.PEER_UNREACHABLE,
+        "bash: fork: Resource temporarily unavailable": Category.UNRECOGNISED,
+        "[ 7001.220345] cgroup: fork rejected by pids controller in /kubepods.slice/pod7c1e": Category.UNRECOGNISED,
+        "concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly while the "
+        "future was running or pending.": None,
+        "        An attempt has been made to start a new process before the": None,
+    })
+    # an allocator's statistics, a healthy unit's exit, a limit that could be raised: nothing
+    assert diagnose(tmp_path, "malloc(): 4096 bytes in 3 chunks\ntrain.service: Main process exited, code=exited, "
+                    "status=0/SUCCESS\nulimit: max locked memory: unlimited\n").hypotheses == ()
+
+
+def test_a_gpu_too_old_and_a_cloud_taking_the_machine_away(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        "UserWarning: Found GPU0 Tesla K80 which is of cuda capability 3.7. PyTorch no longer supports this GPU "
+        "because it is too old. The minimum cuda capability supported by this library is 5.0.": Category.GPU_ERROR,
+        "compute.instances.preempted: Instance was preempted.": Category.RANK_KILLED,
+        "compute.instances.terminateOnHostMaintenance: Instance terminated during Compute Engine maintenance.":
+            Category.RANK_KILLED,
+        "Host EC2 (instance i-0a1b2c3d4e5f67890) terminated.": Category.RANK_KILLED,
+        "2026-12-05 06:40:12,551 INFO: 2 nodes set down (a3mega-a3meganodeset-[3-4]) with reason=Preempted instance":
+            Category.RANK_KILLED,
+        "  Warning  NodeFault  117s   hyperpod-pytorch-job-controller  Found unhealthy node hyperpod-i-03d315d8cef22bd25":
+            Category.UNRECOGNISED,
+    })
+    assert diagnose(tmp_path, "onHostMaintenance: MIGRATE\nnodes set down with reason=Maintenance window\n"
+                    ).hypotheses == ()

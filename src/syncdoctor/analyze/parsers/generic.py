@@ -170,6 +170,28 @@ _ERROR = re.compile(
     r"|" + _GPU_COMM_TIMEOUT + r"|\bnon-zero status: -?[1-9]\d{0,3}\b|\bneither nv_peer_mem,? or nvidia_peermem detected\b"
     r"|\bNo usable listening interface found\b|\bexceeded (?:retries|timeouts) \(\d+\)|\bConnection closed by remote peer\b"
     r"|\bUID Bootstrap versions not compatible\b|\bPolicy denied DROPPED\b|\bdidn't have enough resource: "
+    # the C library aborting on a corrupted heap or buffer (``free(): invalid pointer``, ``malloc(): unsorted double linked
+    # list corrupted``, ``*** buffer overflow detected ***: terminated``), a name that does not resolve in Python's words
+    # (``socket.gaierror: [Errno -2] Name or service not known``), a process pool whose worker died (``BrokenProcessPool:
+    # A process in the process pool was terminated abruptly``), a host out of processes or open files (``bash: fork:
+    # retry: Resource temporarily unavailable``, ``cgroup: fork rejected by pids controller``, ``VFS: file-max limit
+    # 1048576 reached``), a shell not allowed to raise a limit (``ulimit: max locked memory: cannot modify limit``), the
+    # kernel's OOM killer with nothing left to kill, its RCU stall detector, systemd's record of a service that crashed
+    # (``Main process exited, code=dumped, status=7/BUS``), multiprocessing started before the main module was guarded
+    r"|^(?:free|malloc|realloc|munmap_chunk|malloc_consolidate|corrupted size vs\. prev_size)(?:\(\))?: [a-z]"
+    r"|\bbuffer overflow detected \*{0,3}:? ?terminated\b|\bgaierror\b|\bName or service not known\b|\bterminated abruptly\b"
+    r"|\bfork: (?:retry: )?Resource temporarily unavailable\b|\bfork rejected by pids controller\b"
+    r"|\bfile-max limit \d+ reached\b|\bulimit: [\w ]{1,40}: cannot modify limit\b|\bOut of memory and no killable processes"
+    r"|\bdetected stalls on CPUs\b|\bMain process exited, code=(?:dumped|killed), status=\d+/[A-Z]+\b"
+    r"|\bAn attempt has been made to start a new process before\b"
+    # a GPU too old for the PyTorch installed (``Found GPU0 Tesla K80 which is of cuda capability 3.7. PyTorch no longer
+    # supports this GPU because it is too old.``); a cloud taking the machine away (GCE's ``compute.instances.preempted:
+    # Instance was preempted.``, ``Instance terminated during Compute Engine maintenance``, AWS Batch's ``Host EC2
+    # (instance i-…) terminated.``, Slurm's nodes set down ``with reason=Preempted instance``); HyperPod's job
+    # controller finding a node unhealthy or the job hanging
+    r"|\bno longer supports this GPU because it is too old\b|\bInstance was preempted\b"
+    r"|\bInstance terminated during Compute Engine maintenance\b|\bHost EC2 \(instance [\w-]{1,40}\) terminated\b"
+    r"|\bwith reason=(?:Preempted instance|Instance terminated)\b|\bFound unhealthy node\b|\bJob hanging detected by\b"
     r"|=>> PBS: job killed:|\bTERM_[A-Z_]{3,30}: job killed\b"
     # a qualified exception class whose name ends in none of the usual words (``etcd.EtcdConnectionFailed: No more
     # machines in the cluster``, ``etcd.EtcdKeyNotFound: …``): a module path in lower case, then the class
@@ -324,6 +346,7 @@ _BENIGN = re.compile(
 # warnings that are the failure itself: PyTorch finding no usable GPU at start-up, or built without this GPU's
 # architecture (both a ``UserWarning``; what fails next is the program's first use of the GPU)
 _WARNED = re.compile(r"CUDA initialization: [^\n]{0,60}\b(?:error|failed|too old)\b|is not compatible with the current PyTorch installation"
+                     r"|\bno longer supports this GPU because it is too old\b"
                      r"|\bfailed due to oom\b")  # (Ray retries the task: the kill happened all the same)
 
 

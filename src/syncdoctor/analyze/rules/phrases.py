@@ -64,7 +64,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory"
                 # Ray's memory monitor killing a task for host memory (``Task _map_task failed due to oom. … 1
                 # worker(s) were killed due to the node running low on memory``)
-                r"|\bfailed due to oom\b|\bkilled due to the node running low on memory\b", _I)),
+                r"|\bfailed due to oom\b|\bkilled due to the node running low on memory\b"
+                # the OOM killer finding nothing left to kill (the host's memory taken by what it may not kill)
+                r"|\bOut of memory and no killable processes", _I)),
     (Category.MEMLOCK_LIMIT, "memory the NIC could not register (the memlock limit)",
      re.compile(r"ibv_reg_mr|\bRLIMIT_MEMLOCK\b|\bmemlock\b|locked memory|fi_mr_reg|register memory region"
                 # a verbs queue the NIC could not pin memory for (UCX: ibv_create_cq(cqe=4096) failed: Cannot allocate memory)
@@ -73,7 +75,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|Failure to post internal receive buffers"
                 # a transfer engine registering its buffers with the NIC (Mooncake: ``Failed to register memory
                 # 0x7f71…: Cannot allocate memory [12]``)
-                r"|Failed to register memory\b[^\n]{0,80}(?:Cannot allocate memory|ENOMEM)", _I)),
+                r"|Failed to register memory\b[^\n]{0,80}(?:Cannot allocate memory|ENOMEM)"
+                # a job script not allowed to raise its own limit (``ulimit: max locked memory: cannot modify limit:
+                # Operation not permitted``: the container's or the daemon's limit is the one to raise)
+                r"|ulimit: max locked memory: cannot modify limit", _I)),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm|shared-memory backing"
                 r"|\bproviders? for name shm\b|\bshm provider\b"  # libfabric's shm provider (oneCCL, EFA)
@@ -119,7 +124,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"no kernel image is available|hipErrorNoBinaryForGpu|Unable to find code object for all current "
                 # PyTorch's warning at start-up that it was built without this architecture (``NVIDIA H200 with CUDA
                 # capability sm_90 is not compatible with the current PyTorch installation``)
-                r"devices|with CUDA capability sm_\d{2,3}\w? is not compatible with the current PyTorch", _I)),
+                r"devices|with CUDA capability sm_\d{2,3}\w? is not compatible with the current PyTorch"
+                # (and one too old for it: ``Found GPU0 Tesla K80 which is of cuda capability 3.7. PyTorch no longer
+                # supports this GPU because it is too old.``)
+                r"|no longer supports this GPU because it is too old", _I)),
     # an Ascend NPU's kernel that timed out or faulted (``EZ9999 … Kernel task happen error, retCode=0x25, [aicore
     # timeout]``, ``[aicore exception]``): the device's failure, as a CUDA kernel's on a GPU
     (Category.GPU_ERROR, "an NPU kernel that timed out or faulted", re.compile(r"\[aicore (?:timeout|exception)\]", _I)),
@@ -259,7 +267,9 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # limit 7200``, LSF's ``TERM_RUNLIMIT: job killed after reaching LSF run time limit.`` (and its memory limit,
     # preemption, owner, administrator)
     (Category.RANK_KILLED, "the scheduler ending the job (a time or memory limit, a preemption, its owner)",
-     re.compile(r"=>> PBS: job killed: \w+ [\d.]+\w* exceeded limit|\bTERM_(?:RUNLIMIT|MEMLIMIT|PREEMPT|OWNER|ADMIN"
+     re.compile(r"\bInstance was preempted\b|\bInstance terminated during Compute Engine maintenance\b"
+                r"|\bHost EC2 \(instance [\w-]{1,40}\) terminated\b|\bwith reason=(?:Preempted instance|Instance terminated)\b"
+                r"|=>> PBS: job killed: \w+ [\d.]+\w* exceeded limit|\bTERM_(?:RUNLIMIT|MEMLIMIT|PREEMPT|OWNER|ADMIN"
                 r"|CPULIMIT|SWAP|EXTERNAL_SIGNAL|FORCE_OWNER|FORCE_ADMIN|REQUEUE_OWNER|REQUEUE_ADMIN): job killed", _I)),
     # a peer that advertised a loopback address for a connection other hosts must make (vLLM's NIXL handshake failing
     # with ``'remote_host': 'localhost'`` in its context: the side channel's host left at its default)
@@ -323,9 +333,12 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_KILLED, "a node that went away under its workers (Ray)",
      re.compile(r"died because its node has died|\bnode \(where this task was running\) was dead\b", _I)),
     (Category.RANK_KILLED, "a process killed (SIGKILL)",
-     re.compile(r"\bSIGKILL\b|signal 9\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
+     re.compile(r"\bSIGKILL\b|signal 9\b|\bstatus=9/KILL\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",
      re.compile(r"segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGBUS\b|\bSIGFPE\b|\bSIGILL\b|core dumped|bus error"
+                # systemd's record of a service that crashed (``code=dumped, status=11/SEGV``; the C library's own aborts,
+                # ``free(): invalid pointer``, stay errors of no category, as ``*** stack smashing detected ***`` does)
+                r"|\bstatus=\d+/(?:SEGV|ABRT|BUS|FPE|ILL)\b"
                 r"|\bAborted\b|terminate called|terminating (?:with|due to) uncaught exception", _I)),
     # Horovod's own words on every rank once one failed or finished early (``Horovod has been shut down. This was
     # caused by an exception on one of the ranks or an attempt to allreduce … after one of the ranks finished``)
