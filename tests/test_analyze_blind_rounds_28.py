@@ -253,3 +253,19 @@ def test_a_gpu_too_old_and_a_cloud_taking_the_machine_away(tmp_path: Path) -> No
     })
     assert diagnose(tmp_path, "onHostMaintenance: MIGRATE\nnodes set down with reason=Maintenance window\n"
                     ).hypotheses == ()
+
+
+def test_a_status_after_a_padded_glog_prefix_a_retry_limit_reached_and_a_gpu_count_that_fell(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        # glog pads its thread id: the status after its prefix still opens the message
+        "W1205 08:14:40.118822  402230 gpu_cliques.cc:945] FAILED_PRECONDITION: Previous and current job states have "
+        "different sizes: 16 vs 15": Category.UNRECOGNISED,
+        "E1205 08:00:58.103322 140211 cluster.py:59] Automatic Distributed initialization can not proceed: slurm is "
+        "not supported.": Category.UNRECOGNISED,
+        # retries used up are a failure, not a retry
+        "slurmstepd: error:  mpi/pmix_v4: pmixp_p2p_send: node-3 [2]: pmixp_utils.c:450: send failed, rc=1001, "
+        "exceeded the retry limit": Category.UNRECOGNISED,
+        "[2026-12-05T08:01:12.345] gres/gpu count changed on node node-3 to 7": Category.GPU_ERROR,
+    })
+    assert diagnose(tmp_path, "W1205 08:14:40.118822  402230 gpu_cliques.cc:945] state: FAILED_PRECONDITION "
+                    "counted 0 times\nsrun: error: send failed, retrying (attempt 1 of 5)\n").hypotheses == ()

@@ -416,6 +416,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"file-max limit", b"cannot modify limit", b"no killable processes", b"detected stalls", b"Main process exited",
     b"start a new process before", b"no longer supports this GPU", b"Instance was preempted",
     b"Compute Engine maintenance", b"Host EC2 (instance", b"with reason=", b"Found unhealthy node", b"Job hanging detected",
+    b"not proceed",  # (JAX's cluster detection giving up)
+    b"count changed on node",  # (Slurm's controller: a node's GPUs fewer than before)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

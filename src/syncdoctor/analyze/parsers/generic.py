@@ -35,7 +35,9 @@ GPU_FINDINGS = (r"GPU count mismatch|gpu count mismatch|GPU (?:\d+ )?requires (?
                 # device marked unhealthy: GPU-3f2a…``, ``Marking device GPU-3f2a… as unhealthy: ERROR_UNKNOWN``)
                 r"|GPU \d+: Requires a (?:reset|node reboot) to recover\b|\bNVL link \d+ is in DISABLED state"
                 r"|NVLinkWindowHealthCheck: GPU \d+ unhealthy\b|device marked unhealthy: GPU-|Marking device GPU-[\w\-]+ as unhealthy"
-                r"|unable to get device handle from UUID: \w+; marking it as unhealthy")
+                r"|unable to get device handle from UUID: \w+; marking it as unhealthy"
+                # Slurm's controller seeing a node report fewer GPUs than before (one fell off its bus)
+                r"|gres/gpu count changed on node\b")
 NIC_FINDINGS = (r"health compromised|PCI slot is unavailable\b|Will cause a leak of a command resource\b"
                 r"|didn't send any completion for admin cmd|ib link flap(?:ping)? detected\b|HCAs found, but expected\b"
                 r"|Recommendation\s*: (?:Cable is unplugged|Signal not detected|No partner detected|Bad signal integrity"
@@ -125,8 +127,13 @@ _ERROR = re.compile(
     r"|\bPMI server not found\b|, terminating the program\b"
     # an absl/gRPC status at a line's start, the way XLA, JAX, torch_xla and gRPC print a failed call's status
     # (``DEADLINE_EXCEEDED: Barrier timed out``, ``ABORTED: Incarnation ID mismatch``, ``FAILED_PRECONDITION: …``)
-    r"|^\s*(?:INVALID_ARGUMENT|ABORTED|FAILED_PRECONDITION|UNAVAILABLE|DEADLINE_EXCEEDED|RESOURCE_EXHAUSTED|INTERNAL"
-    r"|DATA_LOSS): (?=\S)"
+    # (also right after a glog prefix the scanner leaves on the line, its thread id padded: ``W1205 08:14:40.118822
+    # 402230 gpu_cliques.cc:945] FAILED_PRECONDITION: Previous and current job states have different sizes``)
+    r"|(?:^\s*|\.(?:cc|cpp|h|py):\d{1,6}\] )(?:INVALID_ARGUMENT|ABORTED|FAILED_PRECONDITION|UNAVAILABLE|DEADLINE_EXCEEDED"
+    r"|RESOURCE_EXHAUSTED|INTERNAL|DATA_LOSS): (?=\S)"
+    # a program saying it cannot go on (JAX's ``Automatic Distributed initialization can not proceed: slurm is not
+    # supported.``)
+    r"|\b(?:can ?not|cannot) proceed\b"
     # the kernel's and the NIC drivers' words for a failure without an error word: mlx5's health poll, command
     # timeouts and module events, a TX queue that stopped, EFA's admin queue, an NVSwitch's SXid, the driver and the
     # library apart, PCIe's containment and a GPU not back after a reset, the host's bond, conntrack and ARP tables,
@@ -330,7 +337,7 @@ _BENIGN = re.compile(
     # libibverbs trying every provider it has a config for, on hosts without most of those NICs (pvrdma, hfi1…): noise;
     # the NIC the job needs failing is told by its user (NCCL's ``No device found``, ``ibv_open_device failed``)
     r"libibverbs: Warning: couldn't load driver|"
-    r"ErrorCode\.|retry(?! count| handler)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
+    r"ErrorCode\.|retry(?! count| handler| limit)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
     # ProcessGroupNCCL's note beside a timeout that the Flight Recorder was off (2.6+): no failure of its own
     r"Stack trace of the failed collective not found|"
     # a line that says its error words are expected (vLLM's Ray executor: "If you see error log from logging.cc
