@@ -269,3 +269,13 @@ def test_a_status_after_a_padded_glog_prefix_a_retry_limit_reached_and_a_gpu_cou
     })
     assert diagnose(tmp_path, "W1205 08:14:40.118822  402230 gpu_cliques.cc:945] state: FAILED_PRECONDITION "
                     "counted 0 times\nsrun: error: send failed, retrying (attempt 1 of 5)\n").hypotheses == ()
+
+
+def test_libuvs_lower_case_words_for_a_port_taken_or_files_used_up(tmp_path: Path) -> None:
+    # gloo's libuv transport (macOS, Windows) prints libuv's error names in lower case
+    each_read(tmp_path, {
+        "[/Users/runner/work/pytorch/pytorch/pytorch/third_party/gloo/gloo/transport/uv/libuv.h:582] uv_bind: "
+        "address already in use": Category.PORT_IN_USE,
+        "[../third_party/gloo/gloo/transport/uv/libuv.h:596] uv_accept: too many open files": Category.UNRECOGNISED,
+    })
+    assert diagnose(tmp_path, "checking whether the address is already in use: no\n").hypotheses == ()

@@ -84,7 +84,7 @@ _ERROR = re.compile(
     # (oneCCL's level between bars: ``|CCL_ERROR|``); the words of a failure on a line without an error word
     # (a runtime's own wording)
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"
-    r"\bAddress already in use\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b"
+    r"\b[Aa]ddress already in use\b|\b[Tt]oo many open files\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b"
     # an RDMA stack that sees no device: ibv_devinfo's words, libibverbs's provider that does not match the kernel's
     r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b"
     # a multi-line exception's message on its own line (Accelerate's ``Cannot apply desired operation due to shape
