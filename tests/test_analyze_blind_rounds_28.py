@@ -279,3 +279,34 @@ def test_libuvs_lower_case_words_for_a_port_taken_or_files_used_up(tmp_path: Pat
         "[../third_party/gloo/gloo/transport/uv/libuv.h:596] uv_accept: too many open files": Category.UNRECOGNISED,
     })
     assert diagnose(tmp_path, "checking whether the address is already in use: no\n").hypotheses == ()
+
+
+_WRONG = ("WARNING: current device is not 2, but 7, which may cause useless memory\n"
+          "         allocation for torch CUDA context\n")
+
+
+def test_a_process_on_another_ranks_gpu_is_two_ranks_on_one_gpu(tmp_path: Path) -> None:
+    # with the out-of-memory error that follows, the shared GPU is the cause and the OOM its symptom
+    top = diagnose(tmp_path, _WRONG + "\ntorch.OutOfMemoryError: HIP out of memory. Tried to allocate 28.00 MiB.\n"
+                   "GPU 7 has a total capacity of 287.98 GiB of which 0 bytes is free.\n").hypotheses[0]
+    assert top.category is Category.DUPLICATE_GPU and "GPU 7 instead of GPU 2" in top.title
+    assert top.confidence > 0.8
+    # alone, a lead
+    top = diagnose(tmp_path, _WRONG).hypotheses[0]
+    assert (top.category, top.confidence) == (Category.DUPLICATE_GPU, 0.45)
+    assert diagnose(tmp_path, "INFO: current device is 2, as set\n").hypotheses == ()
+
+
+_RECORD = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 415545) of "
+           "binary: /usr/bin/python3\n")
+
+
+def test_a_workers_exception_line_above_the_launchers_record_says_why_it_died(tmp_path: Path) -> None:
+    refusal = ("NotImplementedError: Using RTX 3090 or 4000 series doesn't support faster communication broadband "
+               "via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` and `NCCL_IB_DISABLE=\"1\" or use `accelerate "
+               "launch` which will do this automatically.\n")
+    top = diagnose(tmp_path, refusal + _RECORD).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "local rank 0" in top.title and "its error says" in top.title
+    # an exception whose words name no cause leaves the worker's death a crash
+    top = diagnose(tmp_path, "ValueError: bad batch\n" + _RECORD).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED

@@ -419,6 +419,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"not proceed",  # (JAX's cluster detection giving up)
     b"count changed on node",  # (Slurm's controller: a node's GPUs fewer than before)
     b"address already in use", b"oo many open files",  # (libuv's and the C library's lower-case words: gloo on macOS)
+    b"current device is not ",  # (a serving engine's process on another rank's GPU)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

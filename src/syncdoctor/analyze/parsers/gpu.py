@@ -42,6 +42,7 @@ KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exceptio
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
             "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST",
             "fabricmanager daemon", "imex daemon shutdown", "NVLink training of fabric", "fabric manager found but not active",
+            "current device is not ",
             " timeout, signaled seq", "device lost from bus", "page fault (src_id", "exceed threshold", "reaches threshold",
             "XGMI PCS", "qcm fence wait loop", "unrecoverable state")
 
@@ -183,6 +184,10 @@ _CUDA_INIT = re.compile(r"CUDA initialization: [^\n]{0,300}?\bError (?P<code>\d{
 # nvidia-imex daemon shutdown detected, disabled fabric allocations``), the fabric manager's NVLink training not done
 # (``Fabric Manager (…): NVLink training of fabric did not complete.``), and the GPU operator finding it installed but
 # stopped (``fabric manager found but not active``)
+# a serving engine's check of the device its process runs on (SGLang's, LightLLM's, vLLM's older
+# ``get_available_gpu_memory``): ``WARNING: current device is not 2, but 7, which may cause useless memory allocation for
+# torch CUDA context.``: the process meant for GPU 2 works on GPU 7, another rank's
+_WRONG_DEVICE = re.compile(r"\bcurrent device is not (?P<want>\d{1,3}), but (?P<got>\d{1,3})\b")
 FABRIC_DOWN = "the NVSwitch fabric is not up: "  # (its message's start, read by rules.node)
 _FABRIC_DOWN = re.compile(r"nvidia-fabricmanager daemon shutdown detected|Abrupt nvidia-imex daemon shutdown detected"
                           r"|NVLink training of fabric did not complete|fabric manager found but not active")
@@ -330,6 +335,10 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "message": f"the fabric manager ({match['fm']}) refused a driver of another version: system not yet "
                        "initialized", "source": "fabric-manager"})]
+    match = _WRONG_DEVICE.search(body) if "current device is not " in body else None
+    if match and match["want"] != match["got"]:
+        return [make_event(Kind.DUPLICATE_GPU, line, data={
+            "device": match["got"], "expected": match["want"], "wrong_device": True})]
     match = _FABRIC_DOWN.search(body) if "abric" in body or "imex" in body else None
     if match:
         return [make_event(Kind.GPU_ERROR, line, data={

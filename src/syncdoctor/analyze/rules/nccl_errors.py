@@ -212,7 +212,9 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
     dup = tl.of(Kind.DUPLICATE_GPU)
     if not dup:
         out += _same_gpu_at_init(tl)
-    if dup:
+    if dup and all(e.data.get("wrong_device") for e in dup):
+        out += _wrong_device(tl, dup)
+    elif dup:
         pairs = sorted({tuple(e.data.get("ranks") or ()) for e in dup if e.data.get("ranks")})
         title = "two ranks share one GPU" + (f" (ranks {', '.join('/'.join(map(str, p)) for p in pairs)})" if pairs else "")
         # NCCL numbers them in the communicator that found it: the job's ranks where that is the default group
@@ -263,6 +265,27 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
                  "reason."),
             evidence=evidence_of(usage, "NCCL's error", 4)))
     return out
+
+
+def _wrong_device(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """A process on another rank's GPU, in a serving engine's own check (``current device is not 2, but 7``): with
+    an out-of-memory error in the inputs, that GPU held two ranks' memory (the cause, the OOM its symptom); alone,
+    a lead."""
+    pairs = sorted({(str(e.data["expected"]), str(e.data["device"])) for e in events})
+    where = attribute(events, tl)
+    said = ", ".join(f"GPU {got} instead of GPU {want}" for want, got in pairs[:3])
+    oom = bool(tl.of(Kind.CUDA_OOM))
+    title = (f"{where.text or 'a process'} ran on another rank's GPU ({said}): two ranks share "
+             f"GPU {', '.join(sorted({got for _, got in pairs}))}" + ("; the out-of-memory error that follows is its "
+                                                                       "symptom" if oom else ""))
+    what = ("The process checked which GPU it runs on and found another than its own: it allocates there, beside the "
+            "rank that owns that GPU, so that GPU holds two ranks' memory" + (" and ran out of it." if oom else "."))
+    fix = ("Set each process's device before it allocates anything (torch.cuda.set_device(local_rank), or the engine's "
+           "gpu id / CUDA_VISIBLE_DEVICES per process), and check that a library the engine loads does not change the "
+           "current device and leave it changed.")
+    return [hypothesis(tl, Category.DUPLICATE_GPU, 0.85 if oom else 0.45, title, culprits=where.ranks,
+                       hosts=where.hosts, what=what, fix=fix, evidence=evidence_of(events, "another rank's GPU", 6),
+                       processes=where.processes, local_ranks=where.local_ranks)]
 
 
 def _same_gpu_at_init(tl: Timeline) -> list[Hypothesis]:

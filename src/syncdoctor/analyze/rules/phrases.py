@@ -50,6 +50,9 @@ _SETUP_CHECK = re.compile(
     r"|\bInvalid number of GPUs: \d+ requested but only \d+ were found\b"
     # NVSHMEM's PEs spread unevenly over the nodes (``NVSHMEM requires the same number of PEs on all nodes``)
     r"|\brequires the same number of PEs on all nodes\b"
+    # Accelerate's refusal to start NCCL on consumer GPUs without its settings (``NotImplementedError: Using RTX 3090 or
+    # 4000 series doesn't support faster communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE="1"` …``)
+    r"|\bdoesn't support faster communication broadband via P2P or IB\b"
     # (DeepSpeed's ``num_stages (3) must divide distributed world size (16)``, ColossalAI's ``can't be evenly divided``)
     r"|\bmust divide (?:the )?(?:distributed )?world[_ ]size\b|\bca(?:n'?t|nnot) be evenly divided\b"
     r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b", _I)
