@@ -412,7 +412,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"enough resource",
     # (the C library's aborts, Python's words for a name or a worker gone, a host out of processes or files, the
     # kernel's and systemd's, a GPU too old, a cloud taking the machine away, HyperPod's controller)
-    b"free(): ", b"malloc(): ", b"munmap_chunk(): ", b"corrupted size vs", b"buffer overflow detected", b"gaierror", b"terminated abruptly", b"fork: ", b"fork rejected",
+    b"free(): ", b"malloc(): ", b"munmap_chunk(): ", b"corrupted size vs", b"buffer overflow detected", b"gaierror",
+    b"terminated abruptly", b"fork: ", b"fork rejected",
     b"file-max limit", b"cannot modify limit", b"no killable processes", b"detected stalls", b"Main process exited",
     b"start a new process before", b"no longer supports this GPU", b"Instance was preempted",
     b"Compute Engine maintenance", b"Host EC2 (instance", b"with reason=", b"Found unhealthy node", b"Job hanging detected",

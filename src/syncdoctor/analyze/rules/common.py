@@ -9,17 +9,49 @@ from dataclasses import dataclass, replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
-from syncdoctor.analyze.timeline import Timeline
+from syncdoctor.analyze.timeline import Timeline, is_comm_exception
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
 __all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "bridge_gateway",
            "continuation",
-           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "look_at", "socket_transport", "unique_id_roots_gone",
-           "writer_hosts"]
+           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "launchers_own", "look_at", "socket_transport",
+           "unique_id_roots_gone", "unprefixed_exception", "writer_hosts"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
 CONTINUATION_LINES = 6  # an exception's message goes on for a few lines after its first
+
+
+# an exception's own line pasted without the traceback above it, read as an error line (``NotImplementedError: Using RTX
+# 3090 …``): its class a word ending in Error or Exception
+_EXCEPTION_LINE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S")
+
+
+def unprefixed_exception(tl: Timeline, report: Event, *, exception_lines: bool = False) -> Event | None:
+    """A worker's own exception printed without its rank (a node's console with no rank prefixes), above the
+    launcher's record of that worker's failure, when that record is the only failure with an exit code of its own
+    in that file (the others stopped by the launcher's SIGTERM, or none): the exception is that worker's.
+    ``exception_lines``: an exception's line without its traceback (an error line shaped as one) counts too."""
+    source = report.ref.source
+    failed = {e.data.get("local_rank") for e in tl.of(Kind.WORKER_FAILED)
+              if e.ref.source == source and e.data.get("signal") not in ("SIGTERM", "SIGKILL")}
+    if len(failed) != 1:
+        return None
+    above = [e for e in tl.unattributed if e.ref.source == source and e.ref.line < report.ref.line]
+    if any(e.kind is Kind.CUDA_OOM for e in above):
+        return None  # out of GPU memory: rules.node reads it, with the launcher's record of the worker
+    # (NCCL's result code under PyTorch's DistBackendError, ``ncclUnhandledCudaError: …``, is that error's own line)
+    own = [e for e in above if (e.kind is Kind.EXCEPTION and not is_comm_exception(e) and not launchers_own(e)
+                                and not str(e.data.get("type", "")).startswith("nccl"))
+           or (exception_lines and e.kind is Kind.ERROR_LINE and _EXCEPTION_LINE.match(str(e.data.get("message", ""))))]
+    return own[0] if own else None
+
+
+def launchers_own(exception: Event) -> bool:
+    """A traceback of torchrun's agent itself (its rendezvous, its store), not of a worker."""
+    frames = " ".join(str(f) for f in exception.data.get("frames") or ())
+    message = str(exception.data.get("message") or exception.text)
+    return "elastic/rendezvous" in frames or "elastic/agent" in frames or "Rendezvous" in message
 
 
 def continuation(tl: Timeline, event: Event) -> list[Event]:

@@ -19,7 +19,9 @@ from syncdoctor.analyze.rules.common import (
     evidence_of,
     fmt_ranks,
     hypothesis,
+    launchers_own,
     unique_id_roots_gone,
+    unprefixed_exception,
     writer_hosts,
 )
 from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
@@ -82,7 +84,7 @@ def _from_rankless_exception(tl: Timeline) -> list[Hypothesis]:
     stops = tl.of(Kind.WORKER_TERMINATED)
     read = {(e.ref.source, e.ref.line) for e in tl.events if e.kind is not Kind.EXCEPTION}
     own = [e for e in tl.unattributed if e.kind is Kind.EXCEPTION and not is_comm_exception(e)
-           and (e.ref.source, e.ref.line) not in read and not _launchers_own(e)
+           and (e.ref.source, e.ref.line) not in read and not launchers_own(e)
            and any(s.ref.source == e.ref.source and s.ref.line > e.ref.line for s in stops)]
     if not own:
         return []
@@ -111,31 +113,6 @@ def _from_rankless_exception(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, category, confidence, title, what=what, fix=fix, where=attribute([first], tl),
                        evidence=evidence_of([first], "the worker's own error")
                        + evidence_of(stops[:3], "the launcher stopping the others"))]
-
-
-def _its_unprefixed_exception(tl: Timeline, report: Event) -> Event | None:
-    """A worker's own exception printed without its rank (a node's console with no rank prefixes), above the
-    launcher's record of that worker's failure, when that record is the only failure with an exit code of its own
-    in that file (the others stopped by the launcher's SIGTERM, or none): the exception is that worker's."""
-    source = report.ref.source
-    failed = {e.data.get("local_rank") for e in tl.of(Kind.WORKER_FAILED)
-              if e.ref.source == source and e.data.get("signal") not in ("SIGTERM", "SIGKILL")}
-    if len(failed) != 1:
-        return None
-    above = [e for e in tl.unattributed if e.ref.source == source and e.ref.line < report.ref.line]
-    if any(e.kind is Kind.CUDA_OOM for e in above):
-        return None  # out of GPU memory: rules.node reads it, with the launcher's record of the worker
-    # (NCCL's result code under PyTorch's DistBackendError, ``ncclUnhandledCudaError: …``, is that error's own line)
-    own = [e for e in above if e.kind is Kind.EXCEPTION and not is_comm_exception(e) and not _launchers_own(e)
-           and not str(e.data.get("type", "")).startswith("nccl")]
-    return own[0] if own else None
-
-
-def _launchers_own(exception: Event) -> bool:
-    """A traceback of torchrun's agent itself (its rendezvous, its store), not of a worker."""
-    frames = " ".join(str(f) for f in exception.data.get("frames") or ())
-    message = str(exception.data.get("message") or exception.text)
-    return "elastic/rendezvous" in frames or "elastic/agent" in frames or "Rendezvous" in message
 
 
 def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
@@ -260,7 +237,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         if own is None:
             continue
         if own.kind is Kind.WORKER_FAILED and state.outcome == "exited":
-            adopted = _its_unprefixed_exception(tl, own)
+            adopted = unprefixed_exception(tl, own)
             if adopted is not None:
                 own = adopted
                 told.add(rank)

@@ -27,6 +27,7 @@ from syncdoctor.analyze.rules.common import (
     hypothesis,
     socket_transport,
     unique_id_roots_gone,
+    unprefixed_exception,
 )
 from syncdoctor.analyze.rules.phrases import read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
@@ -729,24 +730,6 @@ def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
     return () if agent or len(per_host) > 1 else tuple(sorted(numbers))
 
 
-# an exception's own line (``NotImplementedError: Using RTX 3090 …``), its class a word ending in Error or Exception
-_EXCEPTION_LINE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S")
-
-
-def _its_error_above(tl: Timeline, report: Event) -> Event | None:
-    """The exception a worker printed, without its rank, above the launcher's record of its failure in the same
-    file (a node's console), where that record is the only failure with an exit code of its own there."""
-    source = report.ref.source
-    failed = [e for e in tl.of(Kind.WORKER_FAILED) if e.ref.source == source
-              and e.data.get("signal") not in ("SIGTERM", "SIGKILL")]
-    if len(failed) != 1 or failed[0] is not report:
-        return None
-    above = [e for e in tl.unattributed if e.ref.source == source and e.ref.line < report.ref.line
-             and ((e.kind is Kind.EXCEPTION and not is_comm_exception(e)) or
-                  (e.kind is Kind.ERROR_LINE and _EXCEPTION_LINE.match(str(e.data.get("message", "")))))]
-    return above[-1] if above else None
-
-
 def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
     where = attribute(events, tl)
     if not where.ranks and (task := _srun_task_rank(tl, events)):
@@ -766,12 +749,13 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
                 "(std::terminate above it) or a failed check in a library; the frames above abort() name the library "
                 "and the call. Its peers then lose their connection to it or time out.")
     category = Category.RANK_CRASHED
-    own = _its_error_above(tl, events[0]) if len(events) == 1 else None
-    reading = read_as(str(own.data.get("message") or own.text)) if own is not None else None
-    if own is not None and reading is not None and reading.cause:
-        # the worker's own error, printed without its rank or traceback above the launcher's record, names a cause
+    own = unprefixed_exception(tl, events[0], exception_lines=True) if len(events) == 1 else None
+    said = str(own.data.get("message") or own.text).strip() if own is not None else ""
+    reading = read_as(said) if said else None
+    if reading is not None and reading.cause:
+        # the worker's own error, printed without its rank (or its traceback) above the launcher's record, names a cause
         category = reading.category
-        title += f": its error says {reading.what} ({str(own.data.get('message') or own.text).strip()[:100]})"
+        title += f": its error says {reading.what} ({said[:100]})"
         what += f" Its own error, above the launcher's report, says {reading.what}: that is the most likely cause."
     return hypothesis(tl, category, 0.6, title, affected=affected, what=what,
                       evidence=evidence_of(([own] if own is not None else []) + events, "the launcher's report", 6),

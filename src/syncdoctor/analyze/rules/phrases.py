@@ -266,9 +266,10 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # PaddlePaddle's TCPStore waiting out its timeout (``TCPStore timeouted and not all workers got ready``,
                 # ``(Fatal) _timeout:900 elapsed:901 (elapsed > _timeout)=1 (at …/tcp_store.cc:392)``)
                 r"|TCPStore timeouted|\(elapsed > _timeout\)", _I)),
-    # a scheduler other than Slurm ending the job from outside: PBS Pro's ``=>> PBS: job killed: walltime 7230 exceeded
-    # limit 7200``, LSF's ``TERM_RUNLIMIT: job killed after reaching LSF run time limit.`` (and its memory limit,
-    # preemption, owner, administrator)
+    # a scheduler other than Slurm, or a cloud, ending the job from outside: GCE's preemption and maintenance, AWS Batch's
+    # host terminated, Slurm's nodes set down as preempted (GCP's cluster toolkit), PBS Pro's ``=>> PBS: job killed:
+    # walltime 7230 exceeded limit 7200``, LSF's ``TERM_RUNLIMIT: job killed after reaching LSF run time limit.`` (and
+    # its memory limit, preemption, owner, administrator)
     (Category.RANK_KILLED, "the scheduler ending the job (a time or memory limit, a preemption, its owner)",
      re.compile(r"\bInstance was preempted\b|\bInstance terminated during Compute Engine maintenance\b"
                 r"|\bHost EC2 \(instance [\w-]{1,40}\) terminated\b|\bwith reason=(?:Preempted instance|Instance terminated)\b"
@@ -317,7 +318,7 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # userbuffers of TransformerEngine's comm-GEMM overlap) saying a rank made no progress past its bound
     (Category.UNEXPLAINED_TIMEOUT, "a rank that made no progress past a watchdog's bound (a hang; what held it is "
      "not in this line)", re.compile(NO_PROGRESS)),
-    # (DeepEP's kernels and NVSHMEM's proxy waiting out their bound, ``GPU_COMM_TIMEOUT``, are errors of no category
+    # (DeepEP's kernels and NVSHMEM's proxy waiting out their bound, error lines by parsers.generic, have no category
     # here: the held cases' threads found a library bug or the RDMA setup behind them, A028, not a rank that was late)
     # NVSHMEM's bootstrap connect giving up (NCCL's socket code)
     (Category.PEER_UNREACHABLE, "a peer that could not be reached (NVSHMEM's bootstrap gave up connecting)",
