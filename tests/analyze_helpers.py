@@ -54,9 +54,12 @@ def timeline_of(tmp_path: Path, text: str) -> Timeline:
     return _analyze_paste(tmp_path, text).timeline
 
 
-def each_read(tmp_path: Path, lines: dict[str, Category | None]) -> None:
-    """Each line alone gets a hypothesis, of the category given (None: any)."""
+def each_read(tmp_path: Path, lines: dict[str, Category | None], quiet: str = "") -> None:
+    """Each line alone gets a hypothesis, of the category given (None: any); the look-alikes in ``quiet`` (one
+    paste) get none."""
     for line, category in lines.items():
         hypotheses = diagnose_paste(tmp_path, line + "\n").hypotheses
         assert hypotheses, line
         assert category is None or hypotheses[0].category is category, (line, hypotheses[0].code)
+    if quiet:
+        assert diagnose_paste(tmp_path, quiet).hypotheses == (), quiet
