@@ -421,6 +421,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"count changed on node",  # (Slurm's controller: a node's GPUs fewer than before)
     b"address already in use", b"oo many open files",  # (libuv's and the C library's lower-case words: gloo on macOS)
     b"current device is not ",  # (a serving engine's process on another rank's GPU)
+    b"No available block found",  # (vLLM 0.5-0.6's words for a broadcast its workers did not read)
+    b"stopping training",
+    b"Work timed out after",
+    b"xcclUniqueId",  # (ProcessGroupXCCL's wait for its root's id, as NCCL's)  # (ProcessGroupXCCL's collective timeout)  # (``Loss is nan, stopping training``: MAE's, DeiT's and their heirs' exit on a NaN loss)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -53,7 +53,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
-            "Error: Port could not be cast", "network addresses of", "ving ncclUniqueId", "wait timeout after", "Wait timeout for name", "Wait timeout for key", "waitForInput", "client socket", "store based barrier", "C10d store",
+            "Error: Port could not be cast", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "Wait timeout for key", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
@@ -62,8 +62,9 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "not ready endpoints:", "failed to listen on any local", "] connect addr=", "Server listening on: ", "system error: 10048",
             "timed out in _all_gather")
 
-# (1.13-2.0 spell it ``retreiving``; a paste may begin after the waiting rank's number)
-_UNIQUE_ID = re.compile(r"(?:\[(?P<rank>\d+)\] is )?setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from "
+# (1.13-2.0 spell it ``retreiving``; a paste may begin after the waiting rank's number; ProcessGroupXCCL says the same
+# of its ``xcclUniqueId``)
+_UNIQUE_ID = re.compile(r"(?:\[(?P<rank>\d+)\] is )?setting up [NX]CCL communicator and retr(?:ie|ei)ving [nx]cclUniqueId from "
                         r"\[(?P<root>\d+)\](?: via c10d key-value store by key '(?P<key>[^']*)')?"
                         r"(?:, but store->get\('[^']*'\) got error:?\s*(?P<error>.*))?")
 _STORE_TIMEOUT = ("timeout", "Timeout", "timed out")
@@ -372,7 +373,8 @@ def _errors(line: Line) -> list[Event]:
         events = [make_event(Kind.STORE_ERROR, line, data={
             "what": "nccl-unique-id", "group_rank": int(match["rank"]) if match["rank"] else None,
             "waiting_for": int(match["root"]),
-            "key": match["key"], "error": error, "timeout": any(word in error for word in _STORE_TIMEOUT)})]
+            "key": match["key"], "error": error, "timeout": any(word in error for word in _STORE_TIMEOUT),
+            **({"xccl": True} if "xcclUniqueId" in match[0] else {})})]
         if any(word in error for word in ("reset by peer", "Broken pipe", "closed by peer", "got 0 bytes")):
             # the store itself went away while this rank waited: its server (rank 0, or the agent) ended
             events.append(make_event(Kind.PEER_CLOSED, line, data={"transport": "store", "how": "reset"}))

@@ -162,6 +162,9 @@ _ERROR = re.compile(
     # another version (``received a packet with invalid protocol version``, ``An incoming packet does NOT have
     # connection ID in its header``), a message bigger than the receive posted (``Message truncated!``), events dropped
     r"|\bSTRAGGLER DETECTION WARNING\b|\bCUDA OOM\b"
+    # a training loop ending its process on a loss that is not finite (MAE's, DeiT's and their heirs' ``Loss is nan,
+    # stopping training``, then sys.exit(1): the other ranks wait for it in their next collective)
+    r"|\b[Ll]oss is (?:nan|inf|NaN|Inf|-inf), stopping training\b"
     r"|\bbecomes unresponsive\b|\bC_RC_(?!OK\b)[A-Z_]{3,30}\b|\breceived a packet with invalid protocol version\b"
     r"|\bdoes NOT have connection ID in its header\b|\bMessage truncated!|\bEQ \d+ dropped event\b|\bControl EQ drops detected\b"
     r"|\bRX entries exhausted\b|\bInvalid VNI \d+"
@@ -284,6 +287,7 @@ _ERROR = re.compile(
     # group larger than the cluster, its object store full, a task killed for host memory; Megatron's rerun state
     # machine finding a non-finite value (``Rank 12, node node-3, device 4, iteration 4512: Unexpected result inf``)
     r"|\bengine core exited unexpectedly\b|\bNo available shared memory broadcast block found\b"
+    r"|\bNo available block found in \d+ seconds?\b"  # (the same in vLLM 0.5-0.6's words)
     r"|\bFound rank divergence\b|\bLost connection with prefill instance\b|\bPossible NCCL hang detected\b"
     r"|\bbut the cluster only has a maximum of\b|\bobject store is full\b|\bfailed due to oom\b"
     r"|\bUnexpected result (?:nan|inf)\b|\bfound (?:NaN|Inf) in\b"

@@ -19,6 +19,9 @@
 * ``[Rank N] Work WorkNCCL(…) timed out in blocking wait (NCCL_BLOCKING_WAIT=1).`` (and the
   ``TORCH_NCCL_BLOCKING_WAIT=1`` and bare variants); 1.8-2.0's ``[Rank 1] Caught collective operation timeout:
   WorkNCCL(…) ran for … milliseconds before timing out.``
+* Intel's process groups for XPUs, which print no ``WorkNCCL(…)``: torch-ccl's ``[Rank 1] Caught collective operation
+  timeout:  ran for 1800412 milliseconds before timing out.`` and ProcessGroupXCCL's (torch-xpu-ops) ``Work timed out
+  after 600031 milliseconds.`` (logged, then raised as DistBackendError): a collective that timed out, no more said.
 """
 
 from __future__ import annotations
@@ -44,12 +47,14 @@ KEYWORDS = (
     "Caught collective operation timeout",
     "Timeout(ms)=",  # the message pasted from its WorkNCCL(…) on
     "] Watchdog",  # the message cut by the paste right after its rank's prefix: ``[Rank 1] Watchdog``
+    "Work timed out after",  # (ProcessGroupXCCL's)
 )
 
 _PG_PREFIX = re.compile(r"\[(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (?P<rank>\d{1,7})\]")
 _WORK = re.compile(r"Work[NH]CCL\((?P<fields>[^()]*(?:\([^()]*\)[^()]*)*)\)")
 _FIELD = re.compile(r"(?P<key>\w+(?:\(ms\))?)=(?P<value>\[[^\]]*\]|[^,)]*)")
 _RAN_FOR = re.compile(r"ran for (?P<ms>\d+) milliseconds")
+_XCCL_TIMEOUT = re.compile(r"\bWork timed out after (?P<ms>\d+) milliseconds\b")
 _STATUS = re.compile(
     r"(?:detected by watchdog at work(?: sequence id)?|Timeout at NCCL work):? (?P<at>-?\d+)"
     r".{0,80}?last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+),? last completed (?:NCCL )?work: (?P<completed>-?\d+)"
@@ -124,8 +129,9 @@ def parse(line: Line) -> list[Event]:
     cut = _cut_in_its_first_word(body)
     if "Watchdog caught" in body or "in blocking wait" in body or "Caught collective operation timeout" in body or cut:
         fields = parse_work(body)
-        if fields is not None or _wrapped(body) or cut:
+        if fields is not None or _wrapped(body) or cut or ("before timing out" in body and _RAN_FOR.search(body)):
             # 1.8-2.0 raised "[Rank 1] Caught collective operation timeout: WorkNCCL(...)" in blocking wait mode
+            # (torch-ccl raises it with no work between: ``…timeout:  ran for 1800412 milliseconds before timing out``)
             kind = Kind.WATCHDOG_TIMEOUT if "Watchdog" in body else Kind.BLOCKING_WAIT_TIMEOUT
             events.append(_work_event(kind, line, fields or {}, rank, group))
     elif body.lstrip().startswith(("WorkNCCL(", "WorkHCCL(")) and "before timing out" in body and _RAN_FOR.search(body):
@@ -135,6 +141,10 @@ def parse(line: Line) -> list[Event]:
         if fields is not None:
             event = _work_event(Kind.WATCHDOG_TIMEOUT, line, fields, rank, group)
             events.append(replace(event, data={**event.data, "headless": True}))
+    xccl = _XCCL_TIMEOUT.search(body)
+    if xccl and not events:  # ProcessGroupXCCL's wait: the time it waited, no work described
+        events.append(make_event(Kind.BLOCKING_WAIT_TIMEOUT, line, origin=Origin(rank=rank), group=group,
+                                 data={"ran_ms": int(xccl["ms"])}))
     if "WorkNCCL::checkTimeout" in body and _FRAME.match(body):
         # the C++ backtrace of the watchdog's timeout, pasted without its message: a collective timed out
         # (the timeline drops it where a timeout line of the same input is there)

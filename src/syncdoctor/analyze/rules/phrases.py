@@ -230,12 +230,27 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "an address to bind that is not this host's, or an IPv6 address without brackets (the "
      "bind address configured for another node)",
      re.compile(r"ZMQError: (?:Cannot assign requested address|No such device) \(addr='tcp://", _I)),
+    # NCCL (2.14+) refusing a communicator config whose field holds NCCL_CONFIG_UNDEF_INT, the value its initializer
+    # leaves for "not set" (``Invalid config blocking attribute value -2147483648``): the library read a config laid out
+    # by another release's nccl.h, the libnccl loaded not the one the program (PyTorch) was built with
+    (Category.UNRECOGNISED, "an NCCL library other than the one the program was built with (two NCCL installs: the "
+     "wheel's and another on the library path)",
+     re.compile(r"Invalid config \w+ attribute value -2147483648", _I)),
     # a framework's check of the job's shape or resources, in its words: the parallel sizes against the world size,
     # the GPUs it asked for against those there (``Only 8 GPUs are available, but 16 are required``, ``World size
     # (16) is larger than the number of available GPUs (8) in this node``, ``world_size (12) is not divisible by 8``,
     # ``Model replicas must have an equal number of parameters``): the job's setup, not the program failing as it ran
     (Category.UNRECOGNISED, "a check of the job's setup (its parallel sizes, or the GPUs it asks for against those "
      "there)", _SETUP_CHECK),
+    # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
+    # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
+    # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a
+    # --launcher slurm outside srun)
+    (Category.UNRECOGNISED, "a variable the launcher sets, not set: the script started without the launcher it "
+     "expects (plain python instead of torchrun, or outside srun or mpirun)",
+     re.compile(r"KeyError: '(?:(?:LOCAL_|GROUP_)?RANK|(?:LOCAL_)?WORLD_SIZE|MASTER_(?:ADDR|PORT)|SLURM_(?:PROCID|NTASKS"
+                r"|LOCALID|NODELIST|JOB_NODELIST|STEP_NODELIST)|OMPI_COMM_WORLD_\w+|PMI_(?:RANK|SIZE)"
+                r"|The environment variable \w+ is not set)'")),
     # a straggler detector naming the ranks slower than their peers (the resiliency extension through NeMo): in a job
     # that then timed out, the rank the others waited for
     (Category.LAGGING_RANK, "a rank slower than its peers (a straggler detector's report)",

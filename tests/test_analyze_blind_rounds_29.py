@@ -1,0 +1,69 @@
+"""Readings added in the session of the sweeps of DeepSpeed's, Megatron's and vLLM's older releases, the vision code
+bases' distributed helpers and Intel's newest stacks, and of the eighty-eighth round (threads left unfinished, jobs
+launched by MPI, Horovod or Ray); one behaviour per test, each with the look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste, each_read
+from syncdoctor.analyze.model import Category
+
+diagnose = diagnose_paste
+
+
+def test_nccls_unset_config_value_refused_names_two_nccl_libraries(tmp_path: Path) -> None:
+    # vllm-project/vllm#1726: the value NCCL's config initializer leaves for "unset" read back as set, the libnccl
+    # loaded not the one PyTorch was built with (the thread's fix: remove the second nvidia-nccl package)
+    top = diagnose(tmp_path, "DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, "
+                   "invalid argument, NCCL version 2.14.3\nncclInvalidArgument: Invalid value for an argument.\n"
+                   "Last error:\nInvalid config blocking attribute value -2147483648\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED
+    assert "NCCL library other than the one the program was built with" in top.title
+    # a real value out of range is the caller's setting, not two libraries: it stays a plain unexplained error
+    top = diagnose(tmp_path, "NCCL WARN Invalid config blocking attribute value 7\n").hypotheses[0]
+    assert "other than the one the program was built with" not in top.title
+    each_read(tmp_path, {"node-1:4012:4077 [0] NCCL WARN Invalid config cgaClusterSize attribute value -2147483648": Category.UNRECOGNISED})
+
+
+def test_a_launchers_variable_missing_names_the_launch_not_a_crash(tmp_path: Path) -> None:
+    # mmengine's, mmcv's, detectron2's and DINOv2's init reading what torchrun, srun or mpirun sets: the script was
+    # started without that launcher
+    launch = Category.UNRECOGNISED
+    each_read(tmp_path, {"KeyError: 'RANK'": launch, "KeyError: 'SLURM_PROCID'": launch,
+                         "KeyError: 'LOCAL_WORLD_SIZE'": launch, "KeyError: 'OMPI_COMM_WORLD_LOCAL_RANK'": launch,
+                         "KeyError: 'The environment variable MASTER_ADDR is not set'": launch,
+                         # any other key is the program's own error
+                         "KeyError: 'backbone.fpn.weight'": Category.RANK_CRASHED})
+    top = diagnose(tmp_path, "KeyError: 'LOCAL_RANK'\n").hypotheses[0]
+    assert "started without the launcher it expects" in top.title
+
+
+def test_intels_process_groups_timeouts_are_collective_timeouts(tmp_path: Path) -> None:
+    # ProcessGroupXCCL (torch-xpu-ops) and torch-ccl print no WorkNCCL(…): a collective timed out, no more said
+    for line in ("[rank3]:[E1205 09:41:17.204511893 ProcessGroupXCCL.cpp:323] Work timed out after 600031 milliseconds.",
+                 "[rank3]: torch.distributed.DistBackendError: Work timed out after 600031 milliseconds.",
+                 "[rank1]: RuntimeError: [Rank 1] Caught collective operation timeout:  ran for 1800412 milliseconds "
+                 "before timing out."):
+        top = diagnose(tmp_path, line + "\n").hypotheses[0]
+        assert top.category is Category.UNEXPLAINED_TIMEOUT, line
+        assert top.affected_ranks == (3,) if "rank3" in line else (1,)
+    # its wait for the root's id reads as NCCL's: the root never reached the group's first collective
+    top = diagnose(tmp_path, "[rank7]: torch.distributed.DistBackendError: [7] is setting up XCCL communicator and "
+                   "retrieving xcclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
+                   "wait timeout after 1800000ms, keys: /default_pg//xccl/0. This may indicate a possible application "
+                   "crash on rank 0 or a network set up issue.\n").hypotheses[0]
+    assert (top.category, top.culprit_ranks) == (Category.LAGGING_RANK, (0,))
+    assert "xcclUniqueId" in top.title
+
+
+def test_a_training_loop_ending_on_a_nan_loss_and_vllms_older_broadcast_wait_are_read(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        # MAE's, DeiT's and their heirs': sys.exit(1) after it, the others wait in their next collective
+        "[09:14:02.518233] Loss is nan, stopping training": Category.RANK_CRASHED,
+        "Loss is inf, stopping training": Category.RANK_CRASHED,
+        # vLLM 0.5-0.6's words for a broadcast its workers did not read (0.7+: "No available shared memory broadcast
+        # block found in 60 seconds"): read alike
+        "(VllmWorkerProcess pid=4128) WARNING 12-05 09:31:07 shm_broadcast.py:333] No available block found in 60 "
+        "second.": None,
+    }, quiet="Early stopping training at epoch 5\nLoss is 0.4312, stopping training at the max epoch\n")
