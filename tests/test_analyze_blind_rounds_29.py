@@ -8,6 +8,7 @@ from pathlib import Path
 
 from analyze_helpers import diagnose_paste, each_read
 from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.paste import wrap_width
 
 diagnose = diagnose_paste
 
@@ -33,6 +34,8 @@ def test_a_launchers_variable_missing_names_the_launch_not_a_crash(tmp_path: Pat
     each_read(tmp_path, {"KeyError: 'RANK'": launch, "KeyError: 'SLURM_PROCID'": launch,
                          "KeyError: 'LOCAL_WORLD_SIZE'": launch, "KeyError: 'OMPI_COMM_WORLD_LOCAL_RANK'": launch,
                          "KeyError: 'The environment variable MASTER_ADDR is not set'": launch,
+                         "node-5: AssertionError: DeepSpeed requires the LOCAL_RANK environment variable, it is set by "
+                         "the deepspeed launcher, deepspeed.init_distributed, or the torch.distributed launcher.": launch,
                          # any other key is the program's own error
                          "KeyError: 'backbone.fpn.weight'": Category.RANK_CRASHED})
     top = diagnose(tmp_path, "KeyError: 'LOCAL_RANK'\n").hypotheses[0]
@@ -67,3 +70,29 @@ def test_a_training_loop_ending_on_a_nan_loss_and_vllms_older_broadcast_wait_are
         "(VllmWorkerProcess pid=4128) WARNING 12-05 09:31:07 shm_broadcast.py:333] No available block found in 60 "
         "second.": None,
     }, quiet="Early stopping training at epoch 5\nLoss is 0.4312, stopping training at the max epoch\n")
+
+
+def test_ucxs_signal_line_after_two_lines_of_one_length_is_no_wrapped_piece(tmp_path: Path) -> None:
+    # deepspeedai/DeepSpeed#2693: two ranks' NCCL lines of the same length, then UCX's signal handler's line; the
+    # paste's wrap detector took it for the rest of the line above (no prefix it knew) and joined it there: silent
+    paste = ("c664db21f8dd:90422:94332 [6] NCCL INFO 24 coll channels, 32 p2p channels, 32 p2p channels per peer\n"
+             "c664db21f8dd:90420:94846 [5] NCCL INFO 24 coll channels, 32 p2p channels, 32 p2p channels per peer\n"
+             "[c664db21f8dd:90420:0:95366] Caught signal 7 (Bus error: nonexistent physical address)\n"
+             "==== backtrace (tid:  95366) ====\n"
+             " 0 0x0000000000043090 killpg()  ???:0\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert (top.category, top.culprit_hosts) == (Category.SHM_EXHAUSTED, ("c664db21f8dd",))
+    # a line wrapped at that width still is joined: its rest has no place of UCX's
+    wrapped = ("node-1:4012:4077 [0] NCCL INFO NET/IB : Got completion from peer 10.1.2.3<41234> with status=12 op\n"
+               "node-1:4012:4078 [1] NCCL INFO NET/IB : Got completion from peer 10.1.2.4<41234> with status=12 op\n"
+               "code=0 len=0 vendor err 129 (Send) localGid ::ffff:10.1.2.2 remoteGidsfe80::1\n")
+
+    assert wrap_width(wrapped.encode()) == len(wrapped.split("\n")[0])
+    assert wrap_width(paste.encode()) == 0
+
+
+def test_oneflows_port_unavailable_is_a_port_in_use(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        "F1205 10:05:11.004512 48213 rank_info_bootstrap_server.cpp:63] Check failed: p == port() (29501 vs. 0) Port "
+        "29501 is unavailable": Category.PORT_IN_USE,
+    }, quiet="I1205 10:05:11.004512 48213 rank_info_bootstrap_server.cpp:40] Port 29501 is available, listening\n")

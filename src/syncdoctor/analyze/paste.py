@@ -86,6 +86,9 @@ _MIN_WRAPPED = 2
 _LINE_NUMBER = re.compile(r"\[?\d{1,9}\]?[:|]? +")  # a log viewer's line number: ``[80747] [rank4]:[E321 …``
 # Python logging's default format, ``%(levelname)s:%(name)s:%(message)s``: ``INFO:root:…``, ``WARNING:torch.distributed…:``
 _PYTHON_LOGGING = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,200}:")
+# UCX's signal handler's and logger's place, ``[host:pid:thread:tid]`` (``[c664db21f8dd:90420:0:95366] Caught signal 7
+# (Bus error: …)``), and its backtrace's frame lines (`` 1 0x000000000007587d ncclGroupEnd()  ???:0``)
+_UCX_PLACE = re.compile(r"\[[\w.\-]{1,253}:\d{1,10} *:\d{1,6}:\d{1,10}\] | ?\d{1,3} 0x[0-9a-f]{6,16} ")
 
 
 def _starts_a_line(text: str, numbered: bool = True) -> bool:
@@ -101,7 +104,7 @@ def _starts_a_line(text: str, numbered: bool = True) -> bool:
         return True
     body = prefix.body
     # (nccl-tests' echo of a failure below its failure line, `` .. g0010 pid 888386: Test failure common.cu:891``)
-    if _PYTHON_LOGGING.match(body) or ECHO.match(body.lstrip()):
+    if _PYTHON_LOGGING.match(body) or ECHO.match(body.lstrip()) or _UCX_PLACE.match(body):
         return True
     exception = exception_of(body)
     if exception is not None and "." not in exception[0] and exception[0][:1].islower():

@@ -62,7 +62,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PORT_IN_USE, "a port already in use",
      re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?in use"
                 r"|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?(?:taken|occupied)"
-                r"|\b(?:address|port)\b[^\n]{0,40}\b(?:been|is|are) (?:already )?bound(?: already)?\b|\balready bound\b", _I)),
+                r"|\b(?:address|port)\b[^\n]{0,40}\b(?:been|is|are) (?:already )?bound(?: already)?\b|\balready bound\b"
+                # OneFlow's bootstrap and control servers, whose bind got port 0 back (``Check failed: p == port()
+                # (29501 vs. 0) Port 29501 is unavailable``)
+                r"|\bPort \d{1,5} is unavailable\b", _I)),
     (Category.RANK_KILLED, "the kernel's or the container's OOM killer",
      re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory"
                 # Ray's memory monitor killing a task for host memory (``Task _map_task failed due to oom. … 1
@@ -250,7 +253,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "expects (plain python instead of torchrun, or outside srun or mpirun)",
      re.compile(r"KeyError: '(?:(?:LOCAL_|GROUP_)?RANK|(?:LOCAL_)?WORLD_SIZE|MASTER_(?:ADDR|PORT)|SLURM_(?:PROCID|NTASKS"
                 r"|LOCALID|NODELIST|JOB_NODELIST|STEP_NODELIST)|OMPI_COMM_WORLD_\w+|PMI_(?:RANK|SIZE)"
-                r"|The environment variable \w+ is not set)'")),
+                r"|The environment variable \w+ is not set)'"
+                # (DeepSpeed 0.3-0.9's assert: ``DeepSpeed requires the LOCAL_RANK environment variable, it is set by
+                # the deepspeed launcher, …``)
+                r"|\brequires the (?:LOCAL_RANK|RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT) environment variable\b")),
     # a straggler detector naming the ranks slower than their peers (the resiliency extension through NeMo): in a job
     # that then timed out, the rank the others waited for
     (Category.LAGGING_RANK, "a rank slower than its peers (a straggler detector's report)",
