@@ -170,6 +170,28 @@ def test_two_wrapped_lines_are_enough_and_what_a_wrap_is_not() -> None:
     assert wrap_width(numbered) == 0
 
 
+def test_a_line_after_the_longest_that_opens_as_a_program_writes_is_no_wrapped_piece() -> None:
+    # two lines of one length (ranks' lines of one template, the longest of a short paste) and then a line the wrap
+    # detector did not know as a line of its own: joined to the one above, its error hidden there (a whole paste
+    # silent: UCX's signal line). Each opening below is a program's, never the rest of a cut line.
+    long_lines = ("c664db21f8dd:90422:94332 [6] NCCL INFO 24 coll channels, 32 p2p channels, 32 p2p channels per peer\n"
+                  "c664db21f8dd:90420:94846 [5] NCCL INFO 24 coll channels, 32 p2p channels, 32 p2p channels per peer\n")
+    for own in ("[c664db21f8dd:90420:0:95366] Caught signal 7 (Bus error: nonexistent physical address)",
+                "ssh: Could not resolve hostname worker-1: Temporary failure in name resolution",
+                "pdsh@node-0: node-1: ssh exited with exit code 255", "+ POD_NAME=worker-1", "```",
+                "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:688",
+                "frame #2: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0x58 (0x7f in libtorch_cuda.so)",
+                "terminate called after throwing an instance of 'c10::DistBackendError'",
+                "kernel: NVRM: Xid (PCI:0000:ed:00): 45, pid=1818992, name=python3, Ch 0000000c",
+                "[  +0.000003] pcieport 0000:00:03.0: AER: Uncorrected (Non-Fatal) error received",
+                "[b21n16:03136] [ 2] /usr/lib64/libc.so.6(+0x4a9b0)[0x2000c7e0794c]", "[ERROR] ROCE(2040034): cqe error",
+                "(raylet) [2025-12-07 09:57:19,206 E 393463 393463] (raylet) node_manager.cc:3069: 2 Workers killed",
+                "May 09 00:31:28 [E container.cpp:248] Could not release Dataloader"):
+        assert wrap_width((long_lines + own + "\n").encode()) == 0, own
+    # the rest of a line that was cut there still is one
+    assert wrap_width((long_lines + "ence of 8 ranks\n").encode()) == len(long_lines.split("\n")[0])
+
+
 def test_a_traceback_goes_on_across_the_lines_a_joined_line_took_in(tmp_path: Path) -> None:
     lines = ["[rank3]: Traceback (most recent call last):",
              '[rank3]:   File "/workspace/train.py", line 88, in <module>',

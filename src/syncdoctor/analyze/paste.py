@@ -89,6 +89,26 @@ _PYTHON_LOGGING = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,200
 # UCX's signal handler's and logger's place, ``[host:pid:thread:tid]`` (``[c664db21f8dd:90420:0:95366] Caught signal 7
 # (Bus error: …)``), and its backtrace's frame lines (`` 1 0x000000000007587d ncclGroupEnd()  ???:0``)
 _UCX_PLACE = re.compile(r"\[[\w.\-]{1,253}:\d{1,10} *:\d{1,6}:\d{1,10}\] | ?\d{1,3} 0x[0-9a-f]{6,16} ")
+# a program's name before its message, as the shell's tools and the launchers write it (``ssh: Could not resolve
+# hostname worker-1``, ``pdsh@node-0: node-1: ssh exited with exit code 255``, ``bash: line 1: …``, ``srun: error: …``),
+# and the shell's trace of a script's commands (``+ POD_NAME=worker-1``)
+_PROGRAM = re.compile(r"(?:ssh|pdsh(?:@[\w.\-]{1,253})?|pdcp|srun|sbatch|salloc|slurmstepd|bash|sh|zsh|mpirun|mpiexec|"
+                      r"orted|prterun|horovodrun|kubectl|docker|sudo|torchrun|deepspeed|accelerate|nvidia-smi|"
+                      r"python[\d.]{0,5}): |\+{1,3} [\w$]")
+
+
+# other openings no wrapped piece has, each a line a program wrote (a wrap that cuts a line right before one of them is
+# rare; one that joins such a line to the line above hides it): a markdown fence; c10's ``Exception raised from …`` and
+# its backtrace's ``frame #2: …``, ``terminate called after throwing …``; the kernel's relative stamp (``[  +0.000003]``)
+# and the journal's ``kernel: ``; a time or a level in brackets (``[17:17:00] ``, ``[ERROR] ``, ``[HUGECTR][08:46:21]``);
+# syslog's stamp without a year (``May 09 00:31:28 ``), the Neuron runtime's (``2024-May-21 16:16:20.0229 ``); Open MPI's
+# place, ``[node-3:12345] `` (and its backtrace's ``[node-3:12345] [ 2] ``); Ray's ``(raylet) ``
+_OWN_LINE = re.compile(
+    r"(?:```|~~~|Exception raised from |frame #\d{1,4}: |terminate called |kernel: |\(raylet\) "
+    r"|\[ *\+?\d{1,10}\.\d{3,9}\] |\[\d\d:\d\d:\d\d(?:[.,]\d{1,6})?\] |\[(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\] "
+    r"|\[[A-Z]{2,12}\]\[\d\d:\d\d:\d\d\]"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d |\d{4}-[A-Z][a-z]{2}-\d\d \d\d:\d\d:\d\d"
+    r"|\[[\w.\-]{1,253}:\d{1,10}\] )")
 
 
 def _starts_a_line(text: str, numbered: bool = True) -> bool:
@@ -104,7 +124,8 @@ def _starts_a_line(text: str, numbered: bool = True) -> bool:
         return True
     body = prefix.body
     # (nccl-tests' echo of a failure below its failure line, `` .. g0010 pid 888386: Test failure common.cu:891``)
-    if _PYTHON_LOGGING.match(body) or ECHO.match(body.lstrip()) or _UCX_PLACE.match(body):
+    if _PYTHON_LOGGING.match(body) or ECHO.match(body.lstrip()) or _UCX_PLACE.match(body) or _PROGRAM.match(body) \
+            or _OWN_LINE.match(body):
         return True
     exception = exception_of(body)
     if exception is not None and "." not in exception[0] and exception[0][:1].islower():
