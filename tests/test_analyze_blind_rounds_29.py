@@ -96,3 +96,11 @@ def test_oneflows_port_unavailable_is_a_port_in_use(tmp_path: Path) -> None:
         "F1205 10:05:11.004512 48213 rank_info_bootstrap_server.cpp:63] Check failed: p == port() (29501 vs. 0) Port "
         "29501 is unavailable": Category.PORT_IN_USE,
     }, quiet="I1205 10:05:11.004512 48213 rank_info_bootstrap_server.cpp:40] Port 29501 is available, listening\n")
+
+
+def test_a_glog_fatal_line_is_an_error_whatever_words_it_holds(tmp_path: Path) -> None:
+    # OneFlow's rpc client giving up: its words say "retry" (a retry that went on is no error), its level says it aborts
+    each_read(tmp_path, {
+        "F1205 10:06:20.220100 48301 rpc_client.cpp:212] Check failed: retry_idx < rpc_client_max_retry_times() "
+        "(60 vs. 60)": None,
+    }, quiet="W1205 10:06:20.220100 48301 rpc_client.cpp:201] LoadServer 10.1.2.4 not ready, retrying\n")
