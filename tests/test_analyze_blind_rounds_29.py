@@ -104,3 +104,11 @@ def test_a_glog_fatal_line_is_an_error_whatever_words_it_holds(tmp_path: Path) -
         "F1205 10:06:20.220100 48301 rpc_client.cpp:212] Check failed: retry_idx < rpc_client_max_retry_times() "
         "(60 vs. 60)": None,
     }, quiet="W1205 10:06:20.220100 48301 rpc_client.cpp:201] LoadServer 10.1.2.4 not ready, retrying\n")
+
+
+def test_the_c_librarys_other_heap_aborts_and_a_pcie_slots_link_down_are_never_silent(tmp_path: Path) -> None:
+    # lines the error words knew but no anchor of the scanner did: never read
+    each_read(tmp_path, {"realloc(): invalid pointer": None, "malloc_consolidate(): invalid chunk size": None,
+                         "[70000.998500] pcieport 0000:00:01.0: pciehp: Slot(3): Link Down": None,
+                         "GPU requires reset": Category.GPU_ERROR},
+              quiet="[70000.998500] pcieport 0000:00:01.0: pciehp: Slot(3): Link Up\n")

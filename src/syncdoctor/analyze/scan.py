@@ -425,6 +425,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"stopping training",
     b"Work timed out after",
     b"xcclUniqueId",  # (ProcessGroupXCCL's wait for its root's id, as NCCL's)  # (ProcessGroupXCCL's collective timeout)  # (``Loss is nan, stopping training``: MAE's, DeiT's and their heirs' exit on a NaN loss)
+    b"realloc(): ", b"malloc_consolidate(): ",  # (the C library's other heap aborts)
+    b"Link Down", b"requires reset",  # (a PCIe slot's link gone under a GPU: pciehp; a GPU a health check found needing a reset)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes
