@@ -112,3 +112,51 @@ def test_the_c_librarys_other_heap_aborts_and_a_pcie_slots_link_down_are_never_s
                          "[70000.998500] pcieport 0000:00:01.0: pciehp: Slot(3): Link Down": None,
                          "GPU requires reset": Category.GPU_ERROR},
               quiet="[70000.998500] pcieport 0000:00:01.0: pciehp: Slot(3): Link Up\n")
+
+
+def test_cuda_started_before_the_fork_is_the_jobs_setup_not_the_workers_failure(tmp_path: Path) -> None:
+    # huggingface/accelerate#3524: notebook_launcher forks its workers after an import (torchao) started CUDA; the
+    # worker's exception above torchrun's record of its failure says so
+    paste = ("E0422 05:07:49.013000 204 torch/distributed/elastic/multiprocessing/api.py:732] RuntimeError: Cannot "
+             "re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start "
+             "method\nnotebook_launcher failed: \n============================================================\n"
+             "dummy_fn FAILED\n------------------------------------------------------------\nFailures:\n"
+             "  <NO_OTHER_FAILURES>\n------------------------------------------------------------\n"
+             "Root Cause (first observed failure):\n[0]:\n  time      : 2025-04-22_05:07:48\n  host      : ae97246030ca\n"
+             "  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 240)\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert (top.category, top.culprit_hosts) == (Category.UNRECOGNISED, ("ae97246030ca",))
+    assert "CUDA started before the workers were forked" in top.title
+    # another worker's own error above the same record stays its crash
+    top = diagnose(tmp_path, paste.replace("Cannot re-initialize CUDA in forked subprocess", "shape mismatch")
+                   ).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED
+
+
+def test_a_build_without_nccl_or_cuda_named_from_its_warning_or_assertion(tmp_path: Path) -> None:
+    # meta-llama/llama#1132 (Windows): the warning before init fails, with a localized 10049 socket warning above it
+    # that a Windows run prints and goes on from
+    paste = (" [W socket.cpp:697] [c10d] The client socket has failed to connect to [NB-KUHNLA]:29500 (system error: "
+             "10049 - Die angeforderte Adresse ist in diesem Kontext ungültig.).\n"
+             "C:\\Users\\User\\miniconda3\\Lib\\site-packages\\torch\\distributed\\distributed_c10d.py:613: UserWarning: "
+             "Attempted to get default timeout for nccl backend, but NCCL support is not compiled\n")
+    top = diagnose(tmp_path, paste).hypotheses[0]
+    assert (top.category, top.title) == (Category.UNRECOGNISED,
+                                         "this PyTorch build has no NCCL, and the job asked for the nccl backend")
+    # saforem2/mmm's notes (Aurora, XPU): FSDP2 of 2.5 calling torch.cuda on an XPU build
+    top = diagnose(tmp_path, "[rank6]: AssertionError: Torch not compiled with CUDA enabled\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "build without CUDA" in top.title
+    # a warning on another backend's timeout is no such failure
+    each_read(tmp_path, {}, quiet="UserWarning: Attempted to get default timeout for gloo backend\n")
+
+
+def test_the_stores_listen_failure_without_its_reason_is_most_likely_a_port_in_use(tmp_path: Path) -> None:
+    # xiaosu-zhu/McQuic's notes: two torchruns on one node (Slurm's ntasks > nodes), the reason not quoted
+    top = diagnose(tmp_path, "The server socket has failed to listen on any local network address\n\n"
+                   "The server socket has failed to bind to [::]:19936\n").hypotheses[0]
+    assert (top.category, top.confidence) == (Category.PORT_IN_USE, 0.5)
+    assert "port 19936: most likely the port is taken" in top.title
+    # with its reason, another errno reads as that errno (13: a port below 1024)
+    top = diagnose(tmp_path, "The server socket has failed to listen on any local network address. The server socket "
+                   "has failed to bind to [::]:98 (errno: 13 - Permission denied).\n").hypotheses[0]
+    assert "permission denied" in top.title and top.confidence == 0.8

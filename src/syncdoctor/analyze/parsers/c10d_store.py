@@ -59,7 +59,7 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
             ": Name or service not known", ": Name does not resolve", "while the server is not yet listening",
-            "not ready endpoints:", "failed to listen on any local", "] connect addr=", "Server listening on: ", "system error: 10048",
+            "not ready endpoints:", "failed to listen on any local", "server socket has failed to bind", "] connect addr=", "Server listening on: ", "system error: 10048",
             "timed out in _all_gather")
 
 # (1.13-2.0 spell it ``retreiving``; a paste may begin after the waiting rank's number; ProcessGroupXCCL says the same
@@ -194,6 +194,9 @@ _GLOO_BIND = re.compile(r"pair\.cc:\d+\] (?:bind|listen): Address already in use
 # name: EADDRINUSE, message: address already in use``, or its last part alone where the paste wraps it again
 _LIBUV_IN_USE = re.compile(r"^\W*(?:port: (?P<port>\d{1,5}), useIpv6: \w+, code: -98,\s*)?name: EADDRINUSE\b"
                            r"|\bEADDRINUSE, message: address already in use")  # (a wrap may cut inside "name")
+# the message without any reason after it (a paste or a note that quotes the words only): ``The server socket has
+# failed to listen on any local network address`` / ``The server socket has failed to bind to [::]:19936``
+_UNSAID = re.compile(r"The server socket has failed to (?:listen on any local network address|bind to \S{1,300}?)\.?\s*$")
 # the same message whole on one line, or cut inside its code (``… port: 46571, useIpv6: 0, code: -9``)
 _LIBUV_CODE = re.compile(r"listen on any local network address\. port: (?P<port>\d{1,5}), useIpv6: \w+, code: -(?P<code>\d+)\b")
 # Ascend HCCL's own listening socket (its plog): ``[HcclSocket][Listen] socket type[1], listen on ip[192.168.20.160]
@@ -263,6 +266,12 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None,
             "error": "Permission denied"})]
+    match = _UNSAID.search(body) if "server socket" in body else None
+    if match:  # the paste ends before its reason (or the line was quoted without it): a port in use most often
+        bound = _LISTEN_PORT.search(body)
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None,
+            "error": "no reason given", "unsaid": True})]
     match = _LIBUV_CODE.search(body) if "server socket" in body else None
     if match and (match["code"] == "98" or (match["code"] == "9" and match.end() >= len(body.rstrip()))):
         # 2.4+'s listen failure with its code and no name: -98 is EADDRINUSE; a paste cut at "-9" most often was

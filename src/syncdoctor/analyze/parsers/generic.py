@@ -162,6 +162,9 @@ _ERROR = re.compile(
     # another version (``received a packet with invalid protocol version``, ``An incoming packet does NOT have
     # connection ID in its header``), a message bigger than the receive posted (``Message truncated!``), events dropped
     r"|\bSTRAGGLER DETECTION WARNING\b|\bCUDA OOM\b"
+    # PyTorch's warning that the nccl backend was asked of a build without NCCL (Windows, macOS, CPU-only wheels:
+    # ``UserWarning: Attempted to get default timeout for nccl backend, but NCCL support is not compiled``)
+    r"|\bNCCL support is not compiled\b"
     # a training loop ending its process on a loss that is not finite (MAE's, DeiT's and their heirs' ``Loss is nan,
     # stopping training``, then sys.exit(1): the other ranks wait for it in their next collective)
     r"|\b[Ll]oss is (?:nan|inf|NaN|Inf|-inf), stopping training\b"
@@ -357,6 +360,8 @@ _BENIGN = re.compile(
 # warnings that are the failure itself: PyTorch finding no usable GPU at start-up, or built without this GPU's
 # architecture (both a ``UserWarning``; what fails next is the program's first use of the GPU)
 _WARNED = re.compile(r"CUDA initialization: [^\n]{0,60}\b(?:error|failed|too old)\b|is not compatible with the current PyTorch installation"
+                     # (PyTorch asked for the nccl backend's timeout on a build without NCCL: init fails next)
+                     r"|\bNCCL support is not compiled\b"
                      r"|\bno longer supports this GPU because it is too old\b"
                      r"|\bfailed due to oom\b")  # (Ray retries the task: the kill happened all the same)
 

@@ -245,6 +245,16 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # ``Model replicas must have an equal number of parameters``): the job's setup, not the program failing as it ran
     (Category.UNRECOGNISED, "a check of the job's setup (its parallel sizes, or the GPUs it asks for against those "
      "there)", _SETUP_CHECK),
+    # CUDA started in a process before it forked the job's workers (a notebook launcher's fork, a library imported
+    # before the launch that touches the GPU: ``Cannot re-initialize CUDA in forked subprocess. To use CUDA with
+    # multiprocessing, you must use the 'spawn' start method``): the job's setup, not the worker's own failure
+    (Category.UNRECOGNISED, "CUDA started before the workers were forked (nothing may touch the GPU before a fork: "
+     "the 'spawn' start method, or no CUDA call or CUDA-touching import before the launch)",
+     re.compile(r"Cannot re-initialize CUDA in forked subprocess", _I)),
+    # a PyTorch build without CUDA asked for it (a CPU-only wheel, the Windows or macOS default, an XPU or ROCm build a
+    # library calls torch.cuda on: ``AssertionError: Torch not compiled with CUDA enabled``): the build, not the run
+    (Category.UNRECOGNISED, "a PyTorch build without CUDA asked for CUDA (a CPU-only or another device's build, or a "
+     "library calling torch.cuda on it)", re.compile(r"Torch not compiled with CUDA enabled", _I)),
     # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
     # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
     # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a

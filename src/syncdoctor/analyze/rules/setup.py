@@ -836,7 +836,13 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     if cut:
         what += (" (The paste cut the code after '-9': -98 is a port in use, -99 an address this host does not have; "
                  "the first is by far the more common.)")
-    return [hypothesis(tl, Category.PORT_IN_USE, 0.6 if cut else 0.8, title,
+    unsaid = all(e.data.get("unsaid") for e in events)  # no reason in the lines at all
+    if unsaid:
+        title = title.replace(": the port is taken (", ": most likely the port is taken (")
+        what += (" (The lines give no reason: errno 98, a port in use, is by far the most common; 13 is a port below "
+                 "1024 without root, 99 an address this host does not have. The message's end, or the line after it, "
+                 "says which.)")
+    return [hypothesis(tl, Category.PORT_IN_USE, 0.5 if unsaid else 0.6 if cut else 0.8, title,
                        where=where, what=what, fix=fix, evidence=evidence_of(events, "the store's port is taken", 4))]
 
 
@@ -945,6 +951,9 @@ def rendezvous_closed(tl: Timeline) -> list[Hypothesis]:
 # PyTorch's own refusals when the build or the machine lacks what the job asked for
 _NOT_BUILT = re.compile(
     r"Distributed package doesn't have (?P<backend>NCCL|MPI|UCC|Gloo) built in"
+    # (its warning before that error, where the paste ends: ``Attempted to get default timeout for nccl backend, but
+    # NCCL support is not compiled``)
+    r"|(?P<warned>NCCL) support is not compiled"
     r"|(?P<libuv>use_libuv was requested but PyTorch was buil[dt] without libuv support)"
     r"|(?P<nogpu>ProcessGroupNCCL is only supported with GPUs, no GPUs found)"
     r"|No backend type associated with device type (?P<device>\w+)")
@@ -993,7 +1002,7 @@ def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
         fix = ("Check `nvidia-smi` and `python -c 'import torch; print(torch.cuda.device_count())'` in the same "
                "environment (container, Slurm step with --gpus), or use backend='gloo' for CPU-only processes.")
     else:
-        backend = match["backend"]
+        backend = match["backend"] or match["warned"]
         title = f"this PyTorch build has no {backend}, and the job asked for the {backend.lower()} backend{on}"
         if backend == "NCCL":
             what = ("NCCL exists for Linux only: the Windows and macOS builds of PyTorch, and CPU-only builds, have no "
