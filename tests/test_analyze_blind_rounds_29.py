@@ -160,3 +160,42 @@ def test_the_stores_listen_failure_without_its_reason_is_most_likely_a_port_in_u
     top = diagnose(tmp_path, "The server socket has failed to listen on any local network address. The server socket "
                    "has failed to bind to [::]:98 (errno: 13 - Permission denied).\n").hypotheses[0]
     assert "permission denied" in top.title and top.confidence == 0.8
+
+
+def test_kubernetes_preemption_deadlines_and_nodes_gone_are_workers_ended_from_outside(tmp_path: Path) -> None:
+    ended = Category.RANK_KILLED
+    each_read(tmp_path, {
+        "  Normal   Preempted  40s  default-scheduler  Preempted by pod 6f1e2c3d-8a4b-4c1e-9d2f-0b7a5e3c1f92 on node "
+        "gpu-node-3": ended,
+        "  Normal   Preempted  1m  kueue-admission  Preempted to accommodate a workload (UID: 5b9e1c2a, JobUID: 0a1b2c3d) "
+        "due to prioritization in the ClusterQueue": ended,
+        "  Warning  Evict  2m  volcano  Pod is evicted, because of reclaim": ended,
+        "  Warning  DeadlineExceeded  2m  job-controller  Job was active longer than specified deadline": ended,
+        "    message: TrainJob exceeded its active deadline": ended,
+        "  Normal   NodeNotReady  3m  node-controller  Node gpu-node-3 status is now: NodeNotReady": ended,
+    }, quiet="  Normal   Scheduled  1m  default-scheduler  Successfully assigned training/llama-0 to gpu-node-3\n"
+             "  Normal   NodeReady  1m  kubelet  Node gpu-node-3 status is now: NodeReady\n")
+    top = diagnose(tmp_path, "  Normal   Preempted  40s  default-scheduler  Preempted by pod 6f1e2c3d on node gpu-node-3\n"
+                   ).hypotheses[0]
+    assert top.culprit_hosts == ("gpu-node-3",) and "preempted for another pod or workload" in top.title
+    # pods never placed: their ranks never started (the scheduler's words, Volcano's gang)
+    for line in ("  Warning  FailedScheduling  2m (x12 over 14m)  default-scheduler  0/8 nodes are available: 8 "
+                 "Insufficient nvidia.com/gpu. preemption: 0/8 nodes are available: 8 No preemption victims found.",
+                 "  Warning  Unschedulable  2m  volcano  4/4 tasks in gang unschedulable: pod group is not ready"):
+        top = diagnose(tmp_path, line + "\n").hypotheses[0]
+        assert top.category is Category.UNRECOGNISED and "the scheduler could not place" in top.title, line
+
+
+def test_ncclS_cuda_failure_unquoted_and_xlas_last_nccl_warning_are_read_as_ncclS_own(tmp_path: Path) -> None:
+    # shwgao/vllm's notes (Polaris): the WARN retyped without its quotes is NCCL's CUDA error all the same
+    top = diagnose(tmp_path, "enqueue.cc:1556 NCCL WARN Cuda failure 2 out of memory\ncupy_backends.cuda.libs.nccl."
+                   "NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error\n").hypotheses[0]
+    assert top.category is Category.RANK_OUT_OF_MEMORY and top.confidence >= 0.7
+    # marin-community/marin#7018 (JAX): XLA's words for NCCL's last WARN, read as PyTorch's "Last error:"
+    top = diagnose(tmp_path, "Failed to create NCCL communicator: INTERNAL: ncclCommInitRankConfig(...) failed:\n"
+                   "invalid usage ... Last NCCL warning(error): 'Bootstrap : no socket interface found'\n").hypotheses[0]
+    assert (top.category, top.title) == (Category.INTERFACE_MISSING,
+                                         "NCCL found no usable socket interface on some hosts: NCCL could not start")
+    # (newer XLA's longer words for it)
+    each_read(tmp_path, {"Last NCCL warning(error) log entry (may be unrelated) 'Bootstrap : no socket interface found'":
+                         Category.INTERFACE_MISSING})

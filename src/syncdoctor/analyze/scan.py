@@ -427,6 +427,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"xcclUniqueId",  # (ProcessGroupXCCL's wait for its root's id, as NCCL's)  # (ProcessGroupXCCL's collective timeout)  # (``Loss is nan, stopping training``: MAE's, DeiT's and their heirs' exit on a NaN loss)
     b"realloc(): ", b"malloc_consolidate(): ",  # (the C library's other heap aborts)
     b"Link Down", b"requires reset",  # (a PCIe slot's link gone under a GPU: pciehp; a GPU a health check found needing a reset)
+    # (Kubernetes: a pod preempted for another, a job at its deadline, a node gone under its pods)
+    b"Preempted by pod", b"Preempted to accommodate", b"because of preempt", b"because of reclaim",
+    b"longer than specified deadline", b"its active deadline", b"maximum execution time", b"NodeNotReady",
+    b"stopped posting node status", b"gang unschedulable",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

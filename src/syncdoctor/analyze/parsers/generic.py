@@ -165,6 +165,8 @@ _ERROR = re.compile(
     # PyTorch's warning that the nccl backend was asked of a build without NCCL (Windows, macOS, CPU-only wheels:
     # ``UserWarning: Attempted to get default timeout for nccl backend, but NCCL support is not compiled``)
     r"|\bNCCL support is not compiled\b"
+    # Volcano's gang scheduler holding a job whose pods cannot all be placed (``4/4 tasks in gang unschedulable``)
+    r"|\btasks in gang unschedulable\b"
     # a training loop ending its process on a loss that is not finite (MAE's, DeiT's and their heirs' ``Loss is nan,
     # stopping training``, then sys.exit(1): the other ranks wait for it in their next collective)
     r"|\b[Ll]oss is (?:nan|inf|NaN|Inf|-inf), stopping training\b"

@@ -133,6 +133,9 @@ _OLD_CONNECT = re.compile(r"Call to connect(?: timeout)? ?(?:failed)? ?: ?(?P<er
                           r"Connection timed out|Network is unreachable)")
 # the quote unclosed: a cut paste; RCCL's hipified checks say ``HIP failure``
 _GPU = re.compile(r"(?:Cuda|HIP) failure:? (?:(?P<code>\d+) )?'(?P<msg>[^']*)(?:'|$)")
+# the same with its words unquoted, as a paste or a note retypes it (``enqueue.cc:1556 NCCL WARN Cuda failure 2 out of
+# memory``): quoted before it is read
+_UNQUOTED_CUDA = re.compile(r"(?P<head>(?:Cuda|HIP) failure:? \d{1,4}) (?P<msg>[a-z][^'\n]{2,200}?)\s*$")
 _SHM_UNLINK = re.compile(r"unlink shared memory (?P<path>/dev/shm/\S+) failed")
 _CONNECT = re.compile(
     r"[Cc]onnect to (?P<peer>\S+?) (?:failed ?: ?(?P<err>.+)|returned (?P<err2>[^,]+?)(?:, exceeded error retry count"
@@ -351,7 +354,7 @@ def _warn(line: Line, message: str, origin: Origin | None, level: str) -> list[E
         # GPUs than that (nccl-tests -g 10), no fault of a GPU
         return [make_event(Kind.PEER_ACCESS, line, origin=origin, data={
             "cuda_error": 711, "message": match["msg"].strip()[:160], "source": "too-many-peers"})]
-    match = _GPU.search(message)
+    match = _GPU.search(_UNQUOTED_CUDA.sub(r"\g<head> '\g<msg>'", message))
     if (match and "out of memory" in match["msg"]) or _CUDA_ALLOC.search(message):
         # NCCL could not allocate its buffers: the GPU's memory is full (``Failed to CUDA calloc async 1920 bytes``:
         # its allocator's own words, the CUDA error on the line before it when the log has it)
@@ -474,7 +477,10 @@ def parse(line: Line) -> list[Event]:
     return []
 
 
-_LAST_ERROR = re.compile(r"(?:^|[\s:])Last error:\s*(?P<rest>.*)$")
+# (XLA's and JAX's words for the same: ``Last NCCL warning(error) log entry (may be unrelated) 'Bootstrap : no socket
+# interface found'``, the message quoted)
+_LAST_ERROR = re.compile(r"(?:^|[\s:])(?:Last error:|Last NCCL warning\(error\)(?: log entry \(may be unrelated\))?:?)"
+                         r"\s*(?P<rest>.*)$")
 
 
 @dataclass
@@ -495,7 +501,7 @@ class LastErrorFollower:
         line = self.message
         if line is None:
             return []
-        text = line.body.strip().strip("`_*").strip()
+        text = line.body.strip().strip("`_*'").strip()
         if not text or split_nccl(text) is not None or text.startswith(("Exception raised", "Traceback")):
             return []
         return [replace(event, data={**event.data, "last_error": True}) for event in _warn(line, text, None, "LAST")]

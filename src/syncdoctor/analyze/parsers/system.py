@@ -38,7 +38,9 @@ KEYWORDS = ("oom_kill event", "marked dead", "Cannot communicate with node", "ex
             "Exceeded job memory", "Exceeded step memory", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
             "System OOM encountered", "imminent node shutdown", "admit critical pod", "Marking for deletion Pod",
-            "workers are evicted", "unhealthy node(s)",
+            "workers are evicted", "unhealthy node(s)", "Preempted by pod", "Preempted to accommodate",
+            "because of preempt", "because of reclaim", "longer than specified deadline", "its active deadline",
+            "maximum execution time", "NodeNotReady", "stopped posting node status",
             "segfault at ", "general protection fault", "health compromised", ", being killed",
             "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
             "abort () at ", "Bus error", "Segmentation fault", "Aborted", "Floating point exception",
@@ -129,14 +131,24 @@ _EVICTED_LIMIT = re.compile(r"Pod ephemeral local storage usage exceeds the tota
 # kernel OOM killer), ``Pod was terminated in response to imminent node shutdown.``, ``Preempted in order to admit
 # critical pod``, the taint manager's ``Marking for deletion Pod default/llama-ft-worker-5`` (its node not ready),
 # MPI Operator's ``MPIJobEvicted … 2/4 workers are evicted``, Kueue's ``Workload was evicted as there was no
-# replacement for unhealthy node(s): node-3``
+# replacement for unhealthy node(s): node-3``; a pod preempted for another (the scheduler's ``Preempted by pod 6f1e…
+# on node gpu-node-3``, Kueue's ``Preempted to accommodate a workload (UID: …)``, Volcano's ``Pod is evicted, because
+# of preempt`` / ``reclaim``); a job ended at its deadline (the Job controller's ``Job was active longer than
+# specified deadline``, Kubeflow Trainer's ``TrainJob exceeded its active deadline``, Kueue's ``deactivated due to
+# exceeding the maximum execution time``); a node gone under its pods (the node controller's ``Node gpu-node-3 status is
+# now: NodeNotReady``, its condition's ``Kubelet stopped posting node status.``)
 _POD_ENDED = re.compile(
     r"System OOM encountered, victim process: (?P<comm>[^,\s]{1,64}), pid: (?P<pid>\d{1,10})"
     r"|(?P<shutdown>Pod was terminated in response to imminent node shutdown)"
     r"|(?P<preempted>Preempted in order to admit critical pod)"
     r"|TaintManagerEviction\s.*?Marking for deletion Pod (?:[\w.\-]+/)?(?P<pod>[\w.\-]{1,253})"
     r"|(?P<evicted>\d{1,6})/\d{1,6} workers are evicted"
-    r"|no replacement for unhealthy node\(s\): (?P<nodes>[\w.\-]{1,253}(?:, ?[\w.\-]{1,253}){0,15})")
+    r"|no replacement for unhealthy node\(s\): (?P<nodes>[\w.\-]{1,253}(?:, ?[\w.\-]{1,253}){0,15})"
+    r"|(?P<preempt>Preempted by pod [\w\-]{1,64}(?: on node (?P<pnode>[\w.\-]{1,253}))?|Preempted to accommodate a "
+    r"workload|Pod is evicted, because of (?:preempt|reclaim))"
+    r"|(?P<deadline>Job was active longer than specified deadline|exceeded its active deadline"
+    r"|deactivated due to exceeding the maximum execution time)"
+    r"|(?:Node (?P<nnode>[\w.\-]{1,253}) status is now: NodeNotReady|(?P<unposted>Kubelet stopped posting node status))")
 _EXIT_137 = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|Exit Code:?|exitCode:)\s*137\b", re.IGNORECASE)
 _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
                  "Aborted": "SIGABRT", "Bus error": "SIGBUS"}
@@ -248,17 +260,22 @@ def parse(line: Line) -> list[Event]:
             "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": False,
             "evicted": f'its emptyDir volume "{volume}"' if volume else "ephemeral-storage", "over_limit": True})]
     match = _POD_ENDED.search(body) if ("System OOM" in body or "Pod" in body or "evicted" in body
-                                        or "critical pod" in body or "unhealthy node" in body) else None
+                                        or "critical pod" in body or "unhealthy node" in body or "Preempted" in body
+                                        or "deadline" in body or "execution time" in body or "NodeNotReady" in body
+                                        or "node status" in body) else None
     if match:
         if match["pid"]:
             return [make_event(Kind.WORKER_FAILED, line, origin=Origin(pid=int(match["pid"])), data={
                 "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": True,
                 "worker_pid": int(match["pid"])})]
         # evicted, preempted, its node shut down or gone: its processes were ended without an error of their own
-        host = match["pod"] or (match["nodes"].split(",")[0].strip() if match["nodes"] else None)
+        host = match["pod"] or match["pnode"] or match["nnode"] or (
+            match["nodes"].split(",")[0].strip() if match["nodes"] else None)
         reason = ("pod evicted" if match["evicted"] else "node shutdown" if match["shutdown"] else
                   "preempted for a critical pod" if match["preempted"] else
-                  "its node not ready" if match["pod"] else "its node unhealthy")
+                  "preempted for another pod or workload" if match["preempt"] else
+                  "the job's deadline passed" if match["deadline"] else
+                  "its node not ready" if match["pod"] or match["nnode"] or match["unposted"] else "its node unhealthy")
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=host) if host else None, data={
             "source": "kubernetes", "exitcode": -9, "signal": "SIGKILL", "oom": False, "deleted": True,
             "reason": reason})]

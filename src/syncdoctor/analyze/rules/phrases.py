@@ -251,6 +251,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "CUDA started before the workers were forked (nothing may touch the GPU before a fork: "
      "the 'spawn' start method, or no CUDA call or CUDA-touching import before the launch)",
      re.compile(r"Cannot re-initialize CUDA in forked subprocess", _I)),
+    # a scheduler that could not place the job's pods (Kubernetes' ``0/8 nodes are available: 8 Insufficient
+    # nvidia.com/gpu``, Volcano's ``4/4 tasks in gang unschedulable``, a quota exceeded): those ranks never started
+    (Category.UNRECOGNISED, "pods the scheduler could not place (not enough free GPUs or other resources, taints, "
+     "affinity or a quota): their ranks never started",
+     re.compile(r"\b0/\d{1,6} nodes are (?:un)?available\b|\btasks in gang unschedulable\b|\bexceeded quota: ", _I)),
     # a PyTorch build without CUDA asked for it (a CPU-only wheel, the Windows or macOS default, an XPU or ROCm build a
     # library calls torch.cuda on: ``AssertionError: Torch not compiled with CUDA enabled``): the build, not the run
     (Category.UNRECOGNISED, "a PyTorch build without CUDA asked for CUDA (a CPU-only or another device's build, or a "
