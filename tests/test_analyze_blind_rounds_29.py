@@ -199,3 +199,23 @@ def test_ncclS_cuda_failure_unquoted_and_xlas_last_nccl_warning_are_read_as_nccl
     # (newer XLA's longer words for it)
     each_read(tmp_path, {"Last NCCL warning(error) log entry (may be unrelated) 'Bootstrap : no socket interface found'":
                          Category.INTERFACE_MISSING})
+
+
+def test_pytorch_2_2_to_2_7s_own_words_for_a_hung_watchdog_a_failed_work_and_a_store_port_in_use(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        # 2.2's monitoring thread killing a rank whose watchdog hung
+        "[rank2]:[E ProcessGroupNCCL.cpp:1136] [Rank 2] monitoring thread detects no heartbeat and will finally kill the "
+        "process!": Category.WATCHDOG_STUCK,
+        # 2.4-2.5's status of the work that failed, the watchdog's line itself not pasted
+        "[rank3]:[E1205 09:41:07.512348911 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 3] Exception (either an "
+        "error or timeout) detected by watchdog at work: 4213, last enqueued NCCL work: 4214, last completed NCCL work: "
+        "4212.": Category.UNEXPLAINED_TIMEOUT,
+        # 2.4's libuv store's own line for its port taken
+        "[E socket.cpp:957] [c10d] UV Store listen failed. useIpv6:0 code:-98 name:EADDRINUSE message:address already "
+        "in use": Category.PORT_IN_USE,
+    }, quiet=("[rank0]:[W1205 09:41:07.512348911 CUDASymmetricMemory.cu:571] Warning: SymmetricMemory: cuMulticastCreate "
+              "failed with: \"CUDA_ERROR_NOT_SUPPORTED\". Gracefully skipping multicast initialization. However, this is "
+              "unexpected. Please report the issue on GitHub. (function operator())\n"))
+    top = diagnose(tmp_path, "[E socket.cpp:957] [c10d] UV Store listen failed. useIpv6:0 code:-98 name:EADDRINUSE "
+                   "message:address already in use\n").hypotheses[0]
+    assert top.confidence == 0.8

@@ -193,7 +193,10 @@ _GLOO_BIND = re.compile(r"pair\.cc:\d+\] (?:bind|listen): Address already in use
 # has failed to listen on any local network address.", names no reason): ``port: 29500, useIpv6: false, code: -98,
 # name: EADDRINUSE, message: address already in use``, or its last part alone where the paste wraps it again
 _LIBUV_IN_USE = re.compile(r"^\W*(?:port: (?P<port>\d{1,5}), useIpv6: \w+, code: -98,\s*)?name: EADDRINUSE\b"
-                           r"|\bEADDRINUSE, message: address already in use")  # (a wrap may cut inside "name")
+                           r"|\bEADDRINUSE, message: address already in use"  # (a wrap may cut inside "name")
+                           # (2.4's libuv store's own line: ``[c10d] UV Store listen failed. useIpv6:0 code:-98
+                           # name:EADDRINUSE message:address already in use``)
+                           r"|UV Store (?:listen|bind) failed\.[^\n]{0,80}\bname: ?EADDRINUSE\b")
 # the message without any reason after it (a paste or a note that quotes the words only): ``The server socket has
 # failed to listen on any local network address`` / ``The server socket has failed to bind to [::]:19936``
 _UNSAID = re.compile(r"The server socket has failed to (?:listen on any local network address|bind to \S{1,300}?)\.?\s*$")

@@ -346,7 +346,7 @@ _BENIGN = re.compile(
     # libibverbs trying every provider it has a config for, on hosts without most of those NICs (pvrdma, hfi1…): noise;
     # the NIC the job needs failing is told by its user (NCCL's ``No device found``, ``ibv_open_device failed``)
     r"libibverbs: Warning: couldn't load driver|"
-    r"ErrorCode\.|retry(?! count| handler| limit)|Retrying|will be retried|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
+    r"ErrorCode\.|retry(?! count| handler| limit)|Retrying|will be retried|Gracefully skipping|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
     # ProcessGroupNCCL's note beside a timeout that the Flight Recorder was off (2.6+): no failure of its own
     r"Stack trace of the failed collective not found|"
     # a line that says its error words are expected (vLLM's Ray executor: "If you see error log from logging.cc

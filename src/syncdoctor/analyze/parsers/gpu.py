@@ -55,6 +55,10 @@ _CUDA = re.compile(r"(?:CUDA error|HIP error|Triton Error \[CUDA\]|cuda runtime 
 _CUDA_CALL = re.compile(r"\bcuda[A-Z]\w{2,40}(?:\(\))? failed(?: with error)?:? (?P<msg>(?:an? |unspecified |misaligned )"
                         r"[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
+# a CUDA call a library says it went on without (PyTorch's symmetric memory: ``Warning: SymmetricMemory:
+# cuMulticastCreate failed with: "CUDA_ERROR_NOT_SUPPORTED". Gracefully skipping multicast initialization.``): a feature
+# missing there, no failure
+_WENT_ON = re.compile(r"\bGracefully skipping\b|\b[Ff]alling back to\b")
 # the runtime's error by its name, then its words (CuPy's ``CUDARuntimeError: cudaErrorInvalidDevicePointer: invalid
 # device pointer``, Numba's, a program's own check)
 _CUDA_NAMED = re.compile(r"\bcudaError(?!None\b|NotReady\b)[A-Z]\w{2,40}: (?P<msg>[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
@@ -388,7 +392,7 @@ def parse(line: Line) -> list[Event]:
             "hardware": True, "source": "pcie-aer"})]
     match = _CUDA.search(body) or _DRIVER.search(body) or _CUDA_CALL.search(body) or \
         (_CUDA_NAMED.search(body) if "cudaError" in body else None)
-    if not match:
+    if not match or _WENT_ON.search(body):
         return []
     message = match["msg"].strip() if "msg" in match.groupdict() else match["name"]
     if any(word in message for word in _PROGRAM):

@@ -41,6 +41,7 @@ KEYWORDS = (
     "WorkNCCL::checkTimeout",
     "dump signal",
     "Heartbeat monitor",
+    "detects no heartbeat",  # (2.2's monitoring thread)
     "watchdog got stuck",
     "monitor thread timeout",
     "in blocking wait",
@@ -151,7 +152,8 @@ def parse(line: Line) -> list[Event]:
         events.append(make_event(Kind.WATCHDOG_TIMEOUT, line, origin=Origin(rank=rank), group=group,
                                  data={"frames": True}))
     status = _STATUS.search(body)
-    if status and not events and ("Timeout at NCCL work" in body or "failure detected by watchdog" in body):
+    if status and not events and ("Timeout at NCCL work" in body or "failure detected by watchdog" in body
+                                  or "Exception (either an error or timeout) detected by watchdog" in body):
         # the status companion says the work timed out: the timeout itself when the paste lost the "Watchdog
         # caught" line above it (the timeline drops it where that line is there); 2.6's "failure detected" is
         # said of a failed work, a timeout most often: kept only where no timeout line at all is in the inputs
@@ -176,7 +178,9 @@ def parse(line: Line) -> list[Event]:
         events.append(make_event(Kind.DUMP_SIGNAL, line, origin=Origin(rank=rank), group=group, data=data))
     # (2.2's words for the same: ``[Rank 4] NCCL monitor thread timeout. Basically, this could be due to CUDA or NCCL
     # calls being unexpectedly blocking, …``)
-    if "Heartbeat monitor timed out" in body or "watchdog got stuck" in body or "NCCL monitor thread timeout" in body:
+    # (and 2.2's ``[Rank 2] monitoring thread detects no heartbeat and will finally kill the process!``)
+    if "Heartbeat monitor timed out" in body or "watchdog got stuck" in body or "NCCL monitor thread timeout" in body \
+            or "monitoring thread detects no heartbeat" in body:
         stuck = _STUCK.search(body)
         events.append(make_event(
             Kind.HEARTBEAT_TIMEOUT, line, origin=Origin(rank=rank), group=group,
