@@ -219,3 +219,19 @@ def test_pytorch_2_2_to_2_7s_own_words_for_a_hung_watchdog_a_failed_work_and_a_s
     top = diagnose(tmp_path, "[E socket.cpp:957] [c10d] UV Store listen failed. useIpv6:0 code:-98 name:EADDRINUSE "
                    "message:address already in use\n").hypotheses[0]
     assert top.confidence == 0.8
+
+
+def test_c10ds_warning_for_one_address_it_tried_is_a_retry_and_localhosts_ipv6_one_is_below_any_failure(
+        tmp_path: Path) -> None:
+    ipv6 = ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "
+            "assign requested address).\n")
+    top = diagnose(tmp_path, ipv6).hypotheses[0]  # alone it is all there is (pytorch/PiPPy#158: a port reused)
+    assert (top.category, top.confidence) == (Category.PEER_UNREACHABLE, 0.25)
+    # beside a collective's timeout, the timeout is the failure (runs that connect over IPv4 print it too)
+    timeout = ("[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+               "OpType=ALLREDUCE, Timeout(ms)=60000) ran for 69027 milliseconds before timing out.\n")
+    assert diagnose(tmp_path, ipv6 + timeout).hypotheses[0].category is Category.UNEXPLAINED_TIMEOUT
+    # another host's refusal, as a warning, is a retry the client was still making
+    top = diagnose(tmp_path, "[W socket.cpp:601] [c10d] The client socket has failed to connect to [node-0]:29500 "
+                   "(errno: 111 - Connection refused).\n").hypotheses[0]
+    assert (top.category, top.confidence) == (Category.PEER_UNREACHABLE, 0.5) and "still retrying" in top.title

@@ -103,6 +103,7 @@ _CONNECT = re.compile(
 )
 
 
+_LOOPBACK_NAMES = ("localhost", "::1", "127.0.0.1", "ip6-localhost", "localhost6")
 _ANY_ADDRESS = re.compile(r"failed to connect to any network address of \((?P<host>[^,\s()]{1,253}), (?P<port>\d{1,5})\)")
 # the store client's retries (TCPStore.cpp, 2.2+; a warning until the timeout):
 # ``TCP client failed to connect/validate to host 100.64.0.1:59782 - retrying (try=6, timeout=1800000ms,
@@ -443,6 +444,13 @@ def _errors(line: Line) -> list[Event]:
             found["store_port"] = int(port)
         if every:
             found["summary"] = True  # (the per-address errors, where kept, say why)
+        if match and line.severity == "warning":
+            # socket.cpp's warning for one address it tried (1.12+): the client goes on to the next address and
+            # retries until its timeout, whose error (``The client socket has timed out after …``) is the failure
+            found["retrying"] = True
+            if "errno: 99" in str(found["error"]) and str(found.get("store_host")) in _LOOPBACK_NAMES:
+                # localhost's IPv6 address tried first where IPv6 is off: printed by runs that then connect over IPv4
+                found["ipv6_loopback"] = True
         return [make_event(Kind.STORE_ERROR, line, data=found)]
     if "connection to the C10d store has failed" in body:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect"})]

@@ -259,7 +259,12 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         evidence = evidence_of(events, "could not connect", MAX_CASCADE)
         if named is not None:
             evidence += evidence_of([named], "where the store is")
-        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.5 if retrying else 0.75, title, culprits=where.ranks,
+        ipv6 = all(e.data.get("ipv6_loopback") for e in events)
+        if ipv6:  # the warning most runs print and go on from: below any failure the inputs show
+            what += (" Here the only sign is c10d's warning for localhost's IPv6 address (errno 99: ::1 where IPv6 is "
+                     "off), which runs that then connect over IPv4 print too: a cause only if nothing else failed.")
+        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.25 if ipv6 else 0.5 if retrying else 0.75, title,
+                              culprits=where.ranks,
                               hosts=suspects, fix=_BRIDGE_FIX if bridged else None,
                               what=what, evidence=evidence,
                               processes=where.processes, local_ranks=where.local_ranks))
