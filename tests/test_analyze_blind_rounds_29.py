@@ -8,6 +8,7 @@ from pathlib import Path
 
 from analyze_helpers import diagnose_paste, each_read
 from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.parsers.prefixes import split_prefix
 from syncdoctor.analyze.paste import wrap_width
 
 diagnose = diagnose_paste
@@ -235,3 +236,40 @@ def test_c10ds_warning_for_one_address_it_tried_is_a_retry_and_localhosts_ipv6_o
     top = diagnose(tmp_path, "[W socket.cpp:601] [c10d] The client socket has failed to connect to [node-0]:29500 "
                    "(errno: 111 - Connection refused).\n").hypotheses[0]
     assert (top.category, top.confidence) == (Category.PEER_UNREACHABLE, 0.5) and "still retrying" in top.title
+
+
+def test_nccl_refusing_the_machine_nvml_missing_or_a_topology_that_does_not_fit(tmp_path: Path) -> None:
+    # NVIDIA/nccl-tests#320: the driver's NVML not on the library path (preloading it fixed the run)
+    top = diagnose(tmp_path, "[2025-06-12 16:57:52] gpu0301:842624:842643 [0] misc/nvmlwrap.cc:74 NCCL WARN Failed to "
+                   "open libnvidia-ml.so.1\ngpu0301:842624:842643 [0] NCCL INFO misc/nvmlwrap.cc:200 -> 2\n"
+                   "gpu0301:842624:842624 [0] NCCL INFO init.cc:1397 -> 2\n"
+                   "gpu0301: Test NCCL failure common.cu:1005 'unhandled system error'\n").hypotheses[0]
+    assert (top.category, top.culprit_hosts) == (Category.UNRECOGNISED, ("gpu0301",)) and "NVML" in top.title
+    # an Azure ND H100 v5's health check: NICs renamed between boots, the image's topology file no longer fits
+    top = diagnose(tmp_path, "elsah100:176:302 [1] graph/xml.h:85 NCCL WARN Attribute busid of node nic not found\n"
+                   ).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "lacks the busid of a nic" in top.title
+    each_read(tmp_path, {}, quiet="node-1:11:22 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]\n")
+
+
+def test_a_port_already_bound_in_hcclS_words_and_rays_control_store_unreachable(tmp_path: Path) -> None:
+    each_read(tmp_path, {
+        # alibaba/ROLL's Ascend FAQ: several processes on one NPU compete for HCCL's device port
+        "The IP address 10.1.2.3 and port 16666 have already been bound": Category.PORT_IN_USE,
+        # Ray's cluster FAQ: a worker node that cannot reach the head's control store (GCS, Ray's own store)
+        "Unable to connect to GCS at 10.1.2.3:6379. Check that (1) Ray GCS with matching version started successfully "
+        "at the specified address, and (2) there is no firewall setting preventing access.": Category.PEER_UNREACHABLE,
+    })
+    # Google Cloud Storage (gcs, lower case) is no peer of the job
+    top = diagnose(tmp_path, "OSError: gcs: connection refused while fetching gs://bucket/ckpt\n").hypotheses[0]
+    assert top.category is not Category.PEER_UNREACHABLE
+
+
+def test_sagemakers_mpi_tag_names_the_rank_and_the_host() -> None:
+    line = split_prefix("[1,mpirank:9,algo-2]<stdout>:algo-2:212:398 [1] nccl_ofi_rdma.cpp:1463 NCCL WARN NET/OFI Remote "
+                        "write completed with error. RC: 5")
+    assert (line.origin.rank, line.origin.host) == (9, "algo-2")
+    assert line.body.startswith("algo-2:212:398 [1] nccl_ofi_rdma.cpp")
+    # Open MPI's own tag names the rank only; a bracketed word that is not SageMaker's stays the body's
+    assert split_prefix("[1,3]<stderr>:Traceback (most recent call last):").origin.host is None
+    assert split_prefix("[1,mpirank:x,algo-2]<stderr>:boom").body.startswith("[1,mpirank:x")

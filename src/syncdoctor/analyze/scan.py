@@ -431,6 +431,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Preempted by pod", b"Preempted to accommodate", b"because of preempt", b"because of reclaim",
     b"longer than specified deadline", b"its active deadline", b"maximum execution time", b"NodeNotReady",
     b"stopped posting node status", b"gang unschedulable",
+    b"already been bound",  # (Ascend HCCL's port taken)
     b"detects no heartbeat",  # (PyTorch 2.2's monitoring thread killing a rank whose watchdog hung)
 )
 

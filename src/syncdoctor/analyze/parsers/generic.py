@@ -167,6 +167,9 @@ _ERROR = re.compile(
     r"|\bNCCL support is not compiled\b"
     # Volcano's gang scheduler holding a job whose pods cannot all be placed (``4/4 tasks in gang unschedulable``)
     r"|\btasks in gang unschedulable\b"
+    # a port a library could not bind, in words without an error word (Ascend HCCL's ``The IP address 10.1.2.3 and
+    # port 16666 have already been bound``)
+    r"|\b(?:has|have) already been bound\b"
     # a training loop ending its process on a loss that is not finite (MAE's, DeiT's and their heirs' ``Loss is nan,
     # stopping training``, then sys.exit(1): the other ranks wait for it in their next collective)
     r"|\b[Ll]oss is (?:nan|inf|NaN|Inf|-inf), stopping training\b"

@@ -56,6 +56,8 @@ __all__ = [
 _RANK = re.compile(r"\[rank(\d{1,6})\]:[ ]?")
 _RANK_CUT = re.compile(r"rank(\d{1,6})\]:(?=\[| )")  # a paste that starts one byte into ``[rank0]:[E811 …``
 _MPI = re.compile(r"\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
+# SageMaker's MPI launcher rewriting Open MPI's tag with the rank and the host (``[1,mpirank:11,algo-2]<stderr>:``)
+_SAGEMAKER = re.compile(r"\[\d+,mpirank:(?P<rank>\d{1,6}),(?P<host>algo-\d{1,4})\]<(?:stdout|stderr)>:[ ]?")
 # mpirun's --timestamp-output (and horovodrun's) date before the rank's tag: ``Fri Jul 10 01:13:30 2020[1,22]<stderr>:``
 # (Open MPI's job and rank), ``Wed Jun 12 10:00:00 2019[0]<stderr>:`` (horovodrun's rank)
 _HOROVOD = re.compile(r"(?:[A-Z][a-z]{2} (?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d) "
@@ -294,6 +296,12 @@ def split_prefix(text: str) -> Prefix:
         match = _MPI.match(text, pos) or _PREPEND.match(text, pos)
         if match:
             rank = int(match[1]) if rank is None else rank
+            pos = match.end()
+            continue
+        match = _SAGEMAKER.match(text, pos)
+        if match:
+            rank = int(match["rank"]) if rank is None else rank
+            host = match["host"] if host is None else host
             pos = match.end()
             continue
         match = _HOROVOD.match(text, pos)

@@ -341,6 +341,9 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # Hydra not resolving a host of the job's list; Open MPI's MPI_Init that could not reach a peer
                 r"|unable to get host address for|\bReturned \"Unreachable\""
                 r"|software caused connection abort"
+                # Ray's workers and drivers that could not reach the head node's control store (``Unable to connect to
+                # GCS at 10.1.2.3:6379``, ``Failed to connect to GCS within 60 seconds``): Ray's store, as c10d's
+                r"|\b(?:Unable|Failed) to connect to GCS\b"
                 r"|\bconnect: resource temporarily unavailable"  # EAGAIN: the peer's listen backlog is full
                 # an endpoint with no host at all (an address variable that was empty: ``Invalid zmq path:
                 # tcp://:29550``, ``init_method=tcp://:29500``)
@@ -391,7 +394,8 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
 
 # a host that is none of the job's: a download, a package index, an experiment tracker, object storage
 _ELSEWHERE = re.compile(r"https?://|HTTPS?Connection|\brequests\.|urllib|huggingface|hf_hub|\bpip\b|download|wandb"
-                        r"|amazonaws\.com|\bboto|\bs3\b|\bgcs\b|storage\.googleapis", _I)
+                        # (Google Cloud Storage's gcs in lower case: Ray's GCS, its control store, is the job's own)
+                        r"|amazonaws\.com|\bboto|\bs3\b|(?-i:\bgcs\b)|gs://|storage\.googleapis", _I)
 _UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE}
 
 

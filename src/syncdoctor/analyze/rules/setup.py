@@ -1208,6 +1208,29 @@ _NCCL_REFUSALS: tuple[tuple[re.Pattern[str], str, str, str], ...] = (
      "with invalid usage.",
      "Unset NCCL_ALGO and NCCL_PROTO (NCCL picks per collective), or list enough of them (NCCL_ALGO=Ring,Tree); "
      "restrict them per collective with the ^ or per-op syntax of NCCL 2.24+ instead of one value for all."),
+    # misc/nvmlwrap.cc: NCCL loads NVML (the driver's libnvidia-ml.so.1) to read the GPUs' topology
+    (re.compile(r"Failed to open (?P<lib>libnvidia-ml\.so(?:\.1)?)"),
+     "NCCL could not load NVML ({lib}), the driver's library it reads the GPUs with",
+     "NCCL dlopens the driver's NVML library at init to learn the GPUs' PCI placement and NVLinks; it was not found "
+     "on the library path (a container started without the NVIDIA runtime's driver mounts, a driver install missing "
+     "its user-space libraries, LD_LIBRARY_PATH pointing at another CUDA's stubs), so init stops with an "
+     "'unhandled system error'.",
+     "Check `ldconfig -p | grep libnvidia-ml` and `nvidia-smi` where the job runs; in containers use the NVIDIA "
+     "runtime (--gpus), on bare hosts reinstall the driver's libraries, or point LD_LIBRARY_PATH (or LD_PRELOAD) at the "
+     "driver's libnvidia-ml.so.1."),
+    # graph/xml.h: the topology NCCL read or was given (NCCL_TOPO_FILE, a cloud image's /etc/nccl.conf) names a device
+    # without the attribute it needs (``Attribute busid of node nic not found``): the file and the machine differ
+    (re.compile(r"Attribute (?P<attr>\w+) of node (?P<node>\w+) not found"),
+     "NCCL's topology lacks the {attr} of a {node}: a topology file it was given (NCCL_TOPO_FILE) does not fit this "
+     "machine, or a device has no PCI place NCCL can read",
+     "NCCL builds its view of the machine from the PCI tree, merged with a topology file where one is given "
+     "(NCCL_TOPO_FILE; cloud images and network plugins set it for their VM size): a device the file expects is not "
+     "where it says (NICs renamed or re-ordered between boots, another VM size, fewer GPUs used than the file's CPUs "
+     "hold), or a NIC has no PCI path in sysfs (a virtual NIC, another architecture's bus), and init stops with an "
+     "internal error.",
+     "Give the NICs stable names (the cloud's persistent RDMA naming, e.g. Azure's azure_persistent_rdma_naming), "
+     "use the topology file made for this machine type or unset NCCL_TOPO_FILE; NCCL_TOPO_DUMP_FILE writes what NCCL "
+     "saw, to compare."),
     (re.compile(r"Invalid NCCL_COMM_ID, please use format"),
      "NCCL_COMM_ID is not an address NCCL can use",
      "NCCL_COMM_ID must be <ipv4>:<port>, [<ipv6>]:<port> or <hostname>:<port>; the value given is none of them.",
