@@ -273,3 +273,21 @@ def test_sagemakers_mpi_tag_names_the_rank_and_the_host() -> None:
     # Open MPI's own tag names the rank only; a bracketed word that is not SageMaker's stays the body's
     assert split_prefix("[1,3]<stderr>:Traceback (most recent call last):").origin.host is None
     assert split_prefix("[1,mpirank:x,algo-2]<stderr>:boom").body.startswith("[1,mpirank:x")
+
+
+def test_a_lines_rank_prefix_does_not_change_what_a_ray_vanish_or_a_rendezvous_failure_means(tmp_path: Path) -> None:
+    # the same line read with and without a launcher's rank label: the reading stays, the rank is added
+    vanished = ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+                "detail: Worker unexpectedly exits with a connection error code 2. End of file.")
+    for prefix, ranks in (("", ()), ("13: ", (13,)), ("[rank2]: ", (2,))):
+        top = diagnose(tmp_path, prefix + vanished + "\n").hypotheses[0]  # (srun's label was silent)
+        assert (top.category, top.culprit_ranks) == (Category.RANK_KILLED, ranks), prefix
+    # ... but a rank that timed out first was ended by its watchdog's abort, which Ray then saw
+    top = diagnose(tmp_path, "[rank0]:[E1205 10:14:07.412883519 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "
+                   "collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                   "Timeout(ms)=600000) ran for 600013 milliseconds before timing out.\n[rank0]: " + vanished + "\n"
+                   ).hypotheses[0]
+    assert top.category is not Category.RANK_KILLED
+    for line in ("13: torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
+                 "[rank13]: torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"):
+        assert diagnose(tmp_path, line + "\n").hypotheses[0].category is Category.RENDEZVOUS_TIMEOUT, line

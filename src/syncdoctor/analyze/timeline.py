@@ -55,6 +55,9 @@ COMM_ERROR_WORDS = (
     "fetch the unique id of the collective lib",  # MindSpore: the group's root never published the communicator's id
     "Barrier timed out",  # XLA's coordination service (JAX): a barrier some tasks never reached
     "heartbeat timeout. This indicates",  # … and a task it lost
+    # torch elastic's rendezvous failing (its agent's, or a process's own store under srun's task label): the other
+    # nodes did not come or went away, not this process's fault
+    "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousConnectionError",
 )
 # an MPI library aborting in a communication call (Cray MPICH: ``Fatal error in PMPI_Recv: Other MPI error``): its
 # peer is gone, not its own fault (``PMPI_Init`` and the like are its own)

@@ -445,7 +445,11 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
     placements = [e for e in reports if e.data.get("placement")]
     known = {(e.ref.source, e.origin.local_rank) for e in reports if not e.data.get("unknown_exit")}
     for event in reports:
-        if event.origin.rank is not None and event.origin.rank in tl.ranks:
+        # a process Ray saw vanish is no crash the crash rule reads; unless its rank failed otherwise first (a
+        # timeout, an error of its own: the watchdog's abort ends it, and Ray then sees it go)
+        vanished = event.data.get("source") == "ray" and not event.data.get("signal") and not (
+            event.origin.rank in tl.ranks and tl.ranks[event.origin.rank].has(*_SYMPTOMS, Kind.EXCEPTION))
+        if event.origin.rank is not None and event.origin.rank in tl.ranks and not vanished:
             continue  # the crash rule has it
         if _srun_victim(event, reports):
             continue
