@@ -291,3 +291,42 @@ def test_a_lines_rank_prefix_does_not_change_what_a_ray_vanish_or_a_rendezvous_f
     for line in ("13: torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
                  "[rank13]: torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"):
         assert diagnose(tmp_path, line + "\n").hypotheses[0].category is Category.RENDEZVOUS_TIMEOUT, line
+
+
+def test_an_exception_whose_line_says_what_failed_reads_alike_behind_any_rank_label(tmp_path: Path) -> None:
+    # its own line's reading (a store not reached, the agent stopped, the clients that never came, a port taken, a
+    # DataLoader worker's bus error, a process out of file descriptors) was the rank's own crash behind a rank label
+    lines = {
+        "RuntimeError: The client socket has timed out after 1800s while trying to connect to (node-0, 29500).":
+            Category.PEER_UNREACHABLE,
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 12340 got signal: 15":
+            Category.RANK_KILLED,
+        "RuntimeError: Timed out after 1801 seconds waiting for clients. 15/16 clients joined.":
+            Category.RENDEZVOUS_TIMEOUT,
+        "ConnectionError: Tried to launch distributed communication on port `29500`, but another process is utilizing "
+        "it.": Category.PORT_IN_USE,
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).":
+            Category.SHM_EXHAUSTED,
+        "OSError: [Errno 24] Too many open files: '/dev/shm/torch_48213_2837465_17'": Category.UNRECOGNISED,
+        "F1205 10:06:20.220100 48301 rpc_client.cpp:212] Check failed: retry_idx < rpc_client_max_retry_times() "
+        "(60 vs. 60)": Category.UNRECOGNISED,
+    }
+    for line, category in lines.items():
+        for label in ("", "[rank3]: ", "13: ", "[1,3]<stderr>:", "node-3: "):
+            hypotheses = diagnose(tmp_path, label + line + "\n").hypotheses
+            assert hypotheses and hypotheses[0].category is category, (label, line, hypotheses[:1])
+    # a rank's own exception still is its crash behind the label
+    top = diagnose(tmp_path, "[rank3]: KeyError: 'decoder.layers.7.weight'\n").hypotheses[0]
+    assert (top.category, top.culprit_ranks) == (Category.RANK_CRASHED, (3,))
+
+
+def test_an_exception_whose_class_names_a_refused_configuration_is_the_jobs_settings(tmp_path: Path) -> None:
+    # allenai/OLMo#827: save_overwrite not passed on; every process raised it
+    each_read(tmp_path, {"olmo.exceptions.OLMoConfigurationError: Checkpoint for step 0 already exists, use "
+                         "--save-overwrite to overwrite it": Category.UNRECOGNISED})
+    top = diagnose(tmp_path, "[rank3]: lightning.fabric.utilities.exceptions.MisconfigurationException: You requested "
+                   "gpu: [0, 1] But your machine only has: [0]\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "configuration the program refused" in top.title
+    # a class that only mentions a config in passing is the program's own error
+    top = diagnose(tmp_path, "omegaconf.errors.ConfigAttributeError: Key 'lr' is not in struct\n").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED

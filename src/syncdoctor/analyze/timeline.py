@@ -67,9 +67,34 @@ _AGENT_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
 
 
 def is_comm_exception(event: Event) -> bool:
-    """An exception (or fatal signal) that reports a communication failure rather than causing one."""
+    """An exception (or fatal signal) that reports a communication failure rather than causing one: by its words,
+    or because its own line says what failed in a reading of its own (:func:`_explained`)."""
+    if event.data.get("explained"):
+        return True
     text = f"{event.data.get('type', '')}: {event.data.get('message', '')}"
     return any(word in text for word in COMM_ERROR_WORDS) or _MPI_COMM_CALL.search(text) is not None
+
+
+# the readings of a line that say what failed there, beside the exception the same line raises (``RuntimeError: The
+# client socket has timed out after 1800s while trying to connect to (node-0, 29500).``: a store that could not be
+# reached; ``SignalException: Process 12340 got signal: 15``: the agent stopped from outside): the exception is that
+# failure's report, read by that reading's rule, not the rank's own crash, with or without a rank's label before it
+_EXPLAINING = frozenset({
+    Kind.STORE_ERROR, Kind.GLOO_TIMEOUT, Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT, Kind.PEER_CLOSED,
+    Kind.GLOO_CONNECT_FAILED, Kind.NCCL_CONNECT_FAILED, Kind.AGENT_SIGNAL, Kind.HOSTNAME_LOOPBACK, Kind.GLOO_LOOPBACK,
+    Kind.STORE_NAME_UNRESOLVED, Kind.LAUNCH_UNREACHABLE, Kind.INTERFACE_MISSING, Kind.COLLECTIVE_MISMATCH,
+    Kind.MONITORED_BARRIER, Kind.DESYNC_REPORT, Kind.SHM_FAILURE, Kind.MEMLOCK_FAILURE, Kind.DUPLICATE_GPU,
+    Kind.PEER_ACCESS, Kind.COORDINATION,
+})
+
+
+def _explained(events: Sequence[Event]) -> list[Event]:
+    """``events`` with each exception whose line also holds an :data:`_EXPLAINING` reading marked so."""
+    lines = {(e.ref.source, e.ref.line) for e in events if e.kind in _EXPLAINING}
+    if not lines:
+        return list(events)
+    return [replace(e, data={**e.data, "explained": True})
+            if e.kind is Kind.EXCEPTION and (e.ref.source, e.ref.line) in lines else e for e in events]
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,7 +544,7 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     names: such a rank exists even when its log shows nothing, which is what a quiet culprit looks like.
     """
     fr_events = list(_fr_status_events(dumps))
-    all_events = list(events) + fr_events
+    all_events = _explained(list(events) + fr_events)
     maps = _maps(all_events)
     first_node = _first_node_consoles(all_events)
     resolved = _in_failure_records([_resolve(_local_is_global(event, first_node), maps) for event in all_events])

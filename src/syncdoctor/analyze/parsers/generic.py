@@ -383,11 +383,6 @@ _GLOG_ERROR = re.compile(
 )
 
 
-# a glog line at FATAL: the program aborts after it, whatever words it holds (``F1205 … rpc_client.cpp:212] Check failed:
-# retry_idx < rpc_client_max_retry_times() (60 vs. 60)``: its retries ran out, no retry that went on)
-_ABORTS = re.compile(r"\s*(?:\[[^\]]{0,80}\]:?)?\[?F(?:0[1-9]|1[0-2])[0-3]\d \d\d:\d\d:\d\d")
-
-
 def parse(line: Line) -> list[Event]:
     body = line.body
     match = _ERROR.search(body)
@@ -401,8 +396,10 @@ def parse(line: Line) -> list[Event]:
         # (torch elastic's ``E0724 …]`` traceback lines are no errors of their own: its failure table is read.)
         return [make_event(Kind.ERROR_LINE, line, data={"word": f"logged at {line.severity.upper()}",
                                                         "message": body.strip()[:300], "logged": True})]
+    # (a line at FATAL, glog's ``F1205 … rpc_client.cpp:212] Check failed: retry_idx < rpc_client_max_retry_times() (60
+    # vs. 60)`` among them: the program aborts after it, whatever its words, no retry that went on)
     if hang is None and ((match is None and glog is None)
-                         or (_BENIGN.search(body) and not _WARNED.search(body) and not _ABORTS.match(line.text))):
+                         or (_BENIGN.search(body) and not _WARNED.search(body) and line.severity != "fatal")):
         return []
     found = hang or match
     word = found.group(0)[:40] if found else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")

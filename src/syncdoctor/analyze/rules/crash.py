@@ -389,7 +389,10 @@ def _cause_in_words(event: Event, tl: Timeline | None = None) -> Reading | None:
     the error-looking lines the same writer printed right after it are read too (common.continuation)."""
     if event.kind is not Kind.EXCEPTION:
         return None
-    words = [str(event.data.get("message") or event.text), *map(str, event.data.get("frames") or ())]
+    # (its class's name too: ``MisconfigurationException: …`` says what its message may not)
+    kind = str(event.data.get("type") or "")
+    words = [f"{kind}: " * bool(kind) + str(event.data.get("message") or event.text),
+             *map(str, event.data.get("frames") or ())]
     if tl is not None:
         words += [e.text for e in continuation(tl, event)]
     reading = read_as(" ".join(words))

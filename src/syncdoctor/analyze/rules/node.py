@@ -304,8 +304,8 @@ def dataloader_worker_lost(tl: Timeline) -> list[Hypothesis]:
     found: dict[Category, list[Event]] = defaultdict(list)
     verbs: dict[Category, str] = {}
     for event in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE):
-        if event.origin.rank is not None and event.origin.rank in tl.ranks:
-            continue
+        if event.kind is Kind.EXCEPTION and event.origin.rank is not None and event.origin.rank in tl.ranks:
+            continue  # (a line of the DataLoader's own, not an exception, the crash rule does not read)
         cause = dataloader_cause(event)
         if cause is not None:
             found[cause[0]].append(event)

@@ -85,6 +85,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # a job script not allowed to raise its own limit (``ulimit: max locked memory: cannot modify limit:
                 # Operation not permitted``: the container's or the daemon's limit is the one to raise)
                 r"|ulimit: max locked memory: cannot modify limit", _I)),
+    # a process out of file descriptors (EMFILE), also on /dev/shm (``OSError: [Errno 24] Too many open files:
+    # '/dev/shm/torch_48213_…'``: the DataLoader's file-descriptor sharing, not the segment's size): before shm's words
+    (Category.UNRECOGNISED, "a process out of file descriptors (its open-files limit, ulimit -n)",
+     re.compile(r"Too many open files|\bEMFILE\b|\[Errno 24\]")),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm|shared-memory backing"
                 r"|\bproviders? for name shm\b|\bshm provider\b"  # libfabric's shm provider (oneCCL, EFA)
@@ -260,6 +264,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # library calls torch.cuda on: ``AssertionError: Torch not compiled with CUDA enabled``): the build, not the run
     (Category.UNRECOGNISED, "a PyTorch build without CUDA asked for CUDA (a CPU-only or another device's build, or a "
      "library calling torch.cuda on it)", re.compile(r"Torch not compiled with CUDA enabled", _I)),
+    # an exception whose class says the program refused its configuration (OLMo's ``OLMoConfigurationError:
+    # Checkpoint for step 0 already exists``, Lightning's ``MisconfigurationException: You requested gpu: [0, 1] But
+    # your machine only has: [0]``, a ``ConfigError``): the job's settings, not a failure as it ran
+    (Category.UNRECOGNISED, "a configuration the program refused (its settings, not a failure as it ran)",
+     re.compile(r"\b\w*(?:Misconfiguration|Configuration|Config)(?:Error|Exception)\b(?=:|\s*$)")),
     # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
     # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
     # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a
