@@ -310,6 +310,16 @@ def test_an_exception_whose_line_says_what_failed_reads_alike_behind_any_rank_la
         "OSError: [Errno 24] Too many open files: '/dev/shm/torch_48213_2837465_17'": Category.UNRECOGNISED,
         "F1205 10:06:20.220100 48301 rpc_client.cpp:212] Check failed: retry_idx < rpc_client_max_retry_times() "
         "(60 vs. 60)": Category.UNRECOGNISED,
+        # a child process killed, in the parent's words; a connection a peer refused (TensorPipe's)
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL":
+            Category.RANK_KILLED,
+        "RuntimeError: async error on socket: Connection refused (this error originated at "
+        "tensorpipe/transport/ibv/connection_impl.cc:243)": Category.PEER_UNREACHABLE,
+        # gloo falling back to the loopback: behind a host's name too (below a paste that names none: harmless on one
+        # machine)
+        "[W ProcessGroupGloo.cpp:694] Warning: Unable to resolve hostname to a (local) address. Using the loopback "
+        "address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME.":
+            Category.LOOPBACK_ADDRESS,
     }
     for line, category in lines.items():
         for label in ("", "[rank3]: ", "13: ", "[1,3]<stderr>:", "node-3: "):
@@ -330,3 +340,17 @@ def test_an_exception_whose_class_names_a_refused_configuration_is_the_jobs_sett
     # a class that only mentions a config in passing is the program's own error
     top = diagnose(tmp_path, "omegaconf.errors.ConfigAttributeError: Key 'lr' is not in struct\n").hypotheses[0]
     assert top.category is Category.RANK_CRASHED
+
+
+def test_the_driver_apis_name_for_a_device_that_does_not_exist_is_no_failed_gpu(tmp_path: Path) -> None:
+    # jax-ml/jax#23452: Slurm's --gpus-per-task=1 left each task one GPU, JAX asked for CUDA:1 (XLA prints the driver
+    # API's error name): a process asking for a GPU it does not have, not a GPU that failed
+    top = diagnose(tmp_path, "2024-09-05 07:57:34.555804: W external/xla/xla/service/platform_util.cc:199] unable to "
+                   "create StreamExecutor for CUDA:1: failed initializing StreamExecutor for CUDA device ordinal 1: "
+                   "INTERNAL: Failed call to cuDeviceGet: CUDA_ERROR_INVALID_DEVICE: invalid device ordinal\n"
+                   ).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "asked for a GPU that does not exist" in top.title
+    # another driver error stays the GPU's
+    top = diagnose(tmp_path, "INTERNAL: Failed call to cuMemAlloc: CUDA_ERROR_ECC_UNCORRECTABLE: uncorrectable ECC "
+                   "error encountered\n").hypotheses[0]
+    assert top.category is Category.GPU_ERROR

@@ -58,6 +58,7 @@ COMM_ERROR_WORDS = (
     # torch elastic's rendezvous failing (its agent's, or a process's own store under srun's task label): the other
     # nodes did not come or went away, not this process's fault
     "RendezvousClosedError", "RendezvousTimeoutError", "RendezvousConnectionError",
+    "Connection refused",  # (a connection this process needed, refused by its peer: TensorPipe's, a store's)
 )
 # an MPI library aborting in a communication call (Cray MPICH: ``Fatal error in PMPI_Recv: Other MPI error``): its
 # peer is gone, not its own fault (``PMPI_Init`` and the like are its own)
@@ -88,9 +89,15 @@ _EXPLAINING = frozenset({
 })
 
 
+def _explains(event: Event) -> bool:
+    """An :data:`_EXPLAINING` reading, or a worker's death by a signal on the same line (``ProcessExitedException:
+    process 1 terminated with signal SIGKILL``: the parent's report of a child killed)."""
+    return event.kind in _EXPLAINING or (event.kind is Kind.WORKER_FAILED and bool(event.data.get("signal")))
+
+
 def _explained(events: Sequence[Event]) -> list[Event]:
-    """``events`` with each exception whose line also holds an :data:`_EXPLAINING` reading marked so."""
-    lines = {(e.ref.source, e.ref.line) for e in events if e.kind in _EXPLAINING}
+    """``events`` with each exception whose line also holds a reading that :func:`_explains` it marked so."""
+    lines = {(e.ref.source, e.ref.line) for e in events if _explains(e)}
     if not lines:
         return list(events)
     return [replace(e, data={**e.data, "explained": True})

@@ -154,7 +154,8 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     if not remote_only and (not culprit_lines or later_only):
         # nothing unreachable was advertised, or only an interface listed after the NIC NCCL bootstraps on, and no
         # connection failed: at most a socket device beside the NIC
-        return _loopback_chosen(tl) or _default_bridge_container(tl) or _virtual_socket_device(tl)
+        return (_loopback_chosen(tl) or _default_bridge_container(tl) or _virtual_socket_device(tl)
+                or _gloo_fell_back(tl, [e for v in culprit_lines.values() for e in v if e.kind is Kind.GLOO_LOOPBACK]))
     across = _channel_over_network(tl)
     # ranks unknown: the hosts of the lines, when all the host advertised is the loopback (a veth's or a link-local
     # address in a one-host paste still says what the others would have dialled)
@@ -194,6 +195,24 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
                        affected=affected, what=what, fix=fix, evidence=evidence)]
+
+
+def _gloo_fell_back(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
+    """Gloo's warning that it fell back to the loopback address, on a host the lines name, and no connection failed:
+    harmless on one machine, the cause across machines; read so, below the certainty of a paste that names no host
+    (whose lines are all there is) and of a connection that failed."""
+    if not events:
+        return []
+    where = attribute(events, tl)
+    title = (f"{where.text or 'a host'} advertises the loopback address to its peers (its hostname resolves to "
+             "loopback): the cause if the job spans machines, harmless on one")
+    what = ("Gloo advertises the address the hostname resolves to; /etc/hosts mapping it to 127.0.0.1 or 127.0.1.1 "
+            "makes that the loopback, which no other machine can connect to. On one machine the ranks reach each "
+            "other there; across machines every connection to this host's ranks fails or times out.")
+    return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.45, title, what=what, where=where,
+                       evidence=evidence_of(events, "advertises the loopback", 3),
+                       fix="export GLOO_SOCKET_IFNAME=<the NIC on the cluster network> on every host, or map the "
+                           "hostname to the host's cluster address in /etc/hosts.")]
 
 
 # Docker's default bridge network: a container on it gets an address of 172.17.0.0/16 on its eth0, private to its

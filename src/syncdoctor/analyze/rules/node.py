@@ -95,7 +95,13 @@ _MISMATCHED_BUILD = (
 
 def _no_such_device(event: Event) -> bool:
     message = str(event.data.get("message", ""))
-    return "invalid device ordinal" in message or "busy or unavailable" in message
+    # (also the error's name alone, as XLA prints the driver API's: ``Failed call to cuDeviceGet:
+    # CUDA_ERROR_INVALID_DEVICE: invalid device ordinal``)
+    return ("invalid device ordinal" in message or "busy or unavailable" in message
+            or _INVALID_DEVICE.search(message) is not None)
+
+
+_INVALID_DEVICE = re.compile(r"\b(?:CUDA_ERROR_INVALID_DEVICE|cudaErrorInvalidDevice|hipErrorInvalidDevice)\b")
 
 
 def _fabric_manager(events: list[Event]) -> bool:
