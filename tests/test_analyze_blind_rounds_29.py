@@ -354,3 +354,21 @@ def test_the_driver_apis_name_for_a_device_that_does_not_exist_is_no_failed_gpu(
     top = diagnose(tmp_path, "INTERNAL: Failed call to cuMemAlloc: CUDA_ERROR_ECC_UNCORRECTABLE: uncorrectable ECC "
                    "error encountered\n").hypotheses[0]
     assert top.category is Category.GPU_ERROR
+
+
+def test_localhosts_ipv6_warning_before_another_error_does_not_take_the_verdict(tmp_path: Path) -> None:
+    # the warning most runs print and go on from, then the error of the run: the error says what failed (it had been
+    # a 0.25 verdict that kept the error's own reading from running at all)
+    ipv6 = ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "
+            "assign requested address).\n")
+    for error, category in (("/opt/jobs/launch.sh: line 42: 48213 Killed                  torchrun --nnodes=4 train.py",
+                             Category.RANK_KILLED),
+                            ("FileNotFoundError: Unexpected number of log files found: []. Expected at least 1, got 0",
+                             Category.RANK_CRASHED),
+                            ("/opt/conda/lib/python3.8/site-packages/pytorch_lightning/trainer/call.py:48: UserWarning: "
+                             "Detected KeyboardInterrupt, attempting graceful shutdown...", Category.RANK_KILLED)):
+        hypotheses = diagnose(tmp_path, ipv6 + error + "\n").hypotheses
+        assert hypotheses[0].category is category, error
+        assert all(h.category is not Category.PEER_UNREACHABLE for h in hypotheses), error
+    # alone it is all there is (a lead)
+    assert diagnose(tmp_path, ipv6).hypotheses[0].category is Category.PEER_UNREACHABLE

@@ -31,7 +31,7 @@ from syncdoctor.analyze.rules.common import (
 from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.rules.phrases import strongest
-from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
+from syncdoctor.analyze.timeline import ERROR_KINDS, TIMEOUT_KINDS, Timeline
 
 __all__ = ["build_lacks_backend", "host_name_shared", "hpc_fabric_setup", "nccl_plugin_mismatch", "nccl_version_mismatch",
            "net_plugin_error", "pci_tree_unreadable", "peer_unreachable", "rendezvous_closed", "rendezvous_timeout",
@@ -187,6 +187,13 @@ def _connected_after_all(tl: Timeline, event: Event) -> bool:
                and e.data.get("source") in ("agent", "torchrun") for e in tl.of(Kind.WORKER_FAILED))
 
 
+def _failed_otherwise(tl: Timeline, warned: list[Event]) -> bool:
+    """Some line of the inputs other than ``warned`` reports an error."""
+    skip = {id(e) for e in warned}
+    return any(id(e) not in skip and (e.kind in ERROR_KINDS or e.kind in (Kind.ERROR_LINE, Kind.AGENT_SIGNAL))
+               for e in tl.events)
+
+
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     elsewhere = _raised_elsewhere(tl)
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")
@@ -196,6 +203,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     dialled = [e for e in store if e.data.get("source") == "paddle-comm-id"]
     store = [e for e in store if e.data.get("source") != "paddle-comm-id"]
     store += [e for e in tl.of(Kind.EXCEPTION) if _store_connect_failed(e)]
+    if store and all(e.data.get("ipv6_loopback") for e in store) and _failed_otherwise(tl, store):
+        store = []  # localhost's IPv6 address refused, the warning runs print and go on from: the other error says
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not unroutable(str(e.data.get("peer_addr") or "")) and
             any(w in str(e.data.get("error", "")) for w in _UNREACHABLE) and not _retried_then_joined(tl, e)]
