@@ -372,3 +372,14 @@ def test_localhosts_ipv6_warning_before_another_error_does_not_take_the_verdict(
         assert all(h.category is not Category.PEER_UNREACHABLE for h in hypotheses), error
     # alone it is all there is (a lead)
     assert diagnose(tmp_path, ipv6).hypotheses[0].category is Category.PEER_UNREACHABLE
+
+
+def test_a_socket_device_that_reaches_no_other_host_does_not_hide_an_error_line_no_rule_knows(tmp_path: Path) -> None:
+    devices = "node-0:48213:48213 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.3<0> [1]docker0:172.17.0.1<0>\n"
+    top = diagnose(tmp_path, devices + "2026-Dec-05 05:12:30.0112 4411:4411 ERROR TDRV:kbl_model_add Attempting to load "
+                   "an incompatible model!\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "incompatible model" in top.title
+    # beside a timeout (and alone) it still is the lead above the unexplained timeout
+    timeout = ("[E ProcessGroupNCCL.cpp:821] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=11, "
+               "OpType=ALLREDUCE, Timeout(ms)=180000) ran for 180043 milliseconds before timing out.\n")
+    assert diagnose(tmp_path, devices + timeout).hypotheses[0].category is Category.LOOPBACK_ADDRESS

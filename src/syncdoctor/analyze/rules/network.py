@@ -293,7 +293,10 @@ def _virtual_socket_device(tl: Timeline) -> list[Hypothesis]:
         names = [f"{i} ({a})" for i, a in pairs if _virtual(str(i)) or is_loopback(str(a))]
         if names and len(names) < len(pairs):  # beside a real NIC: lo alone is a host with no other interface
             listed.append((event, names))
-    failed = [e for e in tl.events if e.kind in ERROR_KINDS and e.kind not in TIMEOUT_KINDS]
+    # (an error line no rule knows, or a launcher stopped by a signal, is a failure of its own too: the fallback says
+    # what it is, where this lead, above it, would keep it from being read)
+    failed = [e for e in tl.events if (e.kind in ERROR_KINDS and e.kind not in TIMEOUT_KINDS)
+              or e.kind in (Kind.ERROR_LINE, Kind.AGENT_SIGNAL)]
     if not listed or failed or _on_one_machine(tl):
         return []
     events = [e for e, _ in listed]
