@@ -383,3 +383,21 @@ def test_a_socket_device_that_reaches_no_other_host_does_not_hide_an_error_line_
     timeout = ("[E ProcessGroupNCCL.cpp:821] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=11, "
                "OpType=ALLREDUCE, Timeout(ms)=180000) ran for 180043 milliseconds before timing out.\n")
     assert diagnose(tmp_path, devices + timeout).hypotheses[0].category is Category.LOOPBACK_ADDRESS
+
+
+def test_gloos_loopback_fallback_yields_to_a_failure_of_a_processs_own(tmp_path: Path) -> None:
+    # every gloo run on a host whose name maps to 127.0.1.1 (Ubuntu's /etc/hosts) prints it: beside an out-of-memory
+    # error, a GPU's or a process's own exception, and no connection that failed, that failure says what went wrong
+    fell_back = ("[W ProcessGroupGloo.cpp:694] Warning: Unable to resolve hostname to a (local) address. Using the "
+                 "loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME.\n")
+    for error, category in (
+            ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "
+             "79.10 GiB of which 1.21 GiB is free.", Category.RANK_OUT_OF_MEMORY),
+            ("node-1:61274:61314 [1] bootstrap.cc:107 NCCL WARN Call to setrlimit failed : Operation not permitted",
+             Category.UNRECOGNISED),
+            ("ValueError: PJRT plugin config file should contain \"library_path\" field.", Category.RANK_CRASHED)):
+        assert diagnose(tmp_path, fell_back + error + "\n").hypotheses[0].category is category, error
+    # a connection to the loopback that failed, or a wait that timed out, it still explains
+    refused = ("[rank8] Gloo connectFullMesh failed ... timed out connecting: SO_ERROR: Connection refused,\n"
+               "        remote=[127.0.0.1]:14215\n")
+    assert diagnose(tmp_path, fell_back + refused).hypotheses[0].category is Category.LOOPBACK_ADDRESS

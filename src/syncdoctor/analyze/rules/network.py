@@ -23,7 +23,7 @@ from syncdoctor.analyze.rules.common import (
     socket_transport,
     writer_hosts,
 )
-from syncdoctor.analyze.timeline import ERROR_KINDS, TIMEOUT_KINDS, Timeline
+from syncdoctor.analyze.timeline import ERROR_KINDS, TIMEOUT_KINDS, Timeline, is_comm_exception
 from syncdoctor.units import format_duration
 
 __all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
@@ -136,6 +136,11 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         return _container_socket_device(tl, culprit_lines, unhosted, remote_only, bridged)
     if flagged and all(is_link_local(addr) and not _virtual(ifname) for ifname, addr in flagged):
         return _link_local_address(tl, culprit_lines, unhosted + remote_only, sorted({a for _i, a in flagged}))
+    if unhosted and not culprit_lines and not remote_only and _failed_on_its_own(tl, unhosted):
+        # gloo's fallback to the loopback (every run on a host whose /etc/hosts maps its name to 127.0.1.1, Ubuntu's
+        # default, prints it) beside a failure of a process's own (out of memory, a GPU's, its own exception, an error
+        # line no rule knows) and no connection that failed: that failure says what went wrong, not this warning
+        return []
     if unhosted and not culprit_lines:
         # a paste from one process: the line names no host, but says what it advertised
         where = attribute(unhosted, tl)
@@ -195,6 +200,32 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
     culprits = sorted({r for h in hosts for r in tl.hosts.get(h, ())})
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.9 if hosts else 0.7, title, culprits=culprits, hosts=hosts,
                        affected=affected, what=what, fix=fix, evidence=evidence)]
+
+
+_OWN_FAILURES = frozenset({
+    Kind.CUDA_OOM, Kind.GPU_ERROR, Kind.FATAL_SIGNAL, Kind.SHM_FAILURE, Kind.MEMLOCK_FAILURE, Kind.DUPLICATE_GPU,
+    Kind.PEER_ACCESS, Kind.COLLECTIVE_MISMATCH, Kind.IB_COMPLETION_ERROR, Kind.IB_MODIFY_QP, Kind.IB_ASYNC_EVENT,
+    Kind.INTERFACE_MISSING, Kind.AGENT_SIGNAL,
+})
+# an error line's words for a connection or a wait, which the loopback explains (``Gloo connectFullMesh failed ...``)
+_A_CONNECTIONS = re.compile(r"connect|refused|timed? ?out|reset by peer|closed|unreachable|store|rendezvous|socket"
+                            r"|failed to start", re.IGNORECASE)
+
+
+def _failed_on_its_own(tl: Timeline, warned: list[Event]) -> bool:
+    """A failure in the inputs that is no connection's or wait's (a process's own exception, its GPU's memory, a
+    signal, an error line no rule knows), on a line other than ``warned``'s."""
+    lines = {(e.ref.source, e.ref.line) for e in warned}
+    for event in tl.events:
+        if (event.ref.source, event.ref.line) in lines:
+            continue
+        if event.kind in _OWN_FAILURES or (event.kind is Kind.EXCEPTION and not is_comm_exception(event)) or (
+                event.kind is Kind.WORKER_FAILED and event.data.get("signal")) or (
+                event.kind in (Kind.ERROR_LINE, Kind.NCCL_WARN)
+                and not _A_CONNECTIONS.search(str(event.data.get("message") or event.text))) or (
+                event.kind is Kind.STORE_ERROR and event.data.get("what") == "listen"):  # (its own port taken)
+            return True
+    return False
 
 
 def _gloo_fell_back(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
