@@ -204,7 +204,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     store = [e for e in store if e.data.get("source") != "paddle-comm-id"]
     store += [e for e in tl.of(Kind.EXCEPTION) if _store_connect_failed(e)]
     if store and all(e.data.get("ipv6_loopback") for e in store) and _failed_otherwise(tl, store):
-        store = []  # localhost's IPv6 address refused, the warning runs print and go on from: the other error says
+        store = []  # localhost's IPv6 address refused (runs print it and go on): the other error says what failed
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not unroutable(str(e.data.get("peer_addr") or "")) and
             any(w in str(e.data.get("error", "")) for w in _UNREACHABLE) and not _retried_then_joined(tl, e)]
