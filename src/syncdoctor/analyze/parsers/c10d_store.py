@@ -48,6 +48,7 @@ import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event, masked
+from syncdoctor.analyze.parsers.gloo import is_loopback
 
 __all__ = ["KEYWORDS", "parse"]
 
@@ -103,7 +104,6 @@ _CONNECT = re.compile(
 )
 
 
-_LOOPBACK_NAMES = ("localhost", "::1", "127.0.0.1", "ip6-localhost", "localhost6")
 _ANY_ADDRESS = re.compile(r"failed to connect to any network address of \((?P<host>[^,\s()]{1,253}), (?P<port>\d{1,5})\)")
 # the store client's retries (TCPStore.cpp, 2.2+; a warning until the timeout):
 # ``TCP client failed to connect/validate to host 100.64.0.1:59782 - retrying (try=6, timeout=1800000ms,
@@ -386,8 +386,7 @@ def _errors(line: Line) -> list[Event]:
         events = [make_event(Kind.STORE_ERROR, line, data={
             "what": "nccl-unique-id", "group_rank": int(match["rank"]) if match["rank"] else None,
             "waiting_for": int(match["root"]),
-            "key": match["key"], "error": error, "timeout": any(word in error for word in _STORE_TIMEOUT),
-            **({"xccl": True} if "xcclUniqueId" in match[0] else {})})]
+            "key": match["key"], "error": error, "timeout": any(word in error for word in _STORE_TIMEOUT)})]
         if any(word in error for word in ("reset by peer", "Broken pipe", "closed by peer", "got 0 bytes")):
             # the store itself went away while this rank waited: its server (rank 0, or the agent) ended
             events.append(make_event(Kind.PEER_CLOSED, line, data={"transport": "store", "how": "reset"}))
@@ -447,8 +446,8 @@ def _errors(line: Line) -> list[Event]:
         if match and line.severity == "warning":
             # socket.cpp's warning for one address it tried (1.12+): the client goes on to the next address and
             # retries until its timeout, whose error (``The client socket has timed out after …``) is the failure
-            found["retrying"] = True
-            if "errno: 99" in str(found["error"]) and str(found.get("store_host")) in _LOOPBACK_NAMES:
+            found["retrying"] = found["per_address"] = True
+            if "errno: 99" in str(found["error"]) and is_loopback(str(found.get("store_host", ""))):
                 # localhost's IPv6 address tried first where IPv6 is off: printed by runs that then connect over IPv4
                 found["ipv6_loopback"] = True
         return [make_event(Kind.STORE_ERROR, line, data=found)]

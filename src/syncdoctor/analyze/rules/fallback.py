@@ -20,7 +20,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
 )
-from syncdoctor.analyze.rules.phrases import read_as, strongest
+from syncdoctor.analyze.rules.phrases import TORCHRUN_VARIABLES, read_as, strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 
 __all__ = ["error_events", "unexplained", "unrecognised_error", "words_over_a_weak_verdict"]
@@ -118,7 +118,7 @@ def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
 
 # a message about the job's plumbing: a communication library's own error, a launcher's variable not set
 _PLUMBING = re.compile(r"Rendezvous|\blibuv\b|TCPStore|\bc10d\b|process group|\b(?:one)?CCL\b|\bNCCL\b|\bgloo\b|\bHCCL\b|\bMPI\b|"
-                       r"^'(?:RANK|LOCAL_RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_WORLD_SIZE)'$", re.I)
+                       r"^'(?:" + "|".join(TORCHRUN_VARIABLES) + r")'$", re.I)
 # exceptions that are the job's plumbing, not the program's own failure
 _NOT_OWN = ("ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "TimeoutError",
             "KeyboardInterrupt", "SystemExit")

@@ -27,7 +27,7 @@ from syncdoctor.analyze.parsers.generic import (
     NO_PROGRESS,
 )
 
-__all__ = ["DEVICE_ASSERT", "Reading", "read_as", "strongest"]
+__all__ = ["DEVICE_ASSERT", "TORCHRUN_VARIABLES", "Reading", "read_as", "strongest"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class Reading:
 
 
 _I = re.IGNORECASE
+# the variables torchrun (and torch.distributed.launch) sets for each worker
+TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 _SETUP_CHECK = re.compile(
     r"\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than|greater than|equal to|the same)"
     r"|\b(?:is|are) not (?:divisible by|equal to)\b|\bdoes not match (?:the )?(?:world|pp|tp|dp|ep)[_ ]?size\b"
@@ -275,12 +277,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # --launcher slurm outside srun)
     (Category.UNRECOGNISED, "a variable the launcher sets, not set: the script started without the launcher it "
      "expects (plain python instead of torchrun, or outside srun or mpirun)",
-     re.compile(r"KeyError: '(?:(?:LOCAL_|GROUP_)?RANK|(?:LOCAL_)?WORLD_SIZE|MASTER_(?:ADDR|PORT)|SLURM_(?:PROCID|NTASKS"
+     re.compile(r"KeyError: '(?:" + "|".join(TORCHRUN_VARIABLES) + r"|GROUP_RANK|SLURM_(?:PROCID|NTASKS"
                 r"|LOCALID|NODELIST|JOB_NODELIST|STEP_NODELIST)|OMPI_COMM_WORLD_\w+|PMI_(?:RANK|SIZE)"
                 r"|The environment variable \w+ is not set)'"
                 # (DeepSpeed 0.3-0.9's assert: ``DeepSpeed requires the LOCAL_RANK environment variable, it is set by
                 # the deepspeed launcher, …``)
-                r"|\brequires the (?:LOCAL_RANK|RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT) environment variable\b")),
+                r"|\brequires the (?:" + "|".join(TORCHRUN_VARIABLES) + r") environment variable\b")),
     # a straggler detector naming the ranks slower than their peers (the resiliency extension through NeMo): in a job
     # that then timed out, the rank the others waited for
     (Category.LAGGING_RANK, "a rank slower than its peers (a straggler detector's report)",

@@ -410,7 +410,7 @@ def _from_unique_id(tl: Timeline) -> list[Hypothesis]:
     waiting = [r for r in waiting if r not in culprits]
     waiters = (f"rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting)}" if waiting else "another rank")
     title = (f"rank {fmt_ranks(culprits)} never reached the first collective of its group: {waiters} timed out "
-             f"waiting for its {'xcclUniqueId' if any(e.data.get('xccl') for e in waits) else 'ncclUniqueId'}")
+             f"waiting for its {'xcclUniqueId' if any('xcclUniqueId' in e.text for e in waits) else 'ncclUniqueId'}")
     what = (f"NCCL creates a group's communicator at its first collective: the group's rank {fmt_ranks(culprits)} "
             f"publishes an id in the store and the others read it. {waiters[:1].upper()}{waiters[1:]} "
             f"waited for it until the store's timeout, so rank {fmt_ranks(culprits)} was still "

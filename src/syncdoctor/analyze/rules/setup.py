@@ -28,10 +28,11 @@ from syncdoctor.analyze.rules.common import (
     unroutable,
     writer_hosts,
 )
+from syncdoctor.analyze.rules.fallback import error_events
 from syncdoctor.analyze.rules.network import gloo_no_error
 from syncdoctor.analyze.rules.partial import timed_out_forming
 from syncdoctor.analyze.rules.phrases import strongest
-from syncdoctor.analyze.timeline import ERROR_KINDS, TIMEOUT_KINDS, Timeline
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["build_lacks_backend", "host_name_shared", "hpc_fabric_setup", "nccl_plugin_mismatch", "nccl_version_mismatch",
            "net_plugin_error", "pci_tree_unreadable", "peer_unreachable", "rendezvous_closed", "rendezvous_timeout",
@@ -171,27 +172,17 @@ def _raised_elsewhere(tl: Timeline) -> set[Ref]:
             if e.data.get("frames") and not any(w in " ".join(str(f) for f in e.data["frames"]) for w in _STORE_FRAMES)}
 
 
-# c10d's client warns for each address of the store's name it could not use and tries the next (Windows' 10049 for
-# the name's IPv6 address, errno 97/99 on Linux): ``[W …socket.cpp:601] [c10d] The client socket has failed to
-# connect to [Adam]:29500 (system error: 10049 - …)``
-_CLIENT_WARNING = re.compile(r"\[W[^\]]*socket\.cpp:\d+\] \[c10d\] The client socket has failed to connect")
-
-
 def _connected_after_all(tl: Timeline, event: Event) -> bool:
     """A warning of c10d's client for one address of the store's name, after which the launcher's workers ran and
     one of them exited with an error of its own (torchrun's record of its exit code, the rendezvous behind it): the
-    client reached the store by another address."""
-    if not _CLIENT_WARNING.search(event.text):
+    client reached the store by another address. (c10d's client warns for each address of the store's name it could
+    not use and tries the next, Windows' 10049 for the name's IPv6 address, errno 97/99 on Linux: ``[W …socket.cpp:601]
+    [c10d] The client socket has failed to connect to [Adam]:29500 (system error: 10049 - …)``; the store's parser
+    marks that warning ``per_address``.)"""
+    if not event.data.get("per_address"):
         return False
     return any(e.ref.source == event.ref.source and e.ref.line > event.ref.line and e.data.get("exitcode") not in (None, 0)
                and e.data.get("source") in ("agent", "torchrun") for e in tl.of(Kind.WORKER_FAILED))
-
-
-def _failed_otherwise(tl: Timeline, warned: list[Event]) -> bool:
-    """Some line of the inputs other than ``warned`` reports an error."""
-    skip = {id(e) for e in warned}
-    return any(id(e) not in skip and (e.kind in ERROR_KINDS or e.kind in (Kind.ERROR_LINE, Kind.AGENT_SIGNAL))
-               for e in tl.events)
 
 
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
@@ -203,7 +194,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     dialled = [e for e in store if e.data.get("source") == "paddle-comm-id"]
     store = [e for e in store if e.data.get("source") != "paddle-comm-id"]
     store += [e for e in tl.of(Kind.EXCEPTION) if _store_connect_failed(e)]
-    if store and all(e.data.get("ipv6_loopback") for e in store) and _failed_otherwise(tl, store):
+    if store and all(e.data.get("ipv6_loopback") for e in store) and error_events(tl):  # (which leave that warning out)
         store = []  # localhost's IPv6 address refused (runs print it and go on): the other error says what failed
     nccl = [e for e in tl.of(Kind.NCCL_CONNECT_FAILED)
             if not unroutable(str(e.data.get("peer_addr") or "")) and
