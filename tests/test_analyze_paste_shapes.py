@@ -311,6 +311,32 @@ def test_a_terminals_redraws_before_an_error_on_the_same_line(tmp_path: Path) ->
     assert analyze_paths([str(path)]).diagnosis.hypotheses[0].culprit_ranks == (2,)
 
 
+@pytest.mark.parametrize(("after", "code", "named"), [
+    # an exception's line without its traceback (a logger's, a worker's last words), behind its rank or not
+    ("RuntimeError: Check failed: coordinator_ == nullptr: Can only initialize the XlaCoordinator once.", "A003",
+     "RuntimeError"),
+    ("[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+     "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5", "A021", "rank 0"),
+    # a glog line of torchrun's agent (ms-swift#9788's paste: ``… 54.53s/it]W0722 21:16:14.716000 3681165 …``): its
+    # pid is read from the line's start
+    ("W0722 21:16:14.716000 3681165 torch/distributed/elastic/agent/server/api.py:739] Received 1 death signal, "
+     "shutting down workers", "A025", "pid 3681165"),
+])
+def test_another_writers_line_glued_to_a_bars_last_redraw_is_read_as_its_own(
+        tmp_path: Path, after: str, code: str, named: str) -> None:
+    # the bar's redraws end in its postfix (``3.85it/s, loss=2.31]``) or its rate; the next writer's line follows
+    # with no line end: its parser reads it at a line's start only (the exceptions were A028 there, the pid unread)
+    path = tmp_path / "train.log"
+    path.write_text(after + "\n")
+    alone = analyze_paths([str(path)]).diagnosis.hypotheses[0]
+    assert alone.code == code and named in alone.title
+    for bar in ("Epoch 0:  39%|###9      | 390/1000 [01:41<02:38,  3.85it/s, loss=2.31]",
+                "Train:  72%|#######1  | 482/672 [6:32:43<2:52:41, 54.53s/it]"):
+        path.write_text("".join(f"\r{bar}" for _ in range(3)) + after + "\n")
+        top = analyze_paths([str(path)]).diagnosis.hypotheses[0]
+        assert top.code == code and named in top.title, (bar, top.title)
+
+
 @pytest.mark.parametrize("before", [
     "x" * 5000,  # a run of output without a line break (a logger's repr of a tensor, a list of shard names)
     "step 12 " * 1200,

@@ -56,12 +56,16 @@ _RUN_TOGETHER = re.compile(
     rb" (?=[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] (?:NCCL |[\w./\-]{1,200}:\d{1,6} NCCL ))"
     rb"| (?=\[rank\d{1,6}\]:)"
     rb"| (?P<bare>(?=\[\d{1,4}\] NCCL (?:INFO|WARN) ))"  # a prefix cut to its device by the paste: ``[0] NCCL INFO …``
-    # a progress bar's last redraw with no line end, then another writer's traceback (``… 2.14it/s][rank1]:
-    # Traceback (most recent call last):``) or line (``… 430.16 examples/s][rank1]:[W socket.cpp:432] …``), which its
-    # reader needs at the start of a line (a bar before any other line stays on it: the rules read the two together)
-    rb"|(?:(?<=/s\])|(?<=s/it\]))(?=" + _AFTER_BAR + rb")"
 )
-_BAR_THEN = re.compile(rb"(?:/s|s/it)\]" + _AFTER_BAR)
+# a progress bar's last redraw with no line end (its rate, or a postfix after it: ``3.85it/s, loss=2.31]``), then
+# another writer's line, which its parser reads at the start of a line only: a traceback (``… 2.14it/s][rank1]:
+# Traceback (most recent call last):``), any line behind a rank prefix (``… 430.16 examples/s][rank1]:[W
+# socket.cpp:432] …``), a Python exception's line (``RuntimeError: …``, ``torch.distributed.DistBackendError: …``, a
+# bare class name), a glog line (``… 54.53s/it]W0722 21:16:14.716000 3681165 …``). A bar before any other line
+# stays on it: the parsers that read such a line find it anywhere, and the rules read the two together.
+_BAR_GLUED = re.compile(rb"(?:/s|s/it)(?:, [^\]\[\n]{0,200})?\](?=" + _AFTER_BAR +
+                        rb"|(?:\[rank\d{1,6}\]: ?)?(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,60}(?:Error|Exception|Interrupt)\w{0,30}(?::|$)"
+                        rb"|[EFW]\d{4} \d\d:\d\d:\d\d)")
 _WRITER = re.compile(rb"[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10}$")
 _RANK = re.compile(rb"\[rank\d{1,6}\]:")
 _RUN_MIN = 100  # bytes: a shorter line is one line
@@ -88,14 +92,15 @@ def _glog_machine(head: bytes) -> str | None:
 
 def _runs_together(raw: bytes) -> bool:
     """Cheap first look (bytes.find) for a second writer's prefix in a line: NCCL's word twice, a rank prefix
-    twice, or a progress bar's redraw right before a traceback or a rank's line."""
+    twice, or a progress bar's redraw right before another writer's line (a traceback, a rank's line, an exception's,
+    a glog line)."""
     first = raw.find(b" NCCL ")
     if first >= 0 and raw.find(b" NCCL ", first + 6) >= 0:
         return True
     first = raw.find(b"[rank")
     if first >= 0 and raw.find(b" [rank", first + 5) >= 0:
         return True
-    return (b"Traceback (" in raw or b"][rank" in raw) and _BAR_THEN.search(raw) is not None
+    return (b"/s" in raw or b"s/it" in raw) and _BAR_GLUED.search(raw) is not None
 
 
 def _apart(raw: bytes) -> list[bytes]:
@@ -103,9 +108,11 @@ def _apart(raw: bytes) -> list[bytes]:
     prefix behind Ray's actor prefix stays with it; one right behind a progress bar's redraw is another writer's)."""
     rank = _RANK.search(raw)
     keep = rank.end() if rank and not raw[:rank.start()].endswith(_BAR_ENDS) else 0
-    # a bare ``[0] NCCL`` right after its own ``host:pid:tid`` is that prefix's end, not another line
-    cuts = [m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep and not (
-        m["bare"] is not None and _WRITER.search(raw, max(0, m.start() - 280), m.start()))]
+    # a bare ``[0] NCCL`` right after its own ``host:pid:tid`` is that prefix's end, not another line; a bar's end
+    # cuts wherever it is
+    cuts = sorted({m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep and not (
+        m["bare"] is not None and _WRITER.search(raw, max(0, m.start() - 280), m.start()))} |
+                  {m.end() for m in _BAR_GLUED.finditer(raw)})
     if not cuts:
         return [raw]
     return [raw[a:b].strip(b" ") for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
