@@ -35,6 +35,7 @@ from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
 from syncdoctor.analyze.rules.coordination import coordination_service
 from syncdoctor.analyze.rules.crash import ddp_unused_parameters, rank_crashed
 from syncdoctor.analyze.rules.desync import collective_desync
+from syncdoctor.analyze.rules.exits import explained_exits
 from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error, words_over_a_weak_verdict
 from syncdoctor.analyze.rules.hccl import hccl_heartbeat, hccl_late_entry
 from syncdoctor.analyze.rules.nccl_errors import ib_retry_exceeded, local_nccl_failures, watchdog_stuck
@@ -165,6 +166,15 @@ def _run(rule: Rule, tl: Timeline, failed: list[str]) -> list[Hypothesis]:
         return []
 
 
+def _joined(tl: Timeline, hypotheses: list[Hypothesis], failed: list[str]) -> list[Hypothesis]:
+    """A launcher's record of a worker's exit joined to the reading of the line that worker printed (rules.exits);
+    the hypotheses as they were if that breaks."""
+    def records_joined_to_their_lines(t: Timeline) -> list[Hypothesis]:
+        return explained_exits(t, hypotheses)
+
+    return _run(records_joined_to_their_lines, tl, failed) or hypotheses
+
+
 def diagnose(tl: Timeline, notes: Sequence[str] = (), sources: Sequence[str] = ()) -> Diagnosis:
     """Run every rule; hypotheses best first. When nothing more specific explains the timeouts: every rank
     entered the collective and it never completed (A020) when the evidence says so, else say so (A019)."""
@@ -183,6 +193,7 @@ def diagnose(tl: Timeline, notes: Sequence[str] = (), sources: Sequence[str] = (
             return words_over_a_weak_verdict(t, so_far)
 
         hypotheses.extend(_run(words_next_to_a_weak_verdict, tl, failed))
+        hypotheses = _joined(tl, hypotheses, failed)
     notes = (*notes, *failed)
     ranked = _rank(_merge(hypotheses))
     return Diagnosis(

@@ -24,6 +24,7 @@ from syncdoctor.analyze.rules.common import (
     unprefixed_exception,
     writer_hosts,
 )
+from syncdoctor.analyze.rules.exits import OWN_FAILURE
 from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
 from syncdoctor.analyze.rules.phrases import DEVICE_ASSERT, Reading, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
@@ -319,7 +320,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         if all(tl.ranks[rank].outcome == "exited" and rank not in told for rank in culprits):
             # a launcher's record of a non-zero exit is all there is: the rank is a lead, its failure unread
             confidence = min(confidence, 0.55)
-        evidence = evidence_of(own_lines, "the rank's own failure")
+        evidence = evidence_of(own_lines, OWN_FAILURE)
         fix = None
         if category in worded and verb == said[category]:
             evidence += evidence_of([c for e in own_lines for c in continuation(tl, e)], "its message goes on", 3)

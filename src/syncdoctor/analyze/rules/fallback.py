@@ -20,6 +20,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
 )
+from syncdoctor.analyze.rules.exits import launcher_record
 from syncdoctor.analyze.rules.phrases import TORCHRUN_VARIABLES, read_as, strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 
@@ -212,8 +213,8 @@ def words_over_a_weak_verdict(tl: Timeline, hypotheses: Sequence[Hypothesis]) ->
     if not hypotheses:
         return []
     top = max(hypotheses, key=lambda h: h.confidence)
-    if top.category not in _SAYS_NOT_WHY and top.confidence > _WEAK:
-        return []
+    if top.category not in _SAYS_NOT_WHY and top.confidence > _WEAK and launcher_record(tl, top) is None:
+        return []  # (a launcher's record of a rank's exit says who, not why: rules.exits joins the two)
     cited = {(e.ref.source, e.ref.line) for h in hypotheses for e in h.evidence}
     loose = [e for e in error_events(tl) if e.kind in _UNREAD and (e.ref.source, e.ref.line) not in cited]
     found = _read_from_words(tl, loose, causes_only=True)

@@ -29,6 +29,7 @@ from syncdoctor.analyze.rules.common import (
     unique_id_roots_gone,
     unprefixed_exception,
 )
+from syncdoctor.analyze.rules.exits import LAUNCHERS_REPORT
 from syncdoctor.analyze.rules.phrases import read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
@@ -768,7 +769,7 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
         title += f": its error says {reading.what} ({said[:100]})"
         what += f" Its own error, above the launcher's report, says {reading.what}: that is the most likely cause."
     return hypothesis(tl, category, 0.6, title, affected=affected, what=what,
-                      evidence=evidence_of(([own] if own is not None else []) + events, "the launcher's report", 6),
+                      evidence=evidence_of(([own] if own is not None else []) + events, LAUNCHERS_REPORT, 6),
                       where=where,
                       fix="Read that worker's own output (torchrun --log-dir or --tee 3 keep it per rank); for "
                           "SIGSEGV/SIGABRT run it with `python -X faulthandler` to get its stack.")
