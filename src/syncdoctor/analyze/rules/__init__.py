@@ -22,6 +22,8 @@ module                what it tells apart                                       
 :mod:`.coordination`  XLA's coordination service (JAX): a barrier's absent tasks, a task lost  A024, A003
 :mod:`.fallback`      an error no rule explains (never silent), and the unexplained lines;   A028, any
                       what its words name (:mod:`.phrases`: a port in use, a GPU fault…)
+:mod:`.joins`         who and why as one: a launcher's record or the rank the others waited   any
+                      for, with the reading of that worker's own line
 ====================  =====================================================================  ==========
 """
 
@@ -35,9 +37,9 @@ from syncdoctor.analyze.model import Category, Diagnosis, Hypothesis
 from syncdoctor.analyze.rules.coordination import coordination_service
 from syncdoctor.analyze.rules.crash import ddp_unused_parameters, rank_crashed
 from syncdoctor.analyze.rules.desync import collective_desync
-from syncdoctor.analyze.rules.exits import explained_exits
 from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error, words_over_a_weak_verdict
 from syncdoctor.analyze.rules.hccl import hccl_heartbeat, hccl_late_entry
+from syncdoctor.analyze.rules.joins import joined
 from syncdoctor.analyze.rules.nccl_errors import ib_retry_exceeded, local_nccl_failures, watchdog_stuck
 from syncdoctor.analyze.rules.network import (
     advertised_loopback,
@@ -167,12 +169,12 @@ def _run(rule: Rule, tl: Timeline, failed: list[str]) -> list[Hypothesis]:
 
 
 def _joined(tl: Timeline, hypotheses: list[Hypothesis], failed: list[str]) -> list[Hypothesis]:
-    """A launcher's record of a worker's exit joined to the reading of the line that worker printed (rules.exits);
-    the hypotheses as they were if that breaks."""
-    def records_joined_to_their_lines(t: Timeline) -> list[Hypothesis]:
-        return explained_exits(t, hypotheses)
+    """Who and why as one (rules.joins): a launcher's record of a worker's exit, or the rank the others waited for
+    or lost, with the reading of the line that worker printed; the hypotheses as they were if that breaks."""
+    def who_joined_to_why(t: Timeline) -> list[Hypothesis]:
+        return joined(t, hypotheses)
 
-    return _run(records_joined_to_their_lines, tl, failed) or hypotheses
+    return _run(who_joined_to_why, tl, failed) or hypotheses
 
 
 def diagnose(tl: Timeline, notes: Sequence[str] = (), sources: Sequence[str] = ()) -> Diagnosis:

@@ -24,7 +24,7 @@ from syncdoctor.analyze.rules.common import (
     unprefixed_exception,
     writer_hosts,
 )
-from syncdoctor.analyze.rules.exits import OWN_FAILURE
+from syncdoctor.analyze.rules.joins import OWN_FAILURE
 from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
 from syncdoctor.analyze.rules.phrases import DEVICE_ASSERT, Reading, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception

@@ -20,7 +20,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
 )
-from syncdoctor.analyze.rules.exits import launcher_record
+from syncdoctor.analyze.rules.joins import OWN_FAILURE, launcher_record, says_who_not_why
 from syncdoctor.analyze.rules.phrases import TORCHRUN_VARIABLES, read_as, strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 
@@ -213,10 +213,21 @@ def words_over_a_weak_verdict(tl: Timeline, hypotheses: Sequence[Hypothesis]) ->
     if not hypotheses:
         return []
     top = max(hypotheses, key=lambda h: h.confidence)
-    if top.category not in _SAYS_NOT_WHY and top.confidence > _WEAK and launcher_record(tl, top) is None:
-        return []  # (a launcher's record of a rank's exit says who, not why: rules.exits joins the two)
-    cited = {(e.ref.source, e.ref.line) for h in hypotheses for e in h.evidence}
-    loose = [e for e in error_events(tl) if e.kind in _UNREAD and (e.ref.source, e.ref.line) not in cited]
+    # a launcher's record of a worker's exit, or the rank the others waited for or lost, says who, not why: the
+    # words of the lines that worker may have printed (those of its rank; those above a record) may say why, and
+    # rules.joins joins the two
+    who = None
+    if top.category not in _SAYS_NOT_WHY and top.confidence > _WEAK:
+        who = says_who_not_why(tl, top)
+        if who is None:
+            return []
+        if launcher_record(tl, top) is not None:
+            who = None  # (any line: the record's worker printed it without its rank)
+    # (the lines the "who" cites as its worker's own are that worker's words all the same)
+    cited = {(e.ref.source, e.ref.line) for h in hypotheses for e in h.evidence
+             if who is None or h is not top or e.note != OWN_FAILURE}
+    loose = [e for e in error_events(tl) if e.kind in _UNREAD and (e.ref.source, e.ref.line) not in cited
+             and (who is None or e.origin.rank == who)]
     found = _read_from_words(tl, loose, causes_only=True)
     return [replace(h, confidence=min(0.55, top.confidence + 0.05)) for h in found]
 

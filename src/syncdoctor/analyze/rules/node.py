@@ -29,7 +29,7 @@ from syncdoctor.analyze.rules.common import (
     unique_id_roots_gone,
     unprefixed_exception,
 )
-from syncdoctor.analyze.rules.exits import LAUNCHERS_REPORT
+from syncdoctor.analyze.rules.joins import LAUNCHERS_REPORT
 from syncdoctor.analyze.rules.phrases import read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 

@@ -1,7 +1,8 @@
-"""A launcher's record of a worker's exit joined to the reading of the line that worker printed above it
-(rules.exits): the record names the rank and host, the line its cause. Each line is a real one from the source
-sweeps (NVIDIA's Xid catalogue, TensorFlow's BFC allocator, NCCL's UDS socket, aws-ofi-nccl, Horovod, NeMo's
-straggler callback); the records are the launchers' own formats."""
+"""Who and why joined (rules.joins): a launcher's record of a worker's exit, or the rank the others waited for or
+lost, with the reading of the line that worker printed: the one names the rank and host, the other the cause. Each
+line is a real one from the source sweeps (NVIDIA's Xid catalogue, TensorFlow's BFC allocator, aws-ofi-nccl, CUDA's
+runtime, JAX, Horovod, NeMo's straggler callback); the records and the others' failures are the launchers' and
+PyTorch's own formats."""
 
 from __future__ import annotations
 
@@ -116,3 +117,62 @@ def test_an_exit_by_a_signal_is_not_joined(tmp_path: Path) -> None:
     killed = TORCHRUN.replace("(exitcode: 1)", "(exitcode: -9)").replace("exitcode  : 1", "exitcode  : -9 (pid: 41235)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 41235")
     hypotheses = diagnose_paste(tmp_path, XID + "\n" + killed).hypotheses
     assert not any("which then exited" in h.title for h in hypotheses)
+
+
+def _the_others(kind: str, culprit: int = 3, world: int = 8) -> str:
+    """What the other ranks print when rank ``culprit`` stops: ProcessGroupNCCL's watchdog timeouts, or gloo's lost
+    connections."""
+    out = []
+    for r in (r for r in range(world) if r != culprit):
+        if kind == "watchdog":
+            out.append(f"[rank{r}]:[E502 10:41:12.413551830 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+                       "collective operation timeout: WorkNCCL(SeqNum=1423, OpType=ALLREDUCE, NumelIn=26214400, "
+                       "NumelOut=26214400, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
+        else:
+            out.append(f"[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection "
+                       f"closed by peer [10.0.0.{culprit}]:{20000 + culprit}")
+    return "\n".join(out) + "\n"
+
+
+PEER_ACCESS = "Cuda failure 217 'peer access is not supported between these two devices'"
+SXID = "[Sat Dec  5 01:12:44 2026] nvidia-nvswitch0: SXid (PCI:0000:84:00.0): 20034, Non-fatal, Link 12 LTSSM Fault Up"
+JAX_999 = ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: jaxlib/gpu/triton_kernels.cc:112: operation "
+           "cuModuleLoadData(...) failed: Unknown CUDA error 999; cuGetErrorName failed")
+
+
+@pytest.mark.parametrize(("line", "category"), [
+    (PEER_ACCESS, Category.PEER_ACCESS),
+    (SXID, Category.GPU_ERROR),
+])
+def test_the_rank_the_others_waited_for_is_named_with_the_cause_its_own_line_gives(
+        tmp_path: Path, line: str, category: Category) -> None:
+    own = f"[rank3]: {line}\n"
+    alone = diagnose_paste(tmp_path, own).hypotheses[0]
+    assert alone.category is category and alone.confidence < 0.5
+    top, *rest = diagnose_paste(tmp_path, own + _the_others("watchdog")).hypotheses
+    # before: "rank 3 never reached the collective" (0.8) and the line's reading not made at all
+    assert top.category is category and top.culprit_ranks == (3,)
+    assert set(top.affected_ranks) == {0, 1, 2, 4, 5, 6, 7}
+    assert "then failed waiting for it or lost it" in top.title
+    never = next(h for h in rest if h.category is Category.LAGGING_RANK)
+    assert never.culprit_ranks == (3,) and never.confidence < top.confidence
+
+
+def test_a_crashs_own_line_read_by_a_more_specific_rule_keeps_that_rule_above_the_crash(tmp_path: Path) -> None:
+    own = f"[rank3]: {JAX_999}\n"
+    hypotheses = diagnose_paste(tmp_path, own + _the_others("reset")).hypotheses
+    # before: the crash with its cascade (0.9) above the GPU's error (0.8), the same line
+    assert hypotheses[0].category is Category.GPU_ERROR and hypotheses[0].culprit_ranks == (3,)
+    crash = next(h for h in hypotheses if h.category is Category.RANK_CRASHED)
+    assert crash.confidence < hypotheses[0].confidence
+
+
+def test_another_ranks_line_or_a_plain_exception_is_not_joined_to_the_rank_the_others_name(tmp_path: Path) -> None:
+    # rank 5's GPU line is not why rank 3 never arrived
+    paste = f"[rank5]: {SXID}\n" + _the_others("watchdog")
+    assert not any(h.category is Category.GPU_ERROR and h.culprit_ranks == (3,)
+                   for h in diagnose_paste(tmp_path, paste).hypotheses)
+    # rank 3's own exception of no cause is its crash, the others' failures its consequence
+    paste = "[rank3]: ValueError: too many values to unpack (expected 2)\n" + _the_others("reset")
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,)
