@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.parsers.prefixes import clean
 from syncdoctor.analyze.paste import (
     FILLER,
     double_spaced,
@@ -335,6 +337,20 @@ def test_another_writers_line_glued_to_a_bars_last_redraw_is_read_as_its_own(
         path.write_text("".join(f"\r{bar}" for _ in range(3)) + after + "\n")
         top = analyze_paths([str(path)]).diagnosis.hypotheses[0]
         assert top.code == code and named in top.title, (bar, top.title)
+
+
+def test_a_list_items_mark_before_a_line_is_the_pastes(tmp_path: Path) -> None:
+    # an issue's body listing the errors it saw as bullets: the exception's parser reads at the line's start
+    path = tmp_path / "issue.md"
+    for mark in ("- ", "* ", "+ "):
+        path.write_text(f"{mark}[rank3]: RuntimeError: Split ranks should not have duplicates. Please provide a list of "
+                        "unique ranks to split the group.\n")
+        top = analyze_paths([str(path)]).diagnosis.hypotheses[0]
+        assert (top.category, top.culprit_ranks) == (Category.RANK_CRASHED, (3,)), mark
+    assert clean("- RuntimeError: boom") == "RuntimeError: boom"
+    # an option's dashes, a rule of dashes, a mark before more space stay
+    for kept in ("--nproc_per_node=8 --nnodes=2", "-  spaced", "- - -", "-1 is not a valid rank"):
+        assert clean(kept) == kept
 
 
 @pytest.mark.parametrize("before", [

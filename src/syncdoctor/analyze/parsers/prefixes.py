@@ -194,13 +194,15 @@ _ANSI_CARET = re.compile(r"\^\[\[[0-9;?]{0,12}[A-Za-z]")
 _ANSI_SYSLOG = re.compile(r"#033\[[0-9;?]{0,12}[A-Za-z]")
 _FENCE = re.compile(r"^\s*(?:>\s?)*(?:```|~~~)[\w+-]*\s*")
 _QUOTE = re.compile(r"^(?:>\s?)+")
+# a markdown list item's mark (an issue's ``- RuntimeError: …`` among the reporter's bullets), not glibc's ``*** …``
+_BULLET = re.compile(r"^[-*+] (?=[^\s*+-])")
 _AUTOLINK = re.compile(r"\[([^\[\]]{1,200})\]\((?:https?://|mailto:)[^()\s]{0,300}\)")
 _NESTED_LINK = re.compile(r"\[\[([^\[\]]{1,200})\]\]")
 
 
 def clean(text: str) -> str:
-    """``text`` without what a paste adds: ANSI colour codes, markdown fences, quote marks, backticks around
-    the whole line, ``**`` emphasis and autolinked file names. Plain log lines come back unchanged."""
+    """``text`` without what a paste adds: ANSI colour codes, markdown fences, quote marks, a list item's mark,
+    backticks around the whole line, ``**`` emphasis and autolinked file names. Plain log lines come back unchanged."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "m" in text and "[" in text:
@@ -211,9 +213,10 @@ def clean(text: str) -> str:
             text = _ANSI_SYSLOG.sub("", text)
         if "[0m" in text:
             text = _ANSI_BARE.sub("", text)
-    if text[:1] in (">", "`", "~", " ") or "```" in text:
+    if text[:1] in (">", "`", "~", " ", "-", "*", "+") or "```" in text:
         text = _FENCE.sub("", text)
         text = _QUOTE.sub("", text)
+        text = _BULLET.sub("", text)
         if text.endswith("```"):
             text = text[:-3]
         stripped = text.strip()
