@@ -310,7 +310,7 @@ def test_the_cuda_stub_driver_is_named_as_such(tmp_path: Path) -> None:
     # real: horovod/horovod#3625 (the toolkit's stubs directory before the driver's libcuda.so)
     line = "c940b4ae7a81:95:95 [1] NCCL WARN Cuda failure 'CUDA driver is a stub library'"
     top = diagnose(tmp_path, line).hypotheses[0]
-    assert top.category is Category.GPU_ERROR and "stub" in top.title and "stubs" in top.fix
+    assert top.category is Category.UNRECOGNISED and "stub" in top.title and "stubs" in top.fix
 
 
 def test_ncclS_ring_and_channel_lines_give_the_rank_of_the_process_that_prints_them(tmp_path: Path) -> None:

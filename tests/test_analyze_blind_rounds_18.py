@@ -110,7 +110,7 @@ def test_cuda_parts_that_do_not_fit_are_no_faulty_gpu(tmp_path: Path) -> None:
              "Upgrade the driver")):
         line = f"gpu-a:1234:5678 [0] init.cc:1234 NCCL WARN Cuda failure '{message}'"
         top = diagnose(tmp_path, line).hypotheses[0]
-        assert top.category is Category.GPU_ERROR and said in top.title and "not at fault" in top.title
+        assert top.category is Category.UNRECOGNISED and said in top.title and "not at fault" in top.title
         assert fix in (top.fix or "") and "gpu-a" in top.title
     # a fault of the GPU itself keeps its reading
     fault = "gpu-a:1234:5678 [0] enqueue.cc:1234 NCCL WARN Cuda failure 'an illegal memory access was encountered'"
@@ -356,7 +356,7 @@ def test_an_exclusion_list_that_lets_nccl_take_the_loopback_is_said(tmp_path: Pa
              "9dc3329bb310:48:48 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
              "9dc3329bb310:48:48 [0] include/alloc.h:125 NCCL WARN Cuda failure 500 'named symbol not found'\n")
     hyps = diagnose(tmp_path, paste).hypotheses
-    assert hyps[0].category is Category.GPU_ERROR and "missing from the driver" in hyps[0].title
+    assert hyps[0].category is Category.UNRECOGNISED and "missing from the driver" in hyps[0].title
     lo = next(h for h in hyps if h.category is Category.LOOPBACK_ADDRESS)
     assert "^docker0" in lo.title and "does not name lo" in lo.title and lo.confidence < 0.5
 

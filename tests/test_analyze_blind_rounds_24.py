@@ -67,7 +67,7 @@ def test_a_wait_that_ran_out_or_an_abort_in_any_programs_words_is_never_silence(
                                   "The NVIDIA driver on your system is too old (found version 10020)."])
 def test_a_driver_older_than_the_cuda_runtime_is_cuda_software_that_does_not_fit(tmp_path: Path, line: str) -> None:
     top = diagnose(tmp_path, line + "\n").hypotheses[0]
-    assert top.category is Category.GPU_ERROR and "not at fault" in top.title, top.title
+    assert top.category is Category.UNRECOGNISED and "not at fault" in top.title, top.title
 
 
 def test_a_cgroups_oom_kill_reason_alone_is_the_oom_killer(tmp_path: Path) -> None:

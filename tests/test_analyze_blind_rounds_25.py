@@ -293,7 +293,7 @@ def test_a_nic_drivers_link_down_is_never_silence_and_an_ib_ones_is_its_port_dow
 
 
 @pytest.mark.parametrize(("line", "category", "words"), [
-    ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", Category.GPU_ERROR,
+    ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", Category.UNRECOGNISED,
      "not at fault"),
     ("amdgpu 0000:c1:00.0: amdgpu: GPU reset begin!", Category.GPU_ERROR, "fault of the GPU"),
     ("2024-Jan-01 00:00:00.000 1234:5678 ERROR TDRV:dmem_alloc_internal Failed to alloc DEVICE memory: 1048576",

@@ -157,7 +157,7 @@ def test_startup_warnings_that_are_the_failure(tmp_path: Path) -> None:
     arch = ("UserWarning: NVIDIA H200 with CUDA capability sm_90 is not compatible with the current PyTorch "
             "installation. The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80.\n")
     top = diagnose(tmp_path, arch).hypotheses[0]
-    assert top.category is Category.GPU_ERROR and "architecture" in top.title
+    assert top.category is Category.UNRECOGNISED and "architecture" in top.title
     init = ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: CUDA unknown "
             "error - this may be due to an incorrectly set up environment, e.g. changing env variable "
             "CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.\n")
@@ -226,7 +226,7 @@ def test_a_container_runtime_refusing_an_image_for_a_newer_cuda(tmp_path: Path) 
     line = ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a "
             "newer version, or use an earlier cuda container: unknown\n")
     top = diagnose(tmp_path, line).hypotheses[0]
-    assert top.category is Category.GPU_ERROR and "driver older than the CUDA runtime" in top.title
+    assert top.category is Category.UNRECOGNISED and "driver older than the CUDA runtime" in top.title
 
 
 # ---- the eighty-first round (r84*) ----

@@ -473,7 +473,7 @@ def test_neurons_collectives_a_grpc_call_and_cuda_initialization_in_their_words(
         'with status = "UNAVAILABLE: Socket closed"': None,
         "UserWarning: CUDA initialization: CUDA driver initialization failed, you might not have a CUDA gpu.": None,
         "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040).":
-            Category.GPU_ERROR,
+            Category.UNRECOGNISED,
     })
     # a warning of CUDA's start-up that names no failure is none
     assert diagnose(tmp_path, "UserWarning: CUDA initialization: Found no NVIDIA driver on your system is expected on "

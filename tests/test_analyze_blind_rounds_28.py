@@ -240,7 +240,7 @@ def test_the_c_library_the_kernel_and_the_shell_in_their_own_words(tmp_path: Pat
 def test_a_gpu_too_old_and_a_cloud_taking_the_machine_away(tmp_path: Path) -> None:
     each_read(tmp_path, {
         "UserWarning: Found GPU0 Tesla K80 which is of cuda capability 3.7. PyTorch no longer supports this GPU "
-        "because it is too old. The minimum cuda capability supported by this library is 5.0.": Category.GPU_ERROR,
+        "because it is too old. The minimum cuda capability supported by this library is 5.0.": Category.UNRECOGNISED,
         "compute.instances.preempted: Instance was preempted.": Category.RANK_KILLED,
         "compute.instances.terminateOnHostMaintenance: Instance terminated during Compute Engine maintenance.":
             Category.RANK_KILLED,

@@ -72,6 +72,15 @@ _MISMATCHED_BUILD = (
      "Upgrade the driver on that host, or install the build for the CUDA version the driver supports (nvidia-smi "
      "shows it, top right); in containers, an image whose CUDA is not newer than the host's driver.",
      "CUDA refused"),
+    # cudaErrorCallRequiresNewerDriver (36): a call of a newer CUDA than the driver's (NCCL built with CUDA 11.3+ on
+    # an R460 driver asking for cudaStreamGetCaptureInfo_v2, NVIDIA/nccl#496)
+    ("API call is not supported in the installed CUDA driver", "a CUDA call the host's driver does not have{on}: "
+     "the libraries were built with a newer CUDA than the driver's," + _NOT_THE_GPU,
+     "NCCL or the CUDA runtime called a function of a newer CUDA release than the host's driver supports "
+     "(cudaErrorCallRequiresNewerDriver): a wheel or container image built for a newer CUDA than the driver.",
+     "Upgrade the driver on that host, or use builds made for the CUDA version the driver supports (nvidia-smi shows "
+     "it, top right); a newer NCCL release may avoid the call (NCCL 2.9.9 did for R460 drivers).",
+     "CUDA refused"),
     ("no kernel image is available", "the binaries hold no code for this GPU's architecture{on}" + _MISFIT,
      "The PyTorch, NCCL or extension build in use was compiled without this GPU's architecture (a new GPU such as "
      "Blackwell's sm_120 with a build for older ones, or an old GPU a release dropped): its kernels cannot run there.",
@@ -92,6 +101,11 @@ _MISMATCHED_BUILD = (
      "Upgrade the driver on that host, or use builds made with the CUDA version the driver supports.",
      "CUDA refused"),
 )
+
+
+def _mismatched_build(event: Event) -> bool:
+    message = str(event.data.get("message", ""))
+    return any(words in message for words, *_ in _MISMATCHED_BUILD)
 
 
 def _no_such_device(event: Event) -> bool:
@@ -122,6 +136,10 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
     if tl.of(Kind.CUDA_OOM):  # NCCL's unhandled cuda error whose last error says it: out of memory (the OOM rule's)
         events = [e for e in events if not _unhandled_cuda(e)]
     ordinal = [e for e in tl.of(Kind.GPU_ERROR, Kind.EXCEPTION) if _no_such_device(e)]
+    # (after CUDA software that does not fit the driver, every later call of that process fails, a device's ordinal
+    # among them: NVIDIA/nccl#496's ``invalid device ordinal`` two lines below the driver's refusal)
+    ordinal = [o for o in ordinal if not any(e.ref.source == o.ref.source and e.ref.line < o.ref.line and
+                                             _mismatched_build(e) for e in events)]
     out = _no_such_gpu(tl, ordinal) if ordinal else []
     if not events:
         return out
@@ -175,13 +193,14 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
             title = (f"CUDA on {where.text or 'a node'} is not initialized (system not yet initialized, error 802): "
                      "the NVSwitch fabric manager is not running or does not match the driver; the GPU itself is "
                      "not at fault")
-    mismatch = None if hardware else next((m for m in _MISMATCHED_BUILD if any(m[0] in msg for msg in messages)), None)
+    mismatch = None if hardware or not any(_mismatched_build(e) for e in events) else \
+        next(m for m in _MISMATCHED_BUILD if any(m[0] in msg for msg in messages))
     if mismatch is not None:  # the CUDA software does not fit the machine: no fault of the GPU
         _words, template, what, fix, note = mismatch
         # replace, not format: a host name read from the inputs may hold braces
         title = template.replace("{who}", where.text or "a process").replace(
             "{on}", f" on {where.text}" if where.text else "")
-        return [*out, hypothesis(tl, Category.GPU_ERROR, 0.8, title, affected=affected, what=what, fix=fix,
+        return [*out, hypothesis(tl, Category.UNRECOGNISED, 0.8, title, affected=affected, what=what, fix=fix,
                                  evidence=evidence_of(events, note, 6), where=where)]
     rejected = not hardware and any(_REJECTED.search(m) for m in messages) and all(
         _REJECTED.search(m) or "nhandled" in m for m in messages)  # NCCL's 'unhandled cuda error' says no more

@@ -125,14 +125,15 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\b(?:Cuda|HIP) failure\b", _I)),
     # the CUDA software that does not fit the host's driver (cudaErrorInsufficientDriver; PyTorch's own words): a
     # GPU runtime's failure whose cure is the driver, not the GPU
-    (Category.GPU_ERROR, "a GPU driver older than the CUDA runtime (the GPU itself is not at fault)",
+    (Category.UNRECOGNISED, "a GPU driver older than the CUDA runtime (the GPU itself is not at fault)",
      re.compile(r"driver version is insufficient|driver on your system is too old"
+                r"|API call is not supported in the installed CUDA driver"
                 # the NVIDIA container runtime refusing an image built for a newer CUDA (``nvidia-container-cli:
                 # requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version``)
                 r"|unsatisfied condition: cuda ?>= ?[\d.]+", _I)),
     # a build without code for this GPU's architecture (CUDA's ``no kernel image is available for execution on the
     # device``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all current devices!``)
-    (Category.GPU_ERROR, "binaries without code for this GPU's architecture (the GPU itself is not at fault)",
+    (Category.UNRECOGNISED, "binaries without code for this GPU's architecture (the GPU itself is not at fault)",
      re.compile(r"no kernel image is available|hipErrorNoBinaryForGpu|Unable to find code object for all current "
                 # PyTorch's warning at start-up that it was built without this architecture (``NVIDIA H200 with CUDA
                 # capability sm_90 is not compatible with the current PyTorch installation``)

@@ -1,0 +1,39 @@
+"""Readings of the ninety-eighth round (pastes that end in a launcher's record, rented clouds, old NCCL releases):
+one behaviour per test, each with the look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste
+from syncdoctor.analyze.model import Category
+
+
+def test_a_call_the_drivers_cuda_does_not_have_is_the_jobs_cuda_software_and_what_follows_its_consequence(
+        tmp_path: Path) -> None:
+    # real: NVIDIA/nccl#496 (NCCL built with CUDA 11.3+ on an R460 driver: cudaStreamGetCaptureInfo_v2 refused; NVIDIA
+    # fixed it in NCCL 2.9.9); the broken communicator's later errors follow from it
+    paste = ("[1,0]<stdout>:8470dd07de42:174:239 [0] enqueue.cc:802 NCCL WARN Cuda failure 'API call is not supported "
+             "in the installed CUDA driver'\n"
+             "[1,0]<stdout>:8470dd07de42:174:239 [0] misc/argcheck.cc:39 NCCL WARN Broadcast : invalid root 0 (root "
+             "should be in the 0..-1 range)\n"
+             "[1,0]<stdout>:8470dd07de42:174:239 [0] init.cc:895 NCCL WARN Cuda failure 'invalid device ordinal'\n")
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "driver does not have" in top.title
+    assert "not at fault" in top.title and "Upgrade the driver" in (top.fix or "")
+    # the ordinal alone is still the launch asking for a GPU that is not there
+    alone = diagnose_paste(tmp_path, paste.splitlines()[2]).hypotheses[0]
+    assert alone.category is Category.RANK_CRASHED and "invalid device ordinal" in alone.title
+
+
+def test_cuda_software_that_does_not_fit_is_setup_and_a_nodes_own_state_the_gpus(tmp_path: Path) -> None:
+    # the labels' convention: a version mismatch of software other than NCCL is the job's setup (A028); a driver
+    # updated without a reboot and the fabric manager down are the node's (A021)
+    for line in ("node-1:95:95 [1] NCCL WARN Cuda failure 'CUDA driver is a stub library'",
+                 "node-1:95:95 [1] include/alloc.h:125 NCCL WARN Cuda failure 500 'named symbol not found'",
+                 "RuntimeError: CUDA error: no kernel image is available for execution on the device"):
+        top = diagnose_paste(tmp_path, line).hypotheses[0]
+        assert top.category is Category.UNRECOGNISED and "not at fault" in top.title, line
+    for line in ("node-1:12345:12400 [0] include/nvmlwrap.h:30 NCCL WARN NVML failure 'Driver/library version mismatch'",
+                 "node-1:95:95 [1] init.cc:1234 NCCL WARN Cuda failure 'system not yet initialized'"):
+        assert diagnose_paste(tmp_path, line).hypotheses[0].category is Category.GPU_ERROR, line
