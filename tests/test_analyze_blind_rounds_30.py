@@ -7,6 +7,7 @@ from pathlib import Path
 
 from analyze_helpers import diagnose_paste
 from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.parsers.prefixes import split_prefix
 
 
 def test_a_call_the_drivers_cuda_does_not_have_is_the_jobs_cuda_software_and_what_follows_its_consequence(
@@ -37,3 +38,21 @@ def test_cuda_software_that_does_not_fit_is_setup_and_a_nodes_own_state_the_gpus
     for line in ("node-1:12345:12400 [0] include/nvmlwrap.h:30 NCCL WARN NVML failure 'Driver/library version mismatch'",
                  "node-1:95:95 [1] init.cc:1234 NCCL WARN Cuda failure 'system not yet initialized'"):
         assert diagnose_paste(tmp_path, line).hypotheses[0].category is Category.GPU_ERROR, line
+
+
+def test_sglangs_stamp_with_its_parallel_ranks_and_lightnings_rank_are_prefixes(tmp_path: Path) -> None:
+    # SGLang's scheduler writes its tensor/data/expert-parallel ranks inside the stamp's brackets; the exception behind
+    # it was an error line no rule read (a framework's check, a GPU's error)
+    line = "[2026-12-05 01:31:24 TP3] RuntimeError: CUDART error: an illegal memory access was encountered"
+    prefix = split_prefix(line)
+    assert prefix.time_text == "2026-12-05 01:31:24" and prefix.origin.rank is None and prefix.body.startswith("RuntimeError")
+    assert diagnose_paste(tmp_path, line).hypotheses[0].category is Category.GPU_ERROR
+    several = split_prefix("[2026-12-05 02:02:44 DP3 TP3 EP3] RuntimeError: boom")
+    assert several.body == "RuntimeError: boom"
+    # a stamp followed by words that merely look alike keeps them
+    assert split_prefix("2026-12-05 01:31:24 TP3 is up").body == "TP3 is up"
+    # Lightning's ``[rank: 3]`` is the global rank
+    lightning = split_prefix("[rank: 3] RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert lightning.origin.rank == 3 and lightning.body.startswith("RuntimeError")
+    assert diagnose_paste(tmp_path, "[rank: 3] RuntimeError: CUDA error: an illegal memory access was "
+                                    "encountered").hypotheses[0].culprit_ranks == (3,)

@@ -56,6 +56,8 @@ __all__ = [
 _RANK = re.compile(r"\[rank(\d{1,6})\]:[ ]?")
 _RANK_CUT = re.compile(r"rank(\d{1,6})\]:(?=\[| )")  # a paste that starts one byte into ``[rank0]:[E811 …``
 _MPI = re.compile(r"\[\d+,(\d{1,6})\]<(?:stdout|stderr)>:[ ]?")
+# Lightning's (and Fabric's) messages of each rank, ``[rank: 3] Seed set to 42``: the global rank
+_LIGHTNING = re.compile(r"\[rank: (\d{1,6})\] ")
 # SageMaker's MPI launcher rewriting Open MPI's tag with the rank and the host (``[1,mpirank:11,algo-2]<stderr>:``)
 _SAGEMAKER = re.compile(r"\[\d+,mpirank:(?P<rank>\d{1,6}),(?P<host>algo-\d{1,4})\]<(?:stdout|stderr)>:[ ]?")
 # mpirun's --timestamp-output (and horovodrun's) date before the rank's tag: ``Fri Jul 10 01:13:30 2020[1,22]<stderr>:``
@@ -137,9 +139,11 @@ _RAY = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?(?:rank=(?P<rank>\d{1
 # "(Worker_DP0_TP1_EP1 pid=…)" (0.10+): the worker's index among its engine's, the local rank where one engine runs
 # on the node (a data-parallel rank other than 0 leaves it unknown)
 _VLLM_TP = re.compile(r"Worker(?:_DP0)?(?:_PP0)?_TP(?P<tp>\d{1,4})(?:_EP\d+)?$")
+# (SGLang's scheduler and workers write their parallel ranks inside the stamp's brackets: ``[2025-01-30 18:11:28
+# TP8]``, ``[… DP3 TP3 EP3]``: a rank within a group, not the job's)
 _ISO = re.compile(
     r"\[?(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T _](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?"
-    r"(?:Z|[+-]\d\d:?\d\d)?\]?:?[ ]?"
+    r"(?:Z|[+-]\d\d:?\d\d)?(?P<par>(?: (?:DP|PP|TP|EP|CP)\d{1,4}){1,5}(?=\]))?\]?:?[ ]?"
 )
 # MPICH/Intel MPI ``-prepend-rank``: ``[155] `` before a line; taken as the rank only where NCCL's own
 # ``host:pid:tid [dev]`` prefix follows (a bare ``[3] include/shm.h`` is NCCL's device, the host part lost)
@@ -296,7 +300,7 @@ def split_prefix(text: str) -> Prefix:
             rank = int(match[1]) if rank is None else rank
             pos = match.end()
             continue
-        match = _MPI.match(text, pos) or _PREPEND.match(text, pos)
+        match = _MPI.match(text, pos) or _PREPEND.match(text, pos) or _LIGHTNING.match(text, pos)
         if match:
             rank = int(match[1]) if rank is None else rank
             pos = match.end()
@@ -420,7 +424,8 @@ def split_prefix(text: str) -> Prefix:
             g = match.groupdict()
             value = _year_less(int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"]), g["f"])
             if value is not None and time is None:
-                time, time_text = value, match.group(0).strip(" []")
+                time, time_text = value, match.group(0)[:match.start("par") - match.start()
+                                                         if match["par"] else None].strip(" []")
             end = match.end()
             if pos == start and not stamped:  # a log pipeline's stamp (kubectl --timestamps, ts): the line after it
                 stamped = True
