@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste
+from analyze_helpers import diagnose_paste, each_read
 from syncdoctor.analyze.model import Category
 from syncdoctor.analyze.parsers.prefixes import split_prefix
 
@@ -56,3 +56,19 @@ def test_sglangs_stamp_with_its_parallel_ranks_and_lightnings_rank_are_prefixes(
     assert lightning.origin.rank == 3 and lightning.body.startswith("RuntimeError")
     assert diagnose_paste(tmp_path, "[rank: 3] RuntimeError: CUDA error: an illegal memory access was "
                                     "encountered").hypotheses[0].culprit_ranks == (3,)
+
+
+def test_xgboosts_group_on_one_gpu_and_lightgbms_port_in_their_words(tmp_path: Path) -> None:
+    # real: NVIDIA/cudf-spark-examples#131, dmlc/xgboost#6344 and #10200 (a CrossValidator's trainings, or Dask's
+    # workers, given one GPU); microsoft/SynapseML#1311 and LightGBM#3753 (a port still held from the run before)
+    each_read(tmp_path, {
+        "ml.dmlc.xgboost4j.java.XGBoostError: [17:58:48] /src/common/device_helpers.cu:64: Check failed: n_uniques == "
+        "world (1 vs. 2) : Multiple processes within communication group running on same CUDA device is not "
+        "supported": Category.DUPLICATE_GPU,
+        "[12:40:37] /workspace/src/collective/nccl_device_communicator.cu:45: Check failed: n_uniques == world_size_ (2 "
+        "vs. 4) : Multiple processes within communication group running on same CUDA device is not supported.":
+            Category.DUPLICATE_GPU,
+        "java.lang.Exception: Network init call failed in LightGBM with error: Binding port 12401 failed":
+            Category.PORT_IN_USE,
+        "[LightGBM] [Fatal] Binding port 12401 failed": Category.PORT_IN_USE,
+    }, quiet="[LightGBM] [Info] Binding port 12401 succeeded\nMultiple processes within communication group: 4\n")

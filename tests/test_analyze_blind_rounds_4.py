@@ -49,9 +49,15 @@ def test_an_unresolvable_or_malformed_store_address_is_the_store_unreachable(tmp
     port = diagnose(tmp_path, "ValueError: Port could not be cast to integer value as '<function get_open_port at "
                               "0x7fc97190a7a0>'\n").hypotheses[0]
     assert port.category is Category.PEER_UNREACHABLE and "init_method port" in port.title
-    unset = one("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
-                "MASTER_ADDR expected, but not set", Kind.STORE_ERROR)
-    assert unset.data["invalid_address"] and "MASTER_ADDR expected" in unset.data["error"]
+    missing = one("ValueError: Error initializing torch.distributed using tcp:// rendezvous: port number missing",
+                  Kind.STORE_ERROR)
+    assert missing.data["invalid_address"] and "port number missing" in missing.data["error"]
+    # env://'s variable unset is the launcher missing, not an address (the ninety-fifth round's CSDN case)
+    unset = "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable " \
+            "MASTER_ADDR expected, but not set"
+    assert not [e for e in events_of(unset) if e.kind is Kind.STORE_ERROR]
+    top = diagnose(tmp_path, unset + "\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "without the launcher" in top.title
     # the source line of the raise, shown in a traceback, is not a second failure
     assert not [e for e in events_of('    raise ValueError(f"Port could not be cast to integer value as {port!r}")')
                 if e.kind is Kind.STORE_ERROR]

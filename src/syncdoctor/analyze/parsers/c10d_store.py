@@ -28,9 +28,11 @@
   own look-up of it, ``nslookup: can't resolve 'master-0': Name does not resolve`` (busybox; ``(null)``: the
   variable looked up was empty), ``** server can't find master-0: NXDOMAIN`` (bind), ``ping: master-0: Name or
   service not known``.
-* ``ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR
-  expected, but not set`` (rendezvous.py, every release), ``Port could not be cast to integer value as '…'``
-  (urllib, from a ``tcp://`` init_method whose port is not a number): the store's address is missing or malformed.
+* ``ValueError: Error initializing torch.distributed using tcp:// rendezvous: port number missing``
+  (rendezvous.py, every release), ``Port could not be cast to integer value as '…'`` (urllib, from a ``tcp://``
+  init_method whose port is not a number): the store's address is malformed. (env://'s ``environment variable
+  MASTER_ADDR expected, but not set`` is no store event: a variable the launcher sets is missing, the script started
+  without its launcher, which rules.phrases reads.)
 * where the store is, as a paste may show it next to the failure: ``MASTER_ADDR=node01`` (an environment dump, a
   script's echo), torchrun's ``--master_addr=10.0.0.1`` / ``--rdzv_endpoint=node01:29400`` (the command line),
   torchelastic's ``Rank 1 will conenct to TCPStore server at pod-7:47279``: a ``store_endpoint``, the store's
@@ -137,6 +139,9 @@ _ENDPOINT = re.compile(r"will con\w{2,5}ct to TCPStore server at " + _VALUE  # t
                        + r"|\bMASTER_ADDR\s*[=:]\s*" + _VALUE + r"|--master[_-]addr[= ]" + _VALUE
                        + r"|(?<![\w-])master_addr=" + _VALUE  # torchrun's agent: "Rendezvous complete … master_addr=node-3"
                        + r"|--rdzv[_-]endpoint[= ]" + _VALUE)
+# env://'s own words for a variable torchrun (or srun, mpirun) sets that is not set: no address at all, the launcher
+# missing (``environment variable RANK expected, but not set``)
+_UNSET = re.compile(r"environment variable \w+ expected, but not set")
 _BAD_ADDRESS = re.compile(r"Error initializing torch\.distributed using (?P<how>\w+://) rendezvous: (?P<what>[^\n]{1,200})"
                           r"|Port could not be cast to integer value as (?P<port>[^\n]{1,120})")
 
@@ -326,6 +331,8 @@ def _errors(line: Line) -> list[Event]:
             "what": "connect", "store_host": match["host"], "store_port": int(match["port"]),
             "error": "connect timed out, retrying", "retrying": True})]
     match = _BAD_ADDRESS.search(body)
+    if match and match["what"] and _UNSET.search(match["what"]):
+        match = None  # (a launcher's variable not set: the script started without its launcher, rules.phrases')
     if match and "raise " not in body:  # not the source line of the raise, shown in the traceback
         what = (f"{match['how']} {match['what'].strip()}" if match["how"]
                 else f"init_method port {match['port'].strip()[:60]}")

@@ -67,7 +67,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\b(?:address|port)\b[^\n]{0,40}\b(?:been|is|are) (?:already )?bound(?: already)?\b|\balready bound\b"
                 # OneFlow's bootstrap and control servers, whose bind got port 0 back (``Check failed: p == port()
                 # (29501 vs. 0) Port 29501 is unavailable``)
-                r"|\bPort \d{1,5} is unavailable\b", _I)),
+                r"|\bPort \d{1,5} is unavailable\b"
+                # LightGBM's network (its Dask and SynapseML/Spark modes): ``Binding port 12401 failed``, a port still
+                # held (TIME_WAIT from the run before) or another job's
+                r"|\bBinding port \d{1,5} failed\b", _I)),
     (Category.RANK_KILLED, "the kernel's or the container's OOM killer",
      re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory"
                 # Ray's memory monitor killing a task for host memory (``Task _map_task failed due to oom. … 1
@@ -112,7 +115,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.DUPLICATE_GPU, "two ranks on one GPU",
      re.compile(r"duplicate GPU|both on CUDA device|same (?:GPU|CUDA device|device)\b[^\n]{0,30}\b(?:rank|process)"
                 # Ascend HCCL's rank table giving two ranks one NPU (``EI0004: … The device id in ranktable is duplicated``)
-                r"|device id in ranktable is duplicated", _I)),
+                r"|device id in ranktable is duplicated"
+                # XGBoost's check of its NCCL group (Dask or Spark workers, a CrossValidator's trainings, given one GPU):
+                # ``Check failed: n_uniques == world (1 vs. 2) : Multiple processes within communication group running
+                # on same CUDA device is not supported``
+                r"|Multiple processes within communication group running on same CUDA device", _I)),
     # (Baidu Kunlun's XCCL/BKCL: ``dev 0 addr_window not properly set``, ``host … addr_window check failed``: the
     # window through which the devices reach each other's memory)
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
@@ -283,7 +290,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|The environment variable \w+ is not set)'"
                 # (DeepSpeed 0.3-0.9's assert: ``DeepSpeed requires the LOCAL_RANK environment variable, it is set by
                 # the deepspeed launcher, …``)
-                r"|\brequires the (?:" + "|".join(TORCHRUN_VARIABLES) + r") environment variable\b")),
+                r"|\brequires the (?:" + "|".join(TORCHRUN_VARIABLES) + r") environment variable\b"
+                # (env://'s own: ``Error initializing torch.distributed using env:// rendezvous: environment variable
+                # RANK expected, but not set``)
+                r"|\benvironment variable (?:" + "|".join(TORCHRUN_VARIABLES) + r") expected, but not set")),
     # a straggler detector naming the ranks slower than their peers (the resiliency extension through NeMo): in a job
     # that then timed out, the rank the others waited for
     (Category.LAGGING_RANK, "a rank slower than its peers (a straggler detector's report)",
