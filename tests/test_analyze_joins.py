@@ -176,3 +176,17 @@ def test_another_ranks_line_or_a_plain_exception_is_not_joined_to_the_rank_the_o
     paste = "[rank3]: ValueError: too many values to unpack (expected 2)\n" + _the_others("reset")
     top = diagnose_paste(tmp_path, paste).hypotheses[0]
     assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,)
+
+
+def test_a_record_no_reading_explains_quotes_the_workers_last_words_above_it(tmp_path: Path) -> None:
+    # an error of no known format above torchrun's record: the record's rank, and that line as its most likely cause
+    line = "[ERROR] GE(48213,python):2026-12-05-07:36:30.112 [davinci_model.cc:3718] DistributeTask: load task fail"
+    top = diagnose_paste(tmp_path, line + "\n" + TORCHRUN).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,)
+    assert "the error above the launcher's record, most likely its own: [ERROR] GE(48213" in top.title
+    assert any(e.note == "the error above the launcher's record" for e in top.evidence)
+    # the word alone in a line of advice, torchrun's own table, a traceback's first line: no worker's words
+    for other in ("INFO Setting worker0 reply file to: /tmp/error.json", "Traceback (most recent call last):",
+                  "Root Cause (first observed failure):"):
+        top = diagnose_paste(tmp_path, other + "\n" + TORCHRUN).hypotheses[0]
+        assert "the error above the launcher's record" not in top.title, other

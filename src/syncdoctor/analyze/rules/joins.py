@@ -15,6 +15,7 @@ other, the others' failures as its consequence, a little above both; the bare "w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -41,6 +42,14 @@ _VICTIMS = frozenset({Category.COLLECTIVE_DESYNC, Category.WATCHDOG_STUCK, Categ
 _SEEN_BY_OTHERS = frozenset({Category.LAGGING_RANK, Category.RANK_NEVER_JOINED, Category.RANK_CRASHED})
 # the lines no parser read: an error line of no known format, NCCL's WARN of no known form
 _UNREAD = frozenset({Kind.ERROR_LINE, Kind.NCCL_WARN, Kind.NCCL_ERROR})
+# the lines that may be a worker's last words: an error line, NCCL's WARN or error, an exception
+_WORDS = _UNREAD | {Kind.EXCEPTION}
+# an error line that only holds the word somewhere (a message's advice, an INFO line's path), a traceback's first
+# line, the launcher's own exception: no worker's last words
+_WEAK_WORDS = ("error", "Traceback", "ChildFailedError")
+# the lines of torchrun's failure summary, the launcher's own words (a paste may start inside its table)
+_SUMMARYS = re.compile(r"Root Cause \(first observed failure\)|Structured Error Msg|^\s*(?:error_file|traceback)\s*:"
+                       r"|^\s*\S+ FAILED\s*$")
 OWN_FAILURE = "the rank's own failure"  # the note rules.crash gives a culprit's own line
 LAUNCHERS_REPORT = "the launcher's report"  # and rules.node a launcher's record of a worker it saw die
 
@@ -114,6 +123,8 @@ def joined(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
             waited = [h for h in out if h is not who and h.root_cause and h.category in _VICTIMS and h.evidence
                       and _its_line(h.evidence[0], who, record, own) and h.evidence[0].ref != record.ref]
             if not waited:
+                quoted = _its_last_words(tl, who, record, own, out)
+                out = [quoted if h is who else h for h in out]
                 continue
             best = max(waited, key=lambda h: h.confidence)
             together = replace(best, confidence=min(0.95, max(best.confidence, who.confidence) + 0.02),
@@ -123,6 +134,30 @@ def joined(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
         out = [together if h is best else replace(h, confidence=together.confidence - 0.05) if h is who else h
                for h in out]
     return out
+
+
+def _its_last_words(tl: Timeline, who: Hypothesis, record: Event, own: set[Ref],
+                    hypotheses: Sequence[Hypothesis]) -> Hypothesis:
+    """A launcher's record that no reading explains, with the first error line above it in the same file that no
+    other hypothesis cites (printed without a rank, or with the record's): what the worker most likely died of, in
+    its own words; the record's hypothesis as it was where there is none."""
+    cited = {e.ref for h in hypotheses if h is not who for e in h.evidence}
+    # (above the launcher's first record in that file: its own report, a summary's table, follows it)
+    end = min(e.ref.line for e in tl.of(Kind.WORKER_FAILED) if e.ref.source == record.ref.source)
+    lines = [e for e in tl.events if e.kind in _WORDS and e.ref.source == record.ref.source and e.ref.line < end
+             and e.ref not in cited and e.ref not in own and e.data.get("word") not in _WEAK_WORDS
+             and not _SUMMARYS.search(e.text)
+             and (e.origin.rank is None or (e.origin.rank,) == who.culprit_ranks)
+             and _same_host(e.origin.host, who.culprit_hosts)]
+    if not lines:
+        return who
+    first = lines[0]
+    return replace(who, title=f"{who.title}; the error above the launcher's record, most likely its own: "
+                              f"{first.text.strip()[:140]}",
+                   what=(f"{who.what} Above the launcher's record, without a rank, stands an error no rule reads: "
+                         "most likely the worker's own (its output, or its log file, says more).").strip(),
+                   evidence=(*who.evidence, Evidence(first.ref, first.text, "the error above the launcher's record",
+                                                     first.origin.rank, first.origin.host)))
 
 
 def _its_line(line: Evidence, who: Hypothesis, record: Event | None, own: set[Ref]) -> bool:
