@@ -72,3 +72,13 @@ def test_xgboosts_group_on_one_gpu_and_lightgbms_port_in_their_words(tmp_path: P
             Category.PORT_IN_USE,
         "[LightGBM] [Fatal] Binding port 12401 failed": Category.PORT_IN_USE,
     }, quiet="[LightGBM] [Info] Binding port 12401 succeeded\nMultiple processes within communication group: 4\n")
+
+
+def test_a_bare_socket_timeout_is_a_store_wait_that_ran_out(tmp_path: Path) -> None:
+    # real: Huawei's article on torchrun started minutes apart on two nodes (the ninety-sixth round), and
+    # LlamaFactory#6154's DistStoreError: c10d's (and torch_npu's) TCPStore raising as its wait runs out
+    each_read(tmp_path, {"RuntimeError: The inner error: Socket Timeout": Category.RENDEZVOUS_TIMEOUT,
+                         "torch.distributed.DistStoreError: Socket Timeout": Category.RENDEZVOUS_TIMEOUT})
+    # the words in lower case are any program's (a download's): not c10d's store
+    other = diagnose_paste(tmp_path, "ERROR: socket timeout while downloading the dataset").hypotheses[0]
+    assert other.category is not Category.RENDEZVOUS_TIMEOUT

@@ -323,7 +323,10 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|fetch the unique id of the collective lib"
                 # PaddlePaddle's TCPStore waiting out its timeout (``TCPStore timeouted and not all workers got ready``,
                 # ``(Fatal) _timeout:900 elapsed:901 (elapsed > _timeout)=1 (at …/tcp_store.cc:392)``)
-                r"|TCPStore timeouted|\(elapsed > _timeout\)", _I)),
+                r"|TCPStore timeouted|\(elapsed > _timeout\)"
+                # c10d's TCPStore (and torch_npu's, Ascend's ``The inner error: Socket Timeout``): a wait on the store
+                # that ran out, the key's writer (the rendezvous's others, rank 0's unique id) never there
+                r"|(?-i:\bSocket Timeout\b)", _I)),
     # a scheduler other than Slurm, or a cloud, ending the job from outside: GCE's preemption and maintenance, AWS Batch's
     # host terminated, Slurm's nodes set down as preempted (GCP's cluster toolkit), PBS Pro's ``=>> PBS: job killed:
     # walltime 7230 exceeded limit 7200``, LSF's ``TERM_RUNLIMIT: job killed after reaching LSF run time limit.`` (and
