@@ -82,3 +82,10 @@ def test_a_bare_socket_timeout_is_a_store_wait_that_ran_out(tmp_path: Path) -> N
     # the words in lower case are any program's (a download's): not c10d's store
     other = diagnose_paste(tmp_path, "ERROR: socket timeout while downloading the dataset").hypotheses[0]
     assert other.category is not Category.RENDEZVOUS_TIMEOUT
+
+
+def test_a_platforms_return_code_137_is_a_kill(tmp_path: Path) -> None:
+    # real: Huawei ModelArts' troubleshooting page (a training job's memory overflow): 128 + SIGKILL, written after a colon
+    each_read(tmp_path, {"[Modelarts Service Log]Training end with return code: 137": Category.RANK_KILLED,
+                         "Training end with return code: 1": Category.UNRECOGNISED},
+              quiet="Training end with return code: 0\n")

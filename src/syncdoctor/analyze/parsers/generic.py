@@ -69,7 +69,7 @@ CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Po
 _ERROR = re.compile(
     r"(?:\b(?:[A-Z]\w*(?:Error|Exception)|error|ERROR|Error|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Ff]ailure|[Aa]borted|"
     r"[Kk]illed|Segmentation fault|core dumped|Traceback)\b|\|[A-Z]{2,8}_(?:ERROR|FATAL)\||\bexit(?:ed)?(?: with)?(?: code|code|status)[:= ]+-?[1-9]|"
-    r"\breturn code\s*=?\s*-?[1-9]|\bSIG(?:KILL|SEGV|ABRT|BUS|ILL|FPE)\b|terminate called|"
+    r"\breturn code\s*[=:]?\s*-?[1-9]|\bSIG(?:KILL|SEGV|ABRT|BUS|ILL|FPE)\b|terminate called|"
     # libc++'s (macOS, clang builds) words for libstdc++'s ``terminate called``; c10's and gloo's failed checks
     r"terminating (?:with|due to) uncaught exception|\benforce fail\b|"
     # ENOMEM in a library's words (libfabric's EFA provider: ``… err: Cannot allocate memory (-12)``), and libfabric's

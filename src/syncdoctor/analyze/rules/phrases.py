@@ -401,7 +401,7 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_KILLED, "a node that went away under its workers (Ray)",
      re.compile(r"died because its node has died|\bnode \(where this task was running\) was dead\b", _I)),
     (Category.RANK_KILLED, "a process killed (SIGKILL)",
-     re.compile(r"\bSIGKILL\b|signal 9\b|\bstatus=9/KILL\b|(?:exit ?code|exit status|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
+     re.compile(r"\bSIGKILL\b|signal 9\b|\bstatus=9/KILL\b|(?:exit ?code|exit status|return code|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",
      re.compile(r"segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGBUS\b|\bSIGFPE\b|\bSIGILL\b|core dumped|bus error"
                 # systemd's record of a service that crashed (``code=dumped, status=11/SEGV``; the C library's own aborts,
