@@ -20,16 +20,13 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
 )
-from syncdoctor.analyze.rules.joins import OWN_FAILURE, launcher_record, says_who_not_why
+from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, lines_that_may_say_why
 from syncdoctor.analyze.rules.phrases import TORCHRUN_VARIABLES, read_as, strongest
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 
 __all__ = ["error_events", "unexplained", "unrecognised_error", "words_over_a_weak_verdict"]
 
 _LOUD = ERROR_KINDS | {Kind.ERROR_LINE, Kind.AGENT_SIGNAL, Kind.IB_DEVICE_UNAVAILABLE}
-# the events whose words no parser read (an error line, an exception's message, an NCCL WARN of no known form):
-# the others' parsers read their format, and the rules chose to leave them unexplained
-_UNREAD = frozenset({Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.NCCL_WARN})
 
 
 def error_events(tl: Timeline) -> list[Event]:
@@ -171,7 +168,7 @@ def _named_place(where: Attribution, line: Event, lines: list[Event]) -> Attribu
 def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = False) -> list[Hypothesis]:
     """The error lines' own words, when they name a failure (``Address already in use``, ``out of memory``…):
     that category, a little above the bare quote, with the line that says it."""
-    unread = [e for e in errors if e.kind in _UNREAD]
+    unread = [e for e in errors if e.kind in UNREAD]
     texts = [" ".join((e.text, str(e.data.get("message", "")), str(e.data.get("tail", "")),
                        *map(str, e.data.get("frames") or ()))) for e in unread]
     found = strongest(texts)
@@ -214,20 +211,17 @@ def words_over_a_weak_verdict(tl: Timeline, hypotheses: Sequence[Hypothesis]) ->
         return []
     top = max(hypotheses, key=lambda h: h.confidence)
     # a launcher's record of a worker's exit, or the rank the others waited for or lost, says who, not why: the
-    # words of the lines that worker may have printed (those of its rank; those above a record) may say why, and
-    # rules.joins joins the two
-    who = None
+    # words of the lines that worker may have printed may say why (rules.joins joins the two)
+    theirs = None
     if top.category not in _SAYS_NOT_WHY and top.confidence > _WEAK:
-        who = says_who_not_why(tl, top)
-        if who is None:
+        theirs = lines_that_may_say_why(tl, top)
+        if theirs is None:
             return []
-        if launcher_record(tl, top) is not None:
-            who = None  # (any line: the record's worker printed it without its rank)
     # (the lines the "who" cites as its worker's own are that worker's words all the same)
     cited = {(e.ref.source, e.ref.line) for h in hypotheses for e in h.evidence
-             if who is None or h is not top or e.note != OWN_FAILURE}
-    loose = [e for e in error_events(tl) if e.kind in _UNREAD and (e.ref.source, e.ref.line) not in cited
-             and (who is None or e.origin.rank == who)]
+             if theirs is None or h is not top or e.note != OWN_FAILURE}
+    loose = [e for e in error_events(tl) if e.kind in UNREAD and (e.ref.source, e.ref.line) not in cited
+             and (theirs is None or theirs(e))]
     found = _read_from_words(tl, loose, causes_only=True)
     return [replace(h, confidence=min(0.55, top.confidence + 0.05)) for h in found]
 

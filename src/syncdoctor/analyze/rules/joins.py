@@ -16,14 +16,14 @@ other, the others' failures as its consequence, a little above both; the bare "w
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind, Ref
 from syncdoctor.analyze.rules.common import fmt_ranks
 from syncdoctor.analyze.timeline import Timeline
 
-__all__ = ["LAUNCHERS_REPORT", "OWN_FAILURE", "joined", "launcher_record", "says_who_not_why"]
+__all__ = ["LAUNCHERS_REPORT", "OWN_FAILURE", "UNREAD", "joined", "launcher_record", "lines_that_may_say_why"]
 
 # readings that name no cause of the writer's own: a wait that others held up, a lost peer, a store or rendezvous
 # that timed out waiting for others; the writer of such a line is a victim, and the rank at fault is not their
@@ -40,10 +40,9 @@ _VICTIMS = frozenset({Category.COLLECTIVE_DESYNC, Category.WATCHDOG_STUCK, Categ
                       Category.UNEXPLAINED_TIMEOUT, Category.RENDEZVOUS_TIMEOUT, Category.NETWORK_PARTITION})
 # the hypotheses that name a rank from what the others saw: it never arrived, it was late, it died under them
 _SEEN_BY_OTHERS = frozenset({Category.LAGGING_RANK, Category.RANK_NEVER_JOINED, Category.RANK_CRASHED})
-# the lines no parser read: an error line of no known format, NCCL's WARN of no known form
-_UNREAD = frozenset({Kind.ERROR_LINE, Kind.NCCL_WARN, Kind.NCCL_ERROR})
-# the lines that may be a worker's last words: an error line, NCCL's WARN or error, an exception
-_WORDS = _UNREAD | {Kind.EXCEPTION}
+# the events whose words no parser read (an error line, an exception's message, an NCCL WARN or error of no known
+# form): the others' parsers read their format; these may be a worker's last words
+UNREAD = frozenset({Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.NCCL_WARN})
 # an error line that only holds the word somewhere (a message's advice, an INFO line's path), a traceback's first
 # line, the launcher's own exception: no worker's last words
 _WEAK_WORDS = ("error", "Traceback", "ChildFailedError")
@@ -79,22 +78,24 @@ def launcher_record(tl: Timeline, crash: Hypothesis) -> Event | None:
     return None
 
 
-def says_who_not_why(tl: Timeline, hypothesis: Hypothesis) -> int | None:
+def lines_that_may_say_why(tl: Timeline, hypothesis: Hypothesis) -> Callable[[Event], bool] | None:
     """For a hypothesis that names its one culprit from a launcher's record, or from what the other ranks saw, with
-    no line of the culprit's own that says why: that rank (-1 where the record names no rank). Else None."""
+    no line of the culprit's own that says why: which lines may (those above a record, printed without a rank:
+    any; those of the rank the others name). None for any other hypothesis."""
     if launcher_record(tl, hypothesis) is not None:
-        return hypothesis.culprit_ranks[0] if hypothesis.culprit_ranks else -1
+        return lambda _event: True
     if len(hypothesis.culprit_ranks) != 1:
         return None
+    rank = hypothesis.culprit_ranks[0]
     if hypothesis.category in (Category.LAGGING_RANK, Category.RANK_NEVER_JOINED):
-        return hypothesis.culprit_ranks[0]
+        return lambda event: event.origin.rank == rank
     if hypothesis.category is Category.RANK_CRASHED:
-        # a crash whose own line is one no parser read (an error line of no known format): that it failed is sure,
-        # why is in its words
+        # a crash whose own line no parser read (an error line of no known format; not an exception, whose words
+        # rules.crash reads itself): that it failed is sure, why is in its words
         own = {e.ref for e in hypothesis.evidence if e.note == OWN_FAILURE}
         kinds = {e.kind for e in tl.events if e.ref in own}
-        if own and kinds <= _UNREAD:
-            return hypothesis.culprit_ranks[0]
+        if own and kinds <= UNREAD - {Kind.EXCEPTION}:
+            return lambda event: event.origin.rank == rank
     return None
 
 
@@ -121,7 +122,7 @@ def joined(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
             together = _its_cause(best, who, record)
         elif record is not None:
             waited = [h for h in out if h is not who and h.root_cause and h.category in _VICTIMS and h.evidence
-                      and _its_line(h.evidence[0], who, record, own) and h.evidence[0].ref != record.ref]
+                      and _its_line(h.evidence[0], who, record, own)]
             if not waited:
                 quoted = _its_last_words(tl, who, record, own, out)
                 out = [quoted if h is who else h for h in out]
@@ -144,7 +145,7 @@ def _its_last_words(tl: Timeline, who: Hypothesis, record: Event, own: set[Ref],
     cited = {e.ref for h in hypotheses if h is not who for e in h.evidence}
     # (above the launcher's first record in that file: its own report, a summary's table, follows it)
     end = min(e.ref.line for e in tl.of(Kind.WORKER_FAILED) if e.ref.source == record.ref.source)
-    lines = [e for e in tl.events if e.kind in _WORDS and e.ref.source == record.ref.source and e.ref.line < end
+    lines = [e for e in tl.events if e.kind in UNREAD and e.ref.source == record.ref.source and e.ref.line < end
              and e.ref not in cited and e.ref not in own and e.data.get("word") not in _WEAK_WORDS
              and not _SUMMARYS.search(e.text)
              and (e.origin.rank is None or (e.origin.rank,) == who.culprit_ranks)
@@ -162,11 +163,12 @@ def _its_last_words(tl: Timeline, who: Hypothesis, record: Event, own: set[Ref],
 
 def _its_line(line: Evidence, who: Hypothesis, record: Event | None, own: set[Ref]) -> bool:
     """Whether ``line`` is the worker's own that ``who`` names: above its launcher's record in the same file, without
-    another rank or host; a crash's own line (its exception); any line of a rank the others waited for."""
+    another rank or host (not the record itself); a crash's own line (its exception); any line of a rank the others
+    waited for."""
     if record is not None:
-        return line.ref in own or (line.ref.source == record.ref.source and line.ref.line < record.ref.line
-                                   and (line.rank is None or (line.rank,) == who.culprit_ranks)
-                                   and _same_host(line.host, who.culprit_hosts))
+        return line.ref != record.ref and (line.ref in own or (
+            line.ref.source == record.ref.source and line.ref.line < record.ref.line
+            and (line.rank is None or (line.rank,) == who.culprit_ranks) and _same_host(line.host, who.culprit_hosts)))
     if who.category is Category.RANK_CRASHED:
         return line.ref in own
     return line.rank == who.culprit_ranks[0]
