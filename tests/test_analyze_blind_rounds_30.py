@@ -89,3 +89,25 @@ def test_a_platforms_return_code_137_is_a_kill(tmp_path: Path) -> None:
     each_read(tmp_path, {"[Modelarts Service Log]Training end with return code: 137": Category.RANK_KILLED,
                          "Training end with return code: 1": Category.UNRECOGNISED},
               quiet="Training end with return code: 0\n")
+
+
+def test_libuvs_listen_failure_broken_after_its_port_is_a_port_in_use(tmp_path: Path) -> None:
+    # real: vllm-project/vllm#39405 (every data-parallel group's store on one port): the paste broke the message after
+    # its port and cut the last word; its second line is no host's (``useIpv6`` is libuv's key, not pdsh's prefix)
+    paste = ("DistNetworkError: The server socket has failed to listen on any local network address. port: 29501,\n"
+             "useIpv6: false, code: -98, name: EADDRINUSE, message: address already in us\n")
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and not top.culprit_hosts
+    assert split_prefix("useIpv6: false, code: -98").origin.host is None
+    assert split_prefix("node3: RuntimeError: x").origin.host == "node3"
+
+
+def test_an_assertion_over_the_jobs_shape_is_a_check_of_its_setup(tmp_path: Path) -> None:
+    # real: deepseek-ai/DeepEP#104 (its internode kernels on two nodes of one GPU each: unsupported, its maintainer)
+    each_read(tmp_path, {
+        "RuntimeError: Failed: Assertion error /home1/DeepEP/csrc/deep_ep.cpp:32 'num_ranks > NUM_MAX_NVL_PEERS or "
+        "low_latency_mode'": Category.UNRECOGNISED,
+        "F1205 10:05:13.300100 48213 comm.cc:66] Check failed: world_size % 8 == 0": Category.UNRECOGNISED})
+    # an assertion over a value of the program's own stays its crash
+    top = diagnose_paste(tmp_path, "AssertionError: learning rate must be positive, got -1").hypotheses[0]
+    assert "check of the job's setup" not in top.title

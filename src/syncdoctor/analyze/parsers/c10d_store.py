@@ -197,8 +197,9 @@ _GLOO_BIND = re.compile(r"pair\.cc:\d+\] (?:bind|listen): Address already in use
 # `29500`, but another process is utilizing it.``
 # the second line of 2.4+'s listen failure when a paste breaks the message there (its first line, "The server socket
 # has failed to listen on any local network address.", names no reason): ``port: 29500, useIpv6: false, code: -98,
-# name: EADDRINUSE, message: address already in use``, or its last part alone where the paste wraps it again
-_LIBUV_IN_USE = re.compile(r"^\W*(?:port: (?P<port>\d{1,5}), useIpv6: \w+, code: -98,\s*)?name: EADDRINUSE\b"
+# name: EADDRINUSE, message: address already in use``, from ``useIpv6`` where the break comes after the port (vLLM's
+# PR #39405's paste), or its last part alone where the paste wraps it again
+_LIBUV_IN_USE = re.compile(r"^\W*(?:(?:port: (?P<port>\d{1,5}), )?useIpv6: \w+, code: -98,\s*)?name: EADDRINUSE\b"
                            r"|\bEADDRINUSE, message: address already in use"  # (a wrap may cut inside "name")
                            # (2.4's libuv store's own line: ``[c10d] UV Store listen failed. useIpv6:0 code:-98
                            # name:EADDRINUSE message:address already in use``)

@@ -82,6 +82,9 @@ _GREP = re.compile(r"(?P<file>[\w.\-/]{1,200}\.(?:log|txt|out|err))(?::\d{1,9})?
 _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?s?$|(?:Error|Exception|Warning|Info)$|^(?:step|epoch|iter|loss)|"
                        r"^E[A-Z0-9]\d{4}$|"  # Ascend CANN's error codes: EI0002: …, EE9999: …, E39999: …
                        r"^mlx\d(?:_\d+)?$|"  # libmlx5's own messages: ``mlx5:  got completion with error:``
+                       # a key in camelCase with a digit (libuv's store message broken by a paste after its port:
+                       # ``useIpv6: false, code: -98, name: EADDRINUSE``): no host is written so
+                       r"(?-i:^[a-z]+[A-Z][A-Za-z]*\d+$)|"
                        # a Python exception's qualified type whatever its name ends in (``torch._dynamo.exc.
                        # BackendCompilerFailed: …``): lower-case modules, then a class in CamelCase
                        r"(?-i:^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*\.[A-Z][A-Z0-9_]*[a-z]\w*$)|"  # (its case counts; ``FSTimeOut``)

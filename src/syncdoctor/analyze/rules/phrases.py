@@ -57,7 +57,11 @@ _SETUP_CHECK = re.compile(
     r"|\bdoesn't support faster communication broadband via P2P or IB\b"
     # (DeepSpeed's ``num_stages (3) must divide distributed world size (16)``, ColossalAI's ``can't be evenly divided``)
     r"|\bmust divide (?:the )?(?:distributed )?world[_ ]size\b|\bca(?:n'?t|nnot) be evenly divided\b"
-    r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b", _I)
+    r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b"
+    # a failed assertion or check whose expression is the job's shape (DeepEP's ``Assertion error …/deep_ep.cpp:32
+    # 'num_ranks > NUM_MAX_NVL_PEERS or low_latency_mode'``: its normal kernels need eight GPUs a node)
+    r"|\b(?:Assertion(?: error)?|Check failed)\b[^\n]{0,200}?\b(?:num_ranks|world_size|num_nodes|num_gpus|nproc_per_node"
+    r"|(?:tp|pp|dp|ep|cp)_size)\b", _I)
 DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
 # (category, what the words say, the words); causes first, in the order they are tried on a line
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
