@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import PurePath
 
 from syncdoctor.analyze.model import Event, FrDump, Kind, Origin
 
@@ -367,11 +368,44 @@ def _first_node_consoles(events: Sequence[Event]) -> set[str]:
             and max(ranks[source]) < len(pids) and len(hosts.get(source, ())) <= 1}
 
 
-def _local_is_global(event: Event, first_node: set[str]) -> Event:
+_ATTEMPT = re.compile(r"^attempt_\d+$")
+
+
+def _attempt_dir(source: str) -> str | None:
+    """The directory of one torchrun agent's attempt that a file of its --log-dir is in (``…/attempt_0`` for
+    ``…/attempt_0/3/stderr.log``), or None."""
+    parts = PurePath(source).parts
+    if len(parts) >= 3 and _ATTEMPT.match(parts[-3]) and parts[-2].isdecimal():
+        return str(PurePath(*parts[:-2]))
+    return None
+
+
+def _log_dir_offsets(events: Sequence[Event]) -> dict[str, int]:
+    """torchrun --log-dir's files (``…/attempt_N/<local rank>/{stdout,stderr}.log``, one agent's workers): where
+    lines of some of them name their global rank, and each names it as its local rank plus one same number (the
+    node's first rank), that number, for the attempt's directory: the files whose lines name no global rank are of
+    the local rank plus it."""
+    seen: dict[str, set[int]] = defaultdict(set)
+    for event in events:
+        if event.origin.rank is not None and event.origin.local_rank is not None:
+            where = _attempt_dir(event.ref.source)
+            if where is not None:
+                seen[where].add(event.origin.rank - event.origin.local_rank)
+    return {where: offsets.pop() for where, offsets in seen.items() if len(offsets) == 1}
+
+
+def _local_is_global(event: Event, first_node: set[str], offsets: Mapping[str, int]) -> Event:
+    """An event with a local rank and no global one: the global one where its input is the job's first node's
+    console, or a --log-dir file whose siblings say the node's first rank."""
     origin = event.origin
-    if origin.rank is not None or origin.local_rank is None or event.ref.source not in first_node:
+    if origin.rank is not None or origin.local_rank is None:
         return event
-    return event.with_origin(replace(origin, rank=origin.local_rank))
+    if event.ref.source in first_node:
+        return event.with_origin(replace(origin, rank=origin.local_rank))
+    where = _attempt_dir(event.ref.source) if offsets else None
+    if where is not None and where in offsets:
+        return event.with_origin(replace(origin, rank=origin.local_rank + offsets[where]))
+    return event
 
 
 def _resolve(event: Event, maps: tuple[dict, dict, dict, dict]) -> Event:
@@ -554,7 +588,9 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     all_events = _explained(list(events) + fr_events)
     maps = _maps(all_events)
     first_node = _first_node_consoles(all_events)
-    resolved = _in_failure_records([_resolve(_local_is_global(event, first_node), maps) for event in all_events])
+    offsets = _log_dir_offsets(all_events)
+    resolved = _in_failure_records([_resolve(_local_is_global(event, first_node, offsets), maps)
+                                    for event in all_events])
     resolved.sort(key=lambda e: (e.ref.source, e.ref.line))
     resolved = _drop_status_timeouts(_pair_groups(_drop_failed_work(resolved)))
     world = _world_size(resolved, dumps)
