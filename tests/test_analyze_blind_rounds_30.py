@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyze_helpers import diagnose_paste, each_read
-from syncdoctor.analyze.model import Category
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category, Hypothesis
 from syncdoctor.analyze.parsers.prefixes import split_prefix
 
 
@@ -111,3 +112,51 @@ def test_an_assertion_over_the_jobs_shape_is_a_check_of_its_setup(tmp_path: Path
     # an assertion over a value of the program's own stays its crash
     top = diagnose_paste(tmp_path, "AssertionError: learning rate must be positive, got -1").hypotheses[0]
     assert "check of the job's setup" not in top.title
+
+
+def _watchdog(rank: int) -> str:
+    return (f"[E502 10:41:12.413551830 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1423, OpType=ALLREDUCE, NumelIn=26214400, NumelOut=26214400, "
+            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n")
+
+
+def _per_rank_files(tmp_path: Path, name: str, own: str) -> tuple[Hypothesis, ...]:
+    """Eight ranks' files laid out as ``name`` says, rank 3's holding ``own``, the others their watchdog's timeout."""
+    for rank in range(8):
+        path = tmp_path / name.format(rank=rank)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(own + "\n" if rank == 3 else _watchdog(rank))
+    return analyze_paths([str(tmp_path)]).diagnosis.hypotheses
+
+
+def test_torchruns_log_dir_files_take_their_nodes_first_rank_from_their_siblings(tmp_path: Path) -> None:
+    # torchrun --log-dir: <dir>/<run id>/attempt_0/<local rank>/stderr.log; the siblings' lines name their global rank
+    # (the watchdog's ``[Rank 5]``) as their local rank plus the node's first rank (0 here): rank 3's file, whose line
+    # names none, is rank 3's; it was no rank at all, and the timeouts read as unexplained
+    top = _per_rank_files(tmp_path / "a", "run1/attempt_0/{rank}/stderr.log",
+                          "ERROR 12-05 09:21:05 parallel_state.py:1094] load task fail, return code 7")[0]
+    assert top.culprit_ranks == (3,) and top.category is Category.LAGGING_RANK
+    # a node whose files name global ranks 8-15 for local ranks 0-7: rank 11
+    for rank in range(8):
+        path = tmp_path / "b" / f"run1/attempt_0/{rank}/stderr.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("ERROR load task fail, return code 7\n" if rank == 3 else _watchdog(rank + 8))
+    assert analyze_paths([str(tmp_path / "b")]).diagnosis.hypotheses[0].culprit_ranks == (11,)
+
+
+def test_one_rank_failing_in_its_own_library_call_while_the_others_wait_is_the_culprit(tmp_path: Path) -> None:
+    # gloo's check of the call's tensors on one rank: it stopped there, the others timed out in the collective
+    top = _per_rank_files(tmp_path / "a", "rank{rank}.log",
+                          "RuntimeError: ProcessGroupGloo::allreduce: tensors must all have the same type")[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,)
+    assert "failed in its own call to the communication library" in top.title
+    # its words naming a cause: gloo's CUDA check with the code of out of memory
+    top = _per_rank_files(tmp_path / "b", "rank{rank}.log",
+                          "RuntimeError: [enforce fail at ../third_party/gloo/gloo/cuda_private.cu:69] error == "
+                          "cudaSuccess. 2 vs 0. Error at: ../third_party/gloo/gloo/cuda_private.cu:69: out of memory")[0]
+    assert top.culprit_ranks == (3,) and top.category is Category.RANK_OUT_OF_MEMORY
+    # a library's words for a wait or a peer gone are a victim's: no culprit from them
+    top = _per_rank_files(tmp_path / "c", "rank{rank}.log",
+                          "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:587] Application timeout "
+                          "caused pair closure")[0]
+    assert "failed in its own call" not in top.title

@@ -8,6 +8,8 @@ they are quoted with a caveat.
 
 from __future__ import annotations
 
+import re
+
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
@@ -24,7 +26,7 @@ from syncdoctor.analyze.rules.common import (
     unprefixed_exception,
     writer_hosts,
 )
-from syncdoctor.analyze.rules.joins import OWN_FAILURE
+from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD
 from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
 from syncdoctor.analyze.rules.phrases import DEVICE_ASSERT, Reading, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
@@ -249,7 +251,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             continue
         found.append((rank, own))
     if not found:
-        return _from_peer_votes(tl) + _from_rankless_exception(tl)
+        return _from_peer_votes(tl) + _from_rankless_exception(tl) + _lone_library_error(tl)
     oom = [(rank, event) for rank, event in found if _is_oom(tl.ranks[rank])]
     groups = [(Category.RANK_OUT_OF_MEMORY, oom, "ran out of GPU memory")] if oom else []
     killed = [(rank, event) for rank, event in found if (rank, event) not in oom and _killed(tl.ranks[rank])]
@@ -412,6 +414,48 @@ def _bus_error(state: RankState) -> bool:
 def _killed(state: RankState) -> bool:
     """Killed by SIGKILL without an error of its own: the OOM killer, a container limit or the scheduler."""
     return state.exit_signal == "SIGKILL" and not any(not is_comm_exception(e) for e in state.of(Kind.EXCEPTION))
+
+
+# a communication library's words for waiting, or for a peer gone: a victim's error, whatever the library
+_VICTIM_WORDS = re.compile(r"tim(?:ed|e)[ _-]?out|\bclosed\b|reset by peer|broken pipe|abort|refused|remote process|"
+                           r"\bpeer\b|failed to (?:recv|send)|read\(\) returned false|terminat|shut ?down|no route|"
+                           r"unreachable|wait|stuck|\bhung\b|\bhang|heartbeat", re.I)
+
+
+def _lone_library_error(tl: Timeline) -> list[Hypothesis]:
+    """One rank failed with a communication library's error that names neither a wait nor a peer gone (a check of the
+    call's tensors or types, an operation the backend does not support, an enforce of its own state, NCCL's WARN on
+    its own setup), while every other rank that failed timed out or lost its peer: that rank failed first, in its own
+    call, and the others waited for it. A lead: the library's error is the rank's own, its words say how."""
+    waited = sorted(r for r, s in tl.ranks.items() if s.outcome in ("timed-out", "lost-peer"))
+    odd = [r for r, s in tl.ranks.items() if s.outcome not in ("timed-out", "lost-peer", "ok", "silent", "terminated")]
+    if len(odd) != 1 or not waited or tl.ranks[odd[0]].outcome != "failed":
+        return []
+    rank = odd[0]
+    state = tl.ranks[rank]
+    # (the errors no parser read: a monitor's report of its own, a watchdog stuck, is no library's error)
+    own = [e for e in state.events if e.kind in UNREAD]
+    words = [str(e.data.get("message") or e.data.get("error") or e.text) for e in own]
+    if not own or any(_VICTIM_WORDS.search(w) for w in words):
+        return []
+    first = own[0]
+    host = tl.rank_host(rank)
+    where = f"rank {rank}{' on ' + host if host else ''}"
+    # (its words may name a cause: gloo's CUDA check with the code of out of memory)
+    reading = _cause_in_words(first, tl) if first.kind is Kind.EXCEPTION else read_as(words[0])
+    category = reading.category if reading is not None and reading.cause else Category.RANK_CRASHED
+    said = f", whose words say {reading.what}" if category is not Category.RANK_CRASHED and reading else ""
+    title = (f"{where} failed in its own call to the communication library ({words[0].strip()[:100]}){said}; "
+             f"ranks {fmt_ranks(waited)} then timed out waiting for it or lost it")
+    what = (f"Every other rank that failed timed out or lost its connection; {where} alone failed otherwise, with "
+            "an error of the communication library that names no wait and no peer gone: a check of its own call "
+            "(the tensors' types or shapes, an operation the backend does not support) or of its own state. It "
+            "stopped there, and the others waited for it in the collective.")
+    return [hypothesis(tl, category, 0.6, title, culprits=[rank], affected=waited, what=what,
+                       evidence=evidence_of([first], OWN_FAILURE) + evidence_of(
+                           [e for r in waited for e in tl.ranks[r].of(*TIMEOUT_KINDS, Kind.PEER_CLOSED)[:1]],
+                           "secondary: waited for it", MAX_CASCADE),
+                       fix="Fix the call its error names on that rank; the others' timeouts follow from it.")]
 
 
 def _describe(rank: int, state: RankState, event: Event) -> str:
