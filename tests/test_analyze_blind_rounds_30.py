@@ -160,3 +160,15 @@ def test_one_rank_failing_in_its_own_library_call_while_the_others_wait_is_the_c
                           "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:587] Application timeout "
                           "caused pair closure")[0]
     assert "failed in its own call" not in top.title
+
+
+def test_a_failed_assertion_of_a_program_or_library_is_never_silent_and_is_its_own_failure(tmp_path: Path) -> None:
+    # real: ggml-org/llama.cpp#7427 (an RPC server aborting on ggml's assertion, a release's regression): silent before
+    each_read(tmp_path, {
+        "GGML_ASSERT: /usr/local/src/ai/llamacpp/llama.cpp/ggml-backend.c:226: offset + size <= ggml_nbytes(tensor) && "
+        "\"tensor write out of bounds\"": Category.RANK_CRASHED,
+        "Assertion failed: (rank < size), function foo, file bar.c, line 12.": Category.RANK_CRASHED})
+    # a communication library's internal check stays an error no rule explains (MPICH's, as held cases label it)
+    top = diagnose_paste(tmp_path, "Assertion failed in file src/mpid/ch4/src/init_comm.c at line 72: in_use == 0"
+                         ).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED

@@ -433,6 +433,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"stopped posting node status", b"gang unschedulable",
     b"already been bound",  # (Ascend HCCL's port taken)
     b"detects no heartbeat",  # (PyTorch 2.2's monitoring thread killing a rank whose watchdog hung)
+    b"_ASSERT",  # (a library's assertion macro: ggml's ``GGML_ASSERT: ggml-backend.c:226: …``)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

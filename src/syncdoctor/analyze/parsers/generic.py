@@ -72,6 +72,8 @@ _ERROR = re.compile(
     r"\breturn code\s*[=:]?\s*-?[1-9]|\bSIG(?:KILL|SEGV|ABRT|BUS|ILL|FPE)\b|terminate called|"
     # libc++'s (macOS, clang builds) words for libstdc++'s ``terminate called``; c10's and gloo's failed checks
     r"terminating (?:with|due to) uncaught exception|\benforce fail\b|"
+    # a library's assertion macro that failed (ggml's ``GGML_ASSERT: ggml-backend.c:226: offset + size <= …``)
+    r"\b[A-Z][A-Z0-9]{1,15}_ASSERT: |"
     # ENOMEM in a library's words (libfabric's EFA provider: ``… err: Cannot allocate memory (-12)``), and libfabric's
     # completion error (``<warn> err: 5, message: Invalid address``)
     r"\bCannot allocate memory\b|\berr: -?\d{1,5}, message: |"

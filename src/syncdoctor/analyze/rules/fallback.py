@@ -67,8 +67,8 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
                "prefixes, would."))
     quoted = hypothesis(tl, Category.UNRECOGNISED, 0.35 if known else 0.25, title, what=what,
                         evidence=evidence_of(errors, "error, not explained", 8), where=where)
-    return [*(_read_from_words(tl, errors) or _cut_before_its_error(tl, errors) or _its_own_exception(tl, errors)),
-            quoted]
+    return [*(_read_from_words(tl, errors) or _cut_before_its_error(tl, errors) or _its_own_exception(tl, errors)
+              or _its_own_assertion(tl, errors)), quoted]
 
 
 def _one_place(errors: list[Event], tl: Timeline) -> Attribution:
@@ -102,6 +102,35 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
     return [hypothesis(tl, Category.RANK_CRASHED, 0.36 if known else 0.26, title, what=what, where=where,
                        evidence=evidence_of([first], "its own error", 1),
                        fix="Fix the error its traceback shows; the other processes' failures are its consequence.")]
+
+
+# a C or C++ assertion that failed: a library's macro (ggml's ``GGML_ASSERT: ggml-backend.c:226: …``), assert(3)'s
+# ``Assertion failed: (rank < size), function …`` (BSD, macOS) and ``assertion failed: …`` (Rust's, others')
+_ASSERTION = re.compile(r"\b[A-Z][A-Z0-9]{1,15}_ASSERT: |\b[Aa]ssertion failed\b")
+# a communication library's own internal check (MPICH's ``Assertion failed in file src/mpid/ch4/src/init_comm.c at
+# line 72``, Cray MPICH's ``(&MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX)->count == 0``): the library's, as its other internal
+# errors are (an error no rule explains), not the program's
+_LIBRARY_ASSERTION = re.compile(r"mpi|nccl|rccl|\bucx|\bucc\b|\bofi\b|libfabric|gloo|hccl|\bccl\b|nvshmem", re.I)
+
+
+def _its_own_assertion(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
+    """The first error, a failed assertion of a C or C++ program or library (no words of a cause): the process
+    that checked it stopped there (abort), as an exception of its own stops a Python one. A little above the bare
+    quote."""
+    first = errors[0]
+    if first.kind is not Kind.ERROR_LINE or not _ASSERTION.search(first.text) or _LIBRARY_ASSERTION.search(first.text):
+        return []
+    where = attribute([first], tl)
+    known = bool(where.ranks or where.hosts or where.processes)
+    title = f"{where.text or 'a process'} stopped at a failed assertion of its own ({first.text.strip()[:120]})"
+    what = ("A program or library checked a condition of its own state and it did not hold: the process aborts there "
+            "(its backtrace, when printed, says where), and in a distributed job the others then lose it or time "
+            "out.")
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.36 if known else 0.26, title, what=what, where=where,
+                       evidence=evidence_of([first], "its own assertion", 1),
+                       fix="Read the condition and the code it names: a value out of range, a build or version "
+                           "mismatch between the processes (a client and server of different releases), a bug to "
+                           "report with the backtrace.")]
 
 
 def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
