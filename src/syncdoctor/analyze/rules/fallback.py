@@ -90,18 +90,24 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
     if "elastic/" in frames or first.data.get("launcher") or _LIBRARY_WAIT.search(frames) or \
             _PLUMBING.search(str(first.data.get("message"))):
         return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
+    raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
+    return _its_own_failure(
+        tl, first, f"failed with an error of its own ({raised})",
+        what=("The first error is an exception of the program's own, not a lost connection or a timeout: the process "
+              "that raised it stopped, and in a distributed job the others then lose it or time out waiting. Its "
+              "traceback says where."),
+        fix="Fix the error its traceback shows; the other processes' failures are its consequence.", note="its own error")
+
+
+def _its_own_failure(tl: Timeline, first: Event, did: str, *, what: str, fix: str, note: str) -> list[Hypothesis]:
+    """The process that wrote ``first`` (or the one worker a launcher then reports failing), failed of it: a crash
+    at a lead's confidence, a little above the bare quote."""
     where = attribute([first], tl)
     if not (where.ranks or where.hosts or where.processes):
         where = _exit_reported_after(tl, first) or where
     known = bool(where.ranks or where.hosts or where.processes)
-    raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
-    title = f"{where.text or 'a process'} failed with an error of its own ({raised})"
-    what = ("The first error is an exception of the program's own, not a lost connection or a timeout: the process "
-            "that raised it stopped, and in a distributed job the others then lose it or time out waiting. Its "
-            "traceback says where.")
-    return [hypothesis(tl, Category.RANK_CRASHED, 0.36 if known else 0.26, title, what=what, where=where,
-                       evidence=evidence_of([first], "its own error", 1),
-                       fix="Fix the error its traceback shows; the other processes' failures are its consequence.")]
+    return [hypothesis(tl, Category.RANK_CRASHED, 0.36 if known else 0.26, f"{where.text or 'a process'} {did}",
+                       what=what, where=where, evidence=evidence_of([first], note, 1), fix=fix)]
 
 
 # a C or C++ assertion that failed: a library's macro (ggml's ``GGML_ASSERT: ggml-backend.c:226: …``), assert(3)'s
@@ -120,17 +126,14 @@ def _its_own_assertion(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
     first = errors[0]
     if first.kind is not Kind.ERROR_LINE or not _ASSERTION.search(first.text) or _LIBRARY_ASSERTION.search(first.text):
         return []
-    where = attribute([first], tl)
-    known = bool(where.ranks or where.hosts or where.processes)
-    title = f"{where.text or 'a process'} stopped at a failed assertion of its own ({first.text.strip()[:120]})"
-    what = ("A program or library checked a condition of its own state and it did not hold: the process aborts there "
-            "(its backtrace, when printed, says where), and in a distributed job the others then lose it or time "
-            "out.")
-    return [hypothesis(tl, Category.RANK_CRASHED, 0.36 if known else 0.26, title, what=what, where=where,
-                       evidence=evidence_of([first], "its own assertion", 1),
-                       fix="Read the condition and the code it names: a value out of range, a build or version "
-                           "mismatch between the processes (a client and server of different releases), a bug to "
-                           "report with the backtrace.")]
+    return _its_own_failure(
+        tl, first, f"stopped at a failed assertion of its own ({first.text.strip()[:120]})",
+        what=("A program or library checked a condition of its own state and it did not hold: the process aborts "
+              "there (its backtrace, when printed, says where), and in a distributed job the others then lose it or "
+              "time out."),
+        fix=("Read the condition and the code it names: a value out of range, a build or version mismatch between "
+             "the processes (a client and server of different releases), a bug to report with the backtrace."),
+        note="its own assertion")
 
 
 def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
