@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, each_read
+from analyze_helpers import diagnose_paste, each_read, timeline_of
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Category, Hypothesis
 from syncdoctor.analyze.parsers.prefixes import split_prefix
@@ -172,3 +172,20 @@ def test_a_failed_assertion_of_a_program_or_library_is_never_silent_and_is_its_o
     top = diagnose_paste(tmp_path, "Assertion failed in file src/mpid/ch4/src/init_comm.c at line 72: in_use == 0"
                          ).hypotheses[0]
     assert top.category is Category.UNRECOGNISED
+
+
+def test_mp_spawns_report_of_the_process_that_raised_names_its_traceback(tmp_path: Path) -> None:
+    # real: k2-fsa/ZipVoice#17 (mp.spawn's ProcessRaisedException: the traceback below is that process's)
+    paste = ("-- Process 1 terminated with the following error:\n"
+             "Traceback (most recent call last):\n"
+             '  File "/root/envs/zipvoice/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 90, in _wrap\n'
+             "    fn(i, *args)\n"
+             '  File "/root/workspace/ZipVoice/zipvoice/train_flow.py", line 769, in train_one_epoch\n'
+             "    raise RuntimeError(\n"
+             "RuntimeError: grad_scale is too small, exiting: 2.3283064365386963e-10\n")
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_local_ranks == (1,) and "local rank 1" in top.title
+    # the scope ends at a blank line: a later line is no process's
+    events = timeline_of(tmp_path, paste + "\nRuntimeError: something else\n").events
+    assert [e.origin.local_rank for e in events if "something else" in e.text] == [None]
+    assert [e.origin.local_rank for e in events if "grad_scale" in e.text] == [1]

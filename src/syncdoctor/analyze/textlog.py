@@ -47,6 +47,10 @@ _INFO = b" NCCL INFO "
 # next prompt, come from that host (where they do not name one themselves)
 _PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-]*(?:\.[\w-]+)*)"
                      rb"(?:[: ][^\n$#%]{0,80})?\]?\s?[$#%] ")
+# torch.multiprocessing's spawn (mp.spawn) reporting the process that raised, its traceback below: ``-- Process 1
+# terminated with the following error:``; the lines after it, up to a blank line or the next such line, are that
+# process's (its index among the spawned ones: its local rank)
+_SPAWNED = re.compile(rb"^\W{0,4}-- Process (?P<index>\d{1,6}) terminated with the following error:")
 # a paste whose newlines were lost (a page's rendered text copied, markdown joining the lines of an unfenced paste):
 # log lines run together on one line, each still behind its writer's prefix; read apart, at the same line number
 _BAR_ENDS = (b"/s]", b"s/it]")  # the end of a progress bar's rate field: ``2.14it/s]``, ``43.23s/it]``
@@ -378,6 +382,9 @@ def read_text(
             if b"@" in raw and (prompt := _PROMPT.match(raw)) is not None and file_origin.host is None:
                 prompt_end = end
                 state.file_origin = replace(file_origin, host=prompt["host"].decode("ascii", "replace"))
+            elif b"-- Process " in raw and (spawned := _SPAWNED.match(raw)) is not None and file_origin.local_rank is None:
+                prompt_end = end
+                state.file_origin = replace(file_origin, local_rank=int(spawned["index"]))
             at = raw.find(_INFO)
             if at >= 0:  # NCCL chatter: most of it repeats per communicator, skip what was seen
                 key = _info_key(raw, at)
