@@ -189,3 +189,14 @@ def test_mp_spawns_report_of_the_process_that_raised_names_its_traceback(tmp_pat
     events = timeline_of(tmp_path, paste + "\nRuntimeError: something else\n").events
     assert [e.origin.local_rank for e in events if "something else" in e.text] == [None]
     assert [e.origin.local_rank for e in events if "grad_scale" in e.text] == [1]
+
+
+def test_a_spawned_processs_traceback_after_a_prompt_keeps_the_prompts_host(tmp_path: Path) -> None:
+    paste = ("root@gpu-node-7:~# python train.py\n"
+             "-- Process 2 terminated with the following error:\n"
+             "Traceback (most recent call last):\n"
+             '  File "/x/train.py", line 9, in main\n'
+             "    raise ValueError('bad batch')\n"
+             "ValueError: bad batch\n")
+    raised = [e for e in timeline_of(tmp_path, paste).events if "bad batch" in e.text and e.kind.value == "exception"]
+    assert [(e.origin.host, e.origin.local_rank) for e in raised] == [("gpu-node-7", 2)]

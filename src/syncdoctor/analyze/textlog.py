@@ -383,8 +383,8 @@ def read_text(
                 prompt_end = end
                 state.file_origin = replace(file_origin, host=prompt["host"].decode("ascii", "replace"))
             elif b"-- Process " in raw and (spawned := _SPAWNED.match(raw)) is not None and file_origin.local_rank is None:
-                prompt_end = end
-                state.file_origin = replace(file_origin, local_rank=int(spawned["index"]))
+                prompt_end = end  # (a prompt's host before it stays: the process ran there)
+                state.file_origin = replace(state.file_origin, local_rank=int(spawned["index"]))
             at = raw.find(_INFO)
             if at >= 0:  # NCCL chatter: most of it repeats per communicator, skip what was seen
                 key = _info_key(raw, at)
