@@ -19,9 +19,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from pathlib import PurePath
 
 from syncdoctor.analyze.model import Event, FrDump, Kind, Origin
+from syncdoctor.analyze.parsers.prefixes import log_dir_attempt
 
 __all__ = [
     "COMM_ERROR_WORDS",
@@ -368,16 +368,11 @@ def _first_node_consoles(events: Sequence[Event]) -> set[str]:
             and max(ranks[source]) < len(pids) and len(hosts.get(source, ())) <= 1}
 
 
-_ATTEMPT = re.compile(r"^attempt_\d+$")
-
-
 def _attempt_dir(source: str) -> str | None:
     """The directory of one torchrun agent's attempt that a file of its --log-dir is in (``…/attempt_0`` for
     ``…/attempt_0/3/stderr.log``), or None."""
-    parts = PurePath(source).parts
-    if len(parts) >= 3 and _ATTEMPT.match(parts[-3]) and parts[-2].isdecimal():
-        return str(PurePath(*parts[:-2]))
-    return None
+    attempt = log_dir_attempt(source)
+    return attempt[0] if attempt is not None else None
 
 
 def _log_dir_offsets(events: Sequence[Event]) -> dict[str, int]:

@@ -47,6 +47,7 @@ __all__ = [
     "NcclPrefix",
     "Prefix",
     "clean",
+    "log_dir_attempt",
     "origin_from_path",
     "parse_iso_time",
     "split_nccl",
@@ -549,6 +550,15 @@ _PATH_HOST = re.compile(
 )
 
 
+def log_dir_attempt(path: str) -> tuple[str, int] | None:
+    """For a file of torchrun's --log-dir, ``<dir>/<run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log``: the
+    attempt's directory (one agent's workers) and the file's local rank; None for any other path."""
+    parts = PurePath(path).parts
+    if len(parts) >= 3 and _PATH_ATTEMPT.match(parts[-3]) and parts[-2].isdecimal():
+        return str(PurePath(*parts[:-2])), int(parts[-2])
+    return None
+
+
 def origin_from_path(path: str) -> Origin:
     """Rank, local rank and host that a file's path names (see module docstring); empty when none."""
     parts = [part for part in PurePath(path).parts if part not in ("/", ".", "..")]
@@ -563,9 +573,9 @@ def origin_from_path(path: str) -> Origin:
         if match:
             rank = int(match[1])
             break
-    # torchrun --log-dir: <dir>/<run_id>/attempt_<n>/<local_rank>/{stdout,stderr}.log
-    if len(parts) >= 3 and _PATH_ATTEMPT.match(parts[-3]) and parts[-2].isdecimal():
-        local_rank = int(parts[-2])
+    attempt = log_dir_attempt(path)
+    if attempt is not None:
+        local_rank = attempt[1]
     for part in reversed(parts[:-1]):
         if rank is None:
             match = _DIR_RANK.match(part)
