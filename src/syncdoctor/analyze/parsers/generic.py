@@ -17,7 +17,8 @@ import re
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["CONNECTIONS_DROPPED", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS", "NO_PROGRESS", "parse"]
+__all__ = ["ASSERT_MACRO", "CONNECTIONS_DROPPED", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS", "NO_PROGRESS",
+           "parse"]
 
 # words for a failure that carry no error word, each an error line here and read for its category by rules.phrases
 # (one list for both): health checkers' and tools' findings on a GPU (NHC, aznhc, gpud, DCGM's diagnostics, GCM,
@@ -64,6 +65,8 @@ NO_PROGRESS = (r"Did not get (?:initial|subsequent) heartbeat\b|\bSection '[^'\n
 # behind the held cases found a library bug or the RDMA setup, not a late rank)
 _GPU_COMM_TIMEOUT = (r"\bDeepEP\b[^\n]{0,80}\btimeout(?: for\b| \(|[,:]|\s*$)|\breceived timeout signal from GPU thread"
                     r"|\bibgda_poll_cq timeout\b")
+# a library's assertion macro that failed (ggml's ``GGML_ASSERT: ggml-backend.c:226: offset + size <= …``)
+ASSERT_MACRO = r"\b[A-Z][A-Z0-9]{1,15}_ASSERT: "
 HOST_NETWORK_DOWN = r"now running without any active interface|link status definitely down"
 CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port"
 _ERROR = re.compile(
@@ -72,8 +75,7 @@ _ERROR = re.compile(
     r"\breturn code\s*[=:]?\s*-?[1-9]|\bSIG(?:KILL|SEGV|ABRT|BUS|ILL|FPE)\b|terminate called|"
     # libc++'s (macOS, clang builds) words for libstdc++'s ``terminate called``; c10's and gloo's failed checks
     r"terminating (?:with|due to) uncaught exception|\benforce fail\b|"
-    # a library's assertion macro that failed (ggml's ``GGML_ASSERT: ggml-backend.c:226: offset + size <= …``)
-    r"\b[A-Z][A-Z0-9]{1,15}_ASSERT: |"
+    + ASSERT_MACRO + r"|"
     # ENOMEM in a library's words (libfabric's EFA provider: ``… err: Cannot allocate memory (-12)``), and libfabric's
     # completion error (``<warn> err: 5, message: Invalid address``)
     r"\bCannot allocate memory\b|\berr: -?\d{1,5}, message: |"

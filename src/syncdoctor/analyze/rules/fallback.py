@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind, Ref
+from syncdoctor.analyze.parsers.generic import ASSERT_MACRO
 from syncdoctor.analyze.rules.common import (
     Attribution,
     attribute,
@@ -112,7 +113,7 @@ def _its_own_failure(tl: Timeline, first: Event, did: str, *, what: str, fix: st
 
 # a C or C++ assertion that failed: a library's macro (ggml's ``GGML_ASSERT: ggml-backend.c:226: …``), assert(3)'s
 # ``Assertion failed: (rank < size), function …`` (BSD, macOS) and ``assertion failed: …`` (Rust's, others')
-_ASSERTION = re.compile(r"\b[A-Z][A-Z0-9]{1,15}_ASSERT: |\b[Aa]ssertion failed\b")
+_ASSERTION = re.compile(ASSERT_MACRO + r"|\b[Aa]ssertion failed\b")
 # a communication library's own internal check (MPICH's ``Assertion failed in file src/mpid/ch4/src/init_comm.c at
 # line 72``, Cray MPICH's ``(&MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX)->count == 0``): the library's, as its other internal
 # errors are (an error no rule explains), not the program's
