@@ -9,6 +9,7 @@ The undoing itself (syncdoctor.analyze.paste) is tested on plain bytes below."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from syncdoctor.analyze.paste import (
     paste_margin,
     records_text,
     strings_text,
+    unescaped,
     unjsoned,
     unspaced,
     unwrap,
@@ -82,6 +84,10 @@ def docker_json(text: str) -> str:  # Docker's json-file driver: each line a rec
                    + "\n" for n, line in enumerate(_lines(text)))
 
 
+def escaped(text: str) -> str:  # the page's source (its HTML, a forum's raw text), not what it showed: ``&lt;``
+    return html.escape(text, quote=True)
+
+
 def _category(path: Path) -> str:
     hypotheses = analyze_paths([str(path)]).diagnosis.hypotheses
     return hypotheses[0].code if hypotheses else "-"
@@ -102,7 +108,7 @@ def right_cases() -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(("shape", "allowed"), [
-    (crlf, 0), (quoted, 0), (indented, 0), (coloured, 0), (nonbreaking, 0),
+    (crlf, 0), (quoted, 0), (indented, 0), (coloured, 0), (nonbreaking, 0), (escaped, 0),
     # a collector's timestamps stand beside the log's own, which some readings compare (a heartbeat's age), and
     # before a fence or a tool's own report header: a few cases may read otherwise
     (stamped, 0.01), (cri, 0.01), (docker_json, 0),
@@ -224,6 +230,15 @@ def test_the_margin_every_line_shares() -> None:
     assert paste_margin(b"   ```\n   line one\n     indented more\n\n   ```\n") == b"   "
     assert paste_margin(b"> quoted\n> > nested\n>\n") == b"> "
     assert paste_margin(b"line one\n    indented\n") == b""
+
+
+def test_a_page_s_entities_are_the_characters_they_stand_for_once() -> None:
+    assert unescaped(b"NCCL WARN Net : Connection closed by remote peer node-3&lt;56262&gt;\n") == (
+        b"NCCL WARN Net : Connection closed by remote peer node-3<56262>\n")
+    assert unescaped(b"&gt; RuntimeError: &quot;x&quot; isn&#39;t &#x27;y&#x27;\n") == b"> RuntimeError: \"x\" isn't 'y'\n"
+    assert unescaped(b"a &amp;lt; b\n") == b"a &lt; b\n"  # the page showed ``&lt;``
+    plain = b"srun --export=ALL,A=1&B=2 && echo &x; done\n"  # an ampersand of no entity stays as written
+    assert unescaped(plain) is plain
 
 
 def test_a_blank_line_after_every_line_is_a_filler_line() -> None:

@@ -21,6 +21,7 @@ from syncdoctor.analyze.paste import (
     double_spaced,
     paste_margin,
     plain_spaces,
+    unescaped,
     unspaced,
     unwrap,
     without_margin,
@@ -344,7 +345,7 @@ def read_text(
         # first: a search for the pair costs a second per GB)
         if b"\r" in block and b"\r\n" in block:
             block = block.replace(b"\r\n", b"\n")
-        block = plain_spaces(block)
+        block = unescaped(plain_spaces(block))
         if b"\x1b" in block:  # colour codes inside the words the scanner looks for (``NCCL \x1b[33mWARN``)
             block = ANSI_BYTES.sub(b"", block)
         if margin is None:
