@@ -74,6 +74,10 @@ def stamped(text: str) -> str:
                    for n, line in enumerate(_lines(text)))
 
 
+def tab_stamped(text: str) -> str:  # an export's columns (CloudWatch's, a spreadsheet's): the stamp, a tab, the line
+    return "".join(f"2024-05-01T12:{n // 60 % 60:02d}:{n % 60:02d}.123+00:00\t{line}\n" for n, line in enumerate(_lines(text)))
+
+
 def cri(text: str) -> str:  # a container runtime's own file (/var/log/pods/…): its stamp, the stream, F (whole)
     return "".join(f"2024-05-01T12:{n // 60 % 60:02d}:{n % 60:02d}.123456789Z stderr F {line}\n"
                    for n, line in enumerate(_lines(text)))
@@ -111,7 +115,7 @@ def right_cases() -> list[tuple[str, str, str]]:
     (crlf, 0), (quoted, 0), (indented, 0), (coloured, 0), (nonbreaking, 0), (escaped, 0),
     # a collector's timestamps stand beside the log's own, which some readings compare (a heartbeat's age), and
     # before a fence or a tool's own report header: a few cases may read otherwise
-    (stamped, 0.01), (cri, 0.01), (docker_json, 0),
+    (stamped, 0.01), (tab_stamped, 0.01), (cri, 0.01), (docker_json, 0),
     # a terminal's hard wrap at 120 columns: joined again where two different lines end exactly there and go on
     # in lines of no prefix; a paste with one long line, or a continuation that starts like a line of its own (a
     # rank, a time), is not (15 of 600)

@@ -443,6 +443,8 @@ def split_prefix(text: str) -> Prefix:
                 if journal:
                     host = journal["host"]
                     start = end = journal.end()
+                elif text.startswith("\t", end) and not _OLMO.match(text, end):  # a tab after it (an export's
+                    start = end = end + 1  # columns: ``2024-05-01T12:00:00.123+00:00\tValueError: …``)
             pos = end
             continue
         match = _VLLM_LOG.match(text, pos)
