@@ -200,3 +200,16 @@ def test_a_spawned_processs_traceback_after_a_prompt_keeps_the_prompts_host(tmp_
              "ValueError: bad batch\n")
     raised = [e for e in timeline_of(tmp_path, paste).events if "bad batch" in e.text and e.kind.value == "exception"]
     assert [(e.origin.host, e.origin.local_rank) for e in raised] == [("gpu-node-7", 2)]
+
+
+def test_a_layer_that_reached_none_of_the_peers_it_was_given_is_a_peer_not_reached(tmp_path: Path) -> None:
+    # real: learning-at-home/hivemind#551 (the daemon of a peer in WSL could not reach its bootstrap peer on EC2):
+    # an error no rule explains before
+    each_read(tmp_path, {
+        "Daemon failed to start: 2023/01/20 13:11:28 failed to connect to bootstrap peers": Category.PEER_UNREACHABLE,
+        "grpc._channel._InactiveRpcError: status = StatusCode.UNAVAILABLE details = \"failed to connect to all "
+        "addresses\"": Category.PEER_UNREACHABLE,
+        "RuntimeError: Unable to connect to the coordinator server at 10.1.2.3:8476": Category.PEER_UNREACHABLE})
+    # a download's host is none of the job's
+    top = diagnose_paste(tmp_path, "OSError: failed to connect to all addresses of https://huggingface.co\n")
+    assert top.hypotheses[0].category is not Category.PEER_UNREACHABLE

@@ -381,7 +381,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # ``mca_btl_tcp_endpoint_complete_connect: connect() failed with errno=113``)
                 r"|\bconnect\(\)[^\n]{0,80}\berrno[= ]?(?:113|111|101)\b"
                 # PaddlePaddle's store client (``(InvalidArgument) Network 10.1.2.3:6170 cannot be connected.``)
-                r"|\bNetwork [\w.:\-\[\]]{1,80} cannot be connected\b", _I)),
+                r"|\bNetwork [\w.:\-\[\]]{1,80} cannot be connected\b"
+                # a peer-to-peer or RPC layer that reached none of the peers it was given (hivemind's daemon: ``failed
+                # to connect to bootstrap peers``; gRPC's ``failed to connect to all addresses``)
+                r"|\b(?:failed|unable|could not|couldn't|cannot|can't) (?:to )?connect to (?:any |all |the )?"
+                r"(?:(?:bootstrap|remote|initial) )?(?:peers\b|addresses\b|(?:master|coordinator|head) (?:node|server)\b)", _I)),
     # a watchdog of the training's own (the resiliency extension's rank monitor and launcher, AXLearn's, the
     # userbuffers of TransformerEngine's comm-GEMM overlap) saying a rank made no progress past its bound
     (Category.UNEXPLAINED_TIMEOUT, "a rank that made no progress past a watchdog's bound (a hang; what held it is "
