@@ -213,3 +213,15 @@ def test_a_layer_that_reached_none_of_the_peers_it_was_given_is_a_peer_not_reach
     # a download's host is none of the job's
     top = diagnose_paste(tmp_path, "OSError: failed to connect to all addresses of https://huggingface.co\n")
     assert top.hypotheses[0].category is not Category.PEER_UNREACHABLE
+
+
+def test_a_socket_error_s_type_and_code_are_read_whatever_the_language_of_its_words(tmp_path: Path) -> None:
+    # Windows writes its socket errors in the system's language (a Chinese user's paste: ``[WinError 10061] 由于…``):
+    # the exception's type and the code say what the words say; an exception of the program before
+    each_read(tmp_path, {
+        "ConnectionRefusedError: [WinError 10061] 由于目标计算机积极拒绝，无法连接。": Category.PEER_UNREACHABLE,
+        "ConnectionRefusedError: [WinError 10061] No connection could be made because the target machine actively "
+        "refused it": Category.PEER_UNREACHABLE,
+        "TimeoutError: [WinError 10060] 由于连接方在一段时间内没有正确答复或连接的主机没有反应，连接尝试失败。": Category.PEER_UNREACHABLE,
+        "OSError: [Errno 113] Keine Route zum Zielrechner": Category.PEER_UNREACHABLE,
+        "OSError: [WinError 10048] 通常每个套接字地址(协议/网络地址/端口)只允许使用一次。": Category.PORT_IN_USE})

@@ -66,7 +66,9 @@ DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of ra
 # (category, what the words say, the words); causes first, in the order they are tried on a line
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PORT_IN_USE, "a port already in use",
-     re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?in use"
+     re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b"
+                # Windows' code for it, whatever the language of its words (``[WinError 10048] 通常每个套接字地址…``)
+                r"|\bWinError 10048\b|\bsystem error: 10048\b|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?in use"
                 r"|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?(?:taken|occupied)"
                 r"|\b(?:address|port)\b[^\n]{0,40}\b(?:been|is|are) (?:already )?bound(?: already)?\b|\balready bound\b"
                 # OneFlow's bootstrap and control servers, whose bind got port 0 back (``Check failed: p == port()
@@ -384,6 +386,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bNetwork [\w.:\-\[\]]{1,80} cannot be connected\b"
                 # a peer-to-peer or RPC layer that reached none of the peers it was given (hivemind's daemon: ``failed
                 # to connect to bootstrap peers``; gRPC's ``failed to connect to all addresses``)
+                # what the error's type and code say whatever the language of its words (a localized system's:
+                # ``ConnectionRefusedError: [Errno 111] Verbindungsaufbau abgelehnt``, ``[WinError 10061] 由于目标计算机积极
+                # 拒绝，无法连接。``): refused, no route, network unreachable, timed out (Linux's numbers, Windows')
+                r"|\bConnectionRefusedError\b|\[(?:Errno (?:111|113|101|110)|WinError (?:10061|10065|10051|10060))\]"
+                r"|\bactively refused\b"
                 r"|\b(?:failed|unable|could not|couldn't|cannot|can't) (?:to )?connect to (?:any |all |the )?"
                 r"(?:(?:bootstrap|remote|initial) )?(?:peers\b|addresses\b|(?:master|coordinator|head) (?:node|server)\b)", _I)),
     # a watchdog of the training's own (the resiliency extension's rank monitor and launcher, AXLearn's, the
