@@ -14,6 +14,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, nccl_coll, parse_line, start_followers
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
+from syncdoctor.analyze.parsers.prefixes import origin_from_path
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
 from syncdoctor.analyze.paste import (
     ANSI_BYTES,
@@ -52,6 +53,9 @@ _PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-
 # terminated with the following error:``; the lines after it, up to a blank line or the next such line, are that
 # process's (its index among the spawned ones: its local rank)
 _SPAWNED = re.compile(rb"^\W{0,4}-- Process (?P<index>\d{1,6}) terminated with the following error:")
+# ``tail`` or ``head`` over several files (``tail -n 50 logs/*.log``): ``==> logs/rank3.log <==`` before each file's
+# lines; the lines after it, up to the next such header, are that file's, whose name says whose they are
+_FILE_HEADER = re.compile(rb"^==> (?P<path>[^\n<>]{1,400}) <==\s*$")
 # a paste whose newlines were lost (a page's rendered text copied, markdown joining the lines of an unfenced paste):
 # log lines run together on one line, each still behind its writer's prefix; read apart, at the same line number
 _BAR_ENDS = (b"/s]", b"s/it]")  # the end of a progress bar's rate field: ``2.14it/s]``, ``43.23s/it]``
@@ -338,6 +342,7 @@ def read_text(
     margin: bytes | None = None
     width: int | None = None
     spaced: bool | None = None
+    scope = file_origin  # whose the lines are where no prompt or process names one: the file's, or a header's in it
     before = last = b""  # the last two blocks read: NCCL's COLL trace is read in their end only (parsers.nccl_coll)
     for block in blocks:
         stats.bytes += len(block)
@@ -352,7 +357,7 @@ def read_text(
             margin = paste_margin(block)
             host = _glog_machine(block) if file_origin.host is None else None
             if host is not None:  # a glog file's header names its machine: every line of the file is from there
-                file_origin = state.file_origin = replace(file_origin, host=host)
+                file_origin = state.file_origin = scope = replace(file_origin, host=host)
         block = without_margin(block, margin)
         if spaced is None:
             spaced = double_spaced(block)
@@ -375,15 +380,21 @@ def read_text(
             raw = block[start:end]
             if b"\r" in raw:  # a terminal's redraws (a progress bar's ``\r``): what it showed last, after the last one
                 raw = _redrawn(raw)
+            if raw.startswith(b"==> ") and (header := _FILE_HEADER.match(raw)) is not None:
+                # (origin_from_path: the file's rank, local rank or host, over those of the paste that holds it)
+                named = origin_from_path(_decode(header["path"]).strip())
+                scope = state.file_origin = named.filled_from(file_origin)
+                prompt_end = -1
+                continue
             if prompt_end >= 0:  # each gap is looked at once: the scope moves on with the lines read
                 if _blank_line(block, prompt_end, start):
-                    prompt_end, state.file_origin = -1, file_origin
+                    prompt_end, state.file_origin = -1, scope
                 else:
                     prompt_end = end
-            if b"@" in raw and (prompt := _PROMPT.match(raw)) is not None and file_origin.host is None:
+            if b"@" in raw and (prompt := _PROMPT.match(raw)) is not None and scope.host is None:
                 prompt_end = end
-                state.file_origin = replace(file_origin, host=prompt["host"].decode("ascii", "replace"))
-            elif b"-- Process " in raw and (spawned := _SPAWNED.match(raw)) is not None and file_origin.local_rank is None:
+                state.file_origin = replace(scope, host=prompt["host"].decode("ascii", "replace"))
+            elif b"-- Process " in raw and (spawned := _SPAWNED.match(raw)) is not None and scope.local_rank is None:
                 prompt_end = end  # (a prompt's host before it stays: the process ran there)
                 state.file_origin = replace(state.file_origin, local_rank=int(spawned["index"]))
             at = raw.find(_INFO)
@@ -420,7 +431,7 @@ def read_text(
                 if _feed(state, active, block, end + 1, number + 1):
                     state.active.append(active)
         lines_before = counted + block.count(b"\n", counted_pos)
-        state.file_origin = file_origin  # a prompt's scope ends with its block
+        state.file_origin = scope  # a prompt's scope ends with its block (a file header's goes on)
         before, last = last, block  # (references: the tail is cut from them once, at the end)
     for active in state.active:
         events.extend(active.follower.finish())
