@@ -225,3 +225,30 @@ def test_a_socket_error_s_type_and_code_are_read_whatever_the_language_of_its_wo
         "TimeoutError: [WinError 10060] 由于连接方在一段时间内没有正确答复或连接的主机没有反应，连接尝试失败。": Category.PEER_UNREACHABLE,
         "OSError: [Errno 113] Keine Route zum Zielrechner": Category.PEER_UNREACHABLE,
         "OSError: [WinError 10048] 通常每个套接字地址(协议/网络地址/端口)只允许使用一次。": Category.PORT_IN_USE})
+
+
+def test_an_mpi_transport_that_could_not_make_its_completion_queue_is_the_memlock_limit(tmp_path: Path) -> None:
+    # real: flux-framework/flux-core#4451 (MVAPICH2 under Flux, the locked-memory limit the jobs inherited): an error
+    # no rule explains before
+    each_read(tmp_path, {
+        "0.260s: job.exception type=exec severity=0 MPI_Abort: Fatal error in MPI_Init: Other MPI error, error stack: "
+        "MPIDI_CH3I_RDMA_init(446):  rdma_iba_hca_init(1636)..: cannot create cq": Category.MEMLOCK_LIMIT,
+        "[node-3][[43814,1],3][btl_openib_component.c:1548:init_one_device] Failed to create a completion queue (CQ):":
+            Category.MEMLOCK_LIMIT})
+
+
+def test_an_empty_store_address_on_the_launch_is_named(tmp_path: Path) -> None:
+    # real: deepspeedai/DeepSpeed#2612 (its launcher took the first node's address from `hostname -I`, empty in the
+    # pod: ``--master_addr= --master_port=29500``), silent before: its lines are INFO ones
+    for paste in ("[2022-12-15 21:00:19,545] [INFO] [runner.py:508:main] cmd = pdsh -S -f 1024 -w ddp-0,ddp-1 cd /app; "
+                  "/usr/local/bin/python -u -m deepspeed.launcher.launch --world_info=eyJ= --node_rank=%n "
+                  "--master_addr= --master_port=29500 train.py\n",
+                  "+ torchrun --nnodes 2 --master_addr --master_port 29500 train.py\n",
+                  "MASTER_ADDR=\nMASTER_PORT=29500\n"):
+        top = diagnose_paste(tmp_path, paste).hypotheses[0]
+        assert top.category is Category.PEER_UNREACHABLE and "address is empty" in top.title, paste
+    # a value, a variable the shell expands later, a usage text: none is empty
+    for paste in ("cmd = torchrun --master_addr=10.0.0.1 --master_port=29500 train.py\n",
+                  "torchrun --master_addr $MASTER_ADDR --master_port 29500 train.py\n",
+                  "usage: torchrun [--master_addr MASTER_ADDR] [--master_port MASTER_PORT]\n"):
+        assert not any("address is empty" in h.title for h in diagnose_paste(tmp_path, paste).hypotheses), paste

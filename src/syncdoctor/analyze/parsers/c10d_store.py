@@ -139,6 +139,10 @@ _ENDPOINT = re.compile(r"will con\w{2,5}ct to TCPStore server at " + _VALUE  # t
                        + r"|\bMASTER_ADDR\s*[=:]\s*" + _VALUE + r"|--master[_-]addr[= ]" + _VALUE
                        + r"|(?<![\w-])master_addr=" + _VALUE  # torchrun's agent: "Rendezvous complete … master_addr=node-3"
                        + r"|--rdzv[_-]endpoint[= ]" + _VALUE)
+# an address that is empty where the launcher's command line or the environment gives it (``--master_addr=
+# --master_port=29500``: DeepSpeed's launcher took it from ``hostname -I``, which gave nothing in its pod; a job
+# script's variable unset)
+_EMPTY_ENDPOINT = re.compile(r"--master[_-]addr(?:=(?=[\s;'\"]|$)|\s+(?=--|$))|\bMASTER_ADDR=(?=[\s;]|$)")
 # env://'s own words for a variable torchrun (or srun, mpirun) sets that is not set: no address at all, the launcher
 # missing (``environment variable RANK expected, but not set``)
 _UNSET = re.compile(r"environment variable \w+ expected, but not set")
@@ -230,6 +234,8 @@ def _store_endpoint(line: Line) -> list[Event]:
             if groups[at]:
                 found = (groups[at], int(groups[at + 1]) if groups[at + 1] else None)
     if found is None:
+        if _EMPTY_ENDPOINT.search(line.body):
+            return [make_event(Kind.STORE_ENDPOINT, line, data={"store_host": "", "store_port": None, "empty": True})]
         return []
     return [make_event(Kind.STORE_ENDPOINT, line, data={"store_host": found[0], "store_port": found[1]})]
 

@@ -95,7 +95,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|Failed to register memory\b[^\n]{0,80}(?:Cannot allocate memory|ENOMEM)"
                 # a job script not allowed to raise its own limit (``ulimit: max locked memory: cannot modify limit:
                 # Operation not permitted``: the container's or the daemon's limit is the one to raise)
-                r"|ulimit: max locked memory: cannot modify limit", _I)),
+                r"|ulimit: max locked memory: cannot modify limit"
+                # MPI's verbs transports that could not make a completion queue at init, the memory of which they
+                # pin (MVAPICH2's ``rdma_iba_hca_init(1636)..: cannot create cq``, Open MPI's openib ``Failed to create
+                # a completion queue (CQ)``): the locked-memory limit the job inherited, as their FAQs say
+                r"|\brdma_iba_hca_init\b[^\n]{0,40}cannot create cq\b|\bFailed to create a completion queue\b", _I)),
     # a process out of file descriptors (EMFILE), also on /dev/shm (``OSError: [Errno 24] Too many open files:
     # '/dev/shm/torch_48213_…'``: the DataLoader's file-descriptor sharing, not the segment's size): before shm's words
     (Category.UNRECOGNISED, "a process out of file descriptors (its open-files limit, ulimit -n)",

@@ -278,6 +278,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     out += _launch_unreachable(tl)
     if not out:
         out += _store_gone_at_shutdown(tl)
+    out += _empty_store_address(tl)
     # (its words, ``unhandled system error``, or its code alone: ``ncclSystemError: System call (e.g. socket, malloc) …``)
     system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", "")).lower()
               or e.data.get("code") == "ncclSystemError"]
@@ -357,9 +358,30 @@ _WRAPPED_LINES = 4  # a quoted warning re-flowed by the paste onto the next line
 def _named_store(tl: Timeline) -> Event | None:
     """The store's address as another line of the paste names it (MASTER_ADDR=, --master_addr, torchelastic's
     "will connect to TCPStore server at"), when they all name one host."""
-    named = [e for e in tl.of(Kind.STORE_ENDPOINT) if not e.data.get("listening")]  # not a Paddle trainer's own
+    named = [e for e in tl.of(Kind.STORE_ENDPOINT)  # not a Paddle trainer's own, nor an empty one
+             if not e.data.get("listening") and not e.data.get("empty")]
     hosts = {str(e.data.get("store_host")) for e in named}
     return named[-1] if len(hosts) == 1 else None
+
+
+def _empty_store_address(tl: Timeline) -> list[Hypothesis]:
+    """The store's address is empty where the launcher's command line or the environment gives it
+    (``--master_addr= --master_port=29500``, ``MASTER_ADDR=``): the workers have no host to reach the store at."""
+    empty = [e for e in tl.of(Kind.STORE_ENDPOINT) if e.data.get("empty")]
+    if not empty:
+        return []
+    where = attribute(empty, tl)
+    title = (f"the store's address is empty{' on ' + where.text if where.text else ''}: the launch gave no host for "
+             "MASTER_ADDR (--master_addr=), so no worker can reach the store")
+    what = ("The launcher's command line or the environment passes an empty MASTER_ADDR: whatever should have given "
+            "the first node's address gave nothing. DeepSpeed's launcher takes it from `hostname -I` on the first node "
+            "(empty in some containers and pods); a job script's variable may be unset or misspelt. The workers then "
+            "fail to connect to the store, or wait for it until their timeout.")
+    fix = ("Give the first node's IP address explicitly (--master_addr, MASTER_ADDR; DeepSpeed: --master_addr), and "
+           "check what the script or the launcher derives it from on that node (`hostname -I`, `scontrol show "
+           "hostnames`, the pod's IP).")
+    return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.5, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(empty, "the store's address, empty", 2))]
 
 
 def _store_gone_at_shutdown(tl: Timeline) -> list[Hypothesis]:
