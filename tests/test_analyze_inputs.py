@@ -314,6 +314,8 @@ def test_a_corrupt_or_bounded_archive_keeps_what_was_read(tmp_path: Path, monkey
     ("utf16be.log", lambda t: codecs.BOM_UTF16_BE + t.encode("utf-16-be")),
     ("bom.log", lambda t: codecs.BOM_UTF8 + t.encode()),  # Notepad's UTF-8: the mark before the first prefix
     ("utf16.log.gz", lambda t: gzip.compress(codecs.BOM_UTF16_LE + t.encode("utf-16-le"))),
+    ("utf16le-nomark.log", lambda t: t.encode("utf-16-le")),  # a tool's export (.NET's writer) without the mark
+    ("utf16be-nomark.log", lambda t: t.encode("utf-16-be")),
 ])
 def test_a_log_in_utf16_or_with_a_byte_order_mark_is_read(tmp_path: Path, name: str, encode) -> None:
     text = ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\r\n"
@@ -324,6 +326,16 @@ def test_a_log_in_utf16_or_with_a_byte_order_mark_is_read(tmp_path: Path, name: 
     top = analysis.diagnosis.hypotheses[0]
     assert (top.code, top.culprit_ranks) == ("A004", (3,))
     assert analysis.collected.lines_read == 4000
+
+
+def test_utf16_without_a_mark_is_told_from_other_bytes() -> None:
+    from syncdoctor.analyze.inputs import _utf16_without_mark
+    text = "[rank3]: torch.OutOfMemoryError: CUDA out of memory. café ✓\n" * 10
+    assert _utf16_without_mark(text.encode("utf-16-le")) == "utf-16-le"
+    assert _utf16_without_mark(text.encode("utf-16-be")) == "utf-16-be"
+    for other in (text.encode(), b"\0" * 512, b"node1/rank3.log" + b"\0" * 497, bytes(range(256)) * 2,
+                  "x\n".encode("utf-16-le")):  # UTF-8, zeros, a tar header, binary, too short to tell
+        assert _utf16_without_mark(other) is None
 
 
 def test_a_utf16_stream_decodes_what_it_is_given_in_pieces() -> None:

@@ -159,23 +159,45 @@ def chunks_stream(chunks: Iterator[bytes]) -> io.BufferedReader[Any]:
     return io.BufferedReader(_Chunks(chunks), 1 << 16)
 
 
-def _utf16_as_utf8(stream: BinaryIO) -> Iterator[bytes]:
+def _utf16_as_utf8(stream: BinaryIO, codec: str = "utf-16") -> Iterator[bytes]:
     """A UTF-16 stream (PowerShell's ``>`` and ``Out-File`` write logs so) as UTF-8, decoded as it is read."""
-    decoder = codecs.getincrementaldecoder("utf-16")("replace")  # (the BOM says which byte order)
+    decoder = codecs.getincrementaldecoder(codec)("replace")  # ("utf-16": the BOM says which byte order)
     while chunk := stream.read(1 << 16):
         yield decoder.decode(chunk).encode("utf-8")
     yield decoder.decode(b"", final=True).encode("utf-8")
 
 
+_UTF16_HEAD = 512  # bytes of a stream looked at for its encoding
+
+
+def _utf16_without_mark(head: bytes) -> str | None:
+    """The byte order of UTF-16 text that has no byte-order mark (a tool's export, .NET's writer without one): the
+    high byte of nearly every character of a log's ASCII is zero, the low one hardly ever. None for anything else."""
+    size = len(head) // 2 * 2
+    if size < 32:
+        return None
+    even, odd = head[0:size:2], head[1:size:2]
+    half = size // 2
+    if odd.count(0) >= 0.9 * half and even.count(0) <= 0.1 * half:
+        return "utf-16-le"
+    if even.count(0) >= 0.9 * half and odd.count(0) <= 0.1 * half:
+        return "utf-16-be"
+    return None
+
+
 def as_utf8(stream: io.BufferedReader[Any]) -> io.BufferedReader[Any]:
-    """``stream`` as UTF-8 bytes: a UTF-16 log (its byte-order mark first) decoded, UTF-8's own mark skipped (it would
+    """``stream`` as UTF-8 bytes: a UTF-16 log (its byte-order mark first, or none) decoded, UTF-8's own mark skipped (it would
     stand before the first line's prefix). Anything else as it is."""
     try:
-        mark = stream.peek(3)[:3]
+        head = stream.peek(_UTF16_HEAD)[:_UTF16_HEAD]
     except (OSError, EOFError, zlib.error):  # a cut or corrupt gzip: its reader says so where it is read
         return stream
+    mark = head[:3]
     if mark[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
         return chunks_stream(_utf16_as_utf8(stream))
+    order = _utf16_without_mark(head)
+    if order is not None:
+        return chunks_stream(_utf16_as_utf8(stream, order))
     if mark == codecs.BOM_UTF8:
         stream.read(3)
     return stream
