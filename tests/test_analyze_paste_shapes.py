@@ -19,7 +19,7 @@ import pytest
 
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Category
-from syncdoctor.analyze.parsers.prefixes import clean
+from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 from syncdoctor.analyze.paste import (
     FILLER,
     double_spaced,
@@ -440,3 +440,28 @@ def test_several_files_pasted_under_tails_headers_read_as_the_files_apart(tmp_pa
                 (h.code, h.culprit_ranks, h.culprit_hosts) for h in together[:1]]:
             changed.append(folder.name)
     assert cases >= 150 and len(changed) <= 0.03 * cases, changed
+
+
+@pytest.mark.parametrize("logged", [
+    "ERROR:__main__:",  # logging's BASIC_FORMAT
+    "2024-05-01 12:00:00,123 - root - ERROR - ",  # the cookbook's format
+    "2024-05-01 12:00:00,123 - ERROR - ",
+    "[2024-05-01 12:00:00,123][__main__][ERROR] - ",  # Hydra's
+    "2024-05-01 12:00:00 | ERROR | ",
+    "[2024-05-01 12:00:00,123] [ERROR] [train.py:12:main] ",
+])
+def test_an_exception_a_logger_wrote_is_read_after_its_level(tmp_path: Path, logged: str) -> None:
+    path = tmp_path / "paste.txt"
+    path.write_text(f"{logged}ValueError: Expected input batch_size (16) to match target batch_size (12).\n")
+    top = analyze_paths([str(path)]).diagnosis.hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and "ValueError" in top.title
+    assert split_prefix(f"{logged}ValueError: x").severity == "error"
+
+
+def test_a_loggers_level_stays_where_a_format_of_its_own_is_read() -> None:
+    # DeepSpeed's launcher and HCCL keep their level in the body, where their readings look for it; so does a message
+    # that is no exception
+    for line in ("[2023-05-29 10:11:41,381] [ERROR] [launch.py:324:sigkill_handler] ['/usr/bin/python3', '-u'] exits "
+                 "with return code = -7", "[ERROR] HCCL(3743927,python):2023-11-08-14:43:37.912.345 [task_exception]",
+                 "ERROR:root:something went wrong"):
+        assert "ERROR" in split_prefix(line).body

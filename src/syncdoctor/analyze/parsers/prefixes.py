@@ -189,6 +189,21 @@ _NCCL_BARE = re.compile(
     r"(?:(?P<file>[\w./\-]{1,200}\.(?:cc|cu|c|h|hpp|cpp)):(?P<fline>\d{1,6}) (?:NCCL )?|NCCL )"
     r"(?P<level>INFO|WARN|ABORT)\b ?"
 )
+# Python logging's level (and logger) before the message, in the formats scripts configure most: BASIC_FORMAT's
+# ``ERROR:root:``, the cookbook's ``- root - ERROR - `` (after its stamp) and ``ERROR - ``, Hydra's ``[__main__][ERROR] -
+# ``, a pipe's ``| ERROR | ``, a bracketed ``[ERROR] `` (DeepSpeed's with where it logged: ``[ERROR] [engine.py:12:step]
+# ``), where an exception follows: its line is read from its start, as the parsers read an exception's (``ValueError:
+# …``); other messages keep the level in their body, where the readings of their formats look for it (DeepSpeed's
+# launcher's ``[ERROR] [launch.py:324:sigkill_handler]``, HCCL's ``[ERROR] HCCL(…)``)
+_PY_LEVEL = re.compile(
+    r"(?P<a>DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.<>\-]{1,200}:(?=\S)"
+    r"|-? ?(?:[\w.<>\-]{1,100} - )?(?P<b>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+    r"|\[[\w.<>\-]{1,100}\]\[(?P<c>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
+    r"|\| ?(?P<d>DEBUG|INFO|WARNING|ERROR|CRITICAL) *\| "
+    r"|\[(?P<e>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] (?:\[[\w.\-]{1,200}:\d{1,6}:[\w<>]{1,100}\] )?"
+)
+_EXCEPTION_AHEAD = re.compile(r"(?:[a-z_][\w]{0,60}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception|Interrupt|Exit)\b"
+                              r"|Traceback \(most recent call last\)")
 _SEVERITY = {"I": "info", "W": "warning", "E": "error", "F": "fatal"}
 _LEVELS = {"DEBUG": "", "INFO": "info", "WARNING": "warning", "ERROR": "error", "CRITICAL": "fatal"}
 # what pasting a log into an issue or a chat does to it: colour codes (or their remains once the ESC byte is
@@ -470,6 +485,10 @@ def split_prefix(text: str) -> Prefix:
             pos = match.end()
             continue
         break
+    logged = _PY_LEVEL.match(text, pos)
+    if logged and _EXCEPTION_AHEAD.match(text, logged.end()):
+        severity = severity or _LEVELS[next(level for level in logged.groups() if level)]
+        pos = logged.end()
     return Prefix(
         origin=Origin(rank=rank, local_rank=local_rank, pid=pid, host=host or compose),
         body=text[pos:],
