@@ -252,3 +252,24 @@ def test_an_empty_store_address_on_the_launch_is_named(tmp_path: Path) -> None:
                   "torchrun --master_addr $MASTER_ADDR --master_port 29500 train.py\n",
                   "usage: torchrun [--master_addr MASTER_ADDR] [--master_port MASTER_PORT]\n"):
         assert not any("address is empty" in h.title for h in diagnose_paste(tmp_path, paste).hypotheses), paste
+
+
+def test_nccl_without_libibverbs_on_a_host_with_ipoib_runs_over_sockets(tmp_path: Path) -> None:
+    # real: sgl-project/sglang#1427 (the image lacked libibverbs: every node's NCCL over TCP on ib0), silent before:
+    # NCCL 2.8+ says it at INFO
+    paste = ("node1:100:100 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
+             "node1:100:100 [0] NCCL INFO NET/Socket : Using [0]ib0:10.0.0.1<0>\n"
+             "node1:100:100 [0] NCCL INFO Using network Socket\n")
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.SOCKET_FALLBACK and "ib0" in top.title and top.confidence >= 0.5
+    # on a machine whose sockets run on an Ethernet NIC, that INFO line is what every run prints: nothing, and no
+    # error either
+    quiet = paste.replace("ib0:10.0.0.1", "eth0:10.0.0.1")
+    assert diagnose_paste(tmp_path, quiet).hypotheses == ()
+
+
+def test_libibverbs_without_the_nics_provider_is_an_error_line(tmp_path: Path) -> None:
+    # real: horovod/horovod#1117 (the image lacked libmlx5: RDMA unusable, NCCL over TCP), silent before
+    top = diagnose_paste(tmp_path, "Warning: no userspace device-specific driver found for "
+                                   "/sys/class/infiniband_verbs/uverbs0\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "device-specific driver" in top.title

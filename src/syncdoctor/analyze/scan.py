@@ -435,6 +435,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"detects no heartbeat",  # (PyTorch 2.2's monitoring thread killing a rank whose watchdog hung)
     b"_ASSERT",  # (a library's assertion macro: ggml's ``GGML_ASSERT: ggml-backend.c:226: …``)
     b"==> ",  # (``tail`` over several files: ``==> logs/rank3.log <==``, whose lines follow: textlog reads the name)
+    b"device-specific driver",  # (libibverbs without the NIC's provider: ``no userspace device-specific driver found``)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

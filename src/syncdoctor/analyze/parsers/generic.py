@@ -91,6 +91,9 @@ _ERROR = re.compile(
     r"\b[Aa]ddress already in use\b|\b[Tt]oo many open files\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b"
     # an RDMA stack that sees no device: ibv_devinfo's words, libibverbs's provider that does not match the kernel's
     r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b"
+    # libibverbs with no provider library for the NIC (a container without libmlx5: ``Warning: no userspace
+    # device-specific driver found for /sys/class/infiniband_verbs/uverbs0``): RDMA unusable there
+    r"|\bno userspace device-specific driver found\b"
     # a multi-line exception's message on its own line (Accelerate's ``Cannot apply desired operation due to shape
     # mismatches.`` below ``DistributedOperationException:``)
     r"|\bdue to shape mismatch(?:es)?\b"

@@ -35,7 +35,8 @@ __all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "split_endpoint"]
 _RAS_DEAD = re.compile(r"RAS declaring peer (?P<peer>\S{1,80}?) as DEAD")
 KEYWORDS = ("NCCL version", "Bootstrap", "NET/IB", "NET/Socket", "Using network", " Using internal Network", "Init COMPLETE", "Init START", "Abort COMPLETE", " - Init", "INFO Ring ",
             "set by environment to", "_HCA set to", "NET : Using interface", "Connection closed by localRank", " -> ",
-            "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak", "RAS declaring peer")
+            "neither AF_INET", "Plugin", "returned", "NET/OFI", "NET/G", "NET/FasTrak", "RAS declaring peer",
+            "Failed to open libibverbs")
 
 # a communicator's ring to the next rank, one line per ring (2.3-2.6): ``Ring 00 : 39[7] -> 88[0] via direct shared
 # memory`` (2.3-2.4 without the devices; the network's ``[receive]`` side names the peer first, 2.3's network line
@@ -152,6 +153,9 @@ def parse(line: Line) -> list[Event]:
             "comm_rank": int(mine), "peer_rank": int(peer) if peer is not None else None,
             "net": (match["via"] or "").startswith("NET")}))
         return events
+    if message.startswith("Failed to open libibverbs"):  # at INFO since 2.8 (a WARN before: parsers.nccl_warn), which
+        # every run on a machine without InfiniBand prints: a fact about its network, no error
+        return [make_event(Kind.NCCL_NET, line, origin=origin, data={"message": message[:200], "no_verbs": True})]
     match = _RAS_DEAD.search(message) if "RAS declaring" in message else None
     if match:  # RAS (2.24+) gave up on a peer process: no keep-alive from it (hung, dead, or its host cut off)
         host, _port = split_endpoint(match["peer"])

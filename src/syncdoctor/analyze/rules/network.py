@@ -842,8 +842,13 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
             networks[host] = (str(event.data["network"]), event)
         elif event.data.get("net") == "Socket" and host not in networks:
             networks[host] = ("Socket", event)
-    unavailable = tl.of(Kind.IB_DEVICE_UNAVAILABLE)
     sockets = socket_transport(tl)
+    # NCCL 2.8+ says it at INFO, which every run on a machine without IB prints: read only where its sockets run
+    # over an IPoIB interface (``NET/Socket : Using [0]ib0:…``), the host's InfiniBand NICs there and not used
+    ipoib = sorted({str(name).rstrip(".") for e in sockets for name in e.data.get("ifnames") or ()
+                    if str(name).startswith("ib")})
+    unavailable = tl.of(Kind.IB_DEVICE_UNAVAILABLE) + (
+        [e for e in tl.of(Kind.NCCL_NET) if e.data.get("no_verbs")] if ipoib else [])
     # NCCL's own ``NET/IB : No device found`` WARN says it goes on over sockets, whether or not its next line is kept
     no_device = bool(unavailable) and all("No device found" in str(e.data.get("message") or e.text) for e in unavailable)
     if unavailable and (sockets or no_device) and len(networks) < 2:
@@ -864,7 +869,16 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
                     "machine without such NICs, and within one node (where GPUs talk over NVLink, PCIe or shared "
                     "memory), that warning is harmless; where the hosts do have IB NICs, this host is slow or cannot "
                     "connect to the others that use them.")
-        return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.35 if library else 0.7, title, what=what,
+        if library and ipoib:
+            title = (f"NCCL could not load libibverbs{' on ' + where.text if where.text else ''} and runs over TCP "
+                     f"sockets on {', '.join(ipoib)} (IPoIB): the host's InfiniBand NICs are there, NCCL does not use "
+                     "them")
+            what = ("NCCL loads libibverbs (rdma-core) to use InfiniBand or RoCE NICs; it could not, so its traffic "
+                    f"goes over TCP on {', '.join(ipoib)}, the IP interface of an InfiniBand NIC: many times slower, "
+                    "and where other hosts use IB, the communicators cannot connect. Most often the image lacks the "
+                    "RDMA libraries (libibverbs, the NIC's provider: libmlx5).")
+        return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.6 if library and ipoib else 0.35 if library else 0.7,
+                           title, what=what,
                            evidence=evidence_of(unavailable, "the IB device could not be used", 4)
                            + evidence_of(sockets[:2], "falls back to sockets"),
                            where=where,
