@@ -273,3 +273,18 @@ def test_libibverbs_without_the_nics_provider_is_an_error_line(tmp_path: Path) -
     top = diagnose_paste(tmp_path, "Warning: no userspace device-specific driver found for "
                                    "/sys/class/infiniband_verbs/uverbs0\n").hypotheses[0]
     assert top.category is Category.UNRECOGNISED and "device-specific driver" in top.title
+
+
+def test_a_bar_drawn_a_default_timeout_into_its_work_before_a_cut_timeout_is_the_late_ranks(tmp_path: Path) -> None:
+    # real: ultralytics/yolov5#7481 (rank 0 caching 42k images in RAM for 30 minutes, rank 1's watchdog line cut by
+    # the paste, so the wait's length is not in it): an unexplained timeout before
+    def paste(elapsed: str) -> str:
+        return (f"train: Caching images (31.3GB ram):  85%|████████▍ | 35592/41999 [{elapsed}<06:34, 16.24it/s]\n"
+                f"train: Caching images (31.3GB ram):  85%|████████▍ | 35595/41999 [{elapsed}<08:39, 12.34it/s]\n"
+                "[E ProcessGroupNCCL.cpp:587] [Rank 1] Watchdog c\n")
+    for elapsed in ("29:57", "09:48"):  # 30 minutes (the older default), 10 (NCCL's of recent releases)
+        top = diagnose_paste(tmp_path, paste(elapsed)).hypotheses[0]
+        assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (0,), elapsed
+    # a bar far from either default says nothing about the wait
+    top = diagnose_paste(tmp_path, paste("17:02")).hypotheses[0]
+    assert top.category is not Category.LAGGING_RANK

@@ -348,6 +348,7 @@ def _waited_s(event: Event) -> float | None:
 
 
 _EARLY_SEQ = 16  # collectives a job runs before its training loop (the barriers and broadcasts of its setup)
+_DEFAULT_TIMEOUTS_S = (600.0, 1800.0)  # PyTorch's default collective timeouts: NCCL's of recent releases, the older one
 
 
 # a bar's words for work trainers do on the main process alone at any point of a job (an evaluation or a
@@ -397,6 +398,10 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
     Bars of the waiting ranks do not count."""
     waiting = {e.origin.rank for e in waits if e.origin.rank is not None}
     spans = [(e.ref.source, s) for e in waits if (s := _waited_s(e)) is not None]
+    # a wait whose line does not say how long it lasted (cut by the paste: ``[Rank 1] Watchdog c``) lasted the
+    # backend's default timeout most likely, which most jobs keep: NCCL's 10 minutes in recent releases, 30 before
+    # (and gloo's)
+    assumed = [(e.ref.source, s) for e in waits if _waited_s(e) is None for s in _DEFAULT_TIMEOUTS_S]
     first = _first_lines(waits)
     best = None
     running = None  # a bar still running as the others timed out, drawn on the line of the first timeout or just before
@@ -419,6 +424,10 @@ def busy_bar(tl: Timeline, waits: list[Event]) -> Event | None:
             best = bar
         unfinished = bar.data.get("total") is not None and done < float(bar.data.get("total") or 0)
         near = bar.ref.source in first and 0 <= first[bar.ref.source] - bar.ref.line <= 10
+        if best is None and unfinished and near and not any(s == bar.ref.source for s, _ in spans) and any(
+                source == bar.ref.source and 0.9 * span <= elapsed <= span + 60 and elapsed / done <= span / 10
+                for source, span in assumed):
+            best = bar  # (still drawn just before the first timeout, about a default timeout into its work)
         solo = _SOLO_WORK.search(str(bar.data.get("desc") or "")) is not None and \
             any(source == bar.ref.source and elapsed >= 0.5 * span for source, span in spans)
         if (early or solo) and unfinished and elapsed >= 60 and near:
