@@ -388,13 +388,13 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bconnect\(\)[^\n]{0,80}\berrno[= ]?(?:113|111|101)\b"
                 # PaddlePaddle's store client (``(InvalidArgument) Network 10.1.2.3:6170 cannot be connected.``)
                 r"|\bNetwork [\w.:\-\[\]]{1,80} cannot be connected\b"
-                # a peer-to-peer or RPC layer that reached none of the peers it was given (hivemind's daemon: ``failed
-                # to connect to bootstrap peers``; gRPC's ``failed to connect to all addresses``)
                 # what the error's type and code say whatever the language of its words (a localized system's:
                 # ``ConnectionRefusedError: [Errno 111] Verbindungsaufbau abgelehnt``, ``[WinError 10061] 由于目标计算机积极
                 # 拒绝，无法连接。``): refused, no route, network unreachable, timed out (Linux's numbers, Windows')
                 r"|\bConnectionRefusedError\b|\[(?:Errno (?:111|113|101|110)|WinError (?:10061|10065|10051|10060))\]"
                 r"|\bactively refused\b"
+                # a peer-to-peer or RPC layer that reached none of the peers it was given (hivemind's daemon: ``failed
+                # to connect to bootstrap peers``; gRPC's ``failed to connect to all addresses``)
                 r"|\b(?:failed|unable|could not|couldn't|cannot|can't) (?:to )?connect to (?:any |all |the )?"
                 r"(?:(?:bootstrap|remote|initial) )?(?:peers\b|addresses\b|(?:master|coordinator|head) (?:node|server)\b)", _I)),
     # a watchdog of the training's own (the resiliency extension's rank monitor and launcher, AXLearn's, the
