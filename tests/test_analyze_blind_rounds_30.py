@@ -288,3 +288,17 @@ def test_a_bar_drawn_a_default_timeout_into_its_work_before_a_cut_timeout_is_the
     # a bar far from either default says nothing about the wait
     top = diagnose_paste(tmp_path, paste("17:02")).hypotheses[0]
     assert top.category is not Category.LAGGING_RANK
+
+
+def test_a_library_refusing_a_setting_in_the_distributed_mode_is_the_jobs_setup(tmp_path: Path) -> None:
+    # real: huggingface/lerobot#2270 (SmolVLA loaded with device_map='auto' under accelerate's --multi_gpu): read as
+    # the rank's own crash before; the setting, not a failure as it ran
+    each_read(tmp_path, {
+        "[rank0]: ValueError: You can't train a model that has been loaded with `device_map='auto'` in any distributed "
+        "mode. Please rerun your script specifying `--num_processes=1`": Category.UNRECOGNISED,
+        "ValueError: You can't train a model that has been loaded in 8-bit precision on multiple devices in any "
+        "distributed mode.": Category.UNRECOGNISED})
+    # a program's own error that only mentions distributed training stays its own failure
+    top = diagnose_paste(tmp_path, "[rank0]: ValueError: Expected input batch_size (16) to match target batch_size "
+                                   "(12) during distributed training\n").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED

@@ -288,7 +288,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # Checkpoint for step 0 already exists``, Lightning's ``MisconfigurationException: You requested gpu: [0, 1] But
     # your machine only has: [0]``, a ``ConfigError``): the job's settings, not a failure as it ran
     (Category.UNRECOGNISED, "a configuration the program refused (its settings, not a failure as it ran)",
-     re.compile(r"\b\w*(?:Misconfiguration|Configuration|Config)(?:Error|Exception)\b(?=:|\s*$)")),
+     re.compile(r"\b\w*(?:Misconfiguration|Configuration|Config)(?:Error|Exception)\b(?=:|\s*$)"
+                # a library refusing a setting in the distributed mode the job runs in (Accelerate's ``You can't train
+                # a model that has been loaded with `device_map='auto'` in any distributed mode``)
+                r"|(?i:\b(?:can't|cannot|can not|is not supported|are not supported|not compatible)\b[^\n]{0,120}?"
+                r"\b(?:in|with|under) (?:any |a )?(?:distributed|multi-?GPU|multi-?node) (?:mode|training|setting|setup)s?\b)")),
     # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
     # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
     # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a
