@@ -302,3 +302,14 @@ def test_a_library_refusing_a_setting_in_the_distributed_mode_is_the_jobs_setup(
     top = diagnose_paste(tmp_path, "[rank0]: ValueError: Expected input batch_size (16) to match target batch_size "
                                    "(12) during distributed training\n").hypotheses[0]
     assert top.category is Category.RANK_CRASHED
+
+
+def test_a_store_port_windows_refused_is_named_so(tmp_path: Path) -> None:
+    # from the hundred-and-fourth round's leads (RVC-WebUI#246: a bind refused with 10013 though no program held the
+    # port): Windows' WSAEACCES, a port in a range it reserves; read as the rank's own exception before
+    for words in ("以一种访问权限不允许的方式做了一个访问套接字的尝试。", "An attempt was made to access a socket in a way "
+                  "forbidden by its access permissions."):
+        top = diagnose_paste(tmp_path, "RuntimeError: The server socket has failed to listen on any local network "
+                                       f"address. The server socket has failed to bind to [::]:29500 (system error: "
+                                       f"10013 - {words}).\n").hypotheses[0]
+        assert top.category is Category.PORT_IN_USE and "Windows refused it" in top.title and "excludedportrange" in top.fix

@@ -282,6 +282,13 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None,
             "error": "Permission denied"})]
+    if "server socket" in body and "system error: 10013" in body:
+        # Windows' WSAEACCES, in its language: a port in a range Windows reserves (Hyper-V's, WinNAT's), or held
+        # exclusively by another program
+        bound = _LISTEN_PORT.search(body)
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "listen", "store_port": int(bound["port"] or bound["port2"]) if bound else None,
+            "error": "Windows refused the port (10013)"})]
     match = _UNSAID.search(body) if "server socket" in body else None
     if match:  # the paste ends before its reason (or the line was quoted without it): a port in use most often
         bound = _LISTEN_PORT.search(body)

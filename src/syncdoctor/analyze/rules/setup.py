@@ -851,6 +851,17 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
         return [hypothesis(tl, Category.PORT_IN_USE, 0.8, title, where=where, what=what,
                            fix="Use a MASTER_PORT between 1024 and 65535 (29500 by default), the same on every node.",
                            evidence=evidence_of(events, "the store may not listen there", 4))]
+    if all(e.data.get("error") == "Windows refused the port (10013)" for e in events):
+        title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: "
+                 "Windows refused it (10013: a port range it reserves, or a program holding the port exclusively)")
+        what = ("The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; Windows refused it with WSAEACCES "
+                "(10013), not 'in use' (10048): the port lies in a range Windows excludes (Hyper-V, WSL and WinNAT "
+                "reserve blocks of ports, which can change at each boot), or another program holds it exclusively.")
+        return [hypothesis(tl, Category.PORT_IN_USE, 0.75, title, where=where, what=what,
+                           fix="List the reserved ranges (`netsh interface ipv4 show excludedportrange protocol=tcp`) "
+                               "and pick a MASTER_PORT outside them, or restart WinNAT (`net stop winnat`, then "
+                               "`net start winnat`) to release them.",
+                           evidence=evidence_of(events, "Windows refused the port", 4))]
     title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: the "
              "port is taken (another job on that host, or a process left over from an earlier run)")
     what = ("The rank that serves the c10d store (rank 0, or torchrun's agent) binds MASTER_ADDR:MASTER_PORT; the "
