@@ -826,6 +826,27 @@ _OWN_SOCKETS = {
 }
 
 
+# the store's bind refused for a reason other than a port in use: (confidence, the title's reason, what, fix, the
+# evidence's note), by the error its parser names
+_REFUSED = {
+    "Permission denied": (
+        0.8, "permission denied (a port below 1024 needs root)",
+        "The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; the system refused it (errno 13): ports "
+        "below 1024 are reserved for root, so a MASTER_PORT such as 97 (a value padded or cut by a script) cannot be "
+        "used by a user's job.",
+        "Use a MASTER_PORT between 1024 and 65535 (29500 by default), the same on every node.",
+        "the store may not listen there"),
+    "Windows refused the port (10013)": (
+        0.75, "Windows refused it (10013: a port range it reserves, or a program holding the port exclusively)",
+        "The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; Windows refused it with WSAEACCES (10013), "
+        "not 'in use' (10048): the port lies in a range Windows excludes (Hyper-V, WSL and WinNAT reserve blocks of "
+        "ports, which can change at each boot), or another program holds it exclusively.",
+        "List the reserved ranges (`netsh interface ipv4 show excludedportrange protocol=tcp`) and pick a MASTER_PORT "
+        "outside them, or restart WinNAT (`net stop winnat`, then `net start winnat`) to release them.",
+        "Windows refused the port"),
+}
+
+
 def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     """The store could not listen: its port is taken on that host (errno 98)."""
     events = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "listen"]
@@ -842,28 +863,13 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
                                where=where, evidence=evidence_of(events, note, 4), what=what, fix=fix)]
     ports = sorted({int(e.data["store_port"]) for e in events if e.data.get("store_port")})
     port = f"port {', '.join(map(str, ports))}" if ports else "its port"
-    if all(e.data.get("error") == "Permission denied" for e in events):
-        title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: "
-                 "permission denied (a port below 1024 needs root)")
-        what = ("The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; the system refused it (errno 13): "
-                "ports below 1024 are reserved for root, so a MASTER_PORT such as 97 (a value padded or cut by a "
-                "script) cannot be used by a user's job.")
-        return [hypothesis(tl, Category.PORT_IN_USE, 0.8, title, where=where, what=what,
-                           fix="Use a MASTER_PORT between 1024 and 65535 (29500 by default), the same on every node.",
-                           evidence=evidence_of(events, "the store may not listen there", 4))]
-    if all(e.data.get("error") == "Windows refused the port (10013)" for e in events):
-        title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: "
-                 "Windows refused it (10013: a port range it reserves, or a program holding the port exclusively)")
-        what = ("The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; Windows refused it with WSAEACCES "
-                "(10013), not 'in use' (10048): the port lies in a range Windows excludes (Hyper-V, WSL and WinNAT "
-                "reserve blocks of ports, which can change at each boot), or another program holds it exclusively.")
-        return [hypothesis(tl, Category.PORT_IN_USE, 0.75, title, where=where, what=what,
-                           fix="List the reserved ranges (`netsh interface ipv4 show excludedportrange protocol=tcp`) "
-                               "and pick a MASTER_PORT outside them, or restart WinNAT (`net stop winnat`, then "
-                               "`net start winnat`) to release them.",
-                           evidence=evidence_of(events, "Windows refused the port", 4))]
-    title = (f"the store could not listen on {port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}: the "
-             "port is taken (another job on that host, or a process left over from an earlier run)")
+    on = f"{port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}"
+    for error, (confidence, reason, what, fix, note) in _REFUSED.items():
+        if all(e.data.get("error") == error for e in events):
+            return [hypothesis(tl, Category.PORT_IN_USE, confidence, f"the store could not listen on {on}: {reason}",
+                               where=where, what=what, fix=fix, evidence=evidence_of(events, note, 4))]
+    title = (f"the store could not listen on {on}: the port is taken (another job on that host, or a process left "
+             "over from an earlier run)")
     what = ("The rank that serves the c10d store (rank 0, or torchrun's agent) binds MASTER_ADDR:MASTER_PORT; the "
             "port was in use, so the store never started and every rank's init fails or waits for it. Two jobs "
             "sharing a node with the default port 29500 do this, and so do the orphans of a run that did not exit.")
