@@ -313,3 +313,40 @@ def test_a_store_port_windows_refused_is_named_so(tmp_path: Path) -> None:
                                        f"address. The server socket has failed to bind to [::]:29500 (system error: "
                                        f"10013 - {words}).\n").hypotheses[0]
         assert top.category is Category.PORT_IN_USE and "Windows refused it" in top.title and "excludedportrange" in top.fix
+
+
+def test_a_cuda_handle_made_elsewhere_is_the_softwares_not_the_gpus(tmp_path: Path) -> None:
+    # real: vllm-project/vllm#37931 (DeepEP's CUDA IPC handles opened on another node of a GB200 NVL72): the path of
+    # DeepEP's check was read as the error, the GPU's category
+    top = diagnose_paste(tmp_path, "RuntimeError: Failed: CUDA error /tmp/ep_kernels_workspace/DeepEP/csrc/"
+                                   "deep_ep.cpp:226 'invalid resource handle'\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "not valid in that process" in top.title
+    # the quoted words of the same check are read as what they say
+    top = diagnose_paste(tmp_path, "RuntimeError: Failed: CUDA error /workspace/DeepEP/csrc/deep_ep.cpp:74 "
+                                   "'out of memory'\n").hypotheses[0]
+    assert top.category is Category.RANK_OUT_OF_MEMORY
+    # a process's exception that is such a refusal: the refusal says why it raised
+    top = diagnose_paste(tmp_path, "[rank7]: torch.AcceleratorError: CUDA error: named symbol not found\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.culprit_ranks == (7,)
+
+
+def test_a_sigabrt_recorded_apart_from_the_ranks_watchdog_timeouts_is_their_end(tmp_path: Path) -> None:
+    # real: SWivid/F5-TTS#728 (ranks 2 and 3's watchdog timeouts, torchrun's record of local rank 1's -6 stored
+    # apart): read as rank 1's crash with the others as its cascade before
+    timeout = ("[rank{r}]:[E ProcessGroupNCCL.cpp:583] [Rank {r}] To avoid data inconsistency, we are taking the entire "
+               "process down.\n[rank{r}]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank {r}] Process group watchdog thread "
+               "terminated with exception: [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=61, "
+               "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.\n")
+    for r in (2, 3):
+        (tmp_path / f"part-{r}.txt").write_text(timeout.format(r=r))
+    (tmp_path / "launcher.txt").write_text(
+        "E0125 00:51:54.603000 129926476711744 torch/distributed/elastic/multiprocessing/api.py:826] failed "
+        "(exitcode: -6) local_rank: 1 (pid: 28773) of binary: /home/kd/anaconda3/envs/f5-tts/bin/python\n")
+    paths = [str(tmp_path / name) for name in ("part-2.txt", "part-3.txt", "launcher.txt")]
+    top = analyze_paths(paths).diagnosis.hypotheses[0]
+    assert top.category is Category.UNEXPLAINED_TIMEOUT
+    # that process's own error in a file of its own: its abort is its crash
+    (tmp_path / "rank1.txt").write_text("[rank1]: terminate called after throwing an instance of 'std::runtime_error'\n"
+                                        "[rank1]:   what():  CUDA error: an illegal memory access was encountered\n")
+    top = analyze_paths([*paths, str(tmp_path / "rank1.txt")]).diagnosis.hypotheses[0]
+    assert top.category is not Category.UNEXPLAINED_TIMEOUT and 1 in top.culprit_ranks

@@ -48,7 +48,10 @@ KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exceptio
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
-_CUDA = re.compile(r"(?:CUDA error|HIP error|Triton Error \[CUDA\]|cuda runtime error \(\d+\) ?):? (?P<msg>[^\n.\\]{3,160}?)"
+# (a library's own check that names where it failed before the quoted words, DeepEP's ``CUDA error
+# /…/deep_ep.cpp:226 'invalid resource handle'``: the words are those in quotes)
+_CUDA = re.compile(r"(?:CUDA error|HIP error) [\w./\-]{1,300}:\d{1,6} '(?P<quoted>[^'\n]{3,160})'"
+                   r"|(?:CUDA error|HIP error|Triton Error \[CUDA\]|cuda runtime error \(\d+\) ?):? (?P<msg>[^\n.\\]{3,160}?)"
                    r"(?= at /|[\n.\\]|$)")
 # a CUDA runtime call a library checks itself (Horovod, apex, custom ops): ``cudaEventQuery failed: an illegal memory
 # access was encountered`` (cudaGetErrorString's words, lower case)
@@ -394,7 +397,8 @@ def parse(line: Line) -> list[Event]:
         (_CUDA_NAMED.search(body) if "cudaError" in body else None)
     if not match or _WENT_ON.search(body):
         return []
-    message = match["msg"].strip() if "msg" in match.groupdict() else match["name"]
+    groups = match.groupdict()
+    message = (groups.get("quoted") or groups.get("msg") or groups.get("name") or "").strip()
     if any(word in message for word in _PROGRAM):
         return _program_error(line, message)
     if "ECC error" in body and "ECC" not in message:

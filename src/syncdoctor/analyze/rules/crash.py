@@ -27,7 +27,13 @@ from syncdoctor.analyze.rules.common import (
     writer_hosts,
 )
 from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD
-from syncdoctor.analyze.rules.node import SHARED_GPU_FIX, SHARED_GPU_WHAT, dataloader_cause, shared_gpu
+from syncdoctor.analyze.rules.node import (
+    SHARED_GPU_FIX,
+    SHARED_GPU_WHAT,
+    dataloader_cause,
+    shared_gpu,
+    watchdog_abort,
+)
 from syncdoctor.analyze.rules.phrases import DEVICE_ASSERT, Reading, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
@@ -239,6 +245,8 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         own = _own_failure(state)
         if own is None:
             continue
+        if own.kind is Kind.WORKER_FAILED and watchdog_abort(tl, own):
+            continue  # PyTorch's own abort after a collective timed out in that output: the timeout's end, no crash
         if own.kind is Kind.WORKER_FAILED and state.outcome == "exited":
             adopted = unprefixed_exception(tl, own)
             if adopted is not None:

@@ -34,7 +34,7 @@ from syncdoctor.analyze.rules.phrases import read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
 __all__ = ["dataloader_cause", "dataloader_worker_lost", "gpu_error", "gpu_out_of_memory", "ib_completion_error",
-           "ib_port_down", "worker_killed"]
+           "ib_port_down", "watchdog_abort", "worker_killed"]
 
 _RETRY = (12, 13)  # retry counters exceeded: A011/A012 (nccl_errors.py)
 _SYMPTOMS = (Kind.PEER_CLOSED, Kind.NCCL_ERROR, *TIMEOUT_KINDS)
@@ -94,6 +94,18 @@ _MISMATCHED_BUILD = (
      "host's driver), or a library of another CUDA release is loaded first.",
      "Use an image or build made for the host driver's CUDA version (nvidia-smi shows it), or upgrade the driver; "
      "check LD_LIBRARY_PATH for a libnccl or libcudart of another release.",
+     "CUDA refused"),
+    # cudaErrorInvalidResourceHandle (400): a handle made elsewhere (vLLM#37931: DeepEP's CUDA IPC handles opened on
+    # another node of an NVL72 domain; a stream or event of another context), the software's use of CUDA, not the GPU
+    ("invalid resource handle", "a CUDA handle that is not valid in that process{on} (one made in another process, "
+     "node or context)," + _NOT_THE_GPU,
+     "CUDA refused a handle the process passed it (cudaErrorInvalidResourceHandle): one made elsewhere, most often a "
+     "CUDA IPC memory handle from a process on another node (IPC handles work within a node; across the nodes of an "
+     "NVLink domain, fabric handles do), or a stream or event of another device or context; a library bug or two "
+     "libraries of different releases can do it too.",
+     "Check where the handle comes from: exchange CUDA IPC handles only within a node (DeepEP and similar libraries "
+     "have a cross-node or fabric mode for multi-node NVLink), and use the PyTorch, NCCL and extension builds of one "
+     "release.",
      "CUDA refused"),
     ("unsupported toolchain", "code compiled by a newer CUDA than the driver knows{on}" + _MISFIT,
      "PTX in a library was produced by a newer CUDA compiler than the host's driver supports: the driver cannot "
@@ -200,7 +212,8 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
         # replace, not format: a host name read from the inputs may hold braces
         title = template.replace("{who}", where.text or "a process").replace(
             "{on}", f" on {where.text}" if where.text else "")
-        return [*out, hypothesis(tl, Category.UNRECOGNISED, 0.8, title, affected=affected, what=what, fix=fix,
+        # (above the crash of the process that raised it, 0.8: that exception is this refusal, which says why)
+        return [*out, hypothesis(tl, Category.UNRECOGNISED, 0.82, title, affected=affected, what=what, fix=fix,
                                  evidence=evidence_of(events, note, 6), where=where)]
     rejected = not hardware and any(_REJECTED.search(m) for m in messages) and all(
         _REJECTED.search(m) or "nhandled" in m for m in messages)  # NCCL's 'unhandled cuda error' says no more
@@ -487,7 +500,7 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             continue  # names the rank of a worker Ray saw vanish (below)
         signal = event.data.get("signal")
         code = event.data.get("exitcode")
-        if _watchdog_abort(tl, event):
+        if watchdog_abort(tl, event):
             continue
         if event.data.get("source") == "ray" and not signal:
             killed["vanished"].append(event)  # Ray saw the process go, with no error of its own
@@ -503,7 +516,7 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             continue  # a wrapper script's shell reporting the death a launcher reports too (with its rank or host)
         if event.data.get("signal") == "SIGBUS":
             killed["SIGBUS"].append(event)
-        elif _watchdog_abort(tl, event):
+        elif watchdog_abort(tl, event):
             continue
         elif event.origin.pid not in reported or event.origin.pid is None:
             killed["died"].append(event)  # SIGSEGV, SIGABRT… in a library, with the host and pid of its handler
@@ -634,7 +647,7 @@ _OWN_ERRORS = (Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.FATAL_SIGNAL, Kind.CUDA_OOM
                Kind.NCCL_WARN)
 
 
-def _watchdog_abort(tl: Timeline, event: Event) -> bool:
+def watchdog_abort(tl: Timeline, event: Event) -> bool:
     """SIGABRT after a watchdog timeout in the same output (or before it, for the process that timed out): PyTorch
     takes the process down itself once a collective timed out (``To avoid data inconsistency, we are taking the
     entire process down``: an uncaught exception, ``terminate called``, abort), so the abort is the timeout's end,
@@ -650,7 +663,17 @@ def _watchdog_abort(tl: Timeline, event: Event) -> bool:
     # a paste that puts the launcher's record first: the process it names timed out itself (its local rank is
     # the number of a rank whose timeout is in that output, the first node's numbering, and it names no other)
     local = event.origin.local_rank
-    return event.origin.rank is None and local is not None and any(e.origin.rank == local for e in timeouts)
+    if event.origin.rank is None and local is not None and any(e.origin.rank == local for e in timeouts):
+        return True
+    # the launcher's output stored apart from the ranks' (a file of its own, no error in it before the record), the
+    # ranks' watchdog timeouts in the others: the same end, unless that process's own error is somewhere in them
+    if timeouts or any(e.ref.source == event.ref.source and e.ref.line < event.ref.line for e in tl.of(*_OWN_ERRORS)):
+        return False
+    elsewhere = tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT)
+    whose = event.origin.rank if event.origin.rank is not None else local
+    return bool(elsewhere) and whose is not None and not any(
+        e.origin.rank == whose or (e.origin.rank is None and e.origin.local_rank == whose) for e in tl.of(*_OWN_ERRORS)
+        if e.ref.source != event.ref.source)
 
 
 def _exit_code_only(report: Event) -> bool:

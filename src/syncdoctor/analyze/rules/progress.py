@@ -26,6 +26,7 @@ from syncdoctor.analyze.rules.common import (
     look_at,
 )
 from syncdoctor.analyze.rules.desync import diverged_groups
+from syncdoctor.analyze.rules.node import watchdog_abort
 from syncdoctor.analyze.rules.partial import (
     bar_words,
     busy_bar,
@@ -293,9 +294,11 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     if not timed_out:
         return []
     inside = _inside(tl)
+    # (a rank whose own exit was PyTorch's abort after a timeout in that output timed out too: it is no quiet one)
     silent = sorted(rank for rank, state in tl.ranks.items()
                     if state.outcome in ("silent", "terminated") and state.logged and rank not in claimed
-                    and rank not in inside and not _raised(state))
+                    and rank not in inside and not _raised(state)
+                    and not any(watchdog_abort(tl, e) for e in state.of(Kind.WORKER_FAILED)))
     if not silent or len(silent) >= len(tl.ranks):
         return []
     stopped = [r for r in silent if tl.ranks[r].outcome == "terminated"]
