@@ -350,3 +350,21 @@ def test_a_sigabrt_recorded_apart_from_the_ranks_watchdog_timeouts_is_their_end(
                                         "[rank1]:   what():  CUDA error: an illegal memory access was encountered\n")
     top = analyze_paths([*paths, str(tmp_path / "rank1.txt")]).diagnosis.hypotheses[0]
     assert top.category is not Category.UNEXPLAINED_TIMEOUT and 1 in top.culprit_ranks
+
+
+def test_gpu_initiated_communications_wait_raised_is_the_librarys_report(tmp_path: Path) -> None:
+    # real: NVIDIA-NeMo/Automodel#3967 (DeepEP built for NVSHMEM's old queue-pair layout): read as the rank's own
+    # crash before; the library's wait, as its error line is
+    top = diagnose_paste(tmp_path, "Traceback (most recent call last):\n  File \"train.py\", line 9, in step\n"
+                                   "    out = dispatcher.dispatch(x)\n"
+                                   "RuntimeError: DeepEP error: timeout (dispatch CPU)\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "DeepEP error: timeout" in top.title  # the exception, quoted
+
+
+def test_cuda_ipc_refused_between_processes_is_their_gpus_hidden_from_each_other(tmp_path: Path) -> None:
+    # real: BLAST-WarpX/warpx#6382, E3SM-Project/E3SM#4834 (Slurm's GPU binding under Cray MPICH's GTL): read as the
+    # GPU's fault before
+    top = diagnose_paste(tmp_path, "1: (GTL DEBUG: 1) cuIpcOpenMemHandle: invalid argument, CUDA_ERROR_INVALID_VALUE, "
+                                   "line no 272\n3: (GTL DEBUG: 3) cuIpcOpenMemHandle: invalid argument, "
+                                   "CUDA_ERROR_INVALID_VALUE, line no 272\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "CUDA IPC" in top.title and "--gpu-bind=none" in top.fix

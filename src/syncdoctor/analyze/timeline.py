@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from syncdoctor.analyze.model import Event, FrDump, Kind, Origin
+from syncdoctor.analyze.parsers.generic import GPU_COMM_TIMEOUT
 from syncdoctor.analyze.parsers.prefixes import log_dir_attempt
 
 __all__ = [
@@ -65,6 +66,9 @@ COMM_ERROR_WORDS = (
 # peer is gone, not its own fault (``PMPI_Init`` and the like are its own)
 _MPI_COMM_CALL = re.compile(r"Fatal error in PMPI_(?:I?[Rr]ecv|I?[Ss]end|Sendrecv|Wait\w*|Test\w*|I?[Pp]robe|"
                             r"(?:All)?[Rr]educe|Bcast|Barrier|(?:All)?[Gg]ather\w*|Alltoall\w*)\b")
+# GPU-initiated communication waiting out its bound for a peer, raised (``RuntimeError: DeepEP error: timeout (dispatch
+# CPU)``): the library's report of a wait, as its error line is (parsers.generic), not the rank's own crash
+_GPU_COMM_WAIT = re.compile(GPU_COMM_TIMEOUT)
 _AGENT_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
 
 
@@ -74,7 +78,8 @@ def is_comm_exception(event: Event) -> bool:
     if event.data.get("explained"):
         return True
     text = f"{event.data.get('type', '')}: {event.data.get('message', '')}"
-    return any(word in text for word in COMM_ERROR_WORDS) or _MPI_COMM_CALL.search(text) is not None
+    return (any(word in text for word in COMM_ERROR_WORDS) or _MPI_COMM_CALL.search(text) is not None
+            or _GPU_COMM_WAIT.search(text) is not None)
 
 
 # the readings of a line that say what failed there, beside the exception the same line raises (``RuntimeError: The

@@ -17,8 +17,8 @@ import re
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["ASSERT_MACRO", "CONNECTIONS_DROPPED", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS", "NO_PROGRESS",
-           "parse"]
+__all__ = ["ASSERT_MACRO", "CONNECTIONS_DROPPED", "GPU_COMM_TIMEOUT", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS",
+           "NO_PROGRESS", "parse"]
 
 # words for a failure that carry no error word, each an error line here and read for its category by rules.phrases
 # (one list for both): health checkers' and tools' findings on a GPU (NHC, aznhc, gpud, DCGM's diagnostics, GCM,
@@ -63,7 +63,7 @@ NO_PROGRESS = (r"Did not get (?:initial|subsequent) heartbeat\b|\bSection '[^'\n
                r"|\bCE deadlock DETECTED\b")
 # DeepEP's kernels and NVSHMEM's proxy and IBGDA waiting out their bound for a peer (an error of no category: the threads
 # behind the held cases found a library bug or the RDMA setup, not a late rank)
-_GPU_COMM_TIMEOUT = (r"\bDeepEP\b[^\n]{0,80}\btimeout(?: for\b| \(|[,:]|\s*$)|\breceived timeout signal from GPU thread"
+GPU_COMM_TIMEOUT = (r"\bDeepEP\b[^\n]{0,80}\btimeout(?: for\b| \(|[,:]|\s*$)|\breceived timeout signal from GPU thread"
                     r"|\bibgda_poll_cq timeout\b")
 # a library's assertion macro that failed (ggml's ``GGML_ASSERT: ggml-backend.c:226: offset + size <= …``)
 ASSERT_MACRO = r"\b[A-Z][A-Z0-9]{1,15}_ASSERT: "
@@ -192,7 +192,7 @@ _ERROR = re.compile(
     # ``socketStartConnect: exceeded retries (20000)``, ``Connection closed by remote peer``, PEs of other versions);
     # a Kubernetes network policy dropping the job's traffic (Cilium's ``Policy denied DROPPED``), a node without the
     # resource a pod asks for (``Node didn't have enough resource: nvidia.com/gpu, requested: 8, …``)
-    r"|" + _GPU_COMM_TIMEOUT + r"|\bnon-zero status: -?[1-9]\d{0,3}\b|\bneither nv_peer_mem,? or nvidia_peermem detected\b"
+    r"|" + GPU_COMM_TIMEOUT + r"|\bnon-zero status: -?[1-9]\d{0,3}\b|\bneither nv_peer_mem,? or nvidia_peermem detected\b"
     r"|\bNo usable listening interface found\b|\bexceeded (?:retries|timeouts) \(\d+\)|\bConnection closed by remote peer\b"
     r"|\bUID Bootstrap versions not compatible\b|\bPolicy denied DROPPED\b|\bdidn't have enough resource: "
     # the C library aborting on a corrupted heap or buffer (``free(): invalid pointer``, ``malloc(): unsorted double linked

@@ -58,6 +58,9 @@ _CUDA = re.compile(r"(?:CUDA error|HIP error) [\w./\-]{1,300}:\d{1,6} '(?P<quote
 _CUDA_CALL = re.compile(r"\bcuda[A-Z]\w{2,40}(?:\(\))? failed(?: with error)?:? (?P<msg>(?:an? |unspecified |misaligned )"
                         r"[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
+# CUDA's (and HIP's) IPC calls, named beside their error by the libraries that make them (Cray MPICH's GTL:
+# ``cuIpcOpenMemHandle: invalid argument, CUDA_ERROR_INVALID_VALUE, line no 360``)
+_IPC_CALL = re.compile(r"\b(?P<call>(?:cu|cuda|hip)IpcOpenMemHandle)\b")
 # a CUDA call a library says it went on without (PyTorch's symmetric memory: ``Warning: SymmetricMemory:
 # cuMulticastCreate failed with: "CUDA_ERROR_NOT_SUPPORTED". Gracefully skipping multicast initialization.``): a feature
 # missing there, no failure
@@ -403,5 +406,8 @@ def parse(line: Line) -> list[Event]:
         return _program_error(line, message)
     if "ECC error" in body and "ECC" not in message:
         message = body[body.find("ECC"):][:160]
+    ipc = _IPC_CALL.search(body)
+    if ipc is not None and ipc["call"] not in message:  # the call that failed says more than its code alone
+        message = f"{ipc['call']}: {message}"
     return [make_event(Kind.GPU_ERROR, line, data={
         "message": message[:160], "hardware": any(word in body for word in _HARDWARE), "source": "cuda"})]

@@ -54,7 +54,9 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     if signals and all(e.kind is Kind.AGENT_SIGNAL or any(_agents_aftermath(e, s, stops) for s in signals)
                        for e in errors):
         return _stopped_from_outside(tl, signals)
-    first = errors[0]
+    # (a traceback's first line says only that one follows, and a line of its source code only what the code raises:
+    # the exception further down is the error to quote)
+    first = next((e for e in errors if not _traceback_only(e)), errors[0])
     own = attribute([first], tl)
     known = bool(own.ranks or own.hosts or own.processes)
     where = own if known else _one_place(errors, tl)
@@ -70,6 +72,12 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
                         evidence=evidence_of(errors, "error, not explained", 8), where=where)
     return [*(_read_from_words(tl, errors) or _cut_before_its_error(tl, errors) or _its_own_exception(tl, errors)
               or _its_own_assertion(tl, errors)), quoted]
+
+
+def _traceback_only(event: Event) -> bool:
+    """A line of a traceback that is not its error: its first line, or a line of the source code it quotes."""
+    return event.kind is Kind.ERROR_LINE and (event.data.get("word") == "Traceback"
+                                               or str(event.data.get("message") or "").lstrip().startswith("raise "))
 
 
 def _one_place(errors: list[Event], tl: Timeline) -> Attribution:

@@ -107,6 +107,19 @@ _MISMATCHED_BUILD = (
      "have a cross-node or fabric mode for multi-node NVLink), and use the PyTorch, NCCL and extension builds of one "
      "release.",
      "CUDA refused"),
+    # a process opening another's GPU memory by CUDA IPC, refused: the two cannot see each other's GPU (a scheduler
+    # that binds one GPU per task isolates each with cgroups: Slurm's --gpus-per-task or --gpu-bind under Cray MPICH's
+    # GTL on Perlmutter, WarpX#6382, E3SM#4834), or a container without the host's IPC namespace
+    ("IpcOpenMemHandle", "CUDA IPC between the processes was refused{on} (their GPUs are hidden from each other: one "
+     "GPU bound per task, or a container without the host's IPC namespace)," + _NOT_THE_GPU,
+     "A process asked CUDA to open another process's GPU memory (cuIpcOpenMemHandle, the MPI's or NCCL's intra-node "
+     "path) and was refused: the processes do not see each other's GPUs. A scheduler binding one GPU to each task "
+     "(Slurm's --gpus-per-task, --ntasks-per-gpu or --gpu-bind) isolates them with cgroups, so CUDA IPC between them "
+     "fails; so does a container started without --ipc=host.",
+     "Let every task of a node see all its GPUs (Slurm: --gpus-per-node with --gpu-bind=none, each process picking "
+     "its device by local rank), or turn the library's CUDA IPC path off (Cray MPICH: MPICH_GPU_IPC_ENABLED=0); in "
+     "containers, --ipc=host.",
+     "CUDA refused"),
     ("unsupported toolchain", "code compiled by a newer CUDA than the driver knows{on}" + _MISFIT,
      "PTX in a library was produced by a newer CUDA compiler than the host's driver supports: the driver cannot "
      "compile it for the GPU.",
