@@ -666,7 +666,8 @@ def watchdog_abort(tl: Timeline, event: Event) -> bool:
     entire process down``: an uncaught exception, ``terminate called``, abort), so the abort is the timeout's end,
     not a crash of its own. So is one after a size check that failed above it (gloo's ``op.preamble.length <=
     op.nbytes`` thrown as ``gloo::EnforceNotMet``, uncaught: ``terminate called``, ``Fatal Python error: Aborted``):
-    the desync rule has that check."""
+    the desync rule has that check. And a launcher's record stored apart from the ranks' output, where their watchdog
+    timeouts are, unless that process's own error is in the inputs."""
     if event.data.get("signal") != "SIGABRT":
         return False
     timeouts = [e for e in tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT) if e.ref.source == event.ref.source]
