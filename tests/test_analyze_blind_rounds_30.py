@@ -368,3 +368,18 @@ def test_cuda_ipc_refused_between_processes_is_their_gpus_hidden_from_each_other
                                    "line no 272\n3: (GTL DEBUG: 3) cuIpcOpenMemHandle: invalid argument, "
                                    "CUDA_ERROR_INVALID_VALUE, line no 272\n").hypotheses[0]
     assert top.category is Category.UNRECOGNISED and "CUDA IPC" in top.title and "--gpu-bind=none" in top.fix
+
+
+def test_a_shared_memory_segment_that_already_exists_is_shms(tmp_path: Path) -> None:
+    # real: mosaicml/streaming#332, #781 (the job's processes not told of each other; a run killed with Ctrl+C leaving
+    # its segments): read as the rank's own exception before
+    paste = ("[rank7]:   File \"/opt/conda/lib/python3.10/site-packages/streaming/base/shared/prefix.py\", line 192, in "
+             "get_shm_prefix\n[rank7]:     shm = SharedMemory(name, True, len(data))\n"
+             "[rank7]:   File \"/opt/conda/lib/python3.10/multiprocessing/shared_memory.py\", line 104, in __init__\n"
+             "[rank7]:     self._fd = _posixshmem.shm_open(\n"
+             "[rank7]: FileExistsError: [Errno 17] File exists: '/000010_locals'\n")
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.SHM_EXHAUSTED and top.culprit_ranks == (7,)
+    # a file that exists, elsewhere, is the program's own error
+    top = diagnose_paste(tmp_path, "[rank7]: FileExistsError: [Errno 17] File exists: '/ckpt/step_100'\n").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED

@@ -104,6 +104,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # '/dev/shm/torch_48213_…'``: the DataLoader's file-descriptor sharing, not the segment's size): before shm's words
     (Category.UNRECOGNISED, "a process out of file descriptors (its open-files limit, ulimit -n)",
      re.compile(r"Too many open files|\bEMFILE\b|\[Errno 24\]")),
+    # a shared-memory segment that already exists where a process creates it (Python's SharedMemory, create=True:
+    # ``FileExistsError: [Errno 17] File exists: '/000009_locals'`` from mosaicml/streaming's get_shm_prefix): one a
+    # killed run left in /dev/shm, or one each of the job's processes tries to make, not told of the others
+    (Category.SHM_EXHAUSTED, "a shared-memory segment that already exists (left in /dev/shm by a run that was killed, "
+     "or created by processes that do not know of each other: RANK and WORLD_SIZE not set where they start)",
+     re.compile(r"\bFileExistsError: \[Errno 17\] File exists: '/[^'/]{1,200}'[^\n]{0,400}?"
+                r"\b(?:shared_memory\.py|get_shm_prefix|shm_open|SharedMemory)\b")),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm|shared-memory backing"
                 r"|\bproviders? for name shm\b|\bshm provider\b"  # libfabric's shm provider (oneCCL, EFA)
