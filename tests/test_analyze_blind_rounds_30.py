@@ -383,3 +383,16 @@ def test_a_shared_memory_segment_that_already_exists_is_shms(tmp_path: Path) -> 
     # a file that exists, elsewhere, is the program's own error
     top = diagnose_paste(tmp_path, "[rank7]: FileExistsError: [Errno 17] File exists: '/ckpt/step_100'\n").hypotheses[0]
     assert top.category is Category.RANK_CRASHED
+
+
+def test_an_unexplained_timeout_under_a_short_limit_says_so(tmp_path: Path) -> None:
+    # real: OpenNMT/OpenNMT-py#2515 (its own 60 s collective timeout), TGI's shards (60 s), InstructLab's 1 ms
+    line = ("[E ProcessGroupNCCL.cpp:467] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=144159, "
+            "OpType=ALLGATHER, NumelIn=4096, NumelOut=8192, Timeout(ms)={ms}) ran for {ran} milliseconds before timing "
+            "out.\n")
+    top = diagnose_paste(tmp_path, line.format(ms=60000, ran=60820)).hypotheses[0]
+    assert top.category is Category.UNEXPLAINED_TIMEOUT and "a limit of only 1.0 min" in top.title
+    assert top.fix.startswith("Raise the timeout") and "Flight Recorder" in top.fix
+    # the defaults (10 and 30 minutes) are no short limit
+    top = diagnose_paste(tmp_path, line.format(ms=600000, ran=600420)).hypotheses[0]
+    assert "a limit of only" not in top.title

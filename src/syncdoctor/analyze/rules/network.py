@@ -24,6 +24,7 @@ from syncdoctor.analyze.rules.common import (
     writer_hosts,
 )
 from syncdoctor.analyze.timeline import ERROR_KINDS, TIMEOUT_KINDS, Timeline, is_comm_exception
+from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_duration
 
 __all__ = ["advertised_loopback", "interface_mismatch", "interface_missing", "network_partition",
@@ -1042,6 +1043,18 @@ def _late_watchdog(tl: Timeline, timed: list[int]) -> tuple[str, str]:
     return "", ""
 
 
+_SHORT_LIMIT_MS = 180_000  # a collective timeout of three minutes or less: set by the job, far below the defaults
+
+
+def _short_limit(tl: Timeline, timed: list[int]) -> str:
+    """The collectives' timeout, in words, when every timeout that names it names one of three minutes or less (a
+    job's or a framework's own setting: OpenNMT-py's 60 s); empty otherwise."""
+    limits = {e.data.get("timeout_ms") for r in timed for e in tl.ranks[r].of(*TIMEOUT_KINDS)} - {None}
+    if not limits or not all(isinstance(v, int) and 0 < v <= _SHORT_LIMIT_MS for v in limits):
+        return ""
+    return format_duration(max(int(v) for v in limits if isinstance(v, int)) / 1000)
+
+
 def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
     timed = sorted(r for r, s in tl.ranks.items() if s.has(*TIMEOUT_KINDS))
     if not timed:
@@ -1071,6 +1084,16 @@ def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
                 "dumps), say which: a rank that never entered the collective is the one to look at.")
     if late:
         what = (what + " " if what else "") + late
+    short = _short_limit(tl, timed)
+    if short:
+        title += f" (a limit of only {short})"
+        what = (what + " " if what else "") + (
+            f"The collectives' timeout is only {short}, far below PyTorch's defaults (10 minutes for NCCL in recent "
+            "releases, 30 before and for gloo): a rank that works alone that long (an evaluation, a checkpoint, a "
+            "slow batch or a data loader's stall) trips it without any fault.")
+        fix = (f"Raise the timeout (init_process_group(timeout=...), or the framework's setting that passes {short}) "
+               "above the longest work a rank does alone, then see whether it still times out. "
+               + (fix or CATEGORY_RULES[Category.UNEXPLAINED_TIMEOUT.value].fix))
     return [hypothesis(tl, Category.UNEXPLAINED_TIMEOUT, 0.3, title, affected=timed, what=what, fix=fix,
                        evidence=evidence_of([tl.ranks[r].of(*TIMEOUT_KINDS)[0] for r in timed], "timed out",
                                             MAX_CASCADE) + evidence_of(ras, "NCCL RAS: running, no error", 2),
