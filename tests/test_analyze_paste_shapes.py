@@ -465,3 +465,7 @@ def test_a_loggers_level_stays_where_a_format_of_its_own_is_read() -> None:
                  "with return code = -7", "[ERROR] HCCL(3743927,python):2023-11-08-14:43:37.912.345 [task_exception]",
                  "ERROR:root:something went wrong"):
         assert "ERROR" in split_prefix(line).body
+    # an exception logged at INFO or WARNING was handled: the program went on
+    for line in ("2024-05-01 12:00:00,123 - root - INFO - ValueError: bad sample, skipped",
+                 "WARNING:__main__:KeyError: 'label' missing, using the default"):
+        assert split_prefix(line).body.startswith(("INFO", "WARNING", "- root"))

@@ -192,9 +192,9 @@ _NCCL_BARE = re.compile(
 # Python logging's level (and logger) before the message, in the formats scripts configure most: BASIC_FORMAT's
 # ``ERROR:root:``, the cookbook's ``- root - ERROR - `` (after its stamp) and ``ERROR - ``, Hydra's ``[__main__][ERROR] -
 # ``, a pipe's ``| ERROR | ``, a bracketed ``[ERROR] `` (DeepSpeed's with where it logged: ``[ERROR] [engine.py:12:step]
-# ``), where an exception follows: its line is read from its start, as the parsers read an exception's (``ValueError:
-# …``); other messages keep the level in their body, where the readings of their formats look for it (DeepSpeed's
-# launcher's ``[ERROR] [launch.py:324:sigkill_handler]``, HCCL's ``[ERROR] HCCL(…)``)
+# ``), where an exception logged at ERROR or CRITICAL follows: its line is read from its start, as the parsers read
+# an exception's (``ValueError: …``); other messages keep the level in their body, where the readings of their
+# formats look for it (DeepSpeed's launcher's ``[ERROR] [launch.py:324:sigkill_handler]``, HCCL's ``[ERROR] HCCL(…)``)
 _PY_LEVEL = re.compile(
     r"(?P<a>DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.<>\-]{1,200}:(?=\S)"
     r"|-? ?(?:[\w.<>\-]{1,100} - )?(?P<b>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
@@ -486,8 +486,10 @@ def split_prefix(text: str) -> Prefix:
             continue
         break
     logged = _PY_LEVEL.match(text, pos)
-    if logged and _EXCEPTION_AHEAD.match(text, logged.end()):
-        severity = severity or _LEVELS[next(level for level in logged.groups() if level)]
+    level = next((lvl for lvl in logged.groups() if lvl), "") if logged else ""
+    if logged and level in ("ERROR", "CRITICAL") and _EXCEPTION_AHEAD.match(text, logged.end()):
+        # (an exception logged at INFO or WARNING was handled: the program went on, no failure of its own)
+        severity = severity or _LEVELS[level]
         pos = logged.end()
     return Prefix(
         origin=Origin(rank=rank, local_rank=local_rank, pid=pid, host=host or compose),
