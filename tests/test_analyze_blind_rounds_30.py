@@ -396,3 +396,14 @@ def test_an_unexplained_timeout_under_a_short_limit_says_so(tmp_path: Path) -> N
     # the defaults (10 and 30 minutes) are no short limit
     top = diagnose_paste(tmp_path, line.format(ms=600000, ran=600420)).hypotheses[0]
     assert "a limit of only" not in top.title
+
+
+def test_the_events_of_several_kinds_come_in_input_order(tmp_path: Path) -> None:
+    # Timeline.of reads a per-kind index: the events of several kinds, merged, stay in the order of the inputs
+    tl = timeline_of(tmp_path, "[rank0]: ValueError: first\n"
+                               "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+                               "[rank2]: ValueError: third\n")
+    kinds = {e.kind for e in tl.events}
+    merged = tl.of(*kinds, *kinds)  # (a kind asked twice is read once)
+    assert merged == list(tl.events) and len(merged) >= 3
+    assert tl.of() == []
