@@ -187,8 +187,10 @@ def test_a_frame_logged_at_error_is_never_silence_and_no_noise_beside_a_verdict(
               'distributed/distributed_c10d.py", line 2220, in all_reduce [repeated 6x across cluster]\n'
               '(RayWorkerWrapper pid=26165) ERROR 08-16 05:39:57 worker_base.py:382]     work = group.allreduce([tensor],'
               ' opts) [repeated 6x across cluster]\n')
-    event = one(frames.splitlines()[0], Kind.ERROR_LINE)
-    assert event.data["logged"] and event.origin.pid == 26165
+    event = one(frames.splitlines()[0], Kind.ERROR_LINE)  # (a frame alone: a traceback cut, read as its follower does)
+    assert event.data["headless"] and event.origin.pid == 26165
+    source = one(frames.splitlines()[1], Kind.ERROR_LINE)  # its source line alone: an error by its logger's level
+    assert source.data["logged"] and source.origin.pid == 26165
     top = diagnose(tmp_path, frames).hypotheses[0]
     assert top.category is Category.UNRECOGNISED and top.culprit_processes
     # beside a reading, such lines are not listed as unexplained

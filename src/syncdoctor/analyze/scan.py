@@ -436,6 +436,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"_ASSERT",  # (a library's assertion macro: ggml's ``GGML_ASSERT: ggml-backend.c:226: …``)
     b"==> ",  # (``tail`` over several files: ``==> logs/rank3.log <==``, whose lines follow: textlog reads the name)
     b"device-specific driver",  # (libibverbs without the NIC's provider: ``no userspace device-specific driver found``)
+    b'File "',  # (a traceback's frame, where the paste lost its ``Traceback`` line: parsers.traceback follows it)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -16,6 +16,7 @@ from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
+from syncdoctor.analyze.parsers.traceback import TracebackFollower
 from syncdoctor.analyze.paste import (
     ANSI_BYTES,
     FILLER_BYTES,
@@ -172,6 +173,7 @@ class _State:
     file_origin: Origin
     events: list[Event]
     active: list[_Active] = field(default_factory=list)
+    followed_to: int = 0  # the last line of its writer's a traceback's follower took: a frame up to there is read
 
 
 _MAX_BARS = 256  # progress bar states kept per input: a redraw replaces its bar's last state, a restart does not
@@ -314,9 +316,15 @@ def _feed(state: _State, active: _Active, block: bytes, pos: int, number: int) -
             pos = end + 1
             number += 1
             continue
+        if block.startswith(b"==> ", pos) and _FILE_HEADER.match(block[pos:end]) is not None:
+            state.events.extend(follower.finish())  # ``tail``'s next file: the block ends with its file, as at the end
+            return False
         line = make_line(_decode(block[pos:end]), Ref(state.source, number), state.file_origin)
         active.fed += 1
-        if not follower.feed(line):
+        going = follower.feed(line)
+        if going and isinstance(follower, TracebackFollower) and follower.owns(line):
+            state.followed_to = max(state.followed_to, number)
+        if not going:
             state.events.extend(follower.finish())
             return False
         pos = end + 1
@@ -409,6 +417,8 @@ def read_text(
             counted += block.count(b"\n", counted_pos, start)
             counted_pos = start
             number = counted + 1
+            if number <= state.followed_to and b'File "' in raw and b'", line ' in raw:
+                continue  # a frame of a traceback read (a frame opens one only where none was)
             if len(raw) > _RUN_MIN and _runs_together(raw):
                 pieces = _apart(raw)
                 if len(pieces) > 1:
@@ -427,6 +437,8 @@ def read_text(
                 bars.lookbacks += 1
                 _look_back(state, block, start, number, bars)
             for follower in start_followers(line):
+                if isinstance(follower, TracebackFollower) and follower.headless and number <= state.followed_to:
+                    continue  # (a frame cut short, of a traceback read)
                 active = _Active(follower)
                 if _feed(state, active, block, end + 1, number + 1):
                     state.active.append(active)

@@ -21,7 +21,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
 from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name
 
-__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "parse", "wants_frames"]
+__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "is_frame", "parse", "wants_frames"]
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "can't open file",
@@ -41,6 +41,9 @@ _ENDING_EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}(?!EnforceNotM
 _DRIVER_OOM = re.compile(r"CUresult error\s+result=2\b|\bCUDA_ERROR_OUT_OF_MEMORY\b")
 # indented by Python; flush left where a forum or a log collector stripped the spaces
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<func>.*)$')  # <module> eaten
+# a frame's line a terminal or a paste cut after the file's name: ``  File "…/trainer.py", l`` (the rest wrapped
+# onto the next line, or lost)
+_CUT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)",? ?(?:l(?:i(?:n(?:e(?: \d{0,7}(?:,(?: (?:i(?:n? ?)?)?)?)?)?)?)?)?)?\s*$')
 # the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
 _OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
                   r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capac?i?ty))?")  # PyTorch 2.1: "capacty"
@@ -157,6 +160,22 @@ _DCP_RANK = re.compile(r"Traceback \(most recent call last\): \(RANK (?P<rank>\d
 _TF_DEVICE = re.compile(r"/device:GPU:(?P<gpu>\d+)")
 
 
+def _frame(body: str) -> tuple[str, str] | None:
+    """A traceback's frame line: (its file's path, ``file:line in func``), also where the line was cut after the
+    file's name (``file in ?``)."""
+    frame = _FRAME.match(body) or _CUT_FRAME.match(body)
+    if frame is None:
+        return None
+    name = frame["file"].rsplit("/", 1)[-1]
+    whole = frame.re is _FRAME
+    return frame["file"], f"{name}:{frame['line']} in {frame['func'].strip()}" if whole else f"{name} in ?"
+
+
+def is_frame(body: str) -> bool:
+    """A traceback's frame line (``  File "train.py", line 42, in step``), also one cut after the file's name."""
+    return _frame(body) is not None
+
+
 def _under_a_frame(body: str) -> bool:
     """A frame's indented source line or its ``^^^^`` markers."""
     return body[:1] in (" ", "\t") or body.lstrip().startswith("^")
@@ -173,17 +192,30 @@ class TracebackFollower:
     events: list[Event] = field(default_factory=list)
     after_frame: bool = False
     ended: bool = False
+    # opened by a frame, the ``Traceback (most recent call last):`` above it not in the paste (``headless`` reads the
+    # exception under such frames): only a paste that stops inside them is told, as the traceback's first line is
+    headless: bool = False
+
+    def __post_init__(self) -> None:
+        if self.headless and (frame := _frame(self.head.body)):
+            self._add_frame(frame)
+
+    def _add_frame(self, frame: tuple[str, str]) -> None:
+        self.frames.append(frame)
+        self.after_frame = True
+        self.sources.append("")
+
+    def owns(self, line: Line) -> bool:
+        """Whether ``line`` is its writer's (not another process's, interleaved in a combined log)."""
+        return line.origin.rank == self.head.origin.rank and line.origin.local_rank == self.head.origin.local_rank
 
     def feed(self, line: Line) -> bool:
-        if line.origin.rank != self.head.origin.rank or line.origin.local_rank != self.head.origin.local_rank:
+        if not self.owns(line):
             return True  # another process's line interleaved in a combined log
         body = line.body
-        frame = _FRAME.match(body)
+        frame = _frame(body)
         if frame:
-            self.frames.append((frame["file"],
-                                f"{frame['file'].rsplit('/', 1)[-1]}:{frame['line']} in {frame['func'].strip()}"))
-            self.after_frame = True
-            self.sources.append("")
+            self._add_frame(frame)
             return True
         if not body.strip() or _under_a_frame(body):
             if self.after_frame and body.strip() and not body.lstrip().startswith("^"):
@@ -199,7 +231,7 @@ class TracebackFollower:
         if found is None and self.frames and (ending := _ENDING_EXCEPTION.match(body.strip())) \
                 and ("." in ending["type"] or ending["msg"] is not None):  # (a shell's ``Killed`` alone is no class)
             found = (ending["type"], ending["msg"] or "")
-        if found and not found[0].endswith("ChildFailedError"):  # the launcher's own traceback
+        if found and not found[0].endswith("ChildFailedError") and not self.headless:  # (the launcher's own traceback)
             self.events = _exception_events(line, found[0], found[1], self.frames)
             told = _DCP_RANK.search(self.head.body)
             if told is not None:  # a failed rank's traceback in a distributed checkpoint's report: that rank's error
@@ -213,11 +245,17 @@ class TracebackFollower:
             # but where the process stood, like a stack dump (a collective it waited in, a helper it was in)
             data = _exception_events(self.head, "", "", self.frames)[0].data
             collective = data.get("collective")
-            return [make_event(Kind.STACK_DUMP, self.head, op=normalize_op(str(collective)) if collective else None,
+            stood = make_event(Kind.STACK_DUMP, self.head, op=normalize_op(str(collective)) if collective else None,
                                data={"source": "traceback-cut", "collective": collective, "backward": False,
                                      "where": data.get("call_site") or data.get("where"),
+                                     "launcher": bool(data.get("launcher")),
                                      "frames": [text for _, text in self.frames[-40:]],
-                                     "sources": self.sources[-40:]})]
+                                     "sources": self.sources[-40:]})
+            if not self.headless:
+                return [stood]  # (the ``Traceback`` line is the error line: the generic parser's)
+            return [make_event(Kind.ERROR_LINE, self.head, data={
+                "word": "Traceback", "message": f"a traceback without its first line: {self.head.body.strip()[:240]}",
+                "headless": True}), stood]
         return self.events
 
 
@@ -251,6 +289,8 @@ def follow(line: Line) -> TracebackFollower | None:
     # also after other text on the line: a progress bar ends with a carriage return, not a newline
     if "Traceback (most recent call last)" in line.body:
         return TracebackFollower(line)
+    if 'File "' in line.body and is_frame(line.body):  # (the reader opens none inside a traceback it follows)
+        return TracebackFollower(line, headless=True)
     return None
 
 

@@ -172,8 +172,11 @@ def _cut_before_its_error(tl: Timeline, errors: list[Event]) -> list[Hypothesis]
     raised is not in the inputs. A little above the bare quote of its ``Traceback`` line."""
     if any(e.kind is not Kind.ERROR_LINE or e.data.get("word") != "Traceback" for e in errors):
         return []
+    making = [e for e in tl.of(Kind.STACK_DUMP) if e.data.get("source") == "traceback-cut" and _making_the_store(e)]
+    if making:
+        return _cut_making_the_store(tl, making)
     cut = [e for e in tl.of(Kind.STACK_DUMP) if e.data.get("source") == "traceback-cut"
-           and not e.data.get("collective") and not any(_LIBRARY_WAIT.search(str(f)) for f in e.data.get("frames") or ())]
+           and not e.data.get("collective") and not e.data.get("launcher") and not any(_LIBRARY_WAIT.search(str(f)) for f in e.data.get("frames") or ())]
     if not cut:
         return []
     where = attribute(cut, tl)
@@ -187,6 +190,37 @@ def _cut_before_its_error(tl: Timeline, errors: list[Event]) -> list[Hypothesis]
                        evidence=evidence_of(cut, "where it raised", 2),
                        fix="Read the end of that traceback in the process's own output (torchrun --log-dir or "
                            "--tee 3 keep it per rank).")]
+
+
+# the job's store being made, in a traceback's last frame or the line of code under it: ``store = TCPStore(…``
+# (init_process_group's rendezvous handlers), torchrun's ``self._store = TCPStore(`` (static_tcp_rendezvous),
+# ``store = _create_c10d_store(`` (2.x), the c10d rendezvous backend's ``_create_tcp_store``
+_STORE_MADE = re.compile(r"\bTCPStore\(|\b_?create_c10d_store\b|\b_create_tcp_store\b")
+
+
+def _making_the_store(cut: Event) -> bool:
+    frames, sources = cut.data.get("frames") or [], cut.data.get("sources") or []
+    return bool(_STORE_MADE.search(f"{frames[-1] if frames else ''} {sources[-1] if sources else ''}"))
+
+
+def _cut_making_the_store(tl: Timeline, cut: list[Event]) -> list[Hypothesis]:
+    """A traceback the paste ends in while the process made the job's store (TCPStore): what it raised is not in
+    the inputs, and what stops a store's making is its port: in use on the master (A029, the more frequent), or
+    the master not reached from the others (A023). A lead, a little above the bare quote."""
+    where = attribute(cut, tl)
+    known = bool(where.ranks or where.hosts or where.processes)
+    title = (f"{where.text or 'a process'} failed making the job's store (TCPStore; the paste ends before its error "
+             "line): most often its port is in use on the master")
+    what = ("The paste ends inside a traceback that stops where the process makes the job's TCPStore, before the line "
+            "that names the exception. The master's store fails there when its port is already taken (an earlier run "
+            "still alive, two jobs on one MASTER_PORT: 'Address already in use', EADDRINUSE); the others' fail there "
+            "when they cannot reach it (refused, timed out: a wrong MASTER_ADDR, a firewall). The error line says "
+            "which.")
+    return [hypothesis(tl, Category.PORT_IN_USE, 0.33 if known else 0.28, title, what=what, where=where,
+                       evidence=evidence_of(cut, "where it stopped", 2),
+                       fix="Read the traceback's last line. On the master, `ss -ltnp | grep <MASTER_PORT>` shows "
+                           "what holds the port (stop it, or pick another MASTER_PORT); from the other hosts, "
+                           "`nc -zv <MASTER_ADDR> <MASTER_PORT>` shows whether the store can be reached.")]
 
 
 # a rank an error line is about, in its words: ``… on rank 3 at iteration #3``, ``: Rank 3, node gpu-7, device 3``

@@ -66,7 +66,7 @@ DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of ra
 # (category, what the words say, the words); causes first, in the order they are tried on a line
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PORT_IN_USE, "a port already in use",
-     re.compile(r"address already in use|\bEADDRINUSE\b|errno:? ?98\b"
+     re.compile(r"address already in use|\bEADDRINUSE\b|errno[:=]? ?98\b"
                 # Windows' code for it, whatever the language of its words (``[WinError 10048] 通常每个套接字地址…``)
                 r"|\bWinError 10048\b|\bsystem error: 10048\b|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?in use"
                 r"|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?(?:taken|occupied)"

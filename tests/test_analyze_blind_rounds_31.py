@@ -1,0 +1,109 @@
+"""Readings of the hundred-and-ninth round and after (tracebacks pasted without their first line, checkpoints and
+recommendation models, elastic jobs): one behaviour per test, each with the look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste, events_of
+from syncdoctor.analyze.model import Category, Kind
+
+# real: roboflow/rf-detr#1093 (a rank's frames pasted without the traceback's first line and cut before its error)
+_FRAMES = """[rank1]:   File "/venv/lib/python3.12/site-packages/pytorch_lightning/trainer/trainer.py", line 630, in _fit_impl
+[rank1]:     self._run(model, ckpt_path=ckpt_path, weights_only=weights_only)
+[rank1]:   File "/venv/lib/python3.12/site-packages/pytorch_lightning/loops/fit_loop.py", line 217, in run
+[rank1]:     self.advance()
+[rank1]:   File "/ws/rfdetr/models/lwdetr.py", line 153, in forward
+[rank1]:     out = self.head(features)
+"""
+
+
+def test_frames_without_their_traceback_line_cut_before_the_error_are_that_processs_failure(tmp_path: Path) -> None:
+    events = events_of(_FRAMES)
+    (stack,) = [e for e in events if e.kind is Kind.STACK_DUMP]
+    assert stack.data["source"] == "traceback-cut" and stack.origin.rank == 1
+    assert stack.data["frames"][-1] == "lwdetr.py:153 in forward" and len(stack.data["frames"]) == 3
+    assert [e.data["word"] for e in events if e.kind is Kind.ERROR_LINE] == ["Traceback"]  # never silent
+    top = diagnose_paste(tmp_path, _FRAMES).hypotheses[0]
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (1,)
+    assert "lwdetr.py:153 in forward" in top.title and "paste ends before its error line" in top.title
+
+
+def test_negative_frames_that_end_in_their_exception_are_read_once(tmp_path: Path) -> None:
+    # the exception under header-less frames is read with them (parsers.traceback.headless): no cut, one exception
+    events = events_of(_FRAMES + "[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration\n")
+    assert not [e for e in events if e.kind is Kind.STACK_DUMP or e.kind is Kind.ERROR_LINE]
+    (raised,) = [e for e in events if e.kind is Kind.EXCEPTION]
+    assert raised.data["where"] == "lwdetr.py:153 in forward" and raised.origin.rank == 1
+
+
+def test_negative_a_whole_tracebacks_frames_open_no_traceback_of_their_own(tmp_path: Path) -> None:
+    whole = "[rank1]: Traceback (most recent call last):\n" + _FRAMES
+    events = events_of(whole)
+    assert len([e for e in events if e.kind is Kind.STACK_DUMP]) == 1  # the traceback's, not one per frame
+    assert [e.data.get("headless") for e in events if e.kind is Kind.ERROR_LINE] == [None]  # its first line's
+    ended = events_of(whole + "[rank1]: ValueError: bad shape\n")
+    assert len([e for e in ended if e.kind is Kind.EXCEPTION]) == 1 and not [
+        e for e in ended if e.kind is Kind.STACK_DUMP]
+
+
+def test_a_frame_cut_after_its_files_name_is_still_a_frame(tmp_path: Path) -> None:
+    # real: huggingface/transformers#36076 (the terminal wrapped ``l`` / ``ine 2555, in …`` onto the next line)
+    paste = ("[rank1]:     return inner_training_loop(\n"
+             "[rank1]:   File \"/lib/python3.11/site-packages/transformers/trainer.py\", l\n"
+             "ine 2555, in _inner_training_loop\n"
+             "[rank1]:     self._maybe_log_save_evaluate(\n")
+    (stack,) = [e for e in events_of(paste) if e.kind is Kind.STACK_DUMP]
+    assert stack.data["frames"] == ["trainer.py in ?"]
+    assert diagnose_paste(tmp_path, paste).hypotheses[0].category is Category.RANK_CRASHED
+    # a file named in other words is no frame
+    assert not events_of('File "config.yaml" not found, using the defaults\n')
+
+
+# real: facebookresearch/SlowFast#337 (the paste stops where init_process_group makes the store: the title says
+# Address already in use)
+_STORE = """Traceback (most recent call last):
+  File "/env/lib/python3.7/site-packages/torch/distributed/distributed_c10d.py", line 423, in init_process_group
+    store, rank, world_size = next(rendezvous_iterator)
+  File "/env/lib/python3.7/site-packages/torch/distributed/rendezvous.py", line 133, in _tcp_rendezvous_handler
+    store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)
+"""
+
+
+def test_a_traceback_cut_where_the_store_is_made_is_most_often_its_port(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, _STORE).hypotheses[0]
+    assert top.category is Category.PORT_IN_USE and top.confidence < 0.4  # a lead: the error line is not there
+    assert "TCPStore" in top.title and "cannot reach it" in top.what  # the other reading, in its words
+    # cut one frame higher, in the rendezvous but not yet in the store's making: no port named
+    higher = "\n".join(_STORE.splitlines()[:3]) + "\n"
+    assert Category.PORT_IN_USE not in {h.category for h in diagnose_paste(tmp_path, higher).hypotheses}
+
+
+def test_a_launchers_own_traceback_cut_is_no_workers_failure(tmp_path: Path) -> None:
+    paste = ("Traceback (most recent call last):\n"
+             "  File \"/usr/lib/python3.10/dist-packages/torch/distributed/run.py\", line 883, in main\n"
+             "    run(args)\n"
+             "  File \"/usr/lib/python3.10/dist-packages/torch/distributed/elastic/agent/server/api.py\", line 73, "
+             "in run\n    result = self._invoke_run(role)\n")
+    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
+    assert hypotheses and Category.RANK_CRASHED not in {h.category for h in hypotheses}
+    assert hypotheses[0].category is Category.UNRECOGNISED
+
+
+def test_dgls_failed_bind_with_errno_98_is_a_port_in_use(tmp_path: Path) -> None:
+    # real: dmlc/dgl#2227 (DistGraphServer's socket left listening at shutdown)
+    line = "[20:53:08] /opt/dgl/src/rpc/network/tcp_socket.cc:69: Failed bind on 10.153.44.134:30050 ,errno=98"
+    assert diagnose_paste(tmp_path, line).hypotheses[0].category is Category.PORT_IN_USE
+    other = "[20:53:08] /opt/dgl/src/rpc/network/tcp_socket.cc:69: Failed bind on 10.1.2.3:30050 ,errno=99"
+    assert diagnose_paste(tmp_path, other).hypotheses[0].category is not Category.PORT_IN_USE
+
+
+def test_a_traceback_cut_at_the_end_of_a_file_tail_printed_ends_with_its_file(tmp_path: Path) -> None:
+    # ``tail`` over two ranks' files, the first ending inside a traceback: it is cut there, as at the file's end
+    paste = ("==> logs/rank0.log <==\nTraceback (most recent call last):\n  File \"/ws/train.py\", line 10, in <module>\n"
+             "    main()\n\n==> logs/rank1.log <==\nValueError: bad shape\n")
+    events = events_of(paste)
+    (stack,) = [e for e in events if e.kind is Kind.STACK_DUMP]
+    assert stack.origin.rank == 0 and stack.data["frames"] == ["train.py:10 in <module>"]
+    (raised,) = [e for e in events if e.kind is Kind.EXCEPTION]
+    assert raised.origin.rank == 1 and not raised.data.get("frames")  # (not the frames of rank 0's traceback)
