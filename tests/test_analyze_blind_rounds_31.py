@@ -107,3 +107,16 @@ def test_a_traceback_cut_at_the_end_of_a_file_tail_printed_ends_with_its_file(tm
     assert stack.origin.rank == 0 and stack.data["frames"] == ["train.py:10 in <module>"]
     (raised,) = [e for e in events if e.kind is Kind.EXCEPTION]
     assert raised.origin.rank == 1 and not raised.data.get("frames")  # (not the frames of rank 0's traceback)
+
+
+def test_pytorchs_own_duplicated_gpu_check_names_the_two_ranks_and_their_host(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#68666 (world_size larger than the host's GPUs: rank 8 wrapped onto rank 0's GPU)
+    line = ("RuntimeError: Duplicated GPU device is not allowed by NCCL. Rank [0] and rank [8] both attached to GPU "
+            "device 0 on the same host learngpu001.09.ftw5.facebook.com. Most likely your world_size is larger than "
+            "the total number of GPUs")
+    top = diagnose_paste(tmp_path, line).hypotheses[0]
+    assert top.category is Category.DUPLICATE_GPU and top.culprit_ranks == (0, 8)
+    assert top.culprit_hosts == ("learngpu001.09.ftw5.facebook.com",)
+    # a rank and a GPU named in other words are no such pair
+    other = "RuntimeError: Rank [0] could not be attached to GPU device 0: CUDA error: invalid device ordinal"
+    assert diagnose_paste(tmp_path, other).hypotheses[0].category is not Category.DUPLICATE_GPU

@@ -48,7 +48,7 @@ __all__ = ["IB_STATUS", "KEYWORDS", "follow", "parse"]
 
 KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", "ncclSystemError", "ncclRemoteError", "ncclInternalError", "neither AF_INET",
             "ncclInvalidUsage", "ncclUnhandledCudaError", "ncclInvalidArgument", "remote process exited", "unhandled system error", "unhandled cuda error",
-            "both on CUDA device", "Duplicate GPU detected", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
+            "both on CUDA device", "Duplicate GPU detected", "both attached to GPU device", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
             "Unable to allocate shared memory", "Got completion", "completed with error", "Failed to CUDA calloc",
             "Failed to CUDA malloc", "captured in a graph", "in the same subnet as remote", "bootstrap_net_init")
 # NCCL refusing a CUDA graph capture its build or the driver cannot do (misc/strongstream.cc, 2.15+; ncclInvalidUsage)
@@ -177,6 +177,12 @@ _MISMATCHED = re.compile(r"Mismatched collective detected(?:.*?at and around ran
 # the device is optional after NCCL's own words: a paste cut inside the line (``rank 5 and rank 0 b``) still names the pair
 _DUP = re.compile(r"(?P<words>Duplicate GPU detected : )?\brank (?P<a>\d+) and rank (?P<b>\d+)\b"
                   r"(?: both on CUDA device (?P<dev>\w+))?")
+
+
+# PyTorch's own check before NCCL's (pytorch/pytorch#68666): ``Duplicated GPU device is not allowed by NCCL. Rank [0]
+# and rank [8] both attached to GPU device 0 on the same host learngpu001. Most likely your world_size is larger …``
+_ATTACHED = re.compile(r"\bRank \[(?P<a>\d{1,7})\] and rank \[(?P<b>\d{1,7})\] both attached to GPU device (?P<dev>\d{1,3})"
+                       r"(?: on the same host (?P<host>[\w\-]+(?:\.[\w\-]+)*))?", re.I)
 
 
 def _duplicate(match: re.Match[str] | None) -> tuple[list[int], str | None] | None:
@@ -440,6 +446,11 @@ def parse(line: Line) -> list[Event]:
     if pair:
         return [make_event(Kind.DUPLICATE_GPU, line, data={
             "ranks": pair[0], "device": pair[1]})]
+    attached = _ATTACHED.search(body) if "both attached to GPU device" in body else None
+    if attached:
+        return [make_event(Kind.DUPLICATE_GPU, line, origin=replace(line.origin, host=attached["host"] or line.origin.host),
+                           data={"ranks": sorted({int(attached["a"]), int(attached["b"])}), "device": attached["dev"],
+                                 "source": "pytorch-check"})]
     if ("Got completion" in body and _IB.search(body)) or _NO_FAMILY_OLD.search(body) or \
             ("same subnet as remote" in body and NO_SUBNET.search(body)):  # copied without its prefix
         return _warn(line, body, Origin(), "WARN")
