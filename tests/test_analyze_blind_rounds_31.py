@@ -120,3 +120,66 @@ def test_pytorchs_own_duplicated_gpu_check_names_the_two_ranks_and_their_host(tm
     # a rank and a GPU named in other words are no such pair
     other = "RuntimeError: Rank [0] could not be attached to GPU device 0: CUDA error: invalid device ordinal"
     assert diagnose_paste(tmp_path, other).hypotheses[0].category is not Category.DUPLICATE_GPU
+
+
+def _fault_dump(rank: int, frames: list[tuple[str, int, str]], head: str = "Timeout (0:10:00)!") -> str:
+    lines = [head, "", "Thread 0x00007f3c2a7fc700 (most recent call first):",
+             '  File "/usr/lib/python3.10/threading.py", line 324 in wait',
+             '  File "/usr/lib/python3.10/threading.py", line 1016 in _bootstrap', "",
+             "Thread 0x00007f3c4b1e2740 (most recent call first):"]
+    lines += [f'  File "{path}", line {number} in {func}' for path, number, func in frames]
+    return "".join(f"[rank{rank}]: {line}\n" for line in lines)
+
+
+_IN_ALLREDUCE = [("/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", 2050, "all_reduce"),
+                 ("/ws/train.py", 88, "sync_metrics"), ("/ws/train.py", 140, "<module>")]
+_IN_LOADER = [("/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", 1133, "_get_data"),
+              ("/ws/train.py", 101, "train_epoch"), ("/ws/train.py", 140, "<module>")]
+
+
+def test_faulthandlers_dumps_name_the_rank_outside_the_collective_the_others_wait_in(tmp_path: Path) -> None:
+    paste = "".join(_fault_dump(rank, _IN_ALLREDUCE) for rank in (0, 1, 2)) + _fault_dump(3, _IN_LOADER)
+    stacks = [e for e in events_of(paste) if e.kind is Kind.STACK_DUMP]
+    assert len(stacks) == 4 and all(e.data["source"] == "faulthandler" for e in stacks)  # (no helper thread's)
+    assert stacks[0].data["collective"] == "allreduce" and stacks[3].data["collective"] is None
+    assert stacks[3].data["frames"][0] == "torch/utils/data/dataloader.py:1133 in _get_data"
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (3,) and top.confidence >= 0.8
+    assert "_get_data" in top.title
+
+
+_TIMEOUT = ("[rank{r}]:[E1205 10:00:00.000000 123 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+            "for 600010 milliseconds before timing out.\n")
+
+
+def test_dumps_made_as_a_process_died_are_not_where_a_hung_one_waits(tmp_path: Path) -> None:
+    # the watchdog's abort on ranks 0-2 (their Python stood wherever it was: collectives run asynchronously)
+    aborted = "".join(_TIMEOUT.format(r=r) + _fault_dump(r, _IN_LOADER, head="Fatal Python error: Aborted")
+                      for r in (0, 1, 2))
+    assert Category.LAGGING_RANK not in {h.category for h in diagnose_paste(tmp_path, aborted).hypotheses[:1]}
+    # beside them, rank 3's dump by its timer, outside any collective: the rank they waited for, by their timeouts
+    top = diagnose_paste(tmp_path, aborted + _fault_dump(3, _IN_LOADER)).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and top.culprit_ranks == (3,)
+    assert "ranks 0-2 waited in allreduce" in top.title
+
+
+def test_an_assertion_that_the_local_rank_fits_the_nodes_gpus_is_the_jobs_setup(tmp_path: Path) -> None:
+    # real: deepspeedai/DeepSpeed#3408 (nodes with different numbers of GPUs: Megatron's check of its local rank)
+    line = "AssertionError: expected local-rank to be the same as rank % device-count."
+    assert diagnose_paste(tmp_path, line).hypotheses[0].category is Category.UNRECOGNISED
+    other = "AssertionError: expected the loss to be finite"
+    assert diagnose_paste(tmp_path, other).hypotheses[0].category is Category.RANK_CRASHED
+
+
+def test_an_error_without_a_place_is_placed_on_the_host_srun_then_reports_a_worker_failing_on(tmp_path: Path) -> None:
+    # real: huggingface/accelerate#2192 (the launcher missing on the second node; srun ends the step on the first)
+    paste = ("slurmstepd: error: execve(): accelerate: No such file or directory\n"
+             "srun: error: cdr2601: task 1: Exited with exit code 2\n"
+             "slurmstepd: error: *** STEP 19389846.0 ON cdr2550 CANCELLED AT 2023-11-27T16:36:09 ***\n"
+             "srun: error: cdr2550: task 0: Terminated\n")
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and top.culprit_hosts == ("cdr2601",)
+    # two hosts whose workers exit with an error code: no one place
+    two = paste.replace("task 0: Terminated", "task 0: Exited with exit code 2")
+    assert not diagnose_paste(tmp_path, two).hypotheses[0].culprit_hosts

@@ -437,6 +437,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"==> ",  # (``tail`` over several files: ``==> logs/rank3.log <==``, whose lines follow: textlog reads the name)
     b"device-specific driver",  # (libibverbs without the NIC's provider: ``no userspace device-specific driver found``)
     b'File "',  # (a traceback's frame, where the paste lost its ``Traceback`` line: parsers.traceback follows it)
+    b"(most recent call first)",  # (faulthandler's dump of a thread: ``Thread 0x… (most recent call first):``)
+    b"both attached to GPU device",  # (PyTorch's own duplicated-GPU check: ``Rank [0] and rank [8] both attached …``)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

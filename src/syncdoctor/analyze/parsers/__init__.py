@@ -51,7 +51,7 @@ __all__ = ["LINE_PARSERS", "LOOK_ABOVE", "make_line", "parse_line", "start_follo
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
                 system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace, ras, hccl, coordination)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
-            nccl_warn.follow, torch_watchdog.follow, pyspy.follow, gloo.follow, horovod.follow, fr_trace.follow,
+            nccl_warn.follow, torch_watchdog.follow, pyspy.follow, pyspy.follow_faulthandler, gloo.follow, horovod.follow, fr_trace.follow,
             coordination.follow)
 # events that the lines above their own complete, where a paste left out the block's head: (whether an event wants
 # them, how it reads them: the event's line, the event, the same writer's lines above it nearest first -> the

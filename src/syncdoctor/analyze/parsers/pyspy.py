@@ -11,6 +11,13 @@ A dump pasted without its headers (a stack copied on its own, its innermost fram
 indented below it: ``all_reduce (torch/distributed/distributed_c10d.py:3075)`` then ``  _sync (trainer.py:196)``) is
 read from a first frame in ``torch.distributed``'s collectives: no thread or pid then.
 
+Python's own ``faulthandler`` dumps read the same way (``faulthandler.dump_traceback_later``, a signal registered
+with ``faulthandler.register``, ``PYTHONFAULTHANDLER=1`` at a fatal error, pytest's timeout): per thread ``Thread
+0x00007f57caf71740 (most recent call first):`` (``Current thread 0x…`` for the one that dumps, ``Stack (most recent
+call first):`` for one thread alone), then its frames innermost first, ``  File "…/distributed_c10d.py", line 2501 in
+all_reduce``, up to a blank line. The thread whose outermost frame is ``threading.py``'s bootstrap is a helper thread
+and is not read; the main thread's is (its outermost frame the script's ``<module>``, or cut before it).
+
 A main thread inside ``torch.distributed`` (or DeepSpeed's comm layer) waits in that collective; one anywhere
 else is doing something of its own, and when the others wait, that is where it is stuck.
 """
@@ -23,7 +30,7 @@ from dataclasses import dataclass, field
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
-__all__ = ["KEYWORDS", "StackFollower", "classify", "follow"]
+__all__ = ["KEYWORDS", "FaultFollower", "StackFollower", "classify", "follow", "follow_faulthandler"]
 
 KEYWORDS = ('): "MainThread"',)  # the header that starts a follower (no line parser)
 
@@ -101,3 +108,45 @@ def follow(line: Line) -> StackFollower | None:
     if head is None:
         return None
     return StackFollower(line, "", "", frames=[(head["func"], head["file"], int(head["line"]))])
+
+
+# faulthandler's thread header and frames (CPython's Python/traceback.c: ``File "%s", line %d in %s``, no comma)
+_FAULT_THREAD = re.compile(r"^(?:(?:Current thread|Thread) (?P<tid>0x[0-9A-Fa-f]{1,16})|Stack) \(most recent call first\):")
+_FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]{1,500})", line (?P<line>\d{1,7}) in (?P<func>\S.{0,200}?)\s*$')
+# where a module's path starts to be the package's (``…/site-packages/torch/cuda/streams.py`` -> ``torch/cuda/streams.py``),
+# or the standard library's (``/usr/lib/python3.8/threading.py`` -> ``threading.py``)
+_PACKAGE_ROOT = re.compile(r"^.*?/(?:site-packages|dist-packages)/|^.*?/lib/python\d\.\d{1,2}/")
+
+
+@dataclass
+class FaultFollower:
+    """The frames of one thread of a faulthandler dump, up to the line that is not one of them."""
+
+    head: Line
+    tid: str
+    max_lines: int = 400
+    frames: list[tuple[str, str, int | None]] = field(default_factory=list)
+
+    def feed(self, line: Line) -> bool:
+        frame = _FAULT_FRAME.match(line.body)
+        if frame is None:
+            return False
+        path = _PACKAGE_ROOT.sub("", frame["file"], count=1)
+        self.frames.append((frame["func"], path, int(frame["line"])))
+        return True
+
+    def finish(self) -> list[Event]:
+        if not self.frames or self.frames[-1][1].endswith("threading.py"):
+            return []  # (a helper thread: a DataLoader's pin-memory thread, a logger's, the watchdog's own)
+        collective, where, backward = classify(self.frames)
+        return [make_event(Kind.STACK_DUMP, self.head, op=collective, data={
+            "thread": self.tid, "status": "", "collective": collective, "where": where, "backward": backward,
+            "source": "faulthandler",
+            "frames": [f"{path}{f':{line}' if line else ''} in {func}" for func, path, line in self.frames[:40]]})]
+
+
+def follow_faulthandler(line: Line) -> FaultFollower | None:
+    if "most recent call first" not in line.body:
+        return None
+    match = _FAULT_THREAD.match(line.body.strip())
+    return FaultFollower(line, match["tid"] or "") if match is not None else None

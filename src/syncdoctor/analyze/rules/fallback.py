@@ -59,7 +59,8 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     first = next((e for e in errors if not _traceback_only(e)), errors[0])
     own = attribute([first], tl)
     known = bool(own.ranks or own.hosts or own.processes)
-    where = own if known else _one_place(errors, tl)
+    # (where its lines name none: the one host a launcher then reports a worker exiting with an error code on)
+    where = own if known else (_exit_reported_after(tl, first) or _one_place(errors, tl))
     text = first.text.strip()
     title = f"an error no rule explains{' on ' + where.text if where.text else ''}: {text[:140]}"
     what = (f"{len(errors)} line{'s' if len(errors) > 1 else ''} look{'' if len(errors) > 1 else 's'} like an error, "

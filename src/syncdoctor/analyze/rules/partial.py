@@ -14,10 +14,11 @@ dumps of :mod:`.progress` (which calls these):
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import replace
 
-from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
+from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind, Ref
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
@@ -210,11 +211,39 @@ def from_runs_first(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(waits, "in the barrier", MAX_CASCADE))]
 
 
+def _dumped_as_it_died(tl: Timeline) -> set[Ref]:
+    """faulthandler's dumps that follow their process's fatal error (``Fatal Python error: Aborted``, ``…:
+    Segmentation fault``, then each thread's stack, no other line read between them): where Python stood as it died
+    (the watchdog's abort, a crash), not where a hung process waits."""
+    above: dict[str, list[Event]] = {}  # per input, the events other than such dumps, in input order
+    dumps = []
+    for event in tl.events:
+        if event.kind is Kind.STACK_DUMP and event.data.get("source") == "faulthandler":
+            dumps.append(event)
+        else:
+            above.setdefault(event.ref.source, []).append(event)
+    for events in above.values():
+        events.sort(key=lambda e: e.ref.line)
+    keys = {source: [e.ref.line for e in events] for source, events in above.items()}
+    out = set()
+    for dump in dumps:
+        at = bisect.bisect_left(keys.get(dump.ref.source, []), dump.ref.line)
+        last = above[dump.ref.source][at - 1] if at else None
+        if last is not None and last.kind is Kind.FATAL_SIGNAL and last.origin.rank == dump.origin.rank:
+            out.add(dump.ref)
+    return out
+
+
 def from_stacks(tl: Timeline) -> list[Hypothesis]:
-    """``py-spy dump`` of hung processes: a main thread outside any collective while others wait in one is the
-    process they wait for, and its stack says where it is stuck. One dump per process (the last)."""
+    """Stack dumps of hung processes (``py-spy dump``, faulthandler's): a main thread outside any collective while
+    others wait in one is the process they wait for, and its stack says where it is stuck. One dump per process
+    (the last)."""
     last: dict[tuple[object, ...], Event] = {}
+    timed_out = tl.of(*TIMEOUT_KINDS)
+    died = _dumped_as_it_died(tl)
     for event in tl.of(Kind.STACK_DUMP):
+        if event.ref in died:
+            continue  # (at the watchdog's abort, its collectives had run on asynchronously from where Python stood)
         key = (event.origin.host, event.origin.pid) if event.origin.pid is not None else (event.ref.source, event.ref.line)
         last[key] = event
     stacks = list(last.values())
@@ -225,6 +254,9 @@ def from_stacks(tl: Timeline) -> list[Hypothesis]:
     ops = sorted({str(e.op) for e in waiting})
     if elsewhere:
         late = attribute(elsewhere, tl)
+        if not waiting:  # the others' own timeouts say they waited, and in what
+            waiting = [e for e in timed_out if e.origin.rank is None or e.origin.rank not in late.ranks]
+            ops = sorted({str(e.op) for e in waiting if e.op})
         held = attribute(waiting, tl) if waiting else None
         who = late.text or ("a process" if len(elsewhere) == 1 else f"{len(elsewhere)} processes")
         stuck = str(elsewhere[0].data.get("where") or "")
@@ -236,9 +268,9 @@ def from_stacks(tl: Timeline) -> list[Hypothesis]:
             confidence = 0.35
             title = (f"{who} was outside any collective, in {stuck}: if the others wait in one, it is the process "
                      "they wait for")
-        what = ("py-spy's dump shows where each main thread stood: a process that is not inside a collective while "
-                "the others wait in one holds them all up. Its frames say what it does instead: a DataLoader "
-                "that no longer delivers, I/O, work only that rank does, or a lock.")
+        what = ("The stack dumps (py-spy's, faulthandler's) show where each main thread stood: a process that is not "
+                "inside a collective while the others wait in one holds them all up. Its frames say what it does "
+                "instead: a DataLoader that no longer delivers, I/O, work only that rank does, or a lock.")
         fix = ("Look at that frame: a hung DataLoader worker (num_workers=0 to confirm), a file system or network "
                "call, a rank-dependent branch. Dump every rank next time (py-spy dump --pid on each), or run "
                "syncdoctor watch, which names the late rank and its stack while it hangs.")
@@ -248,7 +280,7 @@ def from_stacks(tl: Timeline) -> list[Hypothesis]:
                            evidence=_stack_evidence(elsewhere, "outside any collective, in")
                            + _stack_evidence(waiting, "waiting in"))]
     if len(ops) > 1:
-        title = f"the processes wait in different collectives ({', '.join(ops)}), by py-spy's dumps"
+        title = f"the processes wait in different collectives ({', '.join(ops)}), by their stack dumps"
         what = ("Every dumped main thread is inside a collective, not all in the same one: they called different "
                 "collectives (a rank-dependent branch, a different number of steps), or each waits in another group "
                 "for a process not dumped.")
@@ -259,7 +291,7 @@ def from_stacks(tl: Timeline) -> list[Hypothesis]:
         held = attribute(dumped, tl)
         p2p = ops[0] in ("send", "recv", "isend", "irecv")
         title = (f"{held.text or ('a process' if len(dumped) == 1 else f'{len(dumped)} processes')} "
-                 f"{'waits' if len(dumped) == 1 else 'wait'} in {ops[0]} (py-spy): "
+                 f"{'waits' if len(dumped) == 1 else 'wait'} in {ops[0]} ({'its stack dump' if len(dumped) == 1 else 'their dumps'}): "
                  + ("the peer never posted the matching receive or send" if p2p else
                     "another member never entered it") + ", and it is not among the dumps")
         what = ("Every dumped main thread is blocked in the same operation, so the process it waits for is one that "

@@ -60,8 +60,10 @@ _SETUP_CHECK = re.compile(
     r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b"
     # a failed assertion or check whose expression is the job's shape (DeepEP's ``Assertion error …/deep_ep.cpp:32
     # 'num_ranks > NUM_MAX_NVL_PEERS or low_latency_mode'``: its normal kernels need eight GPUs a node)
-    r"|\b(?:Assertion(?: error)?|Check failed)\b[^\n]{0,200}?\b(?:num_ranks|world_size|num_nodes|num_gpus|nproc_per_node"
-    r"|(?:tp|pp|dp|ep|cp)_size)\b", _I)
+    r"|\b(?:Assertion(?:Error| error)?|Check failed)\b[^\n]{0,200}?\b(?:num_ranks|world_size|num_nodes|num_gpus|nproc_per_node"
+    r"|(?:tp|pp|dp|ep|cp)_size"
+    # (Megatron's ``expected local-rank to be the same as rank % device-count``: nodes with different numbers of GPUs)
+    r"|local[-_]rank\b[^\n]{0,80}\bdevice[-_]count)\b", _I)
 DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
 # (category, what the words say, the words); causes first, in the order they are tried on a line
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
