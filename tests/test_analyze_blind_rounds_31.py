@@ -183,3 +183,15 @@ def test_an_error_without_a_place_is_placed_on_the_host_srun_then_reports_a_work
     # two hosts whose workers exit with an error code: no one place
     two = paste.replace("task 0: Terminated", "task 0: Exited with exit code 2")
     assert not diagnose_paste(tmp_path, two).hypotheses[0].culprit_hosts
+
+
+def test_an_operation_graph_capture_refuses_is_told_as_the_softwares_not_a_faulty_gpu(tmp_path: Path) -> None:
+    # real: ROCm/hip#3876, sglang#24011 (ProcessGroupNCCL's watchdog querying an event of a capturing stream)
+    line = ("[rank0]:[E1030 15:32:32.970893361 ProcessGroupNCCL.cpp:2055] [PG ID 5 PG GUID 51 Rank 0] Process group "
+            "watchdog thread terminated with exception: HIP error: operation not permitted when stream is capturing")
+    top = diagnose_paste(tmp_path, line).hypotheses[0]
+    assert top.category is Category.GPU_ERROR and "CUDA graph capture" in top.title and "not a faulty GPU" in top.title
+    assert "TORCH_NCCL_BLOCKING_WAIT=1" in (top.fix or "")
+    # an illegal memory access is still the GPU's failure, in its words
+    other = line.replace("operation not permitted when stream is capturing", "an illegal memory access was encountered")
+    assert "CUDA graph capture" not in diagnose_paste(tmp_path, other).hypotheses[0].title

@@ -249,6 +249,19 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                + "Run with NCCL_DEBUG=INFO to see which transport's call failed; try NCCL_CUMEM_ENABLE=0 and "
                "NCCL_P2P_DISABLE=1 one at a time, and another NCCL release (pip install nvidia-nccl-cu12==...), the "
                "driver's and the CUDA runtime's versions matching.")
+    captured = [m for m in messages if _CAPTURE.search(m)]
+    if captured and not hardware and all(_CAPTURE.search(m) or "nhandled" in m for m in messages):
+        title = (f"an operation CUDA graph capture does not allow on {where.text or 'a rank'} ({captured[0][:80]}): "
+                 "the software's use of CUDA graphs, not a faulty GPU")
+        what = (f"{where.text or 'A process'} hit {captured[0]}: while a stream was being captured into a CUDA graph "
+                "(torch.compile's reduce-overhead mode, an inference engine's graph capture), something ran an "
+                "operation capture does not allow: a synchronizing call, an event query on the captured stream "
+                "(ProcessGroupNCCL's watchdog does one; ROCm 7.0 to 7.2.0's HIP runtime refused it), or work on the "
+                "legacy default stream. The GPU did what it was told.")
+        fix = ("Run without graph capture to confirm (vLLM --enforce-eager, SGLang --disable-cuda-graph, torch.compile "
+               "without reduce-overhead); upgrade PyTorch and the GPU runtime (ROCm 7.2.1 or newer for the HIP "
+               "watchdog case), or set TORCH_NCCL_BLOCKING_WAIT=1 so the watchdog does not query events during "
+               "capture; keep synchronizing calls out of the captured region.")
     confidence = 0.9 if hardware else 0.8
     if telling:
         fix = "; ".join(dict.fromkeys(f"Xid {xid}: {x.action}" for xid, x in telling[:3])) + "."
@@ -267,6 +280,12 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                  "consequence of tearing NCCL down after that network failure, not the GPU's own fault.")
     return [*out, hypothesis(tl, Category.GPU_ERROR, confidence, title, affected=affected, what=what, fix=fix,
                              evidence=evidence_of(events, "the GPU's error", 6), where=where)]
+
+
+# an operation a stream being captured into a CUDA graph does not allow (cudaErrorStreamCaptureUnsupported 900,
+# …Invalidated 901, …Implicit 906, cudaErrorCapturedEvent 907, …Unjoined 904; HIP's the same words): the software's
+# use of graphs, most often ProcessGroupNCCL's watchdog querying an event of the capturing stream (ROCm/hip#3876)
+_CAPTURE = re.compile(r"\bcapturing (?:blocking )?stream\b|\bwhen stream is capturing\b|\bduring capture\b", re.I)
 
 
 def _hosts_of_gpus(tl: Timeline, events: list[Event]) -> tuple[str, ...]:
