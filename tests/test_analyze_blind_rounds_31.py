@@ -195,3 +195,36 @@ def test_an_operation_graph_capture_refuses_is_told_as_the_softwares_not_a_fault
     # an illegal memory access is still the GPU's failure, in its words
     other = line.replace("operation not permitted when stream is capturing", "an illegal memory access was encountered")
     assert "CUDA graph capture" not in diagnose_paste(tmp_path, other).hypotheses[0].title
+
+
+def test_a_launchers_refusal_of_its_hostfile_and_a_replica_placement_are_the_jobs_setup(tmp_path: Path) -> None:
+    # real: deepspeedai/DeepSpeed#3625 (--include asks for GPUs the hostfile's slots do not have: no error word),
+    # DeepSpeed#5267 (MII: a tensor parallel size larger than a node's GPUs), DeepSpeed PR#5318 (its pdsh runner)
+    for line in ("`No slot 2 specificied on host work1`.", "ValueError: No slot '8' specified on host 'node-3'",
+                 "- ValueError: Only able to place 0 replicas, but 2 replicas were requested.",
+                 "KeyError: 'PDSH_SSH_ARGS_APPEND'"):
+        assert diagnose_paste(tmp_path, line).hypotheses[0].category is Category.UNRECOGNISED, line
+    # a slot and a placement in other words stay silent or the program's own error
+    assert not diagnose_paste(tmp_path, "No slot machine found in the casino\n").hypotheses
+    assert diagnose_paste(tmp_path, "KeyError: 'PDSH'").hypotheses[0].category is Category.RANK_CRASHED
+
+
+def test_a_frame_cut_inside_its_files_name_goes_on_with_the_traceback(tmp_path: Path) -> None:
+    # real: EleutherAI/gpt-neox#768 (two processes' frames pasted without their first line, the last one cut)
+    paste = ('  File "/home/u/gpt-neox/megatron/initialize.py", line 153, in _initialize_distributed\n'
+             "    distributed.init_distributed(\n"
+             '  File "/home/u/gpt-neox/generate.py", line 91, in <module>\n'
+             "    main()\n"
+             '  File "/geode2/hom\n')
+    (stack,) = [e for e in events_of(paste) if e.kind is Kind.STACK_DUMP]
+    assert stack.data["frames"] == ["initialize.py:153 in _initialize_distributed", "generate.py:91 in <module>"]
+    # (where it stood is the last whole frame's: the cut one names nothing)
+    assert stack.data["where"] == "initialize.py:153 in _initialize_distributed > generate.py:91 in <module>"
+
+
+def test_a_launchers_failure_on_no_named_host_quotes_what_it_said(tmp_path: Path) -> None:
+    # real: microsoft/VirtualClient PR#752 (mpiexec's ssh refused the host key; no host in the lines)
+    top = diagnose_paste(tmp_path, "Host key verification failed.\n"
+                                   "ORTE was unable to reliably start one or more daemons.\n").hypotheses[0]
+    assert top.category is Category.PEER_UNREACHABLE and "()" not in top.title
+    assert "Host key verification failed" in top.title

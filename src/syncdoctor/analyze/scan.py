@@ -439,6 +439,7 @@ ANCHORS: tuple[bytes, ...] = (
     b'File "',  # (a traceback's frame, where the paste lost its ``Traceback`` line: parsers.traceback follows it)
     b"(most recent call first)",  # (faulthandler's dump of a thread: ``Thread 0x… (most recent call first):``)
     b"both attached to GPU device",  # (PyTorch's own duplicated-GPU check: ``Rank [0] and rank [8] both attached …``)
+    b"No slot ",  # (DeepSpeed's launcher: ``No slot 2 specified on host work1``, its hostfile against --include)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

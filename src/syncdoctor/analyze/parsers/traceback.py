@@ -41,9 +41,10 @@ _ENDING_EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}(?!EnforceNotM
 _DRIVER_OOM = re.compile(r"CUresult error\s+result=2\b|\bCUDA_ERROR_OUT_OF_MEMORY\b")
 # indented by Python; flush left where a forum or a log collector stripped the spaces
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<func>.*)$')  # <module> eaten
-# a frame's line a terminal or a paste cut after the file's name: ``  File "…/trainer.py", l`` (the rest wrapped
-# onto the next line, or lost)
-_CUT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)",? ?(?:l(?:i(?:n(?:e(?: \d{0,7}(?:,(?: (?:i(?:n? ?)?)?)?)?)?)?)?)?)?\s*$')
+# a frame's line a terminal or a paste cut after the file's name or inside it: ``  File "…/trainer.py", l`` (the rest
+# wrapped onto the next line, or lost), ``  File "/home/us`` (a paste's last line)
+_CUT_FRAME = re.compile(r'^\s*File "(?:(?P<file>[^"]+)",? ?(?:l(?:i(?:n(?:e(?: \d{0,7}(?:,(?: (?:i(?:n? ?)?)?)?)?)?)?)?)?)?'
+                        r'|(?P<cut>[^"]{1,500}))\s*$')
 # the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
 _OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
                   r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capac?i?ty))?")  # PyTorch 2.1: "capacty"
@@ -166,6 +167,8 @@ def _frame(body: str) -> tuple[str, str] | None:
     frame = _FRAME.match(body) or _CUT_FRAME.match(body)
     if frame is None:
         return None
+    if frame.re is _CUT_FRAME and frame["cut"] is not None:
+        return frame["cut"], ""  # (a frame cut inside its file's name: one more frame, where it is not told)
     name = frame["file"].rsplit("/", 1)[-1]
     whole = frame.re is _FRAME
     return frame["file"], f"{name}:{frame['line']} in {frame['func'].strip()}" if whole else f"{name} in ?"
@@ -201,9 +204,10 @@ class TracebackFollower:
             self._add_frame(frame)
 
     def _add_frame(self, frame: tuple[str, str]) -> None:
-        self.frames.append(frame)
-        self.after_frame = True
-        self.sources.append("")
+        self.after_frame = bool(frame[1])
+        if frame[1]:
+            self.frames.append(frame)
+            self.sources.append("")
 
     def owns(self, line: Line) -> bool:
         """Whether ``line`` is its writer's (not another process's, interleaved in a combined log)."""

@@ -46,6 +46,11 @@ _SETUP_CHECK = re.compile(
     r"\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than|greater than|equal to|the same)"
     r"|\b(?:is|are) not (?:divisible by|equal to)\b|\bdoes not match (?:the )?(?:world|pp|tp|dp|ep)[_ ]?size\b"
     r"|\b(?:GPUs?|devices?) (?:are|is) available, but \d+ (?:are|is) required\b"
+    # (DeepSpeed-MII placing a model's replicas on the GPUs it has: ``Only able to place 0 replicas, but 2 replicas were
+    # requested``; its tensor parallel size larger than a node's GPUs)
+    r"|\bOnly able to place \d+ replicas?, but \d+ replicas? (?:were|was) requested\b"
+    # (DeepSpeed's launcher: the hostfile's slots against --include: ``No slot 2 specified on host work1``)
+    r"|\bNo slot '?\d{1,4}'? specifi\w{0,4}ed on host\b"
     r"|\bis larger than the number of available GPUs\b|\bexceeds the total number of available GPUs\b"
     r"|\bNot enough resources to allocate\b|\bmust have an equal number of parameters\b"
     # nccl-tests asked for more GPUs than the node has (``Invalid number of GPUs: 16 requested but only 8 were found.``)
@@ -310,6 +315,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "expects (plain python instead of torchrun, or outside srun or mpirun)",
      re.compile(r"KeyError: '(?:" + "|".join(TORCHRUN_VARIABLES) + r"|GROUP_RANK|SLURM_(?:PROCID|NTASKS"
                 r"|LOCALID|NODELIST|JOB_NODELIST|STEP_NODELIST)|OMPI_COMM_WORLD_\w+|PMI_(?:RANK|SIZE)"
+                # (the launcher's own: DeepSpeed's pdsh runner reading ``PDSH_SSH_ARGS_APPEND`` it had not set)
+                r"|PDSH_[A-Z_]+"
                 r"|The environment variable \w+ is not set)'"
                 # (DeepSpeed 0.3-0.9's assert: ``DeepSpeed requires the LOCAL_RANK environment variable, it is set by
                 # the deepspeed launcher, …``)

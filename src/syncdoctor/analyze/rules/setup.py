@@ -742,17 +742,18 @@ def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
                            evidence=evidence_of(missing, "the daemon was not found", 2)
                            + evidence_of(events, "the launcher could not start it", 2))]
     hosts = sorted({str(e.data["host"]) for e in events if e.data.get("host")})
-    errors = sorted({str(e.data.get("error")) for e in events if e.data.get("host") or len(events) == 1})
+    errors = sorted({str(e.data.get("error")) for e in events if e.data.get("host") or len(events) == 1}) or \
+        sorted({str(e.data["error"]) for e in events if e.data.get("error")})  # (none names a host: what they say)
+    said = f" ({'; '.join(errors)[:90]})" if errors else ""
     dialled = sorted({m["host"] for e in tl.of(Kind.ERROR_LINE) if (m := _DIALLED.search(e.text))})
     if not hosts and dialled:  # kubectl exec (the MPI operator's rsh agent): the API server could not reach the node
-        title = (f"the launcher could not start its processes on {', '.join(dialled[:4])} ({'; '.join(errors)[:90]}): "
+        title = (f"the launcher could not start its processes on {', '.join(dialled[:4])}{said}: "
                  "the connection to it failed")
         hosts = dialled
     elif hosts:
-        title = (f"the launcher could not reach {', '.join(hosts[:4])} over ssh ({'; '.join(errors)[:90]}): no "
-                 "process started there")
+        title = f"the launcher could not reach {', '.join(hosts[:4])} over ssh{said}: no process started there"
     else:
-        title = f"the launcher could not start its processes on another node ({'; '.join(errors)[:90]})"
+        title = f"the launcher could not start its processes on another node{said}"
     what = ("Multi-node launchers (mpirun, pdsh for DeepSpeed, horovodrun) start the processes of the other nodes "
             "over ssh, and Open MPI's daemons then call back. That failed before any rank ran there, so the job "
             "stopped (or the others wait at the rendezvous): a host name the launching node cannot resolve, ssh "
