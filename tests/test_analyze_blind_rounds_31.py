@@ -228,3 +228,30 @@ def test_a_launchers_failure_on_no_named_host_quotes_what_it_said(tmp_path: Path
                                    "ORTE was unable to reliably start one or more daemons.\n").hypotheses[0]
     assert top.category is Category.PEER_UNREACHABLE and "()" not in top.title
     assert "Host key verification failed" in top.title
+
+
+_PYTEST_TIMEOUT = """+++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++
+~~~~~~~~~~~~~~~~~~~~~~~~~~ Stack of Thread-1 (140234111) ~~~~~~~~~~~~~~~~~~~~~~~~~~
+  File "/usr/lib/python3.10/threading.py", line 973, in _bootstrap
+    self._bootstrap_inner()
+~~~~~~~~~~~~~~~~~~~~~~~~~~ Stack of MainThread (140234222) ~~~~~~~~~~~~~~~~~~~~~~~~~~
+  File "/ws/test_dist.py", line 40, in test_allreduce
+    dist.all_reduce(t)
+  File "/env/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 2050, in all_reduce
+    work = group.allreduce([tensor], opts)
++++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++
+"""
+
+
+def test_a_stack_printed_on_purpose_is_where_the_thread_stood_not_a_cut_traceback(tmp_path: Path) -> None:
+    # pytest-timeout's dump of a hung test: the main thread's stack only, waiting in all_reduce; no error of its own
+    events = events_of(_PYTEST_TIMEOUT)
+    (stack,) = [e for e in events if e.kind is Kind.STACK_DUMP]
+    assert stack.data["source"] == "pytest-timeout" and stack.data["collective"] == "all_reduce"
+    assert not [e for e in events if e.kind is Kind.ERROR_LINE]
+    top = diagnose_paste(tmp_path, _PYTEST_TIMEOUT).hypotheses[0]
+    assert top.category is Category.LAGGING_RANK and "waits in allreduce" in top.title
+    # logging's stack_info, cut at the paste's end, is no exception raised either
+    logged = "Stack (most recent call last):\n  File \"/ws/train.py\", line 12, in <module>\n    main()\n"
+    assert Category.RANK_CRASHED not in {h.category for h in diagnose_paste(tmp_path, logged).hypotheses}
+    assert Category.RANK_CRASHED in {h.category for h in diagnose_paste(tmp_path, logged.split("\n", 1)[1]).hypotheses}

@@ -440,6 +440,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"(most recent call first)",  # (faulthandler's dump of a thread: ``Thread 0x… (most recent call first):``)
     b"both attached to GPU device",  # (PyTorch's own duplicated-GPU check: ``Rank [0] and rank [8] both attached …``)
     b"No slot ",  # (DeepSpeed's launcher: ``No slot 2 specified on host work1``, its hostfile against --include)
+    b"Stack of MainThread",  # (pytest-timeout's dump of a hung test: ``~~~ Stack of MainThread (140…) ~~~``)
+    b"Stack (most recent call last)",  # (logging's stack_info: a stack printed, not raised)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -198,6 +198,10 @@ class TracebackFollower:
     # opened by a frame, the ``Traceback (most recent call last):`` above it not in the paste (``headless`` reads the
     # exception under such frames): only a paste that stops inside them is told, as the traceback's first line is
     headless: bool = False
+    # opened by a stack printed on purpose, not raised: pytest-timeout's ``~~~ Stack of MainThread (140…) ~~~`` (a test
+    # that hung), logging's ``Stack (most recent call last):`` (stack_info=True): where that thread stood, whether or
+    # not the paste goes on after it (no error of its own)
+    dump: str = ""
 
     def __post_init__(self) -> None:
         if self.headless and (frame := _frame(self.head.body)):
@@ -235,7 +239,8 @@ class TracebackFollower:
         if found is None and self.frames and (ending := _ENDING_EXCEPTION.match(body.strip())) \
                 and ("." in ending["type"] or ending["msg"] is not None):  # (a shell's ``Killed`` alone is no class)
             found = (ending["type"], ending["msg"] or "")
-        if found and not found[0].endswith("ChildFailedError") and not self.headless:  # (the launcher's own traceback)
+        # (not the launcher's own traceback; a headless one's exception is read by ``headless``; a dump raises none)
+        if found and not found[0].endswith("ChildFailedError") and not self.headless and not self.dump:
             self.events = _exception_events(line, found[0], found[1], self.frames)
             told = _DCP_RANK.search(self.head.body)
             if told is not None:  # a failed rank's traceback in a distributed checkpoint's report: that rank's error
@@ -244,6 +249,15 @@ class TracebackFollower:
         return False
 
     def finish(self) -> list[Event]:
+        if self.dump:
+            if not self.frames:
+                return []
+            data = _exception_events(self.head, "", "", self.frames)[0].data
+            collective = data.get("collective")
+            return [make_event(Kind.STACK_DUMP, self.head, op=normalize_op(str(collective)) if collective else None,
+                               data={"source": self.dump, "collective": collective, "backward": False,
+                                     "where": data.get("call_site") or data.get("where"), "thread": "",
+                                     "frames": [text for _, text in self.frames[-40:]]})]
         if not self.ended and not self.events and self.frames:
             # the paste stops inside the traceback, before its exception line: not an error that can be told,
             # but where the process stood, like a stack dump (a collective it waited in, a helper it was in)
@@ -289,10 +303,16 @@ def headless(line: Line, above: list[str]) -> list[Event]:
     return _exception_events(line, found[0], found[1], frames) if frames else []
 
 
+# the headers of a stack printed on purpose (the main thread's only: pytest-timeout prints every thread's)
+_PRINTED_STACK = re.compile(r"^\s*~{3,} Stack of MainThread \(\d{1,20}\) ~{3,}\s*$|^\s*Stack \(most recent call last\):\s*$")
+
+
 def follow(line: Line) -> TracebackFollower | None:
     # also after other text on the line: a progress bar ends with a carriage return, not a newline
     if "Traceback (most recent call last)" in line.body:
         return TracebackFollower(line)
+    if "Stack " in line.body and _PRINTED_STACK.match(line.body):
+        return TracebackFollower(line, dump="pytest-timeout" if "~" in line.body else "logging")
     if 'File "' in line.body and is_frame(line.body):  # (the reader opens none inside a traceback it follows)
         return TracebackFollower(line, headless=True)
     return None
