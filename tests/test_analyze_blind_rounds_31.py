@@ -255,3 +255,33 @@ def test_a_stack_printed_on_purpose_is_where_the_thread_stood_not_a_cut_tracebac
     logged = "Stack (most recent call last):\n  File \"/ws/train.py\", line 12, in <module>\n    main()\n"
     assert Category.RANK_CRASHED not in {h.category for h in diagnose_paste(tmp_path, logged).hypotheses}
     assert Category.RANK_CRASHED in {h.category for h in diagnose_paste(tmp_path, logged.split("\n", 1)[1]).hypotheses}
+
+
+def test_rays_memory_monitor_in_its_older_words_names_the_node_from_its_advice(tmp_path: Path) -> None:
+    # real: OpenRLHF/OpenRLHF#171 (Ray 2.x before the IP moved into the first words)
+    line = ("Memory on the node ( ID: 37f3bd9fa11d642c9e13892ee048dfc1f58c4597b77202a59a33835b) where the task (actor ID: "
+            "658f7608dec0f9a3428857d502000000, name=RewardModelRayActor.__init__, pid=5315, memory used=1.67GB) was "
+            "running was 445.48GB / 468.75GB (0.950365), which exceeds the memory usage threshold of 0.95. Ray killed "
+            "this worker (ID: 384252cde217c088bb1cceb44ff7b1fec88a53bd8e7c82273275b694) because it was the most "
+            "recently scheduled task; to see more information about memory usage on this node, use `ray logs "
+            "raylet.out -ip 33.123.202.4`.")
+    top = diagnose_paste(tmp_path, line).hypotheses[0]
+    assert top.category is Category.RANK_KILLED and top.culprit_hosts == ("33.123.202.4",)
+    assert "Ray's memory monitor" in top.title
+
+
+_CHECK = ("[rank{r}]: RuntimeError: DDP expects same model across all ranks, but Rank {r} has 51 params, while rank "
+          "{o} has inconsistent {n} params.\n")
+
+
+def test_ddps_check_reading_zeros_after_its_gather_timed_out_is_no_model_difference(tmp_path: Path) -> None:
+    # real: UNIGE's HPC forum, thread 4301 (every rank timed out in the check's own ALLGATHER #1, then read 0 params)
+    timeouts = "".join(_TIMEOUT.format(r=r).replace("OpType=ALLREDUCE", "OpType=ALLGATHER").replace("SeqNum=812",
+                                                                                                      "SeqNum=1")
+                       for r in range(4))
+    checks = "".join(_CHECK.format(r=r, o=0 if r else 1, n=0) for r in range(4))
+    assert Category.COLLECTIVE_DESYNC not in {h.category for h in diagnose_paste(tmp_path, timeouts + checks).hypotheses}
+    # a rank that really counted other parameters, or the check without a timeout: the models differ
+    assert diagnose_paste(tmp_path, checks).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+    other = "".join(_CHECK.format(r=r, o=0 if r else 1, n=50) for r in range(4))
+    assert diagnose_paste(tmp_path, timeouts + other).hypotheses[0].category is Category.COLLECTIVE_DESYNC

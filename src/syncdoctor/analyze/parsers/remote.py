@@ -36,7 +36,7 @@ __all__ = ["KEYWORDS", "actor_fields", "parse", "wants_actor_fields"]
 KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permission denied (publickey",
             "unable to reliably start", "route a message to the specified daemon", "daemon has unexpectedly failed",
             "lost communication with a remote daemon", "A worker died or was killed", "has failed",
-            "was not reachable via ssh", "The actor is dead because", "Running ray stop on", "Memory on the node (IP: ",
+            "was not reachable via ssh", "The actor is dead because", "Running ray stop on", "Memory on the node (",
             "killed due to memory pressure", "address the out of memory issue: ",
             "OutOfMemoryError: Task was killed", "be terminated soon (reason: ")
 
@@ -113,8 +113,12 @@ _RAY_TERMINATED = re.compile(r"Instance (?P<node>[\w.\-]{1,253}) \(node IP: (?P<
 # ``ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.``): ``Memory on the
 # node (IP: 10.20.49.141, ID: 4748…) where the task (actor ID: …, name=…, pid=4100606, memory used=56.57GB) was
 # running was 246.5GB / 251.54GB (0.98), which exceeds the memory usage threshold of 0.95. Ray killed this worker``
-_RAY_MEMORY = re.compile(r"Memory on the node \(IP: (?P<ip>[\w.:\-]{2,64}), ID: [^)]*\) where the (?:task|actor)\b"
+# (Ray 2.3-2.5 named no IP: ``Memory on the node ( ID: 37f3…) where the task …``)
+_RAY_MEMORY = re.compile(r"Memory on the node \( ?(?:IP: (?P<ip>[\w.:\-]{2,64}), )?ID: [^)]*\) where the (?:task|actor)\b"
                          r"(?:[^)]*?\bpid=(?P<pid>\d{1,10}))?")
+
+
+_RAY_LOGS_IP = re.compile(r"\bray logs raylet\.out -ip (?P<ip>[\w.:\-]{2,64})")
 
 
 # the raylet's summary of the same kills (2.x): ``node_manager.cc:3007: 2 Workers (tasks / actors) killed due to memory
@@ -141,7 +145,9 @@ def parse(line: Line) -> list[Event]:
     match = _RAY_MEMORY.search(body)
     if match:
         pid = int(match["pid"]) if match["pid"] else None
-        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["ip"], pid=pid), data={
+        # (where the first words name no IP, its advice does: ``use `ray logs raylet.out -ip 33.123.202.4```)
+        told = match["ip"] or ((m := _RAY_LOGS_IP.search(body)) and m["ip"]) or None
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=told, pid=pid), data={
             "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True,
             **({"worker_pid": pid} if pid else {})})]
     # the killed task's own exception, or the message's end: a kill the memory monitor's first line (cut) placed

@@ -130,6 +130,12 @@ def _from_model_check(tl: Timeline) -> list[Hypothesis]:
     counted = [(int(side["rank"]), int(side["params"])) for e in events for side in e.data.get("sides") or []
                if isinstance(side, dict) and isinstance(side.get("params"), int)]
     shown = "; ".join(f"rank {r}: {n} parameters" for r, n in sorted(set(counted)))[:200]
+    others = [side["params"] for e in events for side in e.data.get("sides") or []
+              if isinstance(side, dict) and side.get("rank") == e.data.get("against")]
+    if others and not any(others) and tl.of(*TIMEOUT_KINDS):
+        # every compared rank "has 0 params": the check's own all-gather timed out (its watchdog's lines) and DDP read
+        # the zeros of a buffer never filled; the timeout is the failure, read by its own rules
+        return []
     reporting = [r for r in reporters if r not in compared]
     culprits = compared if len(compared) == 1 and len(reporting) >= 2 else []
     ranks = sorted(set(reporters) | set(compared))
