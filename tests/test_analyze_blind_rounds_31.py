@@ -285,3 +285,18 @@ def test_ddps_check_reading_zeros_after_its_gather_timed_out_is_no_model_differe
     assert diagnose_paste(tmp_path, checks).hypotheses[0].category is Category.COLLECTIVE_DESYNC
     other = "".join(_CHECK.format(r=r, o=0 if r else 1, n=50) for r in range(4))
     assert diagnose_paste(tmp_path, timeouts + other).hypotheses[0].category is Category.COLLECTIVE_DESYNC
+
+
+def test_workers_that_could_not_be_started_with_what_they_were_given_are_the_jobs_setup(tmp_path: Path) -> None:
+    # real: Lightning-Universe/lightning-transformers#147, IML-DKFZ/fd-shifts#3 (ddp_spawn pickling a local function
+    # or a generated class), tinkerhub's Windows DataLoader without its __main__ guard
+    for paste in ("AttributeError: Can't pickle local object 'get_linear_schedule_with_warmup.<locals>.lr_lambda",
+                  "_pickle.PicklingError: Can't pickle <class 'types.PartialBuilds_LinearWarmupCosineAnnealingLR'>: "
+                  "attribute lookup PartialBuilds_LinearWarmupCosineAnnealingLR on types failed",
+                  "RuntimeError:\n        An attempt has been made to start a new process before the\n"
+                  "        current process has finished its bootstrapping phase.\n"):
+        top = diagnose_paste(tmp_path, paste).hypotheses[0]
+        assert top.category is Category.UNRECOGNISED and "could not be started" in top.title, paste
+    # a pickle read that failed (a corrupt checkpoint) is no start of workers
+    corrupt = "_pickle.UnpicklingError: invalid load key, '\\x00'."
+    assert "could not be started" not in diagnose_paste(tmp_path, corrupt).hypotheses[0].title

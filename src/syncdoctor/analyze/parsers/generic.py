@@ -99,6 +99,9 @@ _ERROR = re.compile(
     r"|\bdue to shape mismatch(?:es)?\b"
     # a shell that did not find a program (``bash: orted: command not found`` from a launcher's remote shell)
     r"|: command not found\b"
+    # a spawned child that ran the script's top level again (no ``if __name__ == '__main__':``): the message's own
+    # line under its bare ``RuntimeError:``
+    r"|\bfinished its bootstrapping phase\b"
     # DeepSpeed's launcher refusing its --include or --exclude against the hostfile (``No slot 2 specified on host
     # work1``, ``specificied`` in the releases of 2023)
     r"|\bNo slot '?\d{1,4}'? specifi\w{0,4}ed on host\b"

@@ -289,6 +289,16 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "CUDA started before the workers were forked (nothing may touch the GPU before a fork: "
      "the 'spawn' start method, or no CUDA call or CUDA-touching import before the launch)",
      re.compile(r"Cannot re-initialize CUDA in forked subprocess", _I)),
+    # the workers could not be started with what they were given: the 'spawn' start method (torch.multiprocessing's,
+    # Lightning's ddp_spawn, DataLoader workers on macOS and Windows) pickles the function and objects it sends, and a
+    # lambda, a local function or a generated class cannot be (``AttributeError: Can't pickle local object
+    # 'get_linear_schedule_with_warmup.<locals>.lr_lambda'``, ``_pickle.PicklingError: Can't pickle <class …>``); or a
+    # script without its ``if __name__ == '__main__':`` guard, which spawn runs again in each child (``An attempt has
+    # been made to start a new process before the current process has finished its bootstrapping phase``)
+    (Category.UNRECOGNISED, "the workers could not be started with what they were given (the 'spawn' start method "
+     "pickles what it sends to them, or runs the script again without its __main__ guard)",
+     re.compile(r"\bCan't pickle (?:local object|<)|\bPicklingError\b|\bcannot pickle '|"
+                r"\bfinished its bootstrapping phase\b", _I)),
     # a scheduler that could not place the job's pods (Kubernetes' ``0/8 nodes are available: 8 Insufficient
     # nvidia.com/gpu``, Volcano's ``4/4 tasks in gang unschedulable``, a quota exceeded): those ranks never started
     (Category.UNRECOGNISED, "pods the scheduler could not place (not enough free GPUs or other resources, taints, "
