@@ -300,3 +300,18 @@ def test_workers_that_could_not_be_started_with_what_they_were_given_are_the_job
     # a pickle read that failed (a corrupt checkpoint) is no start of workers
     corrupt = "_pickle.UnpicklingError: invalid load key, '\\x00'."
     assert "could not be started" not in diagnose_paste(tmp_path, corrupt).hypotheses[0].title
+
+
+def test_a_quantized_model_placed_elsewhere_and_a_deepspeed_config_against_the_trainers_are_settings(
+        tmp_path: Path) -> None:
+    # real: huggingface/peft#414 (an 8-bit model on several devices), LianjiaTech/BELLE#154 (fp16 off in the
+    # TrainingArguments, on in the DeepSpeed config), vllm#21695 (an AWQ model split over too many GPUs)
+    for line in ("ValueError: You can't train a model that has been loaded in 8-bit precision on multiple devices.",
+                 "ValueError: Please correct the following DeepSpeed config values that mismatch TrainingArguments "
+                 "values:\n- ds fp16.enabled=True vs hf fp16|bf16=False",
+                 "ValueError: The input size is not aligned with the quantized weight shape. This can be caused by "
+                 "too large tensor parallel size."):
+        assert diagnose_paste(tmp_path, line).hypotheses[0].category is Category.UNRECOGNISED, line
+    # a model loaded in 8-bit that then failed as it ran is its own error
+    ran = "RuntimeError: a model loaded in 8-bit precision overflowed in layer 12"
+    assert diagnose_paste(tmp_path, ran).hypotheses[0].category is Category.RANK_CRASHED

@@ -49,6 +49,9 @@ _SETUP_CHECK = re.compile(
     # (DeepSpeed-MII placing a model's replicas on the GPUs it has: ``Only able to place 0 replicas, but 2 replicas were
     # requested``; its tensor parallel size larger than a node's GPUs)
     r"|\bOnly able to place \d+ replicas?, but \d+ replicas? (?:were|was) requested\b"
+    # (vLLM's quantized layers split over too many GPUs: ``The input size is not aligned with the quantized weight
+    # shape. This can be caused by too large tensor parallel size.``)
+    r"|\bcaused by too large tensor parallel size\b"
     # (DeepSpeed's launcher: the hostfile's slots against --include: ``No slot 2 specified on host work1``)
     r"|\bNo slot '?\d{1,4}'? specifi\w{0,4}ed on host\b"
     r"|\bis larger than the number of available GPUs\b|\bexceeds the total number of available GPUs\b"
@@ -316,7 +319,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # a library refusing a setting in the distributed mode the job runs in (Accelerate's ``You can't train
                 # a model that has been loaded with `device_map='auto'` in any distributed mode``)
                 r"|(?i:\b(?:can't|cannot|can not|is not supported|are not supported|not compatible)\b[^\n]{0,120}?"
-                r"\b(?:in|with|under) (?:any |a )?(?:distributed|multi-?GPU|multi-?node) (?:mode|training|setting|setup)s?\b)")),
+                r"\b(?:in|with|under) (?:any |a )?(?:distributed|multi-?GPU|multi-?node) (?:mode|training|setting|setup)s?\b)"
+                # (Accelerate's refusal of a quantized model placed elsewhere: ``You can't train a model that has been
+                # loaded in 8-bit precision on a different device than the one you're training on``, ``… on multiple
+                # devices``; Transformers' DeepSpeed config against its TrainingArguments: ``Please correct the
+                # following DeepSpeed config values that mismatch TrainingArguments values``)
+                r"|(?i:\bcan't train a model that has been loaded in \d{1,2}-bit precision on\b"
+                r"|\bDeepSpeed config values that mismatch TrainingArguments\b)")),
     # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
     # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
     # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a
