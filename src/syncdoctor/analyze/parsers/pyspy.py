@@ -86,13 +86,18 @@ class StackFollower:
     def finish(self) -> list[Event]:
         if not self.frames:
             return []
-        collective, where, backward = classify(self.frames)
         pid = int(self.tid) if self.tid.isdecimal() else None  # (a stack without its headers: none)
-        origin = Origin(pid=pid) if pid is not None else None
-        return [make_event(Kind.STACK_DUMP, self.head, origin=origin, op=collective, data={
-            "thread": self.tid, "status": self.status, "collective": collective, "where": where,
-            "backward": backward,
-            "frames": [f"{path}{f':{line}' if line else ''} in {func}" for func, path, line in self.frames[:40]]})]
+        return [_dump_event(self.head, self.frames, Origin(pid=pid) if pid is not None else None,
+                            thread=self.tid, status=self.status)]
+
+
+def _dump_event(head: Line, frames: list[tuple[str, str, int | None]], origin: Origin | None,
+                **data: object) -> Event:
+    """A main thread's dump, its frames innermost first: the collective it waits in and where it stands."""
+    collective, where, backward = classify(frames)
+    return make_event(Kind.STACK_DUMP, head, origin=origin, op=collective, data={
+        **data, "collective": collective, "where": where, "backward": backward,
+        "frames": [f"{path}{f':{line}' if line else ''} in {func}" for func, path, line in frames[:40]]})
 
 
 # a stack pasted without its headers: the innermost frame, a collective's, at the margin
@@ -138,11 +143,7 @@ class FaultFollower:
     def finish(self) -> list[Event]:
         if not self.frames or self.frames[-1][1].endswith("threading.py"):
             return []  # (a helper thread: a DataLoader's pin-memory thread, a logger's, the watchdog's own)
-        collective, where, backward = classify(self.frames)
-        return [make_event(Kind.STACK_DUMP, self.head, op=collective, data={
-            "thread": self.tid, "status": "", "collective": collective, "where": where, "backward": backward,
-            "source": "faulthandler",
-            "frames": [f"{path}{f':{line}' if line else ''} in {func}" for func, path, line in self.frames[:40]]})]
+        return [_dump_event(self.head, self.frames, None, thread=self.tid, status="", source="faulthandler")]
 
 
 def follow_faulthandler(line: Line) -> FaultFollower | None:

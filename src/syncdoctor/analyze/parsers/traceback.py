@@ -250,31 +250,27 @@ class TracebackFollower:
 
     def finish(self) -> list[Event]:
         if self.dump:
-            if not self.frames:
-                return []
-            data = _exception_events(self.head, "", "", self.frames)[0].data
-            collective = data.get("collective")
-            return [make_event(Kind.STACK_DUMP, self.head, op=normalize_op(str(collective)) if collective else None,
-                               data={"source": self.dump, "collective": collective, "backward": False,
-                                     "where": data.get("call_site") or data.get("where"), "thread": "",
-                                     "frames": [text for _, text in self.frames[-40:]]})]
+            return [self._stood(self.dump, thread="")] if self.frames else []
         if not self.ended and not self.events and self.frames:
             # the paste stops inside the traceback, before its exception line: not an error that can be told,
             # but where the process stood, like a stack dump (a collective it waited in, a helper it was in)
-            data = _exception_events(self.head, "", "", self.frames)[0].data
-            collective = data.get("collective")
-            stood = make_event(Kind.STACK_DUMP, self.head, op=normalize_op(str(collective)) if collective else None,
-                               data={"source": "traceback-cut", "collective": collective, "backward": False,
-                                     "where": data.get("call_site") or data.get("where"),
-                                     "launcher": bool(data.get("launcher")),
-                                     "frames": [text for _, text in self.frames[-40:]],
-                                     "sources": self.sources[-40:]})
+            stood = self._stood("traceback-cut", sources=self.sources[-40:])
             if not self.headless:
                 return [stood]  # (the ``Traceback`` line is the error line: the generic parser's)
             return [make_event(Kind.ERROR_LINE, self.head, data={
                 "word": "Traceback", "message": f"a traceback without its first line: {self.head.body.strip()[:240]}",
                 "headless": True}), stood]
         return self.events
+
+    def _stood(self, source: str, **extra: object) -> Event:
+        """Where the process stood by its frames (no exception told): a ``stack_dump``."""
+        data = _exception_events(self.head, "", "", self.frames)[0].data
+        collective = data.get("collective")
+        return make_event(Kind.STACK_DUMP, self.head, op=normalize_op(str(collective)) if collective else None,
+                          data={"source": source, "collective": collective, "backward": False,
+                                "where": data.get("call_site") or data.get("where"),
+                                "launcher": bool(data.get("launcher")),
+                                "frames": [text for _, text in self.frames[-40:]], **extra})
 
 
 def wants_frames(event: Event) -> bool:
