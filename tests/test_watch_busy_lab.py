@@ -115,7 +115,10 @@ def test_auto_thresholds_name_a_late_rank_within_seconds_in_a_fast_job(lab_facto
     result = job.wait(timeout=240)
     events = _events(tmp_path)
     assert result.ok, (result.summary(), events)
-    first = events[0]
+    # a chronic-straggler warning (W107) may come first where 4 ranks share 2 cores (one rank arrives
+    # 0.1 s last at most steps: seen once in CI); the first incident about a wait must name rank 3
+    incidents = [e for e in events if e["code"] != "W107"]
+    first = incidents[0]
     assert (first["code"], first["status"], first["ranks"]) == ("W101", "warning", [3]), events
     thresholds = first["detail"]["thresholds"]
     assert thresholds["learned"] and thresholds["warn_s"] == 2.0 and thresholds["confirm_s"] == 30.0, thresholds

@@ -52,6 +52,7 @@ class FakeRank:
     source: str = "flight_recorder"
     activity: Activity | None = None
     solo: Solo | None = None
+    read_age: float | None = None  # the age of the progress reading its record carries
 
     def record(self, world: int) -> RankRecord:
         if not self.frozen:
@@ -62,7 +63,7 @@ class FakeRank:
             groups={"0": GroupProgress("0", self.entered, self.completed, self.stalled, self.sig,
                                        self.completed + 1 if self.sig else 0), **self.extra},
             step_marks=tuple(self.marks), waits=tuple(self.waits), inspected=dict(self.inspected),
-            error=self.error, source=self.source, activity=self.activity, solo=self.solo,
+            error=self.error, source=self.source, activity=self.activity, solo=self.solo, read_age_s=self.read_age,
         )
 
 
@@ -490,6 +491,37 @@ def test_late_rank_resolves_even_when_its_peer_record_lags_behind() -> None:
     job.all_done(5)
     events += job.tick(0.5)
     assert codes(events) == [("W101", "resolved")]
+
+
+def test_a_late_rank_whose_records_carry_an_old_reading_is_late_not_hung() -> None:
+    """Ranks 0-2 completed all_reduce #5 and wait in #6; rank 3 completed #5 too and sleeps before #6, but its
+    sampler's last reading was taken inside #5 and its publisher keeps publishing that reading with fresh
+    heartbeats (the reading held up: seen twice in one CI run). Its records say how old the reading is:
+    no evidence of a transport hang in #5, so rank 3 is named late. Without the reading's age the same records
+    read as a W104 (the second half)."""
+    def play(with_age: bool) -> list[Event]:
+        job = Job()
+        job.all_done(4)
+        job.enter([0, 1, 2, 3], 5)
+        job.tick(0.2)
+        for r in (0, 1, 2):
+            fr = job.ranks[r]
+            fr.completed = 5
+            fr.entered, fr.stalled, fr.sig, fr.quiet = 6, 0.0, AR, 0.0
+        job.ranks[3].read_age = 0.2 if with_age else None
+        events = []
+        for _ in range(8):
+            events += job.tick()
+            job.answer_stacks()
+            if with_age:
+                job.ranks[3].read_age = (job.ranks[3].read_age or 0.0) + 1.0
+        return events
+
+    events = play(with_age=True)
+    assert codes(events) == [("W101", "warning")], [e.title for e in events]
+    assert events[0].ranks == (3,), events[0].title
+    stale = play(with_age=False)
+    assert [e.code for e in stale] == ["W104"], [e.title for e in stale]
 
 
 def test_a_completed_all_reduce_proves_the_late_rank_record_is_just_old() -> None:

@@ -50,6 +50,7 @@ def _record() -> RankRecord:
         waits=(WaitSample("0", 50, 0.4),), stack_gen=4, ack=6, error="RuntimeError: boom", fail_order=1,
         inspected={1234: "stopped"}, published=1700000000.125,
         p2p=(P2PProgress("0", 2, "recv", 5, 4, 0.75), P2PProgress("0", 4, "send", 5, 5), P2PProgress("3", -1, "recv", 1, 1)),
+        read_age_s=0.125,
     )
 
 
@@ -166,6 +167,7 @@ def _records(draw: st.DrawFn) -> RankRecord:
         step_age_s=0.5 if steps else None, quiet_s=draw(st.one_of(st.none(), st.just(1.25))), groups=groups,
         step_marks=marks, waits=waits, stack_gen=draw(st.integers(0, 2**40)), ack=draw(st.integers(0, 2**40)),
         published=round(draw(st.floats(0, 2e9)), 3), waits_total=draw(st.integers(0, 2**40)), p2p=p2p,
+        read_age_s=draw(st.one_of(st.none(), st.floats(0, 1e5).map(lambda v: round(v, 3)))),
     )
 
 

@@ -143,6 +143,7 @@ class Publisher:
             waits=sampler.waits(), stack_gen=self.stack_gen, ack=self.ack, error=self.error,
             fail_order=self.fail_order, inspected=dict(self.inspect), published=self.wall_clock(),
             waits_total=sampler.waits_total(), p2p=self.p2p.progress(now), activity=activity, solo=solo,
+            read_age_s=sampler.reading_age_s(now),
         )
 
     def publish(self, final: bool = False) -> None:

@@ -61,7 +61,7 @@ __all__ = [
     "sizes_from",
 ]
 
-RECORD_VERSION = 7
+RECORD_VERSION = 8
 # starting: watcher running, process group not there yet; running; exited: said goodbye (clean exit or
 # destroy_process_group); failed: dying of an exception (``error`` says which); aborting: fail-fast.
 STATES = ("starting", "running", "exited", "failed", "aborting")
@@ -193,6 +193,9 @@ class RankRecord(NamedTuple):
         p2p: its point-to-point channels (sends and receives per peer and group).
         activity: what its main thread is doing (busy or stuck), ``None`` until measured.
         solo: the solo phase the user marked and it is in, if any.
+        read_age_s: seconds between the progress reading that ``groups`` carries and this publication
+            (``None`` before the first reading). Small while the sampler keeps up; large where its thread
+            was held up, and then ``groups`` may show a collective the rank has long left.
     """
 
     rank: int
@@ -221,6 +224,7 @@ class RankRecord(NamedTuple):
     p2p: tuple[P2PProgress, ...] = ()
     activity: Activity | None = None
     solo: Solo | None = None
+    read_age_s: float | None = None
 
     @property
     def host_key(self) -> str:
@@ -416,12 +420,13 @@ def encode_record(record: RankRecord) -> bytes:
         None if record.solo is None else [
             record.solo.name[:80], round(record.solo.elapsed_s, 3),
             -1 if record.solo.up_to_s is None else round(record.solo.up_to_s, 3)],
+        None if record.read_age_s is None else round(record.read_age_s, 3),
     ], separators=(",", ":")).encode()
     return _header(record, len(detail), compacts) + detail
 
 
 _NUMBERS = (int, float)
-_DETAIL_FIELDS = 16
+_DETAIL_FIELDS = 17
 
 
 def decode_header(raw: bytes | None) -> tuple[Any, ...] | None:
@@ -452,7 +457,7 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
         if type(data) is not list or len(data) != _DETAIL_FIELDS:
             return None
         (host, node, local_rank, attempt, raw_groups, step, step_age, quiet, marks, waits, error, fail_order,
-         inspected, raw_p2p, raw_activity, raw_solo) = data
+         inspected, raw_p2p, raw_activity, raw_solo, read_age) = data
         if type(node) is not int:
             return None
         groups = {}
@@ -487,6 +492,7 @@ def decode_record(raw: bytes | str | None) -> RankRecord | None:
             stack_gen, ack, str(error) if error else None, fail_order if type(fail_order) is int else None,
             {int(k): str(v) for k, v in inspected.items()} if inspected else _EMPTY, published, waits_total,
             tuple(p2p), _activity(raw_activity), _solo(raw_solo),
+            read_age if type(read_age) in _NUMBERS and read_age >= 0 else None,
         )
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, struct.error):
         return None

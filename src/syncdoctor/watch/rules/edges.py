@@ -17,7 +17,7 @@ from syncdoctor.watch.rules.context import SYMMETRIC, Blocked, Condition, Contex
 from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
 from syncdoctor.watch.waitgraph import Op, Wait
 
-__all__ = ["Graph", "Inside", "channel_waits", "group_waits", "seen_before"]
+__all__ = ["Graph", "Inside", "channel_waits", "group_waits", "seen_before", "stale_reading"]
 
 _OPPOSITE = {"send": "recv", "recv": "send"}
 
@@ -76,6 +76,10 @@ def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]
         rec = ctx.record(rank)
         progress[rank] = rec.groups.get(group) if rec is not None else None
     progress = settle_completions(progress)
+    best = max((p.completed for p in progress.values() if p is not None), default=0)
+    for rank, p in progress.items():  # a reading older than its peers' completion: see stale_reading
+        if p is not None and p.completed < best and p.entered > p.completed and stale_reading(ctx, rank):
+            progress[rank] = p._replace(completed=min(best, p.entered), stalled_s=None)
     # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
     # one it completed before it froze (its record was published mid-collective)
     pending = [p for r, p in progress.items() if p is not None and p.pending and ctx.live.get(r) == "alive"]
@@ -159,6 +163,11 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
         lagging = has & (completed < best) & (entered > completed + 1)
         if bool(lagging.any()):
             completed = np.where(lagging, np.minimum(best, entered - 1), completed)
+        behind = np.flatnonzero(has & (completed < best) & (entered > completed))[:_STALE_LOOKS]
+        stale = [i for i in behind.tolist() if stale_reading(ctx, int(cols.ranks[i]))]
+        if stale:
+            completed = completed.copy()
+            completed[stale] = np.minimum(best, entered[stale])
     ranks = cols.ranks
     alive = ctx.alive[ranks]
     pending = has & (entered > completed) & alive
@@ -192,6 +201,25 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
     gw = _GroupWait(group, members, seq, tuple(ranks[waiting].tolist()), tuple(rows.tolist()),
                     tuple(ranks[~entered_it].tolist()), waited, signature, bool((has & (completed >= seq)).any()))
     return _judge(ctx, graph, gw, lambda: columns.progress(cols, completed))
+
+
+_STALE_LOOKS = 64  # records decoded per group and cycle to look for stale readings (bounded cost)
+
+
+def stale_reading(ctx: Context, rank: int) -> bool:
+    """Whether ``rank``'s record carries a progress reading its publisher could not refresh: older than three
+    sampling intervals (the publisher reads itself past two), so its sampler was held up.
+
+    Such a rank, shown inside a collective that a peer already completed, is counted as having completed it
+    too: its reading predates what its peers' fresher ones show. Taken as it stands, the group would look
+    stuck in a collective every member entered, a transport hang (W104), while the rank has left it and is
+    late for the next (seen in CI: a late rank's record showed the all_reduce before its sleep unfinished,
+    with fresh heartbeats, until it woke up). Should the rank really be stuck inside, it is still the rank
+    named (late for the next collective), and its next fresh reading tells the hang.
+    """
+    rec = ctx.record(rank)
+    age = rec.read_age_s if rec is not None else None
+    return age is not None and age > 3 * ctx.config.sample_interval_s
 
 
 def settle_completions(progress: Mapping[int, GroupProgress | None]) -> dict[int, GroupProgress | None]:

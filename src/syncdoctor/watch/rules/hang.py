@@ -59,14 +59,15 @@ def inside_condition(
     fresh = True
     if done:
         # Records are published at different moments: the stuck ranks' records may predate the completion
-        # their peers already report. Only records published a full interval after that completion was
-        # first seen count as evidence: a record carries the progress its sampler read last, which on a
-        # machine with fewer cores than busy threads can lag its publication (seen with 8 gloo ranks on
-        # 2 cores: a completed all_reduce read as stuck on 2 of 4 ranks for one cycle).
+        # their peers already report. Only progress read a full interval after that completion was first
+        # seen counts as evidence: a record carries the progress its sampler read last, which on a machine
+        # with fewer cores than busy threads can lag its publication (seen with 8 gloo ranks on 2 cores: a
+        # completed all_reduce read as stuck on 2 of 4 ranks for one cycle; and a late rank's reading of
+        # the collective before its lateness, published for seconds with fresh heartbeats).
         seen_at = ctx.state.partial_seen.setdefault((group, seq), ctx.snapshot.now)
         if len(ctx.state.partial_seen) > 256:
             ctx.state.partial_seen.pop(next(iter(ctx.state.partial_seen)))
-        fresh = all(ctx.state.seen[r].changed_at > seen_at + ctx.config.interval_s
+        fresh = all(_read_at(ctx, r) > seen_at + ctx.config.interval_s
                     for r in members if r not in done and r in ctx.state.seen)
         stuck = tuple(r for r in members if r not in done)
         title = (
@@ -80,6 +81,8 @@ def inside_condition(
             f"completed for {waited:.1f} s: not a late rank: the network, the transport or a GPU ahead of it is stuck"
         )
     detail: dict[str, Any] = {"hosts": list(ctx.hosts(members)), "next": NEXT_STEPS}
+    if done:  # how old the stuck ranks' readings were when published (what the freshness above weighed)
+        detail["read_age_s"] = {str(r): rec.read_age_s for r in stuck if (rec := ctx.record(r)) is not None}
     if unknown:
         detail["signatures_unknown_for"] = format_ranks(unknown)
     return Condition(
@@ -90,6 +93,14 @@ def inside_condition(
         ),
         ready=fresh and (not unknown or waited >= config.warn_s + 2 * config.interval_s),
     )
+
+
+def _read_at(ctx: Context, rank: int) -> float:
+    """When ``rank``'s progress was read, on the monitor's clock: when its record was first seen, less the
+    age of the reading it carries (the record says it; ``None`` is an old record: no age known)."""
+    rec = ctx.record(rank)
+    age = rec.read_age_s if rec is not None else None
+    return ctx.state.seen[rank].changed_at - (age or 0.0)
 
 
 def p2p_hang_condition(
