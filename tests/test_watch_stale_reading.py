@@ -6,7 +6,10 @@ rank 1's record showed the broadcast before its late step entered and not comple
 
 Real gloo ranks on loopback. Rank 1's sampler is starved on purpose right after a reading taken inside
 broadcast #N (rank 0 enters it half a second late), then rank 1 is late for #N+1. The publisher must read
-the progress itself when the sampler's reading is two sampling intervals old.
+the progress itself when the sampler's reading is two sampling intervals old. Held up inside a reading
+instead (the reading's lock taken: the publisher cannot read either), its records carry the reading's age
+and the monitor counts the broadcast its peer completed as completed (the same W104 in place of the late
+rank against the code before record version 8, as a CI run showed twice).
 """
 
 from __future__ import annotations
@@ -35,8 +38,14 @@ starved = threading.Event()
 read_inside = threading.Event()
 sample = runtime.Watcher._sample
 
+HOLD = os.environ.get("HOLD") == "1"
+
 def starvable(self, *args, **kwargs):
     if threading.current_thread().name == "syncdoctor-watch-sampler":
+        if starved.is_set() and HOLD:  # held up inside a reading: the publisher cannot read either
+            with self._sampling:
+                time.sleep(8.0)
+            return True
         if starved.is_set():
             return False  # this thread gets no CPU: no reading
         done = sample(self, *args, **kwargs)
@@ -77,7 +86,10 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def test_a_starved_sampler_does_not_turn_a_late_rank_into_a_hang(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hold", [False, True], ids=["starved", "held-inside-a-reading"])
+def test_a_starved_sampler_does_not_turn_a_late_rank_into_a_hang(tmp_path: Path, hold: bool) -> None:
+    """Starved: the publisher reads itself. Held inside a reading (the lock taken): the publisher cannot, its
+    records carry the reading's age, and the monitor counts the broadcast its peer completed as completed."""
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     port, events_file = str(_free_port()), tmp_path / "events.jsonl"
@@ -85,7 +97,7 @@ def test_a_starved_sampler_does_not_turn_a_late_rank_into_a_hang(tmp_path: Path)
     for rank in range(2):
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCDOCTOR_")}
         env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
-                   OMP_NUM_THREADS="1", SYNCDOCTOR_WATCH_EVENTS_FILE=str(events_file))
+                   OMP_NUM_THREADS="1", SYNCDOCTOR_WATCH_EVENTS_FILE=str(events_file), HOLD="1" if hold else "0")
         procs.append(subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     try:
