@@ -56,7 +56,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
-            "Error: Port could not be cast", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "Wait timeout for key", "waitForInput", "client socket", "store based barrier", "C10d store",
+            "Error: Port could not be cast", "Error: invalid literal for int()", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "Wait timeout for key", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
@@ -75,7 +75,7 @@ _STORE_TIMEOUT = ("timeout", "Timeout", "timed out")
 # every client of a host without IPv6, harmless, unless what it tried to resolve cannot be a host name at all
 _RESOLVE = re.compile(r"(?:(?P<family>IPv[46]) )?network addresses of \((?P<host>[^,()]*), (?P<port>\d+)\) cannot be retrieved"
                       r"(?: \(gai error: (?P<err>[^)]*)\))?")
-_HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-\[\]%]{1,253}$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-%]{1,253}$")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)"
                    # Caffe2's store handlers (file, Redis): "Wait timeout for name(s): allreduce_0_cw_op/1"
                    r"|Wait timeout for name\(s\): (?P<names>.+)"
@@ -147,7 +147,10 @@ _EMPTY_ENDPOINT = re.compile(r"--master[_-]addr(?:=(?=[\s;'\"]|$)|\s+(?=--|$))|\
 # missing (``environment variable RANK expected, but not set``)
 _UNSET = re.compile(r"environment variable \w+ expected, but not set")
 _BAD_ADDRESS = re.compile(r"Error initializing torch\.distributed using (?P<how>\w+://) rendezvous: (?P<what>[^\n]{1,200})"
-                          r"|Port could not be cast to integer value as (?P<port>[^\n]{1,120})")
+                          r"|Port could not be cast to integer value as (?P<port>[^\n]{1,120})"
+                          # older Pythons' urllib: int() of what follows the first colon of an IPv6 address written
+                          # into ``tcp://ADDR:PORT`` without brackets (``'fdbd:dc03:9:222:4300::55:29500'``)
+                          r"|invalid literal for int\(\) with base 10: (?P<v6>'[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,8}:\d{1,5}')")
 
 
 # the store client's connect before 1.13 (c10d's tcputils): ``RuntimeError: connect() timed out. Original timeout
@@ -349,7 +352,8 @@ def _errors(line: Line) -> list[Event]:
         match = None  # (a launcher's variable not set: the script started without its launcher, rules.phrases')
     if match and "raise " not in body:  # not the source line of the raise, shown in the traceback
         what = (f"{match['how']} {match['what'].strip()}" if match["how"]
-                else f"init_method port {match['port'].strip()[:60]}")
+                else f"init_method port {match['port'].strip()[:60]}" if match["port"]
+                else f"init_method port {match['v6'][:60]} (an IPv6 address without its brackets)")
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "invalid_address": True,
                                                           "error": f"invalid address: {what}"})]
     match = _LOOKUP.search(body.strip())
@@ -392,7 +396,11 @@ def _errors(line: Line) -> list[Event]:
             # nothing else explains a hang at the start
             return [make_event(Kind.STORE_NAME_UNRESOLVED, line, data={
                 "store_host": host, "store_port": int(match["port"]), "error": (match["err"] or "").strip()})]
-        why = "a space around the host name, " if spaced else ""
+        why = ("a space around the host name, " if spaced
+               # getaddrinfo takes an IPv6 address bare: the brackets belong in a URL (``tcp://[fd00::1]:29500``),
+               # not in MASTER_ADDR
+               else "an IPv6 address in brackets, which MASTER_ADDR takes without them, " if host.startswith("[")
+               else "")
         return [make_event(Kind.STORE_ERROR, line, data={
             "what": "connect", "store_host": host, "store_port": int(match["port"]),
             "error": f"not a host name ({why}{(match['err'] or 'cannot be resolved').strip()})"})]

@@ -311,6 +311,18 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # library calls torch.cuda on: ``AssertionError: Torch not compiled with CUDA enabled``): the build, not the run
     (Category.UNRECOGNISED, "a PyTorch build without CUDA asked for CUDA (a CPU-only or another device's build, or a "
      "library calling torch.cuda on it)", re.compile(r"Torch not compiled with CUDA enabled", _I)),
+    # init_process_group without a backend on a device torch knows no backend for (2.6's ``ValueError: We detected
+    # accelerator mps on your machine. But we don't know which communication backend to use for this accelerator``):
+    # the call's arguments, not the run
+    (Category.UNRECOGNISED, "init_process_group was given no backend, and PyTorch knows none for this device (mps or "
+     "another accelerator): name one (gloo)",
+     re.compile(r"We detected accelerator \S+ on your machine\. But we don't know which communication backend", _I)),
+    # CUDA memory shared between processes (weights handed to an inference engine, multiprocessing queues) while the
+    # allocator's expandable segments are on needs the pidfd_open system call (Linux 5.6): ``The kernel on this machine
+    # does not support the pidfd_open syscall needed to use IPC for CUDA tensors when expandable_segments:True is set``
+    (Category.UNRECOGNISED, "the host's kernel cannot share CUDA memory between processes with expandable segments "
+     "on (no pidfd_open before Linux 5.6): turn expandable_segments off, or a newer kernel",
+     re.compile(r"does not support the pidfd_open syscall needed to use IPC for CUDA tensors", _I)),
     # an exception whose class says the program refused its configuration (OLMo's ``OLMoConfigurationError:
     # Checkpoint for step 0 already exists``, Lightning's ``MisconfigurationException: You requested gpu: [0, 1] But
     # your machine only has: [0]``, a ``ConfigError``): the job's settings, not a failure as it ran
