@@ -89,3 +89,74 @@ def test_negative_a_host_names_ipv6_lookup_is_still_the_harmless_warning() -> No
     events = events_of(line)
     assert [e.kind for e in events if e.kind in (Kind.STORE_ERROR, Kind.STORE_NAME_UNRESOLVED)] == [
         Kind.STORE_NAME_UNRESOLVED]
+
+
+# real: NVIDIA/apex#428 (apex's extension built before PyTorch was upgraded) and pytorch/pytorch#186591 (torch against
+# an NCCL wheel of another CUDA), modal-projects/training-gym#421 (libmlx5 newer than the image's libibverbs, the
+# message wrapped by the paste) and gpustack/gpustack#1640 (Ray of two versions in one cluster)
+_LIBRARIES = (
+    "ImportError: /usr/local/anaconda3-tf1/lib/python3.7/site-packages/fused_layer_norm_cuda.cpython-37m-x86_64-linux-"
+    "gnu.so: undefined symbol: _ZN2at7getTypeERKNS_6TensorE\n",
+    "ImportError: /home/u/.env/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
+    "ncclCommResume\n",
+    "ImportError: /usr/lib/x86_64-linux-gnu/libibverbs.so.1:\nversion `IBVERBS_PRIVATE_34' not found\n"
+    "(required by /usr/lib/x86_64-linux-gnu/libmlx5.so.1)\n",
+    "RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.43.0\n    Python: 3.11.10\n"
+    "This process on node 10.18.215.196 was started with:\n    Ray: 2.44.1\n    Python: 3.11.10\n",
+)
+
+
+def test_a_library_that_does_not_load_or_match_is_the_environments_build(tmp_path: Path) -> None:
+    for paste in _LIBRARIES:
+        top = diagnose_paste(tmp_path, paste).hypotheses[0]
+        assert top.category is Category.UNRECOGNISED and "does not load or does not match" in top.title, paste
+
+
+def test_negative_rdma_cores_symbol_probe_and_a_missing_python_module_are_not_that(tmp_path: Path) -> None:
+    # rdma-core's probe of an optional symbol, printed by NCCL 2.21+ on older providers: no failure
+    probe = ("dlvsym failed on mlx5dv_reg_dmabuf_mr - /lib/aarch64-linux-gnu/libmlx5.so: undefined symbol: "
+             "mlx5dv_reg_dmabuf_mr, version MLX5_1.25\n")
+    hypotheses = diagnose_paste(tmp_path, probe).hypotheses
+    assert not hypotheses or "does not load or does not match" not in hypotheses[0].title
+    # real: pytorch/pytorch#173679 (Triton's cache on a shared file system: the file, not its build)
+    stale = ("[rank9]: torch._inductor.exc.InductorError: ImportError: /root/.triton/cache/XU5D/cuda_utils.cpython-310-"
+             "x86_64-linux-gnu.so: cannot read file data: Stale file handle\n")
+    assert diagnose_paste(tmp_path, stale).hypotheses[0].category is Category.RANK_CRASHED
+    module = "ModuleNotFoundError: No module named 'deepspeed'\n"  # a package not installed: no shared object
+    assert "does not load or does not match" not in diagnose_paste(tmp_path, module).hypotheses[0].title
+
+
+# real: awslabs/awsome-distributed-training#292 (aws-ofi-nccl 1.9.0 against the system's EFA libfabric)
+_PLUGIN_TOO_NEW = (" [0] NCCL INFO NET/Plugin : dlerror=/opt/amazon/efa/lib/libfabric.so.1: version `FABRIC_1.7' not "
+                   "found (required by /fsx/env/lib/python3.10/site-packages/torch/lib/../../../../libnccl-net.so) No "
+                   "plugin found (libnccl-net.so), using internal implementation\n")
+
+
+def test_a_network_plugin_whose_library_is_too_old_did_not_load(tmp_path: Path) -> None:
+    (net,) = [e for e in events_of(_PLUGIN_TOO_NEW) if e.kind is Kind.NCCL_NET]
+    assert net.data["plugin_broken"] == "libnccl-net.so"
+    assert net.data["missing"] == "libfabric.so.1 with version FABRIC_1.7"
+    top = diagnose_paste(tmp_path, _PLUGIN_TOO_NEW).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "could not load" in top.title and "internal transport" in top.title
+
+
+def test_negative_no_plugin_installed_is_no_failure(tmp_path: Path) -> None:
+    line = " [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
+    (net,) = [e for e in events_of(line) if e.kind is Kind.NCCL_NET]
+    assert net.data == {"plugin": "internal"}
+    assert not diagnose_paste(tmp_path, line).hypotheses
+
+
+# real: RLinf/RLinf#1229 (Ray's words for an actor's method that raised, the rest of the paste cut)
+_RAY_RAISED = ("Exception occurred while running EnvWorker's function init_worker: exception is ray::EnvWorker.init_worker()"
+               " (pid=284461, ip=2605:340:cd51:7700:9a4a:5470:ceda:932e, actor_id=b356225ebd021f331c0899a901000000, "
+               "repr=EnvGroup(rank=0))\n")
+
+
+def test_an_exception_that_occurred_is_never_silence(tmp_path: Path) -> None:
+    assert [e.data["word"] for e in events_of(_RAY_RAISED) if e.kind is Kind.ERROR_LINE] == ["Exception occurred"]
+    assert diagnose_paste(tmp_path, _RAY_RAISED).hypotheses
+
+
+def test_negative_a_flag_named_after_an_exception_is_no_error() -> None:
+    assert not [e for e in events_of("step 12: exception_occurred=False, retries=0\n") if e.kind is Kind.ERROR_LINE]

@@ -68,7 +68,12 @@ _PLUGIN_NONE = re.compile(r"NET/Plugin ?: ?(?:Could not find: \S+\. Using intern
 # a network plugin that is installed but could not be loaded, a library it needs missing (2.19+ print dlopen's error):
 # ``NET/Plugin: libnccl-net.so: libfabric.so.1: cannot open shared object file: No such file or directory``
 _PLUGIN_BROKEN = re.compile(r"NET/Plugin ?: ?(?:Plugin load returned \d+ : )?(?P<lib>lib[\w.\-]*\.so[\w.]*): "
-                            r"(?P<dep>[\w.\-/+]+\.so[\w.]*): cannot open shared object file")
+                            r"(?P<dep>[\w.\-/+]+\.so[\w.]*): cannot open shared object file"
+                            # (2.18-2.19: dlopen's error after ``dlerror=``, then ``No plugin found``): a library the
+                            # plugin needs is older than it (``libfabric.so.1: version `FABRIC_1.7' not found (required
+                            # by …/libnccl-net.so)``, aws-ofi-nccl against the system's EFA libfabric)
+                            r"|NET/Plugin ?: ?dlerror=\S*?(?P<old>lib[\w.\-+]*\.so[\w.]*): version `(?P<ver>[^']{1,40})' not "
+                            r"found \(required by \S*?(?P<needs>lib[\w.\-]*\.so[\w.]*)\)")
 # a network plugin's own INFO lines (aws-ofi-nccl ``NET/OFI Selected Provider is efa``, Google's ``NET/GPUDirectTCPX
 # …``): the process uses that plugin, unless it also warns that the plugin failed and falls back to sockets
 PLUGIN_NETS = ("NET/OFI", "NET/AWS", "NET/GPUDirectTCPX", "NET/FasTrak", "NET/gIB")  # the plugins' own words
@@ -219,11 +224,12 @@ def parse(line: Line) -> list[Event]:
     if match:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={
             "plugin": (match["name"] or match["path"]).strip()[:160]}))
-    elif _PLUGIN_NONE.search(message):
-        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"plugin": "internal"}))
     elif (broken := _PLUGIN_BROKEN.search(message)) is not None:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={
-            "plugin_broken": broken["lib"], "missing": broken["dep"]}))
+            "plugin_broken": broken["lib"] or broken["needs"],
+            "missing": broken["dep"] or f"{broken['old']} with version {broken['ver']}"}))
+    elif _PLUGIN_NONE.search(message):
+        events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"plugin": "internal"}))
     match = _NETWORK.search(message)
     if match:
         events.append(make_event(Kind.NCCL_NET, line, origin=origin, data={"network": match["net"]}))

@@ -897,6 +897,8 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
     broken = [e for e in nets if e.data.get("plugin_broken")]
     if broken and sockets and used <= {"Socket"}:
         return _plugin_not_loaded(tl, broken, sockets)
+    if broken and not used:  # no network chosen in the lines: the plugin's library is what they show
+        return _plugin_not_loaded(tl, broken, [])
     if asked and (sockets or none) and used <= {"Socket"}:
         return _asked_for_ib(tl, asked, sockets or none)
     if len(networks) < 2:
@@ -943,16 +945,21 @@ def _plugin_not_loaded(tl: Timeline, broken: list[Event], sockets: list[Event]) 
     where = attribute(broken + sockets, tl)
     lib, missing = str(broken[0].data["plugin_broken"]), str(broken[0].data.get("missing"))
     title = (f"NCCL's network plugin {lib} is installed but could not load ({missing} not found)"
-             f"{' on ' + where.text if where.text else ''}: NCCL uses TCP sockets instead")
+             f"{' on ' + where.text if where.text else ''}: NCCL uses "
+             + ("TCP sockets instead" if sockets else "its internal transport instead (TCP sockets where it finds no "
+                                                      "InfiniBand NIC): the plugin's libraries, not the network"))
     what = (f"NCCL found the network plugin {lib} but the dynamic loader could not open a library it needs ({missing}), "
-            "so NCCL went on with its own TCP socket transport: the fabric the plugin drives (EFA with aws-ofi-nccl, "
+            "so NCCL went on with its own transport (" + ("TCP sockets here" if sockets else "InfiniBand verbs where it "
+            "finds a NIC, else TCP sockets") + "): the fabric the plugin drives (EFA with aws-ofi-nccl, "
             "GPUDirect-TCPX/TCPXO, a vendor's) is not used, training across nodes runs at TCP speed, and hosts whose "
             "plugin did load cannot connect to this one.")
     fix = (f"Make {missing} findable where the job runs: install the package that provides it (libfabric from the EFA "
            "installer for aws-ofi-nccl) and add its directory to LD_LIBRARY_PATH (/opt/amazon/efa/lib, the container's "
            "own); NCCL's INFO must then say `NET/OFI Selected Provider …` or the plugin's name, not `Using network "
            "Socket`.")
-    return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.7, title, what=what, fix=fix, where=where,
+    # without the sockets in the lines, what they show is an installation whose libraries do not fit (A028)
+    return [hypothesis(tl, Category.SOCKET_FALLBACK if sockets else Category.UNRECOGNISED, 0.7 if sockets else 0.55,
+                       title, what=what, fix=fix, where=where,
                        evidence=evidence_of(broken[:1], "the plugin that did not load")
                        + evidence_of(sockets[:2], "sockets used"))]
 

@@ -317,6 +317,18 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "init_process_group was given no backend, and PyTorch knows none for this device (mps or "
      "another accelerator): name one (gloo)",
      re.compile(r"We detected accelerator \S+ on your machine\. But we don't know which communication backend", _I)),
+    # a compiled library that does not load or does not match what loads it: an extension built for another torch or
+    # CUDA (apex's, Megatron's fused kernels, transformer-engine's: ``ImportError: …/fused_layer_norm_cuda….so:
+    # undefined symbol: _ZN2at7getTypeERKNS_6TensorE``), torch against an NCCL wheel of another CUDA (``libtorch_cuda.so:
+    # undefined symbol: ncclCommResume``), a library missing or older than what needs it (``cannot open shared object
+    # file``, ``version `IBVERBS_PRIVATE_34' not found``), Ray's processes of two versions in one cluster (``Version
+    # mismatch: The cluster was started with: Ray: 2.43.0``): the environment's build, not the run
+    (Category.UNRECOGNISED, "a library that does not load or does not match what loads it (built for another PyTorch "
+     "or CUDA, two versions installed, one missing): the environment's build",
+     # (a shared object that cannot be read, ``cannot read file data: Stale file handle``, is the file system's)
+     re.compile(r"\b(?:ImportError|OSError): .{0,400}?\.so(?:\.[\w.]+)?:\s*(?:undefined symbol|cannot open shared object "
+                r"file|version `|$)|\berror while loading shared libraries: |\bversion `[\w.]+' not found \(required "
+                r"by |\bVersion mismatch: The cluster was started with", _I)),
     # CUDA memory shared between processes (weights handed to an inference engine, multiprocessing queues) while the
     # allocator's expandable segments are on needs the pidfd_open system call (Linux 5.6): ``The kernel on this machine
     # does not support the pidfd_open syscall needed to use IPC for CUDA tensors when expandable_segments:True is set``
