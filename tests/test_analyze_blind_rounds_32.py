@@ -160,3 +160,34 @@ def test_an_exception_that_occurred_is_never_silence(tmp_path: Path) -> None:
 
 def test_negative_a_flag_named_after_an_exception_is_no_error() -> None:
     assert not [e for e in events_of("step 12: exception_occurred=False, retries=0\n") if e.kind is Kind.ERROR_LINE]
+
+
+# real: sgl-project/sglang#23143 (the peer elided by the paste, the line wrapped: inbox rdma-core on GB300)
+_ELIDED = ("NCCL WARN NET/IB: Got completion ... status=IBV_WC_LOC_PROT_ERR(4)\n"
+           "                  opcode=IBV_WC_SEND(0) vendor_err=81 hca mlx5_2\n")
+
+
+def test_an_ib_completion_whose_peer_the_paste_elided_is_still_one() -> None:
+    (completion,) = [e for e in events_of(_ELIDED) if e.kind is Kind.IB_COMPLETION_ERROR]
+    assert completion.data["status"] == 4 and completion.data["status_text"] == "local protection error"
+
+
+def test_negative_a_completion_line_without_its_status_is_no_ib_error() -> None:
+    assert not [e for e in events_of("NCCL INFO NET/IB: Got completion ... and moved on\n")
+                if e.kind is Kind.IB_COMPLETION_ERROR]
+
+
+# real: pytorch/gloo#340 (gloo's ibverbs transport, its enforce line cut before the check)
+_GLOO_IBV = ("gloo/transport/ibverbs/pair.cc:438] wc->status == IBV_WC_SUCCESS. 5 vs 0. Send for slot 0: Work Request "
+             "Flushed Error\n")
+
+
+def test_a_failed_completion_of_gloos_ibverbs_transport_is_an_ib_completion_error(tmp_path: Path) -> None:
+    (completion,) = [e for e in events_of(_GLOO_IBV) if e.kind is Kind.IB_COMPLETION_ERROR]
+    assert completion.data["status"] == 5 and completion.data["transport"] == "gloo"
+    assert diagnose_paste(tmp_path, _GLOO_IBV).hypotheses[0].category is Category.IB_COMPLETION
+
+
+def test_negative_the_source_line_of_that_check_is_no_completion() -> None:
+    assert not [e for e in events_of("    GLOO_ENFORCE_EQ(wc->status, IBV_WC_SUCCESS, \"Send for slot \", slot);\n")
+                if e.kind is Kind.IB_COMPLETION_ERROR]

@@ -443,6 +443,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Stack of MainThread",  # (pytest-timeout's dump of a hung test: ``~~~ Stack of MainThread (140…) ~~~``)
     b"Stack (most recent call last)",  # (logging's stack_info: a stack printed, not raised)
     b"bootstrapping phase",  # (a spawned child running a script without its __main__ guard: its message's own line)
+    b"wc->status",  # (gloo's ibverbs transport, a failed work completion, its enforce line cut before it)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

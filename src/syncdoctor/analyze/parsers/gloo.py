@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.nccl_warn import IB_STATUS
 
 __all__ = ["KEYWORDS", "MeshFollower", "PairFollower", "follow", "is_loopback", "parse"]
 
@@ -48,6 +49,7 @@ KEYWORDS = (
     "Using the loopback",
     "Unable to find address",
     "Unable to find interface",
+    "wc->status == IBV_WC_SUCCESS",
     "Received data size",
     "op.preamble.length",
     "connect [",
@@ -118,9 +120,21 @@ def _pair_connect_failed(line: Line, match: re.Match[str], error: str) -> Event:
         "loopback_remote": is_loopback(match["addr"]), **_gloo_source(line.body)})
 
 
+# gloo's ibverbs transport, a work completion that failed: ``[enforce fail at gloo/transport/ibverbs/pair.cc:438]
+# wc->status == IBV_WC_SUCCESS. 5 vs 0. Send for slot 0: Work Request Flushed Error`` (its verbs status, then what)
+_IBV_COMPLETION = re.compile(r"wc->status == IBV_WC_SUCCESS\. (?P<status>\d{1,3}) vs 0\.(?:\s*(?P<what>[^:\n]{1,60}):)?"
+                             r"\s*(?P<text>[^\n]{0,120})")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     events: list[Event] = []
+    completion = _IBV_COMPLETION.search(body) if "wc->status" in body else None
+    if completion:
+        status = int(completion["status"])
+        return [make_event(Kind.IB_COMPLETION_ERROR, line, data={
+            "status": status, "status_text": IB_STATUS.get(status, completion["text"].strip()[:80]),
+            "opcode": None, "vendor_err": None, "hca": None, "transport": "gloo"})]
     match = _TIMEOUT.search(body)
     if match:
         events.append(make_event(Kind.GLOO_TIMEOUT, line, data={

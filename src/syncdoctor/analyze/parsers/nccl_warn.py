@@ -64,7 +64,8 @@ IB_STATUS = {
 }
 
 _IB = re.compile(
-    r"NET/IB\w*(?:/GIN)? ?: ?Got completion(?: from peer (?P<peer>\S+))? with "
+    # (a paste may elide the peer: ``Got completion ... status=IBV_WC_LOC_PROT_ERR(4)``)
+    r"NET/IB\w*(?:/GIN)? ?: ?Got completion(?: from peer (?P<peer>\S+))?(?: with |\s*(?:\.\.\.|…)\s*(?:with )?)"
     r"(?:status=(?:(?P<sname>[^()=,]*?)\()?(?P<status>\d+)\)?|error (?P<error>\d+))"
     # the rest may be cut where a paste wrapped the line (``… with error 12, opcode 0, len`` / ``0, vendor err``)
     r"(?:[, ]+opcode[= ](?:(?P<oname>[^()=,]*?)\()?(?P<opcode>\d+)\)?"

@@ -250,7 +250,10 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                "NCCL_P2P_DISABLE=1 one at a time, and another NCCL release (pip install nvidia-nccl-cu12==...), the "
                "driver's and the CUDA runtime's versions matching.")
     captured = [m for m in messages if _CAPTURE.search(m)]
+    category = Category.GPU_ERROR
     if captured and not hardware and all(_CAPTURE.search(m) or "nhandled" in m for m in messages):
+        # the program's use of graphs, by its own words not the GPU's failure: the software's setup (A028)
+        category = Category.UNRECOGNISED
         title = (f"an operation CUDA graph capture does not allow on {where.text or 'a rank'} ({captured[0][:80]}): "
                  "the software's use of CUDA graphs, not a faulty GPU")
         what = (f"{where.text or 'A process'} hit {captured[0]}: while a stream was being captured into a CUDA graph "
@@ -262,7 +265,8 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                "without reduce-overhead); upgrade PyTorch and the GPU runtime (ROCm 7.2.1 or newer for the HIP "
                "watchdog case), or set TORCH_NCCL_BLOCKING_WAIT=1 so the watchdog does not query events during "
                "capture; keep synchronizing calls out of the captured region.")
-    confidence = 0.9 if hardware else 0.8
+    # (graph capture's refusal ahead of the crash of the rank it ended: what the rank died of)
+    confidence = 0.9 if hardware else 0.85 if category is Category.UNRECOGNISED else 0.8
     if telling:
         fix = "; ".join(dict.fromkeys(f"Xid {xid}: {x.action}" for xid, x in telling[:3])) + "."
         if all(x.fault == "after" for _, x in telling):
@@ -278,7 +282,7 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
         confidence = 0.5
         what += (" Each process reported it after its own InfiniBand retry-exceeded error: most likely a "
                  "consequence of tearing NCCL down after that network failure, not the GPU's own fault.")
-    return [*out, hypothesis(tl, Category.GPU_ERROR, confidence, title, affected=affected, what=what, fix=fix,
+    return [*out, hypothesis(tl, category, confidence, title, affected=affected, what=what, fix=fix,
                              evidence=evidence_of(events, "the GPU's error", 6), where=where)]
 
 
