@@ -191,3 +191,24 @@ def test_a_failed_completion_of_gloos_ibverbs_transport_is_an_ib_completion_erro
 def test_negative_the_source_line_of_that_check_is_no_completion() -> None:
     assert not [e for e in events_of("    GLOO_ENFORCE_EQ(wc->status, IBV_WC_SUCCESS, \"Send for slot \", slot);\n")
                 if e.kind is Kind.IB_COMPLETION_ERROR]
+
+
+# real: sgl-project/sglang#29127 (Mooncake's failed slice, its line wrapped by the author before the last field; and
+# rdma-core's ionic provider, AMD Pensando NICs, on the same transfer)
+_WRAPPED_SLICE = ("worker_pool.cpp:294] Worker: Process failed for slice (... local_nic: rdma5 ...\n"
+                  "    retry_cnt: N): transport retry counter exceeded     # = IBV_WC_RETRY_EXC_ERR\n")
+_IONIC = "ionic_comp_msn:1277: cqe with error 12 for 0x1 (msn)\n"
+
+
+def test_a_transfer_engines_slice_wrapped_before_its_status_and_an_ionic_cqe_are_ib_completions(tmp_path: Path) -> None:
+    for paste in (_WRAPPED_SLICE, _IONIC):
+        (completion,) = [e for e in events_of(paste) if e.kind is Kind.IB_COMPLETION_ERROR]
+        assert completion.data["status"] == 12, paste
+        assert diagnose_paste(tmp_path, paste).hypotheses[0].category in (
+            Category.IB_UNREACHABLE_AT_INIT, Category.IB_LINK_FAILURE)
+
+
+def test_negative_other_words_after_a_retry_count_and_a_cqe_without_its_queue_are_no_completion() -> None:
+    for text in ("    retry_cnt: 3): connection reset, retrying the request\n",
+                 "debug: cqe with error handling enabled for 4 queues\n"):
+        assert not [e for e in events_of(text) if e.kind is Kind.IB_COMPLETION_ERROR], text

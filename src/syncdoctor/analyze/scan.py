@@ -444,6 +444,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Stack (most recent call last)",  # (logging's stack_info: a stack printed, not raised)
     b"bootstrapping phase",  # (a spawned child running a script without its __main__ guard: its message's own line)
     b"wc->status",  # (gloo's ibverbs transport, a failed work completion, its enforce line cut before it)
+    b"etry counter exceeded",  # (ibv_wc_status_str's words for status 12 and 13, in a transfer engine's own line)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -52,6 +52,7 @@ KEYWORDS = ("btl_tcp", "exited due to process rank", "downstream from host", "ha
             # a failed slice's line cut before its start (below): the status words that carry an anchor
             "): local protection error", "): remote access error", "): Work Request Flushed Error",
             "): remote operation error", "): remote invalid request error", "): local length error", "UCX error: ",
+            "): transport retry counter exceeded", "): RNR retry counter exceeded", "cqe with error",
             "|CCL_ERROR| ", "^C",
             # a failed completion in an RDMA program's own words, its verbs status a number (below)
             "CQE error", "ompletion error", "WC error", "wc error",
@@ -562,6 +563,9 @@ _WC_STATUS_WORDS = {"local length error": 1, "local QP operation error": 2, "loc
 # Request Flushed Error)``; others: ``completion error … status: 12``)
 _CQE_STATUS = re.compile(r"\b(?:CQE|[Cc]ompletion|WC|wc)\b[^\n]{0,40}?\berror\b[^\n]{0,120}?\bstatus\s?[=:]\s?(?P<status>\d{1,2})\b"
                          r"(?:\s?\((?P<what>[A-Za-z][\w ]{2,60})\))?")
+# rdma-core's ionic provider (AMD Pensando NICs), its completion queue's failed entry: ``ionic_comp_msn:1277: cqe with
+# error 12 for 0x1 (msn)`` (the verbs status)
+_IONIC_CQE = re.compile(r"\bcqe with error (?P<status>\d{1,2}) for 0x[0-9a-f]{1,16}\b")
 # (lower case: the words' case differs between libraries)
 _WC_STATUS = {words.lower(): status for words, status in _WC_STATUS_WORDS.items()}
 # The status is found first, then the slice's fields in the 400 characters before it (a line cut before its start
@@ -661,7 +665,9 @@ def _failed_slice(line: Line) -> list[Event] | None:
     if match is None:
         return None
     inside = body[max(0, match.start() - 400):match.start()]
-    opened = "for slice (" if "for slice (" in inside else "local_nic: " if "local_nic: " in inside else None
+    # (its last field, where the paste wrapped the slice's line before it: ``    retry_cnt: 0): transport retry …``)
+    opened = ("for slice (" if "for slice (" in inside else "local_nic: " if "local_nic: " in inside
+              else "retry_cnt: " if "retry_cnt: " in inside else None)
     if opened is None:
         return None
     fields = inside.rpartition(opened)[2]
@@ -675,11 +681,12 @@ def _failed_slice(line: Line) -> list[Event] | None:
 def _cqe_error(line: Line) -> list[Event] | None:
     """A failed completion in an RDMA program's own words with its verbs status as a number (UCCL's ``CQE error,
     wr_id=0, status=5 (Work Request Flushed Error)``); a number that is no verbs status reads as nothing."""
-    match = _CQE_STATUS.search(line.body)
+    match = _CQE_STATUS.search(line.body) or _IONIC_CQE.search(line.body)
     if match is None or not 1 <= int(match["status"]) <= 21:
         return None
     status = int(match["status"])
-    return _completion_error(line, status, match["what"] or f"status {status}", "rdma")
+    what = match.groupdict().get("what")
+    return _completion_error(line, status, what or f"status {status}", "rdma")
 
 
 # Cray MPICH's own fatal error, one line per aborting rank: ``MPICH ERROR [Rank 0] [job id 123] [Thu Jan 30 22:35:30
@@ -758,10 +765,11 @@ def parse(line: Line) -> list[Event]:
     match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
     if match:
         return _ucx_completion(line, match, _WC_STATUS[match["what"].lower()])
-    completed = _cqe_error(line) if "status" in body else None
+    completed = _cqe_error(line) if "status" in body or "cqe with error" in body else None
     if completed:
         return completed
-    slice_failed = _failed_slice(line) if ("ailed for slice" in body or "local_nic: " in body) and "): " in body \
+    slice_failed = _failed_slice(line) if ("ailed for slice" in body or "local_nic: " in body or "retry_cnt: " in body) \
+        and "): " in body \
         else None
     if slice_failed:
         return slice_failed
