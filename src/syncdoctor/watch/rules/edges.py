@@ -78,7 +78,8 @@ def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]
     progress = settle_completions(progress)
     best = max((p.completed for p in progress.values() if p is not None), default=0)
     for rank, p in progress.items():  # a reading older than its peers' completion: see stale_reading
-        if p is not None and p.completed < best and p.entered > p.completed and stale_reading(ctx, rank):
+        if p is not None and p.completed < best and p.entered > p.completed \
+                and (p.stalled_s or 0.0) >= ctx.config.suspect_s and stale_reading(ctx, rank):
             progress[rank] = p._replace(completed=min(best, p.entered), stalled_s=None)
     # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
     # one it completed before it froze (its record was published mid-collective)
@@ -163,7 +164,9 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
         lagging = has & (completed < best) & (entered > completed + 1)
         if bool(lagging.any()):
             completed = np.where(lagging, np.minimum(best, entered - 1), completed)
-        behind = np.flatnonzero(has & (completed < best) & (entered > completed))[:_STALE_LOOKS]
+        # (only ranks that have sat there a while: in a healthy job many are inside the collective others left)
+        behind = np.flatnonzero(has & (completed < best) & (entered > completed)
+                                & (np.nan_to_num(cols.stalled, nan=0.0) >= ctx.config.suspect_s))[:_STALE_LOOKS]
         stale = [i for i in behind.tolist() if stale_reading(ctx, int(cols.ranks[i]))]
         if stale:
             completed = completed.copy()
