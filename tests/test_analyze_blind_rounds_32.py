@@ -212,3 +212,56 @@ def test_negative_other_words_after_a_retry_count_and_a_cqe_without_its_queue_ar
     for text in ("    retry_cnt: 3): connection reset, retrying the request\n",
                  "debug: cqe with error handling enabled for 4 queues\n"):
         assert not [e for e in events_of(text) if e.kind is Kind.IB_COMPLETION_ERROR], text
+
+
+# real: hpc/charliecloud#367 (the host's Open MPI 2.1.6 starting ranks whose image has 2.1.1)
+_OMPI_RELEASES = ("usock_peer_recv_connect_ack: received different version from [[63455,1],14]: 2.1.1 instead of "
+                  "2.1.6\n")
+
+
+def test_open_mpi_processes_of_two_releases_are_the_jobs_setup(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, _OMPI_RELEASES).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "two releases of Open MPI" in top.title
+
+
+def test_negative_a_package_manager_that_received_a_different_version_is_no_error() -> None:
+    line = "pip: received different version from the index than pinned, upgrading numpy\n"
+    assert not [e for e in events_of(line) if e.kind is Kind.ERROR_LINE]
+
+
+# real: facebookarchive/caffe2#1553 (two machines started with different --run_id: the redis store's wait for rank 1,
+# its line wrapped by the paste after "Wait timeout")
+_CAFFE2_WRAPPED = ("common_world_ops.h:126] Caught store handler timeout exception: \n"
+                   "[/root/caffe2/caffe2/distributed/redis_store_handler.cc:126] Wait timeout \n"
+                   "for name(s) allreduce_0_cw_op/1 E1201 18:57:26.106040 19152 net_simple.cc:75] \n")
+
+
+def test_a_store_wait_wrapped_after_its_first_words_still_names_the_missing_rank(tmp_path: Path) -> None:
+    (wait,) = [e for e in events_of(_CAFFE2_WRAPPED) if e.kind is Kind.STORE_ERROR]
+    assert wait.data["keys"] == "allreduce_0_cw_op/1" and wait.data["missing_ranks"] == [1]
+    assert diagnose_paste(tmp_path, _CAFFE2_WRAPPED).hypotheses[0].category is Category.RANK_NEVER_JOINED
+
+
+def test_negative_for_names_in_prose_is_no_store_wait() -> None:
+    assert not [e for e in events_of("Look up the ids for name(s) given on the command line.\n")
+                if e.kind is Kind.STORE_ERROR]
+
+
+# real: pytorch/pytorch#54927 (Pipe's documented example without rpc.init_rpc) and pytorch/tensorpipe#452 (a build
+# without the ibv transport: the uncaught exception's what(), then the shell's Aborted)
+_NO_AGENT = ("RuntimeError: agent INTERNAL ASSERT FAILED at \"/pytorch/torch/csrc/distributed/rpc/rpc_agent.cpp\":247, "
+             "please report a bug to PyTorch. Current RPC agent is not set!\n")
+_NO_TRANSPORT = ("  what():  In getTransport at tensorpipe/core/context_impl.cc:147 \"unsupported transport ibv\"\n"
+                 "Aborted\n")
+
+
+def test_rpc_without_its_agent_and_tensorpipe_without_its_transport_are_the_jobs_setup(tmp_path: Path) -> None:
+    agent = diagnose_paste(tmp_path, _NO_AGENT).hypotheses[0]
+    assert agent.category is Category.UNRECOGNISED and "rpc.init_rpc" in agent.title
+    aborted = diagnose_paste(tmp_path, _NO_TRANSPORT).hypotheses[0]
+    assert aborted.category is Category.UNRECOGNISED and "SIGABRT" in aborted.title and "TensorPipe" in aborted.title
+
+
+def test_negative_an_abort_far_below_an_unrelated_what_is_still_a_crash(tmp_path: Path) -> None:
+    far = _NO_TRANSPORT.replace("Aborted\n", "step 1\nstep 2\nstep 3\nstep 4\nAborted\n")
+    assert diagnose_paste(tmp_path, far).hypotheses[0].category is Category.RANK_CRASHED

@@ -445,6 +445,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"bootstrapping phase",  # (a spawned child running a script without its __main__ guard: its message's own line)
     b"wc->status",  # (gloo's ibverbs transport, a failed work completion, its enforce line cut before it)
     b"etry counter exceeded",  # (ibv_wc_status_str's words for status 12 and 13, in a transfer engine's own line)
+    b"different version from",  # (Open MPI's processes of two releases: ``received different version from [[…],14]``)
+    b"for name(s) ",  # (Caffe2's store wait, the second half of its line where a paste wrapped it)
+    b"unsupported transport", b"unsupported channel",  # (TensorPipe's, after ``what():``, with no error word)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

@@ -56,7 +56,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
-            "Error: Port could not be cast", "Error: invalid literal for int()", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "Wait timeout for key", "waitForInput", "client socket", "store based barrier", "C10d store",
+            "Error: Port could not be cast", "Error: invalid literal for int()", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "for name(s) ", "Wait timeout for key", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
@@ -78,7 +78,10 @@ _RESOLVE = re.compile(r"(?:(?P<family>IPv[46]) )?network addresses of \((?P<host
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-%]{1,253}$")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)"
                    # Caffe2's store handlers (file, Redis): "Wait timeout for name(s): allreduce_0_cw_op/1"
-                   r"|Wait timeout for name\(s\): (?P<names>.+)"
+                   r"|Wait timeout for name\(s\):? (?P<names>.+)"
+                   # (its second half where the paste wrapped the line after ``Wait timeout``, glog's next line
+                   # run on: ``for name(s) allreduce_0_cw_op/1 E1201 18:57:26.106040 19152 net_simple.cc:75]``)
+                   r"|^\s*for name\(s\):? (?P<wrapped>\S+(?: \S+)*?)(?= [EWIF]\d{4} |\s*$)"
                    # gloo's own rendezvous stores (file, Redis, Horovod's HTTP store: gloo::IoException): its keys
                    # are the ranks whose addresses it waited for, ``Wait timeout for key(s): 0``
                    r"|Wait timeout for key\(s\): (?P<gloo>[\w, /\[\]-]{1,300})")
@@ -422,7 +425,7 @@ def _errors(line: Line) -> list[Event]:
         return events
     match = _WAIT.search(body)
     if match:
-        keys = (match["keys"] or match["names"] or match["gloo"]).strip()[:300]
+        keys = (match["keys"] or match["names"] or match["gloo"] or match["wrapped"]).strip()[:300]
         if match["gloo"]:
             # gloo's full-mesh setup: the ranks whose addresses did not arrive in time, often a setup that
             # outlasted the store's timeout at scale (Horovod's 30 s at 50 hosts), not ranks that never started

@@ -138,6 +138,12 @@ _ERROR = re.compile(
     # destruction of AsyncWork before work has completed, terminating the program.``)
     r"|\bReturned \"\w[\w ]{0,40}\" \(-?\d{1,4}\) instead of \"Success\"|\bunable to get host address\b"
     r"|\bPMI server not found\b|, terminating the program\b"
+    # Open MPI's processes finding another of a different release (oob/usock, oob/tcp: ``usock_peer_recv_connect_ack:
+    # received different version from [[63455,1],14]: 2.1.1 instead of 2.1.6``: the host's and a container's)
+    r"|\breceived different version from \[\["
+    # TensorPipe (torch.distributed.rpc's backend) asked for a transport or channel it does not have, in its words
+    # without an error word (``In getTransport at tensorpipe/core/context_impl.cc:147 "unsupported transport ibv"``)
+    r"|\bunsupported (?:transport|channel) \w"
     # an absl/gRPC status at a line's start, the way XLA, JAX, torch_xla and gRPC print a failed call's status
     # (``DEADLINE_EXCEEDED: Barrier timed out``, ``ABORTED: Incarnation ID mismatch``, ``FAILED_PRECONDITION: …``)
     # (also right after a glog prefix the scanner leaves on the line, its thread id padded: ``W1205 08:14:40.118822

@@ -329,6 +329,20 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\b(?:ImportError|OSError): .{0,400}?\.so(?:\.[\w.]+)?:\s*(?:undefined symbol|cannot open shared object "
                 r"file|version `|$)|\berror while loading shared libraries: |\bversion `[\w.]+' not found \(required "
                 r"by |\bVersion mismatch: The cluster was started with", _I)),
+    # torch.distributed.rpc used where no RPC agent was started (``Current RPC agent is not set!``: rpc.init_rpc not
+    # called in that process, as Pipe's documented example once forgot), and TensorPipe asked for a transport or a
+    # channel this build or host does not have (``In getTransport at tensorpipe/core/context_impl.cc:147 "unsupported
+    # transport ibv"``): the job's setup
+    (Category.UNRECOGNISED, "torch.distributed.rpc used in a process where rpc.init_rpc has not run (no RPC agent)",
+     re.compile(r"\bCurrent RPC agent is not set\b", _I)),
+    (Category.UNRECOGNISED, "TensorPipe asked for a transport or channel that this build or host does not have: leave it "
+     "out of the RPC backend options (_transports, _channels)",
+     re.compile(r"\bunsupported (?:transport|channel) \w{1,20}\b", _I)),
+    # Open MPI's processes of two releases in one job (the host's mpirun and a container's library, or two installs on
+    # the nodes): ``received different version from [[63455,1],14]: 2.1.1 instead of 2.1.6``
+    (Category.UNRECOGNISED, "processes of one job run two releases of Open MPI (the host's and a container's, or two "
+     "installs on the nodes): one Open MPI everywhere",
+     re.compile(r"\breceived different version from \[\[\d+,\d+\],\d+\]: \S+ instead of \S+", _I)),
     # CUDA memory shared between processes (weights handed to an inference engine, multiprocessing queues) while the
     # allocator's expandable segments are on needs the pidfd_open system call (Linux 5.6): ``The kernel on this machine
     # does not support the pidfd_open syscall needed to use IPC for CUDA tensors when expandable_segments:True is set``
