@@ -265,3 +265,53 @@ def test_rpc_without_its_agent_and_tensorpipe_without_its_transport_are_the_jobs
 def test_negative_an_abort_far_below_an_unrelated_what_is_still_a_crash(tmp_path: Path) -> None:
     far = _NO_TRANSPORT.replace("Aborted\n", "step 1\nstep 2\nstep 3\nstep 4\nAborted\n")
     assert diagnose_paste(tmp_path, far).hypotheses[0].category is Category.RANK_CRASHED
+
+
+# real: Lightning-AI/pytorch-lightning#8707 (a batch script that ran the program without srun: one process of 8)
+_SLURM_ONE = ("Multi-processing is handled by Slurm.\nGPU available: True, used: True\n"
+              "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8\n")
+
+
+def test_lightning_under_slurm_with_ranks_that_never_printed_their_joining_line(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, _SLURM_ONE).hypotheses[0]
+    assert top.category is Category.RANK_NEVER_JOINED and top.culprit_ranks == tuple(range(1, 8))
+    assert "srun" in (top.fix or "")
+
+
+def test_negative_joining_lines_without_slurm_or_with_every_rank_claim_nothing(tmp_path: Path) -> None:
+    # one node's own output under torchrun shows only that node's ranks: no claim
+    alone = _SLURM_ONE.replace("Multi-processing is handled by Slurm.\n", "")
+    assert not diagnose_paste(tmp_path, alone).hypotheses
+    every = "Multi-processing is handled by Slurm.\n" + "".join(
+        f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4\n" for r in range(4))
+    assert not diagnose_paste(tmp_path, every).hypotheses
+
+
+# real: huggingface/transformers#16417 (a vocabulary extended on some ranks: DDP's check, the paste cut in its sizes)
+_PARAMS_CUT = "RuntimeError: params[0] in this process with sizes [253\n"
+
+
+def test_ddps_parameter_check_cut_by_the_paste_is_still_the_models_differing(tmp_path: Path) -> None:
+    (check,) = [e for e in events_of(_PARAMS_CUT) if e.kind is Kind.COLLECTIVE_MISMATCH]
+    assert check.data["against"] is None
+    top = diagnose_paste(tmp_path, _PARAMS_CUT).hypotheses[0]
+    assert top.category is Category.COLLECTIVE_DESYNC and top.culprit_ranks == ()
+
+
+def test_negative_a_list_named_params_is_no_model_check() -> None:
+    assert not [e for e in events_of("ValueError: params[0] must be a tensor, got list\n")
+                if e.kind is Kind.COLLECTIVE_MISMATCH]
+
+
+# real: the AI cloud validation report of r42b (Kubernetes' default 64 MiB /dev/shm: UCX's shared-memory transport)
+_UCX_FIFO = "mm_iface failed to allocate receive FIFO\n...\n[ucp_address_unpack] Caught signal 11 (Segmentation fault)\n"
+
+
+def test_a_signal_right_after_an_error_that_names_its_cause_died_of_it(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, _UCX_FIFO).hypotheses[0]
+    assert top.category is Category.SHM_EXHAUSTED and "SIGSEGV" in top.title
+
+
+def test_negative_a_signal_after_an_error_that_names_no_cause_is_the_crash(tmp_path: Path) -> None:
+    paste = _UCX_FIFO.replace("mm_iface failed to allocate receive FIFO", "step 12 failed to converge, retrying")
+    assert diagnose_paste(tmp_path, paste).hypotheses[0].category is Category.RANK_CRASHED

@@ -448,6 +448,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"different version from",  # (Open MPI's processes of two releases: ``received different version from [[…],14]``)
     b"for name(s) ",  # (Caffe2's store wait, the second half of its line where a paste wrapped it)
     b"unsupported transport", b"unsupported channel",  # (TensorPipe's, after ``what():``, with no error word)
+    b"handled by Slurm",  # (Lightning's ``Multi-processing is handled by Slurm.``: srun's tasks are the processes)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

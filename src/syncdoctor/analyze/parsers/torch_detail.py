@@ -37,6 +37,7 @@ KEYWORDS = (
     "Timeout at collective",
     "expects same model",
     "appears not to match sizes",
+    "Error: params[",  # (the check's message cut by a paste: ``RuntimeError: params[0] in this process with sizes [253``)
     "disagreement",
     "but didn't join collective #",
     "mismatch between collectives",
@@ -64,8 +65,9 @@ _FP_FIELD = re.compile(r"(?P<key>\w+)=(?P<value>\[[^\]]*\]|[^,]*)")
 # different models (a rank-dependent branch in the model, experts routed differently, a checkpoint loaded on some)
 _DDP_PARAMS = re.compile(r"DDP expects same model across all ranks, but Rank (?P<rank>\d+) has (?P<mine>\d+) params, "
                          r"while rank (?P<other>\d+) has inconsistent (?P<theirs>\d+) params")
-_DDP_SIZES = re.compile(r"params\[\d+\] in this process with sizes \[[^\]]*\] appears not to match sizes of the same "
-                        r"param in process (?P<other>\d+)")
+# (a paste may cut it: ``params[0] in this process with sizes [253``, rank 0's the one compared with)
+_DDP_SIZES = re.compile(r"params\[\d+\] in this process with sizes \[(?:[^\]]*\] appears not to match (?:sizes|strides) "
+                        r"of the same param in process (?P<other>\d+))?")
 _ZERO_DISAGREE = re.compile(r"disagreement (?:on list length )?between rank(?P<a>\d+) and rank(?P<b>\d+)")
 _SHAPES = re.compile(r"verifying shape tensors for collective (?P<op>\w+) on rank (?P<rank>\d+)")
 _BARRIER_FAILED = re.compile(r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
@@ -173,7 +175,7 @@ def parse(line: Line) -> list[Event]:
                 {"rank": int(model["other"]), "params": int(model["theirs"])}]}))
     elif (sizes := _DDP_SIZES.search(body)) is not None:
         events.append(make_event(Kind.COLLECTIVE_MISMATCH, line, data={
-            "source": "model-check", "check": "DDP", "against": int(sizes["other"]), "sides": []}))
+            "source": "model-check", "check": "DDP", "against": int(sizes["other"]) if sizes["other"] else None, "sides": []}))
     elif (zero := _ZERO_DISAGREE.search(body)) is not None:
         events.append(make_event(Kind.COLLECTIVE_MISMATCH, line, origin=Origin(rank=int(zero["b"])), data={
             "source": "model-check", "check": "ZeRO-3", "against": int(zero["a"]), "sides": []}))

@@ -179,9 +179,22 @@ def is_frame(body: str) -> bool:
     return _frame(body) is not None
 
 
+# an exception's line that a paste indented like the source lines above it (``    ValueError: Expected more than 1
+# value per channel when training``): no source line of Python reads so (a class name, a colon, then words)
+_REINDENTED = re.compile(r"^\s+(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): (?![^\s=]+\s*=)\S+(?: \S+){2,}")
+
+
+def _exception_line(body: str) -> tuple[str, str] | None:
+    """(type, message) of a Python exception's line, also one a paste indented (see ``_REINDENTED``)."""
+    found = exception_of(body)
+    if found is None and body[:1] in (" ", "\t") and _REINDENTED.match(body):
+        found = exception_of(body.strip())
+    return found
+
+
 def _under_a_frame(body: str) -> bool:
     """A frame's indented source line or its ``^^^^`` markers."""
-    return body[:1] in (" ", "\t") or body.lstrip().startswith("^")
+    return (body[:1] in (" ", "\t") and not _REINDENTED.match(body)) or body.lstrip().startswith("^")
 
 
 @dataclass
@@ -230,7 +243,7 @@ class TracebackFollower:
                 self.sources[-1] = body.strip()[:200]
             self.after_frame = False
             return True  # source line under a frame, caret markers
-        found = exception_of(body)
+        found = _exception_line(body)
         if found is None and self.after_frame:
             self.after_frame = False
             self.sources[-1] = body.strip()[:200]
@@ -283,13 +296,15 @@ def headless(line: Line, above: list[str]) -> list[Event]:
     bottom of a traceback pasted alone): the exception with those frames. ``above`` holds the bodies of the same
     writer's lines above it, nearest first; nothing when the header is among the frames (the traceback's follower
     read them) or no frame is right above it."""
-    found = exception_of(line.body)
+    found = _exception_line(line.body)
     if found is None or found[0].endswith("ChildFailedError"):
         return []
     bodies: list[str] = []
     for at, body in enumerate(above):
         if "Traceback (most recent call last)" in body:
             return []
+        if not body.strip():
+            continue  # (a paste that doubled its line breaks: a blank line between each)
         under_frame = at + 1 < len(above) and _FRAME.match(above[at + 1]) is not None  # its source line
         if not (_FRAME.match(body) or under_frame or _under_a_frame(body)):
             break
@@ -316,7 +331,7 @@ def follow(line: Line) -> TracebackFollower | None:
 
 def parse(line: Line) -> list[Event]:
     body = line.body
-    found = exception_of(body)
+    found = _exception_line(body)
     if found:
         if found[0].endswith("ChildFailedError"):
             return []  # the launcher's summary, read by the torchrun parser

@@ -820,7 +820,7 @@ def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
     return () if agent or len(per_host) > 1 else tuple(sorted(numbers))
 
 
-_ABORT_ABOVE = 3  # lines above a shell's ``Aborted`` in which the uncaught exception's ``what():`` is looked for
+_ABORT_ABOVE = 3  # lines above a fatal signal's line in which the error it died of is looked for
 
 
 def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
@@ -843,11 +843,13 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
                 "and the call. Its peers then lose their connection to it or time out.")
     category = Category.RANK_CRASHED
     own = unprefixed_exception(tl, events[0], exception_lines=True) if len(events) == 1 else None
-    if own is None and len(events) == 1 and events[0].kind is Kind.FATAL_SIGNAL and events[0].data.get("signal") == "SIGABRT":
-        # an abort right after an uncaught C++ exception's ``what():`` line (``terminate called after throwing …``):
-        # that line, a few lines above in the same file, is what the process died of
+    if own is None and len(events) == 1 and events[0].kind is Kind.FATAL_SIGNAL:
+        # a signal right after an error whose words name a cause: an uncaught C++ exception's ``what():`` line before
+        # the shell's ``Aborted``, UCX's ``mm_iface failed to allocate receive FIFO`` before its segfault handler's
+        # ``Caught signal 11``: that line, a few lines above in the same file, is what the process died of
         above = [e for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION) if e.ref.source == events[0].ref.source
-                 and events[0].ref.line - _ABORT_ABOVE <= e.ref.line < events[0].ref.line and "what()" in e.text]
+                 and events[0].ref.line - _ABORT_ABOVE <= e.ref.line < events[0].ref.line
+                 and ((reading := read_as(str(e.data.get("message") or e.text))) is not None and reading.cause)]
         own = above[-1] if above else None
     said = str(own.data.get("message") or own.text).strip() if own is not None else ""
     reading = read_as(said) if said else None

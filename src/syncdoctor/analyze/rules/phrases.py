@@ -124,6 +124,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm|shared-memory backing"
                 r"|\bproviders? for name shm\b|\bshm provider\b"  # libfabric's shm provider (oneCCL, EFA)
+                # UCX's shared-memory transport (uct/sm/mm: Open MPI's UCX PML, UCC) whose FIFO found no room
+                r"|\bmm_iface failed to allocate receive FIFO\b"
                 # PyTorch's shared-memory files in /dev/shm (a DataLoader's tensors to the main process) without room:
                 # ``unable to write to file </torch_77102_1846612178_0>: No space left on device (28)``
                 r"|unable to (?:write to|resize|mmap \d+ bytes from) file </torch_\d+_\d+_\d+>[^\n]{0,40}"

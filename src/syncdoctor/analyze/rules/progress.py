@@ -748,6 +748,9 @@ def _ranks_taken_twice(tl: Timeline) -> list[Hypothesis]:
     joined = [e for e in tl.of(Kind.PROCESS_MAP) if e.data.get("source") == "lightning"]
     if not joined:
         return []
+    started = _slurm_tasks_missing(tl, joined)
+    if started:
+        return started
     world = max(int(e.data["world_size"]) for e in joined)
     seen: dict[int, list[Event]] = defaultdict(list)
     for event in joined:
@@ -768,6 +771,37 @@ def _ranks_taken_twice(tl: Timeline) -> list[Hypothesis]:
     evidence = evidence_of([seen[r][1] for r in twice][:4], "a global rank taken a second time")
     return [hypothesis(tl, Category.RANK_NEVER_JOINED, 0.7, title, culprits=missing, what=what, fix=fix,
                        evidence=evidence)]
+
+
+def _slurm_tasks_missing(tl: Timeline, joined: list[Event]) -> list[Hypothesis]:
+    """Lightning under Slurm (``Multi-processing is handled by Slurm.``): every srun task writes to the job's one
+    output, so that line followed by fewer joining lines than the world has ranks, each rank once, shows ranks
+    that never started: most often a batch script that runs the program without srun (one process), or fewer tasks
+    than the Trainer's devices x num_nodes. A lead (0.45): a paste may have cut the other ranks' lines."""
+    notes = sorted((e.ref.source, e.ref.line) for e in tl.of(Kind.PROCESS_MAP) if e.data.get("source") == "lightning-slurm")
+    for at, (source, line) in enumerate(notes):
+        # the joining lines of that run: after its note, before the next run's (a paste may hold several runs or files)
+        upto = notes[at + 1][1] if at + 1 < len(notes) and notes[at + 1][0] == source else None
+        here = [e for e in joined if e.ref.source == source and e.ref.line > line and (upto is None or e.ref.line < upto)]
+        if not here:
+            continue
+        world = max(int(e.data["world_size"]) for e in here)
+        ranks = [int(e.data["global_rank"]) for e in here]
+        missing = sorted(set(range(world)) - set(ranks))
+        if not missing or len(ranks) != len(set(ranks)):
+            continue
+        title = (f"rank{'s' if len(missing) > 1 else ''} {fmt_ranks(missing)} never started: Lightning under Slurm "
+                 f"printed {len(ranks)} of {world} ranks' joining lines (rank{'s' if len(ranks) > 1 else ''} "
+                 f"{fmt_ranks(sorted(ranks))}), and every task of srun writes to this output")
+        what = ("Lightning's SLURMEnvironment leaves starting the processes to Slurm: each rank must be a task of srun. "
+                "Those that printed their joining line wait in the process group's setup for ranks that were never "
+                "started: the batch script runs the program without srun (one process), or asks for fewer tasks "
+                "than the Trainer's devices x num_nodes.")
+        fix = ("Start the program with srun in the batch script (`srun python train.py`), with --nodes equal to "
+               "num_nodes and --ntasks-per-node equal to devices (one task per GPU).")
+        return [hypothesis(tl, Category.RANK_NEVER_JOINED, 0.45, title, culprits=missing, what=what, fix=fix,
+                           evidence=evidence_of(here[:4], "the ranks that started"))]
+    return []
 
 
 def rank_never_joined(tl: Timeline) -> list[Hypothesis]:
