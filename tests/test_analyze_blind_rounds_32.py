@@ -315,3 +315,35 @@ def test_a_signal_right_after_an_error_that_names_its_cause_died_of_it(tmp_path:
 def test_negative_a_signal_after_an_error_that_names_no_cause_is_the_crash(tmp_path: Path) -> None:
     paste = _UCX_FIFO.replace("mm_iface failed to allocate receive FIFO", "step 12 failed to converge, retrying")
     assert diagnose_paste(tmp_path, paste).hypotheses[0].category is Category.RANK_CRASHED
+
+
+# real: NVIDIA/TransformerEngine#1170 (its userbuffers read NCCL_SOCKET_IFNAME=eth as one exact interface name)
+_NO_IFACE = ('[rank1]:     raise OSError(f"Invalid network interface: {ifname}") from err\n'
+             "[rank1]: OSError: Invalid network interface: eth\n")
+
+
+def test_a_programs_lookup_of_an_interface_that_is_not_there_is_the_interface_missing(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, _NO_IFACE).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISSING and top.culprit_ranks == (1,)
+
+
+def test_negative_a_valid_interface_named_in_a_message_is_no_error() -> None:
+    assert not [e for e in events_of("Selected the network interface eth0 (10.0.0.4) for the job\n") if e.kind is Kind.ERROR_LINE]
+
+
+_SAME_PLACE = ('[rank1]:   File "/te/pytorch/module/base.py", line 149, in initialize_ub\n' + _NO_IFACE.split("\n", 1)[1]
+               + "[rank7]: Traceback (most recent call last):\n"
+               '[rank7]:   File "/te/pytorch/module/base.py", line 144, in initialize_ub\n'
+               "[rank7]:     fcntl.ioctl(\n[rank7]: OSError: [Errno 19] No such device\n")
+
+
+def test_ranks_that_failed_in_the_same_function_failed_of_the_cause_one_of_them_names(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, _SAME_PLACE).hypotheses[0]
+    assert top.category is Category.INTERFACE_MISSING and top.culprit_ranks == (1, 7)
+
+
+def test_negative_a_rank_that_failed_elsewhere_is_its_own_crash(tmp_path: Path) -> None:
+    elsewhere = _SAME_PLACE.replace("line 144, in initialize_ub", "line 12, in load_batch")
+    hypotheses = diagnose_paste(tmp_path, elsewhere).hypotheses
+    crashed = [h for h in hypotheses if h.category is Category.RANK_CRASHED]
+    assert crashed and crashed[0].culprit_ranks == (7,)

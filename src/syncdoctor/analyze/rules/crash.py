@@ -286,6 +286,14 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
             worded.setdefault(reading.category, []).append((rank, event))
             said[reading.category] = f"died of an error whose words say {reading.what}"
             taken.add((rank, id(event)))
+    # a rank whose exception's words name no cause, raised in the same function as one whose words do (ranks that
+    # failed at the same place: TransformerEngine's interface look-up, ``Invalid network interface: eth`` on one rank,
+    # its ioctl's bare ``[Errno 19] No such device`` on another), failed of the same
+    places = {_place(event): category for category, members in worded.items() for _, event in members if _place(event)}
+    for rank, event in found:
+        if (rank, id(event)) not in taken and (place := _place(event)) in places:
+            worded[places[place]].append((rank, event))
+            taken.add((rank, id(event)))
     groups += [(category, members, said[category]) for category, members in worded.items()]
     others = [(rank, event) for rank, event in found if (rank, id(event)) not in taken]
     # with a rank out of GPU memory, a rank the launcher saw exit with an error of no signal, whose own error is
@@ -408,6 +416,14 @@ def _cause_in_words(event: Event, tl: Timeline | None = None) -> Reading | None:
         words += [e.text for e in continuation(tl, event)]
     reading = read_as(" ".join(words))
     return reading if reading is not None and reading.cause else None
+
+
+def _place(event: Event) -> str:
+    """Where an exception was raised, by file and function (``base.py in initialize_ub``), not line: ``""`` when it
+    tells no frame, or only the interpreter's own (``<module>``)."""
+    where = str(event.data.get("where") or "") if event.kind is Kind.EXCEPTION else ""
+    found = re.match(r"(?P<file>[^:\s]+):\d+ in (?P<func>\S+)$", where)
+    return f"{found['file']} in {found['func']}" if found and not found["func"].startswith("<") else ""
 
 
 def _is_oom(state: RankState) -> bool:

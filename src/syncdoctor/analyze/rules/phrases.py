@@ -331,6 +331,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\b(?:ImportError|OSError): .{0,400}?\.so(?:\.[\w.]+)?:\s*(?:undefined symbol|cannot open shared object "
                 r"file|version `|$)|\berror while loading shared libraries: |\bversion `[\w.]+' not found \(required "
                 r"by |\bVersion mismatch: The cluster was started with", _I)),
+    # a program's own look-up of the interface the job names (TransformerEngine's userbuffers read
+    # NCCL_SOCKET_IFNAME as one exact name, where NCCL takes it as a prefix: ``OSError: Invalid network interface:
+    # eth``): that interface does not exist on the host
+    (Category.INTERFACE_MISSING, "a network interface the job names that this host does not have (NCCL_SOCKET_IFNAME "
+     "is a prefix to NCCL, an exact name to other code that reads it)",
+     re.compile(r"\bInvalid network interface: \S+")),
     # torch.distributed.rpc used where no RPC agent was started (``Current RPC agent is not set!``: rpc.init_rpc not
     # called in that process, as Pipe's documented example once forgot), and TensorPipe asked for a transport or a
     # channel this build or host does not have (``In getTransport at tensorpipe/core/context_impl.cc:147 "unsupported
