@@ -347,3 +347,17 @@ def test_negative_a_rank_that_failed_elsewhere_is_its_own_crash(tmp_path: Path) 
     hypotheses = diagnose_paste(tmp_path, elsewhere).hypotheses
     crashed = [h for h in hypotheses if h.category is Category.RANK_CRASHED]
     assert crashed and crashed[0].culprit_ranks == (7,)
+
+
+# real: mosaicml/streaming#306 (two llm-foundry jobs on one server given the same StreamingDataset local directory)
+_REUSED = ("ValueError: Reused local directory: ['/tmp/c4/train'] vs ['/tmp/c4/train']. Provide a different one.\n")
+
+
+def test_a_local_cache_directory_two_jobs_share_is_the_jobs_setup(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, _REUSED).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "local cache directory" in top.title
+
+
+def test_negative_a_directory_reused_on_purpose_is_no_error() -> None:
+    assert not [e for e in events_of("INFO: reused local directory /tmp/c4/train for the cache\n")
+                if e.kind is Kind.ERROR_LINE]

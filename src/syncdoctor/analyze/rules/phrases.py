@@ -331,6 +331,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\b(?:ImportError|OSError): .{0,400}?\.so(?:\.[\w.]+)?:\s*(?:undefined symbol|cannot open shared object "
                 r"file|version `|$)|\berror while loading shared libraries: |\bversion `[\w.]+' not found \(required "
                 r"by |\bVersion mismatch: The cluster was started with", _I)),
+    # mosaicml/streaming's registry of local cache directories (in shared memory, per host) refusing one that another
+    # dataset or job on the host already uses (``ValueError: Reused local directory: ['/data/train'] vs
+    # ['/data/train']. Provide a different one.``): two jobs given one directory, the job's setup
+    (Category.UNRECOGNISED, "a local cache directory that another dataset or job on the host already uses "
+     "(mosaicml/streaming's registry): give each its own",
+     re.compile(r"\bReused local directory: ")),
     # a program's own look-up of the interface the job names (TransformerEngine's userbuffers read
     # NCCL_SOCKET_IFNAME as one exact name, where NCCL takes it as a prefix: ``OSError: Invalid network interface:
     # eth``): that interface does not exist on the host
