@@ -74,6 +74,11 @@ class Context:
         seen = self.state.seen.get(rank)
         return 0.0 if seen is None else self.snapshot.now - seen.changed_at
 
+    def read_age(self, rank: int) -> float | None:
+        """How old the progress reading in ``rank``'s record was when it was published (``None``: unknown)."""
+        rec = self.snapshot.records.get(rank)
+        return None if rec is None else rec.read_age_s
+
     def elapsed(self, rank: int) -> float:
         """Seconds since the rank published its current record, to add to the durations it reports.
 

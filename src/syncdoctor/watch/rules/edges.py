@@ -75,12 +75,8 @@ def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]
     for rank in members:
         rec = ctx.record(rank)
         progress[rank] = rec.groups.get(group) if rec is not None else None
-    progress = settle_completions(progress)
-    best = max((p.completed for p in progress.values() if p is not None), default=0)
-    for rank, p in progress.items():  # a reading older than its peers' completion: see stale_reading
-        if p is not None and p.completed < best and p.entered > p.completed \
-                and (p.stalled_s or 0.0) >= ctx.config.suspect_s and stale_reading(ctx, rank):
-            progress[rank] = p._replace(completed=min(best, p.entered), stalled_s=None)
+    progress = settle_completions(progress, lambda rank, p: (p.stalled_s or 0.0) >= ctx.config.suspect_s
+                                  and stale_reading(ctx, rank))
     # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
     # one it completed before it froze (its record was published mid-collective)
     pending = [p for r, p in progress.items() if p is not None and p.pending and ctx.live.get(r) == "alive"]
@@ -220,14 +216,17 @@ def stale_reading(ctx: Context, rank: int) -> bool:
     with fresh heartbeats, until it woke up). Should the rank really be stuck inside, it is still the rank
     named (late for the next collective), and its next fresh reading tells the hang.
     """
-    rec = ctx.record(rank)
-    age = rec.read_age_s if rec is not None else None
+    age = ctx.read_age(rank)
     return age is not None and age > 3 * ctx.config.sample_interval_s
 
 
-def settle_completions(progress: Mapping[int, GroupProgress | None]) -> dict[int, GroupProgress | None]:
+def settle_completions(
+    progress: Mapping[int, GroupProgress | None],
+    stale: Callable[[int, GroupProgress], bool] | None = None,
+) -> dict[int, GroupProgress | None]:
     """Count as completed a collective that a rank's record shows unfinished while the rank is already inside
-    a later collective of the group and a peer finished it.
+    a later collective of the group and a peer finished it; and, where ``stale(rank, progress)`` says the
+    rank's reading is too old to tell (:func:`stale_reading`), one it shows itself inside that a peer finished.
 
     The rank's completion is bookkeeping that lags, not a hang: gloo's Flight Recorder marks a collective
     completed from a worker thread, which can wait behind the next collective (seen under mpirun on two lab
@@ -241,6 +240,8 @@ def settle_completions(progress: Mapping[int, GroupProgress | None]) -> dict[int
     for rank, p in progress.items():
         if p is not None and p.completed < best and p.entered > p.completed + 1:
             p = p._replace(completed=min(best, p.entered - 1))
+        if p is not None and p.completed < best and p.entered > p.completed and stale is not None and stale(rank, p):
+            p = p._replace(completed=min(best, p.entered), stalled_s=None)
         out[rank] = p
     return out
 

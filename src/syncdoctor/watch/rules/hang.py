@@ -82,7 +82,7 @@ def inside_condition(
         )
     detail: dict[str, Any] = {"hosts": list(ctx.hosts(members)), "next": NEXT_STEPS}
     if done:  # how old the stuck ranks' readings were when published (what the freshness above weighed)
-        detail["read_age_s"] = {str(r): rec.read_age_s for r in stuck if (rec := ctx.record(r)) is not None}
+        detail["read_age_s"] = {str(r): ctx.read_age(r) for r in stuck if ctx.record(r) is not None}
     if unknown:
         detail["signatures_unknown_for"] = format_ranks(unknown)
     return Condition(
@@ -98,9 +98,7 @@ def inside_condition(
 def _read_at(ctx: Context, rank: int) -> float:
     """When ``rank``'s progress was read, on the monitor's clock: when its record was first seen, less the
     age of the reading it carries (the record says it; ``None`` is an old record: no age known)."""
-    rec = ctx.record(rank)
-    age = rec.read_age_s if rec is not None else None
-    return ctx.state.seen[rank].changed_at - (age or 0.0)
+    return ctx.state.seen[rank].changed_at - (ctx.read_age(rank) or 0.0)
 
 
 def p2p_hang_condition(
