@@ -15,7 +15,7 @@ from syncdoctor.units import format_ranks
 
 __all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "bridge_gateway",
            "continuation",
-           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "launchers_own", "look_at", "socket_transport",
+           "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "just_above", "launchers_own", "look_at", "socket_transport",
            "unique_id_roots_gone", "unprefixed_exception", "writer_hosts"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
@@ -63,6 +63,14 @@ def continuation(tl: Timeline, event: Event) -> list[Event]:
     return [e for e in tl.of(Kind.ERROR_LINE)
             if e.ref.source == event.ref.source and line < e.ref.line <= line + CONTINUATION_LINES
             and e.origin.rank == event.origin.rank and e.origin.host == event.origin.host]
+
+
+def just_above(tl: Timeline, event: Event, lines: int) -> list[Event]:
+    """The error-looking lines and exceptions in the ``lines`` lines above ``event``, in the same file, nearest
+    last: what a process printed right before its end (``continuation`` reads the lines after an error)."""
+    line = event.ref.line
+    return [e for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION)
+            if e.ref.source == event.ref.source and line - lines <= e.ref.line < line]
 
 
 # a process that died of SIGBUS: what it means in a PyTorch job, and what to change

@@ -25,6 +25,7 @@ from syncdoctor.analyze.rules.common import (
     evidence_of,
     fmt_ranks,
     hypothesis,
+    just_above,
     socket_transport,
     unique_id_roots_gone,
     unprefixed_exception,
@@ -847,9 +848,8 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
         # a signal right after an error whose words name a cause: an uncaught C++ exception's ``what():`` line before
         # the shell's ``Aborted``, UCX's ``mm_iface failed to allocate receive FIFO`` before its segfault handler's
         # ``Caught signal 11``: that line, a few lines above in the same file, is what the process died of
-        above = [e for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION) if e.ref.source == events[0].ref.source
-                 and events[0].ref.line - _ABORT_ABOVE <= e.ref.line < events[0].ref.line
-                 and ((reading := read_as(str(e.data.get("message") or e.text))) is not None and reading.cause)]
+        above = [e for e in just_above(tl, events[0], _ABORT_ABOVE)
+                 if (reading := read_as(str(e.data.get("message") or e.text))) is not None and reading.cause]
         own = above[-1] if above else None
     said = str(own.data.get("message") or own.text).strip() if own is not None else ""
     reading = read_as(said) if said else None
