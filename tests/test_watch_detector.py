@@ -524,6 +524,37 @@ def test_a_late_rank_whose_records_carry_an_old_reading_is_late_not_hung() -> No
     assert [e.code for e in stale] == ["W104"], [e.title for e in stale]
 
 
+def test_a_stale_reading_inside_a_broadcast_neither_hides_a_stuck_relay_nor_goes_silent() -> None:
+    """Broadcast #5: ranks 0 and 2 finished it and wait in all_reduce #6; rank 3 shows itself inside #5 with a
+    reading its publisher could not refresh. With rank 1 stuck inside #5 too (fresh readings: the relay rank 3
+    receives from), the hang in #5 names rank 1, whose readings are evidence, and not rank 3 as late. Alone
+    (rank 1 finished as well), rank 3 is still named: late for #6, the one rank its peers wait for (leaving it
+    inside #5 instead would keep the watcher silent until its reading refreshes, if it ever does)."""
+    def play(relay_stuck: bool) -> list[Event]:
+        job = Job()
+        job.all_done(4)
+        job.enter([0, 1, 2, 3], 5, BC)
+        job.tick(0.2)
+        for r in (0, 2) if relay_stuck else (0, 1, 2):
+            fr = job.ranks[r]
+            fr.completed = 5
+            fr.entered, fr.stalled, fr.sig, fr.quiet = 6, 0.0, AR, 0.0
+        job.ranks[3].read_age = 0.2
+        events = []
+        for _ in range(8):
+            events += job.tick()
+            job.answer_stacks()
+            job.ranks[3].read_age = (job.ranks[3].read_age or 0.0) + 1.0
+        return events
+
+    relay = play(relay_stuck=True)
+    assert [e.code for e in relay] == ["W104"], [e.title for e in relay]
+    assert relay[0].title.endswith("not on rank 1 for 5.2 s: not a late rank: the network, the transport or a GPU "
+                                   "ahead of it is stuck") and "broadcast" in relay[0].title, relay[0].title
+    alone = play(relay_stuck=False)
+    assert codes(alone) == [("W101", "warning")] and alone[0].ranks == (3,), [e.title for e in alone]
+
+
 def test_a_completed_all_reduce_proves_the_late_rank_record_is_just_old() -> None:
     """At the job's end the monitor reads its own fresh goodbye (completed #5) and its peers' older records
     (still waiting, rank 3 not entered): an all_reduce completes only when all entered, so this resolves."""
