@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 
 from syncdoctor.analyze.collect import Collected, collect
 from syncdoctor.analyze.inputs import Source, expand
+from syncdoctor.analyze.lastlook import known_causes
 from syncdoctor.analyze.model import Diagnosis, Evidence, Hypothesis
 from syncdoctor.analyze.rules import diagnose
 from syncdoctor.analyze.scan import Scanner
@@ -41,6 +42,14 @@ def analyze_sources(sources: Sequence[Source], *, stdin: BinaryIO | None = None,
     collected = collect(sources, stdin=stdin, scanner=scanner)
     timeline = build_timeline(collected.events, collected.dumps, collected.file_ranks)
     diagnosis = diagnose(timeline, notes=collected.notes, sources=collected.sources)
+    if not diagnosis.hypotheses and collected.small_texts:
+        # nothing found in a paste: its lines read once more for words that name a cause (analyze.lastlook)
+        found = [event for name, origin, raw in collected.small_texts
+                 for event in known_causes(raw.decode("utf-8", "replace"), name, origin)]
+        if found:
+            collected.events.extend(found)
+            timeline = build_timeline(collected.events, collected.dumps, collected.file_ranks)
+            diagnosis = diagnose(timeline, notes=collected.notes, sources=collected.sources)
     return Analysis(diagnosis, timeline, collected)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
+from syncdoctor.analyze import lastlook
 from syncdoctor.analyze.inputs import (
     MAX_LINE,
     Source,
@@ -60,6 +61,9 @@ class Collected:
     bytes_read: int = 0
     lines_read: int = 0
     file_ranks: dict[int, str | None] = field(default_factory=dict)  # rank -> host, from log file names
+    # the whole text of each plain-text input no larger than lastlook.MAX_BYTES (its name, its file's origin), as read
+    # (what pasting did undone), kept for a last look when nothing else was found (a paste)
+    small_texts: list[tuple[str, Origin, bytes]] = field(default_factory=list)
 
 
 def _read_capped(stream: BinaryIO, head: bytes, cap: int) -> bytes | None:
@@ -180,6 +184,9 @@ def _read_source(source: Source, stream: BinaryIO, out: Collected, scanner: Scan
         stats = read_text(iter_blocks(stream, prefix=head), source.name, origin, out.events, scanner)
         out.bytes_read += stats.bytes
         out.lines_read += stats.lines
+        if stats.blocks == 1 and stats.bytes <= lastlook.MAX_BYTES \
+                and sum(len(raw) for _, _, raw in out.small_texts) + stats.bytes <= 4 * lastlook.MAX_BYTES:
+            out.small_texts.append((source.name, origin, stats.first_block))
 
 
 def _read_members(members: Iterator[tuple[Source, BinaryIO]], out: Collected, scanner: Scanner) -> None:

@@ -6,6 +6,7 @@ Every line is counted (evidence cites ``file:line``) but only lines containing a
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,8 @@ class TextStats:
     bytes: int = 0
     candidates: int = 0
     repeats: int = 0  # NCCL INFO lines skipped as repeats of one already parsed
+    blocks: int = 0
+    first_block: builtins.bytes = b""  # (the field above names the type) the first block as read: what pasting did to it undone (collect's last look)
 
 
 _INFO = b" NCCL INFO "
@@ -375,6 +378,9 @@ def read_text(
             width = wrap_width(block)
         if width:
             block = unwrap(block, width)
+        stats.blocks += 1
+        if stats.blocks == 1:
+            stats.first_block = block
         if state.active:
             state.active = [a for a in state.active if _feed(state, a, block, 0, lines_before + 1)]
         counted_pos = 0

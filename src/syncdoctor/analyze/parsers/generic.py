@@ -357,7 +357,11 @@ _ERROR = re.compile(
     # scheduled right now: {'GPU': 8.0}``): the job waits for GPUs the cluster does not have
     r"|\bcannot be scheduled\b"
     # Horovod's coordinator finding the ranks' requests different (``Mismatched data types: One rank had type …``)
-    r"|\bMismatched\b[^\n:]{0,80}: One rank\b)"
+    r"|\bMismatched\b[^\n:]{0,80}: One rank\b"
+    # the field of a key=value status line that holds what errored (torchft's manager: ``should_commit=False
+    # enough_replicas=True, errored='NoneType' object has no attribute 'wait'``), not its empty value (``error=``
+    # is an error word already)
+    r"|\berrored=(?!(?:None|null|nil|0|false|False)\b|''|\"\"|\[\]|\{\}|\(\)|[\s,;)]|$))"
 )
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)

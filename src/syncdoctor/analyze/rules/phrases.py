@@ -66,6 +66,11 @@ _SETUP_CHECK = re.compile(
     # (DeepSpeed's ``num_stages (3) must divide distributed world size (16)``, ColossalAI's ``can't be evenly divided``)
     r"|\bmust divide (?:the )?(?:distributed )?world[_ ]size\b|\bca(?:n'?t|nnot) be evenly divided\b"
     r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b"
+    # (a parallel group's size named as such: torch.distributed.pipelining's ``Pipeline group size 4 cannot be larger
+    # than number of stages 1``; context and sequence parallel sizes)
+    r"|\b(?:(?:tensor|pipeline|data|expert|context|sequence)[_ ](?:model[_ ])?parallel(?:[_ ]group)?"
+    r"|(?:tensor|pipeline|data|expert|context|sequence|world)[_ ]group|world)[_ ]size\b[^\n]{0,60}"
+    r"\b(?:must|should|is not|cannot|can't|can not)\b"
     # a failed assertion or check whose expression is the job's shape (DeepEP's ``Assertion error …/deep_ep.cpp:32
     # 'num_ranks > NUM_MAX_NVL_PEERS or low_latency_mode'``: its normal kernels need eight GPUs a node)
     r"|\b(?:Assertion(?:Error| error)?|Check failed)\b[^\n]{0,200}?\b(?:num_ranks|world_size|num_nodes|num_gpus|nproc_per_node"
@@ -154,8 +159,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
      re.compile(r"peer access is not supported|cudaErrorPeerAccess|peer mapping resources|\bP2P\b[^\n]{0,20}\bnot supported"
                 r"|\baddr_window (?:not properly set|check failed)", _I)),
+    # (not nvidia-smi's column header ``| Volatile Uncorr. ECC |``, which every healthy node prints)
     (Category.GPU_ERROR, "a fault of the GPU",
-     re.compile(r"illegal memory access|illegal address|memory access fault|\bECC\b|\bXid\b|fallen off the bus"
+     re.compile(r"illegal memory access|illegal address|memory access fault|(?<!Uncorr\. )\bECC\b|\bXid\b|fallen off the bus"
                 r"|HW Exception|GPU hang|GPU reset|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"
                 r"|CUDA_ERROR_ILLEGAL|amdgpu\b[^\n]{0,60}\b(?:error|fault)|GPU is lost|GPU lost"
                 r"|\b(?:Cuda|HIP) failure\b", _I)),
@@ -186,6 +192,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"row remappings? (?:are )?pending|retired pages? (?:has|have) been detected|faulty memory elements"
                 r"|NvLink (?:link|port) \d{1,3} is currently down|NvLinks are up out of the expected"
                 r"|CRC Flit NvLink errors|Fabric Manager training has not started"
+                # the driver's own check of the NVLink fabric (``NVRM: nvCheckOkFailedNoLog: Check failed: NVLink fabric
+                # state cached by the driver is out of sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC]``: NVLS multicast mapping
+                # fails next, CUDA error 401)
+                r"|\bNV_ERR_FABRIC_[A-Z_]+|\bNVLink fabric state\b[^\n]{0,60}\bout of sync\b"
                 # an NVSwitch's own error (the fabric between the GPUs of an HGX), a GPU the kernel could not bring
                 # back (``nvidia 0000:2a:00.0: not ready 65535ms after FLR; giving up``)
                 r"|\bSXid\b|\bnvidia [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: (?:not ready \d+ms after FLR|Unable to change "
@@ -226,6 +236,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # parameter count is 16512 on …``; ``The arguments for collective communication are inconsistent
                 # between ranks``)
                 r"|\bare inconsistent between ranks\b"
+                # the Neuron runtime's check of the compiled graphs a replica group loaded (``ENC:validate_neff_cc_ops
+                # [nec_dev 0] mismatching number of cc ops, expected 6 received 3. Check if ranks 1 and 0 are using the
+                # same neff``): ranks that compiled different programs call different collectives
+                r"|\bmismatching number of cc ops\b|\bfailed to validate neff across the replica group\b"
                 # Accelerate's debug mode: ``Cannot apply desired operation due to shape mismatches. All shapes
                 # across devices must be valid.``
                 r"|due to shape mismatches"
@@ -276,6 +290,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "an address to bind that is not this host's, or an IPv6 address without brackets (the "
      "bind address configured for another node)",
      re.compile(r"ZMQError: (?:Cannot assign requested address|No such device) \(addr='tcp://", _I)),
+    # aws-ofi-nccl finding that a peer's device has another number of rails (NICs striped under one device) than its
+    # own (``NET/OFI Unexpected number of remote rails for dev 0. Expected 3 but got 2``): the nodes group their NICs
+    # differently (another NIC layout, topology file or plugin setting): connection setup fails next
+    (Category.UNRECOGNISED, "nodes that group their NICs into a different number of rails per device (another NIC "
+     "layout, topology file or network plugin setting on the peer)",
+     re.compile(r"Unexpected number of remote rails for dev \d+", _I)),
     # NCCL (2.14+) refusing a communicator config whose field holds NCCL_CONFIG_UNDEF_INT, the value its initializer
     # leaves for "not set" (``Invalid config blocking attribute value -2147483648``): the library read a config laid out
     # by another release's nccl.h, the libnccl loaded not the one the program (PyTorch) was built with
@@ -377,7 +397,22 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # devices``; Transformers' DeepSpeed config against its TrainingArguments: ``Please correct the
                 # following DeepSpeed config values that mismatch TrainingArguments values``)
                 r"|(?i:\bcan't train a model that has been loaded in \d{1,2}-bit precision on\b"
-                r"|\bDeepSpeed config values that mismatch TrainingArguments\b)")),
+                r"|\bDeepSpeed config values that mismatch TrainingArguments\b"
+                # two settings that do not go together (Transformers' ``DeepSpeed Zero-3 is not compatible with passing a
+                # `device_map` ``), a setting's value refused by name (Lightning's ``You selected an invalid strategy
+                # name: …``), a device given as an empty string (an empty ``device_map``: ``Device string must not be
+                # empty``)
+                r"|\b(?:is|are) (?:not compatible|incompatible) with (?:passing|using|setting|specifying|enabling)\b"
+                r"|\bYou (?:selected|passed|provided|requested|chose) an? (?:invalid|unsupported|unknown)\b"
+                r"|\bDevice string must not be empty\b)")),
+    # a module the program imports, not installed where it ran (``ModuleNotFoundError: No module named 'tensorflow'``
+    # on a PyTorch-only install), or an operator the installed library does not have (TorchRec on an FBGEMM build
+    # without it: ``RuntimeError: No such operator fbgemm::permute_pooled_embs_auto_grad``): the environment, not the
+    # program failing as it ran
+    (Category.UNRECOGNISED, "a module or operator the program needs that the installed environment lacks (a package "
+     "missing there, or a library built or versioned otherwise than the program expects)",
+     re.compile(r"\bModuleNotFoundError: No module named\b|\bImportError: No module named\b"
+                r"|\bNo such operator [\w.]+::\w+")),
     # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
     # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
     # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a
@@ -518,6 +553,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # ``free(): invalid pointer``, stay errors of no category, as ``*** stack smashing detected ***`` does)
                 r"|\bstatus=\d+/(?:SEGV|ABRT|BUS|FPE|ILL)\b"
                 r"|\bAborted\b|terminate called|terminating (?:with|due to) uncaught exception", _I)),
+    # a supervisor's record of a worker process that exited with an error code, its own error printed elsewhere
+    # (prime-rl's orchestrator: ``Error: Trainer failed with exit code 1``; not a container's or a hook's start)
+    (Category.RANK_CRASHED, "a process that exited with an error code (its own error, printed elsewhere)",
+     re.compile(r"\b(?:trainer|worker|process|rank \d+|subprocess|child|replica)\b[^\n]{0,30}?\b(?:failed|exited|died|"
+                r"crashed) with (?:exit )?code -?[1-9]\d{0,2}\b", _I)),
     # Horovod's own words on every rank once one failed or finished early (``Horovod has been shut down. This was
     # caused by an exception on one of the ranks or an attempt to allreduce … after one of the ranks finished``)
     (Category.RANK_CRASHED, "another rank that failed or finished first (Horovod shut down on the others)",

@@ -349,7 +349,20 @@ def _system_error_in_words(tl: Timeline, system: list[Event]) -> Hypothesis | No
         return hypothesis(tl, reading.category, 0.6, title, what=what, where=where,
                           evidence=evidence_of([event], "NCCL's own error")
                           + evidence_of([near[index]] if index else [], f"says {reading.what}"))
-    return None
+    # (a warning that names the failed step pasted apart from the error, as a file of its own or further down:
+    # aws-ofi-nccl's ``NET/OFI Unexpected number of remote rails for dev 0. Expected 3 but got 2``; a little less sure)
+    elsewhere = tl.of(Kind.ERROR_LINE, Kind.NCCL_WARN)
+    found = strongest(" ".join((e.text, str(e.data.get("message", "")))) for e in elsewhere)
+    if found is None or not found[1].cause or found[1].category is Category.PEER_UNREACHABLE:
+        return None
+    index, reading = found
+    title = (f"NCCL failed with 'unhandled system error' while setting up, and a warning of the inputs says "
+             f"{reading.what}")
+    what = ("'unhandled system error' is NCCL's error for a failed system call; no warning beside it names the call, "
+            f"but another line of the inputs does: {reading.what}.")
+    return hypothesis(tl, reading.category, 0.55, title, what=what, where=attribute(system, tl),
+                      evidence=evidence_of(system[:1], "NCCL's own error")
+                      + evidence_of([elsewhere[index]], f"says {reading.what}"))
 
 
 _WRAPPED_LINES = 4  # a quoted warning re-flowed by the paste onto the next lines

@@ -1,0 +1,52 @@
+"""A last look at a small input the analysis had nothing to say about. Pure: no I/O.
+
+The scanner hands the parsers only the lines that hold one of its anchors, and the generic parser takes a line for
+an error by its words (``Error``, ``failed``, ``Killed``…). A paste can have neither: a library's refusal copied
+without its exception's name (``You can't train a model that has been loaded in 8-bit precision on a different device
+than the one you're training on.``), a check's message quoted alone (``The input size is not aligned with the
+quantized weight shape. This can be caused by too large tensor parallel size.``). When the whole of an input is small
+(a paste, :data:`MAX_BYTES`) and the analysis found nothing in any input, each of its lines is read once more for the
+words :mod:`syncdoctor.analyze.rules.phrases` knows as naming a cause; such a line is kept as an error line, for the
+fallback rule to quote with the category its words name. Those words are written for error lines, where a topic
+is enough (``locked memory``, ``ECC``); on a line that is no error they must come with words of something going wrong
+(``not``, ``cannot``, ``too large``, ``exceeded``…): ``ulimit -a``'s ``max locked memory: unlimited`` is no failure.
+Words that name only an outcome (a crash, a refused connection) are not enough either.
+"""
+
+from __future__ import annotations
+
+import re
+
+from syncdoctor.analyze.model import Event, Kind, Origin, Ref
+from syncdoctor.analyze.parsers import make_line
+from syncdoctor.analyze.parsers.base import make_event
+from syncdoctor.analyze.rules.phrases import read_as
+
+__all__ = ["MAX_BYTES", "known_causes"]
+
+MAX_BYTES = 64 * 1024  # an input this small or smaller is a paste: every line of it may be read again
+_MAX_LINE = 2000  # characters of a line read (a paste's line longer than this is output, not a message)
+# words of something going wrong, one of which a line must hold besides the words of its cause
+_GOING_WRONG = re.compile(r"\b(?:not|no|never|can't|cannot|can not|couldn't|could not|unable|too (?:large|small|many|few|"
+                          r"big|old|new|long)|exceed\w*|fail\w*|mismatch\w*|invalid|refus\w*|denied|missing|wrong|"
+                          r"unsupported|incompatible|must|out of sync|doesn't|don't|isn't|aren't|won't|lost|broken|"
+                          # (a report of a fault, whatever its words: ``Xid 31 …``, ``Duplicate GPU detected``; a
+                          # resource short: ``/dev/shm has only 67108864 bytes available``)
+                          r"xid|duplicate\w*|insufficient|exhausted|only [\d.]+ ?(?:bytes|[kmgt]i?b))\b",
+                          re.IGNORECASE)
+
+
+def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
+    """An error line for each line of ``text`` whose words name a cause the phrases know."""
+    events = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip() or len(raw) > _MAX_LINE:
+            continue
+        line = make_line(raw, Ref(source, number), file_origin)
+        if not _GOING_WRONG.search(line.body):
+            continue
+        reading = read_as(line.body)
+        if reading is not None and reading.cause:
+            events.append(make_event(Kind.ERROR_LINE, line, data={"word": "known words",
+                                                                  "message": line.body.strip()[:300]}))
+    return events
