@@ -27,23 +27,6 @@ def test_negative_an_empty_errored_field_is_no_error(tmp_path: Path) -> None:
         assert not diagnose_paste(tmp_path, paste).hypotheses, paste
 
 
-# real: pytorch/PiPPy#1137 (pipeline() without a split_spec: the whole model one stage, on 4 ranks)
-_STAGES = "RuntimeError: Pipeline group size 4 cannot be larger than number of stages 1\n"
-
-
-def test_a_parallel_groups_size_against_what_it_splits_is_the_jobs_setup(tmp_path: Path) -> None:
-    top = diagnose_paste(tmp_path, _STAGES).hypotheses[0]
-    assert top.category is Category.UNRECOGNISED
-    assert "a check of the job's setup" in top.title
-    paste = "AssertionError: context parallel size must be a divisor of 8\n"
-    assert "a check of the job's setup" in diagnose_paste(tmp_path, paste).hypotheses[0].title
-
-
-def test_negative_a_tensors_size_that_cannot_be_larger_is_the_programs_failure(tmp_path: Path) -> None:
-    paste = "RuntimeError: tensor size cannot be larger than the buffer\n"
-    assert diagnose_paste(tmp_path, paste).hypotheses[0].category is Category.RANK_CRASHED
-
-
 # real: QwenLM/Qwen#698 (vLLM's check, quoted alone) and huggingface/trl#722 (Accelerate's refusal, without its
 # exception's name): lines with neither an anchor nor an error word
 _BARE_CHECK = ('"The input size is not aligned with the quantized weight shape. This can be caused by too large tensor '
@@ -167,10 +150,9 @@ def test_torchxs_prefix_names_the_replica_and_the_local_rank() -> None:
     assert split_prefix("usr/2 [3]").origin.host is None
 
 
-# real: EleutherAI/lm-evaluation-harness#3190 and #2647, EvolvingLMMs-Lab/lmms-eval#438 (settings refused as such)
+# real: EleutherAI/lm-evaluation-harness#3190 and #2647 (settings refused as such)
 _REFUSED = ("ValueError: DeepSpeed Zero-3 is not compatible with passing a `device_map`.\n",
-            "ValueError: You selected an invalid strategy name: `strategy=<NLPDDPStrategy object at 0x7f>`.\n",
-            "RuntimeError: Device string must not be empty\n")
+            "ValueError: You selected an invalid strategy name: `strategy=<NLPDDPStrategy object at 0x7f>`.\n")
 
 
 def test_settings_refused_in_the_librarys_words_are_the_configuration(tmp_path: Path) -> None:
@@ -180,8 +162,10 @@ def test_settings_refused_in_the_librarys_words_are_the_configuration(tmp_path: 
 
 
 def test_negative_a_value_the_program_computed_wrong_is_its_own_failure(tmp_path: Path) -> None:
-    paste = "ValueError: Expected input batch_size (16) to match target batch_size (8).\n"
-    assert diagnose_paste(tmp_path, paste).hypotheses[0].category is Category.RANK_CRASHED
+    # (lmms-eval#438's empty device map, re-judged a bug of the program, A003)
+    for paste in ("ValueError: Expected input batch_size (16) to match target batch_size (8).\n",
+                  "RuntimeError: Device string must not be empty\n"):
+        assert diagnose_paste(tmp_path, paste).hypotheses[0].category is Category.RANK_CRASHED, paste
 
 
 # real: PrimeIntellect-ai/prime-rl#3020 (its orchestrator's record of the trainer's exit, the trainer's own error unseen)
@@ -194,3 +178,39 @@ def test_negative_a_container_or_hook_that_failed_to_start_is_no_workers_crash(t
     for paste in ("slurmstepd: error: pyxis: container start failed with error code: 1\n",
                   "slurmstepd: error: pyxis:     [ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1\n"):
         assert diagnose_paste(tmp_path, paste).hypotheses[0].category is Category.UNRECOGNISED, paste
+
+
+# real: b4rtaz/distributed-llama#26 (three nodes; its nodes are slices of every layer: two to the power of n only)
+def test_a_c_assertion_on_the_jobs_shape_is_the_setup(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, "dllama: src/nn/nn-core.cpp:98: Assertion `d % nSlices == 0' failed.\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title
+
+
+def test_negative_a_c_assertion_on_the_programs_state_is_its_crash(tmp_path: Path) -> None:
+    top = diagnose_paste(tmp_path, "python: foo.c:12: main: Assertion `ptr != NULL' failed.\n").hypotheses[0]
+    assert top.category is Category.RANK_CRASHED
+
+
+# real: ml-explore/mlx#3467 (JACCL over Thunderbolt 5 RDMA, a GID of fe80:: only)
+def test_a_queue_pair_refused_on_its_way_to_rtr_is_the_qp_setup(tmp_path: Path) -> None:
+    paste = "[jaccl] Changing queue pair to RTR failed with errno 22\n"
+    assert diagnose_paste(tmp_path, paste).hypotheses[0].category is Category.IB_MODIFY_QP
+
+
+# real: huggingface/accelerate#3442 (MiCS with parameters built under zero.Init)
+def test_a_mode_that_needs_its_own_setup_in_the_librarys_words_is_the_configuration(tmp_path: Path) -> None:
+    paste = ("AssertionError: Sharded parameters don't have the MiCS_CommGroups attached. Might due to the use of "
+             "deepspeed.zero.Init context for initializing the weights. To use MiCS sharding, please use "
+             "deepspeed.zero.MiCS_Init instead for initializing parameter.\n")
+    top = diagnose_paste(tmp_path, paste).hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "configuration the program refused" in top.title
+
+
+# real: pytorch/pytorch#126032 (a test's failure under pytest) and #73885 (TensorPipe's ibv transport on EFA)
+def test_pytests_marker_is_taken_off_the_exceptions_lines(tmp_path: Path) -> None:
+    prefix = split_prefix("E           RuntimeError: Inplace update to inference tensor outside InferenceMode")
+    assert prefix.body.startswith("RuntimeError: Inplace update")
+    assert split_prefix("E0312 10:11:12.123456    1054 f.cc:200] x").body != "0312 10:11:12.123456    1054 f.cc:200] x"
+    top = diagnose_paste(tmp_path, "E       RuntimeError: In operator() at tensorpipe/common/ibv.h:172 \"\": Operation "
+                                   "not supported\n").hypotheses[0]
+    assert top.category is Category.UNRECOGNISED and "TensorPipe's InfiniBand transport" in top.title

@@ -28,6 +28,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``\tnode-3:0\tolmo_core.x:7\tWARNING\t`` OLMo's tab-separated format (after its stamp): the host, the local rank
 ``[NeMo W 2026-12-05 06:53:11 f:886]`` NeMo's logger: its level and time
 ``trainer/0 [1]:``                    TorchX: the role and its replica (read as the host), the worker's local rank
+``E           ``                        pytest's marker before a failed test's exception lines
 ====================================  =========================================================
 
 File names: ``rank3.log``, ``rank_3``, ``rank-3``, ``nccl_trace_rank_3``, ``attempt_0/3/stderr.log``
@@ -76,6 +77,8 @@ _SYSLOG = re.compile(r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<d>\d{1,2}) (?P<h>\d\d):(?
                      r"(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,62}) [A-Za-z][\w./@-]{0,40}(?:\[\d{1,10}\])?: ")
 # pdsh: ``worker-1: ``, ``9.91.4.251: ``; a host name has a digit, a dot or a hyphen (``RuntimeError: `` has none);
 # the line after it keeps its indentation (``worker-1:   File "train.py", line 3, in <module>``)
+# pytest's report of a failed test: ``E           RuntimeError: …`` (the exception's lines under its ``E`` marker)
+_PYTEST = re.compile(r"E {3,}(?=\S)")
 # TorchX's local and cloud schedulers: ``trainer/0 [1]:`` before a worker's line (the role, its replica, the worker's
 # local rank), ``trainer/0 `` before the launcher's own (torchrun's ``ERROR:torch.distributed.elastic…``); the replica
 # is one node of the role, read as its host
@@ -379,6 +382,10 @@ def split_prefix(text: str) -> Prefix:
                 time = _year_less(_MONTHS[match["mon"]], int(match["d"]), int(match["h"]), int(match["mi"]),
                                   int(match["s"]), None)
                 time_text = text[:match.start("host") - 1] if time is not None else ""
+                pos = match.end()
+                continue
+            match = _PYTEST.match(text, pos)
+            if match:
                 pos = match.end()
                 continue
             match = _TORCHX.match(text, pos)

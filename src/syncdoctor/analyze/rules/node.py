@@ -851,6 +851,10 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
         above = [e for e in just_above(tl, events[0], _ABORT_ABOVE)
                  if (reading := read_as(str(e.data.get("message") or e.text))) is not None and reading.cause]
         own = above[-1] if above else None
+        if own is None and events[0].data.get("source") == "assertion":
+            # a C assertion's abort, whose expression may itself be the check that names the cause (a job's shape:
+            # distributed-llama's ``Assertion `d % nSlices == 0' failed.``, two to the power of n nodes only)
+            own = events[0]
     said = str(own.data.get("message") or own.text).strip() if own is not None else ""
     reading = read_as(said) if said else None
     if reading is not None and reading.cause:

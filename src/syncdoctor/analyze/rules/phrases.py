@@ -66,15 +66,13 @@ _SETUP_CHECK = re.compile(
     # (DeepSpeed's ``num_stages (3) must divide distributed world size (16)``, ColossalAI's ``can't be evenly divided``)
     r"|\bmust divide (?:the )?(?:distributed )?world[_ ]size\b|\bca(?:n'?t|nnot) be evenly divided\b"
     r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b"
-    # (a parallel group's size named as such: torch.distributed.pipelining's ``Pipeline group size 4 cannot be larger
-    # than number of stages 1``; context and sequence parallel sizes)
-    r"|\b(?:(?:tensor|pipeline|data|expert|context|sequence)[_ ](?:model[_ ])?parallel(?:[_ ]group)?"
-    r"|(?:tensor|pipeline|data|expert|context|sequence|world)[_ ]group|world)[_ ]size\b[^\n]{0,60}"
-    r"\b(?:must|should|is not|cannot|can't|can not)\b"
     # a failed assertion or check whose expression is the job's shape (DeepEP's ``Assertion error …/deep_ep.cpp:32
     # 'num_ranks > NUM_MAX_NVL_PEERS or low_latency_mode'``: its normal kernels need eight GPUs a node)
     r"|\b(?:Assertion(?:Error| error)?|Check failed)\b[^\n]{0,200}?\b(?:num_ranks|world_size|num_nodes|num_gpus|nproc_per_node"
     r"|(?:tp|pp|dp|ep|cp)_size"
+    # (distributed-llama's nodes as slices of every layer: ``Assertion `d % nSlices == 0' failed.``: two to the power
+    # of n nodes only)
+    r"|n_?slices|num_?slices"
     # (Megatron's ``expected local-rank to be the same as rank % device-count``: nodes with different numbers of GPUs)
     r"|local[-_]rank\b[^\n]{0,80}\bdevice[-_]count)\b", _I)
 DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
@@ -261,7 +259,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # (a GID index the port does not have, the usual reason: ``NET/IB : Invalid GID index 3``)
     (Category.IB_MODIFY_QP, "an IB queue pair that could not be set up",
      re.compile(r"ibv_modify_qp|modify_qp|ibv_create_ah\b[^\n]{0,300}\bQP connect"
-                r"|\binvalid GID index\b|\bGID index \d+ (?:is )?(?:invalid|out of range|not valid)", _I)),
+                r"|\binvalid GID index\b|\bGID index \d+ (?:is )?(?:invalid|out of range|not valid)"
+                # a queue pair's move to ready-to-receive or -send refused, in another library's words (MLX's JACCL
+                # over Thunderbolt RDMA: ``[jaccl] Changing queue pair to RTR failed with errno 22``)
+                r"|\bqueue pair to (?:RTR|RTS|INIT)\b[^\n]{0,40}\bfail|\bQP to (?:RTR|RTS)\b[^\n]{0,40}\bfail", _I)),
     # at initialisation unless the inputs show collectives ran before (rules.fallback then says late, A012)
     (Category.IB_UNREACHABLE_AT_INIT, "IB/RoCE NICs that could not reach each other (retries exceeded)",
      re.compile(r"transport retry counter exceeded|retry count exceeded|RETRY_EXC(?:_ERR)?\b", _I)),
@@ -372,6 +373,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "TensorPipe asked for a transport or channel that this build or host does not have: leave it "
      "out of the RPC backend options (_transports, _channels)",
      re.compile(r"\bunsupported (?:transport|channel) \w{1,20}\b", _I)),
+    # TensorPipe's InfiniBand transport on a device whose verbs lack what it uses (AWS's EFA: no reliable-connected
+    # queue pairs): ``In operator() at tensorpipe/common/ibv.h:172 "": Operation not supported``
+    (Category.UNRECOGNISED, "TensorPipe's InfiniBand transport on a device that does not support it (EFA has no RC "
+     "queue pairs): leave ibv out of the RPC backend options (_transports)",
+     re.compile(r"tensorpipe/common/ibv\.h:\d+ [^\n]{0,80}\bOperation not supported\b", _I)),
     # Open MPI's processes of two releases in one job (the host's mpirun and a container's library, or two installs on
     # the nodes): ``received different version from [[63455,1],14]: 2.1.1 instead of 2.1.6``
     (Category.UNRECOGNISED, "processes of one job run two releases of Open MPI (the host's and a container's, or two "
@@ -400,11 +406,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bDeepSpeed config values that mismatch TrainingArguments\b"
                 # two settings that do not go together (Transformers' ``DeepSpeed Zero-3 is not compatible with passing a
                 # `device_map` ``), a setting's value refused by name (Lightning's ``You selected an invalid strategy
-                # name: …``), a device given as an empty string (an empty ``device_map``: ``Device string must not be
-                # empty``)
+                # name: …``)
                 r"|\b(?:is|are) (?:not compatible|incompatible) with (?:passing|using|setting|specifying|enabling)\b"
                 r"|\bYou (?:selected|passed|provided|requested|chose) an? (?:invalid|unsupported|unknown)\b"
-                r"|\bDevice string must not be empty\b)")),
+                # a mode that needs its own set-up, in the library's words (DeepSpeed's MiCS: ``To use MiCS sharding,
+                # please use deepspeed.zero.MiCS_Init instead for initializing parameter``)
+                r"|\bTo use [^\n,]{1,60}, please use [\w.`']+ instead\b)")),
     # a module the program imports, not installed where it ran (``ModuleNotFoundError: No module named 'tensorflow'``
     # on a PyTorch-only install), or an operator the installed library does not have (TorchRec on an FBGEMM build
     # without it: ``RuntimeError: No such operator fbgemm::permute_pooled_embs_auto_grad``): the environment, not the
