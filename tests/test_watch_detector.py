@@ -555,6 +555,31 @@ def test_a_stale_reading_inside_a_broadcast_neither_hides_a_stuck_relay_nor_goes
     assert codes(alone) == [("W101", "warning")] and alone[0].ranks == (3,), [e.title for e in alone]
 
 
+def test_a_stale_reading_is_not_settled_while_a_member_is_down() -> None:
+    """Seen in the lab on a loaded machine: rank 3 is stopped inside all_reduce #28 after delivering its part to
+    rank 0 only, so rank 0 completed #28 and waits in #29 while ranks 1 and 2 still wait inside #28, their readings
+    held up. A peer's completion says nothing of theirs while a member is down: rank 3 is named, not ranks 1 and 2
+    as late for #29 (which the stale-reading settlement alone would say)."""
+    job = Job()
+    job.all_done(27)
+    job.enter([0, 1, 2, 3], 28)
+    job.tick(0.2)
+    fr0 = job.ranks[0]
+    fr0.completed = 28
+    fr0.entered, fr0.stalled, fr0.sig, fr0.quiet = 29, 0.0, AR, 0.0
+    job.ranks[3].frozen = True
+    for r in (1, 2):
+        job.ranks[r].read_age = 0.2
+    events: list[Event] = []
+    for _ in range(8):
+        events += job.tick()
+        job.answer_stacks()
+        for r in (1, 2):
+            job.ranks[r].read_age = (job.ranks[r].read_age or 0.0) + 1.0
+    assert not [e for e in events if e.code == "W101"], [e.title for e in events]
+    assert [e.ranks for e in events if e.status != "resolved"] == [(3,)], [e.title for e in events]
+
+
 def test_a_completed_all_reduce_proves_the_late_rank_record_is_just_old() -> None:
     """At the job's end the monitor reads its own fresh goodbye (completed #5) and its peers' older records
     (still waiting, rank 3 not entered): an all_reduce completes only when all entered, so this resolves."""

@@ -75,8 +75,11 @@ def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]
     for rank in members:
         rec = ctx.record(rank)
         progress[rank] = rec.groups.get(group) if rec is not None else None
-    progress = settle_completions(progress, lambda rank, p: (p.stalled_s or 0.0) >= ctx.config.suspect_s
-                                  and stale_reading(ctx, rank))
+    # (a member down or falling silent may have left a collective half done: a peer's completion then says nothing
+    # of the others', and a stale reading is not settled)
+    whole = all(ctx.live.get(r) == "alive" and not ctx.silent(r) for r in members)
+    progress = settle_completions(progress, (lambda rank, p: (p.stalled_s or 0.0) >= ctx.config.suspect_s
+                                             and stale_reading(ctx, rank)) if whole else None)
     # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
     # one it completed before it froze (its record was published mid-collective)
     pending = [p for r, p in progress.items() if p is not None and p.pending and ctx.live.get(r) == "alive"]
@@ -163,6 +166,10 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
         # (only ranks that have sat there a while: in a healthy job many are inside the collective others left)
         behind = np.flatnonzero(has & (completed < best) & (entered > completed)
                                 & (np.nan_to_num(cols.stalled, nan=0.0) >= ctx.config.suspect_s))[:_STALE_LOOKS]
+        if len(behind):  # (only with every member alive and heard from: see group_waits)
+            heard = snap.now - ctx.changed_at[cols.ranks] < min(config.dead_s, 2.0 * config.interval_s)
+            if not bool((ctx.alive[cols.ranks] & heard).all()):
+                behind = behind[:0]
         stale = [i for i in behind.tolist() if stale_reading(ctx, int(cols.ranks[i]))]
         if stale:
             completed = completed.copy()
@@ -210,7 +217,11 @@ def stale_reading(ctx: Context, rank: int) -> bool:
     sampling intervals (the publisher reads itself past two), so its sampler was held up.
 
     Such a rank, shown inside a collective that a peer already completed, is counted as having completed it
-    too: its reading predates what its peers' fresher ones show. Taken as it stands, the group would look
+    too: its reading predates what its peers' fresher ones show. Not while a member of the group is down or falling
+    silent: a rank stopped inside a collective (SIGSTOP, a hung host) may have delivered its part to some peers and
+    not to others, so that one finished and the others, stale or not, still wait in it (seen in the lab: a frozen
+    node leader's all_reduce completed on rank 0 while ranks 1 and 2, their readings held up on a loaded machine,
+    waited inside it and were named late for the next). Taken as it stands, the group would look
     stuck in a collective every member entered, a transport hang (W104), while the rank has left it and is
     late for the next (seen in CI: a late rank's record showed the all_reduce before its sleep unfinished,
     with fresh heartbeats, until it woke up). Should the rank really be stuck inside, it is still the rank
