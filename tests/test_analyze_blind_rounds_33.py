@@ -214,3 +214,15 @@ def test_pytests_marker_is_taken_off_the_exceptions_lines(tmp_path: Path) -> Non
     top = diagnose_paste(tmp_path, "E       RuntimeError: In operator() at tensorpipe/common/ibv.h:172 \"\": Operation "
                                    "not supported\n").hypotheses[0]
     assert top.category is Category.UNRECOGNISED and "TensorPipe's InfiniBand transport" in top.title
+
+
+# real: pytorch/pytorch#159200 (a device-qualified backend string, ``cuda:nccl``, split into a 2-D mesh)
+def test_a_backend_torch_does_not_know_by_that_name_is_the_configuration(tmp_path: Path) -> None:
+    for paste in ("[rank0]: AssertionError: Unknown c10d backend type CUDA:NCCL\n", "ValueError: Invalid backend: 'ncll'\n"):
+        top = diagnose_paste(tmp_path, paste).hypotheses[0]
+        assert top.category is Category.UNRECOGNISED and "configuration the program refused" in top.title, paste
+
+
+def test_negative_a_backend_that_failed_as_it_ran_is_not_its_name(tmp_path: Path) -> None:
+    paste = "RuntimeError: Backend nccl failed to initialize the communicator: unhandled system error\n"
+    assert "configuration the program refused" not in diagnose_paste(tmp_path, paste).hypotheses[0].title

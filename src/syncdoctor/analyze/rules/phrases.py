@@ -411,7 +411,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bYou (?:selected|passed|provided|requested|chose) an? (?:invalid|unsupported|unknown)\b"
                 # a mode that needs its own set-up, in the library's words (DeepSpeed's MiCS: ``To use MiCS sharding,
                 # please use deepspeed.zero.MiCS_Init instead for initializing parameter``)
-                r"|\bTo use [^\n,]{1,60}, please use [\w.`']+ instead\b)")),
+                r"|\bTo use [^\n,]{1,60}, please use [\w.`']+ instead\b"
+                # a process group's backend named as torch does not know it (``AssertionError: Unknown c10d backend type
+                # CUDA:NCCL`` from a device-qualified backend string, ``ValueError: Invalid backend: 'ncll'``)
+                r"|\bUnknown c10d backend type\b|\bInvalid backend: ['\"]?\w)")),
     # a module the program imports, not installed where it ran (``ModuleNotFoundError: No module named 'tensorflow'``
     # on a PyTorch-only install), or an operator the installed library does not have (TorchRec on an FBGEMM build
     # without it: ``RuntimeError: No such operator fbgemm::permute_pooled_embs_auto_grad``): the environment, not the
