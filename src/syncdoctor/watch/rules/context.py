@@ -92,9 +92,14 @@ class Context:
             return low
         return min(max(self.snapshot.wall - rec.published, low), low + self.config.interval_s)
 
+    @property
+    def silent_s(self) -> float:
+        """How long a heartbeat may stay unchanged before its rank counts as falling silent."""
+        return min(self.config.dead_s, 2.0 * self.config.interval_s)
+
     def silent(self, rank: int) -> bool:
         """Alive by the dead threshold, but its heartbeat already missed a couple of intervals."""
-        return self.age(rank) >= min(self.config.dead_s, 2.0 * self.config.interval_s)
+        return self.age(rank) >= self.silent_s
 
     def record(self, rank: int) -> RankRecord | None:
         return self.snapshot.records.get(rank)

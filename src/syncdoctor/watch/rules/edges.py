@@ -76,10 +76,17 @@ def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]
         rec = ctx.record(rank)
         progress[rank] = rec.groups.get(group) if rec is not None else None
     # (a member down or falling silent may have left a collective half done: a peer's completion then says nothing
-    # of the others', and a stale reading is not settled)
-    whole = all(ctx.live.get(r) == "alive" and not ctx.silent(r) for r in members)
-    progress = settle_completions(progress, (lambda rank, p: (p.stalled_s or 0.0) >= ctx.config.suspect_s
-                                             and stale_reading(ctx, rank)) if whole else None)
+    # of the others', and a stale reading is not settled; looked at only once a stale reading is in question)
+    whole: list[bool] = []
+
+    def stale(rank: int, p: GroupProgress) -> bool:
+        if (p.stalled_s or 0.0) < ctx.config.suspect_s or not stale_reading(ctx, rank):
+            return False
+        if not whole:
+            whole.append(all(ctx.live.get(r) == "alive" and not ctx.silent(r) for r in members))
+        return whole[0]
+
+    progress = settle_completions(progress, stale)
     # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
     # one it completed before it froze (its record was published mid-collective)
     pending = [p for r, p in progress.items() if p is not None and p.pending and ctx.live.get(r) == "alive"]
@@ -167,7 +174,7 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
         behind = np.flatnonzero(has & (completed < best) & (entered > completed)
                                 & (np.nan_to_num(cols.stalled, nan=0.0) >= ctx.config.suspect_s))[:_STALE_LOOKS]
         if len(behind):  # (only with every member alive and heard from: see group_waits)
-            heard = snap.now - ctx.changed_at[cols.ranks] < min(config.dead_s, 2.0 * config.interval_s)
+            heard = snap.now - ctx.changed_at[cols.ranks] < ctx.silent_s
             if not bool((ctx.alive[cols.ranks] & heard).all()):
                 behind = behind[:0]
         stale = [i for i in behind.tolist() if stale_reading(ctx, int(cols.ranks[i]))]
