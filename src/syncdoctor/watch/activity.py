@@ -11,6 +11,11 @@ its main thread (:class:`Sample`: CPU time, bytes read and written, the function
 * ``spinning``: it uses CPU in the same functions and moves nothing (a busy loop, a livelock);
 * ``stuck``: no CPU, the same stack, no bytes (sleeping, blocked in a read or a lock, a hung file system).
 
+"Uses CPU" means *wants* it: the CPU time the thread got plus the time it spent runnable in a run queue
+waiting for a core (``/proc/self/task/<tid>/schedstat``). On a crowded host (more runnable threads than
+cores) a busy loop may get a third of a core and wait the rest; it is spinning all the same, and a blocked
+thread waits on no run queue.
+
 A dead or stopped (SIGSTOP) process cannot sample itself: its heartbeat stops, which the monitor's dead-rank
 rule reports (W105, with the process state its host siblings read).
 
@@ -56,12 +61,14 @@ KNOWN_PHASES: tuple[tuple[str, str, str], ...] = (
 class Sample(NamedTuple):
     """One look at the main thread: when (monotonic seconds), its CPU seconds so far, the bytes it has read
     and written so far (``/proc/self/task/<tid>/io`` rchar + wchar), and its stack as (file, function)
-    pairs, outermost first (no line numbers: a loop moving between lines is not a change of work)."""
+    pairs, outermost first (no line numbers: a loop moving between lines is not a change of work), and the
+    seconds it has spent runnable but waiting for a core so far (``schedstat``; ``None`` where unreadable)."""
 
     at: float
     cpu_s: float | None
     io_bytes: int | None
     stack: tuple[tuple[str, str], ...]
+    runq_s: float | None = None
 
 
 def recognise_phase(stack: Sequence[tuple[str, str]]) -> str:
@@ -88,6 +95,9 @@ def classify(samples: Sequence[Sample]) -> Activity | None:
     cpu = None
     if first.cpu_s is not None and last.cpu_s is not None:
         cpu = max(0.0, (last.cpu_s - first.cpu_s) / span)
+    wanted = cpu  # the share of one core it got, plus the share it spent waiting for one
+    if cpu is not None and first.runq_s is not None and last.runq_s is not None:
+        wanted = cpu + max(0.0, (last.runq_s - first.runq_s) / span)
     io = None
     if first.io_bytes is not None and last.io_bytes is not None:
         io = max(0.0, (last.io_bytes - first.io_bytes) / span)
@@ -95,9 +105,9 @@ def classify(samples: Sequence[Sample]) -> Activity | None:
     phase = recognise_phase(last.stack) or next((p for s in reversed(samples) if (p := recognise_phase(s.stack))), "")
     if io is not None and io >= IO_WORKING_BPS:
         kind = "working"
-    elif stacks > 1 and (cpu is None or cpu >= CPU_ACTIVE):  # a few printed bytes are no work
+    elif stacks > 1 and (wanted is None or wanted >= CPU_ACTIVE):  # a few printed bytes are no work
         kind = "working"
-    elif cpu is not None and cpu >= CPU_SPINNING:
+    elif wanted is not None and wanted >= CPU_SPINNING:
         kind = "spinning"
     elif cpu is None and io is None:
         kind = "working" if stacks > 1 else "stuck"  # nothing measurable here: the stack is all there is

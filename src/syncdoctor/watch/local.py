@@ -142,7 +142,7 @@ class ActivityMeter:
     """Samples the main thread (CPU, bytes moved, functions on its stack) from the watcher's publisher thread,
     once per publication, and sums up the last ``window_s`` (:func:`syncdoctor.watch.activity.classify`).
 
-    Each sample costs tens of microseconds on the watcher's thread (two small ``/proc`` reads, one walk of the
+    Each sample costs tens of microseconds on the watcher's thread (three small ``/proc`` reads, one walk of the
     main thread's frames); nothing runs on the training thread. Whatever cannot be read (no ``/proc``, no
     per-thread CPU clock) is left out and the classification uses the rest.
     """
@@ -153,6 +153,7 @@ class ActivityMeter:
         main = threading.main_thread()
         self._ident = main.ident
         self._io_path = f"/proc/self/task/{main.native_id}/io" if main.native_id is not None else None
+        self._sched_path = f"/proc/self/task/{main.native_id}/schedstat" if main.native_id is not None else None
         self._clock: int | None = None
         try:
             if self._ident is not None:
@@ -168,7 +169,7 @@ class ActivityMeter:
                 cpu = time.clock_gettime(self._clock)
             except OSError:  # the main thread has exited
                 self._clock = None
-        self.samples.append(Sample(now, cpu, self._io(), self._stack()))
+        self.samples.append(Sample(now, cpu, self._io(), self._stack(), self._runq()))
         while len(self.samples) > 2 and now - self.samples[1].at >= self.window_s:
             self.samples.popleft()
 
@@ -196,6 +197,18 @@ class ActivityMeter:
                 except ValueError:
                     return None
         return total
+
+    def _runq(self) -> float | None:
+        """Seconds the main thread has waited runnable for a core (schedstat's second field, nanoseconds)."""
+        if self._sched_path is None:
+            return None
+        try:
+            with open(self._sched_path, encoding="ascii", errors="replace") as handle:
+                fields = handle.read().split()
+            return int(fields[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            self._sched_path = None  # no schedstat here (a kernel without it, a restricted /proc)
+            return None
 
     def _stack(self, limit: int = 64) -> tuple[tuple[str, str], ...]:
         frame: FrameType | None = sys._current_frames().get(self._ident) if self._ident is not None else None
