@@ -149,7 +149,9 @@ def test_chronic_straggler_then_its_exception_is_named_by_itself(tmp_path: Path)
     assert codes[1] == 1 and codes[0] != 0
     straggler = [e for e in _events(tmp_path) if e["code"] == "W107"]
     assert straggler and straggler[0]["ranks"] == [1], _events(tmp_path)
-    assert straggler[0]["detail"]["share"] >= 0.7 and 0.15 <= straggler[0]["detail"]["lag_p50"] <= 0.5
+    # the first W107 comes as soon as the share passes straggler_min_share (0.5) over 8 collectives: on a loaded
+    # host (CI, 2 cores beside the lab) rank 0 arrived last at some of the first ones (0.6 seen); the lag says 0.3 s
+    assert straggler[0]["detail"]["share"] >= 0.5 and 0.15 <= straggler[0]["detail"]["lag_p50"] <= 0.5
     line = next(line for line in outputs[1].splitlines() if "syncdoctor W108" in line)
     assert "rank 1 (" in line and "failed first: ValueError: bad batch on purpose" in line
     post = [e for e in _events(tmp_path) if e["detail"].get("postmortem")]
