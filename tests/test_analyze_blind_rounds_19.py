@@ -386,9 +386,10 @@ def test_mpiruns_daemon_missing_on_the_remote_path_is_the_install_not_the_networ
     assert top.category is Category.UNRECOGNISED and "PATH" in top.title and "--prefix" in (top.fix or "")
     # ORTE's banner alone stays a node the launcher could not start on
     assert diagnose(tmp_path, orte).hypotheses[0].category is Category.PEER_UNREACHABLE
-    # another program not found is an error line, not this reading
+    # another program not found is not the launcher's daemon (a program the shell did not find, r134's reading)
     other = diagnose(tmp_path, "bash: nvidia-smi: command not found").hypotheses[0]
-    assert other.category is Category.UNRECOGNISED and "PATH" not in other.title
+    assert other.category is Category.UNRECOGNISED and "daemon" not in other.title and "--prefix" not in (other.fix or "")
+    assert "the shell did not find" in other.title
 
 
 def test_an_invalid_gid_index_in_any_words_reads_as_the_queue_pair_setup(tmp_path: Path) -> None:

@@ -65,7 +65,8 @@ def test_a_distributed_checkpoints_report_names_the_ranks_that_failed_not_the_on
         tmp_path: Path) -> None:
     # torch.distributed.checkpoint gathers every rank's failure to its coordinator, which raises them as one
     top = diagnose(tmp_path, _DCP).hypotheses[0]
-    assert (top.category, top.culprit_ranks) == (Category.RANK_CRASHED, (3, 7))
+    # (their errors are a disk without room, the setup's: A028 since the hundred-and-thirty-first round)
+    assert (top.category, top.culprit_ranks) == (Category.UNRECOGNISED, (3, 7)) and "without room" in top.title
     assert "No space left on device" in top.what and "__7_0.distcp" in top.what
     # the summary line alone (the paste cut before the ranks' tracebacks) still names them
     top = diagnose(tmp_path, _DCP.splitlines(keepends=True)[0]).hypotheses[0]

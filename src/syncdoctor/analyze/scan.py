@@ -181,6 +181,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"nreachable",  # Network is unreachable
     b"ECC ",  # an uncorrectable ECC error
     b"receive grad",  # DDP's reducer: Parameter indices which did not receive grad for rank 2: 426 427 …
+    b"get gradient",  # its DETAIL lines (2.x): [Rank 1] Parameter: enc.lin.bias did not get gradient in backwards pass.
     b"NVRM: GPU at",  # the driver's first report on a GPU: NVRM: GPU at PCI:0000:17:00: GPU-… (the host of that GPU)
     b"unexpectedly disconnected",  # Open MPI: An MPI communication peer process has unexpectedly disconnected.
     b"inbound MPI TCP",  # Open MPI's btl_tcp help text: an inbound connection from an unexpected IP address
@@ -239,6 +240,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Server listening on: ",  # PaddlePaddle's gen_comm_id_helper.cc:181] Server listening on: 10.19.174.228:6070 successful.
     b"] connect addr=",  # PaddlePaddle's gen_comm_id_helper.cc:120] connect addr=127.0.0.1:6071 failed 1 times with reason: …
     b": command not found",  # a shell that did not find a program: bash: orted: command not found (mpirun's remote shell)
+    b": not found",  # dash's words for it: /bin/sh: 1: torchrun: not found (a sudo that reset PATH)
     b"between ranks",  # Ascend HCCL (EI0005): The arguments for collective communication are inconsistent between ranks:…
     b"ParameterConflict",  # HCCL's plog: [InitChannelStage][ParameterConflict]CMD information tag check fail. local[…]
     b"remainder of ranks",  # Horovod's stall warning: … by subset of ranks and are waiting for remainder of ranks for …

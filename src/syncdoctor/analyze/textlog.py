@@ -79,6 +79,10 @@ _RUN_TOGETHER = re.compile(
 _BAR_GLUED = re.compile(rb"(?:/s|s/it)(?:, [^\]\[\n]{0,200})?\](?=" + _AFTER_BAR +
                         rb"|(?:\[rank\d{1,6}\]: ?)?(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,60}(?:Error|Exception|Interrupt)\w{0,30}(?::|$)"
                         rb"|[EFW]\d{4} \d\d:\d\d:\d\d)")
+# a progress bar cut inside its postfix by an exception written over it (a paste that lost the bar's end: ``7.92s/it,
+# v_num=q5e6, train/loss=8.820, train/latenRuntimeError: Expected to have finished reduction``): the exception's class
+# starts another line
+_BAR_CUT = re.compile(rb"(?:/s|s/it), [^\n\]\[]{0,400}?(?<=[\w=.,\-])(?=[A-Z]\w{0,60}(?:Error|Exception): )")
 _WRITER = re.compile(rb"[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10}$")
 _RANK = re.compile(rb"\[rank\d{1,6}\]:")
 _RUN_MIN = 100  # bytes: a shorter line is one line
@@ -113,7 +117,7 @@ def _runs_together(raw: bytes) -> bool:
     first = raw.find(b"[rank")
     if first >= 0 and raw.find(b" [rank", first + 5) >= 0:
         return True
-    return (b"/s" in raw or b"s/it" in raw) and _BAR_GLUED.search(raw) is not None
+    return (b"/s" in raw or b"s/it" in raw) and (_BAR_GLUED.search(raw) is not None or _BAR_CUT.search(raw) is not None)
 
 
 def _apart(raw: bytes) -> list[bytes]:
@@ -125,7 +129,7 @@ def _apart(raw: bytes) -> list[bytes]:
     # cuts wherever it is
     cuts = sorted({m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep and not (
         m["bare"] is not None and _WRITER.search(raw, max(0, m.start() - 280), m.start()))} |
-                  {m.end() for m in _BAR_GLUED.finditer(raw)})
+                  {m.end() for m in _BAR_GLUED.finditer(raw)} | {m.end() for m in _BAR_CUT.finditer(raw)})
     if not cuts:
         return [raw]
     return [raw[a:b].strip(b" ") for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]

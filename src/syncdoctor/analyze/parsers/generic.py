@@ -99,6 +99,8 @@ _ERROR = re.compile(
     r"|\bdue to shape mismatch(?:es)?\b"
     # a shell that did not find a program (``bash: orted: command not found`` from a launcher's remote shell)
     r"|: command not found\b"
+    # (dash's words for it: ``/bin/sh: 1: torchrun: not found``)
+    r"|\bsh: (?:line )?\d{1,6}: [^:\n]{1,200}: not found\b"
     # a spawned child that ran the script's top level again (no ``if __name__ == '__main__':``): the message's own
     # line under its bare ``RuntimeError:``
     r"|\bfinished its bootstrapping phase\b"

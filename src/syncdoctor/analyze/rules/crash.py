@@ -508,7 +508,8 @@ def _describe(rank: int, state: RankState, event: Event) -> str:
 
 
 # DistributedDataParallel's reducer, when a step left some parameters without a gradient on a rank
-_UNUSED_WORDS = ("Expected to have finished reduction in the prior iteration", "did not receive grad for rank")
+_UNUSED_WORDS = ("Expected to have finished reduction in the prior iteration", "did not receive grad for rank",
+                 "did not get gradient in backwards pass")
 
 
 def ddp_unused_parameters(tl: Timeline) -> list[Hypothesis]:

@@ -92,7 +92,12 @@ def _one_place(errors: list[Event], tl: Timeline) -> Attribution:
 def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
     """A Python exception of the program's own (not a lost connection, a timeout or the launcher's), the first
     error of the inputs: the process that raised it failed of it. A little above the bare quote."""
-    first = next((e for e in errors if e.kind is Kind.EXCEPTION), None)
+    exceptions = [e for e in errors if e.kind is Kind.EXCEPTION]
+    # (torch.multiprocessing's report in the parent that a spawned process raised, its child's own error below it in
+    # the paste: ``ProcessRaisedException:`` and ``-- Process 0 terminated with the following error:``, then the
+    # child's traceback; that error is the one, the report only where nothing else was raised)
+    first = next((e for e in exceptions if not str(e.data.get("type") or "").endswith(_REPORTS)),
+                 exceptions[0] if exceptions else None)
     if first is None or is_comm_exception(first) or first.data.get("type") in _NOT_OWN or \
             str(first.data.get("type") or "").lower().startswith("nccl"):  # ncclInternalError: NCCL's own report
         return []
@@ -160,6 +165,7 @@ def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
 _PLUMBING = re.compile(r"Rendezvous|\blibuv\b|TCPStore|\bc10d\b|process group|\b(?:one)?CCL\b|\bNCCL\b|\bgloo\b|\bHCCL\b|\bMPI\b|"
                        r"^'(?:" + "|".join(TORCHRUN_VARIABLES) + r")'$", re.I)
 # exceptions that are the job's plumbing, not the program's own failure
+_REPORTS = ("ProcessRaisedException", "ProcessExitedException")  # a spawning parent's report of its child's end
 _NOT_OWN = ("ChildFailedError", "DistBackendError", "DistNetworkError", "DistStoreError", "TimeoutError",
             "KeyboardInterrupt", "SystemExit")
 

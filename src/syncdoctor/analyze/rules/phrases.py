@@ -46,6 +46,15 @@ _SETUP_CHECK = re.compile(
     r"\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than|greater than|equal to|the same)"
     r"|\b(?:is|are) not (?:divisible by|equal to)\b|\bdoes not match (?:the )?(?:world|pp|tp|dp|ep)[_ ]?size\b"
     r"|\b(?:GPUs?|devices?) (?:are|is) available, but \d+ (?:are|is) required\b"
+    # (a parallel size checked against the world: Wan's ``The number of ulysses_size should be equal to the world
+    # size.``; the GPUs a scheduler was asked for against those it has: verl's ``Total available GPUs 7.0 is less than
+    # total desired GPUs 8``; a device the job names that the process does not see: TRL's ``The requested device for
+    # vllm (cuda:1) is not available``)
+    r"|\b(?:should|must) (?:be )?(?:equal to|divisible by|a multiple of|divide) (?:the )?(?:world[_ ]size|number of "
+    r"(?:GPUs|devices|processes|ranks|nodes))\b"
+    r"|\b(?:available|visible) (?:GPUs|devices)\b[^\n]{0,40}\b(?:is|are) (?:less|fewer) than (?:the )?(?:total )?"
+    r"(?:desired|required|requested|needed)\b"
+    r"|\brequested device\b[^\n]{0,60}\bis not available\b"
     # (DeepSpeed-MII placing a model's replicas on the GPUs it has: ``Only able to place 0 replicas, but 2 replicas were
     # requested``; its tensor parallel size larger than a node's GPUs)
     r"|\bOnly able to place \d+ replicas?, but \d+ replicas? (?:were|was) requested\b"
@@ -314,7 +323,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # multiprocessing, you must use the 'spawn' start method``): the job's setup, not the worker's own failure
     (Category.UNRECOGNISED, "CUDA started before the workers were forked (nothing may touch the GPU before a fork: "
      "the 'spawn' start method, or no CUDA call or CUDA-touching import before the launch)",
-     re.compile(r"Cannot re-initialize CUDA in forked subprocess", _I)),
+     # (Lightning's own check before it forks: ``Lightning can't create new processes if CUDA is already initialized``)
+     re.compile(r"Cannot re-initialize CUDA in forked subprocess|can't create new processes if CUDA is already initialized",
+                _I)),
     # the workers could not be started with what they were given: the 'spawn' start method (torch.multiprocessing's,
     # Lightning's ddp_spawn, DataLoader workers on macOS and Windows) pickles the function and objects it sends, and a
     # lambda, a local function or a generated class cannot be (``AttributeError: Can't pickle local object
@@ -396,8 +407,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\b\w*(?:Misconfiguration|Configuration|Config)(?:Error|Exception)\b(?=:|\s*$)"
                 # a library refusing a setting in the distributed mode the job runs in (Accelerate's ``You can't train
                 # a model that has been loaded with `device_map='auto'` in any distributed mode``)
-                r"|(?i:\b(?:can't|cannot|can not|is not supported|are not supported|not compatible)\b[^\n]{0,120}?"
-                r"\b(?:in|with|under) (?:any |a )?(?:distributed|multi-?GPU|multi-?node) (?:mode|training|setting|setup)s?\b)"
+                # (unsloth's ``Unsloth currently does not work on multi GPU setups``)
+                r"|(?i:\b(?:can't|cannot|can not|is not supported|are not supported|not compatible|does not work|"
+                r"doesn't work|does not support|doesn't support)\b[^\n]{0,120}?"
+                r"\b(?:in|with|under|on) (?:any |a )?(?:distributed|multi[- ]?GPU|multi[- ]?node) (?:mode|training|setting|"
+                r"setup)s?\b)"
                 # (Accelerate's refusal of a quantized model placed elsewhere: ``You can't train a model that has been
                 # loaded in 8-bit precision on a different device than the one you're training on``, ``… on multiple
                 # devices``; Transformers' DeepSpeed config against its TrainingArguments: ``Please correct the
@@ -407,7 +421,20 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # two settings that do not go together (Transformers' ``DeepSpeed Zero-3 is not compatible with passing a
                 # `device_map` ``), a setting's value refused by name (Lightning's ``You selected an invalid strategy
                 # name: …``)
-                r"|\b(?:is|are) (?:not compatible|incompatible) with (?:passing|using|setting|specifying|enabling)\b"
+                # (or a way of training: ``Unsloth is incompatible with DeepSpeed ZeRO-3``; not a compiler's warning that
+                # it is not the one PyTorch was built with)
+                r"|\b(?:is|are) (?:not compatible|incompatible) with (?:passing|using|setting|specifying|enabling|DeepSpeed|ZeRO|FSDP|Megatron|(?:tensor|pipeline"
+                r"|sequence|context|expert)[ _-]parallel|gradient checkpointing|torch\.compile)"
+                # a launcher's variable the library refuses (Lightning's ``You set `--ntasks=200` in your SLURM bash
+                # script, but this variable is not supported.``); a value outside the ones allowed (``vllm_mode must be
+                # either 'server' or 'colocate', got 'server'``)
+                r"|\bbut this (?:variable|option|setting|argument|parameter|flag|mode) is not supported\b"
+                r"|\bmust be (?:either|one of)\b[^\n]{0,200}\bgot\b"
+                # a start method or mode the platform lacks (Lightning's ``You selected `Trainer(strategy='ddp_fork')`
+                # but process forking is not supported on this platform``); a variable the runtime requires set
+                # (ROCm's ``[FATAL ERROR]: HSA_NO_SCRATCH_RECLAIM=1 must be set to avoid performance degradation``)
+                r"|\bis not supported on (?:this|your) (?:platform|system|machine|OS|operating system)\b"
+                r"|(?-i:\b[A-Z][A-Z0-9_]{2,60}=\S{1,40} must be set\b)"
                 r"|\bYou (?:selected|passed|provided|requested|chose) an? (?:invalid|unsupported|unknown)\b"
                 # a mode that needs its own set-up, in the library's words (DeepSpeed's MiCS: ``To use MiCS sharding,
                 # please use deepspeed.zero.MiCS_Init instead for initializing parameter``)
@@ -422,7 +449,28 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "a module or operator the program needs that the installed environment lacks (a package "
      "missing there, or a library built or versioned otherwise than the program expects)",
      re.compile(r"\bModuleNotFoundError: No module named\b|\bImportError: No module named\b"
-                r"|\bNo such operator [\w.]+::\w+")),
+                r"|\bNo such operator [\w.]+::\w+"
+                # a check of the program's for an optional package (HunyuanVideo's ``AssertionError: Ulysses Attention
+                # and Ring Attention requires xfuser package``, ``package apex is not installed``)
+                r"|\brequires (?:the )?[`'\"]?[\w.\-]{2,40}[`'\"]? (?:package|library|module)\b"
+                r"|\b(?:package|library|module) [`'\"]?(?!is\b)[\w.\-]{2,40}[`'\"]? (?:is )?not installed\b")),
+    # a GPU older than the code supports (flash-attn's ``RuntimeError: FlashAttention only supports Ampere GPUs or
+    # newer.``), a library older than a feature needs: the hardware or the environment, not the program as it ran
+    (Category.UNRECOGNISED, "hardware or a library older than the code supports (a GPU generation, a version floor): "
+     "another GPU, a setting that avoids the feature, or the newer library",
+     re.compile(r"\bonly supports? (?:[\w.\-]+ ){1,4}(?:or newer|and newer|or later|and later|or above|and above)\b"
+                r"|\bonly supports? [^\n]{0,60}\bversion >= ?\d", _I)),
+    # a program the shell did not find (``bash: hccn: command not found``, dash's ``/bin/sh: 1: torchrun: not found``,
+    # a sudo that reset PATH): not installed where the command ran, or not on its PATH (a launcher's own daemon, not
+    # found on a remote node, is read by rules.setup)
+    (Category.UNRECOGNISED, "a program the shell did not find (not installed where the command ran, or not on its "
+     "PATH: sudo and non-interactive shells set their own)",
+     re.compile(r": command not found\b|\bsh: (?:line )?\d{1,6}: [^:\n]{1,200}: not found\b")),
+    # a disk or file system without room where a process writes (a checkpoint's torch.save, a cache, logs: ``OSError:
+    # [Errno 28] No space left on device``); /dev/shm's is shared memory's, read above
+    (Category.UNRECOGNISED, "a disk or file system without room (or over its quota) where the process wrote: a "
+     "checkpoint, a cache, logs",
+     re.compile(r"\bNo space left on device\b|\bDisk quota exceeded\b|\[Errno (?:28|122)\]|\bENOSPC\b|\bEDQUOT\b")),
     # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
     # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
     # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a
@@ -456,7 +504,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"No usable listening interface found", _I)),
     # a Kubernetes network policy (Cilium) dropping the job's traffic between pods
     (Category.PEER_UNREACHABLE, "a network policy dropping the job's traffic between pods",
-     re.compile(r"\bPolicy denied DROPPED\b", _I)),
+     re.compile(r"\bPolicy denied DROPPED\b", _I)),    # an index past the end of what it indexes, in torch's or numpy's words without the exception's class (a coroutine's
+    # log: ``ERROR:root:coroutine task failed: index 43094749 is out of bounds for dimension 0 with size 4490``): the
+    # program's own error
+    (Category.RANK_CRASHED, "a program's own error: an index out of range of the tensor or array it indexes",
+     re.compile(r"\bindex -?\d{1,20} is out of bounds for (?:dimension|axis) \d{1,3} with size \d{1,20}\b")),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RENDEZVOUS_TIMEOUT, "a rendezvous or store barrier that did not gather everyone",

@@ -1,0 +1,177 @@
+"""Readings of the hundred-and-thirty-first round and after (rounds ``r134*``, ``r135*``: vision, speech, diffusion,
+graph and RL codebases, the PyTorch 1.x era, multimodal and fine-tuning stacks): a setup refused in the program's own
+words, a package or a program missing, a disk full, and the child's error under mp.spawn's report. One behaviour per
+test, each with the look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyze_helpers import diagnose_paste
+from syncdoctor.analyze.model import Category
+
+
+def _top(tmp_path: Path, paste: str):
+    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
+    assert hypotheses, paste
+    return hypotheses[0]
+
+
+# real: Wan-Video/Wan2.2#176, volcengine/verl#5954, huggingface/trl#2826 (each the paste's own line)
+@pytest.mark.parametrize("line", [
+    "[rank0]: AssertionError: The number of ulysses_size should be equal to the world size.",
+    "ValueError: Total available GPUs 7.0 is less than total desired GPUs 8",
+    "ValueError: The requested device for vllm (cuda:1) is not available. You are likely using vLLM without "
+    "restricting the number of GPUs for training.",
+])
+def test_a_check_of_the_jobs_shape_in_its_words_is_the_setup(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title, top.title
+
+
+# real: unslothai/unsloth#724, hiyouga/LlamaFactory#6940, jwohlwend/boltz#218 (Lightning's SLURM check),
+# huggingface/trl#3885 (a value check quoted alone)
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Unsloth currently does not work on multi GPU setups - sadly we are a 2 brother team so enabling it "
+    "will require much more work, so we have to prioritize. Please understand!",
+    "ValueError: Unsloth is incompatible with DeepSpeed ZeRO-3.",
+    "RuntimeError: You set `--ntasks=200` in your SLURM bash script, but this variable is not supported. HINT: Use "
+    "`--ntasks-per-node=200` instead.",
+    "vllm_mode must be either 'server' or 'colocate', got 'server'.",
+])
+def test_a_setting_or_combination_refused_in_the_librarys_words_is_the_configuration(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "a configuration the program refused" in top.title, top.title
+
+
+def test_negative_a_compilers_warning_is_no_refused_configuration(tmp_path: Path) -> None:
+    # torch.utils.cpp_extension's warning while it builds an extension: the build goes on
+    paste = "Your compiler (c++) is not compatible with the compiler Pytorch was built with for this platform\n"
+    assert not diagnose_paste(tmp_path, paste).hypotheses
+
+
+# real: Tencent-Hunyuan/HunyuanVideo#249; OpenGVLab/InternVL#918
+def test_a_package_the_program_requires_by_name_is_the_environment(tmp_path: Path) -> None:
+    top = _top(tmp_path, "AssertionError: Ulysses Attention and Ring Attention requires xfuser package.\n")
+    assert top.category is Category.UNRECOGNISED and "the installed environment lacks" in top.title, top.title
+
+
+def test_negative_a_notice_that_an_optional_package_is_absent_is_no_error(tmp_path: Path) -> None:
+    paste = "[2025-12-18 07:58:50] INFO trace.py:52: opentelemetry package is not installed, tracing disabled\n"
+    assert not diagnose_paste(tmp_path, paste).hypotheses
+
+
+def test_a_gpu_older_than_the_code_supports_is_the_hardware(tmp_path: Path) -> None:
+    top = _top(tmp_path, "[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    assert top.category is Category.UNRECOGNISED and "older than the code supports" in top.title, top.title
+    assert top.culprit_ranks == (0,)
+
+
+# real: hiyouga/LlamaFactory#5217 (silent before: dash's words have no "command")
+def test_a_program_the_shell_did_not_find_is_never_silent(tmp_path: Path) -> None:
+    paste = ("08/20/2024 19:04:44 - INFO - llamafactory.cli - Initializing distributed tasks at: 10.188.240.13:2951\n"
+             "/bin/sh: 1: torchrun: not found\n")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.UNRECOGNISED and "the shell did not find" in top.title, top.title
+
+
+def test_negative_a_file_not_found_in_a_message_is_no_missing_program(tmp_path: Path) -> None:
+    paste = "INFO: checkpoint /ckpt/step_100: not found, starting from scratch\n"
+    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
+    assert not hypotheses or "the shell did not find" not in hypotheses[0].title
+
+
+# real: facebookresearch/sam3#367: the paste of mp.spawn's report, its child's traceback under it
+_SPAWNED = """\
+W1219 10:16:48.863000 241 torch/multiprocessing/spawn.py:169] Terminating process 252 via signal SIGTERM
+Traceback (most recent call last):
+  File "/kaggle/working/sam3/sam3/train/train.py", line 78, in single_node_runner
+    mp_runner(single_proc_run, args=args, nprocs=num_proc, start_method="spawn")
+  File "/usr/local/lib/python3.11/dist-packages/torch/multiprocessing/spawn.py", line 215, in join
+    raise ProcessRaisedException(msg, error_index, failed_process.pid)
+torch.multiprocessing.spawn.ProcessRaisedException: 
+
+-- Process 0 terminated with the following error:
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.11/dist-packages/torch/serialization.py", line 1266, in _save
+    zip_file.write_record(name, storage, num_bytes)
+OSError: [Errno 28] No space left on device
+"""
+
+
+def test_a_full_disk_under_spawns_report_is_the_childs_disk(tmp_path: Path) -> None:
+    top = _top(tmp_path, _SPAWNED)
+    assert top.category is Category.UNRECOGNISED and "without room" in top.title, top.title
+    assert "local rank 0" in top.title
+
+
+def test_the_childs_own_error_under_spawns_report_is_the_one_named(tmp_path: Path) -> None:
+    paste = _SPAWNED.replace("OSError: [Errno 28] No space left on device", "KeyError: 'image_size'")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.RANK_CRASHED and "KeyError: 'image_size'" in top.title, top.title
+    assert "ProcessRaisedException" not in top.title
+
+
+def test_negative_shared_memory_without_room_stays_shared_memory(tmp_path: Path) -> None:
+    line = ("Error while creating shared memory segment /dev/shm/nccl-GdPvyO (size 10617216), error: No space left on "
+            "device (28)\n")
+    assert _top(tmp_path, line).category is Category.SHM_EXHAUSTED
+
+
+# real: alibaba/graphlearn-for-pytorch#47 (a coroutine's log line, no exception class)
+def test_an_index_out_of_range_in_torchs_words_is_the_programs_own_error(tmp_path: Path) -> None:
+    paste = "ERROR:root:coroutine task failed: index 43094749 is out of bounds for dimension 0 with size 4490\n"
+    assert _top(tmp_path, paste).category is Category.RANK_CRASHED
+
+
+# real: unit8co/darts#1901; Nixtla/neuralforecast#617; ROCm/ATOM#913
+@pytest.mark.parametrize(("line", "words"), [
+    ("RuntimeError: Lightning can't create new processes if CUDA is already initialized. Did you manually call "
+     "`torch.cuda.*` functions, have moved the model to the device, or allocated memory on the GPU any other way?",
+     "CUDA started before the workers were forked"),
+    ("ValueError: You selected `Trainer(strategy='ddp_fork')` but process forking is not supported on this platform. "
+     "We recommed `Trainer(strategy='ddp_spawn')` instead.", "a configuration the program refused"),
+    ("[FATAL ERROR]: HSA_NO_SCRATCH_RECLAIM=1 must be set to avoid performance", "a configuration the program refused"),
+])
+def test_a_start_method_or_a_runtimes_variable_refused_is_the_setup(tmp_path: Path, line: str, words: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and words in top.title, top.title
+
+
+def test_negative_a_variable_that_must_be_set_in_lower_case_prose_is_no_refusal(tmp_path: Path) -> None:
+    paste = "RuntimeError: the value of seed=3 must be set before the first step\n"
+    assert "a configuration the program refused" not in _top(tmp_path, paste).title
+
+
+# real: Nixtla/neuralforecast#1110 (TORCH_DISTRIBUTED_DEBUG=DETAIL's lines, the paste wrapped at a fixed width; silent
+# before)
+_DETAIL = """\
+[rank1]:[I816 21:41:23.034545571 reducer.cpp:1989] [Rank 1] Parameter: static_encoder.context_grns.3.glu.lin.bias did not get gradient i
+n backwards pass.
+[rank1]:[I816 21:41:23.034555851 reducer.cpp:1989] [Rank 1] Parameter: static_encoder.context_grns.3.glu.lin.weight did not get gradient
+ in backwards pass.
+"""
+
+
+def test_ddps_detail_lines_of_parameters_without_gradient_name_the_rank(tmp_path: Path) -> None:
+    top = _top(tmp_path, _DETAIL)
+    assert top.category is Category.RANK_CRASHED and "DistributedDataParallel's reducer" in top.title
+    assert top.culprit_ranks == (1,)
+
+
+# real: Stability-AI/stable-audio-tools#20: the exception written over a progress bar the paste cut in its postfix
+_BAR = ("Epoch 0:   0%| | 2/48248 [00:15<106:04:35,  7.92s/it, v_num=q5e6, train/loss=8.820, train/latenRuntimeError: "
+        "Expected to have finished reduction in the prior iteration before starting a new one.\n")
+
+
+def test_an_exception_written_over_a_cut_progress_bar_is_its_own_line(tmp_path: Path) -> None:
+    top = _top(tmp_path, _BAR)
+    assert top.category is Category.RANK_CRASHED and "DistributedDataParallel's reducer" in top.title, top.title
+
+
+def test_negative_a_bar_whose_postfix_names_an_error_metric_is_one_line(tmp_path: Path) -> None:
+    # (a metric's name with the word is quoted as an error line, as before; the bar is not cut before it)
+    paste = "Epoch 1:  40%|####  | 4/10 [00:04<00:06,  1.00it/s, loss=0.3, MeanSquaredError=0.25]\n"
+    assert all("Epoch 1:" in h.title for h in diagnose_paste(tmp_path, paste).hypotheses)
