@@ -175,3 +175,25 @@ def test_negative_a_bar_whose_postfix_names_an_error_metric_is_one_line(tmp_path
     # (a metric's name with the word is quoted as an error line, as before; the bar is not cut before it)
     paste = "Epoch 1:  40%|####  | 4/10 [00:04<00:06,  1.00it/s, loss=0.3, MeanSquaredError=0.25]\n"
     assert all("Epoch 1:" in h.title for h in diagnose_paste(tmp_path, paste).hypotheses)
+
+
+# real: huggingface/accelerate#940, axolotl-ai-cloud/axolotl#2250, bitsandbytes-foundation/bitsandbytes#1709 and #366
+@pytest.mark.parametrize(("line", "words"), [
+    ("RuntimeError: CUDA has been initialized before the `notebook_launcher` could create a forked subprocess. This "
+     "likely stems from an outside import causing issues once the `notebook_launcher()` is called.",
+     "CUDA started before the workers were forked"),
+    ("[rank0]: ValueError: Cannot flatten integer dtype tensors", "a model placed in a way its distributed wrapper"),
+    ("ValueError: Must flatten tensors with uniform dtype but got torch.float16 and torch.int8",
+     "a model placed in a way its distributed wrapper"),
+    ("ValueError: DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple"
+     "-device GPU modules or CPU modules, but got device_ids [1], output_device 1, and module parameters "
+     "{device(type='cuda', index=0), device(type='cuda', index=1)}.", "a model placed in a way its distributed wrapper"),
+])
+def test_a_model_placed_where_its_wrapper_cannot_take_it_is_the_setup(tmp_path: Path, line: str, words: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and words in top.title, top.title
+
+
+def test_negative_a_flatten_that_failed_for_memory_is_not_the_placement(tmp_path: Path) -> None:
+    line = "torch.OutOfMemoryError: CUDA out of memory while trying to flatten tensors of rank 0\n"
+    assert _top(tmp_path, line).category is Category.RANK_OUT_OF_MEMORY

@@ -324,8 +324,19 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "CUDA started before the workers were forked (nothing may touch the GPU before a fork: "
      "the 'spawn' start method, or no CUDA call or CUDA-touching import before the launch)",
      # (Lightning's own check before it forks: ``Lightning can't create new processes if CUDA is already initialized``)
-     re.compile(r"Cannot re-initialize CUDA in forked subprocess|can't create new processes if CUDA is already initialized",
-                _I)),
+     # (and Accelerate's before its notebook launcher forks: ``CUDA has been initialized before the `notebook_launcher`
+     # could create a forked subprocess``)
+     re.compile(r"Cannot re-initialize CUDA in forked subprocess|can't create new processes if CUDA is already initialized"
+                r"|\bCUDA has been initiali[sz]ed before [^\n]{0,60}\bforked subprocess", _I)),
+    # a model the job placed in a way its wrapper cannot take: FSDP asked to flatten 8-bit (quantized) weights
+    # (``ValueError: Cannot flatten integer dtype tensors``, ``Must flatten tensors with uniform dtype but got
+    # torch.float16 and torch.int8``), DDP given a model spread over several GPUs by a ``device_map`` (``device_ids and
+    # output_device arguments only work with single-device/multiple-device GPU modules or CPU modules, but got …
+    # module parameters {device(type='cuda', index=0), device(type='cuda', index=1)}``): the job's setup
+    (Category.UNRECOGNISED, "a model placed in a way its distributed wrapper cannot take (quantized 8-bit weights "
+     "under FSDP, one model spread over several GPUs under DDP): the job's setup",
+     re.compile(r"\bCannot flatten integer dtype tensors\b|\bMust flatten tensors with uniform dtype but got\b"
+                r"|\bdevice_ids and output_device arguments only work with single-device\b", _I)),
     # the workers could not be started with what they were given: the 'spawn' start method (torch.multiprocessing's,
     # Lightning's ddp_spawn, DataLoader workers on macOS and Windows) pickles the function and objects it sends, and a
     # lambda, a local function or a generated class cannot be (``AttributeError: Can't pickle local object
