@@ -113,10 +113,18 @@ class Job:
             fr = self.ranks[r]
             fr.entered, fr.completed, fr.stalled, fr.sig, fr.quiet = seq, seq - 1, 0.0, sig, 0.0
 
-    def answer_stacks(self, where: str = "load_batch") -> None:
+    def answer_stacks(self, where: str = "load_batch", inside: bool = False) -> None:
+        """Each asked rank's stack: in ``where`` of the training script, and (``inside``) in a collective called
+        from there, as a rank waiting in one is captured (its innermost user frame still ``where``)."""
         for rank, gen in self.requested.items():
             frames = (Frame("/job/train.py", 10, "main"), Frame("/job/train.py", 88, where))
-            self.stacks[rank] = StackReport(rank, gen, frames, frames[-1])
+            user = frames[-1]
+            if inside:
+                frames += (C10D_FRAME,)
+            self.stacks[rank] = StackReport(rank, gen, frames, user)
+
+
+C10D_FRAME = Frame("/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", 2501, "all_reduce")
 
 
 def codes(events: list[Event]) -> list[tuple[str, str]]:
@@ -450,7 +458,7 @@ def test_a_rank_stuck_in_a_collective_its_peers_completed_is_not_late_in_the_nex
         g = job.ranks[1].extra["1"]
         job.ranks[1].extra["1"] = GroupProgress("1", 3, 2, (g.stalled_s or 0) + 0.5, AR, 3)
         events += job.tick(0.5)
-        job.answer_stacks("reduce_metric")
+        job.answer_stacks("reduce_metric", inside=True)
     assert codes(events) == [("W104", "warning")], [e.title for e in events]
     assert events[0].group == "1" and events[0].seq == 3 and events[0].ranks == ()
     assert "completed on ranks 0,2-3 but not on rank 1" in events[0].title, events[0].title
@@ -498,8 +506,9 @@ def test_a_late_rank_whose_records_carry_an_old_reading_is_late_not_hung() -> No
     sampler's last reading was taken inside #5 and its publisher keeps publishing that reading with fresh
     heartbeats (the reading held up: seen twice in one CI run). Its records say how old the reading is:
     no evidence of a transport hang in #5, so rank 3 is named late. Without the reading's age the same records
-    read as a W104 (the second half)."""
-    def play(with_age: bool) -> list[Event]:
+    read as a W104 (the second half), unless its stack says it left the collective (the first half of the third).
+    """
+    def play(with_age: bool, inside: bool = False) -> list[Event]:
         job = Job()
         job.all_done(4)
         job.enter([0, 1, 2, 3], 5)
@@ -512,7 +521,7 @@ def test_a_late_rank_whose_records_carry_an_old_reading_is_late_not_hung() -> No
         events = []
         for _ in range(8):
             events += job.tick()
-            job.answer_stacks()
+            job.answer_stacks(inside=inside)
             if with_age:
                 job.ranks[3].read_age = (job.ranks[3].read_age or 0.0) + 1.0
         return events
@@ -520,8 +529,10 @@ def test_a_late_rank_whose_records_carry_an_old_reading_is_late_not_hung() -> No
     events = play(with_age=True)
     assert codes(events) == [("W101", "warning")], [e.title for e in events]
     assert events[0].ranks == (3,), events[0].title
-    stale = play(with_age=False)
+    stale = play(with_age=False, inside=True)
     assert [e.code for e in stale] == ["W104"], [e.title for e in stale]
+    left = play(with_age=False)  # its stack in load_batch: it left #5
+    assert [(e.code, e.ranks) for e in left] == [("W101", (3,))], [e.title for e in left]
 
 
 def test_a_stale_reading_inside_a_broadcast_neither_hides_a_stuck_relay_nor_goes_silent() -> None:
@@ -543,7 +554,7 @@ def test_a_stale_reading_inside_a_broadcast_neither_hides_a_stuck_relay_nor_goes
         events = []
         for _ in range(8):
             events += job.tick()
-            job.answer_stacks()
+            job.answer_stacks(inside=True)  # (the relay waits in the broadcast; rank 3's reading is stale)
             job.ranks[3].read_age = (job.ranks[3].read_age or 0.0) + 1.0
         return events
 
@@ -677,3 +688,35 @@ def test_a_collective_stuck_on_a_rank_that_moved_on_is_still_a_hang() -> None:
     events = job.run(6)
     assert [e.code for e in events if e.status != "resolved"][:1] == ["W104"]
     assert not [e for e in events if e.code == "W101"]
+
+
+def test_a_late_rank_whose_recorder_lags_behind_its_return_is_late_not_a_transport_hang() -> None:
+    """Seen in CI (3 local gloo ranks on a loaded host): rank 2 returned from all_reduce #20 and slept in its data
+    loading; its Flight Recorder still showed #20 unfinished, with fresh readings, while ranks 0 and 1 completed it
+    and waited in #21. Counted as it stood, #20 was entered by all and completed by two: a transport hang (W104)
+    naming no rank. The stack it sends when asked shows it outside any collective: late for #21, named."""
+
+    def play(where: Frame) -> list[Event]:
+        job = Job(world=3)
+        job.all_done(19)
+        job.enter([0, 1, 2], 20)
+        job.tick(0.2)
+        for r in (0, 1):
+            fr = job.ranks[r]
+            fr.completed = 20
+            fr.entered, fr.stalled, fr.sig, fr.quiet = 21, 0.0, AR, 0.0
+        job.ranks[2].read_age = 0.01  # fresh readings: the recorder, not the sampler, lags
+        events: list[Event] = []
+        for _ in range(6):
+            events += job.tick()
+            for rank, gen in job.requested.items():
+                frames = (Frame("/job/train.py", 10, "main"), where)
+                job.stacks[rank] = StackReport(rank, gen, frames, frames[-1])
+        return events
+
+    asleep = play(Frame("/job/train.py", 41, "load_batch"))
+    assert [(e.code, e.ranks) for e in asleep] == [("W101", (2,))], [e.title for e in asleep]
+    assert "#21" in asleep[0].title, asleep[0].title
+    # really stuck inside #20 (its last part never arrived): its stack is in the collective, the hang stands
+    inside = play(C10D_FRAME)
+    assert [(e.code, e.ranks) for e in inside] == [("W104", ())], [e.title for e in inside]

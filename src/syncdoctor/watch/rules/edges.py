@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from syncdoctor.watch.records import P2P, GroupProgress, P2PProgress, Signature
+from syncdoctor.watch.records import P2P, GroupProgress, P2PProgress, Signature, format_ranks
 from syncdoctor.watch.rules.context import SYMMETRIC, Blocked, Condition, Context
 from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
 from syncdoctor.watch.waitgraph import Op, Wait
@@ -76,15 +76,16 @@ def group_waits(ctx: Context, graph: Graph, group: str, members: tuple[int, ...]
         rec = ctx.record(rank)
         progress[rank] = rec.groups.get(group) if rec is not None else None
     # (a member down or falling silent may have left a collective half done: a peer's completion then says nothing
-    # of the others', and a stale reading is not settled; looked at only once a stale reading is in question)
+    # of the others', and neither a stale reading nor a stack outside the collective settles it; looked at only once
+    # a rank has sat behind a peer's completion for suspect_after_s)
     whole: list[bool] = []
 
     def stale(rank: int, p: GroupProgress) -> bool:
-        if (p.stalled_s or 0.0) < ctx.config.suspect_s or not stale_reading(ctx, rank):
+        if (p.stalled_s or 0.0) < ctx.config.suspect_s:
             return False
         if not whole:
             whole.append(all(ctx.live.get(r) == "alive" and not ctx.silent(r) for r in members))
-        return whole[0]
+        return whole[0] and (stale_reading(ctx, rank) or _left(ctx, rank))
 
     progress = settle_completions(progress, stale)
     # the oldest collective a live member waits in: a dead rank's last record may show it inside an earlier
@@ -177,7 +178,7 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
             heard = snap.now - ctx.changed_at[cols.ranks] < ctx.silent_s
             if not bool((ctx.alive[cols.ranks] & heard).all()):
                 behind = behind[:0]
-        stale = [i for i in behind.tolist() if stale_reading(ctx, int(cols.ranks[i]))]
+        stale = [i for i in behind.tolist() if stale_reading(ctx, int(cols.ranks[i])) or _left(ctx, int(cols.ranks[i]))]
         if stale:
             completed = completed.copy()
             completed[stale] = np.minimum(best, entered[stale])
@@ -219,6 +220,15 @@ def _group_waits_bulk(ctx: Context, graph: Graph, group: str, members: tuple[int
 _STALE_LOOKS = 64  # records decoded per group and cycle to look for stale readings (bounded cost)
 
 
+def _left(ctx: Context, rank: int) -> bool:
+    """A rank behind a collective a peer completed: asked for its stack (once per place), and whether that stack
+    shows it has left the collective (:func:`left_collective`)."""
+    if not ctx.config.stacks:
+        return False
+    ask_stacks(ctx, (rank,))
+    return left_collective(ctx, rank)
+
+
 def stale_reading(ctx: Context, rank: int) -> bool:
     """Whether ``rank``'s record carries a progress reading its publisher could not refresh: older than three
     sampling intervals (the publisher reads itself past two), so its sampler was held up.
@@ -236,6 +246,37 @@ def stale_reading(ctx: Context, rank: int) -> bool:
     """
     age = ctx.read_age(rank)
     return age is not None and age > 3 * ctx.config.sample_interval_s
+
+
+def ask_stacks(ctx: Context, ranks: tuple[int, ...]) -> None:
+    """Ask these ranks for their stack, once per place they are stuck at (their progress so far)."""
+    state = ctx.state
+    for rank in ranks:
+        rec = ctx.record(rank)
+        where = "?" if rec is None else (
+            sum(p.completed for p in rec.groups.values()) + sum(c.completed for c in rec.p2p))
+        stuck_at = f"{format_ranks(ranks)}@{where}"
+        asked = state.stack_asked.get(rank)
+        if asked is None or asked[1] != stuck_at:
+            state.stack_gen += 1
+            state.stack_asked[rank] = (state.stack_gen, stuck_at)
+            ctx.requests.stacks[rank] = state.stack_gen
+
+
+def left_collective(ctx: Context, rank: int) -> bool:
+    """Whether ``rank``'s main thread, in the stack it sent when asked at the place it is stuck at, is in no
+    ``torch.distributed`` call: it has left the collective its record shows unfinished.
+
+    gloo's Flight Recorder marks a synchronous collective completed from a worker thread after the caller has
+    returned; on a loaded host that can lag for seconds (seen in CI: a late rank asleep in its data loading,
+    its previous all_reduce shown unfinished with fresh readings, so the group looked stuck in a collective
+    every member entered and two of three completed: a transport hang, W104, in place of the late rank). A rank
+    really stuck inside it waits in that call (its stack is in distributed_c10d), and stays so."""
+    asked = ctx.state.stack_asked.get(rank)
+    stack = ctx.snapshot.stacks.get(rank)
+    if asked is None or stack is None or stack.gen < asked[0] or not stack.frames:
+        return False
+    return not any("torch/distributed/" in frame.file.replace("\\", "/") for frame in stack.frames)
 
 
 def settle_completions(

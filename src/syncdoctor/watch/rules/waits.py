@@ -39,7 +39,7 @@ from syncdoctor.watch.rules.context import (
     ranks_text,
     who_list,
 )
-from syncdoctor.watch.rules.edges import Graph, channel_waits, group_waits, seen_before
+from syncdoctor.watch.rules.edges import Graph, ask_stacks, channel_waits, group_waits, seen_before
 from syncdoctor.watch.snapshot import Incident
 from syncdoctor.watch.waitgraph import Root, Wait, analyse, describe_chain
 
@@ -157,7 +157,7 @@ def _late(ctx: Context, graph: Graph, root: Root, late: tuple[int, ...], chain: 
                 incident = open_key
             break
     if config.stacks:
-        _ask_stacks(ctx, late)
+        ask_stacks(ctx, late)
     seen = seen_before(ctx, graph, late)  # after the reset above
     if any(ctx.silent(r) for r in late):
         return []  # it may be dead: the dead-rank rule decides after dead_after_s
@@ -449,7 +449,7 @@ def _cycle(ctx: Context, graph: Graph, root: Root) -> list[Condition]:
         )
     incident = key("W103", "deadlock", named.op.group, named.op.seq)
     if ctx.config.stacks and waited >= ctx.config.suspect_s:
-        _ask_stacks(ctx, culprits)
+        ask_stacks(ctx, culprits)
     detail: dict[str, Any] = {"chain": chain, "cycle": format_ranks(members), "hops": _hops(root)}
     where = {str(r): s.summary() for r in culprits if (s := ctx.snapshot.stacks.get(r)) is not None and s.where}
     if where:
@@ -482,21 +482,6 @@ def _finished(ctx: Context, incident: Incident) -> bool:
         return rec is not None and any(c.group == incident.group and c.peer == peer and c.kind == kind
                                        and c.completed >= incident.seq for c in rec.p2p)
     return ctx.any_completed(incident.group, incident.seq)
-
-
-def _ask_stacks(ctx: Context, ranks: tuple[int, ...]) -> None:
-    """Ask these root ranks for their stack, once per place they are stuck at (their progress so far)."""
-    state = ctx.state
-    for rank in ranks:
-        rec = ctx.record(rank)
-        where = "?" if rec is None else (
-            sum(p.completed for p in rec.groups.values()) + sum(c.completed for c in rec.p2p))
-        stuck_at = f"{format_ranks(ranks)}@{where}"
-        asked = state.stack_asked.get(rank)
-        if asked is None or asked[1] != stuck_at:
-            state.stack_gen += 1
-            state.stack_asked[rank] = (state.stack_gen, stuck_at)
-            ctx.requests.stacks[rank] = state.stack_gen
 
 
 def _attach_chain(cond: Condition, roots: list[Root]) -> None:
