@@ -68,6 +68,9 @@ GPU_COMM_TIMEOUT = (r"\bDeepEP\b[^\n]{0,80}\btimeout(?: for\b| \(|[,:]|\s*$)|\br
 # a library's assertion macro that failed (ggml's ``GGML_ASSERT: ggml-backend.c:226: offset + size <= …``)
 ASSERT_MACRO = r"\b[A-Z][A-Z0-9]{1,15}_ASSERT: "
 HOST_NETWORK_DOWN = r"now running without any active interface|link status definitely down"
+# a shell that did not find a program: bash's ``bash: orted: command not found`` (a launcher's remote shell), dash's
+# ``/bin/sh: 1: torchrun: not found``
+SHELL_NOT_FOUND = r": command not found\b|\bsh: (?:line )?\d{1,6}: [^:\n]{1,200}: not found\b"
 CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port"
 _ERROR = re.compile(
     r"(?:\b(?:[A-Z]\w*(?:Error|Exception)|Exception occurred|error|ERROR|Error|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Ff]ailure|[Aa]borted|"
@@ -97,10 +100,8 @@ _ERROR = re.compile(
     # a multi-line exception's message on its own line (Accelerate's ``Cannot apply desired operation due to shape
     # mismatches.`` below ``DistributedOperationException:``)
     r"|\bdue to shape mismatch(?:es)?\b"
-    # a shell that did not find a program (``bash: orted: command not found`` from a launcher's remote shell)
-    r"|: command not found\b"
-    # (dash's words for it: ``/bin/sh: 1: torchrun: not found``)
-    r"|\bsh: (?:line )?\d{1,6}: [^:\n]{1,200}: not found\b"
+    # a shell that did not find a program
+    r"|" + SHELL_NOT_FOUND +
     # a spawned child that ran the script's top level again (no ``if __name__ == '__main__':``): the message's own
     # line under its bare ``RuntimeError:``
     r"|\bfinished its bootstrapping phase\b"

@@ -25,6 +25,7 @@ from syncdoctor.analyze.parsers.generic import (
     HOST_NETWORK_DOWN,
     NIC_FINDINGS,
     NO_PROGRESS,
+    SHELL_NOT_FOUND,
 )
 
 __all__ = ["DEVICE_ASSERT", "TORCHRUN_VARIABLES", "Reading", "read_as", "strongest"]
@@ -476,7 +477,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # found on a remote node, is read by rules.setup)
     (Category.UNRECOGNISED, "a program the shell did not find (not installed where the command ran, or not on its "
      "PATH: sudo and non-interactive shells set their own)",
-     re.compile(r": command not found\b|\bsh: (?:line )?\d{1,6}: [^:\n]{1,200}: not found\b")),
+     re.compile(SHELL_NOT_FOUND)),
     # a disk or file system without room where a process writes (a checkpoint's torch.save, a cache, logs: ``OSError:
     # [Errno 28] No space left on device``); /dev/shm's is shared memory's, read above
     (Category.UNRECOGNISED, "a disk or file system without room (or over its quota) where the process wrote: a "
