@@ -690,33 +690,54 @@ def test_a_collective_stuck_on_a_rank_that_moved_on_is_still_a_hang() -> None:
     assert not [e for e in events if e.code == "W101"]
 
 
+def _recorder_lags(where: tuple[Frame, ...]) -> list[Event]:
+    """Three ranks: ranks 0 and 1 completed all_reduce #20 and wait in #21; rank 2's fresh readings still show #20
+    unfinished. Each rank asked for its stack answers with ``where`` below ``main``."""
+    job = Job(world=3)
+    job.all_done(19)
+    job.enter([0, 1, 2], 20)
+    job.tick(0.2)
+    for r in (0, 1):
+        fr = job.ranks[r]
+        fr.completed = 20
+        fr.entered, fr.stalled, fr.sig, fr.quiet = 21, 0.0, AR, 0.0
+    job.ranks[2].read_age = 0.01  # fresh readings: the recorder, not the sampler, lags
+    events: list[Event] = []
+    for _ in range(6):
+        events += job.tick()
+        for rank, gen in job.requested.items():
+            frames = (Frame("/job/train.py", 10, "main"), *where)
+            job.stacks[rank] = StackReport(rank, gen, frames, frames[1])
+    assert job.requested, "the rank behind was never asked for its stack"
+    return events
+
+
 def test_a_late_rank_whose_recorder_lags_behind_its_return_is_late_not_a_transport_hang() -> None:
     """Seen in CI (3 local gloo ranks on a loaded host): rank 2 returned from all_reduce #20 and slept in its data
     loading; its Flight Recorder still showed #20 unfinished, with fresh readings, while ranks 0 and 1 completed it
     and waited in #21. Counted as it stood, #20 was entered by all and completed by two: a transport hang (W104)
     naming no rank. The stack it sends when asked shows it outside any collective: late for #21, named."""
-
-    def play(where: Frame) -> list[Event]:
-        job = Job(world=3)
-        job.all_done(19)
-        job.enter([0, 1, 2], 20)
-        job.tick(0.2)
-        for r in (0, 1):
-            fr = job.ranks[r]
-            fr.completed = 20
-            fr.entered, fr.stalled, fr.sig, fr.quiet = 21, 0.0, AR, 0.0
-        job.ranks[2].read_age = 0.01  # fresh readings: the recorder, not the sampler, lags
-        events: list[Event] = []
-        for _ in range(6):
-            events += job.tick()
-            for rank, gen in job.requested.items():
-                frames = (Frame("/job/train.py", 10, "main"), where)
-                job.stacks[rank] = StackReport(rank, gen, frames, frames[-1])
-        return events
-
-    asleep = play(Frame("/job/train.py", 41, "load_batch"))
+    asleep = _recorder_lags((Frame("/job/train.py", 41, "load_batch"),))
     assert [(e.code, e.ranks) for e in asleep] == [("W101", (2,))], [e.title for e in asleep]
     assert "#21" in asleep[0].title, asleep[0].title
     # really stuck inside #20 (its last part never arrived): its stack is in the collective, the hang stands
-    inside = play(C10D_FRAME)
+    inside = _recorder_lags((Frame("/job/train.py", 41, "reduce_metric"), C10D_FRAME))
     assert [(e.code, e.ranks) for e in inside] == [("W104", ())], [e.title for e in inside]
+
+
+@pytest.mark.parametrize("frame", [
+    # DDP launches and waits on its bucket all_reduce from C++ inside backward(): no torch.distributed frame
+    Frame("/venv/lib/python3.11/site-packages/torch/autograd/graph.py", 825, "_engine_run_backward"),
+    # and in its forward (buffers broadcast, the previous iteration's unused-parameter bookkeeping)
+    Frame("/venv/lib/python3.11/site-packages/torch/nn/parallel/distributed.py", 1633, "forward"),
+    # a library waiting on the work handle it keeps (DeepSpeed ZeRO-3's all_gather handle)
+    Frame("/venv/lib/python3.11/site-packages/deepspeed/runtime/zero/partition_parameters.py", 780, "wait"),
+    # a CUDA synchronisation behind a collective on the stream (Windows paths too)
+    Frame("C:\\venv\\Lib\\site-packages\\torch\\cuda\\__init__.py", 954, "synchronize"),
+])
+def test_a_rank_waiting_in_a_collective_without_a_c10d_frame_is_not_counted_as_having_left(frame: Frame) -> None:
+    """A rank behind a collective a peer completed whose main thread waits on it from a place with no
+    torch.distributed frame of Python (DDP's backward, a library's work handle, a CUDA synchronisation) has not
+    left it: the hang stands (W104), it is not named late for the next collective."""
+    events = _recorder_lags((Frame("/job/train.py", 60, "train_step"), frame))
+    assert [(e.code, e.ranks) for e in events] == [("W104", ())], [e.title for e in events]

@@ -263,20 +263,39 @@ def ask_stacks(ctx: Context, ranks: tuple[int, ...]) -> None:
             ctx.requests.stacks[rank] = state.stack_gen
 
 
+# Where a main thread may be waiting on a collective without a ``torch.distributed`` frame of Python on its stack:
+# DDP's reducer launches and waits on its bucket all_reduce from C++ inside ``backward()`` (autograd) and its
+# forward (``torch/nn/parallel``); a wait on a CUDA stream a collective holds (``torch/cuda``); libraries that
+# wait on the async work handles they keep (``handle.wait()`` from DeepSpeed's ZeRO, Megatron's grad buffers,
+# FairScale, Apex, Colossal-AI, TorchRec's sharded modules).
+MAY_WAIT_IN = (
+    "torch/distributed/", "torch/autograd/", "torch/nn/parallel/", "torch/cuda/", "/deepspeed/", "/megatron/",
+    "/fairscale/", "/apex/", "/colossalai/", "/torchrec/distributed/",
+)
+
+
+def may_wait_in_collective(file: str) -> bool:
+    """Whether a frame of ``file`` may hold its thread waiting in a collective (:data:`MAY_WAIT_IN`)."""
+    path = file.replace("\\", "/")
+    return any(part in path for part in MAY_WAIT_IN)
+
+
 def left_collective(ctx: Context, rank: int) -> bool:
     """Whether ``rank``'s main thread, in the stack it sent when asked at the place it is stuck at, is in no
-    ``torch.distributed`` call: it has left the collective its record shows unfinished.
+    call that may wait on a collective (:func:`may_wait_in_collective`: ``torch.distributed``, DDP's backward,
+    a CUDA synchronisation, a library's work handle): it has left the collective its record shows unfinished.
 
     gloo's Flight Recorder marks a synchronous collective completed from a worker thread after the caller has
     returned; on a loaded host that can lag for seconds (seen in CI: a late rank asleep in its data loading,
     its previous all_reduce shown unfinished with fresh readings, so the group looked stuck in a collective
     every member entered and two of three completed: a transport hang, W104, in place of the late rank). A rank
-    really stuck inside it waits in that call (its stack is in distributed_c10d), and stays so."""
+    really stuck inside it waits in that call (its stack is in distributed_c10d, or in ``backward()`` where DDP
+    waits on its buckets from C++), and stays so."""
     asked = ctx.state.stack_asked.get(rank)
     stack = ctx.snapshot.stacks.get(rank)
     if asked is None or stack is None or stack.gen < asked[0] or not stack.frames:
         return False
-    return not any("torch/distributed/" in frame.file.replace("\\", "/") for frame in stack.frames)
+    return not any(may_wait_in_collective(frame.file) for frame in stack.frames)
 
 
 def settle_completions(
