@@ -190,6 +190,32 @@ def test_meter_on_a_busy_loop_that_shares_its_core() -> None:
     assert kind == "spinning", out.stdout
 
 
+def test_meter_reads_its_proc_files_afresh_through_one_descriptor_each_and_leaves_out_the_unreadable(
+        tmp_path: Path) -> None:
+    meter = ActivityMeter()
+    meter.sample(0.0)
+    first = meter.samples[-1]
+    if first.io_bytes is None or first.runq_s is None:
+        pytest.fail("this host's /proc has the main thread's io and schedstat (the meter's sources)")
+    fds = dict(meter._fds)
+    assert len(fds) == 2
+    (tmp_path / "blob").write_bytes(b"x" * 100_000)  # the main thread writes: its wchar grows
+    meter.sample(1.0)
+    assert meter._fds == fds  # the same descriptors, read again from their start
+    assert meter.samples[-1].io_bytes is not None and meter.samples[-1].io_bytes >= first.io_bytes + 100_000
+    meter.close()
+    assert not meter._fds
+    meter.sample(2.0)
+    assert len(meter._fds) == 2  # opened again
+    meter.close()
+    gone = ActivityMeter()
+    gone._io_path = str(tmp_path / "no-such-io")
+    gone._sched_path = str(tmp_path / "no-such-schedstat")
+    gone.sample(0.0)
+    assert gone.samples[-1].io_bytes is None and gone.samples[-1].runq_s is None
+    assert gone._io_path is None and gone._sched_path is None and not gone._fds  # not tried again
+
+
 def test_meter_since_only_looks_at_what_came_after() -> None:
     meter = ActivityMeter()
     for i in range(4):

@@ -171,6 +171,7 @@ class Watcher:
             with contextlib.suppress(Exception):
                 undo()
         self._undo.clear()
+        self.activity.close()
         if self.source is not None:
             with contextlib.suppress(Exception):
                 self.source.close()
