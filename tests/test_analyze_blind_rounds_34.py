@@ -197,3 +197,32 @@ def test_a_model_placed_where_its_wrapper_cannot_take_it_is_the_setup(tmp_path: 
 def test_negative_a_flatten_that_failed_for_memory_is_not_the_placement(tmp_path: Path) -> None:
     line = "torch.OutOfMemoryError: CUDA out of memory while trying to flatten tensors of rank 0\n"
     assert _top(tmp_path, line).category is Category.RANK_OUT_OF_MEMORY
+
+
+# real: huawei-noah/Efficient-Computing#90 (r138), Windows gloo; torch's own words for an operation gloo lacks
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Function argument device_ids not supported for the selected backend gloo",
+    "RuntimeError: ProcessGroupGloo does not support reduce_scatter",
+    "RuntimeError: Backend nccl does not support allgather_coalesced",
+])
+def test_an_argument_or_operation_the_backend_does_not_take_is_the_setup(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "a configuration the program refused" in top.title, top.title
+
+
+def test_negative_a_backend_that_does_not_support_a_dtype_as_it_ran_is_not_caught_by_the_backend_words(
+        tmp_path: Path) -> None:
+    # a tensor type refused as the program ran ('... does not support ...' of an op, not of a backend): the crash
+    paste = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+             "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'\n")
+    assert "a configuration the program refused" not in _top(tmp_path, paste).title
+
+
+def test_a_backends_refusal_above_the_launchers_record_is_the_workers_own_error(tmp_path: Path) -> None:
+    # (the backend's name in the words is no communication failure: the worker's own error, the record's cause)
+    paste = ("RuntimeError: Function argument device_ids not supported for the selected backend gloo\n"
+             "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 23812) of "
+             "binary: E:\\Conda\\envs\\GoldYolo\\python.exe\n")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.UNRECOGNISED and "local rank 0 (pid 23812) died" in top.title, top.title
+    assert "a configuration the program refused" in top.title, top.title

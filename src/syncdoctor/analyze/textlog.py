@@ -83,6 +83,13 @@ _BAR_GLUED = re.compile(rb"(?:/s|s/it)(?:, [^\]\[\n]{0,200})?\](?=" + _AFTER_BAR
 # v_num=q5e6, train/loss=8.820, train/latenRuntimeError: Expected to have finished reduction``): the exception's class
 # starts another line
 _BAR_CUT = re.compile(rb"(?:/s|s/it), [^\n\]\[]{0,400}?(?<=[\w=.,\-])(?=[A-Z]\w{0,60}(?:Error|Exception): )")
+# a Python traceback flattened onto one line (an issue's text outside a code block loses its line ends: ``Traceback
+# (most recent call last):   File "/kaggle/working/train.py", line 1198, in main     x = unet.config.in_channels …
+# AttributeError: 'DistributedDataParallel' object has no attribute 'config' Traceback (most recent call last): …``):
+# each exception's line and each traceback are cut apart, so the exception is read as one
+_FLAT_TRACEBACK = re.compile(rb'Traceback \(most recent call last\): +File "')
+_FLAT_CUTS = re.compile(rb"(?<=\S) +(?=Traceback \(most recent call last\):)"
+                        rb"|(?<=[\w)\]\"'>]) +(?=(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,60}(?:Error|Exception|Interrupt)\w{0,30}: )")
 _WRITER = re.compile(rb"[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10}$")
 _RANK = re.compile(rb"\[rank\d{1,6}\]:")
 _RUN_MIN = 100  # bytes: a shorter line is one line
@@ -117,6 +124,8 @@ def _runs_together(raw: bytes) -> bool:
     first = raw.find(b"[rank")
     if first >= 0 and raw.find(b" [rank", first + 5) >= 0:
         return True
+    if b"Traceback (most recent call last): " in raw and _FLAT_TRACEBACK.search(raw) is not None:
+        return True
     return (b"/s" in raw or b"s/it" in raw) and (_BAR_GLUED.search(raw) is not None or _BAR_CUT.search(raw) is not None)
 
 
@@ -129,7 +138,8 @@ def _apart(raw: bytes) -> list[bytes]:
     # cuts wherever it is
     cuts = sorted({m.start() for m in _RUN_TOGETHER.finditer(raw) if m.start() >= keep and not (
         m["bare"] is not None and _WRITER.search(raw, max(0, m.start() - 280), m.start()))} |
-                  {m.end() for m in _BAR_GLUED.finditer(raw)} | {m.end() for m in _BAR_CUT.finditer(raw)})
+                  {m.end() for m in _BAR_GLUED.finditer(raw)} | {m.end() for m in _BAR_CUT.finditer(raw)} |
+                  ({m.start() for m in _FLAT_CUTS.finditer(raw)} if _FLAT_TRACEBACK.search(raw) else set()))
     if not cuts:
         return [raw]
     return [raw[a:b].strip(b" ") for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]

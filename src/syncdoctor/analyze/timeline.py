@@ -79,8 +79,17 @@ def is_comm_exception(event: Event) -> bool:
     if event.data.get("explained"):
         return True
     text = f"{event.data.get('type', '')}: {event.data.get('message', '')}"
+    if _BACKEND_REFUSAL.search(text):
+        return False  # (the backend's name in a refusal of the program's call: its own error, nothing failed between)
     return (any(word in text for word in COMM_ERROR_WORDS) or _MPI_COMM_CALL.search(text) is not None
             or _GPU_COMM_WAIT.search(text) is not None)
+
+
+# a call the job's backend refuses, naming the backend (``Function argument device_ids not supported for the selected
+# backend gloo``, ``ProcessGroupGloo does not support reduce_scatter``): the process's own error, not a report of a
+# communication that failed
+_BACKEND_REFUSAL = re.compile(r"not supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+) does not "
+                              r"support \w")
 
 
 # the readings of a line that say what failed there, beside the exception the same line raises (``RuntimeError: The

@@ -252,6 +252,10 @@ class TracebackFollower:
         if found is None and self.frames and (ending := _ENDING_EXCEPTION.match(body.strip())) \
                 and ("." in ending["type"] or ending["msg"] is not None):  # (a shell's ``Killed`` alone is no class)
             found = (ending["type"], ending["msg"] or "")
+        if found and not found[1] and found[0].endswith("AssertionError") and self.sources \
+                and self.sources[-1].startswith("assert "):
+            # a bare assertion says what failed in its source line only (``assert num_gpu <= get_num_devices()``)
+            found = (found[0], self.sources[-1])
         # (not the launcher's own traceback; a headless one's exception is read by ``headless``; a dump raises none)
         if found and not found[0].endswith("ChildFailedError") and not self.headless and not self.dump:
             self.events = _exception_events(line, found[0], found[1], self.frames)

@@ -24,7 +24,11 @@ CONTINUATION_LINES = 6  # an exception's message goes on for a few lines after i
 
 # an exception's own line pasted without the traceback above it, read as an error line (``NotImplementedError: Using RTX
 # 3090 …``): its class a word ending in Error or Exception
-_EXCEPTION_LINE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S")
+_EXCEPTION_LINE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S"
+                             # argparse's refusal of the command line, before its exit with code 2 (``train.py: error:
+                             # unrecognized arguments: --local-rank=0``)
+                             r"|[\w.\-]{1,80}: error: (?:unrecognized arguments|the following arguments are required|"
+                             r"argument [\w\-/]{1,80}: )")
 
 
 def unprefixed_exception(tl: Timeline, report: Event, *, exception_lines: bool = False) -> Event | None:

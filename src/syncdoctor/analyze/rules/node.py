@@ -856,7 +856,9 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
             # distributed-llama's ``Assertion `d % nSlices == 0' failed.``, two to the power of n nodes only)
             own = events[0]
     said = str(own.data.get("message") or own.text).strip() if own is not None else ""
-    reading = read_as(said) if said else None
+    # (read with its exception's type, whose name may be the words: ``ModuleNotFoundError: No module named 'x'``)
+    typed = f"{own.data['type']}: {said}" if own is not None and own.data.get("type") and own.data.get("message") else said
+    reading = read_as(typed) if said else None
     if reading is not None and reading.cause:
         # the worker's own error, printed without its rank (or its traceback) above the launcher's record, names a cause
         category = reading.category

@@ -78,7 +78,11 @@ _SETUP_CHECK = re.compile(
     r"|\b(?:world|tensor|pipeline|data|expert)[_ ](?:parallel[_ ])?size\b[^\n]{0,60}\b(?:must|should|is not)\b"
     # a failed assertion or check whose expression is the job's shape (DeepEP's ``Assertion error …/deep_ep.cpp:32
     # 'num_ranks > NUM_MAX_NVL_PEERS or low_latency_mode'``: its normal kernels need eight GPUs a node)
-    r"|\b(?:Assertion(?:Error| error)?|Check failed)\b[^\n]{0,200}?\b(?:num_ranks|world_size|num_nodes|num_gpus|nproc_per_node"
+    # (and YOLOX's bare ``assert num_gpu <= get_num_devices()``, read with its source line: more GPUs asked for than seen)
+    # (DALI's reader given its shard of the data: ``Assert on "num_shards_ > shard_id_" failed``: shard_id = rank and
+    # num_shards = world size)
+    r"|\b(?:Assertion(?:Error| error)?|Check failed|Assert on)\b[^\n]{0,200}?\b(?:num_ranks|world_size|num_nodes|num_gpus?"
+    r"|nproc_per_node|(?:get_)?num_devices|device_count|gpu_count|num_shards_?|shard_id_?"
     r"|(?:tp|pp|dp|ep|cp)_size"
     # (distributed-llama's nodes as slices of every layer: ``Assertion `d % nSlices == 0' failed.``: two to the power
     # of n nodes only)
@@ -453,7 +457,24 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bTo use [^\n,]{1,60}, please use [\w.`']+ instead\b"
                 # a process group's backend named as torch does not know it (``AssertionError: Unknown c10d backend type
                 # CUDA:NCCL`` from a device-qualified backend string, ``ValueError: Invalid backend: 'ncll'``)
-                r"|\bUnknown c10d backend type\b|\bInvalid backend: ['\"]?\w)")),
+                r"|\bUnknown c10d backend type\b|\bInvalid backend: ['\"]?\w"
+                # an argument or an operation the job's backend does not take (``Function argument device_ids not
+                # supported for the selected backend gloo`` from a barrier given GPUs on gloo, ``ProcessGroupGloo does
+                # not support reduce_scatter``, ``Backend nccl does not support allgather_coalesced``)
+                r"|\bnot supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+) does not support \w)")),
+    # argparse refusing the command line the launcher built: torch.distributed.launch passes ``--local-rank=N`` since
+    # PyTorch 2.0 (``--local_rank=N`` before), and a script that parses only the other spelling exits with code 2
+    # (``train.py: error: unrecognized arguments: --local-rank=0``)
+    (Category.UNRECOGNISED, "the script does not take the local-rank argument the launcher passes (torch.distributed."
+     "launch passes --local-rank= since PyTorch 2.0, --local_rank= before): accept both spellings, or launch with "
+     "torchrun and read LOCAL_RANK from the environment",
+     re.compile(r": error: unrecognized arguments: (?:\S+ )*--local[-_]rank\b")),
+    # argparse refusing the command line otherwise (an argument it does not take, one it requires, a value of the wrong
+    # type): the job's command, not a failure as it ran
+    (Category.UNRECOGNISED, "the program refused its command line (an argument it does not take, a required one "
+     "missing, or a value of the wrong type): the launch command or its script",
+     re.compile(r"(?:^|\s)[\w.\-]{1,80}: error: (?:unrecognized arguments: |the following arguments are required: |"
+                r"argument [\w\-/]{1,80}: (?:invalid \w+ value|expected \w+ argument|ambiguous option|not allowed with))")),
     # a module the program imports, not installed where it ran (``ModuleNotFoundError: No module named 'tensorflow'``
     # on a PyTorch-only install), or an operator the installed library does not have (TorchRec on an FBGEMM build
     # without it: ``RuntimeError: No such operator fbgemm::permute_pooled_embs_auto_grad``): the environment, not the
