@@ -25,7 +25,7 @@ def test_a_call_the_drivers_cuda_does_not_have_is_the_jobs_cuda_software_and_wha
     assert "not at fault" in top.title and "Upgrade the driver" in (top.fix or "")
     # the ordinal alone is still the launch asking for a GPU that is not there
     alone = diagnose_paste(tmp_path, paste.splitlines()[2]).hypotheses[0]
-    assert alone.category is Category.RANK_CRASHED and "invalid device ordinal" in alone.title
+    assert alone.category is Category.UNRECOGNISED and "invalid device ordinal" in alone.title  # (the launch)
 
 
 def test_cuda_software_that_does_not_fit_is_setup_and_a_nodes_own_state_the_gpus(tmp_path: Path) -> None:

@@ -171,10 +171,16 @@ def test_an_exception_written_over_a_cut_progress_bar_is_its_own_line(tmp_path: 
     assert top.category is Category.RANK_CRASHED and "DistributedDataParallel's reducer" in top.title, top.title
 
 
-def test_negative_a_bar_whose_postfix_names_an_error_metric_is_one_line(tmp_path: Path) -> None:
-    # (a metric's name with the word is quoted as an error line, as before; the bar is not cut before it)
+def test_negative_a_bar_whose_postfix_names_an_error_metric_is_no_error(tmp_path: Path) -> None:
+    # (a metric named after an error, with its value, is no error line: nothing to explain; the bar is not cut
+    # before it either)
     paste = "Epoch 1:  40%|####  | 4/10 [00:04<00:06,  1.00it/s, loss=0.3, MeanSquaredError=0.25]\n"
-    assert all("Epoch 1:" in h.title for h in diagnose_paste(tmp_path, paste).hypotheses)
+    assert not diagnose_paste(tmp_path, paste).hypotheses
+    paste = "step 300 | loss 2.31 | error=0.12 | val_error=0.2\n"
+    assert not diagnose_paste(tmp_path, paste).hypotheses
+    # (the words after the metric are still read)
+    killed = "Epoch 1:  40%|####  | 4/10 [00:04<00:06,  1.00it/s, MeanSquaredError=0.25] Killed\n"
+    assert _top(tmp_path, killed).category is Category.RANK_KILLED
 
 
 # real: huggingface/accelerate#940, axolotl-ai-cloud/axolotl#2250, bitsandbytes-foundation/bitsandbytes#1709 and #366

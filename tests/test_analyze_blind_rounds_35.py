@@ -109,3 +109,95 @@ def test_negative_a_line_that_names_a_traceback_without_frames_is_not_cut(tmp_pa
     paste = "WARNING worker 3 printed Traceback (most recent call last): see its log ValueError: x\n"
     hypotheses = diagnose_paste(tmp_path, paste).hypotheses
     assert all("ValueError: x" not in h.title or "WARNING worker 3" in h.title for h in hypotheses)
+
+
+# real: open-mmlab/mmaction2 (r80c, a held miss): the check's source file is in c10d's directory, the failure is DDP's
+# reducer in the program's own model
+def test_an_internal_assert_in_a_c10d_source_file_is_the_processs_own_error(tmp_path: Path) -> None:
+    paste = ('RuntimeError: replicas_[0].size() == rebuilt_param_indices_.size() INTERNAL ASSERT FAILED at '
+             '"/pytorch/torch/csrc/distributed/c10d/reducer.cpp":1326, please report a bug to PyTorch. rebuilt '
+             'parameter indices size is not same as original model parameters size.2 versus 3\n')
+    top = _top(tmp_path, paste)
+    assert top.category is Category.RANK_CRASHED and "failed with an error of its own" in top.title, top.title
+
+
+def test_negative_nccls_error_with_its_source_file_is_still_the_communication(tmp_path: Path) -> None:
+    paste = ("RuntimeError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, "
+             "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1\n")
+    assert "an error of its own" not in _top(tmp_path, paste).title
+
+
+# real: meta-llama/llama#806, #415, #1017 (r140): a checkpoint saved for another number of processes
+@pytest.mark.parametrize("line", [
+    "AssertionError: Loading a checkpoint for MP=8 but world size is 1",
+    "AssertionError: Loading a checkpoint for MP=2 but world size is 8",
+])
+def test_a_checkpoint_for_another_world_size_is_the_setup(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title, top.title
+
+
+# real: THUDM/Chinese-Transformer-XL#17 (r140, the line alone, no error word), BiSeNet#70 (a held case)
+@pytest.mark.parametrize("line", [
+    "DeepSpeed backend not set, please initialize it using init_process_group()",
+    "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
+])
+def test_a_distributed_call_before_the_process_group_is_the_setup(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "before the process group was set up" in top.title, top.title
+
+
+# real: deepspeedai/DeepSpeed#3669 (r140)
+def test_a_hostfile_the_launcher_cannot_read_is_the_setup(tmp_path: Path) -> None:
+    top = _top(tmp_path, "ValueError: Hostfile contains a bad entry: {line}, unable to proceed with launching\n")
+    assert top.category is Category.UNRECOGNISED and "a configuration the program refused" in top.title, top.title
+
+
+def test_negative_deepspeeds_note_that_it_found_no_hostfile_is_no_failure(tmp_path: Path) -> None:
+    # (a warning: it goes on with the local GPUs)
+    paste = "[WARNING] [runner.py:202:fetch_hostfile] Unable to find hostfile, will proceed with training with local resources only.\n"
+    assert not diagnose_paste(tmp_path, paste).hypotheses
+
+
+_ORDINAL_TRACEBACK = ("Traceback (most recent call last):\n"
+                      '  File "train_gpt.py", line 402, in <module>\n'
+                      "    {code}\n"
+                      '  File "/usr/lib/python3/dist-packages/torch/cuda/__init__.py", line 476, in set_device\n'
+                      "    torch._C._cuda_setDevice(device)\n"
+                      "RuntimeError: CUDA error: invalid device ordinal\n")
+
+
+# real: KellerJordan/modded-nanogpt#61, cfzd/Ultra-Fast-Lane-Detection#193 (relabelled A028), meituan/YOLOv6#342
+def test_an_invalid_device_ordinal_from_the_local_ranks_gpu_is_the_launch(tmp_path: Path) -> None:
+    top = _top(tmp_path, _ORDINAL_TRACEBACK.format(code="torch.cuda.set_device(local_rank)"))
+    assert top.category is Category.UNRECOGNISED and "the launch starts more processes per node" in top.title, top.title
+    # the error line alone: the launch too, most often (both causes told)
+    top = _top(tmp_path, "RuntimeError: CUDA error: invalid device ordinal\n")
+    assert top.category is Category.UNRECOGNISED and "or a device index from the global rank" in top.title, top.title
+
+
+# real: ultralytics/yolov5#820 (torch 1.7's broadcast_object_list placed its tensor on cuda:<global rank>)
+def test_negative_an_invalid_device_ordinal_from_a_library_call_is_that_processs_error(tmp_path: Path) -> None:
+    paste = _ORDINAL_TRACEBACK.format(code="dist.broadcast_object_list(broadcast_list, 0)").replace(
+        "/usr/lib/python3/dist-packages/torch/cuda/__init__.py", "/usr/lib/python3/dist-packages/torch/distributed/"
+        "distributed_c10d.py")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.RANK_CRASHED and "invalid device ordinal" in top.title, top.title
+
+
+# real: NVIDIA/Megatron-LM#1006 (r141): the line cut after its source location
+def test_gloos_connect_full_mesh_cut_before_its_reason_is_still_a_connection_that_failed(tmp_path: Path) -> None:
+    paste = ("[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with "
+             "[/opt/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144]\n")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.PEER_UNREACHABLE and "the reason is not in the inputs" in top.title, top.title
+
+
+# real: huggingface/accelerate#1943, maidalun1020/BCEmbedding#66 (r141)
+@pytest.mark.parametrize("line", [
+    'Exception("Could not find the transformer layer class to wrap in the model.")',
+    "Exception: Could not find the transformer layer class LlamaDecoderLayer in the model.",
+])
+def test_fsdps_auto_wrap_naming_a_class_the_model_lacks_is_the_configuration(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "FSDP's auto-wrap policy" in top.title, top.title

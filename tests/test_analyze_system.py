@@ -306,10 +306,10 @@ OSError: host not found: Name or service not known
 @pytest.mark.parametrize("line", ["RuntimeError: CUDA error: invalid device ordinal",
                                   "gpu2:777:777 [0] NCCL WARN Cuda failure 'invalid device ordinal'"])
 def test_invalid_device_ordinal_is_the_device_assignment(tmp_path: Path, line: str) -> None:
-    # the process failed at start-up (A003, as the blind labels of three real cases have it), its device
-    # assignment the cause; not the GPU's fault, and no two ranks on one GPU
+    # the device assignment, most often the launch's (more processes than visible GPUs: A028, as the labels of such
+    # pastes have it since 2026-12-06); not the GPU's fault, and no two ranks on one GPU
     hypothesis = top(diagnose(tmp_path, line))
-    assert hypothesis.category is Category.RANK_CRASHED and "does not exist" in hypothesis.title
+    assert hypothesis.category is Category.UNRECOGNISED and "does not exist" in hypothesis.title
     assert Category.GPU_ERROR not in {h.category for h in diagnose(tmp_path, line).hypotheses}
 
 

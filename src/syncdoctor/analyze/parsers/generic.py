@@ -409,9 +409,16 @@ _GLOG_ERROR = re.compile(
 )
 
 
+# a metric named after an error, with its value (a progress bar's postfix ``MeanSquaredError=0.25``, a logged
+# ``error=0.12``): no error of the program's; the words after it are still looked at
+_METRIC_VALUE = re.compile(r"=\s?[-+]?(?:\d|nan\b|inf\b)", re.I)
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     match = _ERROR.search(body)
+    while match is not None and _METRIC_VALUE.match(body, match.end()):
+        match = _ERROR.search(body, match.end())
     glog = None if match else _GLOG_ERROR.search(body)
     hang = _HANG.search(body)  # (stands even where the line says it keeps retrying)
     if hang is None and match is None and glog is None and line.severity in ("error", "fatal") and body.strip() \

@@ -233,7 +233,13 @@ class MeshFollower:
 
     def finish(self) -> list[Event]:
         joined = replace(self.head, body=" ".join([self.head.body.rstrip(), *self.rest]))
-        return [e for e in parse(joined) if e.kind is Kind.GLOO_CONNECT_FAILED]
+        events = [e for e in parse(joined) if e.kind is Kind.GLOO_CONNECT_FAILED]
+        if not events and not self.rest:
+            # (the paste ends the line after its source location, or nothing indented follows: gloo could not connect
+            # its processes all the same, why is not in the inputs)
+            events = [make_event(Kind.GLOO_CONNECT_FAILED, self.head, data={
+                "error": "the reason is not in the inputs", "final": True, "cut": True})]
+        return events
 
 
 @dataclass

@@ -117,9 +117,17 @@ def _bytes(size: str) -> int:
     return int(value * scale.get(letter, 1))
 
 
-def _exception_events(line: Line, exc_type: str, message: str, frames: list[tuple[str, str]]) -> list[Event]:
+def _exception_events(line: Line, exc_type: str, message: str, frames: list[tuple[str, str]],
+                      sources: list[str] | None = None) -> list[Event]:
     short = exc_type.rsplit(".", 1)[-1]
     data: dict[str, object] = {"type": exc_type, "message": clip(message, 300)}
+    if sources and len(sources) == len(frames):
+        # the program's own code line nearest the error, where pasted: the call into the library that raised
+        # (``torch.cuda.set_device(local_rank)``)
+        code = next((code for (path, _), code in zip(reversed(frames), reversed(sources), strict=True)
+                     if code and not _is_library(path)), "")
+        if code:
+            data["code_line"] = code
     if frames:
         data["frames"] = [text for _, text in frames[-4:]]
         data["where"] = frames[-1][1]
@@ -258,7 +266,7 @@ class TracebackFollower:
             found = (found[0], self.sources[-1])
         # (not the launcher's own traceback; a headless one's exception is read by ``headless``; a dump raises none)
         if found and not found[0].endswith("ChildFailedError") and not self.headless and not self.dump:
-            self.events = _exception_events(line, found[0], found[1], self.frames)
+            self.events = _exception_events(line, found[0], found[1], self.frames, self.sources)
             told = _DCP_RANK.search(self.head.body)
             if told is not None:  # a failed rank's traceback in a distributed checkpoint's report: that rank's error
                 self.events = [replace(e, origin=Origin(rank=int(told["rank"])), data={

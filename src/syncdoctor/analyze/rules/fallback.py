@@ -103,7 +103,7 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
         return []
     frames = " ".join(str(f) for f in first.data.get("frames") or ())
     if "elastic/" in frames or first.data.get("launcher") or _LIBRARY_WAIT.search(frames) or \
-            _PLUMBING.search(str(first.data.get("message"))):
+            _PLUMBING.search(_SOURCE_PATH.sub("", str(first.data.get("message")))):
         return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
     raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
     return _its_own_failure(
@@ -162,6 +162,9 @@ def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
 
 
 # a message about the job's plumbing: a communication library's own error, a launcher's variable not set
+# the source file a check names (``INTERNAL ASSERT FAILED at "/pytorch/torch/csrc/distributed/c10d/reducer.cpp":1326``):
+# where the check is, not what failed (DDP's reducer in c10d's directory is the program's model, not the plumbing)
+_SOURCE_PATH = re.compile(r"[\w.\-]*(?:/[\w.\-]+)+\.(?:cpp|cc|cxx|cu|hpp|h|py)\b")
 _PLUMBING = re.compile(r"Rendezvous|\blibuv\b|TCPStore|\bc10d\b|process group|\b(?:one)?CCL\b|\bNCCL\b|\bgloo\b|\bHCCL\b|\bMPI\b|"
                        r"^'(?:" + "|".join(TORCHRUN_VARIABLES) + r")'$", re.I)
 # exceptions that are the job's plumbing, not the program's own failure

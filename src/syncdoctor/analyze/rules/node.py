@@ -300,6 +300,13 @@ def _hosts_of_gpus(tl: Timeline, events: list[Event]) -> tuple[str, ...]:
                          if e.origin.host and _bus(str(e.data.get("pci", ""))) in wanted}))
 
 
+# the device index a process took from its local rank (``torch.cuda.set_device(local_rank)``, ``args.local_rank``,
+# ``int(os.environ["LOCAL_RANK"])``, ``f"cuda:{local_rank}"``)
+_LOCAL_DEVICE = re.compile(r"(?:set_device|device|cuda)\b[^\n]{0,60}\blocal[_-]?rank\b|LOCAL_RANK", re.I)
+# the program choosing its GPU itself (``torch.cuda.set_device(device)``, ``model.cuda(gpu)``, ``.to(f"cuda:{i}")``)
+_SET_DEVICE = re.compile(r"\bset_device\(|\bcudaSetDevice\b|\.cuda\(|\.to\([^)]{0,40}cuda|\btorch\.device\(")
+
+
 def _bus(pci: str) -> str:
     """``0000:17:00`` of ``0000:17:00.0``, ``PCI:0000:17:00`` or ``00000000:17:00.0`` (domain, bus, device)."""
     found = re.search(r"([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})", pci)
@@ -329,12 +336,27 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
                 "same device, or a process of an earlier run still alive. The GPU itself is not at fault.")
     fix = ("Use torch.cuda.set_device(int(os.environ['LOCAL_RANK'])), start as many processes per node as it has "
            "GPUs (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES in the job's environment.")
-    # no such GPU: that process failed at start-up (A003), its device assignment the cause; several processes (on
-    # several hosts) that all did: the job's launch configuration, no one rank's failure (A028); a GPU another
-    # process holds in exclusive mode is two ranks on one GPU (A016)
+    # no such GPU: the device assignment is the cause, most often the launch's (A028; below, where one process's code
+    # line says otherwise); several processes (on several hosts) that all did: the job's launch configuration (A028);
+    # a GPU another process holds in exclusive mode is two ranks on one GPU (A016)
     busy = all("busy or unavailable" in str(e.data.get("message", "")) for e in events)
     several = len(where.ranks) > 1 or len(where.hosts) > 1 or len(
         {(e.origin.host, e.origin.pid) for e in events if e.origin.pid is not None}) > 1
+    # one process: by the program's code line that raised, where pasted. The GPU of its local rank
+    # (``torch.cuda.set_device(local_rank)``): the index is the launcher's, the launch starts more processes than the
+    # node shows GPUs (A028). A library call that chose the device itself (``dist.broadcast_object_list(…)`` placing
+    # its tensor on cuda:<global rank>): that library's or the program's error (A003). Otherwise (a ``set_device`` of
+    # another name, the error line alone) most often the launch too, as the labels of such pastes have it: A028
+    code = [str(e.data.get("code_line") or "") for e in events if e.data.get("code_line")]
+    if not several and not busy:
+        if any(_LOCAL_DEVICE.search(line) for line in code):
+            title = (f"the launch starts more processes per node than the GPUs they see: {where.text or 'a process'} "
+                     "asked for the GPU of its local rank, which does not exist there (invalid device ordinal)")
+            return [hypothesis(tl, Category.UNRECOGNISED, 0.85, title, where=where, what=what, fix=fix,
+                               evidence=evidence_of(events, "no such device", 6))]
+        if not code or any(_SET_DEVICE.search(line) for line in code):
+            return [hypothesis(tl, Category.UNRECOGNISED, 0.8, title, where=where, what=what, fix=fix,
+                               evidence=evidence_of(events, "no such device", 6))]
     if several and not busy:
         title = (f"the launch starts more processes than there are GPUs: {where.text or 'several processes'} asked for "
                  "GPUs that do not exist there (invalid device ordinal)")

@@ -66,6 +66,8 @@ _SETUP_CHECK = re.compile(
     r"|\bNo slot '?\d{1,4}'? specifi\w{0,4}ed on host\b"
     r"|\bis larger than the number of available GPUs\b|\bexceeds the total number of available GPUs\b"
     r"|\bNot enough resources to allocate\b|\bmust have an equal number of parameters\b"
+    # (a checkpoint saved for another number of processes: Llama's ``Loading a checkpoint for MP=2 but world size is 1``)
+    r"|\bbut (?:the )?world[_ ]size is \d"
     # nccl-tests asked for more GPUs than the node has (``Invalid number of GPUs: 16 requested but only 8 were found.``)
     r"|\bInvalid number of GPUs: \d+ requested but only \d+ were found\b"
     # NVSHMEM's PEs spread unevenly over the nodes (``NVSHMEM requires the same number of PEs on all nodes``)
@@ -232,8 +234,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"(?:a )?(?:NaN|Inf|non-finite)\b|non-finite (?:loss|grad)", _I)),
     # a kernel's assertion on the program's own values (an index or a loss input out of range), not the GPU's fault
     # a device index the process does not have, in a framework's own words (MindSpore: ``SetDevice for id:7 failed,
-    # ret[101], invalid device ordinal``): more processes than GPUs visible, that process's start-up failure
-    (Category.RANK_CRASHED, "a GPU index that does not exist in that process (more processes than visible GPUs)",
+    # ret[101], invalid device ordinal``): more processes than GPUs visible, the launch's setup (A028, as rules.node)
+    (Category.UNRECOGNISED, "a GPU index that does not exist in that process (more processes than visible GPUs)",
      re.compile(r"invalid device ordinal", _I)),
     # no GPU at all in that process: CUDA_VISIBLE_DEVICES empty, a container started without its GPUs
     (Category.RANK_CRASHED, "no GPU visible to that process (CUDA_VISIBLE_DEVICES empty, or a container started "
@@ -458,10 +460,27 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # a process group's backend named as torch does not know it (``AssertionError: Unknown c10d backend type
                 # CUDA:NCCL`` from a device-qualified backend string, ``ValueError: Invalid backend: 'ncll'``)
                 r"|\bUnknown c10d backend type\b|\bInvalid backend: ['\"]?\w"
+                # (a launcher's hostfile it cannot read: DeepSpeed's ``Hostfile contains a bad entry: …``)
+                r"|\bHostfile contains a bad entry\b"
                 # an argument or an operation the job's backend does not take (``Function argument device_ids not
                 # supported for the selected backend gloo`` from a barrier given GPUs on gloo, ``ProcessGroupGloo does
                 # not support reduce_scatter``, ``Backend nccl does not support allgather_coalesced``)
                 r"|\bnot supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+) does not support \w)")),
+    # a distributed call before the job's process group exists (``Default process group has not been initialized,
+    # please make sure to call init_process_group.``; DeepSpeed's comm before ``init_distributed``: ``DeepSpeed backend
+    # not set, please initialize it using init_process_group()``): the script's setup, or a library release that no
+    # longer sets it up for the script
+    (Category.UNRECOGNISED, "a distributed call before the process group was set up (init_process_group, "
+     "deepspeed.init_distributed): the script's setup, or a library release that no longer does it for the script",
+     re.compile(r"\bDefault process group (?:has not been|is not) initiali[sz]ed\b"
+                r"|\bbackend not set, please initiali[sz]e it using init_process_group\b")),
+    # FSDP's auto-wrap policy given a layer class the model does not have (Accelerate's and Transformers' FSDP config,
+    # ``fsdp_transformer_layer_cls_to_wrap: GPT2Block`` on a BERT: ``Exception: Could not find the transformer layer
+    # class to wrap in the model.``): the job's configuration
+    (Category.UNRECOGNISED, "FSDP's auto-wrap policy names a layer class the model does not have (the FSDP config's "
+     "transformer layer class to wrap): the class of this model's blocks",
+     re.compile(r"\bCould not find the transformer layer class (?:to wrap )?in the model\b"
+                r"|\bCould not find the transformer layer class \w+ in the model\b")),
     # argparse refusing the command line the launcher built: torch.distributed.launch passes ``--local-rank=N`` since
     # PyTorch 2.0 (``--local_rank=N`` before), and a script that parses only the other spelling exits with code 2
     # (``train.py: error: unrecognized arguments: --local-rank=0``)
