@@ -4,6 +4,7 @@ is late."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import socket
@@ -170,7 +171,16 @@ def test_scrape_a_live_watched_job(tmp_path_factory: pytest.TempPathFactory) -> 
     # every metric of the Grafana dashboard is in a real job's scrape
     assert set().union(*dashboard_metrics(dashboard()).values()) <= exported(last)
     assert value(last, "syncdoctor_watch_publish_errors_total") == 0.0
-    assert value(last, "syncdoctor_watch_events_total", code="W101", kind="late-rank", status="warning") == 1.0
+    warnings = value(last, "syncdoctor_watch_events_total", code="W101", kind="late-rank", status="warning")
+    assert warnings is not None and warnings >= 1.0
+    # each names rank 1, once per collective it was late for: on a loaded host its 0.15 s sleep before every
+    # all_reduce can run past warn_after_s (1 s) once more, a second warning (seen once in CI: 2.0), not one lateness
+    # warned twice
+    events = [json.loads(line) for line in Path(job.events).read_text().splitlines() if line.strip()]
+    late = [e for e in events if e.get("code") == "W101" and e.get("status") == "warning"]
+    assert len(late) == warnings and all(e.get("ranks") == [1] for e in late), late
+    places = [re.findall(r"#(\d+)", str(e.get("title")))[:1] for e in late]
+    assert all(places) and len({p[0] for p in places}) == len(places), places
     # while rank 1 sat 3 s outside collective 21, rank 0 waited in it: rank 1's lag shows, rank 0 has none
     lags = [value(s, "syncdoctor_watch_rank_lag_seconds", rank="1", group="0") or 0.0 for s in job.scrapes]
     assert max(lags) >= 1.0, lags
