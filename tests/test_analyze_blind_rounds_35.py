@@ -201,3 +201,66 @@ def test_gloos_connect_full_mesh_cut_before_its_reason_is_still_a_connection_tha
 def test_fsdps_auto_wrap_naming_a_class_the_model_lacks_is_the_configuration(tmp_path: Path, line: str) -> None:
     top = _top(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "FSDP's auto-wrap policy" in top.title, top.title
+
+
+# real: aws/amazon-sagemaker-examples#2023 and #3967, Lightning-AI/pytorch-lightning#20409 (r142)
+@pytest.mark.parametrize(("line", "words"), [
+    ("[1,2]<stderr>:RuntimeError: The number of node-local MPI processes 8cannot be larger than the device count 4",
+     "a check of the job's setup"),
+    ("RuntimeError: SMDDP does not support: ReduceOp", "a configuration the program refused"),
+])
+def test_sagemakers_libraries_refusing_the_jobs_setup(tmp_path: Path, line: str, words: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and words in top.title, top.title
+
+
+# real: ray-project/ray#31684 (r135d), agentfly#11 (r135g): the wrapper's own words name the process and its host
+def test_rays_wrapper_of_a_tasks_exception_places_it_on_its_process_and_host(tmp_path: Path) -> None:
+    paste = ("ray.exceptions.RayTaskError(RuntimeError): ray::_Inner.train() (pid=839, ip=172.31.175.192, "
+             "repr=TorchTrainer)\n")
+    top = _top(tmp_path, paste)
+    assert top.culprit_hosts == ("172.31.175.192",) and "pid 839" in top.title, top.title
+    # (a prefix that names the writer wins: Ray's own ``(RayWorkerWrapper pid=1320, ip=192.168.11.16)``)
+    prefixed = "(TaskRunner pid=77, ip=10.0.0.9) " + paste
+    assert _top(tmp_path, prefixed).culprit_hosts == ("10.0.0.9",)
+
+
+def test_a_ranks_own_library_error_is_quoted_by_its_exception_not_its_traceback_header(tmp_path: Path) -> None:
+    # (docker compose's service prefix names the host; rank 1's NCCL error, rank 0's timeout after it)
+    paste = (
+        "trainer-worker-1  | [rank1]: Traceback (most recent call last):\n"
+        'trainer-worker-1  | [rank1]:   File "/app/train.py", line 40, in <module>\n'
+        "trainer-worker-1  | [rank1]:     dist.all_reduce(t)\n"
+        "trainer-worker-1  | [rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "NCCLUtils.hpp:328, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+        "trainer-worker-0  | [rank0]:[E1206 05:10:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+        "ran for 600031 milliseconds before timing out.\n")
+    top = _top(tmp_path, paste)
+    assert top.culprit_ranks == (1,) and top.culprit_hosts == ("trainer-worker-1",), top.title
+    assert "unhandled system error" in top.title and "Traceback (most recent" not in top.title, top.title
+
+
+# real: NVIDIA/TensorRT-LLM#108, #753, Qwen-TensorRT-LLM#123 (r143): an engine built for another number of processes
+@pytest.mark.parametrize("line", [
+    "AssertionError: Engine world size (2) != Runtime world size (1)",
+    "AssertionError: Engine world size (2 * 1) != Runtime world size (1)",
+    "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp (/home/jenkins/agent/workspace/LLM/"
+    "release-0.8/L0_PostMerge/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:90)",
+])
+def test_an_engine_built_for_another_world_size_is_the_setup(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title, top.title
+
+
+# real: karpathy/llm.c#692 (r143), the line alone
+def test_a_build_without_the_launchs_mpi_is_the_setup(tmp_path: Path) -> None:
+    line = "MPI support is disabled. Please enable MPI support to use MPI-based NCCL-init method.\n"
+    top = _top(tmp_path, line)
+    assert top.category is Category.UNRECOGNISED and "built without what the job's launch needs" in top.title
+
+
+def test_negative_a_feature_a_log_says_is_disabled_is_no_failure(tmp_path: Path) -> None:
+    # (NCCL's note of a transport turned off by a variable: no error, nothing to read)
+    assert not diagnose_paste(tmp_path, "gpu1:12:12 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1\n"
+                                        "P2P support is disabled for this run\n").hypotheses

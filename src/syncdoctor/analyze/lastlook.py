@@ -29,7 +29,7 @@ _MAX_LINE = 2000  # characters of a line read (a paste's line longer than this i
 # words of something going wrong, one of which a line must hold besides the words of its cause
 _GOING_WRONG = re.compile(r"\b(?:not|no|never|can't|cannot|can not|couldn't|could not|unable|too (?:large|small|many|few|"
                           r"big|old|new|long)|exceed\w*|fail\w*|mismatch\w*|invalid|refus\w*|denied|missing|wrong|"
-                          r"unsupported|incompatible|must|out of sync|doesn't|don't|isn't|aren't|won't|lost|broken|"
+                          r"unsupported|incompatible|disabled|must|out of sync|doesn't|don't|isn't|aren't|won't|lost|broken|"
                           # (a report of a fault, whatever its words: ``Xid 31 …``, ``Duplicate GPU detected``; a
                           # resource short: ``/dev/shm has only 67108864 bytes available``)
                           r"xid|duplicate\w*|insufficient|exhausted|only [\d.]+ ?(?:bytes|[kmgt]i?b))\b",

@@ -88,8 +88,8 @@ def is_comm_exception(event: Event) -> bool:
 # a call the job's backend refuses, naming the backend (``Function argument device_ids not supported for the selected
 # backend gloo``, ``ProcessGroupGloo does not support reduce_scatter``): the process's own error, not a report of a
 # communication that failed
-_BACKEND_REFUSAL = re.compile(r"not supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+) does not "
-                              r"support \w")
+_BACKEND_REFUSAL = re.compile(r"not supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+|SMDDP|smddp) "
+                              r"does not support:? \w")
 
 
 # the readings of a line that say what failed there, beside the exception the same line raises (``RuntimeError: The

@@ -459,6 +459,8 @@ def _lone_library_error(tl: Timeline) -> list[Hypothesis]:
     state = tl.ranks[rank]
     # (the errors no parser read: a monitor's report of its own, a watchdog stuck, is no library's error)
     own = [e for e in state.events if e.kind in UNREAD]
+    # (a traceback's ``Traceback (most recent call last):`` header is no error's words: its exception below says them)
+    own = [e for e in own if e.data.get("word") != "Traceback"] or own
     words = [str(e.data.get("message") or e.data.get("error") or e.text) for e in own]
     if not own or any(_VICTIM_WORDS.search(w) for w in words):
         return []

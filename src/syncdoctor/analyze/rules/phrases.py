@@ -68,6 +68,13 @@ _SETUP_CHECK = re.compile(
     r"|\bNot enough resources to allocate\b|\bmust have an equal number of parameters\b"
     # (a checkpoint saved for another number of processes: Llama's ``Loading a checkpoint for MP=2 but world size is 1``)
     r"|\bbut (?:the )?world[_ ]size is \d"
+    # (TensorRT-LLM's engine built for another number of processes: ``Engine world size (2) != Runtime world size (1)``,
+    # ``Assertion failed: mpiSize == tp * pp``)
+    r"|\bworld size \([^)\n]{1,20}\) != [\w ]{0,20}world size \(|\bmpiSize == tp \* pp\b"
+    # (SageMaker's model parallelism given more processes than GPUs: ``The number of node-local MPI processes 8cannot be
+    # larger than the device count 4``)
+    r"|(?:\b|\d)(?:cannot|can not|can't|must not|should not) be (?:larger|greater|more) than the (?:device count|GPU count"
+    r"|number of (?:available |visible )?(?:GPUs|devices))\b"
     # nccl-tests asked for more GPUs than the node has (``Invalid number of GPUs: 16 requested but only 8 were found.``)
     r"|\bInvalid number of GPUs: \d+ requested but only \d+ were found\b"
     # NVSHMEM's PEs spread unevenly over the nodes (``NVSHMEM requires the same number of PEs on all nodes``)
@@ -464,8 +471,16 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bHostfile contains a bad entry\b"
                 # an argument or an operation the job's backend does not take (``Function argument device_ids not
                 # supported for the selected backend gloo`` from a barrier given GPUs on gloo, ``ProcessGroupGloo does
-                # not support reduce_scatter``, ``Backend nccl does not support allgather_coalesced``)
-                r"|\bnot supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+) does not support \w)")),
+                # not support reduce_scatter``, ``Backend nccl does not support allgather_coalesced``; SageMaker's data
+                # parallel backend: ``SMDDP does not support: ReduceOp``)
+                r"|\bnot supported for the selected backend\b"
+                r"|\b(?:ProcessGroup\w+|Backend \w+|SMDDP|smddp) does not support:? \w)")),
+    # a build of the program without what the job's launch needs (llm.c built without MPI: ``MPI support is disabled.
+    # Please enable MPI support to use MPI-based NCCL-init method.``)
+    (Category.UNRECOGNISED, "the program was built without what the job's launch needs (MPI, NCCL or CUDA support "
+     "disabled or not compiled in): another build, or a launch that does not need it",
+     re.compile(r"\b(?:MPI|NCCL|CUDA|GPU|multi[- ]GPU|distributed) support is (?:disabled|not (?:enabled|compiled|built))\b",
+                _I)),
     # a distributed call before the job's process group exists (``Default process group has not been initialized,
     # please make sure to call init_process_group.``; DeepSpeed's comm before ``init_distributed``: ``DeepSpeed backend
     # not set, please initialize it using init_process_group()``): the script's setup, or a library release that no
