@@ -264,3 +264,22 @@ def test_negative_a_feature_a_log_says_is_disabled_is_no_failure(tmp_path: Path)
     # (NCCL's note of a transport turned off by a variable: no error, nothing to read)
     assert not diagnose_paste(tmp_path, "gpu1:12:12 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1\n"
                                         "P2P support is disabled for this run\n").hypotheses
+
+
+# real: vllm-project/vllm#7367 and #3190 (r144): a mode offered only through another entry point; Ray's driver on a
+# node without GPUs (the line alone, no error word)
+@pytest.mark.parametrize("line", [
+    "[rank0]: NotImplementedError: Pipeline parallelism is only supported through AsyncLLMEngine as performance will "
+    "be severely degraded otherwise.",
+    "Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray placement group or running the "
+    "driver on a GPU node.",
+])
+def test_a_serving_engine_refusing_how_it_was_started_is_the_configuration(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "a configuration the program refused" in top.title, top.title
+
+
+def test_negative_a_kernel_supported_only_on_newer_gpus_keeps_its_own_reading(tmp_path: Path) -> None:
+    # (a GPU older than the code supports: its own reading, not a configuration refused)
+    top = _top(tmp_path, "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    assert "older than the code supports" in top.title, top.title

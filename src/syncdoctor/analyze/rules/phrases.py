@@ -467,6 +467,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # a process group's backend named as torch does not know it (``AssertionError: Unknown c10d backend type
                 # CUDA:NCCL`` from a device-qualified backend string, ``ValueError: Invalid backend: 'ncll'``)
                 r"|\bUnknown c10d backend type\b|\bInvalid backend: ['\"]?\w"
+                # (a mode offered only through another entry point: vLLM 0.5's ``Pipeline parallelism is only supported
+                # through AsyncLLMEngine as performance will be severely degraded otherwise.``)
+                r"|\bis only supported (?:through|via|with|by) (?:the )?[A-Z][\w.]{2,60}\b"
+                # (Ray placing the job's driver on a node without GPUs: vLLM's ``Ray does not allocate any GPUs on the
+                # driver node. Consider adjusting the Ray placement group or running the driver on a GPU node.``)
+                r"|\bdoes not allocate any GPUs on the driver node\b"
                 # (a launcher's hostfile it cannot read: DeepSpeed's ``Hostfile contains a bad entry: …``)
                 r"|\bHostfile contains a bad entry\b"
                 # an argument or an operation the job's backend does not take (``Function argument device_ids not
