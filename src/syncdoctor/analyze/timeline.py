@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from syncdoctor.analyze.model import Event, FrDump, Kind, Origin
-from syncdoctor.analyze.parsers.generic import GPU_COMM_TIMEOUT
+from syncdoctor.analyze.parsers.generic import BACKEND_REFUSAL, GPU_COMM_TIMEOUT
 from syncdoctor.analyze.parsers.prefixes import log_dir_attempt
 
 __all__ = [
@@ -85,11 +85,8 @@ def is_comm_exception(event: Event) -> bool:
             or _GPU_COMM_WAIT.search(text) is not None)
 
 
-# a call the job's backend refuses, naming the backend (``Function argument device_ids not supported for the selected
-# backend gloo``, ``ProcessGroupGloo does not support reduce_scatter``): the process's own error, not a report of a
-# communication that failed
-_BACKEND_REFUSAL = re.compile(r"not supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+|SMDDP|smddp) "
-                              r"does not support:? \w")
+# a call the job's backend refuses, naming the backend: the process's own error (generic.BACKEND_REFUSAL)
+_BACKEND_REFUSAL = re.compile(BACKEND_REFUSAL)
 
 
 # the readings of a line that say what failed there, beside the exception the same line raises (``RuntimeError: The

@@ -71,6 +71,10 @@ HOST_NETWORK_DOWN = r"now running without any active interface|link status defin
 # a shell that did not find a program: bash's ``bash: orted: command not found`` (a launcher's remote shell), dash's
 # ``/bin/sh: 1: torchrun: not found``
 SHELL_NOT_FOUND = r": command not found\b|\bsh: (?:line )?\d{1,6}: [^:\n]{1,200}: not found\b"
+# a call the job's backend refuses, naming the backend (``Function argument device_ids not supported for the selected
+# backend gloo``, ``ProcessGroupGloo does not support reduce_scatter``, SageMaker's ``SMDDP does not support: ReduceOp``):
+# the process's own error, read by the phrase table, and no report of a communication that failed (timeline)
+BACKEND_REFUSAL = r"\bnot supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+|SMDDP|smddp) does not support:? \w"
 CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port"
 _ERROR = re.compile(
     r"(?:\b(?:[A-Z]\w*(?:Error|Exception)|Exception occurred|error|ERROR|Error|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Ff]ailure|[Aa]borted|"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from syncdoctor.analyze.model import Category
 from syncdoctor.analyze.parsers.generic import (
+    BACKEND_REFUSAL,
     CONNECTIONS_DROPPED,
     GPU_FINDINGS,
     HOST_NETWORK_DOWN,
@@ -479,8 +480,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # supported for the selected backend gloo`` from a barrier given GPUs on gloo, ``ProcessGroupGloo does
                 # not support reduce_scatter``, ``Backend nccl does not support allgather_coalesced``; SageMaker's data
                 # parallel backend: ``SMDDP does not support: ReduceOp``)
-                r"|\bnot supported for the selected backend\b"
-                r"|\b(?:ProcessGroup\w+|Backend \w+|SMDDP|smddp) does not support:? \w)")),
+                r"|" + BACKEND_REFUSAL + r")")),
     # a build of the program without what the job's launch needs (llm.c built without MPI: ``MPI support is disabled.
     # Please enable MPI support to use MPI-based NCCL-init method.``)
     (Category.UNRECOGNISED, "the program was built without what the job's launch needs (MPI, NCCL or CUDA support "
