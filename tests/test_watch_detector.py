@@ -690,9 +690,10 @@ def test_a_collective_stuck_on_a_rank_that_moved_on_is_still_a_hang() -> None:
     assert not [e for e in events if e.code == "W101"]
 
 
-def _recorder_lags(where: tuple[Frame, ...]) -> list[Event]:
+def _recorder_lags(where: tuple[Frame, ...], native: tuple[str, ...] = ()) -> list[Event]:
     """Three ranks: ranks 0 and 1 completed all_reduce #20 and wait in #21; rank 2's fresh readings still show #20
-    unfinished. Each rank asked for its stack answers with ``where`` below ``main``."""
+    unfinished. Each rank asked for its stack answers with ``where`` below ``main`` (and, given ``native``, as
+    a thread in a native call with those native frames)."""
     job = Job(world=3)
     job.all_done(19)
     job.enter([0, 1, 2], 20)
@@ -707,7 +708,7 @@ def _recorder_lags(where: tuple[Frame, ...]) -> list[Event]:
         events += job.tick()
         for rank, gen in job.requested.items():
             frames = (Frame("/job/train.py", 10, "main"), *where)
-            job.stacks[rank] = StackReport(rank, gen, frames, frames[1])
+            job.stacks[rank] = StackReport(rank, gen, frames, frames[1], in_native=bool(native), native=native)
     assert job.requested, "the rank behind was never asked for its stack"
     return events
 
@@ -741,3 +742,36 @@ def test_a_rank_waiting_in_a_collective_without_a_c10d_frame_is_not_counted_as_h
     left it: the hang stands (W104), it is not named late for the next collective."""
     events = _recorder_lags((Frame("/job/train.py", 60, "train_step"), frame))
     assert [(e.code, e.ranks) for e in events] == [("W104", ())], [e.title for e in events]
+
+
+SITE = "/venv/lib/python3.11/site-packages"
+DATALOADER = Frame(f"{SITE}/torch/utils/data/dataloader.py", 708, "__next__")
+
+
+@pytest.mark.parametrize("where", [
+    # Megatron's own training loop (pretrain_gpt.py -> megatron/training/training.py) fetching its next batch
+    (Frame(f"{SITE}/megatron/training/training.py", 1301, "train"),
+     Frame(f"{SITE}/megatron/training/training.py", 742, "train_step"), DATALOADER),
+    # DeepSpeed's pipeline engine reading its data iterator, in the user's dataset
+    (Frame(f"{SITE}/deepspeed/runtime/pipe/engine.py", 802, "_next_batch"), DATALOADER,
+     Frame("/job/data.py", 33, "__getitem__")),
+])
+def test_a_rank_loading_data_inside_a_library_training_loop_has_left_the_collective(where: tuple[Frame, ...]) -> None:
+    """Only the innermost frame tells where the thread waits: a training loop that lives in Megatron's or
+    DeepSpeed's tree has their frames outside while the rank loads data. Its recorder lagging behind a
+    collective a peer completed, it is late for the next one (W101), not a transport hang."""
+    events = _recorder_lags(where)
+    assert [(e.code, e.ranks) for e in events] == [("W101", (2,))], [e.title for e in events]
+
+
+def test_a_rank_waiting_on_its_own_work_handle_is_told_by_its_native_frames() -> None:
+    """The user's own ``work.wait()`` has no Python frame of torch: the thread is in a native call of the user's
+    code, and its native frames (py-spy's) wait in c10d: the hang stands (W104). The same frame asleep in
+    ``time.sleep`` (native frames of libc only) has left the collective: late for the next one (W101)."""
+    user = (Frame("/job/train.py", 60, "sync_grads"),)
+    waiting = ("c10d::ProcessGroupGloo::AsyncWork::wait (libtorch_cpu.so)", "torch::autograd::THPVariable_wait "
+               "(libtorch_python.so)", "_PyEval_EvalFrameDefault (python3.11)")
+    events = _recorder_lags(user, waiting)
+    assert [(e.code, e.ranks) for e in events] == [("W104", ())], [e.title for e in events]
+    asleep = _recorder_lags(user, ("clock_nanosleep (libc.so.6)", "pysleep (python3.11)"))
+    assert [(e.code, e.ranks) for e in asleep] == [("W101", (2,))], [e.title for e in asleep]

@@ -7,6 +7,7 @@ A wait that every side entered is no edge: it is a hang or a mismatch (:mod:`.ha
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import NamedTuple
 from syncdoctor.watch.records import P2P, GroupProgress, P2PProgress, Signature, format_ranks
 from syncdoctor.watch.rules.context import SYMMETRIC, Blocked, Condition, Context
 from syncdoctor.watch.rules.hang import inside_condition, p2p_hang_condition
+from syncdoctor.watch.stacks import StackReport
 from syncdoctor.watch.waitgraph import Op, Wait
 
 __all__ = ["Graph", "Inside", "channel_waits", "group_waits", "seen_before", "stale_reading"]
@@ -273,6 +275,11 @@ MAY_WAIT_IN = (
     "/fairscale/", "/apex/", "/colossalai/", "/torchrec/distributed/",
 )
 
+# Native frames (py-spy's, innermost first) of a thread waiting on a collective or on a stream behind one: c10d's
+# work and store waits, gloo's and NCCL's, a CUDA synchronisation (``tensor.item()`` reads through
+# ``_local_scalar_dense``). A Python frame of the user's own code calling ``work.wait()`` shows only these.
+_NATIVE_WAIT = re.compile(r"c10d::|gloo::|nccl|ProcessGroup|cuda\w*Synchronize|_local_scalar_dense", re.IGNORECASE)
+
 
 def may_wait_in_collective(file: str) -> bool:
     """Whether a frame of ``file`` may hold its thread waiting in a collective (:data:`MAY_WAIT_IN`)."""
@@ -280,9 +287,21 @@ def may_wait_in_collective(file: str) -> bool:
     return any(part in path for part in MAY_WAIT_IN)
 
 
+def stack_may_wait(stack: StackReport) -> bool:
+    """Whether the thread of ``stack`` may be waiting in a collective: its innermost frame, the call that holds
+    it, is one that may (:func:`may_wait_in_collective`), or its native frames wait in c10d, gloo, NCCL or a
+    CUDA synchronisation. Only the innermost frame counts: a training loop that lives in Megatron's or
+    DeepSpeed's tree has their frames outside while it loads data or computes."""
+    if not stack.frames:
+        return True  # nothing to tell by
+    if may_wait_in_collective(stack.frames[-1].file):
+        return True
+    return stack.in_native and any(_NATIVE_WAIT.search(name) for name in stack.native)
+
+
 def left_collective(ctx: Context, rank: int) -> bool:
     """Whether ``rank``'s main thread, in the stack it sent when asked at the place it is stuck at, is in no
-    call that may wait on a collective (:func:`may_wait_in_collective`: ``torch.distributed``, DDP's backward,
+    call that may wait on a collective (:func:`stack_may_wait`: ``torch.distributed``, DDP's backward,
     a CUDA synchronisation, a library's work handle): it has left the collective its record shows unfinished.
 
     gloo's Flight Recorder marks a synchronous collective completed from a worker thread after the caller has
@@ -293,9 +312,9 @@ def left_collective(ctx: Context, rank: int) -> bool:
     waits on its buckets from C++), and stays so."""
     asked = ctx.state.stack_asked.get(rank)
     stack = ctx.snapshot.stacks.get(rank)
-    if asked is None or stack is None or stack.gen < asked[0] or not stack.frames:
+    if asked is None or stack is None or stack.gen < asked[0]:
         return False
-    return not any(may_wait_in_collective(frame.file) for frame in stack.frames)
+    return not stack_may_wait(stack)
 
 
 def settle_completions(
