@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncdoctor.analyze import analyze_paths, inputs
+from syncdoctor.analyze.collect import dedup_events
 from syncdoctor.analyze.inputs import Source, expand, iter_blocks, open_source, sniff
 from syncdoctor.analyze.model import Kind, Origin
 from syncdoctor.analyze.scan import _WINDOW, ANCHORS, Scanner, hyperscan_available, libc_memmem_available
@@ -89,6 +90,18 @@ def test_blocks_end_at_newlines_and_keep_every_line(block) -> None:
     assert b"".join(blocks) == data + b"\n"
 
 
+@pytest.mark.parametrize("block", [2, 5, 4096])
+def test_a_last_line_without_newline_ends_the_block_before_it(block) -> None:
+    """A paste saved without a final newline is as many blocks as with one: its unended last line joins the block
+    before it (a small paste is one block, read again as a whole by collect's last look)."""
+    for data in (b"first line\nsecond", b"one\ntwo\nthree\n> ", b"x" * 9 + b"\n" + b"y" * 9):
+        blocks = _blocks(data, block, 1000)
+        assert all(b.endswith(b"\n") for b in blocks) and b"".join(blocks) == data + b"\n"
+        last_line = data.rsplit(b"\n", 1)[1]
+        assert blocks[-1].endswith(b"\n" + last_line + b"\n"), blocks  # not a block of its own
+    assert _blocks(b"first line\nsecond", 4096, 1000) == [b"first line\nsecond\n"]
+
+
 def test_long_lines_are_cut_and_skipped() -> None:
     data = b"short\n" + b"y" * 10_000 + b"\nafter\n" + b"z" * 5000
     joined = b"".join(_blocks(data, 512, 100))
@@ -116,7 +129,8 @@ def test_followers_continue_across_blocks() -> None:
                                                                       for i in range(40)] + ["[rank2]: ValueError: x"])
     events = []
     read_text(iter_blocks(io.BytesIO(text.encode()), block_size=50), "f", Origin(), events, Scanner())
-    with_frames = [e for e in events if e.kind is Kind.EXCEPTION and e.data.get("frames")]
+    # (the follower's reading and the exception line's own are one event once merged, as collect merges them)
+    with_frames = [e for e in dedup_events(events) if e.kind is Kind.EXCEPTION and e.data.get("frames")]
     assert len(with_frames) == 1 and with_frames[0].data["where"] == "f.py:39 in g"
 
 

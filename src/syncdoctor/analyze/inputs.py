@@ -300,19 +300,27 @@ def iter_blocks(
     """Yield the stream's bytes in blocks that each end with ``b"\\n"``.
 
     A line still open after ``max_line`` bytes at the end of a read is cut there (plus a newline) and the rest
-    of it dropped, so a block is at most ``block_size + max_line`` bytes and memory stays bounded whatever
-    the input. A last line without a newline gets one.
+    of it dropped, so a block is at most ``block_size + 2 * max_line`` bytes and memory stays bounded whatever
+    the input. A last line without a newline gets one, and ends the block before it (a block is held until the
+    next read says whether the stream goes on), so that a paste without a final newline is one block, read as a
+    whole as a small input is (collect's last look).
     ``prefix`` holds bytes already read from the stream (to sniff it). Reads may raise OSError, EOFError
     or zlib.error (a truncated or corrupt gzip): the caller decides how to report it.
     """
     carry = b""
     skipping = False
     pending = prefix
+    held = b""  # the last block made, yielded once the next one is made (or with the stream's unended last line)
     while True:
         if pending:
             chunk, pending = pending, b""
         else:
-            chunk = stream.read(block_size)
+            try:
+                chunk = stream.read(block_size)
+            except Exception:  # a corrupt or cut stream: what was read comes first, then the error
+                if held:
+                    yield held
+                raise
         if not chunk:
             break
         if skipping:
@@ -325,18 +333,25 @@ def iter_blocks(
         if last < 0:  # no line ends in this chunk
             data = carry + chunk
             if len(data) > max_line:
-                yield data[:max_line] + b"\n"
+                if held:
+                    yield held
+                held = data[:max_line] + b"\n"
                 carry = b""
                 skipping = True
             else:
                 carry = data
             continue
+        if held:
+            yield held
         # one copy: the carried start of a line, then the chunk up to its last newline
-        yield b"".join((carry, memoryview(chunk)[: last + 1])) if carry else chunk[: last + 1]
+        held = b"".join((carry, memoryview(chunk)[: last + 1])) if carry else chunk[: last + 1]
         carry = chunk[last + 1:]
         if len(carry) > max_line:
-            yield carry[:max_line] + b"\n"
+            yield held
+            held = carry[:max_line] + b"\n"
             carry = b""
             skipping = True
     if carry and not skipping:
-        yield carry + b"\n"
+        held += carry + b"\n"
+    if held:
+        yield held

@@ -56,7 +56,7 @@ __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
-            "Error: Port could not be cast", "Error: invalid literal for int()", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "for name(s) ", "Wait timeout for key", "waitForInput", "client socket", "store based barrier", "C10d store",
+            "Error: Port could not be cast", "Error: invalid literal for int()", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "for name(s) ", "Wait timeout for key", "Wait timeout after ", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
@@ -83,8 +83,9 @@ _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)"
                    # run on: ``for name(s) allreduce_0_cw_op/1 E1201 18:57:26.106040 19152 net_simple.cc:75]``)
                    r"|^\s*for name\(s\):? (?P<wrapped>\S+(?: \S+)*?)(?= [EWIF]\d{4} |\s*$)"
                    # gloo's own rendezvous stores (file, Redis, Horovod's HTTP store: gloo::IoException): its keys
-                   # are the ranks whose addresses it waited for, ``Wait timeout for key(s): 0``
-                   r"|Wait timeout for key\(s\): (?P<gloo>[\w, /\[\]-]{1,300})")
+                   # are the ranks whose addresses it waited for, ``Wait timeout for key(s): 0`` (Horovod's HTTP
+                   # store with its timeout: ``Wait timeout after 30 seconds for key(s): 0.``)
+                   r"|Wait timeout (?:after \d+ (?:seconds|s|ms) )?for key\(s\): (?P<gloo>[\w, /\[\]-]{1,300})")
 # the C++ frame under a bare "RuntimeError: Socket Timeout" (1.x-2.0): the store wait that ran out, keys unnamed
 _DO_WAIT = re.compile(r"Exception raised from doWait at \S*TCPStore\.cpp")
 # the timeout (``Timed out initializing process group in store based barrier on rank: 3, for key: …``) and, every

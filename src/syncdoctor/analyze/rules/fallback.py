@@ -126,8 +126,10 @@ def _its_own_failure(tl: Timeline, first: Event, did: str, *, what: str, fix: st
 
 
 # a C or C++ assertion that failed: a library's macro (ggml's ``GGML_ASSERT: ggml-backend.c:226: …``), assert(3)'s
-# ``Assertion failed: (rank < size), function …`` (BSD, macOS) and ``assertion failed: …`` (Rust's, others')
-_ASSERTION = re.compile(ASSERT_MACRO + r"|\b[Aa]ssertion failed\b")
+# ``Assertion failed: (rank < size), function …`` (BSD, macOS) and ``assertion failed: …`` (Rust's, others'), and
+# PyTorch's internal check in a line of its C++ log (``[E thread_pool.cpp:112] Exception in thread pool task:
+# !completed() INTERNAL ASSERT FAILED at ".../ivalue_inl.h":534, please report a bug to PyTorch.``)
+_ASSERTION = re.compile(ASSERT_MACRO + r"|\b[Aa]ssertion failed\b|\bINTERNAL ASSERT FAILED\b")
 # a communication library's own internal check (MPICH's ``Assertion failed in file src/mpid/ch4/src/init_comm.c at
 # line 72``, Cray MPICH's ``(&MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX)->count == 0``): the library's, as its other internal
 # errors are (an error no rule explains), not the program's

@@ -47,7 +47,7 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
 
 
 # CUDA's words for a call it refused (cudaErrorInvalidValue, cudaErrorNotSupported), not for a fault of the GPU
-_REJECTED = re.compile(r"invalid argument|not supported")
+_REJECTED = re.compile(r"invalid argument|not supported|\bCUDA_ERROR_INVALID_VALUE\b|\bcudaErrorInvalidValue\b")
 
 
 # CUDA's errors for software that does not fit the machine (cudaErrorStubLibrary, cudaErrorInsufficientDriver,
@@ -250,8 +250,20 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                + "Run with NCCL_DEBUG=INFO to see which transport's call failed; try NCCL_CUMEM_ENABLE=0 and "
                "NCCL_P2P_DISABLE=1 one at a time, and another NCCL release (pip install nvidia-nccl-cu12==...), the "
                "driver's and the CUDA runtime's versions matching.")
-    captured = [m for m in messages if _CAPTURE.search(m)]
     category = Category.GPU_ERROR
+    if rejected and not any("nccl" in e.text.lower() or "Test CUDA failure" in e.text for e in tl.events):
+        # no NCCL (nor nccl-tests, whose CUDA calls fail as ``Test CUDA failure``) in the inputs: the program or a
+        # library it calls (TensorPipe, a quantizer moving weights between GPUs) passed CUDA an argument it does not
+        # take: that process's error (A003), no fault of the GPU's
+        category = Category.RANK_CRASHED
+        title = (f"a CUDA call was refused on {where.text or 'a rank'} ({refused[:80]}): the program or a library it "
+                 "calls passed CUDA an argument it does not take; not a faulty GPU")
+        what = (f"{where.text or 'A process'} hit {refused}: CUDA rejected a call as made (an empty or freed buffer, "
+                "a pointer or a device the call cannot use), and no communication library is in the inputs. That is "
+                "the calling code's error, not a hardware fault; the process stops, and its peers time out or lose it.")
+        fix = ("Run with CUDA_LAUNCH_BLOCKING=1 to find the call in the traceback; check the tensors it is given (empty, "
+               "on another device, freed) and the library's issue tracker for that call.")
+    captured = [m for m in messages if _CAPTURE.search(m)]
     if captured and not hardware and all(_CAPTURE.search(m) or "nhandled" in m for m in messages):
         # the program's use of graphs, by its own words not the GPU's failure: the software's setup (A028)
         category = Category.UNRECOGNISED

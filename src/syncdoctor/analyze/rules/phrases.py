@@ -97,6 +97,9 @@ _SETUP_CHECK = re.compile(
     # (distributed-llama's nodes as slices of every layer: ``Assertion `d % nSlices == 0' failed.``: two to the power
     # of n nodes only)
     r"|n_?slices|num_?slices"
+    # (TGI's weights split over its shards: ``AssertionError: The choosen size 50432 is not compatible with sharding on
+    # 3 shards``)
+    r"|(?:sharding )?on \d{1,5} shards"
     # (Megatron's ``expected local-rank to be the same as rank % device-count``: nodes with different numbers of GPUs)
     r"|local[-_]rank\b[^\n]{0,80}\bdevice[-_]count)\b", _I)
 DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
@@ -369,8 +372,15 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\b0/\d{1,6} nodes are (?:un)?available\b|\btasks in gang unschedulable\b|\bexceeded quota: ", _I)),
     # a PyTorch build without CUDA asked for it (a CPU-only wheel, the Windows or macOS default, an XPU or ROCm build a
     # library calls torch.cuda on: ``AssertionError: Torch not compiled with CUDA enabled``): the build, not the run
+    # (macOS's build, whose torch._C has no CUDA bindings: ``AttributeError: module 'torch._C' has no attribute
+    # '_cuda_setDevice'`` from torch.cuda.set_device)
     (Category.UNRECOGNISED, "a PyTorch build without CUDA asked for CUDA (a CPU-only or another device's build, or a "
-     "library calling torch.cuda on it)", re.compile(r"Torch not compiled with CUDA enabled", _I)),
+     "library calling torch.cuda on it)", re.compile(r"Torch not compiled with CUDA enabled"
+                                                     r"|module 'torch\._C' has no attribute '_cuda_\w+'", _I)),
+    # a PyTorch build without NCCL (Jetson's and macOS's wheels, CPU-only builds): its warning where torch.cuda.nccl is
+    # called (``UserWarning: PyTorch is not compiled with NCCL support``)
+    (Category.UNRECOGNISED, "a PyTorch build without NCCL (Jetson's, macOS's or a CPU-only build): backend='gloo', or a "
+     "build with NCCL", re.compile(r"\bPyTorch is not compiled with NCCL support\b")),
     # init_process_group without a backend on a device torch knows no backend for (2.6's ``ValueError: We detected
     # accelerator mps on your machine. But we don't know which communication backend to use for this accelerator``):
     # the call's arguments, not the run
@@ -460,6 +470,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # but process forking is not supported on this platform``); a variable the runtime requires set
                 # (ROCm's ``[FATAL ERROR]: HSA_NO_SCRATCH_RECLAIM=1 must be set to avoid performance degradation``)
                 r"|\bis not supported on (?:this|your) (?:platform|system|machine|OS|operating system)\b"
+                # (a strategy the device refuses: Lightning's ``You set `strategy=ddp`, but strategies from the DDP
+                # family are not supported on the MPS accelerator.``)
+                r"|\b(?:is|are) not supported (?:on|with|for|by) the [\w-]{2,20} (?:accelerator|device|platform)\b"
                 r"|(?-i:\b[A-Z][A-Z0-9_]{2,60}=\S{1,40} must be set\b)"
                 r"|\bYou (?:selected|passed|provided|requested|chose) an? (?:invalid|unsupported|unknown)\b"
                 # a mode that needs its own set-up, in the library's words (DeepSpeed's MiCS: ``To use MiCS sharding,
@@ -481,6 +494,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # not support reduce_scatter``, ``Backend nccl does not support allgather_coalesced``; SageMaker's data
                 # parallel backend: ``SMDDP does not support: ReduceOp``)
                 r"|" + BACKEND_REFUSAL + r")")),
+    # a library refusing, with its reason, a combination it has not implemented (TGI's ``NotImplementedError: Sharded
+    # Llama requires Flash Attention enabled models.`` on a V100 or without its kernels built, ``… is not supported
+    # with …``): the job's hardware, build or settings, not the program failing as it ran
+    (Category.UNRECOGNISED, "a combination the library has not implemented, in its words (its hardware, build or "
+     "settings): the setting, the hardware or the build it names",
+     re.compile(r"\bNotImplementedError: (?=[^\n]{0,200}?\b(?:requires?|not (?:yet )?(?:supported|implemented)|only "
+                r"(?:supported|available|implemented)|unsupported)\b)")),
     # a build of the program without what the job's launch needs (llm.c built without MPI: ``MPI support is disabled.
     # Please enable MPI support to use MPI-based NCCL-init method.``)
     (Category.UNRECOGNISED, "the program was built without what the job's launch needs (MPI, NCCL or CUDA support "
