@@ -7,6 +7,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,14 +58,57 @@ def test_many_writers_at_once_lose_no_record(tmp_path: Path) -> None:
     writers, each = 8, 25
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"w{w}", str(each)], stderr=subprocess.PIPE,
                               text=True) for w in range(writers)]
-    for proc in procs:
-        _out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
+    try:
+        for proc in procs:
+            _out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+    finally:  # (a failed writer leaves no others running into the next test)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT COUNT(*) FROM incidents").fetchone()[0] == writers * each
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     rows = History(path).nodes()
     assert sum(r.incidents for r in rows) == writers * each and {r.node for r in rows} == {f"node{i}" for i in range(5)}
+
+
+def test_a_lock_released_within_the_timeout_is_waited_for(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    History(path).record("a", "analyze", [_suspect("node1")])
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(0.3, lambda: holder.execute("ROLLBACK"))
+    release.start()
+    try:
+        assert History(path, busy_timeout_s=5.0).record("b", "analyze", [_suspect("node2")]) == 1
+    finally:
+        release.join()
+        holder.close()
+
+
+def test_a_lock_refused_at_once_is_tried_again_until_the_timeout(tmp_path: Path, monkeypatch) -> None:
+    """Some of SQLite's refusals come at once whatever its busy timeout (a stale snapshot, a WAL being
+    recovered): the attempt is made again, and only past the timeout is the database reported locked."""
+    path = tmp_path / "h.sqlite3"
+    real = History._attempt
+    refusals = [2]  # the next attempts refused at once
+    monkeypatch.setattr(History, "_attempt", lambda self, work, timeout_s: real(
+        self, lambda db: _refuse_or(db, work, refusals), timeout_s))
+    assert History(path, busy_timeout_s=5.0).record("a", "analyze", [_suspect("node1")]) == 1 and refusals == [0]
+    refusals[0] = 10**6  # refused every time: reported past the timeout, not a hang
+    started = time.monotonic()
+    with pytest.raises(HistoryError, match="locked by another writer"):
+        History(path, busy_timeout_s=0.3).record("b", "analyze", [_suspect("node2")])
+    assert time.monotonic() - started < 3.0
+
+
+def _refuse_or(db, work, refusals: list[int]):
+    if refusals[0]:
+        refusals[0] -= 1
+        raise sqlite3.OperationalError("database is locked")
+    return work(db)
 
 
 def test_a_locked_database_is_an_error_not_a_hang(tmp_path: Path) -> None:

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from syncdoctor.errors import SyncdoctorError
 from syncdoctor.exclude import Suspect
@@ -51,6 +53,13 @@ CREATE INDEX IF NOT EXISTS incidents_at ON incidents (at);
 
 class HistoryError(SyncdoctorError):
     """The history cannot be read or written (locked past the timeout, corrupt, not writable)."""
+
+
+class _Locked(Exception):
+    """One attempt found the database locked (tried again until the timeout)."""
+
+
+_T = TypeVar("_T")
 
 
 def default_path(env: Mapping[str, str] | None = None) -> Path:
@@ -105,21 +114,37 @@ class History:
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _with_db(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``work`` on a short connection, tried again while the database is locked, until ``busy_timeout_s`` has
+        passed in all. SQLite's busy timeout waits for most locks, but a few refusals come at once whatever the
+        timeout (a write transaction whose snapshot another writer made stale, the recovery of the WAL after a
+        writer died, the first switch of a new file to WAL by several processes at once): those are tried again
+        here after a short pause."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                return self._attempt(work, max(0.05, deadline - time.monotonic()))
+            except _Locked:
+                if time.monotonic() >= deadline:
+                    raise HistoryError(f"node history {self.path}: locked by another writer (nothing recorded or "
+                                       "read)") from None
+                time.sleep(random.uniform(0.01, 0.05))
+
+    def _attempt(self, work: Callable[[sqlite3.Connection], _T], timeout_s: float) -> _T:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+            connection = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(f"node history {self.path}: cannot open it: {exc}") from None
         try:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.executescript(_SCHEMA)
-            yield connection
+            return work(connection)
         except sqlite3.OperationalError as exc:
-            what = "locked by another writer" if "locked" in str(exc) or "busy" in str(exc) else str(exc)
-            raise HistoryError(f"node history {self.path}: {what} (nothing recorded or read)") from None
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise _Locked from None
+            raise HistoryError(f"node history {self.path}: {exc} (nothing recorded or read)") from None
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"node history {self.path}: not a usable database ({exc}); move it away to "
                                "start a new one") from None
@@ -133,14 +158,15 @@ class History:
             return 0
         now = time.time() if at is None else at
         rows = [(run, now, s.node, s.code, float(s.confidence), source, (summary or s.reason)[:500]) for s in suspects]
-        with self._connect() as db:
+
+        def write(db: sqlite3.Connection) -> int:
             db.execute("BEGIN IMMEDIATE")
             try:
                 seen = {(node, code) for node, code in db.execute(
                     "SELECT node, code FROM incidents WHERE run = ?", (run,)).fetchall()}
-                rows = [row for row in rows if (row[2], row[3]) not in seen]  # the same run analysed again
+                new = [row for row in rows if (row[2], row[3]) not in seen]  # the same run analysed again
                 db.executemany("INSERT INTO incidents (run, at, node, code, confidence, source, summary) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                               "VALUES (?, ?, ?, ?, ?, ?, ?)", new)
                 db.execute("DELETE FROM incidents WHERE at < ?", (now - RETENTION_S,))
                 db.execute("DELETE FROM incidents WHERE id <= (SELECT MAX(id) FROM incidents) - ?", (MAX_ROWS,))
                 db.execute("COMMIT")
@@ -148,14 +174,16 @@ class History:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
                 raise
-        return len(rows)
+            return len(new)
+
+        return self._with_db(write)
 
     def nodes(self, since_s: float | None = None, now: float | None = None) -> list[NodeStats]:
         """Nodes with incidents in the last ``since_s`` seconds (all when None), most incidents first."""
         now = time.time() if now is None else now
         start = now - since_s if since_s is not None else float("-inf")
-        with self._connect() as db:
-            rows = db.execute("SELECT node, code, run, at FROM incidents WHERE at >= ?", (start,)).fetchall()
+        rows = self._with_db(lambda db: db.execute(
+            "SELECT node, code, run, at FROM incidents WHERE at >= ?", (start,)).fetchall())
         by_node: dict[str, list[tuple[str, str, float]]] = {}
         for node, code, run, at in rows:
             by_node.setdefault(node, []).append((code, run, at))
