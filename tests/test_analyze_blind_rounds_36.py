@@ -151,3 +151,73 @@ def test_negative_a_cuda_call_refused_inside_nccl_stays_nccls(tmp_path: Path) ->
              "error, NCCL version 2.18.1\n")
     top = _top(tmp_path, paste)
     assert top.category is Category.GPU_ERROR and "NCCL made" in top.title, top.title
+
+
+# real: NVIDIA/apex#393 (r129), its line hard wrapped by a terminal: env://'s words cut after the variable's name
+def test_envs_unset_variable_cut_by_a_wrap_is_still_the_launch(tmp_path: Path) -> None:
+    paste = ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK \n"
+             "expected, but not set\n")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.UNRECOGNISED and "a variable the launcher sets, not set" in top.title, top.title
+
+
+def test_negative_a_malformed_address_is_still_the_address(tmp_path: Path) -> None:
+    top = _top(tmp_path, "ValueError: Error initializing torch.distributed using tcp:// rendezvous: port number missing\n")
+    assert top.category is Category.PEER_UNREACHABLE and "invalid address" in top.title, top.title
+
+
+# real: meta-pytorch/torchforge#743 (r147): an engine in Docker took an IPv6 link-local address for its head node's
+_LINK_LOCAL_STORE = ("[c10d] The IPv4 network addresses of (fe80::222:48ff:fe49:ba90, 51391) cannot be retrieved\n"
+                     "       (gai error: -9 - Address family for hostname not supported).\n")
+
+
+def test_a_store_address_that_is_link_local_is_the_wrong_interface(tmp_path: Path) -> None:
+    top = _top(tmp_path, _LINK_LOCAL_STORE)
+    assert top.category is Category.INTERFACE_MISMATCH and "link-local" in top.title, top.title
+
+
+def test_negative_a_routable_store_address_that_does_not_resolve_stays_unreachable(tmp_path: Path) -> None:
+    top = _top(tmp_path, _LINK_LOCAL_STORE.replace("fe80::222:48ff:fe49:ba90", "2001:db8::5"))
+    assert top.category is Category.PEER_UNREACHABLE, top.title
+
+
+# real: NVIDIA/nccl#677 (r148): Megatron's bf16 pipeline on a PyTorch whose send/recv predate bfloat16 (Open MPI's
+# prefixes); Lightning#14347 (held): NCCL 2.9 under a bf16 broadcast
+@pytest.mark.parametrize("paste", [
+    "[1,1]<stderr>:RuntimeError[1,1]<stderr>:: Unconvertible NCCL type BFloat16\n",
+    "RuntimeError: Input tensor data type is not supported for NCCL process group: BFloat16\n",
+])
+def test_a_dtype_the_builds_nccl_does_not_take_is_the_setup(tmp_path: Path, paste: str) -> None:
+    top = _top(tmp_path, paste)
+    assert top.category is Category.UNRECOGNISED and "data type the NCCL of this build" in top.title, top.title
+
+
+# real: pytorch/pytorch#99518 (r148): DDP of a complex model on NCCL
+def test_a_dtype_no_nccl_takes_is_the_programs_call(tmp_path: Path) -> None:
+    top = _top(tmp_path, "RuntimeError: Input tensor data type is not supported for NCCL process group: ComplexFloat\n")
+    assert top.category is Category.RANK_CRASHED and "view_as_real" in top.title, top.title
+
+
+# real: IBM/terratorch#1004 (r148): Lightning's sync_dist all_reduce of a CPU value on an NCCL-only group; the same
+# words for an XPU tensor (r53e, held) are a backend the environment lacks
+_CPU_TENSOR = ('[rank2]:   File "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line '
+               "2501, in all_reduce\n[rank2]:     work = group.allreduce([tensor], opts)\n"
+               "[rank2]: RuntimeError: No backend type associated with device type cpu\n")
+
+
+def test_a_cpu_tensor_in_an_nccl_group_is_the_programs_call(tmp_path: Path) -> None:
+    top = _top(tmp_path, _CPU_TENSOR)
+    assert top.category is Category.RANK_CRASHED and "CPU tensor" in top.title and top.culprit_ranks == (2,), top.title
+
+
+def test_negative_a_device_without_a_backend_is_the_setup(tmp_path: Path) -> None:
+    top = _top(tmp_path, _CPU_TENSOR.replace("device type cpu", "device type xpu"))
+    assert top.category is Category.UNRECOGNISED and "no backend for xpu" in top.title, top.title
+
+
+# real: open-unlearning#38 (r148): a setting refused with it written as its assignment
+def test_a_setting_refused_as_its_assignment_is_the_configuration(tmp_path: Path) -> None:
+    paste = ("ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a "
+             "`device_map`.\n")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.UNRECOGNISED and "configuration the program refused" in top.title, top.title

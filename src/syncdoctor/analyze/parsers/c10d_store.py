@@ -149,7 +149,8 @@ _ENDPOINT = re.compile(r"will con\w{2,5}ct to TCPStore server at " + _VALUE  # t
 _EMPTY_ENDPOINT = re.compile(r"--master[_-]addr(?:=(?=[\s;'\"]|$)|\s+(?=--|$))|\bMASTER_ADDR=(?=[\s;]|$)")
 # env://'s own words for a variable torchrun (or srun, mpirun) sets that is not set: no address at all, the launcher
 # missing (``environment variable RANK expected, but not set``)
-_UNSET = re.compile(r"environment variable \w+ expected, but not set")
+# (also cut where a paste wrapped it: ``… env:// rendezvous: environment variable RANK`` at the line's end)
+_UNSET = re.compile(r"environment variable \w+(?: expected, but not set|\s*$)")
 _BAD_ADDRESS = re.compile(r"Error initializing torch\.distributed using (?P<how>\w+://) rendezvous: (?P<what>[^\n]{1,200})"
                           r"|Port could not be cast to integer value as (?P<port>[^\n]{1,120})"
                           # older Pythons' urllib: int() of what follows the first colon of an IPv6 address written

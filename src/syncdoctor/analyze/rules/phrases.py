@@ -459,7 +459,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # name: …``)
                 # (or a way of training: ``Unsloth is incompatible with DeepSpeed ZeRO-3``; not a compiler's warning that
                 # it is not the one PyTorch was built with)
-                r"|\b(?:is|are) (?:not compatible|incompatible) with (?:passing|using|setting|specifying|enabling|DeepSpeed|ZeRO|FSDP|Megatron|(?:tensor|pipeline"
+                # (a setting written as its assignment: ``DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True`
+                # or with passing a `device_map`.``)
+                r"|\b(?:is|are) (?:not compatible|incompatible) with [`'\"]?(?:passing|using|setting|specifying|enabling|DeepSpeed|ZeRO|FSDP|Megatron|\w{2,40}=\w|(?:tensor|pipeline"
                 r"|sequence|context|expert)[ _-]parallel|gradient checkpointing|torch\.compile)"
                 # a launcher's variable the library refuses (Lightning's ``You set `--ntasks=200` in your SLURM bash
                 # script, but this variable is not supported.``); a value outside the ones allowed (``vllm_mode must be
@@ -580,7 +582,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\brequires the (?:" + "|".join(TORCHRUN_VARIABLES) + r") environment variable\b"
                 # (env://'s own: ``Error initializing torch.distributed using env:// rendezvous: environment variable
                 # RANK expected, but not set``)
-                r"|\benvironment variable (?:" + "|".join(TORCHRUN_VARIABLES) + r") expected, but not set")),
+                r"|\benvironment variable (?:" + "|".join(TORCHRUN_VARIABLES) + r") expected, but not set"
+                # (cut where a paste wrapped it, after env://'s words: ``… env:// rendezvous: environment variable
+                # RANK`` at the line's end)
+                r"|\benv:// rendezvous: environment variable (?:" + "|".join(TORCHRUN_VARIABLES) + r")\s*$")),
     # a straggler detector naming the ranks slower than their peers (the resiliency extension through NeMo): in a job
     # that then timed out, the rank the others waited for
     (Category.LAGGING_RANK, "a rank slower than its peers (a straggler detector's report)",
@@ -597,7 +602,18 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"No usable listening interface found", _I)),
     # a Kubernetes network policy (Cilium) dropping the job's traffic between pods
     (Category.PEER_UNREACHABLE, "a network policy dropping the job's traffic between pods",
-     re.compile(r"\bPolicy denied DROPPED\b", _I)),    # an index past the end of what it indexes, in torch's or numpy's words without the exception's class (a coroutine's
+     re.compile(r"\bPolicy denied DROPPED\b", _I)),
+    # a data type the build's NCCL does not take (``Input tensor data type is not supported for NCCL process group:
+    # BFloat16`` under NCCL 2.9, before 2.10.3 added bfloat16; ``Unconvertible NCCL type BFloat16`` from a PyTorch whose
+    # send/recv predate it): the build's versions, not the program
+    (Category.UNRECOGNISED, "a data type the NCCL of this build does not take (bfloat16 needs NCCL 2.10.3 and a PyTorch "
+     "built with it): a newer PyTorch and NCCL, or another dtype for the collective",
+     re.compile(r"(?:data type is not supported for NCCL process group|Unconvertible NCCL type):? (?:BFloat16|Float8\w*)\b")),
+    # a data type no NCCL takes (``… not supported for NCCL process group: ComplexFloat``): the program's call, which
+    # can pass the values viewed as real pairs (torch.view_as_real)
+    (Category.RANK_CRASHED, "a tensor of a type no NCCL release takes (complex numbers: pass torch.view_as_real of it)",
+     re.compile(r"(?:data type is not supported for NCCL process group|Unconvertible NCCL type):? Complex\w*\b")),
+    # an index past the end of what it indexes, in torch's or numpy's words without the exception's class (a coroutine's
     # log: ``ERROR:root:coroutine task failed: index 43094749 is out of bounds for dimension 0 with size 4490``): the
     # program's own error
     (Category.RANK_CRASHED, "a program's own error: an index out of range of the tensor or array it indexes",

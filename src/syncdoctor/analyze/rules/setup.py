@@ -25,6 +25,7 @@ from syncdoctor.analyze.rules.common import (
     fmt_ranks,
     hypothesis,
     ip_of,
+    is_link_local,
     unroutable,
     writer_hosts,
 )
@@ -185,6 +186,11 @@ def _connected_after_all(tl: Timeline, event: Event) -> bool:
                and e.data.get("source") in ("agent", "torchrun") for e in tl.of(Kind.WORKER_FAILED))
 
 
+_LINK_LOCAL_FIX = ("Give the store a routable address of the host: MASTER_ADDR (or the engine's own, e.g. VLLM_HOST_IP) "
+                   "set to the address of the interface the hosts share, GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to "
+                   "that interface; in containers, host networking.")
+
+
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     elsewhere = _raised_elsewhere(tl)
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")
@@ -263,9 +269,24 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         if ipv6:  # the warning most runs print and go on from: below any failure the inputs show
             what += (" Here the only sign is c10d's warning for localhost's IPv6 address (errno 99: ::1 where IPv6 is "
                      "off), which runs that then connect over IPv4 print too: a cause only if nothing else failed.")
-        out.append(hypothesis(tl, Category.PEER_UNREACHABLE, 0.25 if ipv6 else 0.5 if retrying else 0.75, title,
+        category = Category.PEER_UNREACHABLE
+        stores = {str(e.data["store_host"]) for e in store if e.data.get("store_host")}
+        if stores and all(is_link_local(h.split("%")[0]) for h in stores) and not nccl and not gloo:
+            # the store's address is link-local (fe80::, 169.254.x.x): what was taken for the host's address is an
+            # interface's that reaches its own link only (a container's, one without a routable address)
+            category = Category.INTERFACE_MISMATCH
+            title = (f"the store's address {', '.join(sorted(stores)[:2])} is link-local (fe80::/10, 169.254.0.0/16), "
+                     "reachable on its own link only: the wrong interface's address was taken for the host's"
+                     + (f" ({where.text})" if where.text else ""))
+            what = ("The address the processes were told to reach the store at is a link-local one: every interface "
+                    "has one, but it is usable only on that link and, for IPv6, only with its interface named "
+                    "(fe80::…%eth0), so a resolver or connect refuses it. A launcher or an engine that picks the "
+                    "host's address itself (vLLM's, Ray's, a container's first interface) took it from an interface "
+                    "without a routable address.")
+        out.append(hypothesis(tl, category, 0.25 if ipv6 else 0.5 if retrying else 0.75, title,
                               culprits=where.ranks,
-                              hosts=suspects, fix=_BRIDGE_FIX if bridged else None,
+                              hosts=suspects, fix=_BRIDGE_FIX if bridged else _LINK_LOCAL_FIX if category is
+                              Category.INTERFACE_MISMATCH else None,
                               what=what, evidence=evidence,
                               processes=where.processes, local_ranks=where.local_ranks))
         out += _bridge_gateway(tl, [e for e in nccl + gloo if "refused" in str(e.data.get("error", "")).lower()])
@@ -1041,6 +1062,20 @@ def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
                 "torchrun and init_process_group fail before any rank connects.")
         fix = ("Set USE_LIBUV=0 in the environment of the launcher (torchrun, accelerate launch), or pass "
                "use_libuv=0 in the init_method URL (tcp://host:port?use_libuv=0); a single-process run needs no store.")
+    elif match["device"] == "cpu":
+        # a CPU tensor handed to a collective of a group that has only a GPU backend (NCCL): the program's call
+        # (Lightning's ``self.log(..., sync_dist=True)`` of a CPU value, a metric kept on the CPU)
+        title = (f"a collective was given a CPU tensor in a process group with only a GPU backend (NCCL){on}: the "
+                 "program's call")
+        what = ("The process group has a backend for GPU tensors only, and a collective was called on a tensor in CPU "
+                "memory: a value logged or synchronised from the CPU (Lightning's sync_dist, a metric's state, an "
+                "object not moved to the device). The process raises, and its peers then wait or time out.")
+        fix = ("Move the tensor to the rank's GPU before the collective (tensor.cuda()), drop the synchronisation the "
+               "library already does (torchmetrics syncs in compute()), or give the group a CPU backend too "
+               "(init_process_group(backend='cpu:gloo,cuda:nccl')).")
+        # (above the crash of the rank that raised it, 0.82: the same failure, with what the words say)
+        return [hypothesis(tl, Category.RANK_CRASHED, 0.85, title, what=what, fix=fix, where=where,
+                           evidence=evidence_of(events, "a CPU tensor", 3))]
     elif match["device"]:
         device = match["device"]
         title = (f"the process group has no backend for {device} tensors{on}: init_process_group was given none for "
