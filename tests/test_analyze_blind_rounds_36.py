@@ -1,4 +1,4 @@
-"""Readings of the hundred-and-forty-second round and after (rounds ``r145*``: torch.distributed.rpc, Horovod on Spark
+"""Readings of the hundred-and-forty-second round and after (rounds ``r145*`` to ``r150*``: torch.distributed.rpc, Horovod on Spark
 and Ray, sharded serving, NVIDIA's examples, c10d's and older libraries' error strings in other repositories, hardware
 faults), and of pastes as users save them (no final newline). One behaviour per test, each with the look-alike it must
 not catch."""
@@ -221,3 +221,46 @@ def test_a_setting_refused_as_its_assignment_is_the_configuration(tmp_path: Path
              "`device_map`.\n")
     top = _top(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and "configuration the program refused" in top.title, top.title
+
+
+# real: unimatch#97 and pfrl#55 (r149): a checkpoint loaded into a model it does not fit (layers added; DDP's prefix)
+_STATE_DICT = ("RuntimeError: Error(s) in loading state_dict for DistributedDataParallel:\n"
+               '\tMissing key(s) in state_dict: "module.backbone.trans.weight", "module.backbone.trans.bias".\n')
+# real: pytorch/pytorch#104690 (r149): frozen and trainable parameters in one FSDP unit
+_FLAT = "ValueError: `FlatParameter` requires uniform `requires_grad`\n"
+
+
+@pytest.mark.parametrize(("paste", "words"), [
+    (_STATE_DICT, "checkpoint that does not fit the model"),
+    (_FLAT, "a model placed in a way its distributed wrapper cannot take"),
+])
+def test_a_checkpoint_or_a_model_that_does_not_fit_the_run_is_the_setup(tmp_path: Path, paste: str, words: str) -> None:
+    top = _top(tmp_path, paste)
+    assert top.category is Category.UNRECOGNISED and words in top.title, top.title
+
+
+@pytest.mark.parametrize("paste", [
+    "RuntimeError: Error in loading the batch of shard 3 for DistributedDataParallel\n",
+    "ValueError: `FlatParameter` is not a leaf tensor\n",
+])
+def test_negative_look_alikes_of_a_checkpoint_or_model_that_does_not_fit(tmp_path: Path, paste: str) -> None:
+    assert _top(tmp_path, paste).category is Category.RANK_CRASHED
+
+
+# real: pytorch/tensorpipe#460 (r150): libuv's lower-case words for EMFILE; horovod/horovod#629 (r150): a library that
+# does not load, quoted without its ImportError
+@pytest.mark.parametrize(("paste", "words"), [
+    ("terminate called after throwing an instance of 'std::runtime_error'\n"
+     '  what():  In connectFromLoop at tensorpipe/transport/uv/uv.h:297 "rv < 0: too many open files"\n',
+     "out of file descriptors"),
+    ("mpi_lib_v2.cpython-36m-x86_64-linux-gnu.so: undefined symbol: _ZN3c106detail26device_guard_impl_registryE\n",
+     "a library that does not load"),
+])
+def test_a_resource_or_a_library_in_other_words_is_the_environment(tmp_path: Path, paste: str, words: str) -> None:
+    top = _top(tmp_path, paste)
+    assert top.category is Category.UNRECOGNISED and words in top.title, top.title
+
+
+def test_negative_a_library_named_without_an_error_stays_silent(tmp_path: Path) -> None:
+    paste = "loaded mpi_lib_v2.cpython-36m-x86_64-linux-gnu.so: symbols resolved\nopen files: 812 of 65536\n"
+    assert not diagnose_paste(tmp_path, paste).hypotheses

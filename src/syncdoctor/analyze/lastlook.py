@@ -32,7 +32,10 @@ _GOING_WRONG = re.compile(r"\b(?:not|no|never|can't|cannot|can not|couldn't|coul
                           r"unsupported|incompatible|disabled|must|out of sync|doesn't|don't|isn't|aren't|won't|lost|broken|"
                           # (a report of a fault, whatever its words: ``Xid 31 …``, ``Duplicate GPU detected``; a
                           # resource short: ``/dev/shm has only 67108864 bytes available``)
-                          r"xid|duplicate\w*|insufficient|exhausted|only [\d.]+ ?(?:bytes|[kmgt]i?b))\b",
+                          r"xid|duplicate\w*|insufficient|exhausted|only [\d.]+ ?(?:bytes|[kmgt]i?b)"
+                          # (a library that does not load, quoted without its ImportError: ``mpi_lib_v2.cpython-36m-
+                          # x86_64-linux-gnu.so: undefined symbol: _ZN3c106detail…``)
+                          r"|undefined symbol)\b",
                           re.IGNORECASE)
 
 

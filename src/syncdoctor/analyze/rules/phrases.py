@@ -142,8 +142,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\brdma_iba_hca_init\b[^\n]{0,40}cannot create cq\b|\bFailed to create a completion queue\b", _I)),
     # a process out of file descriptors (EMFILE), also on /dev/shm (``OSError: [Errno 24] Too many open files:
     # '/dev/shm/torch_48213_…'``: the DataLoader's file-descriptor sharing, not the segment's size): before shm's words
+    # (libuv's lower-case words, in TensorPipe's ``In connectFromLoop at tensorpipe/transport/uv/uv.h:297 "rv < 0: too
+    # many open files"``)
     (Category.UNRECOGNISED, "a process out of file descriptors (its open-files limit, ulimit -n)",
-     re.compile(r"Too many open files|\bEMFILE\b|\[Errno 24\]")),
+     re.compile(r"[Tt]oo many open files|\bEMFILE\b|\[Errno 24\]")),
     # a shared-memory segment that already exists where a process creates it (Python's SharedMemory, create=True:
     # ``FileExistsError: [Errno 17] File exists: '/000009_locals'`` from mosaicml/streaming's get_shm_prefix): one a
     # killed run left in /dev/shm, or one each of the job's processes tries to make, not told of the others
@@ -354,7 +356,16 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "a model placed in a way its distributed wrapper cannot take (quantized 8-bit weights "
      "under FSDP, one model spread over several GPUs under DDP): the job's setup",
      re.compile(r"\bCannot flatten integer dtype tensors\b|\bMust flatten tensors with uniform dtype but got\b"
+                # (frozen and trainable parameters in one FSDP unit: ``ValueError: `FlatParameter` requires uniform
+                # `requires_grad```, a wrap policy that puts adapters apart, or use_orig_params=True)
+                r"|\bFlatParameter`? requires uniform `?requires_grad\b"
                 r"|\bdevice_ids and output_device arguments only work with single-device\b", _I)),
+    # a checkpoint that does not fit the model it is loaded into (``RuntimeError: Error(s) in loading state_dict for
+    # DistributedDataParallel: Missing key(s) in state_dict: "module.…"``: saved with or without DDP's ``module.``
+    # prefix, layers added or removed, another model size): the run's inputs, not the program failing as it ran
+    (Category.UNRECOGNISED, "a checkpoint that does not fit the model it is loaded into (its keys or shapes differ: "
+     "DDP's 'module.' prefix saved with the wrapper or without it, layers added or removed, another size)",
+     re.compile(r"\bError\(s\) in loading state_dict for \w+")),
     # the workers could not be started with what they were given: the 'spawn' start method (torch.multiprocessing's,
     # Lightning's ddp_spawn, DataLoader workers on macOS and Windows) pickles the function and objects it sends, and a
     # lambda, a local function or a generated class cannot be (``AttributeError: Can't pickle local object
@@ -398,7 +409,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      # (a shared object that cannot be read, ``cannot read file data: Stale file handle``, is the file system's)
      re.compile(r"\b(?:ImportError|OSError): .{0,400}?\.so(?:\.[\w.]+)?:\s*(?:undefined symbol|cannot open shared object "
                 r"file|version `|$)|\berror while loading shared libraries: |\bversion `[\w.]+' not found \(required "
-                r"by |\bVersion mismatch: The cluster was started with", _I)),
+                r"by |\bVersion mismatch: The cluster was started with"
+                # (quoted without its exception: ``mpi_lib_v2.cpython-36m-x86_64-linux-gnu.so: undefined symbol: …``;
+                # not rdma-core's probe of an optional symbol, ``dlvsym failed on mlx5dv_reg_dmabuf_mr - …/libmlx5.so:
+                # undefined symbol: …``, which NCCL 2.21+ prints on older providers and goes on)
+                r"|(?m:^(?![^\n]*\bdlvsym\b)[^\n]*?\.so(?:\.[\w.]+)?: undefined symbol: \w)", _I)),
     # mosaicml/streaming's registry of local cache directories (in shared memory, per host) refusing one that another
     # dataset or job on the host already uses (``ValueError: Reused local directory: ['/data/train'] vs
     # ['/data/train']. Provide a different one.``): two jobs given one directory, the job's setup
