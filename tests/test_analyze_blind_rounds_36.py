@@ -145,6 +145,11 @@ def test_a_cuda_call_refused_without_nccl_is_the_callers_error(tmp_path: Path) -
     assert top.category is Category.RANK_CRASHED and "a CUDA call was refused" in top.title, top.title
 
 
+def test_negative_a_feature_cuda_refuses_without_nccl_is_no_argument_of_the_program(tmp_path: Path) -> None:
+    top = _top(tmp_path, "RuntimeError: CUDA error: operation not supported\n")
+    assert top.category is Category.GPU_ERROR and "NCCL made" not in top.title, top.title
+
+
 def test_negative_a_cuda_call_refused_inside_nccl_stays_nccls(tmp_path: Path) -> None:
     paste = ("node1:2043:2101 [0] include/alloc.h:125 NCCL WARN Cuda failure 'invalid argument'\n"
              "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled cuda "

@@ -48,6 +48,8 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
 
 # CUDA's words for a call it refused (cudaErrorInvalidValue, cudaErrorNotSupported), not for a fault of the GPU
 _REJECTED = re.compile(r"invalid argument|not supported|\bCUDA_ERROR_INVALID_VALUE\b|\bcudaErrorInvalidValue\b")
+# of those, an argument the call does not take (not a feature the driver or the container lacks)
+_INVALID = re.compile(r"invalid argument|\bCUDA_ERROR_INVALID_VALUE\b|\bcudaErrorInvalidValue\b")
 
 
 # CUDA's errors for software that does not fit the machine (cudaErrorStubLibrary, cudaErrorInsufficientDriver,
@@ -231,12 +233,15 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                                  evidence=evidence_of(events, note, 6), where=where)]
     rejected = not hardware and any(_REJECTED.search(m) for m in messages) and all(
         _REJECTED.search(m) or "nhandled" in m for m in messages)  # NCCL's 'unhandled cuda error' says no more
+    # (NCCL's lines, or nccl-tests', whose CUDA calls fail as ``Test CUDA failure``, anywhere in the inputs)
+    nccl_seen = any("nccl" in e.text.lower() or "Test CUDA failure" in e.text for e in tl.events)
     if rejected:
         # cudaErrorInvalidValue and its kin: the driver refused a call NCCL made, the GPU did not fault
         sources = {e.ref.source for e in events}
         nvls = any("nvls" in e.text.lower() for e in tl.events if e.ref.source in sources)
         refused = "; ".join(m for m in messages if _REJECTED.search(m))
-        title = (f"a CUDA call NCCL made was refused on {where.text or 'a rank'} ({refused[:80]})"
+        title = (f"a CUDA call {'NCCL made ' if nccl_seen else ''}was refused on {where.text or 'a rank'} "
+                 f"({refused[:80]})"
                  + (" in its NVLS (NVLink SHARP) setup" if nvls else "")
                  + ": a feature the driver, the container or this NCCL release does not allow, not a faulty GPU")
         what = (f"{where.text or 'A process'} hit {refused}: CUDA rejected a call NCCL made. "
@@ -251,10 +256,9 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
                "NCCL_P2P_DISABLE=1 one at a time, and another NCCL release (pip install nvidia-nccl-cu12==...), the "
                "driver's and the CUDA runtime's versions matching.")
     category = Category.GPU_ERROR
-    if rejected and not any("nccl" in e.text.lower() or "Test CUDA failure" in e.text for e in tl.events):
-        # no NCCL (nor nccl-tests, whose CUDA calls fail as ``Test CUDA failure``) in the inputs: the program or a
-        # library it calls (TensorPipe, a quantizer moving weights between GPUs) passed CUDA an argument it does not
-        # take: that process's error (A003), no fault of the GPU's
+    if rejected and not nccl_seen and all(_INVALID.search(m) for m in messages):
+        # no NCCL in the inputs: the program or a library it calls (TensorPipe, a quantizer moving weights between
+        # GPUs) passed CUDA an argument it does not take: that process's error (A003), no fault of the GPU's
         category = Category.RANK_CRASHED
         title = (f"a CUDA call was refused on {where.text or 'a rank'} ({refused[:80]}): the program or a library it "
                  "calls passed CUDA an argument it does not take; not a faulty GPU")
