@@ -735,6 +735,8 @@ def test_a_late_rank_whose_recorder_lags_behind_its_return_is_late_not_a_transpo
     Frame("/venv/lib/python3.11/site-packages/deepspeed/runtime/zero/partition_parameters.py", 780, "wait"),
     # a CUDA synchronisation behind a collective on the stream (Windows paths too)
     Frame("C:\\venv\\Lib\\site-packages\\torch\\cuda\\__init__.py", 954, "synchronize"),
+    # a functional collective's wait (FSDP2, DTensor, compiled code) through torch's operator dispatch
+    Frame("/venv/lib/python3.11/site-packages/torch/_ops.py", 1123, "__call__"),
 ])
 def test_a_rank_waiting_in_a_collective_without_a_c10d_frame_is_not_counted_as_having_left(frame: Frame) -> None:
     """A rank behind a collective a peer completed whose main thread waits on it from a place with no

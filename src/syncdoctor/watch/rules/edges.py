@@ -287,6 +287,13 @@ def may_wait_in_collective(file: str) -> bool:
     return any(part in path for part in MAY_WAIT_IN)
 
 
+# Innermost frames that say nothing of what the thread waits on: torch's operator dispatch (a functional collective's
+# ``torch.ops._c10d_functional.wait_tensor`` from FSDP2, DTensor or compiled code has ``torch/_ops.py`` innermost) and
+# compiled graphs (Dynamo, Inductor's generated code): counted as possibly waiting, never as having left.
+_OPAQUE_INNERMOST = ("torch/_ops.py", "torch/_dynamo/", "torch/_inductor/", "torchinductor", "torch/_higher_order_ops/",
+                     "<eval_with_key")
+
+
 def stack_may_wait(stack: StackReport) -> bool:
     """Whether the thread of ``stack`` may be waiting in a collective: its innermost frame, the call that holds
     it, is one that may (:func:`may_wait_in_collective`), or its native frames wait in c10d, gloo, NCCL or a
@@ -294,7 +301,8 @@ def stack_may_wait(stack: StackReport) -> bool:
     DeepSpeed's tree has their frames outside while it loads data or computes."""
     if not stack.frames:
         return True  # nothing to tell by
-    if may_wait_in_collective(stack.frames[-1].file):
+    innermost = stack.frames[-1].file.replace("\\", "/")
+    if may_wait_in_collective(innermost) or any(part in innermost for part in _OPAQUE_INNERMOST):
         return True
     return stack.in_native and any(_NATIVE_WAIT.search(name) for name in stack.native)
 
