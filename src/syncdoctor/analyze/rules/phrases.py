@@ -99,9 +99,11 @@ _SETUP_CHECK = re.compile(
     r"|n_?slices|num_?slices"
     # (TGI's weights split over its shards: ``AssertionError: The choosen size 50432 is not compatible with sharding on
     # 3 shards``)
-    r"|(?:sharding )?on \d{1,5} shards"
+    r"|\bon \d{1,5} shards"
     # (Megatron's ``expected local-rank to be the same as rank % device-count``: nodes with different numbers of GPUs)
     r"|local[-_]rank\b[^\n]{0,80}\bdevice[-_]count)\b", _I)
+# a dtype PyTorch's NCCL path refuses, in ProcessGroupNCCL's words or its send/recv's (then the dtype)
+_NCCL_DTYPE = r"(?:data type is not supported for NCCL process group|Unconvertible NCCL type):? "
 DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
 # (category, what the words say, the words); causes first, in the order they are tried on a line
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
@@ -623,11 +625,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # send/recv predate it): the build's versions, not the program
     (Category.UNRECOGNISED, "a data type the NCCL of this build does not take (bfloat16 needs NCCL 2.10.3 and a PyTorch "
      "built with it): a newer PyTorch and NCCL, or another dtype for the collective",
-     re.compile(r"(?:data type is not supported for NCCL process group|Unconvertible NCCL type):? (?:BFloat16|Float8\w*)\b")),
+     re.compile(_NCCL_DTYPE + r"(?:BFloat16|Float8\w*)\b")),
     # a data type no NCCL takes (``… not supported for NCCL process group: ComplexFloat``): the program's call, which
     # can pass the values viewed as real pairs (torch.view_as_real)
     (Category.RANK_CRASHED, "a tensor of a type no NCCL release takes (complex numbers: pass torch.view_as_real of it)",
-     re.compile(r"(?:data type is not supported for NCCL process group|Unconvertible NCCL type):? Complex\w*\b")),
+     re.compile(_NCCL_DTYPE + r"Complex\w*\b")),
     # an index past the end of what it indexes, in torch's or numpy's words without the exception's class (a coroutine's
     # log: ``ERROR:root:coroutine task failed: index 43094749 is out of bounds for dimension 0 with size 4490``): the
     # program's own error
