@@ -46,10 +46,10 @@ def _others_failed(tl: Timeline, culprits: set[int]) -> list[int]:
                   (s.has(*_SYMPTOMS) or any(is_comm_exception(e) for e in s.of(Kind.EXCEPTION))))
 
 
-# CUDA's words for a call it refused (cudaErrorInvalidValue, cudaErrorNotSupported), not for a fault of the GPU
-_REJECTED = re.compile(r"invalid argument|not supported|\bCUDA_ERROR_INVALID_VALUE\b|\bcudaErrorInvalidValue\b")
-# of those, an argument the call does not take (not a feature the driver or the container lacks)
+# CUDA's words for an argument a call does not take (cudaErrorInvalidValue), and, with a feature the driver or the
+# container lacks (cudaErrorNotSupported), for any call it refused: not a fault of the GPU
 _INVALID = re.compile(r"invalid argument|\bCUDA_ERROR_INVALID_VALUE\b|\bcudaErrorInvalidValue\b")
+_REJECTED = re.compile(_INVALID.pattern + r"|not supported")
 
 
 # CUDA's errors for software that does not fit the machine (cudaErrorStubLibrary, cudaErrorInsufficientDriver,
