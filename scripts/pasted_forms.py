@@ -90,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = json.loads(args.rows.read_text())["rows"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         parser.error(f"--rows {args.rows}: not the output of real_corpus_score.py --json ({exc})")
-    right = {r["case"]: r["expected"] for r in rows if r.get("in_log") and r.get("category_ok")}
+    if not args.corpus.is_dir():
+        parser.error(f"--corpus {args.corpus}: not a folder")
+    # (a row whose case is not in the corpus, one left out or renamed since, is not read)
+    right = {r["case"]: r["expected"] for r in rows if r.get("in_log") and r.get("category_ok")
+             and (args.corpus / r["case"]).is_dir()}
     jobs = [(str(args.corpus), case, form) for case in sorted(right) for form in forms]
     changed: dict[str, list[tuple[str, str]]] = {form: [] for form in forms}
     if args.jobs > 1:

@@ -61,3 +61,6 @@ def test_bad_arguments_are_a_usage_error(forms, tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as unknown:
         forms.main(["--rows", str(rows), "--forms", "sideways"])
     assert unknown.value.code == 2
+    with pytest.raises(SystemExit) as nowhere:
+        forms.main(["--rows", str(rows), "--corpus", str(tmp_path / "nowhere")])
+    assert nowhere.value.code == 2
