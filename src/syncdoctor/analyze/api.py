@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 
 from syncdoctor.analyze.collect import Collected, collect
 from syncdoctor.analyze.inputs import Source, expand
-from syncdoctor.analyze.lastlook import known_causes
+from syncdoctor.analyze.lastlook import known_causes, processes
 from syncdoctor.analyze.model import Diagnosis, Evidence, Hypothesis
 from syncdoctor.analyze.rules import diagnose
 from syncdoctor.analyze.scan import Scanner
@@ -40,6 +40,11 @@ class Analysis:
 def analyze_sources(sources: Sequence[Source], *, stdin: BinaryIO | None = None,
                     scanner: Scanner | None = None) -> Analysis:
     collected = collect(sources, stdin=stdin, scanner=scanner)
+    if collected.small_texts:  # a paste's NCCL chatter: where its processes run (analyze.lastlook)
+        known = {(e.origin.host, e.origin.pid) for e in collected.events
+                 if e.origin.host is not None and e.origin.pid is not None}
+        collected.events.extend(event for name, origin, raw in collected.small_texts
+                                for event in processes(raw.decode("utf-8", "replace"), name, origin, known))
     timeline = build_timeline(collected.events, collected.dumps, collected.file_ranks)
     diagnosis = diagnose(timeline, notes=collected.notes, sources=collected.sources)
     if not diagnosis.hypotheses and collected.small_texts:

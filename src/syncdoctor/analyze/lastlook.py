@@ -11,6 +11,11 @@ fallback rule to quote with the category its words name. Those words are written
 is enough (``locked memory``, ``ECC``); on a line that is no error they must come with words of something going wrong
 (``not``, ``cannot``, ``too large``, ``exceeded``…): ``ulimit -a``'s ``max locked memory: unlimited`` is no failure.
 Words that name only an outcome (a crash, a refused connection) are not enough either.
+
+A small input's NCCL chatter is read too, whatever was found (:func:`processes`): the scanner skips INFO lines
+without an anchor (most of a large log), but in a paste the one line of a process that carries NCCL's
+``host:pid:tid`` prefix (``g1002:2128869:2128880 [0] NCCL INFO Setting affinity …``) may be all that ties torchrun's
+``failed (exitcode: -11) local_rank: 0 (pid: 2128869)`` to its host.
 """
 
 from __future__ import annotations
@@ -18,11 +23,11 @@ from __future__ import annotations
 import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
-from syncdoctor.analyze.parsers import make_line
+from syncdoctor.analyze.parsers import make_line, nccl_info
 from syncdoctor.analyze.parsers.base import make_event
 from syncdoctor.analyze.rules.phrases import read_as
 
-__all__ = ["MAX_BYTES", "known_causes"]
+__all__ = ["MAX_BYTES", "known_causes", "processes"]
 
 MAX_BYTES = 64 * 1024  # an input this small or smaller is a paste: every line of it may be read again
 _MAX_LINE = 2000  # characters of a line read (a paste's line longer than this is output, not a message)
@@ -52,4 +57,21 @@ def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
         if reading is not None and reading.cause:
             events.append(make_event(Kind.ERROR_LINE, line, data={"word": "known words",
                                                                   "message": line.body.strip()[:300]}))
+    return events
+
+
+def processes(text: str, source: str, file_origin: Origin, known: set[tuple[str, int]]) -> list[Event]:
+    """Where each process of ``text``'s NCCL INFO lines runs, one event per process not in ``known`` (host, pid),
+    which it extends."""
+    events = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if " NCCL INFO " not in raw or len(raw) > _MAX_LINE:
+            continue
+        placed = nccl_info.place(make_line(raw, Ref(source, number), file_origin))
+        if placed is None or placed.origin.host is None or placed.origin.pid is None:
+            continue
+        key = (placed.origin.host, placed.origin.pid)
+        if key not in known:
+            known.add(key)
+            events.append(placed)
     return events

@@ -58,6 +58,7 @@ class Kind(str, enum.Enum):
     NCCL_INIT_START = "nccl_init_start"  # ncclCommInitRank comm ... rank R nranks N cudaDev D busId B ... Init START
     NCCL_CHANNEL = "nccl_channel"  # Ring 00 : 39[7] -> 88[0] via direct shared memory: this process's rank in a comm
     NCCL_ENV = "nccl_env"  # NCCL_SOCKET_IFNAME set by environment to eth0
+    NCCL_PROCESS = "nccl_process"  # a process's first NCCL INFO line that says nothing else: where it runs
     # NCCL WARN
     NCCL_WARN = "nccl_warn"  # any other WARN
     NCCL_COLL = "nccl_coll"  # one collective call as NCCL_DEBUG_SUBSYS=COLL traces it (the last ones of an input)

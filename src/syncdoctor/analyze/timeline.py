@@ -259,6 +259,13 @@ def _maps(events: Sequence[Event]) -> tuple[dict[tuple[str, int], int], dict[tup
     for event in inits:
         if int(event.data.get("nranks", 0)) == largest and event.origin.host and event.origin.pid is not None:
             by_host_pid.setdefault((event.origin.host, event.origin.pid), int(event.data["comm_rank"]))
+    # a process that never completed that communicator (its ``Init START``, or its ``Abort COMPLETE`` once a failure
+    # ended it): the same line names its rank in it
+    starts = [e for e in events if e.kind is Kind.NCCL_INIT_START and e.origin.host and e.origin.pid is not None]
+    world = max((int(e.data.get("nranks", 0)) for e in starts), default=0)
+    for event in starts:
+        if int(event.data.get("nranks", 0)) == world >= largest and event.origin.host and event.origin.pid is not None:
+            by_host_pid.setdefault((event.origin.host, event.origin.pid), int(event.data["comm_rank"]))
     if not inits:
         # without a communicator's own line, its ring lines: a process whose lines all give it one rank (a process in
         # several communicators holds several, and is left alone)
@@ -331,7 +338,9 @@ def _last_process_left(events: Sequence[Event], by_host_pid: dict[tuple[str, int
     if any(len(owned) != 1 for owned in held.values()) or len(ranks) != len(held) or len(ranks) != world - 1 \
             or not ranks <= set(range(world)):
         return  # a process holding several ranks, or ranks the world does not have: nothing to eliminate
-    others = {(e.origin.host, e.origin.pid) for e in events if e.origin.host and e.origin.pid is not None} - set(held)
+    # (NCCL's processes: its prefix names the device; mpirun's ``[host:pid]`` lines are another process's)
+    others = {(e.origin.host, e.origin.pid) for e in events
+              if e.origin.host and e.origin.pid is not None and e.origin.device is not None} - set(held)
     if len(others) != 1:
         return
     ((host, pid),) = others

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.prefixes import NcclPrefix, split_nccl
 
-__all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "split_endpoint"]
+__all__ = ["KEYWORDS", "PLUGIN_NETS", "nccl_origin", "parse", "place", "split_endpoint"]
 
 # RAS's own INFO line when it gives up on a peer (ras/peers.cc): ``RAS declaring peer 10.1.2.5<36401> as DEAD; …``
 _RAS_DEAD = re.compile(r"RAS declaring peer (?P<peer>\S{1,80}?) as DEAD")
@@ -131,6 +132,19 @@ def _unroutable(peer: str | None) -> bool:
     """``169.254.170.23<52333>``, ``127.0.0.1<…>``: an address on the dialling host's own link or loopback."""
     ip = _peer_ip(peer) if peer else None
     return ip is not None and (ip.is_loopback or ip.is_link_local)
+
+
+def place(line: Line) -> Event | None:
+    """Where a process runs, from any INFO line of its (``g1002:2128869:2128880 [0] NCCL INFO Setting affinity …``):
+    the host, pid and device of NCCL's prefix, not the rank a launcher's prefix may give the line (``3:`` of ``srun
+    -l`` is a task, which runs rank 6 as often as rank 3): a process seen is no rank present. The caller asks once
+    per process; it is what ties a worker that torchrun reports by pid, or a crash of that pid, to its host where no
+    other line of the process was read."""
+    prefix = split_nccl(line.body)
+    if prefix is None or prefix.level != "INFO" or not prefix.host or prefix.pid is None:
+        return None
+    event = make_event(Kind.NCCL_PROCESS, line)
+    return replace(event, origin=Origin(host=prefix.host, pid=prefix.pid, device=prefix.device))
 
 
 def parse(line: Line) -> list[Event]:
@@ -257,6 +271,8 @@ def parse(line: Line) -> list[Event]:
                 found = pattern.search(message)
                 if found:
                     data[name] = found[1]
+            if "Abort COMPLETE" in message:  # the process ended that communicator: after an error or a timeout
+                data["aborted"] = True
             comm_id = data.get("comm_id")
             events.append(make_event(Kind.NCCL_INIT_START if started else Kind.NCCL_INIT, line, origin=origin,
                                      group=comm_id if isinstance(comm_id, str) and comm_id else match["comm"],

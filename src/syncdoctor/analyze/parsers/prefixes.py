@@ -20,6 +20,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``(RayWorkerWrapper pid=11305, ip=…)`` Ray's actor prefix: pid and host address
 ``Aug 26 15:28:16 node7 kernel: ``    syslog / ``journalctl``: the time and the host
 ``[1652739463.05] [cn22:4071:0] ``   UCX's and UCC's log prefix: the host and the pid
+``[node3:07661] ``                     Open MPI's own prefix: the host and the pid
 ``trainer-worker-1  | ``               ``docker compose logs``: the service (or container name), the host unless a prefix after it names one
 ``logs/rank_3.node2.log:``            ``grep -H`` over log files: the file's name, read as below
 ``[WARNING] [node-3] [workload:13(5) …]`` NVIDIA's resiliency extension (ft_launcher): the node, the global and
@@ -114,6 +115,10 @@ _BRACKET_HOST = re.compile(r"\[(?P<host>(?=[a-z0-9-]*-)(?=[a-z-]*[0-9])(?!rank)[
 # source file that logged; the older form without the stamp, ``[compute001:31180:0:31180] ib_mlx5_log.c:143 …``
 _UCX = re.compile(r"(?:\[\d{9,10}\.\d{1,9}\] +)?\[(?P<host>[A-Za-z0-9][\w.\-]{0,62}):(?P<pid>\d{1,10}) ?:\d{1,6}(?::\d{1,10})?\]"
                   r"\s+(?=[\w.]{1,60}\.(?:c|cc|cpp|h):\d{1,6}\s)")
+# Open MPI's own prefix (opal_output, its error handlers, show_help's aggregated lines): the node and the pid, the pid
+# printed with at least five digits (``[h06c0901:07661] *** Process received signal ***``, ``[histamine0:1224050]
+# pml_ucx.c:477  Error: Failed to resolve UCX endpoint for rank 1``)
+_OPAL = re.compile(r"\[(?P<host>(?![Rr]ank|RANK|[Ee]poch|[Ss]tep|[Ii]ter)[A-Za-z][\w.\-]{0,62}):(?P<pid>\d{5,10})\] ")
 # ``cat -n`` / ``nl``'s line number before each line (right-aligned, then a tab): the paste's numbering, no rank
 _CAT_N = re.compile(r" {0,8}\d{1,9}\t")
 # after a collector's or journalctl's ISO stamp (``journalctl -o short-iso``), the host and the program as syslog
@@ -399,7 +404,7 @@ def split_prefix(text: str) -> Prefix:
                 host = match["host"]
                 pos = match.end()
                 continue
-            match = _UCX.match(text, pos)
+            match = _UCX.match(text, pos) or _OPAL.match(text, pos)
             if match:
                 host, pid = match["host"], int(match["pid"])
                 pos = match.end()

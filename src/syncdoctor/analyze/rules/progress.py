@@ -289,6 +289,13 @@ def _raised(state: RankState) -> bool:
     return any(e.data.get("word") == "Traceback" for e in state.of(Kind.ERROR_LINE))
 
 
+def _aborted(state: RankState) -> bool:
+    """The rank's process aborted its NCCL communicator (``… rank 11 nranks 16 … - Abort COMPLETE``), as PyTorch
+    does after a timeout or an error of its own: its timeout line may be cut or interleaved away, but it is no quiet
+    rank."""
+    return any(e.data.get("aborted") for e in state.of(Kind.NCCL_INIT_START))
+
+
 def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     timed_out = _timed_out(tl)
     if not timed_out:
@@ -297,7 +304,7 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     # (a rank whose own exit was PyTorch's abort after a timeout in that output timed out too: it is no quiet one)
     silent = sorted(rank for rank, state in tl.ranks.items()
                     if state.outcome in ("silent", "terminated") and state.logged and rank not in claimed
-                    and rank not in inside and not _raised(state)
+                    and rank not in inside and not _raised(state) and not _aborted(state)
                     and not any(watchdog_abort(tl, e) for e in state.of(Kind.WORKER_FAILED)))
     if not silent or len(silent) >= len(tl.ranks):
         return []

@@ -439,6 +439,7 @@ def _store_gone_at_shutdown(tl: Timeline) -> list[Hypothesis]:
 
 
 _DOCKER_BRIDGE = ipaddress.ip_network("172.17.0.0/16")
+_UCX_PEER = re.compile(r"Failed to resolve UCX endpoint for rank (\d{1,7})|ucp_ep_create\(proc=(\d{1,7})\) failed")
 _BRIDGE_FIX = ("Run the containers with host networking (docker run --network=host, hostNetwork: true), or set "
                "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to an interface whose address the other hosts reach.")
 
@@ -470,8 +471,18 @@ def _bridge_gateway(tl: Timeline, refused: list[Event]) -> list[Hypothesis]:
     # inputs, the other one
     others = sorted(writer_hosts(tl) - set(where.hosts)) if where.hosts else []
     culprits = sorted(tl.hosts.get(others[0], ())) if len(others) == 1 else []
+    # or the rank the refused process says it could not reach (Open MPI's UCX layer: ``Failed to resolve UCX endpoint
+    # for rank 1``): the peer that advertised the address
+    refused_by = {(e.origin.host, e.origin.pid) for e in at if e.origin.pid is not None}
+    named = sorted({int(m[1] or m[2]) for e in tl.events if (e.origin.host, e.origin.pid) in refused_by
+                    and (m := _UCX_PEER.search(str(e.data.get("message") or "")))})
+    culprits = culprits or named
+    said = f"rank{'s' if len(named) > 1 else ''} {fmt_ranks(named)}"
+    peer = f" ({said})" if named else ""
     if len(others) == 1:
-        title += f"; {others[0]}, the other host, gave it"
+        title += f"; {others[0]}, the other host{peer}, gave it"
+    elif named:
+        title += f"; {said}, which it could not reach, gave it"
     return [hypothesis(tl, Category.LOOPBACK_ADDRESS, 0.8, title, what=what, fix=fix, culprits=culprits,
                        hosts=others if len(others) == 1 else [], affected=where.ranks,
                        evidence=evidence_of(at, "refused at a bridge's gateway", 4))]

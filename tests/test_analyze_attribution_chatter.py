@@ -1,0 +1,155 @@
+"""Who failed, from lines the rules do not read: a paste's NCCL chatter (which host a pid runs on), Open MPI's own
+``[host:pid]`` prefix, the rank Open MPI's UCX layer could not reach. One behaviour per test, each with the look-alike
+it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyze_helpers import diagnose_paste
+from syncdoctor.analyze import analyze_paths
+from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.parsers.prefixes import split_prefix
+
+
+def _top(tmp_path: Path, paste: str):
+    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
+    assert hypotheses, paste
+    return hypotheses[0]
+
+
+# real: pytorch/pytorch#135486 (r12ad): the one NCCL line of the process is chatter no rule reads
+_SEGV = """\
+0: g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to ffff0000,00000000,ffff0000,00000000
+0: Fatal Python error: Segmentation fault
+0:
+0: Thread 0x000014844b65d740 (most recent call first):
+0:   File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 3938 in barrier
+0:   File "/work/test/1.basic.py", line 11 in Main
+0:
+0: E0909 14:03:50.013000 22579342468928 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: -11) \
+local_rank: 0 (pid: 2128869) of binary: /venv/bin/python
+"""
+
+
+def test_a_worker_reported_by_pid_is_placed_by_its_nccl_chatter(tmp_path: Path) -> None:
+    """torchrun names the dead worker by pid; the paste's only line with that pid and a host is NCCL chatter that no
+    anchor selects (``Setting affinity``): read in a small input, it places the worker on g1002."""
+    top = _top(tmp_path, _SEGV)
+    assert top.category is Category.RANK_CRASHED
+    assert top.culprit_hosts == ("g1002",), top
+    assert "g1002" in top.title
+    # another process's chatter places nothing: the pid differs
+    other = _SEGV.replace("g1002:2128869:2128880", "g1003:31337:31340")
+    top = _top(tmp_path, other)
+    assert top.culprit_hosts == () and "unknown host" in top.title, top
+
+
+# real: awslabs/awsome-distributed-ai#540 (r52d): srun's task 3 printed NCCL chatter, task 0 ran rank 6
+_TASKS = """\
+> 3: ip-10-1-100-254:18990:18990 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[4] via P2P/IPC
+
+> 0: [rank6]:[E120 06:04:54.543461202 ProcessGroupNCCL.cpp:607] [Rank 6] Watchdog caught collective operation \
+timeout: WorkNCCL(SeqNum=472, OpType=ALLREDUCE, NumelIn=1164221, NumelOut=1164221, Timeout(ms)=600000) ran for \
+600049 milliseconds before timing out.
+"""
+
+
+def test_a_process_seen_in_chatter_is_no_rank_present(tmp_path: Path) -> None:
+    """The chatter's process is placed by host and pid only: srun's ``3:`` is a task, not rank 3, and a rank that
+    only printed chatter is not one that "never reached" the collective rank 6 timed out in."""
+    top = _top(tmp_path, _TASKS)
+    assert 3 not in top.culprit_ranks, top
+    assert "rank 3 never" not in top.title
+
+
+def test_open_mpi_prefix_names_host_and_pid() -> None:
+    prefix = split_prefix("[histamine0:1224050] *** An error occurred in MPI_Bcast")
+    assert (prefix.origin.host, prefix.origin.pid) == ("histamine0", 1224050)
+    assert prefix.body == "*** An error occurred in MPI_Bcast"
+    prefix = split_prefix("[h06c0901:07661] Signal: Segmentation fault (11)")
+    assert (prefix.origin.host, prefix.origin.pid) == ("h06c0901", 7661)
+    # look-alikes: a rank or a step counter in brackets, a short number (Open MPI prints five digits at least)
+    for text in ("[rank:12345] loss 0.1", "[Epoch:00012] done", "[node1:123] hello"):
+        prefix = split_prefix(text)
+        assert prefix.origin.host is None and prefix.origin.pid is None, text
+
+
+def test_open_mpi_signal_lines_keep_their_process(tmp_path: Path) -> None:
+    """Open MPI's signal report, its prefix now read as the line's: still a crash of that pid on that host."""
+    top = _top(tmp_path, "[h06c0901:07661] *** Process received signal ***\n"
+                         "[h06c0901:07661] Signal: Segmentation fault (11)\n"
+                         "[h06c0901:07661] Signal code: Address not mapped (1)\n")
+    assert top.category is Category.RANK_CRASHED
+    assert top.culprit_hosts == ("h06c0901",) and "SIGSEGV" in top.title, top
+
+
+# real: openucx/ucx#9383 (r39c)
+_UCX = """\
+[1695332443.361791] [histamine0:1224050:0]            sock.c:323  UCX  ERROR   connect(fd=42, dest_addr=172.17.0.1:54351) \
+failed: Connection refused
+[histamine0:1224050] pml_ucx.c:424  Error: ucp_ep_create(proc=1) failed: Destination is unreachable
+[histamine0:1224050] pml_ucx.c:477  Error: Failed to resolve UCX endpoint for rank 1
+[histamine0:1224050] *** An error occurred in MPI_Bcast
+"""
+
+
+def test_the_rank_ucx_could_not_reach_advertised_the_bridge(tmp_path: Path) -> None:
+    """Refused at Docker's bridge address: the peer that gave it is the rank Open MPI's UCX layer says it could not
+    reach, where no second host is in the inputs to name."""
+    top = _top(tmp_path, _UCX)
+    assert top.category is Category.LOOPBACK_ADDRESS
+    assert top.culprit_ranks == (1,) and "rank 1" in top.title, top
+    # the refusal alone names no peer
+    top = _top(tmp_path, _UCX.split("\n", 1)[0] + "\n")
+    assert top.category is Category.LOOPBACK_ADDRESS and top.culprit_ranks == (), top
+
+
+# real: NVIDIA/nccl#… as in tests/fixtures/analyze/real/r2b-ib-err4-gdr-in-vm: mpirun's own ``[vm2.com:15359]`` lines
+_ELIMINATION = """\
+vm2:15364:15376 [0] transport/net_ib.cc:1192 NCCL WARN NET/IB : Got completion from peer 192.168.0.12<60054> with \
+error 4, opcode 32704, len 0, vendor err 81
+vm1:58934:58946 [0] transport/net_ib.cc:1192 NCCL WARN NET/IB : Got completion from peer 192.168.0.19<54698> with \
+error 4, opcode 32533, len 32535, vendor err 81
+[vm2.com:15359] 1 more process has sent help message help-mpi-btl-openib.txt / error in device init
+vm1:58934:58934 [0] NCCL INFO comm 0x7f1600000d00 rank 1 nranks 2 cudaDev 0 busId 84000 - Abort COMPLETE
+"""
+
+
+def test_the_last_rank_is_left_to_nccls_last_process_not_to_mpirun(tmp_path: Path) -> None:
+    """Rank 1 is vm1's process; NCCL's other process (vm2, pid 15364) holds rank 0, although mpirun's own lines
+    show one process more on vm2."""
+    analysis = analyze_paths([str(_write(tmp_path, _ELIMINATION))])
+    assert analysis.timeline.rank_host(0) == "vm2"
+    assert analysis.timeline.rank_host(1) == "vm1"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "log.txt"
+    path.write_text(text)
+    return path
+
+
+# real: huggingface/transformers#28119 (r34b): two ranks' timeouts, a third rank's communicator aborted
+_ABORTED = """\
+[E ProcessGroupNCCL.cpp:475] [Rank 13] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=21668, \
+OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800522 milliseconds before timing out.
+a6000_node2:65508:447 [6] NCCL INFO comm 0xc320220 rank 14 nranks 16 cudaDev 6 busId c1000 - Abort COMPLETE
+[E ProcessGroupNCCL.cpp:916] [Rank 14] NCCL watchdog thread terminated with exception: [Rank 14] Watchdog caught \
+collective operation timeout: WorkNCCL(SeqNum=21668, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) \
+ran for 1800519 milliseconds before timing out.
+a6000_node2:65505:452 [3] NCCL INFO comm 0xc021ee0 rank 11 nranks 16 cudaDev 3 busId 61000 - Abort COMPLETE
+"""
+
+
+def test_a_rank_whose_communicator_aborted_is_placed_and_no_quiet_rank(tmp_path: Path) -> None:
+    """``Abort COMPLETE`` names the process's rank in the communicator (rank 11 is pid 65505 on a6000_node2), and
+    says that process aborted it, as PyTorch does after a timeout: not the rank that never arrived."""
+    analysis = analyze_paths([str(_write(tmp_path, _ABORTED))])
+    assert analysis.timeline.rank_host(11) == "a6000_node2"
+    top = analysis.diagnosis.hypotheses[0]
+    assert 11 not in top.culprit_ranks and "rank 11 never" not in top.title, top
+    # the same line without the abort (a communicator's start) leaves rank 11 a rank that did not time out
+    started = _ABORTED.replace("busId 61000 - Abort COMPLETE", "busId 61000 commId 0x5 - Init START")
+    top = analyze_paths([str(_write(tmp_path, started))]).diagnosis.hypotheses[0]
+    assert top.culprit_ranks == (11,), top
