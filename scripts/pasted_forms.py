@@ -6,7 +6,7 @@
 
 A user's paste is rarely the log as written: a quoted reply (``> ``), a markdown block indented by four spaces,
 Windows' line ends, colour codes, a log collector's timestamp before every line (``kubectl logs --timestamps``), a
-terminal's hard wrap. Each form is applied to every file of each case whose lines show the cause and whose category is
+terminal's hard wrap; the logs of several hosts quoted one after the other in one comment (``merged``). Each form is applied to every file of each case whose lines show the cause and whose category is
 right (the rows of ``real_corpus_score.py --json``), and the cases whose first hypothesis changes are listed per form.
 What pasting does alike to every line should change nothing; a hard wrap of one long line at a width no other line
 shows cannot be told from two lines, and does change some.
@@ -57,12 +57,25 @@ FORMS: dict[str, Callable[[str], str]] = {
 }
 
 
+# forms of a whole case: a case of several files pasted as one (a comment that quotes the logs of two hosts one after
+# the other, a blank line between them, their file names lost)
+CASE_FORMS = ("merged",)
+
+
+def _files(case: Path) -> list[Path]:
+    return [p for p in sorted(case.iterdir()) if p.name not in _META]
+
+
 def first_code(case: Path, form: str) -> str:
     """The code of the first hypothesis for ``case`` with ``form`` applied to each of its files ("-": none)."""
-    files = [p for p in sorted(case.iterdir()) if p.name not in _META]
+    files = _files(case)
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
-        for path in files:
+        if form == "merged":
+            out = Path(tmp) / "paste.txt"
+            out.write_text("\n\n".join(path.read_text(errors="replace").rstrip("\n") for path in files) + "\n")
+            paths.append(str(out))
+        for path in files if form not in CASE_FORMS else ():
             out = Path(tmp) / path.name
             out.write_text(FORMS[form](path.read_text(errors="replace")))
             paths.append(str(out))
@@ -79,11 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=Path, required=True, help="the output of real_corpus_score.py --json")
     parser.add_argument("--corpus", type=Path, default=CORPUS)
-    parser.add_argument("--forms", default=",".join(FORMS), help=f"among {', '.join(FORMS)}")
+    parser.add_argument("--forms", default=",".join((*FORMS, *CASE_FORMS)),
+                        help=f"among {', '.join((*FORMS, *CASE_FORMS))}")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
     forms = [f for f in args.forms.split(",") if f]
-    unknown = [f for f in forms if f not in FORMS]
+    unknown = [f for f in forms if f not in FORMS and f not in CASE_FORMS]
     if unknown:
         parser.error(f"unknown form(s): {', '.join(unknown)}")
     try:
@@ -95,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     # (a row whose case is not in the corpus, one left out or renamed since, is not read)
     right = {r["case"]: r["expected"] for r in rows if r.get("in_log") and r.get("category_ok")
              and (args.corpus / r["case"]).is_dir()}
-    jobs = [(str(args.corpus), case, form) for case in sorted(right) for form in forms]
+    # (a case form only where it changes something: a case of several files)
+    several = {case for case in right if len(_files(args.corpus / case)) > 1}
+    jobs = [(str(args.corpus), case, form) for case in sorted(right) for form in forms
+            if form not in CASE_FORMS or case in several]
     changed: dict[str, list[tuple[str, str]]] = {form: [] for form in forms}
     if args.jobs > 1:
         with Pool(args.jobs) as pool:
@@ -106,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         if code != right[case]:
             changed[form].append((case, code))
     for form in forms:
-        print(f"{form}: {len(right)} cases, {len(changed[form])} read otherwise")
+        print(f"{form}: {len(several) if form in CASE_FORMS else len(right)} cases, {len(changed[form])} read otherwise")
         for case, code in sorted(changed[form]):
             print(f"    {case}: {right[case]} -> {code}")
     return 0

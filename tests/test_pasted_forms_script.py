@@ -45,6 +45,7 @@ def test_a_right_case_read_again_in_every_form(forms, tmp_path: Path, capsys) ->
     printed = capsys.readouterr().out
     for form in ("crlf", "quote", "indent", "timestamps", "ansi", "wrap"):
         assert f"{form}: 1 cases, 0 read otherwise" in printed, printed
+    assert "merged: 0 cases, 0 read otherwise" in printed, printed  # one file: nothing to merge
     # a row whose expected code the forms cannot give is listed, with what they gave
     rows.write_text(json.dumps({"rows": [{"case": "bare", "expected": "A001", "in_log": True, "category_ok": True}]}))
     assert forms.main(["--rows", str(rows), "--corpus", str(corpus), "--forms", "quote", "--jobs", "1"]) == 0
@@ -64,3 +65,23 @@ def test_bad_arguments_are_a_usage_error(forms, tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as nowhere:
         forms.main(["--rows", str(rows), "--corpus", str(tmp_path / "nowhere")])
     assert nowhere.value.code == 2
+
+
+# real: pytorch/pytorch#135486 (r12ad), cut in two as if from two files: the chatter that places the pid, and the crash
+_PLACE = "0: g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to ffff0000\n"
+_CRASH = ("0: Fatal Python error: Segmentation fault\n"
+          "0: E0909 14:03:50.013000 22579342468928 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+          "(exitcode: -11) local_rank: 0 (pid: 2128869) of binary: /venv/bin/python\n")
+
+
+def test_a_case_of_several_files_is_read_again_as_one_paste(forms, tmp_path: Path, capsys) -> None:
+    corpus = tmp_path / "corpus"
+    case = corpus / "two"
+    case.mkdir(parents=True)
+    (case / "node.log").write_text(_PLACE)
+    (case / "agent.log").write_text(_CRASH)
+    assert forms.first_code(case, "merged") == forms.first_code(case, "quote") == "A003"
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps({"rows": [{"case": "two", "expected": "A003", "in_log": True, "category_ok": True}]}))
+    assert forms.main(["--rows", str(rows), "--corpus", str(corpus), "--forms", "merged", "--jobs", "1"]) == 0
+    assert "merged: 1 cases, 0 read otherwise" in capsys.readouterr().out
