@@ -153,3 +153,50 @@ def test_a_rank_whose_communicator_aborted_is_placed_and_no_quiet_rank(tmp_path:
     started = _ABORTED.replace("busId 61000 - Abort COMPLETE", "busId 61000 commId 0x5 - Init START")
     top = analyze_paths([str(_write(tmp_path, started))]).diagnosis.hypotheses[0]
     assert top.culprit_ranks == (11,), top
+
+
+# the shape of tloen/alpaca-lora#338 (r12ad): the agent's line cut after the local rank, markdown's bold around it,
+# before the failure table of a second node's agent (ranks 4 and 5)
+_CUT_AGENT = """\
+**ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0**
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+train.py FAILED
+Failures:
+[1]:
+  time      : 2024-02-01_10:00:01
+  host      : gpu-node-7
+  rank      : 5 (local_rank: 1)
+  exitcode  : -7 (pid: 41002)
+  error_file: <N/A>
+  traceback : Signal 7 (SIGBUS) received by PID 41002
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-02-01_10:00:00
+  host      : gpu-node-7
+  rank      : 4 (local_rank: 0)
+  exitcode  : -7 (pid: 41001)
+  error_file: <N/A>
+  traceback : Signal 7 (SIGBUS) received by PID 41001
+"""
+
+
+def test_an_agent_line_cut_before_the_pid_is_its_records_worker(tmp_path: Path) -> None:
+    """``failed (exitcode: -7) local_rank: 0`` without ``(pid: …)`` is still torchrun's report of a worker; the
+    table's record with that local rank and exit code is the same worker (rank 4), not a second failure."""
+    analysis = analyze_paths([str(_write(tmp_path, _CUT_AGENT))])
+    agent = [e for e in analysis.timeline.events if e.ref.line == 1]
+    assert agent and agent[0].origin.rank == 4 and agent[0].data["signal"] == "SIGBUS", agent
+    hypotheses = analysis.diagnosis.hypotheses
+    assert hypotheses[0].category is Category.SHM_EXHAUSTED and hypotheses[0].culprit_ranks == (4, 5)
+    assert not any(h.culprit_local_ranks for h in hypotheses), hypotheses  # no "local rank 0 died" beside it
+    # a record with another exit code is another worker: the cut line stays a local rank's
+    other = _CUT_AGENT.replace("-7 (pid: 41001)", "1 (pid: 41001)")
+    agent = [e for e in analyze_paths([str(_write(tmp_path, other))]).timeline.events if e.ref.line == 1]
+    assert agent and agent[0].origin.rank is None and agent[0].origin.local_rank == 0, agent
+
+
+def test_a_cited_record_explains_its_table_and_quotes_how_the_worker_failed(tmp_path: Path) -> None:
+    analysis = analyze_paths([str(_write(tmp_path, _CUT_AGENT))])
+    assert analysis.diagnosis.unexplained == (), analysis.diagnosis.unexplained  # the table's header lines
+    quoted = [e.text for e in analysis.diagnosis.hypotheses[0].evidence]
+    assert any("exitcode: -7 (pid: 41002)" in text and "SIGBUS" in text for text in quoted), quoted

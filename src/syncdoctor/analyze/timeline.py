@@ -605,6 +605,31 @@ def _in_failure_records(events: list[Event]) -> list[Event]:
 _RECORDED = (Kind.EXCEPTION, Kind.CUDA_OOM, Kind.FATAL_SIGNAL, Kind.GPU_ERROR, Kind.NCCL_ERROR, Kind.ERROR_LINE)
 
 
+def _agent_lines_of_records(events: list[Event]) -> list[Event]:
+    """torchrun's agent line cut before the worker's pid (``failed (exitcode: -7) local_rank: 0`` and no more) is the
+    worker of the failure table's record in the same input with that local rank and exit code, where one rank's
+    record has them: that rank's, not a second failure of a process no line names."""
+    cut = [e for e in events if e.kind is Kind.WORKER_FAILED and e.data.get("source") == "agent"
+           and e.origin.rank is None and e.origin.pid is None and e.origin.local_rank is not None]
+    if not cut:
+        return events
+    records: dict[tuple[str, int | None, object], set[Origin]] = defaultdict(set)
+    for event in events:
+        if event.kind is Kind.WORKER_FAILED and event.data.get("source") == "summary" and event.origin.rank is not None \
+                and event.origin.local_rank is not None:
+            records[(event.ref.source, event.origin.local_rank, event.data.get("exitcode"))].add(event.origin)
+    out = []
+    for event in events:
+        if event in cut:
+            origins = records.get((event.ref.source, event.origin.local_rank, event.data.get("exitcode")), set())
+            if len(origins) == 1:
+                (worker,) = origins
+                event = replace(event, origin=event.origin.filled_from(worker),
+                                data={**event.data, **({"worker_pid": worker.pid} if worker.pid is not None else {})})
+        out.append(event)
+    return out
+
+
 def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
                    file_ranks: Mapping[int, str | None] | None = None) -> Timeline:
     """Attribute every event to a rank and host where possible and summarise each rank.
@@ -617,8 +642,8 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     maps = _maps(all_events)
     first_node = _first_node_consoles(all_events)
     offsets = _log_dir_offsets(all_events)
-    resolved = _in_failure_records([_resolve(_local_is_global(event, first_node, offsets), maps)
-                                    for event in all_events])
+    resolved = _agent_lines_of_records(_in_failure_records([_resolve(_local_is_global(event, first_node, offsets), maps)
+                                                            for event in all_events]))
     resolved.sort(key=lambda e: (e.ref.source, e.ref.line))
     resolved = _drop_status_timeouts(_pair_groups(_drop_failed_work(resolved)))
     world = _world_size(resolved, dumps)

@@ -38,7 +38,10 @@ __all__ = ["KEYWORDS", "SIGNAL_WORDS", "FailureTable", "drop_records_inside_tabl
 KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first observed failure)", "received by PID")
 
 _AGENT_FAILED = re.compile(
-    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)(?: of (?:binary|fn): (?P<what>.+))?"
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+)(?: \(pid: (?P<pid>\d+)\)(?: of (?:binary|fn): "
+    r"(?P<what>.+))?"
+    # (a paste that cut the line after the local rank, markdown's emphasis left around it)
+    r"|[*_`'\"\s]*$)"
     # the same record in other words (a vendor's build of torch: PAI-DLC): ``failed (exitcode: -9) for binary located
     # at /usr/bin/python3.10 with local_rank: 0 (process ID: 71)``
     r"|failed \(exitcode: (?P<code2>-?\d+)\) for (?:binary|fn) located at \S+ with local_rank: (?P<local2>\d+) "
@@ -178,8 +181,13 @@ class FailureTable:
                 host=host if host and host not in ("localhost", "localhost.localdomain") else None,
                 pid=data["pid"],  # type: ignore[arg-type]
             )
-            events.append(make_event(Kind.WORKER_FAILED, line, origin=origin, data=data, time=time,
-                                     time_text=time_text))
+            event = make_event(Kind.WORKER_FAILED, line, origin=origin, data=data, time=time, time_text=time_text)
+            # (its text, quoted as evidence: the record's fields that say how the worker failed, not its rank line
+            # alone)
+            told = "; ".join(f"{key}: {record[key]}" for key in ("rank", "host", "exitcode", "traceback")
+                             if record.get(key) and record[key] != "<N/A>"
+                             and not record[key].startswith("To enable traceback"))  # (the default: a link)
+            events.append(replace(event, text=told[:300]) if told else event)
         return events
 
 
@@ -212,11 +220,12 @@ def parse(line: Line) -> list[Event]:
     match = _AGENT_FAILED.search(body)
     if match:
         code = int(match["code"] or match["code2"])
-        local, pid = int(match["local"] or match["local2"]), int(match["pid"] or match["pid2"])
+        local, worker = int(match["local"] or match["local2"]), match["pid"] or match["pid2"]
+        pid = int(worker) if worker else None
         # the line is the agent's: the worker's pid, not the agent's, identifies the rank
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=local, pid=pid), data={
-            "source": "agent", "exitcode": code, "signal": signal_name(code), "worker_pid": pid,
-            "local_rank": local})]
+            "source": "agent", "exitcode": code, "signal": signal_name(code), "local_rank": local,
+            **({"worker_pid": pid} if pid is not None else {})})]
     match = _SIGTERM.search(body)
     if match:
         return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={

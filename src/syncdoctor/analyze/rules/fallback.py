@@ -444,9 +444,15 @@ def _stopped_from_outside(tl: Timeline, signals: list[Event]) -> list[Hypothesis
 def unexplained(tl: Timeline, hypotheses: Sequence[Hypothesis], limit: int = 5) -> tuple[Evidence, ...]:
     """The first error-looking lines that no hypothesis cites (PyTorch's aftermath lines once one explains)."""
     cited = {(e.ref.source, e.ref.line) for h in hypotheses for e in h.evidence}
+    # (a cited record of torchrun's failure table explains the table's other lines: its ``ChildFailedError:``, ``…
+    # FAILED``, ``Root Cause (first observed failure):``, the records of the other ranks)
+    tables = {(e.ref.source, int(e.data["table_lines"][0]), int(e.data["table_lines"][1]))
+              for e in tl.of(Kind.WORKER_FAILED) if (e.ref.source, e.ref.line) in cited
+              and isinstance(e.data.get("table_lines"), (list, tuple)) and len(e.data["table_lines"]) == 2}
     out: list[Evidence] = []
     for event in error_events(tl):
-        if (event.ref.source, event.ref.line) in cited:
+        if (event.ref.source, event.ref.line) in cited or any(
+                source == event.ref.source and start <= event.ref.line <= end for source, start, end in tables):
             continue
         if hypotheses and is_aftermath(event):
             continue
