@@ -23,6 +23,22 @@ def test_answer_first_then_ranks_and_timeline(run_cli) -> None:
     assert "rank3.log:25" in result.out
 
 
+def test_a_culprit_named_by_its_host_alone(run_cli, tmp_path) -> None:
+    """A failure the lines tie to a host and no rank: the culprit line names the host as a host, not "on GPU9"."""
+    # real: pytorch/pytorch#52916 (r14aj)
+    (tmp_path / "node.log").write_text(
+        "GPU9:10330:10330 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo\n"
+        "GPU9:10330:10330 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>\n"
+        "GPU9:10330:10399 [0] NCCL INFO Call to connect returned Connection refused, retrying\n")
+    result = run_cli("analyze", str(tmp_path))
+    lines = result.out.splitlines()
+    assert lines[0].startswith("Root cause: host GPU9 advertised a loopback"), lines[0]
+    assert "(NCCL_SOCKET_IFNAME=lo, set by the environment, names the loopback)" in lines[0]
+    assert "set by environment to lo" in result.out.split("evidence:")[1].split("\n")[2]  # the choice, cited first
+    assert lines[1].strip() == "culprit:  host GPU9"
+    assert lines[2].strip().startswith("category: A008") and lines[2].rstrip().endswith("explain A008)"), lines[2]
+
+
 def test_no_root_cause_exits_1(run_cli, tmp_path) -> None:
     for rank in range(3):
         (tmp_path / f"rank{rank}.log").write_text(

@@ -68,7 +68,9 @@ def _where(hypothesis: Hypothesis) -> str:
         return ", ".join(processes[:4]) + (" …" if len(processes) > 4 else "")
     if hypothesis.culprit_hosts:
         hosts = hypothesis.culprit_hosts
-        parts.append(f"on {', '.join(hosts[:8])}" + (" …" if len(hosts) > 8 else ""))
+        # ("rank 3 on node1"; with no rank, "host node1": a host alone, not "on node1")
+        said = "on" if parts else f"host{'s' if len(hosts) > 1 else ''}"
+        parts.append(f"{said} {', '.join(hosts[:8])}" + (" …" if len(hosts) > 8 else ""))
     return " ".join(parts) or "not named by the logs"
 
 
@@ -95,9 +97,9 @@ def render(analysis: Analysis, console: Console, max_evidence: int = 8) -> None:
         head.append("Root cause: ", style="bold red")
         head.append(root.title, style="bold")
         console.print(head, soft_wrap=True)
-        console.print(Text(f"  culprit:  {_where(root)}"))
+        console.print(Text(f"  culprit:  {_where(root)}"), soft_wrap=True)
         console.print(Text(f"  category: {root.code} {root.category.value} (confidence {root.confidence:.2f}; "
-                           f"syncdoctor explain {root.code})"))
+                           f"syncdoctor explain {root.code})"), soft_wrap=True)
         console.print(Text(f"  what happened: {root.what}"), soft_wrap=True)
         console.print(Text(f"  what to change: {root.fix}", style="green"), soft_wrap=True)
         if root.affected_ranks:

@@ -194,7 +194,16 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
            + ", or map the hostname to the host's cluster address in /etc/hosts instead of 127.0.0.1/127.0.1.1."
            + (" The hosts that dialled 127.0.0.1 may advertise it too (their lines cannot show it): run "
               "`syncdoctor check` there (H001)." if dialled - set(hosts) else ""))
-    evidence = []
+    # the user's own choice of the loopback, where the lines show it (``NCCL_SOCKET_IFNAME set by environment to lo``)
+    chosen = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_SOCKET_IFNAME"
+              and _names_loopback(str(e.data.get("value", ""))) and (not hosts or e.origin.host in hosts)]
+    if chosen:
+        value = str(chosen[0].data.get("value", "")).strip()
+        title += f" (NCCL_SOCKET_IFNAME={value}, set by the environment, names the loopback)"
+        fix = (f"Set NCCL_SOCKET_IFNAME{' on ' + ', '.join(hosts) if hosts else ''} to the NIC on the cluster network "
+               "(eth0, ib0: the interface that holds the host's routable address), not the loopback, whose 127.0.0.1 "
+               "is each peer's own machine; the same for GLOO_SOCKET_IFNAME.")
+    evidence = evidence_of(chosen[:1], "the loopback chosen by the environment")
     for host in hosts:
         evidence += evidence_of(culprit_lines.get(host, [])[:3], f"{host} advertises loopback")
     evidence += evidence_of(remote_only, "connecting to a peer's unreachable address", MAX_CASCADE)
