@@ -200,3 +200,23 @@ def test_a_cited_record_explains_its_table_and_quotes_how_the_worker_failed(tmp_
     assert analysis.diagnosis.unexplained == (), analysis.diagnosis.unexplained  # the table's header lines
     quoted = [e.text for e in analysis.diagnosis.hypotheses[0].evidence]
     assert any("exitcode: -7 (pid: 41002)" in text and "SIGBUS" in text for text in quoted), quoted
+
+
+# real: Project-MONAI/model-zoo#146 (r141a): torchrun --standalone on a node whose host name is digits alone
+_NUMERIC = """\
+[W socket.cpp:601] [c10d] The client socket has failed to connect to [::ffff:0.52.253.213]:59667 (errno: 110 - \
+Connection timed out).
+[W socket.cpp:601] [c10d] The client socket has failed to connect to 0.52.253.213:59667 (errno: 110 - Connection \
+timed out).
+[E socket.cpp:657] [c10d] The client socket has failed to connect to any network address of (3472853, 59667).
+"""
+
+
+def test_a_store_host_named_by_digits_is_read_as_an_address_no_host_has(tmp_path: Path) -> None:
+    top = _top(tmp_path, _NUMERIC)
+    assert top.category is Category.PEER_UNREACHABLE
+    assert "host name 3472853 is a number" in top.title and "0.52.253.213" in top.title, top.title
+    assert "--rdzv-endpoint" in (top.fix or "") and top.culprit_hosts == (), top
+    # a host name with a letter, at the same address: the plain reading, its host a suspect
+    top = _top(tmp_path, _NUMERIC.replace("(3472853, 59667)", "(node3472853, 59667)"))
+    assert "is a number" not in top.title and top.category is Category.PEER_UNREACHABLE, top.title

@@ -186,6 +186,12 @@ def _connected_after_all(tl: Timeline, event: Event) -> bool:
                and e.data.get("source") in ("agent", "torchrun") for e in tl.of(Kind.WORKER_FAILED))
 
 
+def _as_ipv4(number: str) -> str:
+    """The IPv4 address that inet_aton (and so getaddrinfo) makes of a host name of digits alone."""
+    value = int(number) & 0xFFFFFFFF
+    return ".".join(str((value >> shift) & 0xFF) for shift in (24, 16, 8, 0))
+
+
 _LINK_LOCAL_FIX = ("Give the store a routable address of the host: MASTER_ADDR (or the engine's own, e.g. VLLM_HOST_IP) "
                    "set to the address of the interface the hosts share, GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to "
                    "that interface; in containers, host networking.")
@@ -271,6 +277,20 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                      "off), which runs that then connect over IPv4 print too: a cause only if nothing else failed.")
         category = Category.PEER_UNREACHABLE
         stores = {str(e.data["store_host"]) for e in store if e.data.get("store_host")}
+        fix = None
+        # (below 2**24 the address falls in 0.0.0.0/8; a larger number may be a real address written as one integer)
+        numeric = sorted(h for h in stores if h.isdecimal() and 0 < int(h) < 1 << 24)
+        if numeric and (nowhere or len(stores) == 1) and not nccl and not gloo:
+            # the store's host named by digits alone (a cluster's numbered nodes, torchrun --standalone taking the
+            # machine's name): getaddrinfo reads ``3472853`` as the IPv4 address 0.52.253.213, which no host has
+            as_ip = _as_ipv4(numeric[0])
+            title = (f"the store's host name {numeric[0]} is a number, which the resolver reads as the IPv4 address "
+                     f"{as_ip}: no host has it, so {where.text or 'the processes'} could not connect to the store "
+                     f"({'; '.join(errors)[:60]})")
+            fix = ("Give the store's host as an IP address or a name with a letter in it: MASTER_ADDR or "
+                   "--rdzv-endpoint (torchrun --standalone uses the machine's host name: pass --rdzv-endpoint="
+                   "127.0.0.1:29500 instead on one node), or an alias for the node in /etc/hosts.")
+            suspects = []
         if stores and all(is_link_local(h.split("%")[0]) for h in stores) and not nccl and not gloo:
             # the store's address is link-local (fe80::, 169.254.x.x): what was taken for the host's address is an
             # interface's that reaches its own link only (a container's, one without a routable address)
@@ -285,8 +305,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                     "without a routable address.")
         out.append(hypothesis(tl, category, 0.25 if ipv6 else 0.5 if retrying else 0.75, title,
                               culprits=where.ranks,
-                              hosts=suspects, fix=_BRIDGE_FIX if bridged else _LINK_LOCAL_FIX if category is
-                              Category.INTERFACE_MISMATCH else None,
+                              hosts=suspects, fix=fix or (_BRIDGE_FIX if bridged else _LINK_LOCAL_FIX if category is
+                                                          Category.INTERFACE_MISMATCH else None),
                               what=what, evidence=evidence,
                               processes=where.processes, local_ranks=where.local_ranks))
         out += _bridge_gateway(tl, [e for e in nccl + gloo if "refused" in str(e.data.get("error", "")).lower()])
