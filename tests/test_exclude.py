@@ -13,7 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncdoctor.exclude import NODE_LEVEL, Suspect, compress_hostlist, filter_hostfile, render, suspects_from
+from syncdoctor.exclude import (
+    NODE_LEVEL,
+    Suspect,
+    compress_hostlist,
+    filter_hostfile,
+    is_node_name,
+    render,
+    suspects_from,
+)
 
 LAB = Path(__file__).parent / "fixtures" / "analyze" / "lab"
 
@@ -28,6 +36,16 @@ def test_only_node_level_causes_name_suspects() -> None:
     assert [(s.node, s.code) for s in suspects] == [("host2", "A021"), ("host3", "A006"), ("host4", "A006")]
     assert [s.node for s in suspects_from(hypotheses, min_confidence=0.5)] == ["host2"]
     assert set(NODE_LEVEL) & {"A001", "A002", "A003", "A004", "A016", "A019", "A028"} == set()
+
+
+def test_a_hosts_own_names_for_itself_are_no_node_to_exclude() -> None:
+    """``localhost`` (a store a single-node paste dialled), 127.x, ``::1``, 0.0.0.0 and Docker Desktop's name of its
+    host are in every machine: ``srun --exclude=localhost`` would keep nothing out. A real node beside them stays."""
+    hosts = ("localhost", "127.0.0.1", "::1", "[::ffff:127.0.0.1]", "0.0.0.0", "kubernetes.docker.internal", "gpu7",
+             "10.0.0.7")
+    suspects = suspects_from([("A021", hosts, 0.9, "GPU failed")])
+    assert [s.node for s in suspects] == ["10.0.0.7", "gpu7"]
+    assert is_node_name("node-localhost-1") and is_node_name("fe80::1%ib0") and not is_node_name("")
 
 
 @pytest.mark.parametrize(("nodes", "expected"), [

@@ -21,6 +21,7 @@ Formats (:func:`render`):
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ __all__ = [
     "compress_hostlist",
     "event_suspects",
     "filter_hostfile",
+    "is_node_name",
     "render",
     "root_suspects",
     "sorted_hosts",
@@ -105,6 +107,24 @@ class Suspect:
         return {"node": self.node, "code": self.code, "reason": self.reason, "confidence": self.confidence}
 
 
+# names that are no node of a cluster: each host's own loopback, Docker Desktop's names for the host machine
+_NOT_NODES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", "host.docker.internal",
+                        "kubernetes.docker.internal", "gateway.docker.internal"})
+
+
+def is_node_name(host: str) -> bool:
+    """Whether ``host`` can name a node to keep out: not the loopback (``localhost``, 127.x, ``::1``), the
+    unspecified address (0.0.0.0, ``::``) or Docker Desktop's name of its own host, which every machine has."""
+    name = host.strip().strip("[]").lower()
+    if name in _NOT_NODES:
+        return False
+    try:
+        address = ipaddress.ip_address(name.split("%", 1)[0].removeprefix("::ffff:"))
+    except ValueError:
+        return bool(name)
+    return not (address.is_loopback or address.is_unspecified)
+
+
 def suspects_from(hypotheses: Iterable[tuple[str, Sequence[str], float, str]],
                   min_confidence: float = 0.0) -> list[Suspect]:
     """Suspects from ``(code, culprit hosts, confidence, title)`` of each hypothesis, best first; one entry per
@@ -115,7 +135,7 @@ def suspects_from(hypotheses: Iterable[tuple[str, Sequence[str], float, str]],
         if reason is None or confidence < min_confidence:
             continue
         for host in hosts:
-            if not host or (host in best and best[host].confidence >= confidence):
+            if not host or not is_node_name(host) or (host in best and best[host].confidence >= confidence):
                 continue
             best[host] = Suspect(host, code, reason, round(float(confidence), 3))
     return sorted(best.values(), key=lambda s: (-s.confidence, s.node))
