@@ -220,3 +220,32 @@ def test_a_store_host_named_by_digits_is_read_as_an_address_no_host_has(tmp_path
     # a host name with a letter, at the same address: the plain reading, its host a suspect
     top = _top(tmp_path, _NUMERIC.replace("(3472853, 59667)", "(node3472853, 59667)"))
     assert "is a number" not in top.title and top.category is Category.PEER_UNREACHABLE, top.title
+
+
+# real: determined-ai/determined#3275 (r137f): Horovod's gloo runner in Determined's trial log, the exit code printed
+# before the process name, then the platform's teardown of the other container
+_DETERMINED = """\
+<>        [2021-12-07 10:43:01] 087c0ee7 || RuntimeError: Horovod detected that one or more processes exited with \
+non-zero status, thus causing the job to be terminated. The first process to do so was:
+<>        [2021-12-07 10:43:01] 087c0ee7 || Exit code: 1
+<>        [2021-12-07 10:43:01] 087c0ee7 || Process name: 1
+<info>    [2021-12-07 10:43:05] 087c0ee7 || INFO: container failed with non-zero exit code:  (exit code 1)
+<info>    [2021-12-07 10:43:22] ef45fdce || INFO: container failed with non-zero exit code:  (exit code 137)
+"""
+
+
+def test_determined_prefix_names_the_container_and_its_clock() -> None:
+    prefix = split_prefix("<info>    [2021-12-07 10:43:05] 087c0ee7 || INFO: container failed")
+    assert prefix.origin.host == "087c0ee7" and prefix.body == "INFO: container failed"
+    assert prefix.time_text == "2021-12-07 10:43:05"
+    assert split_prefix("<>        [2021-12-07 10:43:01] 087c0ee7 || Exit code: 1").body == "Exit code: 1"
+
+
+def test_horovods_first_process_in_either_order_and_the_teardown_after_it(tmp_path: Path) -> None:
+    """The process Horovod names first exited with 1 (its own error): the cause; the other container's 137 after it
+    is the platform stopping the rest, not the host's OOM killer."""
+    top = _top(tmp_path, _DETERMINED)
+    assert top.category is Category.RANK_CRASHED and "exit code 1" in top.title, top.title
+    # the 137 alone is a kill from outside
+    top = _top(tmp_path, _DETERMINED.splitlines()[-1] + "\n")
+    assert top.category is Category.RANK_KILLED, top

@@ -200,6 +200,39 @@ class _OmpiFollower:
 
 
 @dataclass
+class _HorovodFirstFollower:
+    """Horovod's runner naming the first process that failed, ``Horovod detected that one or more processes exited with
+    non-zero status, thus causing the job to be terminated. The first process to do so was:``, then ``Process name:
+    …`` and ``Exit code: …`` on the next lines, in either order (a job platform's copy of the message prints the exit
+    code first). A name of the form ``host[local rank]`` is read by :class:`_OmpiFollower` from its own line; any
+    other name (``1``) is kept as the process's name alone."""
+
+    head: Line
+    max_lines: int = 3
+    code: int | None = None
+    name: str | None = None
+    at: Line | None = None  # the exit code's line: the event's (the head's is the summary's, exit code unknown)
+
+    def feed(self, line: Line) -> bool:
+        body = line.body.strip()
+        match = _EXIT_CODE.match(body)
+        if match:
+            self.code, self.at = int(match["code"]), line
+        elif body.startswith("Process name:"):
+            self.name = body.removeprefix("Process name:").strip()[:80]
+        else:
+            return False
+        return self.code is None or self.name is None
+
+    def finish(self) -> list[Event]:
+        if self.code is None or self.name is None or _HOROVOD_FIRST.match(f"Process name: {self.name}"):
+            return []
+        return [make_event(Kind.WORKER_FAILED, self.at or self.head, data={
+            "source": "horovod", "exitcode": self.code, "signal": shell_signal_name(self.code),
+            "process_name": self.name, "first": True})]
+
+
+@dataclass
 class _NoticedFollower:
     """PRRTE (Open MPI 5) wraps ``… noticed that process rank 3 with PID 19981 on node gpu-b07 exited on`` /
     ``signal 9 (Killed).`` over two lines: the signal is on the next one."""
@@ -442,7 +475,7 @@ def _marked(line: Line, source: str, word: str, origin: Origin | None = None, **
 
 
 def follow_mpi(line: Line) -> (_OmpiFollower | _NoticedFollower | _InboundFollower | _WqeFollower | _AbortFollower
-                             | _ExitedFollower | None):
+                             | _ExitedFollower | _HorovodFirstFollower | None):
     if "(synd 0x" in line.body and _UCX_COMPLETION.search(line.body) and not _UCX_WQE.search(line.body):
         return _WqeFollower(line)
     if _MPI_IB_RETRY in line.body or _MPI_IB_RNR in line.body:  # (the spec quoted and the advice before the hosts)
@@ -453,6 +486,8 @@ def follow_mpi(line: Line) -> (_OmpiFollower | _NoticedFollower | _InboundFollow
         return _InboundFollower(line)
     if "MPI_ABORT was invoked" in line.body and (abort := _OMPI_ABORT.search(line.body)) and not abort["code"]:
         return _AbortFollower(line, abort)
+    if "Horovod detected that one or more processes exited with non-zero" in line.body:
+        return _HorovodFirstFollower(line)
     match = _OMPI_FIRST.search(line.body)
     if match and match["code"] is None:
         follower = _OmpiFollower(line)

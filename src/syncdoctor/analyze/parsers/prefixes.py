@@ -28,6 +28,8 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``libfabric:48213:…::cxi:…<warn> nid1: `` libfabric's log: the pid, and the node CXI's lines name
 ``\tnode-3:0\tolmo_core.x:7\tWARNING\t`` OLMo's tab-separated format (after its stamp): the host, the local rank
 ``[NeMo W 2026-12-05 06:53:11 f:886]`` NeMo's logger: its level and time
+``<info>  [2021-12-07 10:43:05] 087c0ee7 || `` Determined AI's trial log: the level, the time, the container (read
+                                      as the host)
 ``trainer/0 [1]:``                    TorchX: the role and its replica (read as the host), the worker's local rank
 ``E           ``                        pytest's marker before a failed test's exception lines
 ====================================  =========================================================
@@ -119,6 +121,10 @@ _UCX = re.compile(r"(?:\[\d{9,10}\.\d{1,9}\] +)?\[(?P<host>[A-Za-z0-9][\w.\-]{0,
 # printed with at least five digits (``[h06c0901:07661] *** Process received signal ***``, ``[histamine0:1224050]
 # pml_ucx.c:477  Error: Failed to resolve UCX endpoint for rank 1``)
 _OPAL = re.compile(r"\[(?P<host>(?![Rr]ank|RANK|[Ee]poch|[Ss]tep|[Ii]ter)[A-Za-z][\w.\-]{0,62}):(?P<pid>\d{5,10})\] ")
+# Determined AI's trial log (its web UI and ``det trial logs``): the level in angle brackets (empty for the process's
+# own output), the time, the container's id, then ``||``: ``<info>    [2021-12-07 10:43:05] 087c0ee7 || INFO: …``
+_DETERMINED = re.compile(r"<(?P<lvl>info|warning|error|critical|debug|)> +\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] "
+                         r"(?P<cid>[0-9a-f]{8}) \|\| ")
 # ``cat -n`` / ``nl``'s line number before each line (right-aligned, then a tab): the paste's numbering, no rank
 _CAT_N = re.compile(r" {0,8}\d{1,9}\t")
 # after a collector's or journalctl's ISO stamp (``journalctl -o short-iso``), the host and the program as syslog
@@ -422,6 +428,14 @@ def split_prefix(text: str) -> Prefix:
             host = host or match["host"]
             rank = None if match["rank"] == "?" else int(match["rank"])  # (not its log file's launcher rank)
             local_rank = local_rank if match["local"] == "?" else int(match["local"])
+            pos = match.end()
+            continue
+        match = _DETERMINED.match(text, pos)
+        if match:  # (its level first, then its clock, then the container: the host that ran the process)
+            severity = severity or {"warning": "warning", "error": "error", "critical": "fatal"}.get(match["lvl"], "")
+            if time is None:
+                time, time_text = parse_iso_time(match["ts"])
+            host = host or match["cid"]
             pos = match.end()
             continue
         match = _LIBFABRIC.match(text, pos)

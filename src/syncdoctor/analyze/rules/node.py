@@ -788,7 +788,12 @@ def _stopped_by_launcher(tl: Timeline) -> list[Hypothesis]:
 def _srun_victim(event: Event, reports: list[Event]) -> bool:
     """srun ends the other tasks once one failed (``--kill-on-bad-exit``, or at the step's end): a task
     ``Killed`` or ``Terminated`` after another task of the same output exited with an error or a crash is one
-    of those, not a cause."""
+    of those, not a cause. So does a job platform its other containers (Determined's ``container failed with
+    non-zero exit code: (exit code 137)`` after the launcher named a process that exited with 1)."""
+    if event.data.get("source") == "container" and event.data.get("signal") == "SIGKILL":
+        return any(other is not event and other.ref.source == event.ref.source and other.ref.line < event.ref.line
+                   and isinstance(other.data.get("exitcode"), int) and other.data["exitcode"] > 0
+                   for other in reports)
     if event.data.get("source") != "slurm" or event.data.get("signal") not in ("SIGKILL", "SIGTERM") or \
             event.data.get("oom"):
         return False
