@@ -626,6 +626,15 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "a data type the NCCL of this build does not take (bfloat16 needs NCCL 2.10.3 and a PyTorch "
      "built with it): a newer PyTorch and NCCL, or another dtype for the collective",
      re.compile(_NCCL_DTYPE + r"(?:BFloat16|Float8\w*)\b")),
+    # a precision the GPU has no hardware for, refused before training starts: Transformers' ``Your setup doesn't
+    # support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0`` (a V100 or a Colab/Kaggle T4),
+    # vLLM's ``Bfloat16 is only supported on GPUs with compute capability of at least 8.0``, DeepSpeed's and
+    # Accelerate's ``bf16 … not supported`` on such a GPU: the job's setting against the machine
+    (Category.UNRECOGNISED, "bfloat16 asked of a GPU without it (before Ampere: V100, T4): fp16 instead, or a GPU of "
+     "compute capability 8.0 or more",
+     re.compile(r"Your setup doesn't support bf16|\bBfloat16 is only supported on GPUs with compute capability"
+                r"|\bbf16 (?:mixed precision |training )?(?:is )?(?:not supported|requires) (?:on|by|an? )?(?:this|your)? ?"
+                r"(?:GPU|device|hardware|Ampere)", _I)),
     # a data type no NCCL takes (``… not supported for NCCL process group: ComplexFloat``): the program's call, which
     # can pass the values viewed as real pairs (torch.view_as_real)
     (Category.RANK_CRASHED, "a tensor of a type no NCCL release takes (complex numbers: pass torch.view_as_real of it)",

@@ -36,7 +36,7 @@ from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
 __all__ = ["build_lacks_backend", "host_name_shared", "hpc_fabric_setup", "nccl_plugin_mismatch", "nccl_version_mismatch",
-           "net_plugin_error", "pci_tree_unreadable", "peer_unreachable", "rendezvous_closed", "rendezvous_timeout",
+           "net_plugin_error", "notebook_kernel_relaunched", "pci_tree_unreadable", "peer_unreachable", "rendezvous_closed", "rendezvous_timeout",
            "store_port_taken", "topology_file", "trainers_never_ready"]
 
 _UNREACHABLE = ("refused", "No route", "unreachable", "timed out", "timeout", "Timeout",
@@ -1696,6 +1696,36 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
     TensorFlow's collective group of another size, Open MPI's slots, executable and exclusive settings, a process
     out of file descriptors, MS-MPI's netmask."""
     return [hypothesis for refusal in _REFUSALS for hypothesis in _library_refused(tl, refusal)]
+
+
+# a process that runs Jupyter's kernel launcher as its program: a copy of the notebook's kernel, not a worker
+_KERNEL_FRAMES = re.compile(r"^ipykernel_launcher\.py:\d+ in <module>$|^kernelapp\.py:\d+ in (?:init_sockets|_bind_socket|"
+                            r"_try_bind_socket)$")
+
+
+def notebook_kernel_relaunched(tl: Timeline) -> list[Hypothesis]:
+    """A traceback that starts in ``ipykernel_launcher.py``'s ``<module>`` (or fails binding the kernel's sockets,
+    ``zmq.error.ZMQError: Address already in use``): the job's processes were started as copies of the notebook's
+    kernel. A launcher that runs ``sys.argv`` again (torchrun's or Lightning's subprocess launch, a ``spawn`` of the
+    notebook's main) started Jupyter's kernel launcher, which binds the notebook's own ports. The launch, not the
+    training (A028), and above the port's reading: the port is the kernel's, taken by the notebook itself."""
+    events = [e for e in tl.of(Kind.EXCEPTION, Kind.STACK_DUMP)
+              if any(_KERNEL_FRAMES.match(str(f)) for f in e.data.get("frames") or ())]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    title = (f"the job's processes{' (' + where.text + ')' if where.text else ''} were started as copies of a Jupyter "
+             "notebook's kernel (ipykernel_launcher), which bind the notebook's own ports: a distributed launch from "
+             "a notebook")
+    what = ("A launcher that starts the workers by running the program again (torchrun, Lightning's and "
+            "super-gradients' DDP subprocess launch, multiprocessing's spawn of __main__) ran ipykernel_launcher, the "
+            "notebook's program: each copy tries to bind the kernel's ZeroMQ ports, which the notebook holds "
+            "(Address already in use), or runs no training at all.")
+    fix = ("Put the training in a script and launch it from a terminal (torchrun train.py), or, inside the notebook, "
+           "use a launcher made for it: accelerate's notebook_launcher, Lightning's strategy='ddp_notebook' "
+           "(fork), torch.multiprocessing.start_processes with start_method='fork'.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.85, title, what=what, fix=fix, where=where,
+                       evidence=evidence_of(events, "a copy of the notebook's kernel", 3))]
 
 
 def hpc_fabric_setup(tl: Timeline) -> list[Hypothesis]:

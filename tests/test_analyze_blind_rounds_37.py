@@ -1,0 +1,62 @@
+"""Readings of the hundred-and-forty-ninth round (``r152*``: non-English blogs, rented and notebook GPUs, scientific
+models at HPC centres). One behaviour per test, each with the look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyze_helpers import diagnose_paste
+from syncdoctor.analyze.model import Category
+
+
+def _top(tmp_path: Path, paste: str):
+    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
+    assert hypotheses, paste
+    return hypotheses[0]
+
+
+@pytest.mark.parametrize("line", [
+    # real: databrickslabs/dolly#11 (8x V100), OptimalScale/LMFlow#251 (a Colab T4)
+    "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
+    # vLLM's words for the same refusal
+    "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has "
+    "compute capability 7.5.",
+])
+def test_bf16_asked_of_a_gpu_without_it_is_the_setup(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "bfloat16 asked of a GPU without it" in top.title, top.title
+
+
+def test_a_bf16_tensor_the_program_mishandles_is_its_own_error(tmp_path: Path) -> None:
+    top = _top(tmp_path, 'RuntimeError: "addmm_impl_cpu_" not implemented for \'BFloat16\'\n')
+    assert "bfloat16 asked of a GPU" not in top.title, top.title
+
+
+# real: Deci-AI/super-gradients#1204 (r152b): DDP started from a notebook, each worker a copy of the kernel
+_KERNEL = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.8/dist-packages/ipykernel_launcher.py", line 17, in <module>
+    app.launch_new_instance()
+  File "/usr/local/lib/python3.8/dist-packages/traitlets/config/application.py", line 1040, in launch_instance
+    app.initialize(argv)
+  File "/usr/local/lib/python3.8/dist-packages/ipykernel/kernelapp.py", line 677, in initialize
+    self.init_sockets()
+  File "/usr/local/lib/python3.8/dist-packages/ipykernel/kernelapp.py", line 316, in init_sockets
+    self.shell_port = self._bind_socket(self.shell_socket, self.shell_port)
+  File "/usr/local/lib/python3.8/dist-packages/zmq/sugar/socket.py", line 300, in bind
+    super().bind(addr)
+zmq.error.ZMQError: Address already in use
+"""
+
+
+def test_workers_started_as_copies_of_a_notebook_kernel_are_the_launch(tmp_path: Path) -> None:
+    top = _top(tmp_path, _KERNEL)
+    assert top.category is Category.UNRECOGNISED and "notebook's kernel" in top.title, top.title
+    assert "notebook_launcher" in (top.fix or "")
+    # the same port taken in a script's own server: a port in use, no notebook
+    script = _KERNEL.replace("/usr/local/lib/python3.8/dist-packages/ipykernel_launcher.py", "/work/serve.py").replace(
+        "ipykernel/kernelapp.py", "myapp/server.py")
+    top = _top(tmp_path, script)
+    assert "notebook" not in top.title and top.category is Category.PORT_IN_USE, top
