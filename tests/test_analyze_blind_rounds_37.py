@@ -1,5 +1,6 @@
-"""Readings of the hundred-and-forty-ninth round (``r152*``: non-English blogs, rented and notebook GPUs, scientific
-models at HPC centres). One behaviour per test, each with the look-alike it must not catch."""
+"""Readings of the hundred-and-forty-ninth and fiftieth rounds (``r152*``: non-English blogs, rented and notebook GPUs,
+scientific models at HPC centres; ``r153*``: hyperparameter search over DDP, sequence and expert parallelism,
+torch.compile and DCP). One behaviour per test, each with the look-alike it must not catch."""
 
 from __future__ import annotations
 
@@ -60,3 +61,28 @@ def test_workers_started_as_copies_of_a_notebook_kernel_are_the_launch(tmp_path:
         "ipykernel/kernelapp.py", "myapp/server.py")
     top = _top(tmp_path, script)
     assert "notebook" not in top.title and top.category is Category.PORT_IN_USE, top
+
+
+# real: saforem2/ezpz#236 (r153c): an exception of torch.compile's, its class named without "Error"
+def test_torch_compiles_own_exception_is_the_processs_error(tmp_path: Path) -> None:
+    top = _top(tmp_path, "[rank0]: torch._dynamo.exc.Unsupported: Attempted to call function marked as skipped\n"
+                         "[rank0]:   Explanation: Dynamo developers have intentionally marked that the\n")
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (0,), top
+    # a class of another module named alike is no exception line
+    hypotheses = diagnose_paste(tmp_path, "mylib.exc.Unsupported: Attempted to call function\n").hypotheses
+    assert not hypotheses or hypotheses[0].category is not Category.RANK_CRASHED, hypotheses
+
+
+# real: optuna/optuna#3281 (r153a): DDP's model check before PyTorch 1.8, in the words of its replicas
+def test_ddp_replicas_check_of_old_releases_is_models_that_differ(tmp_path: Path) -> None:
+    top = _top(tmp_path, "RuntimeError: replicas[0][0] in this process with sizes [42, 784] appears not to match sizes "
+                         "of the same param in process 0.\n")
+    assert top.category is Category.COLLECTIVE_DESYNC and "models differ" in top.title, top.title
+
+
+# real: Lightning-AI/lit-llama#62 (r153c)
+def test_compile_of_fsdp_without_orig_params_is_the_wrapping(tmp_path: Path) -> None:
+    top = _top(tmp_path, "AssertionError: Dynamo only supports FSDP with use_orig_params=True\n")
+    assert top.category is Category.UNRECOGNISED and "use_orig_params=True" in top.title, top.title
+    top = _top(tmp_path, "AssertionError: Dynamo only supports tensors on CUDA\n")
+    assert "use_orig_params" not in top.title, top.title

@@ -618,9 +618,10 @@ def _agent_lines_of_records(events: list[Event]) -> list[Event]:
         if event.kind is Kind.WORKER_FAILED and event.data.get("source") == "summary" and event.origin.rank is not None \
                 and event.origin.local_rank is not None:
             records[(event.ref.source, event.origin.local_rank, event.data.get("exitcode"))].add(event.origin)
+    cut_ids = {id(e) for e in cut}
     out = []
     for event in events:
-        if event in cut:
+        if id(event) in cut_ids:
             origins = records.get((event.ref.source, event.origin.local_rank, event.data.get("exitcode")), set())
             if len(origins) == 1:
                 (worker,) = origins

@@ -23,13 +23,16 @@ from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name
 
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "is_frame", "parse", "wants_frames"]
 
-KEYWORDS = ("Error", "Exception", "Interrupt", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
+KEYWORDS = ("Error", "Exception", "Interrupt", "._dynamo.exc.", "._inductor.exc.", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "can't open file",
             "Process received signal", "] Signal: ", "Signal: ", "Segfault encountered", "received at time=", "CUresult error",
             "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `")
 
 _EXCEPTION = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ ]?(?P<msg>.*))?$"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
+    # torch.compile's own exceptions, whose names say what went wrong without the word: ``torch._dynamo.exc.
+    # Unsupported: Attempted to call function marked as skipped``, ``torch._dynamo.exc.BackendCompilerFailed: …``
+    r"|torch\._(?:dynamo|inductor)\.exc\.[A-Z]\w*)(?::[ ]?(?P<msg>.*))?$"
 )
 # the line that ends a traceback's frames is its exception whatever the class is named (PaddlePaddle's ``paddle.
 # distributed.fleet.utils.fs.FSTimeOut: …``): a class's name in CamelCase, its module before it; not Paddle's

@@ -635,6 +635,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"Your setup doesn't support bf16|\bBfloat16 is only supported on GPUs with compute capability"
                 r"|\bbf16 (?:mixed precision |training )?(?:is )?(?:not supported|requires) (?:on|by|an? )?(?:this|your)? ?"
                 r"(?:GPU|device|hardware|Ampere)", _I)),
+    # torch.compile of a model FSDP wraps with flat parameters (PyTorch 2.0-2.1's Dynamo: ``AssertionError: Dynamo only
+    # supports FSDP with use_orig_params=True``): a combination PyTorch refuses, the wrapping's setting
+    (Category.UNRECOGNISED, "torch.compile of an FSDP model without use_orig_params=True, a combination PyTorch refuses: "
+     "FSDP(…, use_orig_params=True)", re.compile(r"\bDynamo only supports FSDP with use_orig_params=True")),
     # a data type no NCCL takes (``… not supported for NCCL process group: ComplexFloat``): the program's call, which
     # can pass the values viewed as real pairs (torch.view_as_real)
     (Category.RANK_CRASHED, "a tensor of a type no NCCL release takes (complex numbers: pass torch.view_as_real of it)",
