@@ -1,6 +1,7 @@
 """Readings of the hundred-and-forty-ninth and fiftieth rounds (``r152*``: non-English blogs, rented and notebook GPUs,
 scientific models at HPC centres; ``r153*``: hyperparameter search over DDP, sequence and expert parallelism,
-torch.compile and DCP). One behaviour per test, each with the look-alike it must not catch."""
+torch.compile and DCP; ``r154*``: Megatron-Core and NeMo, PyTorch's newest distributed features, pipeline parallelism).
+One behaviour per test, each with the look-alike it must not catch."""
 
 from __future__ import annotations
 
@@ -86,3 +87,32 @@ def test_compile_of_fsdp_without_orig_params_is_the_wrapping(tmp_path: Path) -> 
     assert top.category is Category.UNRECOGNISED and "use_orig_params=True" in top.title, top.title
     top = _top(tmp_path, "AssertionError: Dynamo only supports tensors on CUDA\n")
     assert "use_orig_params" not in top.title, top.title
+
+
+# real: NVIDIA/NeMo#14288 (r154a): Megatron-Core's virtual pipeline given fewer micro-batches than stages
+def test_a_configured_count_outside_its_range_is_the_setup(tmp_path: Path) -> None:
+    top = _top(tmp_path, "[rank7]: ValueError: The number of contiguous micro-batches in a virtual pipeline "
+                         "stageshould range in [PP=6 , M=3]\n")
+    assert top.category is Category.UNRECOGNISED and "check of the job's setup" in top.title, top.title
+    top = _top(tmp_path, "[rank7]: ValueError: the learning rate should range in a sensible interval\n")
+    assert "check of the job's setup" not in top.title, top.title
+
+
+# real: sgl-project/sglang#27123 (r154b): a copy into a symmetric-memory buffer too small, inside the library's all_reduce
+_SYMM = """\
+Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/distributed/parallel_state.py", line 732, in _all_reduce_in_place
+    torch_symm_mem_comm.all_reduce(input_)
+  File "/sgl-workspace/sglang/python/sglang/srt/distributed/device_communicators/torch_symm_mem.py", line 153, in all_reduce
+    self.buffer[: inp.numel()].copy_(inp.view(-1))
+RuntimeError: The size of tensor a (33554432) must match the size of tensor b (40701952) at non-singleton dimension 0
+"""
+
+
+def test_a_tensor_operations_refusal_inside_a_collective_is_the_processs_error(tmp_path: Path) -> None:
+    top = _top(tmp_path, _SYMM)
+    assert top.category is Category.RANK_CRASHED and "error of its own" in top.title, top.title
+    # another error raised in the same frames is the library's, quoted
+    top = _top(tmp_path, _SYMM.replace("The size of tensor a (33554432) must match the size of tensor b (40701952) at "
+                                       "non-singleton dimension 0", "symmetric memory handshake failed"))
+    assert "error of its own" not in top.title, top.title

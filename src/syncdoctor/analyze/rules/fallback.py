@@ -102,7 +102,11 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
             str(first.data.get("type") or "").lower().startswith("nccl"):  # ncclInternalError: NCCL's own report
         return []
     frames = " ".join(str(f) for f in first.data.get("frames") or ())
-    if "elastic/" in frames or first.data.get("launcher") or _LIBRARY_WAIT.search(frames) or \
+    # (a tensor operation's own refusal is no wait, though raised inside a library's collective: SGLang's symmetric
+    # memory copying a tensor larger than its buffer, ``The size of tensor a (33554432) must match the size of tensor
+    # b (40701952)``, in its ``all_reduce``)
+    tensor_op = _TENSOR_OP.search(str(first.data.get("message") or "")) is not None
+    if "elastic/" in frames or first.data.get("launcher") or (_LIBRARY_WAIT.search(frames) and not tensor_op) or \
             _PLUMBING.search(_SOURCE_PATH.sub("", str(first.data.get("message")))):
         return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
     raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
@@ -175,6 +179,8 @@ _NOT_OWN = ("ChildFailedError", "DistBackendError", "DistNetworkError", "DistSto
             "KeyboardInterrupt", "SystemExit")
 
 
+_TENSOR_OP = re.compile(r"^The (?:expanded )?size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
+                        r"|\bshapes cannot be multiplied \(")
 _LIBRARY_WAIT = re.compile(r"distributed_c10d|torch/distributed|c10d|\btorchrun\b|barrier|all_?reduce|all_?gather|broadcast", re.I)
 
 

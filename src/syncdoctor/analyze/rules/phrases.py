@@ -47,6 +47,9 @@ TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "M
 _SETUP_CHECK = re.compile(
     r"\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than|greater than|equal to|the same)"
     r"|\b(?:is|are) not (?:divisible by|equal to)\b|\bdoes not match (?:the )?(?:world|pp|tp|dp|ep)[_ ]?size\b"
+    # (a configured count checked against a range of others: Megatron's virtual pipeline, ``The number of contiguous
+    # micro-batches in a virtual pipeline stageshould range in [PP=6 , M=3]``)
+    r"|(?:\b|stage)should (?:range|lie) (?:in|between|within) \[\w{1,20}=\d"
     r"|\b(?:GPUs?|devices?) (?:are|is) available, but \d+ (?:are|is) required\b"
     # (a parallel size checked against the world: Wan's ``The number of ulysses_size should be equal to the world
     # size.``; the GPUs a scheduler was asked for against those it has: verl's ``Total available GPUs 7.0 is less than
