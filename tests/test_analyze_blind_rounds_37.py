@@ -1,7 +1,8 @@
 """Readings of the hundred-and-forty-ninth and fiftieth rounds (``r152*``: non-English blogs, rented and notebook GPUs,
 scientific models at HPC centres; ``r153*``: hyperparameter search over DDP, sequence and expert parallelism,
-torch.compile and DCP; ``r154*``: Megatron-Core and NeMo, PyTorch's newest distributed features, pipeline parallelism).
-One behaviour per test, each with the look-alike it must not catch."""
+torch.compile and DCP; ``r154*``: Megatron-Core and NeMo, PyTorch's newest distributed features, pipeline parallelism;
+``r155*``: evaluation harnesses, other accelerators, distributed tests in CI). One behaviour per test, each with the
+look-alike it must not catch."""
 
 from __future__ import annotations
 
@@ -116,3 +117,41 @@ def test_a_tensor_operations_refusal_inside_a_collective_is_the_processs_error(t
     top = _top(tmp_path, _SYMM.replace("The size of tensor a (33554432) must match the size of tensor b (40701952) at "
                                        "non-singleton dimension 0", "symmetric memory handshake failed"))
     assert "error of its own" not in top.title, top.title
+
+
+@pytest.mark.parametrize("line", [
+    # real: huggingface/lighteval#447 (r155a)
+    "ValueError: You need to use at least 2 processes to use --multi_gpu",
+    # real: ray-project/ray#39128 (r155b): XLA placing an operation on a NeuronCore the worker does not see
+    "RuntimeError: INVALID_ARGUMENT: Cannot assign a device for operation XRTCompile_16: {{node XRTCompile_16}} was "
+    "explicitly assigned to /job:localservice/replica:0/task:0/device:TPU:1 but available devices are [ "
+    "/job:localservice/replica:0/task:0/device:TPU:0 ].",
+])
+def test_a_launch_or_placement_against_the_devices_there_is_the_setup(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "check of the job's setup" in top.title, top.title
+
+
+def test_a_count_that_is_no_launch_stays_the_processs_error(tmp_path: Path) -> None:
+    top = _top(tmp_path, "ValueError: need at least 2 samples per class to split\n")
+    assert "check of the job's setup" not in top.title, top.title
+
+
+# real: EleutherAI/lm-evaluation-harness#2706 (r155a): Ray's report of a task's error above the task's own traceback
+_RAY_TASK = """\
+ray.exceptions.RayTaskError(TypeError): ray::run_inference_one_model() (pid=4153477, ip=10.1.202.37)
+  File "/env/lib/python3.10/site-packages/lm_eval/models/vllm_causallms.py", line 258, in run_inference_one_model
+    llm = LLM(**model_args)
+  File "/env/lib/python3.10/site-packages/vllm/entrypoints/llm.py", line 212, in __init__
+    engine_args = EngineArgs(
+TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'
+"""
+
+
+def test_a_ray_tasks_own_error_is_placed_by_rays_report_above_it(tmp_path: Path) -> None:
+    top = _top(tmp_path, _RAY_TASK)
+    assert top.category is Category.RANK_CRASHED and "error of its own" in top.title, top.title
+    assert top.culprit_hosts == ("10.1.202.37",) and "pid 4153477" in top.title, top
+    # a report of another exception's type does not place it
+    top = _top(tmp_path, _RAY_TASK.replace("RayTaskError(TypeError)", "RayTaskError(ValueError)"))
+    assert "pid 4153477 on 10.1.202.37 failed with an error of its own" not in top.title, top.title

@@ -60,6 +60,13 @@ _SETUP_CHECK = re.compile(
     r"|\b(?:available|visible) (?:GPUs|devices)\b[^\n]{0,40}\b(?:is|are) (?:less|fewer) than (?:the )?(?:total )?"
     r"(?:desired|required|requested|needed)\b"
     r"|\brequested device\b[^\n]{0,60}\bis not available\b"
+    # (TensorFlow's and XLA's placement of an operation on a device the process does not see: ``Cannot assign a device
+    # for operation XRTCompile_16: … was explicitly assigned to …/device:TPU:1 but available devices are [ …TPU:0 … ]``,
+    # a worker that Ray let see one NeuronCore)
+    r"|\bCannot assign a device for operation\b"
+    # (a launch's number of processes against what the mode it asks for needs: Accelerate's ``You need to use at least
+    # 2 processes to use --multi_gpu``)
+    r"|\b(?:need|needs|require|requires) (?:to use )?at least \d{1,5} (?:processes|GPUs|devices|nodes|ranks)\b"
     # (DeepSpeed-MII placing a model's replicas on the GPUs it has: ``Only able to place 0 replicas, but 2 replicas were
     # requested``; its tensor parallel size larger than a node's GPUs)
     r"|\bOnly able to place \d+ replicas?, but \d+ replicas? (?:were|was) requested\b"
