@@ -1,8 +1,8 @@
 """Readings of the hundred-and-forty-ninth and fiftieth rounds (``r152*``: non-English blogs, rented and notebook GPUs,
 scientific models at HPC centres; ``r153*``: hyperparameter search over DDP, sequence and expert parallelism,
 torch.compile and DCP; ``r154*``: Megatron-Core and NeMo, PyTorch's newest distributed features, pipeline parallelism;
-``r155*``: evaluation harnesses, other accelerators, distributed tests in CI). One behaviour per test, each with the
-look-alike it must not catch."""
+``r155*``: evaluation harnesses, other accelerators, distributed tests in CI; ``r156*``: GPU sharing, other
+communication frameworks, GPU data processing). One behaviour per test, each with the look-alike it must not catch."""
 
 from __future__ import annotations
 
@@ -155,3 +155,12 @@ def test_a_ray_tasks_own_error_is_placed_by_rays_report_above_it(tmp_path: Path)
     # a report of another exception's type does not place it
     top = _top(tmp_path, _RAY_TASK.replace("RayTaskError(TypeError)", "RayTaskError(ValueError)"))
     assert "pid 4153477 on 10.1.202.37 failed with an error of its own" not in top.title, top.title
+
+
+# real: gensyn-ai/rl-swarm#184 (r156b): hivemind's DHT reaching none of the peers it was given
+def test_a_dht_that_reached_none_of_its_peers_is_a_peer_unreachable(tmp_path: Path) -> None:
+    top = _top(tmp_path, "RuntimeError: DHTNode bootstrap failed: none of the initial_peers responded to a ping. (set "
+                         "ensure_bootstrap_success=False to ignore)\n")
+    assert top.category is Category.PEER_UNREACHABLE, top
+    top = _top(tmp_path, "RuntimeError: none of the initial weights were loaded\n")
+    assert top.category is not Category.PEER_UNREACHABLE, top

@@ -733,7 +733,9 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # a peer-to-peer or RPC layer that reached none of the peers it was given (hivemind's daemon: ``failed
                 # to connect to bootstrap peers``; gRPC's ``failed to connect to all addresses``)
                 r"|\b(?:failed|unable|could not|couldn't|cannot|can't) (?:to )?connect to (?:any |all |the )?"
-                r"(?:(?:bootstrap|remote|initial) )?(?:peers\b|addresses\b|(?:master|coordinator|head) (?:node|server)\b)", _I)),
+                r"(?:(?:bootstrap|remote|initial) )?(?:peers\b|addresses\b|(?:master|coordinator|head) (?:node|server)\b)"
+                # (hivemind's DHT: ``DHTNode bootstrap failed: none of the initial_peers responded to a ping``)
+                r"|\bnone of the initial[_ ]peers responded\b", _I)),
     # a watchdog of the training's own (the resiliency extension's rank monitor and launcher, AXLearn's, the
     # userbuffers of TransformerEngine's comm-GEMM overlap) saying a rank made no progress past its bound
     (Category.UNEXPLAINED_TIMEOUT, "a rank that made no progress past a watchdog's bound (a hang; what held it is "
