@@ -51,7 +51,6 @@ diagnose = diagnose_paste
     "[PG ID 0 PG GUID 0(default_pg) Rank 3] Work timeout is detected by watchdog",
     "[NeMo E 2025-01-01 10:00:00 straggler_det_callback:101] Detected stragglers. Terminating training...",
     "[drm] Tile0: GT0: Check job timeout: seqno=4, lrc_seqno=4, guc_id=2, not started",
-    "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
     "FAILED: train.py",
     "torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts left; will restart",
     "gloo::EnforceNotMet",

@@ -2,7 +2,8 @@
 scientific models at HPC centres; ``r153*``: hyperparameter search over DDP, sequence and expert parallelism,
 torch.compile and DCP; ``r154*``: Megatron-Core and NeMo, PyTorch's newest distributed features, pipeline parallelism;
 ``r155*``: evaluation harnesses, other accelerators, distributed tests in CI; ``r156*``: GPU sharing, other
-communication frameworks, GPU data processing). One behaviour per test, each with the look-alike it must not catch."""
+communication frameworks, GPU data processing; ``r157*``: Lightning of 2020-2022, OCR models, 3D vision). One
+behaviour per test, each with the look-alike it must not catch."""
 
 from __future__ import annotations
 
@@ -70,6 +71,9 @@ def test_torch_compiles_own_exception_is_the_processs_error(tmp_path: Path) -> N
     top = _top(tmp_path, "[rank0]: torch._dynamo.exc.Unsupported: Attempted to call function marked as skipped\n"
                          "[rank0]:   Explanation: Dynamo developers have intentionally marked that the\n")
     assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (0,), top
+    # (its compile backend's failure alone, quoted as an error no rule explains before: the process's exception now)
+    top = _top(tmp_path, "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n")
+    assert top.category is Category.RANK_CRASHED and "BackendCompilerFailed" in top.title, top.title
     # a class of another module named alike is no exception line
     hypotheses = diagnose_paste(tmp_path, "mylib.exc.Unsupported: Attempted to call function\n").hypotheses
     assert not hypotheses or hypotheses[0].category is not Category.RANK_CRASHED, hypotheses
@@ -164,3 +168,46 @@ def test_a_dht_that_reached_none_of_its_peers_is_a_peer_unreachable(tmp_path: Pa
     assert top.category is Category.PEER_UNREACHABLE, top
     top = _top(tmp_path, "RuntimeError: none of the initial weights were loaded\n")
     assert top.category is not Category.PEER_UNREACHABLE, top
+
+
+@pytest.mark.parametrize("line", [
+    # real: nerfstudio-project/nerfstudio#3298 (r157c), quoted alone without its RuntimeError
+    "Distributed package doesn't have NCCL built in",
+    # real: PaddlePaddle/PaddleOCR#3493 (r157b): Paddle's Windows build
+    "AttributeError: module 'paddle.fluid.core_avx' has no attribute 'NCCLParallelContext'",
+])
+def test_a_build_without_nccl_in_any_words_is_the_build(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "build" in top.title and "NCCL" in top.title, top.title
+
+
+@pytest.mark.parametrize("line", [
+    # real: Ucas-HaoranWei/GOT-OCR2.0#79 (r157b)
+    "[rank5]: ValueError: `--mixed_precision` arg cannot be set to `fp16` when `bf16` is set in the DeepSpeed config "
+    "file.",
+    # real: nerfstudio-project/nerfstudio#3626 (r157c)
+    "AssertionError: dist_url=auto is not supported for multi-machine jobs.",
+])
+def test_settings_that_exclude_each_other_or_the_job_are_the_configuration(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and "error of its own" not in top.title, top.title
+
+
+# real: PaddlePaddle/PaddleOCR#3327 (r157b): every trainer's argument parser refused the launch's command line, then
+# the launcher aborted all eight
+_ARGPARSE = """\
+train.py: error: unrecognized arguments: --gpus [2,3,4,6]
+INFO 2021-07-13 15:04:06,240 launch_utils.py:307] terminate all the procs
+ERROR 2021-07-13 15:04:06,240 launch_utils.py:545] ABORT!!! Out of all 8 trainers, the trainer process with \
+rank=[0, 1, 2, 3, 4, 5, 6, 7] was aborted. Please check its log.
+"""
+
+
+def test_ranks_that_exit_after_an_error_that_names_a_cause_exited_of_it(tmp_path: Path) -> None:
+    top = _top(tmp_path, _ARGPARSE)
+    assert top.category is Category.UNRECOGNISED and "died after an error whose words say" in top.title, top.title
+    assert top.culprit_ranks == tuple(range(8)) and "unrecognized arguments" in top.evidence[0].text
+    # an error line that names no cause leaves them ranks that died, their output not in the inputs
+    top = _top(tmp_path, _ARGPARSE.replace("train.py: error: unrecognized arguments: --gpus [2,3,4,6]",
+                                           "error: something odd happened"))
+    assert top.category is Category.RANK_CRASHED and "died" in top.title, top.title

@@ -23,7 +23,7 @@ from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name
 
 __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "is_frame", "parse", "wants_frames"]
 
-KEYWORDS = ("Error", "Exception", "Interrupt", "._dynamo.exc.", "._inductor.exc.", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
+KEYWORDS = ("Error", "Exception", "Interrupt", "._dynamo.exc.", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "can't open file",
             "Process received signal", "] Signal: ", "Signal: ", "Segfault encountered", "received at time=", "CUresult error",
             "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `")

@@ -21,6 +21,7 @@ from syncdoctor.analyze.rules.common import (
     evidence_of,
     fmt_ranks,
     hypothesis,
+    just_above,
     launchers_own,
     unique_id_roots_gone,
     unprefixed_exception,
@@ -280,6 +281,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
     taken = {(rank, id(event)) for _, members, _ in groups for rank, event in members}
     worded: dict[Category, list[tuple[int, Event]]] = {}
     said: dict[Category, str] = {}
+    above_lines: dict[Category, list[Event]] = {}  # a line above the launcher's reports that says why
     for rank, event in found:  # an exception whose message names its cause in plain words (a port in use…)
         reading = _cause_in_words(event, tl) if (rank, id(event)) not in taken else None
         if reading is not None:
@@ -303,6 +305,13 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
     if alongside:
         others = [member for member in others if member not in alongside]
         groups[0] = (Category.RANK_OUT_OF_MEMORY, oom + alongside, groups[0][2])
+    said_above = _said_above(tl, others, told)
+    if said_above is not None:  # (what every rank that exited printed before the launcher's report of it)
+        reading, line = said_above
+        groups.append((reading.category, others, f"died after an error whose words say {reading.what}"))
+        worded[reading.category], said[reading.category] = others, groups[-1][2]
+        above_lines[reading.category] = [line]
+        others = []
     if others:
         groups.append((Category.RANK_CRASHED, others, "died"))
     hypotheses = []
@@ -338,7 +347,8 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         if all(tl.ranks[rank].outcome == "exited" and rank not in told for rank in culprits):
             # a launcher's record of a non-zero exit is all there is: the rank is a lead, its failure unread
             confidence = min(confidence, 0.55)
-        evidence = evidence_of(own_lines, OWN_FAILURE)
+        evidence = evidence_of(above_lines.get(category, []), "the error printed before") + \
+            evidence_of(own_lines, OWN_FAILURE)
         fix = None
         if category in worded and verb == said[category]:
             evidence += evidence_of([c for e in own_lines for c in continuation(tl, e)], "its message goes on", 3)
@@ -368,6 +378,26 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         hypotheses.append(hypothesis(tl, category, confidence, title, culprits=sorted(culprits), affected=affected,
                                      what=what, fix=fix, evidence=evidence, hosts=hosts or None))
     return hypotheses
+
+
+_SAID_ABOVE = 4  # lines above a launcher's report of the ranks' exits in which the error they printed is looked for
+
+
+def _said_above(tl: Timeline, others: list[tuple[int, Event]], told: set[int]) -> tuple[Reading, Event] | None:
+    """Ranks a launcher reports exited with an error, none with an error of its own in the inputs, and just above
+    the first report an error line of no rank whose words name a cause (the argument parser's ``train.py: error:
+    unrecognized arguments: --gpus [2,3,4,6]``, printed by every trainer before PaddlePaddle's launcher aborted all
+    eight): that error is what they exited of."""
+    if not others or not all(tl.ranks[rank].outcome == "exited" and rank not in told for rank, _ in others):
+        return None
+    first = min((event for _, event in others), key=lambda e: (e.ref.source, e.ref.line))
+    for line in reversed(just_above(tl, first, _SAID_ABOVE)):
+        if line.origin.rank is not None:
+            continue
+        reading = read_as(str(line.data.get("message") or line.text))
+        if reading is not None and reading.cause:
+            return reading, line
+    return None
 
 
 DEVICE_ASSERT_FIX = ("Find the value out of range on that rank's data: the kernel's assertion says which check "

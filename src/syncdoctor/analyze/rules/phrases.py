@@ -402,8 +402,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                                                      r"|module 'torch\._C' has no attribute '_cuda_\w+'", _I)),
     # a PyTorch build without NCCL (Jetson's and macOS's wheels, CPU-only builds): its warning where torch.cuda.nccl is
     # called (``UserWarning: PyTorch is not compiled with NCCL support``)
+    # (the same refusal quoted alone, without its RuntimeError: ``Distributed package doesn't have NCCL built in``;
+    # PaddlePaddle's Windows build: ``module 'paddle.fluid.core_avx' has no attribute 'NCCLParallelContext'``)
     (Category.UNRECOGNISED, "a PyTorch build without NCCL (Jetson's, macOS's or a CPU-only build): backend='gloo', or a "
-     "build with NCCL", re.compile(r"\bPyTorch is not compiled with NCCL support\b")),
+     "build with NCCL", re.compile(r"\bPyTorch is not compiled with NCCL support\b|\bDistributed package doesn't have "
+                                   r"NCCL built in\b|\bhas no attribute '\w{0,40}NCCL\w{0,40}'")),
     # init_process_group without a backend on a device torch knows no backend for (2.6's ``ValueError: We detected
     # accelerator mps on your machine. But we don't know which communication backend to use for this accelerator``):
     # the call's arguments, not the run
@@ -473,8 +476,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # (unsloth's ``Unsloth currently does not work on multi GPU setups``)
                 r"|(?i:\b(?:can't|cannot|can not|is not supported|are not supported|not compatible|does not work|"
                 r"doesn't work|does not support|doesn't support)\b[^\n]{0,120}?"
-                r"\b(?:in|with|under|on) (?:any |a )?(?:distributed|multi[- ]?GPU|multi[- ]?node) (?:mode|training|setting|"
-                r"setup)s?\b)"
+                r"\b(?:in|with|under|on|for) (?:any |a )?(?:distributed|multi[- ]?GPU|multi[- ]?node|multi[- ]?machine) "
+                r"(?:mode|training|setting|setup|job|run)s?\b)"
                 # (Accelerate's refusal of a quantized model placed elsewhere: ``You can't train a model that has been
                 # loaded in 8-bit precision on a different device than the one you're training on``, ``… on multiple
                 # devices``; Transformers' DeepSpeed config against its TrainingArguments: ``Please correct the
@@ -494,6 +497,15 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # script, but this variable is not supported.``); a value outside the ones allowed (``vllm_mode must be
                 # either 'server' or 'colocate', got 'server'``)
                 r"|\bbut this (?:variable|option|setting|argument|parameter|flag|mode) is not supported\b"
+                # two settings that exclude each other (Accelerate's ``--mixed_precision` arg cannot be set to `fp16`
+                # when `bf16` is set in the DeepSpeed config file.``)
+                r"|\bcannot be set to [`'\"]?[\w.\-]{1,40}[`'\"]? when [`'\"]?[\w.\-]{1,40}[`'\"]? is (?:set|enabled)\b"
+                # the launch's command line refused by the program's own argument parser (argparse: ``train.py: error:
+                # unrecognized arguments: --gpus [2,3,4,6]``, a launcher's option written after the script)
+                # (not the launcher's own ``--local-rank=0``, which the local-rank reading below names)
+                r"|\b[\w.\-]{1,80}\.py: error: (?:unrecognized arguments(?!: --local[-_]rank)|the following arguments are "
+                r"required|argument "
+                r"[-\w/]{1,60}: (?:invalid|expected|ambiguous))"
                 r"|\bmust be (?:either|one of)\b[^\n]{0,200}\bgot\b"
                 # a start method or mode the platform lacks (Lightning's ``You selected `Trainer(strategy='ddp_fork')`
                 # but process forking is not supported on this platform``); a variable the runtime requires set
