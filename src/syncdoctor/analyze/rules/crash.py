@@ -384,11 +384,12 @@ _SAID_ABOVE = 4  # lines above a launcher's report of the ranks' exits in which 
 
 
 def _said_above(tl: Timeline, others: list[tuple[int, Event]], told: set[int]) -> tuple[Reading, Event] | None:
-    """Ranks a launcher reports exited with an error, none with an error of its own in the inputs, and just above
+    """Ranks a launcher reports exited with an error (two or more), none with an error of its own in the inputs, and just above
     the first report an error line of no rank whose words name a cause (the argument parser's ``train.py: error:
     unrecognized arguments: --gpus [2,3,4,6]``, printed by every trainer before PaddlePaddle's launcher aborted all
     eight): that error is what they exited of."""
-    if not others or not all(tl.ranks[rank].outcome == "exited" and rank not in told for rank, _ in others):
+    # (one rank's record under a line of no rank is that rank's cause, read by rules.joins)
+    if len(others) < 2 or not all(tl.ranks[rank].outcome == "exited" and rank not in told for rank, _ in others):
         return None
     first = min((event for _, event in others), key=lambda e: (e.ref.source, e.ref.line))
     for line in reversed(just_above(tl, first, _SAID_ABOVE)):

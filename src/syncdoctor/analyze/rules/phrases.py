@@ -500,12 +500,6 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # two settings that exclude each other (Accelerate's ``--mixed_precision` arg cannot be set to `fp16`
                 # when `bf16` is set in the DeepSpeed config file.``)
                 r"|\bcannot be set to [`'\"]?[\w.\-]{1,40}[`'\"]? when [`'\"]?[\w.\-]{1,40}[`'\"]? is (?:set|enabled)\b"
-                # the launch's command line refused by the program's own argument parser (argparse: ``train.py: error:
-                # unrecognized arguments: --gpus [2,3,4,6]``, a launcher's option written after the script)
-                # (not the launcher's own ``--local-rank=0``, which the local-rank reading below names)
-                r"|\b[\w.\-]{1,80}\.py: error: (?:unrecognized arguments(?!: --local[-_]rank)|the following arguments are "
-                r"required|argument "
-                r"[-\w/]{1,60}: (?:invalid|expected|ambiguous))"
                 r"|\bmust be (?:either|one of)\b[^\n]{0,200}\bgot\b"
                 # a start method or mode the platform lacks (Lightning's ``You selected `Trainer(strategy='ddp_fork')`
                 # but process forking is not supported on this platform``); a variable the runtime requires set
