@@ -105,7 +105,7 @@ def test_the_rank_ucx_could_not_reach_advertised_the_bridge(tmp_path: Path) -> N
     assert top.category is Category.LOOPBACK_ADDRESS and top.culprit_ranks == (), top
 
 
-# real: NVIDIA/nccl#… as in tests/fixtures/analyze/real/r2b-ib-err4-gdr-in-vm: mpirun's own ``[vm2.com:15359]`` lines
+# real: NVIDIA/nccl#660 (r2b): mpirun's own ``[vm2.com:15359]`` lines
 _ELIMINATION = """\
 vm2:15364:15376 [0] transport/net_ib.cc:1192 NCCL WARN NET/IB : Got completion from peer 192.168.0.12<60054> with \
 error 4, opcode 32704, len 0, vendor err 81

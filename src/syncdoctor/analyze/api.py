@@ -40,17 +40,18 @@ class Analysis:
 def analyze_sources(sources: Sequence[Source], *, stdin: BinaryIO | None = None,
                     scanner: Scanner | None = None) -> Analysis:
     collected = collect(sources, stdin=stdin, scanner=scanner)
-    if collected.small_texts:  # a paste's NCCL chatter: where its processes run (analyze.lastlook)
+    # a paste's text, read again by analyze.lastlook: its NCCL chatter for where its processes run, then (when nothing
+    # was found) every line for words that name a cause
+    pastes = [(name, origin, raw.decode("utf-8", "replace")) for name, origin, raw in collected.small_texts]
+    if pastes:
         known = {(e.origin.host, e.origin.pid) for e in collected.events
                  if e.origin.host is not None and e.origin.pid is not None}
-        collected.events.extend(event for name, origin, raw in collected.small_texts
-                                for event in processes(raw.decode("utf-8", "replace"), name, origin, known))
+        collected.events.extend(event for name, origin, text in pastes
+                                for event in processes(text, name, origin, known))
     timeline = build_timeline(collected.events, collected.dumps, collected.file_ranks)
     diagnosis = diagnose(timeline, notes=collected.notes, sources=collected.sources)
-    if not diagnosis.hypotheses and collected.small_texts:
-        # nothing found in a paste: its lines read once more for words that name a cause (analyze.lastlook)
-        found = [event for name, origin, raw in collected.small_texts
-                 for event in known_causes(raw.decode("utf-8", "replace"), name, origin)]
+    if not diagnosis.hypotheses and pastes:
+        found = [event for name, origin, text in pastes for event in known_causes(text, name, origin)]
         if found:
             collected.events.extend(found)
             timeline = build_timeline(collected.events, collected.dumps, collected.file_ranks)

@@ -609,24 +609,25 @@ def _agent_lines_of_records(events: list[Event]) -> list[Event]:
     """torchrun's agent line cut before the worker's pid (``failed (exitcode: -7) local_rank: 0`` and no more) is the
     worker of the failure table's record in the same input with that local rank and exit code, where one rank's
     record has them: that rank's, not a second failure of a process no line names."""
-    cut = [e for e in events if e.kind is Kind.WORKER_FAILED and e.data.get("source") == "agent"
-           and e.origin.rank is None and e.origin.pid is None and e.origin.local_rank is not None]
-    if not cut:
+    def cut(event: Event) -> bool:
+        return (event.kind is Kind.WORKER_FAILED and event.data.get("source") == "agent" and event.origin.rank is None
+                and event.origin.pid is None and event.origin.local_rank is not None)
+
+    if not any(cut(e) for e in events):
         return events
     records: dict[tuple[str, int | None, object], set[Origin]] = defaultdict(set)
     for event in events:
         if event.kind is Kind.WORKER_FAILED and event.data.get("source") == "summary" and event.origin.rank is not None \
                 and event.origin.local_rank is not None:
             records[(event.ref.source, event.origin.local_rank, event.data.get("exitcode"))].add(event.origin)
-    cut_ids = {id(e) for e in cut}
     out = []
     for event in events:
-        if id(event) in cut_ids:
-            origins = records.get((event.ref.source, event.origin.local_rank, event.data.get("exitcode")), set())
-            if len(origins) == 1:
-                (worker,) = origins
-                event = replace(event, origin=event.origin.filled_from(worker),
-                                data={**event.data, **({"worker_pid": worker.pid} if worker.pid is not None else {})})
+        origins = records.get((event.ref.source, event.origin.local_rank, event.data.get("exitcode")), set()) \
+            if cut(event) else set()
+        if len(origins) == 1:
+            (worker,) = origins
+            event = replace(event, origin=event.origin.filled_from(worker),
+                            data={**event.data, **({"worker_pid": worker.pid} if worker.pid is not None else {})})
         out.append(event)
     return out
 

@@ -442,18 +442,20 @@ def parse(line: Line) -> list[Event]:
     word = found.group(0)[:40] if found else ("glog FATAL" if glog and glog["sev"] == "F" else "glog ERROR")
     place = _RERUN_PLACE.search(body) if "iteration" in body else None  # (the rank and node Megatron's check names)
     origin = Origin(rank=int(place["rank"]), host=place["host"]) if place and line.origin.rank is None else None
-    if origin is None and "Error(" in body and line.origin.host is None and line.origin.pid is None \
-            and (ray := _RAY_WRAPPED.search(body)) is not None:
+    ray = _RAY_WRAPPED.search(body) if "Error(" in body else None
+    if origin is None and ray is not None and line.origin.host is None and line.origin.pid is None:
         origin = Origin(host=ray["ip"], pid=int(ray["pid"]))  # (the process and host Ray's wrapper names)
-    # (a long line's end too: the words that name its failure may come after what the evidence keeps)
+    # (a long line's end too: the words that name its failure may come after what the evidence keeps; the type Ray's
+    # wrapper names, whose own traceback follows: rules.fallback places that exception here)
     return [make_event(Kind.ERROR_LINE, line, origin=origin, data={"word": word, "message": body.strip()[:300],
                                                                    **({"tail": body.strip()[-200:]} if len(body) > 400
-                                                                      else {})})]
+                                                                      else {}),
+                                                                   **({"wraps": ray["type"]} if ray else {})})]
 
 
 # Ray's wrapper of a task's or an actor's exception, which names where it ran (``ray.exceptions.RayTaskError(
 # DistBackendError): ray::WorkerDict.init_model() (pid=516914, ip=10.0.0.7, actor_id=…)``)
-_RAY_WRAPPED = re.compile(r"\bRay(?:Task|Actor)Error\([\w.]{1,120}\): ray::[\w.]{1,200}\(\) \(pid=(?P<pid>\d{1,10}), "
+_RAY_WRAPPED = re.compile(r"\bRay(?:Task|Actor)Error\((?P<type>[\w.]{1,120})\): ray::[\w.]{1,200}\(\) \(pid=(?P<pid>\d{1,10}), "
                           r"ip=(?P<ip>[0-9A-Fa-f.:]{3,45})[,)]")
 # Megatron's rerun state machine naming where its check failed: ``Rank 12, node node-3, device 4, iteration 4512: …``
 _RERUN_PLACE = re.compile(r"\bRank (?P<rank>\d{1,6}), node (?P<host>[\w.\-]{1,253}), device \d{1,3}, iteration")

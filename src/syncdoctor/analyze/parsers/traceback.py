@@ -25,7 +25,7 @@ __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless"
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "._dynamo.exc.", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "can't open file",
-            "Process received signal", "] Signal: ", "Signal: ", "Segfault encountered", "received at time=", "CUresult error",
+            "Process received signal", "Signal: ", "Segfault encountered", "received at time=", "CUresult error",
             "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `")
 
 _EXCEPTION = re.compile(

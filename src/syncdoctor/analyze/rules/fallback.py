@@ -118,18 +118,14 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
         fix="Fix the error its traceback shows; the other processes' failures are its consequence.", note="its own error")
 
 
-# Ray's report of a task's exception, above the task's own traceback: ``ray.exceptions.RayTaskError(TypeError):
-# ray::run_inference_one_model() (pid=4153477, ip=10.1.202.37)``, its prefix (or these fields) saying where it ran
-_RAY_TASK_ERROR = re.compile(r"RayTaskError\((?P<type>[\w.]{1,80})\)")
-
-
 def _ray_task_place(tl: Timeline, event: Event) -> Event | None:
     """The line of Ray's report whose task raised ``event`` (an exception its traceback ends in, no place of its
-    own): the nearest report above it in the same input that names the same exception's type, and a process."""
+    own): the nearest report above it in the same input (``ray.exceptions.RayTaskError(TypeError): ray::f() (pid=…,
+    ip=…)``, whose wrapped type parsers.generic keeps) that names the same exception's type, and a process."""
     kind = str(event.data.get("type") or "").rsplit(".", 1)[-1]
-    above = [e for e in tl.events if e.ref.source == event.ref.source and e.ref.line < event.ref.line
-             and (e.origin.pid is not None or e.origin.host) and (m := _RAY_TASK_ERROR.search(e.text)) is not None
-             and m["type"].rsplit(".", 1)[-1] == kind]
+    above = [e for e in tl.of(Kind.ERROR_LINE) if e.ref.source == event.ref.source and e.ref.line < event.ref.line
+             and (e.origin.pid is not None or e.origin.host) and e.data.get("wraps")
+             and str(e.data["wraps"]).rsplit(".", 1)[-1] == kind]
     return above[-1] if above else None
 
 

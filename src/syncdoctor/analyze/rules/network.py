@@ -195,8 +195,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
            + (" The hosts that dialled 127.0.0.1 may advertise it too (their lines cannot show it): run "
               "`syncdoctor check` there (H001)." if dialled - set(hosts) else ""))
     # the user's own choice of the loopback, where the lines show it (``NCCL_SOCKET_IFNAME set by environment to lo``)
-    chosen = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_SOCKET_IFNAME"
-              and _names_loopback(str(e.data.get("value", ""))) and (not hosts or e.origin.host in hosts)]
+    chosen = [e for e in _ifname_loopback(tl) if not hosts or e.origin.host in hosts]
     if chosen:
         value = str(chosen[0].data.get("value", "")).strip()
         title += f" (NCCL_SOCKET_IFNAME={value}, set by the environment, names the loopback)"
@@ -292,12 +291,18 @@ def _default_bridge_container(tl: Timeline) -> list[Hypothesis]:
                        + evidence_of(failed, "then failed", 3))]
 
 
+def _ifname_loopback(tl: Timeline, *, admitted: bool = False) -> list[Event]:
+    """The lines where NCCL reports NCCL_SOCKET_IFNAME set to the loopback (``… set by environment to lo``), or, with
+    ``admitted``, to an exclusion list that does not keep it out."""
+    return [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_SOCKET_IFNAME"
+            and (_names_loopback(value := str(e.data.get("value", ""))) or (admitted and _admits_loopback(value)))]
+
+
 def _loopback_chosen(tl: Timeline) -> list[Hypothesis]:
     """NCCL_SOCKET_IFNAME set to the loopback (``lo``), and NCCL's sockets on 127.0.0.1, in the paste of one host's
     failure: right within one node, and the cause of every connection across hosts failing. Said at a confidence
     under the other readings: the lines do not say that the job spans hosts."""
-    chosen = [e for e in tl.of(Kind.NCCL_ENV) if e.data.get("name") == "NCCL_SOCKET_IFNAME"
-              and (_names_loopback(str(e.data.get("value", ""))) or _admits_loopback(str(e.data.get("value", ""))))]
+    chosen = _ifname_loopback(tl, admitted=True)
     on_lo = [e for e in tl.of(Kind.NCCL_BOOTSTRAP, Kind.NCCL_NET)
              if any(is_loopback(str(a)) for a in [e.data.get("addr"), *(e.data.get("addrs") or ())] if a)]
     if not chosen or not on_lo or not any(e.kind in ERROR_KINDS or e.kind is Kind.ERROR_LINE for e in tl.events):
