@@ -8,8 +8,9 @@ A user's paste is rarely the log as written: a quoted reply (``> ``), a markdown
 Windows' line ends, colour codes, a log collector's timestamp before every line (``kubectl logs --timestamps``), a
 terminal's hard wrap; the logs of several hosts quoted one after the other in one comment (``merged``). Each form is applied to every file of each case whose lines show the cause and whose category is
 right (the rows of ``real_corpus_score.py --json``), and the cases whose first hypothesis changes are listed per form.
-What pasting does alike to every line should change nothing; a hard wrap of one long line at a width no other line
-shows cannot be told from two lines, and does change some.
+What pasting does alike to every line should change nothing; a hard wrap of one line alone at a width no other line
+shows, cut between two words (its rest opening in capitals) or before a time, cannot be told from two lines, and does
+change some.
 """
 
 from __future__ import annotations

@@ -469,3 +469,65 @@ def test_a_loggers_level_stays_where_a_format_of_its_own_is_read() -> None:
     for line in ("2024-05-01 12:00:00,123 - root - INFO - ValueError: bad sample, skipped",
                  "WARNING:__main__:KeyError: 'label' missing, using the default"):
         assert split_prefix(line).body.startswith(("INFO", "WARNING", "- root"))
+
+
+def test_one_message_repeated_and_wrapped_is_found_by_its_fragments() -> None:
+    # (real lines: NCCL's retries, each wrapped at 100 columns; the first pieces are one text)
+    retries = [f"zgiot:1183664:1184669 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying "
+               f"({n}/34) after sleep for {n}00 msec" for n in range(26, 30)]
+    assert wrap_width(_wrapped(retries, 100).encode()) == 100
+    refused = ["stdout: multi-gpu-ci-runner:18062:18089 [1] NCCL INFO Call to connect returned Connection refused, "
+               "retrying"] * 4  # the same fragment each time: ``r|etrying``
+    pieces = _wrapped(refused, 100)
+    assert "\netrying\n" in pieces and wrap_width(pieces.encode()) == 100
+    # ... but one message repeated, each followed by a line of its own (a sentence, the message again), is no wrap
+    # (Ascend's hccl_test, bnxt_re's driver warning of two devices, a traceback's frame printed twice)
+    err = "hccl interface return err ./common/src/hccl_test_common.cc:503, retcode: 11"
+    assert wrap_width(f"{err}\n{err}\nThis is an error in init_hcclComm.\n".encode()) == 0
+    abi = ("libibverbs: Warning: Driver bnxt_re does not support the kernel ABI of 6 (supports 1 to 1) for device "
+           "/sys/class/infiniband/bnxt_re{}")
+    verbs = f"{abi.format(2)}\n{abi.format(3)}\nNo IB devices found\n\n{abi.format(2)}\n{abi.format(3)}\n Did not detect devices\n"
+    assert wrap_width(verbs.encode()) == 0
+    frame = 'File "/home/job/anaconda2/lib/python2.7/site-packages/torch/nn/parallel/distributed.py", line 97, in __init__ '
+    assert wrap_width(f"{frame}\n{frame}\ndist.broadcast(p, 0) \n".encode()) == 0
+
+
+def test_a_table_of_one_width_is_no_wrap_and_a_padded_last_piece_is_one() -> None:
+    table = ("NAME                               READY   STATUS             RESTARTS   AGE\n"
+             "jp-nb1-0                           2/2     Running            0          18h\n"
+             "pytorch-dist-mnist-gloo-master-0   2/2     Running            1          33m\n"
+             "pytorch-dist-mnist-gloo-worker-0   1/2     CrashLoopBackOff   11         33m\n\n")
+    assert wrap_width(table.encode()) == 0
+    # a terminal's copy pads each screen line with spaces to its width: a line's last piece padded, the next line
+    # starting below it (real: Ray's memory monitor, wrapped at 60 here)
+    lines = ["(raylet) [2025-12-07 09:57:19,206 E 393463 393463] (raylet) node_manager.cc:3069: 2 Workers (tasks / "
+             "actors) killed due to memory pressure (OOM)",
+             "(raylet) Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/"
+             "latest/ray-core/scheduling/ray-oom-prevention.html"]
+    screen = "".join((line[i:i + 60]).ljust(60) + "\n" for line in lines for i in range(0, len(line), 60))
+    assert wrap_width(screen.encode()) == 60
+    joined = unwrap(screen.encode(), 60).decode().split("\n")
+    assert joined[0].startswith("(raylet) [2025") and "memory pressure" in joined[0] and joined[1] == FILLER
+
+
+def test_one_long_line_wrapped_where_it_cut_a_word() -> None:
+    line = ("[rank0]: torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+            "address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use")
+    paste = _wrapped(["Traceback (most recent call last):", line], 100)
+    assert "\nork address" not in paste and wrap_width(paste.encode()) == 100  # (``netw|ork``: cut after 100)
+    assert unwrap(paste.encode(), 100).decode().split("\n")[1] == line
+    # what a line of its own below the longest looks like is no cut: a capital, a time, a logger's level, the code
+    # below a traceback's frame, a line shorter than a terminal
+    longest = "x" * 90 + " RuntimeError: gloo connectFullMesh failed: no error"
+    for below in ("Retrying in 5 seconds", "2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi_helper.cpp:867",
+                  "submitit ERROR (2025-03-14 16:42:10,554) - Submitted job triggered an exception",
+                  "ncclSystemError: System call (e.g. socket, malloc) or external library call failed",
+                  "ncclDevCommCreate failed", "node4:565139:565148 [0]", "pyxis: importing docker image ...",
+                  "libibverbs: Warning: couldn't load driver 'libbnxt_re-rdmav34.so'", "warnings.warn(",
+                  "root@f3b8:/workspace# "):
+        assert wrap_width(f"{longest}\n{below}\n".encode()) == 0, below
+    frame = '  File "/opt/conda/lib/python3.10/site-packages/transformers/training_args.py", line 1891, in main_process_first'
+    assert wrap_width(f"{frame}\ntorch.distributed.barrier()\n".encode()) == 0
+    assert wrap_width(b"RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled sys\ntem error\n") == 0
+    # ... nor a line the paste holds twice (a message repeated below the longest line)
+    assert wrap_width(f"{longest}\nibv_modify_qp failed\nibv_modify_qp failed\n".encode()) == 0

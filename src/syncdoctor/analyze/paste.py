@@ -80,12 +80,18 @@ FILLER = "\x1f"
 FILLER_BYTES = FILLER.encode()
 _WRAP_SAMPLE = 2000  # lines of the first block looked at for a wrap width
 _MIN_WIDTH = 60
-_MIN_WRAPPED = 2
+_MIN_ALONE, _MAX_ALONE = 80, 250  # the width of a terminal that wrapped a paste's one long line
+_FRAME_END = re.compile(r'["\u201d], line \d{1,7}, in [\w<>.]{1,200}$')  # a traceback's frame, its code line below it
+# what opens a line of its own in lower case: a program's, a logger's or a host's name and a colon (``pyxis: …``,
+# ``libibverbs: …``, ``github: …``, ``stderr: …``, ``ddp-0: ``), a call (``warnings.warn(``), a shell's prompt
+_OWN_WORD = re.compile(r"[\w.\-]{1,64}(?::(?: |$)|\(|@[\w.\-]{1,64}[:$#])")
 
 
 _LINE_NUMBER = re.compile(r"\[?\d{1,9}\]?[:|]? +")  # a log viewer's line number: ``[80747] [rank4]:[E321 …``
-# Python logging's default format, ``%(levelname)s:%(name)s:%(message)s``: ``INFO:root:…``, ``WARNING:torch.distributed…:``
-_PYTHON_LOGGING = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,200}:")
+# Python logging's default format, ``%(levelname)s:%(name)s:%(message)s``: ``INFO:root:…``, ``WARNING:torch.distributed…:``;
+# a logger's name, its level and its time or place (submitit's ``submitit ERROR (2025-03-14 16:42:10,554) - …``)
+_PYTHON_LOGGING = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{1,200}:"
+                             r"|[\w.\-]{1,100} (?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) [(\[]")
 # UCX's signal handler's and logger's place, ``[host:pid:thread:tid]`` (``[c664db21f8dd:90420:0:95366] Caught signal 7
 # (Bus error: …)``), and its backtrace's frame lines (`` 1 0x000000000007587d ncclGroupEnd()  ???:0``)
 _UCX_PLACE = re.compile(r"\[[\w.\-]{1,253}:\d{1,10} *:\d{1,6}:\d{1,10}\] | ?\d{1,3} 0x[0-9a-f]{6,16} ")
@@ -102,13 +108,16 @@ _PROGRAM = re.compile(r"(?:ssh|pdsh(?:@[\w.\-]{1,253})?|pdcp|srun|sbatch|salloc|
 # its backtrace's ``frame #2: …``, ``terminate called after throwing …``; the kernel's relative stamp (``[  +0.000003]``)
 # and the journal's ``kernel: ``; a time or a level in brackets (``[17:17:00] ``, ``[ERROR] ``, ``[HUGECTR][08:46:21]``);
 # syslog's stamp without a year (``May 09 00:31:28 ``), the Neuron runtime's (``2024-May-21 16:16:20.0229 ``); Open MPI's
-# place, ``[node-3:12345] `` (and its backtrace's ``[node-3:12345] [ 2] ``); Ray's ``(raylet) ``
+# place, ``[node-3:12345] `` (and its backtrace's ``[node-3:12345] [ 2] ``); Ray's ``(raylet) ``; the line that names
+# NCCL's result below PyTorch's error line (``ncclSystemError: System call …``, ``ncclDevCommCreate failed``); ctime's
+# stamp (``Sun Jun 10 17:48:47``); NCCL's place, its message cut away (``node4:565139:565148 [0]``)
 _OWN_LINE = re.compile(
-    r"(?:```|~~~|Exception raised from |frame #\d{1,4}: |terminate called |kernel: |\(raylet\) "
+    r"(?:```|~~~|Exception raised from |frame #\d{1,4}: |terminate called |kernel: |\(raylet\) |nccl[A-Z][A-Za-z]{3,40}[: ]"
+    r"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d "
     r"|\[ *\+?\d{1,10}\.\d{3,9}\] |\[\d\d:\d\d:\d\d(?:[.,]\d{1,6})?\] |\[(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\] "
     r"|\[[A-Z]{2,12}\]\[\d\d:\d\d:\d\d\]"
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d |\d{4}-[A-Z][a-z]{2}-\d\d \d\d:\d\d:\d\d"
-    r"|\[[\w.\-]{1,253}:\d{1,10}\] )")
+    r"|\[[\w.\-]{1,253}:\d{1,10}\] |[\w.\-]{1,253}:\d{1,10}:\d{1,10} \[\d{1,3}\])")
 
 
 def _starts_a_line(text: str, numbered: bool = True) -> bool:
@@ -136,29 +145,55 @@ def _starts_a_line(text: str, numbered: bool = True) -> bool:
 
 def wrap_width(block: bytes) -> int:
     """The width at which a paste's lines were hard wrapped (a terminal's, an e-mail's), from the first block, or 0:
-    no line is longer, at least three different lines are exactly that long, and most of them are in runs that end
-    in a shorter line that is not a log line of its own (no prefix, no timestamp): the last piece of a line cut in
-    pieces. A log whose longest lines are a repeated message, or were cut by the writer, has no such continuations,
-    nor one whose lines all have one length (a trace of fixed-width fields)."""
+    no line is longer, and the lines exactly that long are followed by the rest of their line (:func:`_piece`: not a
+    log line of its own, no prefix, no timestamp), at least a third of them and at least two; or one, when the wrap
+    visibly cut a word there (the line ends in a letter or digit and its rest opens in lower case). A log whose
+    longest lines are a repeated message, or were cut by the writer, has no such continuations, nor one whose lines
+    all have one length (a table, a trace of fixed-width fields)."""
     lines = [line.decode("utf-8", "replace").rstrip("\r") for line in _head(block, _WRAP_SAMPLE)]
     width = max((len(line) for line in lines), default=0)
     if width < _MIN_WIDTH:
         return 0
     at = [i for i, line in enumerate(lines) if len(line) == width]
-    if len({lines[i] for i in at}) < _MIN_WRAPPED:
-        return 0
+    # (one message repeated at that width, its numbers aside: ``bnxt_re2`` and ``bnxt_re3`` of one driver warning)
+    alike = len({_DIGITS.sub("0", lines[i]) for i in at}) == 1
     wide = set(at)
-    cut = 0  # the lines of that width in a run (a line cut in several pieces) that a continuation ends
-    for i in at:
-        if i - 1 in wide:
-            continue
-        j = i
-        while j in wide:
-            j += 1
-        if j < len(lines) and lines[j].strip() and not lines[j].startswith("  ") and lines[j] != FILLER \
-                and not _starts_a_line(lines[j]):
-            cut += j - i
-    return width if cut >= _MIN_WRAPPED and cut * 2 >= len(at) else 0
+    cut = 0  # the lines of that width followed by the rest of their line
+    last = -1  # (the last of them)
+    # (a line below of that width too is a middle piece of a line cut in several when it goes on, or the last one
+    # when the terminal padded it with spaces to the width: a table's rows of one width are neither)
+    went_on = False
+    for i in reversed(at):
+        middle = i + 1 in wide and went_on
+        went_on = i + 1 < len(lines) and _piece(lines[i + 1], lines[i], alike, middle) \
+            and (i + 1 not in wide or middle or lines[i + 1].endswith(" "))
+        cut += went_on
+        last = i if went_on and last < 0 else last
+    if cut * 3 < len(at) or not cut:
+        return 0
+    if cut == 1:
+        line, rest = lines[last], lines[last + 1]
+        return width if _MIN_ALONE <= width <= _MAX_ALONE and line[-1:].isalnum() and rest[:1].islower() \
+            and not _FRAME_END.search(line) and not _OWN_WORD.match(rest) \
+            and sum(1 for other in lines if other.strip() == rest.strip()) == 1 else 0
+    return width
+
+
+_DIGITS = re.compile(r"\d+")
+_OPENING = 12  # characters a line shares with the wrapped line above it before it is that line again, not its rest
+
+
+def _piece(line: str, above: str, alike: bool, middle: bool = False) -> bool:
+    """``line`` can be the rest of ``above``, a line cut at the wrap width: not blank, not indented (but a middle piece
+    that goes on may open with the spaces the cut fell in: a progress bar's), not a line of its own (it opens as a
+    program writes, or as ``above`` does: a message repeated). Below one message repeated at that width (``alike``)
+    only a fragment is: no capital opens it (``etrying`` of ``r|etrying``, ``26/34) after …``), for a message of two
+    lines repeated, or one followed by lines of their own, goes on as a sentence does."""
+    if not line.strip() or (line.startswith("  ") and not middle) or line == FILLER or _starts_a_line(line):
+        return False
+    if line[:_OPENING] == above[:_OPENING]:
+        return False
+    return not (alike and line[:1].isupper())
 
 
 def unwrap(block: bytes, width: int) -> bytes:
