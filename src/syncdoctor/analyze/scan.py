@@ -451,6 +451,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"for name(s) ",  # (Caffe2's store wait, the second half of its line where a paste wrapped it)
     b"unsupported transport", b"unsupported channel",  # (TensorPipe's, after ``what():``, with no error word)
     b"handled by Slurm",  # (Lightning's ``Multi-processing is handled by Slurm.``: srun's tasks are the processes)
+    b"IO_PAGE_FAULT",  # (the IOMMU refused a device's DMA: ``AMD-Vi: Event logged [IO_PAGE_FAULT …]``)
+    b"fault addr",  # (and Intel's: ``DMAR: [DMA Read] Request device [0a:00.0] fault addr 0x…``)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

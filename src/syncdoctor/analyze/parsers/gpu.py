@@ -6,6 +6,8 @@
 * the driver API's names: ``CUDA_ERROR_ECC_UNCORRECTABLE``, ``CUDA_ERROR_ILLEGAL_ADDRESS``, ``returned error 214``;
 * the kernel log: ``NVRM: Xid (PCI:0000:3b:00): 79, pid=…, GPU has fallen off the bus.``; its PCIe error
   reports about the GPU's function that it cannot recover from (``nvidia 0000:03:00.0: AER: can't recover``);
+* the IOMMU refusing a device's DMA (``nvidia 0000:0a:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT …]``, Intel's ``DMAR:
+  … fault addr …``): ``peer_access`` of source ``iommu-fault``;
 * ``peer access is not supported between these two devices`` from a kernel of the program's own (vLLM's and
   SGLang's custom all-reduce) or a CUDA call: ``peer_access`` (NCCL's own ``Cuda failure 217`` is :mod:`.nccl_warn`'s);
 * ``nvidia-smi`` on a GPU the driver lost: ``Unable to determine the device handle for GPU0000:03:00.0: Unknown
@@ -44,7 +46,7 @@ KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exceptio
             "fabricmanager daemon", "imex daemon shutdown", "NVLink training of fabric", "fabric manager found but not active",
             "current device is not ",
             " timeout, signaled seq", "device lost from bus", "page fault (src_id", "exceed threshold", "reaches threshold",
-            "XGMI PCS", "qcm fence wait loop", "unrecoverable state")
+            "XGMI PCS", "qcm fence wait loop", "unrecoverable state", "IO_PAGE_FAULT", "fault addr")
 
 # THC's wording (PyTorch <= 1.x): ``cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/…``
 # the message ends at its line's end, a full stop, or a newline escaped inside a JSON string ("…\\nCUDA kernel errors")
@@ -58,6 +60,14 @@ _CUDA = re.compile(r"(?:CUDA error|HIP error) [\w./\-]{1,300}:\d{1,6} '(?P<quote
 _CUDA_CALL = re.compile(r"\bcuda[A-Z]\w{2,40}(?:\(\))? failed(?: with error)?:? (?P<msg>(?:an? |unspecified |misaligned )"
                         r"[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
 _DRIVER = re.compile(r"\b(?P<name>CUDA_ERROR_[A-Z_]+)\b")
+# the IOMMU refusing a device's DMA, in the kernel log: AMD's ``nvidia 0000:0a:00.0: AMD-Vi: Event logged
+# [IO_PAGE_FAULT domain=0x000f address=0x… flags=0x0020]`` (older kernels: ``AMD-Vi: Event logged [IO_PAGE_FAULT
+# device=0a:00.0 domain=0x0000 …]``), Intel's ``DMAR: [DMA Read] Request device [0a:00.0] fault addr 0x… [fault
+# reason 06] PTE Read access is not set``; the driver's name before it says a GPU's (nvidia, amdgpu)
+_IOMMU_FAULT = re.compile(
+    r"(?:(?P<driver>nvidia|amdgpu) (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d): )?"
+    r"(?:AMD-Vi: Event logged \[IO_PAGE_FAULT(?: device=(?P<pci2>[0-9a-fA-F:.]{7,12}))?"
+    r"|DMAR: \[DMA (?:Read|Write)[^\]]{0,20}\] Request device \[(?P<pci3>[0-9a-fA-F:.]{7,12})\] fault addr)")
 # CUDA's (and HIP's) IPC calls, named beside their error by the libraries that make them (Cray MPICH's GTL:
 # ``cuIpcOpenMemHandle: invalid argument, CUDA_ERROR_INVALID_VALUE, line no 360``)
 _IPC_CALL = re.compile(r"\b(?P<call>(?:cu|cuda|hip)IpcOpenMemHandle)\b")
@@ -370,6 +380,11 @@ def parse(line: Line) -> list[Event]:
             "xid": int(match["xid"]), "pci": match["pci"], "message": body[match.end():].strip(" ,")[:160],
             "hardware": _hardware(int(match["xid"]), *([int(cause[1])] if cause else [])), "source": "xid",
             **({"caused_by": int(cause[1])} if cause else {})})]
+    match = _IOMMU_FAULT.search(body) if "IO_PAGE_FAULT" in body or "fault addr" in body else None
+    if match:  # the IOMMU refused a device's DMA: a GPU's peer-to-peer or a NIC's GPUDirect through it
+        return [make_event(Kind.PEER_ACCESS, line, data={
+            "message": body[match.start():].strip()[:200], "source": "iommu-fault",
+            "pci": match["pci"] or match["pci2"] or match["pci3"] or "", "gpu": bool(match["driver"])})]
     if "TOO_MANY_PEERS" in body or "peer mapping resources exhausted" in body:
         # CUDA's limit of peers per device (8 on most GPUs): peer access to one more GPU refused, no fault of a GPU
         # (TensorFlow: ``Unable to enable peer access between device ordinals 0 and 9 … CUDA_ERROR_TOO_MANY_PEERS``)

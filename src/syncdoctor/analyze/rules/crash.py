@@ -35,7 +35,7 @@ from syncdoctor.analyze.rules.node import (
     shared_gpu,
     watchdog_abort,
 )
-from syncdoctor.analyze.rules.phrases import DEVICE_ASSERT, Reading, read_as
+from syncdoctor.analyze.rules.phrases import DEVICE_ASSERT, MISSING_FOLDER, Reading, folder_missing, read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
 __all__ = ["ddp_unused_parameters", "rank_crashed"]
@@ -441,8 +441,10 @@ def _cause_in_words(event: Event, tl: Timeline | None = None) -> Reading | None:
         return None
     # (its class's name too: ``MisconfigurationException: …`` says what its message may not)
     kind = str(event.data.get("type") or "")
-    words = [f"{kind}: " * bool(kind) + str(event.data.get("message") or event.text),
-             *map(str, event.data.get("frames") or ())]
+    message = str(event.data.get("message") or event.text)
+    if folder_missing(kind, message, str(event.data.get("code_line") or "")):
+        return MISSING_FOLDER
+    words = [f"{kind}: " * bool(kind) + message, *map(str, event.data.get("frames") or ())]
     if tl is not None:
         words += [e.text for e in continuation(tl, event)]
     reading = read_as(" ".join(words))

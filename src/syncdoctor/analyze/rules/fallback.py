@@ -22,7 +22,13 @@ from syncdoctor.analyze.rules.common import (
     is_aftermath,
 )
 from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, lines_that_may_say_why
-from syncdoctor.analyze.rules.phrases import TORCHRUN_VARIABLES, read_as, strongest
+from syncdoctor.analyze.rules.phrases import (
+    MISSING_FOLDER,
+    TORCHRUN_VARIABLES,
+    folder_missing,
+    read_as,
+    strongest,
+)
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
 
 __all__ = ["error_events", "unexplained", "unrecognised_error", "words_over_a_weak_verdict"]
@@ -278,6 +284,11 @@ def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = Fals
     texts = [" ".join((e.text, str(e.data.get("message", "")), str(e.data.get("tail", "")),
                        *map(str, e.data.get("frames") or ()))) for e in unread]
     found = strongest(texts)
+    # (an exception whose code line opens a file for writing in a folder that is not there: its words say no more)
+    missing = next((i for i, e in enumerate(unread) if e.kind is Kind.EXCEPTION and folder_missing(
+        str(e.data.get("type") or ""), str(e.data.get("message") or ""), str(e.data.get("code_line") or ""))), None)
+    if missing is not None and (found is None or not found[1].cause):
+        found = (missing, MISSING_FOLDER)
     if found is None or (causes_only and not found[1].cause):
         return []
     index, reading = found

@@ -80,6 +80,26 @@ def _peer_hosts(tl: Timeline, errors: list[Event]) -> Counter[str]:
 _IOMMU = re.compile(r'Missing "?iommu=pt"?')
 
 
+def _iommu_faults(tl: Timeline, faults: list[Event]) -> Hypothesis:
+    """The kernel's IOMMU refusing a device's DMA (A017): GPUs reaching each other's memory (peer-to-peer, NCCL's
+    P2P transport, DataParallel's copies) through an IOMMU that translates their addresses, which a consumer board's
+    or a VM's often does; the copies fail, hang, or silently carry wrong data."""
+    devices = sorted({str(e.data["pci"]) for e in faults if e.data.get("pci")})
+    gpu = any(e.data.get("gpu") for e in faults)
+    title = (f"the IOMMU refused {'a GPU' if gpu else 'a device'}'s memory accesses (IO page faults"
+             + (f" from {', '.join(devices[:3])}" if devices else "") + "): peer-to-peer between GPUs blocked by it")
+    what = ("The kernel logged IO page faults: the IOMMU translates every device's DMA and refused these. GPUs "
+            "copying to each other directly (CUDA peer access, NCCL's P2P transport) or a NIC reading GPU memory "
+            "(GPUDirect RDMA) go through it, and fail, hang or move wrong data.")
+    fix = ("Boot every node with the IOMMU in passthrough (iommu=pt, with amd_iommu=on or intel_iommu=on) or off in "
+           "the BIOS where no VM needs it, and disable PCIe ACS on the switches between the GPUs; meanwhile "
+           "NCCL_P2P_DISABLE=1 keeps NCCL off direct copies. `nvidia-smi topo -p2p r` and NCCL's p2pBandwidthLatencyTest "
+           "check it.")
+    where = attribute(faults, tl)
+    return hypothesis(tl, Category.PEER_ACCESS, 0.6 if gpu else 0.45, title, what=what, fix=fix, hosts=where.hosts,
+                      evidence=evidence_of(faults, "the kernel's IOMMU fault", 12))
+
+
 def _iommu_not_passthrough(tl: Timeline, warned: list[Event], ipc: list[Event]) -> Hypothesis:
     """RCCL saying the kernel runs without IOMMU passthrough: its IPC between the GPUs of a host fails (A017). RCCL
     prints it at every start on such a host; without a failure of that IPC it is a lead, not the verdict (a network
@@ -224,6 +244,10 @@ def local_nccl_failures(tl: Timeline) -> list[Hypothesis]:
     if iommu:
         out.append(_iommu_not_passthrough(tl, iommu, peer))
         peer = []
+    faults = [e for e in peer if e.data.get("source") == "iommu-fault"]
+    if faults:
+        out.append(_iommu_faults(tl, faults))
+        peer = [e for e in peer if e not in faults]
     custom = any(e.data.get("source") == "custom-allreduce" for e in peer)
     transport = peer and all(e.data.get("source") == "p2p-transport" for e in peer)
     if peer and all(e.data.get("source") == "too-many-peers" for e in peer):

@@ -29,7 +29,7 @@ from syncdoctor.analyze.parsers.generic import (
     SHELL_NOT_FOUND,
 )
 
-__all__ = ["DEVICE_ASSERT", "TORCHRUN_VARIABLES", "Reading", "read_as", "strongest"]
+__all__ = ["DEVICE_ASSERT", "MISSING_FOLDER", "TORCHRUN_VARIABLES", "Reading", "folder_missing", "read_as", "strongest"]
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "or created by processes that do not know of each other: RANK and WORLD_SIZE not set where they start)",
      re.compile(r"\bFileExistsError: \[Errno 17\] File exists: '/[^'/]{1,200}'[^\n]{0,400}?"
                 r"\b(?:shared_memory\.py|get_shm_prefix|shm_open|SharedMemory)\b")),
+    # PyTorch's shared-memory files (a DataLoader worker's tensors to the main process) that the process could not
+    # open: ``unable to open shared memory object </torch_16550_876314950> in read-write mode``, the host's limits on
+    # open files or on /dev/shm, not NCCL's segments: before shm's words
+    (Category.UNRECOGNISED, "a process that could not open PyTorch's shared-memory file for a DataLoader's tensors (the "
+     "host's open-files limit or /dev/shm: ulimit -n, --shm-size, or the file_system sharing strategy)",
+     re.compile(r"\bunable to open shared memory object </torch_\d+_\d+(?:_\d+)?>")),
     (Category.SHM_EXHAUSTED, "shared memory that ran out",
      re.compile(r"/dev/shm|\bshm_open\b|shared memory segment|posix_fallocate|nccl-shm|shared-memory backing"
                 r"|\bproviders? for name shm\b|\bshm provider\b"  # libfabric's shm provider (oneCCL, EFA)
@@ -471,6 +477,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # your machine only has: [0]``, a ``ConfigError``): the job's settings, not a failure as it ran
     (Category.UNRECOGNISED, "a configuration the program refused (its settings, not a failure as it ran)",
      re.compile(r"\b\w*(?:Misconfiguration|Configuration|Config)(?:Error|Exception)\b(?=:|\s*$)"
+                # a device the program was given that torch cannot read (``Invalid device string: 'cuda:0,1'``: one
+                # device per process, the GPUs chosen by the launch)
+                r"|\bInvalid device string: '[^'\n]{1,60}'"
                 # a library refusing a setting in the distributed mode the job runs in (Accelerate's ``You can't train
                 # a model that has been loaded with `device_map='auto'` in any distributed mode``)
                 # (unsloth's ``Unsloth currently does not work on multi GPU setups``)
@@ -791,6 +800,19 @@ _ELSEWHERE = re.compile(r"https?://|HTTPS?Connection|\brequests\.|urllib|hugging
                         # (Google Cloud Storage's gcs in lower case: Ray's GCS, its control store, is the job's own)
                         r"|amazonaws\.com|\bboto|\bs3\b|(?-i:\bgcs\b)|gs://|storage\.googleapis", _I)
 _UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE}
+
+
+# a file the program opens for writing in a folder that does not exist (tacotron2's ``open("logs/{}_GPU_{}.log", "w")``
+# before ``logs/`` is made): the code line that raised ``FileNotFoundError`` opens with a writing mode
+_WRITE_OPEN = re.compile(r"(?:^|[\s(,])(?:mode\s*=\s*)?['\"][wax]b?\+?['\"]\s*\)")
+MISSING_FOLDER = Reading(Category.UNRECOGNISED, "a file the program writes in a folder that does not exist (create "
+                         "it before the job starts, on every node)", True)
+
+
+def folder_missing(exception_type: str, message: str, code_line: str) -> bool:
+    """A ``FileNotFoundError`` (or ``[Errno 2]``) raised by a code line that opens a file for writing: its folder is
+    missing, a setup the job needs (A028), not a file that a race deleted or a dataset that is not there."""
+    return ("FileNotFoundError" in exception_type or "[Errno 2]" in message) and bool(_WRITE_OPEN.search(code_line))
 
 
 def read_as(text: str) -> Reading | None:

@@ -1,0 +1,71 @@
+"""Readings of the hundred-and-fifty-fifth and fifty-sixth rounds (``r158*``: NVIDIA's model scripts, HPC centres'
+documentation, DDP's reducer errors, container and host limits; ``r159*``: home and hobby machines, classic generative
+models, mismatched nodes, Chinese LLM fine-tuning scripts). One behaviour per test, each with the look-alike it must
+not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyze_helpers import diagnose_paste
+from syncdoctor.analyze.model import Category
+
+
+def _top(tmp_path: Path, paste: str):
+    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
+    assert hypotheses, paste
+    return hypotheses[0]
+
+
+# real: pytorch/pytorch#13045 (r159a): two consumer GPUs on a Threadripper board, DataParallel that does not learn,
+# the kernel's IOMMU refusing the GPU's DMA
+_AMD_VI = """\
+[1118468.873266] nvidia 0000:0a:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x000f address=0x00000000ea13a000 flags=0x0020]
+[1118468.942145] nvidia 0000:0a:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x000f address=0x00000000ea139068 flags=0x0020]
+"""
+
+
+def test_the_iommu_refusing_a_gpu_s_dma_is_peer_access_blocked(tmp_path: Path) -> None:
+    top = _top(tmp_path, _AMD_VI)
+    assert top.category is Category.PEER_ACCESS and "IOMMU" in top.title and "0000:0a:00.0" in top.title, top.title
+    assert "iommu=pt" in top.fix and len(top.evidence) == 2
+    # Intel's words, on a host the syslog names; older AMD kernels name the device inside the brackets
+    top = _top(tmp_path, "Mar  3 10:00:01 gpu-node7 kernel: DMAR: [DMA Read] Request device [3b:00.0] fault addr "
+                         "7f3a2000 [fault reason 06] PTE Read access is not set\n")
+    assert top.category is Category.PEER_ACCESS and top.culprit_hosts == ("gpu-node7",), (top.title, top.culprit_hosts)
+    top = _top(tmp_path, "AMD-Vi: Event logged [IO_PAGE_FAULT device=42:00.0 domain=0x0000 address=0x1000 flags=0x0]\n")
+    assert top.category is Category.PEER_ACCESS and "42:00.0" in top.title and "a device" in top.title, top.title
+    # a GPU's own page fault (amdgpu's gfxhub, a kernel's bad address) is the GPU's error, not the IOMMU's
+    top = _top(tmp_path, "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32776, for "
+                         "process python3 pid 172866 thread python3 pid 172866)\n")
+    assert top.category is Category.GPU_ERROR, top.title
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    # real: open-mmlab/mmaction2#218 (r158d): a DataLoader's shared-memory file, the host's limits
+    ("RuntimeError: unable to open shared memory object </torch_16550_876314950> in read-write mode", "shared-memory"),
+    # real: ayaanzhaque/instruct-nerf2nerf#39 (r159b): two GPUs asked for in one device string
+    ("  RuntimeError: Invalid device string: 'cuda:0,1'", "configuration"),
+])
+def test_a_host_limit_and_a_device_string_are_the_setup(tmp_path: Path, line: str, words: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.UNRECOGNISED and words in top.title and "error of its own" not in top.title, top.title
+
+
+# real: NVIDIA/tacotron2#16 (r158a): multiproc.py opens each GPU's log in ``logs/``, which nobody made
+_NO_FOLDER = """\
+Traceback (most recent call last):
+  File "/home/tacotron2/tacotron2/multiproc.py", line 16, in <module>
+    "w")
+FileNotFoundError: [Errno 2] No such file or directory: 'logs/2018_05_11-223841_GPU_1.log'
+"""
+
+
+def test_a_file_opened_for_writing_in_a_missing_folder_is_the_setup(tmp_path: Path) -> None:
+    top = _top(tmp_path, _NO_FOLDER)
+    assert top.category is Category.UNRECOGNISED and "folder that does not exist" in top.title, top.title
+    # the same error where the code line reads the file (a dataset not there, a race that deleted it) stays the process's
+    top = _top(tmp_path, _NO_FOLDER.replace('    "w")', '    with open(path) as f:'))
+    assert top.category is Category.RANK_CRASHED and "error of its own" in top.title, top.title
