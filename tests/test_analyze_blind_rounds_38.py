@@ -1,7 +1,8 @@
-"""Readings of the hundred-and-fifty-fifth and fifty-sixth rounds (``r158*``: NVIDIA's model scripts, HPC centres'
+"""Readings of the hundred-and-fifty-fifth to fifty-eighth rounds (``r158*``: NVIDIA's model scripts, HPC centres'
 documentation, DDP's reducer errors, container and host limits; ``r159*``: home and hobby machines, classic generative
-models, mismatched nodes, Chinese LLM fine-tuning scripts). One behaviour per test, each with the look-alike it must
-not catch."""
+models, mismatched nodes, Chinese LLM fine-tuning scripts; ``r160*``: PyTorch on native Windows, extensions built in a
+job, speech generation; ``r161*``: FSDP's configuration, elastic stacks, mixed precision). One behaviour per test, each
+with the look-alike it must not catch."""
 
 from __future__ import annotations
 
@@ -69,3 +70,35 @@ def test_a_file_opened_for_writing_in_a_missing_folder_is_the_setup(tmp_path: Pa
     # the same error where the code line reads the file (a dataset not there, a race that deleted it) stays the process's
     top = _top(tmp_path, _NO_FOLDER.replace('    "w")', '    with open(path) as f:'))
     assert top.category is Category.RANK_CRASHED and "error of its own" in top.title, top.title
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    # real: THU-MIG/yolov10#346 (r160a): Ultralytics broadcasting its bool AMP flag over gloo on Windows, torch 2.0
+    ("RuntimeError: Invalid scalar type", "gloo does not take"),
+    # real: pytorch/pytorch#111650 (r161d): a GradScaler over FSDP's CPU-offloaded gradients
+    ("ERROR:aiplatform.error_reporting.error_reporting:Exception Found: Could not run 'aten::_amp_foreach_non_finite_"
+     "check_and_unscale_' with arguments from the 'CPU' backend. This could be because the operator doesn't exist for "
+     "this backend", "no kernel for"),
+])
+def test_a_type_or_a_device_an_operation_has_no_kernel_for_is_the_process_s_error(
+        tmp_path: Path, line: str, words: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.RANK_CRASHED and words in top.title, top.title
+
+
+# real: modelscope/modelscope#809 (r160d): the script's argument parser refused what torch.distributed.launch passed,
+# then the launcher's record of the one worker's exit
+_LOCAL_RANK_ARG = """\
+Task related config: error: unrecognized arguments: --local-rank=0
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 2) local_rank: 0 (pid: 185479) of binary: \
+/opt/conda/envs/modelscope/bin/python
+"""
+
+
+def test_a_worker_s_record_under_a_line_that_names_the_setup_died_of_it(tmp_path: Path) -> None:
+    top = _top(tmp_path, _LOCAL_RANK_ARG)
+    assert top.category is Category.UNRECOGNISED and "local-rank argument" in top.title, top.title
+    assert top.culprit_local_ranks == (0,), top.culprit_local_ranks
+    # an error line whose words name nothing stays a quote beside the worker that died
+    top = _top(tmp_path, _LOCAL_RANK_ARG.replace("error: unrecognized arguments: --local-rank=0", "error: it broke"))
+    assert top.category is Category.RANK_CRASHED, top.title

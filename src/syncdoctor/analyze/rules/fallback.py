@@ -21,7 +21,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
 )
-from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, lines_that_may_say_why
+from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, WORDS_SAY, lines_that_may_say_why
 from syncdoctor.analyze.rules.phrases import (
     MISSING_FOLDER,
     TORCHRUN_VARIABLES,
@@ -308,7 +308,7 @@ def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = Fals
             "the rules that know a format also check what came before and who else failed, so take it as a lead. "
             + ("" if known else "The line does not say which rank or host wrote it: the logs of every rank, with "
                "their file names or prefixes, would."))
-    evidence = evidence_of([line], f"says {reading.what}", 1) + evidence_of(
+    evidence = evidence_of([line], f"{WORDS_SAY}{reading.what}", 1) + evidence_of(
         [e for e in errors if e is not line], "error, not explained", 6)
     return [hypothesis(tl, reading.category, (0.4 if known else 0.3) if reading.cause else (0.37 if known else 0.27),
                        title, what=what, evidence=evidence, where=where)]

@@ -23,7 +23,7 @@ from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import fmt_ranks
 from syncdoctor.analyze.timeline import Timeline
 
-__all__ = ["LAUNCHERS_REPORT", "OWN_FAILURE", "UNREAD", "joined", "launcher_record", "lines_that_may_say_why"]
+__all__ = ["LAUNCHERS_REPORT", "OWN_FAILURE", "UNREAD", "WORDS_SAY", "joined", "launcher_record", "lines_that_may_say_why"]
 
 # readings that name no cause of the writer's own: a wait that others held up, a lost peer, a store or rendezvous
 # that timed out waiting for others; the writer of such a line is a victim, and the rank at fault is not their
@@ -51,6 +51,7 @@ _SUMMARYS = re.compile(r"Root Cause \(first observed failure\)|Structured Error 
                        r"|^\s*\S+ FAILED\s*$")
 OWN_FAILURE = "the rank's own failure"  # the note rules.crash gives a culprit's own line
 LAUNCHERS_REPORT = "the launcher's report"  # and rules.node a launcher's record of a worker it saw die
+WORDS_SAY = "says "  # the note rules.fallback gives the line whose words it read, before what they say
 
 
 def launcher_record(tl: Timeline, crash: Hypothesis) -> Event | None:
@@ -115,8 +116,9 @@ def joined(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
 
         # (a kill is no cause of an exit with a code; it is why a rank the others lost went away)
         causes = _NOT_ITS_OWN if record is not None else _NOT_ITS_OWN - {Category.RANK_KILLED}
-        why = [h for h in out if h is not who and h.root_cause and h.category not in causes and h.evidence
-               and _its_line(h.evidence[0], who, record, own) and set(h.culprit_ranks) <= set(who.culprit_ranks)]
+        why = [h for h in out if h is not who and h.root_cause and (h.category not in causes or _worded(h, record))
+               and h.evidence and _its_line(h.evidence[0], who, record, own)
+               and set(h.culprit_ranks) <= set(who.culprit_ranks)]
         if why:
             best = max(why, key=lambda h: h.confidence)
             together = _its_cause(best, who, record)
@@ -135,6 +137,14 @@ def joined(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
         out = [together if h is best else replace(h, confidence=together.confidence - 0.05) if h is who else h
                for h in out]
     return out
+
+
+def _worded(reading: Hypothesis, record: Event | None) -> bool:
+    """A reading of the setup from an error line's own words (rules.fallback's: ``train.py: error: unrecognized
+    arguments: --local-rank=0``, the configuration), above a launcher's record of an exit: what the worker died of,
+    though no rule knows the line's format. An error no rule explains, quoted bare, is no such reading."""
+    return record is not None and reading.category is Category.UNRECOGNISED \
+        and reading.evidence[0].note.startswith(WORDS_SAY)
 
 
 def _its_last_words(tl: Timeline, who: Hypothesis, record: Event, own: set[Ref],

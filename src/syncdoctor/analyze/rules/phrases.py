@@ -668,6 +668,17 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # can pass the values viewed as real pairs (torch.view_as_real)
     (Category.RANK_CRASHED, "a tensor of a type no NCCL release takes (complex numbers: pass torch.view_as_real of it)",
      re.compile(_NCCL_DTYPE + r"Complex\w*\b")),
+    # a data type ProcessGroupGloo's dispatch does not take (``RuntimeError: Invalid scalar type`` from its
+    # ``work.wait()``: bool before PyTorch 2.1, Ultralytics broadcasting its AMP flag): the program's call, or a newer
+    # PyTorch
+    (Category.RANK_CRASHED, "a tensor of a type gloo does not take (bool before PyTorch 2.1: cast it to uint8, or a "
+     "newer PyTorch)", re.compile(r"\bRuntimeError: Invalid scalar type\b")),
+    # an operator called on tensors of a device it has no kernel for (``Could not run 'aten::_amp_foreach_non_finite_
+    # check_and_unscale_' with arguments from the 'CPU' backend``: a GradScaler over FSDP's CPU-offloaded gradients):
+    # the program's or a library's placement of its tensors
+    (Category.RANK_CRASHED, "an operator called on tensors of a device it has no kernel for (CPU tensors where CUDA is "
+     "needed: where the program or a library placed them)",
+     re.compile(r"\bCould not run '[^'\n]{1,300}' with arguments from the '\w{2,40}' backend")),
     # an index past the end of what it indexes, in torch's or numpy's words without the exception's class (a coroutine's
     # log: ``ERROR:root:coroutine task failed: index 43094749 is out of bounds for dimension 0 with size 4490``): the
     # program's own error
