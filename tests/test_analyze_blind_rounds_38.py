@@ -102,3 +102,81 @@ def test_a_worker_s_record_under_a_line_that_names_the_setup_died_of_it(tmp_path
     # an error line whose words name nothing stays a quote beside the worker that died
     top = _top(tmp_path, _LOCAL_RANK_ARG.replace("error: unrecognized arguments: --local-rank=0", "error: it broke"))
     assert top.category is Category.RANK_CRASHED, top.title
+
+
+def _trace(rank: int, seq: int, op: str, shape: str) -> str:
+    return (f"[rank{rank}]:[I1017 19:34:58.923985894 ProcessGroupWrapper.cpp:587] [Rank {rank}] Running collective: "
+            f"CollectiveFingerPrint(SequenceNumber={seq}, OpType={op}, TensorShape=[{shape}], TensorDtypes=Float, "
+            "TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), "
+            "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))\n")
+
+
+def test_detail_s_trace_of_each_collective_shows_the_rank_that_ran_another(tmp_path: Path) -> None:
+    # real: AdvancedPhotonSource/pty-chi#47 (r162a): INFO lines only, no error; rank 2's buffer of another length
+    paste = _trace(2, 38, "ALLREDUCE", "77, 1") + _trace(1, 38, "ALLREDUCE", "100, 1") + _trace(3, 38, "ALLREDUCE", "100, 1")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.COLLECTIVE_DESYNC and top.culprit_ranks == (2,), (top.title, top.culprit_ranks)
+    assert "sequence number 38" in top.title and "[77, 1]" in top.title
+    # the same collectives traced by every rank: no desync (silent: no error)
+    same = _trace(0, 5, "ALLREDUCE", "10") + _trace(1, 5, "ALLREDUCE", "10") + _trace(0, 6, "BROADCAST", "1") \
+        + _trace(1, 6, "BROADCAST", "1")
+    assert not diagnose_paste(tmp_path, same).hypotheses
+    # a rank that traced one sequence number twice, differently (two process groups number their collectives apart):
+    # that number tells nothing
+    groups = _trace(0, 7, "ALLREDUCE", "10") + _trace(0, 7, "BROADCAST", "1") + _trace(1, 7, "BROADCAST", "1")
+    assert not diagnose_paste(tmp_path, groups).hypotheses
+
+
+@pytest.mark.parametrize(("line", "category", "words"), [
+    # real: Lightning-AI/pytorch-lightning#3430 (r162c): freeze() then test under DDP
+    ("AssertionError: DistributedDataParallel is not needed when a module doesn't have any parameter that requires a "
+     "gradient.", Category.UNRECOGNISED, "no trainable parameter"),
+    # real: open-mmlab/mmsegmentation#387 (r162c): a SyncBN config run on the CPU
+    ("ValueError: SyncBatchNorm expected input tensor to be on GPU", Category.UNRECOGNISED, "on the CPU"),
+    # real: webdataset/webdataset#178 and #406 (r163d)
+    ("ValueError: you need to add an explicit nodesplitter to your input pipeline for multi-node training",
+     Category.UNRECOGNISED, "nodesplitter"),
+    # real: m2lines/Samudra#324 (r162c): an EMA tracker keyed by the bare model's names, looked up after the wrap
+    ("KeyError: 'module.layers.0.skip_module.weight'", Category.RANK_CRASHED, "'module.' prefix"),
+])
+def test_setups_ddp_refuses_and_a_prefix_looked_up_on_the_wrong_side(
+        tmp_path: Path, line: str, category: Category, words: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is category and words in top.title, top.title
+
+
+# real: microsoft/tutel#177 (r162c): an EMA copy of a model whose MoE layers hold their process groups
+_DEEPCOPY = """\
+Traceback (most recent call last):
+  File "train.py", line 212, in main
+    ema_model = copy.deepcopy(model)
+  File "/opt/conda/lib/python3.8/copy.py", line 161, in deepcopy
+    rv = reductor(4)
+TypeError: cannot pickle 'torch._C._distributed_c10d.ProcessGroupNCCL' object
+"""
+
+# real: NVIDIA/Megatron-LM#3775 (r163a): a destructor asking for the rank after destroy_process_group
+_AFTER_DESTROY = """\
+Exception ignored in: <function PersistentAsyncCaller.__del__ at 0x746f0cbc8d60>
+Traceback (most recent call last):
+  File "/opt/megatron/core/dist_checkpointing/strategies/async_utils.py", line 446, in __del__
+    self.close()
+  File "/opt/conda/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py", line 1306, in _get_default_group
+    raise ValueError(
+ValueError: Default process group has not been initialized, please make sure to call init_process_group.
+"""
+
+
+def test_a_copy_of_a_process_group_and_a_call_after_destroy_are_the_code_s(tmp_path: Path) -> None:
+    top = _top(tmp_path, _DEEPCOPY)
+    assert top.category is Category.RANK_CRASHED and "copy of an object that holds a process group" in top.title, top.title
+    # the same refusal under spawn's pickling (no deepcopy) stays what spawn was given
+    top = _top(tmp_path, _DEEPCOPY.replace("copy.py", "reduction.py").replace("in deepcopy", "in dump"))
+    assert top.category is Category.UNRECOGNISED and "spawn" in top.title, top.title
+    top = _top(tmp_path, _AFTER_DESTROY)
+    assert top.category is Category.RANK_CRASHED and "at exit" in top.title, top.title
+    # raised in the program's own code before any init: the setup that never ran
+    top = _top(tmp_path, _AFTER_DESTROY.replace("in __del__", "in main").replace("Exception ignored in: <function "
+                                                                               "PersistentAsyncCaller.__del__ at "
+                                                                               "0x746f0cbc8d60>\n", ""))
+    assert top.category is Category.UNRECOGNISED and "before the process group was set up" in top.title, top.title

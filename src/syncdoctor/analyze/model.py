@@ -37,6 +37,9 @@ class Kind(str, enum.Enum):
     BLOCKING_WAIT_TIMEOUT = "blocking_wait_timeout"
     DESYNC_REPORT = "desync_report"  # TORCH_NCCL_DESYNC_DEBUG report
     COLLECTIVE_MISMATCH = "collective_mismatch"  # DETAIL fingerprints differ, or gloo size mismatch
+    # one collective as DETAIL's wrapper traces it before running it (``[Rank 2] Running collective:
+    # CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE, TensorShape=[77, 1], …)``; the last ones of an input)
+    COLLECTIVE_TRACE = "collective_trace"
     MONITORED_BARRIER = "monitored_barrier"  # ranks that failed to pass monitoredBarrier
     LAUNCH_UNREACHABLE = "launch_unreachable"  # a launcher could not reach a node (ssh, pdsh, Open MPI's daemons)
     STORE_ERROR = "store_error"  # c10d store wait or socket timed out or failed (may name missing keys)

@@ -12,7 +12,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
-from syncdoctor.analyze.parsers import LOOK_ABOVE, make_line, nccl_coll, parse_line, start_followers
+from syncdoctor.analyze.parsers import (
+    LOOK_ABOVE,
+    make_line,
+    nccl_coll,
+    parse_line,
+    start_followers,
+    torch_detail,
+)
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
@@ -314,6 +321,31 @@ def _last_calls(source: str, file_origin: Origin, tail: bytes, lines: int) -> li
     return [event for event in calls if event is not None]
 
 
+def _last_traces(source: str, file_origin: Origin, tail: bytes, lines: int) -> list[Event]:
+    """The last collectives of each rank that DETAIL's trace shows in ``tail`` (``[Rank 2] Running collective:
+    CollectiveFingerPrint(…)``), picked from the end by their bytes (the rank), as :func:`_last_calls` picks NCCL's."""
+    if torch_detail.TRACE_MARKER not in tail:
+        return []
+    raws = tail.split(b"\n")
+    first = lines - tail.count(b"\n") + 1
+    seen: dict[bytes, int] = {}
+    chosen: list[int] = []
+    for index in range(len(raws) - 1, -1, -1):
+        raw = raws[index]
+        at = raw.find(torch_detail.TRACE_MARKER)
+        if at < 0:
+            continue
+        key = raw[raw.rfind(b"[Rank ", 0, at):at]
+        count = seen.get(key, 0)
+        if count >= nccl_coll.KEEP or (count == 0 and len(seen) >= nccl_coll.MAX_STREAMS):
+            continue
+        seen[key] = count + 1
+        chosen.append(index)
+    traces = (torch_detail.parse_trace(make_line(_decode(raws[index]), Ref(source, first + index), file_origin))
+              for index in reversed(chosen))
+    return [event for event in traces if event is not None]
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -470,6 +502,7 @@ def read_text(
     tail = last[-nccl_coll.TAIL_BYTES:] if len(last) >= nccl_coll.TAIL_BYTES else \
         (before[len(last) - nccl_coll.TAIL_BYTES:] + last)
     events.extend(_last_calls(source, state.file_origin, tail, lines_before))
+    events.extend(_last_traces(source, state.file_origin, tail, lines_before))
     events[first:] = drop_records_inside_tables(events[first:])
     stats.lines = lines_before
     return stats

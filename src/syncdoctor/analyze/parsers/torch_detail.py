@@ -31,7 +31,7 @@ from typing import Any
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
 
-__all__ = ["KEYWORDS", "DesyncFollower", "follow", "parse"]
+__all__ = ["KEYWORDS", "TRACE_MARKER", "DesyncFollower", "follow", "parse", "parse_trace"]
 
 KEYWORDS = (
     "Timeout at collective",
@@ -56,6 +56,12 @@ _FINGERPRINT = re.compile(r"Rank (?P<rank>\d+) is running (?:inconsistent )?coll
 # some releases print ``SequenceNumber=0OpType=REDUCE`` (no separator after the number)
 _GLUED = re.compile(r"(SequenceNumber=\d+)(?=[A-Za-z])")
 _FP_FIELD = re.compile(r"(?P<key>\w+)=(?P<value>\[[^\]]*\]|[^,]*)")
+# DETAIL's wrapper tracing each collective before it runs it, at INFO (ProcessGroupWrapper.cpp): ``[Rank 2] Running
+# collective: CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE, TensorShape=[77, 1], TensorDtypes=Float, …)``.
+# A job's log holds one per call: the reader picks the last ones of each input by their bytes (textlog's tail), as it
+# does NCCL's COLL trace
+TRACE_MARKER = b"Running collective: CollectiveFingerPrint("
+_TRACE = re.compile(r"\[Rank (?P<rank>\d{1,7})\] Running collective: CollectiveFingerPrint\((?P<fp>[^)]*)\)?")
 # the ranks' models differ, found by the check that runs before any gradient: DDP's constructor compares every
 # rank's parameters with rank 0's (``DDP expects same model across all ranks, but Rank 4 has 400 params, while rank
 # 0 has inconsistent 399 params.``, 1.11+; before, ``params[3] in this process with sizes [512, 256] appears not to
@@ -138,6 +144,21 @@ def follow(line: Line) -> DesyncFollower | None:
 
 def _fingerprint(text: str) -> dict[str, str]:
     return {m["key"]: m["value"].strip() for m in _FP_FIELD.finditer(_GLUED.sub(r"\1, ", text))}
+
+
+def parse_trace(line: Line) -> Event | None:
+    """The collective a DETAIL trace line says its rank is about to run, or None."""
+    match = _TRACE.search(line.body)
+    if match is None:
+        return None
+    fp = _fingerprint(match["fp"])
+    seq = fp.get("SequenceNumber")
+    if not (seq and seq.isdecimal() and fp.get("OpType")):
+        return None
+    rank = int(match["rank"])
+    return make_event(Kind.COLLECTIVE_TRACE, line, origin=Origin(rank=rank) if line.origin.rank is None else None,
+                      seq=int(seq), op=normalize_op(fp["OpType"]),
+                      data={"shape": fp.get("TensorShape") or "", "dtypes": fp.get("TensorDtypes") or ""})
 
 
 def parse(line: Line) -> list[Event]:

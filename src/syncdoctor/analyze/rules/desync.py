@@ -117,6 +117,45 @@ def _from_detail(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "DETAIL fingerprint mismatch", MAX_CASCADE))]
 
 
+def _from_detail_trace(tl: Timeline) -> list[Hypothesis]:
+    """DETAIL's trace of the collectives each rank was about to run (``[Rank 2] Running collective:
+    CollectiveFingerPrint(SequenceNumber=38, OpType=ALLREDUCE, TensorShape=[77, 1], …)``, INFO lines, no error): at
+    the first sequence number two or more ranks traced where they differ (the operation, the shapes, the types), the
+    ranks ran different collectives; the odd ones out are the culprits. Where PyTorch's own check printed its
+    mismatch, that reading is the one (it names both sides)."""
+    if any(e.data.get("source") == "detail" for e in tl.of(Kind.COLLECTIVE_MISMATCH)):
+        return []
+    by_seq: dict[int, dict[int, Event]] = defaultdict(dict)
+    several: set[int] = set()  # (sequence numbers a rank traced twice, differently: its process groups' own numbers)
+    for event in tl.of(Kind.COLLECTIVE_TRACE):
+        if event.origin.rank is not None and event.seq is not None:
+            held = by_seq[event.seq].setdefault(event.origin.rank, event)
+            if _traced(held) != _traced(event):
+                several.add(event.seq)
+    for seq, events in sorted(by_seq.items()):
+        claims = {rank: _traced(e) for rank, e in events.items()}
+        if seq in several or len(events) < 2 or len(set(claims.values())) < 2:
+            continue
+        culprits, majority = _minority(claims)
+        title = _desync_title(f"collective desync at sequence number {seq} (DETAIL's trace of each collective)",
+                              claims, culprits, majority)
+        return [hypothesis(
+            tl, Category.COLLECTIVE_DESYNC, 0.85, title, culprits=culprits,
+            affected=[r for r in events if r not in culprits],
+            what=("TORCH_DISTRIBUTED_DEBUG=DETAIL traced the collective each rank was about to run: at the same "
+                  "sequence number the ranks ran different ones (another operation, other shapes or types), so they "
+                  "wait on each other or exchange the wrong data. The traces of ranks missing from the inputs could "
+                  "change which side is the odd one."),
+            evidence=evidence_of([events[r] for r in culprits], "the odd one out")
+            + evidence_of([e for r, e in events.items() if r not in culprits], f"ran {majority}", MAX_CASCADE))]
+    return []
+
+
+def _traced(event: Event) -> str:
+    return " ".join(part for part in (event.op or "", str(event.data.get("shape") or ""),
+                                      str(event.data.get("dtypes") or "")) if part)
+
+
 def _from_model_check(tl: Timeline) -> list[Hypothesis]:
     """The check that runs before any gradient found the ranks' models different: DDP's comparison with rank 0's
     parameters, DeepSpeed ZeRO-3's of the parameters each rank gathers. Several ranks that each found rank 0
@@ -408,7 +447,8 @@ def _from_diverged(tl: Timeline) -> list[Hypothesis]:
 
 
 def collective_desync(tl: Timeline) -> list[Hypothesis]:
-    return (_from_fr(tl) + _from_watchdog(tl) + _from_diverged(tl) + _from_detail(tl) + _from_size_check(tl)
+    return (_from_fr(tl) + _from_watchdog(tl) + _from_diverged(tl) + _from_detail(tl) + _from_detail_trace(tl)
+            + _from_size_check(tl)
             + _from_model_check(tl) + _from_call_sites(tl)
             + _from_cycles(tl) + _from_watch(tl) + _after_training(tl) + _from_coll_trace(tl)
             + _from_coll_order(tl))

@@ -384,6 +384,24 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "a checkpoint that does not fit the model it is loaded into (its keys or shapes differ: "
      "DDP's 'module.' prefix saved with the wrapper or without it, layers added or removed, another size)",
      re.compile(r"\bError\(s\) in loading state_dict for \w+")),
+    # a copy of an object that holds the job's communicators (``copy.deepcopy`` of a model whose MoE layers keep their
+    # ProcessGroupNCCL, for an EMA copy: ``TypeError: cannot pickle 'torch._C._distributed_c10d.ProcessGroupNCCL'
+    # object`` under copy.py's frames): the program's, not a worker started by spawn; before spawn's words
+    (Category.RANK_CRASHED, "a copy of an object that holds a process group (copy.deepcopy of a model that keeps its "
+     "communicators): build the copy without them, or before the groups exist",
+     re.compile(r"\bcannot pickle '[\w.]*(?:ProcessGroup|Backend|Store)\w*' object\b.{0,4000}?\bin deepcopy\b")),
+    # a name looked up with DDP's ``module.`` prefix among names kept without it, or the reverse (``KeyError:
+    # 'module.layers.0.skip_module.weight'``: an EMA tracker built before the wrap): the program's own lookup
+    (Category.RANK_CRASHED, "a name with DDP's 'module.' prefix looked up among names kept without it, or the "
+     "reverse (a lookup built before the DDP wrap, or after: use model.module, or build it on the same side)",
+     re.compile(r"\bKeyError: ['\"]module\.\w")),
+    # a distributed call after the process group was destroyed, at exit (a destructor, PyTorch's own exception hook:
+    # ``Exception ignored in: <function PersistentAsyncCaller.__del__ …>`` then ``Default process group has not been
+    # initialized``): the code's teardown order, not a setup that never ran; before the setup's words
+    (Category.RANK_CRASHED, "a distributed call at exit after the process group was destroyed (a destructor or an "
+     "exception hook that asks for the rank): the code's teardown order, harmless to what the job computed",
+     re.compile(r"\bDefault process group (?:has not been|is not) initiali[sz]ed\b.{0,4000}?"
+                r"\bin (?:__del__|_distributed_excepthook|_run_finalizers|_exitfunc)\b")),
     # the workers could not be started with what they were given: the 'spawn' start method (torch.multiprocessing's,
     # Lightning's ddp_spawn, DataLoader workers on macOS and Windows) pickles the function and objects it sends, and a
     # lambda, a local function or a generated class cannot be (``AttributeError: Can't pickle local object
@@ -551,6 +569,21 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "disabled or not compiled in): another build, or a launch that does not need it",
      re.compile(r"\b(?:MPI|NCCL|CUDA|GPU|multi[- ]GPU|distributed) support is (?:disabled|not (?:enabled|compiled|built))\b",
                 _I)),
+    # a model DDP refuses to wrap, none of its parameters trainable (``DistributedDataParallel is not needed when a
+    # module doesn't have any parameter that requires a gradient``: a frozen model, Lightning's freeze() before test)
+    (Category.UNRECOGNISED, "a model with no trainable parameter wrapped in DistributedDataParallel, which refuses it "
+     "(a frozen model: wrap only what trains, or run it without DDP)",
+     re.compile(r"\bDistributedDataParallel is not needed when a module doesn't have any parameter that requires a "
+                r"gradient")),
+    # SyncBatchNorm run on the CPU (a config that uses SyncBN for inference or a CPU test: ``SyncBatchNorm expected
+    # input tensor to be on GPU``): plain BatchNorm there
+    (Category.UNRECOGNISED, "SyncBatchNorm run on the CPU, which it cannot (plain BatchNorm for CPU inference, or "
+     "revert_sync_batchnorm)", re.compile(r"\bSyncBatchNorm expected input tensor to be on GPU")),
+    # a dataset pipeline that does not split its shards between the ranks (WebDataset: ``input pipeline needs to be
+    # reconfigured for multinode training``, ``you need to add an explicit nodesplitter to your input pipeline``)
+    (Category.UNRECOGNISED, "a dataset pipeline that does not say how its shards are split between the ranks "
+     "(WebDataset's nodesplitter, e.g. wds.split_by_node)",
+     re.compile(r"\bneeds to be reconfigured for multinode training\b|\badd an explicit nodesplitter\b")),
     # a distributed call before the job's process group exists (``Default process group has not been initialized,
     # please make sure to call init_process_group.``; DeepSpeed's comm before ``init_distributed``: ``DeepSpeed backend
     # not set, please initialize it using init_process_group()``): the script's setup, or a library release that no
