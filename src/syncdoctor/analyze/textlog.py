@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
@@ -293,31 +293,44 @@ def _add(events: list[Event], new: list[Event], bars: _Bars) -> None:
             events.append(event)
 
 
+def _picked(tail: bytes, marker: bytes, key: Callable[[bytes, int], bytes]) -> tuple[list[bytes], list[int]]:
+    """The lines of ``tail`` that hold ``marker``, the last :data:`nccl_coll.KEEP` of each writer (``key`` of the
+    line and the marker's place: its bytes, before anything is decoded), at most :data:`nccl_coll.MAX_STREAMS`
+    writers: the lines, and the indexes of those picked, in the input's order."""
+    raws = tail.split(b"\n")
+    seen: dict[bytes, int] = {}
+    chosen: list[int] = []
+    for index in range(len(raws) - 1, -1, -1):
+        raw = raws[index]
+        at = raw.find(marker)
+        if at < 0:
+            continue
+        writer = key(raw, at)
+        count = seen.get(writer, 0)
+        if count >= nccl_coll.KEEP or (count == 0 and len(seen) >= nccl_coll.MAX_STREAMS):
+            continue
+        seen[writer] = count + 1
+        chosen.append(index)
+    return raws, chosen[::-1]
+
+
+def _call_writer(raw: bytes, at: int) -> bytes:
+    """A COLL line's process (``host:pid``) and communicator."""
+    bracket = raw.find(b" [", 0, at)
+    comm = raw.find(b" comm ", at)
+    return raw[:raw.rfind(b":", 0, bracket) if bracket > 0 else 0] + b"|" + raw[comm + 6:comm + 26]
+
+
 def _last_calls(source: str, file_origin: Origin, tail: bytes, lines: int) -> list[Event]:
     """The last calls of each process and communicator that NCCL's COLL trace shows in ``tail``, the input's last
     bytes (which end at line ``lines``). The lines are picked from the end by their bytes (the writer's
     ``host:pid`` and the communicator), and only those kept are decoded."""
     if nccl_coll.MARKER not in tail:
         return []
-    raws = tail.split(b"\n")
+    raws, chosen = _picked(tail, nccl_coll.MARKER, _call_writer)
     first = lines - tail.count(b"\n") + 1  # the number of raws[0] (``lines``: the newlines of the whole input)
-    seen: dict[bytes, int] = {}
-    chosen: list[int] = []
-    for index in range(len(raws) - 1, -1, -1):
-        raw = raws[index]
-        at = raw.find(nccl_coll.MARKER)
-        if at < 0:
-            continue
-        bracket = raw.find(b" [", 0, at)
-        comm = raw.find(b" comm ", at)
-        key = raw[:raw.rfind(b":", 0, bracket) if bracket > 0 else 0] + b"|" + raw[comm + 6:comm + 26]
-        count = seen.get(key, 0)
-        if count >= nccl_coll.KEEP or (count == 0 and len(seen) >= nccl_coll.MAX_STREAMS):
-            continue
-        seen[key] = count + 1
-        chosen.append(index)
     calls = (nccl_coll.parse(make_line(_decode(raws[index]), Ref(source, first + index), file_origin))
-             for index in reversed(chosen))
+             for index in chosen)
     return [event for event in calls if event is not None]
 
 
@@ -326,23 +339,10 @@ def _last_traces(source: str, file_origin: Origin, tail: bytes, lines: int) -> l
     CollectiveFingerPrint(…)``), picked from the end by their bytes (the rank), as :func:`_last_calls` picks NCCL's."""
     if torch_detail.TRACE_MARKER not in tail:
         return []
-    raws = tail.split(b"\n")
+    raws, chosen = _picked(tail, torch_detail.TRACE_MARKER, lambda raw, at: raw[raw.rfind(b"[Rank ", 0, at):at])
     first = lines - tail.count(b"\n") + 1
-    seen: dict[bytes, int] = {}
-    chosen: list[int] = []
-    for index in range(len(raws) - 1, -1, -1):
-        raw = raws[index]
-        at = raw.find(torch_detail.TRACE_MARKER)
-        if at < 0:
-            continue
-        key = raw[raw.rfind(b"[Rank ", 0, at):at]
-        count = seen.get(key, 0)
-        if count >= nccl_coll.KEEP or (count == 0 and len(seen) >= nccl_coll.MAX_STREAMS):
-            continue
-        seen[key] = count + 1
-        chosen.append(index)
     traces = (torch_detail.parse_trace(make_line(_decode(raws[index]), Ref(source, first + index), file_origin))
-              for index in reversed(chosen))
+              for index in chosen)
     return [event for event in traces if event is not None]
 
 
