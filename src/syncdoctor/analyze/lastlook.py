@@ -15,7 +15,9 @@ Words that name only an outcome (a crash, a refused connection) are not enough e
 A small input's NCCL chatter is read too, whatever was found (:func:`processes`): the scanner skips INFO lines
 without an anchor (most of a large log), but in a paste the one line of a process that carries NCCL's
 ``host:pid:tid`` prefix (``g1002:2128869:2128880 [0] NCCL INFO Setting affinity …``) may be all that ties torchrun's
-``failed (exitcode: -11) local_rank: 0 (pid: 2128869)`` to its host.
+``failed (exitcode: -11) local_rank: 0 (pid: 2128869)`` to its host. And a launch command pasted above its output
+that names one host (``mpirun -n 1 --host node1 mpi_hello``, ``srun … -w node001 …``, ``#SBATCH --nodelist=node001``)
+says where the lines below it that name no place ran (:func:`launched_on`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from syncdoctor.analyze.parsers import make_line, nccl_info
 from syncdoctor.analyze.parsers.base import make_event
 from syncdoctor.analyze.rules.phrases import read_as
 
-__all__ = ["MAX_BYTES", "known_causes", "processes"]
+__all__ = ["MAX_BYTES", "known_causes", "launched_on", "processes"]
 
 MAX_BYTES = 64 * 1024  # an input this small or smaller is a paste: every line of it may be read again
 _MAX_LINE = 2000  # characters of a line read (a paste's line longer than this is output, not a message)
@@ -75,3 +77,42 @@ def processes(text: str, source: str, file_origin: Origin, known: set[tuple[str,
             known.add(key)
             events.append(placed)
     return events
+
+
+# a launcher's command (or a batch script's directive) naming the hosts its processes run on: Open MPI's and MPICH's
+# ``--host``/``-H``/``--hosts``, Slurm's ``-w``/``--nodelist``
+_LAUNCHER = r"(?:^|[\s$#%>])(?:mpirun|mpiexec|prterun|orterun|srun|salloc|sbatch)\s"
+_LAUNCH = re.compile(_LAUNCHER + r"(?P<args>[^\n]{0,2000})|^\s*#SBATCH\s(?P<directive>[^\n]{0,400})")
+_HOSTS_ARG = re.compile(r"(?:^|\s)(?:--host|-H|--hosts|-w|--nodelist)(?:=|\s+)(?P<hosts>\S+)")
+_HOST = re.compile(r"[A-Za-z0-9][\w.\-]{0,252}")
+# a shell prompt, or another launch: the end of what the command above printed
+_NEXT_COMMAND = re.compile(r"^\s*(?:\S+@\S+[^\n$#%]{0,80}[$#%]|shell\$|\$) |" + _LAUNCHER)
+
+
+def _one_host(args: str) -> str | None:
+    found = _HOSTS_ARG.search(args)
+    if found is None:
+        return None
+    hosts = {part.split(":", 1)[0] for part in found["hosts"].strip("'\"").split(",") if part}
+    if len(hosts) != 1:
+        return None
+    host = hosts.pop()
+    return host if _HOST.fullmatch(host) else None
+
+
+def launched_on(text: str) -> list[tuple[int, int, str]]:
+    """The spans of ``text``'s lines (first, last, 1-based) that a launch command naming one host printed: from the
+    line after the command to the line before the next prompt or command, the host it named."""
+    lines = text.splitlines()
+    spans: list[tuple[int, int, str]] = []
+    for number, raw in enumerate(lines, 1):
+        if len(raw) > _MAX_LINE:
+            continue
+        if spans and spans[-1][1] == len(lines) and _NEXT_COMMAND.search(raw):
+            first, _, named = spans[-1]
+            spans[-1] = (first, number - 1, named)
+        launch = _LAUNCH.search(raw)
+        host = _one_host(launch["args"] or launch["directive"] or "") if launch is not None else None
+        if host is not None:
+            spans.append((number + 1, len(lines), host))
+    return spans

@@ -794,8 +794,11 @@ def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
     missing = [e for e, _ in found]
     if missing:  # the remote shell ran, and did not find the launcher's daemon: where it is installed, not the network
         libraries = found[0][1]["lib"] is not None
-        title = ("the launcher's daemon " + ("cannot load its libraries on the other nodes (" if libraries else
-                                             "is not on the other nodes' PATH (")
+        # (the node a launch command above named, where the paste says: ``mpirun --host node1 …``)
+        nodes = sorted({e.origin.host for e in missing if e.origin.host})
+        there = ", ".join(nodes[:4]) if nodes else "the other nodes"
+        title = ("the launcher's daemon " + (f"cannot load its libraries on {there} (" if libraries else
+                                             f"is not on {there}'s PATH (" if nodes else "is not on the other nodes' PATH (")
                  + found[0][1].group(0) + "): mpirun could not start its processes there")
         what = ("mpirun starts its daemon (Open MPI's orted or prted, MPICH's hydra_pmi_proxy) on each node through a "
                 "non-interactive ssh shell, which did not find it: Open MPI is installed elsewhere there, or only the "
@@ -803,7 +806,7 @@ def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
         fix = ("Run mpirun with --prefix /path/to/openmpi (or configure Open MPI with --enable-orterun-prefix-by-"
                "default), install it at the same path on every node, or set PATH and LD_LIBRARY_PATH in the shell's "
                "non-interactive startup (~/.bashrc before its interactive check); `ssh HOST which orted` shows it.")
-        return [hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix,
+        return [hypothesis(tl, Category.UNRECOGNISED, 0.8, title, hosts=nodes, what=what, fix=fix,
                            evidence=evidence_of(missing, "the daemon was not found", 2)
                            + evidence_of(events, "the launcher could not start it", 2))]
     hosts = sorted({str(e.data["host"]) for e in events if e.data.get("host")})
