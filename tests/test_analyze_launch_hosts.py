@@ -32,6 +32,8 @@ def test_a_launch_that_names_one_host_places_its_output_up_to_the_next_command()
     "srun -w $SLURM_JOB_NODELIST python train.py",  # a variable
     "python -m vllm.entrypoints.openai.api_server --host 0.0.0.0",  # no launcher: a server's address
     "torchrun --nnodes 2 --rdzv-endpoint node1:29500 train.py",  # the store, not where a line ran
+    "srun -H python train.py",  # srun's -H is --hold: no host after it
+    "mpirun -w node1 python train.py",  # Slurm's option, not mpirun's
 ])
 def test_what_is_no_launch_on_one_host(command: str) -> None:
     assert launched_on(command + "\nRuntimeError: boom\n") == []

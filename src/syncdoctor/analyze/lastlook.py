@@ -81,16 +81,19 @@ def processes(text: str, source: str, file_origin: Origin, known: set[tuple[str,
 
 # a launcher's command (or a batch script's directive) naming the hosts its processes run on: Open MPI's and MPICH's
 # ``--host``/``-H``/``--hosts``, Slurm's ``-w``/``--nodelist``
-_LAUNCHER = r"(?:^|[\s$#%>])(?:mpirun|mpiexec|prterun|orterun|srun|salloc|sbatch)\s"
+_LAUNCHER = r"(?:^|[\s$#%>])(?P<launcher>mpirun|mpiexec|prterun|orterun|srun|salloc|sbatch)\s"
 _LAUNCH = re.compile(_LAUNCHER + r"(?P<args>[^\n]{0,2000})|^\s*#SBATCH\s(?P<directive>[^\n]{0,400})")
-_HOSTS_ARG = re.compile(r"(?:^|\s)(?:--host|-H|--hosts|-w|--nodelist)(?:=|\s+)(?P<hosts>\S+)")
+# (each launcher's own options: srun's and salloc's ``-H`` is ``--hold``, which takes no host)
+_MPI_HOSTS = re.compile(r"(?:^|\s)(?:--host|-H|--hosts|-hosts?)(?:=|\s+)(?P<hosts>\S+)")
+_SLURM_HOSTS = re.compile(r"(?:^|\s)(?:-w|--nodelist)(?:=|\s+)(?P<hosts>\S+)")
+_MPI_LAUNCHERS = ("mpirun", "mpiexec", "prterun", "orterun")
 _HOST = re.compile(r"[A-Za-z0-9][\w.\-]{0,252}")
 # a shell prompt, or another launch: the end of what the command above printed
 _NEXT_COMMAND = re.compile(r"^\s*(?:\S+@\S+[^\n$#%]{0,80}[$#%]|shell\$|\$) |" + _LAUNCHER)
 
 
-def _one_host(args: str) -> str | None:
-    found = _HOSTS_ARG.search(args)
+def _one_host(args: str, slurm: bool) -> str | None:
+    found = (_SLURM_HOSTS if slurm else _MPI_HOSTS).search(args)
     if found is None:
         return None
     hosts = {part.split(":", 1)[0] for part in found["hosts"].strip("'\"").split(",") if part}
@@ -112,7 +115,8 @@ def launched_on(text: str) -> list[tuple[int, int, str]]:
             first, _, named = spans[-1]
             spans[-1] = (first, number - 1, named)
         launch = _LAUNCH.search(raw)
-        host = _one_host(launch["args"] or launch["directive"] or "") if launch is not None else None
+        host = _one_host(launch["args"] or launch["directive"] or "", launch["launcher"] not in _MPI_LAUNCHERS) \
+            if launch is not None else None
         if host is not None:
             spans.append((number + 1, len(lines), host))
     return spans
