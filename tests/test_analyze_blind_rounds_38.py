@@ -12,6 +12,7 @@ import pytest
 
 from analyze_helpers import diagnose_paste
 from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.parsers.prefixes import split_prefix
 
 
 def _top(tmp_path: Path, paste: str):
@@ -180,3 +181,13 @@ def test_a_copy_of_a_process_group_and_a_call_after_destroy_are_the_code_s(tmp_p
                                                                                "PersistentAsyncCaller.__del__ at "
                                                                                "0x746f0cbc8d60>\n", ""))
     assert top.category is Category.UNRECOGNISED and "before the process group was set up" in top.title, top.title
+
+
+def test_a_word_before_an_error_after_a_collector_s_stamp_is_no_host_and_program(tmp_path: Path) -> None:
+    # real: NVIDIA/pix2pixHD#170 (r159b), as a log collector stamps it: ``pix2pix TypeError: …`` was read as syslog's
+    # host and program, the error's class taken away, and the paste went silent
+    line = "pix2pix TypeError: forward() missing 4 required positional arguments: 'uilabel', 'insert', 'image', 'feat'"
+    stamped = _top(tmp_path, f"2024-05-01T12:00:00.123456789Z {line}\n")
+    assert stamped.category is _top(tmp_path, line + "\n").category, stamped.title
+    # a host and a program as journalctl writes them after its stamp stay those
+    assert split_prefix("2024-05-01T10:00:00+0000 gpu-node-07 kernel: NVRM: Xid 79").origin.host == "gpu-node-07"

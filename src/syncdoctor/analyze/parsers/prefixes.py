@@ -130,7 +130,9 @@ _DETERMINED = re.compile(r"<(?P<lvl>info|warning|error|critical|debug|)> +\[(?P<
 _CAT_N = re.compile(r" {0,8}\d{1,9}\t")
 # after a collector's or journalctl's ISO stamp (``journalctl -o short-iso``), the host and the program as syslog
 # writes them: ``2024-05-01T10:00:00+0000 gpu-node-07 kernel: …`` (a host with a digit: not a logger's words)
-_ISO_SYSLOG = re.compile(r"(?P<host>[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_.-]*) [A-Za-z][\w./@-]{0,40}(?:\[\d{1,10}\])?: ")
+# (the program not an exception's class: ``pix2pix TypeError: …`` is a paste's words before an error, no host)
+_ISO_SYSLOG = re.compile(r"(?P<host>[A-Za-z][A-Za-z0-9_-]*[0-9][A-Za-z0-9_.-]*) "
+                         r"(?![\w.]*(?:Error|Exception|Warning|Interrupt|Exit)(?:\[|: ))[A-Za-z][\w./@-]{0,40}(?:\[\d{1,10}\])?: ")
 # loguru's default format after its stamp (``2024-05-01 10:00:00.123 | ERROR    | __main__:train:88 - …``): its
 # level, then where it was logged
 _LOGURU = re.compile(r" ?\| (?P<lvl>TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| [\w.<>\-]{1,200}:[\w.<>\-]{1,200}:\d{1,6} - ")
