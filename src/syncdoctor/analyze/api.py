@@ -8,13 +8,13 @@ timeline and what was read; :func:`to_verdict` turns it into the typed verdict
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from syncdoctor.analyze.collect import Collected, collect
 from syncdoctor.analyze.inputs import Source, expand
-from syncdoctor.analyze.lastlook import known_causes, launched_on, processes
-from syncdoctor.analyze.model import Diagnosis, Event, Evidence, Hypothesis, Origin
+from syncdoctor.analyze.lastlook import known_causes, placed_by_launch, processes
+from syncdoctor.analyze.model import Diagnosis, Evidence, Hypothesis
 from syncdoctor.analyze.rules import diagnose
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.timeline import Timeline, build_timeline
@@ -48,7 +48,7 @@ def analyze_sources(sources: Sequence[Source], *, stdin: BinaryIO | None = None,
                  if e.origin.host is not None and e.origin.pid is not None}
         collected.events.extend(event for name, origin, text in pastes
                                 for event in processes(text, name, origin, known))
-        collected.events = _placed_by_launch(collected.events, pastes)
+        collected.events = placed_by_launch(collected.events, pastes)
     timeline = build_timeline(collected.events, collected.dumps, collected.file_ranks)
     diagnosis = diagnose(timeline, notes=collected.notes, sources=collected.sources)
     if not diagnosis.hypotheses and pastes:
@@ -58,23 +58,6 @@ def analyze_sources(sources: Sequence[Source], *, stdin: BinaryIO | None = None,
             timeline = build_timeline(collected.events, collected.dumps, collected.file_ranks)
             diagnosis = diagnose(timeline, notes=collected.notes, sources=collected.sources)
     return Analysis(diagnosis, timeline, collected)
-
-
-def _placed_by_launch(events: list[Event], pastes: list[tuple[str, Origin, str]]) -> list[Event]:
-    """Each event of a paste that names no place, below a launch command that names one host (lastlook.launched_on):
-    that host's."""
-    spans = {name: found for name, _, text in pastes if (found := launched_on(text))}
-    if not spans:
-        return events
-    out = []
-    for event in events:
-        origin = event.origin
-        if event.ref.source in spans and origin.host is None and origin.rank is None and origin.pid is None:
-            host = next((h for first, last, h in spans[event.ref.source] if first <= event.ref.line <= last), None)
-            if host is not None:
-                event = replace(event, origin=replace(origin, host=host))
-        out.append(event)
-    return out
 
 
 def analyze_paths(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> Analysis:

@@ -23,13 +23,15 @@ says where the lines below it that name no place ran (:func:`launched_on`).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, nccl_info
 from syncdoctor.analyze.parsers.base import make_event
 from syncdoctor.analyze.rules.phrases import read_as
+from syncdoctor.analyze.textlog import PROMPT
 
-__all__ = ["MAX_BYTES", "known_causes", "launched_on", "processes"]
+__all__ = ["MAX_BYTES", "known_causes", "launched_on", "placed_by_launch", "processes"]
 
 MAX_BYTES = 64 * 1024  # an input this small or smaller is a paste: every line of it may be read again
 _MAX_LINE = 2000  # characters of a line read (a paste's line longer than this is output, not a message)
@@ -88,8 +90,10 @@ _MPI_HOSTS = re.compile(r"(?:^|\s)(?:--host|-H|--hosts|-hosts?)(?:=|\s+)(?P<host
 _SLURM_HOSTS = re.compile(r"(?:^|\s)(?:-w|--nodelist)(?:=|\s+)(?P<hosts>\S+)")
 _MPI_LAUNCHERS = ("mpirun", "mpiexec", "prterun", "orterun")
 _HOST = re.compile(r"[A-Za-z0-9][\w.\-]{0,252}")
-# a shell prompt, or another launch: the end of what the command above printed
-_NEXT_COMMAND = re.compile(r"^\s*(?:\S+@\S+[^\n$#%]{0,80}[$#%]|shell\$|\$) |" + _LAUNCHER)
+# a shell prompt (textlog's, or a guide's bare ``$ ``/``shell$ ``), or another launch: the end of what the command
+# above printed
+_PROMPT = re.compile(PROMPT.pattern.decode())
+_NEXT_COMMAND = re.compile(r"^\s*(?:shell)?\$ |" + _LAUNCHER)
 
 
 def _one_host(args: str, slurm: bool) -> str | None:
@@ -111,7 +115,7 @@ def launched_on(text: str) -> list[tuple[int, int, str]]:
     for number, raw in enumerate(lines, 1):
         if len(raw) > _MAX_LINE:
             continue
-        if spans and spans[-1][1] == len(lines) and _NEXT_COMMAND.search(raw):
+        if spans and spans[-1][1] == len(lines) and (_PROMPT.match(raw) or _NEXT_COMMAND.search(raw)):
             first, _, named = spans[-1]
             spans[-1] = (first, number - 1, named)
         launch = _LAUNCH.search(raw)
@@ -120,3 +124,20 @@ def launched_on(text: str) -> list[tuple[int, int, str]]:
         if host is not None:
             spans.append((number + 1, len(lines), host))
     return spans
+
+
+def placed_by_launch(events: list[Event], pastes: list[tuple[str, Origin, str]]) -> list[Event]:
+    """``events`` with each event of a paste (name, origin, text) that names no place, below a launch command that
+    names one host (:func:`launched_on`), placed on that host."""
+    spans = {name: found for name, _, text in pastes if (found := launched_on(text))}
+    if not spans:
+        return events
+    out = []
+    for event in events:
+        origin = event.origin
+        if event.ref.source in spans and origin.host is None and origin.rank is None and origin.pid is None:
+            host = next((h for first, last, h in spans[event.ref.source] if first <= event.ref.line <= last), None)
+            if host is not None:
+                event = replace(event, origin=replace(origin, host=host))
+        out.append(event)
+    return out

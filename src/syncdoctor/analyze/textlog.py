@@ -39,7 +39,7 @@ from syncdoctor.analyze.paste import (
 )
 from syncdoctor.analyze.scan import Scanner
 
-__all__ = ["TextStats", "read_text"]
+__all__ = ["PROMPT", "TextStats", "read_text"]
 
 
 @dataclass
@@ -58,7 +58,7 @@ _INFO = b" NCCL INFO "
 # a shell prompt pasted with a command's output: ``zeyer@cn-234 ~ % nvidia-smi``, ``root@node1:~# dmesg -T``,
 # ``[user@gpu01 work]$ python train.py``, ``(base) user@host:~$ …``: the lines after it, up to a blank line or the
 # next prompt, come from that host (where they do not name one themselves)
-_PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-]*(?:\.[\w-]+)*)"
+PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-]*(?:\.[\w-]+)*)"
                      rb"(?:[: ][^\n$#%]{0,80})?\]?\s?[$#%] ")
 # torch.multiprocessing's spawn (mp.spawn) reporting the process that raised, its traceback below: ``-- Process 1
 # terminated with the following error:``; the lines after it, up to a blank line or the next such line, are that
@@ -451,7 +451,7 @@ def read_text(
                     prompt_end, state.file_origin = -1, scope
                 else:
                     prompt_end = end
-            if b"@" in raw and (prompt := _PROMPT.match(raw)) is not None and scope.host is None:
+            if b"@" in raw and (prompt := PROMPT.match(raw)) is not None and scope.host is None:
                 prompt_end = end
                 state.file_origin = replace(scope, host=prompt["host"].decode("ascii", "replace"))
             elif b"-- Process " in raw and (spawned := _SPAWNED.match(raw)) is not None and scope.local_rank is None:
