@@ -441,10 +441,10 @@ def _cause_in_words(event: Event, tl: Timeline | None = None) -> Reading | None:
         return None
     # (its class's name too: ``MisconfigurationException: …`` says what its message may not)
     kind = str(event.data.get("type") or "")
-    message = str(event.data.get("message") or event.text)
-    if folder_missing(kind, message, str(event.data.get("code_line") or "")):
+    if folder_missing(event):
         return MISSING_FOLDER
-    words = [f"{kind}: " * bool(kind) + message, *map(str, event.data.get("frames") or ())]
+    words = [f"{kind}: " * bool(kind) + str(event.data.get("message") or event.text),
+             *map(str, event.data.get("frames") or ())]
     if tl is not None:
         words += [e.text for e in continuation(tl, event)]
     reading = read_as(" ".join(words))

@@ -285,8 +285,7 @@ def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = Fals
                        *map(str, e.data.get("frames") or ()))) for e in unread]
     found = strongest(texts)
     # (an exception whose code line opens a file for writing in a folder that is not there: its words say no more)
-    missing = next((i for i, e in enumerate(unread) if e.kind is Kind.EXCEPTION and folder_missing(
-        str(e.data.get("type") or ""), str(e.data.get("message") or ""), str(e.data.get("code_line") or ""))), None)
+    missing = next((i for i, e in enumerate(unread) if folder_missing(e)), None)
     if missing is not None and (found is None or not found[1].cause):
         found = (missing, MISSING_FOLDER)
     if found is None or (causes_only and not found[1].cause):

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.model import Category, Event, Kind
 from syncdoctor.analyze.parsers.generic import (
     BACKEND_REFUSAL,
     CONNECTIONS_DROPPED,
@@ -853,10 +853,13 @@ MISSING_FOLDER = Reading(Category.UNRECOGNISED, "a file the program writes in a 
                          "it before the job starts, on every node)", True)
 
 
-def folder_missing(exception_type: str, message: str, code_line: str) -> bool:
-    """A ``FileNotFoundError`` (or ``[Errno 2]``) raised by a code line that opens a file for writing: its folder is
-    missing, a setup the job needs (A028), not a file that a race deleted or a dataset that is not there."""
-    return ("FileNotFoundError" in exception_type or "[Errno 2]" in message) and bool(_WRITE_OPEN.search(code_line))
+def folder_missing(exception: Event) -> bool:
+    """An exception's ``FileNotFoundError`` (or ``[Errno 2]``) raised by a code line that opens a file for writing:
+    its folder is missing, a setup the job needs (A028), not a file that a race deleted or a dataset not there."""
+    data = exception.data
+    return exception.kind is Kind.EXCEPTION \
+        and ("FileNotFoundError" in str(data.get("type") or "") or "[Errno 2]" in str(data.get("message") or "")) \
+        and bool(_WRITE_OPEN.search(str(data.get("code_line") or "")))
 
 
 def read_as(text: str) -> Reading | None:
