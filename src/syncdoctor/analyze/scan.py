@@ -453,6 +453,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"handled by Slurm",  # (Lightning's ``Multi-processing is handled by Slurm.``: srun's tasks are the processes)
     b"IO_PAGE_FAULT",  # (the IOMMU refused a device's DMA: ``AMD-Vi: Event logged [IO_PAGE_FAULT …]``)
     b"fault addr",  # (and Intel's: ``DMAR: [DMA Read] Request device [0a:00.0] fault addr 0x…``)
+    b"ncclCommAbort", b"ncclCommDestroy",  # (a native stack's frame inside NCCL's teardown: gdb, lldb, py-spy --native)
+    b"ProcessGroupNCCL::abort",  # (and PyTorch's, above it)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

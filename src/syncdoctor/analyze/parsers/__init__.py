@@ -3,7 +3,7 @@
 Line parsers (``KEYWORDS`` + ``parse(line)``): :mod:`.torch_watchdog`, :mod:`.torch_detail`, :mod:`.gloo`,
 :mod:`.c10d_store`, :mod:`.nccl_info`, :mod:`.nccl_warn`, :mod:`.nccl_tests`, :mod:`.torchrun`, :mod:`.launchers`, :mod:`.system`, :mod:`.gpu`, :mod:`.hosts`, :mod:`.ddp`,
 :mod:`.traceback`, :mod:`.fr_trace`, :mod:`.ras` (a RAS listing's per-rank line), :mod:`.hccl`, :mod:`.coordination`
-(XLA's coordination service); :mod:`.bars` (progress bars, on the lines other anchors select and before a timeout); :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
+(XLA's coordination service), :mod:`.native` (a native stack's frame inside NCCL's teardown); :mod:`.bars` (progress bars, on the lines other anchors select and before a timeout); :mod:`.generic` keeps an error-looking line that none of them understood. Multi-line
 blocks are read by followers (``follow(line)``): tracebacks, torchrun's failure table, desync reports, the
 Flight Recorder analyser's report,
 ``py-spy dump`` stacks, the task names below a coordination-service barrier's timeout.
@@ -30,6 +30,7 @@ from syncdoctor.analyze.parsers import (
     horovod,
     hosts,
     launchers,
+    native,
     nccl_info,
     nccl_tests,
     nccl_warn,
@@ -49,7 +50,7 @@ from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 __all__ = ["LINE_PARSERS", "LOOK_ABOVE", "make_line", "parse_line", "start_followers"]
 
 LINE_PARSERS = (torch_watchdog, torch_detail, gloo, c10d_store, nccl_info, nccl_warn, nccl_tests, torchrun, launchers,
-                system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace, ras, hccl, coordination)
+                system, gpu, traceback, training, horovod, remote, hosts, ddp, fr_trace, ras, hccl, coordination, native)
 _FOLLOWS = (traceback.follow, torchrun.follow, torch_detail.follow, launchers.follow, launchers.follow_mpi,
             nccl_warn.follow, torch_watchdog.follow, pyspy.follow, pyspy.follow_faulthandler, gloo.follow, horovod.follow, fr_trace.follow,
             coordination.follow)

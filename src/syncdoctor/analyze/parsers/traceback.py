@@ -134,6 +134,8 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
     if frames:
         data["frames"] = [text for _, text in frames[-4:]]
         data["where"] = frames[-1][1]
+        if "torch/distributed/" in frames[-1][0]:
+            data["in_torch_distributed"] = True  # raised in PyTorch's distributed code (it chose what failed)
         user = [text for path, text in frames if not _is_library(path)]
         if user:
             # where the program called into the library: tells which collective a rank was in
@@ -170,6 +172,12 @@ _DCP_RANK = re.compile(r"Traceback \(most recent call last\): \(RANK (?P<rank>\d
 # TensorFlow's out-of-memory error names the device it allocated on: ``OOM when allocating tensor with
 # shape[2,1023,50257] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc``
 _TF_DEVICE = re.compile(r"/device:GPU:(?P<gpu>\d+)")
+
+
+# a frame's source line that raises a new exception with a message (``raise ValueError("world size must be …")``,
+# ``raise RuntimeError(f'Internal error: …``): the class and the start of its literal
+_RAISED = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception))\("
+                     r"(?:[fFrRbBuU]{0,2}(?P<q>'|\")(?P<msg>[^\n]{0,300}))?")
 
 
 def _frame(body: str) -> tuple[str, str] | None:
@@ -283,6 +291,16 @@ class TracebackFollower:
             # the paste stops inside the traceback, before its exception line: not an error that can be told,
             # but where the process stood, like a stack dump (a collective it waited in, a helper it was in)
             stood = self._stood("traceback-cut", sources=self.sources[-40:])
+            raised = _RAISED.match(self.sources[-1]) if self.sources and not self.headless else None
+            if raised is not None:
+                # the paste ends on the statement that raised (``raise RuntimeError(f'Internal error: shared memory
+                # pref``): that exception, its message as far as the literal goes, is the error
+                message = raised["msg"] or ""
+                if raised["q"] and raised["q"] in message:
+                    message = message[:message.index(raised["q"])]
+                cut = replace(self.head, body=f"{raised['type']}: {message}")
+                return [stood, *(replace(e, data={**e.data, "from_raise": True}) for e in _exception_events(
+                    cut, raised["type"], message, self.frames, self.sources))]
             if not self.headless:
                 return [stood]  # (the ``Traceback`` line is the error line: the generic parser's)
             return [make_event(Kind.ERROR_LINE, self.head, data={

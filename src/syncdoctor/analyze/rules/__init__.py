@@ -40,7 +40,12 @@ from syncdoctor.analyze.rules.desync import collective_desync
 from syncdoctor.analyze.rules.fallback import unexplained, unrecognised_error, words_over_a_weak_verdict
 from syncdoctor.analyze.rules.hccl import hccl_heartbeat, hccl_late_entry
 from syncdoctor.analyze.rules.joins import joined
-from syncdoctor.analyze.rules.nccl_errors import ib_retry_exceeded, local_nccl_failures, watchdog_stuck
+from syncdoctor.analyze.rules.nccl_errors import (
+    ib_retry_exceeded,
+    local_nccl_failures,
+    teardown_hang,
+    watchdog_stuck,
+)
 from syncdoctor.analyze.rules.network import (
     advertised_loopback,
     interface_mismatch,
@@ -71,6 +76,7 @@ from syncdoctor.analyze.rules.setup import (
     peer_unreachable,
     rendezvous_closed,
     rendezvous_timeout,
+    store_addresses_differ,
     store_port_taken,
     topology_file,
     trainers_never_ready,
@@ -95,6 +101,7 @@ RULES: tuple[Rule, ...] = (
     ib_retry_exceeded,
     local_nccl_failures,
     watchdog_stuck,
+    teardown_hang,
     network_partition,
     gpu_error,
     gpu_out_of_memory,
@@ -114,6 +121,7 @@ RULES: tuple[Rule, ...] = (
     library_setup,
     peer_unreachable,
     rendezvous_timeout,
+    store_addresses_differ,
     rendezvous_closed,
     store_port_taken,
     trainers_never_ready,

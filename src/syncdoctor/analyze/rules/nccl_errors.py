@@ -355,6 +355,32 @@ def _stuck_after_timeout(tl: Timeline, stuck: list[Event]) -> bool:
                for e in stuck for t in tl.of(*TIMEOUT_KINDS))
 
 
+def teardown_hang(tl: Timeline) -> list[Hypothesis]:
+    """A native stack (gdb, lldb, py-spy --native) with a thread inside NCCL's abort or destroy: the process hangs
+    tearing its communicator down. The abort follows a failure the stack does not show; it then waits itself."""
+    frames = tl.of(Kind.NCCL_TEARDOWN_FRAME)
+    if not frames:
+        return []
+    calls = list(dict.fromkeys(str(e.data.get("function")) for e in frames))
+    found = attribute(frames, tl)
+    who = found.text or "a process"
+    title = f"{who} hangs in NCCL's teardown: its stack is inside {' under '.join(calls[:2])}"
+    what = ("The native stack shows a thread inside NCCL's abort or destroy (ncclCommAbort, ncclCommDestroy, "
+            "PyTorch's ProcessGroupNCCL::abort), not in a collective: the process is stuck tearing its communicator "
+            "down. An abort follows a failure (a timeout, an error, a peer gone) that this stack does not show, and "
+            "it waits itself: for NCCL's proxy threads, for kernels still running (freeing device memory "
+            "synchronizes), and since NCCL 2.16 for the other ranks of the node, so a peer that already died leaves "
+            "it waiting.")
+    fix = ("Find the failure that started the abort: the first error of any rank, above this stack or in the other "
+           "ranks' logs. Known hangs inside the abort: NCCL 2.18 aborting from another thread (fixed in 2.19.1), "
+           "NCCL 2.25.1 (fixed in 2.26.2); upgrade NCCL. PyTorch's heartbeat monitor "
+           "(TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) ends a process stuck this way; dump every rank's native stack "
+           "(py-spy dump --native --pid) to see which peer it waits for.")
+    return [hypothesis(tl, Category.WATCHDOG_STUCK, 0.3, title, culprits=found.ranks, hosts=found.hosts,
+                       processes=found.processes, local_ranks=found.local_ranks, what=what, fix=fix,
+                       evidence=evidence_of(frames, "inside NCCL's teardown", 4))]
+
+
 def watchdog_stuck(tl: Timeline) -> list[Hypothesis]:
     found = _simple(tl, Kind.HEARTBEAT_TIMEOUT, Category.WATCHDOG_STUCK,
                     "PyTorch's NCCL watchdog itself hung", confidence=0.6)

@@ -364,6 +364,23 @@ def _no_such_gpu(tl: Timeline, events: list[Event]) -> list[Hypothesis]:
     # its tensor on cuda:<global rank>): that library's or the program's error (A003). Otherwise (a ``set_device`` of
     # another name, the error line alone) most often the launch too, as the labels of such pastes have it: A028
     code = [str(e.data.get("code_line") or "") for e in events if e.data.get("code_line")]
+    # PyTorch's distributed code raising it itself, no program line choosing a device (a sharded checkpoint's
+    # ``rank:{global_rank}/cuda:{global_rank}`` placement on a second node: load_sharded_optimizer_state_dict before
+    # 2.1): the library's device from the global rank, not the launch
+    chosen_inside = not busy and not any(_SET_DEVICE.search(line) or _LOCAL_DEVICE.search(line) for line in code) \
+        and all(e.data.get("in_torch_distributed") for e in events if e.kind is Kind.EXCEPTION) \
+        and any(e.kind is Kind.EXCEPTION for e in events)
+    if chosen_inside:
+        title = (f"{where.text or 'a process'} failed inside PyTorch's distributed code, which asked for a GPU "
+                 "that does not exist there (invalid device ordinal): a device index taken from the global rank")
+        inside = ("PyTorch's distributed code chose the device itself (a sharded tensor's placement, an object "
+                  "collective's buffer) and chose one that CUDA does not have in this process: an index from the "
+                  "global rank where the node's local rank was meant, which exists on the first node only.")
+        inside_fix = ("Upgrade PyTorch where it is a fixed bug (load_sharded_optimizer_state_dict on several nodes: "
+                      "2.1), call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before it, and give the call "
+                      "devices or placements by the local rank.")
+        return [hypothesis(tl, Category.RANK_CRASHED, 0.8, title, where=where, what=inside, fix=inside_fix,
+                           evidence=evidence_of(events, "no such device", 6))]
     if not several and not busy:
         if any(_LOCAL_DEVICE.search(line) for line in code):
             title = (f"the launch starts more processes per node than the GPUs they see: {where.text or 'a process'} "

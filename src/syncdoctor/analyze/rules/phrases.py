@@ -584,6 +584,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "a dataset pipeline that does not say how its shards are split between the ranks "
      "(WebDataset's nodesplitter, e.g. wds.split_by_node)",
      re.compile(r"\bneeds to be reconfigured for multinode training\b|\badd an explicit nodesplitter\b")),
+    # FAIR's submitit launch scripts (DeiT, ConvNeXt, MAE, DINO, DETR: ``submitit_pretrain.py``) look for the
+    # cluster's shared folder (/checkpoint/$USER) and raise ``RuntimeError: No shared folder available`` where there is
+    # none: a launch meant for their Slurm cluster, run on another machine
+    (Category.UNRECOGNISED, "a launch script that needs the cluster's shared folder (submitit's get_shared_folder, "
+     "/checkpoint/$USER) run where there is none: launch the training script itself with torchrun, or give the "
+     "script a shared job folder", re.compile(r"\bNo shared folder available\b")),
     # a distributed call before the job's process group exists (``Default process group has not been initialized,
     # please make sure to call init_process_group.``; DeepSpeed's comm before ``init_distributed``: ``DeepSpeed backend
     # not set, please initialize it using init_process_group()``): the script's setup, or a library release that no
@@ -591,7 +597,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "a distributed call before the process group was set up (init_process_group, "
      "deepspeed.init_distributed): the script's setup, or a library release that no longer does it for the script",
      re.compile(r"\bDefault process group (?:has not been|is not) initiali[sz]ed\b"
-                r"|\bbackend not set, please initiali[sz]e it using init_process_group\b")),
+                r"|\bbackend not set, please initiali[sz]e it using init_process_group\b"
+                # (a library's own check of it: FlagEmbedding's ``Distributed training has not been initialized for
+                # representation all gather``)
+                r"|\bDistributed (?:training|environment) (?:has not been|is not|was not) (?:yet )?initiali[sz]ed\b")),
     # FSDP's auto-wrap policy given a layer class the model does not have (Accelerate's and Transformers' FSDP config,
     # ``fsdp_transformer_layer_cls_to_wrap: GPT2Block`` on a BERT: ``Exception: Could not find the transformer layer
     # class to wrap in the model.``): the job's configuration

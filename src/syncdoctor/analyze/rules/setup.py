@@ -974,8 +974,11 @@ def _agent_store_timeouts(tl: Timeline) -> list[Event]:
     """The store socket of torchrun's agent that timed out waiting (``waitForInput: socket … timed out after
     900000ms``) before any worker ran, the traceback showing torchrun's own frames (or no worker rank anywhere):
     the agents' rendezvous never gathered the other nodes."""
-    waits = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "socket-timeout"
-             and isinstance(e.data.get("ms"), int) and e.data["ms"] >= _AGENT_WAIT_MS and e.origin.rank is None]
+    waits = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "socket-timeout" and e.origin.rank is None
+             and ((isinstance(e.data.get("ms"), int) and e.data["ms"] >= _AGENT_WAIT_MS)
+                  # (2.3+'s ``poll for socket … returned 0, likely a timeout`` and 2.0-2.2's ``While waitForInput,
+                  # poolFD failed`` say no time: where no step ran)
+                  or (e.data.get("ms") is None and not tl.of(Kind.PROGRESS_BAR)))]
     if not waits or _ran(tl):
         return []
     frames = " ".join(str(f) for e in tl.of(Kind.EXCEPTION, Kind.STACK_DUMP) for f in e.data.get("frames") or ())
@@ -1037,6 +1040,54 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
                        title, affected=waiting, culprits=missing,
                        what=what + (f" Ranks {fmt_ranks(waiting)} waited." if waiting else ""),
                        evidence=evidence_of(events, "waiting for the others", MAX_CASCADE))]
+
+
+_NODE_RANK = re.compile(r"(?:--node[_-]rank[= ]|\bNODE_RANK=|(?<![\w-])RANK=)(\d{1,5})\b")
+
+
+def store_addresses_differ(tl: Timeline) -> list[Hypothesis]:
+    """The nodes of one job were given different store addresses (MASTER_ADDR=, --master_addr, the rendezvous
+    endpoint): each waits at its own, and they never meet in one rendezvous. Two addresses count only where two
+    nodes gave them: in different inputs, or in launch lines whose node ranks differ (one node launched twice, its
+    address corrected, is not two nodes). A name and an address may be one host, and loopback is a node's own
+    view of its store (the first node may use it): neither is compared."""
+    named: dict[str, list[Event]] = defaultdict(list)
+    for event in tl.of(Kind.STORE_ENDPOINT):
+        host = str(event.data.get("store_host") or "").strip("[]").lower()
+        if host and not event.data.get("listening") and not event.data.get("empty") and not is_loopback(host) \
+                and not _no_host_address(host):
+            named[host].append(event)
+    if len(named) < 2 or len({ip_of(host) is None for host in named}) > 1:
+        return []
+
+    def node(event: Event) -> tuple[str, str | None]:
+        rank = _NODE_RANK.search(event.text)
+        return event.ref.source, rank[1] if rank else None
+
+    def two_nodes(a: Event, b: Event) -> bool:
+        (source_a, rank_a), (source_b, rank_b) = node(a), node(b)
+        return (source_a != source_b and None in (rank_a, rank_b)) or (None not in (rank_a, rank_b)
+                                                                    and rank_a != rank_b)
+
+    hosts = list(named)
+    if not any(two_nodes(a, b) for i, h in enumerate(hosts) for other in hosts[i + 1:]
+               for a in named[h] for b in named[other]):
+        return []
+    firsts = [named[h][0] for h in hosts]
+    told = ", ".join(f"{h} in {e.ref.source.rsplit('/', 1)[-1]}" for h, e in zip(hosts[:4], firsts[:4], strict=True))
+    title = (f"the nodes were given different store addresses ({told}): they never meet in one rendezvous, and "
+             "each waits for the others until its timeout")
+    what = ("Every node's agent (torchrun's, or init_process_group's env:// rendezvous) connects to the store at the "
+            "address it was given, MASTER_ADDR or --master_addr (--rdzv-endpoint). These inputs name "
+            f"{len(hosts)} of them: the nodes wait at different stores (one serves its own, the others reach it or "
+            "not), none of them gathers the whole world, and the job hangs at start until the rendezvous timeout. "
+            "A common cause is a script that sets MASTER_ADDR to each node's own address.")
+    fix = ("Give every node the same MASTER_ADDR and MASTER_PORT: the first node's address as the others reach it "
+           "(under Slurm: `scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1`), and check what each node's "
+           "script exports before it launches.")
+    timed_out = bool(tl.of(Kind.STORE_ERROR)) or any(timed_out_forming(e) for e in tl.of(Kind.EXCEPTION))
+    return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.8 if timed_out else 0.5, title, what=what, fix=fix,
+                       evidence=evidence_of(firsts, "the store's address given", 4))]
 
 
 def rendezvous_closed(tl: Timeline) -> list[Hypothesis]:

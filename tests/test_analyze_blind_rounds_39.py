@@ -1,0 +1,194 @@
+"""Readings of the hundred-and-sixty-second round (``r165*``: self-supervised and vision-language codebases, OpenMMLab
+and detection repositories, MosaicML's stack and distributed checkpoints, torch.compile with DDP and FSDP and weather
+models, non-English posts) and of the hangs pasted as native stacks (``r162d*``). One behaviour per test, each with the
+look-alike it must not catch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyze_helpers import diagnose_paste
+from syncdoctor.analyze.model import Category, Origin, Ref
+from syncdoctor.analyze.parsers.base import Line
+from syncdoctor.analyze.parsers.native import parse
+
+
+def _top(tmp_path: Path, paste: str):
+    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
+    assert hypotheses, paste
+    return hypotheses[0]
+
+
+def _frames(body: str) -> list[str]:
+    line = Line(text=body, body=body, ref=Ref("paste.log", 1), origin=Origin())
+    return [str(e.data["function"]) for e in parse(line)]
+
+
+@pytest.mark.parametrize(("body", "function"), [
+    ("#2  0x00007fc204d345fd in ncclCommAbort () from XXX", "ncclCommAbort"),
+    ("#1  0x00007f in pncclCommDestroy (comm=0x55) at init.cc:2061", "ncclCommDestroy"),
+    ("#3  c10d::ProcessGroupNCCL::abort() at ProcessGroupNCCL.cpp:1201", "ProcessGroupNCCL::abort"),
+    ("    frame #3: 0x00007fb090db1068 libtorch_cuda.so`c10d::ProcessGroupNCCL::abort() + 664", "ProcessGroupNCCL::abort"),
+    ("  * frame #0: 0x00007fb0 libnccl.so.2`ncclCommAbort + 12", "ncclCommAbort"),
+    ("    c10d::NCCLComm::ncclCommAbort (libtorch_cuda.so)", "ncclCommAbort"),
+    ("    c10d::abortCommsFromMap (libtorch_cuda.so)", "ProcessGroupNCCL::abort"),
+    ("ncclCommAbort (init.cc:1931)", "ncclCommAbort"),
+])
+def test_a_native_frame_inside_nccl_s_teardown_is_read(body: str, function: str) -> None:
+    assert _frames(body) == [function]
+
+
+@pytest.mark.parametrize("body", [
+    # c10's backtrace under a C++ exception: an error's trace, not a hung thread's
+    "frame #3: c10d::ProcessGroupNCCL::abort() + 0x3c (0x7f1 in /usr/lib/python3/torch/lib/libtorch_cuda.so)",
+    # PyTorch's and NCCL's own lines that name the call
+    "[rank0]:[W1114 ProcessGroupNCCL.cpp:1168] [PG 0 Rank 0] ProcessGroupNCCL destroyed communicator via ncclCommAbort",
+    "NCCL WARN commReclaim: cleanup comm 0x3a0f7f50 rank 1 failed in destroy/abort, error 1",
+    "#4  0x00007f in ncclAllReduce () from /usr/lib/libnccl.so.2",
+    "we call ncclCommAbort (as the docs say) when a peer fails",
+])
+def test_other_lines_naming_the_teardown_are_not_frames_of_it(body: str) -> None:
+    assert _frames(body) == []
+
+
+# real: NVIDIA/nccl#863 (r162d): the survivor's abort waits in commReclaim for a peer the test killed
+_ABORT_STACK = """\
+#0  0x00007fc349513d2d in __GI___pthread_timedjoin_ex (threadid=140471077381888, thread_return=0x0, abstime=0x0, block=<optimized out>) at pthread_join_common.c:89
+#1  0x00007fc204d33e27 in commReclaim(ncclComm*) () from XXX
+#2  0x00007fc204d345fd in ncclCommAbort () from XXX
+"""
+
+
+def test_a_stack_hung_in_nccl_s_abort_is_read_not_silent(tmp_path: Path) -> None:
+    top = _top(tmp_path, _ABORT_STACK)
+    assert top.category is Category.WATCHDOG_STUCK and "teardown" in top.title and "ncclCommAbort" in top.title
+    assert "2.19.1" in top.fix and "first error" in top.fix and top.confidence <= 0.3
+    # under the error that started the abort, that error is the reading
+    oom = ("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a total "
+           "capacity of 79.10 GiB of which 5.06 MiB is free.\n")
+    assert _top(tmp_path, oom + _ABORT_STACK).category is Category.RANK_OUT_OF_MEMORY
+    # a stack in a collective, not in the teardown, is no such hang
+    assert not diagnose_paste(tmp_path, "#4  0x00007f in ncclAllReduce () from /usr/lib/libnccl.so.2\n").hypotheses
+
+
+# real: hiyouga/LlamaFactory#5560 (r165e): each node's terminal, launched with a different MASTER_ADDR, hung at start
+_NODE_1 = ("# FORCE_TORCHRUN=1 NNODES=2 RANK=1 MASTER_ADDR=172.16.0.97 MASTER_PORT=29500 llamafactory-cli train "
+           "examples/train_lora/llama3_lora_sft_ds3.yaml --no_ssh\n"
+           "09/27/2024 11:34:41 - INFO - llamafactory.cli - Initializing distributed tasks at: 172.16.0.97:29500\n")
+_NODE_0 = ("$ FORCE_TORCHRUN=1 NNODES=2 RANK=0 MASTER_ADDR=172.16.0.194 MASTER_PORT=29500 llamafactory-cli train "
+           "examples/train_lora/llama3_lora_sft_ds3.yaml --no_ssh\n")
+
+
+def test_nodes_given_different_store_addresses_never_meet(tmp_path: Path) -> None:
+    top = _top(tmp_path, _NODE_1 + _NODE_0)
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and "different store addresses" in top.title, top.title
+    assert "172.16.0.97" in top.title and "172.16.0.194" in top.title and "same MASTER_ADDR" in top.fix
+    # with the store's timeout in the paste, the mismatch is why it timed out
+    timeout = ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients "
+               "joined.\n")
+    top = _top(tmp_path, _NODE_1 + _NODE_0 + timeout)
+    assert "different store addresses" in top.title and top.confidence >= 0.8, top.title
+
+
+@pytest.mark.parametrize("paste", [
+    # one node launched twice, its address corrected: no node ranks that differ, one input
+    "$ torchrun --nnodes=2 --master_addr=10.0.0.5 --master_port=29500 train.py\n"
+    "$ torchrun --nnodes=2 --master_addr=10.0.0.7 --master_port=29500 train.py\n",
+    # the first node reaching its own store by loopback, the other by its address
+    "$ MASTER_ADDR=localhost NODE_RANK=0 torchrun --nnodes=2 train.py\n"
+    "$ MASTER_ADDR=10.0.0.5 NODE_RANK=1 torchrun --nnodes=2 train.py\n",
+    # a name and an address may be one host
+    "$ torchrun --node_rank=0 --master_addr=node01 train.py\n$ torchrun --node_rank=1 --master_addr=10.0.0.5 train.py\n",
+])
+def test_store_addresses_that_may_be_one_are_not_compared(tmp_path: Path, paste: str) -> None:
+    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
+    assert not any("different store addresses" in h.title for h in hypotheses), [h.title for h in hypotheses]
+
+
+def test_node_ranks_that_differ_in_one_paste_are_two_nodes(tmp_path: Path) -> None:
+    top = _top(tmp_path, "$ torchrun --node_rank=0 --master_addr=10.0.0.5 train.py\n"
+                         "$ torchrun --node_rank=1 --master_addr=10.0.0.6 train.py\n")
+    assert "different store addresses" in top.title, top.title
+
+
+# real: hiyouga/LlamaFactory#9350 (r165e): the agent's store wait ran out before anything ran (2.3+: no time given)
+_POLL = ("[W1025 14:37:21.179 socket.cpp:462] [c10d] waitForInput: poll for socket SocketImpl(fd=66, "
+         "addr=[::ffff:10.164.0.78]:50434, remote=[::ffff:10.164.0.78]:29500) returned 0, likely a timeout\n")
+
+
+def test_a_store_poll_that_timed_out_before_anything_ran_is_the_rendezvous(tmp_path: Path) -> None:
+    top = _top(tmp_path, _POLL)
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and "could not form" in top.title, top.title
+    # under a progress bar, steps ran: not the group forming
+    bar = "17%|#         | 2295/13732 [06:14<9:54:20,  3.12s/it]\n"
+    assert _top(tmp_path, bar + _POLL).category is not Category.RENDEZVOUS_TIMEOUT
+
+
+# real: facebookresearch/mae#25 (r165a): the submitit launch script run where the cluster's shared folder is not
+_SHARED = """\
+Traceback (most recent call last):
+  File "submitit_pretrain.py", line 39, in get_shared_folder
+    raise RuntimeError("No shared folder available")
+RuntimeError: No shared folder available
+"""
+
+
+def test_no_shared_folder_for_a_submitit_launch_is_the_setup(tmp_path: Path) -> None:
+    top = _top(tmp_path, _SHARED)
+    assert top.category is Category.UNRECOGNISED and "shared folder" in top.title, top.title
+    top = _top(tmp_path, _SHARED.replace("No shared folder available", "No such shared memory segment"))
+    assert "shared folder" not in top.title, top.title
+
+
+# real: pytorch/pytorch#95892 and #100041 (r165c): DCP's sharded optimizer load placing on cuda:<global rank>
+_DCP = """\
+  File "scripts/train.py", line 261, in restore_checkpoint
+    optim_state = load_sharded_optimizer_state_dict(
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/checkpoint/optimizer.py", line 281, in load_sharded_optimizer_state_dict
+    state_dict[key] = _shard_tensor(
+  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/_shard/sharding_spec/chunk_sharding_spec.py", line 166, in shard
+    local_tensor = torch.empty(
+RuntimeError: CUDA error: invalid device ordinal
+"""
+
+
+def test_an_invalid_device_raised_inside_torch_distributed_is_its_own_error(tmp_path: Path) -> None:
+    top = _top(tmp_path, "Traceback (most recent call last):\n" + _DCP)
+    assert top.category is Category.RANK_CRASHED and "inside PyTorch's distributed code" in top.title, top.title
+    assert "LOCAL_RANK" in top.fix
+    # raised where the program set its device, it is the launch's (more processes than GPUs)
+    setting = ("Traceback (most recent call last):\n  File \"train.py\", line 12, in main\n"
+               "    torch.cuda.set_device(args.local_rank)\n  File \"/usr/lib/python3/torch/cuda/__init__.py\", "
+               "line 350, in set_device\n    torch._C._cuda_setDevice(device)\n"
+               "RuntimeError: CUDA error: invalid device ordinal\n")
+    assert _top(tmp_path, setting).category is Category.UNRECOGNISED
+
+
+# real: mosaicml/streaming#824 (r165c): each rank's traceback cut inside the statement that raised
+_CUT_RAISE = """\
+[rank6]: Traceback (most recent call last):
+[rank6]:   File "/home/u/composer_train.py", line 96, in create_dataloader_and_model
+[rank6]:     train_dataloader = create_mds_dataloader(
+[rank6]:   File "/venv/lib/python3.10/site-packages/streaming/base/shared/prefix.py", line 237, in get_shm_prefix
+[rank6]:     raise RuntimeError(f'Internal error: shared memory pref
+"""
+
+
+def test_a_traceback_cut_on_its_raise_statement_is_that_exception(tmp_path: Path) -> None:
+    top = _top(tmp_path, _CUT_RAISE)
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (6,), (top.title, top.culprit_ranks)
+    assert "RuntimeError: Internal error: shared memory pref (at prefix.py:237" in top.what, top.what
+    # a bare re-raise says no exception: the paste ends before its error line
+    top = _top(tmp_path, _CUT_RAISE.replace("raise RuntimeError(f'Internal error: shared memory pref", "raise"))
+    assert "the paste ends before its error line" in top.title and "Internal error" not in top.what, top.title
+    # the message's literal closed on the line: the message without its quote and the rest of the call
+    top = _top(tmp_path, _CUT_RAISE.replace("f'Internal error: shared memory pref", '"world size must be even", 3)'))
+    assert "RuntimeError: world size must be even (at" in top.what, top.what
+
+
+def test_a_library_s_check_that_distributed_is_not_initialised_is_the_setup(tmp_path: Path) -> None:
+    # real: FlagOpen/FlagEmbedding#1064 (r136a): BGE-M3's model built before the process group
+    top = _top(tmp_path, "ValueError: Distributed training has not been initialized for representation all gather\n")
+    assert top.category is Category.UNRECOGNISED and "before the process group" in top.title, top.title
