@@ -1,7 +1,8 @@
-"""Readings of the hundred-and-sixty-second round (``r165*``: self-supervised and vision-language codebases, OpenMMLab
-and detection repositories, MosaicML's stack and distributed checkpoints, torch.compile with DDP and FSDP and weather
-models, non-English posts) and of the hangs pasted as native stacks (``r162d*``). One behaviour per test, each with the
-look-alike it must not catch."""
+"""Readings of the hundred-and-sixty-second and -third rounds (``r165*``: self-supervised and vision-language
+codebases, OpenMMLab and detection repositories, MosaicML's stack and distributed checkpoints, torch.compile with DDP
+and FSDP and weather models, non-English posts; ``r166*``: expert-parallel stacks, QLoRA and PEFT on several GPUs,
+distributed optimizers, robotics simulation, federated learning and RPC) and of the hangs pasted as native stacks
+(``r162d*``). One behaviour per test, each with the look-alike it must not catch."""
 
 from __future__ import annotations
 
@@ -192,3 +193,53 @@ def test_a_library_s_check_that_distributed_is_not_initialised_is_the_setup(tmp_
     # real: FlagOpen/FlagEmbedding#1064 (r136a): BGE-M3's model built before the process group
     top = _top(tmp_path, "ValueError: Distributed training has not been initialized for representation all gather\n")
     assert top.category is Category.UNRECOGNISED and "before the process group" in top.title, top.title
+
+
+# real: deepseek-ai/DeepEP#157 (r166a): NVSHMEM's symmetric heap could not be backed (CUresult 2), then the
+# illegal memory access and the closed bootstrap socket that follow from it
+_NVSHMEM_OOM = """\
+/nvshmem/src/host/mem/mem_heap.cpp:1509: non-zero status: 2 cuMemCreate failed
+
+/nvshmem/src/host/mem/mem_heap.cpp:1590: non-zero status: 7 allocate_physical_memory_to_heap failed
+
+[/nvshmem/src/host/coll/barrier/barrier.cpp:21] cuda failed with an illegal memory access was encountered
+"""
+
+
+def test_nvshmem_s_heap_that_cuda_could_not_back_is_out_of_memory(tmp_path: Path) -> None:
+    assert _top(tmp_path, _NVSHMEM_OOM).category is Category.RANK_OUT_OF_MEMORY
+    # another status is not memory: the illegal access is what the lines show
+    other = _NVSHMEM_OOM.replace("status: 2 cuMemCreate", "status: 1 cuMemCreate")
+    assert _top(tmp_path, other).category is not Category.RANK_OUT_OF_MEMORY
+
+
+def test_mpi_abort_with_errorcode_zero_still_ended_the_job(tmp_path: Path) -> None:
+    # real: FedML-AI/FedML#594 (r166e): rank 3 called MPI_Abort(…, 0) and Open MPI killed every other process
+    top = _top(tmp_path, "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith errorcode 0.\n\n"
+                         "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n")
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,), (top.title, top.culprit_ranks)
+    assert "called MPI_Abort (errorcode 0)" in top.what and "exited with code 0" not in top.what, top.what
+    # a launcher's record of a worker that exited 0 is no failure
+    assert not diagnose_paste(tmp_path, "WARNING:torch.distributed.elastic.multiprocessing.api:Worker 0 exited with "
+                                        "exit code 0\n").hypotheses
+
+
+@pytest.mark.parametrize("line", [
+    # real: artidoro/qlora#223 (r166b): DDP's message quoted without its class
+    "`Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of a "
+    "module parameter outside the `forward` function.",
+    "Parameter at index 559 has been marked as ready twice. This means that multiple autograd engine  hooks have "
+    "fired for this particular parameter during this iteration.",
+])
+def test_a_parameter_ready_twice_is_the_program_s_use_of_ddp(tmp_path: Path, line: str) -> None:
+    top = _top(tmp_path, line + "\n")
+    assert top.category is Category.RANK_CRASHED and "use_reentrant=False" in top.title, top.title
+
+
+def test_tensorpipe_s_verbs_refusing_the_queue_pair_is_the_setup(tmp_path: Path) -> None:
+    # real: pytorch/tensorpipe#413 (r166e): rpc.init_rpc on a host whose IB device refuses TensorPipe's queue pair
+    top = _top(tmp_path, 'RuntimeError: In operator() at tensorpipe/common/ibv.h:172 "": Invalid argument\n')
+    assert top.category is Category.UNRECOGNISED and "_transports" in top.title, top.title
+    # another TensorPipe file's invalid argument is not the transport's
+    top = _top(tmp_path, 'RuntimeError: In operator() at tensorpipe/core/pipe_impl.cc:172 "": Invalid argument\n')
+    assert "_transports" not in top.title, top.title

@@ -561,9 +561,11 @@ def _outcome(events: Sequence[Event], terminated_pids: set[int]) -> tuple[str, E
         stopped_by_agent = pid is not None and pid in terminated_pids
         return ("terminated" if stopped_by_agent else "killed"), exits[0], signal, exitcode
     if not failures and not signal and ((exitcode is not None and exitcode > 0)
-                                        or (exitcode is None and any(r.data.get("nonzero") for r in exits))):
+                                        or (exitcode is None and any(r.data.get("nonzero") for r in exits))
+                                        or any(r.data.get("source") == "mpi-abort" for r in exits)):
         # the launcher's record of a non-zero exit is all the inputs have (the worker's own output is elsewhere; a
-        # launcher may say it failed without its code: PaddlePaddle's ``… with rank=[11] was aborted``)
+        # launcher may say it failed without its code: PaddlePaddle's ``… with rank=[11] was aborted``); a process
+        # that called MPI_Abort ended the job whatever its code (``with errorcode 0.``: Open MPI kills all the others)
         return "exited", exits[0], signal, exitcode
     if first is not None:
         kinds = {e.kind for e in failures}

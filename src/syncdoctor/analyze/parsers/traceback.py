@@ -26,7 +26,7 @@ __all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless"
 KEYWORDS = ("Error", "Exception", "Interrupt", "._dynamo.exc.", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "can't open file",
             "Process received signal", "Signal: ", "Segfault encountered", "received at time=", "CUresult error",
-            "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `")
+            "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `", "cuMemCreate failed")
 
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
@@ -41,7 +41,9 @@ _ENDING_EXCEPTION = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}(?!EnforceNotM
                                r"(?::[ ]?(?P<msg>.*))?$")
 # the driver API's out-of-memory, from allocators that call it themselves: torch_memory_saver (SGLang, verl)
 # ``[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create``
-_DRIVER_OOM = re.compile(r"CUresult error\s+result=2\b|\bCUDA_ERROR_OUT_OF_MEMORY\b")
+# (NVSHMEM's symmetric heap, DeepEP's buffers: ``mem_heap.cpp:1509: non-zero status: 2 cuMemCreate failed``, CUresult 2)
+_DRIVER_OOM = re.compile(r"CUresult error\s+result=2\b|\bCUDA_ERROR_OUT_OF_MEMORY\b"
+                         r"|\bnon-zero status: 2 cuMemCreate failed\b")
 # indented by Python; flush left where a forum or a log collector stripped the spaces
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<func>.*)$')  # <module> eaten
 # a frame's line a terminal or a paste cut after the file's name or inside it: ``  File "…/trainer.py", l`` (the rest

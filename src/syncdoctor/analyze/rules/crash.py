@@ -532,6 +532,10 @@ def _describe(rank: int, state: RankState, event: Event) -> str:
         return f"Rank {rank} ran out of GPU memory" + (f" (tried to allocate {tried})." if tried else ".")
     if event.kind is Kind.FATAL_SIGNAL:
         return f"Rank {rank} died of {event.data.get('signal') or event.data.get('what') or 'a fatal signal'}."
+    if state.outcome == "exited" and event.kind is Kind.WORKER_FAILED and event.data.get("source") == "mpi-abort":
+        return (f"Rank {rank} called MPI_Abort (errorcode {state.exitcode}), and Open MPI killed every other process "
+                "of the job; its own output says why (an error above it; some programs end their run this way, "
+                "errorcode 0 at the end of training).")
     if state.outcome == "exited":
         how = (f"exited with code {state.exitcode}" if state.exitcode is not None else
                str(event.data.get("how") or "exited with a non-zero code") if event.kind is Kind.WORKER_FAILED else

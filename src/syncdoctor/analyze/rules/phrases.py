@@ -395,6 +395,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_CRASHED, "a name with DDP's 'module.' prefix looked up among names kept without it, or the "
      "reverse (a lookup built before the DDP wrap, or after: use model.module, or build it on the same side)",
      re.compile(r"\bKeyError: ['\"]module\.\w")),
+    # DDP's reducer seeing one parameter's gradient hook fire twice in a backward (``Expected to mark a variable ready
+    # only once``, ``Parameter at index 559 has been marked as ready twice``): reentrant activation checkpointing, a
+    # parameter shared or used outside forward; the program's use of DDP, as most labels of it have it (quoted without
+    # its exception's class too)
+    (Category.RANK_CRASHED, "a parameter whose gradient DDP's reducer saw twice in one backward (reentrant activation "
+     "checkpointing, a shared parameter, one used outside forward): use_reentrant=False, or static_graph=True",
+     re.compile(r"\bExpected to mark a variable ready only once\b|\bhas been marked as ready twice\b")),
     # a distributed call after the process group was destroyed, at exit (a destructor, PyTorch's own exception hook:
     # ``Exception ignored in: <function PersistentAsyncCaller.__del__ …>`` then ``Default process group has not been
     # initialized``): the code's teardown order, not a setup that never ran; before the setup's words
@@ -475,10 +482,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "out of the RPC backend options (_transports, _channels)",
      re.compile(r"\bunsupported (?:transport|channel) \w{1,20}\b", _I)),
     # TensorPipe's InfiniBand transport on a device whose verbs lack what it uses (AWS's EFA: no reliable-connected
-    # queue pairs): ``In operator() at tensorpipe/common/ibv.h:172 "": Operation not supported``
+    # queue pairs): ``In operator() at tensorpipe/common/ibv.h:172 "": Operation not supported`` (``Invalid argument``
+    # where the device refuses the queue pair's settings)
     (Category.UNRECOGNISED, "TensorPipe's InfiniBand transport on a device that does not support it (EFA has no RC "
-     "queue pairs): leave ibv out of the RPC backend options (_transports)",
-     re.compile(r"tensorpipe/common/ibv\.h:\d+ [^\n]{0,80}\bOperation not supported\b", _I)),
+     "queue pairs, a device that refuses its queue pair): leave ibv out of the RPC backend options (_transports)",
+     re.compile(r"tensorpipe/common/ibv\.h:\d+ [^\n]{0,80}\b(?:Operation not supported|Invalid argument)\b", _I)),
     # Open MPI's processes of two releases in one job (the host's mpirun and a container's library, or two installs on
     # the nodes): ``received different version from [[63455,1],14]: 2.1.1 instead of 2.1.6``
     (Category.UNRECOGNISED, "processes of one job run two releases of Open MPI (the host's and a container's, or two "
