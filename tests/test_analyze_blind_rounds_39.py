@@ -1,8 +1,9 @@
-"""Readings of the hundred-and-sixty-second and -third rounds (``r165*``: self-supervised and vision-language
+"""Readings of the hundred-and-sixty-second to -fourth rounds (``r165*``: self-supervised and vision-language
 codebases, OpenMMLab and detection repositories, MosaicML's stack and distributed checkpoints, torch.compile with DDP
 and FSDP and weather models, non-English posts; ``r166*``: expert-parallel stacks, QLoRA and PEFT on several GPUs,
-distributed optimizers, robotics simulation, federated learning and RPC) and of the hangs pasted as native stacks
-(``r162d*``). One behaviour per test, each with the look-alike it must not catch."""
+distributed optimizers, robotics simulation, federated learning and RPC; ``r167*``: image-generation trainers,
+evaluation harnesses, time-series and AutoML libraries, medical imaging, the newest RL frameworks) and of the hangs
+pasted as native stacks (``r162d*``). One behaviour per test, each with the look-alike it must not catch."""
 
 from __future__ import annotations
 
@@ -243,3 +244,14 @@ def test_tensorpipe_s_verbs_refusing_the_queue_pair_is_the_setup(tmp_path: Path)
     # another TensorPipe file's invalid argument is not the transport's
     top = _top(tmp_path, 'RuntimeError: In operator() at tensorpipe/core/pipe_impl.cc:172 "": Invalid argument\n')
     assert "_transports" not in top.title, top.title
+
+
+def test_ray_s_wrapper_names_the_node_by_its_name_too(tmp_path: Path) -> None:
+    # real: THUDM/slime#1767 (r167e): Ray given node names, its wrapper says ``ip=`` with the name
+    line = ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronTrainRayActor.train() (pid=1076529, "
+            "ip=dlc4e52btvkgc6cp-master-0, actor_id=50f7ee525ea4e0e86f8909b702000000, repr=<slime.Actor>)\n")
+    top = _top(tmp_path, line)
+    assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_hosts == ("dlc4e52btvkgc6cp-master-0",), (
+        top.title, top.culprit_hosts)
+    top = _top(tmp_path, line.replace("ip=dlc4e52btvkgc6cp-master-0", "ip=10.0.0.7"))
+    assert top.culprit_hosts == ("10.0.0.7",), top.culprit_hosts

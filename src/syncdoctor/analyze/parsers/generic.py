@@ -454,8 +454,9 @@ def parse(line: Line) -> list[Event]:
 
 
 # Ray's wrapper of a task's or an actor's exception, which names where it ran (``ray.exceptions.RayTaskError(
-# DistBackendError): ray::WorkerDict.init_model() (pid=516914, ip=10.0.0.7, actor_id=…)``)
+# DistBackendError): ray::WorkerDict.init_model() (pid=516914, ip=10.0.0.7, actor_id=…)``; a node's name where Ray
+# was given one, ``ip=dlc4e52btvkgc6cp-master-0``)
 _RAY_WRAPPED = re.compile(r"\bRay(?:Task|Actor)Error\((?P<type>[\w.]{1,120})\): ray::[\w.]{1,200}\(\) \(pid=(?P<pid>\d{1,10}), "
-                          r"ip=(?P<ip>[0-9A-Fa-f.:]{3,45})[,)]")
+                          r"ip=(?P<ip>[0-9A-Fa-f.:]{3,45}|[A-Za-z0-9][\w.\-]{0,252})[,)]")
 # Megatron's rerun state machine naming where its check failed: ``Rank 12, node node-3, device 4, iteration 4512: …``
 _RERUN_PLACE = re.compile(r"\bRank (?P<rank>\d{1,6}), node (?P<host>[\w.\-]{1,253}), device \d{1,3}, iteration")
