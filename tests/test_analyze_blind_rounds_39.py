@@ -109,9 +109,13 @@ def test_store_addresses_that_may_be_one_are_not_compared(tmp_path: Path, paste:
     assert not any("different store addresses" in h.title for h in hypotheses), [h.title for h in hypotheses]
 
 
-def test_node_ranks_that_differ_in_one_paste_are_two_nodes(tmp_path: Path) -> None:
-    top = _top(tmp_path, "$ torchrun --node_rank=0 --master_addr=10.0.0.5 train.py\n"
-                         "$ torchrun --node_rank=1 --master_addr=10.0.0.6 train.py\n")
+@pytest.mark.parametrize("paste", [
+    "$ torchrun --node_rank=0 --master_addr=10.0.0.5 train.py\n$ torchrun --node_rank=1 --master_addr=10.0.0.6 train.py\n",
+    "$ accelerate launch --machine_rank 0 --main_process_ip 10.0.0.5 train.py\n"
+    "$ accelerate launch --machine_rank 1 --main_process_ip 10.0.0.6 train.py\n",
+])
+def test_node_ranks_that_differ_in_one_paste_are_two_nodes(tmp_path: Path, paste: str) -> None:
+    top = _top(tmp_path, paste)
     assert "different store addresses" in top.title, top.title
 
 
@@ -255,3 +259,64 @@ def test_ray_s_wrapper_names_the_node_by_its_name_too(tmp_path: Path) -> None:
         top.title, top.culprit_hosts)
     top = _top(tmp_path, line.replace("ip=dlc4e52btvkgc6cp-master-0", "ip=10.0.0.7"))
     assert top.culprit_hosts == ("10.0.0.7",), top.culprit_hosts
+
+
+def test_two_nodes_accelerate_configs_with_different_main_process_ips(tmp_path: Path) -> None:
+    # each node's own copy of Accelerate's config (``accelerate config`` run on each), the main node's address differing
+    first, second = tmp_path / "node0.yaml", tmp_path / "node1.yaml"
+    first.write_text("compute_environment: LOCAL_MACHINE\nmachine_rank: 0\nmain_process_ip: 192.168.1.21\n"
+                     "main_process_port: 29500\nnum_machines: 2\n")
+    second.write_text("compute_environment: LOCAL_MACHINE\nmachine_rank: 1\nmain_process_ip: 192.168.1.20\n"
+                      "main_process_port: 29500\nnum_machines: 2\n")
+    from syncdoctor.analyze import analyze_paths
+    top = analyze_paths([str(first), str(second)]).diagnosis.hypotheses[0]
+    assert top.category is Category.RENDEZVOUS_TIMEOUT and "192.168.1.20" in top.title, top.title
+    # the same address in both: nothing to say
+    second.write_text(second.read_text().replace("192.168.1.20", "192.168.1.21"))
+    assert not analyze_paths([str(first), str(second)]).diagnosis.hypotheses
+
+
+@pytest.mark.parametrize(("line", "status"), [
+    # real: kvcache-ai/Mooncake#3299 (r169b): the kernel's mlx5 driver on a queue pair's failed completion, in dmesg
+    ("[Wed Jul 29 14:40:27 2026] mlx5_bond_0/1: QP 51291 error: local length error (0x8e 0x0 0x0)", 1),
+    ("mlx5_0:dump_cqe:272:(pid 0): QP 0x1a error: WR flushed (0x5 0x0 0x0)", None),
+    ("mlx5_2/1: QP 77 error: remote access error (0x0 0x0 0x0)", 10),
+    # real: ai-dynamo/nixl#1983 (r169b): UCX's EFA transport, its level between the place and the words
+    ("[1784621081.896649] [kimi-k2-prefill-pod:537  :1]       srd_iface.c:221  UCX  ERROR send completion[0] with error "
+     "on rdmap132s0/0x55cf4425cfb0: Work Request Flushed Error, vendor_err 0x1 wr_id 0x7f8b20022480", 5),
+])
+def test_rdma_completion_errors_in_the_kernel_s_and_ucx_efa_s_words(tmp_path: Path, line: str,
+                                                                     status: int | None) -> None:
+    hypotheses = diagnose_paste(tmp_path, line + "\n").hypotheses
+    if status is None:  # (not the driver's own form: the words alone are no completion error of a queue pair)
+        assert not hypotheses or hypotheses[0].category is not Category.IB_COMPLETION, hypotheses[0].title
+        return
+    top = hypotheses[0]
+    assert top.category is Category.IB_COMPLETION and f"error {status} " in top.title, top.title
+
+
+# real: k2-fsa/icefall#1764 (r169d): the CUDA error's line cut from the paste, c10's frames of the watchdog left, then
+# mp.spawn reporting process 1 dead of SIGABRT
+_WATCHDOG_FRAMES = """\
+Exception raised from c10_cuda_check_implementation at /pytorch/c10/cuda/CUDAException.cpp:43 (most recent call first):
+frame #2: c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool) + 0x3f2 (0x7fb30bdaeec2 in /lib/libc10_cuda.so)
+frame #3: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x5e (0x7fb2f0f41d1e in /lib/libtorch_cuda.so)
+frame #4: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0xb0 (0x7fb2f0f46db0 in /lib/libtorch_cuda.so)
+Traceback (most recent call last):
+  File "/home/u/spawn.py", line 184, in join
+    raise ProcessExitedException(
+torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT
+"""
+
+
+def test_the_watchdog_s_cuda_check_frame_is_the_gpu_s_error_of_the_worker_that_died(tmp_path: Path) -> None:
+    top = _top(tmp_path, _WATCHDOG_FRAMES)
+    assert top.category is Category.GPU_ERROR and "local rank 1" in top.title, top.title
+    assert top.culprit_local_ranks == (1,), top.culprit_local_ranks
+    # with the error's own words in the paste, they are the title's
+    top = _top(tmp_path, "RuntimeError: CUDA error: an illegal memory access was encountered\n" + _WATCHDOG_FRAMES)
+    assert "illegal memory access" in top.title and "its own words" not in top.title, top.title
+    # a CUDA check elsewhere (a set_device), not the watchdog's: not the GPU's error
+    other = _WATCHDOG_FRAMES.replace("c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const",
+                                     "c10::cuda::set_device(signed char)")
+    assert _top(tmp_path, other).category is not Category.GPU_ERROR

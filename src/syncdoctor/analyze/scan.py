@@ -455,6 +455,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"fault addr",  # (and Intel's: ``DMAR: [DMA Read] Request device [0a:00.0] fault addr 0x…``)
     b"ncclCommAbort", b"ncclCommDestroy",  # (a native stack's frame inside NCCL's teardown: gdb, lldb, py-spy --native)
     b"ProcessGroupNCCL::abort",  # (and PyTorch's, above it)
+    b"main_process_ip", b"main-process-ip",  # (Accelerate's store address: its option, its config file's key)
+    b"finishedGPUExecution",  # (c10's frame under a CUDA error the NCCL watchdog met, its words cut from a paste)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

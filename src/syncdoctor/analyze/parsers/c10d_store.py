@@ -55,6 +55,7 @@ from syncdoctor.analyze.parsers.gloo import is_loopback
 __all__ = ["KEYWORDS", "parse"]
 
 KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "aster_addr", "aster-addr", "rdzv", "TCPStore server at",
+            "main_process_ip", "main-process-ip",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
             "Error: Port could not be cast", "Error: invalid literal for int()", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "for name(s) ", "Wait timeout for key", "Wait timeout after ", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
@@ -142,7 +143,9 @@ _VALUE = r"['\"]?([A-Za-z0-9][\w.\-]{0,252})(?::(\d{1,5}))?['\"]?(?![\w$}{<>(.\-
 _ENDPOINT = re.compile(r"will con\w{2,5}ct to TCPStore server at " + _VALUE  # torchelastic 0.x's "conenct"
                        + r"|\bMASTER_ADDR\s*[=:]\s*" + _VALUE + r"|--master[_-]addr[= ]" + _VALUE
                        + r"|(?<![\w-])master_addr=" + _VALUE  # torchrun's agent: "Rendezvous complete … master_addr=node-3"
-                       + r"|--rdzv[_-]endpoint[= ]" + _VALUE)
+                       + r"|--rdzv[_-]endpoint[= ]" + _VALUE
+                       # Accelerate's: its launch option and its config file's key (each node's own copy)
+                       + r"|--main[_-]process[_-]ip[= ]" + _VALUE + r"|^\s*main_process_ip:\s*" + _VALUE)
 # an address that is empty where the launcher's command line or the environment gives it (``--master_addr=
 # --master_port=29500``: DeepSpeed's launcher took it from ``hostname -I``, which gave nothing in its pod; a job
 # script's variable unset)
@@ -251,7 +254,7 @@ def _store_endpoint(line: Line) -> list[Event]:
 def parse(line: Line) -> list[Event]:
     body = line.body
     named = ("TCPStore server at" in body or "MASTER_ADDR" in body or "aster_addr" in body or "aster-addr" in body
-             or "rdzv" in body)
+             or "rdzv" in body or "main_process_ip" in body or "main-process-ip" in body)
     return _errors(line) + (_store_endpoint(line) if named else [])
 
 

@@ -44,7 +44,7 @@ KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exceptio
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
             "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST",
             "fabricmanager daemon", "imex daemon shutdown", "NVLink training of fabric", "fabric manager found but not active",
-            "current device is not ",
+            "current device is not ", "finishedGPUExecution",
             " timeout, signaled seq", "device lost from bus", "page fault (src_id", "exceed threshold", "reaches threshold",
             "XGMI PCS", "qcm fence wait loop", "unrecoverable state", "IO_PAGE_FAULT", "fault addr")
 
@@ -322,8 +322,19 @@ def _program_error(line: Line, message: str) -> list[Event]:
         "type": "c10::DistBackendError", "message": f"CUDA error: {message}", "source": "watchdog"})]
 
 
+# c10's backtrace under the CUDA error PyTorch's NCCL watchdog met querying a collective's completion event (``frame #3:
+# c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x5e (0x7fb2… in …/libtorch_cuda.so)``): an
+# asynchronous CUDA error on that rank's GPU, its words where the paste cut them (an illegal memory access, a launch
+# failure, ECC), the frame alone
+_WATCHDOG_CUDA_FRAME = re.compile(r"^\s*frame #\d{1,3}: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal\(\)")
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    if "finishedGPUExecution" in body and _WATCHDOG_CUDA_FRAME.search(body):
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": "a CUDA error PyTorch's NCCL watchdog met checking a collective's completion (its own words are "
+                       "not in the paste)", "source": "watchdog-frame"})]
     if "NEURON_HW_ERR=" in body:
         neuron = _neuron(line)
         if neuron is not None:

@@ -46,7 +46,7 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 KEYWORDS = ("btl_tcp", "exited due to process rank", "downstream from host", "has expired on coll_type", "retry count between two MPI", "retry count on a per-peer", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with ", "died unexpectedly (exit code", "was aborted", "error with exit code", "graceful shutdown",
             "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
-            "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "Error in mlx5dv_devx_obj_modify",
+            "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "error (0x", "Error in mlx5dv_devx_obj_modify",
             "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked",
             "ailed for slice", "Too many errors found in local RNIC", "ailed to modify QP to",
             # a failed slice's line cut before its start (below): the status words that carry an anchor
@@ -580,10 +580,18 @@ _UCX_STATUS = {"Local length": 1, "Local QP operation": 2, "Local protection": 4
 # older UCX's verbs transport (rc_verbs_iface.c, ud_verbs.c): ``[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63
 # FATAL: send completion with error: transport retry counter exceeded`` (ibv_wc_status_str's words; UCX 1.5's
 # without ``FATAL:``, after libmlx5's dump of the completion, ``mlx5:  got completion with error:``)
+# UCX's EFA transport (srd_iface.c), its level between: ``[1784621081.896649] [host-pod:537  :1]  srd_iface.c:221  UCX
+# ERROR send completion[0] with error on rdmap132s0/0x55cf4425cfb0: Work Request Flushed Error, vendor_err 0x1``
 _UCX_VERBS_COMPLETION = re.compile(
-    r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+(?::\d+)?\]\s+)?\S+\.c:\d+\s+(?:FATAL: )?(?:send|receive|recv) completion with "
-    r"error: (?P<what>local protection error|Work Request Flushed Error|remote access error|"
-    r"transport retry counter exceeded|RNR retry counter exceeded)", re.IGNORECASE)
+    r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+)\s{0,4}:\d+(?::\d+)?\]\s+)?\S+\.c:\d+\s+(?:UCX\s+ERROR\s+)?(?:FATAL: )?"
+    r"(?:send|receive|recv) completion(?:\[\d{1,4}\])? with error(?: on (?P<dev>[\w.\-]{1,60})(?:/0x[0-9a-f]{1,16})?)?: "
+    r"(?P<what>local protection error|Work Request Flushed Error|remote access error|"
+    r"transport retry counter exceeded|RNR retry counter exceeded)(?:, vendor_err (?P<vendor>0x[0-9a-f]{1,8}))?",
+    re.IGNORECASE)
+# the kernel's mlx5 driver on a queue pair's failed completion (mlx5_ib's dump, in dmesg: ``mlx5_bond_0/1: QP 51291
+# error: local length error (0x8e 0x0 0x0)``), ib_wc_status_msg()'s words (``WR flushed`` for status 5 there)
+_KERNEL_QP_ERROR = re.compile(r"\b(?P<dev>[a-z][\w]{1,30}?)(?:/\d{1,2})?: QP \d{1,10} error: (?P<what>[A-Za-z][\w ]{2,60}?) "
+                              r"\(0x[0-9a-f]{1,8} 0x[0-9a-f]{1,8} 0x[0-9a-f]{1,8}\)")
 # ibv_wc_status_str()'s words for a failed completion, as RDMA libraries that print them verbatim write them
 # (Mooncake's transfer engine: ``Worker: Process failed for slice (opcode: 1, …, local_nic: mlx5_bond_2, peer_nic:
 # 10.0.2.98:15992@mlx5_bond_1, dest_rkey: 2146656, retry_cnt: 0): local protection error``)
@@ -797,9 +805,13 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.IB_MODIFY_QP, line, data={
             "errno": None, "error": f"{match['step']} refused by the NIC (syndrome {match['synd'] or '?'})",
             "gid_index": None, "dev": None, "transport": "nvshmem", "step": match["step"]})]
-    match = _UCX_VERBS_COMPLETION.search(body) if "completion with error" in body else None
+    match = _UCX_VERBS_COMPLETION.search(body) if "completion" in body and "with error" in body else None
     if match:
-        return _ucx_completion(line, match, _WC_STATUS[match["what"].lower()])
+        return _ucx_completion(line, match, _WC_STATUS[match["what"].lower()], hca=match["dev"],
+                               vendor_err=int(match["vendor"], 16) if match["vendor"] else None)
+    match = _KERNEL_QP_ERROR.search(body) if "error (0x" in body else None
+    if match and (status := _WC_STATUS.get(match["what"].lower(), 5 if match["what"] == "WR flushed" else None)):
+        return _completion_error(line, status, match["what"], "mlx5", hca=match["dev"])
     completed = _cqe_error(line) if "status" in body or "cqe with error" in body else None
     if completed:
         return completed

@@ -159,8 +159,18 @@ def _unhandled_cuda(event: Event) -> bool:
     return event.data.get("source") == "nccl" and "ncclUnhandledCudaError" in str(event.data.get("message"))
 
 
+def _worded_elsewhere(tl: Timeline, frame: Event) -> bool:
+    """The CUDA error under which the watchdog's frame was printed, in its own words in the same input (a GPU's error,
+    a device-side assert that is the program's, an out-of-memory): that line is the reading, not the frame."""
+    return any(e.ref.source == frame.ref.source and e is not frame and (
+        (e.kind in (Kind.GPU_ERROR, Kind.CUDA_OOM) and e.data.get("source") != "watchdog-frame")
+        or (e.kind is Kind.EXCEPTION and "CUDA error" in str(e.data.get("message") or "")))
+        for e in tl.of(Kind.GPU_ERROR, Kind.CUDA_OOM, Kind.EXCEPTION))
+
+
 def gpu_error(tl: Timeline) -> list[Hypothesis]:
-    events = [e for e in tl.of(Kind.GPU_ERROR) if not _no_such_device(e)]
+    events = [e for e in tl.of(Kind.GPU_ERROR) if not _no_such_device(e)
+              and not (e.data.get("source") == "watchdog-frame" and _worded_elsewhere(tl, e))]
     if tl.of(Kind.CUDA_OOM):  # NCCL's unhandled cuda error whose last error says it: out of memory (the OOM rule's)
         events = [e for e in events if not _unhandled_cuda(e)]
     ordinal = [e for e in tl.of(Kind.GPU_ERROR, Kind.EXCEPTION) if _no_such_device(e)]
@@ -176,8 +186,12 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
         hosts = _hosts_of_gpus(tl, events)
         if hosts:
             where = replace(where, hosts=hosts)
+    if not where.ranks and not where.local_ranks and (failed := _the_one_worker_failed_after(tl, events)) is not None:
+        where = _the_worker(tl, events, where, failed)  # (the one worker a launcher then reports dead: its GPU)
     hardware = any(e.data.get("hardware") for e in events)
-    messages = sorted({str(e.data.get("message") or "") for e in events if e.data.get("message")})
+    # (the watchdog's frame says only that a CUDA error was met: the error's own words, where another input has them)
+    worded = [e for e in events if e.data.get("message") and e.data.get("source") != "watchdog-frame"] or events
+    messages = sorted({str(e.data.get("message") or "") for e in worded if e.data.get("message")})
     xids = sorted({int(e.data["xid"]) for e in events if e.data.get("xid") is not None}
                   | {int(e.data["caused_by"]) for e in events if e.data.get("caused_by") is not None})
     what_failed = "; ".join(messages[:3]) or (f"Xid {', '.join(map(str, xids))}" if xids else "a CUDA error")

@@ -1042,7 +1042,7 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "waiting for the others", MAX_CASCADE))]
 
 
-_NODE_RANK = re.compile(r"(?:--node[_-]rank[= ]|\bNODE_RANK=|(?<![\w-])RANK=)(\d{1,5})\b")
+_NODE_RANK = re.compile(r"(?:--(?:node|machine)[_-]rank[= ]|\bNODE_RANK=|(?<![\w-])RANK=)(\d{1,5})\b")
 
 
 def store_addresses_differ(tl: Timeline) -> list[Hypothesis]:
