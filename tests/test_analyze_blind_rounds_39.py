@@ -320,3 +320,11 @@ def test_the_watchdog_s_cuda_check_frame_is_the_gpu_s_error_of_the_worker_that_d
     other = _WATCHDOG_FRAMES.replace("c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const",
                                      "c10::cuda::set_device(signed char)")
     assert _top(tmp_path, other).category is not Category.GPU_ERROR
+
+
+def test_ranks_that_see_different_numbers_of_collnet_devices(tmp_path: Path) -> None:
+    # from NCCL's source (2.30, init.cc): the CollNet (SHARP) twin of the NIC-count check
+    top = _top(tmp_path, "h1:1:2 [0] init.cc:1345 NCCL WARN Detected mixed local CollNet device counts across ranks "
+                         "(min 2, max 4). Set NCCL_IGNORE_COLLNET_MISMATCH=1 to continue.\n")
+    assert top.category is Category.IB_PORT_DOWN and "CollNet (SHARP) devices (2 on some, 4 on others)" in top.title
+    assert "NCCL_IGNORE_COLLNET_MISMATCH=1" in (top.fix or "")

@@ -1019,8 +1019,10 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
 
 
 # NCCL 2.30's check that every rank sees as many NICs: ``Detected mixed local Net device counts across ranks (min 4,
-# max 8). Set NCCL_IGNORE_NET_MISMATCH=1 to …``
-_NET_COUNTS = re.compile(r"Detected mixed local Net device counts across ranks \(min (?P<min>\d+), max (?P<max>\d+)\)")
+# max 8). Set NCCL_IGNORE_NET_MISMATCH=1 to …`` (and of its CollNet devices, SHARP's: ``… local CollNet device counts …
+# NCCL_IGNORE_COLLNET_MISMATCH=1``)
+_NET_COUNTS = re.compile(r"Detected mixed local (?P<net>Net|CollNet) device counts across ranks \(min (?P<min>\d+), "
+                         r"max (?P<max>\d+)\)")
 
 
 def _net_counts_differ(tl: Timeline) -> list[Hypothesis]:
@@ -1031,13 +1033,15 @@ def _net_counts_differ(tl: Timeline) -> list[Hypothesis]:
         return []
     events = [e for e, _ in found]
     low, high = found[0][1]["min"], found[0][1]["max"]
+    collnet = found[0][1]["net"] == "CollNet"
     where = attribute(events, tl)
-    title = (f"the ranks do not see the same number of NICs ({low} on some, {high} on others): a NIC is down or "
-             "missing on a host")
+    title = (f"the ranks do not see the same number of {'CollNet (SHARP) devices' if collnet else 'NICs'} ({low} on some, "
+             f"{high} on others): a NIC is down or missing on a host")
     what = ("NCCL compared the network devices each rank found and they differ: a port down or an HCA that failed on "
             "one host, or a container given fewer RDMA devices than the others (the device plugin's allocation).")
     fix = ("Find the host with fewer NICs (`ibv_devinfo` or `ibstat` on each; `ls /dev/infiniband` in each container), "
-           "bring its ports up or give the container every NIC; NCCL_IGNORE_NET_MISMATCH=1 only hides it.")
+           "bring its ports up or give the container every NIC; "
+           f"NCCL_IGNORE_{'COLLNET' if collnet else 'NET'}_MISMATCH=1 only hides it.")
     return [hypothesis(tl, Category.IB_PORT_DOWN, 0.6, title, what=what, fix=fix, hosts=where.hosts,
                        evidence=evidence_of(events, "NIC counts differ", 3))]
 
