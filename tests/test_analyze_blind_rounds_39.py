@@ -328,3 +328,13 @@ def test_ranks_that_see_different_numbers_of_collnet_devices(tmp_path: Path) -> 
                          "(min 2, max 4). Set NCCL_IGNORE_COLLNET_MISMATCH=1 to continue.\n")
     assert top.category is Category.IB_PORT_DOWN and "CollNet (SHARP) devices (2 on some, 4 on others)" in top.title
     assert "NCCL_IGNORE_COLLNET_MISMATCH=1" in (top.fix or "")
+
+
+def test_paddle_s_endpoint_list_cut_by_a_wrap_keeps_its_whole_endpoints(tmp_path: Path) -> None:
+    # real: PaddlePaddle/PaddleOCR#6455 (r51a) rewrapped at 100 columns by scripts/pasted_forms.py: the list's tail on
+    # the next line, its ``]`` with it
+    paste = ("server not ready, wait 3 sec to retry...\nnot ready endpoints:['10.36.10.40:6070', '10.36.10.40:6071', "
+             "'10.36.10.41:6072', '10.36.10.41:60\n73']\n")
+    top = _top(tmp_path, paste)
+    assert top.category is Category.RANK_NEVER_JOINED and "10.36.10.41:6072" in top.title, top.title
+    assert "10.36.10.41:60 " not in top.title and "10.36.10.41:60," not in top.title, top.title

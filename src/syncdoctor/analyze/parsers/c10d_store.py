@@ -128,7 +128,8 @@ _PADDLE_RETRY = re.compile(r"Retry to connect to (?P<host>[^\s:]+|\[[^\]]+\]):(?
 _PADDLE_ID_CONNECT = re.compile(r"gen_comm_id_helper\.cc:\d+\] connect addr=(?P<host>[^\s:]+):(?P<port>\d+) failed "
                                 r"(?P<times>\d+) times with reason: (?P<err>[^\n]{1,120}?)(?: retry after|$)")
 _PADDLE_ID_LISTEN = re.compile(r"gen_comm_id_helper\.cc:\d+\] Server listening on: (?P<host>[^\s:]+):(?P<port>\d+)")
-_PADDLE_WAIT = re.compile(r"not ready endpoints:\s*\[(?P<eps>[^\]]*)\]")
+# (the list may be cut where a terminal wrapped or a paste ended the line: the endpoints before the cut, each whole)
+_PADDLE_WAIT = re.compile(r"not ready endpoints:\s*\[(?P<eps>[^\]]*?)(?:\]|(?P<cut>,?\s*'?[^',\]]*)$)")
 _RETRY = re.compile(r"The server socket on \[?(?:::ffff:)?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+) has timed out, will retry")
 # a job script's own look-up of the master's name (a container's entrypoint waiting for the master pod's DNS
 # record): busybox's and bind's nslookup, ping; ``(null)``: the variable it looked up was empty
