@@ -338,3 +338,14 @@ def test_paddle_s_endpoint_list_cut_by_a_wrap_keeps_its_whole_endpoints(tmp_path
     top = _top(tmp_path, paste)
     assert top.category is Category.RANK_NEVER_JOINED and "10.36.10.41:6072" in top.title, top.title
     assert "10.36.10.41:60 " not in top.title and "10.36.10.41:60," not in top.title, top.title
+
+
+def test_every_rank_echoing_one_address_is_one_giver(tmp_path: Path) -> None:
+    # a log where each of 512 ranks echoes the store's address many times, one line naming another: the rule compares
+    # who gave each address (an input and a node rank), not every pair of lines
+    lines = [f"[rank{i % 512}]: MASTER_ADDR=10.0.0.1 RANK={i % 512} starting" for i in range(1024)]
+    top = _top(tmp_path, "\n".join([*lines, "[rank7]: MASTER_ADDR=10.0.0.9 RANK=7 starting"]) + "\n")
+    assert "different store addresses (10.0.0.1 in" in top.title, top.title
+    # every line naming one address: nothing to compare
+    assert not any("different store addresses" in h.title
+                   for h in diagnose_paste(tmp_path, "\n".join(lines) + "\n").hypotheses)

@@ -1064,14 +1064,17 @@ def store_addresses_differ(tl: Timeline) -> list[Hypothesis]:
         rank = _NODE_RANK.search(event.text)
         return event.ref.source, rank[1] if rank else None
 
-    def two_nodes(a: Event, b: Event) -> bool:
-        (source_a, rank_a), (source_b, rank_b) = node(a), node(b)
+    def two_nodes(a: tuple[str, str | None], b: tuple[str, str | None]) -> bool:
+        (source_a, rank_a), (source_b, rank_b) = a, b
         return (source_a != source_b and None in (rank_a, rank_b)) or (None not in (rank_a, rank_b)
                                                                     and rank_a != rank_b)
 
-    hosts = list(named)
+    hosts = list(named)[:16]
+    # who gave each address: its inputs and node ranks, a few of each (a log of every rank echoing one address is
+    # one giver many times over)
+    givers = {h: list(dict.fromkeys(node(e) for e in named[h]))[:32] for h in hosts}
     if not any(two_nodes(a, b) for i, h in enumerate(hosts) for other in hosts[i + 1:]
-               for a in named[h] for b in named[other]):
+               for a in givers[h] for b in givers[other]):
         return []
     firsts = [named[h][0] for h in hosts]
     told = ", ".join(f"{h} in {e.ref.source.rsplit('/', 1)[-1]}" for h, e in zip(hosts[:4], firsts[:4], strict=True))
