@@ -531,3 +531,16 @@ def test_one_long_line_wrapped_where_it_cut_a_word() -> None:
     assert wrap_width(b"RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled sys\ntem error\n") == 0
     # ... nor a line the paste holds twice (a message repeated below the longest line)
     assert wrap_width(f"{longest}\nibv_modify_qp failed\nibv_modify_qp failed\n".encode()) == 0
+
+
+def test_one_long_line_wrapped_inside_a_bracket_it_opened() -> None:
+    # real (its shape): NCCL's completion error cut inside ``<49189>`` at 100 columns, the rest opening by closing it
+    line = ("kolyoz2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from peer 10.0.35.1<49189"
+            "> with error 4, opcode 5327, len 5327, vendor err 81 (Send)")
+    paste = line[:100] + "\n" + line[100:] + "\n"
+    assert wrap_width(paste.encode()) == 100 and unwrap(paste.encode(), 100).decode().split("\n")[0] == line
+    # a closer that closes nothing the line opened, and a quote's ``> `` under a line with no ``<``, are lines of
+    # their own
+    longest = "x" * 90 + " RuntimeError: gloo connectFullMesh failed"
+    for below in ("> Retrying in 5 seconds", ") retrying", "] done"):
+        assert wrap_width(f"{longest}\n{below}\n".encode()) == 0, below

@@ -173,10 +173,21 @@ def wrap_width(block: bytes) -> int:
         return 0
     if cut == 1:
         line, rest = lines[last], lines[last + 1]
-        return width if _MIN_ALONE <= width <= _MAX_ALONE and line[-1:].isalnum() and rest[:1].islower() \
+        return width if _MIN_ALONE <= width <= _MAX_ALONE and line[-1:].isalnum() \
+            and (rest[:1].islower() or _closes(line, rest)) \
             and not _FRAME_END.search(line) and not _OWN_WORD.match(rest) \
             and sum(1 for other in lines if other.strip() == rest.strip()) == 1 else 0
     return width
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def _closes(line: str, rest: str) -> bool:
+    """``rest`` opens by closing a bracket ``line`` left open (``… peer 10.0.35.1<49189`` then ``> with error 4``): the
+    cut fell inside it, a line of its own does not open so."""
+    opener = _CLOSERS.get(rest[:1])
+    return opener is not None and line.count(opener) > line.count(rest[:1])
 
 
 _DIGITS = re.compile(r"\d+")
