@@ -349,3 +349,16 @@ def test_every_rank_echoing_one_address_is_one_giver(tmp_path: Path) -> None:
     # every line naming one address: nothing to compare
     assert not any("different store addresses" in h.title
                    for h in diagnose_paste(tmp_path, "\n".join(lines) + "\n").hypotheses)
+
+
+def test_an_rdma_connect_on_a_device_the_pod_lacks_is_the_setup(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl-tests#327 (r57c), read whole since a terminal's wrap inside it is joined: SR-IOV functions given
+    # differently to each pod
+    line = ("ib_device.c:1380 UCX  ERROR   ibv_create_ah(dlid=49152 sl=0 port=1 src_path_bits=0 dgid=fe80::f4f9:72ff:"
+            "fe1d:ea79 flow_label=0xffffffff sgid_index=0 traffic_class=0) for RC DEVX QP connect on mlx5_15 failed: "
+            "No such device\n")
+    top = _top(tmp_path, line)
+    assert top.category is Category.UNRECOGNISED and "UCX_NET_DEVICES" in top.title, top.title
+    # the same connect timing out is the queue pair's set-up (the GID, the route)
+    top = _top(tmp_path, line.replace("No such device", "Connection timed out"))
+    assert top.category is Category.IB_MODIFY_QP, top.title

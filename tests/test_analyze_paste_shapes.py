@@ -544,3 +544,23 @@ def test_one_long_line_wrapped_inside_a_bracket_it_opened() -> None:
     longest = "x" * 90 + " RuntimeError: gloo connectFullMesh failed"
     for below in ("> Retrying in 5 seconds", ") retrying", "] done"):
         assert wrap_width(f"{longest}\n{below}\n".encode()) == 0, below
+
+
+@pytest.mark.parametrize(("line", "at"), [
+    # real shapes (rewrapped corpus lines): the cut at the space between two words, either side of it
+    ("RuntimeError: The input size is not aligned with the quantized weight shape. This can be caused by too "
+     "large tensor parallel size.", 100),
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen: address already in use, a port "
+     "in use", 100),
+    # inside a number in brackets the line opened (``<38847>``)
+    ("node1:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 172.17.0.2<38847> failed : Software "
+     "caused connection abort", 94),
+])
+def test_one_long_line_wrapped_between_words_or_inside_a_number(line: str, at: int) -> None:
+    paste = line[:at] + "\n" + line[at:] + "\n"
+    width = max(len(part) for part in paste.split("\n"))
+    assert wrap_width(paste.encode()) == width and unwrap(paste.encode(), width).decode().split("\n")[0] == line
+    # two spaces, a capital after the space, or a bracket opened first: lines of their own
+    longest = "x" * 90 + " RuntimeError: gloo connectFullMesh failed"
+    for below in ("  large tensor", " Large tensor", "(0x7309dc3bb338) done", "42 done"):
+        assert wrap_width(f"{longest}\n{below}\n".encode()) == 0, below

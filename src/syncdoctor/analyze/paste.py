@@ -173,21 +173,32 @@ def wrap_width(block: bytes) -> int:
         return 0
     if cut == 1:
         line, rest = lines[last], lines[last + 1]
-        return width if _MIN_ALONE <= width <= _MAX_ALONE and line[-1:].isalnum() \
-            and (rest[:1].islower() or _closes(line, rest)) \
-            and not _FRAME_END.search(line) and not _OWN_WORD.match(rest) \
+        return width if _MIN_ALONE <= width <= _MAX_ALONE and _cut_there(line, rest) \
+            and not _FRAME_END.search(line) and not _OWN_WORD.match(rest.lstrip(" ")) \
             and sum(1 for other in lines if other.strip() == rest.strip()) == 1 else 0
     return width
 
 
+def _cut_there(line: str, rest: str) -> bool:
+    """Where one long line alone was cut: inside a word (``opera|tions``: it ends in a letter or digit, its rest opens
+    in lower case), at the space between two words (``caused by too| large tensor``, ``already |in use``: one space,
+    then lower case), or inside a bracket the line left open (``peer 10.0.35.1<3|8847> failed``)."""
+    if line[-1:].isalnum():
+        return rest[:1].islower() or (rest[:1] == " " and rest[1:2].islower()) or _closes(line, rest)
+    return line[-1:] == " " and line[-2:-1] not in (" ", "") and rest[:1].islower()
+
+
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+_BRACKET = re.compile(r"[()\[\]{}<>]")
 
 
 def _closes(line: str, rest: str) -> bool:
-    """``rest`` opens by closing a bracket ``line`` left open (``… peer 10.0.35.1<49189`` then ``> with error 4``): the
-    cut fell inside it, a line of its own does not open so."""
-    opener = _CLOSERS.get(rest[:1])
-    return opener is not None and line.count(opener) > line.count(rest[:1])
+    """``rest`` first closes a bracket ``line`` left open, within its first word or two (``… peer 10.0.35.1<49189`` then
+    ``> with error 4``, ``<3`` then ``8847> failed``): the cut fell inside it, a line of its own does not open so."""
+    first = _BRACKET.search(rest[:16])
+    opener = _CLOSERS.get(first[0]) if first else None
+    return opener is not None and not rest[:first.start()].strip(" ").startswith(tuple("([{<")) \
+        and line.count(opener) > line.count(first[0])
 
 
 _DIGITS = re.compile(r"\d+")

@@ -301,6 +301,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # Ascend HCCL's link set-up finding another version on the peer (``EI0008: … The HCCL versions are
                 # inconsistent: tag […], local_version [8.0.RC3], remote_version [8.0.RC2]``)
                 r"|HCCL versions are inconsistent", _I)),
+    # the same connect refused because the device itself is not there (``… for RC DEVX QP connect on mlx5_15 failed: No
+    # such device``: an SR-IOV function, or an HCA, that the pod or the host does not have as the peer expects): the
+    # job's device choice, before the queue pair's reading below
+    (Category.UNRECOGNISED, "an RDMA device the connection was made on that this process does not have (SR-IOV "
+     "functions given differently to each pod, an HCA missing): name the devices (UCX_NET_DEVICES, NCCL_IB_HCA)",
+     re.compile(r"ibv_create_ah\b[^\n]{0,300}\bQP connect\b[^\n]{0,80}\bfailed: No such device\b", _I)),
     # (UCX's address handle for a queue pair's connect: ``ibv_create_ah(… sgid_index=3 …) for RC DEVX QP connect on
     # mlx5_bond_0 failed: Connection timed out``: the GID or the route to the peer, as for modify_qp)
     # (a GID index the port does not have, the usual reason: ``NET/IB : Invalid GID index 3``)
