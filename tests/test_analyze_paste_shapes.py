@@ -555,6 +555,15 @@ def test_one_long_line_wrapped_inside_a_bracket_it_opened() -> None:
     # inside a number in brackets the line opened (``<38847>``)
     ("node1:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 172.17.0.2<38847> failed : Software "
      "caused connection abort", 94),
+    # inside a number, before a key's colon, inside a name with a dot, after a colon at a word's end
+    ("[rank1]:[E ProcessGroupNCCL.cpp:1182] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, ran for "
+     "600659 milliseconds before timing out.", 119),
+    ("E0101 00:00:00.000000 140 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: -7) local_rank"
+     ": 1 (pid: 84) of binary: /usr/bin/python", 112),
+    ("terminate called after throwing an instance of 'gloo::EnforceNotMet' what(): [enforce fail at pair.cc:490] op"
+     ".preamble.length <= op.nbytes. 881392472 vs 881392460", 108),
+    ("node1:1:2 [0] NCCL WARN Net : peer 192.168.161.30<59210> message truncated : receiving 1048576 bytes instead of "
+     "65536", 89),
 ])
 def test_one_long_line_wrapped_between_words_or_inside_a_number(line: str, at: int) -> None:
     paste = line[:at] + "\n" + line[at:] + "\n"
@@ -564,3 +573,9 @@ def test_one_long_line_wrapped_between_words_or_inside_a_number(line: str, at: i
     longest = "x" * 90 + " RuntimeError: gloo connectFullMesh failed"
     for below in ("  large tensor", " Large tensor", "(0x7309dc3bb338) done", "42 done"):
         assert wrap_width(f"{longest}\n{below}\n".encode()) == 0, below
+    # a number's line below one that ends in a number: a progress bar, a date, a time, HIP's ``:1:file`` are lines
+    # of their own
+    numbered = "x" * 90 + " --num_processes 8 --sr 44100"
+    for below in ("100%|##########| 10/10", "02-02 08:45:00 |SUCCESS | train.py:122", "19:15:34  NVRM: Xid 31",
+                  ":1:hip_memory.cpp:3354: IPC memory creation failed"):
+        assert wrap_width(f"{numbered}\n{below}\n".encode()) == 0, below

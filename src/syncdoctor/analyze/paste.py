@@ -183,11 +183,21 @@ def _cut_there(line: str, rest: str) -> bool:
     """Where one long line alone was cut: inside a word (``opera|tions``: it ends in a letter or digit, its rest opens
     in lower case), at the space between two words (``caused by too| large tensor``, ``already |in use``: one space,
     then lower case), or inside a bracket the line left open (``peer 10.0.35.1<3|8847> failed``)."""
-    if line[-1:].isalnum():
-        return rest[:1].islower() or (rest[:1] == " " and rest[1:2].islower()) or _closes(line, rest)
-    return line[-1:] == " " and line[-2:-1] not in (" ", "") and rest[:1].islower()
+    end, first = line[-1:], rest[:1]
+    if _closes(line, rest):
+        return True
+    if end.isalnum():
+        return first.islower() or (first == " " and rest[1:2].islower()) \
+            or (end.isdigit() and first.isdigit() and not _OWN_NUMBER.match(rest)) \
+            or (first == "." and rest[1:2].isalpha()) or rest[:2] == ": "  # (``op|.preamble``, ``local_rank|: 1``)
+    if end == ":" and line[-2:-1] != ":":  # (inside an address, ``fe80::966d:|ae03:a2``)
+        return first.islower() or first.isdigit()
+    return end == " " and line[-2:-1] not in (" ", "") and first.islower()
 
 
+# what a line of its own opening with a digit does: a progress bar's percentage, a date, a time, a count and a colon
+# (``100%|███``, ``02-02 08:45:00``, ``19:15:34  NVRM: Xid``); a number's rest goes on otherwise (``6006|59 milliseconds``)
+_OWN_NUMBER = re.compile(r"\d{1,4}(?:%|[-/.:]\d|:)")
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 _BRACKET = re.compile(r"[()\[\]{}<>]")
 
@@ -196,9 +206,11 @@ def _closes(line: str, rest: str) -> bool:
     """``rest`` first closes a bracket ``line`` left open, within its first word or two (``… peer 10.0.35.1<49189`` then
     ``> with error 4``, ``<3`` then ``8847> failed``): the cut fell inside it, a line of its own does not open so."""
     first = _BRACKET.search(rest[:16])
-    opener = _CLOSERS.get(first[0]) if first else None
-    return opener is not None and not rest[:first.start()].strip(" ").startswith(tuple("([{<")) \
-        and line.count(opener) > line.count(first[0])
+    if first is None or first[0] not in _CLOSERS:
+        return False
+    opener = _CLOSERS[first[0]]
+    return not rest[:first.start()].strip(" ").startswith(tuple("([{<")) \
+        and (line[-1:].isalnum() or line[-1:] == opener) and line.count(opener) > line.count(first[0])
 
 
 _DIGITS = re.compile(r"\d+")
