@@ -579,3 +579,22 @@ def test_one_long_line_wrapped_between_words_or_inside_a_number(line: str, at: i
     for below in ("100%|##########| 10/10", "02-02 08:45:00 |SUCCESS | train.py:122", "19:15:34  NVRM: Xid 31",
                   ":1:hip_memory.cpp:3354: IPC memory creation failed"):
         assert wrap_width(f"{numbered}\n{below}\n".encode()) == 0, below
+
+
+@pytest.mark.parametrize(("line", "at"), [
+    # the cut split a word an error names before its colon, or fell at the space before it
+    ("[1762876381.123] [node1:1234:0] ib_iface.c:1012 UCX ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory",
+     85),  # (``fai|led: Cannot``)
+    ("ImportError: /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclMemFree",
+     92),  # (``undefined s|ymbol: ncclMemFree``)
+    ("ImportError: /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclMemFree",
+     91),  # (``undefined |symbol: ncclMemFree``)
+])
+def test_one_long_line_wrapped_inside_a_word_before_its_colon(line: str, at: int) -> None:
+    paste = line[:at] + "\n" + line[at:] + "\n"
+    width = max(len(part) for part in paste.split("\n"))
+    assert wrap_width(paste.encode()) == width and unwrap(paste.encode(), width).decode().split("\n")[0] == line
+    # a program's or a logger's name and its colon below such a line is a line of its own
+    longest = "x" * 90 + " RuntimeError: gloo connectFullMesh fai"
+    for below in ("pyxis: importing docker image", "libibverbs: Warning: couldn't load driver", "led to nothing"):
+        assert (wrap_width(f"{longest}\n{below}\n".encode()) == 0) == below.startswith(("pyxis", "libibverbs")), below

@@ -174,7 +174,7 @@ def wrap_width(block: bytes) -> int:
     if cut == 1:
         line, rest = lines[last], lines[last + 1]
         return width if _MIN_ALONE <= width <= _MAX_ALONE and _cut_there(line, rest) \
-            and not _FRAME_END.search(line) and not _OWN_WORD.match(rest.lstrip(" ")) \
+            and not _FRAME_END.search(line) and (not _OWN_WORD.match(rest.lstrip(" ")) or _word_cut(line, rest)) \
             and sum(1 for other in lines if other.strip() == rest.strip()) == 1 else 0
     return width
 
@@ -199,6 +199,24 @@ def _cut_there(line: str, rest: str) -> bool:
 # (``100%|███``, ``02-02 08:45:00``, ``19:15:34  NVRM: Xid``); a number's rest goes on otherwise (``6006|59 milliseconds``)
 _OWN_NUMBER = re.compile(r"\d{1,4}(?:%|[-/.:]\d|:)")
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+# the words an error's line names before a colon, which a program's or a logger's name before its colon is not: a
+# rest that reads ``name: `` is a line of its own, unless the cut split one of these (``fai|led: Cannot``,
+# ``undefined s|ymbol: ncclMemFree``)
+_KEYWORDS = frozenset({"failed", "symbol", "error", "errno", "reason", "message", "status", "code", "address", "port",
+                       "rank", "size", "device", "timeout", "exitcode", "signal", "type", "value", "result"})
+_TAIL = re.compile(r"[A-Za-z_]{1,40}$")
+_HEAD = re.compile(r"[A-Za-z_]{1,40}(?=: )")
+
+
+def _word_cut(line: str, rest: str) -> bool:
+    """The cut split a word that a line names before a colon, or fell at the space before it: the line ends in its
+    first letters, the rest opens with the others (``fai`` then ``led: Cannot allocate memory``)."""
+    tail, head = _TAIL.search(line), _HEAD.match(rest)
+    if head is None:
+        return False
+    if tail is None:  # (cut at the space before the word: ``undefined |symbol: ncclMemFree``)
+        return line.endswith(" ") and head[0].lower() in _KEYWORDS
+    return (tail[0] + head[0]).lower() in _KEYWORDS
 _BRACKET = re.compile(r"[()\[\]{}<>]")
 
 
