@@ -182,7 +182,9 @@ def wrap_width(block: bytes) -> int:
 def _cut_there(line: str, rest: str) -> bool:
     """Where one long line alone was cut: inside a word (``opera|tions``: it ends in a letter or digit, its rest opens
     in lower case), at the space between two words (``caused by too| large tensor``, ``already |in use``: one space,
-    then lower case), or inside a bracket the line left open (``peer 10.0.35.1<3|8847> failed``)."""
+    then lower case), inside a bracket the line left open (``peer 10.0.35.1<3|8847> failed``), inside a number
+    (``6006|59 milliseconds``), before a key's colon or a name's dot (``local_rank|: 1``, ``op|.preamble``), or after a
+    colon inside an address (``fe80::966d:|ae03``)."""
     end, first = line[-1:], rest[:1]
     if _closes(line, rest):
         return True
@@ -199,6 +201,7 @@ def _cut_there(line: str, rest: str) -> bool:
 # (``100%|███``, ``02-02 08:45:00``, ``19:15:34  NVRM: Xid``); a number's rest goes on otherwise (``6006|59 milliseconds``)
 _OWN_NUMBER = re.compile(r"\d{1,4}(?:%|[-/.:]\d|:)")
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+_BRACKET = re.compile(r"[()\[\]{}<>]")
 # the words an error's line names before a colon, which a program's or a logger's name before its colon is not: a
 # rest that reads ``name: `` is a line of its own, unless the cut split one of these (``fai|led: Cannot``,
 # ``undefined s|ymbol: ncclMemFree``)
@@ -217,7 +220,6 @@ def _word_cut(line: str, rest: str) -> bool:
     if tail is None:  # (cut at the space before the word: ``undefined |symbol: ncclMemFree``)
         return line.endswith(" ") and head[0].lower() in _KEYWORDS
     return (tail[0] + head[0]).lower() in _KEYWORDS
-_BRACKET = re.compile(r"[()\[\]{}<>]")
 
 
 def _closes(line: str, rest: str) -> bool:

@@ -301,8 +301,7 @@ class TracebackFollower:
                 if raised["q"] and raised["q"] in message:
                     message = message[:message.index(raised["q"])]
                 cut = replace(self.head, body=f"{raised['type']}: {message}")
-                return [stood, *(replace(e, data={**e.data, "from_raise": True}) for e in _exception_events(
-                    cut, raised["type"], message, self.frames, self.sources))]
+                return [stood, *_exception_events(cut, raised["type"], message, self.frames, self.sources)]
             if not self.headless:
                 return [stood]  # (the ``Traceback`` line is the error line: the generic parser's)
             return [make_event(Kind.ERROR_LINE, self.head, data={
