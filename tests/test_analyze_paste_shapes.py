@@ -22,6 +22,7 @@ from syncdoctor.analyze.model import Category
 from syncdoctor.analyze.parsers.prefixes import clean, split_prefix
 from syncdoctor.analyze.paste import (
     FILLER,
+    cut_last_line,
     double_spaced,
     json_records,
     paste_margin,
@@ -598,3 +599,52 @@ def test_one_long_line_wrapped_inside_a_word_before_its_colon(line: str, at: int
     longest = "x" * 90 + " RuntimeError: gloo connectFullMesh fai"
     for below in ("pyxis: importing docker image", "libibverbs: Warning: couldn't load driver", "led to nothing"):
         assert (wrap_width(f"{longest}\n{below}\n".encode()) == 0) == below.startswith(("pyxis", "libibverbs")), below
+
+
+_TIMEOUTS = "".join(
+    f"[rank{r}]:[E1001 16:06:04.53{r}356909 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation "
+    f"timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, Timeout(ms)=600000) ran for 600012 "
+    f"milliseconds before timing out.\n" for r in (2, 0, 1))
+_INITS = "".join(f"cuda0003:29496{r}:29496{r} [{r}] NCCL INFO comm 0x55 rank {r} nranks 4 cudaDev {r} busId {r}1000 "
+                 f"commId 0x79 - Init START\n" for r in range(4))
+
+
+@pytest.mark.parametrize("tail,cut", [
+    (b"[rank2]:[E1001 16:06:04 ProcessGroupNCCL.cpp:607] x\n[ra\n", b"[ra"),  # real: vllm#8978's paste
+    (b"H100-5:68738:69060 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB\nH100-5:68738:6\n\n\n", b"H100-5:68738:6"),
+    (b"  File \"/opt/conda/lib/python3.10/site-packages/torch/run.py\", line 8\n  File \"/opt/co\n", b'  File "/opt/co'),
+])
+def test_a_last_line_cut_inside_a_word_is_found(tail: bytes, cut: bytes) -> None:
+    found = cut_last_line(tail)
+    assert found is not None and found[1] == cut
+    assert found[0] == tail.count(b"\n") - tail.rstrip(b"\n").count(b"\n") - 1  # the blank lines after it
+
+
+@pytest.mark.parametrize("tail", [
+    b"Out of memory: Killed process 12 (python)\nKilled\n",  # a word's end: ``Killed`` is whole
+    b"frame #0: c10::Error::Error\nframe\n",  # (the next byte above is a space)
+    b"[rank2]: x\n[rank2]: x\n",  # the same line again is no shorter start of one
+    b"[ra\n",  # nothing above to compare with
+    b"[rank2]:[E1001 x\n[rank2]:\n",  # ends in punctuation: nothing says it was cut
+])
+def test_a_whole_last_line_is_not_taken_for_cut(tail: bytes) -> None:
+    assert cut_last_line(tail) is None
+
+
+def test_a_quiet_rank_is_not_blamed_where_the_paste_was_cut_right_after_the_timeouts(tmp_path: Path) -> None:
+    # real (its shape): vllm#8978, four ranks' init lines, three ranks' timeouts, and ``[ra``: the paste stops in
+    # the middle of the next line, which may well be rank 3's own timeout
+    cut = tmp_path / "cut.log"
+    cut.write_text(_INITS + _TIMEOUTS + "[ra\n")
+    result = analyze_paths([str(cut)])
+    assert any(e.kind.value == "paste_cut" for e in result.timeline.events)
+    top = result.diagnosis.hypotheses[0]
+    assert top.category is Category.UNEXPLAINED_TIMEOUT and not top.culprit_ranks
+    lagging = next(h for h in result.diagnosis.hypotheses if h.category is Category.LAGGING_RANK)
+    assert lagging.confidence < top.confidence and "cut" in lagging.what
+    # the same lines whole, or going on with a line of a rank that did not wait: rank 3 stayed quiet
+    for ending in ("", _INITS.splitlines()[3].replace("START", "COMPLETE") + "\n[ra\n"):
+        whole = tmp_path / "whole.log"
+        whole.write_text(_INITS + _TIMEOUTS + ending)
+        top = analyze_paths([str(whole)]).diagnosis.hypotheses[0]
+        assert top.category is Category.LAGGING_RANK and list(top.culprit_ranks) == [3], ending

@@ -92,6 +92,7 @@ class Kind(str, enum.Enum):
     WORK_PHASE = "work_phase"  # a line that says what the process is doing (evaluating): the last one is kept
     STACK_DUMP = "stack_dump"  # a process's main thread as `py-spy dump` printed it (where it was stuck)
     NCCL_TEARDOWN_FRAME = "nccl_teardown_frame"  # a native stack's frame inside ncclCommAbort/Destroy: hung there
+    PASTE_CUT = "paste_cut"  # the input's last line stops inside a word: the paste was cut there
     # other sources
     FR_STATUS = "fr_status"  # one Flight Recorder dump's per-group status (one event per group)
     WATCH = "watch"  # a syncdoctor watch event

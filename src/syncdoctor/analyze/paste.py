@@ -17,7 +17,7 @@ from syncdoctor.analyze.parsers.nccl_tests import ECHO
 from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
-__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "double_spaced", "json_records", "paste_margin", "plain_spaces",
+__all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "cut_last_line", "double_spaced", "json_records", "paste_margin", "plain_spaces",
            "records_text", "strings_text", "unescaped", "unjsoned", "unquoted", "unspaced", "unwrap", "without_margin", "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
@@ -270,6 +270,34 @@ def unwrap(block: bytes, width: int) -> bytes:
 
 
 _MIN_SPACED = 6  # lines of a paste's first block, each followed by a blank line, before it counts as double spaced
+
+
+_CUT_LOOKBACK = 200  # lines above the last one whose starts a cut last line is compared with
+
+
+def cut_last_line(tail: bytes) -> tuple[int, bytes] | None:
+    """Where a paste stopped in the middle of its last line: that line (blank lines after it aside) is the start of a
+    longer line above it, cut inside a word (``[ra`` below ``[rank2]:[E1001 …``, ``H100-5:68738:6`` below
+    ``H100-5:68738:69060 [3] …``). ``tail`` is the input's end, each line ending with a newline. Returns how many
+    lines above the input's last the cut one is (0: the last) and its bytes; None where the last line is whole as
+    far as can be told (``Killed`` below ``Killed process 12`` stops at a word's end)."""
+    lines = tail.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # (after the last newline: no line)
+    back = 0
+    while lines and not lines[-1].strip():
+        lines.pop()
+        back += 1
+    if len(lines) < 2:
+        return None
+    cut = lines[-1].rstrip(b" \t\r")
+    if len(cut) < 2 or not cut[-1:].isalnum():
+        return None
+    size = len(cut)
+    for above in lines[-_CUT_LOOKBACK - 1:-1]:
+        if len(above) > size and above.startswith(cut) and above[size:size + 1].isalnum():
+            return back, cut
+    return None
 
 
 def _blank(line: bytes) -> bool:

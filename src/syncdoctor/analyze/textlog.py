@@ -21,13 +21,14 @@ from syncdoctor.analyze.parsers import (
     torch_detail,
 )
 from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
-from syncdoctor.analyze.parsers.base import Follower, Line
+from syncdoctor.analyze.parsers.base import Follower, Line, make_event
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
 from syncdoctor.analyze.parsers.traceback import TracebackFollower
 from syncdoctor.analyze.paste import (
     ANSI_BYTES,
     FILLER_BYTES,
+    cut_last_line,
     double_spaced,
     paste_margin,
     plain_spaces,
@@ -503,6 +504,11 @@ def read_text(
         (before[len(last) - nccl_coll.TAIL_BYTES:] + last)
     events.extend(_last_calls(source, state.file_origin, tail, lines_before))
     events.extend(_last_traces(source, state.file_origin, tail, lines_before))
+    cut = cut_last_line(tail)
+    if cut is not None:  # (the paste stopped inside a line: what its lines leave out may be what was cut)
+        back, raw = cut
+        events.append(make_event(Kind.PASTE_CUT, make_line(_decode(raw), Ref(source, lines_before - back),
+                                                             state.file_origin), data={"fragment": _decode(raw)[:40]}))
     events[first:] = drop_records_inside_tables(events[first:])
     stats.lines = lines_before
     return stats

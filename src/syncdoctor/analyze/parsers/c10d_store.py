@@ -10,6 +10,8 @@
   but store->get('0') got error: Socket Timeout`` (1.13-2.x; the error may be ``wait timeout after …``): NCCL's
   communicator is created at a group's first collective, and rank 1 waited for rank 0 to publish its id. The
   bracketed numbers are ranks in that group (the global ones for the default group).
+* ``[c10d] The hostname of the client socket cannot be retrieved. err=-3``: a reverse lookup of a connection's address
+  that failed (a warning: c10d logs the address instead);
 * ``[c10d] The IPv6 network addresses of (/root/x.bashrc, 45458) cannot be retrieved (gai error: -3 - …)``:
   a store address that cannot be a host name (a MASTER_ADDR set from the wrong variable); the same warning
   for a real host name is usually harmless (no IPv6): a ``store_name_unresolved`` event, which no rule reads
@@ -77,6 +79,11 @@ _STORE_TIMEOUT = ("timeout", "Timeout", "timed out")
 _RESOLVE = re.compile(r"(?:(?P<family>IPv[46]) )?network addresses of \((?P<host>[^,()]*), (?P<port>\d+)\) cannot be retrieved"
                       r"(?: \(gai error: (?P<err>[^)]*)\))?")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_.:\-%]{1,253}$")
+# ``[c10d] The hostname of the client socket cannot be retrieved. err=-3`` (``…, error code: -3.`` in older
+# releases): socket.cpp's reverse lookup (getnameinfo) of a connection's address, for its own log line, failed; it
+# prints the address instead. Harmless (a container whose resolver knows no name for its address), printed each time a
+# client connects or retries a store not listening yet
+_REVERSE = re.compile(r"hostname of the client socket cannot be retrieved(?:\. err=|, error code: )(?P<err>-?\d+)")
 _WAIT = re.compile(r"wait timeout after (?P<ms>\d+)ms, keys: (?P<keys>.+)"
                    # Caffe2's store handlers (file, Redis): "Wait timeout for name(s): allreduce_0_cw_op/1"
                    r"|Wait timeout for name\(s\):? (?P<names>.+)"
@@ -389,6 +396,9 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.PEER_CLOSED, line, data={
             "transport": "store", "how": "reset",
             **({"peer_addr": remote["host"], "peer_port": int(remote["port"])} if remote else {})})]
+    match = _REVERSE.search(body) if "client socket cannot" in body else None
+    if match:
+        return [make_event(Kind.STORE_NAME_UNRESOLVED, line, data={"reverse": True, "error": int(match["err"])})]
     match = _RESOLVE.search(body)
     if match:
         host = match["host"].strip()

@@ -346,10 +346,12 @@ def _store_name_lead(tl: Timeline) -> list[Hypothesis]:
     """Nothing but c10d's warning that the store's host name has no IPv6 address, and nothing after it (no NCCL
     communicator formed, no collective): usually harmless, but when the job hung right there the name may not
     resolve at all (a stale Service or subdomain, a pod's name before its DNS record). A lead, at 0.2."""
-    warned = [e for e in tl.of(Kind.STORE_NAME_UNRESOLVED)
-              if ip_of(str(e.data.get("store_host", ""))) is None and e.data.get("store_host") not in _LOCAL_NAMES]
-    if not warned or tl.of(Kind.NCCL_INIT) or tl.of(Kind.WORK_STATUS) or tl.of(Kind.PROGRESS_BAR):
+    if tl.of(Kind.NCCL_INIT) or tl.of(Kind.WORK_STATUS) or tl.of(Kind.PROGRESS_BAR):
         return []
+    warned = [e for e in tl.of(Kind.STORE_NAME_UNRESOLVED) if not e.data.get("reverse")
+              and ip_of(str(e.data.get("store_host", ""))) is None and e.data.get("store_host") not in _LOCAL_NAMES]
+    if not warned:
+        return _reverse_lookup_lead(tl)
     names = sorted({f"{e.data['store_host']}:{e.data['store_port']}" for e in warned})
     title = (f"the only warning is that the store's host name {', '.join(names[:2])} did not resolve (for IPv6); if "
              "the job hung at its start, the name may not resolve at all")
@@ -366,6 +368,36 @@ def _store_name_lead(tl: Timeline) -> list[Hypothesis]:
 
 
 _LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+_GAI_ERRORS = {-2: "EAI_NONAME, no name known for it", -3: "EAI_AGAIN, the resolver did not answer",
+               -4: "EAI_FAIL, the resolver failed"}
+
+
+def _reverse_lookup_lead(tl: Timeline) -> list[Hypothesis]:
+    """Nothing but c10d's warning that it could not look up the name of a connection's address (``The hostname of
+    the client socket cannot be retrieved. err=-3``), and nothing after it: harmless in itself (the resolver of a
+    container or a host knows no name for the address; c10d logs the address instead), but printed each time a client
+    connects or retries, so repeated with nothing else it may be clients retrying a store that does not answer. The
+    setup's (A028), a lead at 0.2."""
+    warned = [e for e in tl.of(Kind.STORE_NAME_UNRESOLVED) if e.data.get("reverse")]
+    if not warned:
+        return []
+    codes = sorted({int(e.data["error"]) for e in warned if isinstance(e.data.get("error"), int)})
+    said = ", ".join(f"err={c}" + (f": {_GAI_ERRORS[c]}" if c in _GAI_ERRORS else "") for c in codes[:3])
+    title = (f"the only warnings are c10d's reverse lookups of a connection's address that failed ({said}; "
+             f"{len(warned)} line{'s' if len(warned) > 1 else ''}); harmless in themselves, but if the job stopped "
+             "there its processes may be retrying a store that does not answer")
+    what = ("c10d looks up the host name of each socket's address only to print it in its own log lines, and prints "
+            "this warning (then the address) when the resolver has no name for it: common in containers and on hosts "
+            "whose own name is not in /etc/hosts, and no failure by itself. It is printed each time a client connects "
+            "or retries, so many of them with nothing else after (no communicator formed, no step) point at clients "
+            "retrying the store: not listening yet, or at an address where no store runs.")
+    fix = ("To quiet it, give the container or host a name for its address (`echo \"127.0.0.1 $(hostname)\" >> "
+           "/etc/hosts`, or the host's own address). If the job hung here, check that MASTER_ADDR and MASTER_PORT on "
+           "every node name the node that serves the store (node rank 0) and that its port is open from the others; "
+           "TORCH_CPP_LOG_LEVEL=INFO shows each connection attempt.")
+    return [hypothesis(tl, Category.UNRECOGNISED, 0.2, title, what=what, fix=fix,
+                       evidence=evidence_of(warned, "c10d could not name a connection's address", 3),
+                       where=attribute(warned, tl))]
 
 
 def _agents_aftermath(event: Event, signal: Event, stops: Sequence[Ref] = ()) -> bool:

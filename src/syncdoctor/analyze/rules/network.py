@@ -8,7 +8,7 @@ import ipaddress
 import re
 from collections import Counter, defaultdict
 
-from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.parsers.nccl_warn import NO_SUBNET
 from syncdoctor.analyze.rules.common import (
@@ -271,8 +271,15 @@ def _default_bridge_container(tl: Timeline) -> list[Hypothesis]:
              and ip in _DOCKER_DEFAULT_BRIDGE]
     if not boots:
         return []
-    failed = [e for e in tl.events if e.kind in _CONNECTING or (e.kind is Kind.NCCL_ERROR and "system error" in
-                                                                   str(e.data.get("error", "")))]
+    # (NCCL's 'unhandled system error' where no warning of another kind came first from that process: a warning
+    # of its own, such as the topology's ``Could not find real path of /sys/class/pci_bus/…``, says what failed)
+    warned: dict[tuple[str | None, int | None], Ref] = {}
+    for warn in tl.of(Kind.NCCL_WARN):
+        warned.setdefault((warn.origin.host, warn.origin.pid), warn.ref)
+    failed = [e for e in tl.events if e.kind in _CONNECTING or (
+        e.kind is Kind.NCCL_ERROR and "system error" in str(e.data.get("error", ""))
+        and not ((first := warned.get((e.origin.host, e.origin.pid))) is not None and first.source == e.ref.source
+                 and first.line < e.ref.line))]
     if not failed:
         return []
     hosts = sorted({str(e.origin.host) for e in boots})

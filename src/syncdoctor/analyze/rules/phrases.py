@@ -177,8 +177,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # UCX's shared-memory transport (uct/sm/mm: Open MPI's UCX PML, UCC) whose FIFO found no room
                 r"|\bmm_iface failed to allocate receive FIFO\b"
                 # PyTorch's shared-memory files in /dev/shm (a DataLoader's tensors to the main process) without room:
-                # ``unable to write to file </torch_77102_1846612178_0>: No space left on device (28)``
-                r"|unable to (?:write to|resize|mmap \d+ bytes from) file </torch_\d+_\d+_\d+>[^\n]{0,40}"
+                # ``unable to write to file </torch_77102_1846612178_0>: No space left on device (28)``; a tensor
+                # passed by file descriptor (the default sharing strategy: ``unable to mmap 512 bytes from file
+                # <filename not specified>: Cannot allocate memory (12)`` in rebuild_storage_fd)
+                r"|unable to (?:write to|resize|mmap \d+ bytes from) file (?:</torch_\d+_\d+_\d+>|<filename not "
+                r"specified>)[^\n]{0,40}"
                 r"(?:No space left|Cannot allocate memory)", _I)),
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
@@ -199,6 +202,14 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # ``Check failed: n_uniques == world (1 vs. 2) : Multiple processes within communication group running
                 # on same CUDA device is not supported``
                 r"|Multiple processes within communication group running on same CUDA device", _I)),
+    # PyTorch's symmetric memory (vLLM's custom all-reduce and MoE kernels, async TP) refusing ranks whose buffers are
+    # on one device index: ``CUDASymmetricMemoryAllocator::rendezvous: detected allocations from overlapping devices
+    # from different ranks``. It compares indices, so workers each given one GPU by CUDA_VISIBLE_DEVICES (Ray's
+    # placement) all say cuda:0 (vllm#25070, #45729): the placement's, not two ranks on one GPU as a rule
+    (Category.UNRECOGNISED, "PyTorch's symmetric memory refusing ranks whose buffers are on one device index "
+     "(workers each given one GPU by CUDA_VISIBLE_DEVICES, as under Ray, all call it cuda:0: leave the GPUs visible "
+     "and bind cuda:<local rank>; or two ranks on one GPU)",
+     re.compile(r"allocations from overlapping devices from different ranks")),
     # (Baidu Kunlun's XCCL/BKCL: ``dev 0 addr_window not properly set``, ``host … addr_window check failed``: the
     # window through which the devices reach each other's memory)
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
@@ -786,6 +797,14 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PEER_UNREACHABLE, "a host that dropped connections (connection tracking full, ARP table overflow, the "
      "listen backlog of a port overflowing)",
      re.compile(CONNECTIONS_DROPPED, _I)),
+    # NCCL's Unix-domain socket (misc/ipcsocket.cc, also in Transformer Engine's userbuffers) passing a CUDA IPC handle
+    # to another process of the node: ``UDS: Sending data over socket /tmp/nccl-socket-3-… failed : Connection refused
+    # (111)``. Its name is an abstract socket's, which exists in one network namespace only: no such process listens in
+    # this one (a node's ranks in separate containers or pods), or it has exited. Not the network: before its words
+    (Category.UNRECOGNISED, "a process of the same node that NCCL's local socket could not reach (its ranks in separate "
+     "containers or pods: abstract Unix sockets are per network namespace; run them in one, or with the host's "
+     "network; or that process exited)",
+     re.compile(r"\bUDS: (?:Sending|Receiving) data over socket\b[^\n]{0,120}\b(?:Connection refused|No such file)", _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"

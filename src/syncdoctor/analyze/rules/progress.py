@@ -312,6 +312,9 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     confidence = 0.8 if len(silent) <= max(1, len(timed_out) // 2) else 0.55
     if len(silent) > len(timed_out):
         confidence = 0.4  # more quiet ranks than failing ones: more likely logs are missing
+    cut = _cut_after_timeouts(tl, timed_out)
+    if cut is not None and not stopped:
+        confidence = min(confidence, 0.25)  # the quiet rank's own timeout may be the line the paste cut (A019 first)
     evidence = []
     for rank in silent:
         evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],
@@ -327,6 +330,9 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         what += " These logs carry no sequence numbers (gloo), so the verdict rests on who stayed quiet."
     else:
         what += " No line of its own says where it was, so the verdict rests on who stayed quiet."
+    if cut is not None and not stopped:
+        what += (f" But the paste stops in the middle of a line right after their timeouts ({cut.ref}: “{cut.text}”): "
+                 "the quiet rank's own timeout may be the line it cut, so its silence says little.")
     places: dict[str, list[int]] = defaultdict(list)
     for rank in timed_out:
         places[where_waited(tl, rank) or "a collective"].append(rank)
@@ -336,6 +342,20 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
             for place, r in sorted(places.items(), key=lambda item: -len(item[1]))) + "."
     return [hypothesis(tl, Category.LAGGING_RANK, confidence, title, culprits=silent, affected=timed_out, what=what,
                        fix=look_at(tl, silent), evidence=evidence)]
+
+
+def _cut_after_timeouts(tl: Timeline, timed_out: list[int]) -> Event | None:
+    """The end of an input that the paste cut inside a line (textlog's ``paste_cut``) where nothing after the waiting
+    ranks' last timeout line in it comes from another rank: the lines the cut took off may hold a quiet rank's own
+    timeout, which the waiting ranks' lines would have been followed by."""
+    waiting = set(timed_out)
+    for cut in tl.of(Kind.PASTE_CUT):
+        source = cut.ref.source
+        lines = [e.ref.line for r in timed_out for e in tl.ranks[r].of(*TIMEOUT_KINDS) if e.ref.source == source]
+        if lines and not any(e.ref.source == source and max(lines) < e.ref.line < cut.ref.line
+                             and e.origin.rank not in waiting for e in tl.events):
+            return cut
+    return None
 
 
 _REMOTE_WORDS = ("remote process exited", "ncclRemoteError", "remote error", "Connection closed by", "reset by peer",
@@ -571,7 +591,10 @@ def _burst_without(tl: Timeline, waits: dict[int, list[Event]], missing: int) ->
     if len({e.seq for e in firsts}) != 1:
         return False
     source, last = firsts[0].ref.source, lines[-1]
-    after = [e for e in tl.events if e.ref.source == source and e.ref.line > last]
+    after = [e for e in tl.events if e.ref.source == source and e.ref.line > last and e.kind is not Kind.PASTE_CUT]
+    if any(e.ref.source == source for e in tl.of(Kind.PASTE_CUT)):
+        # the paste stops inside a line after them: only another rank's line after the burst says it went on
+        return any(e.origin.rank not in waits for e in after)
     if missing == 0:
         # and the output went on after it with lines that are not the waiting ranks' own (a paste cut right after
         # the timeouts, or the waiting ranks' follow-up lines alone, may simply have left rank 0's line out)

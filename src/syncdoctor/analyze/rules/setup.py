@@ -1122,7 +1122,8 @@ _NOT_BUILT = re.compile(
     # NCCL support is not compiled``)
     r"|(?P<warned>NCCL) support is not compiled"
     r"|(?P<libuv>use_libuv was requested but PyTorch was buil[dt] without libuv support)"
-    r"|(?P<nogpu>ProcessGroupNCCL is only supported with GPUs, no GPUs found)"
+    # (cut where a paste ends, ``… only supported with GP``: no other message starts so)
+    r"|(?P<nogpu>ProcessGroupNCCL is only supported with\b)"
     r"|No backend type associated with device type (?P<device>\w+)")
 
 
