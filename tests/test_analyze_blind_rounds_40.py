@@ -82,3 +82,73 @@ def test_nccl_s_local_socket_refused_is_the_node_s_namespaces_not_the_network(tm
     # a TCP connection refused stays a peer that could not be reached
     assert _top(tmp_path, "NCCL WARN Net : Connect to 10.0.0.2<43521> failed : Connection refused\n").category \
         is Category.PEER_UNREACHABLE
+
+
+def test_a_client_that_could_not_connect_to_a_server_s_port_is_a_peer_not_reached(tmp_path: Path) -> None:
+    # real: ggml-org/llama.cpp#12385 (r171b): the RPC backend's client and its rpc-servers
+    top = _top(tmp_path, "Failed to connect to 192.168.1.20:50052\n")
+    assert top.category is Category.PEER_UNREACHABLE, top.title
+    # a server of another version named first is the builds on the hosts, not the network (ggml-org/llama.cpp#26392)
+    top = _top(tmp_path, "ERROR: RPC server version mismatch: 4.0.1\nFailed to connect to 10.0.0.185:50052\n")
+    assert top.category is Category.UNRECOGNISED and "different versions" in top.title, top.title
+    # without a port, the words are too loose to say so
+    assert _top(tmp_path, "Failed to connect to the wandb service\n").category is not Category.PEER_UNREACHABLE
+
+
+def test_invalid_device_function_is_a_build_without_the_gpu_s_architecture(tmp_path: Path) -> None:
+    # real: beir-cellar/beir#67 (r171c): NCCL 2.4.8 of CUDA 10.1 on a GPU of compute capability 8
+    top = _top(tmp_path, "ubuntu:107848:107848 [0] NCCL INFO comm 0x7fab rank 1 nranks 2 cudaDev 0 - Init COMPLETE\n"
+                         "ubuntu:107848:107848 [0] enqueue.cc:197 NCCL WARN Cuda failure 'invalid device function'\n")
+    assert top.category is Category.UNRECOGNISED and "architecture" in top.title and top.culprit_ranks == (1,), top
+    # ROCm's words (ROCm/rccl#2189) read alike; an illegal memory access stays the GPU's fault
+    assert _top(tmp_path, "[FATAL ERROR]: HIP failure: 'invalid device function'\n").category is Category.UNRECOGNISED
+    assert _top(tmp_path, "[FATAL ERROR]: HIP failure: 'an illegal memory access was encountered'\n").category \
+        is Category.GPU_ERROR
+
+
+def test_nvjpeg_s_allocator_failure_is_memory_run_out(tmp_path: Path) -> None:
+    # real: NVIDIA/DALI#486 (r171d): DALI's decoder in one of the DDP processes
+    top = _top(tmp_path, 'RuntimeError: Critical error in pipeline: Error in thread 4: [/opt/dali/dali/pipeline/operators/'
+                         'decoder/nvjpeg/nvjpeg_decoder_decoupled_api.h:351] NVJPEG error "5" : '
+                         'NVJPEG_STATUS_ALLOCATOR_FAILURE n04418357/n04418357_26036.JPEG\n')
+    assert top.category is Category.RANK_OUT_OF_MEMORY, top.title
+    assert _top(tmp_path, 'RuntimeError: NVJPEG error "2" : NVJPEG_STATUS_INVALID_PARAMETER\n').category \
+        is not Category.RANK_OUT_OF_MEMORY
+
+
+_FORWARDED = ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 102241 closing signal {sig}\n"
+              "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 102242 closing signal {sig}\n"
+              "Traceback (most recent call last):\n"
+              '  File "/home/u/lib/python3.8/site-packages/torch/distributed/launch.py", line 193, in <module>\n'
+              "    main()\n"
+              '  File "/hom\n')
+
+
+def test_the_agent_passing_on_a_hangup_to_its_workers_was_stopped_from_outside(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#67538 (r172a): the paste cut before the agent's own SignalException
+    top = _top(tmp_path, _FORWARDED.format(sig="SIGHUP"))
+    assert top.category is Category.RANK_KILLED and "SIGHUP" in top.title, top.title
+    assert _top(tmp_path, _FORWARDED.format(sig="SIGINT")).category is Category.RANK_KILLED
+    # SIGTERM is what the agent sends the others after a worker failed: nothing says it was stopped from outside
+    assert _top(tmp_path, _FORWARDED.format(sig="SIGTERM")).category is not Category.RANK_KILLED
+
+
+def test_cuda_unloading_at_exit_is_no_fault_of_the_gpu_and_no_cause_over_a_timeout(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#56390 (r172c): PyTorch's NCCL cleanup thread at the process's exit
+    crash = ("terminate called after throwing an instance of 'c10::Error'\n  what():  CUDA error: driver shutting down\n"
+             "frame #2: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x104 (0x7f75 in x.so)\n")
+    top = _top(tmp_path, crash)
+    assert top.category is Category.RANK_CRASHED, top.title
+    # after gloo's read timeout (SentimentDiscovery#43, r39e), the exit path stays under the wait it ended
+    timeout = "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/buffer.cc:76] Read timeout [127.0.0.1]:32444\n"
+    top = _top(tmp_path, timeout + "terminate called after throwing an instance of 'c10::Error'\n"
+                                   "  what():  CUDA error: driver shutting down\n")
+    assert top.category is Category.LAGGING_RANK, top.title
+
+
+def test_torchelastic_s_own_port_check_names_the_host(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#64789 (r172c): create_c10d_store in a CI container
+    top = _top(tmp_path, "RuntimeError: Address already in use\n\nThe above exception was the direct cause of the "
+                         "following exception:\n\nOSError: on ca788e26754c, port: 45925 already in use\n")
+    assert top.category is Category.PORT_IN_USE and "ca788e26754c" in top.culprit_hosts, top
+    assert "45925" in top.title

@@ -60,7 +60,7 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "main_process_ip", "main-process-ip",
             "has timed out, will retry", "host not found: ", "Error initializing torch.distributed using",
             "Error: Port could not be cast", "Error: invalid literal for int()", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "for name(s) ", "Wait timeout for key", "Wait timeout after ", "waitForInput", "client socket", "store based barrier", "C10d store",
-            "clients joined", "Rendezvous", "Address already in use", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
+            "clients joined", "Rendezvous", "Address already in use", "rror: on ", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
             "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
@@ -240,6 +240,9 @@ _HCCL_RDMA = re.compile(r"ra rdma init failed, devid\[(?P<dev>\d{1,3})\] ip\[(?P
 # ``zmq.error.ZMQError: Address already in use (addr='tcp://10.65.1.9:7000')``: that host's port is taken
 _ZMQ_BIND = re.compile(r"ZMQError: Address already in use \(addr='tcp://(?P<host>\[[^\]]{2,64}\]|[^:'\s]{1,253}):"
                        r"(?P<port>\d{1,5})'\)")
+# torchelastic's own check of the store's port (elastic/utils/distributed.py, create_c10d_store): ``OSError: on
+# ca788e26754c, port: 45925 already in use``, the host that could not listen named
+_ELASTIC_IN_USE = re.compile(r"Error: on (?P<host>[\w.\-]{1,253}), port: (?P<port>\d{1,5}) already in use")
 _ACCELERATE_PORT = re.compile(r"Tried to launch distributed communication on port `?(?P<port>\d+)`?, but another "
                               r"process is utilizing it")
 
@@ -286,6 +289,10 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, origin=None if host in ("*", "0.0.0.0", "::") else Origin(host=host),
                            data={"what": "listen", "source": "zmq", "store_port": int(match["port"]),
                                  "error": "address already in use"})]
+    match = _ELASTIC_IN_USE.search(body) if "already in use" in body else None
+    if match:
+        return [make_event(Kind.STORE_ERROR, line, origin=Origin(host=match["host"]), data={
+            "what": "listen", "store_port": int(match["port"]), "error": "Address already in use"})]
     match = _ACCELERATE_PORT.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={

@@ -174,7 +174,8 @@ _KERNEL_ASSERT = re.compile(r"(?P<file>[\w.\-]+\.cuh?):(?P<line>\d+): [^\n]{0,20
                             r"Assertion `(?P<expr>[^`\n]{1,300})` failed")
 _BOUNDS = re.compile(r'"(?P<what>[a-z][\w ]{2,60})"\s*$')  # ATen's assertions end with their words in quotes
 _WATCHDOG_ENDED = "watchdog thread terminated with exception: "
-_PROGRAM = ("device-side assert", "out of memory", "OUT_OF_MEMORY", "invalid device ordinal", "no kernel image", "busy or unavailable")
+_PROGRAM = ("device-side assert", "out of memory", "OUT_OF_MEMORY", "invalid device ordinal", "no kernel image", "busy or unavailable",
+            "driver shutting down")
 
 
 _ROCM = re.compile(r"(?P<what>Memory access fault|HW Exception) by GPU node-(?P<node>\d+) \(Agent handle: [^)]*\)"

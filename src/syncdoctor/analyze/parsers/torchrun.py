@@ -228,9 +228,17 @@ def parse(line: Line) -> list[Event]:
             **({"worker_pid": pid} if pid is not None else {})})]
     match = _SIGTERM.search(body)
     if match:
-        return [make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={
-            "worker_pid": int(match["pid"]), "signal": match["sig"]})]
+        stopped = make_event(Kind.WORKER_TERMINATED, line, origin=Origin(pid=int(match["pid"])), data={
+            "worker_pid": int(match["pid"]), "signal": match["sig"]})
+        if match["sig"] in _FORWARDED:
+            # the agent passes on the signal it received (a worker that failed gets the others SIGTERM): it was
+            # stopped from outside, its own ``SignalException`` below, where the paste has it
+            return [stopped, make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "forwarded"})]
+        return [stopped]
     return []
+
+
+_FORWARDED = ("SIGHUP", "SIGINT")  # signals torchrun's agent sends its workers only after receiving them itself
 
 
 def wants_record_fields(event: Event) -> bool:

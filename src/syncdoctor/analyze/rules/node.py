@@ -91,6 +91,19 @@ _MISMATCHED_BUILD = (
      "the extension with TORCH_CUDA_ARCH_LIST naming it; `python -c 'import torch; print(torch.cuda.get_arch_list())'`"
      " lists what the build holds.",
      "CUDA refused"),
+    # cudaErrorInvalidDeviceFunction (98; hipErrorInvalidDeviceFunction): "the requested device function does not
+    # exist or is not compiled for the proper device architecture" (NCCL 2.4.8 of CUDA 10.1 on an Ampere GPU,
+    # beir-cellar/beir#67; RCCL's kernels for one of two architectures in a process, ROCm/rccl#2189)
+    ("invalid device function", "the binaries hold no kernel for this GPU's architecture{on} (invalid device "
+     "function)" + _MISFIT,
+     "CUDA found no code of the build for the kernel it was asked to launch on this GPU (cudaErrorInvalidDeviceFunction; "
+     "HIP's the same): PyTorch, NCCL (RCCL) or an extension compiled without this GPU's architecture, such as a "
+     "CUDA 10 build on an Ampere GPU, a wheel for older GPUs on a new one, or GPUs of two architectures in one process "
+     "where the library holds kernels for one.",
+     "Install builds that include this architecture (`python -c 'import torch; print(torch.cuda.get_arch_list())'` "
+     "lists PyTorch's; an NCCL of a CUDA release that knows the GPU), or rebuild the extension with "
+     "TORCH_CUDA_ARCH_LIST (PYTORCH_ROCM_ARCH) naming it.",
+     "CUDA refused"),
     ("named symbol not found", "a function the CUDA library looked for is missing from the driver{on}" + _MISFIT,
      "CUDA's driver does not have a function that NCCL or the CUDA runtime asked for (cudaErrorSymbolNotFound, 500): "
      "most often the driver is older than what those libraries were built for (a container image newer than the "
@@ -161,11 +174,12 @@ def _unhandled_cuda(event: Event) -> bool:
 
 def _worded_elsewhere(tl: Timeline, frame: Event) -> bool:
     """The CUDA error under which the watchdog's frame was printed, in its own words in the same input (a GPU's error,
-    a device-side assert that is the program's, an out-of-memory): that line is the reading, not the frame."""
+    a device-side assert that is the program's, an out-of-memory, ``what():  CUDA error: driver shutting down`` under
+    ``terminate called``): that line is the reading, not the frame."""
     return any(e.ref.source == frame.ref.source and e is not frame and (
         (e.kind in (Kind.GPU_ERROR, Kind.CUDA_OOM) and e.data.get("source") != "watchdog-frame")
-        or (e.kind is Kind.EXCEPTION and "CUDA error" in str(e.data.get("message") or "")))
-        for e in tl.of(Kind.GPU_ERROR, Kind.CUDA_OOM, Kind.EXCEPTION))
+        or (e.kind in (Kind.EXCEPTION, Kind.ERROR_LINE) and "CUDA error" in str(e.data.get("message") or "")))
+        for e in tl.of(Kind.GPU_ERROR, Kind.CUDA_OOM, Kind.EXCEPTION, Kind.ERROR_LINE))
 
 
 def gpu_error(tl: Timeline) -> list[Hypothesis]:

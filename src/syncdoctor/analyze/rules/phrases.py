@@ -191,6 +191,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bCUDA OOM errors? thrown\b"
                 r"|CUBLAS_STATUS_ALLOC_FAILED|failed to alloc(?:ate)? [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
                 r"|OUT_OF_DEVICE_MEMORY|out of device memory"
+                # nvJPEG's allocator that could not get its buffers (DALI's decoder: ``NVJPEG error "5" :
+                # NVJPEG_STATUS_ALLOCATOR_FAILURE``)
+                r"|NVJPEG_STATUS_ALLOCATOR_FAILURE"
                 # vLLM's start-up check: ``Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than
                 # desired GPU memory utilization (0.98, 174.78 GiB)``
                 r"|free memory on device\b[^\n]{0,80}\bless than desired", _I)),
@@ -215,6 +218,18 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
      re.compile(r"peer access is not supported|cudaErrorPeerAccess|peer mapping resources|\bP2P\b[^\n]{0,20}\bnot supported"
                 r"|\baddr_window (?:not properly set|check failed)", _I)),
+    # a build without code for this GPU's architecture (CUDA's ``no kernel image is available for execution on the
+    # device`` and ``invalid device function``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all
+    # current devices!``): before a GPU's faults, as ``HIP failure: 'invalid device function'`` is none
+    (Category.UNRECOGNISED, "binaries without code for this GPU's architecture (the GPU itself is not at fault)",
+     re.compile(r"no kernel image is available|hipErrorNoBinaryForGpu|invalid device function|InvalidDeviceFunction\b"
+                r"|Unable to find code object for all current "
+                # PyTorch's warning at start-up that it was built without this architecture (``NVIDIA H200 with CUDA
+                # capability sm_90 is not compatible with the current PyTorch installation``)
+                r"devices|with CUDA capability sm_\d{2,3}\w? is not compatible with the current PyTorch"
+                # (and one too old for it: ``Found GPU0 Tesla K80 which is of cuda capability 3.7. PyTorch no longer
+                # supports this GPU because it is too old.``)
+                r"|no longer supports this GPU because it is too old", _I)),
     # (not nvidia-smi's column header ``| Volatile Uncorr. ECC |``, which every healthy node prints)
     (Category.GPU_ERROR, "a fault of the GPU",
      re.compile(r"illegal memory access|illegal address|memory access fault|(?<!Uncorr\. )\bECC\b|\bXid\b|fallen off the bus"
@@ -229,16 +244,6 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # the NVIDIA container runtime refusing an image built for a newer CUDA (``nvidia-container-cli:
                 # requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version``)
                 r"|unsatisfied condition: cuda ?>= ?[\d.]+", _I)),
-    # a build without code for this GPU's architecture (CUDA's ``no kernel image is available for execution on the
-    # device``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all current devices!``)
-    (Category.UNRECOGNISED, "binaries without code for this GPU's architecture (the GPU itself is not at fault)",
-     re.compile(r"no kernel image is available|hipErrorNoBinaryForGpu|Unable to find code object for all current "
-                # PyTorch's warning at start-up that it was built without this architecture (``NVIDIA H200 with CUDA
-                # capability sm_90 is not compatible with the current PyTorch installation``)
-                r"devices|with CUDA capability sm_\d{2,3}\w? is not compatible with the current PyTorch"
-                # (and one too old for it: ``Found GPU0 Tesla K80 which is of cuda capability 3.7. PyTorch no longer
-                # supports this GPU because it is too old.``)
-                r"|no longer supports this GPU because it is too old", _I)),
     # an Ascend NPU's kernel that timed out or faulted (``EZ9999 … Kernel task happen error, retCode=0x25, [aicore
     # timeout]``, ``[aicore exception]``): the device's failure, as a CUDA kernel's on a GPU
     (Category.GPU_ERROR, "an NPU kernel that timed out or faulted", re.compile(r"\[aicore (?:timeout|exception)\]", _I)),
@@ -312,6 +317,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # Ascend HCCL's link set-up finding another version on the peer (``EI0008: … The HCCL versions are
                 # inconsistent: tag […], local_version [8.0.RC3], remote_version [8.0.RC2]``)
                 r"|HCCL versions are inconsistent", _I)),
+    # a server and its client of different releases refusing each other (llama.cpp's RPC backend: ``RPC server version
+    # mismatch: 4.0.1`` before ``Failed to connect to 10.0.0.185:50052``): the builds on the hosts, not the network
+    (Category.UNRECOGNISED, "a server and its client of different versions (the hosts run different builds)",
+     re.compile(r"\b(?:server|client|protocol) version mismatch\b", _I)),
     # the same connect refused because the device itself is not there (``… for RC DEVX QP connect on mlx5_15 failed: No
     # such device``: an SR-IOV function, or an HCA, that the pod or the host does not have as the peer expects): the
     # job's device choice, before the queue pair's reading below
@@ -753,6 +762,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\bindex -?\d{1,20} is out of bounds for (?:dimension|axis) \d{1,3} with size \d{1,20}\b")),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
+    # CUDA's runtime unloading at the process's exit while a thread still calls it (cudaErrorCudartUnloading, ``CUDA
+    # error: driver shutting down`` from PyTorch's NCCL watchdog or cleanup thread): the process's own exit, not the GPU,
+    # and an outcome: what made it exit (a timeout, an error) is the cause where the lines show one
+    (Category.RANK_CRASHED, "a thread still using CUDA while its process exited (CUDA's runtime unloading: the "
+     "process's own exit path, not the GPU)", re.compile(r"\bdriver shutting down\b|cudaErrorCudartUnloading", _I)),
     (Category.RENDEZVOUS_TIMEOUT, "a rendezvous or store barrier that did not gather everyone",
      re.compile(r"RendezvousTimeoutError|rendezvous\b[^\n]{0,60}\b(?:timed out|timeout)|waiting for clients"
                 r"|store[_ ]based[_ ]barrier|timed out initializing process group"
@@ -807,6 +821,9 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\bUDS: (?:Sending|Receiving) data over socket\b[^\n]{0,120}\b(?:Connection refused|No such file)", _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
+                # a server's port that a client could not reach, in its own words (llama.cpp's RPC backend: ``Failed
+                # to connect to 192.168.1.20:50052``)
+                r"|\bfailed to connect to \S{0,80}:\d{2,5}\b"
                 r"|name or service not known|nodename nor servname|temporary failure in name resolution"
                 # HCCL (Ascend): ``EI0009 … Transport init error. Reason: [Create][DestLink]Create Dest error! … remote_ip_addr[…]``
                 r"|transport init error\b[^\n]{0,80}\bCreate Dest error|\bEI0009\b"
