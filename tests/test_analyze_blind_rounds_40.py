@@ -152,3 +152,18 @@ def test_torchelastic_s_own_port_check_names_the_host(tmp_path: Path) -> None:
                          "following exception:\n\nOSError: on ca788e26754c, port: 45925 already in use\n")
     assert top.category is Category.PORT_IN_USE and "ca788e26754c" in top.culprit_hosts, top
     assert "45925" in top.title
+
+
+def test_pytorch_s_test_harness_reporting_a_process_s_exit_code_is_that_process_dying(tmp_path: Path) -> None:
+    # real: pytorch/pytorch#48500 (r173e): MultiProcessTestCase's check of its spawned ranks' exit codes
+    frames = ('  File "/opt/conda/lib/python3.6/site-packages/torch/testing/_internal/common_distributed.py", line 450, '
+              "in _check_return_codes\n")
+    top = _top(tmp_path, "Traceback (most recent call last):\n" + frames +
+               "AssertionError: False is not true : Expected zero exit code but got -11 for pid: 2718941\n")
+    assert top.category is Category.RANK_CRASHED and "SIGSEGV" in top.title, top.title
+    # the newer words, naming the process's index
+    top = _top(tmp_path, "AssertionError: Expect process 1 exit code to match Process 0 exit code of 0, but got -6\n")
+    assert top.category is Category.RANK_CRASHED and "SIGABRT" in top.title and top.culprit_local_ranks == (1,), top
+    # a test that expected the exit code it got says nothing failed
+    assert not any("died" in h.title for h in diagnose_paste(
+        tmp_path, "Expect process 1 exit code to match Process 0 exit code of 0, but got 0\n").hypotheses)

@@ -46,6 +46,7 @@ __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 KEYWORDS = ("btl_tcp", "exited due to process rank", "downstream from host", "has expired on coll_type", "retry count between two MPI", "retry count on a per-peer", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with ", "died unexpectedly (exit code", "was aborted", "error with exit code", "graceful shutdown",
             "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
+            "xit code but got", "xit code of 0, but got",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "error (0x", "Error in mlx5dv_devx_obj_modify",
             "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked",
             "ailed for slice", "Too many errors found in local RNIC", "ailed to modify QP to",
@@ -75,6 +76,11 @@ _MPICH_STRING = re.compile(r"EXIT STRING: (?P<what>.*?)\s*\(signal (?P<num>\d+)\
 _MPICH_EXIT = re.compile(r"=\s+EXIT CODE: (?P<code>\d+)")
 _MPICH_RANK = re.compile(r"=\s+(?:RANK (?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING AT (?P<host>\S+)")
 _SPAWN = re.compile(r"process (?P<index>\d+) terminated with (?:signal (?P<sig>SIG\w+)|exit code (?P<code>-?\d+))")
+# PyTorch's multi-process test harness (torch.testing._internal.common_distributed, also downstream projects' tests):
+# ``AssertionError: False is not true : Expected zero exit code but got -11 for pid: 2718941``, ``Expect process 1 exit
+# code to match Process 0 exit code of 0, but got -6``: a test's process that died, a negative code its signal
+_TEST_EXIT = re.compile(r"Expected zero exit code but got (?P<code>-?\d+)(?: for pid: (?P<pid>\d+))?"
+                        r"|Expect process (?P<index>\d+) exit code to match Process 0 exit code of 0, but got (?P<code2>-?\d+)")
 _LEGACY = re.compile(r"died with <Signals\.(?P<sig>SIG\w+): (?P<num>\d+)>")
 # torchrun's agent: "Received 1 death signal" (1.9-2.2), "Received Signals.SIGTERM death signal" (2.3+): the number is
 # the signal's (an f-string of signal.Signals, an IntEnum, printed its number before Python 3.11: 1 is SIGHUP, a
@@ -922,6 +928,13 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(local_rank=int(match["index"])), data={
             "source": "spawn", "exitcode": code, "signal": match["sig"] or signal_name(code),
             "local_rank": int(match["index"])})]
+    match = _TEST_EXIT.search(body) if "xit code" in body and "but got" in body else None
+    if match and (code := int(match["code"] or match["code2"])) != 0:
+        index = int(match["index"]) if match["index"] else None
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(
+            local_rank=index, pid=int(match["pid"]) if match["pid"] else None), data={
+            "source": "test-harness", "exitcode": code, "signal": signal_name(code) if code < 0 else None,
+            **({"local_rank": index} if index is not None else {})})]
     match = _LEGACY.search(body)
     if match:
         # as DeepSpeed's: the command raised is the last one launched, not the failed worker's
