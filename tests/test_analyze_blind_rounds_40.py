@@ -167,3 +167,30 @@ def test_pytorch_s_test_harness_reporting_a_process_s_exit_code_is_that_process_
     # a test that expected the exit code it got says nothing failed
     assert not any("died" in h.title for h in diagnose_paste(
         tmp_path, "Expect process 1 exit code to match Process 0 exit code of 0, but got 0\n").hypotheses)
+
+
+def test_a_loss_scale_at_its_minimum_is_the_run_diverging(tmp_path: Path) -> None:
+    # real: microsoft/DeepSpeed#5426 and DeepSpeedExamples#418 (r174e): fp16 training under DeepSpeed's loss scaler
+    top = _top(tmp_path, "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n")
+    assert top.category is Category.RANK_CRASHED and "diverged" in top.title, top.title
+
+
+def test_horovod_s_rendezvous_store_not_reached_through_a_path_pip_built(tmp_path: Path) -> None:
+    # real: horovod/horovod#2955 (r174a): the source path of a Horovod that pip built holds 'pip-install', which is no
+    # download: the driver's HTTP store was not reached
+    line = ("Mon Jun  7 11:51:57 2021[1]<stderr>:[2021-06-07 11:51:57.963853: E /tmp/pip-install-s04s9x1l/horovod_dec38/"
+            "horovod/common/gloo/http_store.cc:96] HTTP GET request failed too many times, aborting. See exception "
+            "message above.\n")
+    top = _top(tmp_path, line + "Mon Jun  7 11:51:57 2021[1]<stderr>:terminate called after throwing an instance of "
+                                "'std::runtime_error'\n")
+    assert top.category is Category.PEER_UNREACHABLE and "HTTP store" in top.title, top.title
+    # a refused connection of pip itself stays a download's, not the job's peer
+    assert _top(tmp_path, "ERROR: pip install failed: Connection refused\n").category is not Category.PEER_UNREACHABLE
+
+
+def test_nccl_tests_failure_after_a_collector_s_timestamp(tmp_path: Path) -> None:
+    # real: NVIDIA/nccl-tests#98 (r172f) under scripts/pasted_forms.py's timestamps form (kubectl logs --timestamps)
+    line = " Test CUDA failure common.cu:1045 'CUDA driver version is insufficient for CUDA runtime version'\n"
+    for paste in (line, "2026-12-01T10:00:00.123456789Z " + line):
+        top = _top(tmp_path, paste)
+        assert top.category is Category.UNRECOGNISED and "driver is older" in top.title, (paste, top.title)

@@ -22,7 +22,7 @@ KEYWORDS = ("Rank ", "Test NCCL failure", "Test CUDA failure", "Test failure")
 
 _TABLE = re.compile(r"#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+"
                     r"device\s+(?P<device>\d+)")
-_FAILURE = re.compile(r"(?:(?P<host>[\w.-]+): |^)Test (?P<what>NCCL |CUDA )?failure (?P<where>\S+:\d+)(?: '(?P<msg>[^']*)'?)?")
+_FAILURE = re.compile(r"(?:(?P<host>[\w.-]+): |^\s*)Test (?P<what>NCCL |CUDA )?failure (?P<where>\S+:\d+)(?: '(?P<msg>[^']*)'?)?")
 # the echo of a failure, `` .. fengyun pid 3164639: Test failure common.cu:844`` (a line of its own, also for paste)
 ECHO = re.compile(r"\.\. (?P<host>[\w.-]+) pid (?P<pid>\d+): Test failure (?P<where>\S+:\d+)")
 

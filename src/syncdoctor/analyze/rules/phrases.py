@@ -279,6 +279,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\bfound (?:a )?(?:NaN|Inf)\b|unexpected result (?:nan|inf)\b|\b(?:NaN|Inf)s? (?:or (?:NaN|Inf) )?"
                 r"(?:found|detected|encountered)\b|\b(?:loss|grad(?:ient)?s?(?: norm)?) (?:is|was|became|contains?) "
                 r"(?:a )?(?:NaN|Inf|non-finite)\b|non-finite (?:loss|grad)", _I)),
+    # fp16 training whose gradients overflowed at every step until the loss scaler could lower its scale no more
+    # (DeepSpeed's ``Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.``):
+    # the run diverged, the program's numbers, not its peers
+    (Category.RANK_CRASHED, "fp16 gradients that overflowed until the loss scale reached its minimum (the run diverged: "
+     "a lower learning rate, bf16 where the GPUs have it, or the data)",
+     re.compile(r"\bloss scale already at minimum\b", _I)),
     # a kernel's assertion on the program's own values (an index or a loss input out of range), not the GPU's fault
     # a device index the process does not have, in a framework's own words (MindSpore: ``SetDevice for id:7 failed,
     # ret[101], invalid device ordinal``): more processes than GPUs visible, the launch's setup (A028, as rules.node)
@@ -819,6 +825,10 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "containers or pods: abstract Unix sockets are per network namespace; run them in one, or with the host's "
      "network; or that process exited)",
      re.compile(r"\bUDS: (?:Sending|Receiving) data over socket\b[^\n]{0,120}\b(?:Connection refused|No such file)", _I)),
+    # Horovod's Gloo rendezvous through the driver's HTTP store (horovodrun, horovod.spark): ``[… http_store.cc:96] HTTP
+    # GET request failed too many times, aborting.``: the workers could not reach the driver's server
+    (Category.PEER_UNREACHABLE, "Horovod's rendezvous server (the driver's HTTP store) that the workers could not reach",
+     re.compile(r"\bHTTP (?:GET|PUT|POST|DELETE) request failed too many times\b", _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 # a server's port that a client could not reach, in its own words (llama.cpp's RPC backend: ``Failed
@@ -899,7 +909,8 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
 
 
 # a host that is none of the job's: a download, a package index, an experiment tracker, object storage
-_ELSEWHERE = re.compile(r"https?://|HTTPS?Connection|\brequests\.|urllib|huggingface|hf_hub|\bpip\b|download|wandb"
+# (pip itself, not a path of a package it built: ``/tmp/pip-install-…/horovod/common/gloo/http_store.cc``)
+_ELSEWHERE = re.compile(r"https?://|HTTPS?Connection|\brequests\.|urllib|huggingface|hf_hub|\bpip\b(?!-)|download|wandb"
                         # (Google Cloud Storage's gcs in lower case: Ray's GCS, its control store, is the job's own)
                         r"|amazonaws\.com|\bboto|\bs3\b|(?-i:\bgcs\b)|gs://|storage\.googleapis", _I)
 _UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE}
