@@ -194,3 +194,23 @@ def test_nccl_tests_failure_after_a_collector_s_timestamp(tmp_path: Path) -> Non
     for paste in (line, "2026-12-01T10:00:00.123456789Z " + line):
         top = _top(tmp_path, paste)
         assert top.category is Category.UNRECOGNISED and "driver is older" in top.title, (paste, top.title)
+
+
+_SPAWNED = """Traceback (most recent call last):
+  File "/home/u/train.py", line 1651, in <module>
+    main()
+  File "/home/u/train.py", line 1642, in main
+    mp.spawn(run, args=(world_size, args), nprocs={nprocs}, join=True)
+  File "/home/u/lib/python3.10/site-packages/torch/multiprocessing/spawn.py", line 184, in join
+    raise ProcessExitedException(
+torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT
+"""
+
+
+def test_a_process_of_a_world_spawned_on_one_machine_is_its_rank(tmp_path: Path) -> None:
+    # real: k2-fsa/icefall#1764 (r169d): mp.spawn(…, nprocs=world_size) starts every rank there, so process 1 is rank 1
+    top = _top(tmp_path, _SPAWNED.format(nprocs="world_size"))
+    assert top.culprit_ranks == (1,), top
+    # spawning a node's share (nprocs=ngpus_per_node, the ImageNet example's multi-node form) names the local rank only
+    top = _top(tmp_path, _SPAWNED.format(nprocs="ngpus_per_node"))
+    assert not top.culprit_ranks and top.culprit_local_ranks == (1,), top

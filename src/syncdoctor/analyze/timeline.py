@@ -401,6 +401,18 @@ def _first_node_consoles(events: Sequence[Event]) -> set[str]:
             and max(ranks[source]) < len(pids) and len(hosts.get(source, ())) <= 1}
 
 
+# mp.spawn started the whole world on this machine (the DDP tutorial's ``mp.spawn(run, args=(world_size,),
+# nprocs=world_size, join=True)``): each process's index is its rank
+_SPAWNS_THE_WORLD = re.compile(r"\bspawn\([^\n]*\bnprocs\s*=\s*(?:[\w.]+\.)?world_size\b")
+
+
+def _whole_world_spawned(events: Sequence[Event]) -> set[str]:
+    """The inputs whose traceback shows the program's own ``mp.spawn(…, nprocs=world_size)``: one machine ran every
+    rank, so a process's index (local rank) is its rank."""
+    return {e.ref.source for e in events if e.kind is Kind.EXCEPTION
+            and _SPAWNS_THE_WORLD.search(str(e.data.get("code_line") or ""))}
+
+
 def _attempt_dir(source: str) -> str | None:
     """The directory of one torchrun agent's attempt that a file of its --log-dir is in (``…/attempt_0`` for
     ``…/attempt_0/3/stderr.log``), or None."""
@@ -644,7 +656,7 @@ def build_timeline(events: Sequence[Event], dumps: Sequence[FrDump] = (),
     fr_events = list(_fr_status_events(dumps))
     all_events = _explained(list(events) + fr_events)
     maps = _maps(all_events)
-    first_node = _first_node_consoles(all_events)
+    first_node = _first_node_consoles(all_events) | _whole_world_spawned(all_events)
     offsets = _log_dir_offsets(all_events)
     resolved = _agent_lines_of_records(_in_failure_records([_resolve(_local_is_global(event, first_node, offsets), maps)
                                                             for event in all_events]))

@@ -556,9 +556,10 @@ def _the_one_worker_failed_after(tl: Timeline, events: list[Event]) -> int | Non
 
 def _the_worker(tl: Timeline, events: list[Event], where: Attribution, local: int) -> Attribution:
     """``where`` with the worker of local rank ``local`` the launcher reported failed after ``events``: its global
-    rank where torchrun's table gives it beside the local one, else the local rank."""
+    rank where torchrun's table gives it beside the local one (or the timeline, where one machine spawned the whole
+    world), else the local rank."""
     ranks = {e.origin.rank for e in _reports_after(tl, events) if e.data.get("local_rank") == local
-             and e.data.get("source") == "summary" and e.origin.rank is not None}
+             and (e.data.get("source") == "summary" or e.data.get("source") == "spawn") and e.origin.rank is not None}
     if len(ranks) == 1:
         return replace(where, ranks=tuple(r for r in ranks if r is not None), local_ranks=(), processes=())
     return replace(where, local_ranks=(local,), processes=(*where.processes, f"local rank {local}"))
