@@ -1,6 +1,11 @@
-"""Readings of the hundred-and-sixty-seventh round (``r170*``: PyTorch's newer distributed APIs and symmetric memory,
-Transformer Engine and FP8 stacks, virtual machines and containers, unusual rendezvous and stores, scientific ML at
-small labs, distributed evaluation). One behaviour per test, each with the look-alike it must not catch."""
+"""Readings of the hundred-and-sixty-seventh to -seventy-first rounds (``r170*``: PyTorch's newer distributed APIs and
+symmetric memory, Transformer Engine and FP8 stacks, virtual machines and containers, unusual rendezvous and stores,
+scientific ML at small labs, distributed evaluation; ``r171*``: training wrappers, inference engines, embedding
+training, data pipelines, quantization, NCCL's variables; ``r172*``: late failures, MLPerf, PyTorch's CI, GPU sharing,
+divergent code paths, heterogeneous clusters; ``r173*``: other schedulers, domestic accelerators, 3D vision,
+tutorials, downstream CI, checkpoint conversion; ``r174*``: Spark, code LLMs, hyperparameter search, mixed precision,
+elastic training) and of the culprits their in-log cases missed. One behaviour per test, each with the look-alike it
+must not catch."""
 
 from __future__ import annotations
 
