@@ -642,6 +642,7 @@ def test_a_quiet_rank_is_not_blamed_where_the_paste_was_cut_right_after_the_time
     assert top.category is Category.UNEXPLAINED_TIMEOUT and not top.culprit_ranks
     lagging = next(h for h in result.diagnosis.hypotheses if h.category is Category.LAGGING_RANK)
     assert lagging.confidence < top.confidence and "cut" in lagging.what
+    assert any(e.ref.line == 8 and e.text == "[ra" and "stops inside" in e.note for e in lagging.evidence)
     # the same lines whole, or going on with a line of a rank that did not wait: rank 3 stayed quiet
     for ending in ("", _INITS.splitlines()[3].replace("START", "COMPLETE") + "\n[ra\n"):
         whole = tmp_path / "whole.log"

@@ -320,6 +320,8 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],
                                 "no error of its own; stopped by the launcher")
     evidence += evidence_of(_timeout_lines(tl, timed_out), "timed out waiting", MAX_CASCADE)
+    if cut is not None and not stopped:
+        evidence += evidence_of([cut], "the paste stops inside this line")
     title = (f"rank{'s' if len(silent) > 1 else ''} {fmt_ranks(silent)} never reached the collective: "
              f"rank{'s' if len(timed_out) > 1 else ''} {fmt_ranks(timed_out)} timed out waiting")
     what = (f"Rank{'s' if len(timed_out) > 1 else ''} {fmt_ranks(timed_out)} timed out in a collective while rank{'s' if len(silent) > 1 else ''} "
