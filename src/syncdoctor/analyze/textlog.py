@@ -508,7 +508,7 @@ def read_text(
     if cut is not None:  # (the paste stopped inside a line: what its lines leave out may be what was cut)
         back, raw = cut
         events.append(make_event(Kind.PASTE_CUT, make_line(_decode(raw), Ref(source, lines_before - back),
-                                                             state.file_origin), data={"fragment": _decode(raw)[:40]}))
+                                                             state.file_origin)))
     events[first:] = drop_records_inside_tables(events[first:])
     stats.lines = lines_before
     return stats

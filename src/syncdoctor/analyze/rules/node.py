@@ -172,19 +172,20 @@ def _unhandled_cuda(event: Event) -> bool:
     return event.data.get("source") == "nccl" and "ncclUnhandledCudaError" in str(event.data.get("message"))
 
 
-def _worded_elsewhere(tl: Timeline, frame: Event) -> bool:
-    """The CUDA error under which the watchdog's frame was printed, in its own words in the same input (a GPU's error,
-    a device-side assert that is the program's, an out-of-memory, ``what():  CUDA error: driver shutting down`` under
-    ``terminate called``): that line is the reading, not the frame."""
-    return any(e.ref.source == frame.ref.source and e is not frame and (
-        (e.kind in (Kind.GPU_ERROR, Kind.CUDA_OOM) and e.data.get("source") != "watchdog-frame")
-        or (e.kind in (Kind.EXCEPTION, Kind.ERROR_LINE) and "CUDA error" in str(e.data.get("message") or "")))
-        for e in tl.of(Kind.GPU_ERROR, Kind.CUDA_OOM, Kind.EXCEPTION, Kind.ERROR_LINE))
+def _worded_inputs(tl: Timeline) -> set[str]:
+    """The inputs that word a CUDA error themselves (a GPU's error, a device-side assert that is the program's, an
+    out-of-memory, ``what():  CUDA error: driver shutting down`` under ``terminate called``): there the line that
+    words it is the reading, not the watchdog's frame printed under it."""
+    return {e.ref.source for e in tl.of(Kind.GPU_ERROR, Kind.CUDA_OOM, Kind.EXCEPTION, Kind.ERROR_LINE)
+            if (e.kind in (Kind.GPU_ERROR, Kind.CUDA_OOM) and e.data.get("source") != "watchdog-frame")
+            or (e.kind in (Kind.EXCEPTION, Kind.ERROR_LINE) and "CUDA error" in str(e.data.get("message") or ""))}
 
 
 def gpu_error(tl: Timeline) -> list[Hypothesis]:
+    frames = [e for e in tl.of(Kind.GPU_ERROR) if e.data.get("source") == "watchdog-frame"]
+    in_words = _worded_inputs(tl) if frames else set()
     events = [e for e in tl.of(Kind.GPU_ERROR) if not _no_such_device(e)
-              and not (e.data.get("source") == "watchdog-frame" and _worded_elsewhere(tl, e))]
+              and not (e.data.get("source") == "watchdog-frame" and e.ref.source in in_words)]
     if tl.of(Kind.CUDA_OOM):  # NCCL's unhandled cuda error whose last error says it: out of memory (the OOM rule's)
         events = [e for e in events if not _unhandled_cuda(e)]
     ordinal = [e for e in tl.of(Kind.GPU_ERROR, Kind.EXCEPTION) if _no_such_device(e)]
@@ -559,7 +560,7 @@ def _the_worker(tl: Timeline, events: list[Event], where: Attribution, local: in
     rank where torchrun's table gives it beside the local one (or the timeline, where one machine spawned the whole
     world), else the local rank."""
     ranks = {e.origin.rank for e in _reports_after(tl, events) if e.data.get("local_rank") == local
-             and (e.data.get("source") == "summary" or e.data.get("source") == "spawn") and e.origin.rank is not None}
+             and e.data.get("source") in ("summary", "spawn") and e.origin.rank is not None}
     if len(ranks) == 1:
         return replace(where, ranks=tuple(r for r in ranks if r is not None), local_ranks=(), processes=())
     return replace(where, local_ranks=(local,), processes=(*where.processes, f"local rank {local}"))

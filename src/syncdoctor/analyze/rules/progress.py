@@ -312,15 +312,16 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     confidence = 0.8 if len(silent) <= max(1, len(timed_out) // 2) else 0.55
     if len(silent) > len(timed_out):
         confidence = 0.4  # more quiet ranks than failing ones: more likely logs are missing
-    cut = _cut_after_timeouts(tl, timed_out)
-    if cut is not None and not stopped:
+    # (a rank the launcher stopped afterwards logged its end: the cut took no line of its that says otherwise)
+    cut = None if stopped else _cut_after_timeouts(tl, timed_out)
+    if cut is not None:
         confidence = min(confidence, 0.25)  # the quiet rank's own timeout may be the line the paste cut (A019 first)
     evidence = []
     for rank in silent:
         evidence += evidence_of(tl.ranks[rank].of(Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)[:1],
                                 "no error of its own; stopped by the launcher")
     evidence += evidence_of(_timeout_lines(tl, timed_out), "timed out waiting", MAX_CASCADE)
-    if cut is not None and not stopped:
+    if cut is not None:
         evidence += evidence_of([cut], "the paste stops inside this line")
     title = (f"rank{'s' if len(silent) > 1 else ''} {fmt_ranks(silent)} never reached the collective: "
              f"rank{'s' if len(timed_out) > 1 else ''} {fmt_ranks(timed_out)} timed out waiting")
@@ -332,7 +333,7 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
         what += " These logs carry no sequence numbers (gloo), so the verdict rests on who stayed quiet."
     else:
         what += " No line of its own says where it was, so the verdict rests on who stayed quiet."
-    if cut is not None and not stopped:
+    if cut is not None:
         what += (f" But the paste stops in the middle of a line right after their timeouts ({cut.ref}: “{cut.text}”): "
                  "the quiet rank's own timeout may be the line it cut, so its silence says little.")
     places: dict[str, list[int]] = defaultdict(list)
@@ -354,8 +355,11 @@ def _cut_after_timeouts(tl: Timeline, timed_out: list[int]) -> Event | None:
     for cut in tl.of(Kind.PASTE_CUT):
         source = cut.ref.source
         lines = [e.ref.line for r in timed_out for e in tl.ranks[r].of(*TIMEOUT_KINDS) if e.ref.source == source]
-        if lines and not any(e.ref.source == source and max(lines) < e.ref.line < cut.ref.line
-                             and e.origin.rank not in waiting for e in tl.events):
+        if not lines:
+            continue
+        last = max(lines)
+        if not any(e.ref.source == source and last < e.ref.line < cut.ref.line and e.origin.rank not in waiting
+                   for e in tl.events):
             return cut
     return None
 
