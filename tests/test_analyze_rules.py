@@ -103,6 +103,22 @@ def test_a002_negative_straggler_is_not_a_desync(tmp_path) -> None:
     assert root(diagnosis).category is Category.LAGGING_RANK and root(diagnosis).culprit_ranks == (3,)
 
 
+@pytest.mark.parametrize("ops", [("SEND", "RECV"), ("SEND", "RECV", "RECV", "COALESCED")])
+def test_a002_negative_a_pipelines_send_and_its_peers_recv_are_a_pair(tmp_path, ops) -> None:
+    # a pipeline's stages time out in point-to-point work at one number: the send of one stage and the recv of the
+    # next are the two halves of one transfer (and batched ones are COALESCED), not ranks running different calls
+    files = {f"rank{r}.log": [NCCL_TIMEOUT.format(r=r, seq=12, op=op, n=4096)] for r, op in enumerate(ops)}
+    diagnosis = write(tmp_path, files)
+    assert Category.COLLECTIVE_DESYNC not in categories(diagnosis)
+    assert diagnosis.root_cause is None
+    assert diagnosis.hypotheses[0].category is Category.UNEXPLAINED_TIMEOUT
+    # the same ranks in a collective that differs still read as the desync
+    files["rank0.log"] = [NCCL_TIMEOUT.format(r=0, seq=13, op="ALLREDUCE", n=64)]
+    files["rank1.log"] = [NCCL_TIMEOUT.format(r=1, seq=13, op="BROADCAST", n=64)]
+    files["rank2.log"] = [NCCL_TIMEOUT.format(r=2, seq=13, op="ALLREDUCE", n=64)]
+    assert Category.COLLECTIVE_DESYNC in categories(write(tmp_path, files))
+
+
 def test_a002_every_rank_stuck_inside_a_different_collective_numbered_different_calls(tmp_path) -> None:
     # real: open-mmlab/mmsegmentation#2137, rank 0 timed out in #7559 while rank 1 had passed it (in #7561):
     # #7559 cannot have completed on rank 1 without rank 0

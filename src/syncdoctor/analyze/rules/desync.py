@@ -69,6 +69,8 @@ def _from_watchdog(tl: Timeline) -> list[Hypothesis]:
     timeouts = tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT)
     numbered = any(e.seq is not None for e in timeouts)
     for event in timeouts:
+        if event.op and _p2p(event.op):
+            continue  # a send on one rank and the recv on its peer at one number are the pair, not a desync
         if event.origin.rank is not None and event.op and (event.seq is not None or not numbered):
             # releases before SeqNum was printed (<= 1.10): the last collective of each rank is compared
             by_seq[(event.group or "0", event.seq if event.seq is not None else -1)].setdefault(event.origin.rank, event)
@@ -392,6 +394,10 @@ def _after_training(tl: Timeline) -> list[Hypothesis]:
 _P2P_OPS = ("send", "recv", "gather_into", "coalesced")  # a p2p op completes without the group's other members
 
 
+def _p2p(op: str) -> bool:
+    return any(w in op.lower() for w in _P2P_OPS)
+
+
 def diverged_groups(tl: Timeline) -> dict[str, dict[int, Event]]:
     """Groups whose ranks timed out at different sequence numbers, each inside its own collective: a collective
     completes on every member or on none, so the rank ahead could not have passed the lower number unless the
@@ -410,7 +416,7 @@ def diverged_groups(tl: Timeline) -> dict[str, dict[int, Event]]:
         if event.group is None and unsure:
             continue
         rank = event.origin.rank
-        if rank is None or event.seq is None or not event.op or any(w in event.op.lower() for w in _P2P_OPS):
+        if rank is None or event.seq is None or not event.op or _p2p(event.op):
             continue
         state = tl.ranks.get(rank)
         if state is not None and state.completed.get(event.group or "0", -1) >= event.seq:
