@@ -14,6 +14,8 @@ from syncdoctor.analyze.parsers.torch_watchdog import parse_work
 diagnose = diagnose_paste
 
 
+# (the kernel's hung task and its lost NFS server are read as a process stuck in file I/O now:
+# tests/test_analyze_blind_rounds_41.py)
 @pytest.mark.parametrize("line", [
     "NCCL collective timeout: WorkNCCL(SeqNum=16, OpType=COALESCED, NumelIn=0, NumelOut=0)",
     "Device 0: Timed out while waiting for active ethernet core (x=24,y=25) to become active again.",
@@ -24,7 +26,6 @@ diagnose = diagnose_paste
     "#1  0x000014753985ae05 in abort () from /lib64/libc.so.6",
     "Communication_Error_Get_Socket(EI0006)",
     "kernel: BUG: soft lockup - CPU#12 stuck for 22s! [python:1234]",
-    "kernel: INFO: task python:4242 blocked for more than 120 seconds.",
     "malloc(): corrupted top size",
     "*** stack smashing detected ***: terminated",
     "what():  std::bad_alloc",
@@ -54,7 +55,6 @@ diagnose = diagnose_paste
     "FAILED: train.py",
     "torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts left; will restart",
     "gloo::EnforceNotMet",
-    "kernel: nfs: server nas01 not responding, still trying",
 ])
 def test_a_wait_that_ran_out_or_an_abort_in_any_programs_words_is_never_silence(tmp_path: Path, line: str) -> None:
     assert [e.kind for e in events_of(line)] == [Kind.ERROR_LINE], line

@@ -32,6 +32,7 @@ from syncdoctor.analyze.paste import (
     json_records,
     plain_spaces,
     records_text,
+    runners_line,
     strings_text,
     unjsoned,
     unquoted,
@@ -139,6 +140,11 @@ def _watch_event_first(head: bytes) -> bool:
     """Whether a file of one object per line starts with a watch event: a log whose first lines are a trainer's
     metric dicts (``{'loss': 0.9, 'epoch': 0.25}``, Hugging Face's Trainer) is read as text, not skipped."""
     first = head.lstrip().partition(b"\n")[0]
+    try:
+        if runners_line(json.loads(first[:MAX_LINE])):
+            return False
+    except (ValueError, RecursionError):
+        pass
     return watch_events.parse_line(first[:MAX_LINE].decode("utf-8", "replace"), Ref("", 1)) is not None
 
 

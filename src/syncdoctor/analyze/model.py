@@ -91,6 +91,7 @@ class Kind(str, enum.Enum):
     PROGRESS_BAR = "progress_bar"  # a tqdm bar's last state on a line: what the process worked on, for how long
     WORK_PHASE = "work_phase"  # a line that says what the process is doing (evaluating): the last one is kept
     STACK_DUMP = "stack_dump"  # a process's main thread as `py-spy dump` printed it (where it was stuck)
+    IO_BLOCKED = "io_blocked"  # a process in the kernel's uninterruptible sleep (hung task, ps state D), a filesystem lost
     NCCL_TEARDOWN_FRAME = "nccl_teardown_frame"  # a native stack's frame inside ncclCommAbort/Destroy: hung there
     PASTE_CUT = "paste_cut"  # the input's last line stops inside a word: the paste was cut there
     # other sources

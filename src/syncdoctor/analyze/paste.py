@@ -18,7 +18,7 @@ from syncdoctor.analyze.parsers.prefixes import split_nccl, split_prefix
 from syncdoctor.analyze.parsers.traceback import exception_of
 
 __all__ = ["ANSI_BYTES", "FILLER", "FILLER_BYTES", "cut_last_line", "double_spaced", "json_records", "paste_margin", "plain_spaces",
-           "records_text", "strings_text", "unescaped", "unjsoned", "unquoted", "unspaced", "unwrap", "without_margin", "wrap_width"]
+           "records_text", "runners_line", "strings_text", "unescaped", "unjsoned", "unquoted", "unspaced", "unwrap", "without_margin", "wrap_width"]
 
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 _LEAD = re.compile(rb"[ \t>]*")
@@ -372,9 +372,18 @@ def _held(record: object) -> tuple[str, str] | None:
     if not isinstance(record, dict):
         return None
     text = next((record[k] for k in _RECORD_KEYS if isinstance(record.get(k), str)), None)
+    if text is None and runners_line(record):
+        text = record["data"]
     if text is None:
         return None
     return text, _host(record, 3)
+
+
+def runners_line(record: object) -> bool:
+    """A runner's record of one line its child wrote (milabench's ``{"event": "line", "data": "…", "pipe":
+    "stderr"}``): a collector's record, not an event of its own."""
+    return isinstance(record, dict) and isinstance(record.get("data"), str) and (
+        record.get("event") == "line" or record.get("pipe") in ("stdout", "stderr"))
 
 
 def _host(record: dict, depth: int) -> str:

@@ -147,6 +147,17 @@ ANCHORS: tuple[bytes, ...] = (
     b"ssh exited",  # pdsh@node1: node2: ssh exited with exit code 255
     b"Permission denied",
     b"reliably start",  # ORTE was unable to reliably start one or more daemons.
+    b"not responding, ",  # nfs: server nas01 not responding, still trying
+    b"nfs_",  # a wait channel or kernel frame of a network filesystem (ps state D, a hung task's stack)
+    b"nfs4_",
+    b"rpc_wait",
+    b"ptlrpc_",
+    b"ll_file",
+    b"cl_sync_io",
+    b"fuse_",
+    b"ceph_",
+    b"mmfs",
+    b"beegfs",
     b"specified daemon",
     b"remote daemon",
     b"worker died",  # Ray: A worker died or was killed while executing a task …

@@ -112,9 +112,11 @@ _SOCKET = re.compile(r"waitForInput: (?:socket .{0,300}? timed out after (?P<ms>
                      # poolFD failed with (errno: 0 - Success).``
                      r"|While waitForInput, poolFD failed with")
 _CONNECT = re.compile(
-    r"client socket has (?:timed out after (?P<ms>\d+)(?P<unit>ms|s)(?: while trying to connect(?: to \((?P<host>[^,\s]+)"
+    r"client socket (?:has )?(?:timed out after (?P<ms>\d+)(?P<unit>ms|s)(?: while trying to connect(?: to \((?P<host>[^,\s]+)"
     r"(?:, (?P<port>\d+)\))?)?)?"  # the port, the address, the rest may be cut off by a wrapped line
-    r"|failed to connect to \[?(?P<host2>[^\]\s]+)\]?:(?P<port2>\d+)(?: \((?P<err>[^)]*)\))?)"
+    # (a socket of the address's family that could not be opened, 1.11-2.1: ``The client socket cannot be initialized
+    # to connect to [localhost]:29501 (errno: 97 - Address family not supported by protocol).``)
+    r"|(?:failed|cannot be initialized) to connect to \[?(?P<host2>[^\]\s]+)\]?:(?P<port2>\d+)(?: \((?P<err>[^)]*)\))?)"
 )
 
 
@@ -502,8 +504,11 @@ def _errors(line: Line) -> list[Event]:
             # socket.cpp's warning for one address it tried (1.12+): the client goes on to the next address and
             # retries until its timeout, whose error (``The client socket has timed out after …``) is the failure
             found["retrying"] = found["per_address"] = True
-            if "errno: 99" in str(found["error"]) and is_loopback(str(found.get("store_host", ""))):
-                # localhost's IPv6 address tried first where IPv6 is off: printed by runs that then connect over IPv4
+            host_text = str(found.get("store_host", ""))
+            if any(f"errno: {n}" in str(found["error"]) for n in (97, 99)) and (
+                    is_loopback(host_text) or host_text.lower().startswith("::ffff:127.")):  # (an IPv4-mapped one too)
+                # localhost's IPv6 address tried first where IPv6 is off (99: no such address here; 97: no IPv6
+                # sockets at all): printed by runs that then connect over IPv4
                 found["ipv6_loopback"] = True
         return [make_event(Kind.STORE_ERROR, line, data=found)]
     if "connection to the C10d store has failed" in body:

@@ -281,6 +281,9 @@ _ERROR = re.compile(
     # the kernel's reports of a CPU or a task that stopped moving (a process stuck in the kernel: a file system, a
     # driver), and its own failures
     r"|\bBUG: |\bsoft lockup\b|\bhard LOCKUP\b|\bblocked for more than \d{1,6} seconds\b|\bKernel panic\b"
+    # a disk a process needs with no room left (Ray's monitor of its session's folder: ``… is over 95% full, available
+    # space: 0 GB; …``)
+    r"|\bis over \d{2,3}% full, available space: \d"
     # the C library and the C++ runtime aborting a process (heap corruption, a failed allocation)
     r"|\bstack smashing detected\b|\bdouble free\b|\bcorrupted (?:size|top size|double-linked list|unsorted chunks)\b"
     r"|\b(?:malloc|free|realloc)\(\): (?:invalid|corrupted)|\bstd::bad_alloc\b"

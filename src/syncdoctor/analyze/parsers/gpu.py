@@ -39,7 +39,7 @@ from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 
 __all__ = ["FABRIC_DOWN", "KEYWORDS", "XIDS", "Xid", "parse"]
 
-KEYWORDS = ("cudaError", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+KEYWORDS = ("cudaError", "hipError", "HSA_STATUS_ERROR_", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
             "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST",
@@ -78,6 +78,16 @@ _WENT_ON = re.compile(r"\bGracefully skipping\b|\b[Ff]alling back to\b")
 # the runtime's error by its name, then its words (CuPy's ``CUDARuntimeError: cudaErrorInvalidDevicePointer: invalid
 # device pointer``, Numba's, a program's own check)
 _CUDA_NAMED = re.compile(r"\bcudaError(?!None\b|NotReady\b)[A-Z]\w{2,40}: (?P<msg>[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
+# PyTorch's epilogue under a CUDA or HIP error, which names its code (``Search for `hipErrorLaunchFailure' in
+# https://rocm.docs.amd.com/… for more information.``), where the paste lost the error's own line above it; and ROCm's
+# runtime aborting a queue for the GPU's fault (``Callback: Queue 0x7… aborting with error : HSA_STATUS_ERROR_EXCEPTION:
+# An HSAIL operation resulted in a hardware exception. code: 0x1016``). The program's own codes (an assert, memory
+# run out, an invalid argument) are left to their readings.
+_EPILOGUE = re.compile(r"\bSearch for `(?P<code>(?:cuda|hip)Error(?P<name>LaunchFailure|IllegalAddress|IllegalInstruction|"
+                       r"MisalignedAddress|HardwareStackError|ECCUncorrectable|ECCNotCorrectable|InvalidPc|LaunchTimeOut|"
+                       r"LaunchTimeout))'")
+_HSA_QUEUE = re.compile(r"\baborting with error : (?P<code>HSA_STATUS_ERROR_(?:EXCEPTION|MEMORY_APERTURE_VIOLATION|"
+                        r"ILLEGAL_INSTRUCTION|MEMORY_FAULT))\b(?P<rest>[^\n]{0,120})")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d{1,4})(?!\d)")
 # DCGM's health check (dcgmi health, its diagnostics): ``Detected XID 79 for GPU 3``
 _DCGM_XID = re.compile(r"Detected XID (?P<xid>\d{1,3}) for GPU (?P<gpu>\d{1,3})")
@@ -423,6 +433,15 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "pci": match["pci"], "message": f"PCIe error the driver could not recover from ({match['msg'].strip()[:120]})",
             "hardware": True, "source": "pcie-aer"})]
+    match = _EPILOGUE.search(body) if "Search for `" in body else None
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": match["code"], "hardware": match["name"].startswith("ECC"), "source": "cuda"})]
+    match = _HSA_QUEUE.search(body) if "HSA_STATUS_ERROR_" in body else None
+    if match:
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": f"{match['code']}{match['rest'].split(' code:')[0]}".strip()[:160],
+            "hardware": match["code"].endswith("EXCEPTION"), "source": "rocm"})]
     match = _CUDA.search(body) or _DRIVER.search(body) or _CUDA_CALL.search(body) or \
         (_CUDA_NAMED.search(body) if "cudaError" in body else None)
     if not match or _WENT_ON.search(body):

@@ -162,6 +162,9 @@ _NEMO_LEVELS = {"D": "", "I": "info", "W": "warning", "E": "error", "C": "fatal"
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
 _RAY = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?(?:rank=(?P<rank>\d{1,6}) )?pid=(?P<pid>\d{1,10})"
                   r"(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
+# Ray's own daemons on a node, forwarded to the driver's console: ``(raylet, ip=10.0.1.36) [2025-11-20 08:14:04,892 E
+# 18591 18625] (raylet) file_system_monitor.cc:116: …`` (the node's address; the pid in the bracket is the daemon's)
+_RAY_DAEMON = re.compile(r"\((?:raylet|gcs_server|dashboard_agent|log_monitor|monitor), ip=(?P<ip>[0-9a-fA-F.:]{3,45})\) ")
 # vLLM's worker processes name their place: "(VllmWorker rank=3 pid=…)" (0.8-0.9), "(Worker_TP1 pid=…)",
 # "(Worker_DP0_TP1_EP1 pid=…)" (0.10+): the worker's index among its engine's, the local rank where one engine runs
 # on the node (a data-parallel rank other than 0 leaves it unknown)
@@ -242,6 +245,10 @@ _FENCE = re.compile(r"^\s*(?:>\s?)*(?:```|~~~)[\w+-]*\s*")
 _QUOTE = re.compile(r"^(?:>\s?)+")
 # a markdown list item's mark (an issue's ``- RuntimeError: …`` among the reporter's bullets), not glibc's ``*** …``
 _BULLET = re.compile(r"^[-*+] (?=[^\s*+-])")
+# a markdown ordered list's mark before a line of the log (an issue's ``1. [W socket.cpp:663] …``, ``2. train.py: error:
+# …`` in a numbered list of the errors seen): only where the rest starts as a log's line does
+_ORDERED = re.compile(r"^\d{1,2}\. (?=\[[A-Z][\w ]|\[rank\d|\[\d{4}-\d\d|Traceback \(|[\w.\-]{1,80}\.py: error: |"
+                      r"(?:[a-z_]\w*\.)*[A-Z]\w{0,60}(?:Error|Exception): )")
 _AUTOLINK = re.compile(r"\[([^\[\]]{1,200})\]\((?:https?://|mailto:)[^()\s]{0,300}\)")
 _NESTED_LINK = re.compile(r"\[\[([^\[\]]{1,200})\]\]")
 
@@ -281,6 +288,8 @@ def clean(text: str) -> str:
             text = changed
     if text.startswith("**") or text.endswith("**"):
         text = text.strip("*")
+    if text[:1].isdigit() and ". " in text[1:4]:
+        text = _ORDERED.sub("", text)
     return text
 _MAX_PREFIXES = 6
 
@@ -467,6 +476,11 @@ def split_prefix(text: str) -> Prefix:
         match = _KUBECTL.match(text, pos)
         if match:
             host = host or match["pod"]
+            pos = match.end()
+            continue
+        match = _RAY_DAEMON.match(text, pos) if text.startswith("(", pos) else None
+        if match:
+            host = host or match["ip"]
             pos = match.end()
             continue
         match = _RAY.match(text, pos)

@@ -32,8 +32,15 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, shell_signal_name, signal_name, signal_number
 
-__all__ = ["KEYWORDS", "parse"]
+__all__ = ["KEYWORDS", "filesystem_of", "parse"]
 
+# the kernel functions a process waits in on a network filesystem (a ps row's wait channel, a hung task's or
+# /proc/PID/stack's frames): NFS and its RPC layer, Lustre's client, FUSE mounts (s3fs, gcsfuse, blobfuse), CephFS,
+# GPFS, BeeGFS, Weka
+_WAIT_CHANNELS = ("nfs_", "nfs4_", "rpc_wait", "ptlrpc_", "ll_file", "cl_sync_io", "fuse_", "ceph_", "mmfs", "beegfs")
+_FILESYSTEMS = (("nfs", "NFS"), ("rpc_", "NFS"), ("ptlrpc", "Lustre"), ("ll_", "Lustre"), ("cl_", "Lustre"),
+                ("fuse_", "a FUSE mount"), ("ceph_", "CephFS"), ("mmfs", "GPFS"), ("beegfs", "BeeGFS"))
+_IO_WORDS = ("blocked for more than", "not responding, ", "in progress operations", *_WAIT_CHANNELS)
 KEYWORDS = ("oom_kill event", "marked dead", "Cannot communicate with node", "exitCode: 137", "its local ephemeral storage", "ephemeral local storage usage", "Usage of EmptyDir volume",
             "Exceeded job memory", "Exceeded step memory", "oom-kill event", "oom-kill:constraint=", "srun: error:", "died from signal", "exited with code", "Killed process", "Kill process", "OOMKilled",
             "code 137", "Exit Code:", "status 137", "low on resource", "CANCELLED AT", "to Failed by the event",
@@ -44,7 +51,8 @@ KEYWORDS = ("oom_kill event", "marked dead", "Cannot communicate with node", "ex
             "segfault at ", "general protection fault", "health compromised", ", being killed",
             "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
             "abort () at ", "Bus error", "Segmentation fault", "Aborted", "Floating point exception",
-            "received signal SIG", "terminated with signal SIG")
+            "received signal SIG", "terminated with signal SIG", "blocked for more than", "not responding, ",
+            "in progress operations using this service", *_WAIT_CHANNELS)
 
 # the shell reporting a command it ran killed by a signal: ``Bus error (core dumped)`` (interactive), ``./run.sh: line 12:
 #  4242 Segmentation fault      (core dumped) python train.py`` (a script): at the line's start, or after the script's
@@ -154,8 +162,55 @@ _SRUN_SIGNALS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fau
                  "Aborted": "SIGABRT", "Bus error": "SIGBUS"}
 
 
+# a process the kernel saw in uninterruptible sleep (state D) for longer than its hung-task timeout (kernel/hung_task.c:
+# ``INFO: task python3:48213 blocked for more than 120 seconds.``; its stack follows, ``nfs_start_io_read+0x1e/0x60
+# [nfs]``); a ps row in state D with its wait channel (``ps -eo pid,stat,wchan,etime,cmd``: ``1533  DNl
+# nfs_start_io_read  1-22:05:51``); a frame of such a stack (/proc/PID/stack's ``[<0>] rpc_wait_bit_killable+0x1e/0x90
+# [sunrpc]``); a network filesystem's server the kernel lost (``nfs: server nas01 not responding, still trying``,
+# Lustre's ``Connection to lustre-OST0003 (at 10.0.0.5@o2ib) was lost; in progress operations using this service will
+# wait for recovery to complete``)
+_HUNG_TASK = re.compile(r"\btask (?P<comm>[^\s:][^:]{0,15}):(?P<pid>\d{1,10}) blocked for more than (?P<s>\d{1,9}) seconds")
+_CHANNEL = "(?:" + "|".join(re.escape(c) for c in _WAIT_CHANNELS) + r")\w{0,60}"
+_PS_BLOCKED = re.compile(r"^\s*(?P<pid>\d{1,10})\s+(?P<stat>D[A-Za-z<+]{0,5})\s+(?P<wchan>" + _CHANNEL + r")\b")
+_FRAME = re.compile(r"^\s*(?:\[[\w .:]{1,40}\]\s+)?(?:\[<[0-9a-f]{1,16}>\]\s+|\? )?(?P<fn>" + _CHANNEL + r")\+0x[0-9a-f]{1,8}/0x[0-9a-f]{1,8}\b")
+_SERVER_LOST = re.compile(r"\b(?P<fs>nfs|lockd): server (?P<server>[\w.\-:\[\]]{1,253}) not responding, "
+                          r"(?:still trying|timed out)"
+                          r"|\bConnection to (?P<target>[\w.\-]{1,100}) \(at (?P<nid>[\w.@:\-]{1,100})\) was lost; in "
+                          r"progress operations using this service will wait for recovery")
+
+
+def filesystem_of(function: str) -> str:
+    """The filesystem a kernel function that a process waits in belongs to (``nfs_start_io_read``: NFS)."""
+    return next((name for prefix, name in _FILESYSTEMS if function.startswith(prefix)), "")
+
+
+def _io_blocked(line: Line, body: str) -> list[Event]:
+    match = _HUNG_TASK.search(body) if "blocked for more than" in body else None
+    if match:
+        return [make_event(Kind.IO_BLOCKED, line, origin=Origin(pid=int(match["pid"])), data={
+            "via": "hung-task", "comm": match["comm"], "pid": int(match["pid"]), "seconds": int(match["s"])})]
+    match = _SERVER_LOST.search(body) if "not responding, " in body or "in progress operations" in body else None
+    if match:
+        server = match["server"] or f"{match['target']} ({match['nid']})"
+        return [make_event(Kind.IO_BLOCKED, line, data={
+            "via": "server-lost", "server": server, "fs": "NFS" if match["server"] else "Lustre"})]
+    match = _PS_BLOCKED.search(body)
+    if match:
+        return [make_event(Kind.IO_BLOCKED, line, origin=Origin(pid=int(match["pid"])), data={
+            "via": "ps", "pid": int(match["pid"]), "wchan": match["wchan"], "fs": filesystem_of(match["wchan"])})]
+    match = _FRAME.search(body)
+    if match:
+        return [make_event(Kind.IO_BLOCKED, line, data={
+            "via": "frame", "wchan": match["fn"], "fs": filesystem_of(match["fn"])})]
+    return []
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
+    if any(w in body for w in _IO_WORDS):
+        found = _io_blocked(line, body)
+        if found:
+            return found
     match = _SLURM_OOM.search(body)
     accounting = None if match else _SLURM_MEMORY.search(body) if "xceeded " in body else None
     memory = match or accounting  # the kernel's OOM killer in the job's cgroup, or Slurm's own accounting

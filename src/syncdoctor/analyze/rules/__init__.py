@@ -62,6 +62,7 @@ from syncdoctor.analyze.rules.node import (
     ib_port_down,
     worker_killed,
 )
+from syncdoctor.analyze.rules.partial import blocked_in_io
 from syncdoctor.analyze.rules.progress import lagging_rank, rank_never_joined
 from syncdoctor.analyze.rules.setup import (
     build_lacks_backend,
@@ -94,6 +95,7 @@ RULES: tuple[Rule, ...] = (
     collective_desync,
     lagging_rank,
     rank_never_joined,
+    blocked_in_io,
     interface_missing,
     advertised_loopback,
     interface_mismatch,

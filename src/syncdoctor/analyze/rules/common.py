@@ -13,7 +13,7 @@ from syncdoctor.analyze.timeline import Timeline, is_comm_exception
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
-__all__ = ["MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "bridge_gateway",
+__all__ = ["ARGPARSE_REFUSAL", "MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "bridge_gateway",
            "continuation",
            "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "just_above", "launchers_own", "look_at", "socket_transport",
            "unique_id_roots_gone", "unprefixed_exception", "writer_hosts"]
@@ -24,11 +24,11 @@ CONTINUATION_LINES = 6  # an exception's message goes on for a few lines after i
 
 # an exception's own line pasted without the traceback above it, read as an error line (``NotImplementedError: Using RTX
 # 3090 …``): its class a word ending in Error or Exception
-_EXCEPTION_LINE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S"
-                             # argparse's refusal of the command line, before its exit with code 2 (``train.py: error:
-                             # unrecognized arguments: --local-rank=0``)
-                             r"|[\w.\-]{1,80}: error: (?:unrecognized arguments|the following arguments are required|"
-                             r"argument [\w\-/]{1,80}: )")
+# argparse's refusal of the command line, before its exit with code 2 (``train.py: error: unrecognized arguments:
+# --local-rank=0``): the script ran
+ARGPARSE_REFUSAL = (r"[\w.\-]{1,80}: error: (?:unrecognized arguments|the following arguments are required|"
+                    r"argument [\w\-/]{1,80}: )")
+_EXCEPTION_LINE = re.compile(r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S|" + ARGPARSE_REFUSAL)
 
 
 def unprefixed_exception(tl: Timeline, report: Event, *, exception_lines: bool = False) -> Event | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from syncdoctor.analyze.model import Category, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import evidence_of, fmt_ranks, hypothesis
+from syncdoctor.analyze.rules.node import task_numbers
 from syncdoctor.analyze.timeline import Timeline
 
 __all__ = ["coordination_service"]
@@ -26,18 +27,31 @@ def coordination_service(tl: Timeline) -> list[Hypothesis]:
     lost_events = [e for e in events if e.data.get("lost")]
     if lost_events:
         lost = sorted({int(e.data["task"]) for e in lost_events})
+        # srun's report of how its tasks ended (a task is a process, its number JAX's process_id under Slurm), where
+        # it names every lost one: how they went, all of them (a paste may cut the service's later lines) and where
+        srun = {n: e for e in tl.of(Kind.WORKER_FAILED) if e.data.get("source") == "slurm" and e.data.get("tasks")
+                for n in task_numbers(str(e.data["tasks"]))}
+        ended = set(lost) <= set(srun)
+        if ended:
+            lost = sorted(srun)
         who = f"task{'s' if len(lost) > 1 else ''} {fmt_ranks(lost)} (JAX's process_id)"
         affected = sorted(r for r, s in tl.ranks.items() if r not in lost and s.first_failure is not None)
+        how = sorted({str(e.data.get("signal") or f"exit code {e.data.get('exitcode')}") for e in srun.values()})
         out.append(hypothesis(
-            tl, Category.RANK_CRASHED, 0.8,
+            tl, Category.RANK_CRASHED, 0.85 if ended else 0.8,
             f"{who} stopped sending heartbeats to the coordination service: {'they' if len(lost) > 1 else 'it'} "
-            f"failed, {'were' if len(lost) > 1 else 'was'} preempted or crashed",
-            culprits=lost, affected=affected,
+            + (f"died ({', '.join(how)}, srun's report)" if ended else
+               f"failed, {'were' if len(lost) > 1 else 'was'} preempted or crashed"),
+            culprits=lost, affected=affected, hosts=sorted({str(e.origin.host) for e in srun.values()
+                                                            if e.origin.host}) if ended else (),
             what=("XLA's coordination service expects a heartbeat from every task (process) of the job; it stopped "
                   f"hearing from {who} and ended the job for everyone. The other processes' errors follow from it."),
             fix=("Read that process's own log for how it ended (a traceback, the OOM killer in `dmesg -T`, a "
                  "preemption notice of its VM or pod); its host's kernel log for a device fault."),
-            evidence=evidence_of(lost_events, "the coordination service lost the task", 4)))
+            evidence=evidence_of(lost_events, "the coordination service lost the task", 4)
+            + (evidence_of(sorted({e.ref: e for e in srun.values()}.values(), key=lambda e: e.ref.line),
+                           "srun's report of the task", 4)
+               if ended else [])))
     barriers = [e for e in events if not e.data.get("lost")]
     absent = sorted({int(t) for e in barriers for t in e.data.get("absent_tasks") or ()})
     if not barriers or not (absent or any(e.data.get("barrier") for e in barriers)):

@@ -35,7 +35,7 @@ from syncdoctor.analyze.rules.phrases import read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
 __all__ = ["dataloader_cause", "dataloader_worker_lost", "gpu_error", "gpu_out_of_memory", "ib_completion_error",
-           "ib_port_down", "watchdog_abort", "worker_killed"]
+           "ib_port_down", "task_numbers", "watchdog_abort", "worker_killed"]
 
 _RETRY = (12, 13)  # retry counters exceeded: A011/A012 (nccl_errors.py)
 _SYMPTOMS = (Kind.PEER_CLOSED, Kind.NCCL_ERROR, *TIMEOUT_KINDS)
@@ -788,6 +788,12 @@ def watchdog_abort(tl: Timeline, event: Event) -> bool:
     local = event.origin.local_rank
     if event.origin.rank is None and local is not None and any(e.origin.rank == local for e in timeouts):
         return True
+    # … or a timeout without any rank's label below the record of the one process that failed in that output (the
+    # summary's ``<NO_OTHER_FAILURES>``, the watchdog's lines pasted after it): the timeout is that process's
+    if timeouts and all(e.origin.rank is None and e.origin.local_rank is None for e in timeouts) and len(
+            [w for w in tl.of(Kind.WORKER_FAILED) if w.ref.source == event.ref.source
+             and w.data.get("signal") not in ("SIGTERM", "SIGKILL")]) == 1:
+        return True
     # the launcher's output stored apart from the ranks' (a file of its own, no error in it before the record), the
     # ranks' watchdog timeouts in the others: the same end, unless that process's own error is somewhere in them
     if timeouts or any(e.ref.source == event.ref.source and e.ref.line < event.ref.line for e in tl.of(*_OWN_ERRORS)):
@@ -859,7 +865,7 @@ def _placed(event: Event, placements: list[Event]) -> list[Event]:
     return [event, *near[:1]]
 
 
-def _task_numbers(text: str) -> list[int]:
+def task_numbers(text: str) -> list[int]:
     """srun's task list, ``5``, ``3,7``, ``9-10,12-15``, ``[0-3]``: the numbers."""
     out: list[int] = []
     for part in text.strip("[] ").split(","):
@@ -891,13 +897,13 @@ def _srun_task_rank(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
     a task per process, and a task's number (SLURM_PROCID) is its rank. With one task per host (several hosts each
     reporting one task, or another launcher's agent in the inputs: torchrun under srun) the number is the node's, and
     nothing is claimed."""
-    numbers = {n for e in events if e.data.get("tasks") for n in _task_numbers(str(e.data["tasks"]))}
+    numbers = {n for e in events if e.data.get("tasks") for n in task_numbers(str(e.data["tasks"]))}
     if not numbers:
         return ()
     per_host: dict[str, set[int]] = defaultdict(set)
     for event in tl.of(Kind.WORKER_FAILED):
         if event.data.get("source") == "slurm" and event.data.get("tasks") and event.origin.host:
-            per_host[event.origin.host].update(_task_numbers(str(event.data["tasks"])))
+            per_host[event.origin.host].update(task_numbers(str(event.data["tasks"])))
     # several tasks on one host, or an MPI library's own rank in the inputs (Cray MPICH's ``MPICH ERROR [Rank 0]``:
     # srun started the MPI processes themselves, one task per rank)
     mpi = any(e.data.get("source") == "cray-mpich" for e in tl.events)
@@ -934,7 +940,9 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
                 "and the call. Its peers then lose their connection to it or time out.")
     category = Category.RANK_CRASHED
     own = unprefixed_exception(tl, events[0], exception_lines=True) if len(events) == 1 else None
-    if own is None and len(events) == 1 and events[0].kind is Kind.FATAL_SIGNAL:
+    # (one process's death in several lines: Open MPI's ``*** Process received signal ***`` and its ``Signal: …``)
+    one = len(events) == 1 or (events[0].origin.pid is not None and len({(e.origin.host, e.origin.pid) for e in events}) == 1)
+    if own is None and one and events[0].kind is Kind.FATAL_SIGNAL:
         # a signal right after an error whose words name a cause: an uncaught C++ exception's ``what():`` line before
         # the shell's ``Aborted``, UCX's ``mm_iface failed to allocate receive FIFO`` before its segfault handler's
         # ``Caught signal 11``: that line, a few lines above in the same file, is what the process died of
@@ -954,11 +962,13 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
         category = reading.category
         title += f": its error says {reading.what} ({said[:100]})"
         what += f" Its own error, above the launcher's report, says {reading.what}: that is the most likely cause."
+    fix = ("Read that worker's own output (torchrun --log-dir or --tee 3 keep it per rank); for SIGSEGV/SIGABRT run it "
+           "with `python -X faulthandler` to get its stack.")
+    if category is not Category.RANK_CRASHED and reading is not None:
+        fix = f"Mend what its own error names: {reading.what}. {fix}"
     return hypothesis(tl, category, 0.6, title, affected=affected, what=what,
                       evidence=evidence_of(([own] if own is not None else []) + events, LAUNCHERS_REPORT, 6),
-                      where=where,
-                      fix="Read that worker's own output (torchrun --log-dir or --tee 3 keep it per rank); for "
-                          "SIGSEGV/SIGABRT run it with `python -X faulthandler` to get its stack.")
+                      where=where, fix=fix)
 
 
 def ib_completion_error(tl: Timeline) -> list[Hypothesis]:

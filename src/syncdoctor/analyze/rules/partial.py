@@ -31,7 +31,7 @@ from syncdoctor.analyze.rules.common import (
 )
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["bar_words", "busy_bar", "busy_phase", "from_exit_barrier", "from_horovod", "from_rankless", "from_runs_first",
+__all__ = ["bar_words", "blocked_in_io", "busy_bar", "busy_phase", "from_exit_barrier", "from_horovod", "from_rankless", "from_runs_first",
            "from_stacks", "ras_all_launched", "timed_out_forming"]
 
 
@@ -494,3 +494,80 @@ def bar_words(bar: Event) -> str:
         f"{elapsed // 60:02d}:{elapsed % 60:02d}"
     desc = str(bar.data.get("desc") or "").strip()
     return f"{'“' + desc[:60] + '”' if desc else 'a progress bar'}, {clock} into it"
+
+
+_IO_STACK_BELOW = 40  # lines below a hung task's report in which its stack's frames name the filesystem
+_KERNEL_THREADS = re.compile(r"^(?:kworker|kswapd|ksoftirqd|kcompactd|khugepaged|kthreadd|jbd2|migration|rcu_|"
+                             r"xfsaild|md\d|dm[-_]|flush-|kauditd|khungtaskd|systemd|journald)")
+_IO_FIX = ("Look at the filesystem those processes wait on: its server's health and load (nfsstat, the storage's "
+           "own logs, `dmesg` for `not responding`), and what they do there: several ranks writing one file at once "
+           "(a tokenizer, a checkpoint's metadata, a dataset's cache: let one rank write, the others wait at a "
+           "barrier), hot files (datasets, Triton's and torch.compile's caches) better on local disk. "
+           "`cat /proc/PID/stack` shows where a process waits; syncdoctor watch names the rank the others wait for.")
+
+
+def blocked_in_io(tl: Timeline) -> list[Hypothesis]:
+    """Processes the kernel shows stuck in uninterruptible sleep (state D): its hung-task report (``INFO: task
+    python3:48213 blocked for more than 120 seconds.``), a ps row in state D whose wait channel is a network
+    filesystem's (``1533  DNl  nfs_start_io_read``), such a frame of a stack; and a network filesystem's server the
+    kernel lost (``nfs: server nas01 not responding, still trying``). A rank stuck there never reaches its next
+    collective, and the others wait for it: the rank the others wait for, and why, where nothing else says more."""
+    events = tl.of(Kind.IO_BLOCKED)
+    if not events:
+        return []
+    frames = [e for e in events if e.data.get("via") == "frame"]
+    tasks = [e for e in events if e.data.get("via") in ("hung-task", "ps")
+             and not _KERNEL_THREADS.match(str(e.data.get("comm") or ""))]
+    servers = [e for e in events if e.data.get("via") == "server-lost"]
+
+    def fs_of(event: Event) -> str:
+        if event.data.get("fs"):
+            return str(event.data["fs"])
+        below = [f for f in frames if f.ref.source == event.ref.source
+                 and 0 < f.ref.line - event.ref.line <= _IO_STACK_BELOW and f.data.get("fs")]
+        return str(below[0].data["fs"]) if below else ""
+
+    out = []
+    if tasks:
+        where = attribute(tasks, tl)
+        systems = sorted({fs for e in tasks if (fs := fs_of(e))})
+        waits = sorted({str(e.data["wchan"]) for e in tasks if e.data.get("wchan")})
+        longest = max((int(e.data["seconds"]) for e in tasks if e.data.get("seconds")), default=0)
+        who = where.text or ", ".join(f"{e.data.get('comm') or 'pid'} ({e.data['pid']})" if e.data.get("comm")
+                                      else f"pid {e.data['pid']}" for e in tasks[:3])
+        on = f" on {' and '.join(systems)}" if systems else ""
+        title = (f"{who} {'was' if len(tasks) == 1 else 'were'} stuck in the kernel (uninterruptible sleep, state D)"
+                 + (f" for more than {longest} s" if longest else "") + f", waiting in file I/O{on}"
+                 + (f" ({', '.join(waits[:2])})" if waits else "")
+                 + ": a rank stuck there never reaches its next collective, and the others wait for it")
+        what = ("The kernel shows these processes in uninterruptible sleep (state D): waiting for I/O that does not "
+                "complete, most often on a network filesystem whose server is slow or gone, or on a lock another "
+                "process holds on the same file. They cannot even be killed until it completes; a rank in that state "
+                "never reaches its next collective, so the others time out waiting for it.")
+        confidence = 0.5 if any(e.data.get("via") == "hung-task" for e in tasks) else 0.4
+        out.append(hypothesis(tl, Category.LAGGING_RANK, confidence + 0.05 * bool(servers), title,
+                              culprits=where.ranks, hosts=where.hosts, processes=where.processes,
+                              local_ranks=where.local_ranks, what=what, fix=_IO_FIX,
+                              evidence=evidence_of(tasks, "stuck in the kernel", 6)
+                              + evidence_of(frames[:2], "waiting in") + evidence_of(servers[:2], "the server lost")))
+    elif servers:
+        where = attribute(servers, tl)
+        named = sorted({str(e.data["server"]) for e in servers})
+        systems = sorted({str(e.data["fs"]) for e in servers})
+        title = (f"the {' and '.join(systems)} server {', '.join(named[:2])} stopped answering"
+                 + (f" {where.text}" if where.text else "") + ": processes reading or writing there block in the "
+                 "kernel, and a rank blocked there never reaches its next collective")
+        what = ("The kernel lost its filesystem's server (NFS's `not responding, still trying`, Lustre's connection "
+                "to a target lost): on a hard mount every read and write there waits until it answers again, so a "
+                "rank loading data or writing a checkpoint there stops where it is, and its peers wait in their next "
+                "collective until they time out.")
+        out.append(hypothesis(tl, Category.LAGGING_RANK, 0.45, title, hosts=where.hosts, what=what, fix=_IO_FIX,
+                              evidence=evidence_of(servers, "the server lost", 6)))
+    elif frames:
+        systems = sorted({str(e.data["fs"]) for e in frames if e.data.get("fs")})
+        title = (f"a process waits in the kernel in {frames[0].data.get('wchan')} ({' and '.join(systems) or 'I/O'}): "
+                 "if the others wait for it in a collective, file I/O that does not complete holds them up")
+        out.append(hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=(
+            "A kernel stack (a hung task's, /proc/PID/stack) stands in a network filesystem's function: the process "
+            "waits for I/O there."), fix=_IO_FIX, evidence=evidence_of(frames[:3], "waiting in")))
+    return out

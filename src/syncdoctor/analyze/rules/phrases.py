@@ -648,6 +648,25 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "transformer layer class to wrap): the class of this model's blocks",
      re.compile(r"\bCould not find the transformer layer class (?:to wrap )?in the model\b"
                 r"|\bCould not find the transformer layer class \w+ in the model\b")),
+    # a library's check that a path the nodes must share is one disk to all (ms-swift's ``FileNotFoundError: [Errno 2]
+    # No such file or directory: '/tmp/packing_share/check_shared_disk.tmp'``: a file one node wrote that another
+    # does not see): the setup, a node-local path where storage every node mounts was needed
+    (Category.UNRECOGNISED, "a path the nodes must share (a cache or output folder the library checks) is on each "
+     "node's own disk: give one on storage every node mounts",
+     re.compile(r"\bcheck_shared_disk\b")),
+    # init_process_group given an init_method without a scheme, most often empty (``RuntimeError: No rendezvous handler
+    # for ://``: a --dist-url / --dist_url the command did not pass, a config's empty address): the launch's setup
+    (Category.UNRECOGNISED, "init_process_group's init_method is empty or has no scheme (a --dist-url the command did "
+     "not pass, a config's empty address): give tcp://HOST:PORT, file:///PATH or env://",
+     re.compile(r"\bNo rendezvous handler for :/{0,2}(?:\s|$)")),
+    # Open MPI without the agent it starts its daemons with (``The value of the MCA parameter "plm_rsh_agent" was set to
+    # a path that could not be found: plm_rsh_agent: ssh : rsh``, then ``FORCE-TERMINATE AT Not found:-13 - error
+    # plm_rsh_component.c(327)``; a container without ssh, mpi4py's singleton start too): the setup
+    (Category.UNRECOGNISED, "Open MPI found no agent to start its daemons with (plm_rsh_agent: ssh or rsh is not "
+     "installed where it ran): install an ssh client there, or on one node let Open MPI start no remote daemon "
+     "(OMPI_MCA_plm_rsh_agent=false, or mpirun's --mca plm isolated)",
+     re.compile(r"\bplm_rsh_agent\W{1,3} was set to a path\b|\bFORCE-TERMINATE AT Not found:-?\d{1,4} - error "
+                r"plm_rsh_component\b")),
     # argparse refusing the command line the launcher built: torch.distributed.launch passes ``--local-rank=N`` since
     # PyTorch 2.0 (``--local_rank=N`` before), and a script that parses only the other spelling exits with code 2
     # (``train.py: error: unrecognized arguments: --local-rank=0``)
@@ -689,7 +708,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # [Errno 28] No space left on device``); /dev/shm's is shared memory's, read above
     (Category.UNRECOGNISED, "a disk or file system without room (or over its quota) where the process wrote: a "
      "checkpoint, a cache, logs",
-     re.compile(r"\bNo space left on device\b|\bDisk quota exceeded\b|\[Errno (?:28|122)\]|\bENOSPC\b|\bEDQUOT\b")),
+     re.compile(r"\bNo space left on device\b|\bDisk quota exceeded\b|\[Errno (?:28|122)\]|\bENOSPC\b|\bEDQUOT\b"
+                # Ray's monitor of its session's disk (``(raylet) file_system_monitor.cc:116: /tmp/ray/session_… is
+                # over 95% full, available space: 0 GB; capacity: 434.788 GB. Object creation will fail if spilling
+                # is required.``): objects cannot spill, tasks that need them stall
+                r"|\bis over \d{2,3}% full, available space: \d")),
     # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
     # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
     # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a

@@ -18,6 +18,7 @@ from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.parsers.nccl_info import PLUGIN_NETS
 from syncdoctor.analyze.rules.common import (
+    ARGPARSE_REFUSAL,
     MAX_CASCADE,
     attribute,
     bridge_gateway,
@@ -183,7 +184,14 @@ def _connected_after_all(tl: Timeline, event: Event) -> bool:
     if not event.data.get("per_address"):
         return False
     return any(e.ref.source == event.ref.source and e.ref.line > event.ref.line and e.data.get("exitcode") not in (None, 0)
-               and e.data.get("source") in ("agent", "torchrun") for e in tl.of(Kind.WORKER_FAILED))
+               and e.data.get("source") in ("agent", "torchrun") for e in tl.of(Kind.WORKER_FAILED)) or any(
+        # or a worker's script refused its command line below it (the launcher had started it: a paste cut before
+        # the launcher's record)
+        e.ref.source == event.ref.source and e.ref.line > event.ref.line
+        and _ARGPARSE.match(str(e.data.get("message", ""))) for e in tl.of(Kind.ERROR_LINE))
+
+
+_ARGPARSE = re.compile(ARGPARSE_REFUSAL)
 
 
 def _as_ipv4(number: str) -> str:
@@ -273,8 +281,10 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
             evidence += evidence_of([named], "where the store is")
         ipv6 = all(e.data.get("ipv6_loopback") for e in events)
         if ipv6:  # the warning most runs print and go on from: below any failure the inputs show
-            what += (" Here the only sign is c10d's warning for localhost's IPv6 address (errno 99: ::1 where IPv6 is "
-                     "off), which runs that then connect over IPv4 print too: a cause only if nothing else failed.")
+            what += (" Here the only sign is c10d's warning for localhost's IPv6 address (errno 99 or 97: ::1 where "
+                     "IPv6 is off), which runs that then connect over IPv4 print too: a cause only if nothing else "
+                     "failed; repeated with nothing after it, the client had not connected by any address yet (give "
+                     "the store an IPv4 address, MASTER_ADDR=127.0.0.1 on one machine).")
         category = Category.PEER_UNREACHABLE
         stores = {str(e.data["store_host"]) for e in store if e.data.get("store_host")}
         fix = None
