@@ -242,3 +242,44 @@ def test_an_init_method_without_a_scheme_is_the_launchs_setup(tmp_path: Path) ->
     assert top.category is Category.UNRECOGNISED and "tcp://HOST:PORT" in top.title, top.title
     # a scheme torch does not know is another error (its own reading or none), not an empty address
     assert "no scheme" not in _top(tmp_path, "RuntimeError: No rendezvous handler for foo://\n").title
+
+
+def test_a_tensor_of_a_device_gloo_does_not_serve_is_the_programs_call(tmp_path: Path) -> None:
+    # real: ultralytics/ultralytics#15701 (r177b): DDP on Apple's MPS with the gloo backend
+    line = ("[rank1]: RuntimeError: ProcessGroupGloo::allgather: invalid tensor type at index 0 (expected TensorOptions("
+            "dtype=long long, device=cpu, layout=Strided), got TensorOptions(dtype=long long, device=mps:0))\n")
+    top = _top(tmp_path, line)
+    assert top.category is Category.RANK_CRASHED and "gloo does not take" in top.title, top.title
+    assert top.culprit_ranks == (1,)
+    # gloo's other refusals keep their readings (a size check that differs between ranks is no device's)
+    other = diagnose_paste(tmp_path, "RuntimeError: ProcessGroupGloo::allgather: expected 4 tensors, got 2\n")
+    assert not any("gloo does not take" in h.title for h in other.hypotheses)
+
+
+def test_pythons_input_output_error_is_the_storages(tmp_path: Path) -> None:
+    # real: allenai/OLMo#737 (r177c): np.memmap of the global indices on a multi-node run's filesystem
+    top = _top(tmp_path, "OSError: [Errno 5] Input/output error\n")
+    assert top.category is Category.UNRECOGNISED and "I/O error" in top.title, top.title
+    # a network library's own 'Input/output error' is that library's, not the storage's
+    ucx = ("[1576565271.426547] [cgpu06:45376:0]       ucp_rkey.c:250  UCX  ERROR Failed to unpack remote key from "
+           "remote md[4]: Input/output error\n")
+    assert not any("storage failed" in h.title for h in diagnose_paste(tmp_path, ucx).hypotheses)
+
+
+_THC = "THCudaCheck FAIL file=../aten/src/THC/THCCachingHostAllocator.cpp line=280 error=710 : {msg}\n"
+_ABORTED = ("terminate called after throwing an instance of 'c10::Error'\n"
+            "  what():  NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:181, unhandled cuda error, NCCL "
+            "version 21.0.3\nProcess Group destroyed on rank 0\n"
+            "Exception raised from ncclCommAbort at ../torch/csrc/distributed/c10d/NCCLUtils.hpp:181 (most recent call "
+            "first):\n")
+
+
+def test_thcs_check_is_read_and_ncc_ls_error_below_a_device_side_assert_is_the_asserts(tmp_path: Path) -> None:
+    # real: jaywalnut310/vits#106 (r177g): the program's assert, then the communicator's abort failing on it
+    top = _top(tmp_path, _THC.format(msg="device-side assert triggered") + _ABORTED)
+    assert top.category is Category.RANK_CRASHED and "device-side assert" in top.title, top.title
+    assert not any(h.category is Category.GPU_ERROR
+                   for h in diagnose_paste(tmp_path, _THC.format(msg="device-side assert triggered") + _ABORTED).hypotheses)
+    # a GPU fault in THC's words is the GPU's, and NCCL's same error without the assert above it stays the GPU's
+    assert _top(tmp_path, _THC.format(msg="an illegal memory access was encountered")).category is Category.GPU_ERROR
+    assert _top(tmp_path, _ABORTED).category is Category.GPU_ERROR

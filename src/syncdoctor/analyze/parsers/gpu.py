@@ -39,7 +39,7 @@ from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 
 __all__ = ["FABRIC_DOWN", "KEYWORDS", "XIDS", "Xid", "parse"]
 
-KEYWORDS = ("cudaError", "hipError", "HSA_STATUS_ERROR_", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
+KEYWORDS = ("cudaError", "hipError", "HSA_STATUS_ERROR_", "THCudaCheck FAIL", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
             "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST",
@@ -88,6 +88,9 @@ _EPILOGUE = re.compile(r"\bSearch for `(?P<code>(?:cuda|hip)Error(?P<name>Launch
                        r"LaunchTimeout))'")
 _HSA_QUEUE = re.compile(r"\baborting with error : (?P<code>HSA_STATUS_ERROR_(?:EXCEPTION|MEMORY_APERTURE_VIOLATION|"
                         r"ILLEGAL_INSTRUCTION|MEMORY_FAULT))\b(?P<rest>[^\n]{0,120})")
+# PyTorch's THC check (1.x, before c10's): ``THCudaCheck FAIL file=../aten/src/THC/THCCachingHostAllocator.cpp line=280
+# error=710 : device-side assert triggered``: CUDA's error by its number and words
+_THC = re.compile(r"THCudaCheck FAIL file=\S{1,300} line=\d{1,6} error=(?P<code>\d{1,4}) : (?P<msg>[^\n]{3,160}?)\s*$")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d{1,4})(?!\d)")
 # DCGM's health check (dcgmi health, its diagnostics): ``Detected XID 79 for GPU 3``
 _DCGM_XID = re.compile(r"Detected XID (?P<xid>\d{1,3}) for GPU (?P<gpu>\d{1,3})")
@@ -433,6 +436,14 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "pci": match["pci"], "message": f"PCIe error the driver could not recover from ({match['msg'].strip()[:120]})",
             "hardware": True, "source": "pcie-aer"})]
+    match = _THC.search(body) if "THCudaCheck FAIL" in body else None
+    if match:
+        message = match["msg"].strip()
+        if any(word in message for word in _PROGRAM):  # the program's own (an assert, memory, a device's index)
+            return [make_event(Kind.ERROR_LINE, line, data={"word": "THCudaCheck FAIL", "message": body.strip()[:300]})]
+        return [make_event(Kind.GPU_ERROR, line, data={
+            "message": message, "hardware": any(word in body for word in _HARDWARE), "source": "cuda",
+            "code": int(match["code"])})]
     match = _EPILOGUE.search(body) if "Search for `" in body else None
     if match:
         return [make_event(Kind.GPU_ERROR, line, data={

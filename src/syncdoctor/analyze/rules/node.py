@@ -188,6 +188,12 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
               and not (e.data.get("source") == "watchdog-frame" and e.ref.source in in_words)]
     if tl.of(Kind.CUDA_OOM):  # NCCL's unhandled cuda error whose last error says it: out of memory (the OOM rule's)
         events = [e for e in events if not _unhandled_cuda(e)]
+    # NCCL's unhandled cuda error below the program's own device-side assert in the same output (THC's ``THCudaCheck
+    # FAIL … error=710 : device-side assert triggered``, then the communicator's abort failing on the same sticky
+    # error): the assert is what failed, the program's (its reading), not the GPU
+    asserts = [e for e in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE) if "device-side assert" in str(e.data.get("message"))]
+    events = [e for e in events if not (_unhandled_cuda(e) and any(
+        a.ref.source == e.ref.source and a.ref.line < e.ref.line for a in asserts))]
     ordinal = [e for e in tl.of(Kind.GPU_ERROR, Kind.EXCEPTION) if _no_such_device(e)]
     # (after CUDA software that does not fit the driver, every later call of that process fails, a device's ordinal
     # among them: NVIDIA/nccl#496's ``invalid device ordinal`` two lines below the driver's refusal)

@@ -713,6 +713,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # over 95% full, available space: 0 GB; capacity: 434.788 GB. Object creation will fail if spilling
                 # is required.``): objects cannot spill, tasks that need them stall
                 r"|\bis over \d{2,3}% full, available space: \d")),
+    # the storage's own error where the process read or wrote a file (``OSError: [Errno 5] Input/output error`` from
+    # np.memmap on a dataset's index, on a multi-node run's shared filesystem): a network filesystem's server, a FUSE
+    # mount or a disk that failed the call, not the program (a network library's ``Input/output error``, UCX's or
+    # libfabric's, is not this: only Python's errno form)
+    (Category.UNRECOGNISED, "the storage failed a read or write with an I/O error (EIO: a network filesystem's server, "
+     "a FUSE mount or a failing disk under the file), not the program",
+     re.compile(r"\[Errno 5\] Input/output error\b")),
     # a variable the launcher sets, missing where the program reads it (mmengine's and mmcv's init_dist, detectron2's,
     # DINOv2's: ``KeyError: 'RANK'``, ``KeyError: 'SLURM_PROCID'``, ``KeyError: 'The environment variable MASTER_ADDR
     # is not set'``): the script started without the launcher it was told to expect (python instead of torchrun, a
@@ -778,6 +785,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # PyTorch
     (Category.RANK_CRASHED, "a tensor of a type gloo does not take (bool before PyTorch 2.1: cast it to uint8, or a "
      "newer PyTorch)", re.compile(r"\bRuntimeError: Invalid scalar type\b")),
+    # a tensor ProcessGroupGloo's check refuses by its device, type or layout (``ProcessGroupGloo::allgather: invalid
+    # tensor type at index 0 (expected TensorOptions(… device=cpu …), got TensorOptions(… device=mps:0 …)``: DDP on
+    # Apple's GPU with gloo): the program's call, with tensors of a device gloo does not serve
+    (Category.RANK_CRASHED, "a tensor gloo does not take (gloo serves CPU tensors, and CUDA ones for some collectives: "
+     "not Apple's MPS or another device's; move it to the CPU, or use a backend of that device)",
+     re.compile(r"\bProcessGroupGloo::\w{2,40}: invalid tensor (?:type|device|layout|size)\b")),
     # an operator called on tensors of a device it has no kernel for (``Could not run 'aten::_amp_foreach_non_finite_
     # check_and_unscale_' with arguments from the 'CPU' backend``: a GradScaler over FSDP's CPU-offloaded gradients):
     # the program's or a library's placement of its tensors
