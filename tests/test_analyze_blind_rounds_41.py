@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from analyze_helpers import diagnose_paste
 from syncdoctor.analyze.model import Category
 
@@ -283,3 +285,28 @@ def test_thcs_check_is_read_and_ncc_ls_error_below_a_device_side_assert_is_the_a
     # a GPU fault in THC's words is the GPU's, and NCCL's same error without the assert above it stays the GPU's
     assert _top(tmp_path, _THC.format(msg="an illegal memory access was encountered")).category is Category.GPU_ERROR
     assert _top(tmp_path, _ABORTED).category is Category.GPU_ERROR
+
+
+_OMPI_RULE = "-" * 74 + "\n"
+
+
+@pytest.mark.parametrize(("banner", "category", "words"), [
+    ("Open MPI has detected that this process has attempted to initialize\nMPI (via MPI_INIT or MPI_INIT_THREAD) more "
+     "than once.  This is\nerroneous.\n", Category.UNRECOGNISED, "initialized twice"),
+    ("No PMIx server was reachable, but a PMI1/2 was detected.\nIf srun is being used to launch application,  8 "
+     "singletons will be started.\n", Category.UNRECOGNISED, "srun --mpi=pmix"),
+    ("The user requested CUDA support with the --mca mpi_cuda_support 1 flag\nbut the library was not compiled with any "
+     "support.\n", Category.UNRECOGNISED, "built without it"),
+    ("Open MPI's mpirun command was unable to find an underlying prterun\ncommand to execute.  Consider setting the "
+     "OMPI_PRTERUN environment\nvariable to help mpirun find the correct underlying prterun.\n", Category.UNRECOGNISED,
+     "no prterun"),
+])
+def test_open_mpis_banners_of_a_failure_without_an_errors_words_are_read(tmp_path: Path, banner: str,
+                                                                        category: Category, words: str) -> None:
+    # a sweep of Open MPI's help texts (open-mpi/ompi, help-mpi-runtime.txt and help-mpirun.txt), each pasted as its
+    # banner: silent before, as they hold no error's words
+    top = _top(tmp_path, _OMPI_RULE + banner + _OMPI_RULE)
+    assert top.category is category and words in top.title, top.title
+    # in a large log too (the generic parser's error line, not only a small paste's last look)
+    filler = "".join(f"step {i}: loss 0.5\n" for i in range(3000))
+    assert words in _top(tmp_path, filler + _OMPI_RULE + banner + _OMPI_RULE + filler).title

@@ -148,6 +148,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"Permission denied",
     b"reliably start",  # ORTE was unable to reliably start one or more daemons.
     b"not responding, ",  # nfs: server nas01 not responding, still trying
+    b"attempted to initialize",  # Open MPI: … this process has attempted to initialize MPI … more than once
+    b"mpi_cuda_support",  # Open MPI: The user requested CUDA support with the --mca mpi_cuda_support 1 flag …
+    b"No PMIx server",  # Open MPI under srun: No PMIx server was reachable, but a PMI1/2 was detected.
     b"nfs_",  # a wait channel or kernel frame of a network filesystem (ps state D, a hung task's stack)
     b"nfs4_",
     b"rpc_wait",

@@ -284,6 +284,13 @@ _ERROR = re.compile(
     # a disk a process needs with no room left (Ray's monitor of its session's folder: ``… is over 95% full, available
     # space: 0 GB; …``)
     r"|\bis over \d{2,3}% full, available space: \d"
+    # Open MPI's banners of a failure in words without an error's (help-mpi-runtime.txt, help-mpirun.txt): MPI begun twice
+    # or after its end in one process, srun's tasks without PMIx (each its own world of one), CUDA asked of a build
+    # without it, mpirun without its prterun
+    r"|\bOpen MPI has detected that this process has attempted to initialize\b"
+    r"|\bNo PMIx server was reachable, but a PMI1/2 was detected\b"
+    r"|\brequested CUDA support with the --mca mpi_cuda_support 1 flag\b"
+    r"|\bmpirun command was unable to find an underlying prterun\b"
     # the C library and the C++ runtime aborting a process (heap corruption, a failed allocation)
     r"|\bstack smashing detected\b|\bdouble free\b|\bcorrupted (?:size|top size|double-linked list|unsorted chunks)\b"
     r"|\b(?:malloc|free|realloc)\(\): (?:invalid|corrupted)|\bstd::bad_alloc\b"

@@ -659,6 +659,28 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "init_process_group's init_method is empty or has no scheme (a --dist-url the command did "
      "not pass, a config's empty address): give tcp://HOST:PORT, file:///PATH or env://",
      re.compile(r"\bNo rendezvous handler for :/{0,2}(?:\s|$)")),
+    # Open MPI's banner of MPI begun twice in one process, or after its end (help-mpi-runtime.txt: ``Open MPI has
+    # detected that this process has attempted to initialize MPI (via MPI_INIT or MPI_INIT_THREAD) more than once.``,
+    # ``… after MPI_FINALIZE has been called.``): two libraries each starting MPI (mpi4py, then PyTorch's MPI backend
+    # before pytorch#105023), the setup of the libraries as a held label has it
+    (Category.UNRECOGNISED, "MPI initialized twice in one process, or after MPI_Finalize (two libraries each calling "
+     "MPI_Init: mpi4py and PyTorch's MPI backend before 2.1): let one of them start MPI, once",
+     re.compile(r"\bOpen MPI has detected that this process has attempted to initialize\b")),
+    # srun's tasks started without a PMIx server (``No PMIx server was reachable, but a PMI1/2 was detected. If srun is
+    # being used to launch application, 8 singletons will be started.``): each task is its own world of one rank
+    (Category.UNRECOGNISED, "srun started the tasks without PMIx, so each one runs as a world of its own (a singleton, "
+     "rank 0 of 1): launch with `srun --mpi=pmix` (`srun --mpi=list` names the plugins), or through mpirun",
+     re.compile(r"\bNo PMIx server was reachable, but a PMI1/2 was detected\b")),
+    # CUDA-aware MPI asked of an Open MPI built without it (``The user requested CUDA support with the --mca
+    # mpi_cuda_support 1 flag but the library was not compiled with any support.``)
+    (Category.UNRECOGNISED, "CUDA support asked of an Open MPI built without it: an Open MPI built --with-cuda (ompi_info "
+     "--parsable --all | grep mpi_built_with_cuda_support), or the tensors on the CPU for MPI",
+     re.compile(r"\brequested CUDA support with the --mca mpi_cuda_support 1 flag\b")),
+    # Open MPI 5's mpirun without the PRRTE it hands the launch to (``Open MPI's mpirun command was unable to find an
+    # underlying prterun command to execute.``): an installation missing a part, or two mixed
+    (Category.UNRECOGNISED, "Open MPI's mpirun found no prterun to hand the launch to (Open MPI 5's launcher): an "
+     "installation missing PRRTE, or two installations mixed on PATH (OMPI_PRTERUN names it)",
+     re.compile(r"\bmpirun command was unable to find an underlying prterun\b")),
     # Open MPI without the agent it starts its daemons with (``The value of the MCA parameter "plm_rsh_agent" was set to
     # a path that could not be found: plm_rsh_agent: ssh : rsh``, then ``FORCE-TERMINATE AT Not found:-13 - error
     # plm_rsh_component.c(327)``; a container without ssh, mpi4py's singleton start too): the setup
