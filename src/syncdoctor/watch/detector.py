@@ -87,7 +87,12 @@ def _liveness(snapshot: Snapshot, config: WatchConfig, state: DetectorState) -> 
         return dict(enumerate(map(("alive", "exited", "failed", "stale").__getitem__, codes.tolist())))
     for rank in range(snapshot.world_size):
         rec = snapshot.records.get(rank)
-        if rec is None:
+        if rec is None and rank in state.seen:
+            # read before, absent from this read (a node value republished without it while its node's leader changes,
+            # at the end of a job): silent since its last heartbeat, not a rank that never reported
+            seen_for = snapshot.now - state.seen[rank].changed_at
+            live[rank] = "stale" if seen_for >= dead_s else "unknown"
+        elif rec is None:
             live[rank] = "missing" if snapshot.now - started >= dead_s else "unknown"
         elif rec.state == "exited":
             live[rank] = "exited"

@@ -74,7 +74,10 @@ def dead_conditions(ctx: Context) -> list[Condition]:
         if rank in named:
             continue
         last = ctx.record(rank)
-        if last is None:
+        if last is None and rank in state.seen:  # it reported, then its record was gone from the store
+            title = (f"rank {rank} stopped reporting {ctx.age(rank):.1f} s ago, and its record is no longer in the job's "
+                     "store: dead, frozen, or its host is cut off")
+        elif last is None:
             title = f"rank {rank} never reported: it did not start the watcher, or never got past init"
         else:
             state_text = _process_state(ctx, last)
