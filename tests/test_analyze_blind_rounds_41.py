@@ -148,6 +148,9 @@ def test_a_process_the_kernel_saw_stuck_in_file_io_is_the_one_the_others_wait_fo
     top = _top(tmp_path, _HUNG)
     assert top.category is Category.LAGGING_RANK and top.confidence == 0.5, top
     assert "48213" in top.title and "NFS" in top.title and "more than 122 s" in top.title, top.title
+    # without its stack, no filesystem is claimed: the wait may be a driver's or a lock's
+    alone = _top(tmp_path, _HUNG.split("\n")[0] + "\n")
+    assert "48213" in alone.title and "file I/O on" not in alone.title and "its stack says which" in alone.title
     # a kernel thread's report is no rank's
     kworker = _HUNG.replace("python3:48213", "kworker/u16:2:48213")
     assert not any("48213" in h.title for h in diagnose_paste(tmp_path, kworker).hypotheses
@@ -232,6 +235,9 @@ def test_srun_s_report_of_the_tasks_the_coordination_service_lost_says_how_and_w
     assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (15, 16, 17), top
     assert top.culprit_hosts == ("ip-26-0-141-178", "ip-26-0-141-217") and "SIGSEGV" in top.title, top
     assert "coordination service" in top.title and top.confidence > 0.8, top.title
+    # the tasks srun then killed itself are not among them
+    killed = _top(tmp_path, srun + "srun: error: ip-26-0-141-178: tasks 0-14: Killed\n" + _COORD.format(t=15))
+    assert killed.culprit_ranks == (15, 16, 17), killed
     # srun's report of other tasks than the lost one says nothing of it: the service's task alone
     other = diagnose_paste(tmp_path, "srun: error: ip-26-0-141-178: task 3: Segmentation fault\n" + _COORD.format(t=15))
     service = [h for h in other.hypotheses if "coordination service" in h.title]

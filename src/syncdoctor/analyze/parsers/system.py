@@ -20,7 +20,10 @@
   with code 137`` (Docker): 137 is 128 + 9, SIGKILL.
 
 Each is a ``worker_failed`` event (``source`` slurm, kernel or kubernetes; ``oom`` when the line says that
-memory was the reason), read by the same rules as the launchers' reports. The kernel's mlx5 driver finding the HCA's
+memory was the reason), read by the same rules as the launchers' reports. A process the kernel shows stuck in
+uninterruptible sleep (its hung-task report, a ps row in state D on a network filesystem's wait channel, such a kernel
+frame) and a network filesystem's server it lost (NFS's ``not responding, still trying``, Lustre's lost connection)
+are ``io_blocked`` events (``via`` hung-task, ps, frame or server-lost). The kernel's mlx5 driver finding the HCA's
 firmware dead (``mlx5_core 0000:5e:00.0: device's health compromised``) is an ``ib_async_event``.
 """
 
@@ -36,7 +39,7 @@ __all__ = ["KEYWORDS", "filesystem_of", "parse"]
 
 # the kernel functions a process waits in on a network filesystem (a ps row's wait channel, a hung task's or
 # /proc/PID/stack's frames): NFS and its RPC layer, Lustre's client, FUSE mounts (s3fs, gcsfuse, blobfuse), CephFS,
-# GPFS, BeeGFS, Weka
+# GPFS, BeeGFS
 _WAIT_CHANNELS = ("nfs_", "nfs4_", "rpc_wait", "ptlrpc_", "ll_file", "cl_sync_io", "fuse_", "ceph_", "mmfs", "beegfs")
 _FILESYSTEMS = (("nfs", "NFS"), ("rpc_", "NFS"), ("ptlrpc", "Lustre"), ("ll_", "Lustre"), ("cl_", "Lustre"),
                 ("fuse_", "a FUSE mount"), ("ceph_", "CephFS"), ("mmfs", "GPFS"), ("beegfs", "BeeGFS"))

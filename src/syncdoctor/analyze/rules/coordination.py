@@ -31,8 +31,11 @@ def coordination_service(tl: Timeline) -> list[Hypothesis]:
         # it names every lost one: how they went, all of them (a paste may cut the service's later lines) and where
         srun = {n: e for e in tl.of(Kind.WORKER_FAILED) if e.data.get("source") == "slurm" and e.data.get("tasks")
                 for n in task_numbers(str(e.data["tasks"]))}
-        ended = set(lost) <= set(srun)
+        ended = bool(lost) and set(lost) <= set(srun)
         if ended:
+            # the lost tasks' way of ending, and the other tasks srun saw end so (not those it then killed itself)
+            ways = {(e.data.get("signal"), e.data.get("exitcode")) for n, e in srun.items() if n in lost}
+            srun = {n: e for n, e in srun.items() if (e.data.get("signal"), e.data.get("exitcode")) in ways}
             lost = sorted(srun)
         who = f"task{'s' if len(lost) > 1 else ''} {fmt_ranks(lost)} (JAX's process_id)"
         affected = sorted(r for r, s in tl.ranks.items() if r not in lost and s.first_failure is not None)

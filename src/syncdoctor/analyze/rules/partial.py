@@ -535,9 +535,11 @@ def blocked_in_io(tl: Timeline) -> list[Hypothesis]:
         longest = max((int(e.data["seconds"]) for e in tasks if e.data.get("seconds")), default=0)
         who = where.text or ", ".join(f"{e.data.get('comm') or 'pid'} ({e.data['pid']})" if e.data.get("comm")
                                       else f"pid {e.data['pid']}" for e in tasks[:3])
-        on = f" on {' and '.join(systems)}" if systems else ""
+        # (a hung task whose stack is not in the inputs may wait in a driver or on a lock as well as in file I/O)
+        waiting = (f"waiting in file I/O on {' and '.join(systems)}" if systems else
+                   "waiting in the kernel (file I/O, a driver or a lock: its stack says which)")
         title = (f"{who} {'was' if len(tasks) == 1 else 'were'} stuck in the kernel (uninterruptible sleep, state D)"
-                 + (f" for more than {longest} s" if longest else "") + f", waiting in file I/O{on}"
+                 + (f" for more than {longest} s" if longest else "") + f", {waiting}"
                  + (f" ({', '.join(waits[:2])})" if waits else "")
                  + ": a rank stuck there never reaches its next collective, and the others wait for it")
         what = ("The kernel shows these processes in uninterruptible sleep (state D): waiting for I/O that does not "
