@@ -7,7 +7,7 @@ from pathlib import Path
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.api import Analysis
 from syncdoctor.analyze.collect import dedup_events
-from syncdoctor.analyze.model import Category, Diagnosis, Event, Kind, Origin, Ref
+from syncdoctor.analyze.model import Category, Diagnosis, Event, Hypothesis, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, parse_line
 from syncdoctor.analyze.scan import Scanner
 from syncdoctor.analyze.textlog import read_text
@@ -47,6 +47,13 @@ def _analyze_paste(tmp_path: Path, text: str) -> Analysis:
 def diagnose_paste(tmp_path: Path, text: str) -> Diagnosis:
     """The diagnosis of ``text`` written to a file, as a user's paste would be analysed."""
     return _analyze_paste(tmp_path, text).diagnosis
+
+
+def top_of(tmp_path: Path, text: str) -> Hypothesis:
+    """The first hypothesis of ``text``'s diagnosis (the paste must give one)."""
+    hypotheses = diagnose_paste(tmp_path, text).hypotheses
+    assert hypotheses, text
+    return hypotheses[0]
 
 
 def timeline_of(tmp_path: Path, text: str) -> Timeline:

@@ -6,17 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste
+from analyze_helpers import top_of
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Category
 from syncdoctor.analyze.parsers.prefixes import split_prefix
-
-
-def _top(tmp_path: Path, paste: str):
-    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
-    assert hypotheses, paste
-    return hypotheses[0]
-
 
 # real: pytorch/pytorch#135486 (r12ad): the one NCCL line of the process is chatter no rule reads
 _SEGV = """\
@@ -35,13 +28,13 @@ local_rank: 0 (pid: 2128869) of binary: /venv/bin/python
 def test_a_worker_reported_by_pid_is_placed_by_its_nccl_chatter(tmp_path: Path) -> None:
     """torchrun names the dead worker by pid; the paste's only line with that pid and a host is NCCL chatter that no
     anchor selects (``Setting affinity``): read in a small input, it places the worker on g1002."""
-    top = _top(tmp_path, _SEGV)
+    top = top_of(tmp_path, _SEGV)
     assert top.category is Category.RANK_CRASHED
     assert top.culprit_hosts == ("g1002",), top
     assert "g1002" in top.title
     # another process's chatter places nothing: the pid differs
     other = _SEGV.replace("g1002:2128869:2128880", "g1003:31337:31340")
-    top = _top(tmp_path, other)
+    top = top_of(tmp_path, other)
     assert top.culprit_hosts == () and "unknown host" in top.title, top
 
 
@@ -58,7 +51,7 @@ timeout: WorkNCCL(SeqNum=472, OpType=ALLREDUCE, NumelIn=1164221, NumelOut=116422
 def test_a_process_seen_in_chatter_is_no_rank_present(tmp_path: Path) -> None:
     """The chatter's process is placed by host and pid only: srun's ``3:`` is a task, not rank 3, and a rank that
     only printed chatter is not one that "never reached" the collective rank 6 timed out in."""
-    top = _top(tmp_path, _TASKS)
+    top = top_of(tmp_path, _TASKS)
     assert 3 not in top.culprit_ranks, top
     assert "rank 3 never" not in top.title
 
@@ -77,7 +70,7 @@ def test_open_mpi_prefix_names_host_and_pid() -> None:
 
 def test_open_mpi_signal_lines_keep_their_process(tmp_path: Path) -> None:
     """Open MPI's signal report, its prefix now read as the line's: still a crash of that pid on that host."""
-    top = _top(tmp_path, "[h06c0901:07661] *** Process received signal ***\n"
+    top = top_of(tmp_path, "[h06c0901:07661] *** Process received signal ***\n"
                          "[h06c0901:07661] Signal: Segmentation fault (11)\n"
                          "[h06c0901:07661] Signal code: Address not mapped (1)\n")
     assert top.category is Category.RANK_CRASHED
@@ -97,11 +90,11 @@ failed: Connection refused
 def test_the_rank_ucx_could_not_reach_advertised_the_bridge(tmp_path: Path) -> None:
     """Refused at Docker's bridge address: the peer that gave it is the rank Open MPI's UCX layer says it could not
     reach, where no second host is in the inputs to name."""
-    top = _top(tmp_path, _UCX)
+    top = top_of(tmp_path, _UCX)
     assert top.category is Category.LOOPBACK_ADDRESS
     assert top.culprit_ranks == (1,) and "rank 1" in top.title, top
     # the refusal alone names no peer
-    top = _top(tmp_path, _UCX.split("\n", 1)[0] + "\n")
+    top = top_of(tmp_path, _UCX.split("\n", 1)[0] + "\n")
     assert top.category is Category.LOOPBACK_ADDRESS and top.culprit_ranks == (), top
 
 
@@ -213,12 +206,12 @@ timed out).
 
 
 def test_a_store_host_named_by_digits_is_read_as_an_address_no_host_has(tmp_path: Path) -> None:
-    top = _top(tmp_path, _NUMERIC)
+    top = top_of(tmp_path, _NUMERIC)
     assert top.category is Category.PEER_UNREACHABLE
     assert "host name 3472853 is a number" in top.title and "0.52.253.213" in top.title, top.title
     assert "--rdzv-endpoint" in (top.fix or "") and top.culprit_hosts == (), top
     # a host name with a letter, at the same address: the plain reading, its host a suspect
-    top = _top(tmp_path, _NUMERIC.replace("(3472853, 59667)", "(node3472853, 59667)"))
+    top = top_of(tmp_path, _NUMERIC.replace("(3472853, 59667)", "(node3472853, 59667)"))
     assert "is a number" not in top.title and top.category is Category.PEER_UNREACHABLE, top.title
 
 
@@ -244,8 +237,8 @@ def test_determined_prefix_names_the_container_and_its_clock() -> None:
 def test_horovods_first_process_in_either_order_and_the_teardown_after_it(tmp_path: Path) -> None:
     """The process Horovod names first exited with 1 (its own error): the cause; the other container's 137 after it
     is the platform stopping the rest, not the host's OOM killer."""
-    top = _top(tmp_path, _DETERMINED)
+    top = top_of(tmp_path, _DETERMINED)
     assert top.category is Category.RANK_CRASHED and "exit code 1" in top.title, top.title
     # the 137 alone is a kill from outside
-    top = _top(tmp_path, _DETERMINED.splitlines()[-1] + "\n")
+    top = top_of(tmp_path, _DETERMINED.splitlines()[-1] + "\n")
     assert top.category is Category.RANK_KILLED, top

@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analyze_helpers import diagnose_paste
+from analyze_helpers import diagnose_paste, top_of
 from syncdoctor.analyze.model import Category
-
-
-def _top(tmp_path: Path, paste: str):
-    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
-    assert hypotheses, paste
-    return hypotheses[0]
 
 
 # real: Wan-Video/Wan2.2#176, volcengine/verl#5954, huggingface/trl#2826 (each the paste's own line)
@@ -27,7 +21,7 @@ def _top(tmp_path: Path, paste: str):
     "restricting the number of GPUs for training.",
 ])
 def test_a_check_of_the_jobs_shape_in_its_words_is_the_setup(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title, top.title
 
 
@@ -42,7 +36,7 @@ def test_a_check_of_the_jobs_shape_in_its_words_is_the_setup(tmp_path: Path, lin
     "vllm_mode must be either 'server' or 'colocate', got 'server'.",
 ])
 def test_a_setting_or_combination_refused_in_the_librarys_words_is_the_configuration(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "a configuration the program refused" in top.title, top.title
 
 
@@ -54,7 +48,7 @@ def test_negative_a_compilers_warning_is_no_refused_configuration(tmp_path: Path
 
 # real: Tencent-Hunyuan/HunyuanVideo#249; OpenGVLab/InternVL#918
 def test_a_package_the_program_requires_by_name_is_the_environment(tmp_path: Path) -> None:
-    top = _top(tmp_path, "AssertionError: Ulysses Attention and Ring Attention requires xfuser package.\n")
+    top = top_of(tmp_path, "AssertionError: Ulysses Attention and Ring Attention requires xfuser package.\n")
     assert top.category is Category.UNRECOGNISED and "the installed environment lacks" in top.title, top.title
 
 
@@ -64,7 +58,7 @@ def test_negative_a_notice_that_an_optional_package_is_absent_is_no_error(tmp_pa
 
 
 def test_a_gpu_older_than_the_code_supports_is_the_hardware(tmp_path: Path) -> None:
-    top = _top(tmp_path, "[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    top = top_of(tmp_path, "[rank0]: RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
     assert top.category is Category.UNRECOGNISED and "older than the code supports" in top.title, top.title
     assert top.culprit_ranks == (0,)
 
@@ -73,7 +67,7 @@ def test_a_gpu_older_than_the_code_supports_is_the_hardware(tmp_path: Path) -> N
 def test_a_program_the_shell_did_not_find_is_never_silent(tmp_path: Path) -> None:
     paste = ("08/20/2024 19:04:44 - INFO - llamafactory.cli - Initializing distributed tasks at: 10.188.240.13:2951\n"
              "/bin/sh: 1: torchrun: not found\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and "the shell did not find" in top.title, top.title
 
 
@@ -102,14 +96,14 @@ OSError: [Errno 28] No space left on device
 
 
 def test_a_full_disk_under_spawns_report_is_the_childs_disk(tmp_path: Path) -> None:
-    top = _top(tmp_path, _SPAWNED)
+    top = top_of(tmp_path, _SPAWNED)
     assert top.category is Category.UNRECOGNISED and "without room" in top.title, top.title
     assert "local rank 0" in top.title
 
 
 def test_the_childs_own_error_under_spawns_report_is_the_one_named(tmp_path: Path) -> None:
     paste = _SPAWNED.replace("OSError: [Errno 28] No space left on device", "KeyError: 'image_size'")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.RANK_CRASHED and "KeyError: 'image_size'" in top.title, top.title
     assert "ProcessRaisedException" not in top.title
 
@@ -117,13 +111,13 @@ def test_the_childs_own_error_under_spawns_report_is_the_one_named(tmp_path: Pat
 def test_negative_shared_memory_without_room_stays_shared_memory(tmp_path: Path) -> None:
     line = ("Error while creating shared memory segment /dev/shm/nccl-GdPvyO (size 10617216), error: No space left on "
             "device (28)\n")
-    assert _top(tmp_path, line).category is Category.SHM_EXHAUSTED
+    assert top_of(tmp_path, line).category is Category.SHM_EXHAUSTED
 
 
 # real: alibaba/graphlearn-for-pytorch#47 (a coroutine's log line, no exception class)
 def test_an_index_out_of_range_in_torchs_words_is_the_programs_own_error(tmp_path: Path) -> None:
     paste = "ERROR:root:coroutine task failed: index 43094749 is out of bounds for dimension 0 with size 4490\n"
-    assert _top(tmp_path, paste).category is Category.RANK_CRASHED
+    assert top_of(tmp_path, paste).category is Category.RANK_CRASHED
 
 
 # real: unit8co/darts#1901; Nixtla/neuralforecast#617; ROCm/ATOM#913
@@ -136,13 +130,13 @@ def test_an_index_out_of_range_in_torchs_words_is_the_programs_own_error(tmp_pat
     ("[FATAL ERROR]: HSA_NO_SCRATCH_RECLAIM=1 must be set to avoid performance", "a configuration the program refused"),
 ])
 def test_a_start_method_or_a_runtimes_variable_refused_is_the_setup(tmp_path: Path, line: str, words: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and words in top.title, top.title
 
 
 def test_negative_a_variable_that_must_be_set_in_lower_case_prose_is_no_refusal(tmp_path: Path) -> None:
     paste = "RuntimeError: the value of seed=3 must be set before the first step\n"
-    assert "a configuration the program refused" not in _top(tmp_path, paste).title
+    assert "a configuration the program refused" not in top_of(tmp_path, paste).title
 
 
 # real: Nixtla/neuralforecast#1110 (TORCH_DISTRIBUTED_DEBUG=DETAIL's lines, the paste wrapped at a fixed width; silent
@@ -156,7 +150,7 @@ n backwards pass.
 
 
 def test_ddps_detail_lines_of_parameters_without_gradient_name_the_rank(tmp_path: Path) -> None:
-    top = _top(tmp_path, _DETAIL)
+    top = top_of(tmp_path, _DETAIL)
     assert top.category is Category.RANK_CRASHED and "DistributedDataParallel's reducer" in top.title
     assert top.culprit_ranks == (1,)
 
@@ -167,7 +161,7 @@ _BAR = ("Epoch 0:   0%| | 2/48248 [00:15<106:04:35,  7.92s/it, v_num=q5e6, train
 
 
 def test_an_exception_written_over_a_cut_progress_bar_is_its_own_line(tmp_path: Path) -> None:
-    top = _top(tmp_path, _BAR)
+    top = top_of(tmp_path, _BAR)
     assert top.category is Category.RANK_CRASHED and "DistributedDataParallel's reducer" in top.title, top.title
 
 
@@ -180,7 +174,7 @@ def test_negative_a_bar_whose_postfix_names_an_error_metric_is_no_error(tmp_path
     assert not diagnose_paste(tmp_path, paste).hypotheses
     # (the words after the metric are still read)
     killed = "Epoch 1:  40%|####  | 4/10 [00:04<00:06,  1.00it/s, MeanSquaredError=0.25] Killed\n"
-    assert _top(tmp_path, killed).category is Category.RANK_KILLED
+    assert top_of(tmp_path, killed).category is Category.RANK_KILLED
 
 
 # real: huggingface/accelerate#940, axolotl-ai-cloud/axolotl#2250, bitsandbytes-foundation/bitsandbytes#1709 and #366
@@ -196,13 +190,13 @@ def test_negative_a_bar_whose_postfix_names_an_error_metric_is_no_error(tmp_path
      "{device(type='cuda', index=0), device(type='cuda', index=1)}.", "a model placed in a way its distributed wrapper"),
 ])
 def test_a_model_placed_where_its_wrapper_cannot_take_it_is_the_setup(tmp_path: Path, line: str, words: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and words in top.title, top.title
 
 
 def test_negative_a_flatten_that_failed_for_memory_is_not_the_placement(tmp_path: Path) -> None:
     line = "torch.OutOfMemoryError: CUDA out of memory while trying to flatten tensors of rank 0\n"
-    assert _top(tmp_path, line).category is Category.RANK_OUT_OF_MEMORY
+    assert top_of(tmp_path, line).category is Category.RANK_OUT_OF_MEMORY
 
 
 # real: huawei-noah/Efficient-Computing#90 (r138), Windows gloo; torch's own words for an operation gloo lacks
@@ -212,7 +206,7 @@ def test_negative_a_flatten_that_failed_for_memory_is_not_the_placement(tmp_path
     "RuntimeError: Backend nccl does not support allgather_coalesced",
 ])
 def test_an_argument_or_operation_the_backend_does_not_take_is_the_setup(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "a configuration the program refused" in top.title, top.title
 
 
@@ -221,7 +215,7 @@ def test_negative_a_backend_that_does_not_support_a_dtype_as_it_ran_is_not_caugh
     # a tensor type refused as the program ran ('... does not support ...' of an op, not of a backend): the crash
     paste = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
              "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'\n")
-    assert "a configuration the program refused" not in _top(tmp_path, paste).title
+    assert "a configuration the program refused" not in top_of(tmp_path, paste).title
 
 
 def test_a_backends_refusal_above_the_launchers_record_is_the_workers_own_error(tmp_path: Path) -> None:
@@ -229,6 +223,6 @@ def test_a_backends_refusal_above_the_launchers_record_is_the_workers_own_error(
     paste = ("RuntimeError: Function argument device_ids not supported for the selected backend gloo\n"
              "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 23812) of "
              "binary: E:\\Conda\\envs\\GoldYolo\\python.exe\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and "local rank 0 (pid 23812) died" in top.title, top.title
     assert "a configuration the program refused" in top.title, top.title

@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analyze_helpers import diagnose_paste
+from analyze_helpers import diagnose_paste, top_of
 from syncdoctor.analyze.model import Category
-
-
-def _top(tmp_path: Path, paste: str):
-    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
-    assert hypotheses, paste
-    return hypotheses[0]
-
 
 _RECORD = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: {code}) local_rank: 0 (pid: 118494) "
            "of binary: /home/u/.conda/envs/openmmlab/bin/python\n")
@@ -31,7 +24,7 @@ def test_the_local_rank_argument_the_script_does_not_take_is_the_launch(tmp_path
              "                [--local_rank LOCAL_RANK]\n"
              "                config\n"
              "train.py: error: unrecognized arguments: --local-rank=0\n" + _RECORD.format(code=2))
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED, top.title
     assert "local rank 0 (pid 118494) died" in top.title and "--local-rank= since PyTorch 2.0" in top.title, top.title
 
@@ -42,7 +35,7 @@ def test_the_local_rank_argument_the_script_does_not_take_is_the_launch(tmp_path
     "finetune.py: error: unrecognized arguments: --deepspeed_config ds.json",
 ])
 def test_a_command_line_argparse_refuses_is_the_launch_command(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "the program refused its command line" in top.title, top.title
 
 
@@ -50,7 +43,7 @@ def test_negative_a_programs_own_error_that_mentions_arguments_is_not_argparse(t
     # (a message of the program's that quotes an argument, not argparse's ``prog: error: …`` form)
     paste = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
              "ValueError: unrecognized arguments in the model config: ['dropout_rate']\n")
-    assert "command line" not in _top(tmp_path, paste).title
+    assert "command line" not in top_of(tmp_path, paste).title
 
 
 # real: ultralytics/ultralytics#17890 (r139): the DDP workers' generated script cannot import the package
@@ -59,7 +52,7 @@ def test_a_workers_missing_module_above_the_launchers_record_is_the_environment(
              '  File "/home/x/.config/Ultralytics/DDP/_temp_9kqsslr4.py", line 6, in <module>\n'
              "    from ultralytics.models.rtdetr.train import RTDETRTrainer\n"
              "ModuleNotFoundError: No module named 'ultralytics'\n" + _RECORD.format(code=1))
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and "local rank 0 (pid 118494) died" in top.title, top.title
     assert "the installed environment lacks" in top.title, top.title
 
@@ -67,7 +60,7 @@ def test_a_workers_missing_module_above_the_launchers_record_is_the_environment(
 def test_negative_an_ordinary_exception_above_the_record_stays_the_workers_crash(tmp_path: Path) -> None:
     paste = ("Traceback (most recent call last):\n  File \"train.py\", line 88, in step\n    x = batch[7]\n"
              "IndexError: list index out of range\n" + _RECORD.format(code=1))
-    assert _top(tmp_path, paste).category is Category.RANK_CRASHED
+    assert top_of(tmp_path, paste).category is Category.RANK_CRASHED
 
 
 # real: Megvii-BaseDetection/YOLOX#785 (r139): a bare assertion whose expression is the GPUs asked for against those
@@ -79,14 +72,14 @@ def test_negative_an_ordinary_exception_above_the_record_stays_the_workers_crash
     '"num_shards_ > shard_id_" failed: num_shards needs to be greater than shard_id\n',
 ])
 def test_an_assertion_on_the_jobs_shape_is_the_setup(tmp_path: Path, paste: str) -> None:
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title, top.title
 
 
 def test_a_bare_assertion_is_quoted_with_its_source_line(tmp_path: Path) -> None:
     paste = ("Traceback (most recent call last):\n  File \"model.py\", line 40, in forward\n"
              "    assert x.shape[-1] == self.dim\nAssertionError\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.RANK_CRASHED and "assert x.shape[-1] == self.dim" in top.title, top.title
 
 
@@ -99,7 +92,7 @@ def test_a_traceback_flattened_onto_one_line_is_read_for_its_exception(tmp_path:
              'f"\'{type(self).__name__}\' object has no attribute \'{name}\'") AttributeError: \'DistributedDataParallel'
              '\' object has no attribute \'config\' Traceback (most recent call last):   File "/kaggle/working/t.py", '
              'line 1438, in <module>     main(args)\n')
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.RANK_CRASHED, top.title
     assert "'DistributedDataParallel' object has no attribute 'config'" in top.title, top.title
 
@@ -117,14 +110,14 @@ def test_an_internal_assert_in_a_c10d_source_file_is_the_processs_own_error(tmp_
     paste = ('RuntimeError: replicas_[0].size() == rebuilt_param_indices_.size() INTERNAL ASSERT FAILED at '
              '"/pytorch/torch/csrc/distributed/c10d/reducer.cpp":1326, please report a bug to PyTorch. rebuilt '
              'parameter indices size is not same as original model parameters size.2 versus 3\n')
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.RANK_CRASHED and "failed with an error of its own" in top.title, top.title
 
 
 def test_negative_nccls_error_with_its_source_file_is_still_the_communication(tmp_path: Path) -> None:
     paste = ("RuntimeError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, "
              "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1\n")
-    assert "an error of its own" not in _top(tmp_path, paste).title
+    assert "an error of its own" not in top_of(tmp_path, paste).title
 
 
 # real: meta-llama/llama#806, #415, #1017 (r140): a checkpoint saved for another number of processes
@@ -133,7 +126,7 @@ def test_negative_nccls_error_with_its_source_file_is_still_the_communication(tm
     "AssertionError: Loading a checkpoint for MP=2 but world size is 8",
 ])
 def test_a_checkpoint_for_another_world_size_is_the_setup(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title, top.title
 
 
@@ -143,13 +136,13 @@ def test_a_checkpoint_for_another_world_size_is_the_setup(tmp_path: Path, line: 
     "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
 ])
 def test_a_distributed_call_before_the_process_group_is_the_setup(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "before the process group was set up" in top.title, top.title
 
 
 # real: deepspeedai/DeepSpeed#3669 (r140)
 def test_a_hostfile_the_launcher_cannot_read_is_the_setup(tmp_path: Path) -> None:
-    top = _top(tmp_path, "ValueError: Hostfile contains a bad entry: {line}, unable to proceed with launching\n")
+    top = top_of(tmp_path, "ValueError: Hostfile contains a bad entry: {line}, unable to proceed with launching\n")
     assert top.category is Category.UNRECOGNISED and "a configuration the program refused" in top.title, top.title
 
 
@@ -169,10 +162,10 @@ _ORDINAL_TRACEBACK = ("Traceback (most recent call last):\n"
 
 # real: KellerJordan/modded-nanogpt#61, cfzd/Ultra-Fast-Lane-Detection#193 (relabelled A028), meituan/YOLOv6#342
 def test_an_invalid_device_ordinal_from_the_local_ranks_gpu_is_the_launch(tmp_path: Path) -> None:
-    top = _top(tmp_path, _ORDINAL_TRACEBACK.format(code="torch.cuda.set_device(local_rank)"))
+    top = top_of(tmp_path, _ORDINAL_TRACEBACK.format(code="torch.cuda.set_device(local_rank)"))
     assert top.category is Category.UNRECOGNISED and "the launch starts more processes per node" in top.title, top.title
     # the error line alone: the launch too, most often (both causes told)
-    top = _top(tmp_path, "RuntimeError: CUDA error: invalid device ordinal\n")
+    top = top_of(tmp_path, "RuntimeError: CUDA error: invalid device ordinal\n")
     assert top.category is Category.UNRECOGNISED and "or a device index from the global rank" in top.title, top.title
 
 
@@ -181,7 +174,7 @@ def test_negative_an_invalid_device_ordinal_from_a_library_call_is_that_processs
     paste = _ORDINAL_TRACEBACK.format(code="dist.broadcast_object_list(broadcast_list, 0)").replace(
         "/usr/lib/python3/dist-packages/torch/cuda/__init__.py", "/usr/lib/python3/dist-packages/torch/distributed/"
         "distributed_c10d.py")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.RANK_CRASHED and "invalid device ordinal" in top.title, top.title
 
 
@@ -189,7 +182,7 @@ def test_negative_an_invalid_device_ordinal_from_a_library_call_is_that_processs
 def test_gloos_connect_full_mesh_cut_before_its_reason_is_still_a_connection_that_failed(tmp_path: Path) -> None:
     paste = ("[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with "
              "[/opt/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144]\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.PEER_UNREACHABLE and "the reason is not in the inputs" in top.title, top.title
 
 
@@ -199,7 +192,7 @@ def test_gloos_connect_full_mesh_cut_before_its_reason_is_still_a_connection_tha
     "Exception: Could not find the transformer layer class LlamaDecoderLayer in the model.",
 ])
 def test_fsdps_auto_wrap_naming_a_class_the_model_lacks_is_the_configuration(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "FSDP's auto-wrap policy" in top.title, top.title
 
 
@@ -210,7 +203,7 @@ def test_fsdps_auto_wrap_naming_a_class_the_model_lacks_is_the_configuration(tmp
     ("RuntimeError: SMDDP does not support: ReduceOp", "a configuration the program refused"),
 ])
 def test_sagemakers_libraries_refusing_the_jobs_setup(tmp_path: Path, line: str, words: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and words in top.title, top.title
 
 
@@ -218,11 +211,11 @@ def test_sagemakers_libraries_refusing_the_jobs_setup(tmp_path: Path, line: str,
 def test_rays_wrapper_of_a_tasks_exception_places_it_on_its_process_and_host(tmp_path: Path) -> None:
     paste = ("ray.exceptions.RayTaskError(RuntimeError): ray::_Inner.train() (pid=839, ip=172.31.175.192, "
              "repr=TorchTrainer)\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.culprit_hosts == ("172.31.175.192",) and "pid 839" in top.title, top.title
     # (a prefix that names the writer wins: Ray's own ``(RayWorkerWrapper pid=1320, ip=192.168.11.16)``)
     prefixed = "(TaskRunner pid=77, ip=10.0.0.9) " + paste
-    assert _top(tmp_path, prefixed).culprit_hosts == ("10.0.0.9",)
+    assert top_of(tmp_path, prefixed).culprit_hosts == ("10.0.0.9",)
 
 
 def test_a_ranks_own_library_error_is_quoted_by_its_exception_not_its_traceback_header(tmp_path: Path) -> None:
@@ -236,7 +229,7 @@ def test_a_ranks_own_library_error_is_quoted_by_its_exception_not_its_traceback_
         "trainer-worker-0  | [rank0]:[E1206 05:10:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
         "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
         "ran for 600031 milliseconds before timing out.\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.culprit_ranks == (1,) and top.culprit_hosts == ("trainer-worker-1",), top.title
     assert "unhandled system error" in top.title and "Traceback (most recent" not in top.title, top.title
 
@@ -249,14 +242,14 @@ def test_a_ranks_own_library_error_is_quoted_by_its_exception_not_its_traceback_
     "release-0.8/L0_PostMerge/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:90)",
 ])
 def test_an_engine_built_for_another_world_size_is_the_setup(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "a check of the job's setup" in top.title, top.title
 
 
 # real: karpathy/llm.c#692 (r143), the line alone
 def test_a_build_without_the_launchs_mpi_is_the_setup(tmp_path: Path) -> None:
     line = "MPI support is disabled. Please enable MPI support to use MPI-based NCCL-init method.\n"
-    top = _top(tmp_path, line)
+    top = top_of(tmp_path, line)
     assert top.category is Category.UNRECOGNISED and "built without what the job's launch needs" in top.title
 
 
@@ -275,11 +268,11 @@ def test_negative_a_feature_a_log_says_is_disabled_is_no_failure(tmp_path: Path)
     "driver on a GPU node.",
 ])
 def test_a_serving_engine_refusing_how_it_was_started_is_the_configuration(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and "a configuration the program refused" in top.title, top.title
 
 
 def test_negative_a_kernel_supported_only_on_newer_gpus_keeps_its_own_reading(tmp_path: Path) -> None:
     # (a GPU older than the code supports: its own reading, not a configuration refused)
-    top = _top(tmp_path, "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    top = top_of(tmp_path, "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
     assert "older than the code supports" in top.title, top.title

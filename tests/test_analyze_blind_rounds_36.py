@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from analyze_helpers import diagnose_paste
+from analyze_helpers import diagnose_paste, top_of
 from syncdoctor.analyze import analyze_paths
 from syncdoctor.analyze.model import Category
-
-
-def _top(tmp_path: Path, paste: str):
-    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
-    assert hypotheses, paste
-    return hypotheses[0]
-
 
 # real: karpathy/llm.c#692 (r143), quoted alone; saved as a user saves a paste, without a final newline
 _BARE = "MPI support is disabled. Please enable MPI support to use MPI-based NCCL-init method."
@@ -54,7 +47,7 @@ _HOROVOD_STORE = (
 
 
 def test_horovods_store_wait_with_its_timeout_is_the_rendezvous(tmp_path: Path) -> None:
-    top = _top(tmp_path, _HOROVOD_STORE)
+    top = top_of(tmp_path, _HOROVOD_STORE)
     assert top.category is Category.RENDEZVOUS_TIMEOUT and "rank 0" in top.title, top.title
     # the abort it caused is not the cause
     assert "SIGABRT" not in top.title
@@ -62,7 +55,7 @@ def test_horovods_store_wait_with_its_timeout_is_the_rendezvous(tmp_path: Path) 
 
 def test_negative_a_worker_aborted_without_the_store_wait_is_its_crash(tmp_path: Path) -> None:
     paste = _HOROVOD_STORE.replace("Wait timeout after 30 seconds for key(s): 0.", "Connection reset by peer.")
-    assert _top(tmp_path, paste).category is not Category.RENDEZVOUS_TIMEOUT
+    assert top_of(tmp_path, paste).category is not Category.RENDEZVOUS_TIMEOUT
 
 
 # real: pytorch/pytorch#53717 (r145): PyTorch's internal check in a line of its C++ log, torch.distributed.rpc
@@ -72,13 +65,13 @@ _INTERNAL = ('[E thread_pool.cpp:112] Exception in thread pool task: !completed(
 
 
 def test_pytorchs_internal_assertion_in_its_log_is_the_process_stopping(tmp_path: Path) -> None:
-    top = _top(tmp_path, _INTERNAL)
+    top = top_of(tmp_path, _INTERNAL)
     assert top.category is Category.RANK_CRASHED and "failed assertion" in top.title, top.title
 
 
 def test_negative_an_internal_assertion_of_the_communication_library_is_not_the_programs(tmp_path: Path) -> None:
     paste = _INTERNAL.replace("aten/src/ATen/core/ivalue_inl.h", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp")
-    assert _top(tmp_path, paste).category is not Category.RANK_CRASHED
+    assert top_of(tmp_path, paste).category is not Category.RANK_CRASHED
 
 
 # real: huggingface/text-generation-inference#686 and #663 (r145): TGI refusing a sharded model without its kernels
@@ -118,7 +111,7 @@ _MPS = ("ValueError: You set `strategy=ddp`, but strategies from the DDP family 
     (_MPS, "configuration the program refused"),
 ])
 def test_a_build_or_device_without_what_the_job_asks_is_the_setup(tmp_path: Path, paste: str, words: str) -> None:
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and words in top.title, top.title
 
 
@@ -130,7 +123,7 @@ def test_a_build_or_device_without_what_the_job_asks_is_the_setup(tmp_path: Path
     _MPS.replace("on the MPS accelerator", "for the given targets"),
 ])
 def test_negative_look_alikes_of_a_build_without_it_are_the_programs_error(tmp_path: Path, paste: str) -> None:
-    assert _top(tmp_path, paste).category is Category.RANK_CRASHED
+    assert top_of(tmp_path, paste).category is Category.RANK_CRASHED
 
 
 # real: pytorch/tensorpipe#447 (r145): an empty CUDA tensor sent over RPC, CUDA refusing the pointer; no NCCL anywhere
@@ -141,12 +134,12 @@ _REFUSED = ("terminate called after throwing an instance of 'std::runtime_error'
 
 
 def test_a_cuda_call_refused_without_nccl_is_the_callers_error(tmp_path: Path) -> None:
-    top = _top(tmp_path, _REFUSED)
+    top = top_of(tmp_path, _REFUSED)
     assert top.category is Category.RANK_CRASHED and "a CUDA call was refused" in top.title, top.title
 
 
 def test_negative_a_feature_cuda_refuses_without_nccl_is_no_argument_of_the_program(tmp_path: Path) -> None:
-    top = _top(tmp_path, "RuntimeError: CUDA error: operation not supported\n")
+    top = top_of(tmp_path, "RuntimeError: CUDA error: operation not supported\n")
     assert top.category is Category.GPU_ERROR and "NCCL made" not in top.title, top.title
 
 
@@ -154,7 +147,7 @@ def test_negative_a_cuda_call_refused_inside_nccl_stays_nccls(tmp_path: Path) ->
     paste = ("node1:2043:2101 [0] include/alloc.h:125 NCCL WARN Cuda failure 'invalid argument'\n"
              "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled cuda "
              "error, NCCL version 2.18.1\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.GPU_ERROR and "NCCL made" in top.title, top.title
 
 
@@ -162,12 +155,12 @@ def test_negative_a_cuda_call_refused_inside_nccl_stays_nccls(tmp_path: Path) ->
 def test_envs_unset_variable_cut_by_a_wrap_is_still_the_launch(tmp_path: Path) -> None:
     paste = ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK \n"
              "expected, but not set\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and "a variable the launcher sets, not set" in top.title, top.title
 
 
 def test_negative_a_malformed_address_is_still_the_address(tmp_path: Path) -> None:
-    top = _top(tmp_path, "ValueError: Error initializing torch.distributed using tcp:// rendezvous: port number missing\n")
+    top = top_of(tmp_path, "ValueError: Error initializing torch.distributed using tcp:// rendezvous: port number missing\n")
     assert top.category is Category.PEER_UNREACHABLE and "invalid address" in top.title, top.title
 
 
@@ -177,12 +170,12 @@ _LINK_LOCAL_STORE = ("[c10d] The IPv4 network addresses of (fe80::222:48ff:fe49:
 
 
 def test_a_store_address_that_is_link_local_is_the_wrong_interface(tmp_path: Path) -> None:
-    top = _top(tmp_path, _LINK_LOCAL_STORE)
+    top = top_of(tmp_path, _LINK_LOCAL_STORE)
     assert top.category is Category.INTERFACE_MISMATCH and "link-local" in top.title, top.title
 
 
 def test_negative_a_routable_store_address_that_does_not_resolve_stays_unreachable(tmp_path: Path) -> None:
-    top = _top(tmp_path, _LINK_LOCAL_STORE.replace("fe80::222:48ff:fe49:ba90", "2001:db8::5"))
+    top = top_of(tmp_path, _LINK_LOCAL_STORE.replace("fe80::222:48ff:fe49:ba90", "2001:db8::5"))
     assert top.category is Category.PEER_UNREACHABLE, top.title
 
 
@@ -193,13 +186,13 @@ def test_negative_a_routable_store_address_that_does_not_resolve_stays_unreachab
     "RuntimeError: Input tensor data type is not supported for NCCL process group: BFloat16\n",
 ])
 def test_a_dtype_the_builds_nccl_does_not_take_is_the_setup(tmp_path: Path, paste: str) -> None:
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and "data type the NCCL of this build" in top.title, top.title
 
 
 # real: pytorch/pytorch#99518 (r148): DDP of a complex model on NCCL
 def test_a_dtype_no_nccl_takes_is_the_programs_call(tmp_path: Path) -> None:
-    top = _top(tmp_path, "RuntimeError: Input tensor data type is not supported for NCCL process group: ComplexFloat\n")
+    top = top_of(tmp_path, "RuntimeError: Input tensor data type is not supported for NCCL process group: ComplexFloat\n")
     assert top.category is Category.RANK_CRASHED and "view_as_real" in top.title, top.title
 
 
@@ -211,12 +204,12 @@ _CPU_TENSOR = ('[rank2]:   File "/opt/venv/lib/python3.11/site-packages/torch/di
 
 
 def test_a_cpu_tensor_in_an_nccl_group_is_the_programs_call(tmp_path: Path) -> None:
-    top = _top(tmp_path, _CPU_TENSOR)
+    top = top_of(tmp_path, _CPU_TENSOR)
     assert top.category is Category.RANK_CRASHED and "CPU tensor" in top.title and top.culprit_ranks == (2,), top.title
 
 
 def test_negative_a_device_without_a_backend_is_the_setup(tmp_path: Path) -> None:
-    top = _top(tmp_path, _CPU_TENSOR.replace("device type cpu", "device type xpu"))
+    top = top_of(tmp_path, _CPU_TENSOR.replace("device type cpu", "device type xpu"))
     assert top.category is Category.UNRECOGNISED and "no backend for xpu" in top.title, top.title
 
 
@@ -224,7 +217,7 @@ def test_negative_a_device_without_a_backend_is_the_setup(tmp_path: Path) -> Non
 def test_a_setting_refused_as_its_assignment_is_the_configuration(tmp_path: Path) -> None:
     paste = ("ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a "
              "`device_map`.\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and "configuration the program refused" in top.title, top.title
 
 
@@ -240,7 +233,7 @@ _FLAT = "ValueError: `FlatParameter` requires uniform `requires_grad`\n"
     (_FLAT, "a model placed in a way its distributed wrapper cannot take"),
 ])
 def test_a_checkpoint_or_a_model_that_does_not_fit_the_run_is_the_setup(tmp_path: Path, paste: str, words: str) -> None:
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and words in top.title, top.title
 
 
@@ -249,7 +242,7 @@ def test_a_checkpoint_or_a_model_that_does_not_fit_the_run_is_the_setup(tmp_path
     "ValueError: `FlatParameter` is not a leaf tensor\n",
 ])
 def test_negative_look_alikes_of_a_checkpoint_or_model_that_does_not_fit(tmp_path: Path, paste: str) -> None:
-    assert _top(tmp_path, paste).category is Category.RANK_CRASHED
+    assert top_of(tmp_path, paste).category is Category.RANK_CRASHED
 
 
 # real: pytorch/tensorpipe#460 (r150): libuv's lower-case words for EMFILE; horovod/horovod#629 (r150): a library that
@@ -262,7 +255,7 @@ def test_negative_look_alikes_of_a_checkpoint_or_model_that_does_not_fit(tmp_pat
      "a library that does not load"),
 ])
 def test_a_resource_or_a_library_in_other_words_is_the_environment(tmp_path: Path, paste: str, words: str) -> None:
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.UNRECOGNISED and words in top.title, top.title
 
 

@@ -10,16 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from analyze_helpers import diagnose_paste
+from analyze_helpers import diagnose_paste, top_of
 from syncdoctor.analyze.model import Category
 from syncdoctor.analyze.parsers.prefixes import split_prefix
-
-
-def _top(tmp_path: Path, paste: str):
-    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
-    assert hypotheses, paste
-    return hypotheses[0]
-
 
 # real: pytorch/pytorch#13045 (r159a): two consumer GPUs on a Threadripper board, DataParallel that does not learn,
 # the kernel's IOMMU refusing the GPU's DMA
@@ -30,17 +23,17 @@ _AMD_VI = """\
 
 
 def test_the_iommu_refusing_a_gpu_s_dma_is_peer_access_blocked(tmp_path: Path) -> None:
-    top = _top(tmp_path, _AMD_VI)
+    top = top_of(tmp_path, _AMD_VI)
     assert top.category is Category.PEER_ACCESS and "IOMMU" in top.title and "0000:0a:00.0" in top.title, top.title
     assert "iommu=pt" in top.fix and len(top.evidence) == 2
     # Intel's words, on a host the syslog names; older AMD kernels name the device inside the brackets
-    top = _top(tmp_path, "Mar  3 10:00:01 gpu-node7 kernel: DMAR: [DMA Read] Request device [3b:00.0] fault addr "
+    top = top_of(tmp_path, "Mar  3 10:00:01 gpu-node7 kernel: DMAR: [DMA Read] Request device [3b:00.0] fault addr "
                          "7f3a2000 [fault reason 06] PTE Read access is not set\n")
     assert top.category is Category.PEER_ACCESS and top.culprit_hosts == ("gpu-node7",), (top.title, top.culprit_hosts)
-    top = _top(tmp_path, "AMD-Vi: Event logged [IO_PAGE_FAULT device=42:00.0 domain=0x0000 address=0x1000 flags=0x0]\n")
+    top = top_of(tmp_path, "AMD-Vi: Event logged [IO_PAGE_FAULT device=42:00.0 domain=0x0000 address=0x1000 flags=0x0]\n")
     assert top.category is Category.PEER_ACCESS and "42:00.0" in top.title and "a device" in top.title, top.title
     # a GPU's own page fault (amdgpu's gfxhub, a kernel's bad address) is the GPU's error, not the IOMMU's
-    top = _top(tmp_path, "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32776, for "
+    top = top_of(tmp_path, "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32776, for "
                          "process python3 pid 172866 thread python3 pid 172866)\n")
     assert top.category is Category.GPU_ERROR, top.title
 
@@ -52,7 +45,7 @@ def test_the_iommu_refusing_a_gpu_s_dma_is_peer_access_blocked(tmp_path: Path) -
     ("  RuntimeError: Invalid device string: 'cuda:0,1'", "configuration"),
 ])
 def test_a_host_limit_and_a_device_string_are_the_setup(tmp_path: Path, line: str, words: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.UNRECOGNISED and words in top.title and "error of its own" not in top.title, top.title
 
 
@@ -66,10 +59,10 @@ FileNotFoundError: [Errno 2] No such file or directory: 'logs/2018_05_11-223841_
 
 
 def test_a_file_opened_for_writing_in_a_missing_folder_is_the_setup(tmp_path: Path) -> None:
-    top = _top(tmp_path, _NO_FOLDER)
+    top = top_of(tmp_path, _NO_FOLDER)
     assert top.category is Category.UNRECOGNISED and "folder that does not exist" in top.title, top.title
     # the same error where the code line reads the file (a dataset not there, a race that deleted it) stays the process's
-    top = _top(tmp_path, _NO_FOLDER.replace('    "w")', '    with open(path) as f:'))
+    top = top_of(tmp_path, _NO_FOLDER.replace('    "w")', '    with open(path) as f:'))
     assert top.category is Category.RANK_CRASHED and "error of its own" in top.title, top.title
 
 
@@ -83,7 +76,7 @@ def test_a_file_opened_for_writing_in_a_missing_folder_is_the_setup(tmp_path: Pa
 ])
 def test_a_type_or_a_device_an_operation_has_no_kernel_for_is_the_process_s_error(
         tmp_path: Path, line: str, words: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.RANK_CRASHED and words in top.title, top.title
 
 
@@ -97,11 +90,11 @@ ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 2) local_r
 
 
 def test_a_worker_s_record_under_a_line_that_names_the_setup_died_of_it(tmp_path: Path) -> None:
-    top = _top(tmp_path, _LOCAL_RANK_ARG)
+    top = top_of(tmp_path, _LOCAL_RANK_ARG)
     assert top.category is Category.UNRECOGNISED and "local-rank argument" in top.title, top.title
     assert top.culprit_local_ranks == (0,), top.culprit_local_ranks
     # an error line whose words name nothing stays a quote beside the worker that died
-    top = _top(tmp_path, _LOCAL_RANK_ARG.replace("error: unrecognized arguments: --local-rank=0", "error: it broke"))
+    top = top_of(tmp_path, _LOCAL_RANK_ARG.replace("error: unrecognized arguments: --local-rank=0", "error: it broke"))
     assert top.category is Category.RANK_CRASHED, top.title
 
 
@@ -115,7 +108,7 @@ def _trace(rank: int, seq: int, op: str, shape: str) -> str:
 def test_detail_s_trace_of_each_collective_shows_the_rank_that_ran_another(tmp_path: Path) -> None:
     # real: AdvancedPhotonSource/pty-chi#47 (r162a): INFO lines only, no error; rank 2's buffer of another length
     paste = _trace(2, 38, "ALLREDUCE", "77, 1") + _trace(1, 38, "ALLREDUCE", "100, 1") + _trace(3, 38, "ALLREDUCE", "100, 1")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.COLLECTIVE_DESYNC and top.culprit_ranks == (2,), (top.title, top.culprit_ranks)
     assert "sequence number 38" in top.title and "[77, 1]" in top.title
     # the same collectives traced by every rank: no desync (silent: no error)
@@ -142,7 +135,7 @@ def test_detail_s_trace_of_each_collective_shows_the_rank_that_ran_another(tmp_p
 ])
 def test_setups_ddp_refuses_and_a_prefix_looked_up_on_the_wrong_side(
         tmp_path: Path, line: str, category: Category, words: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is category and words in top.title, top.title
 
 
@@ -169,15 +162,15 @@ ValueError: Default process group has not been initialized, please make sure to 
 
 
 def test_a_copy_of_a_process_group_and_a_call_after_destroy_are_the_code_s(tmp_path: Path) -> None:
-    top = _top(tmp_path, _DEEPCOPY)
+    top = top_of(tmp_path, _DEEPCOPY)
     assert top.category is Category.RANK_CRASHED and "copy of an object that holds a process group" in top.title, top.title
     # the same refusal under spawn's pickling (no deepcopy) stays what spawn was given
-    top = _top(tmp_path, _DEEPCOPY.replace("copy.py", "reduction.py").replace("in deepcopy", "in dump"))
+    top = top_of(tmp_path, _DEEPCOPY.replace("copy.py", "reduction.py").replace("in deepcopy", "in dump"))
     assert top.category is Category.UNRECOGNISED and "spawn" in top.title, top.title
-    top = _top(tmp_path, _AFTER_DESTROY)
+    top = top_of(tmp_path, _AFTER_DESTROY)
     assert top.category is Category.RANK_CRASHED and "at exit" in top.title, top.title
     # raised in the program's own code before any init: the setup that never ran
-    top = _top(tmp_path, _AFTER_DESTROY.replace("in __del__", "in main").replace("Exception ignored in: <function "
+    top = top_of(tmp_path, _AFTER_DESTROY.replace("in __del__", "in main").replace("Exception ignored in: <function "
                                                                                "PersistentAsyncCaller.__del__ at "
                                                                                "0x746f0cbc8d60>\n", ""))
     assert top.category is Category.UNRECOGNISED and "before the process group was set up" in top.title, top.title
@@ -187,7 +180,7 @@ def test_a_word_before_an_error_after_a_collector_s_stamp_is_no_host_and_program
     # real: NVIDIA/pix2pixHD#170 (r159b), as a log collector stamps it: ``pix2pix TypeError: …`` was read as syslog's
     # host and program, the error's class taken away, and the paste went silent
     line = "pix2pix TypeError: forward() missing 4 required positional arguments: 'uilabel', 'insert', 'image', 'feat'"
-    stamped = _top(tmp_path, f"2024-05-01T12:00:00.123456789Z {line}\n")
-    assert stamped.category is _top(tmp_path, line + "\n").category, stamped.title
+    stamped = top_of(tmp_path, f"2024-05-01T12:00:00.123456789Z {line}\n")
+    assert stamped.category is top_of(tmp_path, line + "\n").category, stamped.title
     # a host and a program as journalctl writes them after its stamp stay those
     assert split_prefix("2024-05-01T10:00:00+0000 gpu-node-07 kernel: NVRM: Xid 79").origin.host == "gpu-node-07"

@@ -11,16 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from analyze_helpers import diagnose_paste
+from analyze_helpers import diagnose_paste, top_of
 from syncdoctor.analyze.model import Category, Origin, Ref
 from syncdoctor.analyze.parsers.base import Line
 from syncdoctor.analyze.parsers.native import parse
-
-
-def _top(tmp_path: Path, paste: str):
-    hypotheses = diagnose_paste(tmp_path, paste).hypotheses
-    assert hypotheses, paste
-    return hypotheses[0]
 
 
 def _frames(body: str) -> list[str]:
@@ -64,13 +58,13 @@ _ABORT_STACK = """\
 
 
 def test_a_stack_hung_in_nccl_s_abort_is_read_not_silent(tmp_path: Path) -> None:
-    top = _top(tmp_path, _ABORT_STACK)
+    top = top_of(tmp_path, _ABORT_STACK)
     assert top.category is Category.WATCHDOG_STUCK and "teardown" in top.title and "ncclCommAbort" in top.title
     assert "2.19.1" in top.fix and "first error" in top.fix and top.confidence <= 0.3
     # under the error that started the abort, that error is the reading
     oom = ("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a total "
            "capacity of 79.10 GiB of which 5.06 MiB is free.\n")
-    assert _top(tmp_path, oom + _ABORT_STACK).category is Category.RANK_OUT_OF_MEMORY
+    assert top_of(tmp_path, oom + _ABORT_STACK).category is Category.RANK_OUT_OF_MEMORY
     # a stack in a collective, not in the teardown, is no such hang
     assert not diagnose_paste(tmp_path, "#4  0x00007f in ncclAllReduce () from /usr/lib/libnccl.so.2\n").hypotheses
 
@@ -84,13 +78,13 @@ _NODE_0 = ("$ FORCE_TORCHRUN=1 NNODES=2 RANK=0 MASTER_ADDR=172.16.0.194 MASTER_P
 
 
 def test_nodes_given_different_store_addresses_never_meet(tmp_path: Path) -> None:
-    top = _top(tmp_path, _NODE_1 + _NODE_0)
+    top = top_of(tmp_path, _NODE_1 + _NODE_0)
     assert top.category is Category.RENDEZVOUS_TIMEOUT and "different store addresses" in top.title, top.title
     assert "172.16.0.97" in top.title and "172.16.0.194" in top.title and "same MASTER_ADDR" in top.fix
     # with the store's timeout in the paste, the mismatch is why it timed out
     timeout = ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients "
                "joined.\n")
-    top = _top(tmp_path, _NODE_1 + _NODE_0 + timeout)
+    top = top_of(tmp_path, _NODE_1 + _NODE_0 + timeout)
     assert "different store addresses" in top.title and top.confidence >= 0.8, top.title
 
 
@@ -115,7 +109,7 @@ def test_store_addresses_that_may_be_one_are_not_compared(tmp_path: Path, paste:
     "$ accelerate launch --machine_rank 1 --main_process_ip 10.0.0.6 train.py\n",
 ])
 def test_node_ranks_that_differ_in_one_paste_are_two_nodes(tmp_path: Path, paste: str) -> None:
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert "different store addresses" in top.title, top.title
 
 
@@ -125,11 +119,11 @@ _POLL = ("[W1025 14:37:21.179 socket.cpp:462] [c10d] waitForInput: poll for sock
 
 
 def test_a_store_poll_that_timed_out_before_anything_ran_is_the_rendezvous(tmp_path: Path) -> None:
-    top = _top(tmp_path, _POLL)
+    top = top_of(tmp_path, _POLL)
     assert top.category is Category.RENDEZVOUS_TIMEOUT and "could not form" in top.title, top.title
     # under a progress bar, steps ran: not the group forming
     bar = "17%|#         | 2295/13732 [06:14<9:54:20,  3.12s/it]\n"
-    assert _top(tmp_path, bar + _POLL).category is not Category.RENDEZVOUS_TIMEOUT
+    assert top_of(tmp_path, bar + _POLL).category is not Category.RENDEZVOUS_TIMEOUT
 
 
 # real: facebookresearch/mae#25 (r165a): the submitit launch script run where the cluster's shared folder is not
@@ -142,9 +136,9 @@ RuntimeError: No shared folder available
 
 
 def test_no_shared_folder_for_a_submitit_launch_is_the_setup(tmp_path: Path) -> None:
-    top = _top(tmp_path, _SHARED)
+    top = top_of(tmp_path, _SHARED)
     assert top.category is Category.UNRECOGNISED and "shared folder" in top.title, top.title
-    top = _top(tmp_path, _SHARED.replace("No shared folder available", "No such shared memory segment"))
+    top = top_of(tmp_path, _SHARED.replace("No shared folder available", "No such shared memory segment"))
     assert "shared folder" not in top.title, top.title
 
 
@@ -161,7 +155,7 @@ RuntimeError: CUDA error: invalid device ordinal
 
 
 def test_an_invalid_device_raised_inside_torch_distributed_is_its_own_error(tmp_path: Path) -> None:
-    top = _top(tmp_path, "Traceback (most recent call last):\n" + _DCP)
+    top = top_of(tmp_path, "Traceback (most recent call last):\n" + _DCP)
     assert top.category is Category.RANK_CRASHED and "inside PyTorch's distributed code" in top.title, top.title
     assert "LOCAL_RANK" in top.fix
     # raised where the program set its device, it is the launch's (more processes than GPUs)
@@ -169,7 +163,7 @@ def test_an_invalid_device_raised_inside_torch_distributed_is_its_own_error(tmp_
                "    torch.cuda.set_device(args.local_rank)\n  File \"/usr/lib/python3/torch/cuda/__init__.py\", "
                "line 350, in set_device\n    torch._C._cuda_setDevice(device)\n"
                "RuntimeError: CUDA error: invalid device ordinal\n")
-    assert _top(tmp_path, setting).category is Category.UNRECOGNISED
+    assert top_of(tmp_path, setting).category is Category.UNRECOGNISED
 
 
 # real: mosaicml/streaming#824 (r165c): each rank's traceback cut inside the statement that raised
@@ -183,20 +177,20 @@ _CUT_RAISE = """\
 
 
 def test_a_traceback_cut_on_its_raise_statement_is_that_exception(tmp_path: Path) -> None:
-    top = _top(tmp_path, _CUT_RAISE)
+    top = top_of(tmp_path, _CUT_RAISE)
     assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (6,), (top.title, top.culprit_ranks)
     assert "RuntimeError: Internal error: shared memory pref (at prefix.py:237" in top.what, top.what
     # a bare re-raise says no exception: the paste ends before its error line
-    top = _top(tmp_path, _CUT_RAISE.replace("raise RuntimeError(f'Internal error: shared memory pref", "raise"))
+    top = top_of(tmp_path, _CUT_RAISE.replace("raise RuntimeError(f'Internal error: shared memory pref", "raise"))
     assert "the paste ends before its error line" in top.title and "Internal error" not in top.what, top.title
     # the message's literal closed on the line: the message without its quote and the rest of the call
-    top = _top(tmp_path, _CUT_RAISE.replace("f'Internal error: shared memory pref", '"world size must be even", 3)'))
+    top = top_of(tmp_path, _CUT_RAISE.replace("f'Internal error: shared memory pref", '"world size must be even", 3)'))
     assert "RuntimeError: world size must be even (at" in top.what, top.what
 
 
 def test_a_library_s_check_that_distributed_is_not_initialised_is_the_setup(tmp_path: Path) -> None:
     # real: FlagOpen/FlagEmbedding#1064 (r136a): BGE-M3's model built before the process group
-    top = _top(tmp_path, "ValueError: Distributed training has not been initialized for representation all gather\n")
+    top = top_of(tmp_path, "ValueError: Distributed training has not been initialized for representation all gather\n")
     assert top.category is Category.UNRECOGNISED and "before the process group" in top.title, top.title
 
 
@@ -212,15 +206,15 @@ _NVSHMEM_OOM = """\
 
 
 def test_nvshmem_s_heap_that_cuda_could_not_back_is_out_of_memory(tmp_path: Path) -> None:
-    assert _top(tmp_path, _NVSHMEM_OOM).category is Category.RANK_OUT_OF_MEMORY
+    assert top_of(tmp_path, _NVSHMEM_OOM).category is Category.RANK_OUT_OF_MEMORY
     # another status is not memory: the illegal access is what the lines show
     other = _NVSHMEM_OOM.replace("status: 2 cuMemCreate", "status: 1 cuMemCreate")
-    assert _top(tmp_path, other).category is not Category.RANK_OUT_OF_MEMORY
+    assert top_of(tmp_path, other).category is not Category.RANK_OUT_OF_MEMORY
 
 
 def test_mpi_abort_with_errorcode_zero_still_ended_the_job(tmp_path: Path) -> None:
     # real: FedML-AI/FedML#594 (r166e): rank 3 called MPI_Abort(…, 0) and Open MPI killed every other process
-    top = _top(tmp_path, "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith errorcode 0.\n\n"
+    top = top_of(tmp_path, "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith errorcode 0.\n\n"
                          "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n")
     assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,), (top.title, top.culprit_ranks)
     assert "called MPI_Abort (errorcode 0)" in top.what and "exited with code 0" not in top.what, top.what
@@ -237,16 +231,16 @@ def test_mpi_abort_with_errorcode_zero_still_ended_the_job(tmp_path: Path) -> No
     "fired for this particular parameter during this iteration.",
 ])
 def test_a_parameter_ready_twice_is_the_program_s_use_of_ddp(tmp_path: Path, line: str) -> None:
-    top = _top(tmp_path, line + "\n")
+    top = top_of(tmp_path, line + "\n")
     assert top.category is Category.RANK_CRASHED and "use_reentrant=False" in top.title, top.title
 
 
 def test_tensorpipe_s_verbs_refusing_the_queue_pair_is_the_setup(tmp_path: Path) -> None:
     # real: pytorch/tensorpipe#413 (r166e): rpc.init_rpc on a host whose IB device refuses TensorPipe's queue pair
-    top = _top(tmp_path, 'RuntimeError: In operator() at tensorpipe/common/ibv.h:172 "": Invalid argument\n')
+    top = top_of(tmp_path, 'RuntimeError: In operator() at tensorpipe/common/ibv.h:172 "": Invalid argument\n')
     assert top.category is Category.UNRECOGNISED and "_transports" in top.title, top.title
     # another TensorPipe file's invalid argument is not the transport's
-    top = _top(tmp_path, 'RuntimeError: In operator() at tensorpipe/core/pipe_impl.cc:172 "": Invalid argument\n')
+    top = top_of(tmp_path, 'RuntimeError: In operator() at tensorpipe/core/pipe_impl.cc:172 "": Invalid argument\n')
     assert "_transports" not in top.title, top.title
 
 
@@ -254,10 +248,10 @@ def test_ray_s_wrapper_names_the_node_by_its_name_too(tmp_path: Path) -> None:
     # real: THUDM/slime#1767 (r167e): Ray given node names, its wrapper says ``ip=`` with the name
     line = ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronTrainRayActor.train() (pid=1076529, "
             "ip=dlc4e52btvkgc6cp-master-0, actor_id=50f7ee525ea4e0e86f8909b702000000, repr=<slime.Actor>)\n")
-    top = _top(tmp_path, line)
+    top = top_of(tmp_path, line)
     assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_hosts == ("dlc4e52btvkgc6cp-master-0",), (
         top.title, top.culprit_hosts)
-    top = _top(tmp_path, line.replace("ip=dlc4e52btvkgc6cp-master-0", "ip=10.0.0.7"))
+    top = top_of(tmp_path, line.replace("ip=dlc4e52btvkgc6cp-master-0", "ip=10.0.0.7"))
     assert top.culprit_hosts == ("10.0.0.7",), top.culprit_hosts
 
 
@@ -310,21 +304,21 @@ torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with si
 
 
 def test_the_watchdog_s_cuda_check_frame_is_the_gpu_s_error_of_the_worker_that_died(tmp_path: Path) -> None:
-    top = _top(tmp_path, _WATCHDOG_FRAMES)
+    top = top_of(tmp_path, _WATCHDOG_FRAMES)
     assert top.category is Category.GPU_ERROR and "local rank 1" in top.title, top.title
     assert top.culprit_local_ranks == (1,), top.culprit_local_ranks
     # with the error's own words in the paste, they are the title's
-    top = _top(tmp_path, "RuntimeError: CUDA error: an illegal memory access was encountered\n" + _WATCHDOG_FRAMES)
+    top = top_of(tmp_path, "RuntimeError: CUDA error: an illegal memory access was encountered\n" + _WATCHDOG_FRAMES)
     assert "illegal memory access" in top.title and "its own words" not in top.title, top.title
     # a CUDA check elsewhere (a set_device), not the watchdog's: not the GPU's error
     other = _WATCHDOG_FRAMES.replace("c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const",
                                      "c10::cuda::set_device(signed char)")
-    assert _top(tmp_path, other).category is not Category.GPU_ERROR
+    assert top_of(tmp_path, other).category is not Category.GPU_ERROR
 
 
 def test_ranks_that_see_different_numbers_of_collnet_devices(tmp_path: Path) -> None:
     # from NCCL's source (2.30, init.cc): the CollNet (SHARP) twin of the NIC-count check
-    top = _top(tmp_path, "h1:1:2 [0] init.cc:1345 NCCL WARN Detected mixed local CollNet device counts across ranks "
+    top = top_of(tmp_path, "h1:1:2 [0] init.cc:1345 NCCL WARN Detected mixed local CollNet device counts across ranks "
                          "(min 2, max 4). Set NCCL_IGNORE_COLLNET_MISMATCH=1 to continue.\n")
     assert top.category is Category.IB_PORT_DOWN and "CollNet (SHARP) devices (2 on some, 4 on others)" in top.title
     assert "NCCL_IGNORE_COLLNET_MISMATCH=1" in (top.fix or "")
@@ -335,7 +329,7 @@ def test_paddle_s_endpoint_list_cut_by_a_wrap_keeps_its_whole_endpoints(tmp_path
     # the next line, its ``]`` with it
     paste = ("server not ready, wait 3 sec to retry...\nnot ready endpoints:['10.36.10.40:6070', '10.36.10.40:6071', "
              "'10.36.10.41:6072', '10.36.10.41:60\n73']\n")
-    top = _top(tmp_path, paste)
+    top = top_of(tmp_path, paste)
     assert top.category is Category.RANK_NEVER_JOINED and "10.36.10.41:6072" in top.title, top.title
     assert "10.36.10.41:60 " not in top.title and "10.36.10.41:60," not in top.title, top.title
 
@@ -344,7 +338,7 @@ def test_every_rank_echoing_one_address_is_one_giver(tmp_path: Path) -> None:
     # a log where each of 512 ranks echoes the store's address many times, one line naming another: the rule compares
     # who gave each address (an input and a node rank), not every pair of lines
     lines = [f"[rank{i % 512}]: MASTER_ADDR=10.0.0.1 RANK={i % 512} starting" for i in range(1024)]
-    top = _top(tmp_path, "\n".join([*lines, "[rank7]: MASTER_ADDR=10.0.0.9 RANK=7 starting"]) + "\n")
+    top = top_of(tmp_path, "\n".join([*lines, "[rank7]: MASTER_ADDR=10.0.0.9 RANK=7 starting"]) + "\n")
     assert "different store addresses (10.0.0.1 in" in top.title, top.title
     # every line naming one address: nothing to compare
     assert not any("different store addresses" in h.title
@@ -357,8 +351,8 @@ def test_an_rdma_connect_on_a_device_the_pod_lacks_is_the_setup(tmp_path: Path) 
     line = ("ib_device.c:1380 UCX  ERROR   ibv_create_ah(dlid=49152 sl=0 port=1 src_path_bits=0 dgid=fe80::f4f9:72ff:"
             "fe1d:ea79 flow_label=0xffffffff sgid_index=0 traffic_class=0) for RC DEVX QP connect on mlx5_15 failed: "
             "No such device\n")
-    top = _top(tmp_path, line)
+    top = top_of(tmp_path, line)
     assert top.category is Category.UNRECOGNISED and "UCX_NET_DEVICES" in top.title, top.title
     # the same connect timing out is the queue pair's set-up (the GID, the route)
-    top = _top(tmp_path, line.replace("No such device", "Connection timed out"))
+    top = top_of(tmp_path, line.replace("No such device", "Connection timed out"))
     assert top.category is Category.IB_MODIFY_QP, top.title
