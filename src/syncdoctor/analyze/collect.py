@@ -10,7 +10,7 @@ import io
 import json
 import logging
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
@@ -139,13 +139,14 @@ def _read_pickle(source: Source, stream: BinaryIO, head: bytes, out: Collected, 
 def _watch_event_first(head: bytes) -> bool:
     """Whether a file of one object per line starts with a watch event: a log whose first lines are a trainer's
     metric dicts (``{'loss': 0.9, 'epoch': 0.25}``, Hugging Face's Trainer) is read as text, not skipped."""
-    first = head.lstrip().partition(b"\n")[0]
+    first = head.lstrip().partition(b"\n")[0][:MAX_LINE]
     try:
-        if runners_line(json.loads(first[:MAX_LINE])):
-            return False
+        record = json.loads(first.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
-        pass
-    return watch_events.parse_line(first[:MAX_LINE].decode("utf-8", "replace"), Ref("", 1)) is not None
+        return False
+    # (a runner's record of its child's line is a collector's, read as that line)
+    return isinstance(record, Mapping) and not runners_line(record) and \
+        watch_events.parse_record(record, Ref("", 1)) is not None
 
 
 def _read_jsonl(source: Source, stream: BinaryIO, head: bytes, out: Collected) -> None:

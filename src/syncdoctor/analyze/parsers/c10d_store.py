@@ -504,9 +504,8 @@ def _errors(line: Line) -> list[Event]:
             # socket.cpp's warning for one address it tried (1.12+): the client goes on to the next address and
             # retries until its timeout, whose error (``The client socket has timed out after …``) is the failure
             found["retrying"] = found["per_address"] = True
-            host_text = str(found.get("store_host", ""))
-            if any(f"errno: {n}" in str(found["error"]) for n in (97, 99)) and (
-                    is_loopback(host_text) or host_text.lower().startswith("::ffff:127.")):  # (an IPv4-mapped one too)
+            if any(f"errno: {n}" in str(found["error"]) for n in (97, 99)) and \
+                    is_loopback(str(found.get("store_host", ""))):
                 # localhost's IPv6 address tried first where IPv6 is off (99: no such address here; 97: no IPv6
                 # sockets at all): printed by runs that then connect over IPv4
                 found["ipv6_loopback"] = True

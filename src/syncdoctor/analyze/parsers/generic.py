@@ -284,6 +284,9 @@ _ERROR = re.compile(
     # a disk a process needs with no room left (Ray's monitor of its session's folder: ``… is over 95% full, available
     # space: 0 GB; …``)
     r"|\bis over \d{2,3}% full, available space: \d"
+    # PyTorch 1.x's THC check (``THCudaCheck FAIL file=… line=… error=710 : device-side assert triggered``): a CUDA
+    # error whose words the GPU parser leaves to this line where they are the program's (an assert, memory)
+    r"|\bTHCudaCheck FAIL\b"
     # Open MPI's banners of a failure in words without an error's (help-mpi-runtime.txt, help-mpirun.txt): MPI begun twice
     # or after its end in one process, srun's tasks without PMIx (each its own world of one), CUDA asked of a build
     # without it, mpirun without its prterun

@@ -93,12 +93,15 @@ _SOURCE = re.compile(r"\[[^\]]*gloo/(?P<file>[\w/]+\.cc):(?P<line>\d+)\]")
 
 
 def is_loopback(addr: str) -> bool:
-    """True for 127.0.0.0/8 and ::1 (also inside ``[...]`` or with a ``%zone``)."""
+    """True for 127.0.0.0/8 and ::1 (also inside ``[...]``, with a ``%zone``, or mapped into IPv6:
+    ``::ffff:127.0.0.1``, which Python's own check does not count before 3.13)."""
     text = addr.strip("[]").split("%")[0]
     try:
-        return ipaddress.ip_address(text).is_loopback
+        ip = ipaddress.ip_address(text)
     except ValueError:
         return text in ("localhost",)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _gloo_source(body: str) -> dict[str, str]:

@@ -83,14 +83,14 @@ _CUDA_NAMED = re.compile(r"\bcudaError(?!None\b|NotReady\b)[A-Z]\w{2,40}: (?P<ms
 # runtime aborting a queue for the GPU's fault (``Callback: Queue 0x7… aborting with error : HSA_STATUS_ERROR_EXCEPTION:
 # An HSAIL operation resulted in a hardware exception. code: 0x1016``). The program's own codes (an assert, memory
 # run out, an invalid argument) are left to their readings.
-_EPILOGUE = re.compile(r"\bSearch for `(?P<code>(?:cuda|hip)Error(?P<name>LaunchFailure|IllegalAddress|IllegalInstruction|"
+_EPILOGUE = re.compile(r"\bSearch for `(?P<name>(?:cuda|hip)Error(?:LaunchFailure|IllegalAddress|IllegalInstruction|"
                        r"MisalignedAddress|HardwareStackError|ECCUncorrectable|ECCNotCorrectable|InvalidPc|LaunchTimeOut|"
                        r"LaunchTimeout))'")
 _HSA_QUEUE = re.compile(r"\baborting with error : (?P<code>HSA_STATUS_ERROR_(?:EXCEPTION|MEMORY_APERTURE_VIOLATION|"
                         r"ILLEGAL_INSTRUCTION|MEMORY_FAULT))\b(?P<rest>[^\n]{0,120})")
 # PyTorch's THC check (1.x, before c10's): ``THCudaCheck FAIL file=../aten/src/THC/THCCachingHostAllocator.cpp line=280
 # error=710 : device-side assert triggered``: CUDA's error by its number and words
-_THC = re.compile(r"THCudaCheck FAIL file=\S{1,300} line=\d{1,6} error=(?P<code>\d{1,4}) : (?P<msg>[^\n]{3,160}?)\s*$")
+_THC = re.compile(r"THCudaCheck FAIL file=\S{1,300} line=\d{1,6} error=\d{1,4} : (?P<msg>[^\n]{3,160}?)\s*$")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d{1,4})(?!\d)")
 # DCGM's health check (dcgmi health, its diagnostics): ``Detected XID 79 for GPU 3``
 _DCGM_XID = re.compile(r"Detected XID (?P<xid>\d{1,3}) for GPU (?P<gpu>\d{1,3})")
@@ -436,25 +436,15 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "pci": match["pci"], "message": f"PCIe error the driver could not recover from ({match['msg'].strip()[:120]})",
             "hardware": True, "source": "pcie-aer"})]
-    match = _THC.search(body) if "THCudaCheck FAIL" in body else None
-    if match:
-        message = match["msg"].strip()
-        if any(word in message for word in _PROGRAM):  # the program's own (an assert, memory, a device's index)
-            return [make_event(Kind.ERROR_LINE, line, data={"word": "THCudaCheck FAIL", "message": body.strip()[:300]})]
-        return [make_event(Kind.GPU_ERROR, line, data={
-            "message": message, "hardware": any(word in body for word in _HARDWARE), "source": "cuda",
-            "code": int(match["code"])})]
-    match = _EPILOGUE.search(body) if "Search for `" in body else None
-    if match:
-        return [make_event(Kind.GPU_ERROR, line, data={
-            "message": match["code"], "hardware": match["name"].startswith("ECC"), "source": "cuda"})]
     match = _HSA_QUEUE.search(body) if "HSA_STATUS_ERROR_" in body else None
     if match:
         return [make_event(Kind.GPU_ERROR, line, data={
             "message": f"{match['code']}{match['rest'].split(' code:')[0]}".strip()[:160],
             "hardware": match["code"].endswith("EXCEPTION"), "source": "rocm"})]
     match = _CUDA.search(body) or _DRIVER.search(body) or _CUDA_CALL.search(body) or \
-        (_CUDA_NAMED.search(body) if "cudaError" in body else None)
+        (_CUDA_NAMED.search(body) if "cudaError" in body else None) or \
+        (_THC.search(body) if "THCudaCheck FAIL" in body else None) or \
+        (_EPILOGUE.search(body) if "Search for `" in body else None)
     if not match or _WENT_ON.search(body):
         return []
     groups = match.groupdict()
