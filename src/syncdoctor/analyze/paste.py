@@ -183,8 +183,8 @@ def _cut_there(line: str, rest: str) -> bool:
     """Where one long line alone was cut: inside a word (``opera|tions``: it ends in a letter or digit, its rest opens
     in lower case), at the space between two words (``caused by too| large tensor``, ``already |in use``: one space,
     then lower case), inside a bracket the line left open (``peer 10.0.35.1<3|8847> failed``), inside a number
-    (``6006|59 milliseconds``), before a key's colon or a name's dot (``local_rank|: 1``, ``op|.preamble``), or after a
-    colon inside an address (``fe80::966d:|ae03``)."""
+    (``6006|59 milliseconds``), before a key's colon or a name's dot (``local_rank|: 1``, ``op|.preamble``), between a key and its number
+    (``local_rank: |0 (pid: 18014)``), or after a colon inside an address (``fe80::966d:|ae03``)."""
     end, first = line[-1:], rest[:1]
     if _closes(line, rest):
         return True
@@ -194,6 +194,8 @@ def _cut_there(line: str, rest: str) -> bool:
             or (first == "." and rest[1:2].isalpha()) or rest[:2] == ": "  # (``op|.preamble``, ``local_rank|: 1``)
     if end == ":" and line[-2:-1] != ":":  # (inside an address, ``fe80::966d:|ae03:a2``)
         return first.islower() or first.isdigit()
+    if line.endswith(": ") and line[-3:-2].isalnum() and first.isdigit():
+        return not _OWN_NUMBER.match(rest)  # (between a key and its value: ``local_rank: |0 (pid: 1801442)``)
     return end == " " and line[-2:-1] not in (" ", "") and first.islower()
 
 

@@ -59,7 +59,10 @@ _INFO = b" NCCL INFO "
 # a shell prompt pasted with a command's output: ``zeyer@cn-234 ~ % nvidia-smi``, ``root@node1:~# dmesg -T``,
 # ``[user@gpu01 work]$ python train.py``, ``(base) user@host:~$ …``: the lines after it, up to a blank line or the
 # next prompt, come from that host (where they do not name one themselves)
-PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-]*(?:\.[\w-]+)*)"
+# (a theme may show the last command's exit status before it: ``(axolotl) 134 user@host:~/dir$ ``); the lines above a
+# file's first prompt, where its prompts all name one host, are that host's too (the command typed at a prompt the
+# paste left out ran in the same terminal: the prompt it returned to says where)
+PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?(?:\d{1,3} )?\[?[\w.-]+@(?P<host>[A-Za-z0-9][\w-]*(?:\.[\w-]+)*)"
                      rb"(?:[: ][^\n$#%]{0,80})?\]?\s?[$#%] ")
 # torch.multiprocessing's spawn (mp.spawn) reporting the process that raised, its traceback below: ``-- Process 1
 # terminated with the following error:``; the lines after it, up to a blank line or the next such line, are that
@@ -401,6 +404,8 @@ def read_text(
     width: int | None = None
     spaced: bool | None = None
     scope = file_origin  # whose the lines are where no prompt or process names one: the file's, or a header's in it
+    prompts: set[str] = set()  # the hosts the file's shell prompts name
+    first_prompt = 0  # the line of the first of them (0: none)
     before = last = b""  # the last two blocks read: NCCL's COLL trace is read in their end only (parsers.nccl_coll)
     for block in blocks:
         stats.bytes += len(block)
@@ -455,6 +460,9 @@ def read_text(
             if b"@" in raw and (prompt := PROMPT.match(raw)) is not None and scope.host is None:
                 prompt_end = end
                 state.file_origin = replace(scope, host=prompt["host"].decode("ascii", "replace"))
+                prompts.add(str(state.file_origin.host))
+                if not first_prompt:
+                    first_prompt = counted + block.count(b"\n", counted_pos, start) + 1
             elif b"-- Process " in raw and (spawned := _SPAWNED.match(raw)) is not None and scope.local_rank is None:
                 prompt_end = end  # (a prompt's host before it stays: the process ran there)
                 state.file_origin = replace(state.file_origin, local_rank=int(spawned["index"]))
@@ -510,5 +518,9 @@ def read_text(
         events.append(make_event(Kind.PASTE_CUT, make_line(_decode(raw), Ref(source, lines_before - back),
                                                              state.file_origin)))
     events[first:] = drop_records_inside_tables(events[first:])
+    if len(prompts) == 1 and file_origin.host is None:
+        host = next(iter(prompts))
+        events[first:] = [replace(e, origin=replace(e.origin, host=host))
+                          if e.origin.host is None and e.ref.line < first_prompt else e for e in events[first:]]
     stats.lines = lines_before
     return stats

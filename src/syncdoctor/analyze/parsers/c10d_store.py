@@ -173,7 +173,8 @@ _BAD_ADDRESS = re.compile(r"Error initializing torch\.distributed using (?P<how>
 
 # the store client's connect before 1.13 (c10d's tcputils): ``RuntimeError: connect() timed out. Original timeout
 # was 60000 ms.``, raised from TCPStore's constructor (torchrun's c10d rendezvous, init_process_group)
-_CONNECT_OLD = re.compile(r"connect\(\) timed out\. Original timeout was (?P<ms>\d+) ms")
+# (and before 1.8 without the timeout: ``RuntimeError: connect() timed out.``)
+_CONNECT_OLD = re.compile(r"connect\(\) timed out(?:\. Original timeout was (?P<ms>\d+) ms|\.?\s*$)")
 
 
 # torchelastic's etcd rendezvous (python-etcd's client): ``ERROR:etcd.client:Failed to get list of machines from
@@ -394,7 +395,7 @@ def _errors(line: Line) -> list[Event]:
         return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "error": f"host not found: {match['err']}"})]
     match = _CONNECT_OLD.search(body)
     if match:
-        return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "ms": int(match["ms"]),
+        return [make_event(Kind.STORE_ERROR, line, data={"what": "connect", "ms": int(match["ms"]) if match["ms"] else None,
                                                           "error": "timed out"})]
     if _DO_WAIT.search(body):
         return [make_event(Kind.STORE_ERROR, line, data={"what": "wait", "ms": None, "keys": "", "missing_ranks": []})]

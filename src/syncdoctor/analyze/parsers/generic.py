@@ -118,6 +118,9 @@ _ERROR = re.compile(
     r"|\bNo such file or directory\b|\bNo module named\b"
     # a system call's non-zero errno in a library's words (Open MPI's ``Read -1, expected 131072, errno = 1``)
     r"|\berrno = [1-9]\d{0,3}\b"
+    # an RDMA completion's error in any words (``… status 5 and vendor err 249``), and NCCL's topology reader missing a
+    # device's attribute in sysfs (``Attribute busid of node nic not found``: a container or platform that hides it)
+    r"|\bvendor[ _]err(?:or)?[ =:]{0,3}[1-9]\d{0,4}\b|\bAttribute \w{1,40} of node \w{1,40} not found\b"
     # MS-MPI's sockets finding none of a peer's addresses inside the netmask the job allows
     r"|\bno endpoint matches the netmask\b"
     # TensorFlow's collective executor aborting (``BaseCollectiveExecutor::StartAbort Internal: …``)

@@ -21,6 +21,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``Aug 26 15:28:16 node7 kernel: ``    syslog / ``journalctl``: the time and the host
 ``[1652739463.05] [cn22:4071:0] ``   UCX's and UCC's log prefix: the host and the pid
 ``[node3:07661] ``                     Open MPI's own prefix: the host and the pid
+``[mpiexec@node-0] ``                  MPICH's and Intel MPI's Hydra (``[proxy:0:1@node-3] ``): the host
 ``trainer-worker-1  | ``               ``docker compose logs``: the service (or container name), the host unless a prefix after it names one
 ``logs/rank_3.node2.log:``            ``grep -H`` over log files: the file's name, read as below
 ``[WARNING] [node-3] [workload:13(5) …]`` NVIDIA's resiliency extension (ft_launcher): the node, the global and
@@ -121,6 +122,9 @@ _UCX = re.compile(r"(?:\[\d{9,10}\.\d{1,9}\] +)?\[(?P<host>[A-Za-z0-9][\w.\-]{0,
 # Open MPI's own prefix (opal_output, its error handlers, show_help's aggregated lines): the node and the pid, the pid
 # printed with at least five digits (``[h06c0901:07661] *** Process received signal ***``, ``[histamine0:1224050]
 # pml_ucx.c:477  Error: Failed to resolve UCX endpoint for rank 1``)
+# MPICH's and Intel MPI's Hydra: the launcher and its proxies name the node they run on (``[mpiexec@node-0] …``,
+# ``[proxy:0:1@node-3] …``)
+_HYDRA = re.compile(r"\[(?:mpiexec|proxy:\d{1,6}(?::\d{1,6})?)@(?P<host>[A-Za-z0-9][\w.\-]{0,252})\] ")
 _OPAL = re.compile(r"\[(?P<host>(?![Rr]ank|RANK|[Ee]poch|[Ss]tep|[Ii]ter)[A-Za-z][\w.\-]{0,62}):(?P<pid>\d{5,10})\] ")
 # Determined AI's trial log (its web UI and ``det trial logs``): the level in angle brackets (empty for the process's
 # own output), the time, the container's id, then ``||``: ``<info>    [2021-12-07 10:43:05] 087c0ee7 || INFO: …``
@@ -425,6 +429,11 @@ def split_prefix(text: str) -> Prefix:
             match = _UCX.match(text, pos) or _OPAL.match(text, pos)
             if match:
                 host, pid = match["host"], int(match["pid"])
+                pos = match.end()
+                continue
+            match = _HYDRA.match(text, pos)
+            if match:
+                host = match["host"]
                 pos = match.end()
                 continue
             match = _PDSH.match(text, pos)

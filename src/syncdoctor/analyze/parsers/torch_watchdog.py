@@ -51,7 +51,8 @@ KEYWORDS = (
     "Work timed out after",  # (ProcessGroupXCCL's)
 )
 
-_PG_PREFIX = re.compile(r"\[(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (?P<rank>\d{1,7})\]")
+# (the ``[`` may be cut by the paste when the prefix begins the line: ``PG ID 0 PG GUID 0(default_pg) Rank 1] …``)
+_PG_PREFIX = re.compile(r"(?:\[|^\s*(?=PG ))(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (?P<rank>\d{1,7})\]")
 _WORK = re.compile(r"Work[NH]CCL\((?P<fields>[^()]*(?:\([^()]*\)[^()]*)*)\)")
 _FIELD = re.compile(r"(?P<key>\w+(?:\(ms\))?)=(?P<value>\[[^\]]*\]|[^,)]*)")
 _RAN_FOR = re.compile(r"ran for (?P<ms>\d+) milliseconds")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
     SHM_FIX,
@@ -153,6 +154,15 @@ def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
     reporting_hosts = {e.origin.host for e in events if e.origin.host}
     count = len(voters(events))
     culprits = [r for r in tl.hosts.get(peer, ()) if tl.ranks[r].outcome in ("silent", "killed", "terminated")]
+    host = peer
+    if not culprits and 0 not in {e.origin.rank for e in events} and all(e.data.get("transport") == "store"
+                                                                         for e in events):
+        # the store's server went away: the process that created it, rank 0 under init_process_group (node 0's torchrun
+        # agent, where it holds the store, ends with rank 0's node); on the reporter's own host where it is loopback
+        culprits = [0]
+        peer = f"the store's server at {peer} (rank 0's process, or its node's launcher)"
+        host = next(iter(reporting_hosts)) if is_loopback(host) and len(reporting_hosts) == 1 else \
+            host if not is_loopback(host) else ""
     fix = (f"Look at {peer}: the worker logs there, `dmesg -T` (OOM killer, hardware errors), the scheduler's "
            "record of the job, and whether the host itself rebooted or lost its link.")
     if count < 2:
@@ -165,7 +175,7 @@ def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
                 "cascade, or the link between the two hosts failed. The log of the process at "
                 f"{peer} decides: an error of its own there means it crashed; none, with NIC or switch errors "
                 "around that time, means the network.")
-        return [hypothesis(tl, Category.RANK_CRASHED, 0.4, title, culprits=culprits, hosts=(peer,),
+        return [hypothesis(tl, Category.RANK_CRASHED, 0.4, title, culprits=culprits, hosts=(host,) if host else None,
                            affected=reporters, what=what, fix=fix + " If it shows nothing, check the link counters.",
                            evidence=evidence_of(events, f"lost {peer}", MAX_CASCADE))]
     who = f"ranks {fmt_ranks(reporters)}" if reporters else f"{count} processes"
@@ -174,7 +184,7 @@ def _from_peer_votes(tl: Timeline) -> list[Hypothesis]:
             "closed or reset: the process there exited, was killed or its host went down, and the other errors "
             "followed from it. Its own log, the launcher's summary or the host's kernel log should say why.")
     return [hypothesis(tl, Category.RANK_CRASHED, 0.6 if len(reporting_hosts) > 1 else 0.5, title, culprits=culprits,
-                       hosts=(peer,), affected=reporters, what=what, fix=fix,
+                       hosts=(host,) if host else None, affected=reporters, what=what, fix=fix,
                        evidence=evidence_of(events, f"lost {peer}", MAX_CASCADE))]
 
 
@@ -237,6 +247,32 @@ def _unique_id_root_gone(tl: Timeline, roots: list[int], lost: list[Event], who:
                            "ended; collect every rank's log with torchrun --log-dir."))
 
 
+_RAISES = re.compile(r"^raise (?P<name>[\w.]{1,200})\(")
+
+
+def _cut_raising_the_same(tl: Timeline, found: list[tuple[int, Event]]) -> list[tuple[int, Event]]:
+    """Ranks with no failure of their own in the inputs but a traceback the paste cut before its error, whose last
+    frame raises the exception other ranks died of (``raise InductorError(e, …)`` above ``InductorError: …`` on two
+    other ranks): they failed of the same; their traceback is the line kept."""
+    raised = {str(event.data.get("type") or "").rsplit(".", 1)[-1] for _, event in found if event.kind is Kind.EXCEPTION}
+    raised.discard("")
+    out: list[tuple[int, Event]] = []
+    if not raised:
+        return out
+    ranks = {rank for rank, _ in found}
+    for rank, state in sorted(tl.ranks.items()):
+        if rank in ranks or (state.first_failure is not None and state.first_failure.kind is not Kind.ERROR_LINE):
+            continue
+        for dump in state.of(Kind.STACK_DUMP):
+            sources = dump.data.get("sources") or []
+            match = _RAISES.match(str(sources[-1]).strip()) if dump.data.get("source") == "traceback-cut" and \
+                sources else None
+            if match and match["name"].rsplit(".", 1)[-1] in raised:
+                out.append((rank, dump))
+                break
+    return out
+
+
 def rank_crashed(tl: Timeline) -> list[Hypothesis]:
     found: list[tuple[int, Event]] = []
     told: set[int] = set()  # ranks whose own error is an exception printed without its rank
@@ -261,6 +297,7 @@ def rank_crashed(tl: Timeline) -> list[Hypothesis]:
         found.append((rank, own))
     if not found:
         return _from_peer_votes(tl) + _from_rankless_exception(tl) + _lone_library_error(tl)
+    found += _cut_raising_the_same(tl, found)
     oom = [(rank, event) for rank, event in found if _is_oom(tl.ranks[rank])]
     groups = [(Category.RANK_OUT_OF_MEMORY, oom, "ran out of GPU memory")] if oom else []
     killed = [(rank, event) for rank, event in found if (rank, event) not in oom and _killed(tl.ranks[rank])]
@@ -532,6 +569,10 @@ def _describe(rank: int, state: RankState, event: Event) -> str:
         return f"Rank {rank} ran out of GPU memory" + (f" (tried to allocate {tried})." if tried else ".")
     if event.kind is Kind.FATAL_SIGNAL:
         return f"Rank {rank} died of {event.data.get('signal') or event.data.get('what') or 'a fatal signal'}."
+    if event.kind is Kind.STACK_DUMP and event.data.get("source") == "traceback-cut":
+        raised = _RAISES.match(str((event.data.get("sources") or [""])[-1]).strip())
+        return (f"Rank {rank}'s traceback, its error cut from the inputs, ends raising "
+                f"{raised['name'] if raised else 'an exception'} (at {event.data.get('where')}): the same.")
     if state.outcome == "exited" and event.kind is Kind.WORKER_FAILED and event.data.get("source") == "mpi-abort":
         return (f"Rank {rank} called MPI_Abort (errorcode {state.exitcode}), and Open MPI killed every other process "
                 "of the job; its own output says why (an error above it; some programs end their run this way, "

@@ -22,6 +22,7 @@ from syncdoctor.analyze.rules.common import (
     is_aftermath,
 )
 from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, WORDS_SAY, lines_that_may_say_why
+from syncdoctor.analyze.rules.node import srun_task_ranks
 from syncdoctor.analyze.rules.phrases import (
     MISSING_FOLDER,
     TORCHRUN_VARIABLES,
@@ -179,11 +180,15 @@ def _its_own_assertion(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
 def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
     """Where an exception whose lines name no place was raised: the one host a launcher then reports a worker
     exiting with an error code on, in the same output (``srun: error: node-0: task 7: Exited with exit code 1``
-    after the traceback); not a signal's report (srun's ``Terminated`` are the others it ended)."""
+    after the traceback), with the task's rank where srun started the processes itself; not a signal's report
+    (srun's ``Terminated`` are the others it ended)."""
     after = [e for e in tl.of(Kind.WORKER_FAILED) if e.ref.source == raised.ref.source and e.ref.line > raised.ref.line
              and e.origin.host and not e.data.get("signal") and e.data.get("exitcode") not in (None, 0)]
     hosts = {e.origin.host for e in after}
-    return attribute(after[:1], tl) if len(hosts) == 1 else None
+    if len(hosts) != 1:
+        return None
+    where = attribute(after[:1], tl)
+    return replace(where, ranks=task) if not where.ranks and (task := srun_task_ranks(tl, after[:1])) else where
 
 
 # a message about the job's plumbing: a communication library's own error, a launcher's variable not set
@@ -266,9 +271,21 @@ _NAMED = re.compile(r"(?<!tensor )\b(?:on|from|at|of) rank (?P<rank>\d{1,6})\b(?
                     r"|(?:^|[:\]] ?)Rank (?P<rank2>\d{1,6}), node (?P<node>[\w.-]{1,100}),", re.I)
 
 
+# a launcher's report of the remote command that failed, quoting its ssh (DGL's ``Called process error Command 'ssh -o
+# StrictHostKeyChecking=no -p 22 192.168.85.128 'cd …`` after the remote traceback): the host it ran on
+_Q = "['\u2018\u2019\u201c\u201d\"]?"  # (a quote, straight or curly, where a report quotes the command or its arguments)
+_SSH_COMMAND = re.compile(
+    rf"\bCommand\s+{_Q}\[?{_Q}ssh{_Q},?\s+"
+    rf"(?:{_Q}-[46AaCfGgKkMNnqsTtVvXxYy]+{_Q},?\s+|{_Q}-[bcDEeFIiJLlmOopQRSWw]\s?{_Q},?\s*{_Q}[^\s'\u2018\u2019\",\]]+{_Q},?\s+)*"
+    rf"{_Q}(?:[\w.\-]{{1,64}}@)?(?P<host>[A-Za-z0-9][\w.\-]{{0,252}}){_Q}[,\s]")
+
+
 def _named_place(where: Attribution, line: Event, lines: list[Event]) -> Attribution:
     """``where`` with the rank ``line`` is about where no prefix gave one, and that rank's node where another of
-    ``lines`` names it (Megatron's ``Rank 3, node gpu-7, device 3, iteration #3: …``)."""
+    ``lines`` names it (Megatron's ``Rank 3, node gpu-7, device 3, iteration #3: …``); or the host a launcher's
+    report in the same line ran the failed command on over ssh."""
+    if not where.hosts and not where.ranks and (ssh := _SSH_COMMAND.search(line.text)):
+        where = replace(where, hosts=(ssh["host"],), processes=())
     if not where.ranks and (named := _NAMED.search(line.text)):
         where = replace(where, ranks=(int(named["rank"] or named["rank2"]),), processes=(), local_ranks=())
     if where.hosts or len(where.ranks) != 1:
@@ -301,6 +318,8 @@ def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = Fals
         placed = attribute(alike, tl)
         where = placed if placed.ranks or placed.hosts else where
     known = bool(where.ranks or where.hosts or where.processes)
+    if not known:  # (as the bare quote's: the one place the other lines name; the confidence stays a placeless one's)
+        where = _exit_reported_after(tl, line) or _one_place(errors, tl)
     title = (f"{reading.what}, in the words of an error whose format no rule knows"
              f"{' (' + where.text + ')' if where.text else ''}: {line.text.strip()[:140]}")
     what = (f"No rule knows this line's format, but its words say {reading.what}. Read from the words alone: "

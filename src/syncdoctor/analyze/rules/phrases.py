@@ -345,6 +345,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # at initialisation unless the inputs show collectives ran before (rules.fallback then says late, A012)
     (Category.IB_UNREACHABLE_AT_INIT, "IB/RoCE NICs that could not reach each other (retries exceeded)",
      re.compile(r"transport retry counter exceeded|retry count exceeded|RETRY_EXC(?:_ERR)?\b", _I)),
+    # a work completion's status and the NIC vendor's code in any library's or paste's words (``work request complete
+    # err: status 5 and vendor err 249``): a completion error; 12 and 13, retries exceeded, are read above
+    (Category.IB_COMPLETION, "an IB/RoCE work completion that failed",
+     re.compile(r"\bstatus[ =:]{0,3}(?!1[23]\b)\d{1,3}\b[^\n]{0,60}\bvendor[ _]err(?:or)?\b", _I)),
     (Category.IB_PORT_DOWN, "an IB port or device that failed",
      re.compile(r"IBV_EVENT_PORT_ERR|IBV_EVENT_DEVICE_FATAL|local catastrophic|\bport error\b"
                 # an InfiniBand or RDMA NIC's driver reporting its link down (``mlx5_core 0000:3b:00.0 ib0: Link down``)
