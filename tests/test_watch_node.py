@@ -121,7 +121,7 @@ def test_lease_takeover_and_resignation(tmp_path: Path) -> None:
     for rank, channel in node.items():
         channel.write_record(record(rank, 1))
     assert [node[r].lead(1.0) for r in range(4)] == [True, False, False, False]  # the first to create it
-    assert unpack_node(node[0].gather()).__len__() == 4
+    assert unpack_node(node[0].gather() or b"").__len__() == 4
     # the leader stops renewing: rank 1 (first in line) takes over after 1.5 intervals, rank 2 not yet
     clock.now += 1.5
     for rank in (1, 2, 3):
@@ -289,6 +289,34 @@ def test_final_records_are_published_at_once_and_the_last_rank_cleans_up(tmp_pat
     assert not directory.exists()  # every rank said goodbye: the last one removed the directory
     states = [decode_record(raw).state for raw in RecordReader(store, KEYS, 4).read()]  # type: ignore[union-attr]
     assert states == ["exited", "exited", "failed", "exited"]
+
+
+def test_a_leader_relaying_after_the_last_rank_removed_the_directory_keeps_the_final_records(tmp_path: Path) -> None:
+    # a CI lab run under load: the leader, its final record written, relayed once more after its node-mates' last
+    # publication removed the directory, and replaced the node value with an empty one (ranks read as absent)
+    store = ScopedStore(MemoryStore())
+    publishers = _node_publishers(store, tmp_path)
+    for publisher in publishers:
+        publisher.publish()
+    leader = publishers[0]
+    assert leader.node is not None and leader.node.leading
+    directory = leader.node.directory
+    leader.state = "exited"
+    leader.node.write_record(encode_record(leader.record()))  # its final record, its publication not done yet
+    for rank in (1, 2, 3):
+        publishers[rank].state = "exited"
+        publishers[rank].publish(final=True)
+    assert not directory.exists()  # every file final: the last rank removed the directory
+    leader.relay()  # the leader's relay, late
+    states = [decode_record(raw).state if raw else None for raw in RecordReader(store, KEYS, 4).read()]  # type: ignore[union-attr]
+    assert states == ["exited"] * 4, states
+    # a rank that left the channel (its file removed) before the listing: the value without it
+    fresh = _channels(tmp_path / "again", range(2), Clock())
+    for rank, channel in fresh.items():
+        channel.write_record(record(rank, 1))
+    assert fresh[0].gather() is not None
+    (fresh[1].directory / "rank-1").unlink()
+    assert len(unpack_node(fresh[0].gather() or b"")) == 1
 
 
 def test_stale_directories_of_jobs_long_gone_are_removed(tmp_path: Path) -> None:

@@ -185,19 +185,27 @@ class NodeChannel:
         self.leading = True
         return True
 
-    def gather(self) -> bytes:
-        """The node value: every rank file of the node (the leader's own included)."""
+    def gather(self) -> bytes | None:
+        """The node value: every rank file of the node (the leader's own included); None when the directory is
+        gone or a file listed went away while it was read (the node's last rank removing the directory at the
+        job's end, whose own publication already holds every final record): a value without them must not
+        replace the one that has them."""
         records: list[bytes] = []
-        with contextlib.suppress(OSError), os.scandir(self.directory) as entries:
-            for entry in entries:
-                if len(records) >= _MAX_FILES or not entry.name.startswith("rank-"):
-                    continue
-                try:
-                    if entry.stat().st_size <= _MAX_RECORD:
-                        with open(entry.path, "rb") as handle:
-                            records.append(handle.read(_MAX_RECORD))
-                except OSError:
-                    continue
+        try:
+            with os.scandir(self.directory) as entries:
+                for entry in entries:
+                    if len(records) >= _MAX_FILES or not entry.name.startswith("rank-"):
+                        continue
+                    try:
+                        if entry.stat().st_size <= _MAX_RECORD:
+                            with open(entry.path, "rb") as handle:
+                                records.append(handle.read(_MAX_RECORD))
+                    except FileNotFoundError:
+                        return None
+                    except OSError:
+                        continue
+        except OSError:
+            return None
         return pack_node(records)
 
     def node_index(self, register: Callable[[], int]) -> int:
@@ -249,7 +257,13 @@ class NodeChannel:
                     return
         except OSError:
             return
-        shutil.rmtree(self.directory, ignore_errors=True)
+        # renamed first (one step): a leader still relaying reads no directory, not a part of one
+        gone = self.directory.with_name(f".{self.directory.name}.gone-{os.getpid()}")
+        try:
+            os.rename(self.directory, gone)
+        except OSError:
+            return
+        shutil.rmtree(gone, ignore_errors=True)
 
     def _clean_stale(self) -> None:
         """Remove this user's node directories whose files are all older than a day (jobs long gone)."""

@@ -234,7 +234,9 @@ class Publisher:
     def _publish_node(node: NodeChannel, store: ScopedStore, keys: JobKeys) -> None:
         """The node's records as one value, under its number (registered once)."""
         index = node.node_index(lambda: store.add(keys.nodes_count, 1) - 1)
-        store.set(keys.node(index), node.gather())
+        value = node.gather()
+        if value is not None:  # (the directory went away under it: the value published before stands)
+            store.set(keys.node(index), value)
 
     def _read_control(self) -> tuple[int, ControlMessage | None]:
         """The control generation and message: from the store, or from the node's leader's mirror (which the
