@@ -189,3 +189,48 @@ def test_a_store_client_that_lost_the_store_names_the_stores_process_not_localho
     nccl = top_of(tmp_path, "node1:123:456 [0] misc/socket.cc:49 NCCL WARN Net : Connection closed by remote peer "
                   "node2<51362>\n")
     assert "node2" in " ".join(nccl.culprit_hosts) and nccl.culprit_ranks != (0,), nccl
+
+
+def test_torch_xlas_mesh_master_not_reached_is_the_store_not_reached(tmp_path: Path) -> None:
+    # real: pytorch/xla#4115, #2342, #2341 (r181h): XRT's client could not reach the mesh service on the first worker
+    frames = ('  File "/lib/python3.7/site-packages/torch_xla/core/xla_model.py", line 21, in <lambda>\n'
+              "    _DEVICES = xu.LazyProperty(lambda: torch_xla._XLAC._xla_get_devices())\n")
+    waited = top_of(tmp_path, "Traceback (most recent call last):\n" + frames + "RuntimeError: tensorflow/compiler/xla/"
+                    "xla_client/mesh_service.cc:329 : Check failed: impl_->channel->WaitForConnected( std::chrono::"
+                    "system_clock::now() + std::chrono::seconds(connect_wait_seconds))\n")
+    assert waited.category is Category.PEER_UNREACHABLE and "mesh master" in waited.title, waited
+    # the check cut by the paste right after ``impl_->channel->`` is the same
+    cut = top_of(tmp_path, "2020-07-11 06:43:09 10.164.0.3 [2] RuntimeError: tensorflow/compiler/xla/xla_client/"
+                 "mesh_service.cc:316 : Check failed: impl_->channel->\n")
+    assert cut.category is Category.PEER_UNREACHABLE, cut
+    # the configuration the master could not be asked for (gRPC's UNAVAILABLE, 14): its connection reset
+    reset = top_of(tmp_path, "Exception in device=TPU:6: tensorflow/compiler/xla/xla_client/mesh_service.cc:331 : Failed "
+                   "to retrieve mesh configuration: Connection reset by peer (14)\n")
+    assert reset.category is Category.PEER_UNREACHABLE and "Connection reset by peer" in reset.title, reset
+    # the service's own error (another status, INTERNAL 13) is not a connection that failed
+    internal = top_of(tmp_path, "2020-07-12 03:12:53.542777: E    3489 tensorflow/compiler/xla/xla_client/tf_logging.cc:11]"
+                      " Failed to retrieve mesh configuration: ordinal (13)\n")
+    assert internal.category is not Category.PEER_UNREACHABLE, internal
+
+
+def test_an_npus_report_of_a_fault_of_its_own_engines_is_the_devices(tmp_path: Path) -> None:
+    # real: Ascend/pytorch#166 (r181h): CANN's device error report, a DMA engine's error, as a new HCCL group was made
+    report = ("EE9999[PID: 43311] The error from device(chipId:1, dieId:0), serial number is 6.\n"
+              "there is a fftsplus sdma error, sdma channel is 2,\n"
+              "sdmaState=0x6, sdmaTslotid=0x4, sdmaCxtid=0x1, sdmaThreadid=0x0,\n")
+    assert top_of(tmp_path, report).category is Category.GPU_ERROR, top_of(tmp_path, report)
+    # the same report of a collective's task that timed out on the device is a wait, not the device's fault
+    wait = ("EI9999: 2024-07-03-11:28:40.419.527  The error from device(chipId:0, dieId:0), serial number is 1, hccl "
+            "fftsplus task timeout occurred during task execution, stream_id:4, sq_id:4, task_id:5,\n")
+    assert top_of(tmp_path, wait).category is not Category.GPU_ERROR, top_of(tmp_path, wait)
+
+
+def test_a_type_errors_words_alone_are_the_programs_own_error(tmp_path: Path) -> None:
+    # real: SimpleTuner#1408 (r181g): the ranks' cache warnings, then the error's words without its class, cut
+    paste = ("2025-04-18 21:05:49,361 [WARNING] No cache file was found: output/all_image_files.json\n"
+             "'NoneType' object is not\n")
+    top = top_of(tmp_path, paste)
+    assert top.category is Category.RANK_CRASHED, top
+    assert top_of(tmp_path, "'Trainer' object has no attribute 'accelerator'\n").category is Category.RANK_CRASHED
+    # a sentence quoting an object's name is no error
+    assert not diagnose_paste(tmp_path, "loaded 'model' object from the cache in 2.1 s\n").hypotheses

@@ -254,8 +254,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"Server listening on: ",  # PaddlePaddle's gen_comm_id_helper.cc:181] Server listening on: 10.19.174.228:6070 successful.
     b"] connect addr=",  # PaddlePaddle's gen_comm_id_helper.cc:120] connect addr=127.0.0.1:6071 failed 1 times with reason: …
     b": command not found",  # a shell that did not find a program: bash: orted: command not found (mpirun's remote shell)
-    b": not found",
-    b"vendor err", b" of node ",  # an RDMA completion's vendor code; NCCL's topology attribute not found in sysfs  # dash's words for it: /bin/sh: 1: torchrun: not found (a sudo that reset PATH)
+    b": not found",  # dash's words for it: /bin/sh: 1: torchrun: not found (a sudo that reset PATH)
+    # an RDMA completion's vendor code; NCCL's topology attribute not found in sysfs; a TypeError's words alone
+    b"vendor err", b" of node ", b"' object ",
     b"between ranks",  # Ascend HCCL (EI0005): The arguments for collective communication are inconsistent between ranks:…
     b"ParameterConflict",  # HCCL's plog: [InitChannelStage][ParameterConflict]CMD information tag check fail. local[…]
     b"remainder of ranks",  # Horovod's stall warning: … by subset of ranks and are waiting for remainder of ranks for …

@@ -62,7 +62,7 @@ KEYWORDS = ("Error: Tried to launch distributed communication", "MASTER_ADDR", "
             "Error: Port could not be cast", "Error: invalid literal for int()", "network addresses of", "ving ncclUniqueId", "ving xcclUniqueId", "wait timeout after", "Wait timeout for name", "for name(s) ", "Wait timeout for key", "Wait timeout after ", "waitForInput", "client socket", "store based barrier", "C10d store",
             "clients joined", "Rendezvous", "Address already in use", "rror: on ", "EADDRINUSE", "specific port[", "rdma init failed", "DistNetworkError", "got 0 bytes",
             "raised from doWait", "connect() timed out", "Failed to connect to client mesh master",
-            "Check failed: impl_->channel->WaitForConnected", "Failed to get list of machines",
+            "Failed to retrieve mesh configuration", "Check failed: impl_->channel->", "Failed to get list of machines",
             "TCP client failed to connect", "reset by peer", "can't resolve '", "server can't find ", "unknown host ",
             ": Name or service not known", ": Name does not resolve", "while the server is not yet listening",
             "not ready endpoints:", "failed to listen on any local", "server socket has failed to bind", "] connect addr=", "Server listening on: ", "system error: 10048",
@@ -182,8 +182,12 @@ _CONNECT_OLD = re.compile(r"connect\(\) timed out(?:\. Original timeout was (?P<
 _ETCD = re.compile(r"Failed to get list of machines from https?://\[?(?P<host>[\w.\-:]+?)\]?:(?P<port>\d+)")
 # torch_xla's (XRT) coordination service, its store: ``Failed to connect to client mesh master: host:56419``, and
 # the client's own check ``mesh_service.cc:316 : Check failed: impl_->channel->WaitForConnected(…``
+# (that check cut by the paste after ``impl_->channel->``), and the mesh configuration it could not fetch from the master
+# for want of a connection (gRPC's UNAVAILABLE, 14, or DEADLINE_EXCEEDED, 4: ``Failed to retrieve mesh configuration:
+# Connection reset by peer (14)``; another status, ``ordinal (13)``, is the service's own error)
 _MESH_MASTER = re.compile(r"Failed to connect to client mesh master: (?P<host>[\w.\-]+):(?P<port>\d+)|"
-                          r"mesh_service\.cc:\d+ : Check failed: impl_->channel->WaitForConnected")
+                          r"mesh_service\.cc:\d+ : Check failed: impl_->channel->(?:WaitForConnected|\s*$)|"
+                          r"Failed to retrieve mesh configuration: (?P<reason>[^()\n]{1,120}?) \((?:14|4)\)")
 
 
 # keys whose last number is a counter, not a rank: vLLM's StatelessProcessGroup (``broadcast_from/{src}/{n}``,
@@ -343,7 +347,7 @@ def _errors(line: Line) -> list[Event]:
     match = _MESH_MASTER.search(body)
     if match:
         return [make_event(Kind.STORE_ERROR, line, data={
-            "what": "connect", "error": "could not connect to torch_xla's mesh master",
+            "what": "connect", "error": match["reason"] or "not reached", "source": "xla-mesh",
             **({"store_host": match["host"], "store_port": int(match["port"])} if match["host"] else {})})]
     match = _PADDLE_ID_CONNECT.search(body) if "connect addr=" in body else None
     if match:  # read by rules.setup (a trainer's endpoint at a loopback address in a job across hosts)

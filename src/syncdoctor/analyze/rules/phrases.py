@@ -247,6 +247,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # an Ascend NPU's kernel that timed out or faulted (``EZ9999 … Kernel task happen error, retCode=0x25, [aicore
     # timeout]``, ``[aicore exception]``): the device's failure, as a CUDA kernel's on a GPU
     (Category.GPU_ERROR, "an NPU kernel that timed out or faulted", re.compile(r"\[aicore (?:timeout|exception)\]", _I)),
+    # the NPU's runtime reporting a fault of the device's own engines under ``The error from device(chipId:1, dieId:0)``:
+    # ``there is a fftsplus sdma error, sdma channel is 2``, an AI core's or vector core's exception (not its task or
+    # event wait timing out, which is a collective's wait: ``hccl fftsplus task timeout occurred``)
+    (Category.GPU_ERROR, "a fault of the NPU's own engines (its DMA, an AI or vector core)",
+     re.compile(r"\bthere is an? (?:fftsplus )?(?:sdma|aicore|ai core|aivec|vector core|aic|aiv)[\w ]{0,20}?"
+                r"(?:error|exception)\b", _I)),
     # a GPU failing its health check in DCGM's or nvidia-smi's words: its memory (rows to remap, pages retired, faulty
     # elements), its NVLinks down or erring, its fabric not trained (HGX: NVSwitch's fabric manager)
     (Category.GPU_ERROR, "a GPU's memory, NVLink or fabric failing its health check",
@@ -828,6 +834,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # program's own error
     (Category.RANK_CRASHED, "a program's own error: an index out of range of the tensor or array it indexes",
      re.compile(r"\bindex -?\d{1,20} is out of bounds for (?:dimension|axis) \d{1,3} with size \d{1,20}\b")),
+    # a Python TypeError's or AttributeError's words on a line of their own, the class cut away or never printed (a
+    # logger's message of the exception: ``'NoneType' object is not subscriptable``, ``… has no attribute 'shape'``):
+    # the program's own error
+    (Category.RANK_CRASHED, "a program's own error: an operation on a value of the wrong type (often None)",
+     re.compile(r"^\W{0,4}'\w{1,60}' object (?:is not\b|has no attribute '\w)")),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # CUDA's runtime unloading at the process's exit while a thread still calls it (cudaErrorCudartUnloading, ``CUDA

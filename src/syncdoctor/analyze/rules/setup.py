@@ -208,7 +208,8 @@ _LINK_LOCAL_FIX = ("Give the store a routable address of the host: MASTER_ADDR (
 def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     elsewhere = _raised_elsewhere(tl)
     store = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "connect" and not e.data.get("at_shutdown")
-             and e.ref not in elsewhere and not _connected_after_all(tl, e)
+             and (e.ref not in elsewhere or e.data.get("source") == "xla-mesh")  # (torch_xla's words are its own)
+             and not _connected_after_all(tl, e)
              and not (e.data.get("source") == "paddle-launch" and not _nowhere_endpoints(e))]  # trainers_never_ready
     # Paddle's NCCL-id exchange retries each dial until the peer listens: only its loopback endpoints are read
     dialled = [e for e in store if e.data.get("source") == "paddle-comm-id"]
@@ -239,6 +240,8 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
         what_store = (" the other trainers" if store and all(e.data.get("source") == "paddle-launch" for e in store)
                       else " HCCL's root (the topology server of the communicator's first rank)"
                       if store and all(e.data.get("source") == "hccl" for e in store)
+                      else " torch_xla's mesh master (XRT's mesh service, on the first worker)"
+                      if store and all(e.data.get("source") == "xla-mesh" for e in store)
                       else " the store (MASTER_ADDR:MASTER_PORT)" if store else " a peer")
         title = (f"{where.text or 'a process'} could not connect to{what_store}"
                  + (f" {', '.join(targets[:3])}" if targets else "") + f" ({'; '.join(errors)[:80]})")
