@@ -234,3 +234,30 @@ def test_a_type_errors_words_alone_are_the_programs_own_error(tmp_path: Path) ->
     assert top_of(tmp_path, "'Trainer' object has no attribute 'accelerator'\n").category is Category.RANK_CRASHED
     # a sentence quoting an object's name is no error
     assert not diagnose_paste(tmp_path, "loaded 'model' object from the cache in 2.1 s\n").hypotheses
+
+
+def test_a_cpu_tensor_handed_to_ncclss_collective_is_the_programs_call(tmp_path: Path) -> None:
+    # real: facebookresearch/SlowFast#549 (r182d): the test loop's all_gather of CPU tensors on the NCCL backend
+    paste = ("-- Process 1 terminated with the following error:\nTraceback (most recent call last):\n"
+             '  File "/lib/python3.8/site-packages/torch/distributed/distributed_c10d.py", line 1863, in all_gather\n'
+             "    work = default_pg.allgather([tensor_list], [tensor])\nRuntimeError: Tensors must be CUDA and dense\n")
+    top = top_of(tmp_path, paste)
+    assert top.category is Category.RANK_CRASHED and "CPU tensor" in top.title, top
+    newer = top_of(tmp_path, "RuntimeError: No backend type associated with device type cpu\n")
+    assert newer.category is Category.RANK_CRASHED and "CPU tensor" in newer.title, newer
+    # NCCL refusing a tensor for its type is another reading
+    dtype = top_of(tmp_path, "RuntimeError: Input tensor data type is not supported for NCCL process group: ComplexFloat\n")
+    assert "CPU tensor" not in dtype.title, dtype
+
+
+def test_slurms_step_daemon_failing_to_read_its_oom_accounting_is_no_oom_kill(tmp_path: Path) -> None:
+    # a sweep of Slurm's srun and slurmstepd messages (SchedMD/slurm): its own OOM accounting not read or set
+    for line in ("slurmstepd: error: Cannot read step's oom_kill counter from memory.events file.\n",
+                 "slurmstepd: error: cannot read oom-kill counts.\n",
+                 "slurmstepd: error: Resource spec: unable to disable OOM Killer in system memory cgroup: nid001234\n"):
+        top = top_of(tmp_path, line)
+        assert top.category is not Category.RANK_KILLED, (line, top)
+    # the step's tasks killed by the OOM killer stay that
+    killed = top_of(tmp_path, "slurmstepd: error: Detected 1 oom_kill event in StepId=8538204.0. Some of the step tasks "
+                    "have been OOM Killed.\n")
+    assert killed.category is Category.RANK_KILLED, killed

@@ -130,7 +130,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # held (TIME_WAIT from the run before) or another job's
                 r"|\bBinding port \d{1,5} failed\b", _I)),
     (Category.RANK_KILLED, "the kernel's or the container's OOM killer",
-     re.compile(r"out of memory: kill|oom[-_ ]?kill|\bOOMKilled\b|memory cgroup out of memory"
+     # (not Slurm's step daemon failing to read or set its OOM accounting: ``Cannot read step's oom_kill counter from
+     # memory.events file``, ``cannot read oom-kill counts.``, ``unable to disable OOM Killer``: no process killed)
+     re.compile(r"out of memory: kill|oom[-_ ]?kill(?! counter| counts\b)(?<!disable OOM Kill)|\bOOMKilled\b"
+                r"|memory cgroup out of memory"
                 # Ray's memory monitor killing a task for host memory (``Task _map_task failed due to oom. … 1
                 # worker(s) were killed due to the node running low on memory``)
                 r"|\bfailed due to oom\b|\bkilled due to the node running low on memory\b"
@@ -823,6 +826,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_CRASHED, "a tensor gloo does not take (gloo serves CPU tensors, and CUDA ones for some collectives: "
      "not Apple's MPS or another device's; move it to the CPU, or use a backend of that device)",
      re.compile(r"\bProcessGroupGloo::\w{2,40}: invalid tensor (?:type|device|layout|size)\b")),
+    # a CPU tensor handed to a collective of a group NCCL alone serves (ProcessGroupNCCL's check, ``RuntimeError: Tensors
+    # must be CUDA and dense``; 2.x's dispatcher: ``No backend type associated with device type cpu``): the program's call
+    (Category.RANK_CRASHED, "a CPU tensor passed to a collective that NCCL serves (NCCL takes CUDA tensors: move it to "
+     "the GPU, or give the group a gloo backend for CPU tensors, init_process_group('cpu:gloo,cuda:nccl'))",
+     re.compile(r"\bTensors must be CUDA and dense\b|\bNo backend type associated with device type cpu\b")),
     # an operator called on tensors of a device it has no kernel for (``Could not run 'aten::_amp_foreach_non_finite_
     # check_and_unscale_' with arguments from the 'CPU' backend``: a GradScaler over FSDP's CPU-offloaded gradients):
     # the program's or a library's placement of its tensors
