@@ -261,3 +261,55 @@ def test_slurms_step_daemon_failing_to_read_its_oom_accounting_is_no_oom_kill(tm
     killed = top_of(tmp_path, "slurmstepd: error: Detected 1 oom_kill event in StepId=8538204.0. Some of the step tasks "
                     "have been OOM Killed.\n")
     assert killed.category is Category.RANK_KILLED, killed
+
+
+_DOOM = "0.345s: flux-shell[0]: FATAL: doom: python: task rank 3 on host tioga12 exited (Exit 1) and exit-timeout=30s has expired\n"
+
+
+def test_fluxs_shell_names_the_first_task_that_exited_and_its_host(tmp_path: Path) -> None:
+    # Flux (flux-framework/flux-core, src/shell/doom.c): the job ended for the first task to exit, the others killed
+    top = top_of(tmp_path, _DOOM + "flux-job: task(s) exited with exit code 1\n")
+    assert top.category is Category.RANK_CRASHED and top.culprit_ranks == (3,) and top.culprit_hosts == ("tioga12",), top
+    assert "Flux task 3" in top.title and "flux-job" not in top.culprit_hosts, top.title
+    # exit-on-error, the task killed: a kill from outside; before 0.50 without the command and ``task``
+    killed = top_of(tmp_path, "12.511s: job.exception fQ6wVcLn1 type=exec severity=0 python: task rank 1 on host "
+                    "corona171 failed (Killed) and exit-on-error is set\n")
+    assert killed.category is Category.RANK_KILLED and killed.culprit_ranks == (1,), killed
+    old = top_of(tmp_path, "2.102s: flux-shell[1]: FATAL: doom: rank 1 on host corona171 exited and exit-timeout=30s has "
+                 "expired\n")
+    assert old.culprit_hosts == ("corona171",) and old.culprit_ranks == (1,), old
+    oldest = top_of(tmp_path, "flux-shell[0]: FATAL: doom: rank 1 exited and exit-timeout=30s has expired\n")
+    assert oldest.culprit_ranks == (1,), oldest  # (before 0.70: no host)
+    # a shell lost (its node gone): the host, and its number is the node's, no task's rank
+    shell = top_of(tmp_path, "flux-shell[0]: FATAL: doom: python: shell rank 2 on host tioga14 exited and exit-timeout=30s "
+                   "has expired\n")
+    assert shell.culprit_hosts == ("tioga14",) and 2 not in shell.culprit_ranks, shell
+    # torchrun under Flux (its agent speaking): a task is a node's launcher, its number no rank
+    agent = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 4242) of "
+             "binary: /usr/bin/python\n")
+    under = top_of(tmp_path, agent + _DOOM.replace("python: task rank 3", "torchrun: task rank 1"))
+    assert 1 not in under.culprit_ranks, under
+
+
+def test_fluxs_job_summary_and_time_limit_are_read_and_its_commands_are_no_hosts(tmp_path: Path) -> None:
+    summary = top_of(tmp_path, "flux-job: task(s) exited with exit code 1\n")
+    assert summary.category is Category.RANK_CRASHED and not summary.culprit_hosts, summary
+    assert top_of(tmp_path, "flux-job: task(s) Killed\n").category is Category.RANK_KILLED
+    limit = top_of(tmp_path, "1.234s: job.exception f2Ny4Vn7X1F type=timeout severity=0 resource allocation expired\n")
+    assert limit.category is Category.RANK_KILLED and "scheduler" in limit.title, limit
+    # another exception type (a task that could not start) is no time limit
+    start = top_of(tmp_path, "0.215s: job.exception f2dW4GvW9 type=exec severity=0 task 0 (host corona212): start failed: "
+                   "torchrun: No such file or directory\n")
+    assert start.category is not Category.RANK_KILLED, start
+
+
+def test_fluxs_lines_are_lines_of_their_own_and_its_summary_yields_to_the_error_above(tmp_path: Path) -> None:
+    # real: flux-framework/flux-core#4451 (r104b): two long exceptions of one width, then flux-job's summary: no wrap
+    error = ("job.exception type=exec severity=0 MPI_Abort: Fatal error in MPI_Init: Other MPI error, error stack: "
+             "MPIR_Init_thread(493)....:  MPID_Init(419)...........: channel initialization failed MPIDI_CH3_Init(550)"
+             "......:  MPIDI_CH3I_RDMA_init(446):  rdma_iba_hca_init(1636)..: cannot create cq\n")
+    paste = "0.260s: " + error + "0.261s: " + error + "flux-job: task(s) exited with exit code 1\n"
+    top = top_of(tmp_path, paste)
+    assert top.category is Category.MEMLOCK_LIMIT and "flux-job" not in top.culprit_hosts, top
+    # the summary alone still says a task failed
+    assert top_of(tmp_path, "flux-job: task(s) exited with exit code 1\n").category is Category.RANK_CRASHED

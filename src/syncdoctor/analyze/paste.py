@@ -100,7 +100,10 @@ _UCX_PLACE = re.compile(r"\[[\w.\-]{1,253}:\d{1,10} *:\d{1,6}:\d{1,10}\] | ?\d{1
 # and the shell's trace of a script's commands (``+ POD_NAME=worker-1``)
 _PROGRAM = re.compile(r"(?:ssh|pdsh(?:@[\w.\-]{1,253})?|pdcp|srun|sbatch|salloc|slurmstepd|bash|sh|zsh|mpirun|mpiexec|"
                       r"orted|prterun|horovodrun|kubectl|docker|sudo|torchrun|deepspeed|accelerate|nvidia-smi|"
-                      r"python[\d.]{0,5}): |\+{1,3} [\w$]")
+                      r"flux(?:-[a-z]{1,20})?(?:\[\d{1,7}\])?|"  # Flux's commands and job shell: ``flux-job: ``
+                      r"python[\d.]{0,5}): |\+{1,3} [\w$]"
+                      # Flux's attach output, its seconds since the job began: ``0.261s: job.exception …``
+                      r"|\d{1,7}\.\d{3}s: ")
 
 
 # other openings no wrapped piece has, each a line a program wrote (a wrap that cuts a line right before one of them is

@@ -397,6 +397,7 @@ ANCHORS: tuple[bytes, ...] = (
     # health checkers' verdicts, Flux's job exceptions, Horovod's stall inspector, PBS's and LSF's kills, etcd's errors
     b"[FAIL] ", b"Health check failed", b" offline", b"ExitCode.CRITICAL", b"count mismatch", b"requires a reset",
     b"Recovery action", b"memory elements", b"memory mismatch", b"remap limit", b"due to DBEs", b"with a DBE",
+    b"exit-timeout=", b"exit-on-error is set", b"flux-job: task(s) ",  # Flux's shell and flux-job on a job's end
     b"NvLink errors", b"links down", b"link flap", b"HCAs found", b"job.exception", b"is stalled for", b"job killed",
     b"etcd.Etcd",
     # nccl-tests refusing or ending a run

@@ -97,6 +97,9 @@ _NOT_HOST = re.compile(r"^\d+(?:\.\d+)?s?$|(?:Error|Exception|Warning|Info)$|^(?
                        r"^E[A-Z0-9]\d{4}$|"  # Ascend CANN's error codes: EI0002: …, EE9999: …, E39999: …
                        r"^mlx\d(?:_\d+)?$|"  # libmlx5's own messages: ``mlx5:  got completion with error:``
                        r"^AMD-Vi$|"  # the kernel's AMD IOMMU driver: ``AMD-Vi: Event logged [IO_PAGE_FAULT …]``
+                       # Flux's commands and its job shell (``flux-job: task(s) exited with exit code 1``,
+                       # ``flux-shell[0]: FATAL: …``): programs, not hosts
+                       r"^flux-[a-z]+$|"
                        # a key in camelCase with a digit (libuv's store message broken by a paste after its port:
                        # ``useIpv6: false, code: -98, name: EADDRINUSE``): no host is written so
                        r"(?-i:^[a-z]+[A-Z][A-Za-z]*\d+$)|"

@@ -55,7 +55,7 @@ KEYWORDS = ("oom_kill event", "marked dead", "Cannot communicate with node", "ex
             "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
             "abort () at ", "Bus error", "Segmentation fault", "Aborted", "Floating point exception",
             "received signal SIG", "terminated with signal SIG", "blocked for more than", "not responding, ",
-            "in progress operations using this service", *_WAIT_CHANNELS)
+            "in progress operations using this service", "exit-timeout=", "exit-on-error is set", "flux-job: task(s) ", *_WAIT_CHANNELS)
 
 # the shell reporting a command it ran killed by a signal: ``Bus error (core dumped)`` (interactive), ``./run.sh: line 12:
 #  4242 Segmentation fault      (core dumped) python train.py`` (a script): at the line's start, or after the script's
@@ -91,6 +91,17 @@ _SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40}?)"
                    r"(?: \(core dumped\))?"  # srun adds it after a signal when the task dumped core
                    r"\s*(?:$|\s(?:<-|#|//).*$)")  # a note a user added after it: "Killed   <- the victim"
+# Flux's shell (LLNL's scheduler and launcher) ending a job for the first task that exited (its doom plugin:
+# ``flux-shell[0]: FATAL: doom: python: task rank 3 on host tioga12 exited (Exit 1) and exit-timeout=30s has expired``,
+# ``… failed (Killed) and exit-on-error is set``; before 0.80 without ``task``: ``doom: rank 1 on host
+# corona171 exited and exit-timeout=30s has expired``; before 0.70 without the host), also quoted in the job's exception:
+# that task, on that host; a ``shell rank`` is a node's shell lost with its node (its number the node's, no task's)
+_FLUX_DOOM = re.compile(r"\b(?:task |(?P<shell>shell ))?rank (?P<tasks>\d{1,7})(?: on host (?P<host>[\w.\-]{1,253}))? "
+                        r"(?:exited|failed)(?: \((?:Exit (?P<code>\d{1,3})|(?P<what>[A-Z][\w ]{2,40}))\))?"
+                        r" and (?:exit-timeout=\S{1,40} has expired|exit-on-error is set)")
+# and its ``flux run`` / ``flux job attach`` summing up the job's end (libjob's words: ``flux-job: task(s) exited with exit
+# code 1``, ``flux-job: task(s) Killed``)
+_FLUX_TASKS = re.compile(r"\bflux-job: task\(s\) (?:exited with exit code (?P<code>\d{1,3})|(?P<what>[A-Z][\w ]{2,40}?))\s*$")
 # the same line cut by a paste after ``task`` (``srun: error: nid006190: task``): the host failed, how is lost
 _SRUN_CUT = re.compile(r"srun: error: (?P<host>[A-Za-z][\w.\-]*): tasks?(?: (?P<tasks>[\d,\-\[\]]+):?)?\s*$")
 # HPE PALS (the PBS launcher of Aurora, Polaris, Sunspot): ``x1921c7s1b0n0: rank 12 died from signal 9``,
@@ -232,6 +243,21 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
             "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
             "unknown_exit": code is None, **({"oom": True} if oom else {})})]
+    match = _FLUX_DOOM.search(body) if "exit-" in body else None
+    if match:
+        signal = _SRUN_SIGNALS.get(match["what"] or "") or SIGNAL_WORDS.get(match["what"] or "")
+        number = signal_number(signal)
+        code = int(match["code"]) if match["code"] else (-number if number else None)
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]) if match["host"] else None, data={
+            "source": "flux", "exitcode": code, "signal": signal, "unknown_exit": code is None, "first": True,
+            **({"shell_lost": True} if match["shell"] else {"tasks": match["tasks"]})})]
+    match = _FLUX_TASKS.search(body) if "flux-job: task(s) " in body else None
+    if match:
+        signal = _SRUN_SIGNALS.get(match["what"] or "") or SIGNAL_WORDS.get(match["what"] or "")
+        number = signal_number(signal)
+        code = int(match["code"]) if match["code"] else (-number if number else None)
+        if code is not None:
+            return [make_event(Kind.WORKER_FAILED, line, data={"source": "flux", "exitcode": code, "signal": signal})]
     match = _SRUN_CUT.search(body) if "srun: error: " in body else None
     if match:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={

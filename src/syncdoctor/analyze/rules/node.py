@@ -667,8 +667,7 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
         if not where.hosts and not where.processes and (batch := _batch_host(tl, events)):
             where = replace(where, hosts=(batch,))
         affected = _others_failed(tl, set(where.ranks))
-        tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
-        who = (where.text or "a worker") + (f" (srun task {', '.join(tasks)})" if tasks else "")
+        who = (where.text or "a worker") + _tasks_said(events)
         deleted_fix: str | None = None
         evicted = sorted({str(e.data["evicted"]) for e in events if e.data.get("evicted")})
         own = _own_error_of_vanished(tl, events) if signal == "vanished" else None
@@ -812,11 +811,11 @@ def watchdog_abort(tl: Timeline, event: Event) -> bool:
 
 
 def _exit_code_only(report: Event) -> bool:
-    """A report that says only that a process failed: Open MPI's summary, srun's ``Exited with exit code N``, a
-    process's MPI_Abort."""
+    """A report that says only that a process failed: Open MPI's summary, srun's ``Exited with exit code N`` (Flux's
+    ``task(s) exited with exit code N``), a process's MPI_Abort."""
     source = report.data.get("source")
-    return source in ("mpirun-summary", "mpi-abort") or (source == "slurm" and not report.data.get("signal")
-                                          and report.data.get("exitcode") is not None)
+    return source in ("mpirun-summary", "mpi-abort") or (source in _TASK_LAUNCHERS and not report.data.get("signal")
+                                                          and report.data.get("exitcode") is not None)
 
 
 def _own_error_before(tl: Timeline, summary: Event) -> bool:
@@ -897,8 +896,20 @@ def _batch_host(tl: Timeline, events: list[Event]) -> str | None:
     return hosts.pop() if len(hosts) == 1 else None
 
 
+_TASK_LAUNCHERS = ("slurm", "flux")  # launchers whose reports number tasks (srun's, Flux's shell's)
+
+
+def _tasks_said(events: list[Event]) -> str:
+    """`` (srun task 3)``, `` (Flux task 3)``: the launcher's numbers of the tasks ``events`` report, or nothing."""
+    tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
+    if not tasks:
+        return ""
+    flux = all(e.data.get("source") == "flux" for e in events if e.data.get("tasks"))
+    return f" ({'Flux' if flux else 'srun'} task {', '.join(tasks)})"
+
+
 def srun_task_ranks(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
-    """The ranks of the srun tasks ``events`` name, where srun's reports show several tasks on one host, an MPI
+    """The ranks of the srun (or Flux) tasks ``events`` name, where srun's reports show several tasks on one host, an MPI
     library names its ranks, or srun reports one host and no other launcher speaks in the inputs: srun then started
     a task per process, and a task's number (SLURM_PROCID) is its rank. With one task per host (several hosts each
     reporting one task, or another launcher's agent in the inputs: torchrun under srun) the number is the node's, and
@@ -908,7 +919,7 @@ def srun_task_ranks(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
         return ()
     per_host: dict[str, set[int]] = defaultdict(set)
     for event in tl.of(Kind.WORKER_FAILED):
-        if event.data.get("source") == "slurm" and event.data.get("tasks") and event.origin.host:
+        if event.data.get("source") in _TASK_LAUNCHERS and event.data.get("tasks") and event.origin.host:
             per_host[event.origin.host].update(task_numbers(str(event.data["tasks"])))
     # several tasks on one host, or an MPI library's own rank in the inputs (Cray MPICH's ``MPICH ERROR [Rank 0]``:
     # srun started the MPI processes themselves, one task per rank)
@@ -917,8 +928,9 @@ def srun_task_ranks(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
         return tuple(sorted(numbers))
     # one task per host: each of several hosts reporting a single task (tasks 0 and 1 on two nodes), or another
     # launcher's agent speaking (torchrun under srun: a task is a node's agent); else srun started the processes
-    agent = any((e.kind is Kind.AGENT_SIGNAL and e.data.get("source") != "slurm") or
-                (e.kind in (Kind.WORKER_FAILED, Kind.WORKER_TERMINATED) and e.data.get("source") not in ("slurm", None))
+    agent = any((e.kind is Kind.AGENT_SIGNAL and e.data.get("source") not in _TASK_LAUNCHERS) or
+                (e.kind in (Kind.WORKER_FAILED, Kind.WORKER_TERMINATED)
+                 and e.data.get("source") not in (*_TASK_LAUNCHERS, None))
                 for e in tl.events)
     return () if agent or len(per_host) > 1 else tuple(sorted(numbers))
 
@@ -935,8 +947,7 @@ def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
     signalled = any(e.kind is Kind.FATAL_SIGNAL for e in events)
     how = sorted(known) or ["a fatal signal, its name not in the inputs" if signalled else "how is not in the inputs"]
     affected = _others_failed(tl, set(where.ranks))
-    tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
-    title = f"{where.text or 'a worker'}{f' (srun task {chr(44).join(tasks)})' if tasks else ''} died ({', '.join(how)})"
+    title = f"{where.text or 'a worker'}{_tasks_said(events)} died ({', '.join(how)})"
     what = (f"The launcher reports {where.text or 'a worker'} dead ({', '.join(how)}). A worker that dies takes "
             "the job down: the others lose their connection to it or time out. Its own output (above the "
             "launcher's report, or in its log file) says why: a traceback, a segfault in an extension, an abort.")

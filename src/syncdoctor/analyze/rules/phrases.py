@@ -871,12 +871,15 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # a scheduler other than Slurm, or a cloud, ending the job from outside: GCE's preemption and maintenance, AWS Batch's
     # host terminated, Slurm's nodes set down as preempted (GCP's cluster toolkit), PBS Pro's ``=>> PBS: job killed:
     # walltime 7230 exceeded limit 7200``, LSF's ``TERM_RUNLIMIT: job killed after reaching LSF run time limit.`` (and
-    # its memory limit, preemption, owner, administrator)
+    # its memory limit, preemption, owner, administrator), Flux's time limit
     (Category.RANK_KILLED, "the scheduler ending the job (a time or memory limit, a preemption, its owner)",
      re.compile(r"\bInstance was preempted\b|\bInstance terminated during Compute Engine maintenance\b"
                 r"|\bHost EC2 \(instance [\w-]{1,40}\) terminated\b|\bwith reason=(?:Preempted instance|Instance terminated)\b"
                 r"|=>> PBS: job killed: \w+ [\d.]+\w* exceeded limit|\bTERM_(?:RUNLIMIT|MEMLIMIT|PREEMPT|OWNER|ADMIN"
-                r"|CPULIMIT|SWAP|EXTERNAL_SIGNAL|FORCE_OWNER|FORCE_ADMIN|REQUEUE_OWNER|REQUEUE_ADMIN): job killed", _I)),
+                r"|CPULIMIT|SWAP|EXTERNAL_SIGNAL|FORCE_OWNER|FORCE_ADMIN|REQUEUE_OWNER|REQUEUE_ADMIN): job killed"
+                # Flux's exception for a job out of its time (``job.exception ƒ2Ny4Vn7X1F type=timeout severity=0
+                # resource allocation expired``)
+                r"|\bjob\.exception \S{1,40} type=timeout severity=0\b|\bresource allocation expired\b", _I)),
     # a peer that advertised a loopback address for a connection other hosts must make (vLLM's NIXL handshake failing
     # with ``'remote_host': 'localhost'`` in its context: the side channel's host left at its default)
     (Category.LOOPBACK_ADDRESS, "a peer that advertised a loopback address (localhost) to the other hosts",
