@@ -167,6 +167,11 @@ def test_a_launchers_report_of_a_remote_command_names_the_host_its_ssh_went_to(t
                     "'['ssh', '-o', 'StrictHostKeyChecking=no', 'worker-3', 'python3 x.py']' returned non-zero exit "
                     "status 1.\n")
     assert listed.culprit_hosts == ("worker-3",), listed
+    # many options, each read one way (a line of them was read in exponential time before)
+    many = top_of(tmp_path, "ModuleNotFoundError: No module named 'dgl' Command 'ssh " + "-o x " * 60 + "node-9 ls'\n")
+    assert many.culprit_hosts == ("node-9",), many
+    unended = top_of(tmp_path, "ModuleNotFoundError: No module named 'dgl' Command 'ssh " + "-o x " * 60 + "\n")
+    assert not unended.culprit_hosts or unended.culprit_hosts == ("x",), unended
     # a command that is not ssh names no host
     local = top_of(tmp_path, "ModuleNotFoundError: No module named 'dgl'. Command 'python3 x.py' returned non-zero\n")
     assert not local.culprit_hosts, local

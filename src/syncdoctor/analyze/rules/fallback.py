@@ -274,9 +274,11 @@ _NAMED = re.compile(r"(?<!tensor )\b(?:on|from|at|of) rank (?P<rank>\d{1,6})\b(?
 # a launcher's report of the remote command that failed, quoting its ssh (DGL's ``Called process error Command 'ssh -o
 # StrictHostKeyChecking=no -p 22 192.168.85.128 'cd …`` after the remote traceback): the host it ran on
 _Q = "['\u2018\u2019\u201c\u201d\"]?"  # (a quote, straight or curly, where a report quotes the command or its arguments)
+_ARG = "[^\\s'\u2018\u2019\",\\]]+"  # (an option's argument, unquoted)
+# (each option, and the space before its argument, one way only: a line of many options is read in linear time)
 _SSH_COMMAND = re.compile(
     rf"\bCommand\s+{_Q}\[?{_Q}ssh{_Q},?\s+"
-    rf"(?:{_Q}-[46AaCfGgKkMNnqsTtVvXxYy]+{_Q},?\s+|{_Q}-[bcDEeFIiJLlmOopQRSWw]\s?{_Q},?\s*{_Q}[^\s'\u2018\u2019\",\]]+{_Q},?\s+)*"
+    rf"(?:{_Q}-[46AaCfGgKkMNnqsTtVvXxYy]+{_Q},?\s+|{_Q}-[bcDEeFIiJLlmOopQRSWw](?:{_ARG}|{_Q},?\s+{_Q}{_ARG}){_Q},?\s+)*"
     rf"{_Q}(?:[\w.\-]{{1,64}}@)?(?P<host>[A-Za-z0-9][\w.\-]{{0,252}}){_Q}[,\s]")
 
 
