@@ -237,6 +237,9 @@ def test_a_type_errors_words_alone_are_the_programs_own_error(tmp_path: Path) ->
     top = top_of(tmp_path, paste)
     assert top.category is Category.RANK_CRASHED, top
     assert top_of(tmp_path, "'Trainer' object has no attribute 'accelerator'\n").category is Category.RANK_CRASHED
+    # behind a log collector's stamp too (the paste's forms: scripts/pasted_forms.py)
+    stamped = top_of(tmp_path, "2024-05-01T12:00:00.123Z 'NoneType' object is not\n")
+    assert stamped.category is Category.RANK_CRASHED, stamped
     # a sentence quoting an object's name is no error
     assert not diagnose_paste(tmp_path, "loaded 'model' object from the cache in 2.1 s\n").hypotheses
 

@@ -122,7 +122,7 @@ _ERROR = re.compile(
     # device's attribute in sysfs (``Attribute busid of node nic not found``: a container or platform that hides it)
     r"|\bvendor[ _]err(?:or)?[ =:]{0,3}[1-9]\d{0,4}\b|\bAttribute \w{1,40} of node \w{1,40} not found\b"
     # a TypeError's or AttributeError's words alone on a line (their class cut away or not printed)
-    r"|^\W{0,4}'\w{1,60}' object (?:is not\b|has no attribute '\w)"
+    r"|(?:^\W{0,4}|[\s\]|>:])'\w{1,60}' object (?:is not\b|has no attribute '\w)"
     # MS-MPI's sockets finding none of a peer's addresses inside the netmask the job allows
     r"|\bno endpoint matches the netmask\b"
     # TensorFlow's collective executor aborting (``BaseCollectiveExecutor::StartAbort Internal: …``)

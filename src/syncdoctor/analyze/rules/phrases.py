@@ -846,7 +846,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # logger's message of the exception: ``'NoneType' object is not subscriptable``, ``… has no attribute 'shape'``):
     # the program's own error
     (Category.RANK_CRASHED, "a program's own error: an operation on a value of the wrong type (often None)",
-     re.compile(r"^\W{0,4}'\w{1,60}' object (?:is not\b|has no attribute '\w)")),
+     re.compile(r"(?:^\W{0,4}|[\s\]|>:])'\w{1,60}' object (?:is not\b|has no attribute '\w)")),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # CUDA's runtime unloading at the process's exit while a thread still calls it (cudaErrorCudartUnloading, ``CUDA
