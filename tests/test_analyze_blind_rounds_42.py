@@ -321,3 +321,17 @@ def test_fluxs_lines_are_lines_of_their_own_and_its_summary_yields_to_the_error_
     assert top.category is Category.MEMLOCK_LIMIT and "flux-job" not in top.culprit_hosts, top
     # the summary alone still says a task failed
     assert top_of(tmp_path, "flux-job: task(s) exited with exit code 1\n").category is Category.RANK_CRASHED
+
+
+def test_a_launchers_words_naming_the_host_it_failed_on_place_an_error_no_rule_explains(tmp_path: Path) -> None:
+    # Flux's shell that could not start a task (flux-core src/shell/shell.c), in its job exception
+    start = top_of(tmp_path, "0.215s: job.exception f2dW4GvW9 type=exec severity=0 task 0 (host corona212): start "
+                   "failed: torchrun: No such file or directory\n")
+    assert start.culprit_hosts == ("corona212",), start
+    # DeepSpeed's runner asking the first host of its hostfile for its address (r140d, DeepSpeed#4649)
+    ssh = top_of(tmp_path, "subprocess.CalledProcessError: Command '['ssh deepspeed-helloworld-worker-0 hostname -I']' "
+                 "returned non-zero exit status 255.\n")
+    assert ssh.culprit_hosts == ("deepspeed-helloworld-worker-0",), ssh
+    # a host the line's words merely mention is no place
+    mention = top_of(tmp_path, "RuntimeError: could not reach the host corona212 to start\n")
+    assert not mention.culprit_hosts, mention

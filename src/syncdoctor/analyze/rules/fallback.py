@@ -65,6 +65,8 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     # the exception further down is the error to quote)
     first = next((e for e in errors if not _traceback_only(e)), errors[0])
     own = attribute([first], tl)
+    if not (own.ranks or own.hosts) and (named := _SSH_COMMAND.search(first.text) or _FLUX_START.search(first.text)):
+        own = replace(own, hosts=(named["host"],), processes=())  # (a launcher's words naming the host it failed on)
     known = bool(own.ranks or own.hosts or own.processes)
     # (where its lines name none: the one host a launcher then reports a worker exiting with an error code on)
     where = own if known else (_exit_reported_after(tl, first) or _one_place(errors, tl))
@@ -282,11 +284,17 @@ _SSH_COMMAND = re.compile(
     rf"{_Q}(?:[\w.\-]{{1,64}}@)?(?P<host>[A-Za-z0-9][\w.\-]{{0,252}}){_Q}[,\s]")
 
 
+# Flux's shell failing to start a task (src/shell/shell.c: ``task 0 (host corona212): start failed: torchrun: No such
+# file or directory``, in its job exception): the host it could not start it on
+_FLUX_START = re.compile(r"\btask \d{1,7} \(host (?P<host>[\w.\-]{1,253})\): start failed: ")
+
+
 def _named_place(where: Attribution, line: Event, lines: list[Event]) -> Attribution:
     """``where`` with the rank ``line`` is about where no prefix gave one, and that rank's node where another of
     ``lines`` names it (Megatron's ``Rank 3, node gpu-7, device 3, iteration #3: …``); or the host a launcher's
-    report in the same line ran the failed command on over ssh."""
-    if not where.hosts and not where.ranks and (ssh := _SSH_COMMAND.search(line.text)):
+    report in the same line ran the failed command on over ssh, or Flux's could not start a task on."""
+    if not where.hosts and not where.ranks and (
+            (ssh := _SSH_COMMAND.search(line.text)) or (ssh := _FLUX_START.search(line.text))):
         where = replace(where, hosts=(ssh["host"],), processes=())
     if not where.ranks and (named := _NAMED.search(line.text)):
         where = replace(where, ranks=(int(named["rank"] or named["rank2"]),), processes=(), local_ranks=())
