@@ -18,7 +18,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["ASSERT_MACRO", "CONNECTIONS_DROPPED", "GPU_COMM_TIMEOUT", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS",
-           "NO_PROGRESS", "parse"]
+           "NO_PROGRESS", "TYPE_ERROR_WORDS", "parse"]
 
 # words for a failure that carry no error word, each an error line here and read for its category by rules.phrases
 # (one list for both): health checkers' and tools' findings on a GPU (NHC, aznhc, gpud, DCGM's diagnostics, GCM,
@@ -75,6 +75,10 @@ SHELL_NOT_FOUND = r": command not found\b|\bsh: (?:line )?\d{1,6}: [^:\n]{1,200}
 # backend gloo``, ``ProcessGroupGloo does not support reduce_scatter``, SageMaker's ``SMDDP does not support: ReduceOp``):
 # the process's own error, read by the phrase table, and no report of a communication that failed (timeline)
 BACKEND_REFUSAL = r"\bnot supported for the selected backend\b|\b(?:ProcessGroup\w+|Backend \w+|SMDDP|smddp) does not support:? \w"
+# a Python TypeError's or AttributeError's words without their class (cut away by a paste, or a logger's message of the
+# exception: ``'NoneType' object is not subscriptable``, ``'Trainer' object has no attribute 'x'``), at a line's start
+# or after a stamp or a prefix
+TYPE_ERROR_WORDS = r"(?:^\W{0,4}|[\s\]|>:])'\w{1,60}' object (?:is not\b|has no attribute '\w)"
 CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port"
 _ERROR = re.compile(
     r"(?:\b(?:[A-Z]\w*(?:Error|Exception)|Exception occurred|error|ERROR|Error|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Ff]ailure|[Aa]borted|"
@@ -122,7 +126,7 @@ _ERROR = re.compile(
     # device's attribute in sysfs (``Attribute busid of node nic not found``: a container or platform that hides it)
     r"|\bvendor[ _]err(?:or)?[ =:]{0,3}[1-9]\d{0,4}\b|\bAttribute \w{1,40} of node \w{1,40} not found\b"
     # a TypeError's or AttributeError's words alone on a line (their class cut away or not printed)
-    r"|(?:^\W{0,4}|[\s\]|>:])'\w{1,60}' object (?:is not\b|has no attribute '\w)"
+    r"|" + TYPE_ERROR_WORDS +
     # MS-MPI's sockets finding none of a peer's addresses inside the netmask the job allows
     r"|\bno endpoint matches the netmask\b"
     # TensorFlow's collective executor aborting (``BaseCollectiveExecutor::StartAbort Internal: …``)

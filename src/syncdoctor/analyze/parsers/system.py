@@ -55,7 +55,9 @@ KEYWORDS = ("oom_kill event", "marked dead", "Cannot communicate with node", "ex
             "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
             "abort () at ", "Bus error", "Segmentation fault", "Aborted", "Floating point exception",
             "received signal SIG", "terminated with signal SIG", "blocked for more than", "not responding, ",
-            "in progress operations using this service", "exit-timeout=", "exit-on-error is set", "flux-job: task(s) ", *_WAIT_CHANNELS)
+            "in progress operations using this service",
+            "exit-timeout=", "exit-on-error is set", "flux-job: task(s) ",  # Flux's shell and flux-job
+            *_WAIT_CHANNELS)
 
 # the shell reporting a command it ran killed by a signal: ``Bus error (core dumped)`` (interactive), ``./run.sh: line 12:
 #  4242 Segmentation fault      (core dumped) python train.py`` (a script): at the line's start, or after the script's
@@ -219,6 +221,13 @@ def _io_blocked(line: Line, body: str) -> list[Event]:
     return []
 
 
+def _flux_exit(match: re.Match[str]) -> tuple[int | None, str | None]:
+    """The exit code (a signal's as its negative number) and the signal of Flux's ``(Exit 1)`` / ``(Killed)``."""
+    signal = _SRUN_SIGNALS.get(match["what"] or "") or SIGNAL_WORDS.get(match["what"] or "")
+    number = signal_number(signal)
+    return (int(match["code"]) if match["code"] else (-number if number else None)), signal
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     if any(w in body for w in _IO_WORDS):
@@ -244,18 +253,14 @@ def parse(line: Line) -> list[Event]:
             "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
             "unknown_exit": code is None, **({"oom": True} if oom else {})})]
     match = _FLUX_DOOM.search(body) if "exit-" in body else None
-    if match:
-        signal = _SRUN_SIGNALS.get(match["what"] or "") or SIGNAL_WORDS.get(match["what"] or "")
-        number = signal_number(signal)
-        code = int(match["code"]) if match["code"] else (-number if number else None)
+    if match:  # (a lost shell's number is its node's: no task named)
+        code, signal = _flux_exit(match)
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]) if match["host"] else None, data={
-            "source": "flux", "exitcode": code, "signal": signal, "unknown_exit": code is None, "first": True,
-            **({"shell_lost": True} if match["shell"] else {"tasks": match["tasks"]})})]
+            "source": "flux", "exitcode": code, "signal": signal, "unknown_exit": code is None,
+            **({} if match["shell"] else {"tasks": match["tasks"]})})]
     match = _FLUX_TASKS.search(body) if "flux-job: task(s) " in body else None
     if match:
-        signal = _SRUN_SIGNALS.get(match["what"] or "") or SIGNAL_WORDS.get(match["what"] or "")
-        number = signal_number(signal)
-        code = int(match["code"]) if match["code"] else (-number if number else None)
+        code, signal = _flux_exit(match)
         if code is not None:
             return [make_event(Kind.WORKER_FAILED, line, data={"source": "flux", "exitcode": code, "signal": signal})]
     match = _SRUN_CUT.search(body) if "srun: error: " in body else None

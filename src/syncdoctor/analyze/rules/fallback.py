@@ -22,7 +22,7 @@ from syncdoctor.analyze.rules.common import (
     is_aftermath,
 )
 from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, WORDS_SAY, lines_that_may_say_why
-from syncdoctor.analyze.rules.node import srun_task_ranks
+from syncdoctor.analyze.rules.node import task_ranks
 from syncdoctor.analyze.rules.phrases import (
     MISSING_FOLDER,
     TORCHRUN_VARIABLES,
@@ -65,8 +65,8 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
     # the exception further down is the error to quote)
     first = next((e for e in errors if not _traceback_only(e)), errors[0])
     own = attribute([first], tl)
-    if not (own.ranks or own.hosts) and (named := _SSH_COMMAND.search(first.text) or _FLUX_START.search(first.text)):
-        own = replace(own, hosts=(named["host"],), processes=())  # (a launcher's words naming the host it failed on)
+    if not (own.ranks or own.hosts) and (host := _launcher_named_host(first.text)):
+        own = replace(own, hosts=(host,), processes=())
     known = bool(own.ranks or own.hosts or own.processes)
     # (where its lines name none: the one host a launcher then reports a worker exiting with an error code on)
     where = own if known else (_exit_reported_after(tl, first) or _one_place(errors, tl))
@@ -190,7 +190,7 @@ def _exit_reported_after(tl: Timeline, raised: Event) -> Attribution | None:
     if len(hosts) != 1:
         return None
     where = attribute(after[:1], tl)
-    return replace(where, ranks=task) if not where.ranks and (task := srun_task_ranks(tl, after[:1])) else where
+    return replace(where, ranks=task) if not where.ranks and (task := task_ranks(tl, after[:1])) else where
 
 
 # a message about the job's plumbing: a communication library's own error, a launcher's variable not set
@@ -289,13 +289,18 @@ _SSH_COMMAND = re.compile(
 _FLUX_START = re.compile(r"\btask \d{1,7} \(host (?P<host>[\w.\-]{1,253})\): start failed: ")
 
 
+def _launcher_named_host(text: str) -> str | None:
+    """The host a launcher's words in ``text`` say it failed on: its ssh command's, or Flux's task start's."""
+    match = _SSH_COMMAND.search(text) or _FLUX_START.search(text)
+    return match["host"] if match else None
+
+
 def _named_place(where: Attribution, line: Event, lines: list[Event]) -> Attribution:
     """``where`` with the rank ``line`` is about where no prefix gave one, and that rank's node where another of
     ``lines`` names it (Megatron's ``Rank 3, node gpu-7, device 3, iteration #3: …``); or the host a launcher's
     report in the same line ran the failed command on over ssh, or Flux's could not start a task on."""
-    if not where.hosts and not where.ranks and (
-            (ssh := _SSH_COMMAND.search(line.text)) or (ssh := _FLUX_START.search(line.text))):
-        where = replace(where, hosts=(ssh["host"],), processes=())
+    if not where.hosts and not where.ranks and (host := _launcher_named_host(line.text)):
+        where = replace(where, hosts=(host,), processes=())
     if not where.ranks and (named := _NAMED.search(line.text)):
         where = replace(where, ranks=(int(named["rank"] or named["rank2"]),), processes=(), local_ranks=())
     if where.hosts or len(where.ranks) != 1:

@@ -35,9 +35,10 @@ from syncdoctor.analyze.rules.phrases import read_as
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
 
 __all__ = ["dataloader_cause", "dataloader_worker_lost", "gpu_error", "gpu_out_of_memory", "ib_completion_error",
-           "ib_port_down", "srun_task_ranks", "task_numbers", "watchdog_abort", "worker_killed"]
+           "ib_port_down", "task_numbers", "task_ranks", "watchdog_abort", "worker_killed"]
 
 _RETRY = (12, 13)  # retry counters exceeded: A011/A012 (nccl_errors.py)
+_TASK_LAUNCHERS = ("slurm", "flux")  # launchers whose reports number tasks (srun's, Flux's shell's)
 _SYMPTOMS = (Kind.PEER_CLOSED, Kind.NCCL_ERROR, *TIMEOUT_KINDS)
 
 
@@ -657,7 +658,7 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
         trained = sorted({int(e.data["worker_rank"]) for e in reports if e.data.get("source") == "ray-train"})
         if signal == "vanished" and len(events) == 1 and len(trained) == 1 and not where.ranks:
             where = replace(where, ranks=tuple(trained))
-        if not where.ranks and (task := srun_task_ranks(tl, events)):
+        if not where.ranks and (task := task_ranks(tl, events)):
             where = replace(where, ranks=task)
         roots = unique_id_roots_gone(tl) if signal == "SIGKILL" and not where.ranks and not where.local_ranks else []
         if len(roots) == 1:
@@ -896,9 +897,6 @@ def _batch_host(tl: Timeline, events: list[Event]) -> str | None:
     return hosts.pop() if len(hosts) == 1 else None
 
 
-_TASK_LAUNCHERS = ("slurm", "flux")  # launchers whose reports number tasks (srun's, Flux's shell's)
-
-
 def _tasks_said(events: list[Event]) -> str:
     """`` (srun task 3)``, `` (Flux task 3)``: the launcher's numbers of the tasks ``events`` report, or nothing."""
     tasks = sorted({str(e.data["tasks"]) for e in events if e.data.get("tasks")})
@@ -908,7 +906,7 @@ def _tasks_said(events: list[Event]) -> str:
     return f" ({'Flux' if flux else 'srun'} task {', '.join(tasks)})"
 
 
-def srun_task_ranks(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
+def task_ranks(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
     """The ranks of the srun (or Flux) tasks ``events`` name, where srun's reports show several tasks on one host, an MPI
     library names its ranks, or srun reports one host and no other launcher speaks in the inputs: srun then started
     a task per process, and a task's number (SLURM_PROCID) is its rank. With one task per host (several hosts each
@@ -940,7 +938,7 @@ _ABORT_ABOVE = 3  # lines above a fatal signal's line in which the error it died
 
 def _died(tl: Timeline, events: list[Event]) -> Hypothesis:
     where = attribute(events, tl)
-    if not where.ranks and (task := srun_task_ranks(tl, events)):
+    if not where.ranks and (task := task_ranks(tl, events)):
         where = replace(where, ranks=task)
     known = {str(e.data["signal"]) if e.data.get("signal") else f"exit code {e.data['exitcode']}" for e in events
              if e.data.get("signal") or e.data.get("exitcode") is not None}

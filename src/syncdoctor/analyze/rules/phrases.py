@@ -27,6 +27,7 @@ from syncdoctor.analyze.parsers.generic import (
     NIC_FINDINGS,
     NO_PROGRESS,
     SHELL_NOT_FOUND,
+    TYPE_ERROR_WORDS,
 )
 
 __all__ = ["DEVICE_ASSERT", "MISSING_FOLDER", "TORCHRUN_VARIABLES", "Reading", "folder_missing", "read_as", "strongest"]
@@ -846,7 +847,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # logger's message of the exception: ``'NoneType' object is not subscriptable``, ``… has no attribute 'shape'``):
     # the program's own error
     (Category.RANK_CRASHED, "a program's own error: an operation on a value of the wrong type (often None)",
-     re.compile(r"(?:^\W{0,4}|[\s\]|>:])'\w{1,60}' object (?:is not\b|has no attribute '\w)")),
+     re.compile(TYPE_ERROR_WORDS)),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # CUDA's runtime unloading at the process's exit while a thread still calls it (cudaErrorCudartUnloading, ``CUDA
