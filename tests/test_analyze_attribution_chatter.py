@@ -142,10 +142,12 @@ def test_a_rank_whose_communicator_aborted_is_placed_and_no_quiet_rank(tmp_path:
     assert analysis.timeline.rank_host(11) == "a6000_node2"
     top = analysis.diagnosis.hypotheses[0]
     assert 11 not in top.culprit_ranks and "rank 11 never" not in top.title, top
-    # the same line without the abort (a communicator's start) leaves rank 11 a rank that did not time out
+    # the same line without the abort (a communicator's start) leaves rank 11 a rank that did not time out: named as
+    # the quiet one, low (13 of the 16 ranks are not in the inputs, so the unexplained timeout comes first)
     started = _ABORTED.replace("busId 61000 - Abort COMPLETE", "busId 61000 commId 0x5 - Init START")
-    top = analyze_paths([str(_write(tmp_path, started))]).diagnosis.hypotheses[0]
-    assert top.culprit_ranks == (11,), top
+    hypotheses = analyze_paths([str(_write(tmp_path, started))]).diagnosis.hypotheses
+    quiet = [h for h in hypotheses if h.culprit_ranks == (11,)]
+    assert quiet and quiet[0].confidence <= 0.25, hypotheses
 
 
 # the shape of tloen/alpaca-lora#338 (r12ad): the agent's line cut after the local rank, markdown's bold around it,

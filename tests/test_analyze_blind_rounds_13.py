@@ -58,10 +58,17 @@ def test_a_ray_workers_pid_ties_its_unranked_lines_to_its_rank(tmp_path: Path) -
     diagnosis = diagnose(tmp_path, head + frame)
     assert diagnosis.ranks == (0,)
     assert diagnosis.hypotheses[0].category is Category.UNEXPLAINED_TIMEOUT and "rank 0" in diagnosis.hypotheses[0].title
+    # (the dump signal says rank 0's own collective timed out: the frames' timeout is that one, read once)
+    timeouts = [e for e in timeline_of(tmp_path, head + frame).events if e.kind is Kind.WATCHDOG_TIMEOUT]
+    assert [(e.origin.rank, e.data.get("dump_signal")) for e in timeouts] == [(0, True)], timeouts
+    # the frames under a line of rank 0 that is no timeout of its own (a dump another rank asked for) are its timeout
+    asked = head.replace("from this local rank", "from  rank 2")
+    tied = [e for e in timeline_of(tmp_path, asked + frame).events if e.kind is Kind.WATCHDOG_TIMEOUT]
+    assert [e.origin.rank for e in tied] == [0], tied
     # a pid that two ranks' lines carry (two hosts, no host in the prefix) ties nothing
     other = head.replace("[rank0]", "[rank3]").replace("Rank 0]", "Rank 3]")
     timeline = read(head + other + frame)
-    assert [e.origin.rank for e in timeline if e.kind is Kind.WATCHDOG_TIMEOUT] == [None]
+    assert [e.origin.rank for e in timeline if e.kind is Kind.WATCHDOG_TIMEOUT and e.data.get("frames")] == [None]
 
 
 def test_the_watchdogs_message_pasted_from_its_work_on(tmp_path: Path) -> None:

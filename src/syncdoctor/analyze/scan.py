@@ -413,6 +413,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"CCOM WARN", b"RPC failed with status",
     # a glog line at severity E in October to December (``E0`` covers January to September), torchelastic's D-state
     b"E10", b"E11", b"E12", b"uninterruptible",
+    # PyTorch's C++ log at ERROR or FATAL whose month has no leading 0 (``[E528 08:54:10.938727404 ProcessGroupNCCL.cpp:629]``)
+    # or no date (``[E ProcessGroupNCCL.cpp:587]``)
+    b"[E2", b"[E3", b"[E4", b"[E5", b"[E6", b"[E7", b"[E8", b"[E9", b"[E ", b"[F",
     # (watchdogs of the training's own, the resiliency extension's health checks and straggler reports, libfabric's
     # EFA and CXI words, TransformerEngine's userbuffers, the device plugin, the NVSwitch fabric)
     b"Did not get ", b"has been open for ", b"Was out of section", b"NO progress", b"without progress",
@@ -456,6 +459,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"==> ",  # (``tail`` over several files: ``==> logs/rank3.log <==``, whose lines follow: textlog reads the name)
     b"device-specific driver",  # (libibverbs without the NIC's provider: ``no userspace device-specific driver found``)
     b'File "',  # (a traceback's frame, where the paste lost its ``Traceback`` line: parsers.traceback follows it)
+    b'.py", line ',  # (… also one whose ``File "`` a wrap or a paste cut)
     b"(most recent call first)",  # (faulthandler's dump of a thread: ``Thread 0x… (most recent call first):``)
     b"both attached to GPU device",  # (PyTorch's own duplicated-GPU check: ``Rank [0] and rank [8] both attached …``)
     b"No slot ",  # (DeepSpeed's launcher: ``No slot 2 specified on host work1``, its hostfile against --include)

@@ -509,18 +509,24 @@ def _drop_failed_work(events: list[Event]) -> list[Event]:
 def _drop_status_timeouts(events: list[Event]) -> list[Event]:
     """Timeouts read from what accompanies a timeout line count only where that line is not in the inputs: a
     ``Timeout at NCCL work: S`` status line (where the same rank's ``Watchdog caught`` line for S is missing), the
-    message from its ``WorkNCCL(…)`` on (where that input has no whole line for S),
+    message from its ``WorkNCCL(…)`` on (where that input has no whole line for S), the dump a rank's watchdog asks
+    for after its own collective timed out (``Received a dump signal due to a collective timeout from this local rank
+    …``: where no other timeout of that rank is there),
     the watchdog's C++ backtrace (``WorkNCCL::checkTimeout`` frames: where no other timeout of the same input
     is there)."""
     own = [e for e in events if e.kind in TIMEOUT_KINDS and not e.data.get("status_line") and not e.data.get("frames")
-           and not e.data.get("headless")]
+           and not e.data.get("headless") and not e.data.get("dump_signal")]
+    told = {e.origin.rank for e in events
+            if e.kind in TIMEOUT_KINDS and not e.data.get("dump_signal") and not e.data.get("frames")}
     caught = {(e.origin.rank, e.seq) for e in own}
     whole = {(e.ref.source, e.seq) for e in own}
-    sources = {e.ref.source for e in own} | {e.ref.source for e in events if e.data.get("status_line")}
+    sources = {e.ref.source for e in own} | {e.ref.source for e in events if e.data.get("status_line")
+                                             or (e.kind in TIMEOUT_KINDS and e.data.get("dump_signal"))}
     return [e for e in events if not (e.kind in TIMEOUT_KINDS and (
         (e.data.get("status_line") and (e.origin.rank, e.seq) in caught) or
         (e.data.get("headless") and (e.ref.source, e.seq) in whole) or
-        (e.data.get("frames") and e.ref.source in sources)))]
+        (e.data.get("frames") and e.ref.source in sources) or
+        (e.data.get("dump_signal") and e.origin.rank in told)))]
 
 
 def _progress(state_events: Sequence[Event]) -> tuple[dict[str, int], dict[str, int]]:

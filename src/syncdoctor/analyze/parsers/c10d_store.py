@@ -254,6 +254,37 @@ _ACCELERATE_PORT = re.compile(r"Tried to launch distributed communication on por
                               r"process is utilizing it")
 
 
+# torchrun asked for a rendezvous through the c10d or etcd backend of several nodes without its endpoint (``torchrun
+# --nnodes=2 --rdzv_backend=c10d --master_addr=10.0.0.1 … train.py``; torchrun warns that ``master_addr is only used
+# for static rdzv_backend``): the endpoint is then localhost:29400 on every node, each node's agent serves a rendezvous
+# of its own and none gathers the others
+_RDZV_BACKEND = re.compile(r"--rdzv[_-]backend(?:=|\s+)['\"]?(?P<backend>c10d|etcd(?:-v2)?)\b")
+_NNODES = re.compile(r"--nnodes(?:=|\s+)['\"]?(?:\d{1,6}:)?(?P<most>\d{1,6})\b")
+_TORCHRUN = re.compile(r"\btorchrun\b|\btorch\.distributed\.(?:run|launch)\b")
+# (or with an endpoint on the loopback, ``--rdzv_endpoint=localhost:29400``: each node's own again)
+_RDZV_ENDPOINT = re.compile(r"--rdzv[_-]endpoint(?:=|\s+)['\"]?\$?(?P<host>[^\s:'\",\]]*)|--standalone\b")
+
+
+# (a line the paste cut inside an option, ``… --rdzv_backend=c10d --rdzv_endpoi``: what it said is not known)
+_CUT_IN_AN_OPTION = re.compile(r"\s--?[\w\-]*\s*$")
+
+
+def _rendezvous_without_endpoint(line: Line) -> list[Event]:
+    body = line.body
+    backend = _RDZV_BACKEND.search(body)
+    nodes = _NNODES.search(body) if backend else None
+    if backend is None or nodes is None or int(nodes["most"]) < 2 or not _TORCHRUN.search(body) \
+            or _CUT_IN_AN_OPTION.search(body):
+        return []
+    endpoint = _RDZV_ENDPOINT.search(body)
+    host = endpoint["host"] if endpoint else None
+    if endpoint is not None and (host is None or not (host == "localhost" or host.startswith("127."))):
+        return []  # (an endpoint of a host's own address, or --standalone: one node, its own)
+    return [make_event(Kind.STORE_ENDPOINT, line, data={
+        "store_host": host or "localhost", "store_port": None if host else 29400, "rdzv_no_endpoint": True,
+        "rdzv_backend": backend["backend"], "nnodes": int(nodes["most"]), "loopback_endpoint": bool(host)})]
+
+
 def _store_endpoint(line: Line) -> list[Event]:
     """The last store address ``line`` names (a command line may name the master and the endpoint both)."""
     found: tuple[str, int | None] | None = None
@@ -273,7 +304,7 @@ def parse(line: Line) -> list[Event]:
     body = line.body
     named = ("TCPStore server at" in body or "MASTER_ADDR" in body or "aster_addr" in body or "aster-addr" in body
              or "rdzv" in body or "main_process_ip" in body or "main-process-ip" in body)
-    return _errors(line) + (_store_endpoint(line) if named else [])
+    return _errors(line) + (_store_endpoint(line) + _rendezvous_without_endpoint(line) if named else [])
 
 
 def _errors(line: Line) -> list[Event]:

@@ -44,6 +44,7 @@ KEYWORDS = (
     "closed by peer",
     "reset by peer",
     "connectFullMesh",
+    "SO_ERROR: ",
     "failed to connect",
     "loopback address",
     "Using the loopback",
@@ -69,6 +70,10 @@ _RESET = re.compile(r"(?:Read error|writev) " + _ADDR + r": (?:Connection reset 
 # and gloo's own algorithms): the peer at that address never sent (or read) its part in time
 _PAIR_TIMEOUT = re.compile(r"\b(?P<dir>Read|Write) timeout " + _ADDR)
 _CONNECT_TIMEOUT = re.compile(r"\bConnect timeout " + _ADDR)
+# an old pair.cc's check of its connect's outcome (2017-2018 gloo, Caffe2): ``[enforce fail at …/gloo/transport/tcp/
+# pair.cc:498] optval == 0. 111 vs 0. SO_ERROR: Connection refused``
+_SO_ERROR = re.compile(r"pair\.cc:\d+\][^\n]{0,80}\bSO_ERROR: (?P<error>Connection refused|Connection timed out"
+                       r"|No route to host|Network is unreachable|Connection reset by peer)")
 _DEBUG = re.compile(
     r"failed to connect, willRetry=(?P<retry>\d), retry=(?P<n>\d+), retryLimit=(?P<limit>\d+), rank=(?P<rank>\d+), "
     r"size=(?P<size>\d+), local=\[(?P<local>[^\]]+)\]:\d+, remote=\[(?P<remote>[^\]]+)\]:(?P<rport>\d+)\S*, "
@@ -78,6 +83,9 @@ _MESH = re.compile(r"connectFullMesh failed with (?:\[[^\]]*\] )?(?P<error>.+)")
 _REMOTE = re.compile(r"remote=\[(?P<addr>[^\]]+)\](?::(?P<port>\d+))?")  # the port masked in some pastes
 # connectFullMesh's message wrapped after its source location (the rest on the next, indented lines)
 _MESH_CUT = re.compile(r"connectFullMesh failed with \[[^\]]*\]\s*$")
+# the error line ending at its first words (``RuntimeError: Gloo connectFullMesh failed``), a paste cut in a word
+# (``… connectFullMesh fai``): gloo could not connect its processes, why is not in the inputs
+_MESH_BARE = re.compile(r"\bconnectFullMesh f(?:a(?:i(?:l(?:ed?)?)?)?)?[.:]?\s*$")
 # pair.cc's connect error wrapped after "connect" (a terminal or a forum): "…/pair.cc:799] connect " then
 # "[127.0.1.1]:29591: Connection refused" at the start of the next line
 _PAIR_CUT = re.compile(r"pair\.cc:\d+\] connect\s*$")
@@ -185,10 +193,15 @@ def parse(line: Line) -> list[Event]:
             data["remote_port"] = int(remote["port"]) if remote["port"] else None
             data["loopback_remote"] = is_loopback(remote["addr"])
         events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data=data))
+    elif _MESH_BARE.search(body):
+        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data={
+            "error": "the reason is not in the inputs", "final": True, "cut": True}))
     elif (pair := _PAIR_CONNECT.search(body)) is not None:  # pair.cc before connectFullMesh said it (<= 1.x)
         events.append(_pair_connect_failed(line, pair, pair["error"].strip()[:200]))
     elif (connect := _CONNECT_TIMEOUT.search(body)) is not None:  # the pair's connect ran out of time
         events.append(_pair_connect_failed(line, connect, "Connect timeout"))
+    elif (refused := _SO_ERROR.search(body)) is not None:  # (no address in these words)
+        events.append(make_event(Kind.GLOO_CONNECT_FAILED, line, data={"error": refused["error"], "final": True}))
     else:
         closed = _CLOSED.search(body) or _RESET.search(body)
         if closed:

@@ -41,6 +41,10 @@ KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permiss
             "OutOfMemoryError: Task was killed", "be terminated soon (reason: ")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
+# a host named with its slot count that the launcher took for the host's name (``ssh: Could not resolve hostname
+# localhost:4: Name or service not known``: Open MPI before 3.0 reads ``-H localhost:4`` so, as horovodrun's and
+# torchpack's host lists give it)
+_SSH_SLOTS = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+):(?P<slots>\d{1,5}):? ")
 _SSH_CONNECT = re.compile(r"ssh: connect to host (?P<host>\S+) port (?P<port>\d+): (?P<error>.+?)\s*$")
 _PDSH = re.compile(r"(?:pdsh@\S+: )?(?P<host>[\w.\-]+): ssh exited with exit code (?P<code>\d+)")
 # DeepSpeed's runner checks every host of its hostfile first: ``RuntimeError: Using hostfile at /h/hostfile but
@@ -176,6 +180,11 @@ def parse(line: Line) -> list[Event]:
     if match:
         return [make_event(Kind.WORKER_FAILED, line, data={"source": "ray-train", "worker_rank": int(match["rank"]),
                                                              "unknown_exit": True})]
+    slots = _SSH_SLOTS.search(body) if "resolve hostname" in body else None
+    if slots:
+        return [make_event(Kind.LAUNCH_UNREACHABLE, line, data={
+            "host": f"{slots['host']}:{slots['slots']}", "error": "could not resolve hostname", "via": "ssh",
+            "host_slots": True})]
     for pattern, via in ((_SSH_RESOLVE, "ssh"), (_SSH_CONNECT, "ssh")):
         match = pattern.search(body)
         if match:

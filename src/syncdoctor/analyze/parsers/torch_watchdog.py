@@ -177,6 +177,11 @@ def parse(line: Line) -> list[Event]:
             data["last_enqueued"] = int(work["enqueued"])
             data["last_completed"] = int(work["completed"])
         events.append(make_event(Kind.DUMP_SIGNAL, line, origin=Origin(rank=rank), group=group, data=data))
+        if dump["local"] and "timeout" in (dump["why"] or ""):
+            # its own collective timed out (the work after the last it completed): said in the words of the dump it
+            # asks for, kept only where that rank's ``Watchdog caught`` line is not in the inputs
+            events.append(make_event(Kind.WATCHDOG_TIMEOUT, line, origin=Origin(rank=rank), group=group,
+                                     seq=int(work["completed"]) + 1 if work else None, data={"dump_signal": True}))
     # (2.2's words for the same: ``[Rank 4] NCCL monitor thread timeout. Basically, this could be due to CUDA or NCCL
     # calls being unexpectedly blocking, …``)
     # (and 2.2's ``[Rank 2] monitoring thread detects no heartbeat and will finally kill the process!``)

@@ -50,6 +50,9 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<fu
 # wrapped onto the next line, or lost), ``  File "/home/us`` (a paste's last line)
 _CUT_FRAME = re.compile(r'^\s*File "(?:(?P<file>[^"]+)",? ?(?:l(?:i(?:n(?:e(?: \d{0,7}(?:,(?: (?:i(?:n? ?)?)?)?)?)?)?)?)?)?'
                         r'|(?P<cut>[^"]{1,500}))\s*$')
+# a frame's line whose head a wrap or a paste cut (``/site-packages/pytorch_lightning/overrides/distributed.py", line 213,
+# in __init__``: ``File "`` and the path's start on the line above, or not pasted)
+_HEAD_CUT_FRAME = re.compile(r'^\s*(?:\.\.\.|…)?(?P<file>[^"\s]{0,500}\.py)", line (?P<line>\d+), in ?(?P<func>.*)$')
 # the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
 _OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"
                   r"(?:.*?(?:\(GPU (?P<gpu>\d+)|GPU (?P<gpu2>\d+) has a total capac?i?ty))?")  # PyTorch 2.1: "capacty"
@@ -182,16 +185,20 @@ _RAISED = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}
                      r"(?:[fFrRbBuU]{0,2}(?P<q>'|\")(?P<msg>[^\n]{0,300}))?")
 
 
+# an assert statement (a frame's source line): ``assert self.num_samples >= 1 or self.total_size == 0``
+_ASSERT_STATEMENT = re.compile(r"^assert\b[ (]\s*\S")
+
+
 def _frame(body: str) -> tuple[str, str] | None:
     """A traceback's frame line: (its file's path, ``file:line in func``), also where the line was cut after the
     file's name (``file in ?``)."""
-    frame = _FRAME.match(body) or _CUT_FRAME.match(body)
+    frame = _FRAME.match(body) or _CUT_FRAME.match(body) or _HEAD_CUT_FRAME.match(body)
     if frame is None:
         return None
     if frame.re is _CUT_FRAME and frame["cut"] is not None:
         return frame["cut"], ""  # (a frame cut inside its file's name: one more frame, where it is not told)
     name = frame["file"].rsplit("/", 1)[-1]
-    whole = frame.re is _FRAME
+    whole = frame.re is not _CUT_FRAME
     return frame["file"], f"{name}:{frame['line']} in {frame['func'].strip()}" if whole else f"{name} in ?"
 
 
@@ -294,6 +301,11 @@ class TracebackFollower:
             # but where the process stood, like a stack dump (a collective it waited in, a helper it was in)
             stood = self._stood("traceback-cut", sources=self.sources[-40:])
             raised = _RAISED.match(self.sources[-1]) if self.sources and not self.headless else None
+            if raised is None and self.sources and _ASSERT_STATEMENT.match(self.sources[-1]):
+                # the paste ends on an assert statement (the AssertionError's line cut away): the assertion failed,
+                # its statement says what
+                cut = replace(self.head, body=f"AssertionError: {self.sources[-1]}")
+                return [stood, *_exception_events(cut, "AssertionError", self.sources[-1], self.frames, self.sources)]
             if raised is not None:
                 # the paste ends on the statement that raised (``raise RuntimeError(f'Internal error: shared memory
                 # pref``): that exception, its message as far as the literal goes, is the error
@@ -358,7 +370,8 @@ def follow(line: Line) -> TracebackFollower | None:
         return TracebackFollower(line)
     if "Stack " in line.body and _PRINTED_STACK.match(line.body):
         return TracebackFollower(line, dump="pytest-timeout" if "~" in line.body else "logging")
-    if 'File "' in line.body and is_frame(line.body):  # (the reader opens none inside a traceback it follows)
+    if ('File "' in line.body or '", line ' in line.body) and is_frame(line.body):
+        # (the reader opens none inside a traceback it follows)
         return TracebackFollower(line, headless=True)
     return None
 

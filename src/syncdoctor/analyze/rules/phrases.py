@@ -117,6 +117,11 @@ _SETUP_CHECK = re.compile(
 _NCCL_DTYPE = r"(?:data type is not supported for NCCL process group|Unconvertible NCCL type):? "
 DEVICE_ASSERT = "a device-side assertion of the program's own (a value out of range)"  # rules.crash adds its fix
 # (category, what the words say, the words); causes first, in the order they are tried on a line
+# a registration the NIC refused for another reason than the locked-memory limit (``Call to ibv_reg_mr_iova2 failed with
+# error Invalid argument``: GPU memory without GPUDirect RDMA's support, an address the driver does not take; the limit
+# says ENOMEM, ``Cannot allocate memory``)
+_REFUSED_REGISTRATION = (r"\b(?:ibv_reg_\w+|fi_mr_reg)\b[^\n]{0,80}\b(?:Invalid argument|EINVAL|Bad address|EFAULT"
+                         r"|Operation not supported|EOPNOTSUPP)\b")
 _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.PORT_IN_USE, "a port already in use",
      re.compile(r"address already in use|\bEADDRINUSE\b|errno[:=]? ?98\b"
@@ -140,6 +145,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bfailed due to oom\b|\bkilled due to the node running low on memory\b"
                 # the OOM killer finding nothing left to kill (the host's memory taken by what it may not kill)
                 r"|\bOut of memory and no killable processes", _I)),
+    # (the same registration refused for another reason: see _NOT_THE_LIMIT)
+    (Category.UNRECOGNISED, "memory the NIC refused to register for another reason than the locked-memory limit "
+     "(Invalid argument: GPU memory without GPUDirect RDMA's support, nvidia-peermem not loaded or no DMA-BUF, or an "
+     "address the driver does not take)",
+     re.compile(_REFUSED_REGISTRATION)),
     (Category.MEMLOCK_LIMIT, "memory the NIC could not register (the memlock limit)",
      re.compile(r"ibv_reg_mr|\bRLIMIT_MEMLOCK\b|\bmemlock\b|locked memory|fi_mr_reg|register memory region"
                 # a verbs queue the NIC could not pin memory for (UCX: ibv_create_cq(cqe=4096) failed: Cannot allocate memory)
@@ -220,7 +230,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # (Baidu Kunlun's XCCL/BKCL: ``dev 0 addr_window not properly set``, ``host … addr_window check failed``: the
     # window through which the devices reach each other's memory)
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
-     re.compile(r"peer access is not supported|cudaErrorPeerAccess|peer mapping resources|\bP2P\b[^\n]{0,20}\bnot supported"
+     # (CUDA's error 217 by its number too, its words retyped by a reporter: ``Cuda failure 217 'peer access is not
+     # support between these two devices'``)
+     re.compile(r"peer access is not support(?:ed)?\b|\bCuda failure 217\b|cudaErrorPeerAccess|peer mapping resources"
+                r"|\bP2P\b[^\n]{0,20}\bnot supported"
                 r"|\baddr_window (?:not properly set|check failed)", _I)),
     # a build without code for this GPU's architecture (CUDA's ``no kernel image is available for execution on the
     # device`` and ``invalid device function``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all
@@ -412,6 +425,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      # could create a forked subprocess``)
      re.compile(r"Cannot re-initialize CUDA in forked subprocess|can't create new processes if CUDA is already initialized"
                 r"|\bCUDA has been initiali[sz]ed before [^\n]{0,60}\bforked subprocess", _I)),
+    # a node's container runtime that could not start the job's container (Slurm's pyxis plugin and enroot: ``pyxis:
+    # container start failed with error code: 1``, then the enroot log it prints, its hooks' own crashes among them:
+    # ``pyxis:  … Segmentation fault (core dumped) | pwck …``; NVIDIA's container CLI: ``nvidia-container-cli: ldcache
+    # error``): the node's setup, no process of the job
+    (Category.UNRECOGNISED, "the node's container runtime could not start the job's container (pyxis and enroot, their "
+     "hooks, nvidia-container-cli): the node's setup",
+     re.compile(r"\bpyxis: (?:container start failed|printing enroot log|\s)|\bnvidia-container-cli: \w", _I)),
     # a model the job placed in a way its wrapper cannot take: FSDP asked to flatten 8-bit (quantized) weights
     # (``ValueError: Cannot flatten integer dtype tensors``, ``Must flatten tensors with uniform dtype but got
     # torch.float16 and torch.int8``), DDP given a model spread over several GPUs by a ``device_map`` (``device_ids and
@@ -998,7 +1018,8 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
 _ELSEWHERE = re.compile(r"https?://|HTTPS?Connection|\brequests\.|urllib|huggingface|hf_hub|\bpip\b(?!-)|download|wandb"
                         # (Google Cloud Storage's gcs in lower case: Ray's GCS, its control store, is the job's own)
                         r"|amazonaws\.com|\bboto|\bs3\b|(?-i:\bgcs\b)|gs://|storage\.googleapis", _I)
-_UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE}
+_NOT_THE_LIMIT = re.compile(_REFUSED_REGISTRATION)
+_UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE, Category.MEMLOCK_LIMIT: _NOT_THE_LIMIT}
 
 
 # a file the program opens for writing in a folder that does not exist (tacotron2's ``open("logs/{}_GPU_{}.log", "w")``

@@ -333,6 +333,7 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
     if not out:
         out += _store_gone_at_shutdown(tl)
     out += _empty_store_address(tl)
+    out += _rendezvous_without_endpoint(tl)
     # (its words, ``unhandled system error``, or its code alone: ``ncclSystemError: System call (e.g. socket, malloc) …``)
     system = [e for e in tl.of(Kind.NCCL_ERROR) if "system error" in str(e.data.get("error", "")).lower()
               or e.data.get("code") == "ncclSystemError"]
@@ -425,8 +426,8 @@ _WRAPPED_LINES = 4  # a quoted warning re-flowed by the paste onto the next line
 def _named_store(tl: Timeline) -> Event | None:
     """The store's address as another line of the paste names it (MASTER_ADDR=, --master_addr, torchelastic's
     "will connect to TCPStore server at"), when they all name one host."""
-    named = [e for e in tl.of(Kind.STORE_ENDPOINT)  # not a Paddle trainer's own, nor an empty one
-             if not e.data.get("listening") and not e.data.get("empty")]
+    named = [e for e in tl.of(Kind.STORE_ENDPOINT)  # not a Paddle trainer's own, nor an empty one, nor a default
+             if not e.data.get("listening") and not e.data.get("empty") and not e.data.get("rdzv_no_endpoint")]
     hosts = {str(e.data.get("store_host")) for e in named}
     return named[-1] if len(hosts) == 1 else None
 
@@ -449,6 +450,34 @@ def _empty_store_address(tl: Timeline) -> list[Hypothesis]:
            "hostnames`, the pod's IP).")
     return [hypothesis(tl, Category.PEER_UNREACHABLE, 0.5, title, what=what, fix=fix, where=where,
                        evidence=evidence_of(empty, "the store's address, empty", 2))]
+
+
+def _rendezvous_without_endpoint(tl: Timeline) -> list[Hypothesis]:
+    """torchrun's c10d (or etcd) rendezvous asked of several nodes without ``--rdzv_endpoint`` (or with one on the
+    loopback): every node's agent takes localhost:29400 (or that), serves a rendezvous of its own there and waits for nodes that never join it (higher where
+    the inputs show the launch failing)."""
+    events = [e for e in tl.of(Kind.STORE_ENDPOINT) if e.data.get("rdzv_no_endpoint")]
+    if not events:
+        return []
+    first = events[0]
+    nodes, backend = first.data.get("nnodes"), first.data.get("rdzv_backend")
+    failed = any(e.kind in (Kind.STORE_ERROR, Kind.EXCEPTION, Kind.ERROR_LINE, Kind.WORKER_FAILED, Kind.STACK_DUMP)
+                 or e.kind in TIMEOUT_KINDS for e in tl.events)
+    said = f"has --rdzv_endpoint={first.data.get('store_host')}" if first.data.get("loopback_endpoint") else \
+        "has no --rdzv_endpoint"
+    title = (f"torchrun's {backend} rendezvous of {nodes} nodes {said}: each node's agent serves a rendezvous of its "
+             "own on its loopback and waits for nodes that never join it")
+    what = (f"With --rdzv_backend={backend}, torchrun takes the rendezvous' address from --rdzv_endpoint only "
+            "(--master_addr and --master_port serve the static backend alone: torchrun warns so). Without it the "
+            "endpoint is localhost:29400; localhost or 127.0.0.1 given is each node's own loopback too. So every "
+            "node's agent starts a store of its own, counts itself, and waits for the others until the rendezvous "
+            "times out (an elastic range whose minimum is 1 starts each node as a job of its own instead).")
+    fix = ("Give every node the same --rdzv_endpoint=HOST:PORT, HOST one of the nodes (the first), reachable from "
+           "the others (`syncdoctor check` tests it); or use --rdzv_backend=static with --master_addr, --master_port "
+           "and --node_rank.")
+    return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.6 if failed else 0.4, title, what=what, fix=fix,
+                       where=attribute(events, tl),
+                       evidence=evidence_of(events[:2], "the launch: no rendezvous endpoint", 2))]
 
 
 def _store_gone_at_shutdown(tl: Timeline) -> list[Hypothesis]:
@@ -822,6 +851,18 @@ def _launch_unreachable(tl: Timeline) -> list[Hypothesis]:
         return [hypothesis(tl, Category.UNRECOGNISED, 0.8, title, hosts=nodes, what=what, fix=fix,
                            evidence=evidence_of(missing, "the daemon was not found", 2)
                            + evidence_of(events, "the launcher could not start it", 2))]
+    slots = [e for e in events if e.data.get("host_slots")]
+    if slots:  # a host and its slot count read as one host name: the launcher's syntax, no network
+        named = str(slots[0].data["host"])
+        title = (f"the launcher took '{named}' (a host and its slot count) for a host's name and ssh could not "
+                 "resolve it: no process started")
+        what = ("Open MPI before 3.0 reads `-H host:N` (and a hostfile line `host:N`) as a host named `host:N`, so it "
+                "tries to ssh there; horovodrun and torchpack pass their host lists in that form. Nothing is wrong "
+                "with the network: the host list's syntax does not match this mpirun.")
+        fix = ("Use Open MPI 3.0 or later, or give the slots the old way: a hostfile with `localhost slots=4` "
+               "(mpirun --hostfile), or `-H localhost,localhost,…` once per slot.")
+        return [hypothesis(tl, Category.UNRECOGNISED, 0.8, title, what=what, fix=fix,
+                           evidence=evidence_of(slots, "the host list's entry read as a name", 2))]
     hosts = sorted({str(e.data["host"]) for e in events if e.data.get("host")})
     errors = sorted({str(e.data.get("error")) for e in events if e.data.get("host") or len(events) == 1}) or \
         sorted({str(e.data["error"]) for e in events if e.data.get("error")})  # (none names a host: what they say)
@@ -908,18 +949,19 @@ _OWN_SOCKETS = {
 }
 
 
-# the store's bind refused for a reason other than a port in use: (confidence, the title's reason, what, fix, the
-# evidence's note), by the error its parser names
+# the store's bind refused for a reason other than a port in use: (category, confidence, the title's reason, what, fix,
+# the evidence's note), by the error its parser names (a port below 1024 is no port taken: the job's setup, A028;
+# Windows' reserved ranges hold the port from the job, A029)
 _REFUSED = {
     "Permission denied": (
-        0.8, "permission denied (a port below 1024 needs root)",
+        Category.UNRECOGNISED, 0.8, "permission denied (a port below 1024 needs root)",
         "The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; the system refused it (errno 13): ports "
         "below 1024 are reserved for root, so a MASTER_PORT such as 97 (a value padded or cut by a script) cannot be "
         "used by a user's job.",
         "Use a MASTER_PORT between 1024 and 65535 (29500 by default), the same on every node.",
         "the store may not listen there"),
     "Windows refused the port (10013)": (
-        0.75, "Windows refused it (10013: a port range it reserves, or a program holding the port exclusively)",
+        Category.PORT_IN_USE, 0.75, "Windows refused it (10013: a port range it reserves, or a program holding the port exclusively)",
         "The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; Windows refused it with WSAEACCES (10013), "
         "not 'in use' (10048): the port lies in a range Windows excludes (Hyper-V, WSL and WinNAT reserve blocks of "
         "ports, which can change at each boot), or another program holds it exclusively.",
@@ -946,9 +988,10 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
     ports = sorted({int(e.data["store_port"]) for e in events if e.data.get("store_port")})
     port = f"port {', '.join(map(str, ports))}" if ports else "its port"
     on = f"{port}{' on ' + ', '.join(where.hosts) if where.hosts else ''}"
-    for error, (confidence, reason, what, fix, note) in _REFUSED.items():
-        if all(e.data.get("error") == error for e in events):
-            return [hypothesis(tl, Category.PORT_IN_USE, confidence, f"the store could not listen on {on}: {reason}",
+    said = [e for e in events if not e.data.get("unsaid")]  # (the listen's failure told without its reason)
+    for error, (category, confidence, reason, what, fix, note) in _REFUSED.items():
+        if said and all(e.data.get("error") == error for e in said):
+            return [hypothesis(tl, category, confidence, f"the store could not listen on {on}: {reason}",
                                where=where, what=what, fix=fix, evidence=evidence_of(events, note, 4))]
     title = (f"the store could not listen on {on}: the port is taken (another job on that host, or a process left "
              "over from an earlier run)")
