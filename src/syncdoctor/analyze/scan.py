@@ -413,8 +413,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"CCOM WARN", b"RPC failed with status",
     # a glog line at severity E in October to December (``E0`` covers January to September), torchelastic's D-state
     b"E10", b"E11", b"E12", b"uninterruptible",
-    # PyTorch's C++ log at ERROR or FATAL whose month has no leading 0 (``[E528 08:54:10.938727404 ProcessGroupNCCL.cpp:629]``)
-    # or no date (``[E ProcessGroupNCCL.cpp:587]``)
+    # PyTorch's C++ log at ERROR or FATAL whose month has no leading 0 (``[E528 08:54:10.938727404
+    # ProcessGroupNCCL.cpp:629]``) or no date (``[E ProcessGroupNCCL.cpp:587]``)
     b"[E2", b"[E3", b"[E4", b"[E5", b"[E6", b"[E7", b"[E8", b"[E9", b"[E ", b"[F",
     # (watchdogs of the training's own, the resiliency extension's health checks and straggler reports, libfabric's
     # EFA and CXI words, TransformerEngine's userbuffers, the device plugin, the NVSwitch fabric)

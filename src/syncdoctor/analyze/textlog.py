@@ -352,7 +352,8 @@ def _last_traces(source: str, file_origin: Origin, tail: bytes, lines: int) -> l
 
 # an exception's own line behind the spaces and labels a paste or a collector left before it (``      [rank0]:
 # AssertionError: Torch not compiled with CUDA enabled``), which a traceback's follower may take for a source line
-_RAISED_AHEAD = re.compile(r"\s*(?:\[[^\]\n]{1,40}\]:?\s*)*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b")
+_RAISED_AHEAD = re.compile(r"\s*(?:\[[^\]\n]{1,40}\]:?\s*)*(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
+                           r"(?:Error|Exception|Interrupt|Exit)\b")
 
 
 def _decode(raw: bytes) -> str:
@@ -498,7 +499,8 @@ def read_text(
             line = make_line(_decode(raw), Ref(source, number), state.file_origin)
             stats.candidates += 1
             new = _completed(state, block, start, line, parse_line(line), bars)
-            if number <= state.followed_to and line.body[:1] in (" ", "\t") and not _RAISED_AHEAD.match(line.body):
+            if number <= state.followed_to and line.body[:1] in (" ", "\t") \
+                    and not _RAISED_AHEAD.match(line.body):
                 # a frame's source line in a traceback read (``    model.predict(12) # AssertionError: …``): the
                 # program's code, whatever words it holds, no error line of its own (one its program logged at ERROR
                 # stays: the paste's only sign of an error may be that level)

@@ -441,8 +441,8 @@ _GLOG_ERROR = re.compile(
 _NATIVE_FILE = re.compile(r"\.(?:cpp|cc|cxx|cu|c|h|hpp)(?::\d{1,6})?$")
 # (not its lines that follow an error the readers read, which a rank that waited prints as much as the one that failed:
 # the watchdog taking the process down, the Flight Recorder's dump asked for, or the GIL it could not get for it)
-_C10_AFTERMATH = re.compile(r"To avoid data inconsistency|\b(?:signal )?dump(?:ing)?\b|\bdump signal\b|Could not acquire GIL"
-                            r"|Stack trace of the failed collective|Terminating the process\b")
+_C10_AFTERMATH = re.compile(r"To avoid data inconsistency|\b(?:signal )?dump(?:ing)?\b|\bdump signal\b"
+                            r"|Could not acquire GIL|Stack trace of the failed collective|Terminating the process\b")
 _C10_CUT = re.compile(r"^\[(?P<sev>[EF])(?:(?:0?[1-9]|1[0-2])[0-3]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?(?: +\d+)?)? "
                       r"(?P<file>[\w./\-]{1,200}\.(?:cpp|cc|cxx|cu|h|hpp)(?::\d{0,6})?)\s*$")
 

@@ -489,8 +489,8 @@ def parse(line: Line) -> list[Event]:
     return []
 
 
-# (also ``last error:`` where a reporter retyped it; XLA's and JAX's words for the same: ``Last NCCL warning(error) log entry (may be unrelated) 'Bootstrap : no socket
-# interface found'``, the message quoted)
+# (also ``last error:`` where a reporter retyped it; XLA's and JAX's words for the same: ``Last NCCL warning(error) log
+# entry (may be unrelated) 'Bootstrap : no socket interface found'``, the message quoted)
 _LAST_ERROR = re.compile(r"(?:^|[\s:])(?:[Ll]ast error:|Last NCCL warning\(error\)(?: log entry \(may be unrelated\))?:?)"
                          r"\s*(?P<rest>.*)$")
 

@@ -50,8 +50,8 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in ?(?P<fu
 # wrapped onto the next line, or lost), ``  File "/home/us`` (a paste's last line)
 _CUT_FRAME = re.compile(r'^\s*File "(?:(?P<file>[^"]+)",? ?(?:l(?:i(?:n(?:e(?: \d{0,7}(?:,(?: (?:i(?:n? ?)?)?)?)?)?)?)?)?)?'
                         r'|(?P<cut>[^"]{1,500}))\s*$')
-# a frame's line whose head a wrap or a paste cut (``/site-packages/pytorch_lightning/overrides/distributed.py", line 213,
-# in __init__``: ``File "`` and the path's start on the line above, or not pasted)
+# a frame's line whose head a wrap or a paste cut (``/site-packages/pytorch_lightning/overrides/distributed.py", line
+# 213, in __init__``: ``File "`` and the path's start on the line above, or not pasted)
 _HEAD_CUT_FRAME = re.compile(r'^\s*(?:\.\.\.|…)?(?P<file>[^"\s]{0,500}\.py)", line (?P<line>\d+), in ?(?P<func>.*)$')
 # the GPU as "(GPU 0; 79.15 GiB total capacity…)" up to 2.0, "GPU 0 has a total capacity of …" since 2.1
 _OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>[\d.]+ [KMGT]?i?B))?"

@@ -427,8 +427,8 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bCUDA has been initiali[sz]ed before [^\n]{0,60}\bforked subprocess", _I)),
     # a node's container runtime that could not start the job's container (Slurm's pyxis plugin and enroot: ``pyxis:
     # container start failed with error code: 1``, then the enroot log it prints, its hooks' own crashes among them:
-    # ``pyxis:  … Segmentation fault (core dumped) | pwck …``; NVIDIA's container CLI: ``nvidia-container-cli: ldcache
-    # error``): the node's setup, no process of the job
+    # ``pyxis:  … Segmentation fault (core dumped) | pwck …``; NVIDIA's container CLI: ``nvidia-container-cli:
+    # ldcache error``): the node's setup, no process of the job
     (Category.UNRECOGNISED, "the node's container runtime could not start the job's container (pyxis and enroot, their "
      "hooks, nvidia-container-cli): the node's setup",
      re.compile(r"\bpyxis: (?:container start failed|printing enroot log|\s)|\bnvidia-container-cli: \w", _I)),

@@ -454,8 +454,8 @@ def _empty_store_address(tl: Timeline) -> list[Hypothesis]:
 
 def _rendezvous_without_endpoint(tl: Timeline) -> list[Hypothesis]:
     """torchrun's c10d (or etcd) rendezvous asked of several nodes without ``--rdzv_endpoint`` (or with one on the
-    loopback): every node's agent takes localhost:29400 (or that), serves a rendezvous of its own there and waits for nodes that never join it (higher where
-    the inputs show the launch failing)."""
+    loopback): every node's agent takes localhost:29400 (or that), serves a rendezvous of its own there and waits for
+    nodes that never join it (higher where the inputs show the launch failing)."""
     events = [e for e in tl.of(Kind.STORE_ENDPOINT) if e.data.get("rdzv_no_endpoint")]
     if not events:
         return []
@@ -961,7 +961,8 @@ _REFUSED = {
         "Use a MASTER_PORT between 1024 and 65535 (29500 by default), the same on every node.",
         "the store may not listen there"),
     "Windows refused the port (10013)": (
-        Category.PORT_IN_USE, 0.75, "Windows refused it (10013: a port range it reserves, or a program holding the port exclusively)",
+        Category.PORT_IN_USE, 0.75,
+        "Windows refused it (10013: a port range it reserves, or a program holding the port exclusively)",
         "The rank that serves the c10d store binds MASTER_ADDR:MASTER_PORT; Windows refused it with WSAEACCES (10013), "
         "not 'in use' (10048): the port lies in a range Windows excludes (Hyper-V, WSL and WinNAT reserve blocks of "
         "ports, which can change at each boot), or another program holds it exclusively.",
