@@ -233,3 +233,13 @@ def test_an_old_gloo_pairs_refused_connect_is_a_peer_not_reached(tmp_path: Path)
     # SO_ERROR named outside gloo's pair is no gloo connect
     other = "setsockopt SO_ERROR: Connection refused in my_server.c:12\n"
     assert not [e for e in timeline_of(tmp_path, other).events if e.kind is Kind.GLOO_CONNECT_FAILED]
+
+
+def test_srun_reporting_tasks_of_a_host_the_paste_redacted_is_still_read(tmp_path: Path) -> None:
+    # real: Lightning-AI/pytorch-lightning#13804 (r184f): the reporter hid the node's name behind ``<node-name>``
+    line = "srun: error: <node-name>: tasks 6-7: Exited with exit code 1\n"
+    failed = [e for e in timeline_of(tmp_path, line).events if e.kind is Kind.WORKER_FAILED]
+    assert [(e.data["tasks"], e.data["exitcode"], e.origin.host) for e in failed] == [("6-7", 1, None)], failed
+    # a host in angle brackets is no host name, and a line of srun's without one is none of these
+    assert not [e for e in timeline_of(tmp_path, "srun: error: tasks 6-7: Exited with exit code 1\n").events
+                if e.kind is Kind.WORKER_FAILED]

@@ -89,7 +89,8 @@ _SLURM_MEMORY = re.compile(r"(?:Job|Step) (?P<step>\d+(?:\.\w+)?) exceeded memor
                            # srun's and slurmstepd's words for the same (``srun: Exceeded job memory limit``,
                            # ``slurmstepd: error: Exceeded step memory limit at some point.``)
                            r"|\bExceeded (?:job|step) memory limit\b")
-_SRUN = re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
+# (a host a reporter redacted, ``srun: error: <node-name>: tasks 6-7: …``, names no host)
+_SRUN = re.compile(r"srun: error: (?:(?P<host>[\w.\-]+)|<[\w.\- ]{1,40}>): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40}?)"
                    r"(?: \(core dumped\))?"  # srun adds it after a signal when the task dumped core
                    r"\s*(?:$|\s(?:<-|#|//).*$)")  # a note a user added after it: "Killed   <- the victim"
@@ -249,7 +250,7 @@ def parse(line: Line) -> list[Event]:
         code = int(match["code"]) if match["code"] else (-number if number else None)
         if match["code"] and signal is None:  # a task that is a shell reports its child's death as 128 + N (137: SIGKILL)
             signal = shell_signal_name(code)
-        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]), data={
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["host"]) if match["host"] else None, data={
             "source": "slurm", "exitcode": code, "signal": signal, "tasks": match["tasks"].strip(),
             "unknown_exit": code is None, **({"oom": True} if oom else {})})]
     match = _FLUX_DOOM.search(body) if "exit-" in body else None

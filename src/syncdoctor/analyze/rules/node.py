@@ -917,8 +917,9 @@ def task_ranks(tl: Timeline, events: list[Event]) -> tuple[int, ...]:
         return ()
     per_host: dict[str, set[int]] = defaultdict(set)
     for event in tl.of(Kind.WORKER_FAILED):
-        if event.data.get("source") in _TASK_LAUNCHERS and event.data.get("tasks") and event.origin.host:
-            per_host[event.origin.host].update(task_numbers(str(event.data["tasks"])))
+        if event.data.get("source") in _TASK_LAUNCHERS and event.data.get("tasks"):
+            # (a host the paste redacted, ``<node-name>``, counts as one host of its own)
+            per_host[event.origin.host or ""].update(task_numbers(str(event.data["tasks"])))
     # several tasks on one host, or an MPI library's own rank in the inputs (Cray MPICH's ``MPICH ERROR [Rank 0]``:
     # srun started the MPI processes themselves, one task per rank)
     mpi = any(e.data.get("source") == "cray-mpich" for e in tl.events)
