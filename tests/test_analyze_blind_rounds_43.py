@@ -243,3 +243,16 @@ def test_srun_reporting_tasks_of_a_host_the_paste_redacted_is_still_read(tmp_pat
     # a host in angle brackets is no host name, and a line of srun's without one is none of these
     assert not [e for e in timeline_of(tmp_path, "srun: error: tasks 6-7: Exited with exit code 1\n").events
                 if e.kind is Kind.WORKER_FAILED]
+
+
+def test_ncclS_prefix_with_a_redacted_host_keeps_its_process(tmp_path: Path) -> None:
+    # the corpus' pastes that hide the host (``<cluster_name>:919:1150 [0]``): the pid still tells the processes apart
+    for host in ("<cluster_name>", "[hostname]"):
+        line = (f"{host}:919:1150 [0] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_modify_qp failed with error Connection "
+                "timed out\n")
+        events = [e for e in timeline_of(tmp_path, line).events if e.kind is Kind.IB_MODIFY_QP]
+        assert [(e.origin.host, e.origin.pid, e.origin.device) for e in events] == [(None, 919, 0)], (host, events)
+    # a real host is kept as one
+    real = ("node-7:919:1150 [0] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_modify_qp failed with error Connection timed "
+            "out\n")
+    assert [e.origin.host for e in timeline_of(tmp_path, real).events if e.kind is Kind.IB_MODIFY_QP] == ["node-7"]

@@ -201,7 +201,10 @@ _VLLM_LOG = re.compile(
 )
 _NCCL = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\] )?"
-    r"(?P<host>[A-Za-z0-9_.\-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,4})\] "
+    # (a host the reporter redacted, ``<cluster_name>:919:1150 [0]``, ``[hostname]:…``: no host, the process still told
+    # apart by its pid)
+    r"(?:(?P<host>[A-Za-z0-9_.\-]{1,253})|<[\w.\- ]{1,40}>|\[[\w.\- ]{1,40}\])"
+    r":(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,4})\] "
     r"(?:(?P<file>[\w./\-]{1,200}):(?P<fline>\d{1,6}) (?:\((?P<func>[\w:~]{1,100})\) )?)?"
     # aws-ofi-nccl logs its function's full signature instead of a file (``int cm_req_handle_error_entry(
     # nccl_net_ofi_context_t*, fid_cq*, fi_cq_err_entry*, uint16_t):46 NCCL WARN NET/OFI …``)
