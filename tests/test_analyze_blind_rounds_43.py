@@ -256,3 +256,18 @@ def test_ncclS_prefix_with_a_redacted_host_keeps_its_process(tmp_path: Path) -> 
     real = ("node-7:919:1150 [0] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_modify_qp failed with error Connection timed "
             "out\n")
     assert [e.origin.host for e in timeline_of(tmp_path, real).events if e.kind is Kind.IB_MODIFY_QP] == ["node-7"]
+
+
+def test_torchruns_childfailederror_whose_table_the_paste_cut_is_a_worker_that_failed(tmp_path: Path) -> None:
+    # real: DFormer#52 (r186d), LLaMA-Factory#9506 (r186g): the agent's raise, its table cut before the root cause
+    cut = ("    raise ChildFailedError(\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+           "============================================================\nutils/train.py FAILED\n"
+           "------------------------------------------------------------\nFailures:\n  <NO_OTHER_FAILURES>\n")
+    top = top_of(tmp_path, cut)
+    assert top.category is Category.RANK_CRASHED and "torchrun" in top.title, top
+    # the table whole says how: a SIGKILL is the worker killed
+    whole = cut + ("------------------------------------------------------------\nRoot Cause (first observed failure):\n"
+                   "[0]:\n  time      : 2024-05-01_10:11:12\n  host      : node-1\n  rank      : 3 (local_rank: 3)\n"
+                   "  exitcode  : -9 (pid: 4242)\n  error_file: <N/A>\n"
+                   "  traceback : Signal 9 (SIGKILL) received by PID 4242\n")
+    assert top_of(tmp_path, whole).category is Category.RANK_KILLED

@@ -63,7 +63,7 @@ def test_the_cases_whose_lines_show_the_cause(rows) -> None:
 
 def test_every_case(rows) -> None:
     # including pastes cut before the error or whose cause only the discussion knows: a regression guard at
-    # the measured level (docs/analyze.md: 2885 of 4049, 71.3%, culprits 563 of 722, 78.0%, after the
+    # the measured level (docs/analyze.md: 2886 of 4049, 71.3%, culprits 563 of 722, 78.0%, after the
     # hundred-and-eighty-third round; 2870 of 4020, 71.4%, culprits 562 of 721, 77.9%, after the
     # hundred-and-eighty-second round; 2833 of 3960, 71.5%, culprits 555 of 711, 78.1%, after the
     # hundred-and-eighty-first round, its and the round before's 102 cases holding 59 whose cause only the thread

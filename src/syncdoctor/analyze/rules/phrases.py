@@ -1004,6 +1004,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_CRASHED, "a process that exited with an error code (its own error, printed elsewhere)",
      re.compile(r"\b(?:trainer|worker|process|rank \d+|subprocess|child|replica)\b[^\n]{0,30}?\b(?:failed|exited|died|"
                 r"crashed) with (?:exit )?code -?[1-9]\d{0,2}\b", _I)),
+    # torchrun's agent raising for a worker that failed, its report's table (which worker, how) not in the inputs
+    # (``torch.distributed.elastic.multiprocessing.errors.ChildFailedError:`` and the paste ends, or its table is cut
+    # before the root cause): a worker died, how is not said
+    (Category.RANK_CRASHED, "a worker torchrun started that failed (its report's table, which says how, is not in the "
+     "inputs)", re.compile(r"\bChildFailedError\b")),
     # Horovod's own words on every rank once one failed or finished early (``Horovod has been shut down. This was
     # caused by an exception on one of the ranks or an attempt to allreduce … after one of the ranks finished``)
     (Category.RANK_CRASHED, "another rank that failed or finished first (Horovod shut down on the others)",
