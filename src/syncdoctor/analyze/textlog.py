@@ -24,7 +24,7 @@ from syncdoctor.analyze.parsers.bars import BAR_MARKERS, bar_events, bar_key
 from syncdoctor.analyze.parsers.base import Follower, Line, make_event
 from syncdoctor.analyze.parsers.prefixes import origin_from_path
 from syncdoctor.analyze.parsers.torchrun import drop_records_inside_tables
-from syncdoctor.analyze.parsers.traceback import TracebackFollower
+from syncdoctor.analyze.parsers.traceback import TracebackFollower, is_source_line
 from syncdoctor.analyze.paste import (
     ANSI_BYTES,
     FILLER_BYTES,
@@ -350,12 +350,6 @@ def _last_traces(source: str, file_origin: Origin, tail: bytes, lines: int) -> l
     return [event for event in traces if event is not None]
 
 
-# an exception's own line behind the spaces and labels a paste or a collector left before it (``      [rank0]:
-# AssertionError: Torch not compiled with CUDA enabled``), which a traceback's follower may take for a source line
-_RAISED_AHEAD = re.compile(r"\s*(?:\[[^\]\n]{1,40}\]:?\s*)*(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
-                           r"(?:Error|Exception|Interrupt|Exit)\b")
-
-
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -499,8 +493,7 @@ def read_text(
             line = make_line(_decode(raw), Ref(source, number), state.file_origin)
             stats.candidates += 1
             new = _completed(state, block, start, line, parse_line(line), bars)
-            if number <= state.followed_to and line.body[:1] in (" ", "\t") \
-                    and not _RAISED_AHEAD.match(line.body):
+            if number <= state.followed_to and is_source_line(line.body):
                 # a frame's source line in a traceback read (``    model.predict(12) # AssertionError: …``): the
                 # program's code, whatever words it holds, no error line of its own (one its program logged at ERROR
                 # stays: the paste's only sign of an error may be that level)

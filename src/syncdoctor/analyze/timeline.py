@@ -170,6 +170,10 @@ class Timeline:
     # None when ``world_size`` was only inferred from the highest rank seen
     stated_world_size: int | None = None
 
+    def unseen(self, below: int) -> list[int]:
+        """The ranks below ``below`` that no line of the inputs comes from."""
+        return [r for r in range(below) if r not in self.ranks or not self.ranks[r].logged]
+
     def rank_host(self, rank: int) -> str | None:
         state = self.ranks.get(rank)
         return state.host if state else None

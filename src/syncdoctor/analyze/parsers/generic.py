@@ -436,15 +436,13 @@ _GLOG_ERROR = re.compile(
 
 
 # PyTorch's C++ log at ERROR or FATAL (c10's ``[E528 08:54:10.938727404 ProcessGroupNCCL.cpp:629] …``, ``[E
-# ProcessGroupNCCL.cpp:587] …``): its LOG(ERROR), whatever the words after it (the prefix splitter keeps the file);
-# the prefix cut by a paste before its ``]`` (the line's words gone) is the same program's error
-_NATIVE_FILE = re.compile(r"\.(?:cpp|cc|cxx|cu|c|h|hpp)(?::\d{1,6})?$")
+# ProcessGroupNCCL.cpp:587] …``): its LOG(ERROR), whatever the words after it (the prefix splitter keeps the file;
+# also where a paste cut the prefix before its ``]``, the line's words gone)
+_NATIVE_FILE = re.compile(r"\.(?:cpp|cc|cxx|cu|c|h|hpp)(?::\d{0,6})?$")
 # (not its lines that follow an error the readers read, which a rank that waited prints as much as the one that failed:
 # the watchdog taking the process down, the Flight Recorder's dump asked for, or the GIL it could not get for it)
 _C10_AFTERMATH = re.compile(r"To avoid data inconsistency|\b(?:signal )?dump(?:ing)?\b|\bdump signal\b"
                             r"|Could not acquire GIL|Stack trace of the failed collective|Terminating the process\b")
-_C10_CUT = re.compile(r"^\[(?P<sev>[EF])(?:(?:0?[1-9]|1[0-2])[0-3]\d \d\d:\d\d:\d\d(?:\.\d{1,9})?(?: +\d+)?)? "
-                      r"(?P<file>[\w./\-]{1,200}\.(?:cpp|cc|cxx|cu|h|hpp)(?::\d{0,6})?)\s*$")
 
 
 # a metric named after an error, with its value (a progress bar's postfix ``MeanSquaredError=0.25``, a logged
@@ -467,18 +465,13 @@ def parse(line: Line) -> list[Event]:
         # (torch elastic's ``E0724 …]`` traceback lines are no errors of their own: its failure table is read.)
         return [make_event(Kind.ERROR_LINE, line, data={"word": f"logged at {line.severity.upper()}",
                                                         "message": body.strip()[:300], "logged": True})]
-    cut = _C10_CUT.match(body.strip()) if hang is None and match is None and glog is None and body[:2] in ("[E", "[F") \
-        else None
-    if hang is None and match is None and glog is None and (
-            (line.severity in ("error", "fatal") and _NATIVE_FILE.search(line.glog_file)
-             and not _C10_AFTERMATH.search(body)) or cut is not None):
+    if hang is None and match is None and glog is None and line.severity in ("error", "fatal") \
+            and _NATIVE_FILE.search(line.glog_file) and not _C10_AFTERMATH.search(body):
         # PyTorch's C++ code logged an error (a watchdog's, a store's, a socket's): an error by the program's account,
         # never silence, read by the fallback only (``logged``), its words cut where the body is empty
-        severity = line.severity or ("fatal" if cut and cut["sev"] == "F" else "error")
-        where = line.glog_file or (cut["file"] if cut else "")
         return [make_event(Kind.ERROR_LINE, line, data={
-            "word": f"logged at {severity.upper()}", "logged": True,
-            "message": body.strip()[:300] if body.strip() and not cut else f"{where} logged an error (its words cut)"})]
+            "word": f"logged at {line.severity.upper()}", "logged": True,
+            "message": body.strip()[:300] or f"{line.glog_file} logged an error (its words cut)"})]
     # (a line at FATAL, glog's ``F1205 … rpc_client.cpp:212] Check failed: retry_idx < rpc_client_max_retry_times() (60
     # vs. 60)`` among them: the program aborts after it, whatever its words, no retry that went on)
     if hang is None and ((match is None and glog is None)

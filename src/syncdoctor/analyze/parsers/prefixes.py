@@ -50,6 +50,7 @@ from pathlib import PurePath
 from syncdoctor.analyze.model import Origin
 
 __all__ = [
+    "REDACTED_HOST",
     "NcclPrefix",
     "Prefix",
     "clean",
@@ -187,7 +188,10 @@ _ISO = re.compile(
 _PREPEND = re.compile(r"\[(\d{1,6})\] (?=[A-Za-z0-9_.\-]{1,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] )")
 _GLOG = re.compile(
     r"\[(?P<sev>[IWEF])(?:(?P<md>\d{3,4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.(?P<f>\d{1,9}))?"
-    r"(?: (?P<tid>\d+))? ?(?P<file>[^\]\s]{1,200}:\d{1,6})\][ ]?"
+    r"(?: (?P<tid>\d+))? ?(?:(?P<file>[^\]\s]{1,200}:\d{1,6})\][ ]?"
+    # (the prefix alone, a paste cut before its ``]``: ``[rank1]:[E528 08:54:10.938727404 ProcessGroupNCCL.cpp:629``,
+    # the line's words gone)
+    r"|(?P<cut>[^\]\s]{1,200}\.\w{1,4}:\d{0,6})\s*$)"
 )
 _PYLOG = re.compile(
     r"(?P<sev>[IWEF])(?P<md>\d{3,4}) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\.(?P<f>\d{1,9}) "
@@ -199,11 +203,13 @@ _VLLM_LOG = re.compile(
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
     r"(?:\.(?P<f>\d{1,6}))? \[?(?P<file>[\w.\-]{1,100}\.py):\d{1,6}\] "
 )
+# a host name a reporter replaced by a placeholder (``<cluster_name>``, ``<node-name>``, ``[hostname]``): no host
+REDACTED_HOST = r"<[\w.\- ]{1,40}>|\[[\w.\- ]{1,40}\]"
 _NCCL = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\] )?"
     # (a host the reporter redacted, ``<cluster_name>:919:1150 [0]``, ``[hostname]:…``: no host, the process still told
     # apart by its pid)
-    r"(?:(?P<host>[A-Za-z0-9_.\-]{1,253})|<[\w.\- ]{1,40}>|\[[\w.\- ]{1,40}\])"
+    r"(?:(?P<host>[A-Za-z0-9_.\-]{1,253})|" + REDACTED_HOST + r")"
     r":(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,4})\] "
     r"(?:(?P<file>[\w./\-]{1,200}):(?P<fline>\d{1,6}) (?:\((?P<func>[\w:~]{1,100})\) )?)?"
     # aws-ofi-nccl logs its function's full signature instead of a file (``int cm_req_handle_error_entry(
@@ -545,7 +551,7 @@ def split_prefix(text: str) -> Prefix:
         if match:
             g = match.groupdict()
             severity = severity or _SEVERITY[g["sev"]]
-            glog_file = glog_file or g["file"]
+            glog_file = glog_file or g.get("file") or g.get("cut") or ""
             if g.get("pid") and int(g["pid"]) <= _PID_MAX:  # 2.x's elastic logs print the thread id there
                 pid = int(g["pid"])
             if g["md"] and time is None:

@@ -33,6 +33,7 @@ import re
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
+from syncdoctor.analyze.parsers.prefixes import REDACTED_HOST
 from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, shell_signal_name, signal_name, signal_number
 
 __all__ = ["KEYWORDS", "filesystem_of", "parse"]
@@ -90,7 +91,8 @@ _SLURM_MEMORY = re.compile(r"(?:Job|Step) (?P<step>\d+(?:\.\w+)?) exceeded memor
                            # ``slurmstepd: error: Exceeded step memory limit at some point.``)
                            r"|\bExceeded (?:job|step) memory limit\b")
 # (a host a reporter redacted, ``srun: error: <node-name>: tasks 6-7: …``, names no host)
-_SRUN = re.compile(r"srun: error: (?:(?P<host>[\w.\-]+)|<[\w.\- ]{1,40}>): tasks? (?P<tasks>[\d,\-\[\] ]+?): (?P<what>Killed|Terminated|"
+_SRUN = re.compile(r"srun: error: (?:(?P<host>[\w.\-]+)|" + REDACTED_HOST + r"): tasks? (?P<tasks>[\d,\-\[\] ]+?): "
+                   r"(?P<what>Killed|Terminated|"
                    r"Exited with exit code (?P<code>\d+)|Segmentation fault|Aborted|Bus error|[A-Z][\w ]{2,40}?)"
                    r"(?: \(core dumped\))?"  # srun adds it after a signal when the task dumped core
                    r"\s*(?:$|\s(?:<-|#|//).*$)")  # a note a user added after it: "Killed   <- the victim"

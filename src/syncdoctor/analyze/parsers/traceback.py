@@ -21,7 +21,8 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
 from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name
 
-__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "is_frame", "parse", "wants_frames"]
+__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "is_frame", "is_source_line", "parse",
+           "wants_frames"]
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "._dynamo.exc.", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "can't open file",
@@ -218,6 +219,18 @@ def _exception_line(body: str) -> tuple[str, str] | None:
     if found is None and body[:1] in (" ", "\t") and _REINDENTED.match(body):
         found = exception_of(body.strip())
     return found
+
+
+# an exception's own line behind the spaces and labels a paste or a collector left before it (``      [rank0]:
+# AssertionError: Torch not compiled with CUDA enabled``), which the follower may take for a source line
+_LABELLED_EXCEPTION = re.compile(r"\s*(?:\[[^\]\n]{1,40}\]:?\s*)*(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
+                                 r"(?:Error|Exception|Interrupt|Exit)\b")
+
+
+def is_source_line(body: str) -> bool:
+    """A frame's indented source line, the program's code (not an exception's own line indented or labelled by a
+    paste), whatever words it holds."""
+    return body[:1] in (" ", "\t") and not _LABELLED_EXCEPTION.match(body)
 
 
 def _under_a_frame(body: str) -> bool:

@@ -1098,7 +1098,7 @@ def unexplained_timeout(tl: Timeline) -> list[Hypothesis]:
     late_words, late = _late_watchdog(tl, timed)
     if late_words:
         title += f" ({late_words})"
-    unseen = [r for r in range(max(tl.ranks) + 1) if r not in tl.ranks or not tl.ranks[r].logged]
+    unseen = tl.unseen(max(tl.ranks) + 1)
     fix = None
     if unseen and not ras:
         fix = (f"Read the log of rank{'s' if len(unseen) > 1 else ''} {fmt_ranks(unseen)} at that time (torchrun "

@@ -316,7 +316,7 @@ def _from_silence(tl: Timeline, claimed: set[int]) -> list[Hypothesis]:
     cut = None if stopped else _cut_after_timeouts(tl, timed_out)
     if cut is not None:
         confidence = min(confidence, 0.25)  # the quiet rank's own timeout may be the line the paste cut (A019 first)
-    unseen = [r for r in range(tl.world_size or 0) if r not in tl.ranks or not tl.ranks[r].logged]
+    unseen = tl.unseen(tl.world_size or 0)
     if 2 * len(unseen) > (tl.world_size or 0):
         # most of the job's ranks (below the highest seen) are not in the inputs: a quiet one among the few that are
         # says little, the others' timeouts may be what the paste left out (A019 first)
