@@ -255,6 +255,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"] connect addr=",  # PaddlePaddle's gen_comm_id_helper.cc:120] connect addr=127.0.0.1:6071 failed 1 times with reason: …
     b": command not found",  # a shell that did not find a program: bash: orted: command not found (mpirun's remote shell)
     b": not found",  # dash's words for it: /bin/sh: 1: torchrun: not found (a sudo that reset PATH)
+    b"placement group of specs for ",  # vLLM waiting for Ray: Waiting for creating a placement group of specs for 150 seconds
+    b" exit with status code ",  # Horovod's gloo runner: Process 0 exit with status code 137.
+    b": invalid option -- ", b": unrecognized option ",  # getopt refusing an option: hostname: invalid option -- 'I'
     # an RDMA completion's vendor code; NCCL's topology attribute not found in sysfs; a TypeError's words alone
     b"vendor err", b" of node ", b"' object ",
     b"between ranks",  # Ascend HCCL (EI0005): The arguments for collective communication are inconsistent between ranks:…

@@ -18,7 +18,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["ASSERT_MACRO", "CONNECTIONS_DROPPED", "GPU_COMM_TIMEOUT", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS",
-           "NO_PROGRESS", "TYPE_ERROR_WORDS", "parse"]
+           "NO_PROGRESS", "PLACEMENT_WAIT", "TYPE_ERROR_WORDS", "parse"]
 
 # words for a failure that carry no error word, each an error line here and read for its category by rules.phrases
 # (one list for both): health checkers' and tools' findings on a GPU (NHC, aznhc, gpud, DCGM's diagnostics, GCM,
@@ -61,6 +61,9 @@ NO_PROGRESS = (r"Did not get (?:initial|subsequent) heartbeat\b|\bSection '[^'\n
                r"|\bconsecutive training cycles without progress\b|\bstep has not incremented in the last \d+ seconds\b"
                r"|\bExit due to no progress during training\b|\[userbuffers\.cu:\w{1,80}:\d{1,6}\][^\n]{0,80}: expecting \d+ got \d+"
                r"|\bCE deadlock DETECTED\b")
+# an engine waiting a minute or more for Ray to place its workers (vLLM's ``Waiting for creating a placement group of
+# specs for 150 seconds. specs=[…]. Check `ray status` …``; its first notices, at 10 and 30 seconds, are no failure)
+PLACEMENT_WAIT = r"\bWaiting for creating a placement group of specs for (?:[6-9]\d|\d{3,7}) seconds\b"
 # DeepEP's kernels and NVSHMEM's proxy and IBGDA waiting out their bound for a peer (an error of no category: the threads
 # behind the held cases found a library bug or the RDMA setup, not a late rank)
 GPU_COMM_TIMEOUT = (r"\bDeepEP\b[^\n]{0,80}\btimeout(?: for\b| \(|[,:]|\s*$)|\breceived timeout signal from GPU thread"
@@ -108,8 +111,13 @@ _ERROR = re.compile(
     # a multi-line exception's message on its own line (Accelerate's ``Cannot apply desired operation due to shape
     # mismatches.`` below ``DistributedOperationException:``)
     r"|\bdue to shape mismatch(?:es)?\b"
-    # a shell that did not find a program
-    r"|" + SHELL_NOT_FOUND +
+    # Level Zero's and the Unified Runtime's error codes (Intel GPUs: ``zeMemOpenIpcHandle, code:
+    # ZE_RESULT_ERROR_INVALID_ARGUMENT``), whose underscores hide the word from the others
+    r"|\b(?:ZE|UR)_RESULT_ERROR_[A-Z_]{3,40}\b"
+    # a shell that did not find a program; an engine's workers that Ray cannot place
+    r"|" + SHELL_NOT_FOUND + r"|" + PLACEMENT_WAIT +
+    # a command that refused an option (getopt's ``hostname: invalid option -- 'I'``, ``unrecognized option '--x'``)
+    r"|^[\w.\-/]{1,80}: (?:invalid option -- '?\S'?|unrecognized option '?-)" +
     # a spawned child that ran the script's top level again (no ``if __name__ == '__main__':``): the message's own
     # line under its bare ``RuntimeError:``
     r"|\bfinished its bootstrapping phase\b"
@@ -407,6 +415,9 @@ _BENIGN = re.compile(
     # a line that says its error words are expected (vLLM's Ray executor: "If you see error log from logging.cc
     # regarding SIGTERM received, please ignore because this is the expected termination process in Ray.")
     r"\bplease ignore because this is the expected\b|"
+    # advice printed at every start (vLLM's ``CUDA graphs can take additional 1~3 GiB memory per GPU. If you are
+    # running out of memory, consider decreasing `gpu_memory_utilization` or enforcing eager mode.``)
+    r"\bIf you are running out of memory, consider\b|"
     # gdb showing a frame whose source it does not have (``78\t../sysdeps/unix/syscall-template.S: No such file or
     # directory.``): the debugger's note, not the process's error
     # (its number taken off as a line number's, ``cat -n``'s form)

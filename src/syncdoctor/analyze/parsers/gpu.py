@@ -88,6 +88,12 @@ _EPILOGUE = re.compile(r"\bSearch for `(?P<name>(?:cuda|hip)Error(?:LaunchFailur
                        r"LaunchTimeout))'")
 _HSA_QUEUE = re.compile(r"\baborting with error : (?P<code>HSA_STATUS_ERROR_(?:EXCEPTION|MEMORY_APERTURE_VIOLATION|"
                         r"ILLEGAL_INSTRUCTION|MEMORY_FAULT))\b(?P<rest>[^\n]{0,120})")
+# ROCm's runtime aborting a queue for want of resources, with the device memory left (``… Aborting with error :
+# HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources. … Available Free mem :
+# 234 MB``): with under a gigabyte left the GPU's memory ran out; with more, some other resource did (queues, signals,
+# the host's memory), no reading of its own
+_HSA_NO_MEMORY = re.compile(r"\bHSA_STATUS_ERROR_OUT_OF_RESOURCES\b[^\n]{0,400}?\bAvailable Free mem ?: ?(?P<mb>\d{1,7}) ?MB\b")
+_HSA_LITTLE_LEFT_MB = 1024
 # PyTorch's THC check (1.x, before c10's): ``THCudaCheck FAIL file=../aten/src/THC/THCCachingHostAllocator.cpp line=280
 # error=710 : device-side assert triggered``: CUDA's error by its number and words
 _THC = re.compile(r"THCudaCheck FAIL file=\S{1,300} line=\d{1,6} error=\d{1,4} : (?P<msg>[^\n]{3,160}?)\s*$")
@@ -436,6 +442,10 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.GPU_ERROR, line, data={
             "pci": match["pci"], "message": f"PCIe error the driver could not recover from ({match['msg'].strip()[:120]})",
             "hardware": True, "source": "pcie-aer"})]
+    match = _HSA_NO_MEMORY.search(body) if "Available Free mem" in body else None
+    if match and int(match["mb"]) < _HSA_LITTLE_LEFT_MB:
+        return [make_event(Kind.CUDA_OOM, line, data={"tried": None, "gpu": None, "source": "rocm",
+                                                      "free": f"{match['mb']} MB"})]
     match = _HSA_QUEUE.search(body) if "HSA_STATUS_ERROR_" in body else None
     if match:
         return [make_event(Kind.GPU_ERROR, line, data={

@@ -44,7 +44,7 @@ from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
 KEYWORDS = ("btl_tcp", "exited due to process rank", "downstream from host", "has expired on coll_type", "retry count between two MPI", "retry count on a per-peer", "invalid value was given for", "Match incoming connection", "SignalException: Process", " got signal: ", "Received SIG", "auto-requeue signal", " terminated with ", "died unexpectedly (exit code", "was aborted", "error with exit code", "graceful shutdown",
-            "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
+            "after receiving SIG", "initiating graceful stop", "Preemption detected", "received on node_rank", "lost communication with its daemon", "ucp returned connect error", "Killing subprocess", "crashed with exit code", "inbound MPI TCP", "unexpectedly disconnected", "Main process received", "EXIT STRING", "process returned", "processes returned", "exited with non-zero", " exit with status code ", "sigkill_handler] [", "exits with return code", "exited on signal", "noticed that process rank", "EXIT CODE:", "terminated with signal",
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "xit code but got", "xit code of 0, but got",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "error (0x", "Error in mlx5dv_devx_obj_modify",
@@ -122,6 +122,9 @@ _SIGNAL_EXCEPTION = re.compile(r"SignalException: Process \d+ got sig(?:nal|val)
 _HOROVOD_FIRST = re.compile(r"^Process name: (?P<host>[A-Za-z0-9][\w.\-]{0,252})\[(?P<local>\d{1,4})\]\s*$")
 _OMPI_FIRST = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\](?:\s+Exit code:\s+(?P<code>-?\d+))?")
 _EXIT_CODE = re.compile(r"Exit code:\s+(?P<code>-?\d+)")
+# Horovod's gloo runner, for each process of its own that ended with an error (its rank, the shell's status: 137 is
+# SIGKILL, 134 SIGABRT): ``Process 2 exit with status code 1.``
+_HOROVOD_EXIT = re.compile(r"^\s*Process (?P<rank>\d{1,7}) exit with status code (?P<code>-?\d{1,3})\.?\s*$")
 _WRAPPED_START = ("sigkill_handler] [", "CalledProcessError: Command '[")
 _WRAPPED_END = re.compile(r"exits with return code|died with <Signals|returned non-zero exit status")
 
@@ -988,6 +991,11 @@ def parse(line: Line) -> list[Event]:
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": signal_name(-int(match["num"] or match["bare"])),
                                                            "source": "torchrun"})]
+    match = _HOROVOD_EXIT.match(body) if " exit with status code " in body else None
+    if match and match["code"] != "0":
+        code = int(match["code"])
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=int(match["rank"])), data={
+            "source": "horovod", "exitcode": code, "signal": shell_signal_name(code)})]
     match = _OMPI_FIRST.search(body)
     if match and match["code"] is not None:
         code = int(match["code"])

@@ -62,7 +62,7 @@ def launcher_record(tl: Timeline, crash: Hypothesis) -> Event | None:
     if crash.category is not Category.RANK_CRASHED or len(crash.culprit_ranks) > 1 or len(crash.culprit_hosts) > 1:
         return None
     records = {e.ref: e for e in tl.of(Kind.WORKER_FAILED)
-               if e.data.get("exitcode") not in (0, None) and not e.data.get("signal")}
+               if (e.data.get("exitcode") not in (0, None) and not e.data.get("signal")) or _uncaught_above(tl, e)}
     cited = [e for e in crash.evidence if e.note in (OWN_FAILURE, LAUNCHERS_REPORT)]
     found = [records[e.ref] for e in cited if e.ref in records] or \
         [e for r in crash.culprit_ranks if r in tl.ranks for e in tl.ranks[r].of(Kind.WORKER_FAILED) if e.ref in records]
@@ -77,6 +77,20 @@ def launcher_record(tl: Timeline, crash: Hypothesis) -> Event | None:
            for e in cited):
         return record
     return None
+
+
+# the C++ runtime's words for an exception nobody caught, before it calls abort() (libstdc++'s, libc++'s)
+_UNCAUGHT = re.compile(r"^\s*(?:terminate called after throwing\b|libc\+\+abi: terminating (?:with|due to) uncaught)")
+
+
+def _uncaught_above(tl: Timeline, record: Event) -> bool:
+    """A launcher's record of a worker killed by SIGABRT (mpirun's ``exited on signal 6 (Aborted)``, torchrun's
+    ``exitcode: -6``) under the C++ runtime's ``terminate called after throwing …`` printed without a rank in the
+    same file: the abort is that exception's end, and the lines below it (its ``what():``) say why, as an exit
+    code's record does with the error above it."""
+    return record.data.get("signal") == "SIGABRT" and any(
+        e.rank is None and e.ref.source == record.ref.source and e.ref.line < record.ref.line
+        and _UNCAUGHT.match(str(e.data.get("message") or e.text)) for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION))
 
 
 def lines_that_may_say_why(tl: Timeline, hypothesis: Hypothesis) -> Callable[[Event], bool] | None:
@@ -190,8 +204,11 @@ def _its_cause(reading: Hypothesis, who: Hypothesis, record: Event | None) -> Hy
     affected = tuple(sorted(set(who.affected_ranks) | set(reading.affected_ranks)))
     if record is not None:
         code = record.data.get("exitcode")
-        title = f"{reading.title} ({where}, which then exited with code {code})"
-        said = (f" The launcher's record below it says {where} exited with code {code}: the line is that worker's, "
+        # (a record with a signal is an abort under an uncaught exception: _uncaught_above)
+        how = f"aborted ({record.data['signal']}, exit code {code})" if record.data.get("signal") else \
+            f"exited with code {code}"
+        title = f"{reading.title} ({where}, which then {how})"
+        said = (f" The launcher's record below it says {where} {how}: the line is that worker's, "
                 "printed without its rank, and the others' failures follow from it.")
     else:
         title = reading.title if where in reading.title else f"{reading.title} ({where})"

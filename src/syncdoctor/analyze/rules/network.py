@@ -37,6 +37,12 @@ def _virtual(ifname: str) -> bool:
     return ifname == "lo" or any(ifname.startswith(p) for p in _VIRTUAL_PREFIXES if p != "lo")
 
 
+def _zone(addr: str) -> str:
+    """The interface an IPv6 address names after its ``%`` (``fe80::a849:bbff:fe73:19bd%veth8299cd8``): where a
+    peer's link-local address lives, a container's veth or a NIC."""
+    return addr.strip("[]").partition("%")[2].split("]")[0].split("<")[0]
+
+
 def _container_interface_failures(tl: Timeline, culprit_lines: dict[str, list[Event]], unhosted: list[Event],
                                   remote_only: list[Event], flagged: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """NCCL's socket transport uses every interface its ``NET/Socket : Using [0]eth0:… [1]br-…:172.18.0.1`` line
@@ -101,7 +107,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
         peer = str(event.data.get("peer_addr") or "")
         if peer and (is_loopback(peer) or is_link_local(peer)):
             remote_only.append(event)
-            flagged.append(("", peer))
+            flagged.append((_zone(peer), peer))
     for event in tl.of(Kind.NCCL_WARN):
         # NCCL's socket code given a peer's address that no local interface shares a subnet with: a link-local one
         # (fe80::, 169.254.x.x) was advertised by that peer
@@ -109,7 +115,7 @@ def advertised_loopback(tl: Timeline) -> list[Hypothesis]:
             event.data.get("message", "")) else None
         if unmatched and is_link_local(unmatched["addr"].strip("[]").split("%", 1)[0]):
             remote_only.append(event)
-            flagged.append(("", unmatched["addr"]))
+            flagged.append((_zone(unmatched["addr"]), unmatched["addr"]))
     unhosted: list[Event] = []
     bridged = _container_interface_failures(tl, culprit_lines, unhosted, remote_only, flagged)
     for event in tl.of(Kind.GLOO_LOOPBACK):

@@ -1041,11 +1041,17 @@ _FAILED_EVENTS = ("port error", "catastrophic", "CQ error", "work queue error", 
                   "device fatal", "marked as failed", "health compromised")
 
 
+# of those, the events that say the fabric changed under the port (the subnet manager restarted or failed over and
+# asked the ports to register again, a port that bounced got a new LID): no failure, but where a job then hangs with
+# no other error, the likeliest lead
+_FABRIC_CHANGED = ("client reregistration", "SM change", "LID change")
+
+
 def ib_port_down(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.IB_ASYNC_EVENT)
               if any(word.lower() in str(e.data.get("event", "")).lower() for word in _FAILED_EVENTS)]
     if not events:
-        return _device_not_opened(tl) or _net_counts_differ(tl) or _net_lists_differ(tl)
+        return _device_not_opened(tl) or _net_counts_differ(tl) or _net_lists_differ(tl) or _fabric_changed(tl)
     where = attribute(events, tl)
     kinds = sorted({str(e.data.get("event")) for e in events})
     affected = _others_failed(tl, set(where.ranks))
@@ -1058,6 +1064,28 @@ def ib_port_down(tl: Timeline) -> list[Hypothesis]:
     return [hypothesis(tl, Category.IB_PORT_DOWN, 0.9, title, affected=affected, what=what,
                        evidence=evidence_of(events, "IB async event", MAX_CASCADE),
                        where=where)]
+
+
+def _fabric_changed(tl: Timeline) -> list[Hypothesis]:
+    """NCCL's IB async events that say the fabric changed under a port (``Got async event : client reregistration``,
+    ``SM change``, ``LID change``) and nothing that failed: a lead, not a verdict (the port came back; whether the
+    job's connections did is not in the lines)."""
+    events = [e for e in tl.of(Kind.IB_ASYNC_EVENT)
+              if any(word.lower() in str(e.data.get("event", "")).lower() for word in _FABRIC_CHANGED)]
+    if not events:
+        return []
+    where = attribute(events, tl)
+    kinds = sorted({str(e.data.get("event")) for e in events})
+    title = (f"the InfiniBand fabric changed under the ports of {where.text or 'a host'} ({', '.join(kinds)}): the "
+             "subnet manager restarted or failed over, or the port bounced")
+    what = (f"NCCL got asynchronous IB events ({', '.join(kinds)}) on {where.text or 'a host'}. They are no failure by "
+            "themselves: the subnet manager asks the ports to register again when it restarts or another takes "
+            "over, and a port that went down and up gets them too. Connections NCCL had opened may not survive it; "
+            "with no other error in the inputs, it is the likeliest lead for a job that then stopped moving.")
+    fix = ("Look at the subnet manager's log and the port's counters on that host (`ibstat`, `perfquery`, "
+           "`dmesg -T | grep -i mlx`) for the time of the events; restart the job once the fabric is stable.")
+    return [hypothesis(tl, Category.IB_PORT_DOWN, 0.45, title, what=what, fix=fix,
+                       evidence=evidence_of(events, "IB async event", MAX_CASCADE), where=where)]
 
 
 # NCCL 2.30's check that every rank sees as many NICs: ``Detected mixed local Net device counts across ranks (min 4,

@@ -26,6 +26,7 @@ from syncdoctor.analyze.parsers.generic import (
     HOST_NETWORK_DOWN,
     NIC_FINDINGS,
     NO_PROGRESS,
+    PLACEMENT_WAIT,
     SHELL_NOT_FOUND,
     TYPE_ERROR_WORDS,
 )
@@ -229,6 +230,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"allocations from overlapping devices from different ranks")),
     # (Baidu Kunlun's XCCL/BKCL: ``dev 0 addr_window not properly set``, ``host … addr_window check failed``: the
     # window through which the devices reach each other's memory)
+    # (NVML's answer that the GPUs' peer-to-peer status cannot be asked, which NCCL's NVML set-up takes for a fatal
+    # error: ``nvmlDeviceGetP2PStatus(0,0,NVML_P2P_CAPS_INDEX_READ) failed: Not Supported``, on GPUs, drivers or
+    # platforms without P2P: virtual GPUs, Tegra)
+    (Category.PEER_ACCESS, "GPU peer access that NVML says these GPUs do not support (a virtual GPU, a driver or a "
+     "platform without P2P), which NCCL took for a fatal error",
+     re.compile(r"\bnvmlDeviceGetP2PStatus\([^)\n]{0,60}\) failed: Not Supported\b", _I)),
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
      # (CUDA's error 217 by its number too, its words retyped by a reporter: ``Cuda failure 217 'peer access is not
      # support between these two devices'``)
@@ -247,20 +254,24 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # (and one too old for it: ``Found GPU0 Tesla K80 which is of cuda capability 3.7. PyTorch no longer
                 # supports this GPU because it is too old.``)
                 r"|no longer supports this GPU because it is too old", _I)),
+    # the CUDA software that does not fit the host's driver (cudaErrorInsufficientDriver; PyTorch's own words): a
+    # GPU runtime's failure whose cure is the driver, not the GPU (before the GPU's faults: NCCL's ``Cuda failure 'API
+    # call is not supported in the installed CUDA driver'`` is this, in a CUDA failure's words)
+    (Category.UNRECOGNISED, "a GPU driver older than the CUDA runtime (the GPU itself is not at fault)",
+     re.compile(r"driver version is insufficient|driver on your system is too old"
+                r"|API call is not supported in the installed CUDA driver"
+                # (NCCL's check before a CUDA graph captures it: ``NCCL cannot be captured in a graph if either it
+                # wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.``)
+                r"|NCCL cannot be captured in a graph if either\b"
+                # the NVIDIA container runtime refusing an image built for a newer CUDA (``nvidia-container-cli:
+                # requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version``)
+                r"|unsatisfied condition: cuda ?>= ?[\d.]+", _I)),
     # (not nvidia-smi's column header ``| Volatile Uncorr. ECC |``, which every healthy node prints)
     (Category.GPU_ERROR, "a fault of the GPU",
      re.compile(r"illegal memory access|illegal address|memory access fault|(?<!Uncorr\. )\bECC\b|\bXid\b|fallen off the bus"
                 r"|HW Exception|GPU hang|GPU reset|page fault|launch failure|misaligned address|hipErrorIllegal|cudaErrorIllegal"
                 r"|CUDA_ERROR_ILLEGAL|amdgpu\b[^\n]{0,60}\b(?:error|fault)|GPU is lost|GPU lost"
                 r"|\b(?:Cuda|HIP) failure\b", _I)),
-    # the CUDA software that does not fit the host's driver (cudaErrorInsufficientDriver; PyTorch's own words): a
-    # GPU runtime's failure whose cure is the driver, not the GPU
-    (Category.UNRECOGNISED, "a GPU driver older than the CUDA runtime (the GPU itself is not at fault)",
-     re.compile(r"driver version is insufficient|driver on your system is too old"
-                r"|API call is not supported in the installed CUDA driver"
-                # the NVIDIA container runtime refusing an image built for a newer CUDA (``nvidia-container-cli:
-                # requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version``)
-                r"|unsatisfied condition: cuda ?>= ?[\d.]+", _I)),
     # an Ascend NPU's kernel that timed out or faulted (``EZ9999 … Kernel task happen error, retCode=0x25, [aicore
     # timeout]``, ``[aicore exception]``): the device's failure, as a CUDA kernel's on a GPU
     (Category.GPU_ERROR, "an NPU kernel that timed out or faulted", re.compile(r"\[aicore (?:timeout|exception)\]", _I)),
@@ -340,7 +351,19 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # Horovod's coordinator comparing the ranks' requests (controller.cc: ``Mismatched ALLREDUCE CPU/GPU
                 # device selection: One rank specified device GPU, but another rank specified device CPU.``, ``…
                 # tensor shapes``, ``Mismatched data types``, ``Mismatched MPI operations``, root ranks, process sets)
-                r"|\bMismatched\b[^\n:]{0,80}: One rank\b", _I)),
+                r"|\bMismatched\b[^\n:]{0,80}: One rank\b"
+                # FSDP's check of the order of its all-gathers (``Forward order differs across ranks: rank 0 is
+                # all-gathering 1 parameters while rank 1 is all-gathering 0 parameters``)
+                r"|\b(?:Forward|Backward) order differs across ranks\b", _I)),
+    # NCCL's check of a collective's arguments (misc/argcheck.cc: ``Broadcast : sendbuff (nil) is not a valid
+    # pointer``, ``… allocated on device 1 mismatchs with NCCL device 0``, ``invalid root 4 (root should be in the
+    # 0..3 range)``, an unknown type or operation), ncclInvalidArgument: the call the program made on that rank (not
+    # ``root should be in the 0..-1 range``: a communicator of -1 ranks, whose initialisation failed)
+    (Category.RANK_CRASHED, "a collective called with an argument NCCL refused (a null buffer or one on another GPU "
+     "than the rank's, a root out of range, an unknown type or operation): the program's call on that rank",
+     re.compile(r"\b\w{2,20} (?:\(nil\)|0x[0-9a-fA-F]{1,16}) is not a valid pointer\b|\ballocated on device \d{1,3} "
+                r"mismatche?s with NCCL device \d{1,3}\b|: invalid root -?\d{1,7} \(root should be in the 0\.\.\d"
+                r"|\b\w{3,30} : (?:invalid type|invalid reduction operation) -?\d{1,4}\b", _I)),
     (Category.NCCL_VERSION_MISMATCH, "NCCL versions that differ",
      re.compile(r"NCCL version mismatch|different NCCL versions|version mismatch[^\n]{0,60}\b(?:NCCL|peer)\b"
                 # Ascend HCCL's link set-up finding another version on the peer (``EI0008: … The HCCL versions are
@@ -490,6 +513,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "pods the scheduler could not place (not enough free GPUs or other resources, taints, "
      "affinity or a quota): their ranks never started",
      re.compile(r"\b0/\d{1,6} nodes are (?:un)?available\b|\btasks in gang unschedulable\b|\bexceeded quota: ", _I)),
+    # Ray that cannot place the workers an engine asks for (vLLM's ``Waiting for creating a placement group of specs for
+    # 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` …``, printed at 10, 30, 70, 150… seconds):
+    # from a minute on, the cluster lacks what the group asks for (a node never joined, or its GPUs are not seen)
+    (Category.UNRECOGNISED, "Ray could not place the workers: the cluster lacks the resources its placement group "
+     "asks for (a node that never joined Ray, GPUs Ray does not see on a node, or a node resource of an address the "
+     "nodes do not have): `ray status` on the head",
+     re.compile(PLACEMENT_WAIT)),
     # a PyTorch build without CUDA asked for it (a CPU-only wheel, the Windows or macOS default, an XPU or ROCm build a
     # library calls torch.cuda on: ``AssertionError: Torch not compiled with CUDA enabled``): the build, not the run
     # (macOS's build, whose torch._C has no CUDA bindings: ``AttributeError: module 'torch._C' has no attribute
@@ -730,6 +760,21 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "launch passes --local-rank= since PyTorch 2.0, --local_rank= before): accept both spellings, or launch with "
      "torchrun and read LOCAL_RANK from the environment",
      re.compile(r": error: unrecognized arguments: (?:\S+ )*--local[-_]rank\b")),
+    # DeepSpeed's MPI discovery (``deepspeed.init_distributed()`` in a process mpirun or mpiexec started, without the
+    # deepspeed launcher's variables) asks ``hostname -I`` for the node's address: a host whose ``hostname`` is not
+    # the net-tools one (inetutils': ``hostname: invalid option -- 'I'``, exit status 64; BusyBox; a site's wrapper
+    # that crashes) fails it, and DeepSpeed raises CalledProcessError: the node's setup, not the program
+    (Category.UNRECOGNISED, "DeepSpeed's MPI discovery could not run `hostname -I` on that node (a hostname command "
+     "without -I: inetutils', BusyBox's): install the net-tools hostname there, or set MASTER_ADDR, MASTER_PORT, "
+     "RANK, LOCAL_RANK and WORLD_SIZE yourself (or launch with the deepspeed launcher or torchrun), so that DeepSpeed "
+     "does not discover them through MPI",
+     re.compile(r"\bhostname: (?:invalid option -- '?I'?|unrecognized option '?-I)|\bCommand '\[?'hostname -I'\]?' "
+                r"(?:returned non-zero exit status|died with)")),
+    # a command that refused an option it does not know (getopt's ``prog: invalid option -- 'x'``, ``unrecognized
+    # option '--x'``): the job's command or the version of the tool on that host
+    (Category.UNRECOGNISED, "a command refused an option it does not know (the launch command, or another version "
+     "of that tool on this host)",
+     re.compile(r"^[\w.\-/]{1,80}: (?:invalid option -- '?\S'?|unrecognized option '?-)")),
     # argparse refusing the command line otherwise (an argument it does not take, one it requires, a value of the wrong
     # type): the job's command, not a failure as it ran
     (Category.UNRECOGNISED, "the program refused its command line (an argument it does not take, a required one "
@@ -768,7 +813,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # Ray's monitor of its session's disk (``(raylet) file_system_monitor.cc:116: /tmp/ray/session_… is
                 # over 95% full, available space: 0 GB; capacity: 434.788 GB. Object creation will fail if spilling
                 # is required.``): objects cannot spill, tasks that need them stall
-                r"|\bis over \d{2,3}% full, available space: \d")),
+                r"|\bis over \d{2,3}% full, available space: \d"
+                # torch.save's writer failing under a checkpoint (``[enforce fail at inline_container.cc:471] .
+                # PytorchStreamWriter failed writing file data/3: file write failed``, then ``unexpected pos 1024 vs
+                # 896``): the file system took no more (full, over quota, a network mount that failed)
+                r"|\bPytorchStreamWriter failed writing file\b|\bunexpected pos \d+ vs \d+")),
     # the storage's own error where the process read or wrote a file (``OSError: [Errno 5] Input/output error`` from
     # np.memmap on a dataset's index, on a multi-node run's shared filesystem): a network filesystem's server, a FUSE
     # mount or a disk that failed the call, not the program (a network library's ``Input/output error``, UCX's or
@@ -992,7 +1041,7 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.RANK_KILLED, "a node that went away under its workers (Ray)",
      re.compile(r"died because its node has died|\bnode \(where this task was running\) was dead\b", _I)),
     (Category.RANK_KILLED, "a process killed (SIGKILL)",
-     re.compile(r"\bSIGKILL\b|signal 9\b|\bstatus=9/KILL\b|(?:exit ?code|exit status|return code|status)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
+     re.compile(r"\bSIGKILL\b|signal 9\b|\bstatus=9/KILL\b|(?:exit ?code|exit status|return code|status(?: code)?)[:= ]+137\b|exitcode[:= ]+-9\b|\bKilled\b")),
     (Category.RANK_CRASHED, "a process that crashed",
      re.compile(r"segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|\bSIGBUS\b|\bSIGFPE\b|\bSIGILL\b|core dumped|bus error"
                 # systemd's record of a service that crashed (``code=dumped, status=11/SEGV``; the C library's own aborts,

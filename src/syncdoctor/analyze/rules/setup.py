@@ -398,6 +398,8 @@ def _system_error_in_words(tl: Timeline, system: list[Event]) -> Hypothesis | No
             continue
         index, reading = found
         where = attribute([event], tl)
+        if not (where.ranks or where.hosts or where.processes):  # (an engine's log line: NCCL's own lines say where)
+            where = attribute(system, tl)
         title = f"NCCL failed with 'unhandled system error' while setting up, and its last warning says {reading.what}"
         what = ("'unhandled system error' is NCCL's error for a failed system call; the warning NCCL quotes with it "
                 f"(or the lines right after it) names the call: {reading.what}.")
