@@ -85,6 +85,7 @@ def test_rocm_out_of_resources_with_little_memory_left_is_the_gpus_memory(tmp_pa
             "or create internal OS-specific events. Code: 0x1008 Available Free mem : {} MB\n")
     top = top_of(tmp_path, line.format(234))
     assert top.category is Category.RANK_OUT_OF_MEMORY and top.culprit_ranks == (0,), top
+    assert "234 MB" in top.what, top.what  # (what ROCm said was left)
     # with gigabytes left (cms-sw/cmssw#46624 saw 62084 MB) some other resource ran out: no GPU memory verdict
     assert top_of(tmp_path, line.format(62084)).category is not Category.RANK_OUT_OF_MEMORY
 
@@ -213,3 +214,26 @@ def test_a_peers_link_local_address_on_a_veth_is_a_containers_address(tmp_path: 
     assert top_of(tmp_path, paste.format("veth8299cd8")).category is Category.LOOPBACK_ADDRESS
     # the same on a NIC (an InfiniBand port's link-local address) is the wrong interface picked, A007
     assert top_of(tmp_path, paste.format("ib0")).category is Category.INTERFACE_MISMATCH
+
+
+def test_nccl_2_29_and_2_30s_new_warnings_say_what_they_mean(tmp_path: Path) -> None:
+    # a sweep of the WARN formats NCCL 2.29-2.30 added (NVIDIA/nccl v2.28.9-1..v2.30.7-1), each read alone
+    prefix = "node1:2150:2161 [1] misc/x.cc:123 NCCL WARN "
+    cases = {
+        "P2P is disabled between NVLINK connected GPUs 1 and 0. This should not be the case given their connectivity, "
+        "and is probably due to a hardware issue. If you still want to proceed, you can set "
+        "NCCL_IGNORE_DISABLED_P2P=1.": (Category.GPU_ERROR, "NVLink"),
+        "NCCL library is too old. This application was compiled with NCCL version 2.30.7, but is running with NCCL "
+        "library version 2.29.7.": (Category.UNRECOGNISED, "NCCL library other than"),
+        "The application was compiled with too old version of NCCL. It was compiled with NCCL version 2.28.9, but is "
+        "running with NCCL library version 2.30.7.": (Category.UNRECOGNISED, "NCCL library other than"),
+        "One-sided RMA requires CUDA driver 12.5 or later (found 12.2).": (Category.UNRECOGNISED, "driver older"),
+        'NCCL_NVLS_ENABLE has been set to "1" and communicator has multiple ranks using the same NVML device. This '
+        "is not compatible with NCCL_NVLS_ENABLE=1.": (Category.DUPLICATE_GPU, "two ranks on one GPU"),
+    }
+    for words, (category, said) in cases.items():
+        top = diagnose_paste(tmp_path, prefix + words + "\n").hypotheses[0]
+        assert top.category is category and said in top.title, (words, top)
+    # NCCL's note that it falls back from NVLS where it may (not forced on) is no such refusal
+    note = prefix.replace("WARN", "INFO") + "NVLS multicast support is not available on dev 0\n"
+    assert diagnose_paste(tmp_path, note).hypotheses == ()

@@ -18,7 +18,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["ASSERT_MACRO", "CONNECTIONS_DROPPED", "GPU_COMM_TIMEOUT", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS",
-           "NO_PROGRESS", "PLACEMENT_WAIT", "TYPE_ERROR_WORDS", "parse"]
+           "NO_PROGRESS", "OPTION_REFUSED", "PLACEMENT_WAIT", "TYPE_ERROR_WORDS", "parse"]
 
 # words for a failure that carry no error word, each an error line here and read for its category by rules.phrases
 # (one list for both): health checkers' and tools' findings on a GPU (NHC, aznhc, gpud, DCGM's diagnostics, GCM,
@@ -61,6 +61,9 @@ NO_PROGRESS = (r"Did not get (?:initial|subsequent) heartbeat\b|\bSection '[^'\n
                r"|\bconsecutive training cycles without progress\b|\bstep has not incremented in the last \d+ seconds\b"
                r"|\bExit due to no progress during training\b|\[userbuffers\.cu:\w{1,80}:\d{1,6}\][^\n]{0,80}: expecting \d+ got \d+"
                r"|\bCE deadlock DETECTED\b")
+# a command that refused an option, at a line's start (getopt's ``hostname: invalid option -- 'I'``, ``unrecognized
+# option '--x'``)
+OPTION_REFUSED = r"^[\w.\-/]{1,80}: (?:invalid option -- '?\S'?|unrecognized option '?-)"
 # an engine waiting a minute or more for Ray to place its workers (vLLM's ``Waiting for creating a placement group of
 # specs for 150 seconds. specs=[…]. Check `ray status` …``; its first notices, at 10 and 30 seconds, are no failure)
 PLACEMENT_WAIT = r"\bWaiting for creating a placement group of specs for (?:[6-9]\d|\d{3,7}) seconds\b"
@@ -116,8 +119,8 @@ _ERROR = re.compile(
     r"|\b(?:ZE|UR)_RESULT_ERROR_[A-Z_]{3,40}\b"
     # a shell that did not find a program; an engine's workers that Ray cannot place
     r"|" + SHELL_NOT_FOUND + r"|" + PLACEMENT_WAIT +
-    # a command that refused an option (getopt's ``hostname: invalid option -- 'I'``, ``unrecognized option '--x'``)
-    r"|^[\w.\-/]{1,80}: (?:invalid option -- '?\S'?|unrecognized option '?-)" +
+    # a command that refused an option
+    r"|" + OPTION_REFUSED +
     # a spawned child that ran the script's top level again (no ``if __name__ == '__main__':``): the message's own
     # line under its bare ``RuntimeError:``
     r"|\bfinished its bootstrapping phase\b"

@@ -565,8 +565,9 @@ def _describe(rank: int, state: RankState, event: Event) -> str:
             text += f" (at {where})"
         return text + "."
     if event.kind is Kind.CUDA_OOM:
-        tried = event.data.get("tried")
-        return f"Rank {rank} ran out of GPU memory" + (f" (tried to allocate {tried})." if tried else ".")
+        tried, free = event.data.get("tried"), event.data.get("free")
+        return f"Rank {rank} ran out of GPU memory" + (f" (tried to allocate {tried})." if tried else
+                                                        f" ({free} of the device's memory left)." if free else ".")
     if event.kind is Kind.FATAL_SIGNAL:
         return f"Rank {rank} died of {event.data.get('signal') or event.data.get('what') or 'a fatal signal'}."
     if event.kind is Kind.STACK_DUMP and event.data.get("source") == "traceback-cut":

@@ -26,6 +26,7 @@ from syncdoctor.analyze.parsers.generic import (
     HOST_NETWORK_DOWN,
     NIC_FINDINGS,
     NO_PROGRESS,
+    OPTION_REFUSED,
     PLACEMENT_WAIT,
     SHELL_NOT_FOUND,
     TYPE_ERROR_WORDS,
@@ -219,7 +220,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # XGBoost's check of its NCCL group (Dask or Spark workers, a CrossValidator's trainings, given one GPU):
                 # ``Check failed: n_uniques == world (1 vs. 2) : Multiple processes within communication group running
                 # on same CUDA device is not supported``
-                r"|Multiple processes within communication group running on same CUDA device", _I)),
+                r"|Multiple processes within communication group running on same CUDA device"
+                # NCCL 2.30.7+'s NVLS set-up: ``NCCL_NVLS_ENABLE has been set to "1" and communicator has multiple ranks
+                # using the same NVML device``
+                r"|\bmultiple ranks using the same NVML device\b", _I)),
     # PyTorch's symmetric memory (vLLM's custom all-reduce and MoE kernels, async TP) refusing ranks whose buffers are
     # on one device index: ``CUDASymmetricMemoryAllocator::rendezvous: detected allocations from overlapping devices
     # from different ranks``. It compares indices, so workers each given one GPU by CUDA_VISIBLE_DEVICES (Ray's
@@ -228,14 +232,14 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "(workers each given one GPU by CUDA_VISIBLE_DEVICES, as under Ray, all call it cuda:0: leave the GPUs visible "
      "and bind cuda:<local rank>; or two ranks on one GPU)",
      re.compile(r"allocations from overlapping devices from different ranks")),
-    # (Baidu Kunlun's XCCL/BKCL: ``dev 0 addr_window not properly set``, ``host … addr_window check failed``: the
-    # window through which the devices reach each other's memory)
     # (NVML's answer that the GPUs' peer-to-peer status cannot be asked, which NCCL's NVML set-up takes for a fatal
     # error: ``nvmlDeviceGetP2PStatus(0,0,NVML_P2P_CAPS_INDEX_READ) failed: Not Supported``, on GPUs, drivers or
     # platforms without P2P: virtual GPUs, Tegra)
     (Category.PEER_ACCESS, "GPU peer access that NVML says these GPUs do not support (a virtual GPU, a driver or a "
      "platform without P2P), which NCCL took for a fatal error",
      re.compile(r"\bnvmlDeviceGetP2PStatus\([^)\n]{0,60}\) failed: Not Supported\b", _I)),
+    # (Baidu Kunlun's XCCL/BKCL: ``dev 0 addr_window not properly set``, ``host … addr_window check failed``: the
+    # window through which the devices reach each other's memory)
     (Category.PEER_ACCESS, "GPU peer access that is not supported",
      # (CUDA's error 217 by its number too, its words retyped by a reporter: ``Cuda failure 217 'peer access is not
      # support between these two devices'``)
@@ -263,9 +267,17 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # (NCCL's check before a CUDA graph captures it: ``NCCL cannot be captured in a graph if either it
                 # wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.``)
                 r"|NCCL cannot be captured in a graph if either\b"
+                # (NCCL 2.30's one-sided RMA: ``One-sided RMA requires CUDA driver 12.5 or later (found 12.2).``)
+                r"|\brequires CUDA driver [\d.]+ or later \(found [\d.]+\)"
                 # the NVIDIA container runtime refusing an image built for a newer CUDA (``nvidia-container-cli:
                 # requirement error: unsatisfied condition: cuda>=12.8, please update your driver to a newer version``)
                 r"|unsatisfied condition: cuda ?>= ?[\d.]+", _I)),
+    # NCCL's topology check of two GPUs an NVLink joins whose driver refuses them P2P (``P2P is disabled between
+    # NVLINK connected GPUs 1 and 0. This should not be the case given their connectivity, and is probably due to a
+    # hardware issue. If you still want to proceed, you can set NCCL_IGNORE_DISABLED_P2P=1.``): the link, not the job
+    (Category.GPU_ERROR, "an NVLink between two GPUs that does not carry peer-to-peer traffic (NCCL: most likely a "
+     "hardware fault, a link down or the fabric manager; check `nvidia-smi nvlink -s` and `nvidia-smi topo -p2p r`)",
+     re.compile(r"\bP2P is disabled between NVLINK connected GPUs \d+ and \d+", _I)),
     # (not nvidia-smi's column header ``| Volatile Uncorr. ECC |``, which every healthy node prints)
     (Category.GPU_ERROR, "a fault of the GPU",
      re.compile(r"illegal memory access|illegal address|memory access fault|(?<!Uncorr\. )\bECC\b|\bXid\b|fallen off the bus"
@@ -431,7 +443,13 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # by another release's nccl.h, the libnccl loaded not the one the program (PyTorch) was built with
     (Category.UNRECOGNISED, "an NCCL library other than the one the program was built with (two NCCL installs: the "
      "wheel's and another on the library path)",
-     re.compile(r"Invalid config \w+ attribute value -2147483648", _I)),
+     re.compile(r"Invalid config \w+ attribute value -2147483648"
+                # NCCL 2.29.7+'s device API checking the library loaded against the headers the program was compiled
+                # with (``NCCL library is too old. This application was compiled with NCCL version 2.30.3, but is
+                # running with NCCL library version 2.29.7.``, ``… is not backwards compatible …``, ``The application
+                # was compiled with too old version of NCCL …``)
+                r"|\bNCCL library is (?:too old|not backwards compatible)\. This application was compiled with NCCL"
+                r"|\bThe application was compiled with too old version of NCCL\b", _I)),
     # a framework's check of the job's shape or resources, in its words: the parallel sizes against the world size,
     # the GPUs it asked for against those there (``Only 8 GPUs are available, but 16 are required``, ``World size
     # (16) is larger than the number of available GPUs (8) in this node``, ``world_size (12) is not divisible by 8``,
@@ -774,7 +792,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # option '--x'``): the job's command or the version of the tool on that host
     (Category.UNRECOGNISED, "a command refused an option it does not know (the launch command, or another version "
      "of that tool on this host)",
-     re.compile(r"^[\w.\-/]{1,80}: (?:invalid option -- '?\S'?|unrecognized option '?-)")),
+     re.compile(OPTION_REFUSED)),
     # argparse refusing the command line otherwise (an argument it does not take, one it requires, a value of the wrong
     # type): the job's command, not a failure as it ran
     (Category.UNRECOGNISED, "the program refused its command line (an argument it does not take, a required one "
