@@ -237,3 +237,15 @@ def test_nccl_2_29_and_2_30s_new_warnings_say_what_they_mean(tmp_path: Path) -> 
     # NCCL's note that it falls back from NVLS where it may (not forced on) is no such refusal
     note = prefix.replace("WARN", "INFO") + "NVLS multicast support is not available on dev 0\n"
     assert diagnose_paste(tmp_path, note).hypotheses == ()
+
+
+def test_zero3s_reworded_check_of_the_ranks_parameter_lists_is_a_desync(tmp_path: Path) -> None:
+    # a sweep of DeepSpeed's messages since 0.9.5: 0.17.6 reworded the check (deepspeed/runtime/zero/utils.py)
+    for words in ("list contents", "list length"):
+        paste = (f"[rank3]: RuntimeError: Detected a disagreement on {words} between rank0 and rank3: \n"
+                 "[rank3]:  list length: 4\n[rank3]:  rank0: [1, 2, 3, 4] \n[rank3]:  rank3: [1, 2, 5, 4]\n")
+        top = top_of(tmp_path, paste)
+        assert top.category is Category.COLLECTIVE_DESYNC and "ranks 0, 3" in top.title, (words, top)
+    # another library's "disagreement" between two hosts' clocks is no such check
+    clocks = "WARNING: clock disagreement between node1 and node2 exceeds 2 s\n"
+    assert all(h.category is not Category.COLLECTIVE_DESYNC for h in diagnose_paste(tmp_path, clocks).hypotheses)

@@ -68,14 +68,15 @@ _TRACE = re.compile(r"\[Rank (?P<rank>\d{1,7})\] Running collective: CollectiveF
 # match sizes of the same param in process 0.``, and ``replicas[0][3] …`` before 1.8, when a process could drive several
 # GPUs), and DeepSpeed's ZeRO-3 compares the parameters each rank is about
 # to gather (``disagreement between rank0 and rank1: rank0: [0, 1, …], rank1: [0, 2, …]``, ``Detected a
-# disagreement on list length between rank0 and rank7: rank0: 30815, rank7: 30833``): the ranks built or ran
+# disagreement on list length between rank0 and rank7: rank0: 30815, rank7: 30833``; DeepSpeed 0.17.6+'s ``Detected a
+# disagreement on list contents between rank0 and rank3``): the ranks built or ran
 # different models (a rank-dependent branch in the model, experts routed differently, a checkpoint loaded on some)
 _DDP_PARAMS = re.compile(r"DDP expects same model across all ranks, but Rank (?P<rank>\d+) has (?P<mine>\d+) params, "
                          r"while rank (?P<other>\d+) has inconsistent (?P<theirs>\d+) params")
 # (a paste may cut it: ``params[0] in this process with sizes [253``, rank 0's the one compared with)
 _DDP_SIZES = re.compile(r"(?:params|replicas\[\d+\])\[\d+\] in this process with sizes \[(?:[^\]]*\] appears not to match (?:sizes|strides) "
                         r"of the same param in process (?P<other>\d+))?")
-_ZERO_DISAGREE = re.compile(r"disagreement (?:on list length )?between rank(?P<a>\d+) and rank(?P<b>\d+)")
+_ZERO_DISAGREE = re.compile(r"disagreement (?:on list (?:length|contents) )?between rank(?P<a>\d+) and rank(?P<b>\d+)")
 _SHAPES = re.compile(r"verifying shape tensors for collective (?P<op>\w+) on rank (?P<rank>\d+)")
 _BARRIER_FAILED = re.compile(r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
 _BARRIER_TIMEOUT = re.compile(r"Rank (?P<rank>\d+) timed out in monitoredBarrier after (?P<ms>\d+) ms")
