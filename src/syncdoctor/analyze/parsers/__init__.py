@@ -108,7 +108,7 @@ def parse_line(line: Line) -> list[Event]:
     body = line.body
     if " NCCL INFO " in body:  # NCCL's chatter: only the INFO parser can use it
         return nccl_info.parse(line) if _NCCL_INFO_WORDS.search(body) else []
-    if ('File "' in body or '", line ' in body) and traceback.is_frame(body):
+    if traceback.is_frame(body):
         return []  # a traceback's frame (also one whose ``File "`` a wrap cut): its follower reads it, nothing else
     events: list[Event] = []
     for parser, keywords in _KEYWORDS:

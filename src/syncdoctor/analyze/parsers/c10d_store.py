@@ -278,7 +278,7 @@ def _rendezvous_without_endpoint(line: Line) -> list[Event]:
         return []
     endpoint = _RDZV_ENDPOINT.search(body)
     host = endpoint["host"] if endpoint else None
-    if endpoint is not None and (host is None or not (host == "localhost" or host.startswith("127."))):
+    if endpoint is not None and (host is None or not is_loopback(host)):
         return []  # (an endpoint of a host's own address, or --standalone: one node, its own)
     return [make_event(Kind.STORE_ENDPOINT, line, data={
         "store_host": host or "localhost", "store_port": None if host else 29400, "rdzv_no_endpoint": True,

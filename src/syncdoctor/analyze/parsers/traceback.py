@@ -204,8 +204,9 @@ def _frame(body: str) -> tuple[str, str] | None:
 
 
 def is_frame(body: str) -> bool:
-    """A traceback's frame line (``  File "train.py", line 42, in step``), also one cut after the file's name."""
-    return _frame(body) is not None
+    """A traceback's frame line (``  File "train.py", line 42, in step``), also one cut after the file's name or
+    before it (its ``File "`` lost); the words every such line holds are looked for before the patterns."""
+    return ('File "' in body or '", line ' in body) and _frame(body) is not None
 
 
 # an exception's line that a paste indented like the source lines above it (``    ValueError: Expected more than 1
@@ -383,7 +384,7 @@ def follow(line: Line) -> TracebackFollower | None:
         return TracebackFollower(line)
     if "Stack " in line.body and _PRINTED_STACK.match(line.body):
         return TracebackFollower(line, dump="pytest-timeout" if "~" in line.body else "logging")
-    if ('File "' in line.body or '", line ' in line.body) and is_frame(line.body):
+    if is_frame(line.body):
         # (the reader opens none inside a traceback it follows)
         return TracebackFollower(line, headless=True)
     return None
