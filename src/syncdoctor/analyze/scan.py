@@ -481,6 +481,10 @@ ANCHORS: tuple[bytes, ...] = (
     b"ProcessGroupNCCL::abort",  # (and PyTorch's, above it)
     b"main_process_ip", b"main-process-ip",  # (Accelerate's store address: its option, its config file's key)
     b"finishedGPUExecution",  # (c10's frame under a CUDA error the NCCL watchdog met, its words cut from a paste)
+    # the hundred-and-eighty-ninth round (r192*)
+    b"nterface found",  # (NCCL's ``Bootstrap: no socket interface found`` copied alone, without its WARN prefix)
+    b"CUDA-aware MPI",  # (PyTorch's MPI backend given GPU tensors by an MPI built without CUDA support)
+    b"On WorkerInfo(",  # (torch.distributed.rpc naming the worker a remote call's exception was raised on)
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

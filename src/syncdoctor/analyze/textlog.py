@@ -68,9 +68,24 @@ PROMPT = re.compile(rb"^\s*(?:\([\w.-]+\) )?(?:\d{1,3} )?\[?[\w.-]+@(?P<host>[A-
 # terminated with the following error:``; the lines after it, up to a blank line or the next such line, are that
 # process's (its index among the spawned ones: its local rank)
 _SPAWNED = re.compile(rb"^\W{0,4}-- Process (?P<index>\d{1,6}) terminated with the following error:")
+# torch.distributed.rpc re-raising a remote call's exception in the caller, the worker it ran on first: ``On
+# WorkerInfo(id=1, name=Worker1):`` then the exception and its traceback there; the lines after it, up to a blank line,
+# are that worker's (its id is the rank it passed to init_rpc)
+_RPC_REMOTE = re.compile(rb"^\W{0,4}On WorkerInfo\(id=(?P<id>\d{1,6}), name=[^)\n]{0,200}\):\s*$")
 # ``tail`` or ``head`` over several files (``tail -n 50 logs/*.log``): ``==> logs/rank3.log <==`` before each file's
 # lines; the lines after it, up to the next such header, are that file's, whose name says whose they are
 _FILE_HEADER = re.compile(rb"^==> (?P<path>[^\n<>]{1,400}) <==\s*$")
+# a paste's own heading for the rank whose lines follow (``rank1:``, ``Rank 0:``, ``## rank 3 log``): the lines after
+# it, up to the next heading or file header, are that rank's where they do not name one themselves. A colon or a
+# markdown heading's hashes make it one (a program's own ``rank 0`` print, one per process, is none)
+_RANK_HEADING = re.compile(rb"^[ \t]{0,8}(?:(?P<hashes>#{1,4}) ?)?(?:\*\*)?[Rr]ank ?(?P<rank>\d{1,6})(?: (?:log|logs|output"
+                           rb"|error|errors))?(?:\*\*)?(?P<colon> ?:)?(?:\*\*)?[ \t]*$", re.MULTILINE)
+_HEADINGS_MAX = 1 << 16
+
+
+def _rank_headings(block: bytes) -> list[tuple[int, int]]:
+    """Where a paste's rank headings are in ``block``, and their ranks, in order."""
+    return [(m.start(), int(m["rank"])) for m in _RANK_HEADING.finditer(block) if m["colon"] or m["hashes"]][:256]
 # a paste whose newlines were lost (a page's rendered text copied, markdown joining the lines of an unfenced paste):
 # log lines run together on one line, each still behind its writer's prefix; read apart, at the same line number
 _BAR_ENDS = (b"/s]", b"s/it]")  # the end of a progress bar's rate field: ``2.14it/s]``, ``43.23s/it]``
@@ -439,6 +454,9 @@ def read_text(
         counted = lines_before
         find = block.find
         prompt_end = -1  # where the last line read in a prompt's scope ends in this block (-1: no prompt)
+        # (a rank's heading has no anchor: looked for in a paste's small blocks only, not in a job's logs)
+        headings = _rank_headings(block) if len(block) <= _HEADINGS_MAX and b"ank" in block else []
+        next_heading = 0
         for start in scanner.line_starts(block):
             end = find(b"\n", start)
             if end == -1:
@@ -452,6 +470,9 @@ def read_text(
                 scope = state.file_origin = named.filled_from(file_origin)
                 prompt_end = -1
                 continue
+            while next_heading < len(headings) and headings[next_heading][0] < start:
+                scope = state.file_origin = Origin(rank=headings[next_heading][1]).filled_from(file_origin)
+                prompt_end, next_heading = -1, next_heading + 1
             if prompt_end >= 0:  # each gap is looked at once: the scope moves on with the lines read
                 if _blank_line(block, prompt_end, start):
                     prompt_end, state.file_origin = -1, scope
@@ -466,6 +487,9 @@ def read_text(
             elif b"-- Process " in raw and (spawned := _SPAWNED.match(raw)) is not None and scope.local_rank is None:
                 prompt_end = end  # (a prompt's host before it stays: the process ran there)
                 state.file_origin = replace(state.file_origin, local_rank=int(spawned["index"]))
+            elif b"On WorkerInfo(" in raw and (remote := _RPC_REMOTE.match(raw)) is not None and scope.rank is None:
+                prompt_end = end
+                state.file_origin = replace(state.file_origin, rank=int(remote["id"]))
             at = raw.find(_INFO)
             if at >= 0:  # NCCL chatter: most of it repeats per communicator, skip what was seen
                 key = _info_key(raw, at)
@@ -508,8 +532,10 @@ def read_text(
                 active = _Active(follower)
                 if _feed(state, active, block, end + 1, number + 1):
                     state.active.append(active)
+        if next_heading < len(headings):  # a heading after the block's last line read: the next block's lines
+            scope = Origin(rank=headings[-1][1]).filled_from(file_origin)
         lines_before = counted + block.count(b"\n", counted_pos)
-        state.file_origin = scope  # a prompt's scope ends with its block (a file header's goes on)
+        state.file_origin = scope  # a prompt's scope ends with its block (a file header's and a heading's go on)
         before, last = last, block  # (references: the tail is cut from them once, at the end)
     for active in state.active:
         events.extend(active.follower.finish())

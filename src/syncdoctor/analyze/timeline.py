@@ -33,6 +33,7 @@ __all__ = [
     "TimelineRow",
     "build_timeline",
     "is_comm_exception",
+    "trapped_after_comm_wait",
 ]
 
 # Kinds that mean something went wrong on the rank that logged them.
@@ -243,6 +244,14 @@ class Timeline:
         return rows[:limit] if limit is not None else rows
 
 
+def trapped_after_comm_wait(tl: Timeline, event: Event) -> bool:
+    """A CUDA ``unspecified launch failure`` in inputs where a kernel of GPU-initiated communication waited out its
+    bound (DeepEP prints ``DeepEP combine … timeout`` and then calls trap(), which CUDA reports in those words): the
+    wait's end, no fault of the GPU's."""
+    return "unspecified launch failure" in f"{event.text} {event.data.get('message', '')}" and any(
+        _GPU_COMM_WAIT.search(e.text) for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION))
+
+
 def _row(event: Event) -> TimelineRow:
     what = event.kind.value
     detail = event.data.get("type") or event.data.get("message") or event.data.get("error") or ""
@@ -305,7 +314,21 @@ def _maps(events: Sequence[Event]) -> tuple[dict[tuple[str, int], int], dict[tup
     _last_process_left(events, by_host_pid)
     for (host, _pid), rank in by_host_pid.items():
         rank_host.setdefault(rank, host)
+    _task_zero_host(events, rank_host)
     return by_host_pid, by_local, by_pid, rank_host
+
+
+def _task_zero_host(events: Sequence[Event], rank_host: dict[int, str]) -> None:
+    """srun's record of its task 0 failing on a host (``srun: error: gpu-54: task 0: Exited with exit code 1``) where
+    rank 0's lines name no host: rank 0 ran there. Task 0 holds rank 0 both where srun starts a task per rank and
+    where it starts one launcher per node (torchrun's node rank 0, whose first worker is rank 0); a task's other
+    numbers mean a rank only in the first."""
+    if 0 in rank_host or not any(e.origin.rank == 0 for e in events):
+        return
+    hosts = {e.origin.host for e in events if e.kind is Kind.WORKER_FAILED and e.data.get("source") == "slurm"
+             and str(e.data.get("tasks") or "").strip() == "0" and e.origin.host}
+    if len(hosts) == 1:
+        rank_host[0] = str(next(iter(hosts)))
 
 
 def _one_crash_one_rank(events: Sequence[Event], by_host_pid: dict[tuple[str, int], int]) -> None:

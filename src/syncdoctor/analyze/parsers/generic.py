@@ -234,6 +234,9 @@ _ERROR = re.compile(
     r"|" + GPU_COMM_TIMEOUT + r"|\bnon-zero status: -?[1-9]\d{0,3}\b|\bneither nv_peer_mem,? or nvidia_peermem detected\b"
     r"|\bNo usable listening interface found\b|\bexceeded (?:retries|timeouts) \(\d+\)|\bConnection closed by remote peer\b"
     r"|\bUID Bootstrap versions not compatible\b|\bPolicy denied DROPPED\b|\bdidn't have enough resource: "
+    # PyTorch's MPI backend given a GPU tensor by an MPI built without CUDA support (ProcessGroupMPI.cpp's check:
+    # ``CUDA tensor detected and the MPI used doesn't have CUDA-aware MPI support``)
+    r"|\bdoesn't have CUDA-aware MPI support\b"
     # the C library aborting on a corrupted heap or buffer (``free(): invalid pointer``, ``malloc(): unsorted double linked
     # list corrupted``, ``*** buffer overflow detected ***: terminated``), a name that does not resolve in Python's words
     # (``socket.gaierror: [Errno -2] Name or service not known``), a process pool whose worker died (``BrokenProcessPool:

@@ -48,6 +48,7 @@ KEYWORDS = ("btl_tcp", "exited due to process rank", "downstream from host", "ha
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "xit code but got", "xit code of 0, but got",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "error (0x", "Error in mlx5dv_devx_obj_modify",
+            "2init failed on ", "2rtr failed on ", "2rts failed on ",
             "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked",
             "ailed for slice", "Too many errors found in local RNIC", "ailed to modify QP to",
             # a failed slice's line cut before its start (below): the status words that carry an anchor
@@ -653,6 +654,10 @@ _UCX_REG_MR = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+\]\s+)?\S+:\d
 # INIT-to-RTR step applies the peer's address, GID index and traffic class)
 _DEVX_MODIFY = re.compile(r"(?:non-zero status: (?P<status>\d+) )?Error in mlx5dv_devx_obj_modify for "
                           r"(?P<step>[A-Z0-9]+_QP)(?: with syndrome (?P<synd>\d+))?")
+# and its own words for the step that failed (ibgda.cpp, NVSHMEM 2.x-3.x): ``ibgda_rc_init2rtr failed on RC #216.``,
+# ``ibgda_qp_rst2init failed on DCI #3.`` (its ``Unable to create ah.`` before them, ibv_create_ah refusing an address
+# handle, also fails its DC transport's setup, where a rebuilt NVSHMEM mended it: an error no rule explains)
+_IBGDA_STEP = re.compile(r"\bibgda_(?:qp|rc|dci)_(?P<step>rst2init|init2rtr|rtr2rts) failed on (?:RC|DCI) #\d{1,9}\b")
 # and UCX's own: ``ib_mlx5_dv.c:217  UCX  ERROR mlx5dv_devx_qp_modify(503) failed, syndrome 0: Invalid argument``
 _UCX_DEVX_MODIFY = re.compile(r"mlx5dv_devx_(?:qp|obj)_modify\((?P<code>\d+)\) failed, syndrome (?P<synd>\w+): "
                               r"(?P<err>[A-Za-z][\w ]{2,60})")
@@ -814,6 +819,12 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.IB_MODIFY_QP, line, data={
             "errno": None, "error": f"{match['step']} refused by the NIC (syndrome {match['synd'] or '?'})",
             "gid_index": None, "dev": None, "transport": "nvshmem", "step": match["step"]})]
+    match = _IBGDA_STEP.search(body) if "ibgda_" in body else None
+    if match:
+        step = f"{match['step'].upper()}_QP"  # (the step's name as mlx5dv_devx_obj_modify's line gives it)
+        return [make_event(Kind.IB_MODIFY_QP, line, data={
+            "errno": None, "error": f"{step} refused", "gid_index": None, "dev": None, "transport": "nvshmem",
+            "step": step})]
     match = _UCX_VERBS_COMPLETION.search(body) if "completion" in body and "with error" in body else None
     if match:
         return _ucx_completion(line, match, _WC_STATUS[match["what"].lower()], hca=match["dev"],

@@ -50,7 +50,8 @@ KEYWORDS = ("NCCL WARN", " WARN ", "WARN Socket creation failed", "NCCL error", 
             "ncclInvalidUsage", "ncclUnhandledCudaError", "ncclInvalidArgument", "remote process exited", "unhandled system error", "unhandled cuda error",
             "both on CUDA device", "Duplicate GPU detected", "both attached to GPU device", "shared memory segment", "posix_fallocate", "failed to extend /dev/shm",
             "Unable to allocate shared memory", "Got completion", "completed with error", "Failed to CUDA calloc",
-            "Failed to CUDA malloc", "captured in a graph", "in the same subnet as remote", "bootstrap_net_init")
+            "Failed to CUDA malloc", "captured in a graph", "in the same subnet as remote", "bootstrap_net_init",
+            "interface found")
 # NCCL refusing a CUDA graph capture its build or the driver cannot do (misc/strongstream.cc, 2.15+; ncclInvalidUsage)
 _GRAPH_CAPTURE = "NCCL cannot be captured in a graph"
 
@@ -158,6 +159,8 @@ _RETRY_EXCEEDED = re.compile(r"exceeded (?:error )?retry count(?: after (?P<atte
 _CLOSED = re.compile(r"Connection closed by remote peer(?: (?P<peer>\S+))?")
 _RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? failed ?: ?(?:Connection reset by peer|Broken pipe)")
 _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
+# (the same message alone on its line, as a blog or an issue's text quotes it: ``Bootstrap: no socket interface found``)
+_NO_IFACE_ALONE = re.compile(r"\W{0,4}(?:Bootstrap|NET/Socket) ?: no (?:socket )?interface found\W{0,4}$")
 # NVSHMEM's UID bootstrap (a copy of NCCL's), without a WARN: ``…/bootstrap/uid/bootstrap_uid.cpp:bootstrap_net_init:160:
 # No socket interface found`` (NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME matched nothing, or the address family has none)
 _NVSHMEM_NO_IFACE = re.compile(r"bootstrap_net_init:\d{1,6}: No socket interface found")
@@ -460,6 +463,8 @@ def parse(line: Line) -> list[Event]:
         return unreachable
     if _SHM.search(body) or _SHM_OLD.search(body) or _CUDA_ALLOC.search(body) or _GRAPH_CAPTURE in body:
         return _warn(line, body, Origin(), "WARN")  # NCCL's WARN repeated by 'Last error:' (often on its own line)
+    if "interface found" in body and _NO_IFACE_ALONE.match(body):  # NCCL's WARN message copied without its prefix
+        return _warn(line, body.strip(), Origin(), "WARN")
     if "bootstrap_net_init" in body and _NVSHMEM_NO_IFACE.search(body):  # NVSHMEM's copy of NCCL's bootstrap
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "nvshmem", "where": "Bootstrap", "message": body.strip()[:300]})]

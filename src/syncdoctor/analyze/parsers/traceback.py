@@ -214,6 +214,12 @@ def is_frame(body: str) -> bool:
 _REINDENTED = re.compile(r"^\s+(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): (?![^\s=]+\s*=)\S+(?: \S+){2,}")
 
 
+# an exception written as its repr on a line of its own, where a rank is known (torch.distributed.rpc re-raising a
+# remote call's error under ``On WorkerInfo(id=1, name=Worker1):``: ``RuntimeError('got 1 tensors and 0 gradients')``)
+_REPR_EXCEPTION = re.compile(r"^\W{0,4}(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Z]\w*(?:Error|Exception))\((?P<q>['\"])"
+                             r"(?P<msg>.{0,2000}?)(?P=q)\)\s*$")
+
+
 def _exception_line(body: str) -> tuple[str, str] | None:
     """(type, message) of a Python exception's line, also one a paste indented (see ``_REINDENTED``)."""
     found = exception_of(body)
@@ -397,6 +403,9 @@ def parse(line: Line) -> list[Event]:
         if found[0].endswith("ChildFailedError"):
             return []  # the launcher's summary, read by the torchrun parser
         return _exception_events(line, found[0], found[1], [])
+    remote = _REPR_EXCEPTION.match(body) if line.origin.rank is not None and ("('" in body or '("' in body) else None
+    if remote:  # a rank's exception as its repr (rpc's remote error, below)
+        return _exception_events(line, remote["type"], remote["msg"].replace("\\n", " ")[:300], [])
     unopened = _NO_SCRIPT.search(body)
     if unopened:  # the interpreter could not open the script it was given: that process ends at once (exit code 2)
         return [make_event(Kind.EXCEPTION, line, data={

@@ -13,12 +13,14 @@ from syncdoctor.analyze.timeline import Timeline, is_comm_exception
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
-__all__ = ["ARGPARSE_REFUSAL", "MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "bridge_gateway",
+__all__ = ["ARGPARSE_REFUSAL", "LOOPBACK_STORE", "MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "bridge_gateway",
            "continuation",
            "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "just_above", "launchers_own", "look_at", "socket_transport",
            "unique_id_roots_gone", "unprefixed_exception", "writer_hosts"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
+# a c10d socket's peer on the same machine, as its waitForInput lines name it (``remote=[localhost]:29500``)
+LOOPBACK_STORE = ("remote=[localhost]", "remote=[127.", "remote=[::1]")
 CONTINUATION_LINES = 6  # an exception's message goes on for a few lines after its first
 
 

@@ -598,7 +598,13 @@ def ddp_unused_parameters(tl: Timeline) -> list[Hypothesis]:
     ``Parameter indices which did not receive grad for rank N``: the program's own error on that rank (parameters
     that took no part in the loss), not the network; the rank comes from the reducer's line where the exception
     has none."""
-    raised = [e for e in tl.of(Kind.EXCEPTION) if any(w in str(e.data.get("message") or e.text) for w in _UNUSED_WORDS)]
+    # (also the message quoted inside other words, where no exception's line could be read: a paste in markdown
+    # emphasis, ``_"RuntimeError: Expected to have finished reduction …``)
+    raised: list[Event] = []
+    for event in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE):  # (one event a line: its exception's, else its error line's)
+        if any(w in str(event.data.get("message") or event.text) for w in _UNUSED_WORDS) and \
+                all(e.ref != event.ref for e in raised):
+            raised.append(event)
     named = tl.of(Kind.DDP_UNUSED_PARAMETERS)
     if not raised and not named:
         return []

@@ -30,7 +30,7 @@ from syncdoctor.analyze.rules.phrases import (
     read_as,
     strongest,
 )
-from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception
+from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception, trapped_after_comm_wait
 
 __all__ = ["error_events", "unexplained", "unrecognised_error", "words_over_a_weak_verdict"]
 
@@ -108,6 +108,7 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
     first = next((e for e in exceptions if not str(e.data.get("type") or "").endswith(_REPORTS)),
                  exceptions[0] if exceptions else None)
     if first is None or is_comm_exception(first) or first.data.get("type") in _NOT_OWN or \
+            trapped_after_comm_wait(tl, first) or \
             str(first.data.get("type") or "").lower().startswith("nccl"):  # ncclInternalError: NCCL's own report
         return []
     frames = " ".join(str(f) for f in first.data.get("frames") or ())
@@ -312,7 +313,8 @@ def _named_place(where: Attribution, line: Event, lines: list[Event]) -> Attribu
 def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = False) -> list[Hypothesis]:
     """The error lines' own words, when they name a failure (``Address already in use``, ``out of memory``…):
     that category, a little above the bare quote, with the line that says it."""
-    unread = [e for e in errors if e.kind in UNREAD]
+    # (a GPU-initiated wait's trap says nothing of its own: timeline.trapped_after_comm_wait)
+    unread = [e for e in errors if e.kind in UNREAD and not trapped_after_comm_wait(tl, e)]
     texts = [" ".join((e.text, str(e.data.get("message", "")), str(e.data.get("tail", "")),
                        *map(str, e.data.get("frames") or ()))) for e in unread]
     found = strongest(texts)
@@ -448,8 +450,12 @@ def _agents_aftermath(event: Event, signal: Event, stops: Sequence[Ref] = ()) ->
     if event.ref.line <= signal.ref.line:  # the traceback's own lines above its SignalException; srun's lines
         # race slurmstepd's in the step's output and may come just before its CANCELLED line
         between = sum(1 for ref in stops if ref.source == event.ref.source and event.ref.line < ref.line < signal.ref.line)
-        return "SignalException" in text or (slurm and signal.ref.line - event.ref.line
-                                             <= _RACE_LINES + _STOP_LINES * between)
+        # (the first line of the traceback the agent's SignalException ends: ``Traceback (most recent call last):``
+        # a few frames above it, no other error between them, each of which is judged on its own)
+        own_traceback = signal.data.get("source") == "torchrun" and _traceback_only(event) and \
+            0 < signal.ref.line - event.ref.line <= _AGENT_TRACEBACK_LINES
+        return "SignalException" in text or own_traceback or (slurm and signal.ref.line - event.ref.line
+                                                               <= _RACE_LINES + _STOP_LINES * between)
     if signal.data.get("source") == "terminal":  # after a user's Ctrl-C: the interrupted programs tearing down
         return True
     if signal.data.get("source") == "ray" and _RAY_AFTER.search(text):  # the actors of the node Ray lost
@@ -463,6 +469,7 @@ def _agents_aftermath(event: Event, signal: Event, stops: Sequence[Ref] = ()) ->
 _KIND_OF_ERROR = re.compile(r"\s*(?:User|System) error\.?\s*$")
 _RAY_AFTER = re.compile(r"\b[Aa]ctor\b|ray\.exceptions|Ray(?:Actor|Task|System)Error|\braylet\b")
 _RACE_LINES = 5
+_AGENT_TRACEBACK_LINES = 40  # the agent's traceback to its signal handler: its run loop's frames, two lines each
 _STOP_LINES = 8  # a launcher's lines after its own signal: its signal line and one per worker it stops
 # (the tasks of a cancelled step exit, and slurmstepd can no longer report it to srun)
 _SRUN_AFTER = re.compile(r"Job step aborted: Waiting up to \d+ seconds|forcing job termination|Timed out waiting for "

@@ -23,7 +23,8 @@ from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import fmt_ranks
 from syncdoctor.analyze.timeline import Timeline
 
-__all__ = ["LAUNCHERS_REPORT", "OWN_FAILURE", "UNREAD", "WORDS_SAY", "joined", "launcher_record", "lines_that_may_say_why"]
+__all__ = ["LAUNCHERS_REPORT", "OWN_FAILURE", "UNREAD", "WORDS_SAY", "abort_of_read_exception", "joined", "launcher_record",
+           "lines_that_may_say_why"]
 
 # readings that name no cause of the writer's own: a wait that others held up, a lost peer, a store or rendezvous
 # that timed out waiting for others; the writer of such a line is a victim, and the rank at fault is not their
@@ -91,6 +92,25 @@ def _uncaught_above(tl: Timeline, record: Event) -> bool:
     return record.data.get("signal") == "SIGABRT" and any(
         e.rank is None and e.ref.source == record.ref.source and e.ref.line < record.ref.line
         and _UNCAUGHT.match(str(e.data.get("message") or e.text)) for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION))
+
+
+def abort_of_read_exception(tl: Timeline, signal: Event) -> bool:
+    """A process's own report of its abort (``Fatal Python error: Aborted``, a signal whose name the paste mangled)
+    under the C++ runtime's ``terminate called after throwing …`` in the same file, a line between them read as a
+    failure of a known kind (gloo's size check in the exception's ``what():``): the abort is that exception's end,
+    and that reading says why; no crash of its own."""
+    if signal.data.get("signal") not in ("SIGABRT", None):
+        return False
+    starts = [e.ref.line for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION) if e.origin.rank is None
+              and e.ref.source == signal.ref.source and e.ref.line < signal.ref.line
+              and _UNCAUGHT.match(str(e.data.get("message") or e.text))]
+    if not starts:
+        return False
+    return any(e.ref.source == signal.ref.source and min(starts) <= e.ref.line <= signal.ref.line
+               and e.kind not in _NO_READING for e in tl.events)
+
+
+_NO_READING = frozenset({Kind.ERROR_LINE, Kind.EXCEPTION, Kind.FATAL_SIGNAL, Kind.STACK_DUMP, Kind.PROGRESS_BAR})
 
 
 def lines_that_may_say_why(tl: Timeline, hypothesis: Hypothesis) -> Callable[[Event], bool] | None:

@@ -30,9 +30,9 @@ from syncdoctor.analyze.rules.common import (
     unique_id_roots_gone,
     unprefixed_exception,
 )
-from syncdoctor.analyze.rules.joins import LAUNCHERS_REPORT
+from syncdoctor.analyze.rules.joins import LAUNCHERS_REPORT, abort_of_read_exception
 from syncdoctor.analyze.rules.phrases import read_as
-from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception
+from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline, is_comm_exception, trapped_after_comm_wait
 
 __all__ = ["dataloader_cause", "dataloader_worker_lost", "gpu_error", "gpu_out_of_memory", "ib_completion_error",
            "ib_port_down", "task_numbers", "task_ranks", "watchdog_abort", "worker_killed"]
@@ -195,6 +195,16 @@ def gpu_error(tl: Timeline) -> list[Hypothesis]:
     asserts = [e for e in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE) if "device-side assert" in str(e.data.get("message"))]
     events = [e for e in events if not (_unhandled_cuda(e) and any(
         a.ref.source == e.ref.source and a.ref.line < e.ref.line for a in asserts))]
+    # a kernel of GPU-initiated communication that waited out its bound traps (DeepEP prints ``DeepEP combine …
+    # timeout`` then calls trap()): CUDA reports the trap as ``unspecified launch failure``, the wait's end, not a
+    # fault of the GPU (the timeout's line is the error the fallback quotes)
+    events = [e for e in events if not trapped_after_comm_wait(tl, e)]
+    # a handle CUDA refuses right after the same process ran out of memory (NCCL's enqueue: ``Cuda failure 'out of
+    # memory'`` then ``Cuda failure 'invalid resource handle'``, the event or stream it could not make): the OOM's
+    # consequence, the OOM rule's
+    ooms = tl.of(Kind.CUDA_OOM)
+    events = [e for e in events if not ("invalid resource handle" in str(e.data.get("message")) and any(
+        o.ref.source == e.ref.source and o.ref.line < e.ref.line and o.origin.pid == e.origin.pid for o in ooms))]
     ordinal = [e for e in tl.of(Kind.GPU_ERROR, Kind.EXCEPTION) if _no_such_device(e)]
     # (after CUDA software that does not fit the driver, every later call of that process fails, a device's ordinal
     # among them: NVIDIA/nccl#496's ``invalid device ordinal`` two lines below the driver's refusal)
@@ -645,7 +655,7 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             continue  # a wrapper script's shell reporting the death a launcher reports too (with its rank or host)
         if event.data.get("signal") == "SIGBUS":
             killed["SIGBUS"].append(event)
-        elif watchdog_abort(tl, event):
+        elif watchdog_abort(tl, event) or abort_of_read_exception(tl, event):
             continue
         elif event.origin.pid not in reported or event.origin.pid is None:
             killed["died"].append(event)  # SIGSEGV, SIGABRT… in a library, with the host and pid of its handler

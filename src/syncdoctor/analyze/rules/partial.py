@@ -31,8 +31,20 @@ from syncdoctor.analyze.rules.common import (
 )
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
-__all__ = ["bar_words", "blocked_in_io", "busy_bar", "busy_phase", "from_exit_barrier", "from_horovod", "from_rankless", "from_runs_first",
-           "from_stacks", "ras_all_launched", "timed_out_forming"]
+__all__ = [
+    "bar_words",
+    "blocked_in_io",
+    "busy_bar",
+    "busy_phase",
+    "connect_timed_out",
+    "from_exit_barrier",
+    "from_horovod",
+    "from_rankless",
+    "from_runs_first",
+    "from_stacks",
+    "ras_all_launched",
+    "timed_out_forming",
+]
 
 
 # helpers that let one process run a block first while the others wait in a barrier: YOLOv5/v6/v8's
@@ -62,7 +74,19 @@ def timed_out_forming(event: Event) -> bool:
     """A timeout raised while the process group was being formed (``init_process_group`` waiting in its store
     for the other ranks): the group never formed, a rendezvous that did not gather everyone, not a collective."""
     message = str(event.data.get("message", ""))
+    if connect_timed_out(message):
+        return False  # (ETIMEDOUT's own words: a connection to the store that no answer came to, not a wait)
     return event.data.get("collective") in _FORMING and ("imeout" in message or "timed out" in message.lower())
+
+
+# the error a connect() that got no answer raises, strerror(ETIMEDOUT) alone (TCPStore's client in PyTorch 1.x:
+# ``RuntimeError: Connection timed out``): the store's address dropped the connection's packets
+_CONNECT_TIMED_OUT = re.compile(r"\s*(?:\[Errno 110\] )?Connection timed out\s*$")
+
+
+def connect_timed_out(message: str) -> bool:
+    """An exception's message that is strerror(ETIMEDOUT) alone: a connection opened to no answer."""
+    return "onnection timed out" in message and _CONNECT_TIMED_OUT.match(message) is not None
 
 
 def _timed_out_in_collective(event: Event, tl: Timeline | None = None) -> bool:

@@ -258,6 +258,10 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # (and one too old for it: ``Found GPU0 Tesla K80 which is of cuda capability 3.7. PyTorch no longer
                 # supports this GPU because it is too old.``)
                 r"|no longer supports this GPU because it is too old", _I)),
+    # PyTorch's MPI backend given GPU tensors by an MPI built without CUDA support (ProcessGroupMPI's check)
+    (Category.UNRECOGNISED, "an MPI library built without CUDA support, given GPU tensors by PyTorch's MPI backend "
+     "(the NCCL backend for GPU tensors, or an MPI built with CUDA)",
+     re.compile(r"doesn't have CUDA-aware MPI support")),
     # the CUDA software that does not fit the host's driver (cudaErrorInsufficientDriver; PyTorch's own words): a
     # GPU runtime's failure whose cure is the driver, not the GPU (before the GPU's faults: NCCL's ``Cuda failure 'API
     # call is not supported in the installed CUDA driver'`` is this, in a CUDA failure's words)

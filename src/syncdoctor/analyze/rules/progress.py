@@ -18,6 +18,7 @@ from syncdoctor.analyze.chains import Chains, chains, where_waited
 from syncdoctor.analyze.fr_compare import compare_progress
 from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
 from syncdoctor.analyze.rules.common import (
+    LOOPBACK_STORE,
     MAX_CASCADE,
     evidence_of,
     fmt_ranks,
@@ -466,16 +467,13 @@ def _from_unique_id(tl: Timeline) -> list[Hypothesis]:
                        fix=fix, evidence=evidence_of(waits, "waited for the id", MAX_CASCADE))]
 
 
-_LOOPBACK_STORE = ("remote=[localhost]", "remote=[127.", "remote=[::1]")
-
-
 def _store_waits(tl: Timeline) -> list[Event]:
     """Store operations that waited out their timeout for a key (not for a store they could not reach): a wait
     that names its keys, and a socket to a store on the same machine that timed out."""
     barriers = first_barrier_sources(tl)  # (a wait in a barrier for the main process: the store is its own)
     return [e for e in tl.of(Kind.STORE_ERROR) if e.origin.rank is not None and (
         e.data.get("what") == "wait" or
-        (e.data.get("what") == "socket-timeout" and (any(word in e.text for word in _LOOPBACK_STORE)
+        (e.data.get("what") == "socket-timeout" and (any(word in e.text for word in LOOPBACK_STORE)
                                                      or e.ref.source in barriers)))]
 
 

@@ -19,6 +19,7 @@ from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.parsers.nccl_info import PLUGIN_NETS
 from syncdoctor.analyze.rules.common import (
     ARGPARSE_REFUSAL,
+    LOOPBACK_STORE,
     MAX_CASCADE,
     attribute,
     bridge_gateway,
@@ -32,7 +33,7 @@ from syncdoctor.analyze.rules.common import (
 )
 from syncdoctor.analyze.rules.fallback import error_events
 from syncdoctor.analyze.rules.network import gloo_no_error
-from syncdoctor.analyze.rules.partial import timed_out_forming
+from syncdoctor.analyze.rules.partial import connect_timed_out, timed_out_forming
 from syncdoctor.analyze.rules.phrases import strongest
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, Timeline
 
@@ -164,7 +165,8 @@ def _store_connect_failed(event: Event) -> bool:
     message = str(event.data.get("message", ""))
     frames = " ".join(str(f) for f in event.data.get("frames") or ())
     return ((any(w in message for w in _UNRESOLVED) and any(w in frames for w in _STORE_FRAMES))
-            or (any(w in message for w in _CONNECT_WORDS) and any(w in frames for w in _OPENING_FRAMES)))
+            or ((any(w in message for w in _CONNECT_WORDS) or connect_timed_out(message))
+                and any(w in frames for w in _OPENING_FRAMES)))
 
 
 def _raised_elsewhere(tl: Timeline) -> set[Ref]:
@@ -1019,8 +1021,11 @@ def store_port_taken(tl: Timeline) -> list[Hypothesis]:
 
 
 def _ran(tl: Timeline) -> bool:
-    """Some collective ran already: NCCL lines of a finished init, or a timeout in one."""
-    return bool(tl.of(Kind.NCCL_INIT) or tl.of(Kind.WATCHDOG_TIMEOUT) or tl.of(Kind.WORK_STATUS))
+    """Some collective ran already: NCCL lines of a finished init, or a timeout in one; or ProcessGroupNCCL's words
+    after its watchdog found a collective failed (``Some NCCL operations have failed or timed out``: a collective
+    was enqueued on a communicator that existed)."""
+    return bool(tl.of(Kind.NCCL_INIT) or tl.of(Kind.WATCHDOG_TIMEOUT) or tl.of(Kind.WORK_STATUS)) or any(
+        "Some NCCL operations have failed or timed out" in e.text for e in tl.of(Kind.ERROR_LINE))
 
 
 # torchrun's own frames (its agent, before any worker): run.py's main/run, the elastic launcher and rendezvous
@@ -1044,6 +1049,32 @@ def _agent_store_timeouts(tl: Timeline) -> list[Event]:
     return waits if _AGENT_FRAMES.search(frames) or not tl.ranks else []
 
 
+def _worker_store_waits(tl: Timeline) -> list[Hypothesis]:
+    """A worker's read from a store on another host that waited out its whole timeout (``[rank1]:… waitForInput:
+    socket SocketImpl(…, remote=[head-0]:6379) timed out after 600000ms``) before any collective ran: the socket was
+    connected, the store answers a read only once its key is written, and the ranks that write it never did (the
+    setup of a communicator or a barrier through the store). A lead: the paste does not say which key, or who; a
+    wait that names its keys (``DistStoreError: wait timeout after …, keys: …``) is read by the lagging-rank rules."""
+    waits = [e for e in tl.of(Kind.STORE_ERROR) if e.data.get("what") == "socket-timeout" and e.origin.rank is not None
+             and isinstance(e.data.get("ms"), int) and e.data["ms"] >= _AGENT_WAIT_MS
+             and not any(word in e.text for word in LOOPBACK_STORE)]
+    if not waits or _ran(tl) or tl.of(Kind.PROGRESS_BAR) or \
+            any(e.data.get("what") == "wait" for e in tl.of(Kind.STORE_ERROR)):
+        return []  # (a wait that names its keys is the lagging-rank rules': the key says whose turn it was)
+    where = attribute(waits, tl)
+    seconds = max(int(e.data["ms"]) for e in waits) // 1000
+    title = (f"rank{'s' if len(where.ranks) > 1 else ''} {fmt_ranks(sorted(where.ranks))} waited {seconds} s for a "
+             "store key the other ranks never wrote")
+    what = ("A read from the job's store blocks until another process writes its key (a communicator's id, a "
+            "barrier's count); this one waited out its whole timeout on a connected socket, and the inputs show no "
+            "collective that ran before. The ranks that should have written it never got there: they started late or not at all, or failed "
+            "or hang before that step. Their own logs say which.")
+    fix = ("Look at the other ranks' logs for the same moment (the first to fail, or the one still busy); start every "
+           "rank with the same store address and world size.")
+    return [hypothesis(tl, Category.RENDEZVOUS_TIMEOUT, 0.45, title, affected=sorted(where.ranks), what=what, fix=fix,
+                       evidence=evidence_of(waits, "waited for a key", MAX_CASCADE))]
+
+
 def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
     events = [e for e in tl.of(Kind.STORE_ERROR)
               if e.data.get("what") in ("barrier", "clients", "rendezvous-timeout") and not e.data.get("missing_ranks")]
@@ -1052,7 +1083,7 @@ def rendezvous_timeout(tl: Timeline) -> list[Hypothesis]:
     if tl.of(Kind.NCCL_INIT, Kind.WORK_STATUS, *TIMEOUT_KINDS):
         events = [e for e in events if not e.data.get("waiting")]  # the group formed after that wait
     if not events:
-        return []
+        return _worker_store_waits(tl)
     where = attribute(events, tl)
     counts = sorted({(int(e.data["joined"]), int(e.data["world_size"])) for e in events if "joined" in e.data})
     crowded = [(j, w) for j, w in counts if j > w]
