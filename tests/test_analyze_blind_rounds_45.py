@@ -256,3 +256,22 @@ def test_nccls_system_error_after_the_watchdog_found_a_failed_collective_is_not_
     assert "before any collective ran" not in top_of(tmp_path, failed + error).title
     # the same error with no sign of a collective: the setup's connection, as before
     assert "before any collective ran" in top_of(tmp_path, error).title
+
+
+def test_nvshmems_error_prints_without_an_error_word_are_never_silent(tmp_path: Path) -> None:
+    # the sweep of NVSHMEM v3.4.5-0's error macros (nvshmemx_error.h), each message filled and read alone
+    for line in ("/sgl-workspace/nvshmem/src/host/team/team.cu:nvshmem_team_split_strided:63: NVSHMEM API called "
+                 "before NVSHMEM initialization has completed\n",
+                 "/sgl-workspace/nvshmem/src/modules/transport/ibgda/ibgda.cpp:2296: NULL value mem_handle is not "
+                 "registered.\n",
+                 "/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.8/main_nvshmem/src/host/topo/topo.cpp:469: [GPU 3] Peer GPU "
+                 "8 is not accessible, exiting ...\n"):
+        top = top_of(tmp_path, line)
+        assert top.category is Category.UNRECOGNISED, (line, top)
+    # its warnings and information lines stay quiet (a transport it skips, its start-up notes), and a source
+    # location of another library in the same form
+    for quiet in ("WARN: device mlx5_0 does not support atomic fetch and add\n",
+                  "/root/DeepEP/nvshmem_src/src/modules/transport/ibrc/ibrc.cpp 1455 IBRC only supports One NIC / PE.\n",
+                  "Found NVSHMEM_HOME from Python nvidia-nvshmem-cu12: /root/miniconda3/lib/python3.12/site-packages\n",
+                  "/src/app/loader.cpp:load_config:42: using the defaults\n"):
+        assert not diagnose_paste(tmp_path, quiet).hypotheses, quiet

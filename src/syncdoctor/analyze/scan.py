@@ -485,6 +485,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"nterface found",  # (NCCL's ``Bootstrap: no socket interface found`` copied alone, without its WARN prefix)
     b"CUDA-aware MPI",  # (PyTorch's MPI backend given GPU tensors by an MPI built without CUDA support)
     b"On WorkerInfo(",  # (torch.distributed.rpc naming the worker a remote call's exception was raised on)
+    # NVSHMEM's error prints whose words hold no anchor (a NULL check's, its ERROR_PRINT's source path and function)
+    b": NULL value", b"nvshmem",
 )
 
 _WINDOW = 512 * 1024  # bytes searched per anchor pass: stays in the CPU cache across passes

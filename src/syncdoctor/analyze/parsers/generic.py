@@ -237,6 +237,13 @@ _ERROR = re.compile(
     # PyTorch's MPI backend given a GPU tensor by an MPI built without CUDA support (ProcessGroupMPI.cpp's check:
     # ``CUDA tensor detected and the MPI used doesn't have CUDA-aware MPI support``)
     r"|\bdoesn't have CUDA-aware MPI support\b"
+    # NVSHMEM's own error prints where their words hold no error word (nvshmemx_error.h: NVSHMEMI_NULL_ERROR_JMP's
+    # ``ibgda.cpp:1348: NULL value Unable to query pointer information.``, NVSHMEMI_ERROR_PRINT's and _EXIT's
+    # ``…/nvshmem_src/src/host/init/init.cu:nvshmemi_check_state_and_init:1067: nvshmem API called before nvshmem_init``)
+    # (and its topology step finding no transport that reaches a PE: ``topo.cpp:469: [GPU 1] Peer GPU 0 is not
+    # accessible, exiting ...``)
+    r"|\.(?:c|cc|cpp|cu|cuh|h):\d{1,6}: NULL value\b|nvshmem[\w./\-]{0,200}\.(?:c|cc|cpp|cu|cuh|h):\w{1,80}:\d{1,6}: "
+    r"|\] Peer GPU \d{1,6} is not accessible, exiting\b"
     # the C library aborting on a corrupted heap or buffer (``free(): invalid pointer``, ``malloc(): unsorted double linked
     # list corrupted``, ``*** buffer overflow detected ***: terminated``), a name that does not resolve in Python's words
     # (``socket.gaierror: [Errno -2] Name or service not known``), a process pool whose worker died (``BrokenProcessPool:
