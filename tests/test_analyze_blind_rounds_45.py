@@ -275,3 +275,16 @@ def test_nvshmems_error_prints_without_an_error_word_are_never_silent(tmp_path: 
                   "Found NVSHMEM_HOME from Python nvidia-nvshmem-cu12: /root/miniconda3/lib/python3.12/site-packages\n",
                   "/src/app/loader.cpp:load_config:42: using the defaults\n"):
         assert not diagnose_paste(tmp_path, quiet).hypotheses, quiet
+
+
+def test_a_warning_that_memory_may_run_out_or_a_config_target_unresolved_is_no_failure_named(tmp_path: Path) -> None:
+    # the sweeps of Lightning's and Megatron's own messages (their warnings, read alone)
+    may = "UserWarning: WeightAveraging doesn't support sharding model layers, so you may run out of memory.\n"
+    assert not any(h.category is Category.RANK_OUT_OF_MEMORY for h in diagnose_paste(tmp_path, may).hypotheses)
+    target = ("[2026-12-07 10:00:00] WARNING Could not resolve target 'megatron.core.models.gpt.GPTModel': "
+              "No module named 'megatron'\n")
+    assert not any(h.category is Category.PEER_UNREACHABLE for h in diagnose_paste(tmp_path, target).hypotheses)
+    # memory that did run out, and a host that did not resolve: read as before
+    assert top_of(tmp_path, "RuntimeError: CUDA error: out of memory\n").category is Category.RANK_OUT_OF_MEMORY
+    unresolved = "RuntimeError: could not resolve host node-7: Name or service not known\n"
+    assert top_of(tmp_path, unresolved).category is Category.PEER_UNREACHABLE

@@ -1093,9 +1093,16 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
 # (pip itself, not a path of a package it built: ``/tmp/pip-install-…/horovod/common/gloo/http_store.cc``)
 _ELSEWHERE = re.compile(r"https?://|HTTPS?Connection|\brequests\.|urllib|huggingface|hf_hub|\bpip\b(?!-)|download|wandb"
                         # (Google Cloud Storage's gcs in lower case: Ray's GCS, its control store, is the job's own)
-                        r"|amazonaws\.com|\bboto|\bs3\b|(?-i:\bgcs\b)|gs://|storage\.googleapis", _I)
+                        r"|amazonaws\.com|\bboto|\bs3\b|(?-i:\bgcs\b)|gs://|storage\.googleapis"
+                        # (a configuration's reference resolved to a Python object: Megatron's ``Could not resolve
+                        # target 'megatron.core.…': …``, Hydra's targets; no host)
+                        r"|\bresolve (?:target|import|class|module|symbol|reference)\b", _I)
 _NOT_THE_LIMIT = re.compile(_REFUSED_REGISTRATION)
-_UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE, Category.MEMLOCK_LIMIT: _NOT_THE_LIMIT}
+# a warning that memory may run out, not that it did (Lightning's ``WeightAveraging doesn't support sharding model
+# layers, so you may run out of memory.``)
+_MAY_RUN_OUT = re.compile(r"\b(?:may|might|could|can|will likely)\s+(?:run|be running)\s+out of memory\b", _I)
+_UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE, Category.MEMLOCK_LIMIT: _NOT_THE_LIMIT,
+           Category.RANK_OUT_OF_MEMORY: _MAY_RUN_OUT}
 
 
 # a file the program opens for writing in a folder that does not exist (tacotron2's ``open("logs/{}_GPU_{}.log", "w")``
