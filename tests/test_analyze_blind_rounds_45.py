@@ -288,3 +288,18 @@ def test_a_warning_that_memory_may_run_out_or_a_config_target_unresolved_is_no_f
     assert top_of(tmp_path, "RuntimeError: CUDA error: out of memory\n").category is Category.RANK_OUT_OF_MEMORY
     unresolved = "RuntimeError: could not resolve host node-7: Name or service not known\n"
     assert top_of(tmp_path, unresolved).category is Category.PEER_UNREACHABLE
+
+
+def test_oneccls_kvs_read_that_waited_out_its_limit_is_the_others_never_arriving(tmp_path: Path) -> None:
+    # the sweep of oneCCL's own messages (uxlfoundation/oneCCL): its key-value store's read timing out
+    line = ("2025:02:17-17:20:51:( 2399) |CCL_ERROR| pmi_resizable_simple_internal.cpp:343 kvs_get_value: KVS get "
+            "error: timeout limit: 60 > 60, prefix: CCL_POD_ADDR0, key: 2\n")
+    top = top_of(tmp_path, line)
+    assert top.category is Category.RENDEZVOUS_TIMEOUT, top
+    # its other errors stay errors no rule explains (a socket it could not make)
+    other = line.replace("KVS get error: timeout limit: 60 > 60, prefix: CCL_POD_ADDR0, key: 2", "Socket creation error")
+    assert top_of(tmp_path, other).category is Category.UNRECOGNISED
+    # its refusal of the shm provider across nodes is a setting, no shared memory that ran out
+    setting = line.replace("KVS get error: timeout limit: 60 > 60, prefix: CCL_POD_ADDR0, key: 2",
+                           "shm provider is requested as primary provider but global_count (16) != local_count (8)")
+    assert top_of(tmp_path, setting).category is Category.UNRECOGNISED

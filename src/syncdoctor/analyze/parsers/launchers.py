@@ -55,7 +55,7 @@ KEYWORDS = ("btl_tcp", "exited due to process rank", "downstream from host", "ha
             "): local protection error", "): remote access error", "): Work Request Flushed Error",
             "): remote operation error", "): remote invalid request error", "): local length error", "UCX error: ",
             "): transport retry counter exceeded", "): RNR retry counter exceeded", "cqe with error",
-            "|CCL_ERROR| ", "^C",
+            "|CCL_ERROR| ", "^C", "KVS get error: timeout limit: ",
             # a failed completion in an RDMA program's own words, its verbs status a number (below)
             "CQE error", "ompletion error", "WC error", "wc error",
             # Open MPI's notice of a process that called MPI_Abort, MPICH's own abort (below)
@@ -644,6 +644,10 @@ _UCX_STATUS_WORDS = re.compile(rf"\bUCX error: (?P<err>{_UCX_UNREACHED})"
 # ``2025:02:17-17:20:51:( 2399) |CCL_ERROR| internal_kvs.cpp:289 fill_local_host_ip: can't find interface  to get host
 # IP`` (CCL_KVS_IFACE names none there, or the container has only loopback)
 _CCL_NO_IFACE = re.compile(r"\|CCL_ERROR\|[^\n]{0,80}fill_local_host_ip: can't find interface")
+# and its key-value store's read that waited out its limit for a key the other ranks write (pmi_resizable_simple*.cpp):
+# ``|CCL_ERROR| pmi_resizable_simple_internal.cpp:343 kvs_get_value: KVS get error: timeout limit: 60 > 60, prefix:
+# CCL_POD_ADDR0, key: 2``
+_CCL_KVS_TIMEOUT = re.compile(r"KVS get error: timeout limit: (?P<s>\d{1,9}) > \d{1,9}")
 # UCX registering a buffer with the NIC and refused for memory (uct/ib/base/ib_md.c): ``[nid001192:11838:0] ib_md.c:325
 # UCX ERROR ibv_reg_mr(address=0xabcf12c0, length=26400, access=0xf) failed: Cannot allocate memory``: the locked-memory
 # limit, or the NIC's registration cache
@@ -771,6 +775,10 @@ def parse(line: Line) -> list[Event]:
         world = match["comm"] == "0"
         return [make_event(Kind.ERROR_LINE, line, origin=Origin(rank=int(match["rank"])) if world else None, data={
             "message": body.strip()[:300], "source": "mpich-abort"})]
+    match = _CCL_KVS_TIMEOUT.search(body) if "KVS get error" in body else None
+    if match:  # read by rules.setup's rendezvous timeout: the others never wrote their keys
+        return [make_event(Kind.STORE_ERROR, line, data={
+            "what": "rendezvous-timeout", "source": "oneccl", "seconds": float(match["s"])})]
     if "fill_local_host_ip" in body and _CCL_NO_IFACE.search(body):
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "oneccl", "where": "KVS", "message": body.strip()[:300]})]

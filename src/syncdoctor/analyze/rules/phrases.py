@@ -1101,8 +1101,11 @@ _NOT_THE_LIMIT = re.compile(_REFUSED_REGISTRATION)
 # a warning that memory may run out, not that it did (Lightning's ``WeightAveraging doesn't support sharding model
 # layers, so you may run out of memory.``)
 _MAY_RUN_OUT = re.compile(r"\b(?:may|might|could|can|will likely)\s+(?:run|be running)\s+out of memory\b", _I)
+# oneCCL refusing its shm provider as the primary one for a job across nodes (a setting, no shared memory run out:
+# ``shm provider is requested as primary provider but global_count (16) != local_count (8)``)
+_SHM_SETTING = re.compile(r"\bshm provider is requested as primary provider\b")
 _UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE, Category.MEMLOCK_LIMIT: _NOT_THE_LIMIT,
-           Category.RANK_OUT_OF_MEMORY: _MAY_RUN_OUT}
+           Category.RANK_OUT_OF_MEMORY: _MAY_RUN_OUT, Category.SHM_EXHAUSTED: _SHM_SETTING}
 
 
 # a file the program opens for writing in a folder that does not exist (tacotron2's ``open("logs/{}_GPU_{}.log", "w")``
