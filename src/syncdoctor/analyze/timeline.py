@@ -72,6 +72,9 @@ _MPI_COMM_CALL = re.compile(r"Fatal error in PMPI_(?:I?[Rr]ecv|I?[Ss]end|Sendrec
 # CPU)``): the library's report of a wait, as its error line is (parsers.generic), not the rank's own crash
 _GPU_COMM_WAIT = re.compile(GPU_COMM_TIMEOUT)
 _AGENT_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
+# the C++ runtime's words for an exception nobody caught, before it calls abort() (libstdc++'s, libc++'s)
+_UNCAUGHT = re.compile(r"^\s*(?:terminate called after throwing\b|libc\+\+abi: terminating (?:with|due to) uncaught)")
+_UNREAD_KINDS = frozenset({Kind.ERROR_LINE, Kind.EXCEPTION, Kind.FATAL_SIGNAL, Kind.STACK_DUMP, Kind.PROGRESS_BAR})
 
 
 def is_comm_exception(event: Event) -> bool:
@@ -188,6 +191,32 @@ class Timeline:
         return hosts[0], ranks[0] if len(ranks) == 1 else None
 
     @cached_property
+    def uncaught_lines(self) -> dict[str, list[int]]:
+        """Per input, the lines (ascending) where the C++ runtime says an exception went uncaught before it aborts
+        (``terminate called after throwing …``, libc++'s words for it), printed without a rank."""
+        found: dict[str, list[int]] = defaultdict(list)
+        for event in self.of(Kind.ERROR_LINE, Kind.EXCEPTION):
+            if event.origin.rank is None and _UNCAUGHT.match(str(event.data.get("message") or event.text)):
+                found[event.ref.source].append(event.ref.line)
+        return {source: sorted(lines) for source, lines in found.items()}
+
+    @cached_property
+    def gpu_comm_waited(self) -> bool:
+        """A kernel of GPU-initiated communication waited out its bound somewhere in the inputs (DeepEP's
+        ``… timeout``, NVSHMEM's proxy's)."""
+        return any(_GPU_COMM_WAIT.search(e.text) for e in self.of(Kind.ERROR_LINE, Kind.EXCEPTION))
+
+    @cached_property
+    def reading_lines(self) -> dict[str, list[int]]:
+        """Per input, the lines (ascending) of events that a parser read as a failure of a known kind: not an
+        error-looking line, an exception, a fatal signal, a stack or a progress bar, whose words say no more."""
+        found: dict[str, list[int]] = defaultdict(list)
+        for event in self.events:  # one pass, on the first question
+            if event.kind not in _UNREAD_KINDS:
+                found[event.ref.source].append(event.ref.line)
+        return {source: sorted(lines) for source, lines in found.items()}
+
+    @cached_property
     def _pid_places(self) -> dict[int, tuple[tuple[str, ...], tuple[int, ...]]]:
         hosts: dict[int, set[str]] = defaultdict(set)
         ranks: dict[int, set[int]] = defaultdict(set)
@@ -228,11 +257,22 @@ class Timeline:
             out[event.kind].append(at)
         return dict(out)
 
+    @cached_property
+    def _of_memo(self) -> dict[tuple[Kind, ...], tuple[Event, ...]]:
+        """The answers :meth:`of` gave, per question: a rule that asks once per event of a kind (the watchdog's own
+        abort, for each SIGABRT) costs a copy, not a merge of the kinds' places, each time."""
+        return {}
+
     def of(self, *kinds: Kind) -> list[Event]:
-        """The events of ``kinds``, in input order."""
-        places = [self._at[kind] for kind in dict.fromkeys(kinds) if kind in self._at]
-        events = self.events
-        return [events[at] for at in (places[0] if len(places) == 1 else heapq.merge(*places))]
+        """The events of ``kinds``, in input order (a new list: the caller may change it)."""
+        key = tuple(dict.fromkeys(kinds))
+        found = self._of_memo.get(key)
+        if found is None:
+            places = [self._at[kind] for kind in key if kind in self._at]
+            events = self.events
+            found = self._of_memo[key] = tuple(events[at] for at in (places[0] if len(places) == 1
+                                                                      else heapq.merge(*places)))
+        return list(found)
 
     def rows(self, limit: int | None = None) -> list[TimelineRow]:
         """The notable events, per rank in rank order, each rank's in file order."""
@@ -248,8 +288,7 @@ def trapped_after_comm_wait(tl: Timeline, event: Event) -> bool:
     """A CUDA ``unspecified launch failure`` in inputs where a kernel of GPU-initiated communication waited out its
     bound (DeepEP prints ``DeepEP combine … timeout`` and then calls trap(), which CUDA reports in those words): the
     wait's end, no fault of the GPU's."""
-    return "unspecified launch failure" in f"{event.text} {event.data.get('message', '')}" and any(
-        _GPU_COMM_WAIT.search(e.text) for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION))
+    return "unspecified launch failure" in f"{event.text} {event.data.get('message', '')}" and tl.gpu_comm_waited
 
 
 def _row(event: Event) -> TimelineRow:

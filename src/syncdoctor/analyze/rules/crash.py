@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind
+from syncdoctor.analyze.model import Category, Event, Hypothesis, Kind, Ref
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
@@ -601,10 +601,11 @@ def ddp_unused_parameters(tl: Timeline) -> list[Hypothesis]:
     # (also the message quoted inside other words, where no exception's line could be read: a paste in markdown
     # emphasis, ``_"RuntimeError: Expected to have finished reduction …``)
     raised: list[Event] = []
+    lines: set[Ref] = set()
     for event in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE):  # (one event a line: its exception's, else its error line's)
-        if any(w in str(event.data.get("message") or event.text) for w in _UNUSED_WORDS) and \
-                all(e.ref != event.ref for e in raised):
+        if event.ref not in lines and any(w in str(event.data.get("message") or event.text) for w in _UNUSED_WORDS):
             raised.append(event)
+            lines.add(event.ref)
     named = tl.of(Kind.DDP_UNUSED_PARAMETERS)
     if not raised and not named:
         return []

@@ -16,6 +16,7 @@ other, the others' failures as its consequence, a little above both; the bare "w
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -80,8 +81,6 @@ def launcher_record(tl: Timeline, crash: Hypothesis) -> Event | None:
     return None
 
 
-# the C++ runtime's words for an exception nobody caught, before it calls abort() (libstdc++'s, libc++'s)
-_UNCAUGHT = re.compile(r"^\s*(?:terminate called after throwing\b|libc\+\+abi: terminating (?:with|due to) uncaught)")
 
 
 def _uncaught_above(tl: Timeline, record: Event) -> bool:
@@ -89,9 +88,8 @@ def _uncaught_above(tl: Timeline, record: Event) -> bool:
     ``exitcode: -6``) under the C++ runtime's ``terminate called after throwing …`` printed without a rank in the
     same file: the abort is that exception's end, and the lines below it (its ``what():``) say why, as an exit
     code's record does with the error above it."""
-    return record.data.get("signal") == "SIGABRT" and any(
-        e.rank is None and e.ref.source == record.ref.source and e.ref.line < record.ref.line
-        and _UNCAUGHT.match(str(e.data.get("message") or e.text)) for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION))
+    starts = tl.uncaught_lines.get(record.ref.source, [])
+    return record.data.get("signal") == "SIGABRT" and bool(starts) and starts[0] < record.ref.line
 
 
 def abort_of_read_exception(tl: Timeline, signal: Event) -> bool:
@@ -101,16 +99,13 @@ def abort_of_read_exception(tl: Timeline, signal: Event) -> bool:
     and that reading says why; no crash of its own."""
     if signal.data.get("signal") not in ("SIGABRT", None):
         return False
-    starts = [e.ref.line for e in tl.of(Kind.ERROR_LINE, Kind.EXCEPTION) if e.origin.rank is None
-              and e.ref.source == signal.ref.source and e.ref.line < signal.ref.line
-              and _UNCAUGHT.match(str(e.data.get("message") or e.text))]
-    if not starts:
+    starts = tl.uncaught_lines.get(signal.ref.source)
+    if not starts or starts[0] >= signal.ref.line:
         return False
-    return any(e.ref.source == signal.ref.source and min(starts) <= e.ref.line <= signal.ref.line
-               and e.kind not in _NO_READING for e in tl.events)
-
-
-_NO_READING = frozenset({Kind.ERROR_LINE, Kind.EXCEPTION, Kind.FATAL_SIGNAL, Kind.STACK_DUMP, Kind.PROGRESS_BAR})
+    # (the first such exception in the file: the processes' outputs interleave, its what() may come after another's)
+    read = tl.reading_lines.get(signal.ref.source, [])
+    at = bisect_left(read, starts[0])
+    return at < len(read) and read[at] <= signal.ref.line
 
 
 def lines_that_may_say_why(tl: Timeline, hypothesis: Hypothesis) -> Callable[[Event], bool] | None:
