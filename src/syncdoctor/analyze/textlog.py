@@ -86,6 +86,8 @@ _HEADINGS_MAX = 1 << 16
 def _rank_headings(block: bytes) -> list[tuple[int, int]]:
     """Where a paste's rank headings are in ``block``, and their ranks, in order."""
     return [(m.start(), int(m["rank"])) for m in _RANK_HEADING.finditer(block) if m["colon"] or m["hashes"]][:256]
+
+
 # a paste whose newlines were lost (a page's rendered text copied, markdown joining the lines of an unfenced paste):
 # log lines run together on one line, each still behind its writer's prefix; read apart, at the same line number
 _BAR_ENDS = (b"/s]", b"s/it]")  # the end of a progress bar's rate field: ``2.14it/s]``, ``43.23s/it]``
