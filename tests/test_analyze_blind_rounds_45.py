@@ -219,6 +219,12 @@ def test_an_abort_under_an_uncaught_exception_whose_words_are_read_is_no_crash_o
     aborted = "Fatal Python error: Aborted\n\nThread 0x00007f1b0c1ff640 (most recent call first):\n"
     top = top_of(tmp_path, thrown + aborted)
     assert top.category is Category.COLLECTIVE_DESYNC, top
+    # the same end of another reading's exception (gloo's refused connect): that reading alone, no crash beside it
+    refused = thrown.replace("op.preamble.length <= op.nbytes. 128 vs 8", "optval == 0. 111 vs 0. SO_ERROR: "
+                             "Connection refused").replace("tcp/pair.cc:446", "tcp/pair.cc:498")
+    hypotheses = diagnose_paste(tmp_path, refused + aborted).hypotheses
+    assert hypotheses[0].category is Category.PEER_UNREACHABLE, hypotheses
+    assert not any(h.category is Category.RANK_CRASHED for h in hypotheses), hypotheses
     # an exception whose words no rule reads: the abort is still the crash it reports
     unread = thrown.replace("op.preamble.length <= op.nbytes. 128 vs 8", "something odd happened")
     assert top_of(tmp_path, unread + aborted).category is Category.RANK_CRASHED
