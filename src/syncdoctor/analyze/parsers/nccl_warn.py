@@ -160,7 +160,7 @@ _CLOSED = re.compile(r"Connection closed by remote peer(?: (?P<peer>\S+))?")
 _RESET = re.compile(r"Call to (?:recv|send)(?: (?:from|to) (?P<peer>\S+))? failed ?: ?(?:Connection reset by peer|Broken pipe)")
 _NO_IFACE = re.compile(r"(?P<where>Bootstrap|NET/Socket) ?: no (?:socket )?interface found")
 # (the same message alone on its line, as a blog or an issue's text quotes it: ``Bootstrap: no socket interface found``)
-_NO_IFACE_ALONE = re.compile(r"\W{0,4}(?:Bootstrap|NET/Socket) ?: no (?:socket )?interface found\W{0,4}$")
+_NO_IFACE_ALONE = re.compile(r"\W{0,4}" + _NO_IFACE.pattern + r"\W{0,4}$")
 # NVSHMEM's UID bootstrap (a copy of NCCL's), without a WARN: ``…/bootstrap/uid/bootstrap_uid.cpp:bootstrap_net_init:160:
 # No socket interface found`` (NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME matched nothing, or the address family has none)
 _NVSHMEM_NO_IFACE = re.compile(r"bootstrap_net_init:\d{1,6}: No socket interface found")

@@ -81,8 +81,6 @@ def launcher_record(tl: Timeline, crash: Hypothesis) -> Event | None:
     return None
 
 
-
-
 def _uncaught_above(tl: Timeline, record: Event) -> bool:
     """A launcher's record of a worker killed by SIGABRT (mpirun's ``exited on signal 6 (Aborted)``, torchrun's
     ``exitcode: -6``) under the C++ runtime's ``terminate called after throwing …`` printed without a rank in the

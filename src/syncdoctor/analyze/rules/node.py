@@ -1051,15 +1051,20 @@ _FAILED_EVENTS = ("port error", "catastrophic", "CQ error", "work queue error", 
                   "device fatal", "marked as failed", "health compromised")
 
 
-# of those, the events that say the fabric changed under the port (the subnet manager restarted or failed over and
-# asked the ports to register again, a port that bounced got a new LID): no failure, but where a job then hangs with
-# no other error, the likeliest lead
+# the async events that say the fabric changed under the port (the subnet manager restarted or failed over and asked
+# the ports to register again, a port that bounced got a new LID): no failure, but where a job then hangs with no
+# other error, the likeliest lead
 _FABRIC_CHANGED = ("client reregistration", "SM change", "LID change")
 
 
+def _async_events(tl: Timeline, words: tuple[str, ...]) -> list[Event]:
+    """NCCL's IB async events whose name holds one of ``words`` (in any case)."""
+    return [e for e in tl.of(Kind.IB_ASYNC_EVENT)
+            if any(word.lower() in str(e.data.get("event", "")).lower() for word in words)]
+
+
 def ib_port_down(tl: Timeline) -> list[Hypothesis]:
-    events = [e for e in tl.of(Kind.IB_ASYNC_EVENT)
-              if any(word.lower() in str(e.data.get("event", "")).lower() for word in _FAILED_EVENTS)]
+    events = _async_events(tl, _FAILED_EVENTS)
     if not events:
         return _device_not_opened(tl) or _net_counts_differ(tl) or _net_lists_differ(tl) or _fabric_changed(tl)
     where = attribute(events, tl)
@@ -1080,8 +1085,7 @@ def _fabric_changed(tl: Timeline) -> list[Hypothesis]:
     """NCCL's IB async events that say the fabric changed under a port (``Got async event : client reregistration``,
     ``SM change``, ``LID change``) and nothing that failed: a lead, not a verdict (the port came back; whether the
     job's connections did is not in the lines)."""
-    events = [e for e in tl.of(Kind.IB_ASYNC_EVENT)
-              if any(word.lower() in str(e.data.get("event", "")).lower() for word in _FABRIC_CHANGED)]
+    events = _async_events(tl, _FABRIC_CHANGED)
     if not events:
         return []
     where = attribute(events, tl)
