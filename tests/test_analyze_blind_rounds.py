@@ -109,7 +109,7 @@ frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x222 (0x7fe705ea81a2 in /
 
 def test_the_watchdogs_backtrace_alone_is_a_timeout_without_a_rank(tmp_path: Path) -> None:
     top = diagnose(tmp_path, _FRAMES).hypotheses[0]
-    assert top.category is Category.LAGGING_RANK and top.confidence <= 0.35 and not top.culprit_ranks
+    assert top.category is Category.UNEXPLAINED_TIMEOUT and top.confidence <= 0.35 and not top.culprit_ranks
     with_line = analyze_paths([str(_write(tmp_path, _CAUGHT + _FRAMES))])
     timeouts = [e for e in with_line.timeline.events if e.kind is Kind.WATCHDOG_TIMEOUT]
     assert [e.origin.rank for e in timeouts] == [7]  # the frames add nothing to the line they follow

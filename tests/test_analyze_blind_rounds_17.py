@@ -216,7 +216,7 @@ def test_vllms_worker_prefixes_give_the_workers_index_and_its_unprefixed_driver_
     # the same timeout printed by a process of no worker prefix names nobody
     bare = paste.replace("(VllmWorkerProcess pid=3773) ERROR", "ERROR")
     top = diagnose(tmp_path, bare).hypotheses[0]
-    assert top.category is Category.LAGGING_RANK and top.culprit_local_ranks == () and "driver" not in top.title
+    assert top.category is Category.UNEXPLAINED_TIMEOUT and top.culprit_local_ranks == () and "driver" not in top.title
 
 
 def test_the_kernels_oom_kill_summary_alone_is_a_worker_killed_for_host_memory(tmp_path: Path) -> None:

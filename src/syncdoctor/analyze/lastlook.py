@@ -28,6 +28,7 @@ from dataclasses import replace
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
 from syncdoctor.analyze.parsers import make_line, nccl_info
 from syncdoctor.analyze.parsers.base import make_event
+from syncdoctor.analyze.parsers.generic import SEARCH_COMMAND
 from syncdoctor.analyze.rules.phrases import read_as
 from syncdoctor.analyze.textlog import PROMPT
 
@@ -46,6 +47,7 @@ _GOING_WRONG = re.compile(r"\b(?:not|no|never|can't|cannot|can not|couldn't|coul
                           # x86_64-linux-gnu.so: undefined symbol: _ZN3c106detail…``)
                           r"|undefined symbol)\b",
                           re.IGNORECASE)
+_SEARCH = re.compile(SEARCH_COMMAND)  # (a command that greps for such words)
 
 
 def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
@@ -55,7 +57,7 @@ def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
         if not raw.strip() or len(raw) > _MAX_LINE:
             continue
         line = make_line(raw, Ref(source, number), file_origin)
-        if not _GOING_WRONG.search(line.body):
+        if not _GOING_WRONG.search(line.body) or _SEARCH.search(line.body):
             continue
         reading = read_as(line.body)
         if reading is not None and reading.cause:

@@ -449,6 +449,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"No available block found",  # (vLLM 0.5-0.6's words for a broadcast its workers did not read)
     b"stopping training",
     b"Work timed out after",
+    b"Work ran time out after",
     b"xcclUniqueId",  # (ProcessGroupXCCL's wait for its root's id, as NCCL's)  # (ProcessGroupXCCL's collective timeout)  # (``Loss is nan, stopping training``: MAE's, DeiT's and their heirs' exit on a NaN loss)
     b"realloc(): ", b"malloc_consolidate(): ",  # (the C library's other heap aborts)
     b"Link Down", b"requires reset",  # (a PCIe slot's link gone under a GPU: pciehp; a GPU a health check found needing a reset)

@@ -18,7 +18,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 
 __all__ = ["ASSERT_MACRO", "CONNECTIONS_DROPPED", "GPU_COMM_TIMEOUT", "GPU_FINDINGS", "HOST_NETWORK_DOWN", "NIC_FINDINGS",
-           "NO_PROGRESS", "OPTION_REFUSED", "PLACEMENT_WAIT", "TYPE_ERROR_WORDS", "parse"]
+           "NO_PROGRESS", "OPTION_REFUSED", "PLACEMENT_WAIT", "SEARCH_COMMAND", "TYPE_ERROR_WORDS", "parse"]
 
 # words for a failure that carry no error word, each an error line here and read for its category by rules.phrases
 # (one list for both): health checkers' and tools' findings on a GPU (NHC, aznhc, gpud, DCGM's diagnostics, GCM,
@@ -416,6 +416,10 @@ _ERROR = re.compile(
 _SPELLED_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL)\b")
 # a library that says it is hanging (Cray MPICH: ``MPICH suspects a hang due to completion queue exhaustion``)
 _HANG = re.compile(r"\bsuspects a hang\b")
+# a command that searches for error words, pasted above what it found (``cat rfm_job.err | grep "error"``, ``$ dmesg
+# -T | grep -i xid``): the search's pattern, not an error (grep's own ``grep: …`` messages are not commands)
+SEARCH_COMMAND = (r"(?:^\s*(?:\S{0,80}[$#]\s{1,4})?|\|\s*)[ez]?grep(?:\s{1,4}-{1,2}[\w=]{1,20})*\s{1,4}[\"']?[^\n|]{0,40}?"
+                  r"(?i:error|fail|fatal|kill|abort|xid|segfault|oom)[^\n]{0,80}$")
 _BENIGN = re.compile(
     r"error_file:|\b0 errors?\b(?!:)|\bno errors?\b|errors? ?= ?0\b|^\s*File \"|NCCL INFO|[Dd]eprecat|UserWarning|"
     r"FutureWarning|\bignore_errors\b|on_error|error_handler:\{|\"message\": \{|warnings?\.warn|"
@@ -434,7 +438,8 @@ _BENIGN = re.compile(
     # gdb showing a frame whose source it does not have (``78\t../sysdeps/unix/syscall-template.S: No such file or
     # directory.``): the debugger's note, not the process's error
     # (its number taken off as a line number's, ``cat -n``'s form)
-    r"^\s*(?:\d+\s+)?\S+\.(?:S|s|c|cc|cpp|cxx|h|hpp|cu|py): No such file or directory\.?\s*$"
+    r"^\s*(?:\d+\s+)?\S+\.(?:S|s|c|cc|cpp|cxx|h|hpp|cu|py): No such file or directory\.?\s*$|"
+    + SEARCH_COMMAND
 )
 
 

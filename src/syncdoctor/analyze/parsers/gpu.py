@@ -76,8 +76,11 @@ _IPC_CALL = re.compile(r"\b(?P<call>(?:cu|cuda|hip)IpcOpenMemHandle)\b")
 # missing there, no failure
 _WENT_ON = re.compile(r"\bGracefully skipping\b|\b[Ff]alling back to\b")
 # the runtime's error by its name, then its words (CuPy's ``CUDARuntimeError: cudaErrorInvalidDevicePointer: invalid
-# device pointer``, Numba's, a program's own check)
-_CUDA_NAMED = re.compile(r"\bcudaError(?!None\b|NotReady\b)[A-Z]\w{2,40}: (?P<msg>[a-z][^\n.\\]{3,160}?)(?=[\n.\\]|$)")
+# device pointer``, Numba's, a program's own check; Kokkos' ``cudaSetDevice(cuda_device_id) error(
+# cudaErrorDevicesUnavailable): CUDA-capable device(s) is/are busy or unavailable /…/Kokkos_Cuda_Instance.cpp:544``,
+# whose words may open with ``CUDA`` and end before the source file's path)
+_CUDA_NAMED = re.compile(r"\bcudaError(?!None\b|NotReady\b)[A-Z]\w{2,40}\)?: (?P<msg>(?:[a-z]|CUDA[ -])[^\n.\\]{3,160}?)"
+                         r"(?= /|[\n.\\]|$)")
 # PyTorch's epilogue under a CUDA or HIP error, which names its code (``Search for `hipErrorLaunchFailure' in
 # https://rocm.docs.amd.com/… for more information.``), where the paste lost the error's own line above it; and ROCm's
 # runtime aborting a queue for the GPU's fault (``Callback: Queue 0x7… aborting with error : HSA_STATUS_ERROR_EXCEPTION:

@@ -579,14 +579,16 @@ _UCX_EP = re.compile(r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+) ?:\d+\]\s+)?\S+:\d+\
 _UCX_COMPLETION = re.compile(
     r"(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+):\d+(?::\d+)?\]\s+)?(?:\S+:\d+\s+)?(?:Error on QP 0x[0-9a-f]+ wqe\[\d+\]: )?"
     r"(?P<what>Local length|Local QP operation|Local protection|WR flushed because QP in error state|Memory window bind|"
-    r"Bad response|Local access|Invalid request|Remote access|Remote QP|Transport retry count exceeded|"
-    r"Receive-no-ready retry count exceeded|Remote side aborted)(?: on (?P<hca>[\w.\-]+:\d+)/(?P<link>\w+))? "
-    r"\(synd 0x[0-9a-f]+ vend 0x(?P<vend>[0-9a-f]+)")
+    r"Bad response|Local access|Invalid request|Remote access|Remote QP|Remote OP|Remote operation|"
+    r"Transport retry count exceeded|Receive-no-ready retry count exceeded|Remote side aborted)"
+    # (1.16 on: ``Local protection error``, ``Remote operation error``…; 1.11-1.15 ``Remote OP``, 1.10 and before
+    # ``Remote QP``)
+    r"(?: error)?(?: on (?P<hca>[\w.\-]+:\d+)/(?P<link>\w+))? \(synd 0x[0-9a-f]+ vend 0x(?P<vend>[0-9a-f]+)")
 _UCX_STATUS = {"Local length": 1, "Local QP operation": 2, "Local protection": 4,
                "WR flushed because QP in error state": 5, "Memory window bind": 6, "Bad response": 7,
-               "Local access": 8, "Invalid request": 9, "Remote access": 10, "Remote QP": 11,
-               "Transport retry count exceeded": 12, "Receive-no-ready retry count exceeded": 13,
-               "Remote side aborted": 16}
+               "Local access": 8, "Invalid request": 9, "Remote access": 10, "Remote QP": 11, "Remote OP": 11,
+               "Remote operation": 11, "Transport retry count exceeded": 12,
+               "Receive-no-ready retry count exceeded": 13, "Remote side aborted": 16}
 # older UCX's verbs transport (rc_verbs_iface.c, ud_verbs.c): ``[clx-orion-097:26451:0:26451] rc_verbs_iface.c:63
 # FATAL: send completion with error: transport retry counter exceeded`` (ibv_wc_status_str's words; UCX 1.5's
 # without ``FATAL:``, after libmlx5's dump of the completion, ``mlx5:  got completion with error:``)

@@ -21,7 +21,8 @@
   WorkNCCL(…) ran for … milliseconds before timing out.``
 * Intel's process groups for XPUs, which print no ``WorkNCCL(…)``: torch-ccl's ``[Rank 1] Caught collective operation
   timeout:  ran for 1800412 milliseconds before timing out.`` and ProcessGroupXCCL's (torch-xpu-ops) ``Work timed out
-  after 600031 milliseconds.`` (logged, then raised as DistBackendError): a collective that timed out, no more said.
+  after 600031 milliseconds.`` (logged, then raised as DistBackendError) and its ``wait(timeout)``'s ``Work ran time
+  out after 15370 milliseconds.`` (raised as RuntimeError): a collective that timed out, no more said.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ KEYWORDS = (
     "Timeout(ms)=",  # the message pasted from its WorkNCCL(…) on
     "] Watchdog",  # the message cut by the paste right after its rank's prefix: ``[Rank 1] Watchdog``
     "Work timed out after",  # (ProcessGroupXCCL's)
+    "Work ran time out after",  # (ProcessGroupXCCL's wait(timeout))
 )
 
 # (the ``[`` may be cut by the paste when the prefix begins the line: ``PG ID 0 PG GUID 0(default_pg) Rank 1] …``)
@@ -56,7 +58,7 @@ _PG_PREFIX = re.compile(r"(?:\[|^\s*(?=PG ))(?:PG (?P<pg>[^\]]{0,200}?) )?Rank (
 _WORK = re.compile(r"Work[NH]CCL\((?P<fields>[^()]*(?:\([^()]*\)[^()]*)*)\)")
 _FIELD = re.compile(r"(?P<key>\w+(?:\(ms\))?)=(?P<value>\[[^\]]*\]|[^,)]*)")
 _RAN_FOR = re.compile(r"ran for (?P<ms>\d+) milliseconds")
-_XCCL_TIMEOUT = re.compile(r"\bWork timed out after (?P<ms>\d+) milliseconds\b")
+_XCCL_TIMEOUT = re.compile(r"\bWork (?:timed|ran time) out after (?P<ms>\d+) milliseconds\b")
 _STATUS = re.compile(
     r"(?:detected by watchdog at work(?: sequence id)?|Timeout at NCCL work):? (?P<at>-?\d+)"
     r".{0,80}?last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+),? last completed (?:NCCL )?work: (?P<completed>-?\d+)"

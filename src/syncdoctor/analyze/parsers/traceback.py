@@ -263,6 +263,9 @@ class TracebackFollower:
     # that hung), logging's ``Stack (most recent call last):`` (stack_info=True): where that thread stood, whether or
     # not the paste goes on after it (no error of its own)
     dump: str = ""
+    # the line after the frames was the start of the exception's own line, cut by the paste (``Ru``): told by what
+    # follows it, c10's backtrace (the exception's, printed after its message) or the paste's end
+    cut: bool = False
 
     def __post_init__(self) -> None:
         if self.headless and (frame := _frame(self.head.body)):
@@ -282,6 +285,11 @@ class TracebackFollower:
         if not self.owns(line):
             return True  # another process's line interleaved in a combined log
         body = line.body
+        if self.cut:
+            # c10's backtrace under the cut line: the exception's line and its first frames lost, the traceback's
+            # frames stand (finish); anything else, and the fragment was no exception's
+            self.ended = not _CPP_FRAME.match(body)
+            return False
         frame = _frame(body)
         if frame:
             self._add_frame(frame)
@@ -296,6 +304,9 @@ class TracebackFollower:
             self.after_frame = False
             self.sources[-1] = body.strip()[:200]
             return True  # a frame's source line with its indentation stripped
+        if found is None and self.frames and not self.headless and not self.dump and _CUT_CLASS.match(body):
+            self.cut = True  # (the next line tells)
+            return True
         self.ended = True
         if found is None and self.frames and (ending := _ENDING_EXCEPTION.match(body.strip())) \
                 and ("." in ending["type"] or ending["msg"] is not None):  # (a shell's ``Killed`` alone is no class)
@@ -350,6 +361,12 @@ class TracebackFollower:
                                 "where": data.get("call_site") or data.get("where"),
                                 "launcher": bool(data.get("launcher")),
                                 "frames": [text for _, text in self.frames[-40:]], **extra})
+
+
+# the start of an exception's class name, all a paste kept of its line (``Ru``, ``RuntimeErr``); and c10's backtrace
+# line (``frame #23: _PyEval_EvalFrameDefault + 0x13b3 (0x4eecf3 in …/python)``)
+_CUT_CLASS = re.compile(r"^(?:[a-z_]\w{0,30}\.){0,6}[A-Z][a-z]{0,12}(?:[A-Z][a-z]{0,12}){0,3}\s*$")
+_CPP_FRAME = re.compile(r"^\s*frame #\d{1,3}: ")
 
 
 def wants_frames(event: Event) -> bool:

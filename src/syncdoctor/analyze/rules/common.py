@@ -13,7 +13,7 @@ from syncdoctor.analyze.timeline import Timeline, is_comm_exception
 from syncdoctor.kb.pages.analyze import CATEGORY_RULES
 from syncdoctor.units import format_ranks
 
-__all__ = ["ARGPARSE_REFUSAL", "LOOPBACK_STORE", "MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "attribute", "bridge_gateway",
+__all__ = ["ARGPARSE_REFUSAL", "LOOPBACK_STORE", "MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "after_stamp", "attribute", "bridge_gateway",
            "continuation",
            "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "just_above", "launchers_own", "look_at", "socket_transport",
            "unique_id_roots_gone", "unprefixed_exception", "writer_hosts"]
@@ -69,6 +69,15 @@ def continuation(tl: Timeline, event: Event) -> list[Event]:
     return [e for e in tl.of(Kind.ERROR_LINE)
             if e.ref.source == event.ref.source and line < e.ref.line <= line + CONTINUATION_LINES
             and e.origin.rank == event.origin.rank and e.origin.host == event.origin.host]
+
+
+def after_stamp(event: Event) -> str:
+    """The event's line without the timestamp a log collector put before it (``kubectl logs --timestamps``:
+    ``2026-01-01T00:00:03.123456789Z <the line>``): the line as its writer printed it."""
+    text = event.text
+    if event.time_text and text.startswith(event.time_text):
+        return text[len(event.time_text):].removeprefix(" ")
+    return text
 
 
 def just_above(tl: Timeline, event: Event, lines: int) -> list[Event]:

@@ -14,12 +14,15 @@ from dataclasses import replace
 from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind, Ref
 from syncdoctor.analyze.parsers.generic import ASSERT_MACRO
 from syncdoctor.analyze.rules.common import (
+    CONTINUATION_LINES,
     Attribution,
+    after_stamp,
     attribute,
     evidence_of,
     hypothesis,
     ip_of,
     is_aftermath,
+    just_above,
 )
 from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, WORDS_SAY, lines_that_may_say_why
 from syncdoctor.analyze.rules.node import task_ranks
@@ -334,6 +337,8 @@ def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = Fals
                  if e is not line and (other := read_as(text)) is not None and other.what == reading.what]
         placed = attribute(alike, tl)
         where = placed if placed.ranks or placed.hosts else where
+    if not (where.ranks or where.hosts) and (record := _record_above(tl, line)) is not None:
+        where = attribute([record], tl)  # (the record's first line, behind its rank's prefix, says whose)
     known = bool(where.ranks or where.hosts or where.processes)
     if not known:  # (as the bare quote's: the one place the other lines name; the confidence stays a placeless one's)
         where = _exit_reported_after(tl, line) or _one_place(errors, tl)
@@ -347,6 +352,20 @@ def _read_from_words(tl: Timeline, errors: list[Event], causes_only: bool = Fals
         [e for e in errors if e is not line], "error, not explained", 6)
     return [hypothesis(tl, reading.category, (0.4 if known else 0.3) if reading.cause else (0.37 if known else 0.27),
                        title, what=what, evidence=evidence, where=where)]
+
+
+def _record_above(tl: Timeline, line: Event) -> Event | None:
+    """The error line whose record the indented ``line`` goes on: a message of several lines logged once, behind
+    one prefix that names its rank or host on its first line only (torch_npu's ``[rank7]:[E706 …] call
+    aclnnSparseFlashAttention failed, detail: …``, then, indented, ``The error from device(chipId:7, …), … there is
+    an exception of fftsplus aicore error``): the nearest error line above it, a few lines up, where that one names
+    whose it is."""
+    if not after_stamp(line)[:1].isspace():
+        return None
+    for record in reversed(just_above(tl, line, CONTINUATION_LINES)):
+        if not after_stamp(record)[:1].isspace():  # (over the record's other indented lines)
+            return record if record.origin.rank is not None or record.origin.host else None
+    return None
 
 
 # verdicts that say the lines do not show why: a timeout nobody explains, a rank guessed from its absence

@@ -857,6 +857,13 @@ def _transports_differ(tl: Timeline) -> list[Hypothesis]:
                        evidence=evidence_of(events, "a connection of the other transport", 3))]
 
 
+def _one_node(tl: Timeline) -> bool:
+    """Every rank of the job (its world size as the lines state it, NCCL's ``nranks``) on one host."""
+    world = tl.stated_world_size
+    return bool(world) and len({tl.rank_host(rank) for rank in range(world or 0)} - {None}) == 1 and all(
+        tl.rank_host(rank) is not None for rank in range(world or 0))
+
+
 def socket_fallback(tl: Timeline) -> list[Hypothesis]:
     differ = _transports_differ(tl)
     if differ:
@@ -890,6 +897,8 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
         what = ("NCCL found the HCA but could not open it (a container without the device files or the RDMA "
                 "libraries, a missing driver), so it used TCP sockets: slow, and where the other hosts use IB, the "
                 "communicators cannot connect.")
+        if library and not ipoib and _one_node(tl):
+            return []  # every rank of the job on this one host: its GPUs never use the network transport
         if library:  # on a machine without IB NICs, or for a job on one node, that is no failure
             title = (f"NCCL found no InfiniBand library or device{' on ' + where.text if where.text else ''} and "
                      "uses TCP sockets: a cause only if the hosts have IB NICs")
@@ -905,7 +914,10 @@ def socket_fallback(tl: Timeline) -> list[Hypothesis]:
                     f"goes over TCP on {', '.join(ipoib)}, the IP interface of an InfiniBand NIC: many times slower, "
                     "and where other hosts use IB, the communicators cannot connect. Most often the image lacks the "
                     "RDMA libraries (libibverbs, the NIC's provider: libmlx5).")
-        return [hypothesis(tl, Category.SOCKET_FALLBACK, 0.6 if library and ipoib else 0.35 if library else 0.7,
+        # (library alone where the inputs name no host but this one: nothing says the job spans hosts at all)
+        alone = len({e.origin.host for e in tl.events if e.origin.host} | set(where.hosts)) == 1
+        return [hypothesis(tl, Category.SOCKET_FALLBACK,
+                           0.6 if library and ipoib else (0.25 if alone else 0.35) if library else 0.7,
                            title, what=what,
                            evidence=evidence_of(unavailable, "the IB device could not be used", 4)
                            + evidence_of(sockets[:2], "falls back to sockets"),

@@ -816,7 +816,11 @@ def watchdog_abort(tl: Timeline, event: Event) -> bool:
         return False
     elsewhere = tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT)
     whose = event.origin.rank if event.origin.rank is not None else local
-    return bool(elsewhere) and whose is not None and not any(
+    if whose is None:
+        # a record that names no rank (a shell's ``1248178 Aborted (core dumped) <the job's command>``): the
+        # timeouts' end where no process's own error is in the other inputs
+        return bool(elsewhere) and not any(e.ref.source != event.ref.source for e in tl.of(*_OWN_ERRORS))
+    return bool(elsewhere) and not any(
         e.origin.rank == whose or (e.origin.rank is None and e.origin.local_rank == whose) for e in tl.of(*_OWN_ERRORS)
         if e.ref.source != event.ref.source)
 

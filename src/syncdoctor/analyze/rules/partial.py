@@ -22,6 +22,7 @@ from syncdoctor.analyze.model import Category, Event, Evidence, Hypothesis, Kind
 from syncdoctor.analyze.parsers.gloo import is_loopback
 from syncdoctor.analyze.rules.common import (
     MAX_CASCADE,
+    after_stamp,
     attribute,
     continuation,
     evidence_of,
@@ -374,7 +375,7 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
         what += (f" gloo says whom it waited for: the process at {', '.join(peers[:4])}, whose own log says what it "
                  "was doing (an error before, fewer batches than the others, a step the others did not take).")
         hosts = tuple(p for p in peers if not is_loopback(p))
-    if all(_VLLM_WORKER.match(e.text) for e in timeouts):
+    if all(_VLLM_WORKER.match(after_stamp(e)) for e in timeouts):
         # vLLM's workers print behind their prefix and its driver (the main process, local rank 0 of the engine)
         # without one: workers that timed out waited for the driver, whose own timeout is not among them
         workers = f"its worker{'s' if len(timeouts) > 1 else ''}" + (f" ({where.text})" if where.text else "")
@@ -385,7 +386,15 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
         return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix, local_ranks=(0,),
                            processes=("vLLM's driver (local rank 0)",),
                            evidence=evidence_of(timeouts, "a worker timed out waiting", MAX_CASCADE))]
-    return [hypothesis(tl, Category.LAGGING_RANK, 0.3, title, what=what, fix=fix, hosts=hosts or None,
+    category = Category.LAGGING_RANK
+    if not awaited and not peers and not any(e.kind is Kind.STORE_ERROR for e in timeouts):
+        # a collective's timeout and nothing else: whether a member never arrived or all of them entered and the
+        # transport hung, the lines do not say (as where they name the rank that timed out: rules.progress)
+        category = Category.UNEXPLAINED_TIMEOUT
+        title = (f"{waiter} timed out waiting in {', '.join(calls[:2])}, and the inputs say neither which rank waited "
+                 "nor which rank or link held {0} up (most often a rank that never arrived)".format(
+                     "it" if waiter == "a process" or len(timeouts) == 1 else "them"))
+    return [hypothesis(tl, category, 0.3, title, what=what, fix=fix, hosts=hosts or None,
                        evidence=evidence_of(timeouts, "timed out waiting", MAX_CASCADE))]
 
 

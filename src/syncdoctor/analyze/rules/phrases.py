@@ -292,10 +292,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # timeout]``, ``[aicore exception]``): the device's failure, as a CUDA kernel's on a GPU
     (Category.GPU_ERROR, "an NPU kernel that timed out or faulted", re.compile(r"\[aicore (?:timeout|exception)\]", _I)),
     # the NPU's runtime reporting a fault of the device's own engines under ``The error from device(chipId:1, dieId:0)``:
-    # ``there is a fftsplus sdma error, sdma channel is 2``, an AI core's or vector core's exception (not its task or
-    # event wait timing out, which is a collective's wait: ``hccl fftsplus task timeout occurred``)
+    # ``there is a fftsplus sdma error, sdma channel is 2``, an AI core's or vector core's exception (``there is an
+    # exception of fftsplus aivector error``; not its task or event wait timing out, which is a collective's wait:
+    # ``hccl fftsplus task timeout occurred``)
     (Category.GPU_ERROR, "a fault of the NPU's own engines (its DMA, an AI or vector core)",
-     re.compile(r"\bthere is an? (?:fftsplus )?(?:sdma|aicore|ai core|aivec|vector core|aic|aiv)[\w ]{0,20}?"
+     re.compile(r"\bthere is an? (?:exception of )?(?:fftsplus )?(?:sdma|aicore|ai core|aivec|vector core|aic|aiv)[\w ]{0,20}?"
                 r"(?:error|exception)\b", _I)),
     # a GPU failing its health check in DCGM's or nvidia-smi's words: its memory (rows to remap, pages retired, faulty
     # elements), its NVLinks down or erring, its fabric not trained (HGX: NVSwitch's fabric manager)
@@ -370,7 +371,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bMismatched\b[^\n:]{0,80}: One rank\b"
                 # FSDP's check of the order of its all-gathers (``Forward order differs across ranks: rank 0 is
                 # all-gathering 1 parameters while rank 1 is all-gathering 0 parameters``)
-                r"|\b(?:Forward|Backward) order differs across ranks\b", _I)),
+                r"|\b(?:Forward|Backward) order differs across ranks\b"
+                # TensorFlow's collective ops (MultiWorkerMirroredStrategy) finding its members' tensors of other sizes
+                # (``Shape mismatch in the collective instance 106. Op at device … expected shape [49] but another member
+                # in the group expected shape [64]``; its ring's gather: ``Inconsistent output shapes, got [16], but
+                # expected is [64].``)
+                r"|\bShape mismatch in the collective instance\b|\bInconsistent output shapes, got \[", _I)),
     # NCCL's check of a collective's arguments (misc/argcheck.cc: ``Broadcast : sendbuff (nil) is not a valid
     # pointer``, ``… allocated on device 1 mismatchs with NCCL device 0``, ``invalid root 4 (root should be in the
     # 0..3 range)``, an unknown type or operation), ncclInvalidArgument: the call the program made on that rank (not
@@ -939,6 +945,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # the program's own error
     (Category.RANK_CRASHED, "a program's own error: an operation on a value of the wrong type (often None)",
      re.compile(TYPE_ERROR_WORDS)),
+    # TensorFlow's collective ops aborted by a worker whose input ran out mid-step (``BaseCollectiveExecutor::StartAbort
+    # Out of range: [_Derived_]End of sequence``, ``Aborting RingReduce with Out of range: …``): that worker's data
+    # ended before the others' (no steps_per_epoch, a partial last batch), its error ends the step for all
+    (Category.RANK_CRASHED, "a worker whose input ran out of data in the middle of a synchronised step (its dataset "
+     "ended before the others')", re.compile(r"\b(?:StartAbort|Aborting RingReduce with) Out of range: "
+                                             r"(?:\[_Derived_\])?End of sequence\b")),
 )
 _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # CUDA's runtime unloading at the process's exit while a thread still calls it (cudaErrorCudartUnloading, ``CUDA
@@ -957,6 +969,9 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # PaddlePaddle's TCPStore waiting out its timeout (``TCPStore timeouted and not all workers got ready``,
                 # ``(Fatal) _timeout:900 elapsed:901 (elapsed > _timeout)=1 (at …/tcp_store.cc:392)``)
                 r"|TCPStore timeouted|\(elapsed > _timeout\)"
+                # Ray Train's controller giving up on its workers (``The worker group startup timed out after 30.0
+                # seconds waiting for 8 workers.``): not all of them started, as a rendezvous that timed out
+                r"|\bworker group startup timed out after [\d.]+ seconds waiting for \d+ workers"
                 # c10d's TCPStore (and torch_npu's, Ascend's ``The inner error: Socket Timeout``): a wait on the store
                 # that ran out, the key's writer (the rendezvous's others, rank 0's unique id) never there
                 r"|(?-i:\bSocket Timeout\b)", _I)),
@@ -1057,6 +1072,11 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # ran out its timeout, the rank that held it not said
     (Category.UNEXPLAINED_TIMEOUT, "a collective that timed out (PaddlePaddle's communication watchdog)",
      re.compile(r"Find timeout (?:init but not start|start but not finish) task", _I)),
+    # PyTorch's error for a collective called on a communicator its watchdog had aborted, the reason cut from the
+    # paste (``DistBackendError: NCCL communicator was aborted on rank 1.``; with ``Original reason for failure was:
+    # …`` that reason's words are read): a collective that failed or timed out before, which rank's doing not said
+    (Category.UNEXPLAINED_TIMEOUT, "a communicator PyTorch aborted after a collective failed or timed out (the reason "
+     "is not in this line)", re.compile(r"\bNCCL communicator was aborted\b(?![^\n]{0,40}\breason for failure was:\s*\S)")),
     # Ray's words for a node that went away under its workers (``The actor died because its node has died. Node Id:
     # …``, ``NodeDiedError: Task failed due to the node (where this task was running) was dead or unavailable``): the
     # machine shut down, preempted or cut off, its workers with it
@@ -1069,7 +1089,12 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # systemd's record of a service that crashed (``code=dumped, status=11/SEGV``; the C library's own aborts,
                 # ``free(): invalid pointer``, stay errors of no category, as ``*** stack smashing detected ***`` does)
                 r"|\bstatus=\d+/(?:SEGV|ABRT|BUS|FPE|ILL)\b"
-                r"|\bAborted\b|terminate called|terminating (?:with|due to) uncaught exception", _I)),
+                # (``Aborted`` as the shell and Python write SIGABRT; an MPI rank's ``Rank 1632 aborted with code 15:
+                # Fatal error in internal_Wait`` is its MPI_Abort, whose words say why)
+                r"|(?-i:\bAborted\b)|terminate called|terminating (?:with|due to) uncaught exception"
+                # a launcher ending the job after a process failed: Open MPI's ``Per user-direction, the job has been
+                # aborted.``, srun's ``Job step aborted: Waiting up to 32 seconds for job step to finish.``
+                r"|\bthe job has been aborted\b|\bJob step aborted\b", _I)),
     # a supervisor's record of a worker process that exited with an error code, its own error printed elsewhere
     # (prime-rl's orchestrator: ``Error: Trainer failed with exit code 1``; not a container's or a hook's start)
     (Category.RANK_CRASHED, "a process that exited with an error code (its own error, printed elsewhere)",

@@ -1214,7 +1214,16 @@ _NOT_BUILT = re.compile(
     r"|(?P<libuv>use_libuv was requested but PyTorch was buil[dt] without libuv support)"
     # (cut where a paste ends, ``… only supported with GP``: no other message starts so)
     r"|(?P<nogpu>ProcessGroupNCCL is only supported with\b)"
-    r"|No backend type associated with device type (?P<device>\w+)")
+    r"|No backend type associated with device type (?P<device>\w+)"
+    # PyTorch's TCPStore on Windows (2.0's builds, pytorch#118378) failing to format its own error: the store's real
+    # error is hidden behind Python's words for the broken format string
+    r"|(?P<brace>unmatched '\}' in format string)")
+
+
+def _making_a_store(event: Event) -> bool:
+    """An exception raised while a TCPStore was made: its code line or its frames say so."""
+    places = [str(event.data.get("code_line") or ""), *map(str, event.data.get("frames") or ())]
+    return any("TCPStore" in place or "c10d_store" in place for place in places)
 
 
 def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
@@ -1227,6 +1236,8 @@ def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
     found: list[tuple[Event, re.Match[str]]] = []
     for event in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE, Kind.STORE_ERROR):
         match = _NOT_BUILT.search(str(event.data.get("message") or event.text))
+        if match is not None and match["brace"] and not _making_a_store(event):
+            continue  # (a format string of the program's own)
         if match is not None and "raise " not in event.text:  # a rendered traceback's source line is no error
             found.append((event, match))
     if not found:
@@ -1235,7 +1246,15 @@ def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
     match = found[0][1]
     where = attribute(events, tl)
     on = f" on {where.text}" if where.text else ""
-    if match["libuv"]:
+    if match["brace"]:
+        title = (f"PyTorch's TCPStore on Windows could not format its own error{on} (a bug of its Windows builds, seen "
+                 "with 2.0): the store could not be made, and why is hidden")
+        what = ("TCPStore's Windows code raises `unmatched '}' in format string` where it meant to report its own "
+                "error (pytorch#118378): the store failed to parse its address, bind or connect, and the message that "
+                "would say which is lost.")
+        fix = ("Upgrade PyTorch: the store's real error then shows. Meanwhile give MASTER_ADDR as an IP address "
+               "(127.0.0.1 on a single machine) and a free MASTER_PORT.")
+    elif match["libuv"]:
         title = f"this PyTorch build has no libuv (Windows wheels of 2.4+), and the store was asked to use it{on}"
         what = ("From PyTorch 2.4 the TCPStore uses libuv by default, but the Windows wheels are built without it; "
                 "torchrun and init_process_group fail before any rank connects.")
