@@ -57,6 +57,13 @@ def test_a_shell_abort_stored_apart_from_the_ranks_timeouts_is_their_end(tmp_pat
                      "litgpt finetune_lora --config lora.yaml\n")
     top = analyze_paths([str(timeouts), str(shell)]).diagnosis.hypotheses[0]
     assert top.category is Category.UNEXPLAINED_TIMEOUT, top
+    # ProcessGroupNCCL's own words after its timeout are that end's, no error of another kind
+    timeouts.write_text(timeouts.read_text() + "[rank1]:[E ProcessGroupNCCL.cpp:1095] [Rank 1] Some NCCL operations "
+                                                "have failed or timed out. Due to the asynchronous nature of CUDA "
+                                                "kernels, subsequent GPU operations might run on corrupted/incomplete "
+                                                "data.\n")
+    top = analyze_paths([str(timeouts), str(shell)]).diagnosis.hypotheses[0]
+    assert top.category is Category.UNEXPLAINED_TIMEOUT, top
     # a process's own error in the ranks' file: the abort may be its end, not the timeouts'
     timeouts.write_text(timeouts.read_text() + "[rank0]: RuntimeError: CUDA error: an illegal memory access was "
                                                 "encountered\n")
@@ -262,3 +269,33 @@ def test_a_traceback_whose_exception_line_the_paste_cut_to_its_first_letters_sta
                           "frame #24: _PyFunction_Vectorcall + 0x6f (0x4fd90f in /envs/llama/bin/python)\n",
                           "Epoch 2 starts\n")
     assert not [h for h in diagnose_paste(tmp_path, other).hypotheses if h.category is Category.LAGGING_RANK]
+
+
+def test_a_structure_named_after_the_device_that_host_memory_could_not_hold_is_no_gpu_out_of_memory(
+        tmp_path: Path) -> None:
+    # a sweep of UCX's messages (openucx/ucx at 9466d10): ``failed to allocate device address``, ``… cuda event
+    # object`` are structures in host memory, not a GPU out of memory
+    for words in ("failed to allocate device address, rejecting connection request 0x7f3a2c001000",
+                  "failed to allocate cuda event object", "cm 0x7f3a2c001000: failed to allocate device context"):
+        line = f"[1745700389.902821] [node1:2222 :0] wireup_cm.c:1178 UCX  ERROR {words}\n"
+        assert top_of(tmp_path, line).category is not Category.RANK_OUT_OF_MEMORY, words
+    # a buffer or a size on the device is
+    for words in ("failed to allocate 2101248 byte device buffer", "failed to allocate a device buffer ('cuda malloc "
+                  "failed')", "failed to allocate 512.00M (536870912 bytes) from device: out of range"):
+        assert top_of(tmp_path, f"Error: {words}\n").category is Category.RANK_OUT_OF_MEMORY, words
+
+
+def test_a_kernels_check_of_a_tensors_shape_is_the_programs_error_not_the_jobs_setup(tmp_path: Path) -> None:
+    # a sweep of Transformer Engine's checks (NVIDIA/TransformerEngine at d0067d0): ``must be divisible by`` of a
+    # tensor's dimension is the program's own error; of a parallel size, the world or the batch, the job's setup
+    shape = ("RuntimeError: /opt/TransformerEngine/transformer_engine/common/hadamard_transform/"
+             "group_hadamard_transform.cu:479 in function f: Assertion failed: row_length % kHadamardDimension == 0. "
+             "row_length must be divisible by hadamard_dimension\n")
+    assert top_of(tmp_path, shape).category is Category.RANK_CRASHED
+    for words in ("ValueError: `num_heads` must be divisible by `num_shards` (got `num_heads`: 71 and `num_shards`: 2)",
+                  "AssertionError: num_attention_heads must be divisible by tensor_model_parallel_size",
+                  "ValueError: global batch size (7) must be divisible by micro batch size (2) times data parallel "
+                  "size (4)"):
+        assert top_of(tmp_path, words + "\n").category is Category.UNRECOGNISED, words
+    # a short parallel name is a word of its own, not the start of another (``epsilon`` is no ``ep``)
+    assert top_of(tmp_path, "ValueError: epsilon must be greater than 0\n").category is Category.RANK_CRASHED

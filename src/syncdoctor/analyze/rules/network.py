@@ -859,9 +859,8 @@ def _transports_differ(tl: Timeline) -> list[Hypothesis]:
 
 def _one_node(tl: Timeline) -> bool:
     """Every rank of the job (its world size as the lines state it, NCCL's ``nranks``) on one host."""
-    world = tl.stated_world_size
-    return bool(world) and len({tl.rank_host(rank) for rank in range(world or 0)} - {None}) == 1 and all(
-        tl.rank_host(rank) is not None for rank in range(world or 0))
+    hosts = [tl.rank_host(rank) for rank in range(tl.stated_world_size or 0)]
+    return bool(hosts) and None not in hosts and len(set(hosts)) == 1
 
 
 def socket_fallback(tl: Timeline) -> list[Hypothesis]:

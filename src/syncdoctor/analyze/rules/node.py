@@ -25,6 +25,7 @@ from syncdoctor.analyze.rules.common import (
     evidence_of,
     fmt_ranks,
     hypothesis,
+    is_aftermath,
     just_above,
     socket_transport,
     unique_id_roots_gone,
@@ -818,8 +819,10 @@ def watchdog_abort(tl: Timeline, event: Event) -> bool:
     whose = event.origin.rank if event.origin.rank is not None else local
     if whose is None:
         # a record that names no rank (a shell's ``1248178 Aborted (core dumped) <the job's command>``): the
-        # timeouts' end where no process's own error is in the other inputs
-        return bool(elsewhere) and not any(e.ref.source != event.ref.source for e in tl.of(*_OWN_ERRORS))
+        # timeouts' end where no process's own error is in the other inputs (ProcessGroupNCCL's words after its
+        # timeout, ``Some NCCL operations have failed or timed out``, are that end's)
+        return bool(elsewhere) and not any(e.ref.source != event.ref.source and not is_aftermath(e)
+                                           for e in tl.of(*_OWN_ERRORS))
     return bool(elsewhere) and not any(
         e.origin.rank == whose or (e.origin.rank is None and e.origin.local_rank == whose) for e in tl.of(*_OWN_ERRORS)
         if e.ref.source != event.ref.source)

@@ -391,9 +391,9 @@ def from_rankless(tl: Timeline) -> list[Hypothesis]:
         # a collective's timeout and nothing else: whether a member never arrived or all of them entered and the
         # transport hung, the lines do not say (as where they name the rank that timed out: rules.progress)
         category = Category.UNEXPLAINED_TIMEOUT
+        held = "it" if waiter == "a process" or len(timeouts) == 1 else "them"
         title = (f"{waiter} timed out waiting in {', '.join(calls[:2])}, and the inputs say neither which rank waited "
-                 "nor which rank or link held {0} up (most often a rank that never arrived)".format(
-                     "it" if waiter == "a process" or len(timeouts) == 1 else "them"))
+                 f"nor which rank or link held {held} up (most often a rank that never arrived)")
     return [hypothesis(tl, category, 0.3, title, what=what, fix=fix, hosts=hosts or None,
                        evidence=evidence_of(timeouts, "timed out waiting", MAX_CASCADE))]
 

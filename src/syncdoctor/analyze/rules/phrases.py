@@ -47,8 +47,16 @@ class Reading:
 _I = re.IGNORECASE
 # the variables torchrun (and torch.distributed.launch) sets for each worker
 TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+# (a count checked against another where the words name the job's shape: a parallel size, the world, the GPUs, the
+# batch; not a tensor's shape checked by a kernel, Transformer Engine's ``row_length must be divisible by
+# hadamard_dimension``, the program's own error)
+# (looked for from the text's start only, \A: once per text, not at every place the search tries)
+_JOB_SHAPE_WORD = (r"\A(?=.*?(?:\b(?:\w*_)?(?:world|parallel|pipeline|expert|tensor[_ ]model|GPUs?|devices?|nodes?|ranks?"
+                   r"|process(?:es)?|replicas?|batch|heads?|stages?|shards?|mesh)\w*\b"
+                   r"|\b(?:\w*_)?(?:tp|pp|dp|ep|cp|sp)(?:_\w+)?\b))")
 _SETUP_CHECK = re.compile(
-    r"\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than|greater than|equal to|the same)"
+    r"(?s:" + _JOB_SHAPE_WORD + r".*?\bmust be (?:divisible by|a multiple of|in the range|<=?|>=?|between|less than"
+    r"|greater than|equal to|the same))"
     r"|\b(?:is|are) not (?:divisible by|equal to)\b|\bdoes not match (?:the )?(?:world|pp|tp|dp|ep)[_ ]?size\b"
     # (a configured count checked against a range of others: Megatron's virtual pipeline, ``The number of contiguous
     # micro-batches in a virtual pipeline stageshould range in [PP=6 , M=3]``)
@@ -205,7 +213,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\b(?:no|not) enough (?:CUDA|GPU|device) memory\b"
                 # a program's own count of the OOMs it caught (OLMo-core's ``3 CUDA OOM errors thrown.``)
                 r"|\bCUDA OOM errors? thrown\b"
-                r"|CUBLAS_STATUS_ALLOC_FAILED|failed to alloc(?:ate)? [^\n]{0,40}\b(?:GPU|device|CUDA)\b"
+                # a buffer or a size on the GPU (``failed to allocate 2101248 byte device buffer``), not a structure
+                # named after the device in host memory (UCX's ``failed to allocate device address``, ``… cuda event
+                # object``)
+                r"|CUBLAS_STATUS_ALLOC_FAILED|failed to alloc(?:ate)? [^\n]{0,40}\b(?:GPU|device|CUDA)\b[^\n]{0,24}?\b(?:buffers?"
+                r"|memory|mem)\b|failed to alloc(?:ate)? [^\n]{0,40}?\b\d+(?:\.\d+)? ?(?:bytes?|[KMGT]i?B?)\b[^\n]{0,40}"
+                r"\b(?:GPU|device|CUDA)\b"
                 r"|OUT_OF_DEVICE_MEMORY|out of device memory"
                 # nvJPEG's allocator that could not get its buffers (DALI's decoder: ``NVJPEG error "5" :
                 # NVJPEG_STATUS_ALLOCATOR_FAILURE``)
