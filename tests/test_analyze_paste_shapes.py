@@ -601,6 +601,20 @@ def test_one_long_line_wrapped_inside_a_word_before_its_colon(line: str, at: int
         assert (wrap_width(f"{longest}\n{below}\n".encode()) == 0) == below.startswith(("pyxis", "libibverbs")), below
 
 
+def test_one_long_line_wrapped_inside_a_files_name_it_ends_with() -> None:
+    # real: philschmid/deep-learning-pytorch-huggingface#55 (r137e), wrapped at 100 columns by pasted_forms.py: the
+    # cut split the library's name (``x86_|64-linux-gnu.so: undefined symbol``), its rest opening as a name and a colon
+    line = ("ImportError: /opt/conda/envs/pytorch/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-"
+            "gnu.so: undefined symbol: _ZN3c104cuda14ExchangeDeviceEa")
+    paste = line[:100] + "\n" + line[100:] + "\n"
+    assert wrap_width(paste.encode()) == 100 and unwrap(paste.encode(), 100).decode().split("\n")[0] == line
+    # a line that ends with a path, then a program's or a logger's line, or a rule of dashes, is no cut
+    longest = "x" * 60 + " of binary: /opt/conda/envs/llama/bin/python"
+    for below in ("stderr: Traceback (most recent call last):", "wandb: View project at: https://wandb.ai/x",
+                  "--------------------------------------------------", "[ 10330 ] world_size = 2, rank = 1"):
+        assert wrap_width(f"{longest}\n{below}\n".encode()) == 0, below
+
+
 _TIMEOUTS = "".join(
     f"[rank{r}]:[E1001 16:06:04.53{r}356909 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation "
     f"timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, Timeout(ms)=600000) ran for 600012 "

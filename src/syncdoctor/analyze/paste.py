@@ -176,8 +176,9 @@ def wrap_width(block: bytes) -> int:
         return 0
     if cut == 1:
         line, rest = lines[last], lines[last + 1]
-        return width if _MIN_ALONE <= width <= _MAX_ALONE and _cut_there(line, rest) \
-            and not _FRAME_END.search(line) and (not _OWN_WORD.match(rest.lstrip(" ")) or _word_cut(line, rest)) \
+        path = _path_cut(line, rest)
+        return width if _MIN_ALONE <= width <= _MAX_ALONE and (_cut_there(line, rest) or path) \
+            and not _FRAME_END.search(line) and (not _OWN_WORD.match(rest.lstrip(" ")) or _word_cut(line, rest) or path) \
             and sum(1 for other in lines if other.strip() == rest.strip()) == 1 else 0
     return width
 
@@ -225,6 +226,23 @@ def _word_cut(line: str, rest: str) -> bool:
     if tail is None:  # (cut at the space before the word: ``undefined |symbol: ncclMemFree``)
         return line.endswith(" ") and head[0].lower() in _KEYWORDS
     return (tail[0] + head[0]).lower() in _KEYWORDS
+
+
+def _path_cut(line: str, rest: str) -> bool:
+    """The cut fell inside a file's path that the line ends with, its rest going on without a space
+    (``…/flash_attn_2_cuda.cpython-310-x86_`` then ``64-linux-gnu.so: undefined symbol: …``): a line of its own does
+    not open with a path's tail."""
+    tail = line.rsplit(" ", 1)[-1]
+    return "/" in tail and len(tail) >= _PATH_TAIL and re.match(r"[\w\-]", tail[-1:]) is not None \
+        and _FILE_END.match(rest) is not None
+
+
+# the rest of a file's name, up to its extension (``64-linux-gnu.so: undefined symbol``, ``on.py", line 12``): no
+# program's or logger's name opens a line so
+_FILE_END = re.compile(r"\w[\w\-+]*(?:\.[\w\-+]+)*\.[A-Za-z][A-Za-z0-9]{0,5}(?=[:\s,)'\"]|$)")
+
+
+_PATH_TAIL = 16  # characters of a path the line ends with, at least
 
 
 def _closes(line: str, rest: str) -> bool:
