@@ -228,21 +228,19 @@ def _word_cut(line: str, rest: str) -> bool:
     return (tail[0] + head[0]).lower() in _KEYWORDS
 
 
-def _path_cut(line: str, rest: str) -> bool:
-    """The cut fell inside a file's path that the line ends with, its rest going on without a space
-    (``…/flash_attn_2_cuda.cpython-310-x86_`` then ``64-linux-gnu.so: undefined symbol: …``): a line of its own does
-    not open with a path's tail."""
-    tail = line.rsplit(" ", 1)[-1]
-    return "/" in tail and len(tail) >= _PATH_TAIL and re.match(r"[\w\-]", tail[-1:]) is not None \
-        and _FILE_END.match(rest) is not None
-
-
+_PATH_TAIL = 16  # characters of a path the line ends with, at least
 # the rest of a file's name, up to its extension (``64-linux-gnu.so: undefined symbol``, ``on.py", line 12``): no
 # program's or logger's name opens a line so
 _FILE_END = re.compile(r"\w[\w\-+]*(?:\.[\w\-+]+)*\.[A-Za-z][A-Za-z0-9]{0,5}(?=[:\s,)'\"]|$)")
 
 
-_PATH_TAIL = 16  # characters of a path the line ends with, at least
+def _path_cut(line: str, rest: str) -> bool:
+    """The cut fell inside a file's path that the line ends with, its rest going on without a space
+    (``…/flash_attn_2_cuda.cpython-310-x86_`` then ``64-linux-gnu.so: undefined symbol: …``): a line of its own does
+    not open with a path's tail."""
+    tail = line.rsplit(" ", 1)[-1]
+    inside = tail[-1:].isalnum() or tail[-1:] in ("_", "-")  # (a cut between two characters of one name)
+    return inside and "/" in tail and len(tail) >= _PATH_TAIL and _FILE_END.match(rest) is not None
 
 
 def _closes(line: str, rest: str) -> bool:

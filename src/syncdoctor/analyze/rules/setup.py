@@ -1231,8 +1231,9 @@ def build_lacks_backend(tl: Timeline) -> list[Hypothesis]:
     have NCCL built in`` (the Windows and macOS wheels and CPU-only builds have no NCCL; MPI needs a source build),
     ``use_libuv was requested but PyTorch was build without libuv support`` (Windows wheels of 2.4+, whose
     TCPStore defaults to libuv), ``ProcessGroupNCCL is only supported with GPUs, no GPUs found`` (a process that
-    sees no GPU). A configuration of every process, not one rank's fault: the worker's exit after it is its
-    consequence."""
+    sees no GPU); and TCPStore's Windows code that could not format its own error (``unmatched '}' in format string``,
+    pytorch#118378), a bug of that platform's build. A configuration of every process, not one rank's fault: the
+    worker's exit after it is its consequence."""
     found: list[tuple[Event, re.Match[str]]] = []
     for event in tl.of(Kind.EXCEPTION, Kind.ERROR_LINE, Kind.STORE_ERROR):
         match = _NOT_BUILT.search(str(event.data.get("message") or event.text))
