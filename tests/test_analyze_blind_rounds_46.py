@@ -299,3 +299,21 @@ def test_a_kernels_check_of_a_tensors_shape_is_the_programs_error_not_the_jobs_s
         assert top_of(tmp_path, words + "\n").category is Category.UNRECOGNISED, words
     # a short parallel name is a word of its own, not the start of another (``epsilon`` is no ``ep``)
     assert top_of(tmp_path, "ValueError: epsilon must be greater than 0\n").category is Category.RANK_CRASHED
+
+
+def test_a_collectors_timestamp_before_each_line_keeps_a_records_indent_and_vllms_worker_prefix(tmp_path: Path) -> None:
+    # ``kubectl logs --timestamps`` puts its stamp before every line: the record's indented line is still the rank's,
+    # and vLLM's worker prefix still names a worker that waited for its driver
+    def stamped(text: str) -> str:
+        return "".join(f"2026-01-01T00:00:{n:02d}.123456789Z {line}\n" for n, line in enumerate(text.splitlines()))
+    record = ("[rank7]:[E706 23:45:07.793807510 OpParamMaker.cpp:355] call aclnnSparseFlashAttention failed, detail: "
+              "AclNN_Runtime_Error(EZ9903): launch failed\n"
+              "        The error from device(chipId:7, dieId:0), serial number is 8, there is an exception of fftsplus "
+              "aicore error, core id is 7\n")
+    top = top_of(tmp_path, stamped(record))
+    assert top.category is Category.GPU_ERROR and top.culprit_ranks == (7,), top
+    worker = ("(VllmWorkerProcess pid=3773) ERROR 07-10 04:26:16 multiproc_worker_utils.py:226] Exception in worker "
+              "VllmWorkerProcess while processing method init_device: [../third_party/gloo/gloo/transport/tcp/"
+              "unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete\n")
+    top = top_of(tmp_path, stamped(worker))
+    assert top.category is Category.LAGGING_RANK and "driver" in top.title, top
