@@ -815,17 +815,16 @@ def watchdog_abort(tl: Timeline, event: Event) -> bool:
     # ranks' watchdog timeouts in the others: the same end, unless that process's own error is somewhere in them
     if timeouts or any(e.ref.source == event.ref.source and e.ref.line < event.ref.line for e in tl.of(*_OWN_ERRORS)):
         return False
-    elsewhere = tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT)
+    if not tl.of(Kind.WATCHDOG_TIMEOUT, Kind.BLOCKING_WAIT_TIMEOUT):
+        return False
+    others = [e for e in tl.of(*_OWN_ERRORS) if e.ref.source != event.ref.source]
     whose = event.origin.rank if event.origin.rank is not None else local
     if whose is None:
         # a record that names no rank (a shell's ``1248178 Aborted (core dumped) <the job's command>``): the
         # timeouts' end where no process's own error is in the other inputs (ProcessGroupNCCL's words after its
         # timeout, ``Some NCCL operations have failed or timed out``, are that end's)
-        return bool(elsewhere) and not any(e.ref.source != event.ref.source and not is_aftermath(e)
-                                           for e in tl.of(*_OWN_ERRORS))
-    return bool(elsewhere) and not any(
-        e.origin.rank == whose or (e.origin.rank is None and e.origin.local_rank == whose) for e in tl.of(*_OWN_ERRORS)
-        if e.ref.source != event.ref.source)
+        return all(is_aftermath(e) for e in others)
+    return not any(e.origin.rank == whose or (e.origin.rank is None and e.origin.local_rank == whose) for e in others)
 
 
 def _exit_code_only(report: Event) -> bool:
