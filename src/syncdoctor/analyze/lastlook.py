@@ -26,7 +26,7 @@ import re
 from dataclasses import replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin, Ref
-from syncdoctor.analyze.parsers import make_line, nccl_info
+from syncdoctor.analyze.parsers import make_line, nccl_info, traceback
 from syncdoctor.analyze.parsers.base import make_event
 from syncdoctor.analyze.parsers.generic import SEARCH_COMMAND
 from syncdoctor.analyze.rules.phrases import read_as
@@ -51,8 +51,9 @@ _SEARCH = re.compile(SEARCH_COMMAND)  # (a command that greps for such words)
 
 
 def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
-    """An error line for each line of ``text`` whose words name a cause the phrases know."""
-    events = []
+    """An error line for each line of ``text`` whose words name a cause the phrases know; and the exception of a
+    traceback whose paste ends inside its class's name (:func:`cut_traceback`)."""
+    events = cut_traceback(text, source, file_origin)
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip() or len(raw) > _MAX_LINE:
             continue
@@ -64,6 +65,26 @@ def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
             events.append(make_event(Kind.ERROR_LINE, line, data={"word": "known words",
                                                                   "message": line.body.strip()[:300]}))
     return events
+
+
+_FRAMES_READ = 64  # lines above a paste's last one in which a traceback's frames are looked for
+
+
+def cut_traceback(text: str, source: str, file_origin: Origin) -> list[Event]:
+    """A traceback pasted without its ``Traceback (most recent call last):`` line whose last line is its exception's
+    class name cut short (``AssertionErro``, the paste's end): no line of it holds a word the scanner looks for, yet it
+    is an error, raised where its frames say (parsers.traceback reads it, its message lost)."""
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines or len(lines[-1]) > _MAX_LINE:
+        return []
+    line = make_line(lines[-1], Ref(source, len(lines)), file_origin)
+    if traceback.cut_exception(line.body) is None:
+        return []
+    above = [make_line(raw[:_MAX_LINE], Ref(source, number), file_origin).body  # (nearest first)
+             for number, raw in reversed(list(enumerate(lines[:-1], 1))[-_FRAMES_READ:])]
+    return traceback.headless(line, above, cut=True)
 
 
 def processes(text: str, source: str, file_origin: Origin, known: set[tuple[str, int]]) -> list[Event]:

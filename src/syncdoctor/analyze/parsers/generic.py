@@ -105,6 +105,9 @@ _ERROR = re.compile(
     # (oneCCL's level between bars: ``|CCL_ERROR|``); the words of a failure on a line without an error word
     # (a runtime's own wording)
     r"\b(?:[Aa]ccess|[Pp]age|[Pp]rotection|[Bb]us|[Mm]emory|GPU|[Dd]evice) fault\b|\b[Oo]ut of memory\b|"
+    # (Windows' words for a segfault, and its other structured exceptions by their codes: ``Caught Win32 exception
+    # 0xc0000005: Access violation.``, ``… 0xc06d007f.`` a function a DLL loaded late does not have)
+    r"\b[Aa]ccess violation\b|\b[Ee]xception 0x[cC]0[0-9a-fA-F]{6}\b|"
     r"\b[Aa]ddress already in use\b|\b[Tt]oo many open files\b|\bNo route to host\b|\b[Nn]etwork is unreachable\b|\b[Uu]ncorrectable\b"
     # an RDMA stack that sees no device: ibv_devinfo's words, libibverbs's provider that does not match the kernel's
     r"|\bNo IB devices found\b|\bdoes not support the kernel ABI\b"
@@ -477,12 +480,22 @@ _C10_AFTERMATH = re.compile(r"To avoid data inconsistency|\b(?:signal )?dump(?:i
 # a metric named after an error, with its value (a progress bar's postfix ``MeanSquaredError=0.25``, a logged
 # ``error=0.12``): no error of the program's; the words after it are still looked at
 _METRIC_VALUE = re.compile(r"=\s?[-+]?(?:\d|nan\b|inf\b)", re.I)
+# a setting whose value is a class named after an error, printed as its assignment (CNTK's ``Evaluation criterion:
+# errs = ClassificationError``, a ``loss_fn = MeanSquaredError,``): a configuration's words, not an error raised
+_ASSIGNED_BEFORE = re.compile(r"\w\s?=\s?$")
+_ASSIGNED_AFTER = re.compile(r"\s*(?:[,;)]|$)")
+
+
+def _assigned(body: str, match: re.Match[str]) -> bool:
+    return match.group(0)[:1].isupper() and match.group(0).endswith(("Error", "Exception")) \
+        and _ASSIGNED_BEFORE.search(body, max(0, match.start() - 40), match.start()) is not None \
+        and _ASSIGNED_AFTER.match(body, match.end()) is not None
 
 
 def parse(line: Line) -> list[Event]:
     body = line.body
     match = _ERROR.search(body)
-    while match is not None and _METRIC_VALUE.match(body, match.end()):
+    while match is not None and (_METRIC_VALUE.match(body, match.end()) or _assigned(body, match)):
         match = _ERROR.search(body, match.end())
     glog = None if match else _GLOG_ERROR.search(body)
     hang = _HANG.search(body)  # (stands even where the line says it keeps retrying)

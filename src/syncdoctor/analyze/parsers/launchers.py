@@ -484,8 +484,55 @@ def _marked(line: Line, source: str, word: str, origin: Origin | None = None, **
         "word": word, "message": line.body.strip()[:300], "source": source, **data})]
 
 
+# MS-MPI's mpiexec after a job it aborted: ``---- error analysis -----`` opens (and closes) its account of the processes
+# that failed, each as ``[1] on DESKTOP-NPQAHQ4`` then ``C:\\…\\cntk.exe ended prematurely and may have crashed. exit
+# code 1`` (0xc0000005 for an access violation); the ranks it lists above, ``[0] terminated``, are those it ended
+_MSMPI_ANALYSIS = re.compile(r"^\s*-{3,} error analysis -{3,}\s*$")
+_MSMPI_PLACE = re.compile(r"^\s*\[(?P<rank>\d{1,7})\] on (?P<host>[\w.\-]{1,100})\s*$")
+_MSMPI_ENDED = re.compile(r"\bended prematurely and may have crashed\. exit code (?P<code>0x[0-9a-fA-F]{1,8}|-?\d{1,10})")
+_WINDOWS_FAULTS = {0xC0000005: "SIGSEGV", 0xC000001D: "SIGILL", 0xC0000094: "SIGFPE", 0xC00000FD: "SIGSEGV",
+                   0xC0000409: "SIGABRT"}  # access violation, illegal instruction, division by zero, stack overflow,
+#                                            a fast-fail (abort)
+
+
+@dataclass
+class _MsmpiFollower:
+    """MS-MPI's error analysis: each process it names (rank, host) with the exit code it ended with."""
+
+    head: Line
+    max_lines: int = 24
+    rank: int | None = None
+    host: str | None = None
+    found: list[Event] = field(default_factory=list)
+
+    def feed(self, line: Line) -> bool:
+        body = line.body
+        if _MSMPI_ANALYSIS.match(body):
+            return False
+        place = _MSMPI_PLACE.match(body)
+        if place:
+            self.rank, self.host = int(place["rank"]), place["host"]
+            return True
+        ended = _MSMPI_ENDED.search(body)
+        if ended and self.rank is not None:
+            text = ended["code"]
+            code = int(text, 16) if text.lower().startswith("0x") else int(text)
+            signal = _WINDOWS_FAULTS.get(code & 0xFFFFFFFF)
+            number = signal_number(signal) if signal else None
+            self.found.append(make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=self.rank, host=self.host),
+                                         data={"source": "msmpi", "exitcode": -number if number else code,
+                                               "signal": signal}))
+            self.rank = self.host = None
+        return len(self.found) < 64
+
+    def finish(self) -> list[Event]:
+        return self.found
+
+
 def follow_mpi(line: Line) -> (_OmpiFollower | _NoticedFollower | _InboundFollower | _WqeFollower | _AbortFollower
-                             | _ExitedFollower | _HorovodFirstFollower | None):
+                             | _ExitedFollower | _HorovodFirstFollower | _MsmpiFollower | None):
+    if "error analysis" in line.body and _MSMPI_ANALYSIS.match(line.body):
+        return _MsmpiFollower(line)
     if "(synd 0x" in line.body and _UCX_COMPLETION.search(line.body) and not _UCX_WQE.search(line.body):
         return _WqeFollower(line)
     if _MPI_IB_RETRY in line.body or _MPI_IB_RNR in line.body:  # (the spec quoted and the advice before the hosts)

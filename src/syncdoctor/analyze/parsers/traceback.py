@@ -21,13 +21,13 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
 from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name
 
-__all__ = ["KEYWORDS", "TracebackFollower", "exception_of", "follow", "headless", "is_frame", "is_source_line", "parse",
+__all__ = ["KEYWORDS", "TracebackFollower", "cut_exception", "exception_of", "follow", "headless", "is_frame", "is_source_line", "parse",
            "wants_frames"]
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "._dynamo.exc.", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "can't open file",
             "Process received signal", "Signal: ", "Segfault encountered", "received at time=", "CUresult error",
-            "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `", "cuMemCreate failed")
+            "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `", "cuMemCreate failed", "Windows fatal exception: ")
 
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
@@ -61,6 +61,16 @@ _OOM = re.compile(r"(?:CUDA|HIP) out of memory\.?(?: Tried to allocate (?P<size>
 _SHARER = re.compile(r"Process (?P<pid>\d{1,10}) has (?P<size>\d{1,12}(?:\.\d{1,6})? ?[KMGT]?i?B) memory in use")
 _CAPACITY = re.compile(r"has a total capac?i?ty of (?P<size>\d{1,12}(?:\.\d{1,6})? ?[KMGT]?i?B)")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
+# Windows' structured exceptions, its signals, as Python's faulthandler prints them before the process ends
+# (``Windows fatal exception: access violation``, ``… code 0xc0000409``); a program's own handler that caught one
+# (CNTK's ``Caught Win32 exception 0xc0000005: Access violation.``, then its exit code) is an error line (parsers.generic)
+_WINDOWS_FAULT = re.compile(r"\bWindows fatal exception: (?:code )?(?P<what>0x[cC]000000[5dD]\b"
+                            r"|0x[cC]0000094\b|0x[cC]00000[fF][dD]\b|0x[cC]0000409\b|access violation\b"
+                            r"|illegal instruction\b|stack overflow\b|int(?:eger)? divide by zero\b)", re.I)
+_WINDOWS_SIGNALS = {"0xc0000005": "SIGSEGV", "access violation": "SIGSEGV", "0xc00000fd": "SIGSEGV",
+                    "stack overflow": "SIGSEGV", "0xc000001d": "SIGILL", "illegal instruction": "SIGILL",
+                    "0xc0000094": "SIGFPE", "integer divide by zero": "SIGFPE", "int divide by zero": "SIGFPE",
+                    "0xc0000409": "SIGABRT"}
 # the interpreter itself, before any code ran: ``/usr/bin/python3: can't open file 'train.py': [Errno 2] No such file
 # or directory`` (a launcher started it in another directory, a path the other nodes do not have)
 _NO_SCRIPT = re.compile(r"\bpython[\w.]*(?:\.exe)?: can't open file ['\"](?P<path>[^'\"]+)['\"]: \[Errno (?P<errno>\d+)\] "
@@ -140,6 +150,8 @@ def _exception_events(line: Line, exc_type: str, message: str, frames: list[tupl
     if frames:
         data["frames"] = [text for _, text in frames[-4:]]
         data["where"] = frames[-1][1]
+        if _is_library(frames[-1][0]):
+            data["library_raised"] = True  # raised in an installed library's code, not the program's own
         if "torch/distributed/" in frames[-1][0]:
             data["in_torch_distributed"] = True  # raised in PyTorch's distributed code (it chose what failed)
         user = [text for path, text in frames if not _is_library(path)]
@@ -374,12 +386,13 @@ def wants_frames(event: Event) -> bool:
     return event.kind is Kind.EXCEPTION and not event.data.get("frames")
 
 
-def headless(line: Line, above: list[str]) -> list[Event]:
+def headless(line: Line, above: list[str], *, cut: bool = False) -> list[Event]:
     """An exception line under frames whose ``Traceback (most recent call last):`` is not in the paste (the
     bottom of a traceback pasted alone): the exception with those frames. ``above`` holds the bodies of the same
     writer's lines above it, nearest first; nothing when the header is among the frames (the traceback's follower
-    read them) or no frame is right above it."""
-    found = _exception_line(line.body)
+    read them) or no frame is right above it. With ``cut``, the line may be the exception's class name cut short
+    (:func:`cut_exception`)."""
+    found = _exception_line(line.body) or (cut_exception(line.body) if cut else None)
     if found is None or found[0].endswith("ChildFailedError"):
         return []
     bodies: list[str] = []
@@ -413,6 +426,20 @@ def follow(line: Line) -> TracebackFollower | None:
     return None
 
 
+# an exception's line that the paste cut inside its class's name, all of the line that is left (``AssertionErro``,
+# ``RuntimeExcep``), under its traceback's frames: that exception, its message lost (rules read it as such)
+_CUT_TYPE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Z][A-Za-z0-9]{2,40}?)(?P<tail>Err?o?|Exc(?:e(?:p(?:t(?:i(?:o)?)?)?)?)?)"
+                       r"\s*$")
+
+
+def cut_exception(body: str) -> tuple[str, str] | None:
+    """(type, "") for a line that is only an exception's class name cut short, its ending restored."""
+    cut = _CUT_TYPE.match(body.strip())
+    if cut is None:
+        return None
+    return cut["type"] + ("Error" if cut["tail"].startswith("Er") else "Exception"), ""
+
+
 def parse(line: Line) -> list[Event]:
     body = line.body
     found = _exception_line(body)
@@ -434,6 +461,11 @@ def parse(line: Line) -> list[Event]:
         what = fatal["what"].strip()
         signal = next((sig for name, sig in SIGNAL_WORDS.items() if what.startswith(name)), None)
         return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": (fatal["what"] or "").strip()})]
+    windows = _WINDOWS_FAULT.search(body) if "fatal exception" in body else None
+    if windows:
+        return [make_event(Kind.FATAL_SIGNAL, line, data={
+            "signal": _WINDOWS_SIGNALS.get(windows["what"].lower(), "SIGSEGV"), "what": body.strip()[:200],
+            "source": "windows"})]
     ompi = _OMPI_SIGNAL.search(body)
     if ompi and (ompi["num"] is None or int(ompi["num"]) in _FATAL_NUMBERS):
         number = int(ompi["num"]) if ompi["num"] else None

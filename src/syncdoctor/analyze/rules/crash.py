@@ -24,6 +24,7 @@ from syncdoctor.analyze.rules.common import (
     hypothesis,
     just_above,
     launchers_own,
+    unimplemented,
     unique_id_roots_gone,
     unprefixed_exception,
     writer_hosts,
@@ -470,6 +471,13 @@ def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], li
     return hosts, closing
 
 
+# a bare ``NotImplementedError`` raised in an installed library's own code (DeepSpeed's pipeline engine reducing bf16
+# gradients under ZeRO, vLLM's engine asked for an RPC its executor lacks): a path the library has not written for
+# the job's settings, not the program failing as it ran (one raised in the program's own code is its own error)
+UNIMPLEMENTED = Reading(Category.UNRECOGNISED, "a code path the library has not implemented for the job's settings (a "
+                        "bare NotImplementedError raised in the library's own code): another setting or release", True)
+
+
 def _cause_in_words(event: Event, tl: Timeline | None = None) -> Reading | None:
     """What an exception's message (with its frames) names as a cause in plain words (rules.phrases), when it
     is not a plain crash: ``HIP error: memory access fault``, ``Address already in use``. With the timeline,
@@ -480,6 +488,8 @@ def _cause_in_words(event: Event, tl: Timeline | None = None) -> Reading | None:
     kind = str(event.data.get("type") or "")
     if folder_missing(event):
         return MISSING_FOLDER
+    if unimplemented(event):
+        return UNIMPLEMENTED
     words = [f"{kind}: " * bool(kind) + str(event.data.get("message") or event.text),
              *map(str, event.data.get("frames") or ())]
     if tl is not None:

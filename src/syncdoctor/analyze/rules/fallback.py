@@ -23,6 +23,7 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
     just_above,
+    unimplemented,
 )
 from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, WORDS_SAY, lines_that_may_say_why
 from syncdoctor.analyze.rules.node import task_ranks
@@ -123,6 +124,16 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
             _PLUMBING.search(_SOURCE_PATH.sub("", str(first.data.get("message")))):
         return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
     raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
+    if unimplemented(first):
+        return _its_own_failure(
+            tl, first, f"stopped where its library has no code for the job's settings ({raised.strip(': ')} raised in "
+                       f"{first.data.get('where') or 'the library'})",
+            what=("A bare NotImplementedError raised inside an installed library's own code (not the program's): the "
+                  "library has not written that path for what the job asks of it (a precision, a parallel mode, an "
+                  "executor). Every process that takes the path stops there."),
+            fix="Read the library's code at that frame for the setting it does not handle; change the setting, or use "
+                "a release that implements it.", note="its library's unimplemented path",
+            category=Category.UNRECOGNISED)
     return _its_own_failure(
         tl, first, f"failed with an error of its own ({raised})",
         what=("The first error is an exception of the program's own, not a lost connection or a timeout: the process "
@@ -142,7 +153,8 @@ def _ray_task_place(tl: Timeline, event: Event) -> Event | None:
     return above[-1] if above else None
 
 
-def _its_own_failure(tl: Timeline, first: Event, did: str, *, what: str, fix: str, note: str) -> list[Hypothesis]:
+def _its_own_failure(tl: Timeline, first: Event, did: str, *, what: str, fix: str, note: str,
+                     category: Category = Category.RANK_CRASHED) -> list[Hypothesis]:
     """The process that wrote ``first`` (or the one worker a launcher then reports failing), failed of it: a crash
     at a lead's confidence, a little above the bare quote."""
     where = attribute([first], tl)
@@ -151,7 +163,7 @@ def _its_own_failure(tl: Timeline, first: Event, did: str, *, what: str, fix: st
     if not (where.ranks or where.hosts or where.processes):
         where = _exit_reported_after(tl, first) or where
     known = bool(where.ranks or where.hosts or where.processes)
-    return [hypothesis(tl, Category.RANK_CRASHED, 0.36 if known else 0.26, f"{where.text or 'a process'} {did}",
+    return [hypothesis(tl, category, 0.36 if known else 0.26, f"{where.text or 'a process'} {did}",
                        what=what, where=where, evidence=evidence_of([first], note, 1), fix=fix)]
 
 

@@ -50,7 +50,7 @@ UNREAD = frozenset({Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.NCCL_
 _WEAK_WORDS = ("error", "Traceback", "ChildFailedError")
 # the lines of torchrun's failure summary, the launcher's own words (a paste may start inside its table)
 _SUMMARYS = re.compile(r"Root Cause \(first observed failure\)|Structured Error Msg|^\s*(?:error_file|traceback)\s*:"
-                       r"|^\s*\S+ FAILED\s*$")
+                       r"|^\s*\S+ FAILED\s*$|^\s*job aborted:\s*$")
 OWN_FAILURE = "the rank's own failure"  # the note rules.crash gives a culprit's own line
 LAUNCHERS_REPORT = "the launcher's report"  # and rules.node a launcher's record of a worker it saw die
 WORDS_SAY = "says "  # the note rules.fallback gives the line whose words it read, before what they say

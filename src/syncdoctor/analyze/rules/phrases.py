@@ -593,6 +593,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"\b(?:ImportError|OSError): .{0,400}?\.so(?:\.[\w.]+)?:\s*(?:undefined symbol|cannot open shared object "
                 r"file|version `|$)|\berror while loading shared libraries: |\bversion `[\w.]+' not found \(required "
                 r"by |\bVersion mismatch: The cluster was started with"
+                # (Windows' delay-loaded DLL not found, or without the function asked for: ``Caught Win32 exception
+                # 0xc06d007f.`` from CNTK with an MS-MPI older than it was built for)
+                r"|\b[Ee]xception 0x[cC]06[dD]007[eEfF]\b"
                 # (quoted without its exception: ``mpi_lib_v2.cpython-36m-x86_64-linux-gnu.so: undefined symbol: …``;
                 # not rdma-core's probe of an optional symbol, ``dlvsym failed on mlx5dv_reg_dmabuf_mr - …/libmlx5.so:
                 # undefined symbol: …``, which NCCL 2.21+ prints on older providers and goes on)
@@ -708,6 +711,37 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "settings): the setting, the hardware or the build it names",
      re.compile(r"\bNotImplementedError: (?=[^\n]{0,200}?\b(?:requires?|not (?:yet )?(?:supported|implemented)|only "
                 r"(?:supported|available|implemented)|unsupported)\b)")),
+    # JAX's platform that did not come up, raised (``RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no
+    # supported devices found for platform CUDA``: a task that Slurm's GPU binding left without the device JAX picked
+    # by local rank, a plugin of another CUDA); not its INFO lines for platforms that are not there, which it logs
+    # for every platform it tries and goes on (``xla_bridge.py:660] Unable to initialize backend 'tpu': …``)
+    (Category.UNRECOGNISED, "JAX could not bring up its GPU platform (no device visible to the process, or a plugin "
+     "that does not match the driver): the devices each process is given, or the install",
+     re.compile(r"\bRuntimeError: Unable to initialize backend '(?:cuda|rocm|gpu)'")),
+    # Paddle's loader of the libraries it uses at run time (``The third-party dynamic library (libnccl.so) that Paddle
+    # depends on is not configured correctly. (error code is libnccl.so: cannot open shared object file …)``): NCCL,
+    # cuDNN or CUDA not installed where it looks
+    (Category.UNRECOGNISED, "a library the framework loads at run time is not installed or not on the library path "
+     "(NCCL, cuDNN, CUDA): the environment's install",
+     re.compile(r"\bdynamic library \([^)\n]{1,80}\) that \w{1,20} depends on is not configured correctly\b")),
+    # Slurm's step daemon not finding the program it was to start (``slurmstepd: error: execve(): torchrun: No such file
+    # or directory``): not installed on that node, not on its PATH, or a container not entered: every task of the
+    # step ends at once with exit code 2
+    (Category.UNRECOGNISED, "the launcher could not start the job's program on the node: it is not there or not on "
+     "its PATH (the environment or the container the step runs in)",
+     re.compile(r"\berror: execve\(\): [^:\n]{1,200}: (?:No such file or directory|Permission denied)\b")),
+    # srun waiting for the allocation's resources to start a step (``srun: Job 1333683 step creation temporarily
+    # disabled, retrying (Requested nodes are busy)``): another step holds them (Slurm 20.11+ gives a step the whole
+    # of what it asks, and steps do not share unless told), so the job never starts
+    (Category.UNRECOGNISED, "srun cannot start the step: another step of the job holds the nodes' resources (Slurm "
+     "20.11+ steps do not share them unless told to: srun --overlap, or less memory and fewer CPUs per step)",
+     re.compile(r"\bstep creation (?:temporarily|still) disabled, retrying\b")),
+    # a mode of the program that a sharding stage refuses, in the library's words (DeepSpeed's ``no_sync context
+    # manager is incompatible with gradient partitioning logic of ZeRO stage 3``): the settings, not the run
+    (Category.UNRECOGNISED, "a feature the job uses that its sharding stage refuses, in the library's words (the "
+     "settings, or versions of the libraries that do not go together)",
+     re.compile(r"\b(?:is|are) (?:not compatible|incompatible) with\b[^\n]{0,80}?\b(?:ZeRO|FSDP)[ _-]?(?:stage[ _-]?)?"
+                r"\d\b", _I)),
     # a build of the program without what the job's launch needs (llm.c built without MPI: ``MPI support is disabled.
     # Please enable MPI support to use MPI-based NCCL-init method.``)
     (Category.UNRECOGNISED, "the program was built without what the job's launch needs (MPI, NCCL or CUDA support "
