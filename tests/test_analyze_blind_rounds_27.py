@@ -27,10 +27,13 @@ def test_the_line_that_ends_a_tracebacks_frames_is_its_exception_whatever_its_na
     top = diagnose(tmp_path, ranked + "[rank3]: paddle.distributed.fleet.utils.fs.FSTimeOut: upload time out:/ckpt\n"
                    ).hypotheses[0]
     assert (top.category, top.culprit_ranks) == (Category.RANK_CRASHED, (3,))
-    # Paddle's C++ check (EnforceNotMet) stays an error no rule explains, as c10's ``enforce fail`` is; and a line
-    # in capitals after the frames (another writer's) is no exception
-    enforce = _FRAMES + "paddle.fluid.core.EnforceNotMet: unhandled cuda error at [nccl_helper.h:93]\n"
+    # Paddle's C++ check (EnforceNotMet) stays an error no rule explains, as c10's ``enforce fail`` is, but where it
+    # quotes NCCL's ``unhandled cuda error`` at its NCCL helper (the hundred-and-ninety-fifth round: NCCL's failed CUDA
+    # call, as the same words elsewhere); and a line in capitals after the frames (another writer's) is no exception
+    enforce = _FRAMES + "paddle.fluid.core.EnforceNotMet: Tensor holds no memory at [tensor.h:93]\n"
     assert diagnose(tmp_path, enforce).hypotheses[0].category is Category.UNRECOGNISED
+    nccl = _FRAMES + "paddle.fluid.core.EnforceNotMet: unhandled cuda error at [nccl_helper.h:93]\n"
+    assert diagnose(tmp_path, nccl).hypotheses[0].category is Category.GPU_ERROR
     exceptions = [e for e in events_of(_FRAMES + "WARNING: rank 1 saved\n") if e.kind is Kind.EXCEPTION]
     assert exceptions == []
     # nor is a shell's word after a traceback cut before its exception (``Killed``: the OOM killer's SIGKILL)

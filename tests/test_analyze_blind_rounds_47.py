@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyze_helpers import diagnose_paste, one, timeline_of, top_of
+from analyze_helpers import diagnose_paste, events_of, one, timeline_of, top_of
 from syncdoctor.analyze.model import Category, Kind
 
 _FRAMES = ('  File "/sgl-workspace/sglang/python/sglang/srt/managers/tp_worker.py", line 330, in _init_model_runner\n'
@@ -123,6 +123,9 @@ def test_a_setting_named_after_an_error_is_no_error(tmp_path: Path) -> None:
 def test_windows_fatal_exception_is_a_crash_and_a_delay_load_failure_the_install(tmp_path: Path) -> None:
     event = one("Windows fatal exception: access violation", Kind.FATAL_SIGNAL)
     assert event.data["signal"] == "SIGSEGV"
+    assert one("Windows fatal exception: code 0xc000001d", Kind.FATAL_SIGNAL).data["signal"] == "SIGILL"
+    # (an invalid parameter, 0xc000000d, is no signal of the process: an error line at most)
+    assert not [e for e in events_of("Windows fatal exception: code 0xc000000d") if e.kind is Kind.FATAL_SIGNAL]
     assert not [e for e in diagnose_paste(tmp_path, "Windows exception handling enabled\n").hypotheses]
     # real: microsoft/CNTK#1047 (r197h): an MS-MPI older than CNTK was built for (a delay-loaded function missing)
     delay = ("CNTK: Caught Win32 exception 0xc06d007f.\n"

@@ -53,7 +53,7 @@ _SEARCH = re.compile(SEARCH_COMMAND)  # (a command that greps for such words)
 def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
     """An error line for each line of ``text`` whose words name a cause the phrases know; and the exception of a
     traceback whose paste ends inside its class's name (:func:`cut_traceback`)."""
-    events = cut_traceback(text, source, file_origin)
+    events = cut_traceback(text, source, file_origin) + lock_waits(text, source, file_origin)
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip() or len(raw) > _MAX_LINE:
             continue
@@ -68,6 +68,39 @@ def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
 
 
 _FRAMES_READ = 64  # lines above a paste's last one in which a traceback's frames are looked for
+# the filelock package's debug lines (Hugging Face's caches, Triton's autotune cache, torch's compile caches lock
+# their files with it): ``Attempting to acquire lock 140192009925296 on /data/.triton/autotune/k.pickle.lock``,
+# ``Lock 1401… not acquired on …, waiting 0.05 seconds ...``, and ``Lock 1401… acquired on …`` once it got it
+_LOCK_WAIT = re.compile(r"\b(?:Attempting to acquire lock (?P<id>\d{3,20}) on|Lock (?P<id2>\d{3,20}) not acquired on) "
+                        r"(?P<path>[^\s,]{1,400})")
+_LOCK_GOT = re.compile(r"\bLock (?P<id>\d{3,20}) acquired on (?P<path>[^\s,]{1,400})")
+
+
+def lock_waits(text: str, source: str, file_origin: Origin) -> list[Event]:
+    """Processes (two or more lock objects) that wait for the same lock file and never get it, by the filelock
+    package's debug lines, a paste's whole say: they wait for its holder (hung, or gone without removing it) or on a
+    file system whose locks do not work across hosts (NFS). An error line at the last wait, in words the phrases
+    read."""
+    waiting: dict[str, dict[str, int]] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        if "lock" not in raw.lower() or len(raw) > _MAX_LINE:
+            continue
+        got = _LOCK_GOT.search(raw)
+        if got is not None:
+            waiting.get(got["path"], {}).pop(got["id"], None)
+            continue
+        wait = _LOCK_WAIT.search(raw)
+        if wait is not None:
+            waiting.setdefault(wait["path"], {})[wait["id"] or wait["id2"]] = number
+    stuck = {path: ids for path, ids in waiting.items() if len(ids) >= 2}
+    if not stuck:
+        return []
+    path, ids = max(stuck.items(), key=lambda item: len(item[1]))
+    last = max(ids.values())
+    line = make_line(text.splitlines()[last - 1][:_MAX_LINE], Ref(source, last), file_origin)
+    return [make_event(Kind.ERROR_LINE, line, data={
+        "word": "lock wait", "message": f"{len(ids)} processes wait for the file lock {path[:200]}, none acquired it"})]
+
 
 
 def cut_traceback(text: str, source: str, file_origin: Origin) -> list[Event]:

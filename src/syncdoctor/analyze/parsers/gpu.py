@@ -42,7 +42,7 @@ __all__ = ["FABRIC_DOWN", "KEYWORDS", "XIDS", "Xid", "parse"]
 KEYWORDS = ("cudaError", "hipError", "HSA_STATUS_ERROR_", "THCudaCheck FAIL", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
             " failed: ", "Timedout job", "GPU HANG", "Assertion `", "UNCORRECTABLE_ERROR", "Engine reset:",
-            "ERROR_DEVICE_LOST", "CUDA initialization: ", "driver interface version", "ERROR_GPU_IS_LOST",
+            "ERROR_DEVICE_LOST", "CUDA initialization: ", "error from cudaGetDeviceCount()", "driver interface version", "ERROR_GPU_IS_LOST",
             "fabricmanager daemon", "imex daemon shutdown", "NVLink training of fabric", "fabric manager found but not active",
             "current device is not ", "finishedGPUExecution",
             " timeout, signaled seq", "device lost from bus", "page fault (src_id", "exceed threshold", "reaches threshold",
@@ -220,8 +220,11 @@ _DEVICE_LOST = re.compile(r"\b(?:UR|ZE)_RESULT_ERROR_DEVICE_LOST\b")
 # cudaGetDeviceCount(). … Error 802: system not yet initialized (Triggered internally at …)``; and the NVSwitch
 # fabric manager refusing a driver of another version (its journal): ``nv-fabricmanager[1507]: fabric manager NVIDIA
 # GPU driver interface version 535.183.01 don't match with driver version 535.161.08. Please update …``
-_CUDA_INIT = re.compile(r"CUDA initialization: [^\n]{0,300}?\bError (?P<code>\d{1,4}): (?P<msg>[a-z][\w ,'\-]{2,100}?)"
-                        r"\s*(?:\(|\.|$)")
+# (the same raised where the program asks for a device: ``RuntimeError: Unexpected error from cudaGetDeviceCount(). Did
+# you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system
+# not yet initialized``)
+_CUDA_INIT = re.compile(r"(?:CUDA initialization: |Unexpected error from cudaGetDeviceCount\(\))[^\n]{0,300}?\bError "
+                        r"(?P<code>\d{1,4}): (?P<msg>[a-z][\w ,'\-]{2,100}?)\s*(?:\(|\.|$)")
 # the NVSwitch fabric (HGX, GB200 NVL) not up under the GPUs: the kernel driver seeing the fabric manager or the IMEX
 # daemon die (``NVRM: nvidia-fabricmanager daemon shutdown detected, robust channel recovery invoked!``, ``NVRM: Abrupt
 # nvidia-imex daemon shutdown detected, disabled fabric allocations``), the fabric manager's NVLink training not done
@@ -380,7 +383,7 @@ def parse(line: Line) -> list[Event]:
     if "CUDA driver error: system not yet initialized" in body:  # the driver API's words for 802 (symmetric memory)
         return [make_event(Kind.GPU_ERROR, line, data={"message": "system not yet initialized (CUDA driver error)",
                                                        "source": "cuda-driver"})]
-    match = _CUDA_INIT.search(body) if "CUDA initialization: " in body else None
+    match = _CUDA_INIT.search(body) if "CUDA initialization: " in body or "error from cudaGetDeviceCount()" in body else None
     if match:  # (a warning: PyTorch goes on without CUDA, and the job fails later or runs on the CPU)
         return [make_event(Kind.GPU_ERROR, line, data={
             "message": f"CUDA could not start: {match['msg'].strip()} (error {match['code']})", "source": "cuda-init"})]

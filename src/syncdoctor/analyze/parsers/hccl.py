@@ -51,8 +51,16 @@ __all__ = ["KEYWORDS", "parse"]
 KEYWORDS = ("Cluster Exception Location", "Task run failed", "cqe error status", "error cqe status", "Recv unmatched ack", "failed CQE status", "Error ROCE CQE",
             "Error_Insufficient_Device_Memory", "inconsistent between ranks", "ParameterConflict",
             "Failed to connect agent[", "Heartbeat Lost Occurred", "Error_SDMA", "] failed",
-            "Entry-HcclCommInitRootInfoInner", "sdma error]", "ranktable is invalid", "EI0011: ", "EI0012: ", "EI0013: ")
+            "Entry-HcclCommInitRootInfoInner", "sdma error]", "ranktable is invalid", "EI0011: ", "EI0012: ", "EI0013: ",
+            "ERROR] HCCL(")  # (the plog's error lines: its link table's rows among them)
 
+# the link table HCCL logs when its sockets' set-up timed out (``[Wait][LinkEstablish]wait socket establish timeout``),
+# one row per link: ``|  10.20.0.31(29)   |  16666  |   10.20.0.2(0)   |  344832056  |  server  | time out |``: the
+# peer's address and rank, this rank's address and rank, the link's state
+# (its bars escaped, ``\|``, where the table was copied from markdown's source)
+_LINK_TIMEOUT = re.compile(r"\|\s*(?P<dest_ip>[0-9a-fA-F.:]{3,45})\((?P<dest_rank>\d{1,7})\)\s*\\?\|\s*\d{1,5}\s*\\?\|\s*"
+                           r"(?P<src_ip>[0-9a-fA-F.:]{3,45})\((?P<src_rank>\d{1,7})\)\s*\\?\|\s*\d{1,12}\s*\\?\|\s*"
+                           r"\w{1,12}\s*\\?\|\s*time out\s*\\?\|")
 _PLOG = re.compile(r"\[(?:ERROR|WARNING|EVENT|INFO)\] ?(?:HCCL|HCCP|ROCE|RUNTIME|GE)\((?P<pid>\d{1,10}),[^)]{0,80}\):")
 _CONSOLE_PID = re.compile(r"\[PID: (?P<pid>\d{1,10})\]")
 _HEARTBEAT = re.compile(r"Cluster Exception Location\[IP/ID\]:\[(?P<ip>[^/\]\s]{1,64})/(?P<id>\d{1,7})\]"
@@ -135,6 +143,13 @@ def parse(line: Line) -> list[Event]:
     if match and origin is not None:
         return [make_event(Kind.PROCESS_MAP, line, origin=Origin(pid=origin.pid, rank=int(match["rank"])), data={
             "source": "hccl-init", "group": match["comm"], "rank_size": int(match["size"]), "entered": _plog_time(body)})]
+    match = _LINK_TIMEOUT.search(body) if "time out" in body and "|" in body else None
+    if match:  # a row of the link table: the peer (address, rank) whose link this rank waited for in vain
+        rank = int(match["src_rank"])
+        return [make_event(Kind.NCCL_CONNECT_FAILED, line, origin=Origin(pid=origin.pid if origin else None, rank=rank),
+                           data={"error": "HCCL's link to it timed out (its socket never connected)",
+                                 "peer_addr": match["dest_ip"],
+                                 "peer_rank": int(match["dest_rank"]), "transport": "hccl", "final": True})]
     match = _AGENT.search(body) if "connect server[" in body else None
     if match:
         return [make_event(Kind.STORE_ERROR, line, origin=origin, data={

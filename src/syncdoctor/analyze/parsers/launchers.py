@@ -48,7 +48,7 @@ KEYWORDS = ("btl_tcp", "exited due to process rank", "downstream from host", "ha
             "terminated with exit code", "died with <Signals", "death signal", "RUNNING AT", "Process name: ",
             "xit code but got", "xit code of 0, but got",
             "UCX  ERROR", "UCX ERROR", "MPICH ERROR [Rank", " (synd 0x", "completion with error", "error (0x", "Error in mlx5dv_devx_obj_modify",
-            "2init failed on ", "2rtr failed on ", "2rts failed on ",
+            "2init failed on ", "2rtr failed on ", "2rts failed on ", "status failed cmd",
             "Event Queue overflow", "ping failed on ", "as an mlx5 device", "GTL library is not linked",
             "ailed for slice", "Too many errors found in local RNIC", "ailed to modify QP to",
             # a failed slice's line cut before its start (below): the status words that carry an anchor
@@ -107,8 +107,12 @@ _VLLM_WORKER_DIED = re.compile(r"\bWorker proc (?P<name>[\w.\-]{1,80}?)(?:-(?P<i
 # PaddlePaddle's launchers naming the trainer that failed: fleetrun's ``ABORT!!! Out of all 16 trainers, the trainer
 # process with rank=[11] was aborted.`` and the new launcher's ``ERROR rank 5 error with exit code 1, check log for
 # detail.``
+# (and its controller's record of a container it ran: ``Container rank 0 status failed cmd ['/usr/bin/python3', '-u',
+# 'tools/train.py', …] code 1 log log/workerlog.0``, the command list long, the paste often cutting it)
 _PADDLE_ABORTED = re.compile(r"the trainer process with rank=\[(?P<ranks>\d{1,6}(?:, ?\d{1,6}){0,63})\] was aborted"
-                             r"|\bERROR rank (?P<rank>\d{1,6}) error with exit code (?P<code>-?\d{1,3})")
+                             r"|\bERROR rank (?P<rank>\d{1,6}) error with exit code (?P<code>-?\d{1,3})"
+                             r"|^\s*Container rank (?P<rank2>\d{1,6}) status failed cmd \[(?:[^\]\n]{0,4000}\] code "
+                             r"(?P<code2>-?\d{1,3})\b)?")
 # SGLang's launcher finding a scheduler process gone (``Scheduler or DataParallelController 39127 terminated with
 # -9``): its pid and how it ended (a negative code: the signal)
 _SGLANG_CHILD = re.compile(r"\b(?:Scheduler or DataParallelController|Scheduler|DataParallelController|Detokenizer"
@@ -1021,10 +1025,13 @@ def parse(line: Line) -> list[Event]:
     match = _DS_MAIN_SIGNAL.search(body)
     if match:
         return [make_event(Kind.AGENT_SIGNAL, line, data={"signal": match["sig"], "source": "deepspeed"})]
-    match = _PADDLE_ABORTED.search(body) if "was aborted" in body or "error with exit code" in body else None
+    match = _PADDLE_ABORTED.search(body) if "was aborted" in body or "error with exit code" in body \
+        or "status failed cmd" in body else None
     if match:
-        ranks = [int(r) for r in match["ranks"].split(",")] if match["ranks"] else [int(match["rank"])]
-        paddle_code = int(match["code"]) if match["code"] else None
+        ranks = [int(r) for r in match["ranks"].split(",")] if match["ranks"] else \
+            [int(match["rank"] or match["rank2"])]
+        said = match["code"] or match["code2"]
+        paddle_code = int(said) if said else None
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=rank), data={
             "source": "paddle", "exitcode": paddle_code,
             "signal": signal_name(paddle_code) if paddle_code is not None and paddle_code < 0 else None,

@@ -76,7 +76,9 @@ _HCA = re.compile(r"\bhca (?P<hca>[\w.\-]+)")
 # NCCL's allocator (alloc.h): ``Failed to CUDA calloc async 1920 bytes``, ``Failed to CUDA malloc 4194304 bytes``
 _CUDA_ALLOC = re.compile(r"Failed to CUDA (?:calloc|malloc)(?: async)? \d+ bytes")
 # Horovod's and torch 1.x's message of a failed NCCL call: ``ncclAllReduce failed: unhandled cuda error``
-_NCCL_CALL_CUDA = re.compile(r"\bnccl\w+ failed: unhandled cuda error")
+# (and PaddlePaddle 1.x's enforce of an NCCL call: ``what():  unhandled cuda error at [/…/paddle/fluid/platform/
+# nccl_helper.h:70]``)
+_NCCL_CALL_CUDA = re.compile(r"\bnccl\w+ failed: unhandled cuda error|\bunhandled cuda error at \[[^\]\n]{0,300}nccl")
 _MODIFY_QP = re.compile(
     r"Call to ibv_modify_qp failed with (?:(?P<errno>\d+)(?: (?P<err>[^,]+))?|error (?P<err_only>[^,]+?)"
     r"(?: errno (?P<errno2>\d+))?(?:,|$))"
@@ -207,6 +209,10 @@ _TORCH_NCCL = re.compile(
     r"NCCL [Ee]rror(?: in: (?P<where>\S+?),?|(?: \d+)?:) (?P<error>unhandled system error|remote process exited or there was a network "
     r"error|internal error[^,(]*|invalid usage[^,(]*|unhandled cuda error[^,(]*|[^,(]+)"
 )
+# a program's check of an NCCL call in its own words, the place and NCCL's string quoted (TensorRT-LLM's plugins:
+# ``Failed, NCCL error /code/tensorrt_llm/cpp/tensorrt_llm/plugins/common/plugin.cpp:86 'internal error - please report
+# this issue to the NCCL developers'``)
+_PLUGIN_NCCL = re.compile(r"\bNCCL error (?P<where>/\S{1,300}?:\d{1,6}) '(?P<error>[^'\n]{3,160})'")
 _NCCL_CODE = re.compile(r"\b(?P<code>nccl(?:SystemError|RemoteError|InternalError|InvalidUsage|UnhandledCudaError|"
                         r"InvalidArgument))\b")
 _NCCL_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)")
@@ -471,7 +477,7 @@ def parse(line: Line) -> list[Event]:
     if _NO_FAMILY.search(body):  # 2.27 'Last error:': NCCL_SOCKET_IFNAME matched nothing, the address stayed empty
         return [make_event(Kind.INTERFACE_MISSING, line, data={
             "ifname": None, "transport": "nccl", "where": "socket", "message": body.strip()[:300]})]
-    match = _TORCH_NCCL.search(body)
+    match = _TORCH_NCCL.search(body) or (_PLUGIN_NCCL.search(body) if "NCCL error " in body else None)
     code = _NCCL_CODE.search(body)
     cuda = _NCCL_CALL_CUDA.search(body)
     if match or code or cuda or "remote process exited" in body or "unhandled system error" in body:

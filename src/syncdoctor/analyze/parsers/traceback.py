@@ -64,7 +64,7 @@ _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 # Windows' structured exceptions, its signals, as Python's faulthandler prints them before the process ends
 # (``Windows fatal exception: access violation``, ``… code 0xc0000409``); a program's own handler that caught one
 # (CNTK's ``Caught Win32 exception 0xc0000005: Access violation.``, then its exit code) is an error line (parsers.generic)
-_WINDOWS_FAULT = re.compile(r"\bWindows fatal exception: (?:code )?(?P<what>0x[cC]000000[5dD]\b"
+_WINDOWS_FAULT = re.compile(r"\bWindows fatal exception: (?:code )?(?P<what>0x[cC]0000005\b|0x[cC]000001[dD]\b"
                             r"|0x[cC]0000094\b|0x[cC]00000[fF][dD]\b|0x[cC]0000409\b|access violation\b"
                             r"|illegal instruction\b|stack overflow\b|int(?:eger)? divide by zero\b)", re.I)
 _WINDOWS_SIGNALS = {"0xc0000005": "SIGSEGV", "access violation": "SIGSEGV", "0xc00000fd": "SIGSEGV",

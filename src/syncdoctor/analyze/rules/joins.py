@@ -50,7 +50,9 @@ UNREAD = frozenset({Kind.ERROR_LINE, Kind.EXCEPTION, Kind.NCCL_ERROR, Kind.NCCL_
 _WEAK_WORDS = ("error", "Traceback", "ChildFailedError")
 # the lines of torchrun's failure summary, the launcher's own words (a paste may start inside its table)
 _SUMMARYS = re.compile(r"Root Cause \(first observed failure\)|Structured Error Msg|^\s*(?:error_file|traceback)\s*:"
-                       r"|^\s*\S+ FAILED\s*$|^\s*job aborted:\s*$")
+                       r"|^\s*\S+ FAILED\s*$|^\s*job aborted:\s*$"
+                       # (Paddle's launcher on its pod and container: ``LAUNCH INFO … Pod failed``, ``Container failed !!!``)
+                       r"|\bPod failed\s*$|\bContainer failed !!!")
 OWN_FAILURE = "the rank's own failure"  # the note rules.crash gives a culprit's own line
 LAUNCHERS_REPORT = "the launcher's report"  # and rules.node a launcher's record of a worker it saw die
 WORDS_SAY = "says "  # the note rules.fallback gives the line whose words it read, before what they say
@@ -133,6 +135,7 @@ def joined(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
     failures, a little above both. A reading that says the worker itself waited (a desync, a timeout), of a line
     above a launcher's record, is the verdict instead of the record, the worker among those affected."""
     out = list(hypotheses)
+    apart = _worker_log_apart(tl)
     for who in hypotheses:
         if not who.root_cause:
             continue
@@ -144,14 +147,14 @@ def joined(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
         # (a kill is no cause of an exit with a code; it is why a rank the others lost went away)
         causes = _NOT_ITS_OWN if record is not None else _NOT_ITS_OWN - {Category.RANK_KILLED}
         why = [h for h in out if h is not who and h.root_cause and (h.category not in causes or _worded(h, record))
-               and h.evidence and _its_line(h.evidence[0], who, record, own)
+               and h.evidence and _its_line(h.evidence[0], who, record, own, apart)
                and set(h.culprit_ranks) <= set(who.culprit_ranks)]
         if why:
             best = max(why, key=lambda h: h.confidence)
             together = _its_cause(best, who, record)
         elif record is not None:
             waited = [h for h in out if h is not who and h.root_cause and h.category in _VICTIMS and h.evidence
-                      and _its_line(h.evidence[0], who, record, own)]
+                      and _its_line(h.evidence[0], who, record, own, apart)]
             if not waited:
                 quoted = _its_last_words(tl, who, record, own, out)
                 out = [quoted if h is who else h for h in out]
@@ -198,11 +201,27 @@ def _its_last_words(tl: Timeline, who: Hypothesis, record: Event, own: set[Ref],
                                                      first.origin.rank, first.origin.host)))
 
 
-def _its_line(line: Evidence, who: Hypothesis, record: Event | None, own: set[Ref]) -> bool:
+def _worker_log_apart(tl: Timeline) -> frozenset[str]:
+    """The inputs that may hold the worker's own output apart from its launcher's console: where the launchers'
+    records in all the inputs name one worker, each input without a record (``workerlog.0`` beside the console of
+    Paddle's launcher, which says only that container rank 0 failed); none where they name several."""
+    records = tl.of(Kind.WORKER_FAILED)
+    workers = {(e.origin.rank, e.origin.local_rank, e.origin.host, e.origin.pid) for e in records}
+    if len(workers) != 1:
+        return frozenset()
+    with_records = {e.ref.source for e in records}
+    return frozenset({e.ref.source for e in tl.events} - with_records)
+
+
+def _its_line(line: Evidence, who: Hypothesis, record: Event | None, own: set[Ref],
+              apart: frozenset[str] = frozenset()) -> bool:
     """Whether ``line`` is the worker's own that ``who`` names: above its launcher's record in the same file, without
-    another rank or host (not the record itself); a crash's own line (its exception); any line of a rank the others
+    another rank or host (not the record itself), or in an input of its own beside the launcher's (``apart``) that
+    names no rank but the worker's and no host; a crash's own line (its exception); any line of a rank the others
     waited for."""
     if record is not None:
+        if line.ref.source in apart:
+            return (line.rank is None or (line.rank,) == who.culprit_ranks) and line.host is None
         return line.ref != record.ref and (line.ref in own or (
             line.ref.source == record.ref.source and line.ref.line < record.ref.line
             and (line.rank is None or (line.rank,) == who.culprit_ranks) and _same_host(line.host, who.culprit_hosts)))

@@ -259,6 +259,27 @@ def _dumped_as_it_died(tl: Timeline) -> set[Ref]:
     return out
 
 
+_BATON = "file_baton.py"  # torch.utils.file_baton: the lock a JIT extension build holds in its build directory
+
+
+def _build_lock(tl: Timeline, waiting: list[Event]) -> Hypothesis:
+    """Processes whose stacks wait in torch.utils.file_baton's ``wait``: each waits for the lock file of a JIT
+    extension's build (DeepSpeed's and apex's ops, built by torch.utils.cpp_extension) that another process holds,
+    or that a build killed before it finished left behind: the job waits for a build, not for a peer."""
+    where = attribute(waiting, tl)
+    who = where.text or ("a process" if len(waiting) == 1 else f"{len(waiting)} processes")
+    title = (f"{who} {'waits' if len(waiting) == 1 else 'wait'} for the lock of a JIT extension build (torch's "
+             "FileBaton): another process builds it, or a build stopped before it finished left its lock behind")
+    what = ("torch.utils.cpp_extension builds an extension once per build directory, behind a lock file there; every "
+            "other process waits for that file to go. A build that was killed or crashed (a job cancelled while "
+            "DeepSpeed compiled its ops) leaves it behind, and every later run waits forever at start-up.")
+    fix = ("Delete the stale `lock` file in the extension's build directory (TORCH_EXTENSIONS_DIR, by default "
+           "~/.cache/torch_extensions/<python and CUDA>/<extension>/), or build the ops ahead of time (DS_BUILD_OPS=1 "
+           "pip install deepspeed); give each node its own TORCH_EXTENSIONS_DIR on a shared file system.")
+    return hypothesis(tl, Category.UNRECOGNISED, 0.6, title, what=what, fix=fix, where=where,
+                      evidence=_stack_evidence(waiting, "waiting for the build's lock in"))
+
+
 def from_stacks(tl: Timeline) -> list[Hypothesis]:
     """Stack dumps of hung processes (``py-spy dump``, faulthandler's): a main thread outside any collective while
     others wait in one is the process they wait for, and its stack says where it is stuck. One dump per process
@@ -272,6 +293,10 @@ def from_stacks(tl: Timeline) -> list[Hypothesis]:
         key = (event.origin.host, event.origin.pid) if event.origin.pid is not None else (event.ref.source, event.ref.line)
         last[key] = event
     stacks = list(last.values())
+    baton = [e for e in stacks if any(_BATON in str(f) for f in e.data.get("frames") or ())
+             and e.data.get("source") != "traceback-cut"]
+    if baton:
+        return [_build_lock(tl, baton)]
     waiting = [e for e in stacks if e.data.get("collective")]
     # a traceback cut before its error says where it stood, but not that it was hung there: only a dump does
     elsewhere = [e for e in stacks if not e.data.get("collective") and not e.data.get("backward")

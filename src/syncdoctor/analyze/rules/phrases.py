@@ -233,7 +233,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # XGBoost's check of its NCCL group (Dask or Spark workers, a CrossValidator's trainings, given one GPU):
                 # ``Check failed: n_uniques == world (1 vs. 2) : Multiple processes within communication group running
                 # on same CUDA device is not supported``
-                r"|Multiple processes within communication group running on same CUDA device"
+                r"|Multiple processes within communication group running on(?:\s+same CUDA device|\s*$)"
                 # NCCL 2.30.7+'s NVLS set-up: ``NCCL_NVLS_ENABLE has been set to "1" and communicator has multiple ranks
                 # using the same NVML device``
                 r"|\bmultiple ranks using the same NVML device\b", _I)),
@@ -303,6 +303,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\b(?:Cuda|HIP) failure\b", _I)),
     # an Ascend NPU's kernel that timed out or faulted (``EZ9999 … Kernel task happen error, retCode=0x25, [aicore
     # timeout]``, ``[aicore exception]``): the device's failure, as a CUDA kernel's on a GPU
+    # compute-sanitizer's (and cuda-memcheck's) report of a kernel's access outside its allocation (``========= Invalid
+    # __global__ read of size 4 bytes``, then the kernel): what a run without the tool reports as an illegal memory
+    # access, or not at all
+    (Category.GPU_ERROR, "a kernel's access outside its memory, caught by compute-sanitizer (an illegal memory access "
+     "without it): the kernel it names and its arguments",
+     re.compile(r"\bInvalid __(?:global|shared|local)__ (?:read|write|atomic) of size \d{1,6} bytes?\b")),
     (Category.GPU_ERROR, "an NPU kernel that timed out or faulted", re.compile(r"\[aicore (?:timeout|exception)\]", _I)),
     # the NPU's runtime reporting a fault of the device's own engines under ``The error from device(chipId:1, dieId:0)``:
     # ``there is a fftsplus sdma error, sdma channel is 2``, an AI core's or vector core's exception (``there is an
@@ -711,6 +717,35 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      "settings): the setting, the hardware or the build it names",
      re.compile(r"\bNotImplementedError: (?=[^\n]{0,200}?\b(?:requires?|not (?:yet )?(?:supported|implemented)|only "
                 r"(?:supported|available|implemented)|unsupported)\b)")),
+    # NCCL's internal error in its own words (``internal error - please report this issue to the NCCL developers``,
+    # ncclInternalError's string), quoted by a program's check of the call (TensorRT-LLM's plugins): NCCL's own failure
+    # or a setup it does not support, its WARN lines (NCCL_DEBUG=WARN) say which
+    (Category.UNRECOGNISED, "NCCL's internal error (a setup NCCL does not support, or its bug): its WARN lines say "
+     "which (NCCL_DEBUG=WARN)",
+     re.compile(r"\binternal error - please report this issue to the NCCL developers\b")),
+    # processes that wait for one lock file and none gets it (lastlook's reading of the filelock package's debug lines;
+    # Triton's autotune cache, Hugging Face's caches): its holder hung or gone, or a shared file system whose locks do
+    # not work across hosts
+    (Category.UNRECOGNISED, "processes waiting for one file lock that none gets (its holder hung or left it behind, "
+     "or a shared file system whose locks do not work across hosts: give each node its own cache directory)",
+     re.compile(r"\bprocesses wait for the file lock \S+, none acquired it\b")),
+    # a library's extension compiled when the job starts that did not build (``RuntimeError: Error building extension
+    # 'fused_adam'``: DeepSpeed's and apex's ops, built by torch.utils.cpp_extension on every rank): the compiler, the
+    # CUDA toolkit or its headers against the torch installed, the build's own output above it says which
+    (Category.UNRECOGNISED, "an extension the job compiles when it starts did not build (the compiler, the CUDA "
+     "toolkit or its headers against the installed torch; the build's output above it says which)",
+     re.compile(r"\bError building extension '[\w.\-]{1,80}'")),
+    # a variable the platform's launcher sets, not set (SageMaker's data parallel library: ``Environment variable
+    # SAGEMAKER_INSTANCE_TYPE is not set``): the job started outside what sets it up, or on a platform it does not know
+    (Category.UNRECOGNISED, "a variable the job's launcher or platform should set is not set: the job was started "
+     "outside it, or the platform does not support it",
+     re.compile(r"(?-i:\b[Ee]nvironment variable [`'\"]?[A-Z][A-Z0-9_]{2,60}[`'\"]? (?:is not set|not set|is unset)\b"
+                r"(?![^\n]{0,30}\b(?:using|defaulting|default|falling back|assuming|ignoring|skipping)\b))")),
+    # Apptainer's and Singularity's own fatal errors before the program runs (``FATAL:   permission denied``, ``FATAL:
+    # container creation failed: …``, their level padded to nine columns): the container or its runtime's setup
+    (Category.UNRECOGNISED, "the container runtime (Apptainer, Singularity) could not start the job's container: its "
+     "image, bind paths or permissions on that node",
+     re.compile(r"(?-i:(?:^|\s)FATAL: {3}(?=\S))")),
     # JAX's platform that did not come up, raised (``RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no
     # supported devices found for platform CUDA``: a task that Slurm's GPU binding left without the device JAX picked
     # by local rank, a plugin of another CUDA); not its INFO lines for platforms that are not there, which it logs
@@ -1124,6 +1159,14 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # …`` that reason's words are read): a collective that failed or timed out before, which rank's doing not said
     (Category.UNEXPLAINED_TIMEOUT, "a communicator PyTorch aborted after a collective failed or timed out (the reason "
      "is not in this line)", re.compile(r"\bNCCL communicator was aborted\b(?![^\n]{0,40}\breason for failure was:\s*\S)")),
+    # CANN's wait for an NPU's stream that ran out (``EE1002: … Stream synchronize timeout. rtDeviceSynchronize execute
+    # failed, reason=[stream sync timeout]``, ``NPU warning, error code is 507046``), and HCCL's account of a collective
+    # that did not finish in HCCL_EXEC_TIMEOUT (``Possible Cause: 1. An exception occurs during the execution on some
+    # NPUs in the cluster. …``, its header cut): work on the device that did not complete, which rank held it not said
+    (Category.UNEXPLAINED_TIMEOUT, "work on an NPU that did not complete in its timeout (a collective or a kernel that "
+     "hung; which rank held it is not in this line)",
+     re.compile(r"\bStream synchronize timeout\b|\breason=\[stream sync timeout\]|\berror code is 507046\b"
+                r"|\bAn exception occurs during the execution on some NPUs in the cluster\b")),
     # Ray's words for a node that went away under its workers (``The actor died because its node has died. Node Id:
     # …``, ``NodeDiedError: Task failed due to the node (where this task was running) was dead or unavailable``): the
     # machine shut down, preempted or cut off, its workers with it

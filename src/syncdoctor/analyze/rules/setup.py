@@ -318,8 +318,17 @@ def peer_unreachable(tl: Timeline) -> list[Hypothesis]:
                     "(fe80::…%eth0), so a resolver or connect refuses it. A launcher or an engine that picks the "
                     "host's address itself (vLLM's, Ray's, a container's first interface) took it from an interface "
                     "without a routable address.")
+        # HCCL's link table names the rank at the other end of each link that timed out: the one that never came
+        # to the communicator's set-up (late, crashed, or unreachable), the rank that logged it only waited
+        linked = sorted({int(e.data["peer_rank"]) for e in nccl if e.data.get("peer_rank") is not None})
+        awaited = linked if nccl and linked and not store and not gloo \
+            and all(e.data.get("transport") == "hccl" for e in nccl) else []
+        if awaited:
+            what += (" HCCL sets its links up when a communicator is first used, each rank dialling or awaiting its "
+                     "peers: a link that timed out names the rank at its other end, which did not reach that point in "
+                     "time (it was late or crashed) or whose address cannot be reached from here.")
         out.append(hypothesis(tl, category, 0.25 if ipv6 else 0.5 if retrying else 0.75, title,
-                              culprits=where.ranks,
+                              culprits=awaited or where.ranks, affected=where.ranks if awaited else (),
                               hosts=suspects, fix=fix or (_BRIDGE_FIX if bridged else _LINK_LOCAL_FIX if category is
                                                           Category.INTERFACE_MISMATCH else None),
                               what=what, evidence=evidence,
