@@ -188,3 +188,25 @@ def test_processes_that_wait_for_one_file_lock_none_gets_are_read(tmp_path: Path
     # one waiter alone is no sign of a lock that none gets
     assert not diagnose_paste(tmp_path, waits.splitlines(keepends=True)[0]).hypotheses
     assert not [e for e in timeline_of(tmp_path, taken).events if e.kind is Kind.ERROR_LINE]
+
+
+def test_pythons_own_exception_class_raised_with_words_is_an_error(tmp_path: Path) -> None:
+    # a sweep of DeepSpeed's own messages (deepspeedai/DeepSpeed at edaa722): ``raise Exception("…")``
+    raised = ("Exception: The deprecated version of ZeRO Stage 1 is not supported in deepspeed >= 0.5.9. Please "
+              "downgrade to a version less than 0.5.9 if you need to use this deprecated version of ZeRO.\n")
+    assert one(raised.strip(), Kind.EXCEPTION).data["type"] == "Exception"
+    assert diagnose_paste(tmp_path, raised).hypotheses
+    # a logger's ``Exception: None`` is no exception raised
+    assert not [e for e in events_of("Exception: None") if e.kind is Kind.EXCEPTION]
+
+
+def test_an_engines_report_of_a_background_process_names_no_culprit_of_its_own(tmp_path: Path) -> None:
+    # real: vLLM's engine core on its workers (held r172d, r52a, r74a): the report, the worker's trace elsewhere
+    report = ("(EngineCore pid=404) ERROR 05-12 14:13:56 [core.py:1110] Exception: WorkerProc initialization failed due "
+              "to an exception in a background process. See stack trace for root cause.\n")
+    top = top_of(tmp_path, report)
+    assert top.category is Category.RANK_CRASHED and top.culprit_processes == () and "background" in top.title, top
+    # the process's own exception stays its own
+    own = report.replace("WorkerProc initialization failed due to an exception in a background process. See stack "
+                         "trace for root cause.", "Server process terminated unexpectedly.")
+    assert top_of(tmp_path, own).culprit_processes, top_of(tmp_path, own)

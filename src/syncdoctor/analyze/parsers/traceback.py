@@ -33,7 +33,10 @@ _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.){0,8}[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
     # torch.compile's own exceptions, whose names say what went wrong without the word: ``torch._dynamo.exc.
     # Unsupported: Attempted to call function marked as skipped``, ``torch._dynamo.exc.BackendCompilerFailed: …``
-    r"|torch\._(?:dynamo|inductor)\.exc\.[A-Z]\w*)(?::[ ]?(?P<msg>.*))?$"
+    r"|torch\._(?:dynamo|inductor)\.exc\.[A-Z]\w*"
+    # Python's base class itself, raised by a program's own check (``Exception: The deprecated version of ZeRO Stage 1
+    # is not supported in deepspeed >= 0.5.9.``), with words of its own (not a logger's ``Exception: None``)
+    r"|Exception(?=: ?(?!(?:None|null|0)\s*$)\S))(?::[ ]?(?P<msg>.*))?$"
 )
 # the line that ends a traceback's frames is its exception whatever the class is named (PaddlePaddle's ``paddle.
 # distributed.fleet.utils.fs.FSTimeOut: …``): a class's name in CamelCase, its module before it; not Paddle's

@@ -88,6 +88,11 @@ def unrecognised_error(tl: Timeline) -> list[Hypothesis]:
               or _its_own_assertion(tl, errors)), quoted]
 
 
+# an exception that reports another process's failure and points to that one's trace (vLLM's ``Exception: WorkerProc
+# initialization failed due to an exception in a background process. See stack trace for root cause.``)
+_BACKGROUND_REPORT = re.compile(r"\bdue to an exception in a background process\b", re.I)
+
+
 def _traceback_only(event: Event) -> bool:
     """A line of a traceback that is not its error: its first line, or a line of the source code it quotes."""
     return event.kind is Kind.ERROR_LINE and (event.data.get("word") == "Traceback"
@@ -124,6 +129,15 @@ def _its_own_exception(tl: Timeline, errors: list[Event]) -> list[Hypothesis]:
             _PLUMBING.search(_SOURCE_PATH.sub("", str(first.data.get("message")))):
         return []  # (the launcher's own traceback: its failure is quoted as an error no rule explains)
     raised = f"{first.data.get('type')}: {str(first.data.get('message') or '').strip()}"[:120]
+    if _BACKGROUND_REPORT.search(str(first.data.get("message") or "")):
+        # (the process that raised it reports another's failure: that one failed, this one only said so)
+        return [hypothesis(
+            tl, Category.RANK_CRASHED, 0.36, f"a background process failed as it started, by another's report "
+            f"({raised.strip()})", what=("The exception is a report: the process that raised it (vLLM's engine core, "
+                                         "for its workers) says a background process it started failed, and points "
+                                         "to that process's own stack trace for why."),
+            fix="Read the failed process's own traceback (above the report, or in its log): it names the cause.",
+            evidence=evidence_of([first], "another process's report", 1))]
     if unimplemented(first):
         return _its_own_failure(
             tl, first, f"stopped where its library has no code for the job's settings ({raised.strip(': ')} raised in "
