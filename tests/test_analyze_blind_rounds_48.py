@@ -210,3 +210,15 @@ def test_an_engines_report_of_a_background_process_names_no_culprit_of_its_own(t
     own = report.replace("WorkerProc initialization failed due to an exception in a background process. See stack "
                          "trace for root cause.", "Server process terminated unexpectedly.")
     assert top_of(tmp_path, own).culprit_processes, top_of(tmp_path, own)
+
+
+def test_a_wait_in_an_input_apart_from_the_record_does_not_replace_the_workers_death(tmp_path: Path) -> None:
+    # a launcher's record of one worker in one file, a rankless timeout in another (another host's, maybe): the record
+    # stands; only a cause's words apart are the worker's
+    console = tmp_path / "launcher.txt"
+    console.write_text(_PADDLE_RECORD)
+    other = tmp_path / "other.txt"
+    other.write_text("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+                     "1800000ms for recv operation to complete\n")
+    top = analyze_paths([str(console), str(other)]).diagnosis.hypotheses[0]
+    assert top.culprit_ranks == (0,) and top.category is Category.RANK_CRASHED, top

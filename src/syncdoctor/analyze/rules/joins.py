@@ -154,7 +154,7 @@ def joined(tl: Timeline, hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
             together = _its_cause(best, who, record)
         elif record is not None:
             waited = [h for h in out if h is not who and h.root_cause and h.category in _VICTIMS and h.evidence
-                      and _its_line(h.evidence[0], who, record, own, apart)]
+                      and _its_line(h.evidence[0], who, record, own)]  # (a wait apart may be another host's)
             if not waited:
                 quoted = _its_last_words(tl, who, record, own, out)
                 out = [quoted if h is who else h for h in out]
