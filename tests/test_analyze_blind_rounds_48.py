@@ -8,7 +8,7 @@ from pathlib import Path
 
 from analyze_helpers import diagnose_paste, events_of, one, timeline_of, top_of
 from syncdoctor.analyze import analyze_paths
-from syncdoctor.analyze.model import Category, Kind
+from syncdoctor.analyze.model import Category, Hypothesis, Kind
 
 _PADDLE_RECORD = ("LAUNCH INFO 2022-11-21 02:35:54,384 Pod failed\n"
                   "LAUNCH ERROR 2022-11-21 02:35:54,385 Container failed !!!\n"
@@ -31,30 +31,30 @@ def test_paddles_container_record_names_the_rank_that_failed(tmp_path: Path) -> 
                 e.kind is Kind.WORKER_FAILED]
 
 
+def _beside(tmp_path: Path, console: str, other: str) -> list[Hypothesis]:
+    """The hypotheses of a launcher's console and another input read together."""
+    (tmp_path / "launcher.txt").write_text(console)
+    (tmp_path / "other.txt").write_text(other)
+    return list(analyze_paths([str(tmp_path / "launcher.txt"), str(tmp_path / "other.txt")]).diagnosis.hypotheses)
+
+
 def test_a_workers_error_stored_apart_from_its_launchers_record_is_its_cause(tmp_path: Path) -> None:
     # real: PaddleDetection (r197c): the launcher's console in one file, the worker's log tail in another
-    console = tmp_path / "launcher.txt"
-    console.write_text(_PADDLE_RECORD)
-    worker = tmp_path / "workerlog.txt"
-    worker.write_text("    task = group.process_group.barrier()\nOSError: (External) NCCL error(2), unhandled system "
-                      "error.\n")
-    top = analyze_paths([str(console), str(worker)]).diagnosis.hypotheses[0]
+    worker = "    task = group.process_group.barrier()\nOSError: (External) NCCL error(2), unhandled system error.\n"
+    top = _beside(tmp_path, _PADDLE_RECORD, worker)[0]
     assert top.category is Category.PEER_UNREACHABLE and top.culprit_ranks == (0,), top
     assert "exited with code 1" in top.title, top
     # with records of two workers, the error of an input without a rank is neither's
-    console.write_text(_PADDLE_RECORD + "Container rank 1 status failed cmd ['python'] code 1 log log/workerlog.1\n")
-    top = analyze_paths([str(console), str(worker)]).diagnosis.hypotheses
-    assert not [h for h in top if h.category is Category.PEER_UNREACHABLE and h.culprit_ranks], top
+    two = _beside(tmp_path, _PADDLE_RECORD + "Container rank 1 status failed cmd ['python'] code 1 log x\n", worker)
+    assert not [h for h in two if h.category is Category.PEER_UNREACHABLE and h.culprit_ranks], two
     # (also where the other worker's record is of one the launcher ended: the error may be either's)
-    console.write_text(_PADDLE_RECORD + "LAUNCH ERROR ERROR rank 1 error with exit code -15, check log for detail.\n")
-    top = analyze_paths([str(console), str(worker)]).diagnosis.hypotheses
-    assert not [h for h in top if h.category is Category.PEER_UNREACHABLE and h.culprit_ranks], top
+    ended = _beside(tmp_path, _PADDLE_RECORD + "LAUNCH ERROR ERROR rank 1 error with exit code -15, check log for "
+                    "detail.\n", worker)
+    assert not [h for h in ended if h.category is Category.PEER_UNREACHABLE and h.culprit_ranks], ended
     # an input whose lines name another host is that host's, not the worker's the record names
-    console.write_text(_PADDLE_RECORD)
-    worker.write_text("node-9:123:456 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.9<0>\n"
-                      "node-9: OSError: (External) NCCL error(2), unhandled system error.\n")
-    top = analyze_paths([str(console), str(worker)]).diagnosis.hypotheses
-    assert not [h for h in top if h.category is Category.PEER_UNREACHABLE and h.culprit_ranks == (0,)], top
+    hosted = _beside(tmp_path, _PADDLE_RECORD, "node-9:123:456 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.9<0>\n"
+                     "node-9: OSError: (External) NCCL error(2), unhandled system error.\n")
+    assert not [h for h in hosted if h.category is Category.PEER_UNREACHABLE and h.culprit_ranks == (0,)], hosted
 
 
 def test_an_extension_that_did_not_build_and_a_variable_not_set_are_the_setup(tmp_path: Path) -> None:
@@ -215,10 +215,6 @@ def test_an_engines_report_of_a_background_process_names_no_culprit_of_its_own(t
 def test_a_wait_in_an_input_apart_from_the_record_does_not_replace_the_workers_death(tmp_path: Path) -> None:
     # a launcher's record of one worker in one file, a rankless timeout in another (another host's, maybe): the record
     # stands; only a cause's words apart are the worker's
-    console = tmp_path / "launcher.txt"
-    console.write_text(_PADDLE_RECORD)
-    other = tmp_path / "other.txt"
-    other.write_text("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
-                     "1800000ms for recv operation to complete\n")
-    top = analyze_paths([str(console), str(other)]).diagnosis.hypotheses[0]
+    top = _beside(tmp_path, _PADDLE_RECORD, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+                  "Timed out waiting 1800000ms for recv operation to complete\n")[0]
     assert top.culprit_ranks == (0,) and top.category is Category.RANK_CRASHED, top

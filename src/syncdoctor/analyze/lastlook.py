@@ -67,7 +67,6 @@ def known_causes(text: str, source: str, file_origin: Origin) -> list[Event]:
     return events
 
 
-_FRAMES_READ = 64  # lines above a paste's last one in which a traceback's frames are looked for
 # the filelock package's debug lines (Hugging Face's caches, Triton's autotune cache, torch's compile caches lock
 # their files with it): ``Attempting to acquire lock 140192009925296 on /data/.triton/autotune/k.pickle.lock``,
 # ``Lock 1401… not acquired on …, waiting 0.05 seconds ...``, and ``Lock 1401… acquired on …`` once it got it
@@ -82,7 +81,8 @@ def lock_waits(text: str, source: str, file_origin: Origin) -> list[Event]:
     file system whose locks do not work across hosts (NFS). An error line at the last wait, in words the phrases
     read."""
     waiting: dict[str, dict[str, int]] = {}
-    for number, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for number, raw in enumerate(lines, 1):
         if "lock" not in raw.lower() or len(raw) > _MAX_LINE:
             continue
         got = _LOCK_GOT.search(raw)
@@ -97,10 +97,12 @@ def lock_waits(text: str, source: str, file_origin: Origin) -> list[Event]:
         return []
     path, ids = max(stuck.items(), key=lambda item: len(item[1]))
     last = max(ids.values())
-    line = make_line(text.splitlines()[last - 1][:_MAX_LINE], Ref(source, last), file_origin)
+    line = make_line(lines[last - 1][:_MAX_LINE], Ref(source, last), file_origin)
     return [make_event(Kind.ERROR_LINE, line, data={
         "word": "lock wait", "message": f"{len(ids)} processes wait for the file lock {path[:200]}, none acquired it"})]
 
+
+_FRAMES_READ = 64  # lines above a paste's last one in which a traceback's frames are looked for
 
 
 def cut_traceback(text: str, source: str, file_origin: Origin) -> list[Event]:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event, masked, normalize_op
 from syncdoctor.analyze.parsers.nccl_warn import ERRNO_OF_WORDS, IB_STATUS
-from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, signal_number
+from syncdoctor.analyze.parsers.torchrun import shell_signal_name, signal_name, signal_number, windows_signal
 
 __all__ = ["KEYWORDS", "CommandFollower", "follow", "parse"]
 
@@ -494,9 +494,6 @@ def _marked(line: Line, source: str, word: str, origin: Origin | None = None, **
 _MSMPI_ANALYSIS = re.compile(r"^\s*-{3,} error analysis -{3,}\s*$")
 _MSMPI_PLACE = re.compile(r"^\s*\[(?P<rank>\d{1,7})\] on (?P<host>[\w.\-]{1,100})\s*$")
 _MSMPI_ENDED = re.compile(r"\bended prematurely and may have crashed\. exit code (?P<code>0x[0-9a-fA-F]{1,8}|-?\d{1,10})")
-_WINDOWS_FAULTS = {0xC0000005: "SIGSEGV", 0xC000001D: "SIGILL", 0xC0000094: "SIGFPE", 0xC00000FD: "SIGSEGV",
-                   0xC0000409: "SIGABRT"}  # access violation, illegal instruction, division by zero, stack overflow,
-#                                            a fast-fail (abort)
 
 
 @dataclass
@@ -521,7 +518,7 @@ class _MsmpiFollower:
         if ended and self.rank is not None:
             text = ended["code"]
             code = int(text, 16) if text.lower().startswith("0x") else int(text)
-            signal = _WINDOWS_FAULTS.get(code & 0xFFFFFFFF)
+            signal = windows_signal(code)
             number = signal_number(signal) if signal else None
             self.found.append(make_event(Kind.WORKER_FAILED, line, origin=Origin(rank=self.rank, host=self.host),
                                          data={"source": "msmpi", "exitcode": -number if number else code,

@@ -33,7 +33,7 @@ from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.prefixes import parse_iso_time
 
 __all__ = ["KEYWORDS", "SIGNAL_WORDS", "FailureTable", "drop_records_inside_tables", "follow", "parse", "signal_name",
-           "signal_number"]
+           "signal_number", "windows_signal"]
 
 KEYWORDS = ("exitcode", "closing signal", "ChildFailedError", "Root Cause (first observed failure)", "received by PID")
 
@@ -60,6 +60,30 @@ SIGNAL_WORDS = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Bus erro
                 "Floating point exception": "SIGFPE"}
 _SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
             11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
+
+# Windows' structured exceptions that end a process as these signals end a POSIX one, by their codes (an exit code, or
+# faulthandler's ``Windows fatal exception: code 0xc0000409``) and by faulthandler's words for them
+_WINDOWS_CODES = {0xC0000005: "SIGSEGV", 0xC00000FD: "SIGSEGV", 0xC000001D: "SIGILL", 0xC0000094: "SIGFPE",
+                  0xC0000409: "SIGABRT"}  # access violation, stack overflow, illegal instruction, division by zero,
+#                                           a fast-fail (abort)
+_WINDOWS_WORDS = {"access violation": 0xC0000005, "stack overflow": 0xC00000FD, "illegal instruction": 0xC000001D,
+                  "integer divide by zero": 0xC0000094, "int divide by zero": 0xC0000094}
+
+
+def windows_signal(code: int | str) -> str | None:
+    """The signal a Windows exception code stands for (``0xc0000005`` or -1073741819 -> SIGSEGV; faulthandler's
+    ``access violation`` too), else None."""
+    if isinstance(code, str):
+        text = code.strip().lower()
+        number = _WINDOWS_WORDS.get(text)
+        if number is None:
+            try:
+                number = int(text, 16) if text.startswith("0x") else int(text)
+            except ValueError:
+                return None
+        code = number
+    return _WINDOWS_CODES.get(code & 0xFFFFFFFF)
 
 
 def signal_number(name: str | None) -> int | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, clip, make_event, normalize_op
-from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name
+from syncdoctor.analyze.parsers.torchrun import SIGNAL_WORDS, signal_name, windows_signal
 
 __all__ = ["KEYWORDS", "TracebackFollower", "cut_exception", "exception_of", "follow", "headless", "is_frame", "is_source_line", "parse",
            "wants_frames"]
@@ -67,13 +67,8 @@ _FATAL = re.compile(r"Fatal Python error: (?P<what>.+)")
 # Windows' structured exceptions, its signals, as Python's faulthandler prints them before the process ends
 # (``Windows fatal exception: access violation``, ``… code 0xc0000409``); a program's own handler that caught one
 # (CNTK's ``Caught Win32 exception 0xc0000005: Access violation.``, then its exit code) is an error line (parsers.generic)
-_WINDOWS_FAULT = re.compile(r"\bWindows fatal exception: (?:code )?(?P<what>0x[cC]0000005\b|0x[cC]000001[dD]\b"
-                            r"|0x[cC]0000094\b|0x[cC]00000[fF][dD]\b|0x[cC]0000409\b|access violation\b"
+_WINDOWS_FAULT = re.compile(r"\bWindows fatal exception: (?:code )?(?P<what>0x[0-9a-fA-F]{8}\b|access violation\b"
                             r"|illegal instruction\b|stack overflow\b|int(?:eger)? divide by zero\b)", re.I)
-_WINDOWS_SIGNALS = {"0xc0000005": "SIGSEGV", "access violation": "SIGSEGV", "0xc00000fd": "SIGSEGV",
-                    "stack overflow": "SIGSEGV", "0xc000001d": "SIGILL", "illegal instruction": "SIGILL",
-                    "0xc0000094": "SIGFPE", "integer divide by zero": "SIGFPE", "int divide by zero": "SIGFPE",
-                    "0xc0000409": "SIGABRT"}
 # the interpreter itself, before any code ran: ``/usr/bin/python3: can't open file 'train.py': [Errno 2] No such file
 # or directory`` (a launcher started it in another directory, a path the other nodes do not have)
 _NO_SCRIPT = re.compile(r"\bpython[\w.]*(?:\.exe)?: can't open file ['\"](?P<path>[^'\"]+)['\"]: \[Errno (?P<errno>\d+)\] "
@@ -465,10 +460,10 @@ def parse(line: Line) -> list[Event]:
         signal = next((sig for name, sig in SIGNAL_WORDS.items() if what.startswith(name)), None)
         return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": (fatal["what"] or "").strip()})]
     windows = _WINDOWS_FAULT.search(body) if "fatal exception" in body else None
-    if windows:
-        return [make_event(Kind.FATAL_SIGNAL, line, data={
-            "signal": _WINDOWS_SIGNALS.get(windows["what"].lower(), "SIGSEGV"), "what": body.strip()[:200],
-            "source": "windows"})]
+    signal = windows_signal(windows["what"]) if windows else None
+    if signal:  # (a code that no signal stands for, an invalid parameter's, is no end of the process by itself)
+        return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": body.strip()[:200],
+                                                          "source": "windows"})]
     ompi = _OMPI_SIGNAL.search(body)
     if ompi and (ompi["num"] is None or int(ompi["num"]) in _FATAL_NUMBERS):
         number = int(ompi["num"]) if ompi["num"] else None

@@ -16,7 +16,7 @@ from syncdoctor.units import format_ranks
 __all__ = ["ARGPARSE_REFUSAL", "LOOPBACK_STORE", "MAX_CASCADE", "SHM_FIX", "SIGBUS_VERB", "SIGBUS_WHAT", "Attribution", "after_stamp", "attribute", "bridge_gateway",
            "continuation",
            "evidence_of", "fmt_ranks", "hypothesis", "ip_of", "just_above", "launchers_own", "look_at", "socket_transport",
-           "unimplemented", "unique_id_roots_gone", "unprefixed_exception", "writer_hosts"]
+           "unique_id_roots_gone", "unprefixed_exception", "writer_hosts"]
 
 MAX_CASCADE = 16  # evidence lines kept from the ranks that merely suffered
 # a c10d socket's peer on the same machine, as its waitForInput lines name it (``remote=[localhost]:29500``)
@@ -301,9 +301,3 @@ def unique_id_roots_gone(tl: Timeline) -> list[int]:
     return sorted({int(e.data["waiting_for"]) for e in tl.of(Kind.STORE_ERROR)
                    if e.data.get("what") == "nccl-unique-id" and e.data.get("waiting_for") is not None
                    and any(w in str(e.data.get("error", "")) for w in _STORE_GONE)})
-
-
-def unimplemented(event: Event) -> bool:
-    """A bare ``NotImplementedError`` (no message) raised in an installed library's own code."""
-    return str(event.data.get("type") or "").rsplit(".", 1)[-1] == "NotImplementedError" \
-        and not event.data.get("message") and bool(event.data.get("library_raised"))

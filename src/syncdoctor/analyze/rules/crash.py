@@ -24,7 +24,6 @@ from syncdoctor.analyze.rules.common import (
     hypothesis,
     just_above,
     launchers_own,
-    unimplemented,
     unique_id_roots_gone,
     unprefixed_exception,
     writer_hosts,
@@ -37,7 +36,15 @@ from syncdoctor.analyze.rules.node import (
     shared_gpu,
     watchdog_abort,
 )
-from syncdoctor.analyze.rules.phrases import DEVICE_ASSERT, MISSING_FOLDER, Reading, folder_missing, read_as
+from syncdoctor.analyze.rules.phrases import (
+    DEVICE_ASSERT,
+    MISSING_FOLDER,
+    UNIMPLEMENTED,
+    Reading,
+    folder_missing,
+    read_as,
+    unimplemented,
+)
 from syncdoctor.analyze.timeline import TIMEOUT_KINDS, RankState, Timeline, is_comm_exception
 
 __all__ = ["ddp_unused_parameters", "rank_crashed"]
@@ -469,13 +476,6 @@ def _closed_on_its_host(tl: Timeline, culprits: set[int]) -> tuple[list[str], li
     if len(hosts) != 1 or len(every_host) != 1:
         return [], []
     return hosts, closing
-
-
-# a bare ``NotImplementedError`` raised in an installed library's own code (DeepSpeed's pipeline engine reducing bf16
-# gradients under ZeRO, vLLM's engine asked for an RPC its executor lacks): a path the library has not written for
-# the job's settings, not the program failing as it ran (one raised in the program's own code is its own error)
-UNIMPLEMENTED = Reading(Category.UNRECOGNISED, "a code path the library has not implemented for the job's settings (a "
-                        "bare NotImplementedError raised in the library's own code): another setting or release", True)
 
 
 def _cause_in_words(event: Event, tl: Timeline | None = None) -> Reading | None:

@@ -23,7 +23,6 @@ from syncdoctor.analyze.rules.common import (
     ip_of,
     is_aftermath,
     just_above,
-    unimplemented,
 )
 from syncdoctor.analyze.rules.joins import OWN_FAILURE, UNREAD, WORDS_SAY, lines_that_may_say_why
 from syncdoctor.analyze.rules.node import task_ranks
@@ -33,6 +32,7 @@ from syncdoctor.analyze.rules.phrases import (
     folder_missing,
     read_as,
     strongest,
+    unimplemented,
 )
 from syncdoctor.analyze.timeline import ERROR_KINDS, Timeline, is_comm_exception, trapped_after_comm_wait
 

@@ -32,7 +32,8 @@ from syncdoctor.analyze.parsers.generic import (
     TYPE_ERROR_WORDS,
 )
 
-__all__ = ["DEVICE_ASSERT", "MISSING_FOLDER", "TORCHRUN_VARIABLES", "Reading", "folder_missing", "read_as", "strongest"]
+__all__ = ["DEVICE_ASSERT", "MISSING_FOLDER", "TORCHRUN_VARIABLES", "UNIMPLEMENTED", "Reading", "folder_missing",
+           "read_as", "strongest", "unimplemented"]
 
 
 @dataclass(frozen=True)
@@ -1228,6 +1229,21 @@ _UNLESS = {Category.PEER_UNREACHABLE: _ELSEWHERE, Category.MEMLOCK_LIMIT: _NOT_T
 _WRITE_OPEN = re.compile(r"(?:^|[\s(,])(?:mode\s*=\s*)?['\"][wax]b?\+?['\"]\s*\)")
 MISSING_FOLDER = Reading(Category.UNRECOGNISED, "a file the program writes in a folder that does not exist (create "
                          "it before the job starts, on every node)", True)
+
+
+# a bare ``NotImplementedError`` raised in an installed library's own code (DeepSpeed's pipeline engine reducing bf16
+# gradients under ZeRO, vLLM's engine asked for an RPC its executor lacks): a path the library has not written for
+# the job's settings, not the program failing as it ran (one raised in the program's own code is its own error)
+UNIMPLEMENTED = Reading(Category.UNRECOGNISED, "a code path the library has not implemented for the job's settings (a "
+                        "bare NotImplementedError raised in the library's own code): another setting or release", True)
+
+
+def unimplemented(exception: Event) -> bool:
+    """A bare ``NotImplementedError`` (no message) raised in an installed library's own code (parsers.traceback's
+    ``library_raised``)."""
+    data = exception.data
+    return str(data.get("type") or "").rsplit(".", 1)[-1] == "NotImplementedError" and not data.get("message") \
+        and bool(data.get("library_raised"))
 
 
 def folder_missing(exception: Event) -> bool:
