@@ -159,7 +159,7 @@ def wrap_width(block: bytes) -> int:
         return 0
     at = [i for i, line in enumerate(lines) if len(line) == width]
     # (one message repeated at that width, its numbers aside: ``bnxt_re2`` and ``bnxt_re3`` of one driver warning)
-    alike = len({_DIGITS.sub("0", lines[i]) for i in at}) == 1
+    alike = len(at) > 1 and len({_DIGITS.sub("0", lines[i]) for i in at}) == 1
     wide = set(at)
     cut = 0  # the lines of that width followed by the rest of their line
     last = -1  # (the last of them)
@@ -188,7 +188,8 @@ def _cut_there(line: str, rest: str) -> bool:
     in lower case), at the space between two words (``caused by too| large tensor``, ``already |in use``: one space,
     then lower case), inside a bracket the line left open (``peer 10.0.35.1<3|8847> failed``), inside a number
     (``6006|59 milliseconds``), before a key's colon or a name's dot (``local_rank|: 1``, ``op|.preamble``), between a key and its number
-    (``local_rank: |0 (pid: 18014)``), or after a colon inside an address (``fe80::966d:|ae03``)."""
+    (``local_rank: |0 (pid: 18014)``), after a colon inside an address (``fe80::966d:|ae03``), or after an underscore
+    inside a name (``IBV_|WC_SUCCESS``)."""
     end, first = line[-1:], rest[:1]
     if _closes(line, rest):
         return True
@@ -196,6 +197,8 @@ def _cut_there(line: str, rest: str) -> bool:
         return first.islower() or (first == " " and rest[1:2].islower()) \
             or (end.isdigit() and first.isdigit() and not _OWN_NUMBER.match(rest)) \
             or (first == "." and rest[1:2].isalpha()) or rest[:2] == ": "  # (``op|.preamble``, ``local_rank|: 1``)
+    if end == "_" and line[-2:-1].isalnum():  # (inside a name after its underscore, ``IBV_|WC_SUCCESS``)
+        return first.isalnum()
     if end == ":" and line[-2:-1] != ":":  # (inside an address, ``fe80::966d:|ae03:a2``)
         return first.islower() or first.isdigit()
     if line.endswith(": ") and line[-3:-2].isalnum() and first.isdigit():

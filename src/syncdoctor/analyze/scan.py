@@ -55,6 +55,7 @@ ANCHORS: tuple[bytes, ...] = (
     b"Process name: ",  # Open MPI (and Horovod's gloo runner): the first process that exited non-zero
     b"illed",  # Killed / killed (OOM killer, mpirun's "exited on signal 9 (Killed)")
     b"egmentation",  # Segmentation fault
+    b"0000000 in ?? ()",  # gdb's innermost frame at address zero: #0  0x0000000000000000 in ?? ()
     b"bort",  # Aborted (core dumped), abort
     b"ailure",  # Cuda failure 700, Test NCCL failure (nccl-tests), Test failure
     b" Pid ",  # nccl-tests' device table: #  Rank  0 Group  0 Pid 3740409 on fengyun416 device  0
@@ -304,6 +305,10 @@ ANCHORS: tuple[bytes, ...] = (
     # a path or a module missing on a node (a launcher's remote shell: ``cd: /home/user/project: No such file or
     # directory``; ``python3: No module named deepspeed``)
     b"such file or directory", b"o module named",
+    # OpenMP's hint under its error #15 (two runtimes in one process), kept where the paste cut the error's line
+    b"copies of the OpenMP runtime",
+    # Ray's worker finding no raylet at the address it found for its node (a VPN's, a container's, another NIC's)
+    b"matched Raylet",
     # Open MPI's notice of a process that called MPI_Abort (help-mpi-api.txt)
     b"MPI_ABORT was invoked",
     # Open MPI's other refusals to start and its lost daemons (help-orte-rmaps-*.txt, help-orterun.txt, help-plm-rsh.txt,

@@ -134,6 +134,12 @@ _ERROR = re.compile(
     # launcher's remote shell on a node without that directory, ``/usr/bin/python3: No module named deepspeed``: the
     # nodes' environments differ)
     r"|\bNo such file or directory\b|\bNo module named\b"
+    # OpenMP's hint under its error #15 (two runtimes loaded into one process), its error's line cut by a paste
+    r"|\bmultiple copies of the OpenMP runtime have been linked\b"
+    # Ray's worker finding no raylet registered at the address it found for its node (at INFO level)
+    r"|\bwhile we can not find the matched Raylet address\b"
+    # a check's words without an error word (``hidden_states.shape=(2, H) | local_num_tokens=4 | Mismatched shape``)
+    r"|\bMismatched (?:shapes?|sizes?|dtypes?)\b"
     # a system call's non-zero errno in a library's words (Open MPI's ``Read -1, expected 131072, errno = 1``)
     r"|\berrno = [1-9]\d{0,3}\b"
     # an RDMA completion's error in any words (``… status 5 and vendor err 249``), and NCCL's topology reader missing a

@@ -50,7 +50,7 @@ KEYWORDS = (
     "Using the loopback",
     "Unable to find address",
     "Unable to find interface",
-    "wc->status == IBV_WC_SUCCESS",
+    "wc->status == IBV_",
     "Received data size",
     "op.preamble.length",
     "connect [",
@@ -133,7 +133,8 @@ def _pair_connect_failed(line: Line, match: re.Match[str], error: str) -> Event:
 
 # gloo's ibverbs transport, a work completion that failed: ``[enforce fail at gloo/transport/ibverbs/pair.cc:438]
 # wc->status == IBV_WC_SUCCESS. 5 vs 0. Send for slot 0: Work Request Flushed Error`` (its verbs status, then what)
-_IBV_COMPLETION = re.compile(r"wc->status == IBV_WC_SUCCESS\. (?P<status>\d{1,3}) vs 0\.(?:\s*(?P<what>[^:\n]{1,60}):)?"
+# (a paste that wrapped the line may leave spaces inside the constant: ``IBV_    WC_SUCCESS``)
+_IBV_COMPLETION = re.compile(r"wc->status == IBV_\s{0,8}WC_SUCCESS\. (?P<status>\d{1,3}) vs 0\.(?:\s*(?P<what>[^:\n]{1,60}):)?"
                              r"\s*(?P<text>[^\n]{0,120})")
 
 

@@ -38,7 +38,7 @@ KEYWORDS = ("ssh: ", "ssh exited with", "Host key verification failed", "Permiss
             "lost communication with a remote daemon", "A worker died or was killed", "has failed",
             "was not reachable via ssh", "The actor is dead because", "Running ray stop on", "Memory on the node (",
             "killed due to memory pressure", "address the out of memory issue: ",
-            "OutOfMemoryError: Task was killed", "be terminated soon (reason: ")
+            "OutOfMemoryError: Task was killed", "be terminated soon (reason: ", "RayOutOfMemoryError: More than ")
 
 _SSH_RESOLVE = re.compile(r"ssh: Could not resolve hostname (?P<host>[^\s:]+): (?P<error>.+?)\s*$")
 # a host named with its slot count that the launcher took for the host's name (``ssh: Could not resolve hostname
@@ -122,6 +122,12 @@ _RAY_MEMORY = re.compile(r"Memory on the node \( ?(?:IP: (?P<ip>[\w.:\-]{2,64}),
                          r"(?:[^)]*?\bpid=(?P<pid>\d{1,10}))?")
 
 
+# Ray 1.x's memory monitor refusing a task on a node nearly out of memory (raised in the worker, which then fails):
+# ``ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node ip-10-0-1-5 is used (15.98 / 16.82
+# GB). The top 5 memory consumers are:``
+_RAY1_MEMORY = re.compile(r"RayOutOfMemoryError: More than \d{1,3}% of the memory on node (?P<node>[\w.:\-]{1,253}) is used")
+
+
 _RAY_LOGS_IP = re.compile(r"\bray logs raylet\.out -ip (?P<ip>[\w.:\-]{2,64})")
 
 
@@ -154,6 +160,11 @@ def parse(line: Line) -> list[Event]:
         return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=told, pid=pid), data={
             "source": "ray-memory-monitor", "exitcode": -9, "signal": "SIGKILL", "oom": True,
             **({"worker_pid": pid} if pid else {})})]
+    match = _RAY1_MEMORY.search(body) if "RayOutOfMemoryError: More than " in body else None
+    if match:
+        return [make_event(Kind.WORKER_FAILED, line, origin=Origin(host=match["node"]), data={
+            "source": "ray-memory-monitor", "exitcode": None, "signal": None, "oom": True,
+            "raised_by_monitor": True})]
     # the killed task's own exception, or the message's end: a kill the memory monitor's first line (cut) placed
     if ("OutOfMemoryError: Task was killed" in body and _RAY_OOM_RAISED.search(body)) or \
             ("address the out of memory issue: " in body and _RAY_OOM_DOC.search(body)):

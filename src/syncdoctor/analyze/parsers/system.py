@@ -54,7 +54,7 @@ KEYWORDS = ("oom_kill event", "marked dead", "Cannot communicate with node", "ex
             "maximum execution time", "NodeNotReady", "stopped posting node status",
             "segfault at ", "general protection fault", "health compromised", ", being killed",
             "PrologSlurmctld failed", "] prolog failed", "Prolog failure on", "Job prolog failed", "has been revoked",
-            "abort () at ", "Bus error", "Segmentation fault", "Aborted", "Floating point exception",
+            "abort () at ", "0000000 in ?? ()", "Bus error", "Segmentation fault", "Aborted", "Floating point exception",
             "received signal SIG", "terminated with signal SIG", "blocked for more than", "not responding, ",
             "in progress operations using this service",
             "exit-timeout=", "exit-on-error is set", "flux-job: task(s) ",  # Flux's shell and flux-job
@@ -68,6 +68,9 @@ _SHELL_SIGNAL = re.compile(r"^\s*(?:[^\s:]{1,200}: line \d+: +(?P<pid>\d+) )?(?P
 # gdb's backtrace of a process that aborted (``bt`` on a core dump or a live one): ``#1  0x00007ffff7c4b859 in __GI_abort ()
 # at abort.c:79`` (an uncaught C++ exception's ``std::terminate`` above it, a failed check's abort)
 _GDB_ABORT = re.compile(r"^\s*#\d{1,3}\s+(?:0x[0-9a-f]+ in )?(?:__GI_)?abort \(\) at ")
+# gdb's innermost frame at address zero (``#0  0x0000000000000000 in ?? ()``): the process called through a null function
+# pointer (a symbol a library looked up and did not find, a hook that was never set) and died of it
+_GDB_NULL_CALL = re.compile(r"^\s*#0\s+0x0{8,16} in \?\? \(\)")
 # gdb stopping a process on a fatal signal (a live one: ``Thread 787 "python" received signal SIGBUS, Bus error.``,
 # ``Program received signal SIGSEGV, Segmentation fault.``; a core file: ``Program terminated with signal SIGABRT,
 # Aborted.``): gdb also stops on signals a program survives (SIGPIPE, SIGUSR1), which are left alone
@@ -282,6 +285,9 @@ def parse(line: Line) -> list[Event]:
     if "abort () at " in body and _GDB_ABORT.search(body):
         return [make_event(Kind.FATAL_SIGNAL, line, data={
             "signal": "SIGABRT", "what": "abort() in a debugger's backtrace", "source": "gdb"})]
+    if "0000000 in ?? ()" in body and _GDB_NULL_CALL.search(body):
+        return [make_event(Kind.FATAL_SIGNAL, line, data={
+            "signal": "SIGSEGV", "what": "a call to address zero in a debugger's backtrace", "source": "gdb"})]
     match = _PALS.search(body)
     if match:
         number = int(match["sig"]) if match["sig"] else None

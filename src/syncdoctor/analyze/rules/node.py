@@ -644,6 +644,8 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             continue
         if event.data.get("source") == "ray" and not signal:
             killed["vanished"].append(event)  # Ray saw the process go, with no error of its own
+        elif event.data.get("raised_by_monitor"):
+            killed["monitor"].append(event)  # Ray 1.x's monitor failed its task (no kill, no signal)
         elif signal in ("SIGKILL", "SIGBUS"):
             killed[str(signal)].extend(_placed(event, placements))
         elif signal not in ("SIGTERM", "SIGHUP", "SIGINT") and (signal or (code not in (0, None))):
@@ -728,6 +730,13 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
                     "stopped by the cluster's autoscaler, a preemption): its processes were killed without an error of "
                     "their own, and its peers then time out or lose their connection to it.")
             category, confidence = Category.RANK_KILLED, 0.85
+        elif signal == "monitor":
+            title = (f"a task on {who} was failed by Ray's memory monitor: the node's memory (host RAM) was nearly all "
+                     "used, not GPU memory")
+            what = (f"Ray's memory monitor (Ray 1.x) found the memory use of {who} over its threshold (95% by default) "
+                    "and raised RayOutOfMemoryError in the task rather than let the node run out; its message lists "
+                    "the processes that held the most. The task's peers then fail or time out.")
+            category, confidence = Category.RANK_KILLED, 0.85
         elif signal == "SIGKILL" and any(e.data.get("source") == "ray-memory-monitor" for e in events):
             title = f"{who} was killed by Ray's memory monitor: the node's memory (host RAM) ran out, not GPU memory"
             what = (f"Ray's memory monitor says the node's memory use went over its threshold (RAY_memory_usage_"
@@ -757,9 +766,10 @@ def worker_killed(tl: Timeline) -> list[Hypothesis]:
             category, confidence = Category.SHM_EXHAUSTED, 0.6
         out.append(hypothesis(tl, category, confidence, title, affected=affected, what=what,
                               evidence=(evidence_of([own], "its own error") if own is not None else [])
-                              + evidence_of(events, "Ray lost it" if signal == "vanished" else f"killed by {signal}", 6),
+                              + evidence_of(events, {"vanished": "Ray lost it", "monitor": "Ray's memory monitor"}.get(
+                                  signal, f"killed by {signal}"), 6),
                               where=where,
-                              fix=(deleted_fix if signal == "SIGKILL" else _VANISHED_FIX if signal == "vanished"
+                              fix=(deleted_fix if signal in ("SIGKILL", "monitor") else _VANISHED_FIX if signal == "vanished"
                                    else SHM_FIX)))
     return out
 

@@ -396,7 +396,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # (``Shape mismatch in the collective instance 106. Op at device … expected shape [49] but another member
                 # in the group expected shape [64]``; its ring's gather: ``Inconsistent output shapes, got [16], but
                 # expected is [64].``)
-                r"|\bShape mismatch in the collective instance\b|\bInconsistent output shapes, got \[", _I)),
+                r"|\bShape mismatch in the collective instance\b|\bInconsistent output shapes, got \["
+                # fairseq's gather of its workers' statistics finding another worker's bytes unreadable
+                # (``Unable to unpickle data from other workers. all_gather_list requires all workers to enter the
+                # function together, so this error usually indicates that the workers have fallen out of sync``)
+                r"|\bUnable to unpickle data from other workers\b|\bworkers have fallen out of sync\b", _I)),
     # NCCL's check of a collective's arguments (misc/argcheck.cc: ``Broadcast : sendbuff (nil) is not a valid
     # pointer``, ``… allocated on device 1 mismatchs with NCCL device 0``, ``invalid root 4 (root should be in the
     # 0..3 range)``, an unknown type or operation), ncclInvalidArgument: the call the program made on that rank (not
@@ -607,6 +611,14 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # not rdma-core's probe of an optional symbol, ``dlvsym failed on mlx5dv_reg_dmabuf_mr - …/libmlx5.so:
                 # undefined symbol: …``, which NCCL 2.21+ prints on older providers and goes on)
                 r"|(?m:^(?![^\n]*\bdlvsym\b)[^\n]*?\.so(?:\.[\w.]+)?: undefined symbol: \w)", _I)),
+    # two OpenMP runtimes loaded into one process (Intel's libiomp5 beside LLVM's libomp or GNU's, through two
+    # packages' wheels): ``OMP: Error #15: Initializing libiomp5.dylib, but found libomp.dylib already initialized.``,
+    # then ``OMP: Hint This means that multiple copies of the OpenMP runtime have been linked into the program``, and
+    # the process aborts: the environment's packages, not the program
+    (Category.UNRECOGNISED, "two OpenMP runtimes loaded into one process (packages built against different ones): "
+     "the environment's packages",
+     re.compile(r"\bOMP: Error #15: Initializing \S+, but found \S+ already initialized"
+                r"|\bmultiple copies of the OpenMP runtime have been linked into the program\b")),
     # mosaicml/streaming's registry of local cache directories (in shared memory, per host) refusing one that another
     # dataset or job on the host already uses (``ValueError: Reused local directory: ['/data/train'] vs
     # ['/data/train']. Provide a different one.``): two jobs given one directory, the job's setup
@@ -899,6 +911,11 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     (Category.UNRECOGNISED, "a module or operator the program needs that the installed environment lacks (a package "
      "missing there, or a library built or versioned otherwise than the program expects)",
      re.compile(r"\bModuleNotFoundError: No module named\b|\bImportError: No module named\b"
+                # any other import that failed with words of its own (Accelerate's ``ImportError: DeepSpeed is not
+                # installed => run `pip install deepspeed```, ``ImportError: cannot import name 'X' from 'y'`` of two
+                # packages' versions that do not fit); a circular import is the program's own, and one another error
+                # wraps (Inductor's loading of its compiled kernels) is that error's
+                r"|(?<!Error: )\b(?:ImportError|ModuleNotFoundError): (?![^\n]{0,300}\bcircular import)(?=[^\n]{8})"
                 r"|\bNo such operator [\w.]+::\w+"
                 # a check of the program's for an optional package (HunyuanVideo's ``AssertionError: Ulysses Attention
                 # and Ring Attention requires xfuser package``, ``package apex is not installed``)
@@ -1070,6 +1087,12 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # Flux's exception for a job out of its time (``job.exception ƒ2Ny4Vn7X1F type=timeout severity=0
                 # resource allocation expired``)
                 r"|\bjob\.exception \S{1,40} type=timeout severity=0\b|\bresource allocation expired\b", _I)),
+    # a host's own address, found by its name, looked up among the cluster's and not there: the name resolves to
+    # loopback (Debian's ``127.0.1.1`` line in /etc/hosts) or to docker0's bridge (SkyPilot's ``RuntimeError: IP address
+    # 127.0.1.1 not found in cluster IPs: […]``, ``ValueError: '172.17.0.1' is not in list``)
+    (Category.LOOPBACK_ADDRESS, "a host that took its own address from loopback or a container bridge (its name "
+     "resolves to 127.0.1.1, or docker0's 172.17.0.1), which is not among the cluster's addresses",
+     re.compile(r"(?<![\d.])['\"]?(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|172\.17\.0\.1)['\"]? (?:is )?not (?:found )?in\b")),
     # a peer that advertised a loopback address for a connection other hosts must make (vLLM's NIXL handshake failing
     # with ``'remote_host': 'localhost'`` in its context: the side channel's host left at its default)
     (Category.LOOPBACK_ADDRESS, "a peer that advertised a loopback address (localhost) to the other hosts",
@@ -1216,7 +1239,11 @@ _ELSEWHERE = re.compile(r"https?://|HTTPS?Connection|\brequests\.|urllib|hugging
 _NOT_THE_LIMIT = re.compile(_REFUSED_REGISTRATION)
 # a warning that memory may run out, not that it did (Lightning's ``WeightAveraging doesn't support sharding model
 # layers, so you may run out of memory.``)
-_MAY_RUN_OUT = re.compile(r"\b(?:may|might|could|can|will likely)\s+(?:run|be running)\s+out of memory\b", _I)
+_MAY_RUN_OUT = re.compile(r"\b(?:may|might|could|can|will likely)\s+(?:run|be running)\s+out of memory\b"
+                          # a message's list of what may have happened (fairseq's ``Workers can fall out of sync if one
+                          # of them runs out of memory, or if there are other conditions …``, wrapped by its paste)
+                          r"|\bif (?:one of them|any of them|a worker|one worker) runs? out of memory\b"
+                          r"|\bruns? out of memory, or if\b", _I)
 # oneCCL refusing its shm provider as the primary one for a job across nodes (a setting, no shared memory run out:
 # ``shm provider is requested as primary provider but global_count (16) != local_count (8)``)
 _SHM_SETTING = re.compile(r"\bshm provider is requested as primary provider\b")

@@ -1681,7 +1681,62 @@ def _library_refused(tl: Timeline, refusal: _Refusal) -> list[Hypothesis]:
                        what=refusal.what, fix=refusal.fix, where=where, evidence=evidence_of(events, refusal.note, 3))]
 
 
+# a Ray resource of a node asked for by a host name (vLLM's first bundle, pinned to the driver's node by VLLM_HOST_IP or
+# its own lookup: ``No available node types can fulfill resource request {'node:ec2-….compute.amazonaws.com': 0.001,
+# 'GPU': 1.0}``, the same in `ray status`'s demands and in the placement group's specs): Ray names its nodes'
+# resources by their IP addresses only (an address is left alone: that node may lack GPUs, not exist)
+_RAY_NODE_BY_NAME = re.compile(r"\{'node:(?P<name>(?![0-9a-fA-F:.]+')[A-Za-z][^'\n]{0,253})': 0\.0*1\b")
+
+# Ray finding no address of its node but loopback (network_util.cc, Ray 1.x: it learns its address from the route to
+# 8.8.8.8): ``Failed to find other valid local IP. Using 127.0.0.1, not possible to go distributed!``
+_RAY_LOOPBACK = re.compile(r"Failed to find other valid local IP\. Using (?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3})")
+
+# a Ray driver or worker whose own address is not the one its node's raylet registered (global_state_accessor.cc:
+# ``This node has an IP address of 10.19.0.7, while we can not find the matched Raylet address. This maybe come from
+# when you connect the Ray cluster with a different IP address or connect a container.``)
+_RAY_NO_RAYLET = re.compile(r"This node has an IP address of (?P<addr>\S{1,64}), while we can not find the matched "
+                            r"Raylet address")
+
+
 _REFUSALS = (
+    _Refusal(
+        "{'node:", _RAY_NODE_BY_NAME, Category.INTERFACE_MISMATCH, 0.75,
+        lambda m, on: (f"the job asked Ray for the node '{m['name'][:80]}' by a host name, and Ray names its nodes by "
+                       "their IP addresses: no node has that resource, and the workers are never placed"),
+        "vLLM (and other engines on Ray) pins the first bundle of its placement group to the driver's own node, as the "
+        "resource node:<address>, with the address VLLM_HOST_IP gives or the driver finds for itself. Ray gives each "
+        "node that resource under the IP address its raylet registered, so a host name (or any address the cluster "
+        "does not know its node by) matches no node: the group waits forever and the autoscaler says no node type "
+        "can fulfil it.",
+        "Set VLLM_HOST_IP (or the address the engine is told) on each node to the IP address that node has in the Ray "
+        "cluster (`ray status`, `ray list nodes`, the address given to `ray start --node-ip-address`), not its host "
+        "name or a public address.",
+        "a node resource no node has"),
+    _Refusal(
+        "matched Raylet", _RAY_NO_RAYLET, Category.INTERFACE_MISMATCH, 0.75,
+        lambda m, on: (f"a Ray process found its node's address to be {m['addr'].rstrip(',')}, and no raylet of the "
+                       "cluster is registered at it: the node joined Ray on another address (another NIC, a VPN, a "
+                       "container's)"),
+        "A Ray driver or worker looks up its node's raylet by the address it finds for its own host. The raylet on "
+        "that host registered with another one (the address given to `ray start`, or one on another interface: a "
+        "VPN's tunnel, a second NIC, a container's bridge), so the process finds no raylet, cannot get its "
+        "configuration and exits; the node's raylet may go down with it.",
+        "Start Ray on each node with `--node-ip-address=<the address on the network the cluster uses>` and give the "
+        "driver the same (`ray.init(_node_ip_address=...)`); with a VPN, make the cluster "
+        "use the tunnel's addresses on every node.",
+        "no raylet at this address"),
+    _Refusal(
+        "other valid local IP", _RAY_LOOPBACK, Category.LOOPBACK_ADDRESS, 0.8,
+        lambda m, on: (f"Ray found no address of its node{' (' + on + ')' if on else ''} but loopback and uses "
+                       f"{m['addr']}: the other nodes cannot reach it"),
+        "Ray's servers (its 2020 releases) learn the address they register for a node from the route to a public address "
+        "(8.8.8.8); on a host without such a route (an air-gapped cluster, no default gateway) it finds none and "
+        "falls back to loopback, which no other node can reach: its raylet and object store are unreachable, and "
+        "workers placed elsewhere never connect.",
+        "Give Ray the node's cluster address: `ray start --node-ip-address=<its address on the cluster network>` (and "
+        "the same for the head), or a default route on the host; newer Ray releases look up the address without the "
+        "route.",
+        "loopback as the node's address"),
     _Refusal(
         "reverse path", _REVERSE_PATH, Category.UNRECOGNISED, 0.8,
         lambda m, on: (f"NCCL's topology search failed{' on ' + on if on else ''}: no path back from PCI device "
