@@ -309,6 +309,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"copies of the OpenMP runtime",
     # Ray's worker finding no raylet at the address it found for its node (a VPN's, a container's, another NIC's)
     b"matched Raylet",
+    # JAX waiting for a TPU slice's other hosts: TPU backend initialization is taking more than 60.0 seconds
+    b"initialization is taking more than",
     # Open MPI's notice of a process that called MPI_Abort (help-mpi-api.txt)
     b"MPI_ABORT was invoked",
     # Open MPI's other refusals to start and its lost daemons (help-orte-rmaps-*.txt, help-orterun.txt, help-plm-rsh.txt,

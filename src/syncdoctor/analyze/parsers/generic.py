@@ -118,8 +118,9 @@ _ERROR = re.compile(
     # mismatches.`` below ``DistributedOperationException:``)
     r"|\bdue to shape mismatch(?:es)?\b"
     # Level Zero's and the Unified Runtime's error codes (Intel GPUs: ``zeMemOpenIpcHandle, code:
-    # ZE_RESULT_ERROR_INVALID_ARGUMENT``), whose underscores hide the word from the others
-    r"|\b(?:ZE|UR)_RESULT_ERROR_[A-Z_]{3,40}\b"
+    # ZE_RESULT_ERROR_INVALID_ARGUMENT``), and CUDA's driver API's where no GPU parser took them (a refused allocation),
+    # whose underscores hide the word from the others
+    r"|\b(?:ZE|UR)_RESULT_ERROR_[A-Z_]{3,40}\b|\bCUDA_ERROR_[A-Z_]{3,40}\b"
     # a shell that did not find a program; an engine's workers that Ray cannot place
     r"|" + SHELL_NOT_FOUND + r"|" + PLACEMENT_WAIT +
     # a command that refused an option
@@ -140,6 +141,8 @@ _ERROR = re.compile(
     r"|\bwhile we can not find the matched Raylet address\b"
     # a check's words without an error word (``hidden_states.shape=(2, H) | local_num_tokens=4 | Mismatched shape``)
     r"|\bMismatched (?:shapes?|sizes?|dtypes?)\b"
+    # JAX's warning that a TPU slice's hosts did not all start (a hang at the start, no error word; a UserWarning)
+    r"|\bTPU backend initialization is taking more than\b"
     # a system call's non-zero errno in a library's words (Open MPI's ``Read -1, expected 131072, errno = 1``)
     r"|\berrno = [1-9]\d{0,3}\b"
     # an RDMA completion's error in any words (``… status 5 and vendor err 249``), and NCCL's topology reader missing a
@@ -458,7 +461,9 @@ _WARNED = re.compile(r"CUDA initialization: [^\n]{0,60}\b(?:error|failed|too old
                      # (PyTorch asked for the nccl backend's timeout on a build without NCCL: init fails next)
                      r"|\bNCCL support is not compiled\b"
                      r"|\bno longer supports this GPU because it is too old\b"
-                     r"|\bfailed due to oom\b")  # (Ray retries the task: the kill happened all the same)
+                     r"|\bfailed due to oom\b"  # (Ray retries the task: the kill happened all the same)
+                     # (JAX on a TPU slice whose hosts did not all start the program: a hang at the start)
+                     r"|\bTPU backend initialization is taking more than\b")
 
 
 # a glog line at severity E (error) or F (fatal) from a native program (a fabric daemon, XLA, gRPC):

@@ -75,6 +75,11 @@ _IPC_CALL = re.compile(r"\b(?P<call>(?:cu|cuda|hip)IpcOpenMemHandle)\b")
 # cuMulticastCreate failed with: "CUDA_ERROR_NOT_SUPPORTED". Gracefully skipping multicast initialization.``): a feature
 # missing there, no failure
 _WENT_ON = re.compile(r"\bGracefully skipping\b|\b[Ff]alling back to\b")
+# CUDA refusing a shareable allocation of its virtual memory API (``[CUDA_ERROR_NOT_PERMITTED] operation not permitted
+# in expression cuMemCreate(&handle, …)``: fabric memory without an IMEX channel): the setup's, no fault of the GPU
+# (an error line, read by rules.phrases)
+_REFUSED_CUMEM = re.compile(r"(?:NOT_PERMITTED|not permitted)[^\n]{0,80}?\bcuMem(?:Create|Map|ExportToShareableHandle|"
+                            r"ImportFromShareableHandle|MulticastCreate)\b")
 # the runtime's error by its name, then its words (CuPy's ``CUDARuntimeError: cudaErrorInvalidDevicePointer: invalid
 # device pointer``, Numba's, a program's own check; Kokkos' ``cudaSetDevice(cuda_device_id) error(
 # cudaErrorDevicesUnavailable): CUDA-capable device(s) is/are busy or unavailable /…/Kokkos_Cuda_Instance.cpp:544``,
@@ -461,7 +466,7 @@ def parse(line: Line) -> list[Event]:
         (_CUDA_NAMED.search(body) if "cudaError" in body else None) or \
         (_THC.search(body) if "THCudaCheck FAIL" in body else None) or \
         (_EPILOGUE.search(body) if "Search for `" in body else None)
-    if not match or _WENT_ON.search(body):
+    if not match or _WENT_ON.search(body) or _REFUSED_CUMEM.search(body):
         return []
     groups = match.groupdict()
     message = (groups.get("quoted") or groups.get("msg") or groups.get("name") or "").strip()

@@ -26,7 +26,7 @@ __all__ = ["KEYWORDS", "TracebackFollower", "cut_exception", "exception_of", "fo
 
 KEYWORDS = ("Error", "Exception", "Interrupt", "._dynamo.exc.", "SystemExit", "out of memory", "Fatal Python error", "Caught signal",
             "can't open file",
-            "Process received signal", "Signal: ", "Segfault encountered", "received at time=", "CUresult error",
+            "Process received signal", "Signal: ", "Segfault encountered", "received at time=", "received by PID", "CUresult error",
             "CUDA_ERROR_OUT_OF_MEMORY", "Assertion `", "cuMemCreate failed", "Windows fatal exception: ")
 
 _EXCEPTION = re.compile(
@@ -83,8 +83,11 @@ _OMPI_SIGNAL = re.compile(r"^\s*(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+)\] )?(?:\*\*
 # a native crash handler's banner before the native frames (vLLM, TensorRT-LLM, Megatron, torch_xla processes):
 # ``!!!!!!! Segfault encountered !!!!!!!``; abseil's failure signal handler (Ray's workers, gRPC, TensorFlow):
 # ``*** SIGSEGV received at time=1746566409 on cpu 131 ***`` (then ``PC: @ 0x… addProxyOpIfNeeded()``)
-_BANNER = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|(?:\*\*\* |^ ?)(?P<sig>SIG(?:SEGV|ABRT|BUS|FPE|ILL)) received "
-                     r"at time=\d+")  # (a paste's markdown takes the asterisks for emphasis)
+# (Google's own handler, in libtpu and JAX's TPU runtime: ``*** SIGSEGV (@(nil)), see gl__________41#s15 received by
+# PID 11743 (TID 12350) on cpu 17; stack trace: ***``, the faulting address and a link between)
+_BANNER = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|(?:\*\*\* |^ ?)(?P<sig>SIG(?:SEGV|ABRT|BUS|FPE|ILL)) (?:received "
+                     r"at time=\d+|(?:\(@\S{0,40}?\),? )?(?:see \S{1,80} )?received by PID (?P<pid>\d{1,10}))")
+# (a paste's markdown takes the asterisks for emphasis)
 # a C assertion that failed, which aborts the process: glibc's ``python: pthread_mutex_lock.c:81:
 # __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed.``, UCX's ``[jazz03:140564:0:140564]
 # arbiter.c:236  Assertion `(group)->arbiter == (arbiter)' failed`` (its prefix: host, pid, thread)
@@ -476,8 +479,9 @@ def parse(line: Line) -> list[Event]:
         signal = banner["sig"] or "SIGSEGV"
         what = {"SIGSEGV": "Segmentation fault", "SIGABRT": "Aborted", "SIGBUS": "Bus error",
                 "SIGFPE": "Floating point exception", "SIGILL": "Illegal instruction"}[signal]
-        return [make_event(Kind.FATAL_SIGNAL, line, data={"signal": signal, "what": what,
-                                                          "source": "abseil" if banner["sig"] else "banner"})]
+        pid = int(banner["pid"]) if banner["pid"] else None
+        return [make_event(Kind.FATAL_SIGNAL, line, origin=Origin(pid=pid) if pid and line.origin.pid is None else None,
+                           data={"signal": signal, "what": what, "source": "abseil" if banner["sig"] else "banner"})]
     asserted = _ASSERTION.search(body)
     if asserted:  # a C assertion that failed aborts its process (glibc's assert, UCX's ucs_assert)
         origin = Origin(host=asserted["host"], pid=int(asserted["pid"])) if asserted["host"] else None

@@ -141,8 +141,9 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|\bport\b[^.\n]{0,40}\b(?:is )?(?:already )?(?:taken|occupied)"
                 r"|\b(?:address|port)\b[^\n]{0,40}\b(?:been|is|are) (?:already )?bound(?: already)?\b|\balready bound\b"
                 # OneFlow's bootstrap and control servers, whose bind got port 0 back (``Check failed: p == port()
-                # (29501 vs. 0) Port 29501 is unavailable``)
-                r"|\bPort \d{1,5} is unavailable\b"
+                # (29501 vs. 0) Port 29501 is unavailable``); DGL-KE's KV servers' (``Error: port 30051 is not
+                # available.``)
+                r"|\bPort \d{1,5} is (?:unavailable|not available)\b"
                 # LightGBM's network (its Dask and SynapseML/Spark modes): ``Binding port 12401 failed``, a port still
                 # held (TIME_WAIT from the run before) or another job's
                 r"|\bBinding port \d{1,5} failed\b", _I)),
@@ -226,7 +227,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|NVJPEG_STATUS_ALLOCATOR_FAILURE"
                 # vLLM's start-up check: ``Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than
                 # desired GPU memory utilization (0.98, 174.78 GiB)``
-                r"|free memory on device\b[^\n]{0,80}\bless than desired", _I)),
+                r"|free memory on device\b[^\n]{0,80}\bless than desired"
+                # XLA's allocator on a TPU's (or a GPU's) memory (``RESOURCE_EXHAUSTED: Error allocating device buffer:
+                # Attempting to allocate 196.00M. That was not possible. There are 134.44M free.; (1x0x0_HBM0)``,
+                # ``Attempting to reserve 6.48G at the bottom of memory``; its compiler's ``Ran out of memory in memory
+                # space hbm`` is read above)
+                r"|\bResource[ _]exhausted: [^\n]{0,60}?\bAttempting to (?:allocate|reserve) [\d.]+ ?[KMGT]?i?B?\b", _I)),
     (Category.DUPLICATE_GPU, "two ranks on one GPU",
      re.compile(r"duplicate GPU|both on CUDA device|same (?:GPU|CUDA device|device)\b[^\n]{0,30}\b(?:rank|process)"
                 # Ascend HCCL's rank table giving two ranks one NPU (``EI0004: … The device id in ranktable is duplicated``)
@@ -260,6 +266,14 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"peer access is not support(?:ed)?\b|\bCuda failure 217\b|cudaErrorPeerAccess|peer mapping resources"
                 r"|\bP2P\b[^\n]{0,20}\bnot supported"
                 r"|\baddr_window (?:not properly set|check failed)", _I)),
+    # CUDA refusing to allocate memory through its virtual memory API as not permitted (error 800 on cuMemCreate:
+    # ``[CUDA_ERROR_NOT_PERMITTED] operation not permitted in expression cuMemCreate(&handle, …)``, MSCCL++'s
+    # ``CuError: (800, 'Call to cuMemCreate(…) failed.``): memory shareable across nodes (a FABRIC handle) without an
+    # IMEX channel on the node or in the container, the GPUs not at fault
+    (Category.UNRECOGNISED, "CUDA refusing a shareable memory allocation as not permitted (fabric memory without an "
+     "IMEX channel on the node or in the container: nvidia-imex running, /dev/nvidia-caps-imex-channels mounted)",
+     re.compile(r"(?:CUDA_ERROR_NOT_PERMITTED|\boperation not permitted|\(800, ')[^\n]{0,80}?\bcuMem(?:Create|Map|"
+                r"ExportToShareableHandle|ImportFromShareableHandle|MulticastCreate)\b")),
     # a build without code for this GPU's architecture (CUDA's ``no kernel image is available for execution on the
     # device`` and ``invalid device function``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all
     # current devices!``): before a GPU's faults, as ``HIP failure: 'invalid device function'`` is none
@@ -1072,6 +1086,12 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 # Ray Train's controller giving up on its workers (``The worker group startup timed out after 30.0
                 # seconds waiting for 8 workers.``): not all of them started, as a rendezvous that timed out
                 r"|\bworker group startup timed out after [\d.]+ seconds waiting for \d+ workers"
+                # JAX on a TPU slice waiting for every host to start the program (``UserWarning: TPU backend
+                # initialization is taking more than 60.0 seconds. Did you run your code on all TPU hosts?``)
+                r"|\bTPU backend initialization is taking more than [\d.]+ seconds\b"
+                # hivemind's averager whose matchmaking found no peers to average with in time (``Averaging step
+                # failed: could not find a group``)
+                r"|\bAveraging step failed: could not find a group\b"
                 # c10d's TCPStore (and torch_npu's, Ascend's ``The inner error: Socket Timeout``): a wait on the store
                 # that ran out, the key's writer (the rendezvous's others, rank 0's unique id) never there
                 r"|(?-i:\bSocket Timeout\b)", _I)),
@@ -1126,6 +1146,13 @@ _OUTCOMES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
     # GET request failed too many times, aborting.``: the workers could not reach the driver's server
     (Category.PEER_UNREACHABLE, "Horovod's rendezvous server (the driver's HTTP store) that the workers could not reach",
      re.compile(r"\bHTTP (?:GET|PUT|POST|DELETE) request failed too many times\b", _I)),
+    # torch_xla's (XRT's) mesh service: a rendezvous among the TPU processes whose connection to the mesh master closed
+    # or was reset (``Failed to meet rendezvous 'init': Socket closed (14)``, gRPC's UNAVAILABLE): the master's process
+    # went away (crashed, killed) or could not be reached; what took it is the first thing to look for
+    (Category.PEER_UNREACHABLE, "torch_xla's mesh master (its rendezvous among the TPU processes) that closed the "
+     "connection or could not be reached: its process went away, or the network between them",
+     re.compile(r"\bFailed to meet rendezvous '[^'\n]{1,120}': (?:Socket closed|Connection reset by peer|Connection "
+                r"refused|failed to connect)", _I)),
     (Category.PEER_UNREACHABLE, "a peer or store that could not be reached",
      re.compile(r"connection refused|\bECONNREFUSED\b|no route to host|\bEHOSTUNREACH\b|network is unreachable"
                 # a server's port that a client could not reach, in its own words (llama.cpp's RPC backend: ``Failed

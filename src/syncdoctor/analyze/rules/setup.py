@@ -1926,7 +1926,8 @@ def library_setup(tl: Timeline) -> list[Hypothesis]:
     table above): NCCL's topology search (a PCI path it cannot walk back), Transformer Engine's userbuffers without
     CUDA multicast, Ascend's LCCL with more than two ranks over PCIe, Open MPI's single copy between local processes,
     TensorFlow's collective group of another size, Open MPI's slots, executable and exclusive settings, a process
-    out of file descriptors, MS-MPI's netmask."""
+    out of file descriptors, MS-MPI's netmask; and Ray's nodes known by another address than the one asked for or
+    found (a host name, a VPN's or a second NIC's address, loopback)."""
     return [hypothesis for refusal in _REFUSALS for hypothesis in _library_refused(tl, refusal)]
 
 
