@@ -80,3 +80,17 @@ def test_torch_xlas_mesh_rendezvous_that_lost_its_master(tmp_path: Path) -> None
             "'torch_xla.core.xla_model.save': Deadline Exceeded (4)\n")
     hypotheses = diagnose_paste(tmp_path, slow).hypotheses
     assert not [h for h in hypotheses if h.category is Category.PEER_UNREACHABLE], hypotheses
+
+
+def test_a_warning_that_says_how_the_program_goes_on_is_no_failure(tmp_path: Path) -> None:
+    # sweep of Megatron-LM's messages: its warnings that it retries, falls back or binds elsewhere
+    for calm in ("[WARNING] [indexed_dataset.py:117] Attempt 1/3 to read data item failed with exception \"timeout\"; "
+                 "going to sleep for 2 seconds and then re-try...",
+                 "[WARNING] [cached_logits_loader.py:68] >>>>>> KD LOSS FAILED — falling back to LM loss. KeyError: 'x'",
+                 "[WARNING] [coordinator.py:112] Unknown error when binding to port 8000. Attempting to bind to a random "
+                 "available port instead."):
+        assert not diagnose_paste(tmp_path, calm + "\n").hypotheses, calm
+    # the same program giving up is its failure
+    top = top_of(tmp_path, "[WARNING] [indexed_dataset.py:121] 3 total tries to read data item failed; going to abort "
+                 "and re-raise exception \"timeout\"...\n")
+    assert top is not None

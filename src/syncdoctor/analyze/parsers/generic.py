@@ -438,7 +438,11 @@ _BENIGN = re.compile(
     # libibverbs trying every provider it has a config for, on hosts without most of those NICs (pvrdma, hfi1…): noise;
     # the NIC the job needs failing is told by its user (NCCL's ``No device found``, ``ibv_open_device failed``)
     r"libibverbs: Warning: couldn't load driver|"
-    r"ErrorCode\.|retry(?! count| handler| limit)|Retrying|will be retried|Gracefully skipping|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
+    r"ErrorCode\.|retry(?! count| handler| limit)|Retrying|will be retried|Gracefully skipping|"
+    # a program that says how it goes on (Megatron's ``… going to sleep for 3 seconds and then re-try``, ``KD LOSS
+    # FAILED — falling back to LM loss``, ``Unknown error when binding to port 8000. Attempting to bind to a random
+    # available port instead.``): a warning it recovered from, not its failure
+    r"\bthen re-try\b|\b[Ff]alling back to\b|\bAttempting to [^\n]{1,60}\binstead\b|^\s*frame #\d+:|network addresses of .{0,300} cannot be retrieved|"
     # ProcessGroupNCCL's note beside a timeout that the Flight Recorder was off (2.6+): no failure of its own
     r"Stack trace of the failed collective not found|"
     # a line that says its error words are expected (vLLM's Ray executor: "If you see error log from logging.cc

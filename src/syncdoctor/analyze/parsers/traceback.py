@@ -84,10 +84,10 @@ _OMPI_SIGNAL = re.compile(r"^\s*(?:\[(?P<host>[\w.\-]+):(?P<pid>\d+)\] )?(?:\*\*
 # ``!!!!!!! Segfault encountered !!!!!!!``; abseil's failure signal handler (Ray's workers, gRPC, TensorFlow):
 # ``*** SIGSEGV received at time=1746566409 on cpu 131 ***`` (then ``PC: @ 0x… addProxyOpIfNeeded()``)
 # (Google's own handler, in libtpu and JAX's TPU runtime: ``*** SIGSEGV (@(nil)), see gl__________41#s15 received by
-# PID 11743 (TID 12350) on cpu 17; stack trace: ***``, the faulting address and a link between)
+# PID 11743 (TID 12350) on cpu 17; stack trace: ***``, the faulting address and a link between; a paste's markdown may
+# take the asterisks for emphasis)
 _BANNER = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|(?:\*\*\* |^ ?)(?P<sig>SIG(?:SEGV|ABRT|BUS|FPE|ILL)) (?:received "
                      r"at time=\d+|(?:\(@\S{0,40}?\),? )?(?:see \S{1,80} )?received by PID (?P<pid>\d{1,10}))")
-# (a paste's markdown takes the asterisks for emphasis)
 # a C assertion that failed, which aborts the process: glibc's ``python: pthread_mutex_lock.c:81:
 # __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed.``, UCX's ``[jazz03:140564:0:140564]
 # arbiter.c:236  Assertion `(group)->arbiter == (arbiter)' failed`` (its prefix: host, pid, thread)
