@@ -9,6 +9,7 @@ from pathlib import Path
 
 from analyze_helpers import diagnose_paste, top_of
 from syncdoctor.analyze.model import Category
+from syncdoctor.analyze.parsers.prefixes import split_prefix
 
 
 def test_xlas_allocator_out_of_a_tpus_memory_is_the_devices_memory(tmp_path: Path) -> None:
@@ -94,3 +95,17 @@ def test_a_warning_that_says_how_the_program_goes_on_is_no_failure(tmp_path: Pat
     top = top_of(tmp_path, "[WARNING] [indexed_dataset.py:121] 3 total tries to read data item failed; going to abort "
                  "and re-raise exception \"timeout\"...\n")
     assert top is not None
+
+
+def test_torch_xlas_pod_runner_names_the_worker_of_each_line(tmp_path: Path) -> None:
+    # real: Lightning-AI/pytorch-lightning#7197 (r200e): one worker of a v2-32 pod found no TPU device
+    line = "2021-04-23 18:14:43 10.164.0.29 [3]   File \"/home/u/pl/trainer.py\", line 316, in __init__"
+    prefix = split_prefix(line)
+    assert prefix.origin.host == "10.164.0.29" and prefix.origin.rank is None and prefix.body.startswith("  File")
+    assert prefix.time_text == "2021-04-23 18:14:43"
+    top = top_of(tmp_path, "2021-04-23 18:14:43 10.164.0.29 [3] pytorch_lightning.utilities.exceptions."
+                 "MisconfigurationException: No TPU devices were found.\n")
+    assert top.culprit_hosts == ("10.164.0.29",), top
+    # a date, a time and an address without the worker's index is no such prefix (a log line's own words)
+    other = split_prefix("2021-04-23 18:14:43 10.164.0.29 connected")
+    assert other.origin.host != "10.164.0.29"

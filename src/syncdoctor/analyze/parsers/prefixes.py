@@ -32,6 +32,7 @@ Prefixes recognised at the start of a line (several may be stacked, in any order
 ``<info>  [2021-12-07 10:43:05] 087c0ee7 || `` Determined AI's trial log: the level, the time, the container (read
                                       as the host)
 ``trainer/0 [1]:``                    TorchX: the role and its replica (read as the host), the worker's local rank
+``2021-04-23 18:14:43 10.164.0.29 [3] `` torch_xla's pod runner (xla_dist): the time and the worker's address
 ``E           ``                        pytest's marker before a failed test's exception lines
 ====================================  =========================================================
 
@@ -167,6 +168,10 @@ _OLMO = re.compile(r"\t(?P<host>[A-Za-z0-9][\w.\-]{0,252}):(?P<local>\d{1,5})\t[
 _NEMO = re.compile(r"\[NeMo (?P<sev>[DIWEC]) (?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
                    r" [\w.\-]{1,100}:\d{1,6}\] ")
 _NEMO_LEVELS = {"D": "", "I": "info", "W": "warning", "E": "error", "C": "fatal"}
+# torch_xla's pod runner (``python -m torch_xla.distributed.xla_dist``) before each line of a TPU VM's worker: the time,
+# the worker's address and its index among the pod's hosts (``2021-04-23 18:14:43 10.164.0.29 [3] …``; the index is
+# the host's, not a rank)
+_XLA_DIST = re.compile(r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<host>\d{1,3}(?:\.\d{1,3}){3}) \[\d{1,5}\] ")
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[A-Za-z0-9][A-Za-z0-9_.-]{0,252})/[A-Za-z0-9_.-]{1,63}\] ")
 _RAY = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?(?:rank=(?P<rank>\d{1,6}) )?pid=(?P<pid>\d{1,10})"
                   r"(?:, ip=(?P<ip>[0-9a-fA-F.:]{3,45}))?\) ")
@@ -360,6 +365,11 @@ def split_prefix(text: str) -> Prefix:
     match = _COMPOSE.match(text)
     if match:
         compose, pos = match["svc"] or match["named"], match.end()
+        start = pos
+    match = _XLA_DIST.match(text, pos)
+    if match:
+        host, pos = match["host"], match.end()
+        time, time_text = parse_iso_time(match["ts"])
         start = pos
     for _ in range(_MAX_PREFIXES):
         match = _RANK.match(text, pos)
