@@ -22,7 +22,8 @@ def test_xlas_allocator_out_of_a_tpus_memory_is_the_devices_memory(tmp_path: Pat
                  "6.48G at the bottom of memory. That was not possible. There are 6.78G free, 0B reserved",
                  "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of "
                  "memory in memory space hbm. Used 17.31G of 15.48G hbm."):
-        assert top_of(tmp_path, line + "\n").category is Category.RANK_OUT_OF_MEMORY, line
+        top = top_of(tmp_path, line + "\n")
+        assert top.category is Category.RANK_OUT_OF_MEMORY and "XLA device" in top.title, (line, top)
     # a quota or a resource that is no device's memory is not
     quota = ("google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for quota metric 'Write requests'\n")
     hypotheses = diagnose_paste(tmp_path, quota).hypotheses

@@ -209,6 +209,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|unable to (?:write to|resize|mmap \d+ bytes from) file (?:</torch_\d+_\d+_\d+>|<filename not "
                 r"specified>)[^\n]{0,40}"
                 r"(?:No space left|Cannot allocate memory)", _I)),
+    # XLA's allocator out of a device's memory, a TPU's HBM most often (``RESOURCE_EXHAUSTED: Error allocating device
+    # buffer: Attempting to allocate 196.00M. That was not possible. There are 134.44M free.; (1x0x0_HBM0)``,
+    # ``Attempting to reserve 6.48G at the bottom of memory``; its compiler's ``Ran out of memory in memory space hbm``)
+    (Category.RANK_OUT_OF_MEMORY, "a TPU's (or another XLA device's) memory out of room (XLA's allocator)",
+     re.compile(r"\bResource[ _]exhausted: [^\n]{0,60}?\bAttempting to (?:allocate|reserve) [\d.]+ ?[KMGT]?i?B?\b"
+                r"|\bRan out of memory in memory space (?:hbm|vmem)\b", _I)),
     (Category.RANK_OUT_OF_MEMORY, "a GPU out of memory",
      re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
                 # ColossalAI's Gemini and others in their own words (``No enough CUDA memory!``)
@@ -227,12 +233,7 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
                 r"|NVJPEG_STATUS_ALLOCATOR_FAILURE"
                 # vLLM's start-up check: ``Free memory on device cuda:7 (174.24/178.35 GiB) on startup is less than
                 # desired GPU memory utilization (0.98, 174.78 GiB)``
-                r"|free memory on device\b[^\n]{0,80}\bless than desired"
-                # XLA's allocator on a TPU's (or a GPU's) memory (``RESOURCE_EXHAUSTED: Error allocating device buffer:
-                # Attempting to allocate 196.00M. That was not possible. There are 134.44M free.; (1x0x0_HBM0)``,
-                # ``Attempting to reserve 6.48G at the bottom of memory``; its compiler's ``Ran out of memory in memory
-                # space hbm`` is read above)
-                r"|\bResource[ _]exhausted: [^\n]{0,60}?\bAttempting to (?:allocate|reserve) [\d.]+ ?[KMGT]?i?B?\b", _I)),
+                r"|free memory on device\b[^\n]{0,80}\bless than desired", _I)),
     (Category.DUPLICATE_GPU, "two ranks on one GPU",
      re.compile(r"duplicate GPU|both on CUDA device|same (?:GPU|CUDA device|device)\b[^\n]{0,30}\b(?:rank|process)"
                 # Ascend HCCL's rank table giving two ranks one NPU (``EI0004: … The device id in ranktable is duplicated``)
