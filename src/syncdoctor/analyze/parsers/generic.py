@@ -86,6 +86,9 @@ BACKEND_REFUSAL = r"\bnot supported for the selected backend\b|\b(?:ProcessGroup
 # or after a stamp or a prefix
 TYPE_ERROR_WORDS = r"(?:^\W{0,4}|[\s\]|>:])'\w{1,60}' object (?:is not\b|has no attribute '\w)"
 CONNECTIONS_DROPPED = r"table full, dropping packet|neighbou?r table overflow|Possible SYN flooding on port"
+# JAX on a TPU slice waiting for its other hosts (``UserWarning: TPU backend initialization is taking more than 60.0
+# seconds. Did you run your code on all TPU hosts?``): an error line although a warning
+_TPU_HOSTS_WAITED = r"\bTPU backend initialization is taking more than\b"
 _ERROR = re.compile(
     r"(?:\b(?:[A-Z]\w*(?:Error|Exception)|Exception occurred|error|ERROR|Error|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Ff]ailure|[Aa]borted|"
     r"[Kk]illed|Segmentation fault|core dumped|Traceback)\b|\|[A-Z]{2,8}_(?:ERROR|FATAL)\||\bexit(?:ed)?(?: with)?(?: code|code|status)[:= ]+-?[1-9]|"
@@ -142,7 +145,7 @@ _ERROR = re.compile(
     # a check's words without an error word (``hidden_states.shape=(2, H) | local_num_tokens=4 | Mismatched shape``)
     r"|\bMismatched (?:shapes?|sizes?|dtypes?)\b"
     # JAX's warning that a TPU slice's hosts did not all start (a hang at the start, no error word; a UserWarning)
-    r"|\bTPU backend initialization is taking more than\b"
+    r"|" + _TPU_HOSTS_WAITED +
     # a system call's non-zero errno in a library's words (Open MPI's ``Read -1, expected 131072, errno = 1``)
     r"|\berrno = [1-9]\d{0,3}\b"
     # an RDMA completion's error in any words (``… status 5 and vendor err 249``), and NCCL's topology reader missing a
@@ -467,7 +470,7 @@ _WARNED = re.compile(r"CUDA initialization: [^\n]{0,60}\b(?:error|failed|too old
                      r"|\bno longer supports this GPU because it is too old\b"
                      r"|\bfailed due to oom\b"  # (Ray retries the task: the kill happened all the same)
                      # (JAX on a TPU slice whose hosts did not all start the program: a hang at the start)
-                     r"|\bTPU backend initialization is taking more than\b")
+                     r"|" + _TPU_HOSTS_WAITED)
 
 
 # a glog line at severity E (error) or F (fatal) from a native program (a fabric daemon, XLA, gRPC):

@@ -37,7 +37,7 @@ from syncdoctor.analyze.model import Event, Kind, Origin
 from syncdoctor.analyze.parsers.base import Line, make_event
 from syncdoctor.analyze.parsers.torch_watchdog import parse_pg_prefix
 
-__all__ = ["FABRIC_DOWN", "KEYWORDS", "XIDS", "Xid", "parse"]
+__all__ = ["FABRIC_DOWN", "KEYWORDS", "REFUSED_CUMEM", "XIDS", "Xid", "parse"]
 
 KEYWORDS = ("cudaError", "hipError", "HSA_STATUS_ERROR_", "THCudaCheck FAIL", "NVRM: GPU at PCI", "access fault by GPU", "HW Exception by GPU", "page fault (", "CUDA error", "CUDA driver error", "HIP error", "CUDA_ERROR_", "cuda runtime error", "Xid", "ECC error", "fallen off the bus", "Triton Error [CUDA]",
             "Unable to determine the device handle", "GPU is lost", "fallen off the bus", "Detected XID", "AER:", "peer access is not supported",
@@ -75,11 +75,13 @@ _IPC_CALL = re.compile(r"\b(?P<call>(?:cu|cuda|hip)IpcOpenMemHandle)\b")
 # cuMulticastCreate failed with: "CUDA_ERROR_NOT_SUPPORTED". Gracefully skipping multicast initialization.``): a feature
 # missing there, no failure
 _WENT_ON = re.compile(r"\bGracefully skipping\b|\b[Ff]alling back to\b")
-# CUDA refusing a shareable allocation of its virtual memory API (``[CUDA_ERROR_NOT_PERMITTED] operation not permitted
-# in expression cuMemCreate(&handle, …)``: fabric memory without an IMEX channel): the setup's, no fault of the GPU
-# (an error line, read by rules.phrases)
-_REFUSED_CUMEM = re.compile(r"(?:NOT_PERMITTED|not permitted)[^\n]{0,80}?\bcuMem(?:Create|Map|ExportToShareableHandle|"
-                            r"ImportFromShareableHandle|MulticastCreate)\b")
+# CUDA refusing a shareable allocation of its virtual memory API (error 800 on cuMemCreate: ``[CUDA_ERROR_NOT_PERMITTED]
+# operation not permitted in expression cuMemCreate(&handle, …)``, MSCCL++'s ``CuError: (800, 'Call to cuMemCreate(…)
+# failed.``): fabric memory without an IMEX channel, the setup's, no fault of the GPU (an error line here, whose
+# category rules.phrases reads with the same words)
+REFUSED_CUMEM = (r"(?:\bCUDA_ERROR_NOT_PERMITTED|\boperation not permitted|\(800, ')[^\n]{0,80}?\bcuMem(?:Create|Map|"
+                 r"ExportToShareableHandle|ImportFromShareableHandle|MulticastCreate)\b")
+_REFUSED_CUMEM = re.compile(REFUSED_CUMEM)
 # the runtime's error by its name, then its words (CuPy's ``CUDARuntimeError: cudaErrorInvalidDevicePointer: invalid
 # device pointer``, Numba's, a program's own check; Kokkos' ``cudaSetDevice(cuda_device_id) error(
 # cudaErrorDevicesUnavailable): CUDA-capable device(s) is/are busy or unavailable /…/Kokkos_Cuda_Instance.cpp:544``,

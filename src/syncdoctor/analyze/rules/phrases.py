@@ -31,6 +31,7 @@ from syncdoctor.analyze.parsers.generic import (
     SHELL_NOT_FOUND,
     TYPE_ERROR_WORDS,
 )
+from syncdoctor.analyze.parsers.gpu import REFUSED_CUMEM
 
 __all__ = ["DEVICE_ASSERT", "MISSING_FOLDER", "TORCHRUN_VARIABLES", "UNIMPLEMENTED", "Reading", "folder_missing",
            "read_as", "strongest", "unimplemented"]
@@ -267,14 +268,12 @@ _CAUSES: tuple[tuple[Category, str, re.Pattern[str]], ...] = (
      re.compile(r"peer access is not support(?:ed)?\b|\bCuda failure 217\b|cudaErrorPeerAccess|peer mapping resources"
                 r"|\bP2P\b[^\n]{0,20}\bnot supported"
                 r"|\baddr_window (?:not properly set|check failed)", _I)),
-    # CUDA refusing to allocate memory through its virtual memory API as not permitted (error 800 on cuMemCreate:
-    # ``[CUDA_ERROR_NOT_PERMITTED] operation not permitted in expression cuMemCreate(&handle, …)``, MSCCL++'s
-    # ``CuError: (800, 'Call to cuMemCreate(…) failed.``): memory shareable across nodes (a FABRIC handle) without an
-    # IMEX channel on the node or in the container, the GPUs not at fault
+    # CUDA refusing to allocate memory through its virtual memory API as not permitted (parsers.gpu's words: memory
+    # shareable across nodes, a FABRIC handle, without an IMEX channel on the node or in the container), the GPUs not at
+    # fault
     (Category.UNRECOGNISED, "CUDA refusing a shareable memory allocation as not permitted (fabric memory without an "
      "IMEX channel on the node or in the container: nvidia-imex running, /dev/nvidia-caps-imex-channels mounted)",
-     re.compile(r"(?:CUDA_ERROR_NOT_PERMITTED|\boperation not permitted|\(800, ')[^\n]{0,80}?\bcuMem(?:Create|Map|"
-                r"ExportToShareableHandle|ImportFromShareableHandle|MulticastCreate)\b")),
+     re.compile(REFUSED_CUMEM)),
     # a build without code for this GPU's architecture (CUDA's ``no kernel image is available for execution on the
     # device`` and ``invalid device function``, ROCm's ``hipErrorNoBinaryForGpu: Unable to find code object for all
     # current devices!``): before a GPU's faults, as ``HIP failure: 'invalid device function'`` is none

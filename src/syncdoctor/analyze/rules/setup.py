@@ -1687,8 +1687,8 @@ def _library_refused(tl: Timeline, refusal: _Refusal) -> list[Hypothesis]:
 # resources by their IP addresses only (an address is left alone: that node may lack GPUs, not exist)
 _RAY_NODE_BY_NAME = re.compile(r"\{'node:(?P<name>(?![0-9a-fA-F:.]+')[A-Za-z][^'\n]{0,253})': 0\.0*1\b")
 
-# Ray finding no address of its node but loopback (network_util.cc, Ray 1.x: it learns its address from the route to
-# 8.8.8.8): ``Failed to find other valid local IP. Using 127.0.0.1, not possible to go distributed!``
+# Ray finding no address of its node but loopback (network_util.cc, its 2020 releases: they learn the address from the
+# route to 8.8.8.8): ``Failed to find other valid local IP. Using 127.0.0.1, not possible to go distributed!``
 _RAY_LOOPBACK = re.compile(r"Failed to find other valid local IP\. Using (?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3})")
 
 # a Ray driver or worker whose own address is not the one its node's raylet registered (global_state_accessor.cc:
